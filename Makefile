@@ -1,0 +1,32 @@
+# taskhost — `make demo` runs the queue end to end on SQLite, `make test` runs every test.
+# Both work on a fresh machine with Rust installed: they add the wasm32-wasip2 target if it is
+# missing and build the host and the example handlers from source.
+
+CARGO    ?= cargo
+PLUGINS  := target/plugins
+DEMO_DB  := target/demo.db
+TASKHOST := target/release/taskhost
+
+.PHONY: demo test plugins build bench wasm-target clean
+
+wasm-target:
+	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+
+plugins: wasm-target
+	bash plugins/build.sh
+
+build:
+	$(CARGO) build --release -p taskhost
+
+demo: plugins build
+	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
+	$(TASKHOST) --database-url sqlite://$(DEMO_DB) --plugins $(PLUGINS) demo
+
+test: plugins
+	$(CARGO) test --release --workspace
+
+bench: plugins build
+	$(CARGO) bench -p taskhost
+
+clean:
+	$(CARGO) clean

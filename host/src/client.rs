@@ -1,0 +1,109 @@
+//! Queueing and inspecting tasks: what applications and the CLI call.
+//!
+//! ```no_run
+//! # async fn demo(client: taskhost::Client) -> taskhost::Result<()> {
+//! use taskhost::NewTask;
+//! let added = client.add(NewTask::new("word-count", r#"{"text": "a b c"}"#).with_priority(-1)).await?;
+//! let (task, runs) = client.show(added.id).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! To queue tasks inside your own SQLite transaction, validate with [`Client::validate`] and
+//! write with [`crate::store::sqlite::SqliteStore::add_tasks_in`] on your transaction.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::clock::SharedClock;
+use crate::error::{Error, Result};
+use crate::model::*;
+use crate::plugins::Catalog;
+use crate::store::SharedStore;
+
+#[derive(Debug, Clone)]
+pub struct Client {
+    store: SharedStore,
+    catalog: Arc<Catalog>,
+    clock: SharedClock,
+}
+
+impl std::fmt::Debug for dyn crate::store::Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Store({:?})", self.backend())
+    }
+}
+
+impl Client {
+    pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock) -> Self {
+        Client {
+            store,
+            catalog,
+            clock,
+        }
+    }
+
+    pub fn store(&self) -> &SharedStore {
+        &self.store
+    }
+
+    /// Check tasks before they are written: the data must be valid JSON and the handler a
+    /// loadable plugin implementing the task-handler world.
+    pub async fn validate(&self, tasks: &[NewTask]) -> Result<()> {
+        let mut handlers = HashSet::new();
+        for t in tasks {
+            if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&t.data) {
+                return Err(Error::InvalidJson(e.to_string()));
+            }
+            if t.queue.is_empty() {
+                return Err(Error::invalid("queue", "the queue name is empty"));
+            }
+            if t.unique_key.as_deref() == Some("") {
+                return Err(Error::invalid("unique key", "the unique key is empty"));
+            }
+            handlers.insert(t.handler.clone());
+        }
+        for name in handlers {
+            let catalog = self.catalog.clone();
+            tokio::task::spawn_blocking(move || catalog.get_or_load(&name))
+                .await
+                .map_err(|e| Error::Engine(format!("plugin loader panicked: {e}")))??;
+        }
+        Ok(())
+    }
+
+    /// Queue one task. Returns its id (or, with a unique key held by an unfinished task, that
+    /// task's id and `created: false`).
+    pub async fn add(&self, task: NewTask) -> Result<Added> {
+        let mut added = self.add_many(vec![task]).await?;
+        added
+            .pop()
+            .ok_or_else(|| Error::invalid("task", "nothing was added"))
+    }
+
+    /// Queue many tasks in one transaction: all or nothing.
+    pub async fn add_many(&self, tasks: Vec<NewTask>) -> Result<Vec<Added>> {
+        self.validate(&tasks).await?;
+        self.store.add_tasks(&tasks, self.clock.now()).await
+    }
+
+    /// A task with its runs, oldest run first.
+    pub async fn show(&self, id: TaskId) -> Result<(Task, Vec<Run>)> {
+        let task = self
+            .store
+            .get_task(id)
+            .await?
+            .ok_or(Error::TaskNotFound(id))?;
+        let runs = self.store.runs_of(id).await?;
+        Ok((task, runs))
+    }
+
+    pub async fn list(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
+        self.store.list_tasks(filter).await
+    }
+
+    /// Replay a dead letter (a task given up on): its failure count is reset and a new run is
+    /// scheduled now.
+    pub async fn retry(&self, id: TaskId) -> Result<RunId> {
+        self.store.retry_task(id, self.clock.now()).await
+    }
+}

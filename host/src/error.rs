@@ -1,0 +1,103 @@
+//! The library's error type.
+
+use std::path::PathBuf;
+
+use crate::model::TaskId;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+
+    #[error("invalid database URL {url:?}: {reason}")]
+    BadUrl { url: String, reason: String },
+
+    #[error("task data is not valid JSON: {0}")]
+    InvalidJson(String),
+
+    #[error("unknown handler {name:?}: there is no {name}.wasm in {}", dir.display())]
+    UnknownHandler { name: String, dir: PathBuf },
+
+    #[error("handler {name:?} cannot be used: {reason}")]
+    BrokenHandler { name: String, reason: String },
+
+    #[error("invalid manifest {}: {reason}", path.display())]
+    BadManifest { path: PathBuf, reason: String },
+
+    #[error("task {0} not found")]
+    TaskNotFound(TaskId),
+
+    #[error("task {id} cannot be retried: {reason}")]
+    CannotRetry { id: TaskId, reason: String },
+
+    #[error("runner limit reached: {live} runners are already running (limit {limit})")]
+    RunnerLimit { live: u64, limit: u32 },
+
+    #[error("invalid {what}: {reason}")]
+    Invalid { what: &'static str, reason: String },
+
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("wasm engine: {0}")]
+    Engine(String),
+
+    #[error("corrupt row in {table}: {reason}")]
+    CorruptRow { table: &'static str, reason: String },
+}
+
+impl Error {
+    /// Whether trying the same operation again later may succeed (a busy or unreachable
+    /// database), as opposed to a request that is wrong in itself.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Database(e) => match e {
+                sqlx::Error::Io(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::WorkerCrashed
+                | sqlx::Error::Protocol(_) => true,
+                sqlx::Error::Database(db) => {
+                    // SQLite busy/locked; MySQL deadlock/lock wait; PostgreSQL serialization.
+                    matches!(
+                        db.code().as_deref(),
+                        Some("5")
+                            | Some("6")
+                            | Some("517")
+                            | Some("1213")
+                            | Some("1205")
+                            | Some("40001")
+                            | Some("40P01")
+                    )
+                }
+                _ => false,
+            },
+            Error::Io { .. } => true,
+            _ => false,
+        }
+    }
+
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn invalid(what: &'static str, reason: impl Into<String>) -> Self {
+        Error::Invalid {
+            what,
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! taskhost: a durable task queue kept in SQL whose handlers are sandboxed WebAssembly
+//! components. See the README for the manual.
+
+pub mod app;
+pub mod client;
+pub mod clock;
+pub mod error;
+pub mod model;
+pub mod overseer;
+pub mod plugins;
+pub mod retry;
+pub mod runner;
+pub mod sandbox;
+pub mod store;
+
+pub use app::{App, AppConfig};
+pub use client::Client;
+pub use error::{Error, Result};
+pub use model::{Added, NewTask, RunStatus, RunnerStatus, Task};
+pub use sandbox::codes;

@@ -1,0 +1,333 @@
+//! The records of the three tables and their statuses.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+pub type TaskId = i64;
+pub type RunId = i64;
+pub type RunnerId = i64;
+
+/// Status of a run, and of a task (a task's `last_status` is the status of its latest run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Created, waiting for a runner (and, for a task, for its `scheduled_on`).
+    Scheduled,
+    /// Claimed by a runner.
+    Running,
+    Success,
+    /// A known failure: the handler returned an error, trapped or broke a limit.
+    Error,
+    /// Not finished in time, or its runner died.
+    Timeout,
+}
+
+impl RunStatus {
+    pub const ALL: [RunStatus; 5] = [
+        RunStatus::Scheduled,
+        RunStatus::Running,
+        RunStatus::Success,
+        RunStatus::Error,
+        RunStatus::Timeout,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Scheduled => "scheduled",
+            RunStatus::Running => "running",
+            RunStatus::Success => "success",
+            RunStatus::Error => "error",
+            RunStatus::Timeout => "timeout",
+        }
+    }
+
+    /// A finished run counts as failed when it ended in error or timeout.
+    pub fn is_failure(self) -> bool {
+        matches!(self, RunStatus::Error | RunStatus::Timeout)
+    }
+}
+
+/// Status of a runner (a worker process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunnerStatus {
+    Running,
+    /// The runner stopped by itself (shutdown, drain, memory cap).
+    Success,
+    /// The overseer found it dead: stale heartbeat or a vanished process.
+    Timeout,
+}
+
+impl RunnerStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunnerStatus::Running => "running",
+            RunnerStatus::Success => "success",
+            RunnerStatus::Timeout => "timeout",
+        }
+    }
+}
+
+/// A status word read from the database or the command line that is not one we know.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unknown status {0:?}")]
+pub struct UnknownStatus(pub String);
+
+impl FromStr for RunStatus {
+    type Err = UnknownStatus;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RunStatus::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| UnknownStatus(s.to_string()))
+    }
+}
+
+impl FromStr for RunnerStatus {
+    type Err = UnknownStatus;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "running" => Ok(RunnerStatus::Running),
+            "success" => Ok(RunnerStatus::Success),
+            "timeout" => Ok(RunnerStatus::Timeout),
+            other => Err(UnknownStatus(other.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for RunnerStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Per-task retry backoff; `None` fields fall back to the worker's [`crate::retry::Backoff`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct BackoffSettings {
+    /// Delay before the first retry, in milliseconds; doubles with each further failure.
+    pub base_ms: Option<i64>,
+    /// Upper bound of the delay, in milliseconds.
+    pub max_ms: Option<i64>,
+}
+
+/// What a caller asks to queue. Build one with [`NewTask::new`] and the `with_*` methods.
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    pub handler: String,
+    /// The task's data, a JSON document (validated by the client before it is written).
+    pub data: String,
+    /// When to run it; `None` = now.
+    pub scheduled_on: Option<DateTime<Utc>>,
+    pub max_retries: u32,
+    pub queued_by: Option<String>,
+    pub queue: String,
+    /// Lower runs first.
+    pub priority: i32,
+    /// While a task with this key is unfinished, adding another returns the existing one.
+    pub unique_key: Option<String>,
+    /// `None` = the system-wide default (1 day).
+    pub run_timeout: Option<Duration>,
+    pub backoff: BackoffSettings,
+}
+
+pub const DEFAULT_MAX_RETRIES: u32 = 5;
+pub const DEFAULT_QUEUE: &str = "default";
+
+impl NewTask {
+    pub fn new(handler: impl Into<String>, data: impl Into<String>) -> Self {
+        NewTask {
+            handler: handler.into(),
+            data: data.into(),
+            scheduled_on: None,
+            max_retries: DEFAULT_MAX_RETRIES,
+            queued_by: None,
+            queue: DEFAULT_QUEUE.to_string(),
+            priority: 0,
+            unique_key: None,
+            run_timeout: None,
+            backoff: BackoffSettings::default(),
+        }
+    }
+    pub fn with_scheduled_on(mut self, at: DateTime<Utc>) -> Self {
+        self.scheduled_on = Some(at);
+        self
+    }
+    pub fn with_max_retries(mut self, n: u32) -> Self {
+        self.max_retries = n;
+        self
+    }
+    pub fn with_queued_by(mut self, who: impl Into<String>) -> Self {
+        self.queued_by = Some(who.into());
+        self
+    }
+    pub fn with_queue(mut self, queue: impl Into<String>) -> Self {
+        self.queue = queue.into();
+        self
+    }
+    pub fn with_priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+    pub fn with_unique_key(mut self, key: impl Into<String>) -> Self {
+        self.unique_key = Some(key.into());
+        self
+    }
+    pub fn with_run_timeout(mut self, timeout: Duration) -> Self {
+        self.run_timeout = Some(timeout);
+        self
+    }
+    pub fn with_backoff(mut self, backoff: BackoffSettings) -> Self {
+        self.backoff = backoff;
+        self
+    }
+}
+
+/// The result of adding a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Added {
+    pub id: TaskId,
+    /// false when an unfinished task with the same unique key already existed: `id` is that task.
+    pub created: bool,
+}
+
+/// A row of `task_queue`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Task {
+    pub id: TaskId,
+    pub queued_on: DateTime<Utc>,
+    pub queued_by: Option<String>,
+    /// When the next run is due (the original schedule, or the retry time after a failure).
+    pub scheduled_on: DateTime<Utc>,
+    pub handler: String,
+    pub data: String,
+    pub last_status: RunStatus,
+    pub max_retries: u32,
+    pub task_runs_failed: u32,
+    pub queue: String,
+    pub priority: i32,
+    pub unique_key: Option<String>,
+    pub run_timeout_secs: Option<i64>,
+    pub backoff: BackoffSettings,
+    /// Set when the task will not be retried again (a dead letter): max retries reached, a
+    /// non-retryable error or a missing handler.
+    pub gave_up_on: Option<DateTime<Utc>>,
+}
+
+/// A row of `task_runs`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    pub id: RunId,
+    pub task_id: TaskId,
+    pub attempt: u32,
+    pub created_on: DateTime<Utc>,
+    pub started_on: Option<DateTime<Utc>>,
+    pub percents_completed: u8,
+    pub finished_on: Option<DateTime<Utc>>,
+    pub results: Option<String>,
+    pub status: RunStatus,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+    pub runner_id: Option<RunnerId>,
+    pub duration_ms: Option<i64>,
+    pub component_digest: Option<String>,
+    pub fuel_used: Option<i64>,
+    pub logs: Option<String>,
+}
+
+/// A row of `task_runners`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Runner {
+    pub id: RunnerId,
+    pub process_id: u32,
+    pub host_name: String,
+    pub started_on: DateTime<Utc>,
+    pub finished_on: Option<DateTime<Utc>>,
+    pub status: RunnerStatus,
+    pub heartbeat_on: DateTime<Utc>,
+}
+
+/// A run a runner has just claimed, with what it needs to execute it.
+#[derive(Debug, Clone)]
+pub struct ClaimedRun {
+    pub run_id: RunId,
+    pub task_id: TaskId,
+    pub attempt: u32,
+    pub handler: String,
+    pub data: String,
+    pub queued_by: Option<String>,
+    pub max_retries: u32,
+    pub task_runs_failed: u32,
+    pub backoff: BackoffSettings,
+    pub started_on: DateTime<Utc>,
+}
+
+/// How a run ended, as the runner reports it to the store.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub run_id: RunId,
+    pub task_id: TaskId,
+    /// Success, Error or Timeout.
+    pub status: RunStatus,
+    pub results: Option<String>,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+    pub percents_completed: Option<u8>,
+    pub finished_on: DateTime<Utc>,
+    pub duration_ms: i64,
+    pub component_digest: Option<String>,
+    pub fuel_used: Option<i64>,
+    pub logs: Option<String>,
+    /// What happens to the task next (decided by [`crate::retry::decide`]).
+    pub next: NextStep,
+}
+
+/// What the task does after a run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextStep {
+    /// The run succeeded: the task is done.
+    Done,
+    /// Create a new scheduled run due at this time.
+    RetryAt(DateTime<Utc>),
+    /// Do not run again: the task becomes a dead letter.
+    GiveUp,
+}
+
+/// A progress report from a running handler.
+#[derive(Debug, Clone)]
+pub struct ProgressUpdate {
+    pub run_id: RunId,
+    pub percent: Option<u8>,
+    pub results: Option<String>,
+}
+
+/// A filter for listing tasks.
+#[derive(Debug, Clone, Default)]
+pub struct TaskFilter {
+    pub status: Option<RunStatus>,
+    pub queue: Option<String>,
+    pub handler: Option<String>,
+    /// Only dead letters (tasks given up on).
+    pub dead: bool,
+    pub limit: Option<u32>,
+}
+
+/// Counts of tasks by status, for `taskhost stats` and the demo.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct QueueCounts {
+    pub scheduled: u64,
+    pub running: u64,
+    pub success: u64,
+    pub error: u64,
+    pub timeout: u64,
+    pub dead: u64,
+}

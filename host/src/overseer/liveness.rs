@@ -1,0 +1,203 @@
+//! Runner liveness: a runner whose heartbeat is older than the horizon, or whose process is gone
+//! from this host, becomes `timeout`, and so do its running runs (the retries service then
+//! schedules their tasks again).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::Service;
+use crate::error::Result;
+use crate::model::{Runner, RunnerId};
+use crate::store::SharedStore;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub interval: Duration,
+    /// A heartbeat older than this means the runner is dead. Several heartbeat intervals.
+    pub heartbeat_horizon: Duration,
+    /// Also check PIDs of runners registered from this host.
+    pub check_local_pids: bool,
+}
+
+impl Config {
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
+    pub const DEFAULT_HEARTBEAT_HORIZON: Duration = Duration::from_secs(30);
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            interval: Self::DEFAULT_INTERVAL,
+            heartbeat_horizon: Self::DEFAULT_HEARTBEAT_HORIZON,
+            check_local_pids: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Alive,
+    HeartbeatStale,
+    ProcessGone,
+}
+
+/// Decide whether a runner is dead. `local_host`: this machine's name; `pid_alive` answers for
+/// PIDs on this machine only (a PID means nothing on another host).
+pub fn judge(
+    runner: &Runner,
+    now: DateTime<Utc>,
+    horizon: Duration,
+    local_host: &str,
+    pid_alive: &dyn Fn(u32) -> bool,
+) -> Verdict {
+    let horizon = chrono::Duration::from_std(horizon).unwrap_or(chrono::Duration::MAX);
+    if now.signed_duration_since(runner.heartbeat_on) > horizon {
+        return Verdict::HeartbeatStale;
+    }
+    if runner.host_name == local_host && !pid_alive(runner.process_id) {
+        return Verdict::ProcessGone;
+    }
+    Verdict::Alive
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub runners_timed_out: Vec<RunnerId>,
+    pub runs_timed_out: u64,
+}
+
+pub struct Liveness {
+    store: SharedStore,
+    config: Config,
+    host: String,
+}
+
+impl Liveness {
+    pub fn new(store: SharedStore, config: Config) -> Self {
+        let host = hostname::get()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Liveness {
+            store,
+            config,
+            host,
+        }
+    }
+
+    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
+        let runners = self.store.live_runners().await?;
+        let me = std::process::id();
+        let pid_alive = |pid: u32| {
+            if !self.config.check_local_pids || pid == me {
+                return true;
+            }
+            process_exists(sysinfo::Pid::from_u32(pid))
+        };
+        let dead: Vec<RunnerId> = runners
+            .iter()
+            .filter(|r| {
+                judge(
+                    r,
+                    now,
+                    self.config.heartbeat_horizon,
+                    &self.host,
+                    &pid_alive,
+                ) != Verdict::Alive
+            })
+            .map(|r| r.id)
+            .collect();
+        let runs = self.store.time_out_runners(&dead, now).await?;
+        Ok(Report {
+            runners_timed_out: dead,
+            runs_timed_out: runs,
+        })
+    }
+}
+
+fn process_exists(pid: sysinfo::Pid) -> bool {
+    let mut sys = sysinfo::System::new();
+    sys.refresh_processes_specifics(
+        sysinfo::ProcessesToUpdate::Some(&[pid]),
+        true,
+        sysinfo::ProcessRefreshKind::nothing(),
+    );
+    sys.process(pid).is_some_and(|p| {
+        !matches!(
+            p.status(),
+            sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead
+        )
+    })
+}
+
+#[async_trait]
+impl Service for Liveness {
+    fn name(&self) -> &'static str {
+        "liveness"
+    }
+    fn interval(&self) -> Duration {
+        self.config.interval
+    }
+    async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
+        let r = self.run_once(now).await?;
+        Ok((!r.runners_timed_out.is_empty()).then(|| {
+            format!(
+                "timed out runners {:?} and {} of their runs",
+                r.runners_timed_out, r.runs_timed_out
+            )
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RunnerStatus;
+
+    fn runner(host: &str, pid: u32, heartbeat_on: DateTime<Utc>) -> Runner {
+        Runner {
+            id: 1,
+            process_id: pid,
+            host_name: host.into(),
+            started_on: heartbeat_on,
+            finished_on: None,
+            status: RunnerStatus::Running,
+            heartbeat_on,
+        }
+    }
+
+    #[test]
+    fn a_fresh_heartbeat_on_another_host_is_alive_whatever_its_pid() {
+        let now = Utc::now();
+        let r = runner("other", 42, now);
+        assert_eq!(
+            judge(&r, now, Duration::from_secs(30), "me", &|_| false),
+            Verdict::Alive
+        );
+    }
+
+    #[test]
+    fn a_stale_heartbeat_is_dead() {
+        let now = Utc::now();
+        let r = runner("other", 42, now - chrono::Duration::seconds(31));
+        assert_eq!(
+            judge(&r, now, Duration::from_secs(30), "me", &|_| true),
+            Verdict::HeartbeatStale
+        );
+    }
+
+    #[test]
+    fn a_vanished_local_process_is_dead() {
+        let now = Utc::now();
+        let r = runner("me", 42, now);
+        assert_eq!(
+            judge(&r, now, Duration::from_secs(30), "me", &|_| false),
+            Verdict::ProcessGone
+        );
+        assert_eq!(
+            judge(&r, now, Duration::from_secs(30), "me", &|_| true),
+            Verdict::Alive
+        );
+    }
+}

@@ -1,0 +1,150 @@
+//! Retries: a task whose latest run failed (error or timeout) and is not given up on gets its
+//! next scheduled run, due after the backoff — or is given up on (a dead letter) once it has
+//! failed `max_retries` times in a row.
+//!
+//! Workers schedule the retry of runs they finish themselves; this service covers runs that
+//! ended without their worker: timed out by [`super::liveness`] or [`super::run_timeout`].
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::Service;
+use crate::error::Result;
+use crate::model::NextStep;
+use crate::retry::{self, Backoff};
+use crate::store::{RetryCandidate, RetryPlan, SharedStore};
+
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub interval: Duration,
+    pub batch: u32,
+    pub backoff: Backoff,
+}
+
+impl Config {
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+    pub const DEFAULT_BATCH: u32 = 1_000;
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            interval: Self::DEFAULT_INTERVAL,
+            batch: Self::DEFAULT_BATCH,
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub retries_scheduled: u64,
+    pub given_up: u64,
+}
+
+/// The plan for one candidate: timeouts are always retryable.
+pub fn plan(c: &RetryCandidate, backoff: &Backoff, now: DateTime<Utc>, unit: f64) -> RetryPlan {
+    let next = retry::decide(
+        c.failures,
+        c.max_retries,
+        true,
+        &backoff.for_task(&c.backoff),
+        now,
+        unit,
+    );
+    RetryPlan {
+        task_id: c.task_id,
+        next_attempt: c.last_attempt + 1,
+        next,
+    }
+}
+
+pub struct Retries {
+    store: SharedStore,
+    config: Config,
+}
+
+impl Retries {
+    pub fn new(store: SharedStore, config: Config) -> Self {
+        Retries { store, config }
+    }
+
+    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
+        let mut report = Report::default();
+        loop {
+            let candidates = self.store.retry_candidates(self.config.batch).await?;
+            let plans: Vec<RetryPlan> = candidates
+                .iter()
+                .map(|c| plan(c, &self.config.backoff, now, retry::jitter_unit()))
+                .collect();
+            for p in &plans {
+                match p.next {
+                    NextStep::RetryAt(_) => report.retries_scheduled += 1,
+                    _ => report.given_up += 1,
+                }
+            }
+            self.store.apply_retry_plans(&plans, now).await?;
+            if candidates.len() < self.config.batch as usize {
+                return Ok(report);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Service for Retries {
+    fn name(&self) -> &'static str {
+        "retries"
+    }
+    fn interval(&self) -> Duration {
+        self.config.interval
+    }
+    async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
+        let r = self.run_once(now).await?;
+        Ok((r.retries_scheduled + r.given_up > 0).then(|| {
+            format!(
+                "scheduled {} retries, gave up on {} tasks",
+                r.retries_scheduled, r.given_up
+            )
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::BackoffSettings;
+
+    fn candidate(failures: u32, max_retries: u32) -> RetryCandidate {
+        RetryCandidate {
+            task_id: 7,
+            failures,
+            max_retries,
+            backoff: BackoffSettings::default(),
+            last_attempt: failures,
+        }
+    }
+
+    #[test]
+    fn a_timed_out_task_below_max_retries_is_retried_after_the_backoff() {
+        let now = Utc::now();
+        let b = Backoff {
+            jitter: 0.0,
+            ..Backoff::default()
+        };
+        let p = plan(&candidate(1, 5), &b, now, 0.5);
+        assert_eq!(
+            p.next,
+            NextStep::RetryAt(now + chrono::Duration::seconds(1))
+        );
+        assert_eq!(p.next_attempt, 2);
+    }
+
+    #[test]
+    fn a_task_at_max_retries_is_given_up() {
+        let p = plan(&candidate(5, 5), &Backoff::default(), Utc::now(), 0.5);
+        assert_eq!(p.next, NextStep::GiveUp);
+    }
+}

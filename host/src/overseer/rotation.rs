@@ -1,0 +1,91 @@
+//! Rotation: successful tasks finished longer ago than the retention are deleted with their
+//! runs, in bounded batches so the database is never locked for long. Failed tasks and dead
+//! letters are kept.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::Service;
+use crate::error::Result;
+use crate::store::SharedStore;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub interval: Duration,
+    /// Keep successful tasks this long after they finished.
+    pub retention: Duration,
+    /// Tasks deleted per transaction.
+    pub batch: u32,
+    /// Batches per run, so one run stays short; the rest waits for the next interval.
+    pub max_batches: u32,
+}
+
+impl Config {
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(600);
+    pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+    pub const DEFAULT_BATCH: u32 = 1_000;
+    pub const DEFAULT_MAX_BATCHES: u32 = 100;
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            interval: Self::DEFAULT_INTERVAL,
+            retention: Self::DEFAULT_RETENTION,
+            batch: Self::DEFAULT_BATCH,
+            max_batches: Self::DEFAULT_MAX_BATCHES,
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub tasks_deleted: u64,
+    pub batches: u32,
+}
+
+pub struct Rotation {
+    store: SharedStore,
+    config: Config,
+}
+
+impl Rotation {
+    pub fn new(store: SharedStore, config: Config) -> Self {
+        Rotation { store, config }
+    }
+
+    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
+        let retention =
+            chrono::Duration::from_std(self.config.retention).unwrap_or(chrono::Duration::MAX);
+        let before = now
+            .checked_sub_signed(retention)
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        let mut report = Report::default();
+        while report.batches < self.config.max_batches {
+            let n = self.store.rotate(before, self.config.batch).await?;
+            report.batches += 1;
+            report.tasks_deleted += n;
+            if n < u64::from(self.config.batch) {
+                break;
+            }
+        }
+        Ok(report)
+    }
+}
+
+#[async_trait]
+impl Service for Rotation {
+    fn name(&self) -> &'static str {
+        "rotation"
+    }
+    fn interval(&self) -> Duration {
+        self.config.interval
+    }
+    async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
+        let r = self.run_once(now).await?;
+        Ok((r.tasks_deleted > 0)
+            .then(|| format!("deleted {} old successful tasks", r.tasks_deleted)))
+    }
+}

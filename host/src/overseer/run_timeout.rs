@@ -1,0 +1,76 @@
+//! Run timeout: a run still `running` past its task's run timeout (default 1 day, set when it
+//! was claimed) becomes `timeout`; the retries service then decides the task's next run.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::Service;
+use crate::error::Result;
+use crate::store::SharedStore;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub interval: Duration,
+    /// Runs timed out per statement.
+    pub batch: u32,
+}
+
+impl Config {
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
+    pub const DEFAULT_BATCH: u32 = 1_000;
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            interval: Self::DEFAULT_INTERVAL,
+            batch: Self::DEFAULT_BATCH,
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub runs_timed_out: u64,
+}
+
+pub struct RunTimeout {
+    store: SharedStore,
+    config: Config,
+}
+
+impl RunTimeout {
+    pub fn new(store: SharedStore, config: Config) -> Self {
+        RunTimeout { store, config }
+    }
+
+    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
+        let mut report = Report::default();
+        loop {
+            let n = self
+                .store
+                .time_out_overdue_runs(now, self.config.batch)
+                .await?;
+            report.runs_timed_out += n;
+            if n < u64::from(self.config.batch) {
+                return Ok(report);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Service for RunTimeout {
+    fn name(&self) -> &'static str {
+        "run-timeout"
+    }
+    fn interval(&self) -> Duration {
+        self.config.interval
+    }
+    async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
+        let r = self.run_once(now).await?;
+        Ok((r.runs_timed_out > 0).then(|| format!("timed out {} overdue runs", r.runs_timed_out)))
+    }
+}

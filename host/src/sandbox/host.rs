@@ -1,0 +1,143 @@
+//! The store's data for one run, and the host functions a handler may import.
+//!
+//! Every import is synchronous and bounded: it only touches this run's memory-resident state.
+//! Progress reaches the database through a bounded channel drained by the runner, so a guest
+//! can neither block on the database nor flood the host.
+
+use std::time::Instant;
+
+use tokio::sync::mpsc;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::taskhost::plugin::{host, types};
+use super::limits::{GuestLimiter, Limits};
+use crate::model::{ProgressUpdate, RunId};
+
+/// Where a run's progress reports go. `try_send`: a full channel drops the report, and the
+/// final outcome carries the latest progress anyway.
+pub type ProgressSender = mpsc::Sender<ProgressUpdate>;
+
+/// Minimum time between two partial-results reports forwarded for one run.
+const RESULTS_REPORT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+pub struct HostState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: GuestLimiter,
+    pub(crate) limits: Limits,
+    pub(crate) run_id: RunId,
+    pub(crate) deadline: Instant,
+    pub(crate) progress_tx: Option<ProgressSender>,
+    pub(crate) report: RunReport,
+    last_results_sent: Option<Instant>,
+}
+
+/// What a handler reported while it ran.
+#[derive(Debug, Default, Clone)]
+pub struct RunReport {
+    pub percent: Option<u8>,
+    pub partial_results: Option<String>,
+    pub logs: String,
+    pub logs_dropped: u64,
+}
+
+impl HostState {
+    pub(crate) fn new(
+        wasi: WasiCtx,
+        limits: Limits,
+        run_id: RunId,
+        progress_tx: Option<ProgressSender>,
+    ) -> Self {
+        HostState {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: GuestLimiter::new(&limits),
+            limits,
+            run_id,
+            deadline: Instant::now() + limits.deadline,
+            progress_tx,
+            report: RunReport::default(),
+            last_results_sent: None,
+        }
+    }
+
+    fn forward(&mut self, percent: Option<u8>, results: Option<String>) {
+        if let Some(tx) = &self.progress_tx {
+            let _ = tx.try_send(ProgressUpdate {
+                run_id: self.run_id,
+                percent,
+                results,
+            });
+        }
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl types::Host for HostState {}
+
+impl host::Host for HostState {
+    fn set_progress(&mut self, percent: u8) {
+        let percent = percent.min(100);
+        if self.report.percent == Some(percent) {
+            return;
+        }
+        self.report.percent = Some(percent);
+        self.forward(Some(percent), None);
+    }
+
+    fn set_results(&mut self, json: String) -> Result<(), String> {
+        if json.len() > self.limits.max_results_bytes {
+            return Err(format!(
+                "results are {} bytes, over this handler's limit of {} bytes",
+                json.len(),
+                self.limits.max_results_bytes
+            ));
+        }
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&json) {
+            return Err(format!("results are not valid JSON: {e}"));
+        }
+        let now = Instant::now();
+        let due = self
+            .last_results_sent
+            .is_none_or(|t| now.duration_since(t) >= RESULTS_REPORT_INTERVAL);
+        if due {
+            self.last_results_sent = Some(now);
+            self.forward(None, Some(json.clone()));
+        }
+        self.report.partial_results = Some(json);
+        Ok(())
+    }
+
+    fn log(&mut self, level: types::LogLevel, message: String) {
+        let level = match level {
+            types::LogLevel::Trace => "trace",
+            types::LogLevel::Debug => "debug",
+            types::LogLevel::Info => "info",
+            types::LogLevel::Warn => "warn",
+            types::LogLevel::Error => "error",
+        };
+        let room = self
+            .limits
+            .max_log_bytes
+            .saturating_sub(self.report.logs.len());
+        let line_len = level.len() + message.len() + 2;
+        if line_len > room {
+            self.report.logs_dropped += 1;
+            return;
+        }
+        tracing::debug!(run_id = self.run_id, level, "guest: {message}");
+        self.report.logs.push_str(level);
+        self.report.logs.push(' ');
+        self.report.logs.push_str(&message);
+        self.report.logs.push('\n');
+    }
+}

@@ -1,0 +1,159 @@
+//! Per-run limits: what one run of a handler may consume, and how the store enforces them.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use wasmtime::ResourceLimiter;
+
+/// Resource limits of one run. Defaults are the constants below; a plugin's manifest
+/// (`NAME.toml`, see [`crate::plugins`]) may override each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Fuel (roughly: wasm instructions) a run may burn.
+    pub fuel: u64,
+    /// Bytes of linear memory, summed over the component's memories.
+    pub memory_bytes: u64,
+    /// Wall-clock time a run may take, host calls included.
+    pub deadline: Duration,
+    /// Elements a table may grow to.
+    pub table_elements: u64,
+    /// Bytes of results (final or partial) a run may return.
+    pub max_results_bytes: usize,
+    /// Bytes of log lines kept per run; later lines are counted and dropped.
+    pub max_log_bytes: usize,
+}
+
+impl Limits {
+    pub const DEFAULT_FUEL: u64 = 10_000_000_000;
+    pub const DEFAULT_MEMORY_BYTES: u64 = 256 << 20;
+    pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
+    pub const DEFAULT_TABLE_ELEMENTS: u64 = 20_000;
+    pub const DEFAULT_MAX_RESULTS_BYTES: usize = 1 << 20;
+    pub const DEFAULT_MAX_LOG_BYTES: usize = 64 << 10;
+
+    /// Apply a manifest's overrides.
+    pub fn with(mut self, o: &LimitOverrides) -> Limits {
+        if let Some(v) = o.fuel {
+            self.fuel = v;
+        }
+        if let Some(v) = o.memory_mb {
+            self.memory_bytes = v.saturating_mul(1 << 20);
+        }
+        if let Some(v) = o.deadline {
+            self.deadline = v;
+        }
+        if let Some(v) = o.table_elements {
+            self.table_elements = v;
+        }
+        if let Some(v) = o.max_results_bytes {
+            self.max_results_bytes = v;
+        }
+        if let Some(v) = o.max_log_bytes {
+            self.max_log_bytes = v;
+        }
+        self
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            fuel: Self::DEFAULT_FUEL,
+            memory_bytes: Self::DEFAULT_MEMORY_BYTES,
+            deadline: Self::DEFAULT_DEADLINE,
+            table_elements: Self::DEFAULT_TABLE_ELEMENTS,
+            max_results_bytes: Self::DEFAULT_MAX_RESULTS_BYTES,
+            max_log_bytes: Self::DEFAULT_MAX_LOG_BYTES,
+        }
+    }
+}
+
+/// The `[limits]` table of a plugin manifest. Every key is optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitOverrides {
+    pub fuel: Option<u64>,
+    pub memory_mb: Option<u64>,
+    #[serde(default, with = "humantime_serde_opt")]
+    pub deadline: Option<Duration>,
+    pub table_elements: Option<u64>,
+    pub max_results_bytes: Option<usize>,
+    pub max_log_bytes: Option<usize>,
+}
+
+mod humantime_serde_opt {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let s: Option<String> = Option::deserialize(d)?;
+        s.map(|s| humantime::parse_duration(&s).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
+/// Enforces memory and table limits, and remembers a refused growth so a trap that follows
+/// can be reported as `memory-limit` rather than a bare trap.
+#[derive(Debug)]
+pub struct GuestLimiter {
+    memory_bytes: u64,
+    table_elements: u64,
+    used_memory: u64,
+    pub(crate) memory_refused: bool,
+    pub(crate) table_refused: bool,
+}
+
+impl GuestLimiter {
+    pub fn new(limits: &Limits) -> Self {
+        GuestLimiter {
+            memory_bytes: limits.memory_bytes,
+            table_elements: limits.table_elements,
+            used_memory: 0,
+            memory_refused: false,
+            table_refused: false,
+        }
+    }
+}
+
+impl ResourceLimiter for GuestLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // Summed over all memories of the component: several small memories must not add up
+        // to more than one large one may have.
+        let grow = desired.saturating_sub(current) as u64;
+        if self.used_memory.saturating_add(grow) > self.memory_bytes {
+            self.memory_refused = true;
+            return Ok(false);
+        }
+        self.used_memory += grow;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired as u64 > self.table_elements {
+            self.table_refused = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        1_000
+    }
+    fn tables(&self) -> usize {
+        1_000
+    }
+    fn memories(&self) -> usize {
+        100
+    }
+}

@@ -1,0 +1,276 @@
+//! The sandbox: the one place that builds the wasmtime [`Engine`], and runs one task in one
+//! fresh [`Store`].
+//!
+//! Every run gets fuel, a memory/table limiter, an epoch deadline checked every tick (the
+//! epoch is advanced by a dedicated OS thread) and an outer tokio timeout for time spent in
+//! host calls. The guest sees WASI with nothing granted: no files, no environment, no
+//! network. The sandbox knows no SQL.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Store,
+    UpdateDeadline,
+};
+use wasmtime_wasi::WasiCtxBuilder;
+
+use crate::error::{Error, Result};
+use crate::model::{RunId, TaskId};
+
+pub mod host;
+pub mod limits;
+mod traps;
+
+pub use host::{HostState, ProgressSender, RunReport};
+pub use limits::{LimitOverrides, Limits};
+pub use traps::{codes, Failure};
+
+/// Bindings generated from `wit/task-handler.wit`.
+pub mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "task-handler",
+        exports: { default: async },
+    });
+}
+
+pub use bindings::TaskHandlerPre;
+
+/// Engine-wide settings. Changing any of them changes [`Sandbox::engine_fingerprint`], so
+/// compiled artifacts made under other settings are never loaded.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// How often the epoch advances; the granularity of deadlines and of yielding to tokio.
+    pub epoch_tick: Duration,
+    /// Component instances the pooling allocator reserves room for (concurrent runs).
+    pub pool_instances: u32,
+    /// Largest linear memory any handler may be granted.
+    pub max_memory_bytes: u64,
+    /// Native stack a guest may use before it traps with a stack overflow.
+    pub max_wasm_stack: usize,
+}
+
+impl SandboxConfig {
+    pub const DEFAULT_EPOCH_TICK: Duration = Duration::from_millis(10);
+    pub const DEFAULT_POOL_INSTANCES: u32 = 100;
+    pub const DEFAULT_MAX_MEMORY_BYTES: u64 = 4 << 30;
+    pub const DEFAULT_MAX_WASM_STACK: usize = 512 << 10;
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            epoch_tick: Self::DEFAULT_EPOCH_TICK,
+            pool_instances: Self::DEFAULT_POOL_INSTANCES,
+            max_memory_bytes: Self::DEFAULT_MAX_MEMORY_BYTES,
+            max_wasm_stack: Self::DEFAULT_MAX_WASM_STACK,
+        }
+    }
+}
+
+/// The task as the handler receives it.
+#[derive(Debug, Clone)]
+pub struct RunInput {
+    pub task_id: TaskId,
+    pub run_id: RunId,
+    pub attempt: u32,
+    pub handler: String,
+    pub data: String,
+    pub queued_by: Option<String>,
+}
+
+/// How a run ended inside the sandbox.
+#[derive(Debug, Clone)]
+pub enum GuestOutcome {
+    /// The handler returned Ok with these (validated) JSON results.
+    Success(Option<String>),
+    /// A handler error, a trap or a broken limit.
+    Failed(Failure),
+}
+
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    pub outcome: GuestOutcome,
+    pub fuel_used: u64,
+    pub report: RunReport,
+    pub elapsed: Duration,
+}
+
+/// Advances the engine's epoch from its own OS thread, so a busy tokio runtime cannot delay
+/// deadlines.
+struct EpochTicker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EpochTicker {
+    fn start(engine: Engine, tick: Duration) -> Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("taskhost-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(tick);
+                    engine.increment_epoch();
+                }
+            })
+            .map_err(|e| Error::io("starting the epoch thread", e))?;
+        Ok(EpochTicker {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The wasmtime engine and linker shared by every run.
+pub struct Sandbox {
+    engine: Engine,
+    linker: Linker<HostState>,
+    fingerprint: String,
+    _ticker: EpochTicker,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("fingerprint", &self.fingerprint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    pub fn new(config: &SandboxConfig) -> Result<Self> {
+        let mut cfg = Config::new();
+        cfg.consume_fuel(true)
+            .epoch_interruption(true)
+            .cranelift_opt_level(OptLevel::Speed)
+            .max_wasm_stack(config.max_wasm_stack)
+            // Fibers need room for the wasm stack plus host frames.
+            .async_stack_size(config.max_wasm_stack + (1 << 20));
+        let mut pool = PoolingAllocationConfig::default();
+        let n = config.pool_instances.max(1);
+        pool.total_component_instances(n)
+            .total_core_instances(n.saturating_mul(4))
+            .total_memories(n.saturating_mul(2))
+            .total_tables(n.saturating_mul(4))
+            .total_stacks(n)
+            .max_memory_size(usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX));
+        cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&cfg).map_err(|e| Error::Engine(format!("{e:#}")))?;
+
+        let mut linker = Linker::<HostState>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| Error::Engine(format!("{e:#}")))?;
+        bindings::TaskHandler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
+            .map_err(|e| Error::Engine(format!("{e:#}")))?;
+
+        let fingerprint = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            engine.precompile_compatibility_hash().hash(&mut h);
+            format!("{:016x}", h.finish())
+        };
+        let ticker = EpochTicker::start(engine.clone(), config.epoch_tick)?;
+        Ok(Sandbox {
+            engine,
+            linker,
+            fingerprint,
+            _ticker: ticker,
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Identifies the engine's compilation settings (and wasmtime's version): part of the key
+    /// of cached compiled artifacts.
+    pub fn engine_fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    /// Check a compiled component against the `task-handler` world: every import must be one
+    /// the host provides and `handle` must be exported.
+    pub fn prepare(
+        &self,
+        component: &Component,
+    ) -> std::result::Result<TaskHandlerPre<HostState>, String> {
+        let pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|e| format!("{e:#}"))?;
+        TaskHandlerPre::new(pre)
+            .map_err(|e| format!("does not implement the task-handler world: {e:#}"))
+    }
+
+    /// Run one task in a fresh store. Never panics and never returns early on a guest
+    /// failure: every way a run can end is a [`GuestOutcome`].
+    pub async fn run(
+        &self,
+        pre: &TaskHandlerPre<HostState>,
+        limits: Limits,
+        input: RunInput,
+        progress: Option<ProgressSender>,
+    ) -> RunResult {
+        let started = Instant::now();
+        let wasi = WasiCtxBuilder::new().build();
+        let mut store = Store::new(
+            &self.engine,
+            HostState::new(wasi, limits, input.run_id, progress),
+        );
+        store.limiter(|s| &mut s.limiter);
+        let _ = store.set_fuel(limits.fuel);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|ctx| {
+            if Instant::now() >= ctx.data().deadline {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                // Give the tokio worker back to other runs and the heartbeat.
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        let task = bindings::Task {
+            task_id: input.task_id,
+            run_id: input.run_id,
+            attempt: input.attempt,
+            handler: input.handler,
+            data: input.data,
+            queued_by: input.queued_by,
+        };
+        // The outer timeout covers what epochs cannot interrupt: time blocked in a host call.
+        let grace = Duration::from_secs(1).max(limits.deadline / 10);
+        let call = async {
+            let instance = pre.instantiate_async(&mut store).await?;
+            instance.call_handle(&mut store, &task).await
+        };
+        let result = tokio::time::timeout(limits.deadline + grace, call).await;
+        let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        let outcome = match result {
+            Err(_elapsed) => GuestOutcome::Failed(Failure::deadline(limits.deadline, true)),
+            Ok(Err(e)) => GuestOutcome::Failed(traps::classify(&e, store.data(), &limits)),
+            Ok(Ok(Err(he))) => GuestOutcome::Failed(Failure::handler(he)),
+            Ok(Ok(Ok(results))) => traps::check_results(results, &limits),
+        };
+        let report = std::mem::take(&mut store.data_mut().report);
+        RunResult {
+            outcome,
+            fuel_used,
+            report,
+            elapsed: started.elapsed(),
+        }
+    }
+}

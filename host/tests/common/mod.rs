@@ -1,0 +1,188 @@
+//! Test helpers: real SQLite files in temporary directories, real components built from source.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use taskhost::clock::{ManualClock, SharedClock, SystemClock};
+use taskhost::runner::{WorkerConfig, WorkerReport};
+use taskhost::sandbox::SandboxConfig;
+use taskhost::{App, AppConfig};
+use tempfile::TempDir;
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("host/ has a parent")
+        .to_path_buf()
+}
+
+/// Build the example handlers from source, once per test binary; returns the output folder.
+pub fn built_plugins() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = repo_root();
+        let out = root.join("target/test-plugins");
+        let status = Command::new("bash")
+            .arg(root.join("plugins/build.sh"))
+            .current_dir(&root)
+            .env("TASKHOST_PLUGIN_OUT", &out)
+            .env(
+                "TASKHOST_BAD_PLUGIN_OUT",
+                root.join("target/test-plugins-bad"),
+            )
+            .status()
+            .expect("running plugins/build.sh");
+        assert!(status.success(), "building the example plugins failed");
+        out
+    })
+}
+
+/// A built component file, from the normal or the deliberately-bad output folder.
+pub fn component(name: &str) -> PathBuf {
+    let good = built_plugins().join(format!("{name}.wasm"));
+    if good.exists() {
+        return good;
+    }
+    let bad = repo_root()
+        .join("target/test-plugins-bad")
+        .join(format!("{name}.wasm"));
+    assert!(bad.exists(), "no built component named {name}");
+    bad
+}
+
+/// Shared compiled-artifact cache for the tests: each component compiles once.
+pub fn cache_dir() -> PathBuf {
+    repo_root().join("target/test-cache")
+}
+
+/// One test's world: a temporary folder with a SQLite file and a plugins folder.
+pub struct Env {
+    pub dir: TempDir,
+    pub plugins: PathBuf,
+    pub db_url: String,
+    pub app: App,
+    pub clock: SharedClock,
+}
+
+impl Env {
+    /// With the real clock.
+    pub async fn new(plugins: &[&str]) -> Env {
+        Self::with_clock(plugins, Arc::new(SystemClock)).await
+    }
+
+    /// With a manual clock starting now.
+    pub async fn manual(plugins: &[&str]) -> (Env, ManualClock) {
+        use chrono::SubsecRound;
+        // Whole microseconds: what the database keeps.
+        let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
+        (
+            Self::with_clock(plugins, Arc::new(clock.clone())).await,
+            clock,
+        )
+    }
+
+    pub async fn with_clock(plugins: &[&str], clock: SharedClock) -> Env {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let plugin_dir = dir.path().join("plugins");
+        std::fs::create_dir_all(&plugin_dir).expect("plugins dir");
+        for p in plugins {
+            std::fs::copy(component(p), plugin_dir.join(format!("{p}.wasm"))).expect("copy plugin");
+        }
+        let db_url = format!("sqlite://{}", dir.path().join("queue.db").display());
+        let app = App::open_with_clock(&app_config(&db_url, &plugin_dir), clock.clone())
+            .await
+            .expect("open app");
+        Env {
+            dir,
+            plugins: plugin_dir,
+            db_url,
+            app,
+            clock,
+        }
+    }
+
+    /// A second App on the same database file and plugins (as another process would have).
+    pub async fn second_app(&self) -> App {
+        App::open_with_clock(&app_config(&self.db_url, &self.plugins), self.clock.clone())
+            .await
+            .expect("open app")
+    }
+
+    pub fn write_manifest(&self, name: &str, toml: &str) {
+        std::fs::write(self.plugins.join(format!("{name}.toml")), toml).expect("write manifest");
+    }
+
+    pub fn write_plugin_bytes(&self, name: &str, bytes: &[u8]) {
+        std::fs::write(self.plugins.join(format!("{name}.wasm")), bytes).expect("write plugin");
+    }
+
+    pub fn copy_plugin(&self, component_name: &str, as_name: &str) {
+        std::fs::copy(
+            component(component_name),
+            self.plugins.join(format!("{as_name}.wasm")),
+        )
+        .expect("copy plugin");
+    }
+
+    pub fn remove_plugin(&self, name: &str) {
+        std::fs::remove_file(self.plugins.join(format!("{name}.wasm"))).expect("remove plugin");
+    }
+
+    /// Run a worker until nothing is due; the overseer is off unless the config has it.
+    pub async fn drain(&self, cfg: WorkerConfig) -> WorkerReport {
+        drain_app(&self.app, cfg).await
+    }
+}
+
+pub fn app_config(db_url: &str, plugins: &Path) -> AppConfig {
+    let mut c = AppConfig::new(db_url, plugins);
+    c.cache_dir = Some(cache_dir());
+    c.sandbox = SandboxConfig {
+        pool_instances: 40,
+        ..SandboxConfig::default()
+    };
+    c
+}
+
+/// A worker config for tests: drain, no overseer, quick polls.
+pub fn drain_config() -> WorkerConfig {
+    WorkerConfig {
+        drain: true,
+        overseer: None,
+        poll_interval: Duration::from_millis(20),
+        concurrency: 4,
+        ..WorkerConfig::default()
+    }
+}
+
+pub async fn drain_app(app: &App, cfg: WorkerConfig) -> WorkerReport {
+    let worker = app.worker(cfg);
+    tokio::time::timeout(Duration::from_secs(120), worker.run(std::future::pending()))
+        .await
+        .expect("the worker drained within 120 s")
+        .expect("the worker ran")
+}
+
+/// Wait until `check` is true, polling; panics naming `what` after `deadline`.
+pub async fn wait_until<F, Fut>(deadline: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let start = Instant::now();
+    let mut poll = tokio::time::interval(Duration::from_millis(20));
+    loop {
+        poll.tick().await;
+        if check().await {
+            return;
+        }
+        assert!(
+            start.elapsed() < deadline,
+            "timed out after {deadline:?} waiting until {what}"
+        );
+    }
+}

@@ -1,0 +1,196 @@
+//! Guests that misbehave: each run ends with a clear error code, the task follows its retry
+//! rules, and the worker carries on with the next task.
+
+mod common;
+
+use common::{drain_config, Env};
+use taskhost::model::{NewTask, RunStatus};
+use taskhost::sandbox::{GuestOutcome, RunInput};
+
+async fn run_one(env: &Env, handler: &str, data: &str) -> taskhost::model::Run {
+    let id = env
+        .app
+        .client
+        .add(NewTask::new(handler, data).with_max_retries(1))
+        .await
+        .expect("add")
+        .id;
+    // A good task after the bad one: the worker must still run it.
+    let next = env
+        .app
+        .client
+        .add(NewTask::new("echo", r#"{"after": true}"#))
+        .await
+        .expect("add")
+        .id;
+    let report = env.drain(drain_config()).await;
+    assert_eq!(report.runs_finished, 2);
+    let (task, runs) = env.app.client.show(id).await.expect("show");
+    assert!(
+        task.gave_up_on.is_some(),
+        "max retries 1: given up after one run"
+    );
+    let (after, _) = env.app.client.show(next).await.expect("show");
+    assert_eq!(
+        after.last_status,
+        RunStatus::Success,
+        "the worker ran the next task"
+    );
+    runs.into_iter().next().expect("one run")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_loop_runs_out_of_fuel() {
+    let env = Env::new(&["spin", "echo"]).await;
+    env.write_manifest("spin", "[limits]\nfuel = 20_000_000\ndeadline = \"60s\"\n");
+    let run = run_one(&env, "spin", "{}").await;
+    assert_eq!(run.status, RunStatus::Error);
+    assert_eq!(run.error_code.as_deref(), Some("fuel-exhausted"));
+    assert_eq!(run.fuel_used, Some(20_000_000));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_loop_hits_its_deadline() {
+    let env = Env::new(&["spin", "echo"]).await;
+    env.write_manifest(
+        "spin",
+        "[limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"300ms\"\n",
+    );
+    let run = run_one(&env, "spin", "{}").await;
+    assert_eq!(run.status, RunStatus::Timeout);
+    assert_eq!(run.error_code.as_deref(), Some("deadline"));
+    assert!(run.duration_ms.expect("duration") >= 300);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_hog_hits_the_memory_limit() {
+    let env = Env::new(&["memory-hog", "echo"]).await;
+    env.write_manifest("memory-hog", "[limits]\nmemory_mb = 32\n");
+    let run = run_one(&env, "memory-hog", "{}").await;
+    assert_eq!(run.status, RunStatus::Error);
+    assert_eq!(
+        run.error_code.as_deref(),
+        Some("memory-limit"),
+        "{:?}",
+        run.error_message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unbounded_recursion_is_a_stack_overflow() {
+    let env = Env::new(&["stack-overflow", "echo"]).await;
+    let run = run_one(&env, "stack-overflow", "{}").await;
+    assert_eq!(
+        run.error_code.as_deref(),
+        Some("stack-overflow"),
+        "{:?}",
+        run.error_message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trap_is_reported_as_a_trap() {
+    let env = Env::new(&["trap", "echo"]).await;
+    let run = run_one(&env, "trap", "{}").await;
+    assert_eq!(run.error_code.as_deref(), Some("trap"));
+    assert!(
+        run.error_message
+            .as_deref()
+            .unwrap_or("")
+            .contains("unreachable"),
+        "{:?}",
+        run.error_message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_over_the_limit_are_refused() {
+    let env = Env::new(&["echo"]).await;
+    env.write_manifest("echo", "[limits]\nmax_results_bytes = 64\n");
+    let big = format!(r#"{{"blob": "{}"}}"#, "x".repeat(200));
+    let run = run_one(&env, "echo", &big).await;
+    assert_eq!(run.error_code.as_deref(), Some("output-too-large"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manifest_with_an_unknown_key_is_refused() {
+    let env = Env::new(&["echo"]).await;
+    env.write_manifest("echo", "[limits]\nfuel_units = 5\n");
+    let err = env
+        .app
+        .client
+        .add(NewTask::new("echo", "{}"))
+        .await
+        .expect_err("bad manifest");
+    assert!(err.to_string().contains("fuel_units"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_partial_results_are_forwarded_while_the_guest_runs() {
+    let env = Env::new(&["echo"]).await;
+    let plugin = env.app.catalog.load("echo").expect("load");
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let input = RunInput {
+        task_id: 1,
+        run_id: 9,
+        attempt: 1,
+        handler: "echo".into(),
+        data: r#"{"progress": [25, 50, 75], "partial": {"step": "halfway"}}"#.into(),
+        queued_by: None,
+    };
+    let r = env
+        .app
+        .catalog
+        .sandbox()
+        .run(&plugin.pre, plugin.limits, input, Some(tx))
+        .await;
+    assert!(
+        matches!(r.outcome, GuestOutcome::Success(_)),
+        "{:?}",
+        r.outcome
+    );
+    let mut updates = Vec::new();
+    while let Ok(u) = rx.try_recv() {
+        assert_eq!(u.run_id, 9);
+        updates.push((u.percent, u.results));
+    }
+    assert!(updates.contains(&(Some(25), None)));
+    assert!(updates.contains(&(Some(75), None)));
+    assert!(
+        updates.contains(&(None, Some(r#"{"step":"halfway"}"#.to_string()))),
+        "{updates:?}"
+    );
+    assert!(r.fuel_used > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compiled_components_are_cached_by_digest() {
+    let env = Env::new(&["noop"]).await;
+    let first = env.app.catalog.reload();
+    assert!(first[0].status.is_ok());
+    // A second process with the same cache directory loads without compiling.
+    let app = env.second_app().await;
+    let second = app.catalog.reload();
+    assert!(second[0].cached, "loaded from the cache");
+    assert_eq!(first[0].digest, second[0].digest);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_replacement_keeps_the_previous_good_version() {
+    let env = Env::new(&["echo"]).await;
+    let good = env.app.catalog.load("echo").expect("load").digest.clone();
+    env.write_plugin_bytes("echo", b"\0asm garbage");
+    let reports = env.app.catalog.reload();
+    assert!(reports[0].status.is_err());
+    assert_eq!(
+        env.app.catalog.get("echo").expect("still loaded").digest,
+        good
+    );
+    env.copy_plugin("noop", "echo");
+    env.app.catalog.reload();
+    assert_ne!(
+        env.app.catalog.get("echo").expect("loaded").digest,
+        good,
+        "a good replacement is used"
+    );
+}
