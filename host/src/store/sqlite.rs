@@ -760,8 +760,9 @@ impl Store for SqliteStore {
 
     async fn has_due_work(&self, queues: &[String], now: DateTime<Utc>) -> Result<bool> {
         let due: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM task_queue WHERE last_status = 'scheduled' AND scheduled_on <= ?1
-                                AND queue IN (SELECT value FROM json_each(?2)))
+            "SELECT EXISTS (SELECT 1 FROM task_queue
+                            WHERE ((last_status = 'scheduled' AND scheduled_on <= ?1) OR last_status = 'running')
+                              AND queue IN (SELECT value FROM json_each(?2)))
                  OR EXISTS (SELECT 1 FROM task_queue
                             WHERE last_status IN ('error', 'timeout') AND gave_up_on IS NULL)",
         )

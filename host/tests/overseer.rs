@@ -1,0 +1,164 @@
+//! Maintenance services on a real SQLite file, each driven by `run_once(now)` on a manual clock,
+//! and the overseer running inside a worker.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{drain_config, Env};
+use taskhost::clock::Clock;
+use taskhost::model::{NewTask, RunStatus, TaskFilter};
+use taskhost::overseer::{liveness, retries, rotation, run_timeout, OverseerConfig};
+use taskhost::retry::Backoff;
+use taskhost::runner::WorkerConfig;
+
+const DAY: Duration = Duration::from_secs(86_400);
+
+fn no_jitter() -> retries::Config {
+    retries::Config { backoff: Backoff { jitter: 0.0, ..Backoff::default() }, ..Default::default() }
+}
+
+fn this_host() -> String {
+    hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// A PID that belonged to a process that has exited.
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().expect("spawn true");
+    let pid = child.id();
+    child.wait().expect("wait");
+    pid
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_with_a_stale_heartbeat_is_timed_out_and_its_task_retried() {
+    let (env, clock) = Env::manual(&["echo"]).await;
+    let store = env.app.store.clone();
+    let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    // A runner on another machine claims the run, then goes silent.
+    let ghost = store.register_runner(1, "another-machine", clock.now(), 8).await.expect("register");
+    store.claim(ghost, &["default".into()], 1, clock.now(), DAY).await.expect("claim");
+    let svc = liveness::Liveness::new(store.clone(), liveness::Config::default());
+    clock.advance(chrono::Duration::seconds(29));
+    assert!(svc.run_once(clock.now()).await.expect("liveness").runners_timed_out.is_empty(), "not stale yet");
+    clock.advance(chrono::Duration::seconds(2));
+    let report = svc.run_once(clock.now()).await.expect("liveness");
+    assert_eq!(report, liveness::Report { runners_timed_out: vec![ghost], runs_timed_out: 1 });
+    let (task, runs) = env.app.client.show(id).await.expect("show");
+    assert_eq!((task.last_status, task.task_runs_failed), (RunStatus::Timeout, 1));
+    assert_eq!(runs[0].status, RunStatus::Timeout);
+
+    let retries = retries::Retries::new(store.clone(), no_jitter());
+    assert_eq!(retries.run_once(clock.now()).await.expect("retries").retries_scheduled, 1);
+    assert_eq!(retries.run_once(clock.now()).await.expect("retries"), retries::Report::default(), "idempotent");
+    clock.advance(chrono::Duration::seconds(1));
+    env.drain(drain_config()).await;
+    let (task, runs) = env.app.client.show(id).await.expect("show");
+    assert_eq!((task.last_status, runs.len()), (RunStatus::Success, 2));
+    assert_eq!(runs[1].attempt, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_whose_process_is_gone_from_this_host_is_timed_out_at_once() {
+    let (env, clock) = Env::manual(&["echo"]).await;
+    let store = env.app.store.clone();
+    env.app.client.add(NewTask::new("echo", "{}")).await.expect("add");
+    let gone = store.register_runner(dead_pid(), &this_host(), clock.now(), 8).await.expect("register");
+    let alive = store.register_runner(std::process::id(), &this_host(), clock.now(), 8).await.expect("register");
+    store.claim(gone, &["default".into()], 1, clock.now(), DAY).await.expect("claim");
+    let svc = liveness::Liveness::new(store.clone(), liveness::Config::default());
+    let report = svc.run_once(clock.now()).await.expect("liveness");
+    assert_eq!(report.runners_timed_out, vec![gone]);
+    assert_eq!(report.runs_timed_out, 1);
+    let live: Vec<_> = store.live_runners().await.expect("live").iter().map(|r| r.id).collect();
+    assert_eq!(live, vec![alive]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_past_its_run_timeout_is_timed_out_and_retried() {
+    let (env, clock) = Env::manual(&["echo"]).await;
+    let store = env.app.store.clone();
+    let id = env
+        .app
+        .client
+        .add(NewTask::new("echo", "{}").with_run_timeout(Duration::from_secs(10)))
+        .await
+        .expect("add")
+        .id;
+    let runner = store.register_runner(std::process::id(), &this_host(), clock.now(), 8).await.expect("register");
+    store.claim(runner, &["default".into()], 1, clock.now(), DAY).await.expect("claim");
+    let svc = run_timeout::RunTimeout::new(store.clone(), run_timeout::Config::default());
+    clock.advance(chrono::Duration::seconds(9));
+    assert_eq!(svc.run_once(clock.now()).await.expect("timeouts").runs_timed_out, 0);
+    clock.advance(chrono::Duration::seconds(1));
+    assert_eq!(svc.run_once(clock.now()).await.expect("timeouts").runs_timed_out, 1);
+    let (task, runs) = env.app.client.show(id).await.expect("show");
+    assert_eq!(task.last_status, RunStatus::Timeout);
+    assert_eq!(runs[0].error_code.as_deref(), Some("run-timeout"));
+    retries::Retries::new(store.clone(), no_jitter()).run_once(clock.now()).await.expect("retries");
+    clock.advance(chrono::Duration::seconds(1));
+    env.drain(drain_config()).await;
+    assert_eq!(env.app.client.show(id).await.expect("show").0.last_status, RunStatus::Success);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_past_max_retries_make_a_dead_letter() {
+    let (env, clock) = Env::manual(&["echo"]).await;
+    let store = env.app.store.clone();
+    let id = env.app.client.add(NewTask::new("echo", "{}").with_max_retries(1)).await.expect("add").id;
+    let ghost = store.register_runner(1, "another-machine", clock.now(), 8).await.expect("register");
+    store.claim(ghost, &["default".into()], 1, clock.now(), DAY).await.expect("claim");
+    store.time_out_runners(&[ghost], clock.now()).await.expect("timeout");
+    let r = retries::Retries::new(store.clone(), no_jitter()).run_once(clock.now()).await.expect("retries");
+    assert_eq!(r, retries::Report { retries_scheduled: 0, given_up: 1 });
+    let dead = env.app.client.list(&TaskFilter { dead: true, ..Default::default() }).await.expect("list");
+    assert_eq!(dead.iter().map(|t| t.id).collect::<Vec<_>>(), vec![id]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotation_deletes_old_successful_tasks_and_keeps_the_rest() {
+    let (env, clock) = Env::manual(&["echo", "fail"]).await;
+    let tasks: Vec<_> = (0..25).map(|_| NewTask::new("echo", "{}")).collect();
+    env.app.client.add_many(tasks).await.expect("add");
+    let failed = env.app.client.add(NewTask::new("fail", r#"{"retryable": false}"#)).await.expect("add").id;
+    env.drain(drain_config()).await;
+    clock.advance(chrono::Duration::days(10));
+    let fresh = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    env.drain(drain_config()).await;
+    let svc = rotation::Rotation::new(
+        env.app.store.clone(),
+        rotation::Config { batch: 10, max_batches: 2, ..Default::default() },
+    );
+    clock.advance(chrono::Duration::days(25));
+    assert_eq!(svc.run_once(clock.now()).await.expect("rotate").tasks_deleted, 20, "two batches per run");
+    assert_eq!(svc.run_once(clock.now()).await.expect("rotate").tasks_deleted, 5);
+    assert_eq!(svc.run_once(clock.now()).await.expect("rotate").tasks_deleted, 0);
+    let left: Vec<_> = env.app.client.list(&TaskFilter::default()).await.expect("list").iter().map(|t| t.id).collect();
+    assert_eq!(left, vec![failed, fresh], "the dead letter and the 25-day-old success stay");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_runs_the_overseer_and_recovers_a_dead_runners_task() {
+    let env = Env::new(&["echo"]).await;
+    let store = env.app.store.clone();
+    let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    let long_ago = env.app.clock.now() - chrono::Duration::minutes(5);
+    let ghost = store.register_runner(1, "another-machine", long_ago, 8).await.expect("register");
+    let claimed = store.claim(ghost, &["default".into()], 1, env.app.clock.now(), DAY).await.expect("claim");
+    assert_eq!(claimed.len(), 1);
+    let mut overseer = OverseerConfig::default();
+    overseer.liveness.interval = Duration::from_millis(20);
+    overseer.retries.interval = Duration::from_millis(20);
+    let cfg = WorkerConfig {
+        overseer: Some(overseer),
+        backoff: Backoff { base: Duration::from_millis(10), max: Duration::from_millis(10), jitter: 0.0 },
+        drain_horizon: Duration::from_secs(5),
+        ..drain_config()
+    };
+    let report = env.drain(cfg).await;
+    assert_eq!(report.runs_finished, 1);
+    let (task, runs) = env.app.client.show(id).await.expect("show");
+    assert_eq!((task.last_status, runs.len()), (RunStatus::Success, 2));
+    let runners = store.live_runners().await.expect("live");
+    assert!(runners.is_empty());
+}
