@@ -54,43 +54,19 @@ impl App {
     }
 
     pub async fn open_with_clock(config: &AppConfig, clock: SharedClock) -> Result<App> {
-        let store = store::open(
-            &config.database_url,
-            &StoreOptions {
-                migrate: config.migrate,
-                ..Default::default()
-            },
-        )
-        .await?;
+        let store =
+            store::open(&config.database_url, &StoreOptions { migrate: config.migrate, ..Default::default() }).await?;
         let sandbox_config = config.sandbox.clone();
         let sandbox = tokio::task::spawn_blocking(move || Sandbox::new(&sandbox_config))
             .await
             .map_err(|e| Error::Engine(format!("building the engine panicked: {e}")))??;
-        let cache = config
-            .cache_dir
-            .clone()
-            .unwrap_or_else(plugins::default_cache_dir);
-        let catalog = Arc::new(Catalog::new(
-            Arc::new(sandbox),
-            &config.plugins_dir,
-            Some(cache),
-            config.limits,
-        ));
+        let cache = config.cache_dir.clone().unwrap_or_else(plugins::default_cache_dir);
+        let catalog = Arc::new(Catalog::new(Arc::new(sandbox), &config.plugins_dir, Some(cache), config.limits));
         let client = Client::new(store.clone(), catalog.clone(), clock.clone());
-        Ok(App {
-            store,
-            catalog,
-            clock,
-            client,
-        })
+        Ok(App { store, catalog, clock, client })
     }
 
     pub fn worker(&self, config: WorkerConfig) -> Worker {
-        Worker::new(
-            self.store.clone(),
-            self.catalog.clone(),
-            self.clock.clone(),
-            config,
-        )
+        Worker::new(self.store.clone(), self.catalog.clone(), self.clock.clone(), config)
     }
 }

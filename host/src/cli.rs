@@ -21,20 +21,10 @@ use crate::output;
 )]
 pub struct Cli {
     /// Database URL: sqlite://PATH (created if missing).
-    #[arg(
-        long,
-        global = true,
-        env = "TASKHOST_DATABASE_URL",
-        default_value = "sqlite://taskhost.db"
-    )]
+    #[arg(long, global = true, env = "TASKHOST_DATABASE_URL", default_value = "sqlite://taskhost.db")]
     pub database_url: String,
     /// Directory of handler components (NAME.wasm, optional NAME.toml manifest).
-    #[arg(
-        long = "plugins",
-        global = true,
-        env = "TASKHOST_PLUGINS",
-        default_value = "target/plugins"
-    )]
+    #[arg(long = "plugins", global = true, env = "TASKHOST_PLUGINS", default_value = "target/plugins")]
     pub plugins_dir: PathBuf,
     /// Where compiled components are cached [default: $XDG_CACHE_HOME/taskhost or ~/.cache/taskhost].
     #[arg(long, global = true, env = "TASKHOST_CACHE_DIR")]
@@ -177,10 +167,7 @@ impl Cli {
         c.migrate = !self.no_migrate;
         if let Command::Worker(w) = &self.command {
             // One pool slot per concurrent run, with room to spare.
-            c.sandbox.pool_instances = c
-                .sandbox
-                .pool_instances
-                .max((w.concurrency as u32).saturating_mul(2));
+            c.sandbox.pool_instances = c.sandbox.pool_instances.max((w.concurrency as u32).saturating_mul(2));
         }
         c
     }
@@ -236,9 +223,7 @@ pub async fn run(cli: Cli) -> Result<()> {
     if let Command::RunOnce { handler, data } = &cli.command {
         return run_once(&config, handler, data).await;
     }
-    let app = App::open(&config)
-        .await
-        .with_context(|| format!("opening {}", cli.database_url))?;
+    let app = App::open(&config).await.with_context(|| format!("opening {}", cli.database_url))?;
     match cli.command {
         Command::Migrate => {
             if cli.no_migrate {
@@ -256,18 +241,13 @@ pub async fn run(cli: Cli) -> Result<()> {
             t.run_timeout = a.run_timeout;
             t.scheduled_on = match (a.at, a.in_) {
                 (Some(at), _) => Some(at),
-                (None, Some(d)) => {
-                    Some(Utc::now() + chrono::Duration::from_std(d).context("--in is too large")?)
-                }
+                (None, Some(d)) => Some(Utc::now() + chrono::Duration::from_std(d).context("--in is too large")?),
                 (None, None) => None,
             };
             let added = app.client.add(t).await?;
             println!("{}", added.id);
             if !added.created {
-                eprintln!(
-                    "an unfinished task with that unique key exists already: task {}",
-                    added.id
-                );
+                eprintln!("an unfinished task with that unique key exists already: task {}", added.id);
             }
         }
         Command::Worker(w) => {
@@ -300,17 +280,10 @@ pub async fn run(cli: Cli) -> Result<()> {
             );
         }
         Command::Overseer { once } => {
-            let overseer = Overseer::new(
-                app.store.clone(),
-                app.clock.clone(),
-                OverseerConfig::default(),
-            );
+            let overseer = Overseer::new(app.store.clone(), app.clock.clone(), OverseerConfig::default());
             if once {
                 for (name, summary) in overseer.run_all_once().await? {
-                    println!(
-                        "{name}: {}",
-                        summary.unwrap_or_else(|| "nothing to do".into())
-                    );
+                    println!("{name}: {}", summary.unwrap_or_else(|| "nothing to do".into()));
                 }
             } else {
                 let (tx, rx) = tokio::sync::watch::channel(false);
@@ -321,13 +294,8 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::List(l) => {
-            let filter = TaskFilter {
-                status: l.status,
-                queue: l.queue,
-                handler: l.handler,
-                dead: l.dead,
-                limit: Some(l.limit),
-            };
+            let filter =
+                TaskFilter { status: l.status, queue: l.queue, handler: l.handler, dead: l.dead, limit: Some(l.limit) };
             let tasks = app.client.list(&filter).await?;
             let mut rows = Vec::with_capacity(tasks.len());
             for t in tasks {
@@ -343,10 +311,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Show { id, json } => {
             let (task, runs) = app.client.show(id).await?;
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&serde_json::json!({"task": task, "runs": runs}))?
-                );
+                println!("{}", serde_json::to_string_pretty(&serde_json::json!({"task": task, "runs": runs}))?);
             } else {
                 print!("{}", output::task_detail(&task, &runs));
             }
@@ -375,19 +340,11 @@ pub async fn run(cli: Cli) -> Result<()> {
 
 /// Run one task without a database.
 async fn run_once(config: &AppConfig, handler: &str, data: &str) -> Result<()> {
-    serde_json::from_str::<serde::de::IgnoredAny>(data)
-        .map_err(|e| taskhost::Error::InvalidJson(e.to_string()))?;
+    serde_json::from_str::<serde::de::IgnoredAny>(data).map_err(|e| taskhost::Error::InvalidJson(e.to_string()))?;
     let sandbox = taskhost::sandbox::Sandbox::new(&config.sandbox)?;
-    let cache = config
-        .cache_dir
-        .clone()
-        .unwrap_or_else(taskhost::plugins::default_cache_dir);
-    let catalog = taskhost::plugins::Catalog::new(
-        std::sync::Arc::new(sandbox),
-        &config.plugins_dir,
-        Some(cache),
-        config.limits,
-    );
+    let cache = config.cache_dir.clone().unwrap_or_else(taskhost::plugins::default_cache_dir);
+    let catalog =
+        taskhost::plugins::Catalog::new(std::sync::Arc::new(sandbox), &config.plugins_dir, Some(cache), config.limits);
     let plugin = catalog.load(handler)?;
     let input = taskhost::sandbox::RunInput {
         task_id: 0,
@@ -397,10 +354,7 @@ async fn run_once(config: &AppConfig, handler: &str, data: &str) -> Result<()> {
         data: data.to_string(),
         queued_by: None,
     };
-    let r = catalog
-        .sandbox()
-        .run(&plugin.pre, plugin.limits, input, None)
-        .await;
+    let r = catalog.sandbox().run(&plugin.pre, plugin.limits, input, None).await;
     print!("{}", output::run_once(&r));
     if let taskhost::sandbox::GuestOutcome::Failed(f) = r.outcome {
         bail!("{}: {}", f.code, f.message);

@@ -35,11 +35,7 @@ impl std::fmt::Debug for dyn crate::store::Store {
 
 impl Client {
     pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock) -> Self {
-        Client {
-            store,
-            catalog,
-            clock,
-        }
+        Client { store, catalog, clock }
     }
 
     pub fn store(&self) -> &SharedStore {
@@ -75,9 +71,7 @@ impl Client {
     /// task's id and `created: false`).
     pub async fn add(&self, task: NewTask) -> Result<Added> {
         let mut added = self.add_many(vec![task]).await?;
-        added
-            .pop()
-            .ok_or_else(|| Error::invalid("task", "nothing was added"))
+        added.pop().ok_or_else(|| Error::invalid("task", "nothing was added"))
     }
 
     /// Queue many tasks in one transaction: all or nothing.
@@ -88,11 +82,7 @@ impl Client {
 
     /// A task with its runs, oldest run first.
     pub async fn show(&self, id: TaskId) -> Result<(Task, Vec<Run>)> {
-        let task = self
-            .store
-            .get_task(id)
-            .await?
-            .ok_or(Error::TaskNotFound(id))?;
+        let task = self.store.get_task(id).await?.ok_or(Error::TaskNotFound(id))?;
         let runs = self.store.runs_of(id).await?;
         Ok((task, runs))
     }

@@ -18,10 +18,7 @@ pub async fn run(app: &App) -> Result<()> {
     print!("{}", output::plugin_table(&reports, app.catalog.dir()));
     for name in NEEDED {
         if app.catalog.get(name).is_none() {
-            bail!(
-                "plugin {name:?} is missing from {}: run `make plugins` first",
-                app.catalog.dir().display()
-            );
+            bail!("plugin {name:?} is missing from {}: run `make plugins` first", app.catalog.dir().display());
         }
     }
 
@@ -35,42 +32,20 @@ pub async fn run(app: &App) -> Result<()> {
 
     println!("\n== queueing tasks");
     let text = "It was the best of times, it was the worst of times,\n".repeat(400);
-    let quick_retries = BackoffSettings {
-        base_ms: Some(200),
-        max_ms: Some(1_000),
-    };
+    let quick_retries = BackoffSettings { base_ms: Some(200), max_ms: Some(1_000) };
     let mut tasks = vec![
-        NewTask::new(
-            "word-count",
-            serde_json::json!({ "text": text }).to_string(),
-        )
-        .with_queued_by("demo"),
-        NewTask::new(
-            "word-count",
-            r#"{"text": "the quick brown fox jumps over the lazy dog"}"#,
-        )
-        .with_queued_by("demo"),
-        NewTask::new(
-            "echo",
-            r#"{"progress": [25, 50, 75], "partial": {"step": "halfway"}, "hello": "world"}"#,
-        ),
+        NewTask::new("word-count", serde_json::json!({ "text": text }).to_string()).with_queued_by("demo"),
+        NewTask::new("word-count", r#"{"text": "the quick brown fox jumps over the lazy dog"}"#).with_queued_by("demo"),
+        NewTask::new("echo", r#"{"progress": [25, 50, 75], "partial": {"step": "halfway"}, "hello": "world"}"#),
         NewTask::new("noop", "{}").with_priority(-5),
-        NewTask::new("fail", "{}")
-            .with_max_retries(3)
-            .with_backoff(quick_retries),
+        NewTask::new("fail", "{}").with_max_retries(3).with_backoff(quick_retries),
         NewTask::new("fail", r#"{"retryable": false}"#),
         NewTask::new("word-count", r#"{"text": 42}"#),
-        NewTask::new("noop", "{}")
-            .with_scheduled_on(chrono::Utc::now() + chrono::Duration::hours(1)),
+        NewTask::new("noop", "{}").with_scheduled_on(chrono::Utc::now() + chrono::Duration::hours(1)),
     ];
     tasks.extend((0..5).map(|_| NewTask::new("noop", "{}").with_priority(1)));
     let added = app.client.add_many(tasks).await?;
-    println!(
-        "  queued {} tasks (ids {}..={})",
-        added.len(),
-        added[0].id,
-        added[added.len() - 1].id
-    );
+    println!("  queued {} tasks (ids {}..={})", added.len(), added[0].id, added[added.len() - 1].id);
 
     println!("\n== running a worker until nothing is due (retries included)");
     let started = std::time::Instant::now();
@@ -82,12 +57,7 @@ pub async fn run(app: &App) -> Result<()> {
         ..WorkerConfig::default()
     };
     let report = app.worker(cfg).run(crate::cli::shutdown_signal()).await?;
-    println!(
-        "  runner {} finished {} runs in {:.2?}",
-        report.runner_id,
-        report.runs_finished,
-        started.elapsed()
-    );
+    println!("  runner {} finished {} runs in {:.2?}", report.runner_id, report.runs_finished, started.elapsed());
 
     println!("\n== outcome");
     let ids: Vec<i64> = added.iter().map(|a| a.id).collect();

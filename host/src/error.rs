@@ -88,16 +88,10 @@ impl Error {
     }
 
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io {
-            context: context.into(),
-            source,
-        }
+        Error::Io { context: context.into(), source }
     }
 
     pub(crate) fn invalid(what: &'static str, reason: impl Into<String>) -> Self {
-        Error::Invalid {
-            what,
-            reason: reason.into(),
-        }
+        Error::Invalid { what, reason: reason.into() }
     }
 }

@@ -27,13 +27,8 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    pub const ALL: [RunStatus; 5] = [
-        RunStatus::Scheduled,
-        RunStatus::Running,
-        RunStatus::Success,
-        RunStatus::Error,
-        RunStatus::Timeout,
-    ];
+    pub const ALL: [RunStatus; 5] =
+        [RunStatus::Scheduled, RunStatus::Running, RunStatus::Success, RunStatus::Error, RunStatus::Timeout];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -80,10 +75,7 @@ pub struct UnknownStatus(pub String);
 impl FromStr for RunStatus {
     type Err = UnknownStatus;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        RunStatus::ALL
-            .into_iter()
-            .find(|st| st.as_str() == s)
-            .ok_or_else(|| UnknownStatus(s.to_string()))
+        RunStatus::ALL.into_iter().find(|st| st.as_str() == s).ok_or_else(|| UnknownStatus(s.to_string()))
     }
 }
 

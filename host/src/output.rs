@@ -42,10 +42,7 @@ pub fn task_table(rows: &[(Task, Vec<Run>)]) -> String {
         "ID", "HANDLER", "QUEUE", "STATUS", "FAILED", "RUNS", "PROG", "RESULTS / LAST ERROR"
     );
     for (t, runs) in rows {
-        let progress = runs
-            .last()
-            .map(|r| format!("{}%", r.percents_completed))
-            .unwrap_or_default();
+        let progress = runs.last().map(|r| format!("{}%", r.percents_completed)).unwrap_or_default();
         let _ = writeln!(
             out,
             "{:>6}  {:<14} {:<9} {:<10} {:>6} {:>4} {:>5}  {}",
@@ -63,75 +60,40 @@ pub fn task_table(rows: &[(Task, Vec<Run>)]) -> String {
 }
 
 pub fn tasks_json(rows: &[(Task, Vec<Run>)]) -> serde_json::Result<String> {
-    let v: Vec<_> = rows
-        .iter()
-        .map(|(t, runs)| serde_json::json!({"task": t, "runs": runs}))
-        .collect();
+    let v: Vec<_> = rows.iter().map(|(t, runs)| serde_json::json!({"task": t, "runs": runs})).collect();
     serde_json::to_string_pretty(&v)
 }
 
 pub fn task_detail(t: &Task, runs: &[Run]) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "task {}  handler {}  queue {}  priority {}",
-        t.id, t.handler, t.queue, t.priority
-    );
-    let _ = writeln!(
-        out,
-        "  status      {}  (failed {}/{})",
-        t.last_status, t.task_runs_failed, t.max_retries
-    );
-    let _ = writeln!(
-        out,
-        "  queued      {} by {}",
-        t.queued_on,
-        t.queued_by.as_deref().unwrap_or("-")
-    );
+    let _ = writeln!(out, "task {}  handler {}  queue {}  priority {}", t.id, t.handler, t.queue, t.priority);
+    let _ = writeln!(out, "  status      {}  (failed {}/{})", t.last_status, t.task_runs_failed, t.max_retries);
+    let _ = writeln!(out, "  queued      {} by {}", t.queued_on, t.queued_by.as_deref().unwrap_or("-"));
     let _ = writeln!(out, "  scheduled   {}", t.scheduled_on);
     if let Some(g) = t.gave_up_on {
-        let _ = writeln!(
-            out,
-            "  gave up     {g} (dead letter: `taskhost retry {}` replays it)",
-            t.id
-        );
+        let _ = writeln!(out, "  gave up     {g} (dead letter: `taskhost retry {}` replays it)", t.id);
     }
     if let Some(k) = &t.unique_key {
         let _ = writeln!(out, "  unique key  {k}");
     }
     let _ = writeln!(out, "  data        {}", clip(&t.data, 200));
     for r in runs {
-        let _ = writeln!(
-            out,
-            "run {} (attempt {}): {}  {}%",
-            r.id, r.attempt, r.status, r.percents_completed
-        );
+        let _ = writeln!(out, "run {} (attempt {}): {}  {}%", r.id, r.attempt, r.status, r.percents_completed);
         if let Some(s) = r.started_on {
-            let _ = writeln!(
-                out,
-                "  started     {s} by runner {}",
-                r.runner_id.map(|i| i.to_string()).unwrap_or_default()
-            );
+            let _ =
+                writeln!(out, "  started     {s} by runner {}", r.runner_id.map(|i| i.to_string()).unwrap_or_default());
         }
         if let Some(f) = r.finished_on {
             let _ = writeln!(out, "  finished    {f} ({} ms)", r.duration_ms.unwrap_or(0));
         }
         if let Some(c) = &r.error_code {
-            let _ = writeln!(
-                out,
-                "  error       {c}: {}",
-                r.error_message.as_deref().unwrap_or("")
-            );
+            let _ = writeln!(out, "  error       {c}: {}", r.error_message.as_deref().unwrap_or(""));
         }
         if let Some(res) = &r.results {
             let _ = writeln!(out, "  results     {}", clip(res, 500));
         }
         if let Some(d) = &r.component_digest {
-            let _ = writeln!(
-                out,
-                "  component   sha256:{d}  fuel used {}",
-                r.fuel_used.unwrap_or(0)
-            );
+            let _ = writeln!(out, "  component   sha256:{d}  fuel used {}", r.fuel_used.unwrap_or(0));
         }
         if let Some(l) = &r.logs {
             for line in l.lines().take(20) {
@@ -148,30 +110,15 @@ pub fn plugin_table(reports: &[LoadReport], dir: &Path) -> String {
         let _ = writeln!(out, "no plugins (*.wasm) in {}", dir.display());
         return out;
     }
-    let _ = writeln!(
-        out,
-        "{:<16} {:<18} {:>9}  {}",
-        "PLUGIN", "SHA256", "LOAD", "STATUS"
-    );
+    let _ = writeln!(out, "{:<16} {:<18} {:>9}  {}", "PLUGIN", "SHA256", "LOAD", "STATUS");
     for r in reports {
-        let digest = r
-            .digest
-            .as_deref()
-            .map(|d| format!("{}…", &d[..16.min(d.len())]))
-            .unwrap_or_default();
+        let digest = r.digest.as_deref().map(|d| format!("{}…", &d[..16.min(d.len())])).unwrap_or_default();
         let load = format!("{:.0?}{}", r.load_time, if r.cached { "*" } else { "" });
         let status = match &r.status {
             Ok(()) => "ok".to_string(),
             Err(e) => format!("unusable: {}", clip(e, 200)),
         };
-        let _ = writeln!(
-            out,
-            "{:<16} {:<18} {:>9}  {}",
-            clip(&r.name, 16),
-            digest,
-            load,
-            status
-        );
+        let _ = writeln!(out, "{:<16} {:<18} {:>9}  {}", clip(&r.name, 16), digest, load, status);
     }
     let _ = writeln!(out, "(* = compiled code loaded from the cache)");
     out
@@ -202,22 +149,12 @@ pub fn run_once(r: &RunResult) -> String {
                 out,
                 "failed: {} ({}): {}",
                 f.code,
-                if f.retryable {
-                    "retryable"
-                } else {
-                    "not retryable"
-                },
+                if f.retryable { "retryable" } else { "not retryable" },
                 f.message
             );
         }
     }
-    let _ = writeln!(
-        out,
-        "progress {}%  fuel {}  time {:.1?}",
-        r.report.percent.unwrap_or(0),
-        r.fuel_used,
-        r.elapsed
-    );
+    let _ = writeln!(out, "progress {}%  fuel {}  time {:.1?}", r.report.percent.unwrap_or(0), r.fuel_used, r.elapsed);
     for line in r.report.logs.lines() {
         let _ = writeln!(out, "log {line}");
     }

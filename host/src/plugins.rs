@@ -41,10 +41,7 @@ pub struct Plugin {
 
 impl std::fmt::Debug for Plugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Plugin")
-            .field("name", &self.name)
-            .field("digest", &self.digest)
-            .finish_non_exhaustive()
+        f.debug_struct("Plugin").field("name", &self.name).field("digest", &self.digest).finish_non_exhaustive()
     }
 }
 
@@ -69,11 +66,7 @@ struct Manifest {
 
 /// Whether `name` can name a plugin: letters, digits, `-` and `_` (no paths).
 pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 128
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    !name.is_empty() && name.len() <= 128 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// The plugins of one directory, loaded into one sandbox.
@@ -87,9 +80,7 @@ pub struct Catalog {
 
 impl std::fmt::Debug for Catalog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Catalog")
-            .field("dir", &self.dir)
-            .finish_non_exhaustive()
+        f.debug_struct("Catalog").field("dir", &self.dir).finish_non_exhaustive()
     }
 }
 
@@ -101,13 +92,7 @@ impl Catalog {
         cache_dir: Option<PathBuf>,
         default_limits: Limits,
     ) -> Self {
-        Catalog {
-            sandbox,
-            dir: dir.into(),
-            cache_dir,
-            default_limits,
-            loaded: RwLock::new(HashMap::new()),
-        }
+        Catalog { sandbox, dir: dir.into(), cache_dir, default_limits, loaded: RwLock::new(HashMap::new()) }
     }
 
     pub fn dir(&self) -> &Path {
@@ -120,11 +105,7 @@ impl Catalog {
 
     /// The loaded plugin of that name.
     pub fn get(&self, name: &str) -> Option<Arc<Plugin>> {
-        self.loaded
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned()
+        self.loaded.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
     }
 
     /// The plugin of that name, loading it from the directory if it is not loaded yet.
@@ -139,28 +120,15 @@ impl Catalog {
     /// Load (or reload) one plugin by name.
     pub fn load(&self, name: &str) -> Result<Arc<Plugin>> {
         if !valid_name(name) {
-            return Err(Error::invalid(
-                "handler name",
-                format!("{name:?}: use letters, digits, '-' and '_'"),
-            ));
+            return Err(Error::invalid("handler name", format!("{name:?}: use letters, digits, '-' and '_'")));
         }
         let path = self.dir.join(format!("{name}.wasm"));
         if !path.is_file() {
-            return Err(Error::UnknownHandler {
-                name: name.to_string(),
-                dir: self.dir.clone(),
-            });
+            return Err(Error::UnknownHandler { name: name.to_string(), dir: self.dir.clone() });
         }
-        let (plugin, _) = self
-            .load_file(name, &path)
-            .map_err(|reason| Error::BrokenHandler {
-                name: name.into(),
-                reason,
-            })?;
-        self.loaded
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.to_string(), plugin.clone());
+        let (plugin, _) =
+            self.load_file(name, &path).map_err(|reason| Error::BrokenHandler { name: name.into(), reason })?;
+        self.loaded.write().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), plugin.clone());
         Ok(plugin)
     }
 
@@ -205,10 +173,7 @@ impl Catalog {
                         cached,
                         load_time: started.elapsed(),
                     });
-                    self.loaded
-                        .write()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(name, plugin);
+                    self.loaded.write().unwrap_or_else(|p| p.into_inner()).insert(name, plugin);
                 }
                 Err(reason) => {
                     if self.get(&name).is_some() {
@@ -224,20 +189,12 @@ impl Catalog {
                 }
             }
         }
-        self.loaded
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|n, _| present.contains(n));
+        self.loaded.write().unwrap_or_else(|p| p.into_inner()).retain(|n, _| present.contains(n));
         reports
     }
 
-    fn load_file(
-        &self,
-        name: &str,
-        path: &Path,
-    ) -> std::result::Result<(Arc<Plugin>, bool), String> {
-        let bytes =
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    fn load_file(&self, name: &str, path: &Path) -> std::result::Result<(Arc<Plugin>, bool), String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let digest = hex::encode(Sha256::digest(&bytes));
         let manifest_path = path.with_extension("toml");
         let manifest_text = match std::fs::read_to_string(&manifest_path) {
@@ -251,8 +208,7 @@ impl Catalog {
             }
         }
         let manifest: Manifest = match &manifest_text {
-            Some(t) => toml::from_str(t)
-                .map_err(|e| format!("invalid manifest {}: {e}", manifest_path.display()))?,
+            Some(t) => toml::from_str(t).map_err(|e| format!("invalid manifest {}: {e}", manifest_path.display()))?,
             None => Manifest::default(),
         };
         if !bytes.starts_with(b"\0asm") {
@@ -272,18 +228,10 @@ impl Catalog {
     }
 
     /// Compile, or load this host's cached artifact for the same digest and engine settings.
-    fn compile(
-        &self,
-        bytes: &[u8],
-        digest: &str,
-    ) -> std::result::Result<(Component, bool), String> {
+    fn compile(&self, bytes: &[u8], digest: &str) -> std::result::Result<(Component, bool), String> {
         let engine = self.sandbox.engine();
-        let cached = self.cache_dir.as_ref().map(|d| {
-            d.join(format!(
-                "{digest}-{}.cwasm",
-                self.sandbox.engine_fingerprint()
-            ))
-        });
+        let cached =
+            self.cache_dir.as_ref().map(|d| d.join(format!("{digest}-{}.cwasm", self.sandbox.engine_fingerprint())));
         if let Some(path) = &cached {
             if path.is_file() {
                 // SAFETY: the file name binds the source digest and the engine fingerprint, and
@@ -297,8 +245,7 @@ impl Catalog {
                 }
             }
         }
-        let component =
-            Component::new(engine, bytes).map_err(|e| format!("invalid component: {e:#}"))?;
+        let component = Component::new(engine, bytes).map_err(|e| format!("invalid component: {e:#}"))?;
         if let Some(path) = &cached {
             if let Err(e) = write_artifact(path, &component) {
                 tracing::warn!(path = %path.display(), "cannot cache the compiled component: {e}");
@@ -311,19 +258,10 @@ impl Catalog {
 fn write_artifact(path: &Path, component: &Component) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     create_private_dir(dir)?;
-    let bytes = component
-        .serialize()
-        .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+    let bytes = component.serialize().map_err(|e| std::io::Error::other(format!("{e:#}")))?;
     // Write then rename: a reader never sees half a file.
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("artifact");
-    let tmp = dir.join(format!(
-        ".{name}.{}.{:016x}.tmp",
-        std::process::id(),
-        rand::random::<u64>()
-    ));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("artifact");
+    let tmp = dir.join(format!(".{name}.{}.{:016x}.tmp", std::process::id(), rand::random::<u64>()));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
 }
@@ -332,10 +270,7 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
     }
     #[cfg(not(unix))]
     {

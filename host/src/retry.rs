@@ -24,24 +24,15 @@ impl Backoff {
 
     /// The task's own settings where it has them, these otherwise.
     pub fn for_task(&self, task: &BackoffSettings) -> Backoff {
-        let ms = |v: Option<i64>, d: Duration| {
-            v.map(|v| Duration::from_millis(v.max(0) as u64))
-                .unwrap_or(d)
-        };
-        Backoff {
-            base: ms(task.base_ms, self.base),
-            max: ms(task.max_ms, self.max),
-            jitter: self.jitter,
-        }
+        let ms = |v: Option<i64>, d: Duration| v.map(|v| Duration::from_millis(v.max(0) as u64)).unwrap_or(d);
+        Backoff { base: ms(task.base_ms, self.base), max: ms(task.max_ms, self.max), jitter: self.jitter }
     }
 
     /// The delay before retrying after `failures` consecutive failures (1 = the first).
     /// `unit` in 0.0..1.0 picks the jitter; pass a random number.
     pub fn delay(&self, failures: u32, unit: f64) -> Duration {
         let exp = failures.saturating_sub(1).min(62);
-        let raw = self
-            .base
-            .saturating_mul(1u32.checked_shl(exp.min(31)).unwrap_or(u32::MAX));
+        let raw = self.base.saturating_mul(1u32.checked_shl(exp.min(31)).unwrap_or(u32::MAX));
         let capped = raw.min(self.max);
         let spread = (unit.clamp(0.0, 1.0) * 2.0 - 1.0) * self.jitter.clamp(0.0, 1.0);
         capped.mul_f64((1.0 + spread).max(0.0))
@@ -50,11 +41,7 @@ impl Backoff {
 
 impl Default for Backoff {
     fn default() -> Self {
-        Backoff {
-            base: Self::DEFAULT_BASE,
-            max: Self::DEFAULT_MAX,
-            jitter: Self::DEFAULT_JITTER,
-        }
+        Backoff { base: Self::DEFAULT_BASE, max: Self::DEFAULT_MAX, jitter: Self::DEFAULT_JITTER }
     }
 }
 
@@ -88,19 +75,12 @@ mod tests {
     use super::*;
 
     fn no_jitter() -> Backoff {
-        Backoff {
-            jitter: 0.0,
-            ..Backoff::default()
-        }
+        Backoff { jitter: 0.0, ..Backoff::default() }
     }
 
     #[test]
     fn delay_doubles_with_each_failure_and_is_capped() {
-        let b = Backoff {
-            base: Duration::from_secs(1),
-            max: Duration::from_secs(10),
-            jitter: 0.0,
-        };
+        let b = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(10), jitter: 0.0 };
         assert_eq!(b.delay(1, 0.5), Duration::from_secs(1));
         assert_eq!(b.delay(2, 0.5), Duration::from_secs(2));
         assert_eq!(b.delay(3, 0.5), Duration::from_secs(4));
@@ -110,11 +90,7 @@ mod tests {
 
     #[test]
     fn jitter_stays_within_its_fraction() {
-        let b = Backoff {
-            base: Duration::from_secs(100),
-            max: Duration::from_secs(1000),
-            jitter: 0.1,
-        };
+        let b = Backoff { base: Duration::from_secs(100), max: Duration::from_secs(1000), jitter: 0.1 };
         assert_eq!(b.delay(1, 0.0), Duration::from_secs(90));
         assert_eq!(b.delay(1, 1.0), Duration::from_secs(110));
     }
@@ -122,10 +98,7 @@ mod tests {
     #[test]
     fn gives_up_when_not_retryable() {
         let now = Utc::now();
-        assert_eq!(
-            decide(1, 5, false, &no_jitter(), now, 0.5),
-            NextStep::GiveUp
-        );
+        assert_eq!(decide(1, 5, false, &no_jitter(), now, 0.5), NextStep::GiveUp);
     }
 
     #[test]
@@ -144,10 +117,7 @@ mod tests {
 
     #[test]
     fn task_settings_override_the_defaults() {
-        let b = no_jitter().for_task(&BackoffSettings {
-            base_ms: Some(50),
-            max_ms: Some(120),
-        });
+        let b = no_jitter().for_task(&BackoffSettings { base_ms: Some(50), max_ms: Some(120) });
         assert_eq!(b.delay(1, 0.5), Duration::from_millis(50));
         assert_eq!(b.delay(3, 0.5), Duration::from_millis(120));
     }

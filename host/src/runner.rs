@@ -129,34 +129,16 @@ struct Shared {
 }
 
 impl Worker {
-    pub fn new(
-        store: SharedStore,
-        catalog: Arc<Catalog>,
-        clock: SharedClock,
-        config: WorkerConfig,
-    ) -> Self {
-        Worker {
-            store,
-            catalog,
-            clock,
-            config,
-        }
+    pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock, config: WorkerConfig) -> Self {
+        Worker { store, catalog, clock, config }
     }
 
     /// Work until `shutdown` completes (or, with `drain`, until nothing is left).
-    pub async fn run(
-        self,
-        shutdown: impl std::future::Future<Output = ()> + Send,
-    ) -> Result<WorkerReport> {
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send) -> Result<WorkerReport> {
         let cfg = self.config.clone();
-        let host = hostname::get()
-            .map(|h| h.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| "unknown".into());
+        let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_else(|_| "unknown".into());
         let pid = std::process::id();
-        let runner_id = self
-            .store
-            .register_runner(pid, &host, self.clock.now(), cfg.runner_limit)
-            .await?;
+        let runner_id = self.store.register_runner(pid, &host, self.clock.now(), cfg.runner_limit).await?;
         tracing::info!(runner_id, pid, host = %host, concurrency = cfg.concurrency, "worker started");
 
         let (stop_tx, stop_rx) = watch::channel(false);
@@ -185,12 +167,7 @@ impl Worker {
         // Finisher: outcomes in batches; a permit returns only once its outcome is written.
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let finished = Arc::new(AtomicU64::new(0));
-        let finisher = tokio::spawn(finish_loop(
-            self.store.clone(),
-            done_rx,
-            cfg.finish_batch,
-            finished.clone(),
-        ));
+        let finisher = tokio::spawn(finish_loop(self.store.clone(), done_rx, cfg.finish_batch, finished.clone()));
 
         let shared = Arc::new(Shared {
             catalog: self.catalog.clone(),
@@ -202,8 +179,7 @@ impl Worker {
         let slots = Arc::new(Semaphore::new(cfg.concurrency.max(1)));
         let exit = {
             tokio::pin!(shutdown);
-            self.claim_loop(&shared, &slots, runner_id, &mut shutdown, &mut exit_rx)
-                .await
+            self.claim_loop(&shared, &slots, runner_id, &mut shutdown, &mut exit_rx).await
         };
         tracing::info!(runner_id, ?exit, "worker stopping");
 
@@ -230,16 +206,10 @@ impl Worker {
         }
         let now = self.clock.now();
         if abandoned > 0 {
-            tracing::warn!(
-                runner_id,
-                abandoned,
-                "runs did not finish within the grace period: timing them out"
-            );
+            tracing::warn!(runner_id, abandoned, "runs did not finish within the grace period: timing them out");
             self.store.time_out_runners(&[runner_id], now).await?;
         } else if exit != ExitReason::RunnerLost {
-            self.store
-                .finish_runner(runner_id, RunnerStatus::Success, now)
-                .await?;
+            self.store.finish_runner(runner_id, RunnerStatus::Success, now).await?;
         }
         let report = WorkerReport {
             runner_id,
@@ -277,11 +247,7 @@ impl Worker {
             }
             let limit = free.min(cfg.claim_batch.max(1)) as u32;
             let now = self.clock.now();
-            let claimed = match self
-                .store
-                .claim(runner_id, &cfg.queues, limit, now, cfg.default_run_timeout)
-                .await
-            {
+            let claimed = match self.store.claim(runner_id, &cfg.queues, limit, now, cfg.default_run_timeout).await {
                 Ok(c) => {
                     db_backoff = Duration::from_millis(50);
                     c
@@ -350,20 +316,10 @@ async fn execute(shared: &Shared, run: ClaimedRun) -> RunOutcome {
         }
     };
     let (failure, digest, fuel, report, results) = match plugin {
-        Err(Error::UnknownHandler { .. }) | Err(Error::Invalid { .. }) => (
-            Some(Failure::handler_not_found(&run.handler)),
-            None,
-            None,
-            None,
-            None,
-        ),
-        Err(e) => (
-            Some(Failure::handler_broken(&run.handler, &e.to_string())),
-            None,
-            None,
-            None,
-            None,
-        ),
+        Err(Error::UnknownHandler { .. }) | Err(Error::Invalid { .. }) => {
+            (Some(Failure::handler_not_found(&run.handler)), None, None, None, None)
+        }
+        Err(e) => (Some(Failure::handler_broken(&run.handler, &e.to_string())), None, None, None, None),
         Ok(plugin) => {
             let input = RunInput {
                 task_id: run.task_id,
@@ -373,27 +329,13 @@ async fn execute(shared: &Shared, run: ClaimedRun) -> RunOutcome {
                 data: run.data.clone(),
                 queued_by: run.queued_by.clone(),
             };
-            let r = shared
-                .catalog
-                .sandbox()
-                .run(
-                    &plugin.pre,
-                    plugin.limits,
-                    input,
-                    Some(shared.progress_tx.clone()),
-                )
-                .await;
+            let r =
+                shared.catalog.sandbox().run(&plugin.pre, plugin.limits, input, Some(shared.progress_tx.clone())).await;
             let (failure, results) = match r.outcome {
                 GuestOutcome::Success(results) => (None, results),
                 GuestOutcome::Failed(f) => (Some(f), None),
             };
-            (
-                failure,
-                Some(plugin.digest.clone()),
-                Some(r.fuel_used as i64),
-                Some(r.report),
-                results,
-            )
+            (failure, Some(plugin.digest.clone()), Some(r.fuel_used as i64), Some(r.report), results)
         }
     };
     let now = shared.clock.now();
@@ -401,21 +343,14 @@ async fn execute(shared: &Shared, run: ClaimedRun) -> RunOutcome {
     let logs = if report.logs.is_empty() && report.logs_dropped == 0 {
         None
     } else if report.logs_dropped > 0 {
-        Some(format!(
-            "{}[{} more log lines dropped: over the log limit]\n",
-            report.logs, report.logs_dropped
-        ))
+        Some(format!("{}[{} more log lines dropped: over the log limit]\n", report.logs, report.logs_dropped))
     } else {
         Some(report.logs)
     };
     let (status, next, error_code, error_message, results) = match failure {
         None => (RunStatus::Success, NextStep::Done, None, None, results),
         Some(f) => {
-            let status = if f.code == crate::sandbox::codes::DEADLINE {
-                RunStatus::Timeout
-            } else {
-                RunStatus::Error
-            };
+            let status = if f.code == crate::sandbox::codes::DEADLINE { RunStatus::Timeout } else { RunStatus::Error };
             let backoff = shared.backoff.for_task(&run.backoff);
             let next = match retry::decide(
                 run.task_runs_failed + 1,
@@ -428,13 +363,7 @@ async fn execute(shared: &Shared, run: ClaimedRun) -> RunOutcome {
                 NextStep::Done => NextStep::GiveUp,
                 other => other,
             };
-            (
-                status,
-                next,
-                Some(f.code),
-                Some(f.message),
-                report.partial_results,
-            )
+            (status, next, Some(f.code), Some(f.message), report.partial_results)
         }
     };
     RunOutcome {
@@ -470,10 +399,7 @@ async fn finish_loop(
             match store.finish_runs(&outcomes).await {
                 Ok(()) => break,
                 Err(e) => {
-                    tracing::warn!(
-                        runs = outcomes.len(),
-                        "writing outcomes failed, retrying in {wait:?}: {e}"
-                    );
+                    tracing::warn!(runs = outcomes.len(), "writing outcomes failed, retrying in {wait:?}: {e}");
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(Duration::from_secs(5));
                 }
@@ -515,21 +441,14 @@ async fn heartbeat_loop(
         match store.heartbeat(runner, clock.now()).await {
             Ok(true) => {}
             Ok(false) => {
-                tracing::error!(
-                    runner,
-                    "this runner was timed out by the overseer; stopping"
-                );
+                tracing::error!(runner, "this runner was timed out by the overseer; stopping");
                 let _ = exit_tx.send(ExitReason::RunnerLost);
             }
             Err(e) => tracing::warn!(runner, "heartbeat failed: {e}"),
         }
         if let Some(rss) = process_rss(&mut sys, pid) {
             if rss > rss_cap {
-                tracing::warn!(
-                    rss,
-                    rss_cap,
-                    "resident memory passed the cap: finishing and exiting"
-                );
+                tracing::warn!(rss, rss_cap, "resident memory passed the cap: finishing and exiting");
                 let _ = exit_tx.send(ExitReason::MemoryCap);
             }
         }

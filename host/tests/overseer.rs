@@ -78,13 +78,8 @@ async fn a_runner_whose_process_is_gone_from_this_host_is_timed_out_at_once() {
 async fn a_run_past_its_run_timeout_is_timed_out_and_retried() {
     let (env, clock) = Env::manual(&["echo"]).await;
     let store = env.app.store.clone();
-    let id = env
-        .app
-        .client
-        .add(NewTask::new("echo", "{}").with_run_timeout(Duration::from_secs(10)))
-        .await
-        .expect("add")
-        .id;
+    let id =
+        env.app.client.add(NewTask::new("echo", "{}").with_run_timeout(Duration::from_secs(10))).await.expect("add").id;
     let runner = store.register_runner(std::process::id(), &this_host(), clock.now(), 8).await.expect("register");
     store.claim(runner, &["default".into()], 1, clock.now(), DAY).await.expect("claim");
     let svc = run_timeout::RunTimeout::new(store.clone(), run_timeout::Config::default());

@@ -8,34 +8,15 @@ use taskhost::model::{NewTask, RunStatus};
 use taskhost::sandbox::{GuestOutcome, RunInput};
 
 async fn run_one(env: &Env, handler: &str, data: &str) -> taskhost::model::Run {
-    let id = env
-        .app
-        .client
-        .add(NewTask::new(handler, data).with_max_retries(1))
-        .await
-        .expect("add")
-        .id;
+    let id = env.app.client.add(NewTask::new(handler, data).with_max_retries(1)).await.expect("add").id;
     // A good task after the bad one: the worker must still run it.
-    let next = env
-        .app
-        .client
-        .add(NewTask::new("echo", r#"{"after": true}"#))
-        .await
-        .expect("add")
-        .id;
+    let next = env.app.client.add(NewTask::new("echo", r#"{"after": true}"#)).await.expect("add").id;
     let report = env.drain(drain_config()).await;
     assert_eq!(report.runs_finished, 2);
     let (task, runs) = env.app.client.show(id).await.expect("show");
-    assert!(
-        task.gave_up_on.is_some(),
-        "max retries 1: given up after one run"
-    );
+    assert!(task.gave_up_on.is_some(), "max retries 1: given up after one run");
     let (after, _) = env.app.client.show(next).await.expect("show");
-    assert_eq!(
-        after.last_status,
-        RunStatus::Success,
-        "the worker ran the next task"
-    );
+    assert_eq!(after.last_status, RunStatus::Success, "the worker ran the next task");
     runs.into_iter().next().expect("one run")
 }
 
@@ -52,10 +33,7 @@ async fn an_endless_loop_runs_out_of_fuel() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endless_loop_hits_its_deadline() {
     let env = Env::new(&["spin", "echo"]).await;
-    env.write_manifest(
-        "spin",
-        "[limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"300ms\"\n",
-    );
+    env.write_manifest("spin", "[limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"300ms\"\n");
     let run = run_one(&env, "spin", "{}").await;
     assert_eq!(run.status, RunStatus::Timeout);
     assert_eq!(run.error_code.as_deref(), Some("deadline"));
@@ -68,24 +46,14 @@ async fn a_memory_hog_hits_the_memory_limit() {
     env.write_manifest("memory-hog", "[limits]\nmemory_mb = 32\n");
     let run = run_one(&env, "memory-hog", "{}").await;
     assert_eq!(run.status, RunStatus::Error);
-    assert_eq!(
-        run.error_code.as_deref(),
-        Some("memory-limit"),
-        "{:?}",
-        run.error_message
-    );
+    assert_eq!(run.error_code.as_deref(), Some("memory-limit"), "{:?}", run.error_message);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unbounded_recursion_is_a_stack_overflow() {
     let env = Env::new(&["stack-overflow", "echo"]).await;
     let run = run_one(&env, "stack-overflow", "{}").await;
-    assert_eq!(
-        run.error_code.as_deref(),
-        Some("stack-overflow"),
-        "{:?}",
-        run.error_message
-    );
+    assert_eq!(run.error_code.as_deref(), Some("stack-overflow"), "{:?}", run.error_message);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,14 +61,7 @@ async fn a_trap_is_reported_as_a_trap() {
     let env = Env::new(&["trap", "echo"]).await;
     let run = run_one(&env, "trap", "{}").await;
     assert_eq!(run.error_code.as_deref(), Some("trap"));
-    assert!(
-        run.error_message
-            .as_deref()
-            .unwrap_or("")
-            .contains("unreachable"),
-        "{:?}",
-        run.error_message
-    );
+    assert!(run.error_message.as_deref().unwrap_or("").contains("unreachable"), "{:?}", run.error_message);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -116,12 +77,7 @@ async fn results_over_the_limit_are_refused() {
 async fn a_manifest_with_an_unknown_key_is_refused() {
     let env = Env::new(&["echo"]).await;
     env.write_manifest("echo", "[limits]\nfuel_units = 5\n");
-    let err = env
-        .app
-        .client
-        .add(NewTask::new("echo", "{}"))
-        .await
-        .expect_err("bad manifest");
+    let err = env.app.client.add(NewTask::new("echo", "{}")).await.expect_err("bad manifest");
     assert!(err.to_string().contains("fuel_units"), "{err}");
 }
 
@@ -138,17 +94,8 @@ async fn progress_and_partial_results_are_forwarded_while_the_guest_runs() {
         data: r#"{"progress": [25, 50, 75], "partial": {"step": "halfway"}}"#.into(),
         queued_by: None,
     };
-    let r = env
-        .app
-        .catalog
-        .sandbox()
-        .run(&plugin.pre, plugin.limits, input, Some(tx))
-        .await;
-    assert!(
-        matches!(r.outcome, GuestOutcome::Success(_)),
-        "{:?}",
-        r.outcome
-    );
+    let r = env.app.catalog.sandbox().run(&plugin.pre, plugin.limits, input, Some(tx)).await;
+    assert!(matches!(r.outcome, GuestOutcome::Success(_)), "{:?}", r.outcome);
     let mut updates = Vec::new();
     while let Ok(u) = rx.try_recv() {
         assert_eq!(u.run_id, 9);
@@ -156,10 +103,7 @@ async fn progress_and_partial_results_are_forwarded_while_the_guest_runs() {
     }
     assert!(updates.contains(&(Some(25), None)));
     assert!(updates.contains(&(Some(75), None)));
-    assert!(
-        updates.contains(&(None, Some(r#"{"step":"halfway"}"#.to_string()))),
-        "{updates:?}"
-    );
+    assert!(updates.contains(&(None, Some(r#"{"step":"halfway"}"#.to_string()))), "{updates:?}");
     assert!(r.fuel_used > 0);
 }
 
@@ -182,15 +126,8 @@ async fn a_broken_replacement_keeps_the_previous_good_version() {
     env.write_plugin_bytes("echo", b"\0asm garbage");
     let reports = env.app.catalog.reload();
     assert!(reports[0].status.is_err());
-    assert_eq!(
-        env.app.catalog.get("echo").expect("still loaded").digest,
-        good
-    );
+    assert_eq!(env.app.catalog.get("echo").expect("still loaded").digest, good);
     env.copy_plugin("noop", "echo");
     env.app.catalog.reload();
-    assert_ne!(
-        env.app.catalog.get("echo").expect("loaded").digest,
-        good,
-        "a good replacement is used"
-    );
+    assert_ne!(env.app.catalog.get("echo").expect("loaded").digest, good, "a good replacement is used");
 }

@@ -13,9 +13,7 @@ async fn open() -> (SharedStore, TempDir) {
 
 async fn open_same(dir: &TempDir) -> SharedStore {
     let url = format!("sqlite://{}", dir.path().join("queue.db").display());
-    store::open(&url, &StoreOptions::default())
-        .await
-        .expect("open sqlite store")
+    store::open(&url, &StoreOptions::default()).await.expect("open sqlite store")
 }
 
 store_suite!(open(), open_same);
@@ -33,10 +31,7 @@ async fn a_bad_url_is_a_clear_error() {
         ("just-a-name", "expected a URL"),
         ("sqlite:///nonexistent-dir/deeper/q.db", "cannot open"),
     ] {
-        let err = store::open(url, &StoreOptions::default())
-            .await
-            .expect_err(url)
-            .to_string();
+        let err = store::open(url, &StoreOptions::default()).await.expect_err(url).to_string();
         assert!(err.contains(needle), "{url}: {err}");
     }
 }

@@ -11,15 +11,8 @@ use taskhost::Error;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_a_task_and_stores_its_results() {
     let env = Env::new(&["word-count"]).await;
-    let added = env
-        .app
-        .client
-        .add(NewTask::new(
-            "word-count",
-            r#"{"text": "one two three\nfour"}"#,
-        ))
-        .await
-        .expect("add");
+    let added =
+        env.app.client.add(NewTask::new("word-count", r#"{"text": "one two three\nfour"}"#)).await.expect("add");
     let report = env.drain(drain_config()).await;
     assert_eq!(report.exit, ExitReason::Drained);
     assert_eq!(report.runs_finished, 1);
@@ -29,15 +22,11 @@ async fn runs_a_task_and_stores_its_results() {
     let run = &runs[0];
     assert_eq!(run.status, RunStatus::Success);
     assert_eq!(run.percents_completed, 100);
-    let results: serde_json::Value =
-        serde_json::from_str(run.results.as_deref().expect("results")).expect("json");
+    let results: serde_json::Value = serde_json::from_str(run.results.as_deref().expect("results")).expect("json");
     assert_eq!(results["words"], 4);
     assert_eq!(results["lines"], 2);
     let digest = run.component_digest.as_deref().expect("digest");
-    assert_eq!(
-        digest,
-        env.app.catalog.get("word-count").expect("loaded").digest
-    );
+    assert_eq!(digest, env.app.catalog.get("word-count").expect("loaded").digest);
     assert!(run.fuel_used.expect("fuel") > 0);
     assert!(run.runner_id.is_some());
     let runners = env.app.store.live_runners().await.expect("runners");
@@ -47,45 +36,21 @@ async fn runs_a_task_and_stores_its_results() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_handler_and_invalid_json_are_refused_at_add_time_and_nothing_is_written() {
     let env = Env::new(&["echo"]).await;
-    let err = env
-        .app
-        .client
-        .add(NewTask::new("nope", "{}"))
-        .await
-        .expect_err("unknown handler");
+    let err = env.app.client.add(NewTask::new("nope", "{}")).await.expect_err("unknown handler");
     assert!(matches!(err, Error::UnknownHandler { .. }), "{err}");
     assert!(err.to_string().contains("nope.wasm"), "{err}");
-    let err = env
-        .app
-        .client
-        .add(NewTask::new("echo", "{not json"))
-        .await
-        .expect_err("invalid json");
+    let err = env.app.client.add(NewTask::new("echo", "{not json")).await.expect_err("invalid json");
     assert!(matches!(err, Error::InvalidJson(_)), "{err}");
-    let err = env
-        .app
-        .client
-        .add(NewTask::new("../echo", "{}"))
-        .await
-        .expect_err("path as name");
+    let err = env.app.client.add(NewTask::new("../echo", "{}")).await.expect_err("path as name");
     assert!(err.to_string().contains("handler name"), "{err}");
     let err = env
         .app
         .client
-        .add_many(vec![
-            NewTask::new("echo", "{}"),
-            NewTask::new("echo", "[1,"),
-        ])
+        .add_many(vec![NewTask::new("echo", "{}"), NewTask::new("echo", "[1,")])
         .await
         .expect_err("one bad task spoils the batch");
     assert!(matches!(err, Error::InvalidJson(_)));
-    assert!(env
-        .app
-        .client
-        .list(&TaskFilter::default())
-        .await
-        .expect("list")
-        .is_empty());
+    assert!(env.app.client.list(&TaskFilter::default()).await.expect("list").is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,42 +59,23 @@ async fn a_broken_wasm_and_a_wrong_world_component_are_refused_with_clear_errors
     env.write_plugin_bytes("garbage", b"this is not wasm");
     env.write_plugin_bytes("truncated", b"\0asm\x0d\0\x01\0\x01\x02");
     env.copy_plugin("wrong-world", "wrong");
-    for (name, needle) in [
-        ("garbage", "not a WebAssembly file"),
-        ("truncated", "invalid component"),
-        ("wrong", "handle"),
-    ] {
-        let err = env
-            .app
-            .client
-            .add(NewTask::new(name, "{}"))
-            .await
-            .expect_err(name);
+    for (name, needle) in
+        [("garbage", "not a WebAssembly file"), ("truncated", "invalid component"), ("wrong", "handle")]
+    {
+        let err = env.app.client.add(NewTask::new(name, "{}")).await.expect_err(name);
         assert!(matches!(err, Error::BrokenHandler { .. }), "{name}: {err}");
         assert!(err.to_string().contains(needle), "{name}: {err}");
     }
     let reports = env.app.catalog.reload();
     assert_eq!(reports.len(), 3);
     assert!(reports.iter().all(|r| r.status.is_err()));
-    assert!(env
-        .app
-        .client
-        .list(&TaskFilter::default())
-        .await
-        .expect("list")
-        .is_empty());
+    assert!(env.app.client.list(&TaskFilter::default()).await.expect("list").is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_gone_at_run_time_ends_the_task_with_handler_not_found() {
     let env = Env::new(&["echo"]).await;
-    let id = env
-        .app
-        .client
-        .add(NewTask::new("echo", "{}"))
-        .await
-        .expect("add")
-        .id;
+    let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
     env.remove_plugin("echo");
     // A fresh process: nothing loaded yet, and the file is gone.
     let app = env.second_app().await;
@@ -139,78 +85,41 @@ async fn a_handler_gone_at_run_time_ends_the_task_with_handler_not_found() {
     assert!(task.gave_up_on.is_some(), "no retry can help");
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].error_code.as_deref(), Some("handler-not-found"));
-    assert!(runs[0]
-        .error_message
-        .as_deref()
-        .unwrap_or("")
-        .contains("handler not found"));
+    assert!(runs[0].error_message.as_deref().unwrap_or("").contains("handler not found"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_error_is_retried_with_backoff_until_max_retries() {
     let (env, clock) = Env::manual(&["fail"]).await;
-    let id = env
-        .app
-        .client
-        .add(NewTask::new("fail", "{}").with_max_retries(3))
-        .await
-        .expect("add")
-        .id;
+    let id = env.app.client.add(NewTask::new("fail", "{}").with_max_retries(3)).await.expect("add").id;
     let mut cfg = drain_config();
     cfg.backoff.jitter = 0.0;
     env.drain(cfg.clone()).await;
     let (task, runs) = env.app.client.show(id).await.expect("show");
-    assert_eq!(
-        (task.last_status, task.task_runs_failed, runs.len()),
-        (RunStatus::Scheduled, 1, 2)
-    );
+    assert_eq!((task.last_status, task.task_runs_failed, runs.len()), (RunStatus::Scheduled, 1, 2));
     assert_eq!(runs[0].error_code.as_deref(), Some("demo-failure"));
-    assert_eq!(
-        task.scheduled_on,
-        clock.now() + chrono::Duration::seconds(1),
-        "first retry after 1 s"
-    );
+    assert_eq!(task.scheduled_on, clock.now() + chrono::Duration::seconds(1), "first retry after 1 s");
     // Not due yet: a drain does nothing.
     assert_eq!(env.drain(cfg.clone()).await.runs_finished, 0);
     clock.advance(chrono::Duration::seconds(1));
     env.drain(cfg.clone()).await;
     let (task, _) = env.app.client.show(id).await.expect("show");
     assert_eq!(task.task_runs_failed, 2);
-    assert_eq!(
-        task.scheduled_on,
-        clock.now() + chrono::Duration::seconds(2),
-        "then after 2 s"
-    );
+    assert_eq!(task.scheduled_on, clock.now() + chrono::Duration::seconds(2), "then after 2 s");
     clock.advance(chrono::Duration::seconds(2));
     env.drain(cfg.clone()).await;
     let (task, runs) = env.app.client.show(id).await.expect("show");
-    assert_eq!(
-        (task.last_status, task.task_runs_failed, runs.len()),
-        (RunStatus::Error, 3, 3)
-    );
+    assert_eq!((task.last_status, task.task_runs_failed, runs.len()), (RunStatus::Error, 3, 3));
     assert!(task.gave_up_on.is_some());
-    assert_eq!(
-        runs.iter().map(|r| r.attempt).collect::<Vec<_>>(),
-        vec![1, 2, 3]
-    );
+    assert_eq!(runs.iter().map(|r| r.attempt).collect::<Vec<_>>(), vec![1, 2, 3]);
     clock.advance(chrono::Duration::hours(1));
-    assert_eq!(
-        env.drain(cfg).await.runs_finished,
-        0,
-        "no run after max retries"
-    );
+    assert_eq!(env.drain(cfg).await.runs_finished, 0, "no run after max retries");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_non_retryable_handler_error_stops_at_once() {
     let env = Env::new(&["fail"]).await;
-    let id = env
-        .app
-        .client
-        .add(NewTask::new("fail", r#"{"retryable": false}"#))
-        .await
-        .expect("add")
-        .id;
+    let id = env.app.client.add(NewTask::new("fail", r#"{"retryable": false}"#)).await.expect("add").id;
     env.drain(drain_config()).await;
     let (task, runs) = env.app.client.show(id).await.expect("show");
     assert_eq!((task.last_status, runs.len()), (RunStatus::Error, 1));
@@ -220,13 +129,7 @@ async fn a_non_retryable_handler_error_stops_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_that_succeeds_on_a_later_attempt_resets_its_failure_count() {
     let (env, clock) = Env::manual(&["fail-until"]).await;
-    let id = env
-        .app
-        .client
-        .add(NewTask::new("fail-until", r#"{"succeed_on_attempt": 3}"#))
-        .await
-        .expect("add")
-        .id;
+    let id = env.app.client.add(NewTask::new("fail-until", r#"{"succeed_on_attempt": 3}"#)).await.expect("add").id;
     let mut cfg = drain_config();
     cfg.backoff.jitter = 0.0;
     for _ in 0..3 {
@@ -234,10 +137,7 @@ async fn a_task_that_succeeds_on_a_later_attempt_resets_its_failure_count() {
         clock.advance(chrono::Duration::seconds(10));
     }
     let (task, runs) = env.app.client.show(id).await.expect("show");
-    assert_eq!(
-        (task.last_status, task.task_runs_failed),
-        (RunStatus::Success, 0)
-    );
+    assert_eq!((task.last_status, task.task_runs_failed), (RunStatus::Success, 0));
     assert_eq!(
         runs.iter().map(|r| r.status).collect::<Vec<_>>(),
         vec![RunStatus::Error, RunStatus::Error, RunStatus::Success]
@@ -256,15 +156,7 @@ async fn a_dead_letter_is_listed_with_its_error_and_can_be_replayed() {
         .expect("add")
         .id;
     env.drain(drain_config()).await;
-    let dead = env
-        .app
-        .client
-        .list(&TaskFilter {
-            dead: true,
-            ..Default::default()
-        })
-        .await
-        .expect("list");
+    let dead = env.app.client.list(&TaskFilter { dead: true, ..Default::default() }).await.expect("list");
     assert_eq!(dead.iter().map(|t| t.id).collect::<Vec<_>>(), vec![id]);
     let (_, runs) = env.app.client.show(id).await.expect("show");
     assert_eq!(runs[0].error_code.as_deref(), Some("not-yet"));
@@ -272,36 +164,18 @@ async fn a_dead_letter_is_listed_with_its_error_and_can_be_replayed() {
     env.drain(drain_config()).await;
     let (task, runs) = env.app.client.show(id).await.expect("show");
     assert_eq!((task.last_status, runs.len()), (RunStatus::Success, 2));
-    assert!(env
-        .app
-        .client
-        .list(&TaskFilter {
-            dead: true,
-            ..Default::default()
-        })
-        .await
-        .expect("list")
-        .is_empty());
+    assert!(env.app.client.list(&TaskFilter { dead: true, ..Default::default() }).await.expect("list").is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_and_partial_results_reach_the_run_row() {
     let env = Env::new(&["trap", "echo"]).await;
     // The trap handler reports 50% and then traps: the progress stays on the failed run.
-    let trap = env
-        .app
-        .client
-        .add(NewTask::new("trap", "{}").with_max_retries(1))
-        .await
-        .expect("add")
-        .id;
+    let trap = env.app.client.add(NewTask::new("trap", "{}").with_max_retries(1)).await.expect("add").id;
     let echo = env
         .app
         .client
-        .add(NewTask::new(
-            "echo",
-            r#"{"progress": [10, 60], "partial": {"half": true}, "x": 1}"#,
-        ))
+        .add(NewTask::new("echo", r#"{"progress": [10, 60], "partial": {"half": true}, "x": 1}"#))
         .await
         .expect("add")
         .id;
@@ -312,28 +186,19 @@ async fn progress_and_partial_results_reach_the_run_row() {
     assert_eq!(runs[0].percents_completed, 50);
     let (_, runs) = env.app.client.show(echo).await.expect("show");
     assert_eq!(runs[0].status, RunStatus::Success);
-    let results: serde_json::Value =
-        serde_json::from_str(runs[0].results.as_deref().expect("results")).expect("json");
+    let results: serde_json::Value = serde_json::from_str(runs[0].results.as_deref().expect("results")).expect("json");
     assert_eq!(results["x"], 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_workers_on_one_database_never_run_the_same_run() {
     let env = Env::new(&["echo"]).await;
-    let tasks: Vec<_> = (0..1500)
-        .map(|i| NewTask::new("echo", format!(r#"{{"attempt_echo": true, "i": {i}}}"#)))
-        .collect();
+    let tasks: Vec<_> =
+        (0..1500).map(|i| NewTask::new("echo", format!(r#"{{"attempt_echo": true, "i": {i}}}"#))).collect();
     env.app.client.add_many(tasks).await.expect("add");
     let other = env.second_app().await;
-    let cfg = WorkerConfig {
-        concurrency: 8,
-        claim_batch: 16,
-        ..drain_config()
-    };
-    let (a, b) = tokio::join!(
-        common::drain_app(&env.app, cfg.clone()),
-        common::drain_app(&other, cfg)
-    );
+    let cfg = WorkerConfig { concurrency: 8, claim_batch: 16, ..drain_config() };
+    let (a, b) = tokio::join!(common::drain_app(&env.app, cfg.clone()), common::drain_app(&other, cfg));
     assert_eq!(a.runs_finished + b.runs_finished, 1500);
     assert!(
         a.runs_finished > 0 && b.runs_finished > 0,
@@ -341,15 +206,7 @@ async fn two_workers_on_one_database_never_run_the_same_run() {
         a.runs_finished,
         b.runs_finished
     );
-    let tasks = env
-        .app
-        .client
-        .list(&TaskFilter {
-            limit: Some(10_000),
-            ..Default::default()
-        })
-        .await
-        .expect("list");
+    let tasks = env.app.client.list(&TaskFilter { limit: Some(10_000), ..Default::default() }).await.expect("list");
     assert_eq!(tasks.len(), 1500);
     for t in tasks {
         assert_eq!(t.last_status, RunStatus::Success);
@@ -364,52 +221,19 @@ async fn two_workers_on_one_database_never_run_the_same_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_respect_queues_and_priority() {
     let env = Env::new(&["echo"]).await;
-    let low = env
-        .app
-        .client
-        .add(NewTask::new("echo", "{}").with_priority(10))
-        .await
-        .expect("add")
-        .id;
-    let high = env
-        .app
-        .client
-        .add(NewTask::new("echo", "{}").with_priority(-10))
-        .await
-        .expect("add")
-        .id;
-    let mail = env
-        .app
-        .client
-        .add(NewTask::new("echo", "{}").with_queue("mail"))
-        .await
-        .expect("add")
-        .id;
-    env.drain(WorkerConfig {
-        concurrency: 1,
-        ..drain_config()
-    })
-    .await;
+    let low = env.app.client.add(NewTask::new("echo", "{}").with_priority(10)).await.expect("add").id;
+    let high = env.app.client.add(NewTask::new("echo", "{}").with_priority(-10)).await.expect("add").id;
+    let mail = env.app.client.add(NewTask::new("echo", "{}").with_queue("mail")).await.expect("add").id;
+    env.drain(WorkerConfig { concurrency: 1, ..drain_config() }).await;
     let run_of = |id| {
         let store = env.app.store.clone();
         async move { store.runs_of(id).await.expect("runs")[0].clone() }
     };
     let (l, h, m) = (run_of(low).await, run_of(high).await, run_of(mail).await);
-    assert_eq!(
-        m.status,
-        RunStatus::Scheduled,
-        "the mail queue was not asked for"
-    );
-    assert!(
-        h.id < l.id || h.started_on <= l.started_on,
-        "the higher priority ran first"
-    );
+    assert_eq!(m.status, RunStatus::Scheduled, "the mail queue was not asked for");
+    assert!(h.id < l.id || h.started_on <= l.started_on, "the higher priority ran first");
     assert!(h.started_on.expect("started") <= l.started_on.expect("started"));
-    env.drain(WorkerConfig {
-        queues: vec!["mail".into()],
-        ..drain_config()
-    })
-    .await;
+    env.drain(WorkerConfig { queues: vec!["mail".into()], ..drain_config() }).await;
     assert_eq!(run_of(mail).await.status, RunStatus::Success);
 }
 
@@ -417,20 +241,11 @@ async fn claims_respect_queues_and_priority() {
 async fn a_scheduled_task_waits_for_its_time() {
     let (env, clock) = Env::manual(&["echo"]).await;
     let at = clock.now() + chrono::Duration::minutes(5);
-    let id = env
-        .app
-        .client
-        .add(NewTask::new("echo", "{}").with_scheduled_on(at))
-        .await
-        .expect("add")
-        .id;
+    let id = env.app.client.add(NewTask::new("echo", "{}").with_scheduled_on(at)).await.expect("add").id;
     assert_eq!(env.drain(drain_config()).await.runs_finished, 0);
     clock.advance(chrono::Duration::minutes(5));
     assert_eq!(env.drain(drain_config()).await.runs_finished, 1);
-    assert_eq!(
-        env.app.client.show(id).await.expect("show").0.last_status,
-        RunStatus::Success
-    );
+    assert_eq!(env.app.client.show(id).await.expect("show").0.last_status, RunStatus::Success);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -438,46 +253,19 @@ async fn the_runner_limit_stops_an_extra_worker() {
     let env = Env::new(&["echo"]).await;
     let mut cfg = drain_config();
     cfg.runner_limit = 1;
-    env.app
-        .store
-        .register_runner(1, "elsewhere", env.app.clock.now(), 10)
-        .await
-        .expect("another runner");
-    let err = env
-        .app
-        .worker(cfg)
-        .run(std::future::pending())
-        .await
-        .expect_err("limit reached");
-    assert!(
-        matches!(err, Error::RunnerLimit { live: 1, limit: 1 }),
-        "{err}"
-    );
+    env.app.store.register_runner(1, "elsewhere", env.app.clock.now(), 10).await.expect("another runner");
+    let err = env.app.worker(cfg).run(std::future::pending()).await.expect_err("limit reached");
+    assert!(matches!(err, Error::RunnerLimit { live: 1, limit: 1 }), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unique_key_deduplicates_unfinished_tasks() {
     let env = Env::new(&["echo"]).await;
-    let a = env
-        .app
-        .client
-        .add(NewTask::new("echo", "{}").with_unique_key("user-7"))
-        .await
-        .expect("add");
-    let b = env
-        .app
-        .client
-        .add(NewTask::new("echo", "{}").with_unique_key("user-7"))
-        .await
-        .expect("add");
+    let a = env.app.client.add(NewTask::new("echo", "{}").with_unique_key("user-7")).await.expect("add");
+    let b = env.app.client.add(NewTask::new("echo", "{}").with_unique_key("user-7")).await.expect("add");
     assert!(a.created && !b.created);
     assert_eq!(a.id, b.id);
     env.drain(drain_config()).await;
-    let c = env
-        .app
-        .client
-        .add(NewTask::new("echo", "{}").with_unique_key("user-7"))
-        .await
-        .expect("add");
+    let c = env.app.client.add(NewTask::new("echo", "{}").with_unique_key("user-7")).await.expect("add");
     assert!(c.created, "finished tasks free their key");
 }

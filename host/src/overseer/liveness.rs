@@ -76,14 +76,8 @@ pub struct Liveness {
 
 impl Liveness {
     pub fn new(store: SharedStore, config: Config) -> Self {
-        let host = hostname::get()
-            .map(|h| h.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        Liveness {
-            store,
-            config,
-            host,
-        }
+        let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
+        Liveness { store, config, host }
     }
 
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
@@ -97,22 +91,11 @@ impl Liveness {
         };
         let dead: Vec<RunnerId> = runners
             .iter()
-            .filter(|r| {
-                judge(
-                    r,
-                    now,
-                    self.config.heartbeat_horizon,
-                    &self.host,
-                    &pid_alive,
-                ) != Verdict::Alive
-            })
+            .filter(|r| judge(r, now, self.config.heartbeat_horizon, &self.host, &pid_alive) != Verdict::Alive)
             .map(|r| r.id)
             .collect();
         let runs = self.store.time_out_runners(&dead, now).await?;
-        Ok(Report {
-            runners_timed_out: dead,
-            runs_timed_out: runs,
-        })
+        Ok(Report { runners_timed_out: dead, runs_timed_out: runs })
     }
 }
 
@@ -123,12 +106,8 @@ fn process_exists(pid: sysinfo::Pid) -> bool {
         true,
         sysinfo::ProcessRefreshKind::nothing(),
     );
-    sys.process(pid).is_some_and(|p| {
-        !matches!(
-            p.status(),
-            sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead
-        )
-    })
+    sys.process(pid)
+        .is_some_and(|p| !matches!(p.status(), sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead))
 }
 
 #[async_trait]
@@ -141,12 +120,8 @@ impl Service for Liveness {
     }
     async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
         let r = self.run_once(now).await?;
-        Ok((!r.runners_timed_out.is_empty()).then(|| {
-            format!(
-                "timed out runners {:?} and {} of their runs",
-                r.runners_timed_out, r.runs_timed_out
-            )
-        }))
+        Ok((!r.runners_timed_out.is_empty())
+            .then(|| format!("timed out runners {:?} and {} of their runs", r.runners_timed_out, r.runs_timed_out)))
     }
 }
 
@@ -171,33 +146,21 @@ mod tests {
     fn a_fresh_heartbeat_on_another_host_is_alive_whatever_its_pid() {
         let now = Utc::now();
         let r = runner("other", 42, now);
-        assert_eq!(
-            judge(&r, now, Duration::from_secs(30), "me", &|_| false),
-            Verdict::Alive
-        );
+        assert_eq!(judge(&r, now, Duration::from_secs(30), "me", &|_| false), Verdict::Alive);
     }
 
     #[test]
     fn a_stale_heartbeat_is_dead() {
         let now = Utc::now();
         let r = runner("other", 42, now - chrono::Duration::seconds(31));
-        assert_eq!(
-            judge(&r, now, Duration::from_secs(30), "me", &|_| true),
-            Verdict::HeartbeatStale
-        );
+        assert_eq!(judge(&r, now, Duration::from_secs(30), "me", &|_| true), Verdict::HeartbeatStale);
     }
 
     #[test]
     fn a_vanished_local_process_is_dead() {
         let now = Utc::now();
         let r = runner("me", 42, now);
-        assert_eq!(
-            judge(&r, now, Duration::from_secs(30), "me", &|_| false),
-            Verdict::ProcessGone
-        );
-        assert_eq!(
-            judge(&r, now, Duration::from_secs(30), "me", &|_| true),
-            Verdict::Alive
-        );
+        assert_eq!(judge(&r, now, Duration::from_secs(30), "me", &|_| false), Verdict::ProcessGone);
+        assert_eq!(judge(&r, now, Duration::from_secs(30), "me", &|_| true), Verdict::Alive);
     }
 }

@@ -54,10 +54,7 @@ impl Overseer {
     pub fn new(store: SharedStore, clock: SharedClock, config: OverseerConfig) -> Self {
         let services: Vec<Arc<dyn Service>> = vec![
             Arc::new(liveness::Liveness::new(store.clone(), config.liveness)),
-            Arc::new(run_timeout::RunTimeout::new(
-                store.clone(),
-                config.run_timeout,
-            )),
+            Arc::new(run_timeout::RunTimeout::new(store.clone(), config.run_timeout)),
             Arc::new(retries::Retries::new(store.clone(), config.retries)),
             Arc::new(rotation::Rotation::new(store, config.rotation)),
         ];

@@ -30,11 +30,7 @@ impl Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config {
-            interval: Self::DEFAULT_INTERVAL,
-            batch: Self::DEFAULT_BATCH,
-            backoff: Backoff::default(),
-        }
+        Config { interval: Self::DEFAULT_INTERVAL, batch: Self::DEFAULT_BATCH, backoff: Backoff::default() }
     }
 }
 
@@ -46,19 +42,8 @@ pub struct Report {
 
 /// The plan for one candidate: timeouts are always retryable.
 pub fn plan(c: &RetryCandidate, backoff: &Backoff, now: DateTime<Utc>, unit: f64) -> RetryPlan {
-    let next = retry::decide(
-        c.failures,
-        c.max_retries,
-        true,
-        &backoff.for_task(&c.backoff),
-        now,
-        unit,
-    );
-    RetryPlan {
-        task_id: c.task_id,
-        next_attempt: c.last_attempt + 1,
-        next,
-    }
+    let next = retry::decide(c.failures, c.max_retries, true, &backoff.for_task(&c.backoff), now, unit);
+    RetryPlan { task_id: c.task_id, next_attempt: c.last_attempt + 1, next }
 }
 
 pub struct Retries {
@@ -75,10 +60,8 @@ impl Retries {
         let mut report = Report::default();
         loop {
             let candidates = self.store.retry_candidates(self.config.batch).await?;
-            let plans: Vec<RetryPlan> = candidates
-                .iter()
-                .map(|c| plan(c, &self.config.backoff, now, retry::jitter_unit()))
-                .collect();
+            let plans: Vec<RetryPlan> =
+                candidates.iter().map(|c| plan(c, &self.config.backoff, now, retry::jitter_unit())).collect();
             for p in &plans {
                 match p.next {
                     NextStep::RetryAt(_) => report.retries_scheduled += 1,
@@ -103,12 +86,8 @@ impl Service for Retries {
     }
     async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
         let r = self.run_once(now).await?;
-        Ok((r.retries_scheduled + r.given_up > 0).then(|| {
-            format!(
-                "scheduled {} retries, gave up on {} tasks",
-                r.retries_scheduled, r.given_up
-            )
-        }))
+        Ok((r.retries_scheduled + r.given_up > 0)
+            .then(|| format!("scheduled {} retries, gave up on {} tasks", r.retries_scheduled, r.given_up)))
     }
 }
 
@@ -130,15 +109,9 @@ mod tests {
     #[test]
     fn a_timed_out_task_below_max_retries_is_retried_after_the_backoff() {
         let now = Utc::now();
-        let b = Backoff {
-            jitter: 0.0,
-            ..Backoff::default()
-        };
+        let b = Backoff { jitter: 0.0, ..Backoff::default() };
         let p = plan(&candidate(1, 5), &b, now, 0.5);
-        assert_eq!(
-            p.next,
-            NextStep::RetryAt(now + chrono::Duration::seconds(1))
-        );
+        assert_eq!(p.next, NextStep::RetryAt(now + chrono::Duration::seconds(1)));
         assert_eq!(p.next_attempt, 2);
     }
 

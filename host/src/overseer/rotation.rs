@@ -57,11 +57,8 @@ impl Rotation {
     }
 
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
-        let retention =
-            chrono::Duration::from_std(self.config.retention).unwrap_or(chrono::Duration::MAX);
-        let before = now
-            .checked_sub_signed(retention)
-            .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        let retention = chrono::Duration::from_std(self.config.retention).unwrap_or(chrono::Duration::MAX);
+        let before = now.checked_sub_signed(retention).unwrap_or(DateTime::<Utc>::MIN_UTC);
         let mut report = Report::default();
         while report.batches < self.config.max_batches {
             let n = self.store.rotate(before, self.config.batch).await?;
@@ -85,7 +82,6 @@ impl Service for Rotation {
     }
     async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
         let r = self.run_once(now).await?;
-        Ok((r.tasks_deleted > 0)
-            .then(|| format!("deleted {} old successful tasks", r.tasks_deleted)))
+        Ok((r.tasks_deleted > 0).then(|| format!("deleted {} old successful tasks", r.tasks_deleted)))
     }
 }

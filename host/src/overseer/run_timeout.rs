@@ -24,10 +24,7 @@ impl Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config {
-            interval: Self::DEFAULT_INTERVAL,
-            batch: Self::DEFAULT_BATCH,
-        }
+        Config { interval: Self::DEFAULT_INTERVAL, batch: Self::DEFAULT_BATCH }
     }
 }
 
@@ -49,10 +46,7 @@ impl RunTimeout {
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut report = Report::default();
         loop {
-            let n = self
-                .store
-                .time_out_overdue_runs(now, self.config.batch)
-                .await?;
+            let n = self.store.time_out_overdue_runs(now, self.config.batch).await?;
             report.runs_timed_out += n;
             if n < u64::from(self.config.batch) {
                 return Ok(report);

@@ -43,12 +43,7 @@ pub struct RunReport {
 }
 
 impl HostState {
-    pub(crate) fn new(
-        wasi: WasiCtx,
-        limits: Limits,
-        run_id: RunId,
-        progress_tx: Option<ProgressSender>,
-    ) -> Self {
+    pub(crate) fn new(wasi: WasiCtx, limits: Limits, run_id: RunId, progress_tx: Option<ProgressSender>) -> Self {
         HostState {
             wasi,
             table: ResourceTable::new(),
@@ -64,21 +59,14 @@ impl HostState {
 
     fn forward(&mut self, percent: Option<u8>, results: Option<String>) {
         if let Some(tx) = &self.progress_tx {
-            let _ = tx.try_send(ProgressUpdate {
-                run_id: self.run_id,
-                percent,
-                results,
-            });
+            let _ = tx.try_send(ProgressUpdate { run_id: self.run_id, percent, results });
         }
     }
 }
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
 
@@ -106,9 +94,7 @@ impl host::Host for HostState {
             return Err(format!("results are not valid JSON: {e}"));
         }
         let now = Instant::now();
-        let due = self
-            .last_results_sent
-            .is_none_or(|t| now.duration_since(t) >= RESULTS_REPORT_INTERVAL);
+        let due = self.last_results_sent.is_none_or(|t| now.duration_since(t) >= RESULTS_REPORT_INTERVAL);
         if due {
             self.last_results_sent = Some(now);
             self.forward(None, Some(json.clone()));
@@ -125,10 +111,7 @@ impl host::Host for HostState {
             types::LogLevel::Warn => "warn",
             types::LogLevel::Error => "error",
         };
-        let room = self
-            .limits
-            .max_log_bytes
-            .saturating_sub(self.report.logs.len());
+        let room = self.limits.max_log_bytes.saturating_sub(self.report.logs.len());
         let line_len = level.len() + message.len() + 2;
         if line_len > room {
             self.report.logs_dropped += 1;

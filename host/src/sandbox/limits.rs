@@ -88,8 +88,7 @@ mod humantime_serde_opt {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let s: Option<String> = Option::deserialize(d)?;
-        s.map(|s| humantime::parse_duration(&s).map_err(serde::de::Error::custom))
-            .transpose()
+        s.map(|s| humantime::parse_duration(&s).map_err(serde::de::Error::custom)).transpose()
     }
 }
 
@@ -117,12 +116,7 @@ impl GuestLimiter {
 }
 
 impl ResourceLimiter for GuestLimiter {
-    fn memory_growing(
-        &mut self,
-        current: usize,
-        desired: usize,
-        _max: Option<usize>,
-    ) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
         // Summed over all memories of the component: several small memories must not add up
         // to more than one large one may have.
         let grow = desired.saturating_sub(current) as u64;
@@ -134,12 +128,7 @@ impl ResourceLimiter for GuestLimiter {
         Ok(true)
     }
 
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _max: Option<usize>,
-    ) -> wasmtime::Result<bool> {
+    fn table_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
         if desired as u64 > self.table_elements {
             self.table_refused = true;
             return Ok(false);

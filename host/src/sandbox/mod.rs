@@ -12,10 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Store,
-    UpdateDeadline,
-};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Store, UpdateDeadline};
 use wasmtime_wasi::WasiCtxBuilder;
 
 use crate::error::{Error, Result};
@@ -120,10 +117,7 @@ impl EpochTicker {
                 }
             })
             .map_err(|e| Error::io("starting the epoch thread", e))?;
-        Ok(EpochTicker {
-            stop,
-            thread: Some(thread),
-        })
+        Ok(EpochTicker { stop, thread: Some(thread) })
     }
 }
 
@@ -146,9 +140,7 @@ pub struct Sandbox {
 
 impl std::fmt::Debug for Sandbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sandbox")
-            .field("fingerprint", &self.fingerprint)
-            .finish_non_exhaustive()
+        f.debug_struct("Sandbox").field("fingerprint", &self.fingerprint).finish_non_exhaustive()
     }
 }
 
@@ -173,8 +165,7 @@ impl Sandbox {
         let engine = Engine::new(&cfg).map_err(|e| Error::Engine(format!("{e:#}")))?;
 
         let mut linker = Linker::<HostState>::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| Error::Engine(format!("{e:#}")))?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| Error::Engine(format!("{e:#}")))?;
         bindings::TaskHandler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(|e| Error::Engine(format!("{e:#}")))?;
 
@@ -185,12 +176,7 @@ impl Sandbox {
             format!("{:016x}", h.finish())
         };
         let ticker = EpochTicker::start(engine.clone(), config.epoch_tick)?;
-        Ok(Sandbox {
-            engine,
-            linker,
-            fingerprint,
-            _ticker: ticker,
-        })
+        Ok(Sandbox { engine, linker, fingerprint, _ticker: ticker })
     }
 
     pub fn engine(&self) -> &Engine {
@@ -205,16 +191,9 @@ impl Sandbox {
 
     /// Check a compiled component against the `task-handler` world: every import must be one
     /// the host provides and `handle` must be exported.
-    pub fn prepare(
-        &self,
-        component: &Component,
-    ) -> std::result::Result<TaskHandlerPre<HostState>, String> {
-        let pre = self
-            .linker
-            .instantiate_pre(component)
-            .map_err(|e| format!("{e:#}"))?;
-        TaskHandlerPre::new(pre)
-            .map_err(|e| format!("does not implement the task-handler world: {e:#}"))
+    pub fn prepare(&self, component: &Component) -> std::result::Result<TaskHandlerPre<HostState>, String> {
+        let pre = self.linker.instantiate_pre(component).map_err(|e| format!("{e:#}"))?;
+        TaskHandlerPre::new(pre).map_err(|e| format!("does not implement the task-handler world: {e:#}"))
     }
 
     /// Run one task in a fresh store. Never panics and never returns early on a guest
@@ -228,10 +207,7 @@ impl Sandbox {
     ) -> RunResult {
         let started = Instant::now();
         let wasi = WasiCtxBuilder::new().build();
-        let mut store = Store::new(
-            &self.engine,
-            HostState::new(wasi, limits, input.run_id, progress),
-        );
+        let mut store = Store::new(&self.engine, HostState::new(wasi, limits, input.run_id, progress));
         store.limiter(|s| &mut s.limiter);
         let _ = store.set_fuel(limits.fuel);
         store.set_epoch_deadline(1);
@@ -266,11 +242,6 @@ impl Sandbox {
             Ok(Ok(Ok(results))) => traps::check_results(results, &limits),
         };
         let report = std::mem::take(&mut store.data_mut().report);
-        RunResult {
-            outcome,
-            fuel_used,
-            report,
-            elapsed: started.elapsed(),
-        }
+        RunResult { outcome, fuel_used, report, elapsed: started.elapsed() }
     }
 }

@@ -33,33 +33,18 @@ pub mod codes {
 
 impl Failure {
     fn new(code: &str, message: impl Into<String>, retryable: bool) -> Self {
-        Failure {
-            code: code.to_string(),
-            message: message.into(),
-            retryable,
-        }
+        Failure { code: code.to_string(), message: message.into(), retryable }
     }
 
     pub fn handler(e: HandlerError) -> Self {
-        Failure {
-            code: e.code,
-            message: e.message,
-            retryable: e.retryable,
-        }
+        Failure { code: e.code, message: e.message, retryable: e.retryable }
     }
 
     pub fn deadline(limit: Duration, in_host_call: bool) -> Self {
-        let where_ = if in_host_call {
-            " (stuck in a host call)"
-        } else {
-            ""
-        };
+        let where_ = if in_host_call { " (stuck in a host call)" } else { "" };
         Failure::new(
             codes::DEADLINE,
-            format!(
-                "the run passed its wall-clock deadline of {}{where_}",
-                humantime::format_duration(limit)
-            ),
+            format!("the run passed its wall-clock deadline of {}{where_}", humantime::format_duration(limit)),
             true,
         )
     }
@@ -73,11 +58,7 @@ impl Failure {
     }
 
     pub fn handler_broken(name: &str, reason: &str) -> Self {
-        Failure::new(
-            codes::HANDLER_BROKEN,
-            format!("handler {name:?} cannot be used: {reason}"),
-            false,
-        )
+        Failure::new(codes::HANDLER_BROKEN, format!("handler {name:?} cannot be used: {reason}"), false)
     }
 }
 
@@ -85,32 +66,20 @@ impl Failure {
 pub(crate) fn classify(err: &wasmtime::Error, state: &HostState, limits: &Limits) -> Failure {
     let trap = err.downcast_ref::<Trap>().copied();
     match trap {
-        Some(Trap::OutOfFuel) => Failure::new(
-            codes::FUEL_EXHAUSTED,
-            format!("the run used all of its fuel ({} units)", limits.fuel),
-            true,
-        ),
+        Some(Trap::OutOfFuel) => {
+            Failure::new(codes::FUEL_EXHAUSTED, format!("the run used all of its fuel ({} units)", limits.fuel), true)
+        }
         Some(Trap::Interrupt) => Failure::deadline(limits.deadline, false),
-        Some(Trap::StackOverflow) => Failure::new(
-            codes::STACK_OVERFLOW,
-            "the guest overflowed its stack",
-            true,
-        ),
+        Some(Trap::StackOverflow) => Failure::new(codes::STACK_OVERFLOW, "the guest overflowed its stack", true),
         // A refused memory.grow usually ends in an allocator abort (unreachable).
         _ if state.limiter.memory_refused => Failure::new(
             codes::MEMORY_LIMIT,
-            format!(
-                "the guest tried to grow its memory past the limit of {} MiB",
-                limits.memory_bytes >> 20
-            ),
+            format!("the guest tried to grow its memory past the limit of {} MiB", limits.memory_bytes >> 20),
             true,
         ),
         _ if state.limiter.table_refused => Failure::new(
             codes::TABLE_LIMIT,
-            format!(
-                "the guest tried to grow a table past {} elements",
-                limits.table_elements
-            ),
+            format!("the guest tried to grow a table past {} elements", limits.table_elements),
             true,
         ),
         Some(t) => Failure::new(codes::TRAP, format!("the guest trapped: {t}"), true),
@@ -126,11 +95,7 @@ pub(crate) fn check_results(results: Option<String>, limits: &Limits) -> GuestOu
     if json.len() > limits.max_results_bytes {
         return GuestOutcome::Failed(Failure::new(
             codes::OUTPUT_TOO_LARGE,
-            format!(
-                "results are {} bytes, over the limit of {} bytes",
-                json.len(),
-                limits.max_results_bytes
-            ),
+            format!("results are {} bytes, over the limit of {} bytes", json.len(), limits.max_results_bytes),
             false,
         ));
     }

@@ -61,21 +61,10 @@ pub trait Store: Send + Sync + 'static {
     // --- runners ---------------------------------------------------------------------------
 
     /// Register a runner unless `limit` runners are already live.
-    async fn register_runner(
-        &self,
-        pid: u32,
-        host: &str,
-        now: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<RunnerId>;
+    async fn register_runner(&self, pid: u32, host: &str, now: DateTime<Utc>, limit: u32) -> Result<RunnerId>;
     /// Returns false when the runner is no longer `running` (the overseer timed it out).
     async fn heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<bool>;
-    async fn finish_runner(
-        &self,
-        runner: RunnerId,
-        status: RunnerStatus,
-        now: DateTime<Utc>,
-    ) -> Result<()>;
+    async fn finish_runner(&self, runner: RunnerId, status: RunnerStatus, now: DateTime<Utc>) -> Result<()>;
     async fn live_runners(&self) -> Result<Vec<Runner>>;
 
     // --- runs ------------------------------------------------------------------------------
@@ -123,19 +112,13 @@ pub struct StoreOptions {
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        StoreOptions {
-            migrate: true,
-            max_connections: 4,
-        }
+        StoreOptions { migrate: true, max_connections: 4 }
     }
 }
 
 /// Open the store a URL names: `sqlite://PATH` (or a plain file path ending in `.db`/`.sqlite`).
 pub async fn open(url: &str, options: &StoreOptions) -> Result<SharedStore> {
-    let scheme = url
-        .split_once("://")
-        .map(|(s, _)| s)
-        .or_else(|| url.split_once(':').map(|(s, _)| s));
+    let scheme = url.split_once("://").map(|(s, _)| s).or_else(|| url.split_once(':').map(|(s, _)| s));
     let store: SharedStore = match scheme {
         Some("sqlite") => Arc::new(sqlite::SqliteStore::connect(url, options).await?),
         Some("postgres") | Some("postgresql") | Some("mysql") | Some("mariadb") => {

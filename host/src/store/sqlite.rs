@@ -12,8 +12,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde_json::json;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
 };
 use sqlx::{Row, Sqlite, SqliteConnection, Transaction};
 
@@ -33,10 +32,7 @@ pub(crate) fn ts(t: DateTime<Utc>) -> String {
 fn parse_ts(table: &'static str, s: &str) -> Result<DateTime<Utc>> {
     NaiveDateTime::parse_from_str(s, TS_READ)
         .map(|n| n.and_utc())
-        .map_err(|e| Error::CorruptRow {
-            table,
-            reason: format!("bad time {s:?}: {e}"),
-        })
+        .map_err(|e| Error::CorruptRow { table, reason: format!("bad time {s:?}: {e}") })
 }
 
 fn opt_ts(table: &'static str, s: Option<String>) -> Result<Option<DateTime<Utc>>> {
@@ -44,10 +40,7 @@ fn opt_ts(table: &'static str, s: Option<String>) -> Result<Option<DateTime<Utc>
 }
 
 fn status<T: FromStr<Err = UnknownStatus>>(table: &'static str, s: &str) -> Result<T> {
-    s.parse().map_err(|e: UnknownStatus| Error::CorruptRow {
-        table,
-        reason: e.to_string(),
-    })
+    s.parse().map_err(|e: UnknownStatus| Error::CorruptRow { table, reason: e.to_string() })
 }
 
 /// The SQLite implementation of [`Store`].
@@ -60,10 +53,7 @@ impl SqliteStore {
     /// Open (creating if missing) the database file a `sqlite://PATH` URL names.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
         let opts = SqliteConnectOptions::from_str(url)
-            .map_err(|e| Error::BadUrl {
-                url: url.to_string(),
-                reason: e.to_string(),
-            })?
+            .map_err(|e| Error::BadUrl { url: url.to_string(), reason: e.to_string() })?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
@@ -73,10 +63,7 @@ impl SqliteStore {
             .max_connections(options.max_connections.max(1))
             .connect_with(opts)
             .await
-            .map_err(|e| Error::BadUrl {
-                url: url.to_string(),
-                reason: format!("cannot open: {e}"),
-            })?;
+            .map_err(|e| Error::BadUrl { url: url.to_string(), reason: format!("cannot open: {e}") })?;
         Ok(SqliteStore { pool })
     }
 
@@ -153,31 +140,24 @@ async fn add_one(conn: &mut SqliteConnection, t: &NewTask, now: DateTime<Utc>) -
     .await?;
     match id {
         Some(id) => {
-            sqlx::query(
-                "INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES (?1, 1, ?2)",
-            )
-            .bind(id)
-            .bind(ts(now))
-            .execute(&mut *conn)
-            .await?;
+            sqlx::query("INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES (?1, 1, ?2)")
+                .bind(id)
+                .bind(ts(now))
+                .execute(&mut *conn)
+                .await?;
             Ok(Added { id, created: true })
         }
         None => {
-            let id: i64 =
-                sqlx::query_scalar("SELECT id FROM task_queue WHERE active_unique_key = ?1")
-                    .bind(&t.unique_key)
-                    .fetch_one(&mut *conn)
-                    .await?;
+            let id: i64 = sqlx::query_scalar("SELECT id FROM task_queue WHERE active_unique_key = ?1")
+                .bind(&t.unique_key)
+                .fetch_one(&mut *conn)
+                .await?;
             Ok(Added { id, created: false })
         }
     }
 }
 
-async fn add_bulk(
-    conn: &mut SqliteConnection,
-    tasks: &[NewTask],
-    now: DateTime<Utc>,
-) -> Result<Vec<Added>> {
+async fn add_bulk(conn: &mut SqliteConnection, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
     let rows: Vec<_> = tasks.iter().map(|t| task_json(t, now)).collect();
     let mut ids: Vec<i64> = sqlx::query_scalar(
         "INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
@@ -197,10 +177,7 @@ async fn add_bulk(
         .bind(ts(now))
         .execute(&mut *conn)
         .await?;
-    Ok(ids
-        .into_iter()
-        .map(|id| Added { id, created: true })
-        .collect())
+    Ok(ids.into_iter().map(|id| Added { id, created: true }).collect())
 }
 
 fn task_from_row(r: &SqliteRow) -> Result<Task> {
@@ -219,10 +196,7 @@ fn task_from_row(r: &SqliteRow) -> Result<Task> {
         priority: r.try_get("priority")?,
         unique_key: r.try_get("unique_key")?,
         run_timeout_secs: r.try_get("run_timeout")?,
-        backoff: BackoffSettings {
-            base_ms: r.try_get("backoff_base_ms")?,
-            max_ms: r.try_get("backoff_max_ms")?,
-        },
+        backoff: BackoffSettings { base_ms: r.try_get("backoff_base_ms")?, max_ms: r.try_get("backoff_max_ms")? },
         gave_up_on: opt_ts(T, r.try_get("gave_up_on")?)?,
     })
 }
@@ -281,18 +255,15 @@ async fn mark_tasks_timed_out(tx: &mut SqliteConnection, task_ids: &[i64]) -> Re
     Ok(())
 }
 
-async fn insert_run(
-    tx: &mut SqliteConnection,
-    task_id: TaskId,
-    attempt: u32,
-    now: DateTime<Utc>,
-) -> Result<RunId> {
-    Ok(sqlx::query_scalar("INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES (?1, ?2, ?3) RETURNING id")
-        .bind(task_id)
-        .bind(attempt as i64)
-        .bind(ts(now))
-        .fetch_one(&mut *tx)
-        .await?)
+async fn insert_run(tx: &mut SqliteConnection, task_id: TaskId, attempt: u32, now: DateTime<Utc>) -> Result<RunId> {
+    Ok(sqlx::query_scalar(
+        "INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES (?1, ?2, ?3) RETURNING id",
+    )
+    .bind(task_id)
+    .bind(attempt as i64)
+    .bind(ts(now))
+    .fetch_one(&mut *tx)
+    .await?)
 }
 
 #[async_trait]
@@ -302,9 +273,7 @@ impl Store for SqliteStore {
     }
 
     async fn migrate(&self) -> Result<()> {
-        sqlx::migrate!("../migrations/sqlite")
-            .run(&self.pool)
-            .await?;
+        sqlx::migrate!("../migrations/sqlite").run(&self.pool).await?;
         Ok(())
     }
 
@@ -316,10 +285,7 @@ impl Store for SqliteStore {
     }
 
     async fn get_task(&self, id: TaskId) -> Result<Option<Task>> {
-        let row = sqlx::query("SELECT * FROM task_queue WHERE id = ?1")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query("SELECT * FROM task_queue WHERE id = ?1").bind(id).fetch_optional(&self.pool).await?;
         row.as_ref().map(task_from_row).transpose()
     }
 
@@ -364,10 +330,9 @@ impl Store for SqliteStore {
                 RunStatus::Timeout => c.timeout = n,
             }
         }
-        let dead: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM task_queue WHERE gave_up_on IS NOT NULL")
-                .fetch_one(&self.pool)
-                .await?;
+        let dead: i64 = sqlx::query_scalar("SELECT count(*) FROM task_queue WHERE gave_up_on IS NOT NULL")
+            .fetch_one(&self.pool)
+            .await?;
         c.dead = dead.max(0) as u64;
         Ok(c)
     }
@@ -394,10 +359,7 @@ impl Store for SqliteStore {
             Err(e) => return Err(e.into()),
         };
         if updated == 0 {
-            let task = sqlx::query("SELECT * FROM task_queue WHERE id = ?1")
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
+            let task = sqlx::query("SELECT * FROM task_queue WHERE id = ?1").bind(id).fetch_optional(&mut *tx).await?;
             return match task.as_ref().map(task_from_row).transpose()? {
                 None => Err(Error::TaskNotFound(id)),
                 Some(t) => Err(Error::CannotRetry {
@@ -409,23 +371,16 @@ impl Store for SqliteStore {
                 }),
             };
         }
-        let last: Option<i64> =
-            sqlx::query_scalar("SELECT max(attempt) FROM task_runs WHERE task_queue_id = ?1")
-                .bind(id)
-                .fetch_one(&mut *tx)
-                .await?;
+        let last: Option<i64> = sqlx::query_scalar("SELECT max(attempt) FROM task_runs WHERE task_queue_id = ?1")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
         let run = insert_run(&mut tx, id, last.unwrap_or(0).max(0) as u32 + 1, now).await?;
         tx.commit().await?;
         Ok(run)
     }
 
-    async fn register_runner(
-        &self,
-        pid: u32,
-        host: &str,
-        now: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<RunnerId> {
+    async fn register_runner(&self, pid: u32, host: &str, now: DateTime<Utc>, limit: u32) -> Result<RunnerId> {
         let mut tx = self.write_tx().await?;
         let id: Option<i64> = sqlx::query_scalar(
             "INSERT INTO task_runners (process_id, host_name, started_on, status, heartbeat_on)
@@ -440,36 +395,25 @@ impl Store for SqliteStore {
         .fetch_optional(&mut *tx)
         .await?;
         let Some(id) = id else {
-            let live: i64 =
-                sqlx::query_scalar("SELECT count(*) FROM task_runners WHERE status = 'running'")
-                    .fetch_one(&mut *tx)
-                    .await?;
-            return Err(Error::RunnerLimit {
-                live: live.max(0) as u64,
-                limit,
-            });
+            let live: i64 = sqlx::query_scalar("SELECT count(*) FROM task_runners WHERE status = 'running'")
+                .fetch_one(&mut *tx)
+                .await?;
+            return Err(Error::RunnerLimit { live: live.max(0) as u64, limit });
         };
         tx.commit().await?;
         Ok(id)
     }
 
     async fn heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<bool> {
-        let r = sqlx::query(
-            "UPDATE task_runners SET heartbeat_on = ?2 WHERE id = ?1 AND status = 'running'",
-        )
-        .bind(runner)
-        .bind(ts(now))
-        .execute(&self.pool)
-        .await?;
+        let r = sqlx::query("UPDATE task_runners SET heartbeat_on = ?2 WHERE id = ?1 AND status = 'running'")
+            .bind(runner)
+            .bind(ts(now))
+            .execute(&self.pool)
+            .await?;
         Ok(r.rows_affected() == 1)
     }
 
-    async fn finish_runner(
-        &self,
-        runner: RunnerId,
-        status: RunnerStatus,
-        now: DateTime<Utc>,
-    ) -> Result<()> {
+    async fn finish_runner(&self, runner: RunnerId, status: RunnerStatus, now: DateTime<Utc>) -> Result<()> {
         sqlx::query("UPDATE task_runners SET status = ?2, finished_on = ?3 WHERE id = ?1 AND status = 'running'")
             .bind(runner)
             .bind(status.as_str())
@@ -498,11 +442,7 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         }
         // One queue: an equality the claim index can seek on; several: a list.
-        let queue_cond = if queues.len() == 1 {
-            "queue = ?2"
-        } else {
-            "queue IN (SELECT value FROM json_each(?2))"
-        };
+        let queue_cond = if queues.len() == 1 { "queue = ?2" } else { "queue IN (SELECT value FROM json_each(?2))" };
         let queue_arg = if queues.len() == 1 {
             queues[0].clone()
         } else {
@@ -517,12 +457,7 @@ impl Store for SqliteStore {
                        run_timeout, backoff_base_ms, backoff_max_ms, priority, scheduled_on"
         );
         let mut tx = self.write_tx().await?;
-        let rows = sqlx::query(&sql)
-            .bind(ts(now))
-            .bind(queue_arg)
-            .bind(limit as i64)
-            .fetch_all(&mut *tx)
-            .await?;
+        let rows = sqlx::query(&sql).bind(ts(now)).bind(queue_arg).bind(limit as i64).fetch_all(&mut *tx).await?;
         if rows.is_empty() {
             tx.rollback().await?;
             return Ok(Vec::new());
@@ -542,11 +477,8 @@ impl Store for SqliteStore {
         let mut claimed = Vec::with_capacity(rows.len());
         for r in &rows {
             let secs: Option<i64> = r.try_get("run_timeout")?;
-            let timeout = secs
-                .map(|s| Duration::from_secs(s.max(0) as u64))
-                .unwrap_or(default_timeout);
-            let timeout =
-                chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::days(36500));
+            let timeout = secs.map(|s| Duration::from_secs(s.max(0) as u64)).unwrap_or(default_timeout);
+            let timeout = chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::days(36500));
             claimed.push(Claimed {
                 task_id: r.try_get("id")?,
                 priority: r.try_get("priority")?,
@@ -564,15 +496,9 @@ impl Store for SqliteStore {
             });
         }
         // RETURNING order is unspecified: restore the claim order.
-        claimed.sort_by(|a, b| {
-            (a.priority, &a.scheduled_on, a.task_id).cmp(&(b.priority, &b.scheduled_on, b.task_id))
-        });
-        let args = serde_json::Value::Array(
-            claimed
-                .iter()
-                .map(|c| json!({"id": c.task_id, "t": c.timeout_on}))
-                .collect(),
-        );
+        claimed.sort_by(|a, b| (a.priority, &a.scheduled_on, a.task_id).cmp(&(b.priority, &b.scheduled_on, b.task_id)));
+        let args =
+            serde_json::Value::Array(claimed.iter().map(|c| json!({"id": c.task_id, "t": c.timeout_on})).collect());
         let run_rows: Vec<(i64, i64, i64)> = sqlx::query_as(
             "UPDATE task_runs SET status = 'running', started_on = ?1, task_runner_id = ?2,
                  timeout_on = j.value->>'t'
@@ -593,12 +519,11 @@ impl Store for SqliteStore {
                 Some(found) => found,
                 None => {
                     // A scheduled task without its scheduled run (should not happen): make one.
-                    let last: Option<i64> = sqlx::query_scalar(
-                        "SELECT max(attempt) FROM task_runs WHERE task_queue_id = ?1",
-                    )
-                    .bind(c.task_id)
-                    .fetch_one(&mut *tx)
-                    .await?;
+                    let last: Option<i64> =
+                        sqlx::query_scalar("SELECT max(attempt) FROM task_runs WHERE task_queue_id = ?1")
+                            .bind(c.task_id)
+                            .fetch_one(&mut *tx)
+                            .await?;
                     let attempt = last.unwrap_or(0) + 1;
                     let id: i64 = sqlx::query_scalar(
                         "INSERT INTO task_runs (task_queue_id, attempt, created_on, started_on, status, task_runner_id, timeout_on)
@@ -658,10 +583,7 @@ impl Store for SqliteStore {
         }
         let mut tx = self.write_tx().await?;
         // Successes, the common case, in two statements for the whole batch.
-        let ok: Vec<_> = outcomes
-            .iter()
-            .filter(|o| o.next == NextStep::Done)
-            .collect();
+        let ok: Vec<_> = outcomes.iter().filter(|o| o.next == NextStep::Done).collect();
         if !ok.is_empty() {
             let args = serde_json::Value::Array(
                 ok.iter()
@@ -683,9 +605,7 @@ impl Store for SqliteStore {
             .fetch_all(&mut *tx)
             .await?;
             if !done.is_empty() {
-                let args = serde_json::Value::Array(
-                    done.iter().map(|(t, f)| json!({"t": t, "f": f})).collect(),
-                );
+                let args = serde_json::Value::Array(done.iter().map(|(t, f)| json!({"t": t, "f": f})).collect());
                 sqlx::query(
                     "UPDATE task_queue SET last_status = 'success', task_runs_failed = 0,
                          finished_on = j.value->>'f', active_unique_key = NULL
@@ -732,13 +652,11 @@ impl Store for SqliteStore {
                     .bind(ts(at))
                     .execute(&mut *tx)
                     .await?;
-                    let attempt: i64 =
-                        sqlx::query_scalar("SELECT attempt FROM task_runs WHERE id = ?1")
-                            .bind(o.run_id)
-                            .fetch_one(&mut *tx)
-                            .await?;
-                    insert_run(&mut tx, o.task_id, attempt.max(0) as u32 + 1, o.finished_on)
+                    let attempt: i64 = sqlx::query_scalar("SELECT attempt FROM task_runs WHERE id = ?1")
+                        .bind(o.run_id)
+                        .fetch_one(&mut *tx)
                         .await?;
+                    insert_run(&mut tx, o.task_id, attempt.max(0) as u32 + 1, o.finished_on).await?;
                 }
                 NextStep::GiveUp | NextStep::Done => {
                     sqlx::query(
@@ -840,10 +758,7 @@ impl Store for SqliteStore {
                         base_ms: r.try_get("backoff_base_ms")?,
                         max_ms: r.try_get("backoff_max_ms")?,
                     },
-                    last_attempt: r
-                        .try_get::<Option<i64>, _>("last_attempt")?
-                        .unwrap_or(0)
-                        .max(0) as u32,
+                    last_attempt: r.try_get::<Option<i64>, _>("last_attempt")?.unwrap_or(0).max(0) as u32,
                 })
             })
             .collect()
@@ -901,12 +816,10 @@ impl Store for SqliteStore {
             return Ok(0);
         }
         let ids = ids_json(ids);
-        sqlx::query(
-            "DELETE FROM task_runs WHERE task_queue_id IN (SELECT value FROM json_each(?1))",
-        )
-        .bind(&ids)
-        .execute(&mut *tx)
-        .await?;
+        sqlx::query("DELETE FROM task_runs WHERE task_queue_id IN (SELECT value FROM json_each(?1))")
+            .bind(&ids)
+            .execute(&mut *tx)
+            .await?;
         let n = sqlx::query("DELETE FROM task_queue WHERE id IN (SELECT value FROM json_each(?1))")
             .bind(&ids)
             .execute(&mut *tx)

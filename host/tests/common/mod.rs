@@ -14,10 +14,7 @@ use taskhost::{App, AppConfig};
 use tempfile::TempDir;
 
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("host/ has a parent")
-        .to_path_buf()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("host/ has a parent").to_path_buf()
 }
 
 /// Build the example handlers from source, once per test binary; returns the output folder.
@@ -30,10 +27,7 @@ pub fn built_plugins() -> &'static Path {
             .arg(root.join("plugins/build.sh"))
             .current_dir(&root)
             .env("TASKHOST_PLUGIN_OUT", &out)
-            .env(
-                "TASKHOST_BAD_PLUGIN_OUT",
-                root.join("target/test-plugins-bad"),
-            )
+            .env("TASKHOST_BAD_PLUGIN_OUT", root.join("target/test-plugins-bad"))
             .status()
             .expect("running plugins/build.sh");
         assert!(status.success(), "building the example plugins failed");
@@ -47,9 +41,7 @@ pub fn component(name: &str) -> PathBuf {
     if good.exists() {
         return good;
     }
-    let bad = repo_root()
-        .join("target/test-plugins-bad")
-        .join(format!("{name}.wasm"));
+    let bad = repo_root().join("target/test-plugins-bad").join(format!("{name}.wasm"));
     assert!(bad.exists(), "no built component named {name}");
     bad
 }
@@ -79,10 +71,7 @@ impl Env {
         use chrono::SubsecRound;
         // Whole microseconds: what the database keeps.
         let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
-        (
-            Self::with_clock(plugins, Arc::new(clock.clone())).await,
-            clock,
-        )
+        (Self::with_clock(plugins, Arc::new(clock.clone())).await, clock)
     }
 
     pub async fn with_clock(plugins: &[&str], clock: SharedClock) -> Env {
@@ -93,23 +82,13 @@ impl Env {
             std::fs::copy(component(p), plugin_dir.join(format!("{p}.wasm"))).expect("copy plugin");
         }
         let db_url = format!("sqlite://{}", dir.path().join("queue.db").display());
-        let app = App::open_with_clock(&app_config(&db_url, &plugin_dir), clock.clone())
-            .await
-            .expect("open app");
-        Env {
-            dir,
-            plugins: plugin_dir,
-            db_url,
-            app,
-            clock,
-        }
+        let app = App::open_with_clock(&app_config(&db_url, &plugin_dir), clock.clone()).await.expect("open app");
+        Env { dir, plugins: plugin_dir, db_url, app, clock }
     }
 
     /// A second App on the same database file and plugins (as another process would have).
     pub async fn second_app(&self) -> App {
-        App::open_with_clock(&app_config(&self.db_url, &self.plugins), self.clock.clone())
-            .await
-            .expect("open app")
+        App::open_with_clock(&app_config(&self.db_url, &self.plugins), self.clock.clone()).await.expect("open app")
     }
 
     pub fn write_manifest(&self, name: &str, toml: &str) {
@@ -121,11 +100,7 @@ impl Env {
     }
 
     pub fn copy_plugin(&self, component_name: &str, as_name: &str) {
-        std::fs::copy(
-            component(component_name),
-            self.plugins.join(format!("{as_name}.wasm")),
-        )
-        .expect("copy plugin");
+        std::fs::copy(component(component_name), self.plugins.join(format!("{as_name}.wasm"))).expect("copy plugin");
     }
 
     pub fn remove_plugin(&self, name: &str) {
@@ -141,10 +116,7 @@ impl Env {
 pub fn app_config(db_url: &str, plugins: &Path) -> AppConfig {
     let mut c = AppConfig::new(db_url, plugins);
     c.cache_dir = Some(cache_dir());
-    c.sandbox = SandboxConfig {
-        pool_instances: 40,
-        ..SandboxConfig::default()
-    };
+    c.sandbox = SandboxConfig { pool_instances: 40, ..SandboxConfig::default() };
     c
 }
 
@@ -180,9 +152,6 @@ where
         if check().await {
             return;
         }
-        assert!(
-            start.elapsed() < deadline,
-            "timed out after {deadline:?} waiting until {what}"
-        );
+        assert!(start.elapsed() < deadline, "timed out after {deadline:?} waiting until {what}");
     }
 }

@@ -20,10 +20,7 @@ fn secs(n: i64) -> chrono::Duration {
 }
 
 async fn runner(store: &SharedStore, now: DateTime<Utc>) -> RunnerId {
-    store
-        .register_runner(4242, "test-host", now, 100)
-        .await
-        .expect("register runner")
+    store.register_runner(4242, "test-host", now, 100).await.expect("register runner")
 }
 
 fn success(c: &ClaimedRun, now: DateTime<Utc>, results: &str) -> RunOutcome {
@@ -58,21 +55,12 @@ fn failure(c: &ClaimedRun, now: DateTime<Utc>, next: NextStep) -> RunOutcome {
 
 pub async fn adds_a_task_with_one_scheduled_run(store: SharedStore) {
     let added = store
-        .add_tasks(
-            &[NewTask::new("echo", r#"{"a":1}"#)
-                .with_queued_by("alice")
-                .with_max_retries(3)],
-            t0(),
-        )
+        .add_tasks(&[NewTask::new("echo", r#"{"a":1}"#).with_queued_by("alice").with_max_retries(3)], t0())
         .await
         .expect("add");
     assert_eq!(added.len(), 1);
     assert!(added[0].created);
-    let task = store
-        .get_task(added[0].id)
-        .await
-        .expect("get")
-        .expect("exists");
+    let task = store.get_task(added[0].id).await.expect("get").expect("exists");
     assert_eq!(task.handler, "echo");
     assert_eq!(task.data, r#"{"a":1}"#);
     assert_eq!(task.queued_by.as_deref(), Some("alice"));
@@ -90,19 +78,13 @@ pub async fn adds_a_task_with_one_scheduled_run(store: SharedStore) {
 }
 
 pub async fn adds_many_tasks_in_order(store: SharedStore) {
-    let tasks: Vec<_> = (0..2500)
-        .map(|i| NewTask::new("noop", format!("{{\"i\":{i}}}")))
-        .collect();
+    let tasks: Vec<_> = (0..2500).map(|i| NewTask::new("noop", format!("{{\"i\":{i}}}"))).collect();
     let added = store.add_tasks(&tasks, t0()).await.expect("add");
     assert_eq!(added.len(), 2500);
     for w in added.windows(2) {
         assert!(w[0].id < w[1].id, "ids follow input order");
     }
-    let last = store
-        .get_task(added[2499].id)
-        .await
-        .expect("get")
-        .expect("exists");
+    let last = store.get_task(added[2499].id).await.expect("get").expect("exists");
     assert_eq!(last.data, r#"{"i":2499}"#);
     assert_eq!(store.counts().await.expect("counts").scheduled, 2500);
 }
@@ -114,38 +96,21 @@ pub async fn claims_in_priority_then_fifo_order(store: SharedStore) {
         NewTask::new("h", "{}").with_priority(-1),
         NewTask::new("h", "{}"),
     ];
-    let ids: Vec<_> = store
-        .add_tasks(&tasks, t0())
-        .await
-        .expect("add")
-        .iter()
-        .map(|a| a.id)
-        .collect();
+    let ids: Vec<_> = store.add_tasks(&tasks, t0()).await.expect("add").iter().map(|a| a.id).collect();
     let r = runner(&store, t0()).await;
-    let claimed = store
-        .claim(r, &["default".into()], 10, t0() + secs(1), DAY)
-        .await
-        .expect("claim");
+    let claimed = store.claim(r, &["default".into()], 10, t0() + secs(1), DAY).await.expect("claim");
     let order: Vec<_> = claimed.iter().map(|c| c.task_id).collect();
     assert_eq!(order, vec![ids[2], ids[1], ids[3], ids[0]]);
     for c in &claimed {
         assert_eq!(c.attempt, 1);
-        let task = store
-            .get_task(c.task_id)
-            .await
-            .expect("get")
-            .expect("exists");
+        let task = store.get_task(c.task_id).await.expect("get").expect("exists");
         assert_eq!(task.last_status, RunStatus::Running);
         let runs = store.runs_of(c.task_id).await.expect("runs");
         assert_eq!(runs[0].status, RunStatus::Running);
         assert_eq!(runs[0].runner_id, Some(r));
         assert_eq!(runs[0].started_on, Some(t0() + secs(1)));
     }
-    assert!(store
-        .claim(r, &["default".into()], 10, t0() + secs(1), DAY)
-        .await
-        .expect("claim")
-        .is_empty());
+    assert!(store.claim(r, &["default".into()], 10, t0() + secs(1), DAY).await.expect("claim").is_empty());
 }
 
 pub async fn claims_only_due_tasks_of_the_given_queues(store: SharedStore) {
@@ -154,125 +119,48 @@ pub async fn claims_only_due_tasks_of_the_given_queues(store: SharedStore) {
         NewTask::new("h", "{}").with_queue("mail"),
         NewTask::new("h", "{}").with_queue("other"),
     ];
-    let ids: Vec<_> = store
-        .add_tasks(&tasks, t0())
-        .await
-        .expect("add")
-        .iter()
-        .map(|a| a.id)
-        .collect();
+    let ids: Vec<_> = store.add_tasks(&tasks, t0()).await.expect("add").iter().map(|a| a.id).collect();
     let r = runner(&store, t0()).await;
-    let got = store
-        .claim(r, &["default".into()], 10, t0(), DAY)
-        .await
-        .expect("claim");
+    let got = store.claim(r, &["default".into()], 10, t0(), DAY).await.expect("claim");
     assert!(got.is_empty(), "the default-queue task is not due yet");
-    let got = store
-        .claim(r, &["mail".into(), "default".into()], 10, t0(), DAY)
-        .await
-        .expect("claim");
-    assert_eq!(
-        got.iter().map(|c| c.task_id).collect::<Vec<_>>(),
-        vec![ids[1]]
-    );
-    let got = store
-        .claim(r, &["default".into()], 10, t0() + secs(60), DAY)
-        .await
-        .expect("claim");
-    assert_eq!(
-        got.iter().map(|c| c.task_id).collect::<Vec<_>>(),
-        vec![ids[0]]
-    );
-    assert!(store
-        .has_due_work(&["other".into()], t0())
-        .await
-        .expect("due"));
-    assert!(!store
-        .has_due_work(&["default".into()], t0() + secs(60))
-        .await
-        .expect("due"));
+    let got = store.claim(r, &["mail".into(), "default".into()], 10, t0(), DAY).await.expect("claim");
+    assert_eq!(got.iter().map(|c| c.task_id).collect::<Vec<_>>(), vec![ids[1]]);
+    let got = store.claim(r, &["default".into()], 10, t0() + secs(60), DAY).await.expect("claim");
+    assert_eq!(got.iter().map(|c| c.task_id).collect::<Vec<_>>(), vec![ids[0]]);
+    assert!(store.has_due_work(&["other".into()], t0()).await.expect("due"));
+    assert!(store.has_due_work(&["default".into()], t0() + secs(60)).await.expect("due"), "running counts");
+    assert!(!store.has_due_work(&["empty".into()], t0() + secs(60)).await.expect("due"));
 }
 
 pub async fn respects_the_claim_limit(store: SharedStore) {
     let tasks: Vec<_> = (0..10).map(|_| NewTask::new("h", "{}")).collect();
     store.add_tasks(&tasks, t0()).await.expect("add");
     let r = runner(&store, t0()).await;
-    assert_eq!(
-        store
-            .claim(r, &["default".into()], 3, t0(), DAY)
-            .await
-            .expect("claim")
-            .len(),
-        3
-    );
-    assert_eq!(
-        store
-            .claim(r, &["default".into()], 0, t0(), DAY)
-            .await
-            .expect("claim")
-            .len(),
-        0
-    );
-    assert_eq!(
-        store
-            .claim(r, &["default".into()], 100, t0(), DAY)
-            .await
-            .expect("claim")
-            .len(),
-        7
-    );
+    assert_eq!(store.claim(r, &["default".into()], 3, t0(), DAY).await.expect("claim").len(), 3);
+    assert_eq!(store.claim(r, &["default".into()], 0, t0(), DAY).await.expect("claim").len(), 0);
+    assert_eq!(store.claim(r, &["default".into()], 100, t0(), DAY).await.expect("claim").len(), 7);
 }
 
 pub async fn unique_key_returns_the_unfinished_task(store: SharedStore) {
-    let first = store
-        .add_tasks(&[NewTask::new("h", "{}").with_unique_key("k1")], t0())
-        .await
-        .expect("add")[0];
+    let first = store.add_tasks(&[NewTask::new("h", "{}").with_unique_key("k1")], t0()).await.expect("add")[0];
     assert!(first.created);
-    let dup = store
-        .add_tasks(
-            &[NewTask::new("h", r#"{"other":true}"#).with_unique_key("k1")],
-            t0(),
-        )
-        .await
-        .expect("add")[0];
-    assert_eq!(
-        dup,
-        Added {
-            id: first.id,
-            created: false
-        }
-    );
+    let dup =
+        store.add_tasks(&[NewTask::new("h", r#"{"other":true}"#).with_unique_key("k1")], t0()).await.expect("add")[0];
+    assert_eq!(dup, Added { id: first.id, created: false });
     assert_eq!(store.counts().await.expect("counts").scheduled, 1);
     // Once finished, the key is free again.
     let r = runner(&store, t0()).await;
-    let c = store
-        .claim(r, &["default".into()], 1, t0(), DAY)
-        .await
-        .expect("claim");
-    store
-        .finish_runs(&[success(&c[0], t0(), "{}")])
-        .await
-        .expect("finish");
-    let again = store
-        .add_tasks(&[NewTask::new("h", "{}").with_unique_key("k1")], t0())
-        .await
-        .expect("add")[0];
+    let c = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
+    store.finish_runs(&[success(&c[0], t0(), "{}")]).await.expect("finish");
+    let again = store.add_tasks(&[NewTask::new("h", "{}").with_unique_key("k1")], t0()).await.expect("add")[0];
     assert!(again.created);
     assert_ne!(again.id, first.id);
 }
 
 pub async fn success_updates_the_run_and_the_task(store: SharedStore) {
-    let id = store
-        .add_tasks(&[NewTask::new("h", "{}")], t0())
-        .await
-        .expect("add")[0]
-        .id;
+    let id = store.add_tasks(&[NewTask::new("h", "{}")], t0()).await.expect("add")[0].id;
     let r = runner(&store, t0()).await;
-    let c = store
-        .claim(r, &["default".into()], 1, t0(), DAY)
-        .await
-        .expect("claim");
+    let c = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
     store
         .record_progress(&[ProgressUpdate {
             run_id: c[0].run_id,
@@ -284,10 +172,7 @@ pub async fn success_updates_the_run_and_the_task(store: SharedStore) {
     let run = &store.runs_of(id).await.expect("runs")[0];
     assert_eq!(run.percents_completed, 40);
     assert_eq!(run.results.as_deref(), Some(r#"{"partial":1}"#));
-    store
-        .finish_runs(&[success(&c[0], t0() + secs(2), r#"{"n":3}"#)])
-        .await
-        .expect("finish");
+    store.finish_runs(&[success(&c[0], t0() + secs(2), r#"{"n":3}"#)]).await.expect("finish");
     let task = store.get_task(id).await.expect("get").expect("exists");
     assert_eq!(task.last_status, RunStatus::Success);
     assert_eq!(task.task_runs_failed, 0);
@@ -299,27 +184,14 @@ pub async fn success_updates_the_run_and_the_task(store: SharedStore) {
     assert_eq!(run.finished_on, Some(t0() + secs(2)));
     assert_eq!(run.duration_ms, Some(3));
     assert_eq!(run.fuel_used, Some(1234));
-    assert_eq!(
-        run.component_digest.as_deref(),
-        Some("ab".repeat(32).as_str())
-    );
+    assert_eq!(run.component_digest.as_deref(), Some("ab".repeat(32).as_str()));
 }
 
 pub async fn a_failure_with_retry_schedules_the_next_attempt(store: SharedStore) {
-    let id = store
-        .add_tasks(&[NewTask::new("h", "{}").with_max_retries(3)], t0())
-        .await
-        .expect("add")[0]
-        .id;
+    let id = store.add_tasks(&[NewTask::new("h", "{}").with_max_retries(3)], t0()).await.expect("add")[0].id;
     let r = runner(&store, t0()).await;
-    let c = store
-        .claim(r, &["default".into()], 1, t0(), DAY)
-        .await
-        .expect("claim");
-    store
-        .finish_runs(&[failure(&c[0], t0(), NextStep::RetryAt(t0() + secs(2)))])
-        .await
-        .expect("finish");
+    let c = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
+    store.finish_runs(&[failure(&c[0], t0(), NextStep::RetryAt(t0() + secs(2)))]).await.expect("finish");
     let task = store.get_task(id).await.expect("get").expect("exists");
     assert_eq!(task.last_status, RunStatus::Scheduled);
     assert_eq!(task.task_runs_failed, 1);
@@ -330,143 +202,55 @@ pub async fn a_failure_with_retry_schedules_the_next_attempt(store: SharedStore)
     assert_eq!(runs[0].error_code.as_deref(), Some("boom"));
     assert_eq!(runs[0].percents_completed, 40);
     assert_eq!((runs[1].status, runs[1].attempt), (RunStatus::Scheduled, 2));
-    assert!(store
-        .claim(r, &["default".into()], 1, t0() + secs(1), DAY)
-        .await
-        .expect("claim")
-        .is_empty());
-    let c = store
-        .claim(r, &["default".into()], 1, t0() + secs(2), DAY)
-        .await
-        .expect("claim");
+    assert!(store.claim(r, &["default".into()], 1, t0() + secs(1), DAY).await.expect("claim").is_empty());
+    let c = store.claim(r, &["default".into()], 1, t0() + secs(2), DAY).await.expect("claim");
     assert_eq!((c[0].attempt, c[0].task_runs_failed), (2, 1));
-    store
-        .finish_runs(&[success(&c[0], t0() + secs(3), "{}")])
-        .await
-        .expect("finish");
+    store.finish_runs(&[success(&c[0], t0() + secs(3), "{}")]).await.expect("finish");
     let task = store.get_task(id).await.expect("get").expect("exists");
-    assert_eq!(
-        (task.last_status, task.task_runs_failed),
-        (RunStatus::Success, 0)
-    );
+    assert_eq!((task.last_status, task.task_runs_failed), (RunStatus::Success, 0));
 }
 
 pub async fn giving_up_makes_a_dead_letter_that_can_be_replayed(store: SharedStore) {
-    let id = store
-        .add_tasks(&[NewTask::new("h", "{}").with_unique_key("u")], t0())
-        .await
-        .expect("add")[0]
-        .id;
-    assert!(matches!(
-        store.retry_task(id, t0()).await,
-        Err(taskhost::Error::CannotRetry { .. })
-    ));
+    let id = store.add_tasks(&[NewTask::new("h", "{}").with_unique_key("u")], t0()).await.expect("add")[0].id;
+    assert!(matches!(store.retry_task(id, t0()).await, Err(taskhost::Error::CannotRetry { .. })));
     let r = runner(&store, t0()).await;
-    let c = store
-        .claim(r, &["default".into()], 1, t0(), DAY)
-        .await
-        .expect("claim");
-    store
-        .finish_runs(&[failure(&c[0], t0(), NextStep::GiveUp)])
-        .await
-        .expect("finish");
+    let c = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
+    store.finish_runs(&[failure(&c[0], t0(), NextStep::GiveUp)]).await.expect("finish");
     let task = store.get_task(id).await.expect("get").expect("exists");
-    assert_eq!(
-        (task.last_status, task.task_runs_failed),
-        (RunStatus::Error, 1)
-    );
+    assert_eq!((task.last_status, task.task_runs_failed), (RunStatus::Error, 1));
     assert_eq!(task.gave_up_on, Some(t0()));
-    let dead = store
-        .list_tasks(&TaskFilter {
-            dead: true,
-            ..Default::default()
-        })
-        .await
-        .expect("list");
+    let dead = store.list_tasks(&TaskFilter { dead: true, ..Default::default() }).await.expect("list");
     assert_eq!(dead.iter().map(|t| t.id).collect::<Vec<_>>(), vec![id]);
-    assert!(!store
-        .has_due_work(&["default".into()], t0() + secs(3600))
-        .await
-        .expect("due"));
+    assert!(!store.has_due_work(&["default".into()], t0() + secs(3600)).await.expect("due"));
     // The unique key is free while the task is dead...
-    let other = store
-        .add_tasks(&[NewTask::new("h", "{}").with_unique_key("u")], t0())
-        .await
-        .expect("add")[0];
+    let other = store.add_tasks(&[NewTask::new("h", "{}").with_unique_key("u")], t0()).await.expect("add")[0];
     assert!(other.created);
     // ...so replaying it now would break uniqueness.
-    assert!(matches!(
-        store.retry_task(id, t0()).await,
-        Err(taskhost::Error::CannotRetry { .. })
-    ));
-    let c2 = store
-        .claim(r, &["default".into()], 1, t0(), DAY)
-        .await
-        .expect("claim");
-    store
-        .finish_runs(&[success(&c2[0], t0(), "{}")])
-        .await
-        .expect("finish");
+    assert!(matches!(store.retry_task(id, t0()).await, Err(taskhost::Error::CannotRetry { .. })));
+    let c2 = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
+    store.finish_runs(&[success(&c2[0], t0(), "{}")]).await.expect("finish");
     let run = store.retry_task(id, t0() + secs(5)).await.expect("replay");
     let task = store.get_task(id).await.expect("get").expect("exists");
-    assert_eq!(
-        (task.last_status, task.task_runs_failed, task.gave_up_on),
-        (RunStatus::Scheduled, 0, None)
-    );
+    assert_eq!((task.last_status, task.task_runs_failed, task.gave_up_on), (RunStatus::Scheduled, 0, None));
     let runs = store.runs_of(id).await.expect("runs");
-    assert_eq!(
-        (runs.last().map(|r| r.id), runs.last().map(|r| r.attempt)),
-        (Some(run), Some(2))
-    );
-    assert!(matches!(
-        store.retry_task(999_999, t0()).await,
-        Err(taskhost::Error::TaskNotFound(999_999))
-    ));
+    assert_eq!((runs.last().map(|r| r.id), runs.last().map(|r| r.attempt)), (Some(run), Some(2)));
+    assert!(matches!(store.retry_task(999_999, t0()).await, Err(taskhost::Error::TaskNotFound(999_999))));
 }
 
 pub async fn a_late_outcome_does_not_override_a_timeout(store: SharedStore) {
-    let id = store
-        .add_tasks(
-            &[NewTask::new("h", "{}").with_run_timeout(Duration::from_secs(10))],
-            t0(),
-        )
-        .await
-        .expect("add")[0]
+    let id =
+        store.add_tasks(&[NewTask::new("h", "{}").with_run_timeout(Duration::from_secs(10))], t0()).await.expect("add")
+            [0]
         .id;
     let r = runner(&store, t0()).await;
-    let c = store
-        .claim(r, &["default".into()], 1, t0(), DAY)
-        .await
-        .expect("claim");
-    assert_eq!(
-        store
-            .time_out_overdue_runs(t0() + secs(9), 100)
-            .await
-            .expect("timeout"),
-        0
-    );
-    assert_eq!(
-        store
-            .time_out_overdue_runs(t0() + secs(10), 100)
-            .await
-            .expect("timeout"),
-        1
-    );
+    let c = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
+    assert_eq!(store.time_out_overdue_runs(t0() + secs(9), 100).await.expect("timeout"), 0);
+    assert_eq!(store.time_out_overdue_runs(t0() + secs(10), 100).await.expect("timeout"), 1);
     let task = store.get_task(id).await.expect("get").expect("exists");
-    assert_eq!(
-        (task.last_status, task.task_runs_failed),
-        (RunStatus::Timeout, 1)
-    );
-    store
-        .finish_runs(&[success(&c[0], t0() + secs(11), "{}")])
-        .await
-        .expect("finish");
+    assert_eq!((task.last_status, task.task_runs_failed), (RunStatus::Timeout, 1));
+    store.finish_runs(&[success(&c[0], t0() + secs(11), "{}")]).await.expect("finish");
     let task = store.get_task(id).await.expect("get").expect("exists");
-    assert_eq!(
-        task.last_status,
-        RunStatus::Timeout,
-        "the late success is ignored"
-    );
+    assert_eq!(task.last_status, RunStatus::Timeout, "the late success is ignored");
     let runs = store.runs_of(id).await.expect("runs");
     assert_eq!(runs[0].status, RunStatus::Timeout);
     assert_eq!(runs[0].error_code.as_deref(), Some("run-timeout"));
@@ -474,51 +258,17 @@ pub async fn a_late_outcome_does_not_override_a_timeout(store: SharedStore) {
 
 pub async fn timed_out_runners_take_their_runs_with_them(store: SharedStore) {
     store
-        .add_tasks(
-            &[
-                NewTask::new("h", "{}"),
-                NewTask::new("h", "{}"),
-                NewTask::new("h", "{}"),
-            ],
-            t0(),
-        )
+        .add_tasks(&[NewTask::new("h", "{}"), NewTask::new("h", "{}"), NewTask::new("h", "{}")], t0())
         .await
         .expect("add");
     let dead = runner(&store, t0()).await;
     let alive = runner(&store, t0()).await;
-    let a = store
-        .claim(dead, &["default".into()], 2, t0(), DAY)
-        .await
-        .expect("claim");
-    let b = store
-        .claim(alive, &["default".into()], 1, t0(), DAY)
-        .await
-        .expect("claim");
-    assert_eq!(
-        store
-            .time_out_runners(&[dead], t0() + secs(60))
-            .await
-            .expect("timeout"),
-        2
-    );
-    assert!(
-        !store
-            .heartbeat(dead, t0() + secs(61))
-            .await
-            .expect("heartbeat"),
-        "a timed-out runner learns it"
-    );
-    assert!(store
-        .heartbeat(alive, t0() + secs(61))
-        .await
-        .expect("heartbeat"));
-    let live: Vec<_> = store
-        .live_runners()
-        .await
-        .expect("live")
-        .iter()
-        .map(|r| r.id)
-        .collect();
+    let a = store.claim(dead, &["default".into()], 2, t0(), DAY).await.expect("claim");
+    let b = store.claim(alive, &["default".into()], 1, t0(), DAY).await.expect("claim");
+    assert_eq!(store.time_out_runners(&[dead], t0() + secs(60)).await.expect("timeout"), 2);
+    assert!(!store.heartbeat(dead, t0() + secs(61)).await.expect("heartbeat"), "a timed-out runner learns it");
+    assert!(store.heartbeat(alive, t0() + secs(61)).await.expect("heartbeat"));
+    let live: Vec<_> = store.live_runners().await.expect("live").iter().map(|r| r.id).collect();
     assert_eq!(live, vec![alive]);
     for c in &a {
         let runs = store.runs_of(c.task_id).await.expect("runs");
@@ -539,71 +289,40 @@ pub async fn timed_out_runners_take_their_runs_with_them(store: SharedStore) {
         })
         .collect();
     assert!(cands.iter().all(|c| c.failures == 1 && c.last_attempt == 1));
-    store
-        .apply_retry_plans(&plans, t0() + secs(60))
-        .await
-        .expect("plans");
-    assert!(store
-        .retry_candidates(100)
-        .await
-        .expect("candidates")
-        .is_empty());
-    let again = store
-        .claim(alive, &["default".into()], 10, t0() + secs(61), DAY)
-        .await
-        .expect("claim");
+    store.apply_retry_plans(&plans, t0() + secs(60)).await.expect("plans");
+    assert!(store.retry_candidates(100).await.expect("candidates").is_empty());
+    let again = store.claim(alive, &["default".into()], 10, t0() + secs(61), DAY).await.expect("claim");
     assert_eq!(again.len(), 2);
     assert!(again.iter().all(|c| c.attempt == 2));
 }
 
 pub async fn the_runner_limit_is_enforced(store: SharedStore) {
     let a = store.register_runner(1, "h", t0(), 2).await.expect("first");
-    store
-        .register_runner(2, "h", t0(), 2)
-        .await
-        .expect("second");
+    store.register_runner(2, "h", t0(), 2).await.expect("second");
     assert!(matches!(
         store.register_runner(3, "h", t0(), 2).await,
         Err(taskhost::Error::RunnerLimit { live: 2, limit: 2 })
     ));
-    store
-        .finish_runner(a, RunnerStatus::Success, t0())
-        .await
-        .expect("finish");
-    store
-        .register_runner(3, "h", t0(), 2)
-        .await
-        .expect("a slot is free again");
+    store.finish_runner(a, RunnerStatus::Success, t0()).await.expect("finish");
+    store.register_runner(3, "h", t0(), 2).await.expect("a slot is free again");
 }
 
 pub async fn rotation_deletes_only_old_successes_in_batches(store: SharedStore) {
     let tasks: Vec<_> = (0..5).map(|_| NewTask::new("h", "{}")).collect();
     store.add_tasks(&tasks, t0()).await.expect("add");
     let r = runner(&store, t0()).await;
-    let c = store
-        .claim(r, &["default".into()], 5, t0(), DAY)
-        .await
-        .expect("claim");
+    let c = store.claim(r, &["default".into()], 5, t0(), DAY).await.expect("claim");
     let mut outcomes: Vec<_> = c[..3].iter().map(|c| success(c, t0(), "{}")).collect();
     outcomes.push(failure(&c[3], t0(), NextStep::GiveUp));
     store.finish_runs(&outcomes).await.expect("finish");
-    store
-        .finish_runs(&[success(&c[4], t0() + secs(100), "{}")])
-        .await
-        .expect("finish");
+    store.finish_runs(&[success(&c[4], t0() + secs(100), "{}")]).await.expect("finish");
     let cutoff = t0() + secs(50);
     assert_eq!(store.rotate(cutoff, 2).await.expect("rotate"), 2);
     assert_eq!(store.rotate(cutoff, 2).await.expect("rotate"), 1);
     assert_eq!(store.rotate(cutoff, 2).await.expect("rotate"), 0);
-    let left = store
-        .list_tasks(&TaskFilter::default())
-        .await
-        .expect("list");
+    let left = store.list_tasks(&TaskFilter::default()).await.expect("list");
     assert_eq!(left.len(), 2, "the dead letter and the recent success stay");
-    assert!(
-        store.runs_of(c[0].task_id).await.expect("runs").is_empty(),
-        "runs go with their task"
-    );
+    assert!(store.runs_of(c[0].task_id).await.expect("runs").is_empty(), "runs go with their task");
 }
 
 pub async fn concurrent_claims_never_share_a_run(a: SharedStore, b: SharedStore) {
@@ -614,20 +333,14 @@ pub async fn concurrent_claims_never_share_a_run(a: SharedStore, b: SharedStore)
     let claim_all = |s: SharedStore, r: RunnerId| async move {
         let mut mine = Vec::new();
         loop {
-            let got = s
-                .claim(r, &["default".into()], 7, t0(), DAY)
-                .await
-                .expect("claim");
+            let got = s.claim(r, &["default".into()], 7, t0(), DAY).await.expect("claim");
             if got.is_empty() {
                 return mine;
             }
             mine.extend(got.into_iter().map(|c| c.run_id));
         }
     };
-    let (x, y) = tokio::join!(
-        tokio::spawn(claim_all(a.clone(), ra)),
-        tokio::spawn(claim_all(b.clone(), rb))
-    );
+    let (x, y) = tokio::join!(tokio::spawn(claim_all(a.clone(), ra)), tokio::spawn(claim_all(b.clone(), rb)));
     let (x, y) = (x.expect("join"), y.expect("join"));
     let mut all: Vec<_> = x.iter().chain(y.iter()).copied().collect();
     all.sort_unstable();

@@ -14,10 +14,7 @@ impl Guest for WordCount {
     fn handle(task: Task) -> Result<Option<String>, HandlerError> {
         let data: serde_json::Value =
             serde_json::from_str(&task.data).map_err(|e| invalid(&format!("data is not JSON: {e}")))?;
-        let text = data
-            .get("text")
-            .and_then(|t| t.as_str())
-            .ok_or_else(|| invalid("expected {\"text\": \"...\"}"))?;
+        let text = data.get("text").and_then(|t| t.as_str()).ok_or_else(|| invalid("expected {\"text\": \"...\"}"))?;
         let lines: Vec<&str> = text.lines().collect();
         let total = lines.len().max(1);
         let (mut words, mut chars) = (0usize, 0usize);
