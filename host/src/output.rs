@@ -49,7 +49,7 @@ pub fn task_table(rows: &[(Task, Vec<Run>)]) -> String {
             t.id,
             clip(&t.handler, 14),
             clip(&t.queue, 9),
-            t.last_status,
+            t.last_status.as_str(),
             format!("{}/{}", t.task_runs_failed, t.max_retries),
             runs.len(),
             progress,

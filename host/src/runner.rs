@@ -126,6 +126,8 @@ struct Shared {
     backoff: Backoff,
     progress_tx: mpsc::Sender<ProgressUpdate>,
     done_tx: mpsc::UnboundedSender<(RunOutcome, tokio::sync::OwnedSemaphorePermit)>,
+    /// Turns true when the grace period is over: runs still going are dropped.
+    abort: watch::Receiver<bool>,
 }
 
 impl Worker {
@@ -169,13 +171,16 @@ impl Worker {
         let finished = Arc::new(AtomicU64::new(0));
         let finisher = tokio::spawn(finish_loop(self.store.clone(), done_rx, cfg.finish_batch, finished.clone()));
 
-        let shared = Arc::new(Shared {
+        let shared = Shared {
             catalog: self.catalog.clone(),
             clock: self.clock.clone(),
             backoff: cfg.backoff,
             progress_tx,
             done_tx,
-        });
+            abort: watch::channel(false).1,
+        };
+        let (abort_tx, abort) = watch::channel(false);
+        let shared = Arc::new(Shared { abort, ..shared });
         let slots = Arc::new(Semaphore::new(cfg.concurrency.max(1)));
         let exit = {
             tokio::pin!(shutdown);
@@ -190,15 +195,12 @@ impl Worker {
             Ok(_) => 0,
             Err(_) => (total as usize - slots.available_permits()) as u64,
         };
+        // Runs still going are dropped (their stores with them); the finisher and the progress
+        // writer end once the last run task has let go of its senders.
+        let _ = abort_tx.send(true);
         drop(shared);
         let _ = stop_tx.send(true);
-        // The finisher ends when every sender (the run tasks') is gone; with abandoned runs it
-        // would wait for them, so bound the wait.
-        if abandoned == 0 {
-            let _ = finisher.await;
-        } else {
-            finisher.abort();
-        }
+        let _ = finisher.await;
         let _ = progress.await;
         let _ = heartbeat.await;
         if let Some(o) = overseer {
@@ -296,8 +298,13 @@ impl Worker {
 
 fn spawn_run(shared: Arc<Shared>, run: ClaimedRun, permit: tokio::sync::OwnedSemaphorePermit) {
     tokio::spawn(async move {
-        let outcome = execute(&shared, run).await;
-        let _ = shared.done_tx.send((outcome, permit));
+        let mut abort = shared.abort.clone();
+        tokio::select! {
+            outcome = execute(&shared, run) => {
+                let _ = shared.done_tx.send((outcome, permit));
+            }
+            _ = abort.wait_for(|a| *a) => {}
+        }
     });
 }
 

@@ -1,0 +1,247 @@
+//! The `taskhost` command as a user runs it: real processes, real signals, a real SQLite file.
+
+mod common;
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use common::{wait_until, Env};
+use taskhost::model::RunStatus;
+use taskhost::store::{self, SharedStore, StoreOptions};
+
+fn taskhost(env: &Env) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_taskhost"));
+    c.arg("--database-url")
+        .arg(&env.db_url)
+        .arg("--plugins")
+        .arg(&env.plugins)
+        .arg("--cache-dir")
+        .arg(common::cache_dir())
+        .env_remove("TASKHOST_DATABASE_URL")
+        .env_remove("TASKHOST_PLUGINS");
+    c
+}
+
+fn run(env: &Env, args: &[&str]) -> Output {
+    taskhost(env).args(args).output().expect("run taskhost")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn add(env: &Env, args: &[&str]) -> i64 {
+    let o = run(env, &[&["add"], args].concat());
+    assert!(o.status.success(), "add failed: {}", stderr(&o));
+    stdout(&o).trim().parse().expect("add prints the new id")
+}
+
+fn spawn_worker(env: &Env, args: &[&str]) -> Child {
+    taskhost(env).arg("worker").args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn worker")
+}
+
+fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill").arg(format!("-{sig}")).arg(child.id().to_string()).status().expect("kill");
+    assert!(ok.success());
+}
+
+async fn wait_exit(mut child: Child, within: Duration) -> Output {
+    let start = std::time::Instant::now();
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        assert!(start.elapsed() < within, "the worker did not exit within {within:?}");
+        let mut tick = tokio::time::interval(Duration::from_millis(20));
+        tick.tick().await;
+        tick.tick().await;
+    }
+}
+
+async fn open(env: &Env) -> SharedStore {
+    store::open(&env.db_url, &StoreOptions::default()).await.expect("open")
+}
+
+async fn run_status(store: &SharedStore, task: i64) -> Option<RunStatus> {
+    store.runs_of(task).await.expect("runs").last().map(|r| r.status)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_prints_the_id_and_a_draining_worker_runs_the_tasks() {
+    let env = Env::new(&["word-count", "echo"]).await;
+    let a = add(&env, &["word-count", "--data", r#"{"text": "a b c"}"#, "--queued-by", "cli-test"]);
+    let b = add(&env, &["echo", "--priority", "-3", "--max-retries", "2"]);
+    assert_eq!(b, a + 1);
+    let o = run(&env, &["worker", "--drain", "--concurrency", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Drained"), "{}", stderr(&o));
+    let o = run(&env, &["show", &a.to_string(), "--json"]);
+    let shown: serde_json::Value = serde_json::from_slice(&o.stdout).expect("show --json");
+    assert_eq!(shown["task"]["last_status"], "success");
+    assert_eq!(shown["task"]["queued_by"], "cli-test");
+    assert_eq!(shown["runs"][0]["results"], r#"{"words":3,"lines":1,"chars":5}"#);
+    let o = run(&env, &["list", "--status", "success"]);
+    let text = stdout(&o);
+    assert!(text.contains("word-count") && text.contains("echo"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_one_clear_line_and_a_failing_exit() {
+    let env = Env::new(&["echo"]).await;
+    for (args, needle) in [
+        (vec!["add", "echo", "--data", "{nope"], "task data is not valid JSON"),
+        (vec!["add", "missing"], "unknown handler \"missing\""),
+        (vec!["show", "12345"], "task 12345 not found"),
+        (vec!["retry", "12345"], "task 12345 not found"),
+        (vec!["list", "--status", "sleeping"], "sleeping"),
+    ] {
+        let o = run(&env, &args);
+        assert!(!o.status.success(), "{args:?} should fail");
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_taskhost"))
+        .args(["--database-url", "mysql2://x", "list"])
+        .output()
+        .expect("run");
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("unknown scheme"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "one line: {}", stderr(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugins_lists_each_plugin_with_its_digest_and_status() {
+    let env = Env::new(&["echo", "noop"]).await;
+    env.write_plugin_bytes("broken", b"nope");
+    let o = run(&env, &["plugins", "--json"]);
+    assert!(!o.status.success(), "a broken plugin makes the command fail");
+    let list: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let names: Vec<_> = list.as_array().expect("array").iter().map(|p| (p["name"].clone(), p["ok"].clone())).collect();
+    assert_eq!(
+        names,
+        vec![("broken".into(), false.into()), ("echo".into(), true.into()), ("noop".into(), true.into())]
+    );
+    assert_eq!(list[1]["sha256"].as_str().expect("digest").len(), 64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_once_runs_a_handler_without_a_database() {
+    let env = Env::new(&["word-count", "fail"]).await;
+    let o = run(&env, &["run-once", "word-count", "--data", r#"{"text": "x y"}"#]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains(r#"success: {"words":2,"lines":1,"chars":3}"#), "{}", stdout(&o));
+    let o = run(&env, &["run-once", "fail"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("demo-failure"), "{}", stderr(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_the_in_flight_run_finish_then_the_runner_ends_cleanly() {
+    let env = Env::new(&["spin"]).await;
+    env.write_manifest("spin", "[limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"1500ms\"\n");
+    let id = add(&env, &["spin", "--max-retries", "1"]);
+    let store = open(&env).await;
+    let worker = spawn_worker(&env, &["--shutdown-grace", "30s"]);
+    wait_until(Duration::from_secs(30), "the run is running", || async {
+        run_status(&store, id).await == Some(RunStatus::Running)
+    })
+    .await;
+    signal(&worker, "TERM");
+    let out = wait_exit(worker, Duration::from_secs(30)).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = store.runs_of(id).await.expect("runs");
+    assert_eq!(runs[0].status, RunStatus::Timeout, "it ran to its own deadline");
+    assert_eq!(runs[0].error_code.as_deref(), Some("deadline"));
+    let runner = runs[0].runner_id.expect("runner");
+    assert!(store.live_runners().await.expect("live").iter().all(|r| r.id != runner));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_longer_than_the_grace_period_is_timed_out_at_shutdown() {
+    let env = Env::new(&["spin"]).await;
+    env.write_manifest("spin", "[limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n");
+    let id = add(&env, &["spin"]);
+    let store = open(&env).await;
+    let worker = spawn_worker(&env, &["--shutdown-grace", "200ms"]);
+    wait_until(Duration::from_secs(30), "the run is running", || async {
+        run_status(&store, id).await == Some(RunStatus::Running)
+    })
+    .await;
+    signal(&worker, "INT");
+    let out = wait_exit(worker, Duration::from_secs(20)).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("1 abandoned"), "{}", stderr(&out));
+    let task = store.get_task(id).await.expect("get").expect("task");
+    assert_eq!(task.last_status, RunStatus::Timeout);
+    assert_eq!(task.task_runs_failed, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_worker_is_found_dead_and_its_task_runs_again() {
+    let env = Env::new(&["spin", "echo"]).await;
+    env.write_manifest("spin", "[limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n");
+    let id = add(&env, &["spin"]);
+    let store = open(&env).await;
+    let mut worker = spawn_worker(&env, &[]);
+    wait_until(Duration::from_secs(30), "the run is running", || async {
+        run_status(&store, id).await == Some(RunStatus::Running)
+    })
+    .await;
+    signal(&worker, "KILL");
+    worker.wait().expect("reaped");
+    // Swap the handler for one that finishes, then let a new worker (with its overseer) clean up.
+    env.remove_plugin("spin");
+    std::fs::remove_file(env.plugins.join("spin.toml")).expect("manifest");
+    env.copy_plugin("echo", "spin");
+    let o = run(&env, &["worker", "--drain", "--drain-horizon", "10s"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs = store.runs_of(id).await.expect("runs");
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0].status, RunStatus::Timeout);
+    assert_eq!(runs[0].error_code.as_deref(), Some("runner-lost"));
+    assert_eq!(runs[1].status, RunStatus::Success);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_a_replaced_plugin() {
+    let env = Env::new(&["echo", "noop"]).await;
+    let store = open(&env).await;
+    let worker = spawn_worker(&env, &["--poll-interval", "20ms"]);
+    let first = add(&env, &["echo"]);
+    wait_until(Duration::from_secs(30), "the first task ran", || async {
+        run_status(&store, first).await == Some(RunStatus::Success)
+    })
+    .await;
+    let old = store.runs_of(first).await.expect("runs")[0].component_digest.clone();
+    env.copy_plugin("noop", "echo");
+    signal(&worker, "HUP");
+    // Runs claimed after the reload use the new component.
+    let mut digest = old.clone();
+    let mut tries = 0;
+    while digest == old {
+        tries += 1;
+        assert!(tries < 50, "the new component was never used");
+        let id = add(&env, &["echo"]);
+        wait_until(Duration::from_secs(30), "the task ran", || async {
+            run_status(&store, id).await == Some(RunStatus::Success)
+        })
+        .await;
+        digest = store.runs_of(id).await.expect("runs")[0].component_digest.clone();
+    }
+    signal(&worker, "TERM");
+    let out = wait_exit(worker, Duration::from_secs(30)).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_over_its_memory_cap_finishes_and_exits() {
+    let env = Env::new(&["echo"]).await;
+    let o = run(&env, &["worker", "--rss-cap-mb", "1", "--heartbeat-interval", "50ms"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("MemoryCap"), "{}", stderr(&o));
+    let store = open(&env).await;
+    assert!(store.live_runners().await.expect("live").is_empty(), "the runner ended itself");
+}
