@@ -55,6 +55,9 @@ pub struct WorkerConfig {
     pub claim_batch: usize,
     /// Most outcomes written in one transaction.
     pub finish_batch: usize,
+    /// How long to wait for more free slots before claiming, and for more outcomes before
+    /// writing: batches short runs into fewer transactions at the cost of this much latency.
+    pub batch_linger: Duration,
 }
 
 impl WorkerConfig {
@@ -67,6 +70,7 @@ impl WorkerConfig {
     pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
     pub const DEFAULT_CLAIM_BATCH: usize = 256;
     pub const DEFAULT_FINISH_BATCH: usize = 512;
+    pub const DEFAULT_BATCH_LINGER: Duration = Duration::from_millis(2);
 }
 
 impl Default for WorkerConfig {
@@ -86,6 +90,7 @@ impl Default for WorkerConfig {
             overseer: Some(OverseerConfig::default()),
             claim_batch: Self::DEFAULT_CLAIM_BATCH,
             finish_batch: Self::DEFAULT_FINISH_BATCH,
+            batch_linger: Self::DEFAULT_BATCH_LINGER,
         }
     }
 }
@@ -169,7 +174,7 @@ impl Worker {
         // Finisher: outcomes in batches; a permit returns only once its outcome is written.
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let finished = Arc::new(AtomicU64::new(0));
-        let finisher = tokio::spawn(finish_loop(self.store.clone(), done_rx, cfg.finish_batch, finished.clone()));
+        let finisher = tokio::spawn(finish_loop(self.store.clone(), done_rx, cfg.finish_batch, cfg.batch_linger, finished.clone()));
 
         let shared = Shared {
             catalog: self.catalog.clone(),
@@ -238,13 +243,18 @@ impl Worker {
                 return reason;
             }
             // Wait for a free slot.
-            let free = slots.available_permits();
-            if free == 0 {
+            if slots.available_permits() == 0 {
                 tokio::select! {
                     _ = &mut *shutdown => return ExitReason::Shutdown,
                     r = exit_rx.recv() => return r.unwrap_or(ExitReason::Shutdown),
                     p = slots.acquire() => drop(p),
                 }
+                // Linger briefly for more slots: one claim of many beats many claims of one.
+                let want = (cfg.concurrency / 2).clamp(1, cfg.claim_batch.max(1)) as u32;
+                let _ = tokio::time::timeout(cfg.batch_linger, slots.acquire_many(want)).await;
+            }
+            let free = slots.available_permits();
+            if free == 0 {
                 continue;
             }
             let limit = free.min(cfg.claim_batch.max(1)) as u32;
@@ -394,11 +404,21 @@ async fn finish_loop(
     store: SharedStore,
     mut rx: mpsc::UnboundedReceiver<(RunOutcome, tokio::sync::OwnedSemaphorePermit)>,
     batch: usize,
+    linger: Duration,
     finished: Arc<AtomicU64>,
 ) {
     let batch = batch.max(1);
     let mut buf = Vec::with_capacity(batch);
     while rx.recv_many(&mut buf, batch).await > 0 {
+        // Let more outcomes arrive: one transaction for many runs.
+        let until = tokio::time::Instant::now() + linger;
+        while buf.len() < batch {
+            let room = batch - buf.len();
+            match tokio::time::timeout_at(until, rx.recv_many(&mut buf, room)).await {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
+        }
         let outcomes: Vec<RunOutcome> = buf.iter().map(|(o, _)| o.clone()).collect();
         let mut wait = Duration::from_millis(50);
         // Outcomes are never dropped: a database that is away is waited for.

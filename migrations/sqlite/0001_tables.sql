@@ -43,7 +43,8 @@ CREATE INDEX task_queue_claim ON task_queue (queue, priority, scheduled_on, id)
 -- Failed tasks waiting for their retry run.
 CREATE INDEX task_queue_failed ON task_queue (scheduled_on)
     WHERE last_status IN ('error', 'timeout') AND gave_up_on IS NULL;
-CREATE INDEX task_queue_status ON task_queue (last_status, finished_on);
+-- Rotation: successful tasks by age.
+CREATE INDEX task_queue_done ON task_queue (finished_on) WHERE last_status = 'success';
 
 CREATE TABLE task_runs (
     id                 INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -65,6 +66,7 @@ CREATE TABLE task_runs (
     fuel_used          INTEGER,
     logs               TEXT
 );
-CREATE INDEX task_runs_task ON task_runs (task_queue_id, status);
-CREATE INDEX task_runs_runner ON task_runs (task_runner_id) WHERE status = 'running';
-CREATE INDEX task_runs_timeout ON task_runs (timeout_on) WHERE status = 'running';
+-- Indexes are few on purpose: every status change rewrites the entries of indexes on it.
+CREATE INDEX task_runs_task ON task_runs (task_queue_id);
+-- Running runs only (a small set): by runner for liveness, scanned for run timeouts.
+CREATE INDEX task_runs_running ON task_runs (task_runner_id, timeout_on) WHERE status = 'running';

@@ -606,12 +606,20 @@ impl Store for SqliteStore {
             .await?;
             if !done.is_empty() {
                 let args = serde_json::Value::Array(done.iter().map(|(t, f)| json!({"t": t, "f": f})).collect());
+                let args = args.to_string();
                 sqlx::query(
-                    "UPDATE task_queue SET last_status = 'success', task_runs_failed = 0,
-                         finished_on = j.value->>'f', active_unique_key = NULL
+                    "UPDATE task_queue SET last_status = 'success', task_runs_failed = 0, finished_on = j.value->>'f'
                      FROM json_each(?1) AS j WHERE task_queue.id = j.value->>'t'",
                 )
-                .bind(args.to_string())
+                .bind(&args)
+                .execute(&mut *tx)
+                .await?;
+                // Apart, so rows without a key do not touch the unique index.
+                sqlx::query(
+                    "UPDATE task_queue SET active_unique_key = NULL
+                     WHERE id IN (SELECT j.value->>'t' FROM json_each(?1) AS j) AND active_unique_key IS NOT NULL",
+                )
+                .bind(&args)
                 .execute(&mut *tx)
                 .await?;
             }

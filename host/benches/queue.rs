@@ -1,0 +1,133 @@
+//! `cargo bench -p taskhost` (or `make bench`): the SQLite queue's throughput and the sandbox's
+//! per-run overhead. Needs the example plugins (`make plugins`).
+//!
+//! Measures, on a fresh SQLite file in a temporary directory:
+//! - bulk add: N no-op tasks queued with `Client::add_many` (validated, one transaction);
+//! - drain: one worker running them all (tasks/s from the first claim to the last write);
+//! - wasm overhead: one no-op run (new store + instantiate + call + result check), repeated.
+//!
+//! Environment: BENCH_TASKS (default 20000), BENCH_CONCURRENCY (default 64), BENCH_RUNS (20000).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use taskhost::model::NewTask;
+use taskhost::runner::WorkerConfig;
+use taskhost::sandbox::{GuestOutcome, RunInput};
+use taskhost::{App, AppConfig};
+
+fn env_num(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` passes nothing we need.
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    rt.block_on(run());
+}
+
+async fn run() {
+    let tasks = env_num("BENCH_TASKS", 20_000);
+    let concurrency = env_num("BENCH_CONCURRENCY", 64);
+    let runs = env_num("BENCH_RUNS", 20_000);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let plugins = root.join("target/plugins");
+    assert!(plugins.join("noop.wasm").exists(), "run `make plugins` first");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+    let mut config = AppConfig::new(&url, &plugins);
+    config.cache_dir = Some(root.join("target/bench-cache"));
+    config.sandbox.pool_instances = (concurrency as u32 * 2).max(100);
+    let app = App::open(&config).await.expect("open");
+    let noop = app.catalog.load("noop").expect("noop plugin");
+
+    println!("taskhost bench: {tasks} no-op tasks, worker concurrency {concurrency}, SQLite file in {}", dir.path().display());
+
+    // Bulk add.
+    let batch: Vec<_> = (0..tasks).map(|_| NewTask::new("noop", "{}")).collect();
+    let t = Instant::now();
+    app.client.add_many(batch).await.expect("add");
+    let add = t.elapsed();
+    println!("bulk add       {:>10.0} tasks/s  ({tasks} in {add:.2?})", tasks as f64 / add.as_secs_f64());
+
+    // Drain.
+    let cfg = WorkerConfig {
+        concurrency,
+        drain: true,
+        overseer: None,
+        poll_interval: Duration::from_millis(5),
+        ..WorkerConfig::default()
+    };
+    let t = Instant::now();
+    let report = app.worker(cfg).run(std::future::pending()).await.expect("worker");
+    let drain = t.elapsed();
+    assert_eq!(report.runs_finished as usize, tasks);
+    println!("drain          {:>10.0} tasks/s  ({tasks} in {drain:.2?})", tasks as f64 / drain.as_secs_f64());
+
+    // The store alone: claim and finish in batches, no wasm.
+    let batch: Vec<_> = (0..tasks).map(|_| NewTask::new("noop", "{}")).collect();
+    app.client.add_many(batch).await.expect("add");
+    let runner = app.store.register_runner(1, "bench", app.clock.now(), 100).await.expect("runner");
+    let (mut claim_t, mut finish_t, mut n) = (Duration::ZERO, Duration::ZERO, 0);
+    loop {
+        let t = Instant::now();
+        let claimed = app.store.claim(runner, &["default".into()], 256, app.clock.now(), Duration::from_secs(60)).await.expect("claim");
+        claim_t += t.elapsed();
+        if claimed.is_empty() {
+            break;
+        }
+        n += claimed.len();
+        let now = app.clock.now();
+        let outcomes: Vec<_> = claimed
+            .iter()
+            .map(|c| taskhost::model::RunOutcome {
+                run_id: c.run_id,
+                task_id: c.task_id,
+                status: taskhost::model::RunStatus::Success,
+                results: Some("{}".into()),
+                error_code: None,
+                error_message: None,
+                percents_completed: None,
+                finished_on: now,
+                duration_ms: 0,
+                component_digest: Some(noop.digest.clone()),
+                fuel_used: Some(100),
+                logs: None,
+                next: taskhost::model::NextStep::Done,
+            })
+            .collect();
+        let t = Instant::now();
+        app.store.finish_runs(&outcomes).await.expect("finish");
+        finish_t += t.elapsed();
+    }
+    println!(
+        "store only     {:>10.0} tasks/s  (claim {:.1} µs/task, finish {:.1} µs/task, batches of 256)",
+        n as f64 / (claim_t + finish_t).as_secs_f64(),
+        claim_t.as_secs_f64() * 1e6 / n as f64,
+        finish_t.as_secs_f64() * 1e6 / n as f64
+    );
+
+    // Wasm overhead per run, sequential.
+    let sandbox = app.catalog.sandbox();
+    let input = |i: usize| RunInput {
+        task_id: i as i64,
+        run_id: i as i64,
+        attempt: 1,
+        handler: "noop".into(),
+        data: "{}".into(),
+        queued_by: None,
+    };
+    for i in 0..1_000 {
+        let _ = sandbox.run(&noop.pre, noop.limits, input(i), None).await;
+    }
+    let t = Instant::now();
+    for i in 0..runs {
+        let r = sandbox.run(&noop.pre, noop.limits, input(i), None).await;
+        assert!(matches!(r.outcome, GuestOutcome::Success(_)));
+    }
+    let per = t.elapsed() / runs as u32;
+    println!("wasm overhead  {:>10.1} µs/run   (new store + instantiate + call, {runs} runs)", per.as_secs_f64() * 1e6);
+}
