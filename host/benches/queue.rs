@@ -16,6 +16,14 @@ use taskhost::runner::WorkerConfig;
 use taskhost::sandbox::{GuestOutcome, RunInput};
 use taskhost::{App, AppConfig};
 
+/// CPU time (user + system) this process has used, from /proc (Linux), in seconds.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn env_num(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -44,7 +52,10 @@ async fn run() {
     let app = App::open(&config).await.expect("open");
     let noop = app.catalog.load("noop").expect("noop plugin");
 
-    println!("taskhost bench: {tasks} no-op tasks, worker concurrency {concurrency}, SQLite file in {}", dir.path().display());
+    println!(
+        "taskhost bench: {tasks} no-op tasks, worker concurrency {concurrency}, SQLite file in {}",
+        dir.path().display()
+    );
 
     // Bulk add.
     let batch: Vec<_> = (0..tasks).map(|_| NewTask::new("noop", "{}")).collect();
@@ -59,13 +70,20 @@ async fn run() {
         drain: true,
         overseer: None,
         poll_interval: Duration::from_millis(5),
+        claim_batch: env_num("BENCH_CLAIM_BATCH", WorkerConfig::DEFAULT_CLAIM_BATCH),
         ..WorkerConfig::default()
     };
     let t = Instant::now();
+    let cpu = cpu_seconds();
     let report = app.worker(cfg).run(std::future::pending()).await.expect("worker");
     let drain = t.elapsed();
+    let cpu = cpu_seconds() - cpu;
     assert_eq!(report.runs_finished as usize, tasks);
-    println!("drain          {:>10.0} tasks/s  ({tasks} in {drain:.2?})", tasks as f64 / drain.as_secs_f64());
+    println!(
+        "drain          {:>10.0} tasks/s  ({tasks} in {drain:.2?}; CPU {:.0} µs/task)",
+        tasks as f64 / drain.as_secs_f64(),
+        cpu * 1e6 / tasks as f64
+    );
 
     // The store alone: claim and finish in batches, no wasm.
     let batch: Vec<_> = (0..tasks).map(|_| NewTask::new("noop", "{}")).collect();
@@ -74,7 +92,11 @@ async fn run() {
     let (mut claim_t, mut finish_t, mut n) = (Duration::ZERO, Duration::ZERO, 0);
     loop {
         let t = Instant::now();
-        let claimed = app.store.claim(runner, &["default".into()], 256, app.clock.now(), Duration::from_secs(60)).await.expect("claim");
+        let claimed = app
+            .store
+            .claim(runner, &["default".into()], 256, app.clock.now(), Duration::from_secs(60))
+            .await
+            .expect("claim");
         claim_t += t.elapsed();
         if claimed.is_empty() {
             break;

@@ -174,7 +174,13 @@ impl Worker {
         // Finisher: outcomes in batches; a permit returns only once its outcome is written.
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let finished = Arc::new(AtomicU64::new(0));
-        let finisher = tokio::spawn(finish_loop(self.store.clone(), done_rx, cfg.finish_batch, cfg.batch_linger, finished.clone()));
+        let finisher = tokio::spawn(finish_loop(
+            self.store.clone(),
+            done_rx,
+            cfg.finish_batch,
+            cfg.batch_linger,
+            finished.clone(),
+        ));
 
         let shared = Shared {
             catalog: self.catalog.clone(),

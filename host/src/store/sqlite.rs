@@ -47,6 +47,9 @@ fn status<T: FromStr<Err = UnknownStatus>>(table: &'static str, s: &str) -> Resu
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// Writers of this process queue here rather than on SQLite's lock, whose busy handler
+    /// sleeps between retries and would leave the database idle.
+    write_lock: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 impl SqliteStore {
@@ -64,7 +67,7 @@ impl SqliteStore {
             .connect_with(opts)
             .await
             .map_err(|e| Error::BadUrl { url: url.to_string(), reason: format!("cannot open: {e}") })?;
-        Ok(SqliteStore { pool })
+        Ok(SqliteStore { pool, write_lock: Default::default() })
     }
 
     /// The connection pool, for callers that want to queue tasks inside their own transaction
@@ -73,8 +76,9 @@ impl SqliteStore {
         &self.pool
     }
 
-    async fn write_tx(&self) -> Result<Transaction<'static, Sqlite>> {
-        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    async fn write_tx(&self) -> Result<(tokio::sync::MutexGuard<'_, ()>, Transaction<'static, Sqlite>)> {
+        let guard = self.write_lock.lock().await;
+        Ok((guard, self.pool.begin_with("BEGIN IMMEDIATE").await?))
     }
 
     /// Queue validated tasks on the caller's connection or transaction: they are committed
@@ -278,7 +282,7 @@ impl Store for SqliteStore {
     }
 
     async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
-        let mut tx = self.write_tx().await?;
+        let (_writing, mut tx) = self.write_tx().await?;
         let added = Self::add_tasks_in(&mut tx, tasks, now).await?;
         tx.commit().await?;
         Ok(added)
@@ -338,7 +342,7 @@ impl Store for SqliteStore {
     }
 
     async fn retry_task(&self, id: TaskId, now: DateTime<Utc>) -> Result<RunId> {
-        let mut tx = self.write_tx().await?;
+        let (_writing, mut tx) = self.write_tx().await?;
         let updated = sqlx::query(
             "UPDATE task_queue SET last_status = 'scheduled', scheduled_on = ?2, task_runs_failed = 0,
                  gave_up_on = NULL, finished_on = NULL, active_unique_key = unique_key
@@ -381,7 +385,7 @@ impl Store for SqliteStore {
     }
 
     async fn register_runner(&self, pid: u32, host: &str, now: DateTime<Utc>, limit: u32) -> Result<RunnerId> {
-        let mut tx = self.write_tx().await?;
+        let (_writing, mut tx) = self.write_tx().await?;
         let id: Option<i64> = sqlx::query_scalar(
             "INSERT INTO task_runners (process_id, host_name, started_on, status, heartbeat_on)
              SELECT ?1, ?2, ?3, 'running', ?3
@@ -456,7 +460,7 @@ impl Store for SqliteStore {
              RETURNING id, task_handler_class, task_data, queued_by_id, max_retries, task_runs_failed,
                        run_timeout, backoff_base_ms, backoff_max_ms, priority, scheduled_on"
         );
-        let mut tx = self.write_tx().await?;
+        let (_writing, mut tx) = self.write_tx().await?;
         let rows = sqlx::query(&sql).bind(ts(now)).bind(queue_arg).bind(limit as i64).fetch_all(&mut *tx).await?;
         if rows.is_empty() {
             tx.rollback().await?;
@@ -560,7 +564,7 @@ impl Store for SqliteStore {
         if updates.is_empty() {
             return Ok(());
         }
-        let mut tx = self.write_tx().await?;
+        let (_writing, mut tx) = self.write_tx().await?;
         for u in updates {
             sqlx::query(
                 "UPDATE task_runs SET percents_completed = coalesce(?2, percents_completed),
@@ -581,7 +585,7 @@ impl Store for SqliteStore {
         if outcomes.is_empty() {
             return Ok(());
         }
-        let mut tx = self.write_tx().await?;
+        let (_writing, mut tx) = self.write_tx().await?;
         // Successes, the common case, in two statements for the whole batch.
         let ok: Vec<_> = outcomes.iter().filter(|o| o.next == NextStep::Done).collect();
         if !ok.is_empty() {
@@ -703,7 +707,7 @@ impl Store for SqliteStore {
         if runners.is_empty() {
             return Ok(0);
         }
-        let mut tx = self.write_tx().await?;
+        let (_writing, mut tx) = self.write_tx().await?;
         let ids = ids_json(runners.iter().copied());
         sqlx::query(
             "UPDATE task_runners SET status = 'timeout', finished_on = ?2
@@ -729,7 +733,7 @@ impl Store for SqliteStore {
     }
 
     async fn time_out_overdue_runs(&self, now: DateTime<Utc>, limit: u32) -> Result<u64> {
-        let mut tx = self.write_tx().await?;
+        let (_writing, mut tx) = self.write_tx().await?;
         let tasks: Vec<i64> = sqlx::query_scalar(
             "UPDATE task_runs SET status = 'timeout', finished_on = ?1, error_code = 'run-timeout',
                  error_message = 'the run did not finish within its run timeout'
@@ -776,7 +780,7 @@ impl Store for SqliteStore {
         if plans.is_empty() {
             return Ok(());
         }
-        let mut tx = self.write_tx().await?;
+        let (_writing, mut tx) = self.write_tx().await?;
         for p in plans {
             match p.next {
                 NextStep::RetryAt(at) => {
@@ -810,7 +814,7 @@ impl Store for SqliteStore {
     }
 
     async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64> {
-        let mut tx = self.write_tx().await?;
+        let (_writing, mut tx) = self.write_tx().await?;
         let ids: Vec<i64> = sqlx::query_scalar(
             "SELECT id FROM task_queue WHERE last_status = 'success' AND finished_on < ?1
              ORDER BY finished_on LIMIT ?2",
