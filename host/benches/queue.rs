@@ -152,4 +152,7 @@ async fn run() {
     }
     let per = t.elapsed() / runs as u32;
     println!("wasm overhead  {:>10.1} µs/run   (new store + instantiate + call, {runs} runs)", per.as_secs_f64() * 1e6);
+    let mut sys = sysinfo::System::new();
+    let rss = taskhost::runner::process_rss(&mut sys, sysinfo::Pid::from_u32(std::process::id())).unwrap_or(0);
+    println!("process RSS    {:>10.1} MiB after all of the above", rss as f64 / (1 << 20) as f64);
 }
