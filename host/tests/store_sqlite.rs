@@ -35,3 +35,29 @@ async fn a_bad_url_is_a_clear_error() {
         assert!(err.contains(needle), "{url}: {err}");
     }
 }
+
+#[tokio::test]
+async fn tasks_can_be_queued_inside_the_callers_own_transaction() {
+    use taskhost::model::NewTask;
+    use taskhost::store::sqlite::SqliteStore;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("queue.db").display());
+    let store = SqliteStore::connect(&url, &StoreOptions::default()).await.expect("connect");
+    taskhost::store::Store::migrate(&store).await.expect("migrate");
+    sqlx::query("CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT)").execute(store.pool()).await.expect("table");
+    let now = chrono::Utc::now();
+    // Rolled back: neither the order nor its task exist.
+    let mut tx = store.pool().begin().await.expect("begin");
+    sqlx::query("INSERT INTO orders (item) VALUES ('book')").execute(&mut *tx).await.expect("order");
+    SqliteStore::add_tasks_in(&mut tx, &[NewTask::new("mail", r#"{"order": 1}"#)], now).await.expect("add");
+    tx.rollback().await.expect("rollback");
+    let store_dyn: SharedStore = std::sync::Arc::new(store.clone());
+    assert_eq!(store_dyn.counts().await.expect("counts").scheduled, 0);
+    // Committed: both.
+    let mut tx = store.pool().begin().await.expect("begin");
+    sqlx::query("INSERT INTO orders (item) VALUES ('book')").execute(&mut *tx).await.expect("order");
+    let added = SqliteStore::add_tasks_in(&mut tx, &[NewTask::new("mail", r#"{"order": 1}"#)], now).await.expect("add");
+    tx.commit().await.expect("commit");
+    assert_eq!(store_dyn.counts().await.expect("counts").scheduled, 1);
+    assert_eq!(store_dyn.get_task(added[0].id).await.expect("get").expect("task").handler, "mail");
+}

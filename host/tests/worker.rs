@@ -28,6 +28,7 @@ async fn runs_a_task_and_stores_its_results() {
     let digest = run.component_digest.as_deref().expect("digest");
     assert_eq!(digest, env.app.catalog.get("word-count").expect("loaded").digest);
     assert!(run.fuel_used.expect("fuel") > 0);
+    assert!(run.logs.as_deref().unwrap_or("").contains("info counted 4 words in 2 lines"), "{:?}", run.logs);
     assert!(run.runner_id.is_some());
     let runners = env.app.store.live_runners().await.expect("runners");
     assert!(runners.is_empty(), "the worker marked its runner finished");
@@ -268,4 +269,43 @@ async fn a_unique_key_deduplicates_unfinished_tasks() {
     env.drain(drain_config()).await;
     let c = env.app.client.add(NewTask::new("echo", "{}").with_unique_key("user-7")).await.expect("add");
     assert!(c.created, "finished tasks free their key");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_partial_results_are_visible_while_the_run_is_running() {
+    let env = Env::new(&["echo"]).await;
+    env.write_manifest("echo", "[limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"20s\"\n");
+    let id = env
+        .app
+        .client
+        .add(
+            NewTask::new("echo", r#"{"progress": [30, 60], "partial": {"rows": 10}, "spin_after": true}"#)
+                .with_max_retries(1),
+        )
+        .await
+        .expect("add")
+        .id;
+    let cfg = WorkerConfig { shutdown_grace: std::time::Duration::from_millis(100), ..drain_config() };
+    let worker = env.app.worker(cfg);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let handle = tokio::spawn(worker.run(async move {
+        let _ = stop_rx.await;
+    }));
+    let store = env.app.store.clone();
+    common::wait_until(std::time::Duration::from_secs(15), "progress reaches the run row", || {
+        let store = store.clone();
+        async move {
+            let runs = store.runs_of(id).await.expect("runs");
+            runs[0].status == RunStatus::Running
+                && runs[0].percents_completed == 60
+                && runs[0].results.as_deref() == Some(r#"{"rows":10}"#)
+        }
+    })
+    .await;
+    let _ = stop_tx.send(());
+    let report = handle.await.expect("join").expect("worker");
+    assert_eq!(report.runs_abandoned, 1, "the spinning run is cut off after the grace period");
+    let runs = env.app.store.runs_of(id).await.expect("runs");
+    assert_eq!(runs[0].status, RunStatus::Timeout);
+    assert_eq!(runs[0].percents_completed, 60, "progress stays on the run");
 }

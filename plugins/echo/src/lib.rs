@@ -1,5 +1,6 @@
 //! Returns its data. Test hooks: `"progress": [..]` reports each percent, `"partial": {..}`
-//! stores partial results first, `"attempt_echo": true` returns what the host told it instead.
+//! stores partial results first, `"attempt_echo": true` returns what the host told it instead,
+//! `"spin_after": true` never returns after reporting (until the deadline stops it).
 wit_bindgen::generate!({ path: "../../wit", world: "task-handler" });
 
 use taskhost::plugin::host::{set_progress, set_results};
@@ -24,6 +25,13 @@ impl Guest for Echo {
                 message: e,
                 retryable: false,
             })?;
+        }
+        if data.get("spin_after").and_then(|v| v.as_bool()) == Some(true) {
+            // Keep running after reporting, so the host's progress writer can be observed.
+            let mut n: u64 = 0;
+            loop {
+                n = std::hint::black_box(n.wrapping_add(1));
+            }
         }
         if data.get("attempt_echo").and_then(|v| v.as_bool()) == Some(true) {
             let out = serde_json::json!({
