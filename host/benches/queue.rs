@@ -6,7 +6,8 @@
 //! - drain: one worker running them all (tasks/s from the first claim to the last write);
 //! - wasm overhead: one no-op run (new store + instantiate + call + result check), repeated.
 //!
-//! Environment: BENCH_TASKS (default 20000), BENCH_CONCURRENCY (default 64), BENCH_RUNS (20000).
+//! Environment: BENCH_TASKS (default 20000), BENCH_CONCURRENCY (default 1024), BENCH_CLAIM_BATCH (256),
+//! BENCH_RUNS (20000).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -39,7 +40,7 @@ fn main() {
 
 async fn run() {
     let tasks = env_num("BENCH_TASKS", 20_000);
-    let concurrency = env_num("BENCH_CONCURRENCY", 64);
+    let concurrency = env_num("BENCH_CONCURRENCY", 1024);
     let runs = env_num("BENCH_RUNS", 20_000);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let plugins = root.join("target/plugins");
