@@ -18,7 +18,7 @@ for manifest in plugins/*/Cargo.toml; do
     name=$(basename "$(dirname "$manifest")")
     wasm="$target_dir/wasm32-wasip2/release/${name//-/_}.wasm"
     dest=$out
-    [ "$name" = wrong-world ] && dest=$bad
+    case $name in wrong-world|greedy-import) dest=$bad ;; esac
     # Copy then rename, so a reader never sees a half-written component.
     cp "$wasm" "$dest/.$name.wasm.tmp"
     mv "$dest/.$name.wasm.tmp" "$dest/$name.wasm"

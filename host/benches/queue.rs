@@ -144,11 +144,11 @@ async fn run() {
         queued_by: None,
     };
     for i in 0..1_000 {
-        let _ = sandbox.run(&noop.pre, noop.limits, input(i), None).await;
+        let _ = sandbox.run(&noop.pre, noop.limits, &noop.grants, input(i), None).await;
     }
     let t = Instant::now();
     for i in 0..runs {
-        let r = sandbox.run(&noop.pre, noop.limits, input(i), None).await;
+        let r = sandbox.run(&noop.pre, noop.limits, &noop.grants, input(i), None).await;
         assert!(matches!(r.outcome, GuestOutcome::Success(_)));
     }
     let per = t.elapsed() / runs as u32;

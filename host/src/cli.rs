@@ -354,7 +354,7 @@ async fn run_once(config: &AppConfig, handler: &str, data: &str) -> Result<()> {
         data: data.to_string(),
         queued_by: None,
     };
-    let r = catalog.sandbox().run(&plugin.pre, plugin.limits, input, None).await;
+    let r = catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, None).await;
     print!("{}", output::run_once(&r));
     if let taskhost::sandbox::GuestOutcome::Failed(f) = r.outcome {
         bail!("{}: {}", f.code, f.message);

@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 use crate::error::{Error, Result};
-use crate::sandbox::{HostState, LimitOverrides, Limits, Sandbox, TaskHandlerPre};
+use crate::sandbox::{Grants, GrantsManifest, HostState, LimitOverrides, Limits, Sandbox, TaskHandlerPre};
 
 /// A loaded, checked handler.
 pub struct Plugin {
@@ -35,6 +35,8 @@ pub struct Plugin {
     /// sha256 of the component file, hex.
     pub digest: String,
     pub limits: Limits,
+    /// What the manifest grants; nothing by default.
+    pub grants: Grants,
     pub pre: TaskHandlerPre<HostState>,
     manifest_text: Option<String>,
 }
@@ -62,6 +64,8 @@ pub struct LoadReport {
 struct Manifest {
     #[serde(default)]
     limits: LimitOverrides,
+    #[serde(default)]
+    grants: GrantsManifest,
 }
 
 /// Whether `name` can name a plugin: letters, digits, `-` and `_` (no paths).
@@ -214,6 +218,10 @@ impl Catalog {
         if !bytes.starts_with(b"\0asm") {
             return Err("not a WebAssembly file (bad magic number)".into());
         }
+        let grants = manifest
+            .grants
+            .resolve(&self.dir)
+            .map_err(|e| format!("invalid manifest {}: {e}", manifest_path.display()))?;
         let (component, cached) = self.compile(&bytes, &digest)?;
         let pre = self.sandbox.prepare(&component)?;
         let plugin = Plugin {
@@ -221,6 +229,7 @@ impl Catalog {
             path: path.to_path_buf(),
             digest,
             limits: self.default_limits.with(&manifest.limits),
+            grants,
             pre,
             manifest_text,
         };

@@ -352,8 +352,11 @@ async fn execute(shared: &Shared, run: ClaimedRun) -> RunOutcome {
                 data: run.data.clone(),
                 queued_by: run.queued_by.clone(),
             };
-            let r =
-                shared.catalog.sandbox().run(&plugin.pre, plugin.limits, input, Some(shared.progress_tx.clone())).await;
+            let r = shared
+                .catalog
+                .sandbox()
+                .run(&plugin.pre, plugin.limits, &plugin.grants, input, Some(shared.progress_tx.clone()))
+                .await;
             let (failure, results) = match r.outcome {
                 GuestOutcome::Success(results) => (None, results),
                 GuestOutcome::Failed(f) => (Some(f), None),

@@ -245,3 +245,33 @@ async fn a_worker_over_its_memory_cap_finishes_and_exits() {
     let store = open(&env).await;
     assert!(store.live_runners().await.expect("live").is_empty(), "the runner ended itself");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_guests_leave_the_worker_up_with_bounded_memory() {
+    let env = Env::new(&["memory-hog", "spin", "stack-overflow", "trap", "probe", "echo"]).await;
+    env.write_manifest("memory-hog", "[limits]\nmemory_mb = 64\n");
+    env.write_manifest("spin", "[limits]\nfuel = 50_000_000\n");
+    let mut hostile = Vec::new();
+    for _ in 0..8 {
+        hostile.push(add(&env, &["memory-hog", "--max-retries", "1"]));
+    }
+    for name in ["spin", "stack-overflow", "trap", "spin", "stack-overflow", "trap"] {
+        hostile.push(add(&env, &[name, "--max-retries", "1"]));
+    }
+    hostile.push(add(&env, &["probe", "--data", r#"{"log_lines": 50000}"#]));
+    let good: Vec<i64> =
+        (0..10).map(|i| add(&env, &["echo", "--data", &format!(r#"{{"i": {i}}}"#), "--priority", "1"])).collect();
+    // A memory cap well under 8 hogs × 64 MiB: passing it would end the worker early.
+    let o =
+        run(&env, &["worker", "--drain", "--concurrency", "2", "--rss-cap-mb", "250", "--heartbeat-interval", "20ms"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Drained"), "the worker drained rather than hit its memory cap: {}", stderr(&o));
+    let store = open(&env).await;
+    for id in good {
+        assert_eq!(run_status(&store, id).await, Some(RunStatus::Success));
+    }
+    for id in hostile.iter().take(8) {
+        let runs = store.runs_of(*id).await.expect("runs");
+        assert_eq!(runs[0].error_code.as_deref(), Some("memory-limit"));
+    }
+}

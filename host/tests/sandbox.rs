@@ -94,7 +94,7 @@ async fn progress_and_partial_results_are_forwarded_while_the_guest_runs() {
         data: r#"{"progress": [25, 50, 75], "partial": {"step": "halfway"}}"#.into(),
         queued_by: None,
     };
-    let r = env.app.catalog.sandbox().run(&plugin.pre, plugin.limits, input, Some(tx)).await;
+    let r = env.app.catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, Some(tx)).await;
     assert!(matches!(r.outcome, GuestOutcome::Success(_)), "{:?}", r.outcome);
     let mut updates = Vec::new();
     while let Ok(u) = rx.try_recv() {
@@ -130,4 +130,115 @@ async fn a_broken_replacement_keeps_the_previous_good_version() {
     env.copy_plugin("noop", "echo");
     env.app.catalog.reload();
     assert_ne!(env.app.catalog.get("echo").expect("loaded").digest, good, "a good replacement is used");
+}
+
+/// Run one probe task to its end and return its only run.
+async fn probe(env: &Env, data: serde_json::Value) -> taskhost::model::Run {
+    let id = env.app.client.add(NewTask::new("probe", data.to_string()).with_max_retries(1)).await.expect("add").id;
+    env.drain(drain_config()).await;
+    env.app.client.show(id).await.expect("show").1.remove(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_a_file_is_denied_until_its_directory_is_granted() {
+    let env = Env::new(&["probe"]).await;
+    let data_dir = env.dir.path().join("data");
+    std::fs::create_dir_all(&data_dir).expect("dir");
+    std::fs::write(data_dir.join("secret.txt"), "the secret").expect("file");
+    let run = probe(&env, serde_json::json!({"read": "/data/secret.txt"})).await;
+    assert_eq!((run.status, run.error_code.as_deref()), (RunStatus::Error, Some("denied")), "{:?}", run.error_message);
+    // The host's own files are no closer.
+    let host_file = data_dir.join("secret.txt").display().to_string();
+    let run = probe(&env, serde_json::json!({"read": host_file})).await;
+    assert_eq!(run.error_code.as_deref(), Some("denied"));
+
+    env.write_manifest(
+        "probe",
+        &format!("[[grants.dirs]]\nhost = {:?}\nguest = \"/data\"\n", data_dir.display().to_string()),
+    );
+    env.app.catalog.reload();
+    let run = probe(&env, serde_json::json!({"read": "/data/secret.txt"})).await;
+    assert_eq!(run.status, RunStatus::Success, "{:?}", run.error_message);
+    assert_eq!(run.results.as_deref(), Some(r#"{"read":"the secret"}"#));
+    // Read-only by default; "rw" allows writing.
+    let run = probe(&env, serde_json::json!({"write": "/data/out.txt"})).await;
+    assert_eq!(run.error_code.as_deref(), Some("denied"));
+    assert!(!data_dir.join("out.txt").exists());
+    env.write_manifest(
+        "probe",
+        &format!("[[grants.dirs]]\nhost = {:?}\nguest = \"/data\"\nmode = \"rw\"\n", data_dir.display().to_string()),
+    );
+    env.app.catalog.reload();
+    let run = probe(&env, serde_json::json!({"write": "/data/out.txt"})).await;
+    assert_eq!(run.status, RunStatus::Success, "{:?}", run.error_message);
+    assert_eq!(std::fs::read_to_string(data_dir.join("out.txt")).expect("written"), "written by a guest");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_an_environment_variable_is_denied_until_granted() {
+    let env = Env::new(&["probe"]).await;
+    let home = std::env::var("HOME").expect("HOME is set for the tests");
+    let run = probe(&env, serde_json::json!({"env": "HOME"})).await;
+    assert_eq!(run.error_code.as_deref(), Some("denied"), "{:?}", run.results);
+    env.write_manifest("probe", "[grants]\nenv = [\"HOME\"]\n");
+    env.app.catalog.reload();
+    let run = probe(&env, serde_json::json!({"env": "HOME"})).await;
+    assert_eq!(run.status, RunStatus::Success, "{:?}", run.error_message);
+    assert_eq!(run.results, Some(serde_json::json!({"env": home}).to_string()));
+    let run = probe(&env, serde_json::json!({"env": "PATH"})).await;
+    assert_eq!(run.error_code.as_deref(), Some("denied"), "only the granted variable is visible");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opening_a_socket_is_denied_and_noted_in_the_logs() {
+    let env = Env::new(&["probe"]).await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let run = probe(&env, serde_json::json!({"connect": addr})).await;
+    assert_eq!(run.error_code.as_deref(), Some("denied"), "{:?}", run.error_message);
+    assert!(
+        run.logs.as_deref().unwrap_or("").contains("denied network access"),
+        "{:?} {:?}",
+        run.logs,
+        run.error_message
+    );
+    listener.set_nonblocking(true).expect("nonblocking");
+    assert!(listener.accept().is_err(), "nothing reached the listener");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_blocked_in_a_host_call_is_stopped_at_its_deadline() {
+    let env = Env::new(&["probe"]).await;
+    env.write_manifest("probe", "[limits]\ndeadline = \"300ms\"\n");
+    let run = probe(&env, serde_json::json!({"sleep_ms": 3_600_000})).await;
+    assert_eq!((run.status, run.error_code.as_deref()), (RunStatus::Timeout, Some("deadline")));
+    assert!(run.error_message.as_deref().unwrap_or("").contains("host call"), "{:?}", run.error_message);
+    assert!(run.duration_ms.expect("duration") < 10_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_flood_is_capped() {
+    let env = Env::new(&["probe"]).await;
+    let run = probe(&env, serde_json::json!({"log_lines": 100_000})).await;
+    assert_eq!(run.status, RunStatus::Success);
+    let logs = run.logs.expect("logs");
+    assert!(logs.len() <= 64 * 1024 + 200, "{} bytes kept", logs.len());
+    assert!(logs.contains("more log lines dropped"), "{}", &logs[logs.len().saturating_sub(200)..]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_importing_an_interface_the_host_lacks_is_refused() {
+    let env = Env::new(&[]).await;
+    env.copy_plugin("greedy-import", "greedy");
+    let err = env.app.client.add(NewTask::new("greedy", "{}")).await.expect_err("refused");
+    assert!(matches!(err, taskhost::Error::BrokenHandler { .. }), "{err}");
+    assert!(err.to_string().contains("test:greedy/backdoor"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manifest_granting_a_missing_directory_is_refused() {
+    let env = Env::new(&["probe"]).await;
+    env.write_manifest("probe", "[[grants.dirs]]\nhost = \"/no/such/dir\"\nguest = \"/data\"\n");
+    let err = env.app.client.add(NewTask::new("probe", "{}")).await.expect_err("refused");
+    assert!(err.to_string().contains("/no/such/dir"), "{err}");
 }

@@ -15,15 +15,16 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Store, UpdateDeadline,
 };
-use wasmtime_wasi::WasiCtxBuilder;
 
 use crate::error::{Error, Result};
 use crate::model::{RunId, TaskId};
 
+pub mod grants;
 pub mod host;
 pub mod limits;
 mod traps;
 
+pub use grants::{Grants, GrantsManifest};
 pub use host::{HostState, ProgressSender, RunReport};
 pub use limits::{LimitOverrides, Limits};
 pub use traps::{codes, Failure};
@@ -172,9 +173,9 @@ impl Sandbox {
             // of every thread (an IPI per run), which dominated short runs.
             .linear_memory_keep_resident(config.keep_resident_bytes)
             .table_keep_resident(config.keep_resident_bytes.min(1 << 16))
-            .pagemap_scan(Enabled::Auto)
-            // Batch what must still be decommitted: one TLB flush for many slots.
-            .decommit_batch_size(64);
+            .pagemap_scan(Enabled::Auto);
+        // Decommits are not batched: a batch holds the memory of every slot in it until it is
+        // flushed, and a few memory-hungry guests would then pass the worker's RSS cap.
         cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&cfg).map_err(|e| Error::Engine(format!("{e:#}")))?;
 
@@ -216,11 +217,23 @@ impl Sandbox {
         &self,
         pre: &TaskHandlerPre<HostState>,
         limits: Limits,
+        grants: &Grants,
         input: RunInput,
         progress: Option<ProgressSender>,
     ) -> RunResult {
         let started = Instant::now();
-        let wasi = WasiCtxBuilder::new().build();
+        let denied = grants::DeniedSockets::default();
+        let wasi = match grants::wasi_ctx(grants, &denied) {
+            Ok(w) => w,
+            Err(e) => {
+                return RunResult {
+                    outcome: GuestOutcome::Failed(Failure::denied(e)),
+                    fuel_used: 0,
+                    report: RunReport::default(),
+                    elapsed: started.elapsed(),
+                }
+            }
+        };
         let mut store = Store::new(&self.engine, HostState::new(wasi, limits, input.run_id, progress));
         store.limiter(|s| &mut s.limiter);
         let _ = store.set_fuel(limits.fuel);
@@ -255,7 +268,12 @@ impl Sandbox {
             Ok(Ok(Err(he))) => GuestOutcome::Failed(Failure::handler(he)),
             Ok(Ok(Ok(results))) => traps::check_results(results, &limits),
         };
-        let report = std::mem::take(&mut store.data_mut().report);
+        let mut report = std::mem::take(&mut store.data_mut().report);
+        if let Ok(d) = denied.lock() {
+            for attempt in d.iter() {
+                report.logs.push_str(&format!("host: denied network access ({attempt})\n"));
+            }
+        }
         RunResult { outcome, fuel_used, report, elapsed: started.elapsed() }
     }
 }

@@ -29,6 +29,7 @@ pub mod codes {
     pub const INVALID_RESULTS: &str = "invalid-results";
     pub const HANDLER_NOT_FOUND: &str = "handler-not-found";
     pub const HANDLER_BROKEN: &str = "handler-broken";
+    pub const DENIED: &str = "denied";
 }
 
 impl Failure {
@@ -47,6 +48,11 @@ impl Failure {
             format!("the run passed its wall-clock deadline of {}{where_}", humantime::format_duration(limit)),
             true,
         )
+    }
+
+    /// A grant could not be set up (e.g. a granted directory vanished).
+    pub fn denied(message: String) -> Self {
+        Failure::new(codes::DENIED, message, true)
     }
 
     pub fn handler_not_found(name: &str) -> Self {

@@ -1,0 +1,58 @@
+//! Hostile: reaches for what it was not given. The task data picks the probe:
+//! `{"read": PATH}`, `{"write": PATH}`, `{"env": NAME}`, `{"connect": "IP:PORT"}`,
+//! `{"sleep_ms": N}` (blocks in a host call), `{"log_lines": N}` (a log flood).
+//! A refused capability ends the run with code `denied`.
+wit_bindgen::generate!({ path: "../../wit", world: "task-handler" });
+
+use std::time::Duration;
+
+use taskhost::plugin::host::log;
+use taskhost::plugin::types::LogLevel;
+
+struct Probe;
+
+fn denied(what: &str, e: impl std::fmt::Display) -> HandlerError {
+    HandlerError { code: "denied".into(), message: format!("{what}: {e}"), retryable: false }
+}
+
+fn ok(v: serde_json::Value) -> Result<Option<String>, HandlerError> {
+    Ok(Some(v.to_string()))
+}
+
+impl Guest for Probe {
+    fn handle(task: Task) -> Result<Option<String>, HandlerError> {
+        let data: serde_json::Value = serde_json::from_str(&task.data).unwrap_or_default();
+        let s = |k: &str| data.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        let n = |k: &str| data.get(k).and_then(|v| v.as_u64());
+        if let Some(path) = s("read") {
+            let text = std::fs::read_to_string(&path).map_err(|e| denied(&format!("reading {path}"), e))?;
+            return ok(serde_json::json!({ "read": text }));
+        }
+        if let Some(path) = s("write") {
+            std::fs::write(&path, b"written by a guest").map_err(|e| denied(&format!("writing {path}"), e))?;
+            return ok(serde_json::json!({ "wrote": path }));
+        }
+        if let Some(name) = s("env") {
+            let value = std::env::var(&name).map_err(|e| denied(&format!("environment variable {name}"), e))?;
+            return ok(serde_json::json!({ "env": value }));
+        }
+        if let Some(addr) = s("connect") {
+            std::net::TcpStream::connect(&addr).map_err(|e| denied(&format!("connecting to {addr}"), e))?;
+            return ok(serde_json::json!({ "connected": addr }));
+        }
+        if let Some(ms) = n("sleep_ms") {
+            std::thread::sleep(Duration::from_millis(ms));
+            return ok(serde_json::json!({ "slept_ms": ms }));
+        }
+        if let Some(lines) = n("log_lines") {
+            let line = "x".repeat(1000);
+            for _ in 0..lines {
+                log(LogLevel::Info, &line);
+            }
+            return ok(serde_json::json!({ "logged": lines }));
+        }
+        ok(serde_json::json!({}))
+    }
+}
+
+export!(Probe);
