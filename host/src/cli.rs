@@ -125,6 +125,9 @@ pub struct WorkerArgs {
     /// Do not run the maintenance services in this process.
     #[arg(long)]
     pub no_overseer: bool,
+    /// Rescan the plugins directory this often ("0s": only on SIGHUP).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "2s")]
+    pub watch_plugins: Duration,
     #[arg(long, value_parser = humantime::parse_duration, default_value = "200ms")]
     pub poll_interval: Duration,
     #[arg(long, value_parser = humantime::parse_duration, default_value = "5s")]
@@ -266,6 +269,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 drain: w.drain,
                 drain_horizon: w.drain_horizon,
                 overseer: (!w.no_overseer).then_some(overseer),
+                watch_plugins: (!w.watch_plugins.is_zero()).then_some(w.watch_plugins),
                 poll_interval: w.poll_interval,
                 heartbeat_interval: w.heartbeat_interval,
                 shutdown_grace: w.shutdown_grace,

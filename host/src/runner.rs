@@ -49,6 +49,9 @@ pub struct WorkerConfig {
     /// Run timeout of tasks that have none of their own.
     pub default_run_timeout: Duration,
     pub backoff: Backoff,
+    /// Rescan the plugins directory this often for new, replaced or removed plugins (None = only
+    /// on SIGHUP or first use).
+    pub watch_plugins: Option<Duration>,
     /// Run the overseer services in this process too (None = don't).
     pub overseer: Option<OverseerConfig>,
     /// Most runs claimed in one round trip.
@@ -71,6 +74,7 @@ impl WorkerConfig {
     pub const DEFAULT_CLAIM_BATCH: usize = 256;
     pub const DEFAULT_FINISH_BATCH: usize = 512;
     pub const DEFAULT_BATCH_LINGER: Duration = Duration::from_millis(2);
+    pub const DEFAULT_WATCH_PLUGINS: Duration = Duration::from_secs(2);
 }
 
 impl Default for WorkerConfig {
@@ -87,6 +91,7 @@ impl Default for WorkerConfig {
             runner_limit: Self::DEFAULT_RUNNER_LIMIT,
             default_run_timeout: Self::DEFAULT_RUN_TIMEOUT,
             backoff: Backoff::default(),
+            watch_plugins: Some(Self::DEFAULT_WATCH_PLUGINS),
             overseer: Some(OverseerConfig::default()),
             claim_batch: Self::DEFAULT_CLAIM_BATCH,
             finish_batch: Self::DEFAULT_FINISH_BATCH,
@@ -167,6 +172,8 @@ impl Worker {
             tokio::spawn(async move { o.run_until(rx).await })
         });
 
+        let watcher = cfg.watch_plugins.map(|every| tokio::spawn(self.catalog.clone().watch(every, stop_rx.clone())));
+
         // Progress writer: coalesced updates, one transaction per batch.
         let (progress_tx, progress_rx) = mpsc::channel(4096);
         let progress = tokio::spawn(progress_loop(self.store.clone(), progress_rx));
@@ -216,6 +223,9 @@ impl Worker {
         let _ = heartbeat.await;
         if let Some(o) = overseer {
             let _ = o.await;
+        }
+        if let Some(w) = watcher {
+            let _ = w.await;
         }
         let now = self.clock.now();
         if abandoned > 0 {

@@ -209,7 +209,7 @@ async fn a_killed_worker_is_found_dead_and_its_task_runs_again() {
 async fn sighup_reloads_a_replaced_plugin() {
     let env = Env::new(&["echo", "noop"]).await;
     let store = open(&env).await;
-    let worker = spawn_worker(&env, &["--poll-interval", "20ms"]);
+    let worker = spawn_worker(&env, &["--poll-interval", "20ms", "--watch-plugins", "0s"]);
     let first = add(&env, &["echo"]);
     wait_until(Duration::from_secs(30), "the first task ran", || async {
         run_status(&store, first).await == Some(RunStatus::Success)
@@ -274,4 +274,36 @@ async fn hostile_guests_leave_the_worker_up_with_bounded_memory() {
         let runs = store.runs_of(*id).await.expect("runs");
         assert_eq!(runs[0].error_code.as_deref(), Some("memory-limit"));
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plugins_directory_is_watched_for_replaced_components() {
+    let env = Env::new(&["echo", "noop"]).await;
+    let store = open(&env).await;
+    let worker = spawn_worker(&env, &["--poll-interval", "20ms", "--watch-plugins", "50ms"]);
+    let first = add(&env, &["echo"]);
+    wait_until(Duration::from_secs(30), "the first task ran", || async {
+        run_status(&store, first).await == Some(RunStatus::Success)
+    })
+    .await;
+    let old = store.runs_of(first).await.expect("runs")[0].component_digest.clone();
+    // Replace it the safe way: write beside, then rename over.
+    std::fs::copy(common::component("noop"), env.plugins.join("echo.wasm.new")).expect("copy");
+    std::fs::rename(env.plugins.join("echo.wasm.new"), env.plugins.join("echo.wasm")).expect("rename");
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        assert!(tries < 200, "the replaced component was never used");
+        let id = add(&env, &["echo"]);
+        wait_until(Duration::from_secs(30), "the task ran", || async {
+            run_status(&store, id).await == Some(RunStatus::Success)
+        })
+        .await;
+        if store.runs_of(id).await.expect("runs")[0].component_digest != old {
+            break;
+        }
+    }
+    signal(&worker, "TERM");
+    let out = wait_exit(worker, Duration::from_secs(30)).await;
+    assert!(out.status.success(), "{}", stderr(&out));
 }

@@ -125,6 +125,7 @@ pub fn drain_config() -> WorkerConfig {
     WorkerConfig {
         drain: true,
         overseer: None,
+        watch_plugins: None,
         poll_interval: Duration::from_millis(20),
         concurrency: 4,
         ..WorkerConfig::default()
