@@ -1,0 +1,57 @@
+//! Handlers written in other languages, built from source by plugins/build.sh, run end to end
+//! through a worker: results, progress, logs and the handler-error path.
+
+mod common;
+
+use common::{drain_config, Env};
+use taskhost::model::{NewTask, RunStatus};
+
+async fn run_tasks(env: &Env, handler: &str, good: &str, bad: &str) -> (taskhost::model::Run, taskhost::model::Run) {
+    let ok = env.app.client.add(NewTask::new(handler, good)).await.expect("add").id;
+    let err = env.app.client.add(NewTask::new(handler, bad)).await.expect("add").id;
+    let report = env.drain(drain_config()).await;
+    assert_eq!(report.runs_finished, 2);
+    let ok_run = env.app.client.show(ok).await.expect("show").1.remove(0);
+    let (task, mut runs) = env.app.client.show(err).await.expect("show");
+    assert!(task.gave_up_on.is_some(), "a non-retryable handler error ends the task");
+    (ok_run, runs.remove(0))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_handler_runs_end_to_end() {
+    let env = Env::new(&["py-stats"]).await;
+    let (ok, err) =
+        run_tasks(&env, "py-stats", r#"{"numbers": [2, 4, 4, 4, 5, 5, 7, 9]}"#, r#"{"numbers": "x"}"#).await;
+    assert_eq!(ok.status, RunStatus::Success, "{:?}", ok.error_message);
+    let r: serde_json::Value = serde_json::from_str(ok.results.as_deref().expect("results")).expect("json");
+    assert_eq!((r["count"].as_u64(), r["mean"].as_f64(), r["stdev"].as_f64()), (Some(8), Some(5.0), Some(2.0)));
+    assert_eq!(ok.percents_completed, 100);
+    assert!(ok.logs.as_deref().unwrap_or("").contains("8 numbers"), "{:?}", ok.logs);
+    assert_eq!(err.error_code.as_deref(), Some("invalid-input"));
+    assert!(err.error_message.as_deref().unwrap_or("").contains("numbers"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_javascript_handler_runs_end_to_end() {
+    let env = Env::new(&["js-words"]).await;
+    let (ok, err) = run_tasks(&env, "js-words", r#"{"text": "b a b\nc b a", "top": 2}"#, r#"{"words": 1}"#).await;
+    assert_eq!(ok.status, RunStatus::Success, "{:?}", ok.error_message);
+    assert_eq!(ok.results.as_deref(), Some(r#"{"distinct":3,"top":[{"word":"b","count":3},{"word":"a","count":2}]}"#));
+    assert_eq!(ok.percents_completed, 100);
+    assert!(ok.logs.as_deref().unwrap_or("").contains("3 distinct words"), "{:?}", ok.logs);
+    assert_eq!(err.error_code.as_deref(), Some("invalid-input"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_components_compile_once_and_load_from_the_cache() {
+    let env = Env::new(&["py-stats", "js-words"]).await;
+    env.app.catalog.reload();
+    // Another process with the same cache directory: no compilation.
+    let app = env.second_app().await;
+    let reports = app.catalog.reload();
+    assert_eq!(reports.len(), 2);
+    for r in &reports {
+        assert!(r.status.is_ok(), "{}: {:?}", r.name, r.status);
+        assert!(r.cached, "{} was compiled again", r.name);
+    }
+}

@@ -1,0 +1,44 @@
+// A task handler in JavaScript: the most frequent words of {"text": "...", "top": N}.
+//
+// Built with componentize-js against wit/task-handler.wit (see plugins/build.sh). Reports progress
+// every tenth of the lines, partial results half way, logs a summary, and throws a non-retryable
+// `invalid-input` error on bad data (a thrown {code, message, retryable} is the WIT error).
+import { setProgress, setResults, log } from "taskhost:plugin/host@0.1.0";
+
+function invalid(message) {
+  return { code: "invalid-input", message, retryable: false };
+}
+
+export function handle(task) {
+  let data;
+  try {
+    data = JSON.parse(task.data);
+  } catch (e) {
+    throw invalid(`data is not JSON: ${e}`);
+  }
+  if (data === null || typeof data.text !== "string") {
+    throw invalid('expected {"text": "...", "top": N}');
+  }
+  const top = Number.isInteger(data.top) && data.top > 0 ? data.top : 3;
+  const lines = data.text.split("\n");
+  const counts = new Map();
+  const step = Math.max(1, Math.floor(lines.length / 10));
+  lines.forEach((line, i) => {
+    for (const word of line.toLowerCase().match(/[a-z0-9']+/g) || []) {
+      counts.set(word, (counts.get(word) || 0) + 1);
+    }
+    if ((i + 1) % step === 0) {
+      setProgress(Math.min(99, Math.floor(((i + 1) * 100) / lines.length)));
+    }
+    if (i + 1 === Math.floor(lines.length / 2)) {
+      setResults(JSON.stringify({ distinct_so_far: counts.size }));
+    }
+  });
+  const ranked = [...counts.entries()]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .slice(0, top)
+    .map(([word, count]) => ({ word, count }));
+  log("info", `task ${task.taskId} attempt ${task.attempt}: ${counts.size} distinct words`);
+  setProgress(100);
+  return JSON.stringify({ distinct: counts.size, top: ranked });
+}
