@@ -55,3 +55,15 @@ async fn large_components_compile_once_and_load_from_the_cache() {
         assert!(r.cached, "{} was compiled again", r.name);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_c_handler_runs_end_to_end() {
+    let env = Env::new(&["c-checksum"]).await;
+    let (ok, err) = run_tasks(&env, "c-checksum", r#"{"text":"Wikipedia"}"#, r#""fail""#).await;
+    assert_eq!(ok.status, RunStatus::Success, "{:?}", ok.error_message);
+    // Adler-32 of the 20 bytes {"text":"Wikipedia"}, as zlib computes it.
+    assert_eq!(ok.results.as_deref(), Some(r#"{"bytes":20,"adler32":1234241303,"fnv1a":966831771}"#));
+    assert_eq!(ok.percents_completed, 100);
+    assert!(ok.logs.as_deref().unwrap_or("").contains("checksummed 20 bytes"), "{:?}", ok.logs);
+    assert_eq!(err.error_code.as_deref(), Some("invalid-input"));
+}
