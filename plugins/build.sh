@@ -4,6 +4,7 @@
 #   Python      plugins/*/app.py         componentize-py (PyPI), in a venv under target/tools/py
 #   JavaScript  plugins/*/app.js         componentize-js (npm), under target/tools/js
 #   C           plugins/*/*.c            clang-19 + wasi-libc (Debian), wasm-tools (PyPI)
+#   WAT         plugins/*/*.wat          wasm-tools (PyPI): parse, embed the WIT, make a component
 # Tools are installed locally to the project on first use. Components meant to be refused
 # (wrong world, unknown imports) go to $TASKHOST_BAD_PLUGIN_OUT (default target/plugins-bad).
 set -euo pipefail
@@ -96,12 +97,25 @@ done
 for gen in plugins/*/gen; do
     [ -d "$gen" ] || continue
     dir=$(dirname "$gen"); name=$(basename "$dir")
-    if stale "$stage/$name.wasm" "$dir"/*.c "$gen"/*; then
+    if stale "$stage/$name.wasm" "$dir"/*.c "$gen"/* plugins/build.sh; then
         c_tools
         py_tools
         clang-19 --target=wasm32-wasi -Os -mexec-model=reactor -Wl,--no-entry -I "$gen" \
             -o "$stage/$name.core.wasm" "$dir"/*.c "$gen"/task_handler.c "$gen"/task_handler_component_type.o
         "$tools/py/bin/wasm-tools" component new "$stage/$name.core.wasm" -o "$stage/$name.wasm"
+    fi
+    publish "$name" "$stage/$name.wasm"
+done
+
+# WAT: hand-written core modules, for guests no compiler here emits (table.grow on a funcref table)
+for wat in plugins/*/*.wat; do
+    [ -e "$wat" ] || continue
+    name=$(basename "$wat" .wat)
+    if stale "$stage/$name.wasm" "$wat" wit/*.wit; then
+        py_tools
+        "$tools/py/bin/wasm-tools" parse "$wat" -o "$stage/$name.core.wasm"
+        "$tools/py/bin/wasm-tools" component embed wit --world task-handler "$stage/$name.core.wasm" -o "$stage/$name.embed.wasm"
+        "$tools/py/bin/wasm-tools" component new "$stage/$name.embed.wasm" -o "$stage/$name.wasm"
     fi
     publish "$name" "$stage/$name.wasm"
 done

@@ -242,3 +242,16 @@ async fn a_manifest_granting_a_missing_directory_is_refused() {
     let err = env.app.client.add(NewTask::new("probe", "{}")).await.expect_err("refused");
     assert!(err.to_string().contains("/no/such/dir"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_growth_past_the_limit_is_stopped() {
+    let env = Env::new(&["table-hog", "echo"]).await;
+    env.write_manifest("table-hog", "[limits]\ntable_elements = 5000\n");
+    let run = run_one(&env, "table-hog", "{}").await;
+    assert_eq!(
+        (run.status, run.error_code.as_deref()),
+        (RunStatus::Error, Some("table-limit")),
+        "{:?}",
+        run.error_message
+    );
+}
