@@ -153,6 +153,39 @@ async fn run() {
     }
     let per = t.elapsed() / runs as u32;
     println!("wasm overhead  {:>10.1} µs/run   (new store + instantiate + call, {runs} runs)", per.as_secs_f64() * 1e6);
+    // Handlers in other languages: load time from the cache (a second catalog, as a restarted
+    // worker would), and one run (instantiate + call) each.
+    for (name, data) in [
+        ("word-count", r#"{"text": "a b c"}"#),
+        ("c-checksum", r#"{"text": "a b c"}"#),
+        ("py-stats", r#"{"numbers": [1, 2, 3]}"#),
+        ("js-words", r#"{"text": "a b c"}"#),
+    ] {
+        if !plugins.join(format!("{name}.wasm")).exists() {
+            continue;
+        }
+        let _ = app.catalog.load(name); // compiles into the cache if needed
+        let fresh =
+            taskhost::plugins::Catalog::new(sandbox.clone(), &plugins, config.cache_dir.clone(), Default::default());
+        let t = Instant::now();
+        let plugin = fresh.load(name).expect("load");
+        let load = t.elapsed();
+        let input =
+            || RunInput { task_id: 1, run_id: 1, attempt: 1, handler: name.into(), data: data.into(), queued_by: None };
+        let _ = sandbox.run(&plugin.pre, plugin.limits, &plugin.grants, input(), None).await;
+        let n = 200;
+        let t = Instant::now();
+        for _ in 0..n {
+            let r = sandbox.run(&plugin.pre, plugin.limits, &plugin.grants, input(), None).await;
+            assert!(matches!(r.outcome, GuestOutcome::Success(_)), "{name}: {:?}", r.outcome);
+        }
+        println!(
+            "{name:<14} cached load {:>7.1} ms, run {:>8.1} µs  (instantiate + call, {n} runs)",
+            load.as_secs_f64() * 1e3,
+            t.elapsed().as_secs_f64() * 1e6 / n as f64
+        );
+    }
+
     let mut sys = sysinfo::System::new();
     let rss = taskhost::runner::process_rss(&mut sys, sysinfo::Pid::from_u32(std::process::id())).unwrap_or(0);
     println!("process RSS    {:>10.1} MiB after all of the above", rss as f64 / (1 << 20) as f64);
