@@ -1,13 +1,14 @@
 # taskhost — `make demo` runs the queue end to end on SQLite, `make test` runs every test.
-# Both work on a fresh machine with Rust installed: they add the wasm32-wasip2 target if it is
-# missing and build the host and the example handlers from source.
+# Both work on a fresh Debian machine with Rust, Python 3 and Node.js: they add the wasm32-wasip2
+# target if it is missing, install the handler toolchains under target/tools, build the host and the
+# example handlers from source; `make test` also starts PostgreSQL for the store suite.
 
 CARGO    ?= cargo
 PLUGINS  := target/plugins
 DEMO_DB  := target/demo.db
 TASKHOST := target/release/taskhost
 
-.PHONY: demo test plugins build bench wasm-target clean
+.PHONY: demo test plugins build bench wasm-target services clean
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -22,7 +23,11 @@ demo: plugins build
 	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
 	$(TASKHOST) --database-url sqlite://$(DEMO_DB) --plugins $(PLUGINS) demo
 
-test: plugins
+# PostgreSQL for the store suite (installed/started when missing; see scripts/test-services.sh).
+services:
+	bash scripts/test-services.sh
+
+test: plugins services
 	$(CARGO) test --release --workspace
 
 bench: plugins build

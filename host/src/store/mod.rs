@@ -12,12 +12,14 @@ use chrono::{DateTime, Utc};
 use crate::error::{Error, Result};
 use crate::model::*;
 
+pub mod postgres;
 pub mod sqlite;
 
 /// Which database a store talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     Sqlite,
+    Postgres,
 }
 
 /// A failed task that needs its next run created (or to be given up on).
@@ -116,21 +118,22 @@ impl Default for StoreOptions {
     }
 }
 
-/// Open the store a URL names: `sqlite://PATH` (or a plain file path ending in `.db`/`.sqlite`).
+/// Open the store a URL names: `sqlite://PATH` or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`.
 pub async fn open(url: &str, options: &StoreOptions) -> Result<SharedStore> {
     let scheme = url.split_once("://").map(|(s, _)| s).or_else(|| url.split_once(':').map(|(s, _)| s));
     let store: SharedStore = match scheme {
         Some("sqlite") => Arc::new(sqlite::SqliteStore::connect(url, options).await?),
-        Some("postgres") | Some("postgresql") | Some("mysql") | Some("mariadb") => {
+        Some("postgres") | Some("postgresql") => Arc::new(postgres::PostgresStore::connect(url, options).await?),
+        Some("mysql") | Some("mariadb") => {
             return Err(Error::BadUrl {
                 url: url.to_string(),
-                reason: "this build supports SQLite only so far (sqlite://PATH)".into(),
+                reason: "MySQL/MariaDB is not supported yet; use sqlite://PATH or postgres://...".into(),
             })
         }
         Some(other) => {
             return Err(Error::BadUrl {
                 url: url.to_string(),
-                reason: format!("unknown scheme {other:?}; use sqlite://PATH"),
+                reason: format!("unknown scheme {other:?}; use sqlite://PATH or postgres://USER@HOST/DB"),
             })
         }
         None => {

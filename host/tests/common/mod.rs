@@ -75,13 +75,22 @@ impl Env {
     }
 
     pub async fn with_clock(plugins: &[&str], clock: SharedClock) -> Env {
+        Self::build(plugins, clock, None).await
+    }
+
+    /// On PostgreSQL (a fresh schema in database `test`) instead of a SQLite file.
+    pub async fn postgres(plugins: &[&str]) -> Env {
+        Self::build(plugins, Arc::new(SystemClock), Some(postgres_schema_url().await)).await
+    }
+
+    async fn build(plugins: &[&str], clock: SharedClock, db_url: Option<String>) -> Env {
         let dir = tempfile::tempdir().expect("temp dir");
         let plugin_dir = dir.path().join("plugins");
         std::fs::create_dir_all(&plugin_dir).expect("plugins dir");
         for p in plugins {
             std::fs::copy(component(p), plugin_dir.join(format!("{p}.wasm"))).expect("copy plugin");
         }
-        let db_url = format!("sqlite://{}", dir.path().join("queue.db").display());
+        let db_url = db_url.unwrap_or_else(|| format!("sqlite://{}", dir.path().join("queue.db").display()));
         let app = App::open_with_clock(&app_config(&db_url, &plugin_dir), clock.clone()).await.expect("open app");
         Env { dir, plugins: plugin_dir, db_url, app, clock }
     }
@@ -111,6 +120,20 @@ impl Env {
     pub async fn drain(&self, cfg: WorkerConfig) -> WorkerReport {
         drain_app(&self.app, cfg).await
     }
+}
+
+/// A URL for a new, empty schema in the test PostgreSQL database. Panics when the server is
+/// not there: a missing backend fails its tests, it is never skipped.
+pub async fn postgres_schema_url() -> String {
+    use sqlx::Connection;
+    let base =
+        std::env::var("TASKHOST_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let mut conn = sqlx::PgConnection::connect(&base)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL at {base} is needed (scripts/test-services.sh starts it): {e}"));
+    let schema = format!("t_{:016x}", rand::random::<u64>());
+    sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&mut conn).await.expect("create schema");
+    format!("{base}?options=-c%20search_path%3D{schema}")
 }
 
 pub fn app_config(db_url: &str, plugins: &Path) -> AppConfig {

@@ -1,0 +1,782 @@
+//! The PostgreSQL store: many workers on many machines.
+//!
+//! Claims pick due tasks with `FOR UPDATE SKIP LOCKED` and mark them in the same statement, so
+//! concurrent workers never wait on each other's rows and never take the same run. Batches
+//! travel as arrays (`UNNEST`), so a claim or a batch of finished runs costs a few statements.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::{PgConnection, Row};
+
+use super::{Backend, RetryCandidate, RetryPlan, Store, StoreOptions};
+use crate::error::{Error, Result};
+use crate::model::*;
+
+fn status<T: std::str::FromStr<Err = UnknownStatus>>(table: &'static str, s: &str) -> Result<T> {
+    s.parse().map_err(|e: UnknownStatus| Error::CorruptRow { table, reason: e.to_string() })
+}
+
+fn n32(v: i64) -> u32 {
+    v.clamp(0, u32::MAX as i64) as u32
+}
+
+/// The PostgreSQL implementation of [`Store`].
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    /// Connect to the database a `postgres://` URL names.
+    pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
+        let opts: PgConnectOptions =
+            url.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: url.to_string(), reason: e.to_string() })?;
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(2))
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(opts)
+            .await
+            .map_err(|e| Error::BadUrl { url: redact(url), reason: format!("cannot connect: {e}") })?;
+        Ok(PostgresStore { pool })
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Queue validated tasks on the caller's connection or transaction.
+    pub async fn add_tasks_in(conn: &mut PgConnection, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
+        if tasks.iter().any(|t| t.unique_key.is_some()) || tasks.len() == 1 {
+            let mut out = Vec::with_capacity(tasks.len());
+            for t in tasks {
+                out.push(add_one(conn, t, now).await?);
+            }
+            return Ok(out);
+        }
+        let mut out = Vec::with_capacity(tasks.len());
+        for chunk in tasks.chunks(10_000) {
+            out.extend(add_bulk(conn, chunk, now).await?);
+        }
+        Ok(out)
+    }
+}
+
+/// The URL without its password, for messages.
+fn redact(url: &str) -> String {
+    match url.split_once("://").and_then(|(s, rest)| Some((s, rest.split_once('@')?))) {
+        Some((scheme, (creds, host))) => {
+            let user = creds.split(':').next().unwrap_or("");
+            format!("{scheme}://{user}@{host}")
+        }
+        None => url.to_string(),
+    }
+}
+
+async fn add_one(conn: &mut PgConnection, t: &NewTask, now: DateTime<Utc>) -> Result<Added> {
+    let id: Option<i64> = sqlx::query_scalar(
+        "INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
+             max_retries, queue, priority, unique_key, active_unique_key, run_timeout,
+             backoff_base_ms, backoff_max_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12)
+         ON CONFLICT (active_unique_key) DO NOTHING
+         RETURNING id",
+    )
+    .bind(now)
+    .bind(&t.queued_by)
+    .bind(t.scheduled_on.unwrap_or(now))
+    .bind(&t.handler)
+    .bind(&t.data)
+    .bind(t.max_retries as i64)
+    .bind(&t.queue)
+    .bind(t.priority as i64)
+    .bind(&t.unique_key)
+    .bind(t.run_timeout.map(|d| d.as_secs() as i64))
+    .bind(t.backoff.base_ms)
+    .bind(t.backoff.max_ms)
+    .fetch_optional(&mut *conn)
+    .await?;
+    match id {
+        Some(id) => {
+            sqlx::query("INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES ($1, 1, $2)")
+                .bind(id)
+                .bind(now)
+                .execute(&mut *conn)
+                .await?;
+            Ok(Added { id, created: true })
+        }
+        None => {
+            let id: i64 = sqlx::query_scalar("SELECT id FROM task_queue WHERE active_unique_key = $1")
+                .bind(&t.unique_key)
+                .fetch_one(&mut *conn)
+                .await?;
+            Ok(Added { id, created: false })
+        }
+    }
+}
+
+async fn add_bulk(conn: &mut PgConnection, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
+    let mut ids: Vec<i64> = sqlx::query_scalar(
+        "INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
+             max_retries, queue, priority, run_timeout, backoff_base_ms, backoff_max_ms)
+         SELECT $1, t.b, t.s, t.h, t.d, t.m, t.qu, t.p, t.rt, t.bb, t.bm FROM UNNEST($2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::bigint[],
+                                     $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])
+                        WITH ORDINALITY AS t(b, s, h, d, m, qu, p, rt, bb, bm, n)
+         ORDER BY t.n
+         RETURNING id",
+    )
+    .bind(now)
+    .bind(tasks.iter().map(|t| t.queued_by.clone()).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.scheduled_on.unwrap_or(now)).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.handler.clone()).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.data.clone()).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.max_retries as i64).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.queue.clone()).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.priority as i64).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.run_timeout.map(|d| d.as_secs() as i64)).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.backoff.base_ms).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.backoff.max_ms).collect::<Vec<_>>())
+    .fetch_all(&mut *conn)
+    .await?;
+    // Ids come from a sequence in insertion order, which is the input order.
+    ids.sort_unstable();
+    sqlx::query(
+        "INSERT INTO task_runs (task_queue_id, attempt, created_on) SELECT id, 1, $2 FROM UNNEST($1::bigint[]) AS id",
+    )
+    .bind(&ids)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(ids.into_iter().map(|id| Added { id, created: true }).collect())
+}
+
+fn task_from_row(r: &PgRow) -> Result<Task> {
+    const T: &str = "task_queue";
+    Ok(Task {
+        id: r.try_get("id")?,
+        queued_on: r.try_get("queued_on")?,
+        queued_by: r.try_get("queued_by_id")?,
+        scheduled_on: r.try_get("scheduled_on")?,
+        handler: r.try_get("task_handler_class")?,
+        data: r.try_get("task_data")?,
+        last_status: status(T, &r.try_get::<String, _>("last_status")?)?,
+        max_retries: n32(r.try_get("max_retries")?),
+        task_runs_failed: n32(r.try_get("task_runs_failed")?),
+        queue: r.try_get("queue")?,
+        priority: r.try_get::<i64, _>("priority")?.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
+        unique_key: r.try_get("unique_key")?,
+        run_timeout_secs: r.try_get("run_timeout")?,
+        backoff: BackoffSettings { base_ms: r.try_get("backoff_base_ms")?, max_ms: r.try_get("backoff_max_ms")? },
+        gave_up_on: r.try_get("gave_up_on")?,
+    })
+}
+
+fn run_from_row(r: &PgRow) -> Result<Run> {
+    const T: &str = "task_runs";
+    Ok(Run {
+        id: r.try_get("id")?,
+        task_id: r.try_get("task_queue_id")?,
+        attempt: n32(r.try_get("attempt")?),
+        created_on: r.try_get("created_on")?,
+        started_on: r.try_get("started_on")?,
+        percents_completed: r.try_get::<i64, _>("percents_completed")?.clamp(0, 100) as u8,
+        finished_on: r.try_get("finished_on")?,
+        results: r.try_get("results")?,
+        status: status(T, &r.try_get::<String, _>("status")?)?,
+        error_code: r.try_get("error_code")?,
+        error_message: r.try_get("error_message")?,
+        runner_id: r.try_get("task_runner_id")?,
+        duration_ms: r.try_get("duration_ms")?,
+        component_digest: r.try_get("component_digest")?,
+        fuel_used: r.try_get("fuel_used")?,
+        logs: r.try_get("logs")?,
+    })
+}
+
+fn runner_from_row(r: &PgRow) -> Result<Runner> {
+    const T: &str = "task_runners";
+    Ok(Runner {
+        id: r.try_get("id")?,
+        process_id: n32(r.try_get("process_id")?),
+        host_name: r.try_get("host_name")?,
+        started_on: r.try_get("started_on")?,
+        finished_on: r.try_get("finished_on")?,
+        status: status(T, &r.try_get::<String, _>("status")?)?,
+        heartbeat_on: r.try_get("heartbeat_on")?,
+    })
+}
+
+/// After runs of these tasks timed out: count the failure and show the timeout on the task.
+async fn mark_tasks_timed_out(tx: &mut PgConnection, task_ids: &[i64]) -> Result<()> {
+    if task_ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE task_queue SET last_status = 'timeout', task_runs_failed = task_runs_failed + 1
+         WHERE id = ANY($1)",
+    )
+    .bind(task_ids)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+async fn insert_run(tx: &mut PgConnection, task_id: TaskId, attempt: u32, now: DateTime<Utc>) -> Result<RunId> {
+    Ok(sqlx::query_scalar(
+        "INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES ($1, $2, $3) RETURNING id",
+    )
+    .bind(task_id)
+    .bind(attempt as i64)
+    .bind(now)
+    .fetch_one(&mut *tx)
+    .await?)
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    fn backend(&self) -> Backend {
+        Backend::Postgres
+    }
+
+    async fn migrate(&self) -> Result<()> {
+        sqlx::migrate!("../migrations/postgres").run(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
+        let mut tx = self.pool.begin().await?;
+        let added = Self::add_tasks_in(&mut tx, tasks, now).await?;
+        tx.commit().await?;
+        Ok(added)
+    }
+
+    async fn get_task(&self, id: TaskId) -> Result<Option<Task>> {
+        let row = sqlx::query("SELECT * FROM task_queue WHERE id = $1").bind(id).fetch_optional(&self.pool).await?;
+        row.as_ref().map(task_from_row).transpose()
+    }
+
+    async fn runs_of(&self, task_id: TaskId) -> Result<Vec<Run>> {
+        let rows = sqlx::query("SELECT * FROM task_runs WHERE task_queue_id = $1 ORDER BY id")
+            .bind(task_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(run_from_row).collect()
+    }
+
+    async fn list_tasks(&self, f: &TaskFilter) -> Result<Vec<Task>> {
+        let rows = sqlx::query(
+            "SELECT * FROM task_queue
+             WHERE ($1::text IS NULL OR last_status = $1) AND ($2::text IS NULL OR queue = $2)
+               AND ($3::text IS NULL OR task_handler_class = $3) AND (NOT $4 OR gave_up_on IS NOT NULL)
+             ORDER BY id LIMIT $5",
+        )
+        .bind(f.status.map(|s| s.as_str()))
+        .bind(&f.queue)
+        .bind(&f.handler)
+        .bind(f.dead)
+        .bind(f.limit.map(i64::from))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(task_from_row).collect()
+    }
+
+    async fn counts(&self) -> Result<QueueCounts> {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT last_status, count(*) FROM task_queue GROUP BY last_status")
+                .fetch_all(&self.pool)
+                .await?;
+        let mut c = QueueCounts::default();
+        for (s, n) in rows {
+            let n = n.max(0) as u64;
+            match status::<RunStatus>("task_queue", &s)? {
+                RunStatus::Scheduled => c.scheduled = n,
+                RunStatus::Running => c.running = n,
+                RunStatus::Success => c.success = n,
+                RunStatus::Error => c.error = n,
+                RunStatus::Timeout => c.timeout = n,
+            }
+        }
+        let dead: i64 = sqlx::query_scalar("SELECT count(*) FROM task_queue WHERE gave_up_on IS NOT NULL")
+            .fetch_one(&self.pool)
+            .await?;
+        c.dead = dead.max(0) as u64;
+        Ok(c)
+    }
+
+    async fn retry_task(&self, id: TaskId, now: DateTime<Utc>) -> Result<RunId> {
+        let mut tx = self.pool.begin().await?;
+        let updated = sqlx::query(
+            "UPDATE task_queue SET last_status = 'scheduled', scheduled_on = $2, task_runs_failed = 0,
+                 gave_up_on = NULL, finished_on = NULL, active_unique_key = unique_key
+             WHERE id = $1 AND gave_up_on IS NOT NULL",
+        )
+        .bind(id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await;
+        let updated = match updated {
+            Ok(r) => r.rows_affected(),
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+                return Err(Error::CannotRetry {
+                    id,
+                    reason: "another unfinished task holds the same unique key".into(),
+                })
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if updated == 0 {
+            let task = sqlx::query("SELECT * FROM task_queue WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
+            return match task.as_ref().map(task_from_row).transpose()? {
+                None => Err(Error::TaskNotFound(id)),
+                Some(t) => Err(Error::CannotRetry {
+                    id,
+                    reason: format!(
+                        "it is {} and not a dead letter (only tasks given up on can be replayed)",
+                        t.last_status
+                    ),
+                }),
+            };
+        }
+        let last: Option<i64> = sqlx::query_scalar("SELECT max(attempt) FROM task_runs WHERE task_queue_id = $1")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let run = insert_run(&mut tx, id, n32(last.unwrap_or(0)) + 1, now).await?;
+        tx.commit().await?;
+        Ok(run)
+    }
+
+    async fn register_runner(&self, pid: u32, host: &str, now: DateTime<Utc>, limit: u32) -> Result<RunnerId> {
+        let mut tx = self.pool.begin().await?;
+        // Serialize registrations so two runners cannot both take the last slot.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('taskhost.task_runners'))").execute(&mut *tx).await?;
+        let live: i64 = sqlx::query_scalar("SELECT count(*) FROM task_runners WHERE status = 'running'")
+            .fetch_one(&mut *tx)
+            .await?;
+        if live >= limit as i64 {
+            return Err(Error::RunnerLimit { live: live.max(0) as u64, limit });
+        }
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO task_runners (process_id, host_name, started_on, status, heartbeat_on)
+             VALUES ($1, $2, $3, 'running', $3) RETURNING id",
+        )
+        .bind(pid as i64)
+        .bind(host)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    async fn heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<bool> {
+        let r = sqlx::query("UPDATE task_runners SET heartbeat_on = $2 WHERE id = $1 AND status = 'running'")
+            .bind(runner)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn finish_runner(&self, runner: RunnerId, status: RunnerStatus, now: DateTime<Utc>) -> Result<()> {
+        sqlx::query("UPDATE task_runners SET status = $2, finished_on = $3 WHERE id = $1 AND status = 'running'")
+            .bind(runner)
+            .bind(status.as_str())
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn live_runners(&self) -> Result<Vec<Runner>> {
+        let rows = sqlx::query("SELECT * FROM task_runners WHERE status = 'running' ORDER BY id")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(runner_from_row).collect()
+    }
+
+    async fn claim(
+        &self,
+        runner: RunnerId,
+        queues: &[String],
+        limit: u32,
+        now: DateTime<Utc>,
+        default_timeout: Duration,
+    ) -> Result<Vec<ClaimedRun>> {
+        if limit == 0 || queues.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut tx = self.pool.begin().await?;
+        let rows = sqlx::query(
+            "WITH picked AS (
+                 SELECT id FROM task_queue
+                 WHERE last_status = 'scheduled' AND queue = ANY($2) AND scheduled_on <= $1
+                 ORDER BY priority, scheduled_on, id
+                 LIMIT $3
+                 FOR UPDATE SKIP LOCKED
+             )
+             UPDATE task_queue q SET last_status = 'running' FROM picked WHERE q.id = picked.id
+             RETURNING q.id, q.task_handler_class, q.task_data, q.queued_by_id, q.max_retries, q.task_runs_failed,
+                       q.run_timeout, q.backoff_base_ms, q.backoff_max_ms, q.priority, q.scheduled_on",
+        )
+        .bind(now)
+        .bind(queues)
+        .bind(limit as i64)
+        .fetch_all(&mut *tx)
+        .await?;
+        if rows.is_empty() {
+            tx.rollback().await?;
+            return Ok(Vec::new());
+        }
+        struct Claimed {
+            task_id: i64,
+            priority: i64,
+            scheduled_on: DateTime<Utc>,
+            handler: String,
+            data: String,
+            queued_by: Option<String>,
+            max_retries: u32,
+            failed: u32,
+            backoff: BackoffSettings,
+            timeout_on: DateTime<Utc>,
+        }
+        let mut claimed = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let secs: Option<i64> = r.try_get("run_timeout")?;
+            let timeout = secs.map(|s| Duration::from_secs(s.max(0) as u64)).unwrap_or(default_timeout);
+            let timeout = chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::days(36500));
+            claimed.push(Claimed {
+                task_id: r.try_get("id")?,
+                priority: r.try_get("priority")?,
+                scheduled_on: r.try_get("scheduled_on")?,
+                handler: r.try_get("task_handler_class")?,
+                data: r.try_get("task_data")?,
+                queued_by: r.try_get("queued_by_id")?,
+                max_retries: n32(r.try_get("max_retries")?),
+                failed: n32(r.try_get("task_runs_failed")?),
+                backoff: BackoffSettings {
+                    base_ms: r.try_get("backoff_base_ms")?,
+                    max_ms: r.try_get("backoff_max_ms")?,
+                },
+                timeout_on: now.checked_add_signed(timeout).unwrap_or(now),
+            });
+        }
+        claimed.sort_by(|a, b| (a.priority, a.scheduled_on, a.task_id).cmp(&(b.priority, b.scheduled_on, b.task_id)));
+        let run_rows: Vec<(i64, i64, i64)> = sqlx::query_as(
+            "UPDATE task_runs r SET status = 'running', started_on = $1, task_runner_id = $2, timeout_on = t.timeout_on
+             FROM UNNEST($3::bigint[], $4::timestamptz[]) AS t(task_id, timeout_on)
+             WHERE r.task_queue_id = t.task_id AND r.status = 'scheduled'
+             RETURNING r.task_queue_id, r.id, r.attempt",
+        )
+        .bind(now)
+        .bind(runner)
+        .bind(claimed.iter().map(|c| c.task_id).collect::<Vec<_>>())
+        .bind(claimed.iter().map(|c| c.timeout_on).collect::<Vec<_>>())
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut by_task: std::collections::HashMap<i64, (i64, i64)> =
+            run_rows.into_iter().map(|(t, r, a)| (t, (r, a))).collect();
+        let mut out = Vec::with_capacity(claimed.len());
+        for c in claimed {
+            let (run_id, attempt) = match by_task.remove(&c.task_id) {
+                Some(found) => found,
+                None => {
+                    // A scheduled task without its scheduled run (should not happen): make one.
+                    let last: Option<i64> =
+                        sqlx::query_scalar("SELECT max(attempt) FROM task_runs WHERE task_queue_id = $1")
+                            .bind(c.task_id)
+                            .fetch_one(&mut *tx)
+                            .await?;
+                    let attempt = last.unwrap_or(0) + 1;
+                    let id: i64 = sqlx::query_scalar(
+                        "INSERT INTO task_runs (task_queue_id, attempt, created_on, started_on, status, task_runner_id, timeout_on)
+                         VALUES ($1, $2, $3, $3, 'running', $4, $5) RETURNING id",
+                    )
+                    .bind(c.task_id)
+                    .bind(attempt)
+                    .bind(now)
+                    .bind(runner)
+                    .bind(c.timeout_on)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    (id, attempt)
+                }
+            };
+            out.push(ClaimedRun {
+                run_id,
+                task_id: c.task_id,
+                attempt: n32(attempt).max(1),
+                handler: c.handler,
+                data: c.data,
+                queued_by: c.queued_by,
+                max_retries: c.max_retries,
+                task_runs_failed: c.failed,
+                backoff: c.backoff,
+                started_on: now,
+            });
+        }
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()> {
+        if updates.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(
+            "UPDATE task_runs r SET percents_completed = coalesce(t.p, r.percents_completed), results = coalesce(t.res, r.results)
+             FROM UNNEST($1::bigint[], $2::bigint[], $3::text[]) AS t(id, p, res)
+             WHERE r.id = t.id AND r.status = 'running'",
+        )
+        .bind(updates.iter().map(|u| u.run_id).collect::<Vec<_>>())
+        .bind(updates.iter().map(|u| u.percent.map(i64::from)).collect::<Vec<_>>())
+        .bind(updates.iter().map(|u| u.results.clone()).collect::<Vec<_>>())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn finish_runs(&self, outcomes: &[RunOutcome]) -> Result<()> {
+        if outcomes.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin().await?;
+        let ok: Vec<_> = outcomes.iter().filter(|o| o.next == NextStep::Done).collect();
+        if !ok.is_empty() {
+            let done: Vec<(i64, DateTime<Utc>)> = sqlx::query_as(
+                "UPDATE task_runs r SET status = 'success', finished_on = t.f, results = t.res, percents_completed = 100,
+                     duration_ms = t.ms, component_digest = t.dg, fuel_used = t.fu, logs = t.lg
+                 FROM UNNEST($1::bigint[], $2::timestamptz[], $3::text[], $4::bigint[], $5::text[], $6::bigint[], $7::text[])
+                      AS t(id, f, res, ms, dg, fu, lg)
+                 WHERE r.id = t.id AND r.status = 'running'
+                 RETURNING r.task_queue_id, r.finished_on",
+            )
+            .bind(ok.iter().map(|o| o.run_id).collect::<Vec<_>>())
+            .bind(ok.iter().map(|o| o.finished_on).collect::<Vec<_>>())
+            .bind(ok.iter().map(|o| o.results.clone()).collect::<Vec<_>>())
+            .bind(ok.iter().map(|o| o.duration_ms).collect::<Vec<_>>())
+            .bind(ok.iter().map(|o| o.component_digest.clone()).collect::<Vec<_>>())
+            .bind(ok.iter().map(|o| o.fuel_used).collect::<Vec<_>>())
+            .bind(ok.iter().map(|o| o.logs.clone()).collect::<Vec<_>>())
+            .fetch_all(&mut *tx)
+            .await?;
+            if !done.is_empty() {
+                let ids: Vec<i64> = done.iter().map(|(t, _)| *t).collect();
+                let times: Vec<DateTime<Utc>> = done.iter().map(|(_, f)| *f).collect();
+                sqlx::query(
+                    "UPDATE task_queue q SET last_status = 'success', task_runs_failed = 0, finished_on = t.f,
+                         active_unique_key = NULL
+                     FROM UNNEST($1::bigint[], $2::timestamptz[]) AS t(id, f) WHERE q.id = t.id",
+                )
+                .bind(&ids)
+                .bind(&times)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        for o in outcomes.iter().filter(|o| o.next != NextStep::Done) {
+            let attempt: Option<i64> = sqlx::query_scalar(
+                "UPDATE task_runs SET status = $2, finished_on = $3, results = coalesce($4, results),
+                     error_code = $5, error_message = $6,
+                     percents_completed = coalesce($7, percents_completed), duration_ms = $8,
+                     component_digest = $9, fuel_used = $10, logs = $11
+                 WHERE id = $1 AND status = 'running'
+                 RETURNING attempt",
+            )
+            .bind(o.run_id)
+            .bind(o.status.as_str())
+            .bind(o.finished_on)
+            .bind(&o.results)
+            .bind(&o.error_code)
+            .bind(&o.error_message)
+            .bind(o.percents_completed.map(i64::from))
+            .bind(o.duration_ms)
+            .bind(&o.component_digest)
+            .bind(o.fuel_used)
+            .bind(&o.logs)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(attempt) = attempt else {
+                continue; // timed out meanwhile: the overseer already moved the task on
+            };
+            match o.next {
+                NextStep::RetryAt(at) => {
+                    sqlx::query(
+                        "UPDATE task_queue SET last_status = 'scheduled', task_runs_failed = task_runs_failed + 1,
+                             scheduled_on = $2
+                         WHERE id = $1",
+                    )
+                    .bind(o.task_id)
+                    .bind(at)
+                    .execute(&mut *tx)
+                    .await?;
+                    insert_run(&mut tx, o.task_id, n32(attempt) + 1, o.finished_on).await?;
+                }
+                NextStep::GiveUp | NextStep::Done => {
+                    sqlx::query(
+                        "UPDATE task_queue SET last_status = $2, task_runs_failed = task_runs_failed + 1,
+                             finished_on = $3, gave_up_on = $3, active_unique_key = NULL
+                         WHERE id = $1",
+                    )
+                    .bind(o.task_id)
+                    .bind(o.status.as_str())
+                    .bind(o.finished_on)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn has_due_work(&self, queues: &[String], now: DateTime<Utc>) -> Result<bool> {
+        let due: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM task_queue
+                            WHERE ((last_status = 'scheduled' AND scheduled_on <= $1) OR last_status = 'running')
+                              AND queue = ANY($2))
+                 OR EXISTS (SELECT 1 FROM task_queue
+                            WHERE last_status IN ('error', 'timeout') AND gave_up_on IS NULL)",
+        )
+        .bind(now)
+        .bind(queues)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(due)
+    }
+
+    async fn time_out_runners(&self, runners: &[RunnerId], now: DateTime<Utc>) -> Result<u64> {
+        if runners.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "UPDATE task_runners SET status = 'timeout', finished_on = $2 WHERE id = ANY($1) AND status = 'running'",
+        )
+        .bind(runners)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let tasks: Vec<i64> = sqlx::query_scalar(
+            "UPDATE task_runs SET status = 'timeout', finished_on = $2, error_code = 'runner-lost',
+                 error_message = 'the runner running this run stopped (no heartbeat or process gone)'
+             WHERE task_runner_id = ANY($1) AND status = 'running'
+             RETURNING task_queue_id",
+        )
+        .bind(runners)
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await?;
+        mark_tasks_timed_out(&mut tx, &tasks).await?;
+        tx.commit().await?;
+        Ok(tasks.len() as u64)
+    }
+
+    async fn time_out_overdue_runs(&self, now: DateTime<Utc>, limit: u32) -> Result<u64> {
+        let mut tx = self.pool.begin().await?;
+        let tasks: Vec<i64> = sqlx::query_scalar(
+            "UPDATE task_runs SET status = 'timeout', finished_on = $1, error_code = 'run-timeout',
+                 error_message = 'the run did not finish within its run timeout'
+             WHERE id IN (SELECT id FROM task_runs WHERE status = 'running' AND timeout_on <= $1
+                          LIMIT $2 FOR UPDATE SKIP LOCKED)
+             RETURNING task_queue_id",
+        )
+        .bind(now)
+        .bind(limit as i64)
+        .fetch_all(&mut *tx)
+        .await?;
+        mark_tasks_timed_out(&mut tx, &tasks).await?;
+        tx.commit().await?;
+        Ok(tasks.len() as u64)
+    }
+
+    async fn retry_candidates(&self, limit: u32) -> Result<Vec<RetryCandidate>> {
+        let rows = sqlx::query(
+            "SELECT q.id, q.task_runs_failed, q.max_retries, q.backoff_base_ms, q.backoff_max_ms,
+                    (SELECT max(attempt) FROM task_runs r WHERE r.task_queue_id = q.id) AS last_attempt
+             FROM task_queue q
+             WHERE q.last_status IN ('error', 'timeout') AND q.gave_up_on IS NULL
+             LIMIT $1",
+        )
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(RetryCandidate {
+                    task_id: r.try_get("id")?,
+                    failures: n32(r.try_get("task_runs_failed")?),
+                    max_retries: n32(r.try_get("max_retries")?),
+                    backoff: BackoffSettings {
+                        base_ms: r.try_get("backoff_base_ms")?,
+                        max_ms: r.try_get("backoff_max_ms")?,
+                    },
+                    last_attempt: n32(r.try_get::<Option<i64>, _>("last_attempt")?.unwrap_or(0)),
+                })
+            })
+            .collect()
+    }
+
+    async fn apply_retry_plans(&self, plans: &[RetryPlan], now: DateTime<Utc>) -> Result<()> {
+        if plans.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin().await?;
+        for p in plans {
+            match p.next {
+                NextStep::RetryAt(at) => {
+                    let n = sqlx::query(
+                        "UPDATE task_queue SET last_status = 'scheduled', scheduled_on = $2
+                         WHERE id = $1 AND last_status IN ('error', 'timeout') AND gave_up_on IS NULL",
+                    )
+                    .bind(p.task_id)
+                    .bind(at)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                    if n == 1 {
+                        insert_run(&mut tx, p.task_id, p.next_attempt, now).await?;
+                    }
+                }
+                NextStep::GiveUp | NextStep::Done => {
+                    sqlx::query(
+                        "UPDATE task_queue SET gave_up_on = $2, finished_on = $2, active_unique_key = NULL
+                         WHERE id = $1 AND last_status IN ('error', 'timeout') AND gave_up_on IS NULL",
+                    )
+                    .bind(p.task_id)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64> {
+        let mut tx = self.pool.begin().await?;
+        let ids: Vec<i64> = sqlx::query_scalar(
+            "SELECT id FROM task_queue WHERE last_status = 'success' AND finished_on < $1
+             ORDER BY finished_on LIMIT $2 FOR UPDATE SKIP LOCKED",
+        )
+        .bind(before)
+        .bind(batch as i64)
+        .fetch_all(&mut *tx)
+        .await?;
+        if ids.is_empty() {
+            tx.rollback().await?;
+            return Ok(0);
+        }
+        sqlx::query("DELETE FROM task_runs WHERE task_queue_id = ANY($1)").bind(&ids).execute(&mut *tx).await?;
+        let n = sqlx::query("DELETE FROM task_queue WHERE id = ANY($1)")
+            .bind(&ids)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(n)
+    }
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Start the database servers the tests use, installing what is missing (Debian), and wait until
+# they answer. Idempotent: servers already running are left as they are.
+#
+#   PostgreSQL: database `test`, user postgres, no password from 127.0.0.1
+#               TASKHOST_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test
+set -euo pipefail
+
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+as_postgres() { if [ "$(id -u)" = 0 ]; then su postgres -c "$1"; else sudo -u postgres sh -c "$1"; fi; }
+
+apt_install() {
+    $SUDO apt-get install -y -q "$@" >/dev/null 2>&1 || { $SUDO apt-get update -q >/dev/null && $SUDO apt-get install -y -q "$@" >/dev/null; }
+}
+
+wait_for() { # what, command...
+    local what=$1; shift
+    for _ in $(seq 1 300); do
+        if "$@" >/dev/null 2>&1; then return 0; fi
+        sleep 0.2
+    done
+    echo "error: $what did not come up within 60 s" >&2
+    return 1
+}
+
+# --- PostgreSQL ----------------------------------------------------------------------------
+command -v pg_ctlcluster >/dev/null || apt_install postgresql
+ver=$(ls /etc/postgresql | sort -V | tail -n 1)
+hba=/etc/postgresql/$ver/main/pg_hba.conf
+# Local TCP connections without a password: this is a throwaway test server.
+if grep -qE '^host\s+all\s+all\s+127\.0\.0\.1/32\s+(scram-sha-256|md5)' "$hba"; then
+    $SUDO sed -i -E 's/^(host\s+all\s+all\s+(127\.0\.0\.1\/32|::1\/128)\s+)(scram-sha-256|md5)/\1trust/' "$hba"
+    reload=1
+fi
+if ! pg_isready -q -h 127.0.0.1 -p 5432; then
+    $SUDO pg_ctlcluster --skip-systemctl-redirect "$ver" main start
+elif [ "${reload:-0}" = 1 ]; then
+    $SUDO pg_ctlcluster --skip-systemctl-redirect "$ver" main reload
+fi
+wait_for "PostgreSQL" pg_isready -q -h 127.0.0.1 -p 5432
+as_postgres "psql -qtAc \"SELECT 1 FROM pg_database WHERE datname = 'test'\"" | grep -q 1 || as_postgres "createdb test"
+wait_for "PostgreSQL database test" psql -qtAc "SELECT 1" "postgres://postgres@127.0.0.1:5432/test"
+echo "PostgreSQL $ver is up: postgres://postgres@127.0.0.1:5432/test"
