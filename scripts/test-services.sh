@@ -2,7 +2,7 @@
 # Start the database servers the tests use, installing what is missing (Debian), and wait until
 # they answer. Idempotent: servers already running are left as they are.
 #
-#   PostgreSQL: database `test`, user postgres, no password from 127.0.0.1
+#   PostgreSQL: database `test`, user postgres, no password from 127.0.0.1 (see below for MariaDB)
 #               TASKHOST_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test
 set -euo pipefail
 
@@ -42,3 +42,21 @@ wait_for "PostgreSQL" pg_isready -q -h 127.0.0.1 -p 5432
 as_postgres "psql -qtAc \"SELECT 1 FROM pg_database WHERE datname = 'test'\"" | grep -q 1 || as_postgres "createdb test"
 wait_for "PostgreSQL database test" psql -qtAc "SELECT 1" "postgres://postgres@127.0.0.1:5432/test"
 echo "PostgreSQL $ver is up: postgres://postgres@127.0.0.1:5432/test"
+
+# --- MariaDB -------------------------------------------------------------------------------
+#   database `test`, user taskhost, no password from 127.0.0.1
+#   TASKHOST_TEST_MYSQL=mysql://taskhost@127.0.0.1:3306/test
+[ -x /usr/sbin/mariadbd ] || apt_install mariadb-server
+if ! mariadb-admin ping >/dev/null 2>&1; then
+    $SUDO mkdir -p /run/mysqld
+    $SUDO chown mysql:mysql /run/mysqld
+    $SUDO start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
+fi
+wait_for "MariaDB" mariadb-admin ping
+$SUDO mariadb -e "CREATE DATABASE IF NOT EXISTS test;
+    CREATE USER IF NOT EXISTS 'taskhost'@'127.0.0.1';
+    CREATE USER IF NOT EXISTS 'taskhost'@'localhost';
+    GRANT ALL PRIVILEGES ON *.* TO 'taskhost'@'127.0.0.1';
+    GRANT ALL PRIVILEGES ON *.* TO 'taskhost'@'localhost';"
+wait_for "MariaDB database test" mariadb -h 127.0.0.1 -u taskhost test -e "SELECT 1"
+echo "MariaDB $(mariadb -N -e 'SELECT VERSION()' 2>/dev/null) is up: mysql://taskhost@127.0.0.1:3306/test"

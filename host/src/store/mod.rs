@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use crate::error::{Error, Result};
 use crate::model::*;
 
+pub mod mysql;
 pub mod postgres;
 pub mod sqlite;
 
@@ -20,6 +21,7 @@ pub mod sqlite;
 pub enum Backend {
     Sqlite,
     Postgres,
+    MySql,
 }
 
 /// A failed task that needs its next run created (or to be given up on).
@@ -104,6 +106,83 @@ pub trait Store: Send + Sync + 'static {
 
 pub type SharedStore = Arc<dyn Store>;
 
+/// Parse a status column.
+pub(crate) fn status<T: std::str::FromStr<Err = UnknownStatus>>(table: &'static str, s: &str) -> Result<T> {
+    s.parse().map_err(|e: UnknownStatus| Error::CorruptRow { table, reason: e.to_string() })
+}
+
+/// A BIGINT count or number as u32 (negative → 0).
+pub(crate) fn n32(v: i64) -> u32 {
+    v.clamp(0, u32::MAX as i64) as u32
+}
+
+/// Row decoders for backends with native time types (PostgreSQL, MySQL): the same columns,
+/// BIGINT integers, `DateTime<Utc>` times. Text is read unchecked: MySQL reports the
+/// binary-collated (case-sensitive) VARCHARs as VARBINARY, though they hold UTF-8 text.
+macro_rules! native_row_decoders {
+    ($row:ty) => {
+        fn task_from_row(r: &$row) -> Result<Task> {
+            const T: &str = "task_queue";
+            Ok(Task {
+                id: r.try_get("id")?,
+                queued_on: r.try_get("queued_on")?,
+                queued_by: r.try_get_unchecked("queued_by_id")?,
+                scheduled_on: r.try_get("scheduled_on")?,
+                handler: r.try_get_unchecked("task_handler_class")?,
+                data: r.try_get_unchecked("task_data")?,
+                last_status: status(T, &r.try_get_unchecked::<String, _>("last_status")?)?,
+                max_retries: n32(r.try_get("max_retries")?),
+                task_runs_failed: n32(r.try_get("task_runs_failed")?),
+                queue: r.try_get_unchecked("queue")?,
+                priority: r.try_get::<i64, _>("priority")?.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
+                unique_key: r.try_get_unchecked("unique_key")?,
+                run_timeout_secs: r.try_get("run_timeout")?,
+                backoff: BackoffSettings {
+                    base_ms: r.try_get("backoff_base_ms")?,
+                    max_ms: r.try_get("backoff_max_ms")?,
+                },
+                gave_up_on: r.try_get("gave_up_on")?,
+            })
+        }
+
+        fn run_from_row(r: &$row) -> Result<Run> {
+            const T: &str = "task_runs";
+            Ok(Run {
+                id: r.try_get("id")?,
+                task_id: r.try_get("task_queue_id")?,
+                attempt: n32(r.try_get("attempt")?),
+                created_on: r.try_get("created_on")?,
+                started_on: r.try_get("started_on")?,
+                percents_completed: r.try_get::<i64, _>("percents_completed")?.clamp(0, 100) as u8,
+                finished_on: r.try_get("finished_on")?,
+                results: r.try_get_unchecked("results")?,
+                status: status(T, &r.try_get_unchecked::<String, _>("status")?)?,
+                error_code: r.try_get_unchecked("error_code")?,
+                error_message: r.try_get_unchecked("error_message")?,
+                runner_id: r.try_get("task_runner_id")?,
+                duration_ms: r.try_get("duration_ms")?,
+                component_digest: r.try_get_unchecked("component_digest")?,
+                fuel_used: r.try_get("fuel_used")?,
+                logs: r.try_get_unchecked("logs")?,
+            })
+        }
+
+        fn runner_from_row(r: &$row) -> Result<Runner> {
+            const T: &str = "task_runners";
+            Ok(Runner {
+                id: r.try_get("id")?,
+                process_id: n32(r.try_get("process_id")?),
+                host_name: r.try_get_unchecked("host_name")?,
+                started_on: r.try_get("started_on")?,
+                finished_on: r.try_get("finished_on")?,
+                status: status(T, &r.try_get_unchecked::<String, _>("status")?)?,
+                heartbeat_on: r.try_get("heartbeat_on")?,
+            })
+        }
+    };
+}
+pub(crate) use native_row_decoders;
+
 /// Options for opening a store.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -118,22 +197,20 @@ impl Default for StoreOptions {
     }
 }
 
-/// Open the store a URL names: `sqlite://PATH` or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`.
+/// Open the store a URL names: `sqlite://PATH`, `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` or
+/// `mysql://` (also `mariadb://`) `USER[:PASSWORD]@HOST[:PORT]/DB`.
 pub async fn open(url: &str, options: &StoreOptions) -> Result<SharedStore> {
     let scheme = url.split_once("://").map(|(s, _)| s).or_else(|| url.split_once(':').map(|(s, _)| s));
     let store: SharedStore = match scheme {
         Some("sqlite") => Arc::new(sqlite::SqliteStore::connect(url, options).await?),
         Some("postgres") | Some("postgresql") => Arc::new(postgres::PostgresStore::connect(url, options).await?),
-        Some("mysql") | Some("mariadb") => {
-            return Err(Error::BadUrl {
-                url: url.to_string(),
-                reason: "MySQL/MariaDB is not supported yet; use sqlite://PATH or postgres://...".into(),
-            })
-        }
+        Some("mysql") | Some("mariadb") => Arc::new(mysql::MySqlStore::connect(url, options).await?),
         Some(other) => {
             return Err(Error::BadUrl {
                 url: url.to_string(),
-                reason: format!("unknown scheme {other:?}; use sqlite://PATH or postgres://USER@HOST/DB"),
+                reason: format!(
+                    "unknown scheme {other:?}; use sqlite://PATH, postgres://USER@HOST/DB or mysql://USER@HOST/DB"
+                ),
             })
         }
         None => {

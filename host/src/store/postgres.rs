@@ -15,13 +15,7 @@ use super::{Backend, RetryCandidate, RetryPlan, Store, StoreOptions};
 use crate::error::{Error, Result};
 use crate::model::*;
 
-fn status<T: std::str::FromStr<Err = UnknownStatus>>(table: &'static str, s: &str) -> Result<T> {
-    s.parse().map_err(|e: UnknownStatus| Error::CorruptRow { table, reason: e.to_string() })
-}
-
-fn n32(v: i64) -> u32 {
-    v.clamp(0, u32::MAX as i64) as u32
-}
+use super::{n32, status};
 
 /// The PostgreSQL implementation of [`Store`].
 #[derive(Debug, Clone)]
@@ -65,7 +59,7 @@ impl PostgresStore {
 }
 
 /// The URL without its password, for messages.
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     match url.split_once("://").and_then(|(s, rest)| Some((s, rest.split_once('@')?))) {
         Some((scheme, (creds, host))) => {
             let user = creds.split(':').next().unwrap_or("");
@@ -152,61 +146,7 @@ async fn add_bulk(conn: &mut PgConnection, tasks: &[NewTask], now: DateTime<Utc>
     Ok(ids.into_iter().map(|id| Added { id, created: true }).collect())
 }
 
-fn task_from_row(r: &PgRow) -> Result<Task> {
-    const T: &str = "task_queue";
-    Ok(Task {
-        id: r.try_get("id")?,
-        queued_on: r.try_get("queued_on")?,
-        queued_by: r.try_get("queued_by_id")?,
-        scheduled_on: r.try_get("scheduled_on")?,
-        handler: r.try_get("task_handler_class")?,
-        data: r.try_get("task_data")?,
-        last_status: status(T, &r.try_get::<String, _>("last_status")?)?,
-        max_retries: n32(r.try_get("max_retries")?),
-        task_runs_failed: n32(r.try_get("task_runs_failed")?),
-        queue: r.try_get("queue")?,
-        priority: r.try_get::<i64, _>("priority")?.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
-        unique_key: r.try_get("unique_key")?,
-        run_timeout_secs: r.try_get("run_timeout")?,
-        backoff: BackoffSettings { base_ms: r.try_get("backoff_base_ms")?, max_ms: r.try_get("backoff_max_ms")? },
-        gave_up_on: r.try_get("gave_up_on")?,
-    })
-}
-
-fn run_from_row(r: &PgRow) -> Result<Run> {
-    const T: &str = "task_runs";
-    Ok(Run {
-        id: r.try_get("id")?,
-        task_id: r.try_get("task_queue_id")?,
-        attempt: n32(r.try_get("attempt")?),
-        created_on: r.try_get("created_on")?,
-        started_on: r.try_get("started_on")?,
-        percents_completed: r.try_get::<i64, _>("percents_completed")?.clamp(0, 100) as u8,
-        finished_on: r.try_get("finished_on")?,
-        results: r.try_get("results")?,
-        status: status(T, &r.try_get::<String, _>("status")?)?,
-        error_code: r.try_get("error_code")?,
-        error_message: r.try_get("error_message")?,
-        runner_id: r.try_get("task_runner_id")?,
-        duration_ms: r.try_get("duration_ms")?,
-        component_digest: r.try_get("component_digest")?,
-        fuel_used: r.try_get("fuel_used")?,
-        logs: r.try_get("logs")?,
-    })
-}
-
-fn runner_from_row(r: &PgRow) -> Result<Runner> {
-    const T: &str = "task_runners";
-    Ok(Runner {
-        id: r.try_get("id")?,
-        process_id: n32(r.try_get("process_id")?),
-        host_name: r.try_get("host_name")?,
-        started_on: r.try_get("started_on")?,
-        finished_on: r.try_get("finished_on")?,
-        status: status(T, &r.try_get::<String, _>("status")?)?,
-        heartbeat_on: r.try_get("heartbeat_on")?,
-    })
-}
+super::native_row_decoders!(PgRow);
 
 /// After runs of these tasks timed out: count the failure and show the timeout on the task.
 async fn mark_tasks_timed_out(tx: &mut PgConnection, task_ids: &[i64]) -> Result<()> {

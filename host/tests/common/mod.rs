@@ -83,6 +83,11 @@ impl Env {
         Self::build(plugins, Arc::new(SystemClock), Some(postgres_schema_url().await)).await
     }
 
+    /// On MariaDB/MySQL (a fresh database) instead of a SQLite file.
+    pub async fn mysql(plugins: &[&str]) -> Env {
+        Self::build(plugins, Arc::new(SystemClock), Some(mysql_database_url().await)).await
+    }
+
     async fn build(plugins: &[&str], clock: SharedClock, db_url: Option<String>) -> Env {
         let dir = tempfile::tempdir().expect("temp dir");
         let plugin_dir = dir.path().join("plugins");
@@ -134,6 +139,20 @@ pub async fn postgres_schema_url() -> String {
     let schema = format!("t_{:016x}", rand::random::<u64>());
     sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&mut conn).await.expect("create schema");
     format!("{base}?options=-c%20search_path%3D{schema}")
+}
+
+/// A URL for a new, empty database on the test MariaDB/MySQL server. Panics when the server is
+/// not there: a missing backend fails its tests, it is never skipped.
+pub async fn mysql_database_url() -> String {
+    use sqlx::Connection;
+    let base = std::env::var("TASKHOST_TEST_MYSQL").unwrap_or_else(|_| "mysql://taskhost@127.0.0.1:3306/test".into());
+    let mut conn = sqlx::MySqlConnection::connect(&base)
+        .await
+        .unwrap_or_else(|e| panic!("MariaDB/MySQL at {base} is needed (scripts/test-services.sh starts it): {e}"));
+    let db = format!("t_{:016x}", rand::random::<u64>());
+    sqlx::query(&format!("CREATE DATABASE {db}")).execute(&mut conn).await.expect("create database");
+    let (server, _) = base.rsplit_once('/').expect("URL has a database");
+    format!("{server}/{db}")
 }
 
 pub fn app_config(db_url: &str, plugins: &Path) -> AppConfig {

@@ -1,0 +1,53 @@
+//! End to end on MariaDB/MySQL: workers, real components, real server.
+
+mod common;
+
+use common::{drain_config, Env};
+use taskhost::model::{NewTask, RunStatus, TaskFilter};
+use taskhost::runner::WorkerConfig;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_tasks_with_results_errors_and_retries_on_mysql() {
+    let env = Env::mysql(&["word-count", "fail-until"]).await;
+    let ok = env.app.client.add(NewTask::new("word-count", r#"{"text": "one two three"}"#)).await.expect("add").id;
+    let bad = env.app.client.add(NewTask::new("word-count", r#"{"text": 1}"#)).await.expect("add").id;
+    let retried = env
+        .app
+        .client
+        .add(
+            NewTask::new("fail-until", r#"{"succeed_on_attempt": 2}"#)
+                .with_backoff(taskhost::model::BackoffSettings { base_ms: Some(1), max_ms: Some(1) }),
+        )
+        .await
+        .expect("add")
+        .id;
+    let cfg = WorkerConfig { drain_horizon: std::time::Duration::from_secs(5), ..drain_config() };
+    env.drain(cfg).await;
+    let (task, runs) = env.app.client.show(ok).await.expect("show");
+    assert_eq!(task.last_status, RunStatus::Success);
+    assert_eq!(runs[0].results.as_deref(), Some(r#"{"words":3,"lines":1,"chars":13}"#));
+    let (task, runs) = env.app.client.show(bad).await.expect("show");
+    assert_eq!((task.last_status, task.gave_up_on.is_some()), (RunStatus::Error, true));
+    assert_eq!(runs[0].error_code.as_deref(), Some("invalid-input"));
+    let (task, runs) = env.app.client.show(retried).await.expect("show");
+    assert_eq!((task.last_status, runs.len()), (RunStatus::Success, 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_on_mysql_never_run_the_same_run() {
+    let env = Env::mysql(&["echo"]).await;
+    let tasks: Vec<_> =
+        (0..1000).map(|i| NewTask::new("echo", format!(r#"{{"attempt_echo": true, "i": {i}}}"#))).collect();
+    env.app.client.add_many(tasks).await.expect("add");
+    let other = env.second_app().await;
+    let cfg = WorkerConfig { concurrency: 8, claim_batch: 16, ..drain_config() };
+    let (a, b) = tokio::join!(common::drain_app(&env.app, cfg.clone()), common::drain_app(&other, cfg));
+    assert_eq!(a.runs_finished + b.runs_finished, 1000);
+    let tasks = env.app.client.list(&TaskFilter { limit: Some(10_000), ..Default::default() }).await.expect("list");
+    assert_eq!(tasks.len(), 1000);
+    for t in tasks {
+        assert_eq!(t.last_status, RunStatus::Success);
+        let runs = env.app.store.runs_of(t.id).await.expect("runs");
+        assert_eq!(runs.len(), 1, "task {} has exactly one run", t.id);
+    }
+}
