@@ -1,0 +1,97 @@
+//! A database server stopped and started under a running worker: the worker logs, backs off,
+//! reconnects and drains the queue; nothing is lost and it does not crash. These tests stop the
+//! shared test servers, so they live alone in this file and run one after the other.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::{wait_until, Env};
+use taskhost::model::{NewTask, RunStatus};
+
+fn sh(cmd: &str) {
+    let ok = Command::new("bash").args(["-c", cmd]).status().expect("run shell").success();
+    assert!(ok, "command failed: {cmd}");
+}
+
+fn up(cmd: &str) -> bool {
+    Command::new("bash").args(["-c", cmd]).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+fn spawn_worker(env: &Env) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_taskhost"))
+        .args(["--database-url", &env.db_url])
+        .arg("--plugins")
+        .arg(&env.plugins)
+        .arg("--cache-dir")
+        .arg(common::cache_dir())
+        .args(["worker", "--concurrency", "8", "--poll-interval", "20ms"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn worker")
+}
+
+async fn survives_a_restart(env: Env, stop: &str, start: &str, is_up: &str) {
+    let mut worker = spawn_worker(&env);
+    let first: Vec<i64> = env
+        .app
+        .client
+        .add_many((0..200).map(|_| NewTask::new("echo", "{}")).collect())
+        .await
+        .expect("add")
+        .iter()
+        .map(|a| a.id)
+        .collect();
+    let store = env.app.store.clone();
+    wait_until(Duration::from_secs(60), "the first tasks ran", || async {
+        store.counts().await.map(|c| c.success == 200).unwrap_or(false)
+    })
+    .await;
+    sh(stop);
+    assert!(!up(is_up), "the server is down");
+    // Down for a while: the worker keeps failing to claim and must not exit.
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    for _ in 0..20 {
+        tick.tick().await;
+    }
+    assert!(worker.try_wait().expect("try_wait").is_none(), "the worker is still up while the database is down");
+    sh(start);
+    wait_until(Duration::from_secs(60), "the server is back", || async { up(is_up) }).await;
+    let more = env.app.client.add_many((0..200).map(|_| NewTask::new("echo", "{}")).collect()).await.expect("add");
+    wait_until(Duration::from_secs(120), "the worker drained the queue after the restart", || async {
+        store.counts().await.map(|c| c.success == 400).unwrap_or(false)
+    })
+    .await;
+    for id in first.iter().chain(more.iter().map(|a| &a.id)).step_by(37) {
+        assert_eq!(store.runs_of(*id).await.expect("runs")[0].status, RunStatus::Success);
+    }
+    Command::new("kill").args(["-TERM", &worker.id().to_string()]).status().expect("kill");
+    let status = worker.wait().expect("wait");
+    assert!(status.success(), "the worker exits cleanly after the outage");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_survive_database_restarts() {
+    let ver = std::fs::read_dir("/etc/postgresql")
+        .expect("PostgreSQL installed")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .max()
+        .expect("a cluster");
+    survives_a_restart(
+        Env::postgres(&["echo"]).await,
+        &format!("pg_ctlcluster --skip-systemctl-redirect {ver} main stop -m fast"),
+        &format!("pg_ctlcluster --skip-systemctl-redirect {ver} main start"),
+        "pg_isready -q -h 127.0.0.1 -p 5432",
+    )
+    .await;
+    survives_a_restart(
+        Env::mysql(&["echo"]).await,
+        "mariadb-admin shutdown",
+        "start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql",
+        "mariadb-admin ping",
+    )
+    .await;
+}
