@@ -157,3 +157,31 @@ async fn a_worker_runs_the_overseer_and_recovers_a_dead_runners_task() {
     let runners = store.live_runners().await.expect("live");
     assert!(runners.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_overseer_at_a_time_holds_the_lease_and_another_takes_over() {
+    use std::sync::atomic::Ordering;
+    use taskhost::overseer::Overseer;
+    let env = Env::new(&[]).await;
+    let cfg = OverseerConfig { lease_ttl: Duration::from_millis(300), ..Default::default() };
+    let a = Overseer::new(env.app.store.clone(), env.app.clock.clone(), cfg.clone());
+    let b = Overseer::new(env.app.store.clone(), env.app.clock.clone(), cfg);
+    let (lead_a, lead_b) = (a.leader_flag(), b.leader_flag());
+    let (stop_a, rx_a) = tokio::sync::watch::channel(false);
+    let (stop_b, rx_b) = tokio::sync::watch::channel(false);
+    let run_a = tokio::spawn(a.run_until(rx_a));
+    common::wait_until(Duration::from_secs(10), "a holds the lease", || async { lead_a.load(Ordering::SeqCst) }).await;
+    let run_b = tokio::spawn(b.run_until(rx_b));
+    // Over several lease periods a keeps renewing and b never leads.
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    for _ in 0..10 {
+        tick.tick().await;
+        assert!(lead_a.load(Ordering::SeqCst) && !lead_b.load(Ordering::SeqCst), "exactly one leader");
+    }
+    stop_a.send(true).expect("stop a");
+    run_a.await.expect("a stopped");
+    common::wait_until(Duration::from_secs(10), "b takes the lease over", || async { lead_b.load(Ordering::SeqCst) })
+        .await;
+    stop_b.send(true).expect("stop b");
+    run_b.await.expect("b stopped");
+}

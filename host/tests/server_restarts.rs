@@ -16,7 +16,12 @@ fn sh(cmd: &str) {
 }
 
 fn up(cmd: &str) -> bool {
-    Command::new("bash").args(["-c", cmd]).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    Command::new("bash")
+        .args(["-c", cmd])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 fn spawn_worker(env: &Env) -> Child {

@@ -8,9 +8,12 @@
 //! | [`retries`] | failed (error/timeout) tasks → their next scheduled run after the backoff, or given up at max retries | 1 s |
 //! | [`rotation`] | successful tasks finished more than 30 days ago → deleted with their runs, in batches | 10 min |
 //!
-//! Workers run the overseer too unless told not to; every service is idempotent (each update
-//! is guarded by the state it expects), so several overseers on one database do no harm.
+//! Workers run the overseer too unless told not to. Only one node at a time runs the services:
+//! the holder of the `overseer` lease in the database (`task_leases`), renewed every third of
+//! its time to live (default 30 s) and taken over by another node when its holder stops renewing
+//! it. Every service is idempotent besides (each update is guarded by the state it expects).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,12 +31,32 @@ pub mod rotation;
 pub mod run_timeout;
 
 /// Settings of every service.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct OverseerConfig {
+    /// How long the maintenance lease lasts without renewal.
+    pub lease_ttl: Duration,
     pub liveness: liveness::Config,
     pub run_timeout: run_timeout::Config,
     pub retries: retries::Config,
     pub rotation: rotation::Config,
+}
+
+impl OverseerConfig {
+    pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
+    /// The lease's name in `task_leases`.
+    pub const LEASE: &'static str = "overseer";
+}
+
+impl Default for OverseerConfig {
+    fn default() -> Self {
+        OverseerConfig {
+            lease_ttl: Self::DEFAULT_LEASE_TTL,
+            liveness: Default::default(),
+            run_timeout: Default::default(),
+            retries: Default::default(),
+            rotation: Default::default(),
+        }
+    }
 }
 
 /// A service as the loop sees it.
@@ -48,6 +71,10 @@ pub trait Service: Send + Sync {
 pub struct Overseer {
     services: Vec<Arc<dyn Service>>,
     clock: SharedClock,
+    store: SharedStore,
+    lease_ttl: Duration,
+    holder: String,
+    leader: Arc<AtomicBool>,
 }
 
 impl Overseer {
@@ -56,9 +83,32 @@ impl Overseer {
             Arc::new(liveness::Liveness::new(store.clone(), config.liveness)),
             Arc::new(run_timeout::RunTimeout::new(store.clone(), config.run_timeout)),
             Arc::new(retries::Retries::new(store.clone(), config.retries)),
-            Arc::new(rotation::Rotation::new(store, config.rotation)),
+            Arc::new(rotation::Rotation::new(store.clone(), config.rotation)),
         ];
-        Overseer { services, clock }
+        let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
+        let holder = format!("{host}:{}:{:08x}", std::process::id(), rand::random::<u32>());
+        Overseer { services, clock, store, lease_ttl: config.lease_ttl, holder, leader: Default::default() }
+    }
+
+    /// True while this overseer holds the lease (and so runs the services).
+    pub fn leader_flag(&self) -> Arc<AtomicBool> {
+        self.leader.clone()
+    }
+
+    /// Take or renew the lease; returns whether this overseer holds it.
+    async fn renew(&self) -> bool {
+        let now = self.clock.now();
+        let held = match self.store.try_lease(OverseerConfig::LEASE, &self.holder, now, self.lease_ttl).await {
+            Ok(held) => held,
+            Err(e) => {
+                tracing::warn!("renewing the maintenance lease failed: {e}");
+                false
+            }
+        };
+        if held != self.leader.swap(held, Ordering::SeqCst) {
+            tracing::info!(holder = %self.holder, held, "maintenance lease changed hands");
+        }
+        held
     }
 
     /// Run every service once, in order; for `taskhost overseer --once` and tests.
@@ -70,10 +120,29 @@ impl Overseer {
         Ok(out)
     }
 
-    /// Run each service on its interval until `stop` turns true.
+    /// Run each service on its interval, while this node holds the lease, until `stop` turns
+    /// true.
     pub async fn run_until(self, stop: watch::Receiver<bool>) {
-        let loops = self.services.into_iter().map(|s| {
-            let clock = self.clock.clone();
+        self.renew().await;
+        let this = Arc::new(self);
+        let lease = {
+            let this = this.clone();
+            let mut stop = stop.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(this.lease_ttl / 3);
+                tick.tick().await;
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        _ = stop.changed() => return,
+                    }
+                    this.renew().await;
+                }
+            })
+        };
+        let loops = this.services.iter().cloned().map(|s| {
+            let clock = this.clock.clone();
+            let leader = this.leader.clone();
             let mut stop = stop.clone();
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(s.interval());
@@ -86,6 +155,9 @@ impl Overseer {
                     if *stop.borrow() {
                         return;
                     }
+                    if !leader.load(Ordering::SeqCst) {
+                        continue;
+                    }
                     match s.tick(clock.now()).await {
                         Ok(Some(summary)) => tracing::info!(service = s.name(), "{summary}"),
                         Ok(None) => {}
@@ -97,5 +169,6 @@ impl Overseer {
         for l in loops.collect::<Vec<_>>() {
             let _ = l.await;
         }
+        let _ = lease.await;
     }
 }

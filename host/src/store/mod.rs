@@ -102,6 +102,10 @@ pub trait Store: Send + Sync + 'static {
     async fn apply_retry_plans(&self, plans: &[RetryPlan], now: DateTime<Utc>) -> Result<()>;
     /// Delete up to `batch` successful tasks finished before `before`, with their runs.
     async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64>;
+
+    /// Take or renew the lease `name` for `holder` until `now + ttl`. True when `holder` has it:
+    /// it was free, expired, or already its own.
+    async fn try_lease(&self, name: &str, holder: &str, now: DateTime<Utc>, ttl: Duration) -> Result<bool>;
 }
 
 pub type SharedStore = Arc<dyn Store>;

@@ -787,6 +787,33 @@ impl Store for MySqlStore {
         .await
     }
 
+    async fn try_lease(&self, name: &str, holder: &str, now: DateTime<Utc>, ttl: Duration) -> Result<bool> {
+        let until = now + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::days(1));
+        retry_deadlocks(|| async {
+            let mut tx = self.pool.begin().await?;
+            // Assignments run left to right: `holder` is already the new value when
+            // `expires_on` is computed, so both change together or not at all.
+            sqlx::query(
+                "INSERT INTO task_leases (name, holder, expires_on) VALUES (?, ?, ?)
+                 ON DUPLICATE KEY UPDATE
+                     holder = IF(holder = VALUES(holder) OR expires_on < ?, VALUES(holder), holder),
+                     expires_on = IF(holder = VALUES(holder), VALUES(expires_on), expires_on)",
+            )
+            .bind(name)
+            .bind(holder)
+            .bind(until)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            let row =
+                sqlx::query("SELECT holder FROM task_leases WHERE name = ?").bind(name).fetch_one(&mut *tx).await?;
+            let current: String = row.try_get_unchecked("holder")?;
+            tx.commit().await?;
+            Ok(current == holder)
+        })
+        .await
+    }
+
     async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64> {
         retry_deadlocks(|| async {
             let mut tx = self.pool.begin().await?;

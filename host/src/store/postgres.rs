@@ -696,6 +696,23 @@ impl Store for PostgresStore {
         Ok(())
     }
 
+    async fn try_lease(&self, name: &str, holder: &str, now: DateTime<Utc>, ttl: Duration) -> Result<bool> {
+        let until = now + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::days(1));
+        let n = sqlx::query(
+            "INSERT INTO task_leases (name, holder, expires_on) VALUES ($1, $2, $3)
+             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_on = excluded.expires_on
+             WHERE task_leases.holder = excluded.holder OR task_leases.expires_on < $4",
+        )
+        .bind(name)
+        .bind(holder)
+        .bind(until)
+        .bind(now)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(n == 1)
+    }
+
     async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64> {
         let mut tx = self.pool.begin().await?;
         let ids: Vec<i64> = sqlx::query_scalar(

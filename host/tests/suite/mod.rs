@@ -349,6 +349,17 @@ pub async fn concurrent_claims_never_share_a_run(a: SharedStore, b: SharedStore)
     assert_eq!(x.len() + y.len(), 600);
 }
 
+pub async fn a_lease_has_one_holder_until_it_expires(store: SharedStore) {
+    let ttl = Duration::from_secs(10);
+    assert!(store.try_lease("overseer", "a", t0(), ttl).await.expect("lease"), "free: a takes it");
+    assert!(!store.try_lease("overseer", "b", t0() + secs(1), ttl).await.expect("lease"), "held by a");
+    assert!(store.try_lease("overseer", "a", t0() + secs(5), ttl).await.expect("lease"), "a renews");
+    assert!(!store.try_lease("overseer", "b", t0() + secs(14), ttl).await.expect("lease"), "renewed until 15 s");
+    assert!(store.try_lease("other", "b", t0() + secs(14), ttl).await.expect("lease"), "leases are by name");
+    assert!(store.try_lease("overseer", "b", t0() + secs(16), ttl).await.expect("lease"), "expired: b takes over");
+    assert!(!store.try_lease("overseer", "a", t0() + secs(17), ttl).await.expect("lease"), "a lost it");
+}
+
 /// Generates one test per suite function for a backend. `$open` is an async expression that
 /// yields a fresh, empty `SharedStore`; `$open2` one on the same database (for concurrency).
 #[macro_export]
@@ -376,6 +387,7 @@ macro_rules! store_suite {
         case!(timed_out_runners_take_their_runs_with_them);
         case!(the_runner_limit_is_enforced);
         case!(rotation_deletes_only_old_successes_in_batches);
+        case!(a_lease_has_one_holder_until_it_expires);
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_claims_never_share_a_run() {
