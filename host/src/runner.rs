@@ -254,6 +254,14 @@ impl Worker {
     ) -> ExitReason {
         let cfg = &self.config;
         let mut db_backoff = Duration::from_millis(50);
+        // PostgreSQL wakes an idle worker when tasks are added; polling stays as the safety net.
+        let mut wakeups = match self.store.wakeups().await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!("no wake-ups from the database, polling only: {e}");
+                None
+            }
+        };
         loop {
             if let Ok(reason) = exit_rx.try_recv() {
                 return reason;
@@ -317,8 +325,21 @@ impl Worker {
                 _ = &mut *shutdown => return ExitReason::Shutdown,
                 r = exit_rx.recv() => return r.unwrap_or(ExitReason::Shutdown),
                 _ = tokio::time::sleep(cfg.poll_interval) => {}
+                woke = next_wakeup(&mut wakeups) => {
+                    if !woke {
+                        wakeups = None; // the listener is gone: poll only
+                    }
+                }
             }
         }
+    }
+}
+
+/// The next wake-up; pending forever without a channel. False when the channel closed.
+async fn next_wakeup(wakeups: &mut Option<mpsc::Receiver<()>>) -> bool {
+    match wakeups {
+        Some(rx) => rx.recv().await.is_some(),
+        None => std::future::pending().await,
     }
 }
 

@@ -51,3 +51,31 @@ async fn two_workers_on_postgres_never_run_the_same_run() {
         assert_eq!(runs.len(), 1, "task {} has exactly one run", t.id);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_worker_is_woken_by_notify_rather_than_its_poll() {
+    let env = Env::postgres(&["echo"]).await;
+    // A poll interval far longer than the test's deadline: only LISTEN/NOTIFY can wake it.
+    let cfg = WorkerConfig { drain: false, poll_interval: std::time::Duration::from_secs(600), ..drain_config() };
+    let worker = env.app.worker(cfg);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let handle = tokio::spawn(worker.run(async move {
+        let _ = stopped.await;
+    }));
+    // Let it register and go idle first.
+    let store = env.app.store.clone();
+    common::wait_until(std::time::Duration::from_secs(10), "the worker registered", || async {
+        !store.live_runners().await.expect("runners").is_empty()
+    })
+    .await;
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(300));
+    tick.tick().await;
+    tick.tick().await;
+    let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    common::wait_until(std::time::Duration::from_secs(60), "the task ran", || async {
+        store.runs_of(id).await.expect("runs")[0].status == RunStatus::Success
+    })
+    .await;
+    let _ = stop.send(());
+    handle.await.expect("join").expect("worker");
+}

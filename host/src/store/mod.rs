@@ -103,6 +103,12 @@ pub trait Store: Send + Sync + 'static {
     /// Delete up to `batch` successful tasks finished before `before`, with their runs.
     async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64>;
 
+    /// A channel that receives a message soon after tasks are added anywhere (PostgreSQL:
+    /// LISTEN/NOTIFY), so an idle worker need not wait for its next poll. None: poll only.
+    async fn wakeups(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>> {
+        Ok(None)
+    }
+
     /// Take or renew the lease `name` for `holder` until `now + ttl`. True when `holder` has it:
     /// it was free, expired, or already its own.
     async fn try_lease(&self, name: &str, holder: &str, now: DateTime<Utc>, ttl: Duration) -> Result<bool>;

@@ -48,14 +48,24 @@ impl PostgresStore {
             for t in tasks {
                 out.push(add_one(conn, t, now).await?);
             }
+            notify(conn).await?;
             return Ok(out);
         }
         let mut out = Vec::with_capacity(tasks.len());
         for chunk in tasks.chunks(10_000) {
             out.extend(add_bulk(conn, chunk, now).await?);
         }
+        notify(conn).await?;
         Ok(out)
     }
+}
+
+/// The channel idle workers LISTEN on; notified (on commit) whenever tasks are added.
+const CHANNEL: &str = "taskhost_tasks";
+
+async fn notify(conn: &mut PgConnection) -> Result<()> {
+    sqlx::query("SELECT pg_notify($1, '')").bind(CHANNEL).execute(&mut *conn).await?;
+    Ok(())
 }
 
 /// The URL without its password, for messages.
@@ -694,6 +704,34 @@ impl Store for PostgresStore {
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn wakeups(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
+        listener.listen(CHANNEL).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        tokio::spawn(async move {
+            loop {
+                match listener.recv().await {
+                    // A full channel already holds a wake-up: nothing is lost by dropping this one.
+                    Ok(_) => {
+                        if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) = tx.try_send(()) {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        // The listener reconnects on the next recv; wake the worker to poll meanwhile.
+                        tracing::warn!("LISTEN connection lost, reconnecting: {e}");
+                        if tx.is_closed() {
+                            return;
+                        }
+                        let _ = tx.try_send(());
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                }
+            }
+        });
+        Ok(Some(rx))
     }
 
     async fn try_lease(&self, name: &str, holder: &str, now: DateTime<Utc>, ttl: Duration) -> Result<bool> {
