@@ -46,7 +46,9 @@ async fn run() {
     let plugins = root.join("target/plugins");
     assert!(plugins.join("noop.wasm").exists(), "run `make plugins` first");
     let dir = tempfile::tempdir().expect("temp dir");
-    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+    // BENCH_DATABASE_URL: an empty PostgreSQL or MySQL database instead of a new SQLite file.
+    let url = std::env::var("BENCH_DATABASE_URL")
+        .unwrap_or_else(|_| format!("sqlite://{}", dir.path().join("bench.db").display()));
     let mut config = AppConfig::new(&url, &plugins);
     config.cache_dir = Some(root.join("target/bench-cache"));
     config.sandbox.pool_instances = (concurrency as u32 * 2).max(100);
@@ -54,8 +56,8 @@ async fn run() {
     let noop = app.catalog.load("noop").expect("noop plugin");
 
     println!(
-        "taskhost bench: {tasks} no-op tasks, worker concurrency {concurrency}, SQLite file in {}",
-        dir.path().display()
+        "taskhost bench: {tasks} no-op tasks, worker concurrency {concurrency}, {}",
+        url.split('?').next().unwrap_or("")
     );
 
     // Bulk add.
@@ -85,6 +87,40 @@ async fn run() {
         tasks as f64 / drain.as_secs_f64(),
         cpu * 1e6 / tasks as f64
     );
+
+    // Enqueue → start latency with an idle worker: single adds, one at a time.
+    let latency_runs = env_num("BENCH_LATENCY_RUNS", 200);
+    if latency_runs > 0 {
+        let cfg = WorkerConfig { concurrency: 16, overseer: None, ..WorkerConfig::default() };
+        let worker = app.worker(cfg);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(worker.run(async move {
+            let _ = stopped.await;
+        }));
+        tokio::time::sleep(Duration::from_millis(500)).await; // let it register and go idle
+        let mut lat = Vec::with_capacity(latency_runs);
+        for _ in 0..latency_runs {
+            let t0 = chrono::Utc::now();
+            let id = app.client.add(NewTask::new("noop", "{}")).await.expect("add").id;
+            let started = loop {
+                let runs = app.store.runs_of(id).await.expect("runs");
+                if let Some(s) = runs.first().and_then(|r| r.started_on) {
+                    break s;
+                }
+                tokio::task::yield_now().await;
+            };
+            lat.push((started - t0).num_microseconds().unwrap_or(0) as f64 / 1000.0);
+        }
+        let _ = stop.send(());
+        let _ = handle.await;
+        lat.sort_by(|a, b| a.total_cmp(b));
+        let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+        println!(
+            "enqueue→start  p50 {:.2} ms, p90 {:.2} ms  ({latency_runs} single adds, idle worker, default poll)",
+            pct(0.5),
+            pct(0.9)
+        );
+    }
 
     // The store alone: claim and finish in batches, no wasm.
     let batch: Vec<_> = (0..tasks).map(|_| NewTask::new("noop", "{}")).collect();

@@ -128,8 +128,12 @@ pub struct WorkerArgs {
     /// Rescan the plugins directory this often ("0s": only on SIGHUP).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "2s")]
     pub watch_plugins: Duration,
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "200ms")]
+    /// How often an idle worker looks for due runs (SQLite, MySQL).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "50ms")]
     pub poll_interval: Duration,
+    /// The same on PostgreSQL, where LISTEN/NOTIFY wakes idle workers: a safety net.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "2s")]
+    pub notified_poll_interval: Duration,
     #[arg(long, value_parser = humantime::parse_duration, default_value = "5s")]
     pub heartbeat_interval: Duration,
     /// Time in-flight runs get to finish after SIGINT/SIGTERM.
@@ -271,6 +275,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 overseer: (!w.no_overseer).then_some(overseer),
                 watch_plugins: (!w.watch_plugins.is_zero()).then_some(w.watch_plugins),
                 poll_interval: w.poll_interval,
+                notified_poll_interval: w.notified_poll_interval,
                 heartbeat_interval: w.heartbeat_interval,
                 shutdown_grace: w.shutdown_grace,
                 rss_cap_bytes: w.rss_cap_mb.saturating_mul(1 << 20),

@@ -35,6 +35,9 @@ pub struct WorkerConfig {
     pub queues: Vec<String>,
     /// How long an idle worker waits before looking for due runs again.
     pub poll_interval: Duration,
+    /// The same, on a database that wakes idle workers when tasks are added (PostgreSQL's
+    /// LISTEN/NOTIFY): a slow safety net.
+    pub notified_poll_interval: Duration,
     pub heartbeat_interval: Duration,
     /// How long in-flight runs may take to finish after shutdown is asked.
     pub shutdown_grace: Duration,
@@ -65,7 +68,8 @@ pub struct WorkerConfig {
 
 impl WorkerConfig {
     pub const DEFAULT_CONCURRENCY: usize = 16;
-    pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(200);
+    pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(50);
+    pub const DEFAULT_NOTIFIED_POLL_INTERVAL: Duration = Duration::from_secs(2);
     pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
     pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
     pub const DEFAULT_RSS_CAP_BYTES: u64 = 100 * 1024 * 1024;
@@ -83,6 +87,7 @@ impl Default for WorkerConfig {
             concurrency: Self::DEFAULT_CONCURRENCY,
             queues: vec![DEFAULT_QUEUE.to_string()],
             poll_interval: Self::DEFAULT_POLL_INTERVAL,
+            notified_poll_interval: Self::DEFAULT_NOTIFIED_POLL_INTERVAL,
             heartbeat_interval: Self::DEFAULT_HEARTBEAT_INTERVAL,
             shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
             rss_cap_bytes: Self::DEFAULT_RSS_CAP_BYTES,
@@ -324,7 +329,7 @@ impl Worker {
             tokio::select! {
                 _ = &mut *shutdown => return ExitReason::Shutdown,
                 r = exit_rx.recv() => return r.unwrap_or(ExitReason::Shutdown),
-                _ = tokio::time::sleep(cfg.poll_interval) => {}
+                _ = tokio::time::sleep(if wakeups.is_some() { cfg.notified_poll_interval } else { cfg.poll_interval }) => {}
                 woke = next_wakeup(&mut wakeups) => {
                     if !woke {
                         wakeups = None; // the listener is gone: poll only

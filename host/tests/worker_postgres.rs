@@ -56,7 +56,12 @@ async fn two_workers_on_postgres_never_run_the_same_run() {
 async fn an_idle_worker_is_woken_by_notify_rather_than_its_poll() {
     let env = Env::postgres(&["echo"]).await;
     // A poll interval far longer than the test's deadline: only LISTEN/NOTIFY can wake it.
-    let cfg = WorkerConfig { drain: false, poll_interval: std::time::Duration::from_secs(600), ..drain_config() };
+    let cfg = WorkerConfig {
+        drain: false,
+        poll_interval: std::time::Duration::from_secs(600),
+        notified_poll_interval: std::time::Duration::from_secs(600),
+        ..drain_config()
+    };
     let worker = env.app.worker(cfg);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let handle = tokio::spawn(worker.run(async move {
