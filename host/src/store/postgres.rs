@@ -359,23 +359,23 @@ impl Store for PostgresStore {
             return Ok(Vec::new());
         }
         let mut tx = self.pool.begin().await?;
-        let rows = sqlx::query(
+        // One queue: an equality, so the claim index yields rows already in claim order (with
+        // `= ANY(array)` the planner scans and sorts every due task instead).
+        let queue_cond = if queues.len() == 1 { "queue = $2" } else { "queue = ANY($4)" };
+        let sql = format!(
             "WITH picked AS (
                  SELECT id FROM task_queue
-                 WHERE last_status = 'scheduled' AND queue = ANY($2) AND scheduled_on <= $1
+                 WHERE last_status = 'scheduled' AND {queue_cond} AND scheduled_on <= $1
                  ORDER BY priority, scheduled_on, id
                  LIMIT $3
                  FOR UPDATE SKIP LOCKED
              )
              UPDATE task_queue q SET last_status = 'running' FROM picked WHERE q.id = picked.id
              RETURNING q.id, q.task_handler_class, q.task_data, q.queued_by_id, q.max_retries, q.task_runs_failed,
-                       q.run_timeout, q.backoff_base_ms, q.backoff_max_ms, q.priority, q.scheduled_on",
-        )
-        .bind(now)
-        .bind(queues)
-        .bind(limit as i64)
-        .fetch_all(&mut *tx)
-        .await?;
+                       q.run_timeout, q.backoff_base_ms, q.backoff_max_ms, q.priority, q.scheduled_on"
+        );
+        let rows =
+            sqlx::query(&sql).bind(now).bind(&queues[0]).bind(limit as i64).bind(queues).fetch_all(&mut *tx).await?;
         if rows.is_empty() {
             tx.rollback().await?;
             return Ok(Vec::new());
