@@ -313,7 +313,7 @@ pub struct TaskFilter {
     pub limit: Option<u32>,
 }
 
-/// Counts of tasks by status, for `taskhost stats` and the demo.
+/// Counts of tasks by status, for the demo and monitoring.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct QueueCounts {
     pub scheduled: u64,
@@ -322,4 +322,18 @@ pub struct QueueCounts {
     pub error: u64,
     pub timeout: u64,
     pub dead: u64,
+}
+
+impl QueueCounts {
+    /// Set the count of one status.
+    pub fn set(&mut self, status: RunStatus, n: u64) {
+        let slot = match status {
+            RunStatus::Scheduled => &mut self.scheduled,
+            RunStatus::Running => &mut self.running,
+            RunStatus::Success => &mut self.success,
+            RunStatus::Error => &mut self.error,
+            RunStatus::Timeout => &mut self.timeout,
+        };
+        *slot = n;
+    }
 }

@@ -480,14 +480,7 @@ impl Store for MySqlStore {
         let mut c = QueueCounts::default();
         for r in rows {
             let (s, n): (String, i64) = (r.try_get_unchecked("last_status")?, r.try_get("n")?);
-            let n = n.max(0) as u64;
-            match status::<RunStatus>("task_queue", &s)? {
-                RunStatus::Scheduled => c.scheduled = n,
-                RunStatus::Running => c.running = n,
-                RunStatus::Success => c.success = n,
-                RunStatus::Error => c.error = n,
-                RunStatus::Timeout => c.timeout = n,
-            }
+            c.set(status("task_queue", &s)?, n.max(0) as u64);
         }
         let dead: i64 = sqlx::query_scalar("SELECT count(*) FROM task_queue WHERE gave_up_on IS NOT NULL")
             .fetch_one(&self.pool)

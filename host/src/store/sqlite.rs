@@ -325,14 +325,7 @@ impl Store for SqliteStore {
                 .await?;
         let mut c = QueueCounts::default();
         for (s, n) in rows {
-            let n = n.max(0) as u64;
-            match status::<RunStatus>("task_queue", &s)? {
-                RunStatus::Scheduled => c.scheduled = n,
-                RunStatus::Running => c.running = n,
-                RunStatus::Success => c.success = n,
-                RunStatus::Error => c.error = n,
-                RunStatus::Timeout => c.timeout = n,
-            }
+            c.set(status("task_queue", &s)?, n.max(0) as u64);
         }
         let dead: i64 = sqlx::query_scalar("SELECT count(*) FROM task_queue WHERE gave_up_on IS NOT NULL")
             .fetch_one(&self.pool)

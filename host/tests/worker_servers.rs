@@ -1,23 +1,19 @@
-//! End to end on PostgreSQL: workers, real components, real server.
+//! End to end on the database servers: workers, real components, PostgreSQL and MariaDB.
 
 mod common;
 
 use common::{drain_config, Env};
-use taskhost::model::{NewTask, RunStatus, TaskFilter};
+use taskhost::model::{BackoffSettings, NewTask, RunStatus, TaskFilter};
 use taskhost::runner::WorkerConfig;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn runs_tasks_with_results_errors_and_retries_on_postgres() {
-    let env = Env::postgres(&["word-count", "fail-until"]).await;
+async fn runs_tasks_with_results_errors_and_retries(env: Env) {
     let ok = env.app.client.add(NewTask::new("word-count", r#"{"text": "one two three"}"#)).await.expect("add").id;
     let bad = env.app.client.add(NewTask::new("word-count", r#"{"text": 1}"#)).await.expect("add").id;
+    let quick = BackoffSettings { base_ms: Some(1), max_ms: Some(1) };
     let retried = env
         .app
         .client
-        .add(
-            NewTask::new("fail-until", r#"{"succeed_on_attempt": 2}"#)
-                .with_backoff(taskhost::model::BackoffSettings { base_ms: Some(1), max_ms: Some(1) }),
-        )
+        .add(NewTask::new("fail-until", r#"{"succeed_on_attempt": 2}"#).with_backoff(quick))
         .await
         .expect("add")
         .id;
@@ -33,9 +29,7 @@ async fn runs_tasks_with_results_errors_and_retries_on_postgres() {
     assert_eq!((task.last_status, runs.len()), (RunStatus::Success, 2));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_workers_on_postgres_never_run_the_same_run() {
-    let env = Env::postgres(&["echo"]).await;
+async fn two_workers_never_run_the_same_run(env: Env) {
     let tasks: Vec<_> =
         (0..1000).map(|i| NewTask::new("echo", format!(r#"{{"attempt_echo": true, "i": {i}}}"#))).collect();
     env.app.client.add_many(tasks).await.expect("add");
@@ -53,9 +47,29 @@ async fn two_workers_on_postgres_never_run_the_same_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_idle_worker_is_woken_by_notify_rather_than_its_poll() {
+async fn runs_tasks_with_results_errors_and_retries_on_postgres() {
+    runs_tasks_with_results_errors_and_retries(Env::postgres(&["word-count", "fail-until"]).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_tasks_with_results_errors_and_retries_on_mysql() {
+    runs_tasks_with_results_errors_and_retries(Env::mysql(&["word-count", "fail-until"]).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_on_postgres_never_run_the_same_run() {
+    two_workers_never_run_the_same_run(Env::postgres(&["echo"]).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_on_mysql_never_run_the_same_run() {
+    two_workers_never_run_the_same_run(Env::mysql(&["echo"]).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_worker_is_woken_by_notify_rather_than_its_poll_on_postgres() {
     let env = Env::postgres(&["echo"]).await;
-    // A poll interval far longer than the test's deadline: only LISTEN/NOTIFY can wake it.
+    // Poll intervals far longer than the test's deadline: only LISTEN/NOTIFY can wake it.
     let cfg = WorkerConfig {
         drain: false,
         poll_interval: std::time::Duration::from_secs(600),
@@ -67,12 +81,12 @@ async fn an_idle_worker_is_woken_by_notify_rather_than_its_poll() {
     let handle = tokio::spawn(worker.run(async move {
         let _ = stopped.await;
     }));
-    // Let it register and go idle first.
     let store = env.app.store.clone();
     common::wait_until(std::time::Duration::from_secs(10), "the worker registered", || async {
         !store.live_runners().await.expect("runners").is_empty()
     })
     .await;
+    // Let it find nothing and go idle.
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(300));
     tick.tick().await;
     tick.tick().await;
