@@ -199,6 +199,30 @@ async fn insert_run(tx: &mut MySqlConnection, task_id: TaskId, attempt: u32, now
     Ok(r.last_insert_id() as i64)
 }
 
+const RUNNER_LOST: &str = "the runner running this run stopped (no heartbeat or process gone)";
+const RUN_TIMED_OUT: &str = "the run did not finish within its run timeout";
+
+/// Time out these locked `(run id, task id)` runs with `code`, and count the failure on their tasks.
+async fn time_out_runs(
+    tx: &mut MySqlConnection,
+    runs: &[(i64, i64)],
+    now: DateTime<Utc>,
+    code: &str,
+    message: &str,
+) -> Result<()> {
+    if runs.is_empty() {
+        return Ok(());
+    }
+    let run_ids: Vec<i64> = runs.iter().map(|(r, _)| *r).collect();
+    let mut qb = QueryBuilder::<MySql>::new("UPDATE task_runs SET status = 'timeout', finished_on = ");
+    qb.push_bind(now).push(", error_code = ").push_bind(code).push(", error_message = ").push_bind(message);
+    qb.push(" WHERE id IN ");
+    push_in(&mut qb, &run_ids);
+    qb.build().execute(&mut *tx).await?;
+    let tasks: Vec<i64> = runs.iter().map(|(_, t)| *t).collect();
+    mark_tasks_timed_out(tx, &tasks).await
+}
+
 /// Running runs (locked) of these runs' ids: (run id, task id, attempt).
 async fn lock_running(tx: &mut MySqlConnection, run_ids: &[i64]) -> Result<Vec<(i64, i64, i64)>> {
     let mut qb = QueryBuilder::<MySql>::new(
@@ -664,19 +688,7 @@ impl Store for MySqlStore {
             push_in(&mut qb, runners);
             qb.push(" FOR UPDATE");
             let runs: Vec<(i64, i64)> = qb.build_query_as().fetch_all(&mut *tx).await?;
-            if !runs.is_empty() {
-                let run_ids: Vec<i64> = runs.iter().map(|(r, _)| *r).collect();
-                let mut qb = QueryBuilder::<MySql>::new("UPDATE task_runs SET status = 'timeout', finished_on = ");
-                qb.push_bind(now).push(
-                    ", error_code = 'runner-lost',
-                       error_message = 'the runner running this run stopped (no heartbeat or process gone)'
-                     WHERE id IN ",
-                );
-                push_in(&mut qb, &run_ids);
-                qb.build().execute(&mut *tx).await?;
-                let tasks: Vec<i64> = runs.iter().map(|(_, t)| *t).collect();
-                mark_tasks_timed_out(&mut tx, &tasks).await?;
-            }
+            time_out_runs(&mut tx, &runs, now, "runner-lost", RUNNER_LOST).await?;
             tx.commit().await?;
             Ok(runs.len() as u64)
         })
@@ -694,18 +706,7 @@ impl Store for MySqlStore {
             .bind(limit as i64)
             .fetch_all(&mut *tx)
             .await?;
-            if !runs.is_empty() {
-                let run_ids: Vec<i64> = runs.iter().map(|(r, _)| *r).collect();
-                let mut qb = QueryBuilder::<MySql>::new("UPDATE task_runs SET status = 'timeout', finished_on = ");
-                qb.push_bind(now).push(
-                    ", error_code = 'run-timeout', error_message = 'the run did not finish within its run timeout'
-                     WHERE id IN ",
-                );
-                push_in(&mut qb, &run_ids);
-                qb.build().execute(&mut *tx).await?;
-                let tasks: Vec<i64> = runs.iter().map(|(_, t)| *t).collect();
-                mark_tasks_timed_out(&mut tx, &tasks).await?;
-            }
+            time_out_runs(&mut tx, &runs, now, "run-timeout", RUN_TIMED_OUT).await?;
             tx.commit().await?;
             Ok(runs.len() as u64)
         })
