@@ -7,7 +7,10 @@
 //! - wasm overhead: one no-op run (new store + instantiate + call + result check), repeated.
 //!
 //! Environment: BENCH_TASKS (default 20000), BENCH_CONCURRENCY (default 1024), BENCH_CLAIM_BATCH (256),
-//! BENCH_RUNS (20000).
+//! BENCH_RUNS (20000), BENCH_LATENCY_RUNS (200), BENCH_DATABASE_URL (a new SQLite file),
+//! BENCH_PREFILL (0: finished tasks written before anything is measured, to show the cost of a full
+//! table), BENCH_WORKERS (0: the drain runs in this process; N: it runs in N `taskhost worker
+//! --drain` processes, timed from their start to the last one's exit).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -60,6 +63,21 @@ async fn run() {
         url.split('?').next().unwrap_or("")
     );
 
+    let prefill = env_num("BENCH_PREFILL", 0);
+    if prefill > 0 {
+        let t = Instant::now();
+        let runner = app.store.register_runner(1, "bench-prefill", app.clock.now(), 100).await.expect("runner");
+        let mut left = prefill;
+        while left > 0 {
+            let n = left.min(10_000);
+            app.client.add_many((0..n).map(|_| NewTask::new("noop", "{}")).collect()).await.expect("add");
+            claim_and_finish_all(&app, runner, &noop.digest).await;
+            left -= n;
+        }
+        app.store.finish_runner(runner, taskhost::model::RunnerStatus::Success, app.clock.now()).await.expect("runner");
+        println!("prefill        {prefill} finished tasks kept in the tables ({:.1?})", t.elapsed());
+    }
+
     // Bulk add.
     let batch: Vec<_> = (0..tasks).map(|_| NewTask::new("noop", "{}")).collect();
     let t = Instant::now();
@@ -76,17 +94,44 @@ async fn run() {
         claim_batch: env_num("BENCH_CLAIM_BATCH", WorkerConfig::DEFAULT_CLAIM_BATCH),
         ..WorkerConfig::default()
     };
-    let t = Instant::now();
-    let cpu = cpu_seconds();
-    let report = app.worker(cfg).run(std::future::pending()).await.expect("worker");
-    let drain = t.elapsed();
-    let cpu = cpu_seconds() - cpu;
-    assert_eq!(report.runs_finished as usize, tasks);
-    println!(
-        "drain          {:>10.0} tasks/s  ({tasks} in {drain:.2?}; CPU {:.0} µs/task)",
-        tasks as f64 / drain.as_secs_f64(),
-        cpu * 1e6 / tasks as f64
-    );
+    let workers = env_num("BENCH_WORKERS", 0);
+    if workers == 0 {
+        let t = Instant::now();
+        let cpu = cpu_seconds();
+        let report = app.worker(cfg).run(std::future::pending()).await.expect("worker");
+        let drain = t.elapsed();
+        let cpu = cpu_seconds() - cpu;
+        assert_eq!(report.runs_finished as usize, tasks);
+        println!(
+            "drain          {:>10.0} tasks/s  ({tasks} in {drain:.2?}; CPU {:.0} µs/task)",
+            tasks as f64 / drain.as_secs_f64(),
+            cpu * 1e6 / tasks as f64
+        );
+    } else {
+        let t = Instant::now();
+        let procs: Vec<_> = (0..workers)
+            .map(|_| {
+                std::process::Command::new(env!("CARGO_BIN_EXE_taskhost"))
+                    .args(["worker", "--drain", "--no-overseer", "--watch-plugins", "0s", "--poll-interval", "5ms"])
+                    .args(["--concurrency", &concurrency.to_string(), "--rss-cap-mb", "4096"])
+                    .env("TASKHOST_DATABASE_URL", &url)
+                    .env("TASKHOST_PLUGINS", &plugins)
+                    .env("TASKHOST_CACHE_DIR", root.join("target/bench-cache"))
+                    .spawn()
+                    .expect("start a worker process")
+            })
+            .collect();
+        for mut p in procs {
+            assert!(p.wait().expect("worker").success(), "a worker process failed");
+        }
+        let drain = t.elapsed();
+        let counts = app.store.counts().await.expect("counts");
+        assert_eq!(counts.success as usize, prefill + tasks, "{counts:?}");
+        println!(
+            "drain          {:>10.0} tasks/s  ({tasks} in {drain:.2?} by {workers} worker processes, from their start)",
+            tasks as f64 / drain.as_secs_f64()
+        );
+    }
 
     // Enqueue → start latency with an idle worker: single adds, one at a time.
     let latency_runs = env_num("BENCH_LATENCY_RUNS", 200);
@@ -126,42 +171,7 @@ async fn run() {
     let batch: Vec<_> = (0..tasks).map(|_| NewTask::new("noop", "{}")).collect();
     app.client.add_many(batch).await.expect("add");
     let runner = app.store.register_runner(1, "bench", app.clock.now(), 100).await.expect("runner");
-    let (mut claim_t, mut finish_t, mut n) = (Duration::ZERO, Duration::ZERO, 0);
-    loop {
-        let t = Instant::now();
-        let claimed = app
-            .store
-            .claim(runner, &["default".into()], 256, app.clock.now(), Duration::from_secs(60))
-            .await
-            .expect("claim");
-        claim_t += t.elapsed();
-        if claimed.is_empty() {
-            break;
-        }
-        n += claimed.len();
-        let now = app.clock.now();
-        let outcomes: Vec<_> = claimed
-            .iter()
-            .map(|c| taskhost::model::RunOutcome {
-                run_id: c.run_id,
-                task_id: c.task_id,
-                status: taskhost::model::RunStatus::Success,
-                results: Some("{}".into()),
-                error_code: None,
-                error_message: None,
-                percents_completed: None,
-                finished_on: now,
-                duration_ms: 0,
-                component_digest: Some(noop.digest.clone()),
-                fuel_used: Some(100),
-                logs: None,
-                next: taskhost::model::NextStep::Done,
-            })
-            .collect();
-        let t = Instant::now();
-        app.store.finish_runs(&outcomes).await.expect("finish");
-        finish_t += t.elapsed();
-    }
+    let (n, claim_t, finish_t) = claim_and_finish_all(&app, runner, &noop.digest).await;
     println!(
         "store only     {:>10.0} tasks/s  (claim {:.1} µs/task, finish {:.1} µs/task, batches of 256)",
         n as f64 / (claim_t + finish_t).as_secs_f64(),
@@ -225,4 +235,45 @@ async fn run() {
     let mut sys = sysinfo::System::new();
     let rss = taskhost::runner::process_rss(&mut sys, sysinfo::Pid::from_u32(std::process::id())).unwrap_or(0);
     println!("process RSS    {:>10.1} MiB after all of the above", rss as f64 / (1 << 20) as f64);
+}
+
+/// Claim and finish (as successes, no wasm) every due task in batches of 256, as a worker's store
+/// calls would. Returns the count and the time spent claiming and finishing.
+async fn claim_and_finish_all(app: &App, runner: i64, digest: &str) -> (usize, Duration, Duration) {
+    let (mut claim_t, mut finish_t, mut n) = (Duration::ZERO, Duration::ZERO, 0);
+    loop {
+        let t = Instant::now();
+        let claimed = app
+            .store
+            .claim(runner, &["default".into()], 256, app.clock.now(), Duration::from_secs(60))
+            .await
+            .expect("claim");
+        claim_t += t.elapsed();
+        if claimed.is_empty() {
+            return (n, claim_t, finish_t);
+        }
+        n += claimed.len();
+        let now = app.clock.now();
+        let outcomes: Vec<_> = claimed
+            .iter()
+            .map(|c| taskhost::model::RunOutcome {
+                run_id: c.run_id,
+                task_id: c.task_id,
+                status: taskhost::model::RunStatus::Success,
+                results: Some("{}".into()),
+                error_code: None,
+                error_message: None,
+                percents_completed: None,
+                finished_on: now,
+                duration_ms: 0,
+                component_digest: Some(digest.to_string()),
+                fuel_used: Some(100),
+                logs: None,
+                next: taskhost::model::NextStep::Done,
+            })
+            .collect();
+        let t = Instant::now();
+        app.store.finish_runs(&outcomes).await.expect("finish");
+        finish_t += t.elapsed();
+    }
 }

@@ -28,6 +28,11 @@ impl PostgresStore {
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
         let opts: PgConnectOptions =
             url.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: url.to_string(), reason: e.to_string() })?;
+        // Generic plans: they take a batch array as a handful of rows, so batches are joined by
+        // index lookups whatever the statistics say (a queue's statistics are always stale:
+        // custom plans, priced from them, scanned all of task_runs per claim, 20x slower at
+        // 100,000 rows). And statements are no longer re-planned on every call.
+        let opts = opts.options([("plan_cache_mode", "force_generic_plan")]);
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(2))
             .acquire_timeout(Duration::from_secs(10))
@@ -35,6 +40,30 @@ impl PostgresStore {
             .await
             .map_err(|e| Error::BadUrl { url: redact(url), reason: format!("cannot connect: {e}") })?;
         Ok(PostgresStore { pool })
+    }
+
+    /// The run of a claimed task that had no scheduled run, created already running.
+    async fn insert_running_run(
+        &self,
+        task_id: TaskId,
+        runner: RunnerId,
+        now: DateTime<Utc>,
+        run_timeout: Option<i64>,
+        default_timeout: Duration,
+    ) -> Result<(RunId, i64)> {
+        let timeout = run_timeout.map(|s| Duration::from_secs(s.max(0) as u64)).unwrap_or(default_timeout);
+        let timeout = chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::days(36500));
+        Ok(sqlx::query_as(
+            "INSERT INTO task_runs (task_queue_id, attempt, created_on, started_on, status, task_runner_id, timeout_on)
+             SELECT $1, coalesce(max(attempt), 0) + 1, $2, $2, 'running', $3, $4 FROM task_runs WHERE task_queue_id = $1
+             RETURNING id, attempt",
+        )
+        .bind(task_id)
+        .bind(now)
+        .bind(runner)
+        .bind(now.checked_add_signed(timeout).unwrap_or(now))
+        .fetch_one(&self.pool)
+        .await?)
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -85,7 +114,7 @@ async fn add_one(conn: &mut PgConnection, t: &NewTask, now: DateTime<Utc>) -> Re
              max_retries, queue, priority, unique_key, active_unique_key, run_timeout,
              backoff_base_ms, backoff_max_ms)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12)
-         ON CONFLICT (active_unique_key) DO NOTHING
+         ON CONFLICT (active_unique_key) WHERE active_unique_key IS NOT NULL DO NOTHING
          RETURNING id",
     )
     .bind(now)
@@ -182,6 +211,40 @@ async fn insert_run(tx: &mut PgConnection, task_id: TaskId, attempt: u32, now: D
     .bind(now)
     .fetch_one(&mut *tx)
     .await?)
+}
+
+/// Write runs that succeeded, and their tasks, in one statement.
+async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result<()> {
+    if ok.is_empty() {
+        return Ok(());
+    }
+    // Rows are reached by primary key (`= ANY`, whose selectivity needs no statistics), and the
+    // guard is `finished_on IS NULL` rather than the status: a status test lets the planner
+    // scan the partial index of running runs, which stale statistics price as empty.
+    sqlx::query(
+        "WITH r AS (
+             UPDATE task_runs r SET status = 'success', finished_on = t.f, results = t.res,
+                 percents_completed = 100, duration_ms = t.ms, component_digest = t.dg, fuel_used = t.fu,
+                 logs = t.lg
+             FROM UNNEST($1::bigint[], $2::timestamptz[], $3::text[], $4::bigint[], $5::text[], $6::bigint[],
+                         $7::text[]) AS t(id, f, res, ms, dg, fu, lg)
+             WHERE r.id = t.id AND r.finished_on IS NULL
+             RETURNING r.task_queue_id, r.finished_on
+         )
+         UPDATE task_queue q SET last_status = 'success', task_runs_failed = 0, finished_on = r.finished_on,
+             active_unique_key = NULL
+         FROM r WHERE q.id = r.task_queue_id",
+    )
+    .bind(ok.iter().map(|o| o.run_id).collect::<Vec<_>>())
+    .bind(ok.iter().map(|o| o.finished_on).collect::<Vec<_>>())
+    .bind(ok.iter().map(|o| o.results.clone()).collect::<Vec<_>>())
+    .bind(ok.iter().map(|o| o.duration_ms).collect::<Vec<_>>())
+    .bind(ok.iter().map(|o| o.component_digest.clone()).collect::<Vec<_>>())
+    .bind(ok.iter().map(|o| o.fuel_used).collect::<Vec<_>>())
+    .bind(ok.iter().map(|o| o.logs.clone()).collect::<Vec<_>>())
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 #[async_trait]
@@ -351,10 +414,12 @@ impl Store for PostgresStore {
         if limit == 0 || queues.is_empty() {
             return Ok(Vec::new());
         }
-        let mut tx = self.pool.begin().await?;
         // One queue: an equality, so the claim index yields rows already in claim order (with
         // `= ANY(array)` the planner scans and sorts every due task instead).
         let queue_cond = if queues.len() == 1 { "queue = $2" } else { "queue = ANY($4)" };
+        // One statement, so one round trip and atomic without an explicit transaction. Every row
+        // is reached by a unique key (primary keys, and the unique index of scheduled runs), whose
+        // selectivity the planner knows without statistics; on a queue they are always stale.
         let sql = format!(
             "WITH picked AS (
                  SELECT id FROM task_queue
@@ -362,18 +427,37 @@ impl Store for PostgresStore {
                  ORDER BY priority, scheduled_on, id
                  LIMIT $3
                  FOR UPDATE SKIP LOCKED
+             ),
+             q AS (
+                 UPDATE task_queue SET last_status = 'running' WHERE id = ANY(ARRAY(SELECT id FROM picked))
+                 RETURNING id, task_handler_class, task_data, queued_by_id, max_retries, task_runs_failed,
+                           run_timeout, backoff_base_ms, backoff_max_ms, priority, scheduled_on
+             ),
+             j AS (
+                 SELECT q.*, (SELECT s.id FROM task_runs s WHERE s.task_queue_id = q.id AND s.status = 'scheduled')
+                            AS run_id
+                 FROM q
+             ),
+             r AS (
+                 UPDATE task_runs SET status = 'running', started_on = $1, task_runner_id = $5,
+                     timeout_on = $1 + make_interval(secs => least(coalesce(j.run_timeout, $6), 3153600000))
+                 FROM j
+                 WHERE task_runs.id = j.run_id
+                 RETURNING task_runs.id, task_runs.attempt, task_runs.timeout_on
              )
-             UPDATE task_queue q SET last_status = 'running' FROM picked WHERE q.id = picked.id
-             RETURNING q.id, q.task_handler_class, q.task_data, q.queued_by_id, q.max_retries, q.task_runs_failed,
-                       q.run_timeout, q.backoff_base_ms, q.backoff_max_ms, q.priority, q.scheduled_on"
+             SELECT j.*, r.attempt, r.timeout_on FROM j LEFT JOIN r ON r.id = j.run_id"
         );
-        let rows =
-            sqlx::query(&sql).bind(now).bind(&queues[0]).bind(limit as i64).bind(queues).fetch_all(&mut *tx).await?;
-        if rows.is_empty() {
-            tx.rollback().await?;
-            return Ok(Vec::new());
-        }
+        let rows = sqlx::query(&sql)
+            .bind(now)
+            .bind(&queues[0])
+            .bind(limit as i64)
+            .bind(queues)
+            .bind(runner)
+            .bind(default_timeout.as_secs().min(3_153_600_000) as i64)
+            .fetch_all(&self.pool)
+            .await?;
         struct Claimed {
+            run: Option<(i64, i64)>,
             task_id: i64,
             priority: i64,
             scheduled_on: DateTime<Utc>,
@@ -383,14 +467,14 @@ impl Store for PostgresStore {
             max_retries: u32,
             failed: u32,
             backoff: BackoffSettings,
-            timeout_on: DateTime<Utc>,
+            run_timeout: Option<i64>,
         }
         let mut claimed = Vec::with_capacity(rows.len());
         for r in &rows {
-            let secs: Option<i64> = r.try_get("run_timeout")?;
-            let timeout = secs.map(|s| Duration::from_secs(s.max(0) as u64)).unwrap_or(default_timeout);
-            let timeout = chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::days(36500));
+            let run_id: Option<i64> = r.try_get("run_id")?;
+            let attempt: Option<i64> = r.try_get("attempt")?;
             claimed.push(Claimed {
+                run: run_id.zip(attempt),
                 task_id: r.try_get("id")?,
                 priority: r.try_get("priority")?,
                 scheduled_on: r.try_get("scheduled_on")?,
@@ -403,49 +487,16 @@ impl Store for PostgresStore {
                     base_ms: r.try_get("backoff_base_ms")?,
                     max_ms: r.try_get("backoff_max_ms")?,
                 },
-                timeout_on: now.checked_add_signed(timeout).unwrap_or(now),
+                run_timeout: r.try_get("run_timeout")?,
             });
         }
         claimed.sort_by(|a, b| (a.priority, a.scheduled_on, a.task_id).cmp(&(b.priority, b.scheduled_on, b.task_id)));
-        let run_rows: Vec<(i64, i64, i64)> = sqlx::query_as(
-            "UPDATE task_runs r SET status = 'running', started_on = $1, task_runner_id = $2, timeout_on = t.timeout_on
-             FROM UNNEST($3::bigint[], $4::timestamptz[]) AS t(task_id, timeout_on)
-             WHERE r.task_queue_id = t.task_id AND r.status = 'scheduled'
-             RETURNING r.task_queue_id, r.id, r.attempt",
-        )
-        .bind(now)
-        .bind(runner)
-        .bind(claimed.iter().map(|c| c.task_id).collect::<Vec<_>>())
-        .bind(claimed.iter().map(|c| c.timeout_on).collect::<Vec<_>>())
-        .fetch_all(&mut *tx)
-        .await?;
-        let mut by_task: std::collections::HashMap<i64, (i64, i64)> =
-            run_rows.into_iter().map(|(t, r, a)| (t, (r, a))).collect();
         let mut out = Vec::with_capacity(claimed.len());
         for c in claimed {
-            let (run_id, attempt) = match by_task.remove(&c.task_id) {
+            let (run_id, attempt) = match c.run {
                 Some(found) => found,
-                None => {
-                    // A scheduled task without its scheduled run (should not happen): make one.
-                    let last: Option<i64> =
-                        sqlx::query_scalar("SELECT max(attempt) FROM task_runs WHERE task_queue_id = $1")
-                            .bind(c.task_id)
-                            .fetch_one(&mut *tx)
-                            .await?;
-                    let attempt = last.unwrap_or(0) + 1;
-                    let id: i64 = sqlx::query_scalar(
-                        "INSERT INTO task_runs (task_queue_id, attempt, created_on, started_on, status, task_runner_id, timeout_on)
-                         VALUES ($1, $2, $3, $3, 'running', $4, $5) RETURNING id",
-                    )
-                    .bind(c.task_id)
-                    .bind(attempt)
-                    .bind(now)
-                    .bind(runner)
-                    .bind(c.timeout_on)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                    (id, attempt)
-                }
+                // A scheduled task without its scheduled run (should not happen): make one.
+                None => self.insert_running_run(c.task_id, runner, now, c.run_timeout, default_timeout).await?,
             };
             out.push(ClaimedRun {
                 run_id,
@@ -460,7 +511,6 @@ impl Store for PostgresStore {
                 started_on: now,
             });
         }
-        tx.commit().await?;
         Ok(out)
     }
 
@@ -471,7 +521,7 @@ impl Store for PostgresStore {
         sqlx::query(
             "UPDATE task_runs r SET percents_completed = coalesce(t.p, r.percents_completed), results = coalesce(t.res, r.results)
              FROM UNNEST($1::bigint[], $2::bigint[], $3::text[]) AS t(id, p, res)
-             WHERE r.id = t.id AND r.status = 'running'",
+             WHERE r.id = t.id AND r.finished_on IS NULL",
         )
         .bind(updates.iter().map(|u| u.run_id).collect::<Vec<_>>())
         .bind(updates.iter().map(|u| u.percent.map(i64::from)).collect::<Vec<_>>())
@@ -485,47 +535,21 @@ impl Store for PostgresStore {
         if outcomes.is_empty() {
             return Ok(());
         }
-        let mut tx = self.pool.begin().await?;
         let ok: Vec<_> = outcomes.iter().filter(|o| o.next == NextStep::Done).collect();
-        if !ok.is_empty() {
-            let done: Vec<(i64, DateTime<Utc>)> = sqlx::query_as(
-                "UPDATE task_runs r SET status = 'success', finished_on = t.f, results = t.res, percents_completed = 100,
-                     duration_ms = t.ms, component_digest = t.dg, fuel_used = t.fu, logs = t.lg
-                 FROM UNNEST($1::bigint[], $2::timestamptz[], $3::text[], $4::bigint[], $5::text[], $6::bigint[], $7::text[])
-                      AS t(id, f, res, ms, dg, fu, lg)
-                 WHERE r.id = t.id AND r.status = 'running'
-                 RETURNING r.task_queue_id, r.finished_on",
-            )
-            .bind(ok.iter().map(|o| o.run_id).collect::<Vec<_>>())
-            .bind(ok.iter().map(|o| o.finished_on).collect::<Vec<_>>())
-            .bind(ok.iter().map(|o| o.results.clone()).collect::<Vec<_>>())
-            .bind(ok.iter().map(|o| o.duration_ms).collect::<Vec<_>>())
-            .bind(ok.iter().map(|o| o.component_digest.clone()).collect::<Vec<_>>())
-            .bind(ok.iter().map(|o| o.fuel_used).collect::<Vec<_>>())
-            .bind(ok.iter().map(|o| o.logs.clone()).collect::<Vec<_>>())
-            .fetch_all(&mut *tx)
-            .await?;
-            if !done.is_empty() {
-                let ids: Vec<i64> = done.iter().map(|(t, _)| *t).collect();
-                let times: Vec<DateTime<Utc>> = done.iter().map(|(_, f)| *f).collect();
-                sqlx::query(
-                    "UPDATE task_queue q SET last_status = 'success', task_runs_failed = 0, finished_on = t.f,
-                         active_unique_key = NULL
-                     FROM UNNEST($1::bigint[], $2::timestamptz[]) AS t(id, f) WHERE q.id = t.id",
-                )
-                .bind(&ids)
-                .bind(&times)
-                .execute(&mut *tx)
-                .await?;
-            }
+        if ok.len() == outcomes.len() {
+            // The common case: one statement, atomic on its own.
+            let mut conn = self.pool.acquire().await?;
+            return finish_successes(&mut conn, &ok).await;
         }
+        let mut tx = self.pool.begin().await?;
+        finish_successes(&mut tx, &ok).await?;
         for o in outcomes.iter().filter(|o| o.next != NextStep::Done) {
             let attempt: Option<i64> = sqlx::query_scalar(
                 "UPDATE task_runs SET status = $2, finished_on = $3, results = coalesce($4, results),
                      error_code = $5, error_message = $6,
                      percents_completed = coalesce($7, percents_completed), duration_ms = $8,
                      component_digest = $9, fuel_used = $10, logs = $11
-                 WHERE id = $1 AND status = 'running'
+                 WHERE id = $1 AND finished_on IS NULL
                  RETURNING attempt",
             )
             .bind(o.run_id)
