@@ -114,6 +114,7 @@ async fn run() {
                 std::process::Command::new(env!("CARGO_BIN_EXE_taskhost"))
                     .args(["worker", "--drain", "--no-overseer", "--watch-plugins", "0s", "--poll-interval", "5ms"])
                     .args(["--concurrency", &concurrency.to_string(), "--rss-cap-mb", "4096"])
+                    .args(["--claim-batch", &cfg.claim_batch.to_string()])
                     .env("TASKHOST_DATABASE_URL", &url)
                     .env("TASKHOST_PLUGINS", &plugins)
                     .env("TASKHOST_CACHE_DIR", root.join("target/bench-cache"))

@@ -116,6 +116,9 @@ pub struct WorkerArgs {
     /// Queues to claim from, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = taskhost::model::DEFAULT_QUEUE)]
     pub queues: Vec<String>,
+    /// Most runs claimed in one round trip.
+    #[arg(long, default_value_t = WorkerConfig::DEFAULT_CLAIM_BATCH)]
+    pub claim_batch: usize,
     /// Exit 0 once nothing is due or running.
     #[arg(long)]
     pub drain: bool,
@@ -269,6 +272,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             overseer.liveness.heartbeat_horizon = w.heartbeat_horizon;
             let cfg = WorkerConfig {
                 concurrency: w.concurrency,
+                claim_batch: w.claim_batch.max(1),
                 queues: w.queues,
                 drain: w.drain,
                 drain_horizon: w.drain_horizon,

@@ -141,6 +141,29 @@ pub async fn respects_the_claim_limit(store: SharedStore) {
     assert_eq!(store.claim(r, &["default".into()], 100, t0(), DAY).await.expect("claim").len(), 7);
 }
 
+pub async fn a_large_claim_takes_each_task_once_with_its_own_run(store: SharedStore) {
+    // Large claims may be split across connections (PostgreSQL): still each task once, in full.
+    let tasks: Vec<_> = (0..700).map(|i| NewTask::new("h", format!(r#"{{"i":{i}}}"#))).collect();
+    store.add_tasks(&tasks, t0()).await.expect("add");
+    let r = runner(&store, t0()).await;
+    let mut all = store.claim(r, &["default".into()], 512, t0(), DAY).await.expect("claim");
+    assert_eq!(all.len(), 512);
+    all.extend(store.claim(r, &["default".into()], 512, t0(), DAY).await.expect("claim"));
+    assert_eq!(all.len(), 700);
+    let tasks: std::collections::HashSet<_> = all.iter().map(|c| c.task_id).collect();
+    let runs: std::collections::HashSet<_> = all.iter().map(|c| c.run_id).collect();
+    assert_eq!((tasks.len(), runs.len()), (700, 700));
+    for c in all.iter().step_by(97) {
+        let runs = store.runs_of(c.task_id).await.expect("runs");
+        assert_eq!(runs.len(), 1);
+        assert_eq!((runs[0].id, runs[0].status, runs[0].attempt), (c.run_id, RunStatus::Running, 1));
+        let task = store.get_task(c.task_id).await.expect("get").expect("task");
+        assert_eq!(task.last_status, RunStatus::Running);
+        assert_eq!(c.data, task.data);
+    }
+    assert_eq!(store.counts().await.expect("counts").running, 700);
+}
+
 pub async fn unique_key_returns_the_unfinished_task(store: SharedStore) {
     let first = store.add_tasks(&[NewTask::new("h", "{}").with_unique_key("k1")], t0()).await.expect("add")[0];
     assert!(first.created);
@@ -379,6 +402,7 @@ macro_rules! store_suite {
         case!(claims_in_priority_then_fifo_order);
         case!(claims_only_due_tasks_of_the_given_queues);
         case!(respects_the_claim_limit);
+        case!(a_large_claim_takes_each_task_once_with_its_own_run);
         case!(unique_key_returns_the_unfinished_task);
         case!(success_updates_the_run_and_the_task);
         case!(a_failure_with_retry_schedules_the_next_attempt);
