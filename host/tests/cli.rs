@@ -10,16 +10,7 @@ use taskhost::model::RunStatus;
 use taskhost::store::{self, SharedStore, StoreOptions};
 
 fn taskhost(env: &Env) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_taskhost"));
-    c.arg("--database-url")
-        .arg(&env.db_url)
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--cache-dir")
-        .arg(common::cache_dir())
-        .env_remove("TASKHOST_DATABASE_URL")
-        .env_remove("TASKHOST_PLUGINS");
-    c
+    common::taskhost_command(env)
 }
 
 fn run(env: &Env, args: &[&str]) -> Output {

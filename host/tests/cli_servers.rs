@@ -10,17 +10,8 @@ use common::{wait_until, Env};
 use taskhost::model::{NewTask, RunStatus, TaskFilter};
 
 fn taskhost(env: &Env) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_taskhost"));
-    c.arg("--database-url")
-        .arg(&env.db_url)
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--cache-dir")
-        .arg(common::cache_dir())
-        .env_remove("TASKHOST_DATABASE_URL")
-        .env_remove("TASKHOST_PLUGINS")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut c = common::taskhost_command(env);
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
     c
 }
 

@@ -122,6 +122,29 @@ pub(crate) fn status<T: std::str::FromStr<Err = UnknownStatus>>(table: &'static 
 }
 
 /// A BIGINT count or number as u32 (negative → 0).
+/// The outcome of the statement that replays a dead letter (rows updated); a unique-key clash
+/// means another unfinished task holds the key.
+pub(crate) fn replayed(id: TaskId, r: std::result::Result<u64, sqlx::Error>) -> Result<u64> {
+    match r {
+        Ok(n) => Ok(n),
+        Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+            Err(Error::CannotRetry { id, reason: "another unfinished task holds the same unique key".into() })
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Why a task the replay did not update cannot be replayed.
+pub(crate) fn not_replayable(id: TaskId, task: Option<Task>) -> Error {
+    match task {
+        None => Error::TaskNotFound(id),
+        Some(t) => Error::CannotRetry {
+            id,
+            reason: format!("it is {} and not a dead letter (only tasks given up on can be replayed)", t.last_status),
+        },
+    }
+}
+
 pub(crate) fn n32(v: i64) -> u32 {
     v.clamp(0, u32::MAX as i64) as u32
 }

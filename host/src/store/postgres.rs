@@ -440,29 +440,11 @@ impl Store for PostgresStore {
         .bind(id)
         .bind(now)
         .execute(&mut *tx)
-        .await;
-        let updated = match updated {
-            Ok(r) => r.rows_affected(),
-            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
-                return Err(Error::CannotRetry {
-                    id,
-                    reason: "another unfinished task holds the same unique key".into(),
-                })
-            }
-            Err(e) => return Err(e.into()),
-        };
-        if updated == 0 {
+        .await
+        .map(|r| r.rows_affected());
+        if super::replayed(id, updated)? == 0 {
             let task = sqlx::query("SELECT * FROM task_queue WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
-            return match task.as_ref().map(task_from_row).transpose()? {
-                None => Err(Error::TaskNotFound(id)),
-                Some(t) => Err(Error::CannotRetry {
-                    id,
-                    reason: format!(
-                        "it is {} and not a dead letter (only tasks given up on can be replayed)",
-                        t.last_status
-                    ),
-                }),
-            };
+            return Err(super::not_replayable(id, task.as_ref().map(task_from_row).transpose()?));
         }
         let last: Option<i64> = sqlx::query_scalar("SELECT max(attempt) FROM task_runs WHERE task_queue_id = $1")
             .bind(id)

@@ -198,3 +198,18 @@ where
         assert!(start.elapsed() < deadline, "timed out after {deadline:?} waiting until {what}");
     }
 }
+
+/// The `taskhost` command on this environment's database, plugins and cache, ignoring the
+/// caller's TASKHOST_* variables.
+pub fn taskhost_command(env: &Env) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_taskhost"));
+    c.arg("--database-url")
+        .arg(&env.db_url)
+        .arg("--plugins")
+        .arg(&env.plugins)
+        .arg("--cache-dir")
+        .arg(cache_dir())
+        .env_remove("TASKHOST_DATABASE_URL")
+        .env_remove("TASKHOST_PLUGINS");
+    c
+}
