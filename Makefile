@@ -8,7 +8,7 @@ PLUGINS  := target/plugins
 DEMO_DB  := target/demo.db
 TASKHOST := target/release/taskhost
 
-.PHONY: demo test plugins build bench wasm-target services clean
+.PHONY: demo test lint plugins build bench wasm-target services clean
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -29,6 +29,11 @@ services:
 
 test: plugins services
 	$(CARGO) test --release --workspace
+
+# Formatting and lints, as CI checks them.
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --release --all-targets -- -D warnings
 
 bench: plugins build
 	$(CARGO) bench -p taskhost

@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use crate::client::Client;
 use crate::clock::{SharedClock, SystemClock};
+use crate::config::Policy;
 use crate::error::{Error, Result};
 use crate::plugins::{self, Catalog};
 use crate::runner::{Worker, WorkerConfig};
-use crate::sandbox::{Limits, Sandbox, SandboxConfig};
+use crate::sandbox::{Sandbox, SandboxConfig};
 use crate::store::{self, SharedStore, StoreOptions};
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AppConfig {
     /// `sqlite://PATH`.
     pub database_url: String,
@@ -21,8 +22,21 @@ pub struct AppConfig {
     /// Apply migrations when opening the database.
     pub migrate: bool,
     pub sandbox: SandboxConfig,
-    /// Limits of handlers without a manifest.
-    pub limits: Limits,
+    /// The operator's limits and grants ([`Policy::load`] reads them from a file).
+    pub policy: Policy,
+    /// How long the first connection to a database server may take.
+    pub connect_timeout: std::time::Duration,
+}
+
+impl std::fmt::Debug for AppConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppConfig")
+            .field("database_url", &store::redact(&self.database_url))
+            .field("plugins_dir", &self.plugins_dir)
+            .field("cache_dir", &self.cache_dir)
+            .field("migrate", &self.migrate)
+            .finish_non_exhaustive()
+    }
 }
 
 impl AppConfig {
@@ -33,7 +47,8 @@ impl AppConfig {
             cache_dir: None,
             migrate: true,
             sandbox: SandboxConfig::default(),
-            limits: Limits::default(),
+            policy: Policy::default(),
+            connect_timeout: StoreOptions::DEFAULT_CONNECT_TIMEOUT,
         }
     }
 }
@@ -54,14 +69,17 @@ impl App {
     }
 
     pub async fn open_with_clock(config: &AppConfig, clock: SharedClock) -> Result<App> {
-        let store =
-            store::open(&config.database_url, &StoreOptions { migrate: config.migrate, ..Default::default() }).await?;
+        let store = store::open(
+            &config.database_url,
+            &StoreOptions { migrate: config.migrate, connect_timeout: config.connect_timeout, ..Default::default() },
+        )
+        .await?;
         let sandbox_config = config.sandbox.clone();
         let sandbox = tokio::task::spawn_blocking(move || Sandbox::new(&sandbox_config))
             .await
             .map_err(|e| Error::Engine(format!("building the engine panicked: {e}")))??;
-        let cache = config.cache_dir.clone().unwrap_or_else(plugins::default_cache_dir);
-        let catalog = Arc::new(Catalog::new(Arc::new(sandbox), &config.plugins_dir, Some(cache), config.limits));
+        let cache = config.cache_dir.clone().or_else(plugins::default_cache_dir);
+        let catalog = Arc::new(Catalog::new(Arc::new(sandbox), &config.plugins_dir, cache, config.policy.clone()));
         let client = Client::new(store.clone(), catalog.clone(), clock.clone());
         Ok(App { store, catalog, clock, client })
     }

@@ -29,6 +29,13 @@ pub struct Cli {
     /// Where compiled components are cached [default: $XDG_CACHE_HOME/taskhost or ~/.cache/taskhost].
     #[arg(long, global = true, env = "TASKHOST_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// The operator's configuration file: handler grants, limits above the defaults, plugin
+    /// size and cache limits (see the README's Trust model).
+    #[arg(long, global = true, env = "TASKHOST_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// How long the first connection to a database server may take.
+    #[arg(long, global = true, value_parser = humantime::parse_duration, default_value = "5s")]
+    pub connect_timeout: Duration,
     /// Do not create or update the tables at start.
     #[arg(long, global = true)]
     pub no_migrate: bool,
@@ -142,9 +149,13 @@ pub struct WorkerArgs {
     /// Time in-flight runs get to finish after SIGINT/SIGTERM.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "30s")]
     pub shutdown_grace: Duration,
-    /// Finish and exit when resident memory passes this many MiB.
-    #[arg(long, default_value_t = 100)]
-    pub rss_cap_mb: u64,
+    /// Guest memory in use at once, in MiB: each run holds its memory limit while it runs
+    /// [default: concurrency × the default memory limit].
+    #[arg(long)]
+    pub memory_budget_mb: Option<u64>,
+    /// Finish and exit when resident memory passes this many MiB [default: the memory budget + 512].
+    #[arg(long)]
+    pub rss_cap_mb: Option<u64>,
     /// At most this many runners live at once.
     #[arg(long, default_value_t = WorkerConfig::DEFAULT_RUNNER_LIMIT)]
     pub runner_limit: u32,
@@ -171,15 +182,19 @@ pub struct ListArgs {
 }
 
 impl Cli {
-    fn app_config(&self) -> AppConfig {
+    fn app_config(&self) -> Result<AppConfig> {
         let mut c = AppConfig::new(&self.database_url, &self.plugins_dir);
+        c.connect_timeout = self.connect_timeout;
+        if let Some(path) = &self.config {
+            c.policy = taskhost::config::Policy::load(path)?;
+        }
         c.cache_dir = self.cache_dir.clone();
         c.migrate = !self.no_migrate;
         if let Command::Worker(w) = &self.command {
             // One pool slot per concurrent run, with room to spare.
             c.sandbox.pool_instances = c.sandbox.pool_instances.max((w.concurrency as u32).saturating_mul(2));
         }
-        c
+        Ok(c)
     }
 }
 
@@ -229,11 +244,11 @@ fn reload_on_hangup(app: &App) {
 }
 
 pub async fn run(cli: Cli) -> Result<()> {
-    let config = cli.app_config();
+    let config = cli.app_config()?;
     if let Command::RunOnce { handler, data } = &cli.command {
         return run_once(&config, handler, data).await;
     }
-    let app = App::open(&config).await.with_context(|| format!("opening {}", cli.database_url))?;
+    let app = App::open(&config).await?;
     match cli.command {
         Command::Migrate => {
             if cli.no_migrate {
@@ -262,11 +277,20 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Worker(w) => {
             reload_on_hangup(&app);
+            // A worker that can run nothing would only turn every task it claims into a dead
+            // letter: a wrong --plugins is refused at start.
+            std::fs::read_dir(&cli.plugins_dir)
+                .with_context(|| format!("cannot read the plugins directory {}", cli.plugins_dir.display()))?;
             let catalog = app.catalog.clone();
+            let mut usable = 0;
             for r in tokio::task::spawn_blocking(move || catalog.reload()).await? {
-                if let Err(e) = r.status {
-                    tracing::warn!(plugin = %r.name, "plugin unusable: {e}");
+                match r.status {
+                    Ok(()) => usable += 1,
+                    Err(e) => tracing::warn!(plugin = %r.name, "plugin unusable: {e}"),
                 }
+            }
+            if usable == 0 {
+                bail!("no usable plugin in {}: nothing for a worker to run", cli.plugins_dir.display());
             }
             let mut overseer = OverseerConfig::default();
             overseer.liveness.heartbeat_horizon = w.heartbeat_horizon;
@@ -282,7 +306,8 @@ pub async fn run(cli: Cli) -> Result<()> {
                 notified_poll_interval: w.notified_poll_interval,
                 heartbeat_interval: w.heartbeat_interval,
                 shutdown_grace: w.shutdown_grace,
-                rss_cap_bytes: w.rss_cap_mb.saturating_mul(1 << 20),
+                memory_budget_bytes: w.memory_budget_mb.map(|m| m.saturating_mul(1 << 20)),
+                rss_cap_bytes: w.rss_cap_mb.map(|m| m.saturating_mul(1 << 20)),
                 runner_limit: w.runner_limit,
                 ..WorkerConfig::default()
             };
@@ -355,9 +380,13 @@ pub async fn run(cli: Cli) -> Result<()> {
 async fn run_once(config: &AppConfig, handler: &str, data: &str) -> Result<()> {
     serde_json::from_str::<serde::de::IgnoredAny>(data).map_err(|e| taskhost::Error::InvalidJson(e.to_string()))?;
     let sandbox = taskhost::sandbox::Sandbox::new(&config.sandbox)?;
-    let cache = config.cache_dir.clone().unwrap_or_else(taskhost::plugins::default_cache_dir);
-    let catalog =
-        taskhost::plugins::Catalog::new(std::sync::Arc::new(sandbox), &config.plugins_dir, Some(cache), config.limits);
+    let cache = config.cache_dir.clone().or_else(taskhost::plugins::default_cache_dir);
+    let catalog = taskhost::plugins::Catalog::new(
+        std::sync::Arc::new(sandbox),
+        &config.plugins_dir,
+        cache,
+        config.policy.clone(),
+    );
     let plugin = catalog.load(handler)?;
     let input = taskhost::sandbox::RunInput {
         task_id: 0,
@@ -367,7 +396,7 @@ async fn run_once(config: &AppConfig, handler: &str, data: &str) -> Result<()> {
         data: data.to_string(),
         queued_by: None,
     };
-    let r = catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, None).await;
+    let r = catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, None, None).await;
     print!("{}", output::run_once(&r));
     if let taskhost::sandbox::GuestOutcome::Failed(f) = r.outcome {
         bail!("{}: {}", f.code, f.message);

@@ -20,6 +20,17 @@ use crate::model::*;
 use crate::plugins::Catalog;
 use crate::store::SharedStore;
 
+/// The same maximum length on every database, and no NUL byte (PostgreSQL refuses it).
+fn check_text(what: &'static str, value: &str, max: usize) -> Result<()> {
+    if value.len() > max {
+        return Err(Error::invalid(what, format!("{} bytes, over the maximum of {max}", value.len())));
+    }
+    if value.contains('\0') {
+        return Err(Error::invalid(what, "it contains a NUL byte"));
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone)]
 pub struct Client {
     store: SharedStore,
@@ -55,6 +66,14 @@ impl Client {
             }
             if t.unique_key.as_deref() == Some("") {
                 return Err(Error::invalid("unique key", "the unique key is empty"));
+            }
+            check_text("handler name", &t.handler, MAX_HANDLER_BYTES)?;
+            check_text("queue", &t.queue, MAX_QUEUE_BYTES)?;
+            if let Some(k) = &t.unique_key {
+                check_text("unique key", k, MAX_UNIQUE_KEY_BYTES)?;
+            }
+            if let Some(q) = &t.queued_by {
+                check_text("queued-by", q, MAX_QUEUED_BY_BYTES)?;
             }
             handlers.insert(t.handler.clone());
         }

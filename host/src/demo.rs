@@ -50,9 +50,6 @@ pub async fn run(app: &App) -> Result<()> {
     println!("\n== running a worker until nothing is due (retries included)");
     let started = std::time::Instant::now();
     let cfg = WorkerConfig {
-        // Loading the plugins above may have compiled 10–20 MB Python and JavaScript components in
-        // this process: its memory is not the handlers', so the demo does not apply the 100 MiB cap.
-        rss_cap_bytes: 4 << 30,
         concurrency: 4,
         drain: true,
         drain_horizon: Duration::from_secs(5),

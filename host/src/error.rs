@@ -15,8 +15,13 @@ pub enum Error {
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
 
+    /// `url` has its password left out.
     #[error("invalid database URL {url:?}: {reason}")]
     BadUrl { url: String, reason: String },
+
+    /// `url` has its password left out.
+    #[error("cannot connect to {url}: {reason}")]
+    Connect { url: String, reason: String },
 
     #[error("task data is not valid JSON: {0}")]
     InvalidJson(String),
@@ -29,6 +34,9 @@ pub enum Error {
 
     #[error("invalid manifest {}: {reason}", path.display())]
     BadManifest { path: PathBuf, reason: String },
+
+    #[error("invalid configuration {}: {reason}", path.display())]
+    BadConfig { path: PathBuf, reason: String },
 
     #[error("task {0} not found")]
     TaskNotFound(TaskId),

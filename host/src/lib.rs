@@ -2,8 +2,10 @@
 //! components. See the README for the manual.
 
 pub mod app;
+mod cache;
 pub mod client;
 pub mod clock;
+pub mod config;
 pub mod error;
 pub mod model;
 pub mod overseer;
@@ -12,6 +14,7 @@ pub mod retry;
 pub mod runner;
 pub mod sandbox;
 pub mod store;
+pub mod text;
 
 pub use app::{App, AppConfig};
 pub use client::Client;

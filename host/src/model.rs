@@ -133,6 +133,11 @@ pub struct NewTask {
 }
 
 pub const DEFAULT_MAX_RETRIES: u32 = 5;
+/// Longest handler name, queue name, unique key and `queued_by`, in bytes, on every database.
+pub const MAX_HANDLER_BYTES: usize = 128;
+pub const MAX_QUEUE_BYTES: usize = 128;
+pub const MAX_UNIQUE_KEY_BYTES: usize = 255;
+pub const MAX_QUEUED_BY_BYTES: usize = 255;
 pub const DEFAULT_QUEUE: &str = "default";
 
 impl NewTask {
@@ -261,6 +266,9 @@ pub struct ClaimedRun {
     pub task_runs_failed: u32,
     pub backoff: BackoffSettings,
     pub started_on: DateTime<Utc>,
+    /// When the run times out (its task's run timeout, or the default): the worker stops it
+    /// then, before the overseer would.
+    pub timeout_on: DateTime<Utc>,
 }
 
 /// How a run ended, as the runner reports it to the store.

@@ -38,8 +38,8 @@ pub fn task_table(rows: &[(Task, Vec<Run>)]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>6}  {:<14} {:<9} {:<10} {:>6} {:>4} {:>5}  {}",
-        "ID", "HANDLER", "QUEUE", "STATUS", "FAILED", "RUNS", "PROG", "RESULTS / LAST ERROR"
+        "{:>6}  {:<14} {:<9} {:<10} {:>6} {:>4} {:>5}  RESULTS / LAST ERROR",
+        "ID", "HANDLER", "QUEUE", "STATUS", "FAILED", "RUNS", "PROG"
     );
     for (t, runs) in rows {
         let progress = runs.last().map(|r| format!("{}%", r.percents_completed)).unwrap_or_default();
@@ -110,7 +110,7 @@ pub fn plugin_table(reports: &[LoadReport], dir: &Path) -> String {
         let _ = writeln!(out, "no plugins (*.wasm) in {}", dir.display());
         return out;
     }
-    let _ = writeln!(out, "{:<16} {:<18} {:>9}  {}", "PLUGIN", "SHA256", "LOAD", "STATUS");
+    let _ = writeln!(out, "{:<16} {:<18} {:>9}  STATUS", "PLUGIN", "SHA256", "LOAD");
     for r in reports {
         let digest = r.digest.as_deref().map(|d| format!("{}…", &d[..16.min(d.len())])).unwrap_or_default();
         let load = format!("{:.0?}{}", r.load_time, if r.cached { "*" } else { "" });
@@ -155,7 +155,7 @@ pub fn run_once(r: &RunResult) -> String {
         }
     }
     let _ = writeln!(out, "progress {}%  fuel {}  time {:.1?}", r.report.percent.unwrap_or(0), r.fuel_used, r.elapsed);
-    for line in r.report.logs.lines() {
+    for line in r.report.logs().unwrap_or_default().lines() {
         let _ = writeln!(out, "log {line}");
     }
     out

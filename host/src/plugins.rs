@@ -1,11 +1,14 @@
 //! The plugins directory: every `NAME.wasm` in it is a handler named `NAME`.
 //!
-//! Loading a plugin reads it, takes its sha256, compiles it (or loads the compiled artifact this
-//! host cached for that digest and engine), checks it against the `task-handler` world and reads
-//! its optional manifest `NAME.toml`:
+//! Everything in the directory is untrusted: files are read only if they are regular files (never
+//! through a symbolic link) no larger than the operator allows, and no error quotes what they
+//! hold. Loading a plugin reads it, takes its sha256, compiles it (or loads the compiled artifact
+//! this host cached for that digest and engine), checks it against the `task-handler` world and
+//! reads its optional manifest `NAME.toml`, which may only lower the limits the operator's
+//! configuration ([`crate::config::Policy`]) gives it:
 //!
 //! ```toml
-//! [limits]            # every key optional; defaults in the README
+//! [limits]            # every key optional
 //! fuel = 500_000_000
 //! memory_mb = 64
 //! deadline = "10s"
@@ -25,8 +28,10 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
+use crate::cache;
+use crate::config::Policy;
 use crate::error::{Error, Result};
-use crate::sandbox::{Grants, GrantsManifest, HostState, LimitOverrides, Limits, Sandbox, TaskHandlerPre};
+use crate::sandbox::{Grants, HostState, LimitOverrides, Limits, Sandbox, TaskHandlerPre};
 
 /// A loaded, checked handler.
 pub struct Plugin {
@@ -64,9 +69,12 @@ pub struct LoadReport {
 struct Manifest {
     #[serde(default)]
     limits: LimitOverrides,
-    #[serde(default)]
-    grants: GrantsManifest,
+    /// Refused when present: only the operator grants.
+    grants: Option<toml::Value>,
 }
+
+/// Most bytes of a manifest.
+const MAX_MANIFEST_BYTES: u64 = 64 << 10;
 
 /// Whether `name` can name a plugin: letters, digits, `-` and `_` (no paths).
 pub fn valid_name(name: &str) -> bool {
@@ -78,7 +86,7 @@ pub struct Catalog {
     sandbox: Arc<Sandbox>,
     dir: PathBuf,
     cache_dir: Option<PathBuf>,
-    default_limits: Limits,
+    policy: Arc<Policy>,
     loaded: RwLock<HashMap<String, Arc<Plugin>>>,
 }
 
@@ -89,14 +97,10 @@ impl std::fmt::Debug for Catalog {
 }
 
 impl Catalog {
-    /// `cache_dir`: where compiled artifacts are kept (None = compile on every load).
-    pub fn new(
-        sandbox: Arc<Sandbox>,
-        dir: impl Into<PathBuf>,
-        cache_dir: Option<PathBuf>,
-        default_limits: Limits,
-    ) -> Self {
-        Catalog { sandbox, dir: dir.into(), cache_dir, default_limits, loaded: RwLock::new(HashMap::new()) }
+    /// `cache_dir`: where compiled artifacts are kept (None = compile on every load); `policy`:
+    /// the operator's limits and grants.
+    pub fn new(sandbox: Arc<Sandbox>, dir: impl Into<PathBuf>, cache_dir: Option<PathBuf>, policy: Policy) -> Self {
+        Catalog { sandbox, dir: dir.into(), cache_dir, policy: Arc::new(policy), loaded: RwLock::new(HashMap::new()) }
     }
 
     pub fn dir(&self) -> &Path {
@@ -105,6 +109,11 @@ impl Catalog {
 
     pub fn sandbox(&self) -> &Arc<Sandbox> {
         &self.sandbox
+    }
+
+    /// The operator's limits and grants this catalog applies.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
     }
 
     /// The loaded plugin of that name.
@@ -127,7 +136,7 @@ impl Catalog {
             return Err(Error::invalid("handler name", format!("{name:?}: use letters, digits, '-' and '_'")));
         }
         let path = self.dir.join(format!("{name}.wasm"));
-        if !path.is_file() {
+        if std::fs::symlink_metadata(&path).is_err() {
             return Err(Error::UnknownHandler { name: name.to_string(), dir: self.dir.clone() });
         }
         let (plugin, _) =
@@ -148,10 +157,12 @@ impl Catalog {
                 return reports;
             }
         };
+        // Symbolic links are listed too, to be reported as refused.
         let mut files: Vec<(String, PathBuf)> = entries
             .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir()))
             .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+            .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
             .filter_map(|p| Some((p.file_stem()?.to_str()?.to_string(), p)))
             .collect();
         files.sort();
@@ -185,7 +196,10 @@ impl Catalog {
                     }
                     reports.push(LoadReport {
                         name,
-                        digest: file_digest(&path).ok(),
+                        digest: read_plugin_file(&path, self.policy.max_component_bytes)
+                            .ok()
+                            .flatten()
+                            .map(|b| hex::encode(Sha256::digest(&b))),
                         status: Err(reason),
                         cached: false,
                         load_time: started.elapsed(),
@@ -198,13 +212,14 @@ impl Catalog {
     }
 
     fn load_file(&self, name: &str, path: &Path) -> std::result::Result<(Arc<Plugin>, bool), String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let bytes = read_plugin_file(path, self.policy.max_component_bytes)?
+            .ok_or_else(|| format!("{} is gone", path.display()))?;
         let digest = hex::encode(Sha256::digest(&bytes));
         let manifest_path = path.with_extension("toml");
-        let manifest_text = match std::fs::read_to_string(&manifest_path) {
-            Ok(t) => Some(t),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(format!("cannot read {}: {e}", manifest_path.display())),
+        let bad_manifest = |reason: String| format!("invalid manifest {}: {reason}", manifest_path.display());
+        let manifest_text = match read_plugin_file(&manifest_path, MAX_MANIFEST_BYTES).map_err(bad_manifest)? {
+            Some(b) => Some(String::from_utf8(b).map_err(|_| bad_manifest("not UTF-8 text".into()))?),
+            None => None,
         };
         if let Some(old) = self.get(name) {
             if old.digest == digest && old.manifest_text == manifest_text {
@@ -212,51 +227,51 @@ impl Catalog {
             }
         }
         let manifest: Manifest = match &manifest_text {
-            Some(t) => toml::from_str(t).map_err(|e| format!("invalid manifest {}: {e}", manifest_path.display()))?,
+            Some(t) => toml::from_str(t).map_err(|e| bad_manifest(toml_error(&e, t)))?,
             None => Manifest::default(),
         };
+        if manifest.grants.is_some() {
+            return Err(bad_manifest(
+                "a manifest cannot grant anything ([grants]): only the operator grants, in the configuration \
+                 file (--config)"
+                    .into(),
+            ));
+        }
+        let (ceiling, grants) = self.policy.for_handler(name, &digest)?;
+        let limits = ceiling.lowered_by(&manifest.limits).map_err(|e| bad_manifest(format!("[limits] {e}")))?;
         if !bytes.starts_with(b"\0asm") {
             return Err("not a WebAssembly file (bad magic number)".into());
         }
-        let grants = manifest
-            .grants
-            .resolve(&self.dir)
-            .map_err(|e| format!("invalid manifest {}: {e}", manifest_path.display()))?;
         let (component, cached) = self.compile(&bytes, &digest)?;
         let pre = self.sandbox.prepare(&component)?;
-        let plugin = Plugin {
-            name: name.to_string(),
-            path: path.to_path_buf(),
-            digest,
-            limits: self.default_limits.with(&manifest.limits),
-            grants,
-            pre,
-            manifest_text,
-        };
+        let plugin =
+            Plugin { name: name.to_string(), path: path.to_path_buf(), digest, limits, grants, pre, manifest_text };
         Ok((Arc::new(plugin), cached))
     }
 
     /// Compile, or load this host's cached artifact for the same digest and engine settings.
     fn compile(&self, bytes: &[u8], digest: &str) -> std::result::Result<(Component, bool), String> {
         let engine = self.sandbox.engine();
-        let cached =
-            self.cache_dir.as_ref().map(|d| d.join(format!("{digest}-{}.cwasm", self.sandbox.engine_fingerprint())));
-        if let Some(path) = &cached {
-            if path.is_file() {
-                // SAFETY: the file name binds the source digest and the engine fingerprint, and
-                // only this host writes into its cache directory (created owner-only), so the
-                // artifact is one wasmtime produced for this engine.
-                match unsafe { Component::deserialize_file(engine, path) } {
-                    Ok(c) => return Ok((c, true)),
-                    Err(e) => {
-                        tracing::warn!(path = %path.display(), "ignoring unusable cached artifact: {e:#}")
-                    }
+        let cached = self
+            .cache_dir
+            .as_ref()
+            .filter(|d| cache::usable_dir(d))
+            .map(|d| d.join(format!("{digest}-{}.cwasm", self.sandbox.engine_fingerprint())));
+        if let Some(path) = cached.as_ref().filter(|p| cache::trusted_artifact(p)) {
+            // SAFETY: the file name binds the source digest and the engine fingerprint, and the
+            // file and its directory are this user's and writable by no one else (checked just
+            // above), so the artifact is one this host wrote for this engine.
+            match unsafe { Component::deserialize_file(engine, path) } {
+                Ok(c) => {
+                    cache::touch(path);
+                    return Ok((c, true));
                 }
+                Err(e) => tracing::warn!(path = %path.display(), "ignoring unusable cached artifact: {e:#}"),
             }
         }
         let component = Component::new(engine, bytes).map_err(|e| format!("invalid component: {e:#}"))?;
         if let Some(path) = &cached {
-            if let Err(e) = write_artifact(path, &component) {
+            if let Err(e) = cache::write(path, &component, self.policy.cache_max_bytes) {
                 tracing::warn!(path = %path.display(), "cannot cache the compiled component: {e}");
             }
         }
@@ -311,41 +326,79 @@ impl Catalog {
     }
 }
 
-fn write_artifact(path: &Path, component: &Component) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    create_private_dir(dir)?;
-    let bytes = component.serialize().map_err(|e| std::io::Error::other(format!("{e:#}")))?;
-    // Write then rename: a reader never sees half a file.
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("artifact");
-    let tmp = dir.join(format!(".{name}.{}.{:016x}.tmp", std::process::id(), rand::random::<u64>()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
-}
-
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+/// Read a file of the plugins directory: a regular file, never through a symbolic link, at most
+/// `max` bytes (checked before reading). None when there is no such file.
+fn read_plugin_file(path: &Path, max: u64) -> std::result::Result<Option<Vec<u8>>, String> {
+    use std::io::Read;
+    let shown = path.display();
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {shown}: {e}")),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(format!("{shown} is a symbolic link: nothing in the plugins directory is followed through links"));
+    }
+    let too_large = |len: u64| format!("{shown} is {len} bytes, over the limit of {max} bytes");
+    if !meta.is_file() {
+        return Err(format!("{shown} is not a regular file"));
+    }
+    if meta.len() > max {
+        return Err(too_large(meta.len()));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
     #[cfg(unix)]
     {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+        use std::os::unix::fs::OpenOptionsExt;
+        // Swapped for a link or a FIFO since the check above: refuse, and never block.
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     }
-    #[cfg(not(unix))]
-    {
-        std::fs::create_dir_all(dir)
+    let file = options.open(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(format!("{shown} is not a regular file"));
     }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(Some(bytes))
 }
 
-fn file_digest(path: &Path) -> std::io::Result<String> {
-    Ok(hex::encode(Sha256::digest(std::fs::read(path)?)))
+/// A manifest's parse error without quoting the manifest: the message with quoted values left
+/// out, and where it is.
+fn toml_error(e: &toml::de::Error, text: &str) -> String {
+    let mut message = String::new();
+    let mut quoted = false;
+    for c in e.message().trim().chars() {
+        if c == '"' {
+            quoted = !quoted;
+            if quoted {
+                message.push_str("\"…\"");
+            }
+        } else if !quoted {
+            message.push(c);
+        }
+    }
+    let message = crate::text::bounded(&crate::text::one_line(&message), 300, "…");
+    match e.span() {
+        Some(span) => {
+            let before = &text.as_bytes()[..span.start.min(text.len())];
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            let column = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+            format!("{message} (line {line}, column {column})")
+        }
+        None => message,
+    }
 }
 
 /// The default place for compiled artifacts: `$XDG_CACHE_HOME/taskhost`, else
-/// `~/.cache/taskhost`, else a folder in the system's temporary directory.
-pub fn default_cache_dir() -> PathBuf {
+/// `~/.cache/taskhost`; None (compile on every load) when neither is set: a shared fallback such
+/// as `/tmp` could be planted by another user.
+pub fn default_cache_dir() -> Option<PathBuf> {
     if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(x).join("taskhost");
+        return Some(PathBuf::from(x).join("taskhost"));
     }
-    if let Some(h) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(h).join(".cache").join("taskhost");
-    }
-    std::env::temp_dir().join("taskhost-cache")
+    std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache").join("taskhost"))
 }

@@ -131,8 +131,8 @@ async fn run_once_runs_a_handler_without_a_database() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_the_in_flight_run_finish_then_the_runner_ends_cleanly() {
-    let env = Env::new(&["spin"]).await;
-    env.write_manifest("spin", "[limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"1500ms\"\n");
+    let mut env = Env::new(&["spin"]).await;
+    env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"1500ms\"\n").await;
     let id = add(&env, &["spin", "--max-retries", "1"]);
     let store = open(&env).await;
     let worker = spawn_worker(&env, &["--shutdown-grace", "30s"]);
@@ -152,8 +152,8 @@ async fn sigterm_lets_the_in_flight_run_finish_then_the_runner_ends_cleanly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_longer_than_the_grace_period_is_timed_out_at_shutdown() {
-    let env = Env::new(&["spin"]).await;
-    env.write_manifest("spin", "[limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n");
+    let mut env = Env::new(&["spin"]).await;
+    env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n").await;
     let id = add(&env, &["spin"]);
     let store = open(&env).await;
     let worker = spawn_worker(&env, &["--shutdown-grace", "200ms"]);
@@ -172,8 +172,8 @@ async fn a_run_longer_than_the_grace_period_is_timed_out_at_shutdown() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_worker_is_found_dead_and_its_task_runs_again() {
-    let env = Env::new(&["spin", "echo"]).await;
-    env.write_manifest("spin", "[limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n");
+    let mut env = Env::new(&["spin", "echo"]).await;
+    env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n").await;
     let id = add(&env, &["spin"]);
     let store = open(&env).await;
     let mut worker = spawn_worker(&env, &[]);
@@ -185,7 +185,6 @@ async fn a_killed_worker_is_found_dead_and_its_task_runs_again() {
     worker.wait().expect("reaped");
     // Swap the handler for one that finishes, then let a new worker (with its overseer) clean up.
     env.remove_plugin("spin");
-    std::fs::remove_file(env.plugins.join("spin.toml")).expect("manifest");
     env.copy_plugin("echo", "spin");
     let o = run(&env, &["worker", "--drain", "--drain-horizon", "10s"]);
     assert!(o.status.success(), "{}", stderr(&o));

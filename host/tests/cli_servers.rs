@@ -71,8 +71,8 @@ async fn four_processes_drain_10000_tasks(env: Env) {
 }
 
 /// SIGKILL a worker mid-run; a new worker's overseer finds it dead and the task runs again.
-async fn a_killed_worker_is_recovered(env: Env) {
-    env.write_manifest("spin", "[limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n");
+async fn a_killed_worker_is_recovered(mut env: Env) {
+    env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n").await;
     let id = env.app.client.add(NewTask::new("spin", "{}")).await.expect("add").id;
     let mut worker = taskhost(&env).arg("worker").spawn().expect("spawn");
     let store = env.app.store.clone();
@@ -83,7 +83,6 @@ async fn a_killed_worker_is_recovered(env: Env) {
     Command::new("kill").args(["-KILL", &worker.id().to_string()]).status().expect("kill");
     worker.wait().expect("reaped");
     env.remove_plugin("spin");
-    std::fs::remove_file(env.plugins.join("spin.toml")).expect("manifest");
     env.copy_plugin("echo", "spin");
     let out = taskhost(&env).args(["worker", "--drain", "--drain-horizon", "10s"]).output().expect("second worker");
     assert!(out.status.success(), "{}", stderr(&out));

@@ -19,7 +19,7 @@ fn no_jitter() -> retries::Config {
 }
 
 fn this_host() -> String {
-    hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default()
+    liveness::local_identity()
 }
 
 /// A PID that belonged to a process that has exited.
@@ -75,6 +75,21 @@ async fn a_runner_whose_process_is_gone_from_this_host_is_timed_out_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_of_the_same_host_name_in_another_pid_namespace_is_not_judged_by_its_pid() {
+    let (env, clock) = Env::manual(&["echo"]).await;
+    let store = env.app.store.clone();
+    // Another container with this host name: its PIDs are not ours to check, however dead they look here.
+    let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
+    let elsewhere = format!("{host} boot:00000000 pidns:1");
+    let theirs = store.register_runner(dead_pid(), &elsewhere, clock.now(), 8).await.expect("register");
+    let svc = liveness::Liveness::new(store.clone(), liveness::Config::default());
+    assert!(svc.run_once(clock.now()).await.expect("liveness").runners_timed_out.is_empty());
+    // Its heartbeat still decides.
+    clock.advance(chrono::Duration::from_std(liveness::Config::DEFAULT_HEARTBEAT_HORIZON).expect("horizon") * 2);
+    assert_eq!(svc.run_once(clock.now()).await.expect("liveness").runners_timed_out, vec![theirs]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_past_its_run_timeout_is_timed_out_and_retried() {
     let (env, clock) = Env::manual(&["echo"]).await;
     let store = env.app.store.clone();
@@ -83,7 +98,9 @@ async fn a_run_past_its_run_timeout_is_timed_out_and_retried() {
     let runner = store.register_runner(std::process::id(), &this_host(), clock.now(), 8).await.expect("register");
     store.claim(runner, &["default".into()], 1, clock.now(), DAY).await.expect("claim");
     let svc = run_timeout::RunTimeout::new(store.clone(), run_timeout::Config::default());
-    clock.advance(chrono::Duration::seconds(9));
+    // Its worker stops it at 10 s; the overseer leaves the worker a margin before it steps in.
+    let margin = chrono::Duration::from_std(run_timeout::Config::DEFAULT_MARGIN).expect("margin");
+    clock.advance(chrono::Duration::seconds(10) + margin - chrono::Duration::seconds(1));
     assert_eq!(svc.run_once(clock.now()).await.expect("timeouts").runs_timed_out, 0);
     clock.advance(chrono::Duration::seconds(1));
     assert_eq!(svc.run_once(clock.now()).await.expect("timeouts").runs_timed_out, 1);

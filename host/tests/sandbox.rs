@@ -94,7 +94,7 @@ async fn progress_and_partial_results_are_forwarded_while_the_guest_runs() {
         data: r#"{"progress": [25, 50, 75], "partial": {"step": "halfway"}}"#.into(),
         queued_by: None,
     };
-    let r = env.app.catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, Some(tx)).await;
+    let r = env.app.catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, Some(tx), None).await;
     assert!(matches!(r.outcome, GuestOutcome::Success(_)), "{:?}", r.outcome);
     let mut updates = Vec::new();
     while let Ok(u) = rx.try_recv() {
@@ -140,70 +140,64 @@ async fn probe(env: &Env, data: serde_json::Value) -> taskhost::model::Run {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reading_a_file_is_denied_until_its_directory_is_granted() {
-    let env = Env::new(&["probe"]).await;
+async fn reading_a_file_is_denied_until_the_operator_grants_its_directory() {
+    let mut env = Env::new(&["probe"]).await;
     let data_dir = env.dir.path().join("data");
     std::fs::create_dir_all(&data_dir).expect("dir");
     std::fs::write(data_dir.join("secret.txt"), "the secret").expect("file");
     let run = probe(&env, serde_json::json!({"read": "/data/secret.txt"})).await;
-    assert_eq!((run.status, run.error_code.as_deref()), (RunStatus::Error, Some("denied")), "{:?}", run.error_message);
+    assert_eq!((run.status, run.error_code.as_deref()), (RunStatus::Error, Some("refused")), "{:?}", run.error_message);
     // The host's own files are no closer.
     let host_file = data_dir.join("secret.txt").display().to_string();
     let run = probe(&env, serde_json::json!({"read": host_file})).await;
-    assert_eq!(run.error_code.as_deref(), Some("denied"));
+    assert_eq!(run.error_code.as_deref(), Some("refused"));
 
-    env.write_manifest(
-        "probe",
-        &format!("[[grants.dirs]]\nhost = {:?}\nguest = \"/data\"\n", data_dir.display().to_string()),
-    );
-    env.app.catalog.reload();
+    let dir = data_dir.display().to_string();
+    env.set_config(&format!("[[handlers.probe.grants.dirs]]\nhost = {dir:?}\nguest = \"/data\"\n")).await;
     let run = probe(&env, serde_json::json!({"read": "/data/secret.txt"})).await;
     assert_eq!(run.status, RunStatus::Success, "{:?}", run.error_message);
     assert_eq!(run.results.as_deref(), Some(r#"{"read":"the secret"}"#));
     // Read-only by default; "rw" allows writing.
     let run = probe(&env, serde_json::json!({"write": "/data/out.txt"})).await;
-    assert_eq!(run.error_code.as_deref(), Some("denied"));
+    assert_eq!(run.error_code.as_deref(), Some("refused"));
     assert!(!data_dir.join("out.txt").exists());
-    env.write_manifest(
-        "probe",
-        &format!("[[grants.dirs]]\nhost = {:?}\nguest = \"/data\"\nmode = \"rw\"\n", data_dir.display().to_string()),
-    );
-    env.app.catalog.reload();
+    env.set_config(&format!("[[handlers.probe.grants.dirs]]\nhost = {dir:?}\nguest = \"/data\"\nmode = \"rw\"\n"))
+        .await;
     let run = probe(&env, serde_json::json!({"write": "/data/out.txt"})).await;
     assert_eq!(run.status, RunStatus::Success, "{:?}", run.error_message);
     assert_eq!(std::fs::read_to_string(data_dir.join("out.txt")).expect("written"), "written by a guest");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reading_an_environment_variable_is_denied_until_granted() {
-    let env = Env::new(&["probe"]).await;
+async fn reading_an_environment_variable_is_denied_until_the_operator_grants_it() {
+    let mut env = Env::new(&["probe"]).await;
     let home = std::env::var("HOME").expect("HOME is set for the tests");
     let run = probe(&env, serde_json::json!({"env": "HOME"})).await;
-    assert_eq!(run.error_code.as_deref(), Some("denied"), "{:?}", run.results);
-    env.write_manifest("probe", "[grants]\nenv = [\"HOME\"]\n");
-    env.app.catalog.reload();
+    assert_eq!(run.error_code.as_deref(), Some("refused"), "{:?}", run.results);
+    env.set_config("[handlers.probe.grants]\nenv = [\"HOME\"]\n").await;
     let run = probe(&env, serde_json::json!({"env": "HOME"})).await;
     assert_eq!(run.status, RunStatus::Success, "{:?}", run.error_message);
     assert_eq!(run.results, Some(serde_json::json!({"env": home}).to_string()));
     let run = probe(&env, serde_json::json!({"env": "PATH"})).await;
-    assert_eq!(run.error_code.as_deref(), Some("denied"), "only the granted variable is visible");
+    assert_eq!(run.error_code.as_deref(), Some("refused"), "only the granted variable is visible");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn opening_a_socket_is_denied_and_noted_in_the_logs() {
+async fn connecting_is_refused_before_any_socket_exists() {
     let env = Env::new(&["probe"]).await;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
     let addr = listener.local_addr().expect("addr").to_string();
     let run = probe(&env, serde_json::json!({"connect": addr})).await;
-    assert_eq!(run.error_code.as_deref(), Some("denied"), "{:?}", run.error_message);
-    assert!(
-        run.logs.as_deref().unwrap_or("").contains("denied network access"),
-        "{:?} {:?}",
-        run.logs,
-        run.error_message
-    );
+    assert_eq!(run.error_code.as_deref(), Some("refused"), "{:?}", run.error_message);
     listener.set_nonblocking(true).expect("nonblocking");
     assert!(listener.accept().is_err(), "nothing reached the listener");
+    // A guest cannot even create a socket: it holds no file descriptor of the worker.
+    let run = probe(&env, serde_json::json!({"sockets": 500})).await;
+    assert_eq!(run.status, RunStatus::Success, "{:?}", run.error_message);
+    let got: serde_json::Value = serde_json::from_str(run.results.as_deref().expect("results")).expect("json");
+    assert_eq!(got["sockets"], 0, "{got}");
+    let error = got["error"].as_str().unwrap_or("").to_lowercase();
+    assert!(error.contains("access"), "refused as access denied: {got}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,6 +217,7 @@ async fn a_log_flood_is_capped() {
     assert_eq!(run.status, RunStatus::Success);
     let logs = run.logs.expect("logs");
     assert!(logs.len() <= 64 * 1024 + 200, "{} bytes kept", logs.len());
+    assert!(logs.lines().all(|l| l.starts_with("[info] ") || l.starts_with("[host] ")), "every line marked");
     assert!(logs.contains("more log lines dropped"), "{}", &logs[logs.len().saturating_sub(200)..]);
 }
 
@@ -233,14 +228,6 @@ async fn a_component_importing_an_interface_the_host_lacks_is_refused() {
     let err = env.app.client.add(NewTask::new("greedy", "{}")).await.expect_err("refused");
     assert!(matches!(err, taskhost::Error::BrokenHandler { .. }), "{err}");
     assert!(err.to_string().contains("test:greedy/backdoor"), "{err}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_manifest_granting_a_missing_directory_is_refused() {
-    let env = Env::new(&["probe"]).await;
-    env.write_manifest("probe", "[[grants.dirs]]\nhost = \"/no/such/dir\"\nguest = \"/data\"\n");
-    let err = env.app.client.add(NewTask::new("probe", "{}")).await.expect_err("refused");
-    assert!(err.to_string().contains("/no/such/dir"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

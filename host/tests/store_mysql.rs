@@ -7,7 +7,6 @@ mod suite;
 
 use taskhost::store::{self, SharedStore, StoreOptions};
 
-#[allow(dead_code)]
 mod common;
 
 async fn open() -> (SharedStore, String) {
@@ -15,7 +14,7 @@ async fn open() -> (SharedStore, String) {
     (open_same(&url).await, url)
 }
 
-async fn open_same(url: &String) -> SharedStore {
+async fn open_same(url: &str) -> SharedStore {
     store::open(url, &StoreOptions::default()).await.expect("open mysql store")
 }
 

@@ -28,7 +28,7 @@ async fn runs_a_task_and_stores_its_results() {
     let digest = run.component_digest.as_deref().expect("digest");
     assert_eq!(digest, env.app.catalog.get("word-count").expect("loaded").digest);
     assert!(run.fuel_used.expect("fuel") > 0);
-    assert!(run.logs.as_deref().unwrap_or("").contains("info counted 4 words in 2 lines"), "{:?}", run.logs);
+    assert!(run.logs.as_deref().unwrap_or("").contains("[info] counted 4 words in 2 lines"), "{:?}", run.logs);
     assert!(run.runner_id.is_some());
     let runners = env.app.store.live_runners().await.expect("runners");
     assert!(runners.is_empty(), "the worker marked its runner finished");
@@ -273,8 +273,8 @@ async fn a_unique_key_deduplicates_unfinished_tasks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_and_partial_results_are_visible_while_the_run_is_running() {
-    let env = Env::new(&["echo"]).await;
-    env.write_manifest("echo", "[limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"20s\"\n");
+    let mut env = Env::new(&["echo"]).await;
+    env.set_config("[handlers.echo.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"20s\"\n").await;
     let id = env
         .app
         .client

@@ -1,6 +1,12 @@
 //! Runner liveness: a runner whose heartbeat is older than the horizon, or whose process is gone
-//! from this host, becomes `timeout`, and so do its running runs (the retries service then
+//! from this machine, becomes `timeout`, and so do its running runs (the retries service then
 //! schedules their tasks again).
+//!
+//! A PID means something only in its own PID namespace on its own boot of its own machine, and
+//! host names are shared (containers, clones). So a runner records where it runs as its host name
+//! plus the boot id and the PID namespace ([`local_identity`]), and PIDs are checked only for
+//! runners with exactly this process's identity; where the identity cannot be read, only
+//! heartbeats decide.
 
 use std::time::Duration;
 
@@ -43,20 +49,21 @@ pub enum Verdict {
     ProcessGone,
 }
 
-/// Decide whether a runner is dead. `local_host`: this machine's name; `pid_alive` answers for
-/// PIDs on this machine only (a PID means nothing on another host).
+/// Decide whether a runner is dead. `local`: this process's [`local_identity`] (None: it cannot
+/// be verified); `pid_alive` answers for PIDs of that identity only (a PID means nothing in
+/// another PID namespace, boot or machine).
 pub fn judge(
     runner: &Runner,
     now: DateTime<Utc>,
     horizon: Duration,
-    local_host: &str,
+    local: Option<&str>,
     pid_alive: &dyn Fn(u32) -> bool,
 ) -> Verdict {
     let horizon = chrono::Duration::from_std(horizon).unwrap_or(chrono::Duration::MAX);
     if now.signed_duration_since(runner.heartbeat_on) > horizon {
         return Verdict::HeartbeatStale;
     }
-    if runner.host_name == local_host && !pid_alive(runner.process_id) {
+    if local == Some(runner.host_name.as_str()) && !pid_alive(runner.process_id) {
         return Verdict::ProcessGone;
     }
     Verdict::Alive
@@ -68,15 +75,38 @@ pub struct Report {
     pub runs_timed_out: u64,
 }
 
+/// Where this process runs, as runners record it (`task_runners.host_name`): the host name, the
+/// boot id and the PID namespace, e.g. `web-1 boot:4b7c8a1e pidns:4026531836`. None part of it
+/// can be read (not Linux, no /proc), the host name alone, marked unverified: PIDs are then never
+/// checked against it.
+pub fn local_identity() -> String {
+    let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_else(|_| "unknown".into());
+    match machine_and_namespace() {
+        Some((boot, pidns)) => format!("{host} boot:{boot} pidns:{pidns}"),
+        None => format!("{host} (unverified)"),
+    }
+}
+
+fn machine_and_namespace() -> Option<(String, String)> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let boot: String = boot.trim().chars().filter(|c| c.is_ascii_hexdigit()).take(8).collect();
+    // "pid:[4026531836]"
+    let ns = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    let ns: String = ns.to_string_lossy().chars().filter(|c| c.is_ascii_digit()).collect();
+    (boot.len() == 8 && !ns.is_empty()).then_some((boot, ns))
+}
+
 pub struct Liveness {
     store: SharedStore,
     config: Config,
-    host: String,
+    /// This process's identity when it can check PIDs there; None: heartbeats alone decide.
+    host: Option<String>,
 }
 
 impl Liveness {
     pub fn new(store: SharedStore, config: Config) -> Self {
-        let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
+        let identity = local_identity();
+        let host = (!identity.ends_with("(unverified)")).then_some(identity);
         Liveness { store, config, host }
     }
 
@@ -91,7 +121,9 @@ impl Liveness {
         };
         let dead: Vec<RunnerId> = runners
             .iter()
-            .filter(|r| judge(r, now, self.config.heartbeat_horizon, &self.host, &pid_alive) != Verdict::Alive)
+            .filter(|r| {
+                judge(r, now, self.config.heartbeat_horizon, self.host.as_deref(), &pid_alive) != Verdict::Alive
+            })
             .map(|r| r.id)
             .collect();
         let runs = self.store.time_out_runners(&dead, now).await?;
@@ -146,21 +178,44 @@ mod tests {
     fn a_fresh_heartbeat_on_another_host_is_alive_whatever_its_pid() {
         let now = Utc::now();
         let r = runner("other", 42, now);
-        assert_eq!(judge(&r, now, Duration::from_secs(30), "me", &|_| false), Verdict::Alive);
+        assert_eq!(judge(&r, now, Duration::from_secs(30), Some("me"), &|_| false), Verdict::Alive);
+    }
+
+    #[test]
+    fn the_same_host_name_in_another_pid_namespace_is_judged_by_its_heartbeat_alone() {
+        let now = Utc::now();
+        let r = runner("web-1 boot:4b7c8a1e pidns:4026532001", 42, now);
+        let me = Some("web-1 boot:4b7c8a1e pidns:4026531836");
+        assert_eq!(judge(&r, now, Duration::from_secs(30), me, &|_| false), Verdict::Alive);
+        let r = runner("web-1 boot:0000aaaa pidns:4026531836", 42, now);
+        assert_eq!(judge(&r, now, Duration::from_secs(30), me, &|_| false), Verdict::Alive, "another boot");
+    }
+
+    #[test]
+    fn pids_are_never_checked_when_the_identity_cannot_be_verified() {
+        let now = Utc::now();
+        let r = runner("web-1 (unverified)", 42, now);
+        assert_eq!(judge(&r, now, Duration::from_secs(30), None, &|_| false), Verdict::Alive);
+    }
+
+    #[test]
+    fn this_process_has_a_verified_identity_here() {
+        let id = local_identity();
+        assert!(id.contains(" boot:") && id.contains(" pidns:"), "{id}");
     }
 
     #[test]
     fn a_stale_heartbeat_is_dead() {
         let now = Utc::now();
         let r = runner("other", 42, now - chrono::Duration::seconds(31));
-        assert_eq!(judge(&r, now, Duration::from_secs(30), "me", &|_| true), Verdict::HeartbeatStale);
+        assert_eq!(judge(&r, now, Duration::from_secs(30), Some("me"), &|_| true), Verdict::HeartbeatStale);
     }
 
     #[test]
     fn a_vanished_local_process_is_dead() {
         let now = Utc::now();
         let r = runner("me", 42, now);
-        assert_eq!(judge(&r, now, Duration::from_secs(30), "me", &|_| false), Verdict::ProcessGone);
-        assert_eq!(judge(&r, now, Duration::from_secs(30), "me", &|_| true), Verdict::Alive);
+        assert_eq!(judge(&r, now, Duration::from_secs(30), Some("me"), &|_| false), Verdict::ProcessGone);
+        assert_eq!(judge(&r, now, Duration::from_secs(30), Some("me"), &|_| true), Verdict::Alive);
     }
 }

@@ -1,5 +1,9 @@
 //! Run timeout: a run still `running` past its task's run timeout (default 1 day, set when it
 //! was claimed) becomes `timeout`; the retries service then decides the task's next run.
+//!
+//! A live worker stops its own runs at their run timeout and writes the outcome itself; this
+//! service is the fallback for runs whose worker is gone, and waits a margin past the timeout so
+//! the two never race.
 
 use std::time::Duration;
 
@@ -15,16 +19,19 @@ pub struct Config {
     pub interval: Duration,
     /// Runs timed out per statement.
     pub batch: u32,
+    /// How long past its run timeout a run is left to its worker before this service times it out.
+    pub margin: Duration,
 }
 
 impl Config {
     pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
     pub const DEFAULT_BATCH: u32 = 1_000;
+    pub const DEFAULT_MARGIN: Duration = Duration::from_secs(30);
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { interval: Self::DEFAULT_INTERVAL, batch: Self::DEFAULT_BATCH }
+        Config { interval: Self::DEFAULT_INTERVAL, batch: Self::DEFAULT_BATCH, margin: Self::DEFAULT_MARGIN }
     }
 }
 
@@ -45,8 +52,10 @@ impl RunTimeout {
 
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut report = Report::default();
+        let margin = chrono::Duration::from_std(self.config.margin).unwrap_or(chrono::Duration::MAX);
+        let cutoff = now.checked_sub_signed(margin).unwrap_or(now);
         loop {
-            let n = self.store.time_out_overdue_runs(now, self.config.batch).await?;
+            let n = self.store.time_out_overdue_runs(cutoff, now, self.config.batch).await?;
             report.runs_timed_out += n;
             if n < u64::from(self.config.batch) {
                 return Ok(report);

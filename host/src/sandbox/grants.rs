@@ -1,38 +1,36 @@
-//! Capabilities a handler is granted beyond the default of nothing, from its manifest:
+//! Capabilities a handler is granted beyond the default of nothing. Only the operator grants
+//! them, in the configuration file (see [`crate::config`]), never a plugin's own manifest:
 //!
 //! ```toml
-//! [grants]
+//! [handlers.NAME.grants]
 //! env = ["API_URL", "LANG"]            # host environment variables passed through, by name
-//! [[grants.dirs]]
-//! host = "data"                         # relative to the plugins directory, or absolute
+//! [[handlers.NAME.grants.dirs]]
+//! host = "/srv/data"                    # absolute, or relative to the configuration file
 //! guest = "/data"                       # where the guest sees it
 //! mode = "ro"                           # "ro" (default) or "rw"
 //! ```
 //!
-//! Network: no socket address is ever allowed and name lookup is off; attempts are noted in
-//! the run's logs.
+//! Network: there is no network grant yet. TCP, UDP and name lookups are turned off, so a
+//! guest's attempt fails before any socket exists.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
-use wasmtime_wasi::sockets::SocketAddrUse;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
-/// The `[grants]` table of a manifest, as written.
+/// The `grants` table of a handler in the operator's configuration, as written.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GrantsManifest {
+pub struct GrantsConfig {
     #[serde(default)]
     pub env: Vec<String>,
     #[serde(default)]
-    pub dirs: Vec<DirManifest>,
+    pub dirs: Vec<DirGrant>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct DirManifest {
+pub struct DirGrant {
     pub host: PathBuf,
     pub guest: String,
     #[serde(default)]
@@ -55,13 +53,14 @@ pub struct Grants {
     pub dirs: Vec<(PathBuf, String, DirMode)>,
 }
 
-impl GrantsManifest {
-    /// Read granted variables from this process's environment (now, at load) and check that
-    /// granted directories exist. `base` resolves relative directory paths.
+impl GrantsConfig {
+    /// Read granted variables from this process's environment (now, at load) and resolve
+    /// granted directories: `base` resolves relative paths, and each must exist and is
+    /// canonicalised (symbolic links resolved once, by the operator's word).
     pub fn resolve(&self, base: &Path) -> Result<Grants, String> {
         let mut env = Vec::new();
         for name in &self.env {
-            if name.is_empty() || name.contains('=') {
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
                 return Err(format!("invalid environment variable name {name:?}"));
             }
             match std::env::var(name) {
@@ -72,8 +71,10 @@ impl GrantsManifest {
         let mut dirs = Vec::new();
         for d in &self.dirs {
             let host = if d.host.is_absolute() { d.host.clone() } else { base.join(&d.host) };
+            let host = std::fs::canonicalize(&host)
+                .map_err(|e| format!("granted directory {} cannot be used: {e}", host.display()))?;
             if !host.is_dir() {
-                return Err(format!("granted directory {} does not exist", host.display()));
+                return Err(format!("granted directory {} is not a directory", host.display()));
             }
             if !d.guest.starts_with('/') {
                 return Err(format!("guest path {:?} must be absolute", d.guest));
@@ -84,11 +85,9 @@ impl GrantsManifest {
     }
 }
 
-/// Network attempts a guest made, all refused.
-pub type DeniedSockets = Arc<Mutex<Vec<String>>>;
-
-/// The WASI context of one run: only what `grants` lists.
-pub(crate) fn wasi_ctx(grants: &Grants, denied: &DeniedSockets) -> Result<WasiCtx, String> {
+/// The WASI context of one run: only what `grants` lists. No network: sockets cannot even be
+/// created, so a guest holds no OS socket.
+pub(crate) fn wasi_ctx(grants: &Grants) -> Result<WasiCtx, String> {
     let mut b = WasiCtxBuilder::new();
     for (k, v) in &grants.env {
         b.env(k, v);
@@ -101,18 +100,6 @@ pub(crate) fn wasi_ctx(grants: &Grants, denied: &DeniedSockets) -> Result<WasiCt
         b.preopened_dir(host, guest, perms)
             .map_err(|e| format!("cannot open granted directory {}: {e:#}", host.display()))?;
     }
-    let denied = denied.clone();
-    // TCP and UDP are "allowed" only so that every attempt reaches the address check below,
-    // which refuses it and notes it for the run's logs.
-    b.allow_ip_name_lookup(false).allow_tcp(true).allow_udp(true).socket_addr_check(
-        move |addr: SocketAddr, usage: SocketAddrUse| {
-            if let Ok(mut d) = denied.lock() {
-                if d.len() < 16 {
-                    d.push(format!("{usage:?} {addr}"));
-                }
-            }
-            Box::pin(async { false })
-        },
-    );
+    b.allow_ip_name_lookup(false).allow_tcp(false).allow_udp(false).socket_addr_check(|_, _| Box::pin(async { false }));
     Ok(b.build())
 }

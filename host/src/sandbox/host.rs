@@ -38,19 +38,59 @@ pub struct HostState {
 pub struct RunReport {
     pub percent: Option<u8>,
     pub partial_results: Option<String>,
+    /// The guest's log lines, `[LEVEL] text` each, within the run's log cap.
     pub logs: String,
     pub logs_dropped: u64,
+    /// The host's own lines about the run (`[host] text`), few and short.
+    host_lines: Vec<String>,
+}
+
+impl RunReport {
+    /// Most host lines kept per run.
+    const MAX_HOST_LINES: usize = 16;
+
+    /// Note something the host did or refused, shown with the run's logs as a `[host]` line.
+    pub fn note(&mut self, line: impl Into<String>) {
+        if self.host_lines.len() < Self::MAX_HOST_LINES {
+            self.host_lines.push(line.into());
+        }
+    }
+
+    /// The run's logs as stored: the guest's lines, then the host's. Every guest line starts
+    /// with its level in brackets and can hold no line break, so a `[host]` line can only be
+    /// the host's.
+    pub fn logs(&self) -> Option<String> {
+        if self.logs.is_empty() && self.logs_dropped == 0 && self.host_lines.is_empty() {
+            return None;
+        }
+        let mut out = self.logs.clone();
+        for line in &self.host_lines {
+            out.push_str("[host] ");
+            out.push_str(&crate::text::one_line(line));
+            out.push('\n');
+        }
+        if self.logs_dropped > 0 {
+            out.push_str(&format!("[host] {} more log lines dropped: over the log limit\n", self.logs_dropped));
+        }
+        Some(out)
+    }
 }
 
 impl HostState {
-    pub(crate) fn new(wasi: WasiCtx, limits: Limits, run_id: RunId, progress_tx: Option<ProgressSender>) -> Self {
+    pub(crate) fn new(
+        wasi: WasiCtx,
+        limits: Limits,
+        run_id: RunId,
+        progress_tx: Option<ProgressSender>,
+        deadline: Instant,
+    ) -> Self {
         HostState {
             wasi,
             table: ResourceTable::new(),
             limiter: GuestLimiter::new(&limits),
             limits,
             run_id,
-            deadline: Instant::now() + limits.deadline,
+            deadline,
             progress_tx,
             report: RunReport::default(),
             last_results_sent: None,
@@ -111,15 +151,22 @@ impl host::Host for HostState {
             types::LogLevel::Warn => "warn",
             types::LogLevel::Error => "error",
         };
+        // The message was bounded by the store's hostcall fuel before it was copied.
         let room = self.limits.max_log_bytes.saturating_sub(self.report.logs.len());
-        let line_len = level.len() + message.len() + 2;
+        if level.len() + message.len() + 4 > room {
+            self.report.logs_dropped += 1;
+            return;
+        }
+        let message = crate::text::one_line(&message);
+        let line_len = level.len() + message.len() + 4;
         if line_len > room {
             self.report.logs_dropped += 1;
             return;
         }
         tracing::debug!(run_id = self.run_id, level, "guest: {message}");
+        self.report.logs.push('[');
         self.report.logs.push_str(level);
-        self.report.logs.push(' ');
+        self.report.logs.push_str("] ");
         self.report.logs.push_str(&message);
         self.report.logs.push('\n');
     }

@@ -31,8 +31,29 @@ impl Limits {
     pub const DEFAULT_MAX_RESULTS_BYTES: usize = 1 << 20;
     pub const DEFAULT_MAX_LOG_BYTES: usize = 64 << 10;
 
-    /// Apply a manifest's overrides.
-    pub fn with(mut self, o: &LimitOverrides) -> Limits {
+    /// The largest value each limit may have, whoever sets it.
+    pub const MAX_FUEL: u64 = 1_000_000_000_000_000;
+    pub const MAX_MEMORY_BYTES: u64 = 4 << 30;
+    pub const MAX_DEADLINE: Duration = Duration::from_secs(24 * 3600);
+    pub const MAX_TABLE_ELEMENTS: u64 = 10_000_000;
+    pub const MAX_RESULTS_BYTES: usize = 64 << 20;
+    pub const MAX_LOG_BYTES: usize = 16 << 20;
+
+    /// Bytes a guest may hand the host in one call (a string or list argument, or its returned
+    /// results or error), checked in guest memory before anything is copied: the larger of the
+    /// results and log caps, plus room for an error's code and message.
+    pub fn transfer_bytes(&self) -> usize {
+        self.max_results_bytes.max(self.max_log_bytes).max(64 << 10) + (16 << 10)
+    }
+
+    /// Apply the operator's overrides, which may raise or lower each limit, then check ranges.
+    pub fn with(self, o: &LimitOverrides) -> Result<Limits, String> {
+        let limits = self.apply(o);
+        limits.check()?;
+        Ok(limits)
+    }
+
+    fn apply(mut self, o: &LimitOverrides) -> Limits {
         if let Some(v) = o.fuel {
             self.fuel = v;
         }
@@ -52,6 +73,48 @@ impl Limits {
             self.max_log_bytes = v;
         }
         self
+    }
+
+    /// Apply a plugin manifest's overrides, which may only lower limits: a value above this
+    /// (the operator's) limit is lowered to it; a value below the sane range (zero) is refused.
+    pub fn lowered_by(self, o: &LimitOverrides) -> Result<Limits, String> {
+        let asked = self.apply(o);
+        let pick = |set: bool, mine, theirs| if set { std::cmp::min(mine, theirs) } else { mine };
+        let lowered = Limits {
+            fuel: pick(o.fuel.is_some(), self.fuel, asked.fuel),
+            memory_bytes: pick(o.memory_mb.is_some(), self.memory_bytes, asked.memory_bytes),
+            deadline: if o.deadline.is_some() { self.deadline.min(asked.deadline) } else { self.deadline },
+            table_elements: pick(o.table_elements.is_some(), self.table_elements, asked.table_elements),
+            max_results_bytes: if o.max_results_bytes.is_some() {
+                self.max_results_bytes.min(asked.max_results_bytes)
+            } else {
+                self.max_results_bytes
+            },
+            max_log_bytes: if o.max_log_bytes.is_some() {
+                self.max_log_bytes.min(asked.max_log_bytes)
+            } else {
+                self.max_log_bytes
+            },
+        };
+        lowered.check()?;
+        Ok(lowered)
+    }
+
+    /// Every limit within its sane range.
+    pub fn check(&self) -> Result<(), String> {
+        fn range<T: PartialOrd + std::fmt::Debug>(name: &str, v: T, lo: T, hi: T) -> Result<(), String> {
+            if v < lo || v > hi {
+                return Err(format!("{name} = {v:?} is out of range ({lo:?} to {hi:?})"));
+            }
+            Ok(())
+        }
+        range("fuel", self.fuel, 1, Self::MAX_FUEL)?;
+        range("memory_mb", self.memory_bytes >> 20, 1, Self::MAX_MEMORY_BYTES >> 20)?;
+        range("deadline", self.deadline, Duration::from_millis(1), Self::MAX_DEADLINE)?;
+        range("table_elements", self.table_elements, 1, Self::MAX_TABLE_ELEMENTS)?;
+        range("max_results_bytes", self.max_results_bytes, 2, Self::MAX_RESULTS_BYTES)?;
+        range("max_log_bytes", self.max_log_bytes, 0, Self::MAX_LOG_BYTES)?;
+        Ok(())
     }
 }
 

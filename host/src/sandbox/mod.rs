@@ -24,10 +24,10 @@ pub mod host;
 pub mod limits;
 mod traps;
 
-pub use grants::{Grants, GrantsManifest};
+pub use grants::{Grants, GrantsConfig};
 pub use host::{HostState, ProgressSender, RunReport};
 pub use limits::{LimitOverrides, Limits};
-pub use traps::{codes, Failure};
+pub use traps::{codes, ErrorSource, Failure};
 
 /// Bindings generated from `wit/task-handler.wit`.
 pub mod bindings {
@@ -55,14 +55,24 @@ pub struct SandboxConfig {
     /// Bytes of each pooled linear memory reset by memset (only resident pages, where the
     /// kernel can tell) rather than returned to the kernel.
     pub keep_resident_bytes: usize,
+    /// What one run may hold of the shared pools: core instances, memories and tables of one
+    /// component. The pools hold `pool_instances` times each, so one run can never take
+    /// another's share; a component needing more is refused when it is loaded.
+    pub max_core_instances_per_run: u32,
+    pub max_memories_per_run: u32,
+    pub max_tables_per_run: u32,
 }
 
 impl SandboxConfig {
     pub const DEFAULT_EPOCH_TICK: Duration = Duration::from_millis(10);
     pub const DEFAULT_POOL_INSTANCES: u32 = 100;
-    pub const DEFAULT_MAX_MEMORY_BYTES: u64 = 4 << 30;
+    pub const DEFAULT_MAX_MEMORY_BYTES: u64 = Limits::MAX_MEMORY_BYTES;
     pub const DEFAULT_MAX_WASM_STACK: usize = 512 << 10;
     pub const DEFAULT_KEEP_RESIDENT_BYTES: usize = 2 << 20;
+    // A Python component (componentize-py) has 14 core instances and one memory.
+    pub const DEFAULT_MAX_CORE_INSTANCES_PER_RUN: u32 = 32;
+    pub const DEFAULT_MAX_MEMORIES_PER_RUN: u32 = 4;
+    pub const DEFAULT_MAX_TABLES_PER_RUN: u32 = 32;
 }
 
 impl Default for SandboxConfig {
@@ -73,6 +83,9 @@ impl Default for SandboxConfig {
             max_memory_bytes: Self::DEFAULT_MAX_MEMORY_BYTES,
             max_wasm_stack: Self::DEFAULT_MAX_WASM_STACK,
             keep_resident_bytes: Self::DEFAULT_KEEP_RESIDENT_BYTES,
+            max_core_instances_per_run: Self::DEFAULT_MAX_CORE_INSTANCES_PER_RUN,
+            max_memories_per_run: Self::DEFAULT_MAX_MEMORIES_PER_RUN,
+            max_tables_per_run: Self::DEFAULT_MAX_TABLES_PER_RUN,
         }
     }
 }
@@ -143,6 +156,7 @@ pub struct Sandbox {
     engine: Engine,
     linker: Linker<HostState>,
     fingerprint: String,
+    capacity: u32,
     _ticker: EpochTicker,
 }
 
@@ -163,10 +177,19 @@ impl Sandbox {
             .async_stack_size(config.max_wasm_stack + (1 << 20));
         let mut pool = PoolingAllocationConfig::default();
         let n = config.pool_instances.max(1);
+        let (cores, memories, tables) = (
+            config.max_core_instances_per_run.max(1),
+            config.max_memories_per_run.max(1),
+            config.max_tables_per_run.max(1),
+        );
         pool.total_component_instances(n)
-            .total_core_instances(n.saturating_mul(4))
-            .total_memories(n.saturating_mul(2))
-            .total_tables(n.saturating_mul(4))
+            .max_core_instances_per_component(cores)
+            .max_memories_per_component(memories)
+            .max_tables_per_component(tables)
+            .total_core_instances(n.saturating_mul(cores))
+            .total_memories(n.saturating_mul(memories))
+            .total_tables(n.saturating_mul(tables))
+            .table_elements(usize::try_from(Limits::MAX_TABLE_ELEMENTS).unwrap_or(usize::MAX))
             .total_stacks(n)
             .max_memory_size(usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX))
             // Reset small, reused slots with memset instead of madvise: madvise flushes the TLB
@@ -191,7 +214,12 @@ impl Sandbox {
             format!("{:016x}", h.finish())
         };
         let ticker = EpochTicker::start(engine.clone(), config.epoch_tick)?;
-        Ok(Sandbox { engine, linker, fingerprint, _ticker: ticker })
+        Ok(Sandbox { engine, linker, fingerprint, capacity: n, _ticker: ticker })
+    }
+
+    /// Runs this sandbox can hold at once (its pool's component instances).
+    pub fn capacity(&self) -> u32 {
+        self.capacity
     }
 
     pub fn engine(&self) -> &Engine {
@@ -212,7 +240,8 @@ impl Sandbox {
     }
 
     /// Run one task in a fresh store. Never panics and never returns early on a guest
-    /// failure: every way a run can end is a [`GuestOutcome`].
+    /// failure: every way a run can end is a [`GuestOutcome`]. `time_left` is what remains of
+    /// the task's run timeout: the run stops at the earlier of that and the handler's deadline.
     pub async fn run(
         &self,
         pre: &TaskHandlerPre<HostState>,
@@ -220,10 +249,10 @@ impl Sandbox {
         grants: &Grants,
         input: RunInput,
         progress: Option<ProgressSender>,
+        time_left: Option<Duration>,
     ) -> RunResult {
         let started = Instant::now();
-        let denied = grants::DeniedSockets::default();
-        let wasi = match grants::wasi_ctx(grants, &denied) {
+        let wasi = match grants::wasi_ctx(grants) {
             Ok(w) => w,
             Err(e) => {
                 return RunResult {
@@ -234,8 +263,18 @@ impl Sandbox {
                 }
             }
         };
-        let mut store = Store::new(&self.engine, HostState::new(wasi, limits, input.run_id, progress));
+        // The run stops at the earlier of its handler's deadline and its task's run timeout.
+        let run_timeout_first = time_left.is_some_and(|t| t < limits.deadline);
+        let allowed = match time_left {
+            Some(t) if run_timeout_first => t,
+            _ => limits.deadline,
+        };
+        let far = started + Duration::from_secs(365 * 24 * 3600);
+        let deadline = started.checked_add(allowed).unwrap_or(far);
+        let mut store = Store::new(&self.engine, HostState::new(wasi, limits, input.run_id, progress, deadline));
         store.limiter(|s| &mut s.limiter);
+        // Bounds every string or list the guest hands the host, checked before copying.
+        store.set_hostcall_fuel(limits.transfer_bytes());
         let _ = store.set_fuel(limits.fuel);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|ctx| {
@@ -255,25 +294,34 @@ impl Sandbox {
             queued_by: input.queued_by,
         };
         // The outer timeout covers what epochs cannot interrupt: time blocked in a host call.
-        let grace = Duration::from_secs(1).max(limits.deadline / 10);
+        let grace = Duration::from_secs(1).max(allowed / 10);
         let call = async {
             let instance = pre.instantiate_async(&mut store).await?;
             instance.call_handle(&mut store, &task).await
         };
-        let result = tokio::time::timeout(limits.deadline + grace, call).await;
+        let result = tokio::time::timeout(allowed.saturating_add(grace), call).await;
         let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        let stopped_for_time = |in_host_call: bool| {
+            if run_timeout_first {
+                Failure::run_timeout(allowed)
+            } else {
+                Failure::deadline(limits.deadline, in_host_call)
+            }
+        };
         let outcome = match result {
-            Err(_elapsed) => GuestOutcome::Failed(Failure::deadline(limits.deadline, true)),
-            Ok(Err(e)) => GuestOutcome::Failed(traps::classify(&e, store.data(), &limits)),
+            Err(_elapsed) => GuestOutcome::Failed(stopped_for_time(true)),
+            Ok(Err(e)) => {
+                let f = traps::classify(&e, store.data(), &limits);
+                if f.code == codes::DEADLINE {
+                    GuestOutcome::Failed(stopped_for_time(false))
+                } else {
+                    GuestOutcome::Failed(f.bounded())
+                }
+            }
             Ok(Ok(Err(he))) => GuestOutcome::Failed(Failure::handler(he)),
             Ok(Ok(Ok(results))) => traps::check_results(results, &limits),
         };
-        let mut report = std::mem::take(&mut store.data_mut().report);
-        if let Ok(d) = denied.lock() {
-            for attempt in d.iter() {
-                report.logs.push_str(&format!("host: denied network access ({attempt})\n"));
-            }
-        }
+        let report = std::mem::take(&mut store.data_mut().report);
         RunResult { outcome, fuel_used, report, elapsed: started.elapsed() }
     }
 }

@@ -8,6 +8,18 @@ use super::bindings::HandlerError;
 use super::host::HostState;
 use super::limits::Limits;
 use super::GuestOutcome;
+use crate::model::RunStatus;
+use crate::text;
+
+/// Who produced a run's error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorSource {
+    /// The host: a limit, a trap, a missing handler, the database. Its codes are [`codes::HOST`].
+    Host,
+    /// The handler returned an error of its own.
+    Guest,
+}
 
 /// A failed run: the error code and message stored on the run, and whether a retry may help.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,9 +27,12 @@ pub struct Failure {
     pub code: String,
     pub message: String,
     pub retryable: bool,
+    pub source: ErrorSource,
 }
 
-/// Error codes the host itself produces (handlers choose their own).
+/// Error codes the host itself produces. They are reserved: a handler returning one of them
+/// has it stored as `guest-CODE` (see [`Failure::handler`]), so a code in [`HOST`] always
+/// means the host ended the run.
 pub mod codes {
     pub const FUEL_EXHAUSTED: &str = "fuel-exhausted";
     pub const DEADLINE: &str = "deadline";
@@ -26,37 +41,118 @@ pub mod codes {
     pub const STACK_OVERFLOW: &str = "stack-overflow";
     pub const TRAP: &str = "trap";
     pub const OUTPUT_TOO_LARGE: &str = "output-too-large";
+    pub const TRANSFER_TOO_LARGE: &str = "transfer-too-large";
     pub const INVALID_RESULTS: &str = "invalid-results";
     pub const HANDLER_NOT_FOUND: &str = "handler-not-found";
     pub const HANDLER_BROKEN: &str = "handler-broken";
     pub const DENIED: &str = "denied";
-}
+    pub const HOST_ERROR: &str = "host-error";
+    pub const OUTCOME_REJECTED: &str = "outcome-rejected";
+    pub const RUNNER_LOST: &str = "runner-lost";
+    pub const RUN_TIMEOUT: &str = "run-timeout";
 
-impl Failure {
-    fn new(code: &str, message: impl Into<String>, retryable: bool) -> Self {
-        Failure { code: code.to_string(), message: message.into(), retryable }
+    /// Every code the host writes.
+    pub const HOST: [&str; 16] = [
+        FUEL_EXHAUSTED,
+        DEADLINE,
+        MEMORY_LIMIT,
+        TABLE_LIMIT,
+        STACK_OVERFLOW,
+        TRAP,
+        OUTPUT_TOO_LARGE,
+        TRANSFER_TOO_LARGE,
+        INVALID_RESULTS,
+        HANDLER_NOT_FOUND,
+        HANDLER_BROKEN,
+        DENIED,
+        HOST_ERROR,
+        OUTCOME_REJECTED,
+        RUNNER_LOST,
+        RUN_TIMEOUT,
+    ];
+
+    /// Whether `code` is one of the host's.
+    pub fn is_host(code: &str) -> bool {
+        HOST.contains(&code)
     }
 
+    /// Most bytes of an error code kept; longer codes are cut.
+    pub const MAX_CODE_BYTES: usize = 128;
+    /// Most bytes of an error message kept; longer messages are cut, with a marker.
+    pub const MAX_MESSAGE_BYTES: usize = 8 << 10;
+}
+
+/// wasmtime's error when a guest hands the host more bytes in one call than the store's
+/// hostcall fuel allows; its type is private, so it is recognised by its text.
+const TRANSFER_REFUSED: &str = "fuel allocated for hostcalls has been exhausted";
+
+impl Failure {
+    pub(crate) fn host(code: &str, message: impl Into<String>, retryable: bool) -> Self {
+        Failure { code: code.to_string(), message: message.into(), retryable, source: ErrorSource::Host }
+    }
+
+    /// A handler's own error: code and message bounded and storable; a host code is not taken
+    /// as it is but stored as `guest-CODE`, and the message says so.
     pub fn handler(e: HandlerError) -> Self {
-        Failure { code: e.code, message: e.message, retryable: e.retryable }
+        let mut code = text::bounded(&e.code, codes::MAX_CODE_BYTES, "…");
+        let mut message = e.message;
+        if codes::is_host(&code) {
+            message = format!("[the handler returned {code:?}, a code reserved for the host] {message}");
+            code = format!("guest-{code}");
+        }
+        Failure { code, message, retryable: e.retryable, source: ErrorSource::Guest }.bounded()
+    }
+
+    /// The same failure with its code and message cut to their maxima and free of NUL bytes.
+    pub fn bounded(mut self) -> Self {
+        if self.code.len() > codes::MAX_CODE_BYTES || self.code.contains('\0') {
+            self.code = text::bounded(&self.code, codes::MAX_CODE_BYTES, "…");
+        }
+        if self.message.len() > codes::MAX_MESSAGE_BYTES || self.message.contains('\0') {
+            let total = self.message.len();
+            let marker = format!("… [cut: {total} bytes in all]");
+            self.message = text::bounded(&self.message, codes::MAX_MESSAGE_BYTES, &marker);
+        }
+        self
+    }
+
+    /// The status a run ending this way gets: `timeout` when the host stopped it for time,
+    /// `error` otherwise (a handler can never produce `timeout`).
+    pub fn status(&self) -> RunStatus {
+        let timed_out = self.source == ErrorSource::Host
+            && matches!(self.code.as_str(), codes::DEADLINE | codes::RUN_TIMEOUT | codes::RUNNER_LOST);
+        if timed_out {
+            RunStatus::Timeout
+        } else {
+            RunStatus::Error
+        }
     }
 
     pub fn deadline(limit: Duration, in_host_call: bool) -> Self {
         let where_ = if in_host_call { " (stuck in a host call)" } else { "" };
-        Failure::new(
+        Failure::host(
             codes::DEADLINE,
             format!("the run passed its wall-clock deadline of {}{where_}", humantime::format_duration(limit)),
             true,
         )
     }
 
+    /// The run reached its task's run timeout (`timeout_on`) before its handler's deadline.
+    pub fn run_timeout(limit: Duration) -> Self {
+        Failure::host(
+            codes::RUN_TIMEOUT,
+            format!("the run did not finish within its run timeout ({})", humantime::format_duration(limit)),
+            true,
+        )
+    }
+
     /// A grant could not be set up (e.g. a granted directory vanished).
     pub fn denied(message: String) -> Self {
-        Failure::new(codes::DENIED, message, true)
+        Failure::host(codes::DENIED, message, true)
     }
 
     pub fn handler_not_found(name: &str) -> Self {
-        Failure::new(
+        Failure::host(
             codes::HANDLER_NOT_FOUND,
             format!("handler not found: no usable plugin named {name:?} is loaded"),
             false,
@@ -64,7 +160,12 @@ impl Failure {
     }
 
     pub fn handler_broken(name: &str, reason: &str) -> Self {
-        Failure::new(codes::HANDLER_BROKEN, format!("handler {name:?} cannot be used: {reason}"), false)
+        Failure::host(codes::HANDLER_BROKEN, format!("handler {name:?} cannot be used: {reason}"), false)
+    }
+
+    /// The host itself failed while running the task (a bug): retried like a trap.
+    pub fn host_error(what: &str) -> Self {
+        Failure::host(codes::HOST_ERROR, format!("the host failed while running this task: {what}"), true)
     }
 }
 
@@ -73,23 +174,32 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &HostState, limits: &Limits
     let trap = err.downcast_ref::<Trap>().copied();
     match trap {
         Some(Trap::OutOfFuel) => {
-            Failure::new(codes::FUEL_EXHAUSTED, format!("the run used all of its fuel ({} units)", limits.fuel), true)
+            Failure::host(codes::FUEL_EXHAUSTED, format!("the run used all of its fuel ({} units)", limits.fuel), true)
         }
         Some(Trap::Interrupt) => Failure::deadline(limits.deadline, false),
-        Some(Trap::StackOverflow) => Failure::new(codes::STACK_OVERFLOW, "the guest overflowed its stack", true),
+        Some(Trap::StackOverflow) => Failure::host(codes::STACK_OVERFLOW, "the guest overflowed its stack", true),
         // A refused memory.grow usually ends in an allocator abort (unreachable).
-        _ if state.limiter.memory_refused => Failure::new(
+        _ if state.limiter.memory_refused => Failure::host(
             codes::MEMORY_LIMIT,
             format!("the guest tried to grow its memory past the limit of {} MiB", limits.memory_bytes >> 20),
             true,
         ),
-        _ if state.limiter.table_refused => Failure::new(
+        _ if state.limiter.table_refused => Failure::host(
             codes::TABLE_LIMIT,
             format!("the guest tried to grow a table past {} elements", limits.table_elements),
             true,
         ),
-        Some(t) => Failure::new(codes::TRAP, format!("the guest trapped: {t}"), true),
-        None => Failure::new(codes::TRAP, format!("the run failed: {err:#}"), true),
+        Some(t) => Failure::host(codes::TRAP, format!("the guest trapped: {t}"), true),
+        None if format!("{err:#}").contains(TRANSFER_REFUSED) => Failure::host(
+            codes::TRANSFER_TOO_LARGE,
+            format!(
+                "the guest passed the host more than {} bytes in one call (its results or error, or the \
+                 arguments of a host call): refused before copying",
+                limits.transfer_bytes()
+            ),
+            false,
+        ),
+        None => Failure::host(codes::TRAP, format!("the run failed: {err:#}"), true),
     }
 }
 
@@ -99,7 +209,7 @@ pub(crate) fn check_results(results: Option<String>, limits: &Limits) -> GuestOu
         return GuestOutcome::Success(None);
     };
     if json.len() > limits.max_results_bytes {
-        return GuestOutcome::Failed(Failure::new(
+        return GuestOutcome::Failed(Failure::host(
             codes::OUTPUT_TOO_LARGE,
             format!("results are {} bytes, over the limit of {} bytes", json.len(), limits.max_results_bytes),
             false,
@@ -107,10 +217,46 @@ pub(crate) fn check_results(results: Option<String>, limits: &Limits) -> GuestOu
     }
     match serde_json::from_str::<serde::de::IgnoredAny>(&json) {
         Ok(_) => GuestOutcome::Success(Some(json)),
-        Err(e) => GuestOutcome::Failed(Failure::new(
+        Err(e) => GuestOutcome::Failed(Failure::host(
             codes::INVALID_RESULTS,
             format!("results are not valid JSON: {e}"),
             false,
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guest(code: &str, message: &str) -> Failure {
+        Failure::handler(HandlerError { code: code.into(), message: message.into(), retryable: true })
+    }
+
+    #[test]
+    fn a_handler_cannot_produce_a_host_code() {
+        let f = guest("deadline", "fake");
+        assert_eq!(f.code, "guest-deadline");
+        assert_eq!(f.status(), RunStatus::Error, "a handler never produces a timeout");
+        assert!(f.message.contains("reserved for the host"), "{}", f.message);
+        assert_eq!(f.source, ErrorSource::Guest);
+    }
+
+    #[test]
+    fn a_handlers_own_code_is_kept() {
+        assert_eq!(guest("invalid-input", "m").code, "invalid-input");
+    }
+
+    #[test]
+    fn long_codes_and_messages_are_cut_with_a_marker() {
+        let f = guest(&"c".repeat(1000), &"m".repeat(100_000));
+        assert!(f.code.len() <= codes::MAX_CODE_BYTES);
+        assert!(f.message.len() <= codes::MAX_MESSAGE_BYTES);
+        assert!(f.message.ends_with("[cut: 100000 bytes in all]"), "{}", &f.message[f.message.len() - 40..]);
+    }
+
+    #[test]
+    fn a_host_deadline_is_a_timeout() {
+        assert_eq!(Failure::deadline(Duration::from_secs(1), false).status(), RunStatus::Timeout);
     }
 }

@@ -95,8 +95,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// Mark runners `timeout`, and their running runs with them. Returns the runs timed out.
     async fn time_out_runners(&self, runners: &[RunnerId], now: DateTime<Utc>) -> Result<u64>;
-    /// Time out running runs past their `timeout_on`. Returns how many.
-    async fn time_out_overdue_runs(&self, now: DateTime<Utc>, limit: u32) -> Result<u64>;
+    /// Time out running runs whose `timeout_on` is at or before `cutoff`, as finished at `now`.
+    /// Returns how many.
+    async fn time_out_overdue_runs(&self, cutoff: DateTime<Utc>, now: DateTime<Utc>, limit: u32) -> Result<u64>;
+    /// The runs `running` on this runner (what its heartbeat checks its in-flight runs against).
+    async fn running_runs_of(&self, runner: RunnerId) -> Result<Vec<RunId>>;
     /// Failed tasks (error/timeout, not given up) whose next step is not decided yet.
     async fn retry_candidates(&self, limit: u32) -> Result<Vec<RetryCandidate>>;
     async fn apply_retry_plans(&self, plans: &[RetryPlan], now: DateTime<Utc>) -> Result<()>;
@@ -143,6 +146,13 @@ pub(crate) fn not_replayable(id: TaskId, task: Option<Task>) -> Error {
             reason: format!("it is {} and not a dead letter (only tasks given up on can be replayed)", t.last_status),
         },
     }
+}
+
+/// When a run claimed at `now` times out: its task's run timeout (seconds), else the default.
+pub(crate) fn timeout_on(now: DateTime<Utc>, run_timeout_secs: Option<i64>, default: Duration) -> DateTime<Utc> {
+    let timeout = run_timeout_secs.map(|s| Duration::from_secs(s.max(0) as u64)).unwrap_or(default);
+    let timeout = chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::days(36500));
+    now.checked_add_signed(timeout).unwrap_or(now)
 }
 
 pub(crate) fn n32(v: i64) -> u32 {
@@ -222,12 +232,71 @@ pub struct StoreOptions {
     /// Apply migrations on open.
     pub migrate: bool,
     pub max_connections: u32,
+    /// How long the first connection to a server may take before opening fails.
+    pub connect_timeout: Duration,
+}
+
+impl StoreOptions {
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        StoreOptions { migrate: true, max_connections: 4 }
+        StoreOptions { migrate: true, max_connections: 4, connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT }
     }
+}
+
+/// A database URL without its password, for messages and logs.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    match authority.rsplit_once('@') {
+        Some((creds, host)) => {
+            let user = creds.split(':').next().unwrap_or("");
+            let hidden = if creds.contains(':') { ":***" } else { "" };
+            format!("{scheme}://{user}{hidden}@{host}{tail}")
+        }
+        None => url.to_string(),
+    }
+}
+
+/// Open a first connection to a server, within `timeout`, so that a server that is down, an
+/// unknown host or wrong credentials are each told apart at once.
+pub(crate) async fn first_connection<C: sqlx::Connection>(
+    url: &str,
+    options: &C::Options,
+    timeout: Duration,
+) -> Result<()> {
+    match tokio::time::timeout(timeout, C::connect_with(options)).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            Ok(())
+        }
+        Ok(Err(e)) => Err(connect_error(url, &e)),
+        Err(_) => Err(Error::Connect {
+            url: redact(url),
+            reason: format!("no answer within {} (--connect-timeout)", humantime::format_duration(timeout)),
+        }),
+    }
+}
+
+fn connect_error(url: &str, e: &sqlx::Error) -> Error {
+    let reason = match e {
+        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            "connection refused: no server is listening there".to_string()
+        }
+        sqlx::Error::Io(io) if io.to_string().contains("lookup") => format!("unknown host ({io})"),
+        sqlx::Error::Database(db) => match db.code().as_deref() {
+            Some("28P01") | Some("28000") | Some("1045") => format!("authentication failed: {}", db.message()),
+            Some("3D000") | Some("1049") => format!("no such database: {}", db.message()),
+            _ => db.message().to_string(),
+        },
+        other => other.to_string(),
+    };
+    Error::Connect { url: redact(url), reason }
 }
 
 /// Open the store a URL names: `sqlite://PATH`, `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` or
@@ -240,7 +309,7 @@ pub async fn open(url: &str, options: &StoreOptions) -> Result<SharedStore> {
         Some("mysql") | Some("mariadb") => Arc::new(mysql::MySqlStore::connect(url, options).await?),
         Some(other) => {
             return Err(Error::BadUrl {
-                url: url.to_string(),
+                url: redact(url),
                 reason: format!(
                     "unknown scheme {other:?}; use sqlite://PATH, postgres://USER@HOST/DB or mysql://USER@HOST/DB"
                 ),
@@ -248,7 +317,7 @@ pub async fn open(url: &str, options: &StoreOptions) -> Result<SharedStore> {
         }
         None => {
             return Err(Error::BadUrl {
-                url: url.to_string(),
+                url: redact(url),
                 reason: "expected a URL such as sqlite://taskhost.db".into(),
             })
         }

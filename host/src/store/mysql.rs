@@ -82,13 +82,12 @@ impl MySqlStore {
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
         let url_ = url.replacen("mariadb://", "mysql://", 1);
         let opts: MySqlConnectOptions =
-            url_.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: url.to_string(), reason: e.to_string() })?;
+            url_.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: super::redact(url), reason: e.to_string() })?;
+        super::first_connection::<sqlx::MySqlConnection>(url, &opts, options.connect_timeout).await?;
         let pool = MySqlPoolOptions::new()
             .max_connections(options.max_connections.max(2))
             .acquire_timeout(Duration::from_secs(10))
-            .connect_with(opts)
-            .await
-            .map_err(|e| Error::BadUrl { url: super::postgres::redact(url), reason: format!("cannot connect: {e}") })?;
+            .connect_lazy_with(opts);
         Ok(MySqlStore { pool })
     }
 
@@ -263,12 +262,8 @@ impl MySqlStore {
         qb.build().execute(&mut *tx).await?;
         let mut timeouts = Vec::with_capacity(rows.len());
         for r in &rows {
-            let secs: Option<i64> = r.try_get("run_timeout")?;
-            let timeout = secs.map(|s| Duration::from_secs(s.max(0) as u64)).unwrap_or(default_timeout);
-            let timeout = chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::days(36500));
-            timeouts.push(
-                json!({"id": r.try_get::<i64, _>("id")?, "t": jts(now.checked_add_signed(timeout).unwrap_or(now))}),
-            );
+            let at = super::timeout_on(now, r.try_get("run_timeout")?, default_timeout);
+            timeouts.push(json!({"id": r.try_get::<i64, _>("id")?, "t": jts(at)}));
         }
         sqlx::query(
             "UPDATE task_runs r
@@ -331,6 +326,7 @@ impl MySqlStore {
                     max_ms: r.try_get("backoff_max_ms")?,
                 },
                 started_on: now,
+                timeout_on: super::timeout_on(now, r.try_get("run_timeout")?, default_timeout),
             });
         }
         tx.commit().await?;
@@ -677,14 +673,14 @@ impl Store for MySqlStore {
         .await
     }
 
-    async fn time_out_overdue_runs(&self, now: DateTime<Utc>, limit: u32) -> Result<u64> {
+    async fn time_out_overdue_runs(&self, cutoff: DateTime<Utc>, now: DateTime<Utc>, limit: u32) -> Result<u64> {
         retry_deadlocks(|| async {
             let mut tx = self.pool.begin().await?;
             let runs: Vec<(i64, i64)> = sqlx::query_as(
                 "SELECT id, task_queue_id FROM task_runs WHERE status = 'running' AND timeout_on <= ?
                  LIMIT ? FOR UPDATE SKIP LOCKED",
             )
-            .bind(now)
+            .bind(cutoff)
             .bind(limit as i64)
             .fetch_all(&mut *tx)
             .await?;
@@ -693,6 +689,13 @@ impl Store for MySqlStore {
             Ok(runs.len() as u64)
         })
         .await
+    }
+
+    async fn running_runs_of(&self, runner: RunnerId) -> Result<Vec<RunId>> {
+        Ok(sqlx::query_scalar("SELECT id FROM task_runs WHERE task_runner_id = ? AND status = 'running'")
+            .bind(runner)
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     async fn retry_candidates(&self, limit: u32) -> Result<Vec<RetryCandidate>> {

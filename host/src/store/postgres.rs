@@ -27,18 +27,17 @@ impl PostgresStore {
     /// Connect to the database a `postgres://` URL names.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
         let opts: PgConnectOptions =
-            url.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: url.to_string(), reason: e.to_string() })?;
+            url.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: super::redact(url), reason: e.to_string() })?;
         // Generic plans: they take a batch array as a handful of rows, so batches are joined by
         // index lookups whatever the statistics say (a queue's statistics are always stale:
         // custom plans, priced from them, scanned all of task_runs per claim, 20x slower at
         // 100,000 rows). And statements are no longer re-planned on every call.
         let opts = opts.options([("plan_cache_mode", "force_generic_plan")]);
+        super::first_connection::<sqlx::PgConnection>(url, &opts, options.connect_timeout).await?;
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(2))
             .acquire_timeout(Duration::from_secs(10))
-            .connect_with(opts)
-            .await
-            .map_err(|e| Error::BadUrl { url: redact(url), reason: format!("cannot connect: {e}") })?;
+            .connect_lazy_with(opts);
         Ok(PostgresStore { pool })
     }
 
@@ -130,7 +129,7 @@ impl PostgresStore {
                 run_timeout: r.try_get("run_timeout")?,
             });
         }
-        claimed.sort_by(|a, b| (a.priority, a.scheduled_on, a.task_id).cmp(&(b.priority, b.scheduled_on, b.task_id)));
+        claimed.sort_by_key(|c| (c.priority, c.scheduled_on, c.task_id));
         let mut out = Vec::with_capacity(claimed.len());
         for c in claimed {
             let (run_id, attempt) = match c.run {
@@ -149,6 +148,7 @@ impl PostgresStore {
                 task_runs_failed: c.failed,
                 backoff: c.backoff,
                 started_on: now,
+                timeout_on: super::timeout_on(now, c.run_timeout, default_timeout),
             });
         }
         Ok(out)
@@ -209,17 +209,6 @@ const CHANNEL: &str = "taskhost_tasks";
 async fn notify(conn: &mut PgConnection) -> Result<()> {
     sqlx::query("SELECT pg_notify($1, '')").bind(CHANNEL).execute(&mut *conn).await?;
     Ok(())
-}
-
-/// The URL without its password, for messages.
-pub(crate) fn redact(url: &str) -> String {
-    match url.split_once("://").and_then(|(s, rest)| Some((s, rest.split_once('@')?))) {
-        Some((scheme, (creds, host))) => {
-            let user = creds.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}@{host}")
-        }
-        None => url.to_string(),
-    }
 }
 
 /// One task, its first run and the wake-up in one statement: one round trip, which is most of an
@@ -665,22 +654,30 @@ impl Store for PostgresStore {
         Ok(tasks.len() as u64)
     }
 
-    async fn time_out_overdue_runs(&self, now: DateTime<Utc>, limit: u32) -> Result<u64> {
+    async fn time_out_overdue_runs(&self, cutoff: DateTime<Utc>, now: DateTime<Utc>, limit: u32) -> Result<u64> {
         let mut tx = self.pool.begin().await?;
         let tasks: Vec<i64> = sqlx::query_scalar(
             "UPDATE task_runs SET status = 'timeout', finished_on = $1, error_code = 'run-timeout',
                  error_message = 'the run did not finish within its run timeout'
-             WHERE id IN (SELECT id FROM task_runs WHERE status = 'running' AND timeout_on <= $1
+             WHERE id IN (SELECT id FROM task_runs WHERE status = 'running' AND timeout_on <= $3
                           LIMIT $2 FOR UPDATE SKIP LOCKED)
              RETURNING task_queue_id",
         )
         .bind(now)
         .bind(limit as i64)
+        .bind(cutoff)
         .fetch_all(&mut *tx)
         .await?;
         mark_tasks_timed_out(&mut tx, &tasks).await?;
         tx.commit().await?;
         Ok(tasks.len() as u64)
+    }
+
+    async fn running_runs_of(&self, runner: RunnerId) -> Result<Vec<RunId>> {
+        Ok(sqlx::query_scalar("SELECT id FROM task_runs WHERE task_runner_id = $1 AND status = 'running'")
+            .bind(runner)
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     async fn retry_candidates(&self, limit: u32) -> Result<Vec<RetryCandidate>> {

@@ -56,7 +56,7 @@ impl SqliteStore {
     /// Open (creating if missing) the database file a `sqlite://PATH` URL names.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
         let opts = SqliteConnectOptions::from_str(url)
-            .map_err(|e| Error::BadUrl { url: url.to_string(), reason: e.to_string() })?
+            .map_err(|e| Error::BadUrl { url: super::redact(url), reason: e.to_string() })?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
@@ -66,7 +66,7 @@ impl SqliteStore {
             .max_connections(options.max_connections.max(1))
             .connect_with(opts)
             .await
-            .map_err(|e| Error::BadUrl { url: url.to_string(), reason: format!("cannot open: {e}") })?;
+            .map_err(|e| Error::Connect { url: super::redact(url), reason: format!("cannot open: {e}") })?;
         Ok(SqliteStore { pool, write_lock: Default::default() })
     }
 
@@ -452,12 +452,11 @@ impl Store for SqliteStore {
             failed: u32,
             backoff: BackoffSettings,
             timeout_on: String,
+            timeout_at: DateTime<Utc>,
         }
         let mut claimed = Vec::with_capacity(rows.len());
         for r in &rows {
-            let secs: Option<i64> = r.try_get("run_timeout")?;
-            let timeout = secs.map(|s| Duration::from_secs(s.max(0) as u64)).unwrap_or(default_timeout);
-            let timeout = chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::days(36500));
+            let timeout_at = super::timeout_on(now, r.try_get("run_timeout")?, default_timeout);
             claimed.push(Claimed {
                 task_id: r.try_get("id")?,
                 priority: r.try_get("priority")?,
@@ -471,7 +470,8 @@ impl Store for SqliteStore {
                     base_ms: r.try_get("backoff_base_ms")?,
                     max_ms: r.try_get("backoff_max_ms")?,
                 },
-                timeout_on: ts(now.checked_add_signed(timeout).unwrap_or(now)),
+                timeout_on: ts(timeout_at),
+                timeout_at,
             });
         }
         // RETURNING order is unspecified: restore the claim order.
@@ -529,6 +529,7 @@ impl Store for SqliteStore {
                 task_runs_failed: c.failed,
                 backoff: c.backoff,
                 started_on: now,
+                timeout_on: c.timeout_at,
             });
         }
         tx.commit().await?;
@@ -707,21 +708,29 @@ impl Store for SqliteStore {
         Ok(tasks.len() as u64)
     }
 
-    async fn time_out_overdue_runs(&self, now: DateTime<Utc>, limit: u32) -> Result<u64> {
+    async fn time_out_overdue_runs(&self, cutoff: DateTime<Utc>, now: DateTime<Utc>, limit: u32) -> Result<u64> {
         let (_writing, mut tx) = self.write_tx().await?;
         let tasks: Vec<i64> = sqlx::query_scalar(
             "UPDATE task_runs SET status = 'timeout', finished_on = ?1, error_code = 'run-timeout',
                  error_message = 'the run did not finish within its run timeout'
-             WHERE id IN (SELECT id FROM task_runs WHERE status = 'running' AND timeout_on <= ?1 LIMIT ?2)
+             WHERE id IN (SELECT id FROM task_runs WHERE status = 'running' AND timeout_on <= ?3 LIMIT ?2)
              RETURNING task_queue_id",
         )
         .bind(ts(now))
         .bind(limit as i64)
+        .bind(ts(cutoff))
         .fetch_all(&mut *tx)
         .await?;
         mark_tasks_timed_out(&mut tx, &tasks).await?;
         tx.commit().await?;
         Ok(tasks.len() as u64)
+    }
+
+    async fn running_runs_of(&self, runner: RunnerId) -> Result<Vec<RunId>> {
+        Ok(sqlx::query_scalar("SELECT id FROM task_runs WHERE task_runner_id = ? AND status = 'running'")
+            .bind(runner)
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     async fn retry_candidates(&self, limit: u32) -> Result<Vec<RetryCandidate>> {

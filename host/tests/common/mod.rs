@@ -58,6 +58,8 @@ pub struct Env {
     pub db_url: String,
     pub app: App,
     pub clock: SharedClock,
+    /// The operator's configuration file, once [`Env::set_config`] wrote one.
+    pub config: Option<PathBuf>,
 }
 
 impl Env {
@@ -97,12 +99,25 @@ impl Env {
         }
         let db_url = db_url.unwrap_or_else(|| format!("sqlite://{}", dir.path().join("queue.db").display()));
         let app = App::open_with_clock(&app_config(&db_url, &plugin_dir), clock.clone()).await.expect("open app");
-        Env { dir, plugins: plugin_dir, db_url, app, clock }
+        Env { dir, plugins: plugin_dir, db_url, app, clock, config: None }
+    }
+
+    /// Write the operator's configuration file (outside the plugins directory) and reopen the
+    /// app with it; the `taskhost` commands of this environment get `--config` too.
+    pub async fn set_config(&mut self, toml: &str) {
+        let path = self.dir.path().join("operator.toml");
+        std::fs::write(&path, toml).expect("write config");
+        let mut config = app_config(&self.db_url, &self.plugins);
+        config.policy = taskhost::config::Policy::load(&path).expect("valid configuration");
+        self.app = App::open_with_clock(&config, self.clock.clone()).await.expect("open app");
+        self.config = Some(path);
     }
 
     /// A second App on the same database file and plugins (as another process would have).
     pub async fn second_app(&self) -> App {
-        App::open_with_clock(&app_config(&self.db_url, &self.plugins), self.clock.clone()).await.expect("open app")
+        let mut config = app_config(&self.db_url, &self.plugins);
+        config.policy = self.app.catalog.policy().clone();
+        App::open_with_clock(&config, self.clock.clone()).await.expect("open app")
     }
 
     pub fn write_manifest(&self, name: &str, toml: &str) {
@@ -210,6 +225,16 @@ pub fn taskhost_command(env: &Env) -> Command {
         .arg("--cache-dir")
         .arg(cache_dir())
         .env_remove("TASKHOST_DATABASE_URL")
-        .env_remove("TASKHOST_PLUGINS");
+        .env_remove("TASKHOST_PLUGINS")
+        .env_remove("TASKHOST_CONFIG");
+    if let Some(config) = &env.config {
+        c.arg("--config").arg(config);
+    }
     c
+}
+
+/// wasm-tools, as plugins/build.sh installs it.
+pub fn wasm_tools() -> PathBuf {
+    built_plugins();
+    repo_root().join("target/tools/py/bin/wasm-tools")
 }

@@ -267,8 +267,8 @@ pub async fn a_late_outcome_does_not_override_a_timeout(store: SharedStore) {
         .id;
     let r = runner(&store, t0()).await;
     let c = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
-    assert_eq!(store.time_out_overdue_runs(t0() + secs(9), 100).await.expect("timeout"), 0);
-    assert_eq!(store.time_out_overdue_runs(t0() + secs(10), 100).await.expect("timeout"), 1);
+    assert_eq!(store.time_out_overdue_runs(t0() + secs(9), t0() + secs(9), 100).await.expect("timeout"), 0);
+    assert_eq!(store.time_out_overdue_runs(t0() + secs(10), t0() + secs(10), 100).await.expect("timeout"), 1);
     let task = store.get_task(id).await.expect("get").expect("exists");
     assert_eq!((task.last_status, task.task_runs_failed), (RunStatus::Timeout, 1));
     store.finish_runs(&[success(&c[0], t0() + secs(11), "{}")]).await.expect("finish");

@@ -1,7 +1,8 @@
 //! Hostile: reaches for what it was not given. The task data picks the probe:
 //! `{"read": PATH}`, `{"write": PATH}`, `{"env": NAME}`, `{"connect": "IP:PORT"}`,
-//! `{"sleep_ms": N}` (blocks in a host call), `{"log_lines": N}` (a log flood).
-//! A refused capability ends the run with code `denied`.
+//! `{"sleep_ms": N}` (blocks in a host call), `{"log_lines": N}` (a log flood),
+//! `{"sockets": N}` (creates up to N TCP sockets and holds them; reports how many it got).
+//! A refused capability ends the run with code `refused`.
 wit_bindgen::generate!({ path: "../../wit", world: "task-handler" });
 
 use std::time::Duration;
@@ -12,7 +13,7 @@ use taskhost::plugin::types::LogLevel;
 struct Probe;
 
 fn denied(what: &str, e: impl std::fmt::Display) -> HandlerError {
-    HandlerError { code: "denied".into(), message: format!("{what}: {e}"), retryable: false }
+    HandlerError { code: "refused".into(), message: format!("{what}: {e}"), retryable: false }
 }
 
 fn ok(v: serde_json::Value) -> Result<Option<String>, HandlerError> {
@@ -43,6 +44,22 @@ impl Guest for Probe {
         if let Some(ms) = n("sleep_ms") {
             std::thread::sleep(Duration::from_millis(ms));
             return ok(serde_json::json!({ "slept_ms": ms }));
+        }
+        if let Some(count) = n("sockets") {
+            use wasi::sockets::network::IpAddressFamily;
+            use wasi::sockets::tcp_create_socket::create_tcp_socket;
+            let mut held = Vec::new();
+            let mut error = None;
+            for _ in 0..count {
+                match create_tcp_socket(IpAddressFamily::Ipv4) {
+                    Ok(s) => held.push(s),
+                    Err(e) => {
+                        error = Some(format!("{e:?}"));
+                        break;
+                    }
+                }
+            }
+            return ok(serde_json::json!({ "sockets": held.len(), "error": error }));
         }
         if let Some(lines) = n("log_lines") {
             let line = "x".repeat(1000);

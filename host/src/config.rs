@@ -1,0 +1,186 @@
+//! The operator's configuration file: the only place that grants a handler anything or raises
+//! its limits. It is trusted (the operator writes it, outside the plugins directory) and given
+//! with `--config FILE` or `TASKHOST_CONFIG`:
+//!
+//! ```toml
+//! [limits]                      # every handler's limits (default: the built-in defaults)
+//! memory_mb = 128
+//! deadline = "30s"
+//!
+//! [plugins]
+//! max_component_mb = 64         # component files over this are refused before being read
+//! cache_max_mb = 2048           # the compiled-code cache is kept under this size
+//!
+//! [handlers.probe]              # one handler: limits above the defaults, and grants
+//! digest = "9f86d08…"           # optional: all of this applies only to the component with this sha256
+//! limits = { deadline = "120s" }
+//! [handlers.probe.grants]
+//! env = ["HOME"]
+//! dirs = [{ host = "/srv/data", guest = "/data", mode = "ro" }]
+//! ```
+//!
+//! A plugin's own manifest (`NAME.toml` beside `NAME.wasm`) may only lower these limits. Every
+//! value is checked when the file is loaded; a bad one is one clear error.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::sandbox::{Grants, GrantsConfig, LimitOverrides, Limits};
+
+/// What the operator allows handlers: limits, grants, and how large a component may be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Limits of a handler the configuration says nothing else about.
+    pub limits: Limits,
+    /// Component files larger than this are refused before they are read.
+    pub max_component_bytes: u64,
+    /// The compiled-code cache is kept under this size (least recently used artifacts go).
+    pub cache_max_bytes: u64,
+    pub handlers: HashMap<String, HandlerPolicy>,
+}
+
+/// The operator's word on one handler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandlerPolicy {
+    /// When set, the handler is usable only as the component with this sha256 (hex).
+    pub digest: Option<String>,
+    pub limits: Limits,
+    pub grants: Grants,
+}
+
+impl Policy {
+    pub const DEFAULT_MAX_COMPONENT_BYTES: u64 = 64 << 20;
+    /// The largest component any configuration may allow.
+    pub const MAX_COMPONENT_BYTES: u64 = 1 << 30;
+    pub const DEFAULT_CACHE_MAX_BYTES: u64 = 2 << 30;
+
+    /// Read and check the configuration file at `path`.
+    pub fn load(path: &Path) -> Result<Policy> {
+        let bad = |reason: String| Error::BadConfig { path: path.to_path_buf(), reason };
+        let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+        let file: ConfigFile = toml::from_str(&text).map_err(|e| bad(e.message().trim().to_string()))?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Policy::from_file(&file, &base).map_err(bad)
+    }
+
+    fn from_file(file: &ConfigFile, base: &Path) -> std::result::Result<Policy, String> {
+        let limits = Limits::default().with(&file.limits).map_err(|e| format!("[limits]: {e}"))?;
+        let max_mb = file.plugins.max_component_mb.unwrap_or(Self::DEFAULT_MAX_COMPONENT_BYTES >> 20);
+        if max_mb == 0 || max_mb > Self::MAX_COMPONENT_BYTES >> 20 {
+            return Err(format!(
+                "[plugins] max_component_mb = {max_mb} is out of range (1 to {})",
+                Self::MAX_COMPONENT_BYTES >> 20
+            ));
+        }
+        let cache_mb = file.plugins.cache_max_mb.unwrap_or(Self::DEFAULT_CACHE_MAX_BYTES >> 20);
+        let mut handlers = HashMap::new();
+        for (name, h) in &file.handlers {
+            if !crate::plugins::valid_name(name) {
+                return Err(format!("[handlers.{name}]: not a plugin name (letters, digits, '-' and '_')"));
+            }
+            if let Some(d) = &h.digest {
+                if d.len() != 64 || !d.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(format!("[handlers.{name}] digest: expected 64 hexadecimal digits (a sha256)"));
+                }
+            }
+            let handler = HandlerPolicy {
+                digest: h.digest.as_ref().map(|d| d.to_ascii_lowercase()),
+                limits: limits.with(&h.limits).map_err(|e| format!("[handlers.{name}.limits]: {e}"))?,
+                grants: h.grants.resolve(base).map_err(|e| format!("[handlers.{name}.grants]: {e}"))?,
+            };
+            handlers.insert(name.clone(), handler);
+        }
+        Ok(Policy {
+            limits,
+            max_component_bytes: max_mb << 20,
+            cache_max_bytes: cache_mb.saturating_mul(1 << 20),
+            handlers,
+        })
+    }
+
+    /// The limits a handler may use at most (before its manifest lowers them) and its grants.
+    pub fn for_handler(&self, name: &str, digest: &str) -> std::result::Result<(Limits, Grants), String> {
+        match self.handlers.get(name) {
+            None => Ok((self.limits, Grants::default())),
+            Some(h) => match &h.digest {
+                Some(pin) if pin != digest => Err(format!(
+                    "the operator's configuration pins {name} to sha256 {pin}, but this component's is {digest}"
+                )),
+                _ => Ok((h.limits, h.grants.clone())),
+            },
+        }
+    }
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            limits: Limits::default(),
+            max_component_bytes: Self::DEFAULT_MAX_COMPONENT_BYTES,
+            cache_max_bytes: Self::DEFAULT_CACHE_MAX_BYTES,
+            handlers: HashMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    limits: LimitOverrides,
+    #[serde(default)]
+    plugins: PluginsSection,
+    #[serde(default)]
+    handlers: HashMap<String, HandlerSection>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PluginsSection {
+    max_component_mb: Option<u64>,
+    cache_max_mb: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HandlerSection {
+    digest: Option<String>,
+    #[serde(default)]
+    limits: LimitOverrides,
+    #[serde(default)]
+    grants: GrantsConfig,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(text: &str) -> std::result::Result<Policy, String> {
+        let file: ConfigFile = toml::from_str(text).map_err(|e| e.to_string())?;
+        Policy::from_file(&file, Path::new("/"))
+    }
+
+    #[test]
+    fn an_empty_configuration_is_the_defaults() {
+        assert_eq!(policy("").expect("policy"), Policy::default());
+    }
+
+    #[test]
+    fn a_deadline_past_the_maximum_is_refused() {
+        let err = policy("[limits]\ndeadline = \"9223372036854775807s\"\n").expect_err("refused");
+        assert!(err.contains("deadline"), "{err}");
+    }
+
+    #[test]
+    fn a_handler_may_be_raised_and_pinned() {
+        let pin = "ab".repeat(32);
+        let p = policy(&format!("[handlers.big]\ndigest = \"{pin}\"\nlimits = {{ memory_mb = 1024 }}\n")).expect("ok");
+        let (limits, _) = p.for_handler("big", &pin).expect("pinned digest matches");
+        assert_eq!(limits.memory_bytes, 1 << 30);
+        assert!(p.for_handler("big", &"cd".repeat(32)).is_err(), "another component is refused");
+        assert_eq!(p.for_handler("other", "x").expect("default").0, Limits::default());
+    }
+}

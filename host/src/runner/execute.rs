@@ -1,0 +1,212 @@
+//! One claimed run: load its plugin, run it in the sandbox within its memory budget and its
+//! run timeout, and decide what comes next. A panic inside the host while doing so ends the run
+//! with `host-error`; it never takes the worker down.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use tokio::sync::{mpsc, Semaphore};
+
+use crate::clock::SharedClock;
+use crate::error::Error;
+use crate::model::*;
+use crate::plugins::Catalog;
+use crate::retry::{self, Backoff};
+use crate::sandbox::{Failure, GuestOutcome, RunInput, RunReport};
+
+/// What every run of a worker shares.
+pub(super) struct Shared {
+    pub catalog: Arc<Catalog>,
+    pub clock: SharedClock,
+    pub backoff: Backoff,
+    pub progress_tx: mpsc::Sender<ProgressUpdate>,
+    /// Guest memory, in MiB: a run holds its memory limit while it runs.
+    pub memory: Arc<Semaphore>,
+    pub memory_budget_mib: u32,
+}
+
+/// What a run's outcome needs of its claim (kept apart from the task's data, which moves into
+/// the sandbox).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RunMeta {
+    pub run_id: RunId,
+    pub task_id: TaskId,
+    pub task_runs_failed: u32,
+    pub max_retries: u32,
+    pub backoff: BackoffSettings,
+}
+
+impl RunMeta {
+    pub fn of(run: &ClaimedRun) -> Self {
+        RunMeta {
+            run_id: run.run_id,
+            task_id: run.task_id,
+            task_runs_failed: run.task_runs_failed,
+            max_retries: run.max_retries,
+            backoff: run.backoff,
+        }
+    }
+}
+
+/// Run one claimed run, turning a panic anywhere in it into a `host-error` outcome.
+pub(super) async fn execute_guarded(shared: &Shared, run: ClaimedRun) -> RunOutcome {
+    let meta = RunMeta::of(&run);
+    let started = Instant::now();
+    guarded(shared, meta, started, execute(shared, run, started)).await
+}
+
+async fn guarded(
+    shared: &Shared,
+    meta: RunMeta,
+    started: Instant,
+    run: impl std::future::Future<Output = RunOutcome>,
+) -> RunOutcome {
+    match std::panic::AssertUnwindSafe(run).catch_unwind().await {
+        Ok(outcome) => outcome,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            tracing::error!(run_id = meta.run_id, "the host panicked while running a task: {what}");
+            let failure = Failure::host_error(&format!("panic: {what}")).bounded();
+            outcome(shared, meta, started, Ended { failure: Some(failure), ..Ended::default() })
+        }
+    }
+}
+
+/// How a run ended, before the next step is decided.
+#[derive(Default)]
+struct Ended {
+    failure: Option<Failure>,
+    results: Option<String>,
+    digest: Option<String>,
+    fuel: Option<i64>,
+    report: RunReport,
+}
+
+async fn execute(shared: &Shared, run: ClaimedRun, started: Instant) -> RunOutcome {
+    let meta = RunMeta::of(&run);
+    let plugin = match shared.catalog.get(&run.handler) {
+        Some(p) => Ok(p),
+        None => {
+            let catalog = shared.catalog.clone();
+            let name = run.handler.clone();
+            match tokio::task::spawn_blocking(move || catalog.get_or_load(&name)).await {
+                Ok(r) => r,
+                Err(e) => Err(Error::Engine(format!("plugin loader panicked: {e}"))),
+            }
+        }
+    };
+    let plugin = match plugin {
+        Ok(p) => p,
+        Err(Error::UnknownHandler { .. }) | Err(Error::Invalid { .. }) => {
+            let failure = Some(Failure::handler_not_found(&run.handler));
+            return outcome(shared, meta, started, Ended { failure, ..Ended::default() });
+        }
+        Err(e) => {
+            let failure = Some(Failure::handler_broken(&run.handler, &e.to_string()));
+            return outcome(shared, meta, started, Ended { failure, ..Ended::default() });
+        }
+    };
+    // Hold this run's memory limit from the worker's budget while it runs (a limit over the
+    // whole budget takes all of it: that run runs alone).
+    let want = u32::try_from(plugin.limits.memory_bytes.div_ceil(1 << 20)).unwrap_or(u32::MAX);
+    let _memory = shared.memory.clone().acquire_many_owned(want.clamp(1, shared.memory_budget_mib.max(1))).await;
+    let time_left = (run.timeout_on - shared.clock.now()).to_std().unwrap_or(Duration::ZERO);
+    let input = RunInput {
+        task_id: run.task_id,
+        run_id: run.run_id,
+        attempt: run.attempt,
+        handler: run.handler,
+        data: run.data,
+        queued_by: run.queued_by,
+    };
+    let r = shared
+        .catalog
+        .sandbox()
+        .run(&plugin.pre, plugin.limits, &plugin.grants, input, Some(shared.progress_tx.clone()), Some(time_left))
+        .await;
+    let (failure, results) = match r.outcome {
+        GuestOutcome::Success(results) => (None, results),
+        GuestOutcome::Failed(f) => (Some(f), None),
+    };
+    let ended = Ended {
+        failure,
+        results,
+        digest: Some(plugin.digest.clone()),
+        fuel: Some(i64::try_from(r.fuel_used).unwrap_or(i64::MAX)),
+        report: r.report,
+    };
+    outcome(shared, meta, started, ended)
+}
+
+/// The outcome to write: success, or the failure with its next step decided.
+fn outcome(shared: &Shared, meta: RunMeta, started: Instant, ended: Ended) -> RunOutcome {
+    let now = shared.clock.now();
+    let logs = ended.report.logs();
+    let (status, next, error_code, error_message, results) = match ended.failure {
+        None => (RunStatus::Success, NextStep::Done, None, None, ended.results),
+        Some(f) => {
+            let backoff = shared.backoff.for_task(&meta.backoff);
+            let next = match retry::decide(
+                meta.task_runs_failed + 1,
+                meta.max_retries,
+                f.retryable,
+                &backoff,
+                now,
+                retry::jitter_unit(),
+            ) {
+                NextStep::Done => NextStep::GiveUp,
+                other => other,
+            };
+            (f.status(), next, Some(f.code), Some(f.message), ended.report.partial_results)
+        }
+    };
+    RunOutcome {
+        run_id: meta.run_id,
+        task_id: meta.task_id,
+        status,
+        results,
+        error_code,
+        error_message,
+        percents_completed: ended.report.percent,
+        finished_on: now,
+        duration_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
+        component_digest: ended.digest,
+        fuel_used: ended.fuel,
+        logs,
+        next,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_while_running_ends_the_run_with_a_host_error() {
+        let (progress_tx, _rx) = mpsc::channel(1);
+        let sandbox =
+            crate::sandbox::Sandbox::new(&crate::sandbox::SandboxConfig { pool_instances: 1, ..Default::default() })
+                .expect("sandbox");
+        let catalog = Arc::new(Catalog::new(Arc::new(sandbox), "/nonexistent", None, Default::default()));
+        let shared = Shared {
+            catalog,
+            clock: Arc::new(crate::clock::SystemClock),
+            backoff: Backoff::default(),
+            progress_tx,
+            memory: Arc::new(Semaphore::new(1)),
+            memory_budget_mib: 1,
+        };
+        let meta =
+            RunMeta { run_id: 7, task_id: 3, task_runs_failed: 0, max_retries: 5, backoff: BackoffSettings::default() };
+        let o = guarded(&shared, meta, Instant::now(), async { panic!("boom") }).await;
+        assert_eq!((o.run_id, o.status), (7, RunStatus::Error));
+        assert_eq!(o.error_code.as_deref(), Some(crate::sandbox::codes::HOST_ERROR));
+        assert!(o.error_message.as_deref().unwrap_or("").contains("boom"), "{:?}", o.error_message);
+        assert!(matches!(o.next, NextStep::RetryAt(_)), "a host error is retried");
+    }
+}

@@ -1,0 +1,147 @@
+//! A worker's heartbeat and memory watch.
+//!
+//! Every interval the heartbeat tells the database the runner is alive and asks which of the
+//! runs it executes are still `running` there: a run ended elsewhere (timed out by an overseer)
+//! is stopped at once. While outcomes cannot be written for longer than the writer's limit the
+//! heartbeat stops, so that another worker's overseer times this runner out and its tasks run
+//! again elsewhere. The memory watch checks resident memory against the cap every second.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch, Notify};
+
+use super::writer::{unix_ms, WriterHealth};
+use super::ExitReason;
+use crate::clock::SharedClock;
+use crate::model::{RunId, RunnerId};
+use crate::store::SharedStore;
+
+/// The runs this worker is executing, each with a way to stop it.
+#[derive(Debug, Default)]
+pub(super) struct InFlight {
+    runs: Mutex<HashMap<RunId, Arc<Notify>>>,
+}
+
+impl InFlight {
+    /// Register a run; the returned handle is notified if the run must stop.
+    pub fn enter(&self, run: RunId) -> Arc<Notify> {
+        let stop = Arc::new(Notify::new());
+        self.runs.lock().unwrap_or_else(|p| p.into_inner()).insert(run, stop.clone());
+        stop
+    }
+
+    pub fn leave(&self, run: RunId) {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(&run);
+    }
+
+    fn ids(&self) -> Vec<RunId> {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner()).keys().copied().collect()
+    }
+
+    fn stop(&self, run: RunId) {
+        if let Some(n) = self.runs.lock().unwrap_or_else(|p| p.into_inner()).get(&run) {
+            n.notify_one();
+        }
+    }
+}
+
+pub(super) struct Heartbeat {
+    pub store: SharedStore,
+    pub clock: SharedClock,
+    pub runner: RunnerId,
+    pub interval: Duration,
+    pub writer_stuck_limit: Duration,
+    pub health: Arc<WriterHealth>,
+    pub in_flight: Arc<InFlight>,
+    pub exit_tx: mpsc::UnboundedSender<ExitReason>,
+}
+
+impl Heartbeat {
+    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+        let mut tick = tokio::time::interval(self.interval);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = stop.changed() => return,
+            }
+            let stuck_since = self.health.stuck_since_ms.load(Ordering::Relaxed);
+            let stuck_ms = if stuck_since == 0 { 0 } else { unix_ms() - stuck_since };
+            if stuck_ms > self.writer_stuck_limit.as_millis() as i64 {
+                tracing::error!(
+                    runner = self.runner,
+                    "outcomes could not be written for {} s: not heartbeating, so that other workers take over",
+                    stuck_ms / 1000
+                );
+                continue;
+            }
+            let beat = tokio::time::timeout(self.interval.max(Duration::from_secs(1)), self.beat()).await;
+            match beat {
+                Ok(Ok(true)) => {
+                    self.health.db_ok_ms.store(unix_ms(), Ordering::Relaxed);
+                }
+                Ok(Ok(false)) => {
+                    tracing::error!(runner = self.runner, "this runner was timed out by the overseer; stopping");
+                    let _ = self.exit_tx.send(ExitReason::RunnerLost);
+                }
+                Ok(Err(e)) => tracing::warn!(runner = self.runner, "heartbeat failed: {e}"),
+                Err(_) => tracing::warn!(runner = self.runner, "heartbeat timed out"),
+            }
+        }
+    }
+
+    /// One heartbeat; then stop the runs the database no longer has running on this runner.
+    async fn beat(&self) -> crate::Result<bool> {
+        if !self.store.heartbeat(self.runner, self.clock.now()).await? {
+            return Ok(false);
+        }
+        // Listed before asking: a run that starts after this is not judged by this answer.
+        let mine = self.in_flight.ids();
+        if mine.is_empty() {
+            return Ok(true);
+        }
+        let running = self.store.running_runs_of(self.runner).await?;
+        for run in mine.into_iter().filter(|r| !running.contains(r)) {
+            tracing::warn!(runner = self.runner, run, "this run was ended elsewhere: stopping it");
+            self.in_flight.stop(run);
+        }
+        Ok(true)
+    }
+}
+
+/// Ask the worker to finish and exit once its resident memory passes `cap` bytes.
+pub(super) async fn memory_watch(
+    cap: u64,
+    interval: Duration,
+    exit_tx: mpsc::UnboundedSender<ExitReason>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let pid = sysinfo::Pid::from_u32(std::process::id());
+    let mut sys = sysinfo::System::new();
+    let mut tick = tokio::time::interval(interval);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        if let Some(rss) = process_rss(&mut sys, pid) {
+            if rss > cap {
+                tracing::warn!(rss, cap, "resident memory passed the cap: finishing and exiting");
+                let _ = exit_tx.send(ExitReason::MemoryCap);
+                return;
+            }
+        }
+    }
+}
+
+/// This process's resident set size in bytes.
+pub fn process_rss(sys: &mut sysinfo::System, pid: sysinfo::Pid) -> Option<u64> {
+    sys.refresh_processes_specifics(
+        sysinfo::ProcessesToUpdate::Some(&[pid]),
+        true,
+        sysinfo::ProcessRefreshKind::nothing().with_memory(),
+    );
+    sys.process(pid).map(|p| p.memory())
+}

@@ -1,0 +1,358 @@
+//! The worker: registers a runner, claims due runs, executes them in the sandbox, reports
+//! progress and outcomes, heartbeats, and stops cleanly.
+//!
+//! ```no_run
+//! # async fn demo(w: taskhost::runner::Worker) -> taskhost::Result<()> {
+//! let report = w.run(async { let _ = tokio::signal::ctrl_c().await; }).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Options and defaults are on [`WorkerConfig`]. Shutdown: when the future given to
+//! [`Worker::run`] completes, the worker stops claiming and lets in-flight runs finish and their
+//! outcomes be written within `shutdown_grace`; whatever is not done by then is left `running`
+//! for the overseer to time out (its task runs again), and the worker exits. The grace is an
+//! upper bound even while the database is down: every call made after it is bounded in time.
+//!
+//! The parts: [`execute`] runs one claimed run, [`writer`] writes outcomes and progress,
+//! [`heartbeat`] keeps the runner alive and watches memory; this file claims and ties them up.
+
+mod config;
+mod execute;
+mod heartbeat;
+mod writer;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch, Semaphore};
+
+pub use config::{ExitReason, WorkerConfig, WorkerReport};
+use execute::Shared;
+pub use heartbeat::process_rss;
+use heartbeat::{Heartbeat, InFlight};
+use writer::{OutcomeWriter, WriterHealth};
+
+use crate::clock::SharedClock;
+use crate::error::Result;
+use crate::model::*;
+use crate::overseer::Overseer;
+use crate::plugins::Catalog;
+use crate::store::SharedStore;
+
+pub struct Worker {
+    store: SharedStore,
+    catalog: Arc<Catalog>,
+    clock: SharedClock,
+    config: WorkerConfig,
+}
+
+/// Longest the last calls of a stopping worker (marking its runner) may take: past the grace
+/// period nothing may hold the process up.
+const LAST_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Spawns run tasks and knows which are in flight.
+struct RunTasks {
+    in_flight: Arc<InFlight>,
+    done_tx: mpsc::UnboundedSender<(RunOutcome, tokio::sync::OwnedSemaphorePermit)>,
+    /// Turns true when the grace period is over: runs still going are dropped.
+    abort: watch::Receiver<bool>,
+    ended_elsewhere: Arc<std::sync::atomic::AtomicU64>,
+    /// A claim was cut short by a signal: it may have claimed runs no task executes.
+    claim_cut: std::sync::atomic::AtomicBool,
+}
+
+impl RunTasks {
+    /// Run one claimed run in its own task. The run stops at once (its store dropped) when the
+    /// grace period ends or the database says it was ended elsewhere; its slot is released
+    /// once its outcome is written.
+    fn spawn(&self, shared: &Arc<Shared>, run: ClaimedRun, permit: tokio::sync::OwnedSemaphorePermit) {
+        let shared = shared.clone();
+        let mut abort = self.abort.clone();
+        let in_flight = self.in_flight.clone();
+        let done_tx = self.done_tx.clone();
+        let ended_elsewhere = self.ended_elsewhere.clone();
+        let run_id = run.run_id;
+        let stop = in_flight.enter(run_id);
+        tokio::spawn(async move {
+            tokio::select! {
+                outcome = execute::execute_guarded(&shared, run) => {
+                    in_flight.leave(run_id);
+                    let _ = done_tx.send((outcome, permit));
+                }
+                _ = stop.notified() => {
+                    in_flight.leave(run_id);
+                    ended_elsewhere.fetch_add(1, Ordering::Relaxed);
+                }
+                _ = abort.wait_for(|a| *a) => in_flight.leave(run_id),
+            }
+        });
+    }
+}
+
+impl Worker {
+    pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock, config: WorkerConfig) -> Self {
+        Worker { store, catalog, clock, config }
+    }
+
+    /// Work until `shutdown` completes (or, with `drain`, until nothing is left).
+    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()> + Send) -> Result<WorkerReport> {
+        // One pool slot per run at once: a run never waits for (or fails on) another's slot.
+        let capacity = self.catalog.sandbox().capacity() as usize;
+        if self.config.concurrency > capacity {
+            tracing::warn!(
+                concurrency = self.config.concurrency,
+                capacity,
+                "concurrency lowered to the sandbox's pool of instances"
+            );
+            self.config.concurrency = capacity;
+        }
+        let cfg = self.config.clone();
+        let concurrency = cfg.concurrency.max(1);
+        let default_memory = self.catalog.policy().limits.memory_bytes;
+        let memory_budget = cfg.memory_budget(default_memory);
+        let rss_cap = cfg.rss_cap(memory_budget);
+        let host = crate::overseer::liveness::local_identity();
+        let pid = std::process::id();
+        let runner_id = self.store.register_runner(pid, &host, self.clock.now(), cfg.runner_limit).await?;
+        tracing::info!(runner_id, pid, host = %host, concurrency, memory_budget, rss_cap, "worker started");
+
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (abort_tx, abort_rx) = watch::channel(false);
+        let (exit_tx, mut exit_rx) = mpsc::unbounded_channel::<ExitReason>();
+        let health = Arc::new(WriterHealth::default());
+        let in_flight = Arc::new(InFlight::default());
+
+        let heartbeat = tokio::spawn(
+            Heartbeat {
+                store: self.store.clone(),
+                clock: self.clock.clone(),
+                runner: runner_id,
+                interval: cfg.heartbeat_interval,
+                writer_stuck_limit: cfg.writer_stuck_limit,
+                health: health.clone(),
+                in_flight: in_flight.clone(),
+                exit_tx: exit_tx.clone(),
+            }
+            .run(stop_rx.clone()),
+        );
+        let memory_watch =
+            tokio::spawn(heartbeat::memory_watch(rss_cap, cfg.rss_check_interval, exit_tx.clone(), stop_rx.clone()));
+        let overseer = cfg.overseer.clone().map(|oc| {
+            let o = Overseer::new(self.store.clone(), self.clock.clone(), oc);
+            let rx = stop_rx.clone();
+            tokio::spawn(async move { o.run_until(rx).await })
+        });
+        let watcher = cfg.watch_plugins.map(|every| tokio::spawn(self.catalog.clone().watch(every, stop_rx.clone())));
+
+        let (progress_tx, progress_rx) = mpsc::channel(4096);
+        let progress = tokio::spawn(writer::progress_loop(self.store.clone(), progress_rx));
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let outcome_writer = tokio::spawn(
+            OutcomeWriter {
+                store: self.store.clone(),
+                batch: cfg.finish_batch,
+                batch_bytes: cfg.finish_batch_bytes,
+                linger: cfg.batch_linger,
+                health: health.clone(),
+                give_up: abort_rx.clone(),
+            }
+            .run(done_rx),
+        );
+
+        let budget_mib = u32::try_from(memory_budget.div_ceil(1 << 20)).unwrap_or(u32::MAX >> 4).min(u32::MAX >> 4);
+        let shared = Arc::new(Shared {
+            catalog: self.catalog.clone(),
+            clock: self.clock.clone(),
+            backoff: cfg.backoff,
+            progress_tx,
+            memory: Arc::new(Semaphore::new(budget_mib as usize)),
+            memory_budget_mib: budget_mib,
+        });
+        let runs = RunTasks {
+            in_flight,
+            done_tx,
+            abort: abort_rx,
+            ended_elsewhere: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            claim_cut: std::sync::atomic::AtomicBool::new(false),
+        };
+        let slots = Arc::new(Semaphore::new(concurrency));
+        let exit = {
+            tokio::pin!(shutdown);
+            self.claim_loop(&shared, &runs, &slots, runner_id, &mut shutdown, &mut exit_rx).await
+        };
+        tracing::info!(runner_id, ?exit, "worker stopping");
+
+        // In-flight runs finish, and their outcomes are written, within the grace period; a
+        // runner declared dead stops its runs at once (they run again elsewhere).
+        let grace = if exit == ExitReason::RunnerLost { Duration::ZERO } else { cfg.shutdown_grace };
+        let total = concurrency as u32;
+        let drained = tokio::time::timeout(grace, slots.acquire_many(total)).await.is_ok();
+        // Runs still going, or whose outcome is not written yet (a slot is held until then).
+        let in_flight_left =
+            if drained { 0 } else { u64::from(total).saturating_sub(slots.available_permits() as u64) };
+        let _ = abort_tx.send(true);
+        let ended_elsewhere = runs.ended_elsewhere.load(Ordering::Relaxed);
+        let claim_cut = runs.claim_cut.load(Ordering::Relaxed);
+        drop(runs);
+        drop(shared);
+        let _ = stop_tx.send(true);
+        // Each part ends promptly now; none may hold the process past the grace.
+        for (name, task) in [
+            ("outcome writer", outcome_writer),
+            ("progress writer", progress),
+            ("heartbeat", heartbeat),
+            ("memory watch", memory_watch),
+        ]
+        .into_iter()
+        .chain(overseer.map(|o| ("overseer", o)))
+        .chain(watcher.map(|w| ("plugin watcher", w)))
+        {
+            let abort = task.abort_handle();
+            if tokio::time::timeout(LAST_CALL_TIMEOUT, task).await.is_err() {
+                tracing::warn!("the {name} did not stop in time: cancelled");
+                abort.abort();
+            }
+        }
+        let abandoned = in_flight_left.max(health.abandoned.load(Ordering::Relaxed));
+        let now = self.clock.now();
+        let last = async {
+            if abandoned > 0 || claim_cut {
+                tracing::warn!(runner_id, abandoned, "runs not finished within the grace period: timing them out");
+                self.store.time_out_runners(&[runner_id], now).await.map(|_| ())
+            } else if exit != ExitReason::RunnerLost {
+                self.store.finish_runner(runner_id, RunnerStatus::Success, now).await
+            } else {
+                Ok(())
+            }
+        };
+        match tokio::time::timeout(LAST_CALL_TIMEOUT, last).await {
+            Ok(Ok(())) => {}
+            // The overseer of another worker finds this runner dead by its heartbeat instead.
+            Ok(Err(e)) => tracing::warn!(runner_id, "could not mark the runner stopped: {e}"),
+            Err(_) => tracing::warn!(runner_id, "could not mark the runner stopped: the database did not answer"),
+        }
+        let report = WorkerReport {
+            runner_id,
+            exit,
+            runs_finished: health.finished.load(Ordering::Relaxed),
+            runs_abandoned: abandoned,
+            runs_ended_elsewhere: ended_elsewhere,
+            outcomes_rejected: health.rejected.load(Ordering::Relaxed),
+        };
+        tracing::info!(runner_id, runs = report.runs_finished, "worker stopped");
+        Ok(report)
+    }
+
+    async fn claim_loop(
+        &self,
+        shared: &Arc<Shared>,
+        runs: &RunTasks,
+        slots: &Arc<Semaphore>,
+        runner_id: RunnerId,
+        shutdown: &mut (impl std::future::Future<Output = ()> + Unpin),
+        exit_rx: &mut mpsc::UnboundedReceiver<ExitReason>,
+    ) -> ExitReason {
+        let cfg = &self.config;
+        let mut db_backoff = Duration::from_millis(50);
+        // PostgreSQL wakes an idle worker when tasks are added; polling stays as the safety net.
+        let mut wakeups = match self.store.wakeups().await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!("no wake-ups from the database, polling only: {e}");
+                None
+            }
+        };
+        loop {
+            if let Ok(reason) = exit_rx.try_recv() {
+                return reason;
+            }
+            // Wait for a free slot.
+            if slots.available_permits() == 0 {
+                tokio::select! {
+                    _ = &mut *shutdown => return ExitReason::Shutdown,
+                    r = exit_rx.recv() => return r.unwrap_or(ExitReason::Shutdown),
+                    p = slots.acquire() => drop(p),
+                }
+                // Linger briefly for more slots: one claim of many beats many claims of one.
+                let want = (cfg.concurrency / 2).clamp(1, cfg.claim_batch.max(1)) as u32;
+                let _ = tokio::time::timeout(cfg.batch_linger, slots.acquire_many(want)).await;
+            }
+            let free = slots.available_permits();
+            if free == 0 {
+                continue;
+            }
+            let limit = free.min(cfg.claim_batch.max(1)) as u32;
+            let now = self.clock.now();
+            // A signal cuts a claim short; runs it may have claimed are then timed out at exit.
+            let claim = self.store.claim(runner_id, &cfg.queues, limit, now, cfg.default_run_timeout);
+            let claimed = tokio::select! {
+                r = claim => r,
+                _ = &mut *shutdown => {
+                    runs.claim_cut.store(true, Ordering::Relaxed);
+                    return ExitReason::Shutdown;
+                }
+            };
+            let claimed = match claimed {
+                Ok(c) => {
+                    db_backoff = Duration::from_millis(50);
+                    c
+                }
+                Err(e) => {
+                    tracing::warn!("claim failed, retrying in {db_backoff:?}: {e}");
+                    tokio::select! {
+                        _ = &mut *shutdown => return ExitReason::Shutdown,
+                        _ = tokio::time::sleep(db_backoff) => {}
+                    }
+                    db_backoff = (db_backoff * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            };
+            let got = claimed.len();
+            for run in claimed {
+                let Ok(permit) = slots.clone().try_acquire_owned() else {
+                    // Cannot happen (we claimed at most the free slots); wait for one anyway.
+                    let Ok(permit) = slots.clone().acquire_owned().await else {
+                        break;
+                    };
+                    runs.spawn(shared, run, permit);
+                    continue;
+                };
+                runs.spawn(shared, run, permit);
+            }
+            if got > 0 {
+                continue;
+            }
+            if cfg.drain && slots.available_permits() == cfg.concurrency.max(1) {
+                let horizon = chrono::Duration::from_std(cfg.drain_horizon).unwrap_or_default();
+                let due = tokio::select! {
+                    r = self.store.has_due_work(&cfg.queues, now + horizon) => r,
+                    _ = &mut *shutdown => return ExitReason::Shutdown,
+                };
+                match due {
+                    Ok(false) => return ExitReason::Drained,
+                    Ok(true) => {}
+                    Err(e) => tracing::warn!("checking for due work failed: {e}"),
+                }
+            }
+            tokio::select! {
+                _ = &mut *shutdown => return ExitReason::Shutdown,
+                r = exit_rx.recv() => return r.unwrap_or(ExitReason::Shutdown),
+                _ = tokio::time::sleep(if wakeups.is_some() { cfg.notified_poll_interval } else { cfg.poll_interval }) => {}
+                woke = next_wakeup(&mut wakeups) => {
+                    if !woke {
+                        wakeups = None; // the listener is gone: poll only
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The next wake-up; pending forever without a channel. False when the channel closed.
+async fn next_wakeup(wakeups: &mut Option<mpsc::Receiver<()>>) -> bool {
+    match wakeups {
+        Some(rx) => rx.recv().await.is_some(),
+        None => std::future::pending().await,
+    }
+}

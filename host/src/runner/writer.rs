@@ -1,0 +1,224 @@
+//! The outcome writer and the progress writer of one worker.
+//!
+//! Outcomes are written in batches bounded by count and by bytes. Only transient errors
+//! (connection lost, deadlock, lock timeout, serialization failure) are retried, with backoff
+//! and jitter. Any other error splits the batch, so the rest is written, down to the one
+//! outcome the database refuses: that run is ended `error` with code `outcome-rejected`, naming
+//! the refused field. Once the worker's grace period is over the writer stops retrying: what
+//! it could not write stays `running` and the overseer times it out (the task runs again).
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
+
+use crate::error::Error;
+use crate::model::{NextStep, ProgressUpdate, RunOutcome, RunStatus};
+use crate::retry::Backoff;
+use crate::sandbox::codes;
+use crate::store::SharedStore;
+
+/// What the writer and the heartbeat tell each other.
+#[derive(Debug, Default)]
+pub(super) struct WriterHealth {
+    /// Unix milliseconds since which the writer has been failing to write a batch; 0 = fine.
+    pub stuck_since_ms: AtomicI64,
+    /// Unix milliseconds of the latest successful database call (heartbeat or write).
+    pub db_ok_ms: AtomicI64,
+    pub finished: AtomicU64,
+    pub rejected: AtomicU64,
+    pub abandoned: AtomicU64,
+}
+
+pub(super) fn unix_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+pub(super) struct OutcomeWriter {
+    pub store: SharedStore,
+    pub batch: usize,
+    pub batch_bytes: usize,
+    pub linger: Duration,
+    pub health: Arc<WriterHealth>,
+    /// Turns true when the grace period is over: stop retrying.
+    pub give_up: watch::Receiver<bool>,
+}
+
+/// Bytes an outcome adds to a batch.
+fn size_of(o: &RunOutcome) -> usize {
+    let len = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    256 + len(&o.results) + len(&o.logs) + len(&o.error_code) + len(&o.error_message)
+}
+
+enum Written {
+    Yes,
+    /// The grace period ended before the database took it.
+    GaveUp,
+    /// The database refused it (not a transient error).
+    Refused(Error),
+}
+
+impl OutcomeWriter {
+    /// Write outcomes as they come; a run's slot is released once its outcome is written.
+    pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<(RunOutcome, OwnedSemaphorePermit)>) {
+        let batch = self.batch.max(1);
+        let mut buf = Vec::with_capacity(batch);
+        while rx.recv_many(&mut buf, batch).await > 0 {
+            // Let more outcomes arrive: one transaction for many runs.
+            let until = tokio::time::Instant::now() + self.linger;
+            while buf.len() < batch {
+                let room = batch - buf.len();
+                match tokio::time::timeout_at(until, rx.recv_many(&mut buf, room)).await {
+                    Ok(n) if n > 0 => {}
+                    _ => break,
+                }
+            }
+            let mut chunk = Vec::new();
+            let mut bytes = 0;
+            for (outcome, _) in &buf {
+                let size = size_of(outcome);
+                if !chunk.is_empty() && bytes + size > self.batch_bytes {
+                    self.write_all(std::mem::take(&mut chunk)).await;
+                    bytes = 0;
+                }
+                bytes += size;
+                chunk.push(outcome.clone());
+            }
+            self.write_all(chunk).await;
+            buf.clear(); // releases the slots
+        }
+    }
+
+    /// Write a batch, splitting it around outcomes the database refuses.
+    async fn write_all(&mut self, outcomes: Vec<RunOutcome>) {
+        let mut pending = vec![outcomes];
+        while let Some(batch) = pending.pop() {
+            if batch.is_empty() {
+                continue;
+            }
+            match self.write(&batch).await {
+                Written::Yes => {
+                    self.health.finished.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                }
+                Written::GaveUp => {
+                    tracing::warn!(runs = batch.len(), "outcomes not written before the end of the grace period");
+                    self.health.abandoned.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                }
+                Written::Refused(e) if batch.len() > 1 => {
+                    tracing::warn!(runs = batch.len(), "the database refused a batch of outcomes, splitting it: {e}");
+                    let mut first = batch;
+                    let second = first.split_off(first.len() / 2);
+                    pending.push(second);
+                    pending.push(first);
+                }
+                Written::Refused(e) => self.reject(&batch[0], e).await,
+            }
+        }
+    }
+
+    /// One write, retried while the error is transient and the database is otherwise reachable
+    /// or the grace period lasts.
+    async fn write(&mut self, batch: &[RunOutcome]) -> Written {
+        let backoff = Backoff { base: Duration::from_millis(50), max: Duration::from_secs(5), jitter: 0.5 };
+        let first_failure = unix_ms();
+        let mut failures = 0u32;
+        loop {
+            if *self.give_up.borrow() {
+                return Written::GaveUp;
+            }
+            let result = match tokio::time::timeout(WRITE_TIMEOUT, self.store.finish_runs(batch)).await {
+                Ok(r) => r,
+                Err(_) => Err(Error::io("writing outcomes", std::io::Error::from(std::io::ErrorKind::TimedOut))),
+            };
+            match result {
+                Ok(()) => {
+                    self.health.stuck_since_ms.store(0, Ordering::Relaxed);
+                    self.health.db_ok_ms.store(unix_ms(), Ordering::Relaxed);
+                    return Written::Yes;
+                }
+                Err(e) if !e.is_retryable() => return Written::Refused(e),
+                Err(e) => {
+                    failures += 1;
+                    let _ = self.health.stuck_since_ms.compare_exchange(
+                        0,
+                        first_failure,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    );
+                    // A "transient" error that persists while the database answers the
+                    // heartbeat is this batch's own (e.g. a packet over the server's limit).
+                    if failures >= 3 && self.health.db_ok_ms.load(Ordering::Relaxed) > first_failure {
+                        return Written::Refused(e);
+                    }
+                    let wait = backoff.delay(failures, crate::retry::jitter_unit());
+                    tracing::warn!(runs = batch.len(), "writing outcomes failed, retrying in {wait:?}: {e}");
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = self.give_up.wait_for(|g| *g) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// The database refused this one outcome: end the run `error` / `outcome-rejected` instead,
+    /// dropping what it refused. Tries keeping the results and logs, then without the results,
+    /// then without the logs too; the first that is taken names the refused field.
+    async fn reject(&mut self, o: &RunOutcome, e: Error) {
+        let reason = crate::text::bounded(&e.to_string(), 1024, "…");
+        let own = match (&o.error_code, o.status) {
+            (Some(code), status) => format!("{status} {code}"),
+            (None, status) => status.to_string(),
+        };
+        let size = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        let tries = [("error code or message", true, true), ("results", false, true), ("logs", false, false)];
+        for (field, keep_results, keep_logs) in tries {
+            let bytes = match field {
+                "results" => size(&o.results),
+                "logs" => size(&o.logs),
+                _ => size(&o.error_code) + size(&o.error_message),
+            };
+            let replacement = RunOutcome {
+                status: RunStatus::Error,
+                results: if keep_results { o.results.clone() } else { None },
+                logs: if keep_logs { o.logs.clone() } else { None },
+                error_code: Some(codes::OUTCOME_REJECTED.to_string()),
+                error_message: Some(format!(
+                    "the database refused this run's {field} ({bytes} bytes): {reason}; the run itself ended {own}"
+                )),
+                next: NextStep::GiveUp,
+                ..o.clone()
+            };
+            match self.write(std::slice::from_ref(&replacement)).await {
+                Written::Yes => {
+                    tracing::error!(run_id = o.run_id, field, "outcome refused by the database: {reason}");
+                    self.health.finished.fetch_add(1, Ordering::Relaxed);
+                    self.health.rejected.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                Written::GaveUp => break,
+                Written::Refused(_) => continue,
+            }
+        }
+        tracing::error!(run_id = o.run_id, "the database refused every form of this run's outcome: {reason}");
+        self.health.abandoned.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Longest a single write may take before it is treated as a transient failure.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Progress reports, coalesced; best effort: a failed write is dropped (the outcome carries the
+/// final figures) and never holds up outcomes.
+pub(super) async fn progress_loop(store: SharedStore, mut rx: mpsc::Receiver<ProgressUpdate>) {
+    let mut buf = Vec::with_capacity(256);
+    while rx.recv_many(&mut buf, 256).await > 0 {
+        match tokio::time::timeout(WRITE_TIMEOUT, store.record_progress(&buf)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!("recording progress failed: {e}"),
+            Err(_) => tracing::warn!("recording progress timed out"),
+        }
+        buf.clear();
+    }
+}

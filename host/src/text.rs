@@ -1,0 +1,81 @@
+//! Text a guest handed the host, made safe to keep: bounded in bytes and storable on every
+//! database.
+//!
+//! PostgreSQL refuses NUL bytes in text; so that the three databases keep the same thing, NUL is
+//! replaced by U+FFFD (the replacement character) everywhere a guest's text is stored.
+
+/// Replace NUL bytes by U+FFFD and cut `s` to at most `max` bytes (on a character boundary),
+/// ending a cut text with `marker` (counted in `max`).
+pub fn bounded(s: &str, max: usize, marker: &str) -> String {
+    let clean: std::borrow::Cow<'_, str> = if s.contains('\0') { s.replace('\0', "\u{FFFD}").into() } else { s.into() };
+    if clean.len() <= max {
+        return clean.into_owned();
+    }
+    let keep = floor_char_boundary(&clean, max.saturating_sub(marker.len()));
+    let mut out = String::with_capacity(keep + marker.len());
+    out.push_str(&clean[..keep]);
+    if marker.len() <= max {
+        out.push_str(marker);
+    }
+    out
+}
+
+/// One guest log line as the host keeps it: line breaks and NUL escaped, so that a guest can
+/// never start a line of its own (host lines are told apart by their start).
+pub fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\0' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The largest index ≤ `i` that is a character boundary of `s`.
+pub fn floor_char_boundary(s: &str, i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    let mut i = i;
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_clean_text_is_kept_as_it_is() {
+        assert_eq!(bounded("abc", 10, "…"), "abc");
+    }
+
+    #[test]
+    fn nul_bytes_become_replacement_characters() {
+        assert_eq!(bounded("a\0b", 10, "…"), "a\u{FFFD}b");
+    }
+
+    #[test]
+    fn a_long_text_is_cut_to_the_limit_with_its_marker() {
+        let s = bounded(&"x".repeat(100), 10, "…");
+        assert_eq!(s.len(), 10);
+        assert!(s.ends_with('…'));
+    }
+
+    #[test]
+    fn a_cut_never_splits_a_character() {
+        let s = bounded(&"é".repeat(50), 11, "~");
+        assert!(s.len() <= 11 && s.ends_with('~'), "{s}");
+    }
+
+    #[test]
+    fn a_line_break_cannot_start_a_new_line() {
+        assert_eq!(one_line("a\n[host] b\r"), "a\\n[host] b\\r");
+    }
+}

@@ -1,0 +1,224 @@
+//! The trust model, tested with hostile plugins and guests of our own: a plugin's author cannot
+//! grant itself anything or raise its limits, the plugins directory is never followed through a
+//! link, a guest cannot make the host copy more than its limits allow, cannot take another run's
+//! share of the pools, and cannot impersonate the host.
+
+mod common;
+
+use common::{drain_config, Env};
+use taskhost::model::{NewTask, RunStatus};
+use taskhost::sandbox::Limits;
+
+/// Queue one `flood` task with `data`, drain, and return its only run.
+async fn flood(env: &Env, data: serde_json::Value) -> taskhost::model::Run {
+    let id = env.app.client.add(NewTask::new("flood", data.to_string()).with_max_retries(1)).await.expect("add").id;
+    env.drain(drain_config()).await;
+    env.app.client.show(id).await.expect("show").1.remove(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manifest_cannot_grant_anything() {
+    let env = Env::new(&["probe"]).await;
+    env.write_manifest("probe", "[grants]\nenv = [\"TASKHOST_DATABASE_URL\"]\n");
+    let err = env.app.client.add(NewTask::new("probe", "{}")).await.expect_err("refused");
+    assert!(err.to_string().contains("only the operator grants"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manifest_can_lower_limits_but_never_raise_them() {
+    let env = Env::new(&["echo", "spin"]).await;
+    env.write_manifest(
+        "echo",
+        "[limits]\nfuel = 1_000_000_000_000_000\nmemory_mb = 4096\ndeadline = \"9223372036854775807s\"\n\
+         max_results_bytes = 67108864\nmax_log_bytes = 16777216\ntable_elements = 10000000\n",
+    );
+    let echo = env.app.catalog.load("echo").expect("load");
+    assert_eq!(echo.limits, Limits::default(), "every raise is lowered to the operator's limit");
+    env.write_manifest("spin", "[limits]\nfuel = 1000\ndeadline = \"2s\"\n");
+    let spin = env.app.catalog.load("spin").expect("load");
+    assert_eq!((spin.limits.fuel, spin.limits.deadline.as_secs()), (1000, 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_absurd_deadline_in_a_manifest_runs_normally() {
+    // Once accepted as it was, this deadline overflowed inside the run and panicked the worker.
+    let env = Env::new(&["echo"]).await;
+    env.write_manifest("echo", "[limits]\ndeadline = \"9223372036854775807s\"\n");
+    let id = env.app.client.add(NewTask::new("echo", r#"{"ok": 1}"#)).await.expect("add").id;
+    env.drain(drain_config()).await;
+    assert_eq!(env.app.client.show(id).await.expect("show").0.last_status, RunStatus::Success);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zero_limit_in_a_manifest_is_one_clear_error() {
+    let env = Env::new(&["echo"]).await;
+    env.write_manifest("echo", "[limits]\ndeadline = \"0s\"\n");
+    let err = env.app.client.add(NewTask::new("echo", "{}")).await.expect_err("refused");
+    assert!(err.to_string().contains("deadline") && err.to_string().contains("out of range"), "{err}");
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manifest_linked_to_a_secret_is_refused_without_quoting_it() {
+    let env = Env::new(&["echo"]).await;
+    let secret = env.dir.path().join("shadow");
+    std::fs::write(&secret, "root:$6$the-hash:19000:0:99999:7:::\n").expect("secret");
+    std::os::unix::fs::symlink(&secret, env.plugins.join("echo.toml")).expect("link");
+    let err = env.app.client.add(NewTask::new("echo", "{}")).await.expect_err("refused");
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert!(!err.to_string().contains("the-hash"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_manifest_is_reported_without_its_values() {
+    let env = Env::new(&["echo"]).await;
+    env.write_manifest("echo", "[limits]\nfuel = \"root:$6$the-hash\"\n");
+    let err = env.app.client.add(NewTask::new("echo", "{}")).await.expect_err("refused");
+    assert!(err.to_string().contains("line 2"), "{err}");
+    assert!(!err.to_string().contains("the-hash"), "{err}");
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_linked_from_elsewhere_is_refused() {
+    let env = Env::new(&[]).await;
+    std::os::unix::fs::symlink(common::component("echo"), env.plugins.join("echo.wasm")).expect("link");
+    let err = env.app.client.add(NewTask::new("echo", "{}")).await.expect_err("refused");
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    let reports = env.app.catalog.reload();
+    assert!(reports[0].status.as_ref().is_err_and(|e| e.contains("symbolic link")), "{reports:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_over_the_size_limit_is_refused_before_it_is_read() {
+    let mut env = Env::new(&[]).await;
+    env.set_config("[plugins]\nmax_component_mb = 1\n").await;
+    let file = std::fs::File::create(env.plugins.join("huge.wasm")).expect("create");
+    file.set_len(3 << 30).expect("a 3 GiB sparse file");
+    let err = env.app.client.add(NewTask::new("huge", "{}")).await.expect_err("refused");
+    assert!(err.to_string().contains("over the limit of 1048576 bytes"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_pinned_to_a_digest_hold_only_for_that_component() {
+    let mut env = Env::new(&["probe"]).await;
+    let digest = env.app.catalog.load("probe").expect("load").digest.clone();
+    env.set_config(&format!("[handlers.probe]\ndigest = \"{digest}\"\n[handlers.probe.grants]\nenv = [\"HOME\"]\n"))
+        .await;
+    assert_eq!(env.app.catalog.load("probe").expect("pinned digest matches").grants.env.len(), 1);
+    env.copy_plugin("echo", "probe");
+    let err = env.app.catalog.load("probe").expect_err("another component is refused");
+    assert!(err.to_string().contains("pins probe"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_configuration_out_of_range_is_one_clear_error() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("operator.toml");
+    std::fs::write(&path, "[limits]\nmemory_mb = 0\n").expect("write");
+    let err = taskhost::config::Policy::load(&path).expect_err("refused");
+    assert!(err.to_string().contains("memory_mb") && err.to_string().contains("out of range"), "{err}");
+    std::fs::write(&path, "[[handlers.probe.grants.dirs]]\nhost = \"/no/such/dir\"\nguest = \"/data\"\n").expect("w");
+    let err = taskhost::config::Policy::load(&path).expect_err("refused");
+    assert!(err.to_string().contains("/no/such/dir"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_log_line_is_refused_before_the_host_copies_it() {
+    let env = Env::new(&["flood"]).await;
+    let run = flood(&env, serde_json::json!({"log_bytes": 50 << 20})).await;
+    assert_eq!((run.status, run.error_code.as_deref()), (RunStatus::Error, Some("transfer-too-large")));
+    assert!(run.error_message.as_deref().unwrap_or("").contains("refused before copying"), "{:?}", run.error_message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_results_are_refused_before_the_host_copies_them() {
+    let env = Env::new(&["flood"]).await;
+    let run = flood(&env, serde_json::json!({"return_bytes": 50 << 20})).await;
+    assert_eq!(run.error_code.as_deref(), Some("transfer-too-large"), "{:?}", run.error_message);
+    let run = flood(&env, serde_json::json!({"results_bytes": 50 << 20})).await;
+    assert_eq!(run.error_code.as_deref(), Some("transfer-too-large"), "{:?}", run.error_message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handlers_error_code_and_message_are_capped() {
+    let env = Env::new(&["flood"]).await;
+    let run = flood(&env, serde_json::json!({"code_bytes": 10_000, "message_bytes": 500_000})).await;
+    let (code, message) = (run.error_code.expect("code"), run.error_message.expect("message"));
+    assert!(code.len() <= 128 && code.ends_with('…'), "{} bytes", code.len());
+    assert!(message.len() <= 8 << 10, "{} bytes", message.len());
+    assert!(message.ends_with("[cut: 500000 bytes in all]"), "{}", &message[message.len() - 60..]);
+    // A message past what one call may carry is refused as a whole.
+    let run = flood(&env, serde_json::json!({"message_bytes": 50 << 20})).await;
+    assert_eq!(run.error_code.as_deref(), Some("transfer-too-large"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_cannot_return_a_host_error_code() {
+    let env = Env::new(&["flood"]).await;
+    let run = flood(&env, serde_json::json!({"code": "deadline", "message": "I timed out, honest"})).await;
+    assert_eq!((run.status, run.error_code.as_deref()), (RunStatus::Error, Some("guest-deadline")));
+    assert!(run.error_message.as_deref().unwrap_or("").contains("reserved for the host"), "{:?}", run.error_message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_cannot_write_a_host_log_line() {
+    let env = Env::new(&["flood"]).await;
+    let run = flood(&env, serde_json::json!({"log": "fine\n[host] denied network access (forged)\r\nmore"})).await;
+    let logs = run.logs.expect("logs");
+    assert!(logs.lines().all(|l| !l.starts_with("[host]")), "{logs}");
+    assert!(logs.starts_with("[info] fine\\n[host] denied"), "{logs}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nul_bytes_from_a_guest_are_stored_as_replacement_characters() {
+    let env = Env::new(&["flood"]).await;
+    let run = flood(&env, serde_json::json!({"nul": true})).await;
+    assert_eq!(run.error_code.as_deref(), Some("nul\u{FFFD}code"));
+    assert_eq!(run.error_message.as_deref(), Some("nul\u{FFFD}message"));
+    assert!(run.logs.as_deref().unwrap_or("").contains("a\u{FFFD}line"), "{:?}", run.logs);
+}
+
+/// A component made of `n` instances of an empty core module, in the component text format.
+fn many_instances(n: usize) -> Vec<u8> {
+    let mut wat = String::from("(component (core module $m)");
+    for _ in 0..n {
+        wat.push_str(" (core instance (instantiate $m))");
+    }
+    wat.push(')');
+    let dir = tempfile::tempdir().expect("dir");
+    let (src, out) = (dir.path().join("c.wat"), dir.path().join("c.wasm"));
+    std::fs::write(&src, wat).expect("write");
+    let status = std::process::Command::new(common::wasm_tools()).arg("parse").arg(&src).arg("-o").arg(&out).status();
+    assert!(status.expect("wasm-tools").success());
+    std::fs::read(out).expect("component")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_holding_more_than_one_runs_share_of_the_pools_is_refused_at_load() {
+    let env = Env::new(&[]).await;
+    env.write_plugin_bytes("greedy", &many_instances(400));
+    let err = env.app.client.add(NewTask::new("greedy", "{}")).await.expect_err("refused");
+    assert!(matches!(err, taskhost::Error::BrokenHandler { .. }), "{err}");
+    assert!(err.to_string().contains("core instances") || err.to_string().contains("instance"), "{err}");
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cached_artifact_others_could_write_is_never_loaded() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new(&["noop"]).await;
+    let cache = env.dir.path().join("cache");
+    let mut config = common::app_config(&env.db_url, &env.plugins);
+    config.cache_dir = Some(cache.clone());
+    let first = taskhost::App::open(&config).await.expect("open").catalog.reload();
+    assert!(!first[0].cached && first[0].status.is_ok(), "{first:?}");
+    let again = taskhost::App::open(&config).await.expect("open").catalog.reload();
+    assert!(again[0].cached, "a private artifact is loaded from the cache");
+    for entry in std::fs::read_dir(&cache).expect("cache") {
+        let path = entry.expect("entry").path();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    }
+    let planted = taskhost::App::open(&config).await.expect("open").catalog.reload();
+    assert!(!planted[0].cached && planted[0].status.is_ok(), "compiled again instead: {planted:?}");
+}

@@ -1,0 +1,173 @@
+//! The queue's promises on SQLite, PostgreSQL and MariaDB: one active run per task (a run is
+//! stopped at its run timeout by its own worker, and at once when it was ended elsewhere), an
+//! outcome the database refuses never wedges a worker, and the same length limits everywhere.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{drain_config, wait_until, Env};
+use taskhost::model::{BackoffSettings, NewTask, RunStatus};
+use taskhost::runner::WorkerConfig;
+
+/// Runs of `spin` last until stopped: fuel far beyond the deadline, a deadline far beyond the tests.
+const LONG_SPIN: &str = "[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"1h\"\n";
+
+async fn a_run_is_stopped_at_its_run_timeout_by_its_own_worker(mut env: Env) {
+    env.set_config(LONG_SPIN).await;
+    let quick = BackoffSettings { base_ms: Some(1), max_ms: Some(1) };
+    let task = NewTask::new("spin", "{}").with_run_timeout(Duration::from_secs(2)).with_max_retries(2);
+    let id = env.app.client.add(task.with_backoff(quick)).await.expect("add").id;
+    let started = Instant::now();
+    env.drain(WorkerConfig { drain_horizon: Duration::from_secs(5), ..drain_config() }).await;
+    assert!(started.elapsed() < Duration::from_secs(60), "stopped long before the handler's deadline");
+    let (task, runs) = env.app.client.show(id).await.expect("show");
+    assert_eq!(runs.len(), 2, "a retry after each timeout, up to max retries");
+    for r in &runs {
+        assert_eq!((r.status, r.error_code.as_deref()), (RunStatus::Timeout, Some("run-timeout")), "{r:?}");
+        assert!(r.duration_ms.expect("duration") >= 1_900, "{r:?}");
+    }
+    assert!(runs[1].started_on >= runs[0].finished_on, "runs of one task never overlap: {runs:?}");
+    assert!(task.gave_up_on.is_some());
+}
+
+async fn a_run_ended_elsewhere_is_stopped_at_once(mut env: Env) {
+    env.set_config(LONG_SPIN).await;
+    let id = env.app.client.add(NewTask::new("spin", "{}")).await.expect("add").id;
+    let cfg = WorkerConfig {
+        drain: false,
+        heartbeat_interval: Duration::from_millis(100),
+        shutdown_grace: Duration::from_secs(600),
+        ..drain_config()
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(env.app.worker(cfg).run(async move {
+        let _ = stopped.await;
+    }));
+    let store = env.app.store.clone();
+    wait_until(Duration::from_secs(30), "the run started", || async {
+        store.runs_of(id).await.expect("runs")[0].status == RunStatus::Running
+    })
+    .await;
+    // What an overseer does to a run it judges overdue.
+    let far = chrono::Utc::now() + chrono::Duration::days(365);
+    assert_eq!(store.time_out_overdue_runs(far, chrono::Utc::now(), 10).await.expect("time out"), 1);
+    // The grace period is ten minutes: the worker stops this quickly only if the run is gone.
+    let _ = stop.send(());
+    let report = tokio::time::timeout(Duration::from_secs(60), worker)
+        .await
+        .expect("the worker stopped without waiting for the run")
+        .expect("join")
+        .expect("worker");
+    assert_eq!((report.runs_ended_elsewhere, report.runs_abandoned), (1, 0), "{report:?}");
+}
+
+async fn poison_outcomes_never_wedge_the_worker(env: Env) {
+    let mut poison = Vec::new();
+    for data in [
+        serde_json::json!({"nul": true}),
+        serde_json::json!({"code_bytes": 300, "message_bytes": 70_000}),
+        serde_json::json!({"log": "a\u{0}b", "code": "x\u{0}y", "message": "m\u{0}"}),
+        serde_json::json!({"log_bytes": 70_000, "code": "after-a-long-line"}),
+    ] {
+        let t = NewTask::new("flood", data.to_string()).with_max_retries(1);
+        poison.push(env.app.client.add(t).await.expect("add").id);
+    }
+    let good: Vec<_> = (0..20).map(|i| NewTask::new("echo", format!(r#"{{"i": {i}}}"#))).collect::<Vec<_>>();
+    let good: Vec<i64> = env.app.client.add_many(good).await.expect("add").iter().map(|a| a.id).collect();
+    let report = env.drain(WorkerConfig { concurrency: 8, ..drain_config() }).await;
+    assert_eq!(report.runs_finished, 24, "{report:?}");
+    for id in good {
+        assert_eq!(env.app.client.show(id).await.expect("show").0.last_status, RunStatus::Success);
+    }
+    for id in poison {
+        let (task, runs) = env.app.client.show(id).await.expect("show");
+        assert!(task.gave_up_on.is_some(), "{runs:?}");
+        let run = &runs[0];
+        assert!(run.error_code.as_deref().is_some_and(|c| c.len() <= 128 && !c.contains('\0')), "{run:?}");
+        assert!(run.error_message.as_deref().is_some_and(|m| m.len() <= 8 << 10 && !m.contains('\0')));
+        assert!(!run.logs.as_deref().unwrap_or("").contains('\0'));
+    }
+}
+
+async fn large_results_are_written_in_batches_the_server_takes(env: Env) {
+    // 48 results of ~1 MB finishing together: 48 MB in all, three times MariaDB's default packet.
+    let blob = "x".repeat(1_000_000);
+    let mut ids = Vec::new();
+    for i in 0..48 {
+        let t = NewTask::new("echo", format!(r#"{{"i": {i}, "blob": "{blob}"}}"#));
+        ids.push(env.app.client.add(t).await.expect("add").id);
+    }
+    let report = env.drain(WorkerConfig { concurrency: 32, ..drain_config() }).await;
+    assert_eq!((report.runs_finished, report.outcomes_rejected), (48, 0), "{report:?}");
+    for id in ids {
+        let (task, runs) = env.app.client.show(id).await.expect("show");
+        assert_eq!(task.last_status, RunStatus::Success);
+        assert!(runs[0].results.as_deref().is_some_and(|r| r.len() > 1_000_000));
+    }
+}
+
+async fn names_and_keys_have_one_maximum_length_everywhere(env: Env) {
+    let long = "k".repeat(256);
+    let err = env.app.client.add(NewTask::new("echo", "{}").with_unique_key(&long)).await.expect_err("too long");
+    assert!(err.to_string().contains("unique key") && err.to_string().contains("maximum of 255"), "{err}");
+    let err = env.app.client.add(NewTask::new("echo", "{}").with_queue("q".repeat(129))).await.expect_err("long");
+    assert!(err.to_string().contains("queue"), "{err}");
+    let err = env.app.client.add(NewTask::new("echo", "{}").with_queued_by("a\0b")).await.expect_err("NUL");
+    assert!(err.to_string().contains("NUL"), "{err}");
+    let at_max = env.app.client.add(NewTask::new("echo", "{}").with_unique_key("k".repeat(255))).await.expect("fits");
+    assert!(at_max.created);
+    let again = env.app.client.add(NewTask::new("echo", "{}").with_unique_key("k".repeat(255))).await.expect("dup");
+    assert_eq!((again.id, again.created), (at_max.id, false), "the full key is kept and matched");
+}
+
+macro_rules! on_every_database {
+    ($name:ident, $plugins:expr) => {
+        mod $name {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn on_sqlite() {
+                super::$name(Env::new(&$plugins).await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn on_postgres() {
+                super::$name(Env::postgres(&$plugins).await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn on_mysql() {
+                super::$name(Env::mysql(&$plugins).await).await;
+            }
+        }
+    };
+}
+
+on_every_database!(a_run_is_stopped_at_its_run_timeout_by_its_own_worker, ["spin"]);
+on_every_database!(a_run_ended_elsewhere_is_stopped_at_once, ["spin"]);
+on_every_database!(poison_outcomes_never_wedge_the_worker, ["flood", "echo"]);
+on_every_database!(large_results_are_written_in_batches_the_server_takes, ["echo"]);
+on_every_database!(names_and_keys_have_one_maximum_length_everywhere, ["echo"]);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_the_database_refuses_ends_as_outcome_rejected_on_mysql() {
+    let mut env = Env::mysql(&["flood", "echo"]).await;
+    // Results larger than MariaDB's packet limit (16 MiB by default), allowed by the operator.
+    env.set_config("[handlers.flood.limits]\nmax_results_bytes = 33554432\n").await;
+    let big = env.app.client.add(NewTask::new("flood", r#"{"return_bytes": 20000000}"#)).await.expect("add").id;
+    let good: Vec<i64> = {
+        let tasks: Vec<_> = (0..5).map(|i| NewTask::new("echo", format!(r#"{{"i": {i}}}"#))).collect();
+        env.app.client.add_many(tasks).await.expect("add").iter().map(|a| a.id).collect()
+    };
+    let cfg = WorkerConfig { heartbeat_interval: Duration::from_millis(100), ..drain_config() };
+    let report = env.drain(cfg).await;
+    assert_eq!(report.outcomes_rejected, 1, "{report:?}");
+    let (task, runs) = env.app.client.show(big).await.expect("show");
+    assert_eq!((runs[0].status, runs[0].error_code.as_deref()), (RunStatus::Error, Some("outcome-rejected")));
+    assert!(runs[0].error_message.as_deref().unwrap_or("").contains("results"), "{:?}", runs[0].error_message);
+    assert!(task.gave_up_on.is_some());
+    for id in good {
+        assert_eq!(env.app.client.show(id).await.expect("show").0.last_status, RunStatus::Success);
+    }
+}
