@@ -83,6 +83,13 @@ pub enum Command {
     },
     /// Queue a few example tasks, run a worker until they are done and show the outcome.
     Demo,
+    /// Compile a component read on stdin and write the artifact on stdout: the bounded child
+    /// process a worker compiles in (internal).
+    #[command(hide = true)]
+    CompileComponent {
+        #[arg(long)]
+        max_wasm_stack: usize,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -188,6 +195,8 @@ impl Cli {
         if let Some(path) = &self.config {
             c.policy = taskhost::config::Policy::load(path)?;
         }
+        // Compile in a bounded child process of this same binary.
+        c.policy.compile.program = std::env::current_exe().ok();
         c.cache_dir = self.cache_dir.clone();
         c.migrate = !self.no_migrate;
         if let Command::Worker(w) = &self.command {
@@ -244,6 +253,9 @@ fn reload_on_hangup(app: &App) {
 }
 
 pub async fn run(cli: Cli) -> Result<()> {
+    if let Command::CompileComponent { max_wasm_stack } = &cli.command {
+        return Ok(taskhost::sandbox::compile::compile_stdin_to_stdout(*max_wasm_stack)?);
+    }
     let config = cli.app_config()?;
     if let Command::RunOnce { handler, data } = &cli.command {
         return run_once(&config, handler, data).await;
@@ -371,7 +383,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Demo => crate::demo::run(&app).await?,
-        Command::RunOnce { .. } => {} // handled before opening the database
+        Command::RunOnce { .. } | Command::CompileComponent { .. } => {} // handled before opening the database
     }
     Ok(())
 }

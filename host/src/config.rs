@@ -10,6 +10,8 @@
 //! [plugins]
 //! max_component_mb = 64         # component files over this are refused before being read
 //! cache_max_mb = 2048           # the compiled-code cache is kept under this size
+//! compile_timeout = "120s"      # one compile's wall-clock bound (in a child process)
+//! compile_memory_mb = 3072      # and its address-space bound
 //!
 //! [handlers.probe]              # one handler: limits above the defaults, and grants
 //! digest = "9f86d08…"           # optional: all of this applies only to the component with this sha256
@@ -24,10 +26,12 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::sandbox::compile::CompileBounds;
 use crate::sandbox::{Grants, GrantsConfig, LimitOverrides, Limits};
 
 /// What the operator allows handlers: limits, grants, and how large a component may be.
@@ -39,6 +43,9 @@ pub struct Policy {
     pub max_component_bytes: u64,
     /// The compiled-code cache is kept under this size (least recently used artifacts go).
     pub cache_max_bytes: u64,
+    /// How compiling a component is bounded. `program` (the binary that compiles in a child
+    /// process) is set by whoever starts the host, not by the file.
+    pub compile: CompileBounds,
     pub handlers: HashMap<String, HandlerPolicy>,
 }
 
@@ -76,6 +83,19 @@ impl Policy {
             ));
         }
         let cache_mb = file.plugins.cache_max_mb.unwrap_or(Self::DEFAULT_CACHE_MAX_BYTES >> 20);
+        let mut compile = CompileBounds::default();
+        if let Some(t) = file.plugins.compile_timeout {
+            if t.is_zero() || t > Duration::from_secs(3600) {
+                return Err("[plugins] compile_timeout is out of range (1s to 1h)".into());
+            }
+            compile.timeout = t;
+        }
+        if let Some(mb) = file.plugins.compile_memory_mb {
+            if !(256..=65536).contains(&mb) {
+                return Err(format!("[plugins] compile_memory_mb = {mb} is out of range (256 to 65536)"));
+            }
+            compile.memory_bytes = mb << 20;
+        }
         let mut handlers = HashMap::new();
         for (name, h) in &file.handlers {
             if !crate::plugins::valid_name(name) {
@@ -97,6 +117,7 @@ impl Policy {
             limits,
             max_component_bytes: max_mb << 20,
             cache_max_bytes: cache_mb.saturating_mul(1 << 20),
+            compile,
             handlers,
         })
     }
@@ -121,6 +142,7 @@ impl Default for Policy {
             limits: Limits::default(),
             max_component_bytes: Self::DEFAULT_MAX_COMPONENT_BYTES,
             cache_max_bytes: Self::DEFAULT_CACHE_MAX_BYTES,
+            compile: CompileBounds::default(),
             handlers: HashMap::new(),
         }
     }
@@ -142,6 +164,9 @@ struct ConfigFile {
 struct PluginsSection {
     max_component_mb: Option<u64>,
     cache_max_mb: Option<u64>,
+    #[serde(default, deserialize_with = "crate::sandbox::limits::duration_opt")]
+    compile_timeout: Option<Duration>,
+    compile_memory_mb: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -31,6 +31,7 @@ use wasmtime::component::Component;
 use crate::cache;
 use crate::config::Policy;
 use crate::error::{Error, Result};
+use crate::sandbox::compile::Compiler;
 use crate::sandbox::{Grants, HostState, LimitOverrides, Limits, Sandbox, TaskHandlerPre};
 
 /// A loaded, checked handler.
@@ -87,6 +88,7 @@ pub struct Catalog {
     dir: PathBuf,
     cache_dir: Option<PathBuf>,
     policy: Arc<Policy>,
+    compiler: Compiler,
     loaded: RwLock<HashMap<String, Arc<Plugin>>>,
 }
 
@@ -100,7 +102,15 @@ impl Catalog {
     /// `cache_dir`: where compiled artifacts are kept (None = compile on every load); `policy`:
     /// the operator's limits and grants.
     pub fn new(sandbox: Arc<Sandbox>, dir: impl Into<PathBuf>, cache_dir: Option<PathBuf>, policy: Policy) -> Self {
-        Catalog { sandbox, dir: dir.into(), cache_dir, policy: Arc::new(policy), loaded: RwLock::new(HashMap::new()) }
+        let compiler = Compiler::new(policy.compile.clone());
+        Catalog {
+            sandbox,
+            dir: dir.into(),
+            cache_dir,
+            policy: Arc::new(policy),
+            compiler,
+            loaded: RwLock::new(HashMap::new()),
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -242,7 +252,7 @@ impl Catalog {
         if !bytes.starts_with(b"\0asm") {
             return Err("not a WebAssembly file (bad magic number)".into());
         }
-        let (component, cached) = self.compile(&bytes, &digest)?;
+        let (component, cached) = self.compiler.one_at_a_time(&digest, || self.compile(&bytes, &digest))?;
         let pre = self.sandbox.prepare(&component)?;
         let plugin =
             Plugin { name: name.to_string(), path: path.to_path_buf(), digest, limits, grants, pre, manifest_text };
@@ -269,7 +279,7 @@ impl Catalog {
                 Err(e) => tracing::warn!(path = %path.display(), "ignoring unusable cached artifact: {e:#}"),
             }
         }
-        let component = Component::new(engine, bytes).map_err(|e| format!("invalid component: {e:#}"))?;
+        let component = self.compiler.compile(engine, bytes, self.sandbox.max_wasm_stack())?;
         if let Some(path) = &cached {
             if let Err(e) = cache::write(path, &component, self.policy.cache_max_bytes) {
                 tracing::warn!(path = %path.display(), "cannot cache the compiled component: {e}");

@@ -222,3 +222,33 @@ async fn a_cached_artifact_others_could_write_is_never_loaded() {
     let planted = taskhost::App::open(&config).await.expect("open").catalog.reload();
     assert!(!planted[0].cached && planted[0].status.is_ok(), "compiled again instead: {planted:?}");
 }
+
+/// Load the Python example (an 18 MB component that takes seconds and hundreds of MiB to compile)
+/// with an empty cache and these compile bounds.
+async fn compile_python_within(bounds: &str) -> Result<(), String> {
+    let env = Env::new(&["py-stats"]).await;
+    let path = env.dir.path().join("operator.toml");
+    std::fs::write(&path, format!("[plugins]\n{bounds}\n")).expect("write");
+    let mut config = common::app_config(&env.db_url, &env.plugins);
+    config.policy = taskhost::config::Policy::load(&path).expect("config");
+    config.policy.compile.program = Some(common::compiler());
+    config.cache_dir = Some(env.dir.path().join("empty-cache"));
+    let app = taskhost::App::open(&config).await.expect("open");
+    let catalog = app.catalog.clone();
+    tokio::task::spawn_blocking(move || catalog.load("py-stats").map(|_| ()).map_err(|e| e.to_string()))
+        .await
+        .expect("join")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compile_past_its_time_bound_is_refused_naming_the_bound() {
+    let err = compile_python_within("compile_timeout = \"1s\"").await.expect_err("too slow");
+    assert!(err.contains("handler-broken") || err.contains("cannot be used"), "{err}");
+    assert!(err.contains("longer than the bound of 1s"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compile_past_its_memory_bound_is_refused_naming_the_bound() {
+    let err = compile_python_within("compile_memory_mb = 256").await.expect_err("too big");
+    assert!(err.contains("memory bound of 256 MiB"), "{err}");
+}

@@ -171,3 +171,35 @@ async fn an_outcome_the_database_refuses_ends_as_outcome_rejected_on_mysql() {
         assert_eq!(env.app.client.show(id).await.expect("show").0.last_status, RunStatus::Success);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_add_maps_runs_to_tasks_whatever_the_auto_increment_step_on_mysql() {
+    use sqlx::Connection;
+    let env = Env::mysql(&["echo"]).await;
+    let mut conn = sqlx::MySqlConnection::connect(&env.db_url).await.expect("connect");
+    sqlx::query("SET SESSION auto_increment_increment = 2").execute(&mut conn).await.expect("set");
+    let tasks: Vec<_> = (0..10).map(|i| NewTask::new("echo", format!(r#"{{"i":{i}}}"#))).collect();
+    env.app.client.validate(&tasks).await.expect("valid");
+    let now = chrono::Utc::now();
+    let added = taskhost::store::mysql::MySqlStore::add_tasks_in(&mut conn, &tasks, now).await.expect("add");
+    let ids: Vec<i64> = added.iter().map(|a| a.id).collect();
+    assert!(ids.windows(2).all(|w| w[1] - w[0] == 2), "{ids:?}");
+    env.drain(drain_config()).await;
+    for (i, id) in ids.iter().enumerate() {
+        let (task, runs) = env.app.client.show(*id).await.expect("show");
+        assert_eq!((task.last_status, runs.len()), (RunStatus::Success, 1));
+        assert_eq!(runs[0].results.as_deref(), Some(format!(r#"{{"i":{i}}}"#).as_str()));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_over_long_unique_key_is_an_error_not_a_silent_cut_on_mysql() {
+    use sqlx::Connection;
+    let env = Env::mysql(&["echo"]).await;
+    let mut conn = sqlx::MySqlConnection::connect(&env.db_url).await.expect("connect");
+    // Past the client's checks, straight to the store: the database must refuse, not truncate.
+    let task = NewTask::new("echo", "{}").with_unique_key("k".repeat(300));
+    let now = chrono::Utc::now();
+    let err = taskhost::store::mysql::MySqlStore::add_tasks_in(&mut conn, &[task], now).await.expect_err("refused");
+    assert!(err.to_string().contains("too long") || err.to_string().contains("Data"), "{err}");
+}

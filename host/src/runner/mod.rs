@@ -197,8 +197,10 @@ impl Worker {
         drop(runs);
         drop(shared);
         let _ = stop_tx.send(true);
-        // Each part ends promptly now; none may hold the process past the grace.
-        for (name, task) in [
+        // Each part ends promptly now; together they get LAST_CALL_TIMEOUT, then the rest are
+        // cancelled: none may hold the process past the grace (a part may be waiting on a
+        // database that is down).
+        let parts: Vec<(&str, tokio::task::JoinHandle<()>)> = [
             ("outcome writer", outcome_writer),
             ("progress writer", progress),
             ("heartbeat", heartbeat),
@@ -207,9 +209,11 @@ impl Worker {
         .into_iter()
         .chain(overseer.map(|o| ("overseer", o)))
         .chain(watcher.map(|w| ("plugin watcher", w)))
-        {
-            let abort = task.abort_handle();
-            if tokio::time::timeout(LAST_CALL_TIMEOUT, task).await.is_err() {
+        .collect();
+        let aborts: Vec<_> = parts.iter().map(|(name, t)| (*name, t.abort_handle())).collect();
+        let all = futures::future::join_all(parts.into_iter().map(|(_, t)| t));
+        if tokio::time::timeout(LAST_CALL_TIMEOUT, all).await.is_err() {
+            for (name, abort) in aborts.iter().filter(|(_, a)| !a.is_finished()) {
                 tracing::warn!("the {name} did not stop in time: cancelled");
                 abort.abort();
             }

@@ -144,6 +144,11 @@ pub struct LimitOverrides {
     pub max_log_bytes: Option<usize>,
 }
 
+/// An optional duration written as text ("90s", "5m").
+pub(crate) fn duration_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    humantime_serde_opt::deserialize(d)
+}
+
 mod humantime_serde_opt {
     use std::time::Duration;
 

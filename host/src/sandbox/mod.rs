@@ -19,6 +19,7 @@ use wasmtime::{
 use crate::error::{Error, Result};
 use crate::model::{RunId, TaskId};
 
+pub mod compile;
 pub mod grants;
 pub mod host;
 pub mod limits;
@@ -151,12 +152,26 @@ impl Drop for EpochTicker {
     }
 }
 
+/// The settings that decide compiled code, shared by the sandbox and the compiler process (whose
+/// artifacts the sandbox loads).
+pub(crate) fn engine_config(max_wasm_stack: usize) -> Config {
+    let mut cfg = Config::new();
+    cfg.consume_fuel(true)
+        .epoch_interruption(true)
+        .cranelift_opt_level(OptLevel::Speed)
+        .max_wasm_stack(max_wasm_stack)
+        // Fibers need room for the wasm stack plus host frames.
+        .async_stack_size(max_wasm_stack + (1 << 20));
+    cfg
+}
+
 /// The wasmtime engine and linker shared by every run.
 pub struct Sandbox {
     engine: Engine,
     linker: Linker<HostState>,
     fingerprint: String,
     capacity: u32,
+    max_wasm_stack: usize,
     _ticker: EpochTicker,
 }
 
@@ -168,13 +183,7 @@ impl std::fmt::Debug for Sandbox {
 
 impl Sandbox {
     pub fn new(config: &SandboxConfig) -> Result<Self> {
-        let mut cfg = Config::new();
-        cfg.consume_fuel(true)
-            .epoch_interruption(true)
-            .cranelift_opt_level(OptLevel::Speed)
-            .max_wasm_stack(config.max_wasm_stack)
-            // Fibers need room for the wasm stack plus host frames.
-            .async_stack_size(config.max_wasm_stack + (1 << 20));
+        let mut cfg = engine_config(config.max_wasm_stack);
         let mut pool = PoolingAllocationConfig::default();
         let n = config.pool_instances.max(1);
         let (cores, memories, tables) = (
@@ -214,12 +223,17 @@ impl Sandbox {
             format!("{:016x}", h.finish())
         };
         let ticker = EpochTicker::start(engine.clone(), config.epoch_tick)?;
-        Ok(Sandbox { engine, linker, fingerprint, capacity: n, _ticker: ticker })
+        Ok(Sandbox { engine, linker, fingerprint, capacity: n, max_wasm_stack: config.max_wasm_stack, _ticker: ticker })
     }
 
     /// Runs this sandbox can hold at once (its pool's component instances).
     pub fn capacity(&self) -> u32 {
         self.capacity
+    }
+
+    /// Native stack a guest may use (part of the compilation settings).
+    pub fn max_wasm_stack(&self) -> usize {
+        self.max_wasm_stack
     }
 
     pub fn engine(&self) -> &Engine {

@@ -123,10 +123,13 @@ impl MySqlStore {
                     .push_bind(t.backoff.max_ms);
             });
             let r = qb.build().execute(&mut *conn).await?;
-            // One multi-row INSERT gets consecutive ids (InnoDB, any auto-increment lock mode
-            // for a simple insert), starting at LAST_INSERT_ID.
+            // One multi-row INSERT gets its ids in one block (InnoDB, any auto-increment lock
+            // mode, for a simple insert), from LAST_INSERT_ID, `auto_increment_increment` apart.
+            let step: i64 = sqlx::query_scalar("SELECT CAST(@@SESSION.auto_increment_increment AS SIGNED)")
+                .fetch_one(&mut *conn)
+                .await?;
             let first = r.last_insert_id() as i64;
-            let ids: Vec<i64> = (first..first + chunk.len() as i64).collect();
+            let ids: Vec<i64> = (0..chunk.len() as i64).map(|i| first + i * step.max(1)).collect();
             let mut qb = QueryBuilder::<MySql>::new("INSERT INTO task_runs (task_queue_id, attempt, created_on) ");
             qb.push_values(&ids, |mut b, id| {
                 b.push_bind(*id).push_bind(1i64).push_bind(now);
@@ -138,9 +141,12 @@ impl MySqlStore {
     }
 }
 
+/// One task and its first run. Only a duplicate unique key is tolerated (it returns the task
+/// holding the key): every other error is an error (no `INSERT IGNORE`, which turns over-long
+/// values into silent truncation).
 async fn add_one(conn: &mut MySqlConnection, t: &NewTask, now: DateTime<Utc>) -> Result<Added> {
     let r = sqlx::query(
-        "INSERT IGNORE INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
+        "INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
              max_retries, queue, priority, unique_key, active_unique_key, run_timeout,
              backoff_base_ms, backoff_max_ms)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -159,9 +165,13 @@ async fn add_one(conn: &mut MySqlConnection, t: &NewTask, now: DateTime<Utc>) ->
     .bind(t.backoff.base_ms)
     .bind(t.backoff.max_ms)
     .execute(&mut *conn)
-    .await?;
-    if r.rows_affected() == 1 {
-        let id = r.last_insert_id() as i64;
+    .await;
+    let duplicate = match &r {
+        Err(sqlx::Error::Database(db)) => db.is_unique_violation() && t.unique_key.is_some(),
+        _ => false,
+    };
+    if !duplicate {
+        let id = r?.last_insert_id() as i64;
         sqlx::query("INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES (?, 1, ?)")
             .bind(id)
             .bind(now)

@@ -109,6 +109,7 @@ impl Env {
         std::fs::write(&path, toml).expect("write config");
         let mut config = app_config(&self.db_url, &self.plugins);
         config.policy = taskhost::config::Policy::load(&path).expect("valid configuration");
+        config.policy.compile.program = Some(compiler());
         self.app = App::open_with_clock(&config, self.clock.clone()).await.expect("open app");
         self.config = Some(path);
     }
@@ -174,7 +175,13 @@ pub fn app_config(db_url: &str, plugins: &Path) -> AppConfig {
     let mut c = AppConfig::new(db_url, plugins);
     c.cache_dir = Some(cache_dir());
     c.sandbox = SandboxConfig { pool_instances: 40, ..SandboxConfig::default() };
+    c.policy.compile.program = Some(compiler());
     c
+}
+
+/// The binary components compile in (a bounded child process), as the CLI does.
+pub fn compiler() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_taskhost"))
 }
 
 /// A worker config for tests: drain, no overseer, quick polls.

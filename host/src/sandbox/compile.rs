@@ -1,0 +1,208 @@
+//! Compiling a component, bounded. A legal component can take minutes and gigabytes to compile,
+//! so a worker compiles in a child process (`taskhost compile-component`, the same binary) with
+//! a wall-clock timeout and an address-space limit; one that passes either is refused as
+//! `handler-broken` naming the bound. Compiles run one digest at a time (a second loader of the
+//! same component waits for the first) and at most [`CompileBounds::concurrency`] at once.
+//!
+//! Without a compiler program (library use that sets none), components compile in the calling
+//! process with no bound but the size limit on component files.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use wasmtime::component::Component;
+use wasmtime::Engine;
+
+/// How compiles are bounded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompileBounds {
+    /// The `taskhost` binary to compile in; None = in this process, unbounded.
+    pub program: Option<PathBuf>,
+    /// Wall-clock time one compile may take.
+    pub timeout: Duration,
+    /// Address space of the compiling process.
+    pub memory_bytes: u64,
+    /// Compiles running at once.
+    pub concurrency: usize,
+}
+
+impl CompileBounds {
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+    pub const DEFAULT_MEMORY_BYTES: u64 = 3 << 30;
+    pub const DEFAULT_CONCURRENCY: usize = 1;
+}
+
+impl Default for CompileBounds {
+    fn default() -> Self {
+        CompileBounds {
+            program: None,
+            timeout: Self::DEFAULT_TIMEOUT,
+            memory_bytes: Self::DEFAULT_MEMORY_BYTES,
+            concurrency: Self::DEFAULT_CONCURRENCY,
+        }
+    }
+}
+
+/// Runs compiles within their bounds, one per digest.
+#[derive(Debug, Default)]
+pub(crate) struct Compiler {
+    bounds: CompileBounds,
+    running: Mutex<usize>,
+    room: Condvar,
+    per_digest: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+}
+
+impl Compiler {
+    pub fn new(bounds: CompileBounds) -> Self {
+        Compiler { bounds, ..Default::default() }
+    }
+
+    /// Hold the single-flight lock of `digest` while `f` runs: a second caller for the same
+    /// component waits, then finds what the first one left in the cache.
+    pub fn one_at_a_time<T>(&self, digest: &str, f: impl FnOnce() -> T) -> T {
+        let lock =
+            self.per_digest.lock().unwrap_or_else(|p| p.into_inner()).entry(digest.to_string()).or_default().clone();
+        let guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let out = f();
+        drop(guard);
+        let mut map = self.per_digest.lock().unwrap_or_else(|p| p.into_inner());
+        if Arc::strong_count(&lock) <= 2 {
+            map.remove(digest);
+        }
+        out
+    }
+
+    /// Compile `bytes` for `engine`, within the bounds.
+    pub fn compile(&self, engine: &Engine, bytes: &[u8], max_wasm_stack: usize) -> Result<Component, String> {
+        let _slot = self.slot();
+        match &self.bounds.program {
+            None => Component::new(engine, bytes).map_err(|e| format!("invalid component: {e:#}")),
+            Some(program) => self.in_child(program, engine, bytes, max_wasm_stack),
+        }
+    }
+
+    fn slot(&self) -> impl Drop + '_ {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        while *running >= self.bounds.concurrency.max(1) {
+            running = self.room.wait(running).unwrap_or_else(|p| p.into_inner());
+        }
+        *running += 1;
+        SlotGuard(self)
+    }
+
+    fn in_child(
+        &self,
+        program: &std::path::Path,
+        engine: &Engine,
+        bytes: &[u8],
+        max_wasm_stack: usize,
+    ) -> Result<Component, String> {
+        let bounds = &self.bounds;
+        let mut command = Command::new(program);
+        command
+            .arg("compile-component")
+            .arg("--max-wasm-stack")
+            .arg(max_wasm_stack.to_string())
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            let limit = bounds.memory_bytes;
+            // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+            unsafe {
+                command.pre_exec(move || {
+                    let rl = libc::rlimit { rlim_cur: limit as libc::rlim_t, rlim_max: limit as libc::rlim_t };
+                    if libc::setrlimit(libc::RLIMIT_AS, &rl) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut child = command.spawn().map_err(|e| format!("cannot start the compiler {}: {e}", program.display()))?;
+        let (mut stdin, mut stdout, mut stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+            (Some(i), Some(o), Some(e)) => (i, o, e),
+            _ => return Err("cannot talk to the compiler process".into()),
+        };
+        let input = bytes.to_vec();
+        let writer = std::thread::spawn(move || stdin.write_all(&input));
+        let reader = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            stdout.read_to_end(&mut out).map(|_| out)
+        });
+        let errors = std::thread::spawn(move || {
+            let mut out = String::new();
+            let _ = (&mut stderr).take(4096).read_to_string(&mut out);
+            out
+        });
+        let started = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if started.elapsed() >= bounds.timeout => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "compiling it took longer than the bound of {} (the compile was stopped)",
+                        humantime::format_duration(bounds.timeout)
+                    ));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => return Err(format!("waiting for the compiler: {e}")),
+            }
+        };
+        let _ = writer.join();
+        let artifact = reader.join().map_err(|_| "the compiler's output was lost".to_string())?;
+        let artifact = artifact.map_err(|e| format!("reading the compiler's output: {e}"))?;
+        let errors = errors.join().unwrap_or_default();
+        if !status.success() {
+            let why = errors.trim().lines().last().unwrap_or("").to_string();
+            if let Some(at) = why.find("invalid component") {
+                return Err(crate::text::bounded(&why[at..], 2048, "…"));
+            }
+            return Err(format!(
+                "compiling it failed within the memory bound of {} MiB ({}){}",
+                bounds.memory_bytes >> 20,
+                status,
+                if why.is_empty() { String::new() } else { format!(": {}", crate::text::bounded(&why, 512, "…")) }
+            ));
+        }
+        // SAFETY: the bytes are an artifact this host's own binary produced just now, for an
+        // engine with this engine's compilation settings (deserialize checks the settings).
+        unsafe { Component::deserialize(engine, &artifact) }
+            .map_err(|e| format!("the compiled artifact is unusable: {e:#}"))
+    }
+}
+
+struct SlotGuard<'a>(&'a Compiler);
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        let mut running = self.0.running.lock().unwrap_or_else(|p| p.into_inner());
+        *running = running.saturating_sub(1);
+        self.0.room.notify_one();
+    }
+}
+
+/// The child's side (`taskhost compile-component`): read a component on stdin, write its
+/// compiled artifact on stdout.
+pub fn compile_stdin_to_stdout(max_wasm_stack: usize) -> crate::Result<()> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(crate::config::Policy::MAX_COMPONENT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| crate::Error::io("reading the component", e))?;
+    let engine =
+        Engine::new(&super::engine_config(max_wasm_stack)).map_err(|e| crate::Error::Engine(format!("{e:#}")))?;
+    let component =
+        Component::new(&engine, &bytes).map_err(|e| crate::Error::Engine(format!("invalid component: {e:#}")))?;
+    let artifact = component.serialize().map_err(|e| crate::Error::Engine(format!("{e:#}")))?;
+    std::io::stdout().write_all(&artifact).map_err(|e| crate::Error::io("writing the artifact", e))
+}
