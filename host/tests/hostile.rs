@@ -252,3 +252,22 @@ async fn a_compile_past_its_memory_bound_is_refused_naming_the_bound() {
     let err = compile_python_within("compile_memory_mb = 256").await.expect_err("too big");
     assert!(err.contains("memory bound of 256 MiB"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_holding_too_many_handles_is_stopped() {
+    let env = Env::new(&["probe"]).await;
+    let run = |n: u64| {
+        let data = serde_json::json!({ "pollables": n }).to_string();
+        let env = &env;
+        async move {
+            let id = env.app.client.add(NewTask::new("probe", data).with_max_retries(1)).await.expect("add").id;
+            env.drain(drain_config()).await;
+            env.app.client.show(id).await.expect("show").1.remove(0)
+        }
+    };
+    let fine = run(500).await;
+    assert_eq!(fine.status, RunStatus::Success, "{:?}", fine.error_message);
+    let greedy = run(100_000).await;
+    assert_eq!((greedy.status, greedy.error_code.as_deref()), (RunStatus::Error, Some("handle-limit")));
+    assert!(greedy.error_message.as_deref().unwrap_or("").contains("1024 handles"), "{:?}", greedy.error_message);
+}

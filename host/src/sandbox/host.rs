@@ -86,7 +86,11 @@ impl HostState {
     ) -> Self {
         HostState {
             wasi,
-            table: ResourceTable::new(),
+            table: {
+                let mut table = ResourceTable::new();
+                table.set_max_capacity(limits.max_handles);
+                table
+            },
             limiter: GuestLimiter::new(&limits),
             limits,
             run_id,

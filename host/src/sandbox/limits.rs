@@ -21,6 +21,8 @@ pub struct Limits {
     pub max_results_bytes: usize,
     /// Bytes of log lines kept per run; later lines are counted and dropped.
     pub max_log_bytes: usize,
+    /// Handles a run may hold at once: open files and directories, streams, pollables.
+    pub max_handles: usize,
 }
 
 impl Limits {
@@ -30,6 +32,7 @@ impl Limits {
     pub const DEFAULT_TABLE_ELEMENTS: u64 = 20_000;
     pub const DEFAULT_MAX_RESULTS_BYTES: usize = 1 << 20;
     pub const DEFAULT_MAX_LOG_BYTES: usize = 64 << 10;
+    pub const DEFAULT_MAX_HANDLES: usize = 1024;
 
     /// The largest value each limit may have, whoever sets it.
     pub const MAX_FUEL: u64 = 1_000_000_000_000_000;
@@ -38,6 +41,7 @@ impl Limits {
     pub const MAX_TABLE_ELEMENTS: u64 = 10_000_000;
     pub const MAX_RESULTS_BYTES: usize = 64 << 20;
     pub const MAX_LOG_BYTES: usize = 16 << 20;
+    pub const MAX_HANDLES: usize = 1 << 20;
 
     /// Bytes a guest may hand the host in one call (a string or list argument, or its returned
     /// results or error), checked in guest memory before anything is copied: the larger of the
@@ -72,6 +76,9 @@ impl Limits {
         if let Some(v) = o.max_log_bytes {
             self.max_log_bytes = v;
         }
+        if let Some(v) = o.max_handles {
+            self.max_handles = v;
+        }
         self
     }
 
@@ -95,6 +102,11 @@ impl Limits {
             } else {
                 self.max_log_bytes
             },
+            max_handles: if o.max_handles.is_some() {
+                self.max_handles.min(asked.max_handles)
+            } else {
+                self.max_handles
+            },
         };
         lowered.check()?;
         Ok(lowered)
@@ -114,6 +126,7 @@ impl Limits {
         range("table_elements", self.table_elements, 1, Self::MAX_TABLE_ELEMENTS)?;
         range("max_results_bytes", self.max_results_bytes, 2, Self::MAX_RESULTS_BYTES)?;
         range("max_log_bytes", self.max_log_bytes, 0, Self::MAX_LOG_BYTES)?;
+        range("max_handles", self.max_handles, 16, Self::MAX_HANDLES)?;
         Ok(())
     }
 }
@@ -127,6 +140,7 @@ impl Default for Limits {
             table_elements: Self::DEFAULT_TABLE_ELEMENTS,
             max_results_bytes: Self::DEFAULT_MAX_RESULTS_BYTES,
             max_log_bytes: Self::DEFAULT_MAX_LOG_BYTES,
+            max_handles: Self::DEFAULT_MAX_HANDLES,
         }
     }
 }
@@ -142,6 +156,7 @@ pub struct LimitOverrides {
     pub table_elements: Option<u64>,
     pub max_results_bytes: Option<usize>,
     pub max_log_bytes: Option<usize>,
+    pub max_handles: Option<usize>,
 }
 
 /// An optional duration written as text ("90s", "5m").

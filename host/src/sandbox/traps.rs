@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use wasmtime::component::ResourceTableError;
 use wasmtime::Trap;
 
 use super::bindings::HandlerError;
@@ -38,6 +39,7 @@ pub mod codes {
     pub const DEADLINE: &str = "deadline";
     pub const MEMORY_LIMIT: &str = "memory-limit";
     pub const TABLE_LIMIT: &str = "table-limit";
+    pub const HANDLE_LIMIT: &str = "handle-limit";
     pub const STACK_OVERFLOW: &str = "stack-overflow";
     pub const TRAP: &str = "trap";
     pub const OUTPUT_TOO_LARGE: &str = "output-too-large";
@@ -52,11 +54,12 @@ pub mod codes {
     pub const RUN_TIMEOUT: &str = "run-timeout";
 
     /// Every code the host writes.
-    pub const HOST: [&str; 16] = [
+    pub const HOST: [&str; 17] = [
         FUEL_EXHAUSTED,
         DEADLINE,
         MEMORY_LIMIT,
         TABLE_LIMIT,
+        HANDLE_LIMIT,
         STACK_OVERFLOW,
         TRAP,
         OUTPUT_TOO_LARGE,
@@ -190,6 +193,11 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &HostState, limits: &Limits
             true,
         ),
         Some(t) => Failure::host(codes::TRAP, format!("the guest trapped: {t}"), true),
+        None if matches!(err.downcast_ref::<ResourceTableError>(), Some(ResourceTableError::Full)) => Failure::host(
+            codes::HANDLE_LIMIT,
+            format!("the guest held more than {} handles at once (files, streams, pollables)", limits.max_handles),
+            true,
+        ),
         None if format!("{err:#}").contains(TRANSFER_REFUSED) => Failure::host(
             codes::TRANSFER_TOO_LARGE,
             format!(

@@ -1,7 +1,8 @@
 //! Hostile: reaches for what it was not given. The task data picks the probe:
 //! `{"read": PATH}`, `{"write": PATH}`, `{"env": NAME}`, `{"connect": "IP:PORT"}`,
 //! `{"sleep_ms": N}` (blocks in a host call), `{"log_lines": N}` (a log flood),
-//! `{"sockets": N}` (creates up to N TCP sockets and holds them; reports how many it got).
+//! `{"sockets": N}` (creates up to N TCP sockets and holds them; reports how many it got),
+//! `{"pollables": N}` (creates N timers' pollables and holds them all).
 //! A refused capability ends the run with code `refused`.
 wit_bindgen::generate!({ path: "../../wit", world: "task-handler" });
 
@@ -60,6 +61,11 @@ impl Guest for Probe {
                 }
             }
             return ok(serde_json::json!({ "sockets": held.len(), "error": error }));
+        }
+        if let Some(count) = n("pollables") {
+            let held: Vec<_> =
+                (0..count).map(|_| wasi::clocks::monotonic_clock::subscribe_duration(1_000_000_000)).collect();
+            return ok(serde_json::json!({ "pollables": held.len() }));
         }
         if let Some(lines) = n("log_lines") {
             let line = "x".repeat(1000);
