@@ -13,7 +13,8 @@ use taskhost::{App, AppConfig};
 
 use crate::output;
 
-#[derive(Debug, Parser)]
+// No Debug: the database URL may hold a password.
+#[derive(Parser)]
 #[command(
     name = "taskhost",
     version,

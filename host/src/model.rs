@@ -251,6 +251,8 @@ pub struct Runner {
     pub finished_on: Option<DateTime<Utc>>,
     pub status: RunnerStatus,
     pub heartbeat_on: DateTime<Utc>,
+    /// The handlers it serves (claims tasks of); None when it has not said.
+    pub handlers: Option<Vec<String>>,
 }
 
 /// A run a runner has just claimed, with what it needs to execute it.

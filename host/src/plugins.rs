@@ -126,6 +126,13 @@ impl Catalog {
         &self.policy
     }
 
+    /// The names of the loaded plugins, sorted: the handlers a worker claims tasks for.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.loaded.read().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect();
+        names.sort();
+        names
+    }
+
     /// The loaded plugin of that name.
     pub fn get(&self, name: &str) -> Option<Arc<Plugin>> {
         self.loaded.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()

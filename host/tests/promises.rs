@@ -24,6 +24,7 @@ async fn a_run_is_stopped_at_its_run_timeout_by_its_own_worker(mut env: Env) {
     let (task, runs) = env.app.client.show(id).await.expect("show");
     assert_eq!(runs.len(), 2, "a retry after each timeout, up to max retries");
     for r in &runs {
+        eprintln!("a run with a 2 s run timeout was stopped after {:?} ms", r.duration_ms);
         assert_eq!((r.status, r.error_code.as_deref()), (RunStatus::Timeout, Some("run-timeout")), "{r:?}");
         assert!(r.duration_ms.expect("duration") >= 1_900, "{r:?}");
     }
@@ -52,6 +53,7 @@ async fn a_run_ended_elsewhere_is_stopped_at_once(mut env: Env) {
     // What an overseer does to a run it judges overdue.
     let far = chrono::Utc::now() + chrono::Duration::days(365);
     assert_eq!(store.time_out_overdue_runs(far, chrono::Utc::now(), 10).await.expect("time out"), 1);
+    let ended = Instant::now();
     // The grace period is ten minutes: the worker stops this quickly only if the run is gone.
     let _ = stop.send(());
     let report = tokio::time::timeout(Duration::from_secs(60), worker)
@@ -60,6 +62,7 @@ async fn a_run_ended_elsewhere_is_stopped_at_once(mut env: Env) {
         .expect("join")
         .expect("worker");
     assert_eq!((report.runs_ended_elsewhere, report.runs_abandoned), (1, 0), "{report:?}");
+    eprintln!("a run ended elsewhere was stopped and its worker stopped {:?} later", ended.elapsed());
 }
 
 async fn poison_outcomes_never_wedge_the_worker(env: Env) {
@@ -121,6 +124,35 @@ async fn names_and_keys_have_one_maximum_length_everywhere(env: Env) {
     assert_eq!((again.id, again.created), (at_max.id, false), "the full key is kept and matched");
 }
 
+async fn tasks_of_a_handler_no_worker_serves_wait_then_are_given_up(env: Env) {
+    use taskhost::overseer::unserved::{Config, Unserved};
+    env.copy_plugin("echo", "ghost");
+    let ghost = env.app.client.add(NewTask::new("ghost", "{}")).await.expect("add").id;
+    let echo = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    env.remove_plugin("ghost");
+    // A worker deployed without `ghost`: it runs `echo` and leaves `ghost` queued.
+    let app = env.second_app().await;
+    common::drain_app(&app, drain_config()).await;
+    assert_eq!(env.app.client.show(echo).await.expect("show").0.last_status, RunStatus::Success);
+    assert_eq!(env.app.client.show(ghost).await.expect("show").0.last_status, RunStatus::Scheduled);
+
+    let store = env.app.store.clone();
+    let t0 = chrono::Utc::now();
+    let minutes = |m| t0 + chrono::Duration::minutes(m);
+    let runner = store.register_runner(1, "elsewhere", t0, 8).await.expect("register");
+    store.set_runner_handlers(runner, &["echo".to_string()]).await.expect("handlers");
+    let silent = store.register_runner(2, "elsewhere", t0, 8).await.expect("register");
+    let svc = Unserved::new(store.clone(), Config::default());
+    assert_eq!(svc.run_once(minutes(11)).await.expect("run").tasks_given_up, 0, "a runner has not said");
+    store.finish_runner(silent, taskhost::RunnerStatus::Success, t0).await.expect("finish");
+    assert_eq!(svc.run_once(minutes(5)).await.expect("run").tasks_given_up, 0, "within the horizon");
+    assert_eq!(svc.run_once(minutes(11)).await.expect("run").tasks_given_up, 1);
+    let (task, runs) = env.app.client.show(ghost).await.expect("show");
+    assert!(task.gave_up_on.is_some());
+    assert_eq!((runs[0].status, runs[0].error_code.as_deref()), (RunStatus::Error, Some("handler-not-found")));
+    assert_eq!(env.app.client.show(echo).await.expect("show").0.last_status, RunStatus::Success);
+}
+
 macro_rules! on_every_database {
     ($name:ident, $plugins:expr) => {
         mod $name {
@@ -149,6 +181,7 @@ on_every_database!(a_run_ended_elsewhere_is_stopped_at_once, ["spin"]);
 on_every_database!(poison_outcomes_never_wedge_the_worker, ["flood", "echo"]);
 on_every_database!(large_results_are_written_in_batches_the_server_takes, ["echo"]);
 on_every_database!(names_and_keys_have_one_maximum_length_everywhere, ["echo"]);
+on_every_database!(tasks_of_a_handler_no_worker_serves_wait_then_are_given_up, ["echo"]);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outcome_the_database_refuses_ends_as_outcome_rejected_on_mysql() {
@@ -161,7 +194,9 @@ async fn an_outcome_the_database_refuses_ends_as_outcome_rejected_on_mysql() {
         env.app.client.add_many(tasks).await.expect("add").iter().map(|a| a.id).collect()
     };
     let cfg = WorkerConfig { heartbeat_interval: Duration::from_millis(100), ..drain_config() };
+    let started = Instant::now();
     let report = env.drain(cfg).await;
+    eprintln!("a refused 20 MB outcome and five normal ones were written in {:?}", started.elapsed());
     assert_eq!(report.outcomes_rejected, 1, "{report:?}");
     let (task, runs) = env.app.client.show(big).await.expect("show");
     assert_eq!((runs[0].status, runs[0].error_code.as_deref()), (RunStatus::Error, Some("outcome-rejected")));

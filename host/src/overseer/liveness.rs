@@ -171,6 +171,7 @@ mod tests {
             finished_on: None,
             status: RunnerStatus::Running,
             heartbeat_on,
+            handlers: None,
         }
     }
 

@@ -7,6 +7,7 @@
 //! | [`run_timeout`] | running runs past their task's run timeout → `timeout` | 5 s |
 //! | [`retries`] | failed (error/timeout) tasks → their next scheduled run after the backoff, or given up at max retries | 1 s |
 //! | [`rotation`] | successful tasks finished more than 30 days ago → deleted with their runs, in batches | 10 min |
+//! | [`unserved`] | scheduled tasks whose handler no live runner has served for 10 min → given up (`handler-not-found`) | 30 s |
 //!
 //! Workers run the overseer too unless told not to. Only one node at a time runs the services:
 //! the holder of the `overseer` lease in the database (`task_leases`), renewed every third of
@@ -29,6 +30,7 @@ pub mod liveness;
 pub mod retries;
 pub mod rotation;
 pub mod run_timeout;
+pub mod unserved;
 
 /// Settings of every service.
 #[derive(Debug, Clone)]
@@ -39,6 +41,7 @@ pub struct OverseerConfig {
     pub run_timeout: run_timeout::Config,
     pub retries: retries::Config,
     pub rotation: rotation::Config,
+    pub unserved: unserved::Config,
 }
 
 impl OverseerConfig {
@@ -55,6 +58,7 @@ impl Default for OverseerConfig {
             run_timeout: Default::default(),
             retries: Default::default(),
             rotation: Default::default(),
+            unserved: Default::default(),
         }
     }
 }
@@ -84,6 +88,7 @@ impl Overseer {
             Arc::new(run_timeout::RunTimeout::new(store.clone(), config.run_timeout)),
             Arc::new(retries::Retries::new(store.clone(), config.retries)),
             Arc::new(rotation::Rotation::new(store.clone(), config.rotation)),
+            Arc::new(unserved::Unserved::new(store.clone(), config.unserved)),
         ];
         let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
         let holder = format!("{host}:{}:{:08x}", std::process::id(), rand::random::<u32>());

@@ -50,6 +50,8 @@ impl InFlight {
 
 pub(super) struct Heartbeat {
     pub store: SharedStore,
+    /// Whose loaded handlers the runner reports as the ones it serves.
+    pub catalog: Arc<crate::plugins::Catalog>,
     pub clock: SharedClock,
     pub runner: RunnerId,
     pub interval: Duration,
@@ -62,6 +64,7 @@ pub(super) struct Heartbeat {
 impl Heartbeat {
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let mut tick = tokio::time::interval(self.interval);
+        let mut reported: Option<Vec<String>> = None;
         loop {
             tokio::select! {
                 _ = tick.tick() => {}
@@ -77,7 +80,7 @@ impl Heartbeat {
                 );
                 continue;
             }
-            let beat = tokio::time::timeout(self.interval.max(Duration::from_secs(1)), self.beat()).await;
+            let beat = tokio::time::timeout(self.interval.max(Duration::from_secs(1)), self.beat(&mut reported)).await;
             match beat {
                 Ok(Ok(true)) => {
                     self.health.db_ok_ms.store(unix_ms(), Ordering::Relaxed);
@@ -92,10 +95,16 @@ impl Heartbeat {
         }
     }
 
-    /// One heartbeat; then stop the runs the database no longer has running on this runner.
-    async fn beat(&self) -> crate::Result<bool> {
+    /// One heartbeat; report the handlers served when they changed; then stop the runs the
+    /// database no longer has running on this runner.
+    async fn beat(&self, reported: &mut Option<Vec<String>>) -> crate::Result<bool> {
         if !self.store.heartbeat(self.runner, self.clock.now()).await? {
             return Ok(false);
+        }
+        let handlers = self.catalog.names();
+        if reported.as_ref() != Some(&handlers) {
+            self.store.set_runner_handlers(self.runner, &handlers).await?;
+            *reported = Some(handlers);
         }
         // Listed before asking: a run that starts after this is not judged by this answer.
         let mine = self.in_flight.ids();

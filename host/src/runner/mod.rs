@@ -114,7 +114,17 @@ impl Worker {
         let rss_cap = cfg.rss_cap(memory_budget);
         let host = crate::overseer::liveness::local_identity();
         let pid = std::process::id();
+        // Load the plugins directory: the worker claims tasks of the handlers it has loaded.
+        let catalog = self.catalog.clone();
+        for r in tokio::task::spawn_blocking(move || catalog.reload()).await.unwrap_or_default() {
+            if let Err(e) = r.status {
+                tracing::warn!(plugin = %r.name, "plugin unusable: {e}");
+            }
+        }
         let runner_id = self.store.register_runner(pid, &host, self.clock.now(), cfg.runner_limit).await?;
+        if let Err(e) = self.store.set_runner_handlers(runner_id, &self.catalog.names()).await {
+            tracing::warn!(runner_id, "could not record the handlers this runner serves: {e}");
+        }
         tracing::info!(runner_id, pid, host = %host, concurrency, memory_budget, rss_cap, "worker started");
 
         let (stop_tx, stop_rx) = watch::channel(false);
@@ -126,6 +136,7 @@ impl Worker {
         let heartbeat = tokio::spawn(
             Heartbeat {
                 store: self.store.clone(),
+                catalog: self.catalog.clone(),
                 clock: self.clock.clone(),
                 runner: runner_id,
                 interval: cfg.heartbeat_interval,
@@ -288,8 +299,12 @@ impl Worker {
             }
             let limit = free.min(cfg.claim_batch.max(1)) as u32;
             let now = self.clock.now();
+            // Only tasks whose handler is loaded here: a worker without a handler leaves its tasks
+            // to workers that have it (or, after a horizon, to the overseer).
+            let handlers = self.catalog.names();
             // A signal cuts a claim short; runs it may have claimed are then timed out at exit.
-            let claim = self.store.claim(runner_id, &cfg.queues, limit, now, cfg.default_run_timeout);
+            let claim =
+                self.store.claim_for(runner_id, &cfg.queues, Some(&handlers), limit, now, cfg.default_run_timeout);
             let claimed = tokio::select! {
                 r = claim => r,
                 _ = &mut *shutdown => {
@@ -330,7 +345,7 @@ impl Worker {
             if cfg.drain && slots.available_permits() == cfg.concurrency.max(1) {
                 let horizon = chrono::Duration::from_std(cfg.drain_horizon).unwrap_or_default();
                 let due = tokio::select! {
-                    r = self.store.has_due_work(&cfg.queues, now + horizon) => r,
+                    r = self.store.has_due_work_for(&cfg.queues, Some(&handlers), now + horizon) => r,
                     _ = &mut *shutdown => return ExitReason::Shutdown,
                 };
                 match due {

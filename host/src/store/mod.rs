@@ -70,6 +70,8 @@ pub trait Store: Send + Sync + 'static {
     async fn heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<bool>;
     async fn finish_runner(&self, runner: RunnerId, status: RunnerStatus, now: DateTime<Utc>) -> Result<()>;
     async fn live_runners(&self) -> Result<Vec<Runner>>;
+    /// Record the handlers a runner serves.
+    async fn set_runner_handlers(&self, runner: RunnerId, handlers: &[String]) -> Result<()>;
 
     // --- runs ------------------------------------------------------------------------------
 
@@ -82,6 +84,19 @@ pub trait Store: Send + Sync + 'static {
         limit: u32,
         now: DateTime<Utc>,
         default_timeout: Duration,
+    ) -> Result<Vec<ClaimedRun>> {
+        self.claim_for(runner, queues, None, limit, now, default_timeout).await
+    }
+    /// [`Store::claim`], of tasks whose handler is one of `handlers` only (None: any handler): a
+    /// worker claims only what it can run.
+    async fn claim_for(
+        &self,
+        runner: RunnerId,
+        queues: &[String],
+        handlers: Option<&[String]>,
+        limit: u32,
+        now: DateTime<Utc>,
+        default_timeout: Duration,
     ) -> Result<Vec<ClaimedRun>>;
     async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()>;
     /// Write finished runs and update their tasks, in one transaction. A run that is no longer
@@ -89,7 +104,16 @@ pub trait Store: Send + Sync + 'static {
     async fn finish_runs(&self, outcomes: &[RunOutcome]) -> Result<()>;
     /// Whether a scheduled run of `queues` is due, one is running (on any runner), or a failed
     /// task awaits its retry run: what keeps a draining worker going.
-    async fn has_due_work(&self, queues: &[String], now: DateTime<Utc>) -> Result<bool>;
+    async fn has_due_work(&self, queues: &[String], now: DateTime<Utc>) -> Result<bool> {
+        self.has_due_work_for(queues, None, now).await
+    }
+    /// [`Store::has_due_work`], counting scheduled and retry-awaiting tasks of `handlers` only.
+    async fn has_due_work_for(
+        &self,
+        queues: &[String],
+        handlers: Option<&[String]>,
+        now: DateTime<Utc>,
+    ) -> Result<bool>;
 
     // --- maintenance -----------------------------------------------------------------------
 
@@ -103,6 +127,15 @@ pub trait Store: Send + Sync + 'static {
     /// Failed tasks (error/timeout, not given up) whose next step is not decided yet.
     async fn retry_candidates(&self, limit: u32) -> Result<Vec<RetryCandidate>>;
     async fn apply_retry_plans(&self, plans: &[RetryPlan], now: DateTime<Utc>) -> Result<()>;
+    /// Give up (as `handler-not-found`) up to `limit` scheduled tasks due at or before `due_before`
+    /// whose handler is not in `served`. Returns how many.
+    async fn give_up_unserved(
+        &self,
+        served: &[String],
+        due_before: DateTime<Utc>,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64>;
     /// Delete up to `batch` successful tasks finished before `before`, with their runs.
     async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64>;
 
@@ -154,6 +187,14 @@ pub(crate) fn timeout_on(now: DateTime<Utc>, run_timeout_secs: Option<i64>, defa
     let timeout = chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::days(36500));
     now.checked_add_signed(timeout).unwrap_or(now)
 }
+
+/// A runner's `handlers` column (a JSON list of names).
+pub(crate) fn handlers_of(text: Option<String>) -> Option<Vec<String>> {
+    text.and_then(|t| serde_json::from_str(&t).ok())
+}
+
+/// The message of a task given up because no live worker serves its handler.
+pub(crate) const UNSERVED: &str = "no live worker has served this handler for the overseer's horizon";
 
 pub(crate) fn n32(v: i64) -> u32 {
     v.clamp(0, u32::MAX as i64) as u32
@@ -220,6 +261,7 @@ macro_rules! native_row_decoders {
                 finished_on: r.try_get("finished_on")?,
                 status: status(T, &r.try_get_unchecked::<String, _>("status")?)?,
                 heartbeat_on: r.try_get("heartbeat_on")?,
+                handlers: $crate::store::handlers_of(r.try_get_unchecked::<Option<String>, _>("handlers")?),
             })
         }
     };

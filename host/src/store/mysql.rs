@@ -71,6 +71,18 @@ fn push_in<'a, T: 'a + sqlx::Encode<'a, MySql> + sqlx::Type<MySql> + Send + Clon
     sep.push_unseparated(")");
 }
 
+/// ` AND task_handler_class IN (…)` when there is a filter; an empty list matches nothing.
+fn push_handler_filter<'a>(qb: &mut QueryBuilder<'a, MySql>, handlers: Option<&'a [String]>) {
+    if let Some(h) = handlers {
+        qb.push(" AND task_handler_class IN ");
+        if h.is_empty() {
+            qb.push("(NULL)");
+        } else {
+            push_in(qb, h);
+        }
+    }
+}
+
 /// The MySQL/MariaDB implementation of [`Store`].
 #[derive(Debug, Clone)]
 pub struct MySqlStore {
@@ -247,6 +259,7 @@ impl MySqlStore {
         &self,
         runner: RunnerId,
         queues: &[String],
+        handlers: Option<&[String]>,
         limit: u32,
         now: DateTime<Utc>,
         default_timeout: Duration,
@@ -258,6 +271,10 @@ impl MySqlStore {
              FROM task_queue WHERE last_status = 'scheduled' AND queue IN ",
         );
         push_in(&mut qb, queues);
+        if let Some(handlers) = handlers {
+            qb.push(" AND task_handler_class IN ");
+            push_in(&mut qb, handlers);
+        }
         qb.push(" AND scheduled_on <= ").push_bind(now);
         qb.push(" ORDER BY priority, scheduled_on, id LIMIT ").push_bind(limit as i64);
         qb.push(" FOR UPDATE SKIP LOCKED");
@@ -610,18 +627,72 @@ impl Store for MySqlStore {
         rows.iter().map(runner_from_row).collect()
     }
 
-    async fn claim(
+    async fn set_runner_handlers(&self, runner: RunnerId, handlers: &[String]) -> Result<()> {
+        sqlx::query("UPDATE task_runners SET handlers = ? WHERE id = ?")
+            .bind(serde_json::to_string(handlers).map_err(|e| Error::invalid("handlers", e.to_string()))?)
+            .bind(runner)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn give_up_unserved(
+        &self,
+        served: &[String],
+        due_before: DateTime<Utc>,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64> {
+        retry_deadlocks(|| async {
+            let mut tx = self.pool.begin().await?;
+            let mut qb = QueryBuilder::<MySql>::new(
+                "SELECT id FROM task_queue WHERE last_status = 'scheduled' AND scheduled_on <= ",
+            );
+            qb.push_bind(due_before);
+            if !served.is_empty() {
+                qb.push(" AND task_handler_class NOT IN ");
+                push_in(&mut qb, served);
+            }
+            qb.push(" LIMIT ").push_bind(limit as i64).push(" FOR UPDATE SKIP LOCKED");
+            let ids: Vec<i64> = qb.build_query_scalar().fetch_all(&mut *tx).await?;
+            if ids.is_empty() {
+                tx.rollback().await?;
+                return Ok(0);
+            }
+            let mut qb = QueryBuilder::<MySql>::new(
+                "UPDATE task_queue SET last_status = 'error', task_runs_failed = task_runs_failed + 1, finished_on = ",
+            );
+            qb.push_bind(now).push(", gave_up_on = ").push_bind(now).push(", active_unique_key = NULL WHERE id IN ");
+            push_in(&mut qb, &ids);
+            qb.build().execute(&mut *tx).await?;
+            let mut qb = QueryBuilder::<MySql>::new("UPDATE task_runs SET status = 'error', finished_on = ");
+            qb.push_bind(now)
+                .push(", error_code = ")
+                .push_bind(crate::sandbox::codes::HANDLER_NOT_FOUND)
+                .push(", error_message = ")
+                .push_bind(super::UNSERVED)
+                .push(" WHERE status = 'scheduled' AND task_queue_id IN ");
+            push_in(&mut qb, &ids);
+            qb.build().execute(&mut *tx).await?;
+            tx.commit().await?;
+            Ok(ids.len() as u64)
+        })
+        .await
+    }
+
+    async fn claim_for(
         &self,
         runner: RunnerId,
         queues: &[String],
+        handlers: Option<&[String]>,
         limit: u32,
         now: DateTime<Utc>,
         default_timeout: Duration,
     ) -> Result<Vec<ClaimedRun>> {
-        if limit == 0 || queues.is_empty() {
+        if limit == 0 || queues.is_empty() || handlers.is_some_and(|h| h.is_empty()) {
             return Ok(Vec::new());
         }
-        retry_deadlocks(|| self.claim_once(runner, queues, limit, now, default_timeout)).await
+        retry_deadlocks(|| self.claim_once(runner, queues, handlers, limit, now, default_timeout)).await
     }
 
     async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()> {
@@ -646,16 +717,25 @@ impl Store for MySqlStore {
         retry_deadlocks(|| self.finish_once(outcomes)).await
     }
 
-    async fn has_due_work(&self, queues: &[String], now: DateTime<Utc>) -> Result<bool> {
+    async fn has_due_work_for(
+        &self,
+        queues: &[String],
+        handlers: Option<&[String]>,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
         let mut qb = QueryBuilder::<MySql>::new(
             "SELECT EXISTS (SELECT 1 FROM task_queue
                             WHERE ((last_status = 'scheduled' AND scheduled_on <= ",
         );
-        qb.push_bind(now).push(") OR last_status = 'running') AND queue IN ");
+        qb.push_bind(now);
+        push_handler_filter(&mut qb, handlers);
+        qb.push(") OR last_status = 'running') AND queue IN ");
         push_in(&mut qb, queues);
         qb.push(
-            ") OR EXISTS (SELECT 1 FROM task_queue WHERE last_status IN ('error', 'timeout') AND gave_up_on IS NULL)",
+            ") OR EXISTS (SELECT 1 FROM task_queue WHERE last_status IN ('error', 'timeout') AND gave_up_on IS NULL",
         );
+        push_handler_filter(&mut qb, handlers);
+        qb.push(")");
         let due: i64 = qb.build_query_scalar().fetch_one(&self.pool).await?;
         Ok(due != 0)
     }

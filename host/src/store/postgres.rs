@@ -46,11 +46,12 @@ impl PostgresStore {
         &self,
         runner: RunnerId,
         queues: &[String],
+        handlers: Option<&[String]>,
         limit: u32,
         now: DateTime<Utc>,
         default_timeout: Duration,
     ) -> Result<Vec<ClaimedRun>> {
-        if limit == 0 || queues.is_empty() {
+        if limit == 0 || queues.is_empty() || handlers.is_some_and(|h| h.is_empty()) {
             return Ok(Vec::new());
         }
         // One queue: an equality, so the claim index yields rows already in claim order (with
@@ -63,6 +64,7 @@ impl PostgresStore {
             "WITH picked AS (
                  SELECT id FROM task_queue
                  WHERE last_status = 'scheduled' AND {queue_cond} AND scheduled_on <= $1
+                   AND ($7::text[] IS NULL OR task_handler_class = ANY($7))
                  ORDER BY priority, scheduled_on, id
                  LIMIT $3
                  FOR UPDATE SKIP LOCKED
@@ -93,6 +95,7 @@ impl PostgresStore {
             .bind(queues)
             .bind(runner)
             .bind(default_timeout.as_secs().min(3_153_600_000) as i64)
+            .bind(handlers)
             .fetch_all(&self.pool)
             .await?;
         struct Claimed {
@@ -493,23 +496,66 @@ impl Store for PostgresStore {
         rows.iter().map(runner_from_row).collect()
     }
 
-    async fn claim(
+    async fn set_runner_handlers(&self, runner: RunnerId, handlers: &[String]) -> Result<()> {
+        sqlx::query("UPDATE task_runners SET handlers = $1 WHERE id = $2")
+            .bind(serde_json::to_string(handlers).map_err(|e| Error::invalid("handlers", e.to_string()))?)
+            .bind(runner)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn give_up_unserved(
+        &self,
+        served: &[String],
+        due_before: DateTime<Utc>,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64> {
+        let r = sqlx::query(
+            "WITH t AS (
+                 SELECT id FROM task_queue
+                 WHERE last_status = 'scheduled' AND scheduled_on <= $1 AND NOT (task_handler_class = ANY($2))
+                 LIMIT $4 FOR UPDATE SKIP LOCKED
+             ),
+             q AS (
+                 UPDATE task_queue SET last_status = 'error', task_runs_failed = task_runs_failed + 1,
+                     finished_on = $3, gave_up_on = $3, active_unique_key = NULL
+                 WHERE id IN (SELECT id FROM t)
+                 RETURNING id
+             )
+             UPDATE task_runs SET status = 'error', finished_on = $3, error_code = $5, error_message = $6
+             WHERE status = 'scheduled' AND task_queue_id IN (SELECT id FROM q)",
+        )
+        .bind(due_before)
+        .bind(served)
+        .bind(now)
+        .bind(limit as i64)
+        .bind(crate::sandbox::codes::HANDLER_NOT_FOUND)
+        .bind(super::UNSERVED)
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected())
+    }
+
+    async fn claim_for(
         &self,
         runner: RunnerId,
         queues: &[String],
+        handlers: Option<&[String]>,
         limit: u32,
         now: DateTime<Utc>,
         default_timeout: Duration,
     ) -> Result<Vec<ClaimedRun>> {
         if limit < CLAIM_SPLIT_AT {
-            return self.claim_some(runner, queues, limit, now, default_timeout).await;
+            return self.claim_some(runner, queues, handlers, limit, now, default_timeout).await;
         }
         // A large claim as two statements on two connections at once: SKIP LOCKED keeps their rows
         // apart, and the server works on both in parallel, halving the time a worker waits.
         let half = limit / 2;
         let (a, b) = tokio::join!(
-            self.claim_some(runner, queues, limit - half, now, default_timeout),
-            self.claim_some(runner, queues, half, now, default_timeout),
+            self.claim_some(runner, queues, handlers, limit - half, now, default_timeout),
+            self.claim_some(runner, queues, handlers, half, now, default_timeout),
         );
         match (a, b) {
             (Ok(mut a), Ok(b)) => {
@@ -610,18 +656,26 @@ impl Store for PostgresStore {
         Ok(())
     }
 
-    async fn has_due_work(&self, queues: &[String], now: DateTime<Utc>) -> Result<bool> {
+    async fn has_due_work_for(
+        &self,
+        queues: &[String],
+        handlers: Option<&[String]>,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
         let due: bool = sqlx::query_scalar(
             // Three probes, each of a partial index (an OR of statuses scanned the whole table).
             "SELECT EXISTS (SELECT 1 FROM task_queue
-                            WHERE last_status = 'scheduled' AND scheduled_on <= $1 AND queue = ANY($2))
+                            WHERE last_status = 'scheduled' AND scheduled_on <= $1 AND queue = ANY($2)
+                              AND ($3::text[] IS NULL OR task_handler_class = ANY($3)))
                  OR EXISTS (SELECT 1 FROM task_runs r JOIN task_queue q ON q.id = r.task_queue_id
                             WHERE r.status = 'running' AND q.queue = ANY($2))
                  OR EXISTS (SELECT 1 FROM task_queue
-                            WHERE last_status IN ('error', 'timeout') AND gave_up_on IS NULL)",
+                            WHERE last_status IN ('error', 'timeout') AND gave_up_on IS NULL
+                              AND ($3::text[] IS NULL OR task_handler_class = ANY($3)))",
         )
         .bind(now)
         .bind(queues)
+        .bind(handlers)
         .fetch_one(&self.pool)
         .await?;
         Ok(due)

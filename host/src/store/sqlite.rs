@@ -237,6 +237,7 @@ fn runner_from_row(r: &SqliteRow) -> Result<Runner> {
         finished_on: opt_ts(T, r.try_get("finished_on")?)?,
         status: status(T, &r.try_get::<String, _>("status")?)?,
         heartbeat_on: parse_ts(T, &r.try_get::<String, _>("heartbeat_on")?)?,
+        handlers: super::handlers_of(r.try_get("handlers")?),
     })
 }
 
@@ -409,15 +410,63 @@ impl Store for SqliteStore {
         rows.iter().map(runner_from_row).collect()
     }
 
-    async fn claim(
+    async fn set_runner_handlers(&self, runner: RunnerId, handlers: &[String]) -> Result<()> {
+        let (_writing, mut tx) = self.write_tx().await?;
+        sqlx::query("UPDATE task_runners SET handlers = ?1 WHERE id = ?2")
+            .bind(handlers_json(Some(handlers))?)
+            .bind(runner)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn give_up_unserved(
+        &self,
+        served: &[String],
+        due_before: DateTime<Utc>,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64> {
+        let (_writing, mut tx) = self.write_tx().await?;
+        let tasks: Vec<i64> = sqlx::query_scalar(
+            "UPDATE task_queue SET last_status = 'error', task_runs_failed = task_runs_failed + 1,
+                 finished_on = ?3, gave_up_on = ?3, active_unique_key = NULL
+             WHERE id IN (SELECT id FROM task_queue
+                          WHERE last_status = 'scheduled' AND scheduled_on <= ?1
+                            AND task_handler_class NOT IN (SELECT value FROM json_each(?2)) LIMIT ?4)
+             RETURNING id",
+        )
+        .bind(ts(due_before))
+        .bind(handlers_json(Some(served))?)
+        .bind(ts(now))
+        .bind(limit as i64)
+        .fetch_all(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE task_runs SET status = 'error', finished_on = ?1, error_code = ?2, error_message = ?3
+             WHERE status = 'scheduled' AND task_queue_id IN (SELECT value FROM json_each(?4))",
+        )
+        .bind(ts(now))
+        .bind(crate::sandbox::codes::HANDLER_NOT_FOUND)
+        .bind(super::UNSERVED)
+        .bind(ids_json(tasks.iter().copied()))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(tasks.len() as u64)
+    }
+
+    async fn claim_for(
         &self,
         runner: RunnerId,
         queues: &[String],
+        handlers: Option<&[String]>,
         limit: u32,
         now: DateTime<Utc>,
         default_timeout: Duration,
     ) -> Result<Vec<ClaimedRun>> {
-        if limit == 0 || queues.is_empty() {
+        if limit == 0 || queues.is_empty() || handlers.is_some_and(|h| h.is_empty()) {
             return Ok(Vec::new());
         }
         // One queue: an equality the claim index can seek on; several: a list.
@@ -431,12 +480,19 @@ impl Store for SqliteStore {
             "UPDATE task_queue SET last_status = 'running'
              WHERE id IN (SELECT id FROM task_queue
                           WHERE last_status = 'scheduled' AND {queue_cond} AND scheduled_on <= ?1
+                            AND (?4 IS NULL OR task_handler_class IN (SELECT value FROM json_each(?4)))
                           ORDER BY priority, scheduled_on, id LIMIT ?3)
              RETURNING id, task_handler_class, task_data, queued_by_id, max_retries, task_runs_failed,
                        run_timeout, backoff_base_ms, backoff_max_ms, priority, scheduled_on"
         );
         let (_writing, mut tx) = self.write_tx().await?;
-        let rows = sqlx::query(&sql).bind(ts(now)).bind(queue_arg).bind(limit as i64).fetch_all(&mut *tx).await?;
+        let rows = sqlx::query(&sql)
+            .bind(ts(now))
+            .bind(queue_arg)
+            .bind(limit as i64)
+            .bind(handlers_json(handlers)?)
+            .fetch_all(&mut *tx)
+            .await?;
         if rows.is_empty() {
             tx.rollback().await?;
             return Ok(Vec::new());
@@ -664,16 +720,25 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    async fn has_due_work(&self, queues: &[String], now: DateTime<Utc>) -> Result<bool> {
+    async fn has_due_work_for(
+        &self,
+        queues: &[String],
+        handlers: Option<&[String]>,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
         let due: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM task_queue
-                            WHERE ((last_status = 'scheduled' AND scheduled_on <= ?1) OR last_status = 'running')
+                            WHERE ((last_status = 'scheduled' AND scheduled_on <= ?1
+                                    AND (?3 IS NULL OR task_handler_class IN (SELECT value FROM json_each(?3))))
+                                   OR last_status = 'running')
                               AND queue IN (SELECT value FROM json_each(?2)))
                  OR EXISTS (SELECT 1 FROM task_queue
-                            WHERE last_status IN ('error', 'timeout') AND gave_up_on IS NULL)",
+                            WHERE last_status IN ('error', 'timeout') AND gave_up_on IS NULL
+                              AND (?3 IS NULL OR task_handler_class IN (SELECT value FROM json_each(?3))))",
         )
         .bind(ts(now))
         .bind(serde_json::to_string(queues).map_err(|e| Error::invalid("queues", e.to_string()))?)
+        .bind(handlers_json(handlers)?)
         .fetch_one(&self.pool)
         .await?;
         Ok(due)
@@ -843,4 +908,9 @@ impl Store for SqliteStore {
         tx.commit().await?;
         Ok(n)
     }
+}
+
+/// A handler filter as the JSON list `json_each` reads; None: no filter.
+fn handlers_json(handlers: Option<&[String]>) -> Result<Option<String>> {
+    handlers.map(|h| serde_json::to_string(h).map_err(|e| Error::invalid("handlers", e.to_string()))).transpose()
 }

@@ -1,0 +1,92 @@
+//! Unserved handlers: a scheduled task whose handler no live runner serves, once that has lasted
+//! a horizon, is given up as `handler-not-found` (a dead letter, replayable once the handler is
+//! deployed). Workers claim only the handlers they have loaded, so one badly deployed worker
+//! leaves such tasks alone rather than dead-lettering them; this service decides only when the
+//! whole fleet has gone without the handler for the horizon.
+//!
+//! It judges only when every live runner has said what it serves, and at least one of them has
+//! been up for the horizon (a fleet that has just started has not had its chance).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::Service;
+use crate::error::Result;
+use crate::store::SharedStore;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub interval: Duration,
+    /// How long a due task may wait for a live runner serving its handler.
+    pub horizon: Duration,
+    /// Tasks given up per statement.
+    pub batch: u32,
+}
+
+impl Config {
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(30);
+    pub const DEFAULT_HORIZON: Duration = Duration::from_secs(600);
+    pub const DEFAULT_BATCH: u32 = 1_000;
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { interval: Self::DEFAULT_INTERVAL, horizon: Self::DEFAULT_HORIZON, batch: Self::DEFAULT_BATCH }
+    }
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub tasks_given_up: u64,
+}
+
+pub struct Unserved {
+    store: SharedStore,
+    config: Config,
+}
+
+impl Unserved {
+    pub fn new(store: SharedStore, config: Config) -> Self {
+        Unserved { store, config }
+    }
+
+    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
+        let mut report = Report::default();
+        let runners = self.store.live_runners().await?;
+        let horizon = chrono::Duration::from_std(self.config.horizon).unwrap_or(chrono::Duration::MAX);
+        let since = now.checked_sub_signed(horizon).unwrap_or(now);
+        let judged = !runners.is_empty()
+            && runners.iter().all(|r| r.handlers.is_some())
+            && runners.iter().any(|r| r.started_on <= since);
+        if !judged {
+            return Ok(report);
+        }
+        let mut served: Vec<String> = runners.into_iter().flat_map(|r| r.handlers.unwrap_or_default()).collect();
+        served.sort();
+        served.dedup();
+        loop {
+            let n = self.store.give_up_unserved(&served, since, now, self.config.batch).await?;
+            report.tasks_given_up += n;
+            if n < u64::from(self.config.batch) {
+                return Ok(report);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Service for Unserved {
+    fn name(&self) -> &'static str {
+        "unserved"
+    }
+    fn interval(&self) -> Duration {
+        self.config.interval
+    }
+    async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
+        let r = self.run_once(now).await?;
+        Ok((r.tasks_given_up > 0)
+            .then(|| format!("gave up {} tasks whose handler no live worker serves", r.tasks_given_up)))
+    }
+}

@@ -1,0 +1,3 @@
+-- The handlers each runner serves (a JSON list of names; NULL: not reported). The overseer gives up
+-- tasks whose handler no live runner has served for a horizon.
+ALTER TABLE task_runners ADD COLUMN handlers TEXT;
