@@ -38,7 +38,7 @@ impl Limits {
     pub const MAX_FUEL: u64 = 1_000_000_000_000_000;
     pub const MAX_MEMORY_BYTES: u64 = 4 << 30;
     pub const MAX_DEADLINE: Duration = Duration::from_secs(24 * 3600);
-    pub const MAX_TABLE_ELEMENTS: u64 = 10_000_000;
+    pub const MAX_TABLE_ELEMENTS: u64 = 100_000;
     pub const MAX_RESULTS_BYTES: usize = 64 << 20;
     pub const MAX_LOG_BYTES: usize = 16 << 20;
     pub const MAX_HANDLES: usize = 1 << 20;
