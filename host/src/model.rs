@@ -251,8 +251,9 @@ pub struct Runner {
     pub finished_on: Option<DateTime<Utc>>,
     pub status: RunnerStatus,
     pub heartbeat_on: DateTime<Utc>,
-    /// The handlers it serves (claims tasks of); None when it has not said.
-    pub handlers: Option<Vec<String>>,
+    /// The handlers it serves (claims tasks of), each with the sha256 of its component; None when
+    /// it has not said.
+    pub handlers: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// A run a runner has just claimed, with what it needs to execute it.

@@ -133,6 +133,12 @@ impl Catalog {
         names
     }
 
+    /// The loaded plugins with the sha256 of each component: what a runner records it serves.
+    pub fn served(&self) -> crate::store::Served {
+        let loaded = self.loaded.read().unwrap_or_else(|p| p.into_inner());
+        loaded.iter().map(|(name, p)| (name.clone(), p.digest.clone())).collect()
+    }
+
     /// The loaded plugin of that name.
     pub fn get(&self, name: &str) -> Option<Arc<Plugin>> {
         self.loaded.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()

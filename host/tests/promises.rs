@@ -140,7 +140,11 @@ async fn tasks_of_a_handler_no_worker_serves_wait_then_are_given_up(env: Env) {
     let t0 = chrono::Utc::now();
     let minutes = |m| t0 + chrono::Duration::minutes(m);
     let runner = store.register_runner(1, "elsewhere", t0, 8).await.expect("register");
-    store.set_runner_handlers(runner, &["echo".to_string()]).await.expect("handlers");
+    let echo_digest = app.catalog.get("echo").expect("loaded").digest.clone();
+    let served = taskhost::store::Served::from([("echo".to_string(), echo_digest.clone())]);
+    store.set_runner_handlers(runner, &served).await.expect("handlers");
+    let listed = store.live_runners().await.expect("runners");
+    assert_eq!(listed.iter().find(|r| r.id == runner).and_then(|r| r.handlers.clone()), Some(served));
     let silent = store.register_runner(2, "elsewhere", t0, 8).await.expect("register");
     let svc = Unserved::new(store.clone(), Config::default());
     assert_eq!(svc.run_once(minutes(11)).await.expect("run").tasks_given_up, 0, "a runner has not said");

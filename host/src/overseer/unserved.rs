@@ -63,7 +63,8 @@ impl Unserved {
         if !judged {
             return Ok(report);
         }
-        let mut served: Vec<String> = runners.into_iter().flat_map(|r| r.handlers.unwrap_or_default()).collect();
+        let mut served: Vec<String> =
+            runners.into_iter().flat_map(|r| r.handlers.unwrap_or_default().into_keys()).collect();
         served.sort();
         served.dedup();
         loop {

@@ -64,7 +64,7 @@ pub(super) struct Heartbeat {
 impl Heartbeat {
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let mut tick = tokio::time::interval(self.interval);
-        let mut reported: Option<Vec<String>> = None;
+        let mut reported: Option<crate::store::Served> = None;
         loop {
             tokio::select! {
                 _ = tick.tick() => {}
@@ -97,11 +97,11 @@ impl Heartbeat {
 
     /// One heartbeat; report the handlers served when they changed; then stop the runs the
     /// database no longer has running on this runner.
-    async fn beat(&self, reported: &mut Option<Vec<String>>) -> crate::Result<bool> {
+    async fn beat(&self, reported: &mut Option<crate::store::Served>) -> crate::Result<bool> {
         if !self.store.heartbeat(self.runner, self.clock.now()).await? {
             return Ok(false);
         }
-        let handlers = self.catalog.names();
+        let handlers = self.catalog.served();
         if reported.as_ref() != Some(&handlers) {
             self.store.set_runner_handlers(self.runner, &handlers).await?;
             *reported = Some(handlers);

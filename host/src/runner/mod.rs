@@ -122,7 +122,7 @@ impl Worker {
             }
         }
         let runner_id = self.store.register_runner(pid, &host, self.clock.now(), cfg.runner_limit).await?;
-        if let Err(e) = self.store.set_runner_handlers(runner_id, &self.catalog.names()).await {
+        if let Err(e) = self.store.set_runner_handlers(runner_id, &self.catalog.served()).await {
             tracing::warn!(runner_id, "could not record the handlers this runner serves: {e}");
         }
         tracing::info!(runner_id, pid, host = %host, concurrency, memory_budget, rss_cap, "worker started");

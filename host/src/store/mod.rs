@@ -70,8 +70,8 @@ pub trait Store: Send + Sync + 'static {
     async fn heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<bool>;
     async fn finish_runner(&self, runner: RunnerId, status: RunnerStatus, now: DateTime<Utc>) -> Result<()>;
     async fn live_runners(&self) -> Result<Vec<Runner>>;
-    /// Record the handlers a runner serves.
-    async fn set_runner_handlers(&self, runner: RunnerId, handlers: &[String]) -> Result<()>;
+    /// Record the handlers a runner serves, each with its component's digest.
+    async fn set_runner_handlers(&self, runner: RunnerId, handlers: &Served) -> Result<()>;
 
     // --- runs ------------------------------------------------------------------------------
 
@@ -188,9 +188,16 @@ pub(crate) fn timeout_on(now: DateTime<Utc>, run_timeout_secs: Option<i64>, defa
     now.checked_add_signed(timeout).unwrap_or(now)
 }
 
-/// A runner's `handlers` column (a JSON list of names).
-pub(crate) fn handlers_of(text: Option<String>) -> Option<Vec<String>> {
+/// The handlers a runner serves: name → sha256 of the component.
+pub type Served = std::collections::BTreeMap<String, String>;
+
+/// A runner's `handlers` column: a JSON object of name → digest.
+pub(crate) fn handlers_of(text: Option<String>) -> Option<Served> {
     text.and_then(|t| serde_json::from_str(&t).ok())
+}
+
+pub(crate) fn served_json(handlers: &Served) -> Result<String> {
+    serde_json::to_string(handlers).map_err(|e| Error::invalid("handlers", e.to_string()))
 }
 
 /// The message of a task given up because no live worker serves its handler.

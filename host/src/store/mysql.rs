@@ -627,9 +627,9 @@ impl Store for MySqlStore {
         rows.iter().map(runner_from_row).collect()
     }
 
-    async fn set_runner_handlers(&self, runner: RunnerId, handlers: &[String]) -> Result<()> {
+    async fn set_runner_handlers(&self, runner: RunnerId, handlers: &super::Served) -> Result<()> {
         sqlx::query("UPDATE task_runners SET handlers = ? WHERE id = ?")
-            .bind(serde_json::to_string(handlers).map_err(|e| Error::invalid("handlers", e.to_string()))?)
+            .bind(super::served_json(handlers)?)
             .bind(runner)
             .execute(&self.pool)
             .await?;

@@ -410,10 +410,10 @@ impl Store for SqliteStore {
         rows.iter().map(runner_from_row).collect()
     }
 
-    async fn set_runner_handlers(&self, runner: RunnerId, handlers: &[String]) -> Result<()> {
+    async fn set_runner_handlers(&self, runner: RunnerId, handlers: &super::Served) -> Result<()> {
         let (_writing, mut tx) = self.write_tx().await?;
         sqlx::query("UPDATE task_runners SET handlers = ?1 WHERE id = ?2")
-            .bind(handlers_json(Some(handlers))?)
+            .bind(super::served_json(handlers)?)
             .bind(runner)
             .execute(&mut *tx)
             .await?;
