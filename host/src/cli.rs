@@ -196,8 +196,10 @@ impl Cli {
         if let Some(path) = &self.config {
             c.policy = taskhost::config::Policy::load(path)?;
         }
-        // Compile in a bounded child process of this same binary.
-        c.policy.compile.program = std::env::current_exe().ok();
+        // Compile in a bounded child process of this same binary (by /proc/self/exe, which still
+        // works after the file was replaced by an upgrade).
+        let this = std::path::Path::new("/proc/self/exe");
+        c.policy.compile.program = if this.exists() { Some(this.to_path_buf()) } else { std::env::current_exe().ok() };
         c.cache_dir = self.cache_dir.clone();
         c.migrate = !self.no_migrate;
         if let Command::Worker(w) = &self.command {

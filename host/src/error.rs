@@ -95,6 +95,33 @@ impl Error {
         }
     }
 
+    /// Whether the database refused the data itself (a value too long, invalid text, a packet
+    /// over the server's limit, a constraint): writing the same again cannot succeed. Anything
+    /// else that fails a write (the server down, read-only, out of connections, timeouts) is the
+    /// database's state, and is waited out.
+    pub fn is_data_error(&self) -> bool {
+        let Error::Database(sqlx::Error::Database(db)) = self else {
+            return false;
+        };
+        let code = db.code();
+        let code = code.as_deref().unwrap_or("");
+        match db.kind() {
+            sqlx::error::ErrorKind::UniqueViolation
+            | sqlx::error::ErrorKind::ForeignKeyViolation
+            | sqlx::error::ErrorKind::NotNullViolation
+            | sqlx::error::ErrorKind::CheckViolation => return true,
+            _ => {}
+        }
+        // PostgreSQL: data exception (22…), integrity (23…), program limit (54…).
+        code.starts_with("22")
+            || code.starts_with("23")
+            || code.starts_with("54")
+            // MySQL: data too long, bad string, out of range, null, packet too large.
+            || matches!(code, "1406" | "1366" | "1264" | "1048" | "1153" | "1301" | "1292")
+            // SQLite: too big, constraint, mismatch.
+            || matches!(code, "18" | "19" | "20")
+    }
+
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io { context: context.into(), source }
     }

@@ -20,8 +20,9 @@ pub fn bounded(s: &str, max: usize, marker: &str) -> String {
     out
 }
 
-/// One guest log line as the host keeps it: line breaks and NUL escaped, so that a guest can
-/// never start a line of its own (host lines are told apart by their start).
+/// One guest log line as the host keeps it: line breaks, every other control character and the
+/// characters that reorder or hide text escaped, so that a guest can never start a line of its
+/// own or rewrite one on a terminal (host lines are told apart by their start).
 pub fn one_line(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -29,10 +30,33 @@ pub fn one_line(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\0' => out.push('\u{FFFD}'),
+            c if hidden(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
             c => out.push(c),
         }
     }
     out
+}
+
+/// `s` with every control character but line breaks and tabs, and every character that
+/// reorders or hides text, escaped: a guest's multi-line message, safe to print.
+pub fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            '\0' => out.push('\u{FFFD}'),
+            c if hidden(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Control characters (C0, DEL, C1), line and paragraph separators, and the zero-width and
+/// bidirectional marks.
+fn hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
 }
 
 /// The largest index ≤ `i` that is a character boundary of `s`.
@@ -72,6 +96,12 @@ mod tests {
     fn a_cut_never_splits_a_character() {
         let s = bounded(&"é".repeat(50), 11, "~");
         assert!(s.len() <= 11 && s.ends_with('~'), "{s}");
+    }
+
+    #[test]
+    fn terminal_escapes_and_hidden_marks_are_shown_not_obeyed() {
+        assert_eq!(one_line("a\u{1b}[2Kb\u{200b}"), "a\\u{1b}[2Kb\\u{200b}");
+        assert_eq!(printable("line 1\nline\u{1b} 2"), "line 1\nline\\u{1b} 2");
     }
 
     #[test]

@@ -174,7 +174,7 @@ async fn a_guest_cannot_write_a_host_log_line() {
 async fn nul_bytes_from_a_guest_are_stored_as_replacement_characters() {
     let env = Env::new(&["flood"]).await;
     let run = flood(&env, serde_json::json!({"nul": true})).await;
-    assert_eq!(run.error_code.as_deref(), Some("nul\u{FFFD}code"));
+    assert_eq!(run.error_code.as_deref(), Some("nul_code"), "codes keep to identifier characters");
     assert_eq!(run.error_message.as_deref(), Some("nul\u{FFFD}message"));
     assert!(run.logs.as_deref().unwrap_or("").contains("a\u{FFFD}line"), "{:?}", run.logs);
 }

@@ -150,7 +150,13 @@ async fn tasks_of_a_handler_no_worker_serves_wait_then_are_given_up(env: Env) {
     assert_eq!(svc.run_once(minutes(11)).await.expect("run").tasks_given_up, 0, "a runner has not said");
     store.finish_runner(silent, taskhost::RunnerStatus::Success, t0).await.expect("finish");
     assert_eq!(svc.run_once(minutes(5)).await.expect("run").tasks_given_up, 0, "within the horizon");
-    assert_eq!(svc.run_once(minutes(11)).await.expect("run").tasks_given_up, 1);
+    // A worker that served `ghost` until a minute ago (stopped for an upgrade, say) still counts.
+    let restarting = store.register_runner(3, "elsewhere", minutes(10), 8).await.expect("register");
+    let ghostly = taskhost::store::Served::from([("ghost".to_string(), echo_digest.clone())]);
+    store.set_runner_handlers(restarting, &ghostly).await.expect("handlers");
+    store.finish_runner(restarting, taskhost::RunnerStatus::Success, minutes(10)).await.expect("finish");
+    assert_eq!(svc.run_once(minutes(11)).await.expect("run").tasks_given_up, 0, "served within the horizon");
+    assert_eq!(svc.run_once(minutes(21)).await.expect("run").tasks_given_up, 1);
     let (task, runs) = env.app.client.show(ghost).await.expect("show");
     assert!(task.gave_up_on.is_some());
     assert_eq!((runs[0].status, runs[0].error_code.as_deref()), (RunStatus::Error, Some("handler-not-found")));

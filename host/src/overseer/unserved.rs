@@ -4,8 +4,9 @@
 //! leaves such tasks alone rather than dead-lettering them; this service decides only when the
 //! whole fleet has gone without the handler for the horizon.
 //!
-//! It judges only when every live runner has said what it serves, and at least one of them has
-//! been up for the horizon (a fleet that has just started has not had its chance).
+//! A handler counts as served when any runner, live or since stopped, that heartbeated within the
+//! horizon serves it. It judges only when every live runner has said what it serves, and at least
+//! one of them has been up for the horizon (a fleet that has just started has not had its chance).
 
 use std::time::Duration;
 
@@ -54,17 +55,23 @@ impl Unserved {
 
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut report = Report::default();
-        let runners = self.store.live_runners().await?;
+        let live = self.store.live_runners().await?;
         let horizon = chrono::Duration::from_std(self.config.horizon).unwrap_or(chrono::Duration::MAX);
         let since = now.checked_sub_signed(horizon).unwrap_or(now);
-        let judged = !runners.is_empty()
-            && runners.iter().all(|r| r.handlers.is_some())
-            && runners.iter().any(|r| r.started_on <= since);
+        let judged =
+            !live.is_empty() && live.iter().all(|r| r.handlers.is_some()) && live.iter().any(|r| r.started_on <= since);
         if !judged {
             return Ok(report);
         }
-        let mut served: Vec<String> =
-            runners.into_iter().flat_map(|r| r.handlers.unwrap_or_default().into_keys()).collect();
+        // Served within the horizon: by any runner that heartbeated since, live or stopped (a
+        // worker restarting for an upgrade has not stopped serving its handlers).
+        let mut served: Vec<String> = self
+            .store
+            .runners_seen_since(since)
+            .await?
+            .into_iter()
+            .flat_map(|r| r.handlers.unwrap_or_default().into_keys())
+            .collect();
         served.sort();
         served.dedup();
         loop {

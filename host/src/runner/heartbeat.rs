@@ -78,6 +78,22 @@ impl Heartbeat {
                     "outcomes could not be written for {} s: not heartbeating, so that other workers take over",
                     stuck_ms / 1000
                 );
+                // Still look: whether the database answers (the writer needs to know) and whether
+                // this runner was declared dead meanwhile (then stop).
+                match tokio::time::timeout(self.interval.max(Duration::from_secs(1)), self.store.live_runners()).await {
+                    Ok(Ok(live)) => {
+                        self.health.db_ok_ms.store(unix_ms(), Ordering::Relaxed);
+                        if !live.iter().any(|r| r.id == self.runner) {
+                            tracing::error!(
+                                runner = self.runner,
+                                "this runner was timed out by the overseer; stopping"
+                            );
+                            let _ = self.exit_tx.send(ExitReason::RunnerLost);
+                        }
+                    }
+                    Ok(Err(e)) => tracing::warn!(runner = self.runner, "the database does not answer: {e}"),
+                    Err(_) => tracing::warn!(runner = self.runner, "the database does not answer"),
+                }
                 continue;
             }
             let beat = tokio::time::timeout(self.interval.max(Duration::from_secs(1)), self.beat(&mut reported)).await;

@@ -156,7 +156,8 @@ impl Worker {
         });
         let watcher = cfg.watch_plugins.map(|every| tokio::spawn(self.catalog.clone().watch(every, stop_rx.clone())));
 
-        let (progress_tx, progress_rx) = mpsc::channel(4096);
+        // At most 1,024 reports of at most 64 KiB partial results each are queued.
+        let (progress_tx, progress_rx) = mpsc::channel(1024);
         let progress = tokio::spawn(writer::progress_loop(self.store.clone(), progress_rx));
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let outcome_writer = tokio::spawn(
@@ -177,7 +178,7 @@ impl Worker {
             clock: self.clock.clone(),
             backoff: cfg.backoff,
             progress_tx,
-            memory: Arc::new(Semaphore::new(budget_mib as usize)),
+            memory: Arc::new(Semaphore::new(budget_mib.max(1) as usize)),
             memory_budget_mib: budget_mib,
         });
         let runs = RunTasks {

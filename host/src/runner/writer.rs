@@ -117,15 +117,17 @@ impl OutcomeWriter {
         }
     }
 
-    /// One write, retried while the error is transient and the database is otherwise reachable
-    /// or the grace period lasts.
+    /// One write. A data error is the batch's own: refused at once. Any other error is the
+    /// database's state and is retried with backoff while the grace period lasts, except one
+    /// that persists while the database answers other calls (e.g. MariaDB dropping the
+    /// connection over a packet too large): after a few tries that is the batch's own too.
     async fn write(&mut self, batch: &[RunOutcome]) -> Written {
         let backoff = Backoff { base: Duration::from_millis(50), max: Duration::from_secs(5), jitter: 0.5 };
         let first_failure = unix_ms();
         let mut failures = 0u32;
-        loop {
+        let written = loop {
             if *self.give_up.borrow() {
-                return Written::GaveUp;
+                break Written::GaveUp;
             }
             let result = match tokio::time::timeout(WRITE_TIMEOUT, self.store.finish_runs(batch)).await {
                 Ok(r) => r,
@@ -133,11 +135,10 @@ impl OutcomeWriter {
             };
             match result {
                 Ok(()) => {
-                    self.health.stuck_since_ms.store(0, Ordering::Relaxed);
                     self.health.db_ok_ms.store(unix_ms(), Ordering::Relaxed);
-                    return Written::Yes;
+                    break Written::Yes;
                 }
-                Err(e) if !e.is_retryable() => return Written::Refused(e),
+                Err(e) if e.is_data_error() => break Written::Refused(e),
                 Err(e) => {
                     failures += 1;
                     let _ = self.health.stuck_since_ms.compare_exchange(
@@ -146,10 +147,8 @@ impl OutcomeWriter {
                         Ordering::Relaxed,
                         Ordering::Relaxed,
                     );
-                    // A "transient" error that persists while the database answers the
-                    // heartbeat is this batch's own (e.g. a packet over the server's limit).
                     if failures >= 3 && self.health.db_ok_ms.load(Ordering::Relaxed) > first_failure {
-                        return Written::Refused(e);
+                        break Written::Refused(e);
                     }
                     let wait = backoff.delay(failures, crate::retry::jitter_unit());
                     tracing::warn!(runs = batch.len(), "writing outcomes failed, retrying in {wait:?}: {e}");
@@ -159,7 +158,10 @@ impl OutcomeWriter {
                     }
                 }
             }
-        }
+        };
+        // Whatever became of this batch, the writer is not stuck on it any more.
+        self.health.stuck_since_ms.store(0, Ordering::Relaxed);
+        written
     }
 
     /// The database refused this one outcome: end the run `error` / `outcome-rejected` instead,

@@ -115,13 +115,19 @@ impl Compiler {
         {
             use std::os::unix::process::CommandExt;
             let limit = bounds.memory_bytes;
-            // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+            // CPU seconds as a backstop of the wall-clock bound (parallel compiles use several).
+            let cpu = bounds.timeout.as_secs().saturating_mul(4).saturating_add(1);
+            // SAFETY: setrlimit and prctl are async-signal-safe and touch no memory of the parent.
             unsafe {
                 command.pre_exec(move || {
                     let rl = libc::rlimit { rlim_cur: limit as libc::rlim_t, rlim_max: limit as libc::rlim_t };
-                    if libc::setrlimit(libc::RLIMIT_AS, &rl) != 0 {
+                    let cpu = libc::rlimit { rlim_cur: cpu as libc::rlim_t, rlim_max: cpu as libc::rlim_t };
+                    if libc::setrlimit(libc::RLIMIT_AS, &rl) != 0 || libc::setrlimit(libc::RLIMIT_CPU, &cpu) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
+                    // Dies with the thread that waits for it, should the worker exit first.
+                    #[cfg(target_os = "linux")]
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                     Ok(())
                 });
             }
@@ -133,9 +139,11 @@ impl Compiler {
         };
         let input = bytes.to_vec();
         let writer = std::thread::spawn(move || stdin.write_all(&input));
+        // An artifact is a few times its component; more means something is wrong.
+        let most = (bytes.len() as u64).saturating_mul(32).saturating_add(64 << 20);
         let reader = std::thread::spawn(move || {
             let mut out = Vec::new();
-            stdout.read_to_end(&mut out).map(|_| out)
+            (&mut stdout).take(most + 1).read_to_end(&mut out).map(|_| out)
         });
         let errors = std::thread::spawn(move || {
             let mut out = String::new();
@@ -155,12 +163,19 @@ impl Compiler {
                     ));
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(e) => return Err(format!("waiting for the compiler: {e}")),
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("waiting for the compiler: {e}"));
+                }
             }
         };
         let _ = writer.join();
         let artifact = reader.join().map_err(|_| "the compiler's output was lost".to_string())?;
         let artifact = artifact.map_err(|e| format!("reading the compiler's output: {e}"))?;
+        if artifact.len() as u64 > most {
+            return Err(format!("the compiled artifact is over {most} bytes: refused"));
+        }
         let errors = errors.join().unwrap_or_default();
         if !status.success() {
             let why = errors.trim().lines().last().unwrap_or("").to_string();

@@ -85,6 +85,9 @@ impl GrantsConfig {
     }
 }
 
+/// Most random bytes a guest gets in one call.
+const MAX_RANDOM_BYTES: u64 = 1 << 20;
+
 /// The WASI context of one run: only what `grants` lists. No network: sockets cannot even be
 /// created, so a guest holds no OS socket.
 pub(crate) fn wasi_ctx(grants: &Grants) -> Result<WasiCtx, String> {
@@ -100,6 +103,8 @@ pub(crate) fn wasi_ctx(grants: &Grants) -> Result<WasiCtx, String> {
         b.preopened_dir(host, guest, perms)
             .map_err(|e| format!("cannot open granted directory {}: {e:#}", host.display()))?;
     }
+    // Random bytes are copied from the host to the guest: a small bound per call.
+    b.max_random_size(MAX_RANDOM_BYTES);
     b.allow_ip_name_lookup(false).allow_tcp(false).allow_udp(false).socket_addr_check(|_, _| Box::pin(async { false }));
     Ok(b.build())
 }

@@ -18,6 +18,10 @@ use crate::model::{ProgressUpdate, RunId};
 /// final outcome carries the latest progress anyway.
 pub type ProgressSender = mpsc::Sender<ProgressUpdate>;
 
+/// Largest partial results forwarded while the run goes on (larger ones are kept for the
+/// outcome only): bounds what the progress channel can hold.
+const MAX_FORWARDED_RESULTS_BYTES: usize = 64 << 10;
+
 /// Minimum time between two partial-results reports forwarded for one run.
 const RESULTS_REPORT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
@@ -139,7 +143,7 @@ impl host::Host for HostState {
         }
         let now = Instant::now();
         let due = self.last_results_sent.is_none_or(|t| now.duration_since(t) >= RESULTS_REPORT_INTERVAL);
-        if due {
+        if due && json.len() <= MAX_FORWARDED_RESULTS_BYTES {
             self.last_results_sent = Some(now);
             self.forward(None, Some(json.clone()));
         }

@@ -97,8 +97,12 @@ impl Failure {
     /// A handler's own error: code and message bounded and storable; a host code is not taken
     /// as it is but stored as `guest-CODE`, and the message says so.
     pub fn handler(e: HandlerError) -> Self {
-        let mut code = text::bounded(&e.code, codes::MAX_CODE_BYTES, "…");
-        let mut message = e.message;
+        // Codes are identifiers: anything but ASCII letters, digits and `._:-/` becomes `_`, so no
+        // code can pass for a host code by look alone (no hidden or look-alike characters).
+        let code: String =
+            e.code.chars().map(|c| if c.is_ascii_alphanumeric() || "._:-/".contains(c) { c } else { '_' }).collect();
+        let mut code = text::bounded(&code, codes::MAX_CODE_BYTES, "…");
+        let mut message = text::printable(&e.message);
         if codes::is_host(&code) {
             message = format!("[the handler returned {code:?}, a code reserved for the host] {message}");
             code = format!("guest-{code}");

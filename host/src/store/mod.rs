@@ -70,6 +70,8 @@ pub trait Store: Send + Sync + 'static {
     async fn heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<bool>;
     async fn finish_runner(&self, runner: RunnerId, status: RunnerStatus, now: DateTime<Utc>) -> Result<()>;
     async fn live_runners(&self) -> Result<Vec<Runner>>;
+    /// Runners (live or not) whose latest heartbeat is at or after `since`.
+    async fn runners_seen_since(&self, since: DateTime<Utc>) -> Result<Vec<Runner>>;
     /// Record the handlers a runner serves, each with its component's digest.
     async fn set_runner_handlers(&self, runner: RunnerId, handlers: &Served) -> Result<()>;
 
@@ -203,6 +205,23 @@ pub(crate) fn served_json(handlers: &Served) -> Result<String> {
 /// The message of a task given up because no live worker serves its handler.
 pub(crate) const UNSERVED: &str = "no live worker has served this handler for the overseer's horizon";
 
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_are_masked_wherever_they_stand() {
+        assert_eq!(redact("postgres://u:pw@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(redact("postgres://u:p/w?x#y@h/db"), "postgres://u:***@h/db");
+        assert_eq!(
+            redact("postgres://u@h/db?password=s3cret&sslmode=off"),
+            "postgres://u@h/db?password=***&sslmode=off"
+        );
+        assert_eq!(redact("sqlite://queue.db"), "sqlite://queue.db");
+        assert!(!redact("foo://u:sekrit@host/db").contains("sekrit"));
+    }
+}
+
 pub(crate) fn n32(v: i64) -> u32 {
     v.clamp(0, u32::MAX as i64) as u32
 }
@@ -295,21 +314,40 @@ impl Default for StoreOptions {
     }
 }
 
-/// A database URL without its password, for messages and logs.
+/// A database URL without its password, for messages and logs: the password between `:` and
+/// the last `@` (even one holding `/`, `?` or `#`) and any `password=` parameter are masked.
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
+    let (scheme, rest) = match url.split_once("://") {
+        Some(parts) => parts,
+        None => ("", url),
     };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    match authority.rsplit_once('@') {
-        Some((creds, host)) => {
-            let user = creds.split(':').next().unwrap_or("");
-            let hidden = if creds.contains(':') { ":***" } else { "" };
-            format!("{scheme}://{user}{hidden}@{host}{tail}")
+    let prefix = if scheme.is_empty() { String::new() } else { format!("{scheme}://") };
+    let (creds, tail) = match rest.rfind('@') {
+        Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
+        None => (None, rest),
+    };
+    let creds = match creds {
+        Some(c) => match c.split_once(':') {
+            Some((user, _)) => format!("{user}:***@"),
+            None => format!("{c}@"),
+        },
+        None => String::new(),
+    };
+    // Query parameters: password=… (and anything after it up to the next &) masked.
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    _ => kv.to_string(),
+                })
+                .collect();
+            format!("{path}?{}", query.join("&"))
         }
-        None => url.to_string(),
-    }
+        None => tail.to_string(),
+    };
+    format!("{prefix}{creds}{tail}")
 }
 
 /// Open a first connection to a server, within `timeout`, so that a server that is down, an

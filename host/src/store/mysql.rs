@@ -627,6 +627,14 @@ impl Store for MySqlStore {
         rows.iter().map(runner_from_row).collect()
     }
 
+    async fn runners_seen_since(&self, since: DateTime<Utc>) -> Result<Vec<Runner>> {
+        let rows = sqlx::query("SELECT * FROM task_runners WHERE heartbeat_on >= ? ORDER BY id")
+            .bind(since)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(runner_from_row).collect()
+    }
+
     async fn set_runner_handlers(&self, runner: RunnerId, handlers: &super::Served) -> Result<()> {
         sqlx::query("UPDATE task_runners SET handlers = ? WHERE id = ?")
             .bind(super::served_json(handlers)?)

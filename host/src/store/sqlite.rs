@@ -410,6 +410,14 @@ impl Store for SqliteStore {
         rows.iter().map(runner_from_row).collect()
     }
 
+    async fn runners_seen_since(&self, since: DateTime<Utc>) -> Result<Vec<Runner>> {
+        let rows = sqlx::query("SELECT * FROM task_runners WHERE heartbeat_on >= ?1 ORDER BY id")
+            .bind(ts(since))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(runner_from_row).collect()
+    }
+
     async fn set_runner_handlers(&self, runner: RunnerId, handlers: &super::Served) -> Result<()> {
         let (_writing, mut tx) = self.write_tx().await?;
         sqlx::query("UPDATE task_runners SET handlers = ?1 WHERE id = ?2")
