@@ -364,7 +364,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Show { id, json } => {
             let (task, runs) = app.client.show(id).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&serde_json::json!({"task": task, "runs": runs}))?);
+                println!("{}", serde_json::to_string_pretty(&output::task_json(&task, &runs)?)?);
             } else {
                 print!("{}", output::task_detail(&task, &runs));
             }

@@ -241,6 +241,19 @@ pub struct Run {
     pub logs: Option<String>,
 }
 
+impl Run {
+    /// Who produced this run's error: the host exactly when its code is one of the host's codes,
+    /// which handlers cannot return (theirs are stored as `guest-CODE`).
+    pub fn error_source(&self) -> Option<crate::sandbox::ErrorSource> {
+        let code = self.error_code.as_deref()?;
+        Some(if crate::sandbox::codes::is_host(code) {
+            crate::sandbox::ErrorSource::Host
+        } else {
+            crate::sandbox::ErrorSource::Guest
+        })
+    }
+}
+
 /// A row of `task_runners`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Runner {

@@ -60,8 +60,23 @@ pub fn task_table(rows: &[(Task, Vec<Run>)]) -> String {
 }
 
 pub fn tasks_json(rows: &[(Task, Vec<Run>)]) -> serde_json::Result<String> {
-    let v: Vec<_> = rows.iter().map(|(t, runs)| serde_json::json!({"task": t, "runs": runs})).collect();
+    let v: Vec<_> = rows.iter().map(|(t, runs)| task_json(t, runs)).collect::<serde_json::Result<_>>()?;
     serde_json::to_string_pretty(&v)
+}
+
+/// A task and its runs as JSON; each run says who produced its error (`error_source`).
+pub fn task_json(t: &Task, runs: &[Run]) -> serde_json::Result<serde_json::Value> {
+    let runs = runs
+        .iter()
+        .map(|r| {
+            let mut v = serde_json::to_value(r)?;
+            if let Some(obj) = v.as_object_mut() {
+                obj.insert("error_source".into(), serde_json::to_value(r.error_source())?);
+            }
+            Ok(v)
+        })
+        .collect::<serde_json::Result<Vec<_>>>()?;
+    Ok(serde_json::json!({"task": t, "runs": runs}))
 }
 
 pub fn task_detail(t: &Task, runs: &[Run]) -> String {
@@ -86,8 +101,13 @@ pub fn task_detail(t: &Task, runs: &[Run]) -> String {
         if let Some(f) = r.finished_on {
             let _ = writeln!(out, "  finished    {f} ({} ms)", r.duration_ms.unwrap_or(0));
         }
-        if let Some(c) = &r.error_code {
-            let _ = writeln!(out, "  error       {c}: {}", r.error_message.as_deref().unwrap_or(""));
+        if let (Some(c), Some(source)) = (&r.error_code, r.error_source()) {
+            let from = match source {
+                taskhost::sandbox::ErrorSource::Host => "host",
+                taskhost::sandbox::ErrorSource::Guest => "handler",
+            };
+            let message = taskhost::text::printable(r.error_message.as_deref().unwrap_or(""));
+            let _ = writeln!(out, "  error       {c} (from the {from}): {message}");
         }
         if let Some(res) = &r.results {
             let _ = writeln!(out, "  results     {}", clip(res, 500));
@@ -97,7 +117,7 @@ pub fn task_detail(t: &Task, runs: &[Run]) -> String {
         }
         if let Some(l) = &r.logs {
             for line in l.lines().take(20) {
-                let _ = writeln!(out, "  log         {line}");
+                let _ = writeln!(out, "  log         {}", taskhost::text::one_line(line));
             }
         }
     }

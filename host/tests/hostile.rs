@@ -128,6 +128,7 @@ async fn a_huge_log_line_is_refused_before_the_host_copies_it() {
     let env = Env::new(&["flood"]).await;
     let run = flood(&env, serde_json::json!({"log_bytes": 50 << 20})).await;
     assert_eq!((run.status, run.error_code.as_deref()), (RunStatus::Error, Some("transfer-too-large")));
+    assert_eq!(run.error_source(), Some(taskhost::sandbox::ErrorSource::Host));
     assert!(run.error_message.as_deref().unwrap_or("").contains("refused before copying"), "{:?}", run.error_message);
 }
 
@@ -159,6 +160,15 @@ async fn a_handler_cannot_return_a_host_error_code() {
     let run = flood(&env, serde_json::json!({"code": "deadline", "message": "I timed out, honest"})).await;
     assert_eq!((run.status, run.error_code.as_deref()), (RunStatus::Error, Some("guest-deadline")));
     assert!(run.error_message.as_deref().unwrap_or("").contains("reserved for the host"), "{:?}", run.error_message);
+    assert_eq!(run.error_source(), Some(taskhost::sandbox::ErrorSource::Guest));
+    // `show` says who produced the error, in words and in JSON.
+    let shown = common::taskhost_command(&env).args(["show", &run.task_id.to_string()]).output().expect("show");
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("guest-deadline (from the handler)"), "{text}");
+    let json =
+        common::taskhost_command(&env).args(["show", &run.task_id.to_string(), "--json"]).output().expect("show");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(v["runs"][0]["error_source"], "guest", "{v}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
