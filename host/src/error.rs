@@ -75,24 +75,23 @@ impl Error {
                 | sqlx::Error::PoolClosed
                 | sqlx::Error::WorkerCrashed
                 | sqlx::Error::Protocol(_) => true,
-                sqlx::Error::Database(db) => {
-                    // SQLite busy/locked; MySQL deadlock/lock wait; PostgreSQL serialization.
-                    matches!(
-                        db.code().as_deref(),
-                        Some("5")
-                            | Some("6")
-                            | Some("517")
-                            | Some("1213")
-                            | Some("1205")
-                            | Some("40001")
-                            | Some("40P01")
-                    )
-                }
+                sqlx::Error::Database(_) => self.is_contention(),
                 _ => false,
             },
             Error::Io { .. } => true,
             _ => false,
         }
+    }
+
+    /// Whether the database refused for want of a lock another session holds (busy, lock wait
+    /// timeout, deadlock, serialization failure): waiting and trying again is the cure.
+    pub fn is_contention(&self) -> bool {
+        let Error::Database(sqlx::Error::Database(db)) = self else {
+            return false;
+        };
+        // SQLite busy/locked; MySQL deadlock/lock wait; PostgreSQL serialization, deadlock, lock
+        // not available (lock_timeout).
+        matches!(db.code().as_deref(), Some("5" | "6" | "517" | "1213" | "1205" | "40001" | "40P01" | "55P03"))
     }
 
     /// Whether the database refused the data itself (a value too long, invalid text, a packet

@@ -2,56 +2,13 @@
 
 mod common;
 
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
+use common::process::{add, run, signal, spawn_worker, stderr, stdout, wait_exit};
 use common::{wait_until, Env};
 use taskhost::model::RunStatus;
 use taskhost::store::{self, SharedStore, StoreOptions};
-
-fn taskhost(env: &Env) -> Command {
-    common::taskhost_command(env)
-}
-
-fn run(env: &Env, args: &[&str]) -> Output {
-    taskhost(env).args(args).output().expect("run taskhost")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn add(env: &Env, args: &[&str]) -> i64 {
-    let o = run(env, &[&["add"], args].concat());
-    assert!(o.status.success(), "add failed: {}", stderr(&o));
-    stdout(&o).trim().parse().expect("add prints the new id")
-}
-
-fn spawn_worker(env: &Env, args: &[&str]) -> Child {
-    taskhost(env).arg("worker").args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn worker")
-}
-
-fn signal(child: &Child, sig: &str) {
-    let ok = Command::new("kill").arg(format!("-{sig}")).arg(child.id().to_string()).status().expect("kill");
-    assert!(ok.success());
-}
-
-async fn wait_exit(mut child: Child, within: Duration) -> Output {
-    let start = std::time::Instant::now();
-    loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        assert!(start.elapsed() < within, "the worker did not exit within {within:?}");
-        let mut tick = tokio::time::interval(Duration::from_millis(20));
-        tick.tick().await;
-        tick.tick().await;
-    }
-}
 
 async fn open(env: &Env) -> SharedStore {
     store::open(&env.db_url, &StoreOptions::default()).await.expect("open")

@@ -3,25 +3,12 @@
 
 mod common;
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::process::{add, run, stderr};
 use common::{wait_until, Env};
 use taskhost::model::RunStatus;
-
-fn run(env: &Env, args: &[&str]) -> Output {
-    common::taskhost_command(env).args(args).output().expect("run taskhost")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn add(env: &Env, args: &[&str]) -> i64 {
-    let o = run(env, &[&["add"], args].concat());
-    assert!(o.status.success(), "add failed: {}", stderr(&o));
-    String::from_utf8_lossy(&o.stdout).trim().parse().expect("add prints the new id")
-}
 
 /// The peak resident memory of a running process, from /proc, in bytes.
 fn peak_rss(pid: u32) -> u64 {

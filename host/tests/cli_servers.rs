@@ -1,48 +1,21 @@
-//! Real `taskhost worker` processes against real PostgreSQL and MariaDB servers: several
-//! processes sharing one queue, and a worker killed with SIGKILL mid-run.
+//! Real `taskhost worker` processes against real databases: several processes sharing one queue,
+//! a worker killed with SIGKILL mid-run, a worker shedding poison outcomes then stopped by SIGTERM.
 
 mod common;
 
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
+use common::process::{signal, spawn_worker, stderr, wait_exit};
 use common::{wait_until, Env};
 use taskhost::model::{NewTask, RunStatus, TaskFilter};
-
-fn taskhost(env: &Env) -> Command {
-    let mut c = common::taskhost_command(env);
-    c.stdout(Stdio::piped()).stderr(Stdio::piped());
-    c
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-async fn wait_exit(mut child: Child, within: Duration) -> Output {
-    let start = std::time::Instant::now();
-    let mut tick = tokio::time::interval(Duration::from_millis(50));
-    loop {
-        tick.tick().await;
-        if child.try_wait().expect("try_wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        assert!(start.elapsed() < within, "the worker did not exit within {within:?}");
-    }
-}
 
 /// 4 worker processes drain 10,000 tasks: every task succeeds with exactly one run.
 async fn four_processes_drain_10000_tasks(env: Env) {
     let tasks: Vec<_> = (0..10_000).map(|i| NewTask::new("noop", format!(r#"{{"i": {i}}}"#))).collect();
     env.app.client.add_many(tasks).await.expect("add");
-    let workers: Vec<Child> = (0..4)
-        .map(|_| {
-            taskhost(&env)
-                .args(["worker", "--drain", "--concurrency", "32", "--no-overseer"])
-                .spawn()
-                .expect("spawn worker")
-        })
-        .collect();
+    let workers: Vec<Child> =
+        (0..4).map(|_| spawn_worker(&env, &["--drain", "--concurrency", "32", "--no-overseer"])).collect();
     let mut finished = 0u64;
     for w in workers {
         let out = wait_exit(w, Duration::from_secs(300)).await;
@@ -74,23 +47,87 @@ async fn four_processes_drain_10000_tasks(env: Env) {
 async fn a_killed_worker_is_recovered(mut env: Env) {
     env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n").await;
     let id = env.app.client.add(NewTask::new("spin", "{}")).await.expect("add").id;
-    let mut worker = taskhost(&env).arg("worker").spawn().expect("spawn");
+    let mut worker = spawn_worker(&env, &[]);
     let store = env.app.store.clone();
     wait_until(Duration::from_secs(30), "the run is running", || async {
         store.runs_of(id).await.expect("runs").last().map(|r| r.status) == Some(RunStatus::Running)
     })
     .await;
-    Command::new("kill").args(["-KILL", &worker.id().to_string()]).status().expect("kill");
+    signal(&worker, "KILL");
     worker.wait().expect("reaped");
     env.remove_plugin("spin");
     env.copy_plugin("echo", "spin");
-    let out = taskhost(&env).args(["worker", "--drain", "--drain-horizon", "10s"]).output().expect("second worker");
+    let out = common::process::run(&env, &["worker", "--drain", "--drain-horizon", "10s"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let runs = store.runs_of(id).await.expect("runs");
     assert_eq!(runs.len(), 2);
     assert_eq!((runs[0].status, runs[0].error_code.as_deref()), (RunStatus::Timeout, Some("runner-lost")));
     assert_eq!(runs[1].status, RunStatus::Success);
     assert!(store.live_runners().await.expect("live").is_empty());
+}
+
+/// Handlers that put NUL bytes and over-long strings in every field they control, queued among
+/// normal tasks so that they share the outcome writer's batches, through one worker process:
+/// every normal task succeeds, every poison run ends with a clear error, the worker stays up, and
+/// SIGTERM stops it within its grace period.
+async fn a_worker_process_sheds_poison_outcomes_and_stops_on_sigterm(env: Env) {
+    let poison_data = [
+        serde_json::json!({"nul": true}),
+        serde_json::json!({"code_bytes": 300, "message_bytes": 70_000}),
+        serde_json::json!({"log": "a\u{0}b", "code": "x\u{0}y", "message": "m\u{0}"}),
+        serde_json::json!({"log_bytes": 70_000, "code": "after-a-long-line"}),
+        serde_json::json!({"return_bytes": 2_000_000}),
+    ];
+    let mut tasks = Vec::new();
+    for round in 0..4 {
+        for data in &poison_data {
+            tasks.push(NewTask::new("flood", data.to_string()).with_max_retries(0));
+        }
+        tasks.extend((0..20).map(|i| NewTask::new("echo", format!(r#"{{"round": {round}, "i": {i}}}"#))));
+    }
+    let added = env.app.client.add_many(tasks).await.expect("add");
+    let mut worker = spawn_worker(&env, &["--concurrency", "8", "--poll-interval", "20ms", "--shutdown-grace", "3s"]);
+    let store = env.app.store.clone();
+    wait_until(Duration::from_secs(120), "every task ended", || async {
+        let c = store.counts().await.expect("counts");
+        c.scheduled + c.running == 0
+    })
+    .await;
+    assert!(worker.try_wait().expect("try_wait").is_none(), "the worker is still up");
+    let asked = std::time::Instant::now();
+    signal(&worker, "TERM");
+    let out = wait_exit(worker, Duration::from_secs(3 + 10)).await;
+    eprintln!("stopped {:?} after SIGTERM", asked.elapsed());
+    assert!(out.status.success(), "{}", stderr(&out));
+    for a in added {
+        let (task, runs) = env.app.client.show(a.id).await.expect("show");
+        let run = &runs[0];
+        if task.handler == "echo" {
+            assert_eq!((task.last_status, runs.len()), (RunStatus::Success, 1), "{run:?}");
+            continue;
+        }
+        assert!(task.gave_up_on.is_some() && run.status != RunStatus::Success, "{run:?}");
+        let code = run.error_code.as_deref().expect("a code");
+        assert!(code.len() <= 128 && !code.contains('\0'), "{code:?}");
+        let message = run.error_message.as_deref().expect("a message");
+        assert!(message.len() <= 8 << 10 && !message.contains('\0'), "{message:?}");
+        assert!(!run.logs.as_deref().unwrap_or("").contains('\0'));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_process_sheds_poison_outcomes_and_stops_on_sigterm_on_sqlite() {
+    a_worker_process_sheds_poison_outcomes_and_stops_on_sigterm(Env::new(&["flood", "echo"]).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_process_sheds_poison_outcomes_and_stops_on_sigterm_on_postgres() {
+    a_worker_process_sheds_poison_outcomes_and_stops_on_sigterm(Env::postgres(&["flood", "echo"]).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_process_sheds_poison_outcomes_and_stops_on_sigterm_on_mysql() {
+    a_worker_process_sheds_poison_outcomes_and_stops_on_sigterm(Env::mysql(&["flood", "echo"]).await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -163,6 +163,82 @@ async fn tasks_of_a_handler_no_worker_serves_wait_then_are_given_up(env: Env) {
     assert_eq!(env.app.client.show(echo).await.expect("show").0.last_status, RunStatus::Success);
 }
 
+/// Another session holds the task table locked while a run's outcome is due: the writer waits
+/// (a lock is never taken for a refusal), and past its limit the worker stops heartbeating so
+/// that another overseer times it out and the task runs again. Nothing is lost or rejected.
+/// (On SQLite a write lock blocks the heartbeat itself, so only the server databases apply.)
+async fn a_writer_stuck_on_a_lock_stops_heartbeating_and_loses_nothing<C>(mut env: Env, lock: &str, unlock: &str)
+where
+    C: sqlx::Connection,
+    for<'c> &'c mut C: sqlx::Executor<'c, Database = C::Database>,
+{
+    use sqlx::Executor;
+    env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"1s\"\n").await;
+    let id = env.app.client.add(NewTask::new("spin", "{}")).await.expect("add").id;
+    let cfg = WorkerConfig {
+        drain: false,
+        concurrency: 1,
+        heartbeat_interval: Duration::from_millis(100),
+        writer_stuck_limit: Duration::from_secs(1),
+        write_timeout: Duration::from_millis(300),
+        shutdown_grace: Duration::from_millis(500),
+        ..drain_config()
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(env.app.worker(cfg).run(async move {
+        let _ = stopped.await;
+    }));
+    // Watched through a pool of its own: the worker's connections wait on the lock.
+    let watcher = env.second_app().await;
+    let store = watcher.store.clone();
+    wait_until(Duration::from_secs(30), "the run started", || async {
+        store.runs_of(id).await.expect("runs")[0].status == RunStatus::Running
+    })
+    .await;
+    let mut locker = C::connect(&env.db_url).await.expect("connect");
+    for statement in lock.split(';').filter(|s| !s.trim().is_empty()) {
+        locker.execute(statement).await.expect("lock");
+    }
+    let runner = store.runs_of(id).await.expect("runs")[0].runner_id.expect("runner");
+    // The run ends after its 1 s deadline; its outcome cannot be written; 1 s later the
+    // heartbeat (every 100 ms until then) stops.
+    wait_until(Duration::from_secs(60), "the heartbeat stopped", || async {
+        let live = store.live_runners().await.expect("runners");
+        let beat = live.iter().find(|r| r.id == runner).expect("still live").heartbeat_on;
+        chrono::Utc::now() - beat > chrono::Duration::seconds(3)
+    })
+    .await;
+    let _ = stop.send(());
+    let report = tokio::time::timeout(Duration::from_secs(60), worker).await.expect("stopped").expect("join");
+    let report = report.expect("worker");
+    assert_eq!((report.outcomes_rejected, report.runs_abandoned), (0, 1), "{report:?}");
+    for statement in unlock.split(';').filter(|s| !s.trim().is_empty()) {
+        locker.execute(statement).await.expect("unlock");
+    }
+    // What another worker's overseer does to a runner whose heartbeat stopped.
+    use taskhost::overseer::liveness::{Config, Liveness};
+    let overseer =
+        Liveness::new(store.clone(), Config { heartbeat_horizon: Duration::from_secs(1), ..Config::default() });
+    overseer.run_once(chrono::Utc::now()).await.expect("liveness");
+    let (task, runs) = watcher.client.show(id).await.expect("show");
+    assert_eq!((runs[0].status, runs[0].error_code.as_deref()), (RunStatus::Timeout, Some("runner-lost")));
+    assert!(task.gave_up_on.is_none(), "the task runs again: {task:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_stuck_on_a_lock_stops_heartbeating_and_loses_nothing_on_postgres() {
+    let env = Env::postgres(&["spin"]).await;
+    let lock = "BEGIN; LOCK TABLE task_queue IN SHARE ROW EXCLUSIVE MODE";
+    a_writer_stuck_on_a_lock_stops_heartbeating_and_loses_nothing::<sqlx::PgConnection>(env, lock, "COMMIT").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_stuck_on_a_lock_stops_heartbeating_and_loses_nothing_on_mysql() {
+    let env = Env::mysql(&["spin"]).await;
+    let (lock, unlock) = ("LOCK TABLES task_queue READ", "UNLOCK TABLES");
+    a_writer_stuck_on_a_lock_stops_heartbeating_and_loses_nothing::<sqlx::MySqlConnection>(env, lock, unlock).await;
+}
+
 macro_rules! on_every_database {
     ($name:ident, $plugins:expr) => {
         mod $name {

@@ -56,6 +56,9 @@ pub struct WorkerConfig {
     /// When outcomes could not be written for this long, the worker stops heartbeating so the
     /// overseer of another worker times its runs out and they run again elsewhere.
     pub writer_stuck_limit: Duration,
+    /// Longest one write of outcomes may take before it counts as a failed try (then retried):
+    /// a write waiting on another session's lock is waited out, never taken for a refusal.
+    pub write_timeout: Duration,
 }
 
 impl WorkerConfig {
@@ -76,6 +79,7 @@ impl WorkerConfig {
     pub const DEFAULT_BATCH_LINGER: Duration = Duration::from_millis(2);
     pub const DEFAULT_WATCH_PLUGINS: Duration = Duration::from_secs(2);
     pub const DEFAULT_WRITER_STUCK_LIMIT: Duration = Duration::from_secs(60);
+    pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
     /// The memory budget given the default per-run memory limit.
     pub fn memory_budget(&self, default_memory_limit: u64) -> u64 {
@@ -112,6 +116,7 @@ impl Default for WorkerConfig {
             finish_batch_bytes: Self::DEFAULT_FINISH_BATCH_BYTES,
             batch_linger: Self::DEFAULT_BATCH_LINGER,
             writer_stuck_limit: Self::DEFAULT_WRITER_STUCK_LIMIT,
+            write_timeout: Self::DEFAULT_WRITE_TIMEOUT,
         }
     }
 }

@@ -166,6 +166,7 @@ impl Worker {
                 batch: cfg.finish_batch,
                 batch_bytes: cfg.finish_batch_bytes,
                 linger: cfg.batch_linger,
+                write_timeout: cfg.write_timeout,
                 health: health.clone(),
                 give_up: abort_rx.clone(),
             }
@@ -306,11 +307,16 @@ impl Worker {
             // A signal cuts a claim short; runs it may have claimed are then timed out at exit.
             let claim =
                 self.store.claim_for(runner_id, &cfg.queues, Some(&handlers), limit, now, cfg.default_run_timeout);
+            // A claim waiting on another session's lock must not hold up a runner declared dead.
             let claimed = tokio::select! {
                 r = claim => r,
                 _ = &mut *shutdown => {
                     runs.claim_cut.store(true, Ordering::Relaxed);
                     return ExitReason::Shutdown;
+                }
+                r = exit_rx.recv() => {
+                    runs.claim_cut.store(true, Ordering::Relaxed);
+                    return r.unwrap_or(ExitReason::Shutdown);
                 }
             };
             let claimed = match claimed {

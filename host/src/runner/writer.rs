@@ -40,6 +40,8 @@ pub(super) struct OutcomeWriter {
     pub batch: usize,
     pub batch_bytes: usize,
     pub linger: Duration,
+    /// Longest one write may take; longer counts as a failed try.
+    pub write_timeout: Duration,
     pub health: Arc<WriterHealth>,
     /// Turns true when the grace period is over: stop retrying.
     pub give_up: watch::Receiver<bool>,
@@ -120,7 +122,9 @@ impl OutcomeWriter {
     /// One write. A data error is the batch's own: refused at once. Any other error is the
     /// database's state and is retried with backoff while the grace period lasts, except one
     /// that persists while the database answers other calls (e.g. MariaDB dropping the
-    /// connection over a packet too large): after a few tries that is the batch's own too.
+    /// connection over a packet too large): after a few tries that is the batch's own too. A
+    /// write that times out or waits on a lock never is: another session holds the rows, and
+    /// the writer waits (past `writer_stuck_limit` the heartbeat stops, so others take over).
     async fn write(&mut self, batch: &[RunOutcome]) -> Written {
         let backoff = Backoff { base: Duration::from_millis(50), max: Duration::from_secs(5), jitter: 0.5 };
         let first_failure = unix_ms();
@@ -129,9 +133,14 @@ impl OutcomeWriter {
             if *self.give_up.borrow() {
                 break Written::GaveUp;
             }
-            let result = match tokio::time::timeout(WRITE_TIMEOUT, self.store.finish_runs(batch)).await {
-                Ok(r) => r,
-                Err(_) => Err(Error::io("writing outcomes", std::io::Error::from(std::io::ErrorKind::TimedOut))),
+            let (result, waited) = match tokio::time::timeout(self.write_timeout, self.store.finish_runs(batch)).await {
+                Ok(r) => {
+                    let contended = r.as_ref().is_err_and(Error::is_contention);
+                    (r, contended)
+                }
+                Err(_) => {
+                    (Err(Error::io("writing outcomes", std::io::Error::from(std::io::ErrorKind::TimedOut))), true)
+                }
             };
             match result {
                 Ok(()) => {
@@ -147,7 +156,7 @@ impl OutcomeWriter {
                         Ordering::Relaxed,
                         Ordering::Relaxed,
                     );
-                    if failures >= 3 && self.health.db_ok_ms.load(Ordering::Relaxed) > first_failure {
+                    if !waited && failures >= 3 && self.health.db_ok_ms.load(Ordering::Relaxed) > first_failure {
                         break Written::Refused(e);
                     }
                     let wait = backoff.delay(failures, crate::retry::jitter_unit());
@@ -208,7 +217,7 @@ impl OutcomeWriter {
     }
 }
 
-/// Longest a single write may take before it is treated as a transient failure.
+/// Longest a progress write may take (best effort: dropped after that).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Progress reports, coalesced; best effort: a failed write is dropped (the outcome carries the

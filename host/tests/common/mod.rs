@@ -13,6 +13,8 @@ use taskhost::sandbox::SandboxConfig;
 use taskhost::{App, AppConfig};
 use tempfile::TempDir;
 
+pub mod process;
+
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("host/ has a parent").to_path_buf()
 }
