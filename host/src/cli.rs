@@ -296,17 +296,6 @@ pub async fn run(cli: Cli) -> Result<()> {
             // letter: a wrong --plugins is refused at start.
             std::fs::read_dir(&cli.plugins_dir)
                 .with_context(|| format!("cannot read the plugins directory {}", cli.plugins_dir.display()))?;
-            let catalog = app.catalog.clone();
-            let mut usable = 0;
-            for r in tokio::task::spawn_blocking(move || catalog.reload()).await? {
-                match r.status {
-                    Ok(()) => usable += 1,
-                    Err(e) => tracing::warn!(plugin = %r.name, "plugin unusable: {e}"),
-                }
-            }
-            if usable == 0 {
-                bail!("no usable plugin in {}: nothing for a worker to run", cli.plugins_dir.display());
-            }
             let mut overseer = OverseerConfig::default();
             overseer.liveness.heartbeat_horizon = w.heartbeat_horizon;
             let cfg = WorkerConfig {
@@ -324,6 +313,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 memory_budget_bytes: w.memory_budget_mb.map(|m| m.saturating_mul(1 << 20)),
                 rss_cap_bytes: w.rss_cap_mb.map(|m| m.saturating_mul(1 << 20)),
                 runner_limit: w.runner_limit,
+                require_plugins: true,
                 ..WorkerConfig::default()
             };
             let report = app.worker(cfg).run(shutdown_signal()).await?;

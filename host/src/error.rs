@@ -29,6 +29,9 @@ pub enum Error {
     #[error("unknown handler {name:?}: there is no {name}.wasm in {}", dir.display())]
     UnknownHandler { name: String, dir: PathBuf },
 
+    #[error("no usable plugin in {}: nothing for a worker to run", dir.display())]
+    NoPlugins { dir: PathBuf },
+
     #[error("handler {name:?} cannot be used: {reason}")]
     BrokenHandler { name: String, reason: String },
 

@@ -281,3 +281,41 @@ async fn a_guest_holding_too_many_handles_is_stopped() {
     assert_eq!((greedy.status, greedy.error_code.as_deref()), (RunStatus::Error, Some("handle-limit")));
     assert!(greedy.error_message.as_deref().unwrap_or("").contains("1024 handles"), "{:?}", greedy.error_message);
 }
+
+/// A worker starting with a cold cache claims for the handlers it has ready while a slow one
+/// compiles: the Python example (seconds to compile) holds up neither `echo`'s tasks nor the
+/// worker's exit on SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_compile_holds_up_neither_ready_handlers_nor_the_exit() {
+    use common::process::{signal, stderr, wait_exit};
+    use std::time::Duration;
+    let env = Env::new(&["py-stats", "echo"]).await;
+    let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    let worker = std::process::Command::new(env!("CARGO_BIN_EXE_taskhost"))
+        .arg("--database-url")
+        .arg(&env.db_url)
+        .arg("--plugins")
+        .arg(&env.plugins)
+        .arg("--cache-dir")
+        .arg(env.dir.path().join("cold-cache"))
+        .args(["--log", "info", "worker", "--shutdown-grace", "2s"])
+        .env_remove("TASKHOST_CONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn worker");
+    let store = env.app.store.clone();
+    common::wait_until(Duration::from_secs(120), "the echo task ran", || async {
+        store.get_task(id).await.expect("get").is_some_and(|t| t.last_status == RunStatus::Success)
+    })
+    .await;
+    let asked = std::time::Instant::now();
+    signal(&worker, "TERM");
+    let out = wait_exit(worker, Duration::from_secs(2 + 10)).await;
+    eprintln!("stopped {:?} after SIGTERM", asked.elapsed());
+    let log = stderr(&out);
+    assert!(out.status.success(), "{log}");
+    let ready = |name: &str| log.lines().any(|l| l.contains("plugin ready") && l.contains(&format!("plugin={name}")));
+    assert!(ready("echo"), "{log}");
+    assert!(!ready("py-stats"), "the Python handler was still compiling when echo's task had run: {log}");
+}

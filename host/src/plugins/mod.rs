@@ -166,8 +166,8 @@ impl Catalog {
         if std::fs::symlink_metadata(&path).is_err() {
             return Err(Error::UnknownHandler { name: name.to_string(), dir: self.dir.clone() });
         }
-        let (plugin, _) =
-            self.load_file(name, &path).map_err(|reason| Error::BrokenHandler { name: name.into(), reason })?;
+        let loaded = self.load_file(name, &path, true).and_then(|l| l.ok_or_else(|| "not compiled".to_string()));
+        let (plugin, _) = loaded.map_err(|reason| Error::BrokenHandler { name: name.into(), reason })?;
         self.loaded.write().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), plugin.clone());
         Ok(plugin)
     }
@@ -175,8 +175,15 @@ impl Catalog {
     /// Scan the directory: load new and changed plugins, drop plugins whose file is gone, and
     /// keep the previous version of a plugin whose new file is broken. Blocking.
     pub fn reload(&self) -> Vec<LoadReport> {
+        self.reload_with(&|_| {})
+    }
+
+    /// [`Catalog::reload`], calling `each` as each plugin is ready or refused. Plugins whose
+    /// compiled artifact is cached (or that did not change) come first; the rest are compiled
+    /// smallest first, so one slow compile holds up as few handlers as it can, and every plugin
+    /// is usable as soon as it is ready.
+    pub fn reload_with(&self, each: &dyn Fn(&LoadReport)) -> Vec<LoadReport> {
         let mut reports = Vec::new();
-        let mut present = Vec::new();
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(e) => e,
             Err(e) => {
@@ -193,52 +200,86 @@ impl Catalog {
             .filter_map(|p| Some((p.file_stem()?.to_str()?.to_string(), p)))
             .collect();
         files.sort();
+        let present: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
+        let mut to_compile = Vec::new();
         for (name, path) in files {
-            present.push(name.clone());
             let started = Instant::now();
             if !valid_name(&name) {
-                reports.push(LoadReport {
+                let report = LoadReport {
                     name,
                     digest: None,
                     status: Err("invalid plugin name: use letters, digits, '-' and '_'".into()),
                     cached: false,
                     load_time: started.elapsed(),
-                });
+                };
+                each(&report);
+                reports.push(report);
                 continue;
             }
-            match self.load_file(&name, &path) {
-                Ok((plugin, cached)) => {
-                    reports.push(LoadReport {
-                        name: name.clone(),
-                        digest: Some(plugin.digest.clone()),
-                        status: Ok(()),
-                        cached,
-                        load_time: started.elapsed(),
-                    });
-                    self.loaded.write().unwrap_or_else(|p| p.into_inner()).insert(name, plugin);
-                }
-                Err(reason) => {
-                    if self.get(&name).is_some() {
-                        tracing::warn!(plugin = %name, "new version is broken, keeping the previous one: {reason}");
-                    }
-                    reports.push(LoadReport {
-                        name,
-                        digest: read_plugin_file(&path, self.policy.max_component_bytes)
-                            .ok()
-                            .flatten()
-                            .map(|b| hex::encode(Sha256::digest(&b))),
-                        status: Err(reason),
-                        cached: false,
-                        load_time: started.elapsed(),
-                    });
-                }
+            match self.load_file(&name, &path, false) {
+                Ok(None) => to_compile.push((std::fs::symlink_metadata(&path).map_or(0, |m| m.len()), name, path)),
+                loaded => reports.push(self.settle(name, &path, started, loaded, each)),
             }
+        }
+        to_compile.sort();
+        for (_, name, path) in to_compile {
+            let started = Instant::now();
+            let loaded = self.load_file(&name, &path, true);
+            reports.push(self.settle(name, &path, started, loaded, each));
         }
         self.loaded.write().unwrap_or_else(|p| p.into_inner()).retain(|n, _| present.contains(n));
         reports
     }
+    /// Make a plugin that loaded usable (or report why it is not), and tell `each`.
+    fn settle(
+        &self,
+        name: String,
+        path: &Path,
+        started: Instant,
+        loaded: std::result::Result<Option<(Arc<Plugin>, bool)>, String>,
+        each: &dyn Fn(&LoadReport),
+    ) -> LoadReport {
+        let loaded = loaded.and_then(|l| l.ok_or_else(|| "not compiled".to_string()));
+        let report = match loaded {
+            Ok((plugin, cached)) => {
+                let report = LoadReport {
+                    name: name.clone(),
+                    digest: Some(plugin.digest.clone()),
+                    status: Ok(()),
+                    cached,
+                    load_time: started.elapsed(),
+                };
+                self.loaded.write().unwrap_or_else(|p| p.into_inner()).insert(name, plugin);
+                report
+            }
+            Err(reason) => {
+                if self.get(&name).is_some() {
+                    tracing::warn!(plugin = %name, "new version is broken, keeping the previous one: {reason}");
+                }
+                LoadReport {
+                    name,
+                    digest: read_plugin_file(path, self.policy.max_component_bytes)
+                        .ok()
+                        .flatten()
+                        .map(|b| hex::encode(Sha256::digest(&b))),
+                    status: Err(reason),
+                    cached: false,
+                    load_time: started.elapsed(),
+                }
+            }
+        };
+        each(&report);
+        report
+    }
 
-    fn load_file(&self, name: &str, path: &Path) -> std::result::Result<(Arc<Plugin>, bool), String> {
+    /// Load one plugin file. With `may_compile` false, a component that would need compiling
+    /// (no usable cached artifact) is left for later: `Ok(None)`.
+    fn load_file(
+        &self,
+        name: &str,
+        path: &Path,
+        may_compile: bool,
+    ) -> std::result::Result<Option<(Arc<Plugin>, bool)>, String> {
         let bytes = read_plugin_file(path, self.policy.max_component_bytes)?
             .ok_or_else(|| format!("{} is gone", path.display()))?;
         let digest = hex::encode(Sha256::digest(&bytes));
@@ -250,7 +291,7 @@ impl Catalog {
         };
         if let Some(old) = self.get(name) {
             if old.digest == digest && old.manifest_text == manifest_text {
-                return Ok((old, true));
+                return Ok(Some((old, true)));
             }
         }
         let manifest: Manifest = match &manifest_text {
@@ -269,15 +310,24 @@ impl Catalog {
         if !bytes.starts_with(b"\0asm") {
             return Err("not a WebAssembly file (bad magic number)".into());
         }
-        let (component, cached) = self.compiler.one_at_a_time(&digest, || self.compile(&bytes, &digest))?;
+        let compiled = self.compiler.one_at_a_time(&digest, || self.compile(&bytes, &digest, may_compile))?;
+        let Some((component, cached)) = compiled else {
+            return Ok(None);
+        };
         let pre = self.sandbox.prepare(&component)?;
         let plugin =
             Plugin { name: name.to_string(), path: path.to_path_buf(), digest, limits, grants, pre, manifest_text };
-        Ok((Arc::new(plugin), cached))
+        Ok(Some((Arc::new(plugin), cached)))
     }
 
-    /// Compile, or load this host's cached artifact for the same digest and engine settings.
-    fn compile(&self, bytes: &[u8], digest: &str) -> std::result::Result<(Component, bool), String> {
+    /// Compile, or load this host's cached artifact for the same digest and engine settings
+    /// (None: not cached, and not `may_compile`).
+    fn compile(
+        &self,
+        bytes: &[u8],
+        digest: &str,
+        may_compile: bool,
+    ) -> std::result::Result<Option<(Component, bool)>, String> {
         let engine = self.sandbox.engine();
         let cached = self
             .cache_dir
@@ -291,10 +341,13 @@ impl Catalog {
             match unsafe { Component::deserialize_file(engine, path) } {
                 Ok(c) => {
                     cache::touch(path);
-                    return Ok((c, true));
+                    return Ok(Some((c, true)));
                 }
                 Err(e) => tracing::warn!(path = %path.display(), "ignoring unusable cached artifact: {e:#}"),
             }
+        }
+        if !may_compile {
+            return Ok(None);
         }
         let component = self.compiler.compile(engine, bytes, self.sandbox.max_wasm_stack())?;
         if let Some(path) = &cached {
@@ -302,7 +355,7 @@ impl Catalog {
                 tracing::warn!(path = %path.display(), "cannot cache the compiled component: {e}");
             }
         }
-        Ok((component, false))
+        Ok(Some((component, false)))
     }
 }
 

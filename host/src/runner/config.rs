@@ -59,6 +59,9 @@ pub struct WorkerConfig {
     /// Longest one write of outcomes may take before it counts as a failed try (then retried):
     /// a write waiting on another session's lock is waited out, never taken for a refusal.
     pub write_timeout: Duration,
+    /// Refuse to start ([`crate::Error::NoPlugins`]) when no plugin of the directory is usable:
+    /// a worker that can run nothing is a misconfiguration (the CLI sets it).
+    pub require_plugins: bool,
 }
 
 impl WorkerConfig {
@@ -117,6 +120,7 @@ impl Default for WorkerConfig {
             batch_linger: Self::DEFAULT_BATCH_LINGER,
             writer_stuck_limit: Self::DEFAULT_WRITER_STUCK_LIMIT,
             write_timeout: Self::DEFAULT_WRITE_TIMEOUT,
+            require_plugins: false,
         }
     }
 }
@@ -147,4 +151,18 @@ pub struct WorkerReport {
     pub runs_ended_elsewhere: u64,
     /// Outcomes the database refused, stored instead as `outcome-rejected`.
     pub outcomes_rejected: u64,
+}
+
+impl WorkerReport {
+    /// The report of a worker that stopped before registering a runner.
+    pub fn nothing_run(exit: ExitReason) -> Self {
+        WorkerReport {
+            runner_id: 0,
+            exit,
+            runs_finished: 0,
+            runs_abandoned: 0,
+            runs_ended_elsewhere: 0,
+            outcomes_rejected: 0,
+        }
+    }
 }

@@ -45,6 +45,31 @@ pub struct Worker {
     catalog: Arc<Catalog>,
     clock: SharedClock,
     config: WorkerConfig,
+    /// How loading the plugins directory at start goes.
+    loading: Option<watch::Receiver<Loading>>,
+}
+
+/// How far the first load of the plugins directory has gone.
+#[derive(Debug, Clone, Copy, Default)]
+struct Loading {
+    usable: usize,
+    done: bool,
+}
+
+/// Load the plugins directory on a blocking thread, reporting as each plugin is ready.
+fn load_plugins(catalog: Arc<Catalog>) -> watch::Receiver<Loading> {
+    let (tx, rx) = watch::channel(Loading::default());
+    tokio::task::spawn_blocking(move || {
+        catalog.reload_with(&|r| match &r.status {
+            Ok(()) => {
+                tracing::info!(plugin = %r.name, cached = r.cached, "plugin ready");
+                tx.send_modify(|l| l.usable += 1);
+            }
+            Err(e) => tracing::warn!(plugin = %r.name, "plugin unusable: {e}"),
+        });
+        tx.send_modify(|l| l.done = true);
+    });
+    rx
 }
 
 /// Longest the last calls of a stopping worker (marking its runner) may take: past the grace
@@ -92,11 +117,12 @@ impl RunTasks {
 
 impl Worker {
     pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock, config: WorkerConfig) -> Self {
-        Worker { store, catalog, clock, config }
+        Worker { store, catalog, clock, config, loading: None }
     }
 
     /// Work until `shutdown` completes (or, with `drain`, until nothing is left).
     pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()> + Send) -> Result<WorkerReport> {
+        tokio::pin!(shutdown);
         // One pool slot per run at once: a run never waits for (or fails on) another's slot.
         let capacity = self.catalog.sandbox().capacity() as usize;
         if self.config.concurrency > capacity {
@@ -114,12 +140,16 @@ impl Worker {
         let rss_cap = cfg.rss_cap(memory_budget);
         let host = crate::overseer::liveness::local_identity();
         let pid = std::process::id();
-        // Load the plugins directory: the worker claims tasks of the handlers it has loaded.
-        let catalog = self.catalog.clone();
-        for r in tokio::task::spawn_blocking(move || catalog.reload()).await.unwrap_or_default() {
-            if let Err(e) = r.status {
-                tracing::warn!(plugin = %r.name, "plugin unusable: {e}");
-            }
+        // Load the plugins directory in the background: the worker claims tasks of the handlers
+        // it has ready while others still compile.
+        let mut loading = load_plugins(self.catalog.clone());
+        let usable = tokio::select! {
+            l = loading.wait_for(|l| l.usable > 0 || l.done) => l.map_or(0, |l| l.usable),
+            // Stopped before anything could run: nothing was claimed, nothing to hand back.
+            _ = &mut shutdown => return Ok(WorkerReport::nothing_run(ExitReason::Shutdown)),
+        };
+        if usable == 0 && cfg.require_plugins {
+            return Err(crate::Error::NoPlugins { dir: self.catalog.dir().to_path_buf() });
         }
         let runner_id = self.store.register_runner(pid, &host, self.clock.now(), cfg.runner_limit).await?;
         if let Err(e) = self.store.set_runner_handlers(runner_id, &self.catalog.served()).await {
@@ -182,6 +212,7 @@ impl Worker {
             memory: Arc::new(Semaphore::new(budget_mib.max(1) as usize)),
             memory_budget_mib: budget_mib,
         });
+        self.loading = Some(loading);
         let runs = RunTasks {
             in_flight,
             done_tx,
@@ -190,10 +221,7 @@ impl Worker {
             claim_cut: std::sync::atomic::AtomicBool::new(false),
         };
         let slots = Arc::new(Semaphore::new(concurrency));
-        let exit = {
-            tokio::pin!(shutdown);
-            self.claim_loop(&shared, &runs, &slots, runner_id, &mut shutdown, &mut exit_rx).await
-        };
+        let exit = self.claim_loop(&shared, &runs, &slots, runner_id, &mut shutdown, &mut exit_rx).await;
         tracing::info!(runner_id, ?exit, "worker stopping");
 
         // In-flight runs finish, and their outcomes are written, within the grace period; a
@@ -349,7 +377,9 @@ impl Worker {
             if got > 0 {
                 continue;
             }
-            if cfg.drain && slots.available_permits() == cfg.concurrency.max(1) {
+            // A draining worker is done only once every plugin had its chance to load.
+            let loaded = self.loading.as_ref().is_none_or(|l| l.borrow().done);
+            if cfg.drain && loaded && slots.available_permits() == cfg.concurrency.max(1) {
                 let horizon = chrono::Duration::from_std(cfg.drain_horizon).unwrap_or_default();
                 let due = tokio::select! {
                     r = self.store.has_due_work_for(&cfg.queues, Some(&handlers), now + horizon) => r,
