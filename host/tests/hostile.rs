@@ -319,3 +319,60 @@ async fn a_slow_compile_holds_up_neither_ready_handlers_nor_the_exit() {
     assert!(ready("echo"), "{log}");
     assert!(!ready("py-stats"), "the Python handler was still compiling when echo's task had run: {log}");
 }
+
+/// A run that cannot start because its sandbox's pool is full (here a run the test holds in the
+/// worker's own sandbox, as a library user sharing one may) is put back in the queue without
+/// counting as a failure, and runs once there is room; put back longer than the worker's limit,
+/// it fails with its own code, `host-busy`, and is retried as any failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_cannot_start_is_put_back_uncounted_and_says_so_if_it_waits_too_long() {
+    use std::time::Duration;
+    use taskhost::sandbox::RunInput;
+    let env = Env::new(&["probe", "echo"]).await;
+    let mut config = common::app_config(&env.db_url, &env.plugins);
+    config.sandbox.pool_instances = 1;
+    let app = taskhost::App::open(&config).await.expect("open");
+    let probe = app.catalog.get_or_load("probe").expect("probe");
+    let sandbox = app.catalog.sandbox().clone();
+    let hold = |ms: u64| {
+        let (sandbox, probe) = (sandbox.clone(), probe.clone());
+        let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+        let input = RunInput {
+            task_id: 0,
+            run_id: 0,
+            attempt: 1,
+            handler: "probe".into(),
+            data: format!(r#"{{"hold_ms": {ms}}}"#),
+            queued_by: None,
+        };
+        let held =
+            tokio::spawn(
+                async move { sandbox.run(&probe.pre, probe.limits, &probe.grants, input, Some(tx), None).await },
+            );
+        async move {
+            rx.recv().await.expect("the holder reports progress once it runs: the pool is full");
+            held
+        }
+    };
+
+    // Put back, then run once the holder is done: one run, attempt 1, no failure counted.
+    let held = hold(1500).await;
+    let id = app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    let cfg = taskhost::runner::WorkerConfig { drain_horizon: Duration::from_secs(60), ..drain_config() };
+    common::drain_app(&app, cfg).await;
+    assert!(matches!(held.await.expect("holder").outcome, taskhost::sandbox::GuestOutcome::Success(_)));
+    let (task, runs) = app.client.show(id).await.expect("show");
+    assert_eq!((task.last_status, task.task_runs_failed, runs.len()), (RunStatus::Success, 0, 1), "{runs:?}");
+
+    // With no time to wait, it fails as host-busy, retryable.
+    let held = hold(60_000).await;
+    let id = app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    let cfg = taskhost::runner::WorkerConfig { put_back_limit: Duration::ZERO, ..drain_config() };
+    common::drain_app(&app, cfg).await;
+    held.abort();
+    let (task, runs) = app.client.show(id).await.expect("show");
+    assert_eq!((runs[0].status, runs[0].error_code.as_deref()), (RunStatus::Error, Some("host-busy")), "{runs:?}");
+    assert!(runs[0].error_message.as_deref().unwrap_or("").contains("could not start"), "{runs:?}");
+    assert_eq!(task.task_runs_failed, 1);
+    assert!(task.gave_up_on.is_none(), "retried as any failure");
+}

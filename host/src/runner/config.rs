@@ -62,6 +62,10 @@ pub struct WorkerConfig {
     /// Refuse to start ([`crate::Error::NoPlugins`]) when no plugin of the directory is usable:
     /// a worker that can run nothing is a misconfiguration (the CLI sets it).
     pub require_plugins: bool,
+    /// A run that cannot start for want of a host resource (`host-busy`: the sandbox's pool is
+    /// full) is put back in the queue without counting as a failure, for at most this long; then
+    /// it fails with `host-busy` (retried as any failure).
+    pub put_back_limit: Duration,
 }
 
 impl WorkerConfig {
@@ -83,6 +87,7 @@ impl WorkerConfig {
     pub const DEFAULT_WATCH_PLUGINS: Duration = Duration::from_secs(2);
     pub const DEFAULT_WRITER_STUCK_LIMIT: Duration = Duration::from_secs(60);
     pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+    pub const DEFAULT_PUT_BACK_LIMIT: Duration = Duration::from_secs(600);
 
     /// The memory budget given the default per-run memory limit.
     pub fn memory_budget(&self, default_memory_limit: u64) -> u64 {
@@ -121,6 +126,7 @@ impl Default for WorkerConfig {
             writer_stuck_limit: Self::DEFAULT_WRITER_STUCK_LIMIT,
             write_timeout: Self::DEFAULT_WRITE_TIMEOUT,
             require_plugins: false,
+            put_back_limit: Self::DEFAULT_PUT_BACK_LIMIT,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! run timeout, and decide what comes next. A panic inside the host while doing so ends the run
 //! with `host-error`; it never takes the worker down.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,10 +14,11 @@ use crate::error::Error;
 use crate::model::*;
 use crate::plugins::Catalog;
 use crate::retry::{self, Backoff};
-use crate::sandbox::{Failure, GuestOutcome, RunInput, RunReport};
+use crate::sandbox::{codes, Failure, GuestOutcome, RunInput, RunReport};
 
 /// What every run of a worker shares.
 pub(super) struct Shared {
+    pub store: crate::store::SharedStore,
     pub catalog: Arc<Catalog>,
     pub clock: SharedClock,
     pub backoff: Backoff,
@@ -24,6 +26,45 @@ pub(super) struct Shared {
     /// Guest memory, in MiB: a run holds its memory limit while it runs.
     pub memory: Arc<Semaphore>,
     pub memory_budget_mib: u32,
+    /// How long a run that cannot start (`host-busy`) is put back before it fails.
+    pub put_back_limit: Duration,
+    /// Runs this worker put back: when first, and how many times.
+    pub put_backs: std::sync::Mutex<HashMap<RunId, (Instant, u32)>>,
+}
+
+/// What became of a claimed run.
+pub(super) enum Executed {
+    Ended(RunOutcome),
+    /// It could not start for want of a host resource: to be put back in the queue, due at
+    /// `at`, uncounted; `fallback` (a `host-busy` failure) is written if that cannot be done.
+    PutBack {
+        at: chrono::DateTime<chrono::Utc>,
+        reason: String,
+        fallback: RunOutcome,
+    },
+}
+
+impl Shared {
+    /// Whether a run that could not start is put back (Some: when it is due again) or, having
+    /// been put back for `put_back_limit` already, fails. Forgets runs past twice the limit.
+    fn put_back_at(&self, run: RunId) -> Option<chrono::DateTime<chrono::Utc>> {
+        let now = Instant::now();
+        let mut put_backs = self.put_backs.lock().unwrap_or_else(|p| p.into_inner());
+        put_backs.retain(|_, (first, _)| now.duration_since(*first) < self.put_back_limit * 2);
+        let (first, count) = put_backs.entry(run).or_insert((now, 0));
+        if now.duration_since(*first) >= self.put_back_limit {
+            put_backs.remove(&run);
+            return None;
+        }
+        *count += 1;
+        // 1 s, 2 s, 4 s ... up to 30 s between tries.
+        let delay = Duration::from_secs(1 << (*count - 1).min(5)).min(Duration::from_secs(30));
+        Some(self.clock.now() + chrono::Duration::from_std(delay).unwrap_or_default())
+    }
+
+    fn forget_put_back(&self, run: RunId) {
+        self.put_backs.lock().unwrap_or_else(|p| p.into_inner()).remove(&run);
+    }
 }
 
 /// What a run's outcome needs of its claim (kept apart from the task's data, which moves into
@@ -50,10 +91,21 @@ impl RunMeta {
 }
 
 /// Run one claimed run, turning a panic anywhere in it into a `host-error` outcome.
-pub(super) async fn execute_guarded(shared: &Shared, run: ClaimedRun) -> RunOutcome {
+pub(super) async fn execute_guarded(shared: &Shared, run: ClaimedRun) -> Executed {
     let meta = RunMeta::of(&run);
     let started = Instant::now();
-    guarded(shared, meta, started, execute(shared, run, started)).await
+    let outcome = guarded(shared, meta, started, execute(shared, run, started)).await;
+    let not_started = outcome.error_code.as_deref() == Some(codes::HOST_BUSY);
+    match not_started.then(|| shared.put_back_at(meta.run_id)).flatten() {
+        Some(at) => {
+            let reason = outcome.error_message.clone().unwrap_or_default();
+            Executed::PutBack { at, reason, fallback: outcome }
+        }
+        None => {
+            shared.forget_put_back(meta.run_id);
+            Executed::Ended(outcome)
+        }
+    }
 }
 
 async fn guarded(
@@ -200,6 +252,8 @@ mod tests {
             progress_tx,
             memory: Arc::new(Semaphore::new(1)),
             memory_budget_mib: 1,
+            put_back_limit: Duration::from_secs(600),
+            put_backs: Default::default(),
         };
         let meta =
             RunMeta { run_id: 7, task_id: 3, task_runs_failed: 0, max_retries: 5, backoff: BackoffSettings::default() };

@@ -28,7 +28,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch, Semaphore};
 
 pub use config::{ExitReason, WorkerConfig, WorkerReport};
-use execute::Shared;
+use execute::{Executed, Shared};
 pub use heartbeat::process_rss;
 use heartbeat::{Heartbeat, InFlight};
 use writer::{OutcomeWriter, WriterHealth};
@@ -101,17 +101,44 @@ impl RunTasks {
         let stop = in_flight.enter(run_id);
         tokio::spawn(async move {
             tokio::select! {
-                outcome = execute::execute_guarded(&shared, run) => {
+                executed = execute::execute_guarded(&shared, run) => {
                     in_flight.leave(run_id);
-                    let _ = done_tx.send((outcome, permit));
+                    match executed {
+                        Executed::Ended(outcome) => {
+                            let _ = done_tx.send((outcome, permit));
+                        }
+                        Executed::PutBack { at, reason, fallback } => {
+                            if !put_back(&shared, run_id, at, &reason).await {
+                                let _ = done_tx.send((fallback, permit));
+                            }
+                        }
+                    }
                 }
                 _ = stop.notified() => {
                     in_flight.leave(run_id);
                     ended_elsewhere.fetch_add(1, Ordering::Relaxed);
                 }
-                _ = abort.wait_for(|a| *a) => in_flight.leave(run_id),
+                _ = async { let _ = abort.wait_for(|a| *a).await; } => in_flight.leave(run_id),
             }
         });
+    }
+}
+
+/// Put a run that could not start back in the queue; false when that failed (its `host-busy`
+/// failure is written instead).
+async fn put_back(shared: &Shared, run: RunId, at: chrono::DateTime<chrono::Utc>, reason: &str) -> bool {
+    match tokio::time::timeout(LAST_CALL_TIMEOUT, shared.store.put_back(run, at)).await {
+        Ok(Ok(true)) => {
+            tracing::info!(run_id = run, %at, "run put back, it could not start: {reason}");
+            true
+        }
+        // Ended elsewhere meanwhile: nothing to write either.
+        Ok(Ok(false)) => true,
+        Ok(Err(e)) => {
+            tracing::warn!(run_id = run, "could not put back a run that could not start: {e}");
+            false
+        }
+        Err(_) => false,
     }
 }
 
@@ -211,6 +238,9 @@ impl Worker {
             progress_tx,
             memory: Arc::new(Semaphore::new(budget_mib.max(1) as usize)),
             memory_budget_mib: budget_mib,
+            store: self.store.clone(),
+            put_back_limit: cfg.put_back_limit,
+            put_backs: Default::default(),
         });
         self.loading = Some(loading);
         let runs = RunTasks {

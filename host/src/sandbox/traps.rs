@@ -52,9 +52,13 @@ pub mod codes {
     pub const OUTCOME_REJECTED: &str = "outcome-rejected";
     pub const RUNNER_LOST: &str = "runner-lost";
     pub const RUN_TIMEOUT: &str = "run-timeout";
+    /// The run could not start for want of a host resource (the sandbox's pool was full). The
+    /// worker puts such a run back in the queue, uncounted; this code is stored only when it
+    /// could not start for long.
+    pub const HOST_BUSY: &str = "host-busy";
 
     /// Every code the host writes.
-    pub const HOST: [&str; 17] = [
+    pub const HOST: [&str; 18] = [
         FUEL_EXHAUSTED,
         DEADLINE,
         MEMORY_LIMIT,
@@ -72,6 +76,7 @@ pub mod codes {
         OUTCOME_REJECTED,
         RUNNER_LOST,
         RUN_TIMEOUT,
+        HOST_BUSY,
     ];
 
     /// Whether `code` is one of the host's.
@@ -197,6 +202,10 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &HostState, limits: &Limits
             true,
         ),
         Some(t) => Failure::host(codes::TRAP, format!("the guest trapped: {t}"), true),
+        // Another run holds the pool's slots: this run never started.
+        None if err.downcast_ref::<wasmtime::PoolConcurrencyLimitError>().is_some() => {
+            Failure::host(codes::HOST_BUSY, format!("the run could not start: {err:#}"), true)
+        }
         None if matches!(err.downcast_ref::<ResourceTableError>(), Some(ResourceTableError::Full)) => Failure::host(
             codes::HANDLE_LIMIT,
             format!("the guest held more than {} handles at once (files, streams, pollables)", limits.max_handles),

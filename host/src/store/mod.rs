@@ -124,6 +124,10 @@ pub trait Store: Send + Sync + 'static {
     /// Time out running runs whose `timeout_on` is at or before `cutoff`, as finished at `now`.
     /// Returns how many.
     async fn time_out_overdue_runs(&self, cutoff: DateTime<Utc>, now: DateTime<Utc>, limit: u32) -> Result<u64>;
+    /// Return a running run that could not start (for want of a host resource) to the queue,
+    /// due at `at`, without counting a failure: the run and its task are `scheduled` again, as
+    /// before the claim. False when the run is no longer running (ended elsewhere).
+    async fn put_back(&self, run: RunId, at: DateTime<Utc>) -> Result<bool>;
     /// The runs `running` on this runner (what its heartbeat checks its in-flight runs against).
     async fn running_runs_of(&self, runner: RunnerId) -> Result<Vec<RunId>>;
     /// Failed tasks (error/timeout, not given up) whose next step is not decided yet.

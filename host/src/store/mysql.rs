@@ -789,6 +789,32 @@ impl Store for MySqlStore {
         .await
     }
 
+    async fn put_back(&self, run: RunId, at: DateTime<Utc>) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let task: Option<TaskId> =
+            sqlx::query_scalar("SELECT task_queue_id FROM task_runs WHERE id = ? AND status = 'running' FOR UPDATE")
+                .bind(run)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(task) = task else {
+            return Ok(false);
+        };
+        sqlx::query(
+            "UPDATE task_runs SET status = 'scheduled', started_on = NULL, task_runner_id = NULL, timeout_on = NULL
+             WHERE id = ?",
+        )
+        .bind(run)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("UPDATE task_queue SET last_status = 'scheduled', scheduled_on = ? WHERE id = ?")
+            .bind(at)
+            .bind(task)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
     async fn running_runs_of(&self, runner: RunnerId) -> Result<Vec<RunId>> {
         Ok(sqlx::query_scalar("SELECT id FROM task_runs WHERE task_runner_id = ? AND status = 'running'")
             .bind(runner)

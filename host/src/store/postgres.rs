@@ -735,6 +735,27 @@ impl Store for PostgresStore {
         Ok(tasks.len() as u64)
     }
 
+    async fn put_back(&self, run: RunId, at: DateTime<Utc>) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let task: Option<TaskId> = sqlx::query_scalar(
+            "UPDATE task_runs SET status = 'scheduled', started_on = NULL, task_runner_id = NULL, timeout_on = NULL
+             WHERE id = $1 AND status = 'running' RETURNING task_queue_id",
+        )
+        .bind(run)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(task) = task else {
+            return Ok(false);
+        };
+        sqlx::query("UPDATE task_queue SET last_status = 'scheduled', scheduled_on = $2 WHERE id = $1")
+            .bind(task)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
     async fn running_runs_of(&self, runner: RunnerId) -> Result<Vec<RunId>> {
         Ok(sqlx::query_scalar("SELECT id FROM task_runs WHERE task_runner_id = $1 AND status = 'running'")
             .bind(runner)

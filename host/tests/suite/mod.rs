@@ -383,6 +383,25 @@ pub async fn a_lease_has_one_holder_until_it_expires(store: SharedStore) {
     assert!(!store.try_lease("overseer", "a", t0() + secs(17), ttl).await.expect("lease"), "a lost it");
 }
 
+pub async fn a_run_put_back_is_scheduled_again_uncounted(store: SharedStore) {
+    let r = runner(&store, t0()).await;
+    let added = store.add_tasks(&[NewTask::new("h", "{}")], t0()).await.expect("add");
+    let queues = [DEFAULT_QUEUE.to_string()];
+    let claimed = store.claim(r, &queues, 10, t0(), DAY).await.expect("claim");
+    let run = claimed[0].run_id;
+    assert!(store.put_back(run, t0() + secs(5)).await.expect("put back"));
+    assert!(!store.put_back(run, t0() + secs(5)).await.expect("again"), "no longer running");
+    let runs = store.runs_of(added[0].id).await.expect("runs");
+    assert_eq!(runs.len(), 1, "the same run, not a new one");
+    assert_eq!((runs[0].status, runs[0].runner_id, runs[0].started_on), (RunStatus::Scheduled, None, None));
+    let task = store.get_task(added[0].id).await.expect("get").expect("task");
+    assert_eq!((task.last_status, task.task_runs_failed), (RunStatus::Scheduled, 0));
+    assert!(store.running_runs_of(r).await.expect("running").is_empty());
+    assert!(store.claim(r, &queues, 10, t0() + secs(4), DAY).await.expect("claim").is_empty(), "not due yet");
+    let again = store.claim(r, &queues, 10, t0() + secs(5), DAY).await.expect("claim");
+    assert_eq!((again.len(), again[0].run_id, again[0].attempt), (1, run, claimed[0].attempt));
+}
+
 /// Generates one test per suite function for a backend. `$open` is an async expression that
 /// yields a fresh, empty `SharedStore`; `$open2` one on the same database (for concurrency).
 #[macro_export]
@@ -412,6 +431,7 @@ macro_rules! store_suite {
         case!(the_runner_limit_is_enforced);
         case!(rotation_deletes_only_old_successes_in_batches);
         case!(a_lease_has_one_holder_until_it_expires);
+        case!(a_run_put_back_is_scheduled_again_uncounted);
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_claims_never_share_a_run() {

@@ -1,6 +1,7 @@
 //! Hostile: reaches for what it was not given. The task data picks the probe:
 //! `{"read": PATH}`, `{"write": PATH}`, `{"env": NAME}`, `{"connect": "IP:PORT"}`,
-//! `{"sleep_ms": N}` (blocks in a host call), `{"log_lines": N}` (a log flood),
+//! `{"sleep_ms": N}` (blocks in a host call), `{"hold_ms": N}` (reports 1% progress, then
+//! sleeps: the host can tell it is running), `{"log_lines": N}` (a log flood),
 //! `{"sockets": N}` (creates up to N TCP sockets and holds them; reports how many it got),
 //! `{"pollables": N}` (creates N timers' pollables and holds them all).
 //! A refused capability ends the run with code `refused`.
@@ -41,6 +42,11 @@ impl Guest for Probe {
         if let Some(addr) = s("connect") {
             std::net::TcpStream::connect(&addr).map_err(|e| denied(&format!("connecting to {addr}"), e))?;
             return ok(serde_json::json!({ "connected": addr }));
+        }
+        if let Some(ms) = n("hold_ms") {
+            taskhost::plugin::host::set_progress(1);
+            std::thread::sleep(Duration::from_millis(ms));
+            return ok(serde_json::json!({ "held_ms": ms }));
         }
         if let Some(ms) = n("sleep_ms") {
             std::thread::sleep(Duration::from_millis(ms));
