@@ -320,6 +320,27 @@ async fn a_slow_compile_holds_up_neither_ready_handlers_nor_the_exit() {
     assert!(!ready("py-stats"), "the Python handler was still compiling when echo's task had run: {log}");
 }
 
+/// Run `probe` holding the sandbox's pool for `ms`; returns once the guest runs.
+async fn hold_the_pool(
+    sandbox: std::sync::Arc<taskhost::sandbox::Sandbox>,
+    probe: std::sync::Arc<taskhost::plugins::Plugin>,
+    ms: u64,
+) -> tokio::task::JoinHandle<taskhost::sandbox::RunResult> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let input = taskhost::sandbox::RunInput {
+        task_id: 0,
+        run_id: 0,
+        attempt: 1,
+        handler: "probe".into(),
+        data: format!(r#"{{"hold_ms": {ms}}}"#),
+        queued_by: None,
+    };
+    let held =
+        tokio::spawn(async move { sandbox.run(&probe.pre, probe.limits, &probe.grants, input, Some(tx), None).await });
+    rx.recv().await.expect("the holder reports progress once it runs: the pool is full");
+    held
+}
+
 /// A run that cannot start because its sandbox's pool is full (here a run the test holds in the
 /// worker's own sandbox, as a library user sharing one may) is put back in the queue without
 /// counting as a failure, and runs once there is room; put back longer than the worker's limit,
@@ -327,34 +348,13 @@ async fn a_slow_compile_holds_up_neither_ready_handlers_nor_the_exit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_that_cannot_start_is_put_back_uncounted_and_says_so_if_it_waits_too_long() {
     use std::time::Duration;
-    use taskhost::sandbox::RunInput;
     let env = Env::new(&["probe", "echo"]).await;
     let mut config = common::app_config(&env.db_url, &env.plugins);
     config.sandbox.pool_instances = 1;
     let app = taskhost::App::open(&config).await.expect("open");
     let probe = app.catalog.get_or_load("probe").expect("probe");
     let sandbox = app.catalog.sandbox().clone();
-    let hold = |ms: u64| {
-        let (sandbox, probe) = (sandbox.clone(), probe.clone());
-        let (tx, mut rx) = tokio::sync::mpsc::channel(8);
-        let input = RunInput {
-            task_id: 0,
-            run_id: 0,
-            attempt: 1,
-            handler: "probe".into(),
-            data: format!(r#"{{"hold_ms": {ms}}}"#),
-            queued_by: None,
-        };
-        let held =
-            tokio::spawn(
-                async move { sandbox.run(&probe.pre, probe.limits, &probe.grants, input, Some(tx), None).await },
-            );
-        async move {
-            rx.recv().await.expect("the holder reports progress once it runs: the pool is full");
-            held
-        }
-    };
-
+    let hold = |ms: u64| hold_the_pool(sandbox.clone(), probe.clone(), ms);
     // Put back, then run once the holder is done: one run, attempt 1, no failure counted.
     let held = hold(1500).await;
     let id = app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;

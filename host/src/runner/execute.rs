@@ -245,7 +245,11 @@ mod tests {
             crate::sandbox::Sandbox::new(&crate::sandbox::SandboxConfig { pool_instances: 1, ..Default::default() })
                 .expect("sandbox");
         let catalog = Arc::new(Catalog::new(Arc::new(sandbox), "/nonexistent", None, Default::default()));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}", dir.path().join("q.db").display());
+        let store = crate::store::open(&url, &Default::default()).await.expect("store");
         let shared = Shared {
+            store,
             catalog,
             clock: Arc::new(crate::clock::SystemClock),
             backoff: Backoff::default(),
