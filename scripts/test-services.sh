@@ -60,3 +60,14 @@ $SUDO mariadb -e "CREATE DATABASE IF NOT EXISTS test;
     GRANT ALL PRIVILEGES ON *.* TO 'taskhost'@'localhost';"
 wait_for "MariaDB database test" mariadb -h 127.0.0.1 -u taskhost test -e "SELECT 1"
 echo "MariaDB $(mariadb -N -e 'SELECT VERSION()' 2>/dev/null) is up: mysql://taskhost@127.0.0.1:3306/test"
+
+# --- leftovers ------------------------------------------------------------------------------
+# Tests drop the schemas and databases they make (t_ and 16 hex digits); a test run that was
+# killed leaves its own behind: dropped here, before the next run.
+for s in $(psql -qtAc "SELECT nspname FROM pg_namespace WHERE nspname ~ '^t_[0-9a-f]{16}$'" \
+        "postgres://postgres@127.0.0.1:5432/test"); do
+    psql -qc "SET client_min_messages = warning; DROP SCHEMA $s CASCADE" "postgres://postgres@127.0.0.1:5432/test" >/dev/null
+done
+for d in $(mariadb -h 127.0.0.1 -u taskhost -N -e "SHOW DATABASES" | grep -E '^t_[0-9a-f]{16}$'); do
+    mariadb -h 127.0.0.1 -u taskhost -e "DROP DATABASE $d"
+done

@@ -9,9 +9,9 @@ use taskhost::store::{self, SharedStore, StoreOptions};
 
 mod common;
 
-async fn open() -> (SharedStore, String) {
-    let url = common::mysql_database_url().await;
-    (open_same(&url).await, url)
+async fn open() -> (SharedStore, common::ScratchDb) {
+    let scratch = common::mysql_scratch().await;
+    (open_same(&scratch).await, scratch)
 }
 
 async fn open_same(url: &str) -> SharedStore {

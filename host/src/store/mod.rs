@@ -14,6 +14,7 @@ use crate::model::*;
 
 pub mod mysql;
 pub mod postgres;
+pub mod schema;
 pub mod sqlite;
 
 /// Which database a store talks to.

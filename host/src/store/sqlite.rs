@@ -125,7 +125,7 @@ async fn add_one(conn: &mut SqliteConnection, t: &NewTask, now: DateTime<Utc>) -
              max_retries, queue, priority, unique_key, active_unique_key, run_timeout,
              backoff_base_ms, backoff_max_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12)
-         ON CONFLICT (active_unique_key) DO NOTHING
+         ON CONFLICT (active_unique_key) WHERE active_unique_key IS NOT NULL DO NOTHING
          RETURNING id",
     )
     .bind(ts(now))

@@ -62,6 +62,8 @@ pub struct Env {
     pub clock: SharedClock,
     /// The operator's configuration file, once [`Env::set_config`] wrote one.
     pub config: Option<PathBuf>,
+    /// The server database made for this test, dropped after the app (fields drop in order).
+    scratch: Option<ScratchDb>,
 }
 
 impl Env {
@@ -84,24 +86,27 @@ impl Env {
 
     /// On PostgreSQL (a fresh schema in database `test`) instead of a SQLite file.
     pub async fn postgres(plugins: &[&str]) -> Env {
-        Self::build(plugins, Arc::new(SystemClock), Some(postgres_schema_url().await)).await
+        Self::build(plugins, Arc::new(SystemClock), Some(postgres_scratch().await)).await
     }
 
     /// On MariaDB/MySQL (a fresh database) instead of a SQLite file.
     pub async fn mysql(plugins: &[&str]) -> Env {
-        Self::build(plugins, Arc::new(SystemClock), Some(mysql_database_url().await)).await
+        Self::build(plugins, Arc::new(SystemClock), Some(mysql_scratch().await)).await
     }
 
-    async fn build(plugins: &[&str], clock: SharedClock, db_url: Option<String>) -> Env {
+    async fn build(plugins: &[&str], clock: SharedClock, scratch: Option<ScratchDb>) -> Env {
         let dir = tempfile::tempdir().expect("temp dir");
         let plugin_dir = dir.path().join("plugins");
         std::fs::create_dir_all(&plugin_dir).expect("plugins dir");
         for p in plugins {
             std::fs::copy(component(p), plugin_dir.join(format!("{p}.wasm"))).expect("copy plugin");
         }
-        let db_url = db_url.unwrap_or_else(|| format!("sqlite://{}", dir.path().join("queue.db").display()));
+        let db_url = match &scratch {
+            Some(s) => s.url.clone(),
+            None => format!("sqlite://{}", dir.path().join("queue.db").display()),
+        };
         let app = App::open_with_clock(&app_config(&db_url, &plugin_dir), clock.clone()).await.expect("open app");
-        Env { dir, plugins: plugin_dir, db_url, app, clock, config: None }
+        Env { dir, plugins: plugin_dir, db_url, app, clock, config: None, scratch }
     }
 
     /// Write the operator's configuration file (outside the plugins directory) and reopen the
@@ -145,9 +150,56 @@ impl Env {
     }
 }
 
-/// A URL for a new, empty schema in the test PostgreSQL database. Panics when the server is
-/// not there: a missing backend fails its tests, it is never skipped.
-pub async fn postgres_schema_url() -> String {
+/// A scratch schema (PostgreSQL) or database (MariaDB/MySQL) made for one test, dropped when
+/// this is dropped: tests leave nothing behind on the servers. Derefs to its URL.
+pub struct ScratchDb {
+    pub url: String,
+    admin_url: String,
+    drop_sql: String,
+}
+
+impl std::ops::Deref for ScratchDb {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Drop for ScratchDb {
+    fn drop(&mut self) {
+        use sqlx::Connection;
+        let (admin, sql) = (self.admin_url.clone(), self.drop_sql.clone());
+        // Drop runs inside the test's runtime: the statement gets a thread and runtime of its own.
+        let dropped = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            rt.block_on(async move {
+                if admin.starts_with("postgres") {
+                    let mut conn = sqlx::PgConnection::connect(&admin).await.map_err(|e| e.to_string())?;
+                    sqlx::query("SET lock_timeout = '10s'").execute(&mut conn).await.map_err(|e| e.to_string())?;
+                    sqlx::query(&sql).execute(&mut conn).await.map_err(|e| e.to_string())?;
+                } else {
+                    let mut conn = sqlx::MySqlConnection::connect(&admin).await.map_err(|e| e.to_string())?;
+                    sqlx::query("SET SESSION lock_wait_timeout = 10")
+                        .execute(&mut conn)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    sqlx::query(&sql).execute(&mut conn).await.map_err(|e| e.to_string())?;
+                }
+                Ok::<(), String>(())
+            })
+        })
+        .join();
+        match dropped {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("could not drop the test's scratch database ({}): {e}", self.drop_sql),
+            Err(_) => eprintln!("could not drop the test's scratch database ({})", self.drop_sql),
+        }
+    }
+}
+
+/// A new, empty schema in the test PostgreSQL database. Panics when the server is not there: a
+/// missing backend fails its tests, it is never skipped.
+pub async fn postgres_scratch() -> ScratchDb {
     use sqlx::Connection;
     let base =
         std::env::var("TASKHOST_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
@@ -156,12 +208,16 @@ pub async fn postgres_schema_url() -> String {
         .unwrap_or_else(|e| panic!("PostgreSQL at {base} is needed (scripts/test-services.sh starts it): {e}"));
     let schema = format!("t_{:016x}", rand::random::<u64>());
     sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&mut conn).await.expect("create schema");
-    format!("{base}?options=-c%20search_path%3D{schema}")
+    ScratchDb {
+        url: format!("{base}?options=-c%20search_path%3D{schema}"),
+        admin_url: base,
+        drop_sql: format!("DROP SCHEMA {schema} CASCADE"),
+    }
 }
 
-/// A URL for a new, empty database on the test MariaDB/MySQL server. Panics when the server is
-/// not there: a missing backend fails its tests, it is never skipped.
-pub async fn mysql_database_url() -> String {
+/// A new, empty database on the test MariaDB/MySQL server. Panics when the server is not there:
+/// a missing backend fails its tests, it is never skipped.
+pub async fn mysql_scratch() -> ScratchDb {
     use sqlx::Connection;
     let base = std::env::var("TASKHOST_TEST_MYSQL").unwrap_or_else(|_| "mysql://taskhost@127.0.0.1:3306/test".into());
     let mut conn = sqlx::MySqlConnection::connect(&base)
@@ -170,7 +226,7 @@ pub async fn mysql_database_url() -> String {
     let db = format!("t_{:016x}", rand::random::<u64>());
     sqlx::query(&format!("CREATE DATABASE {db}")).execute(&mut conn).await.expect("create database");
     let (server, _) = base.rsplit_once('/').expect("URL has a database");
-    format!("{server}/{db}")
+    ScratchDb { url: format!("{server}/{db}"), admin_url: base.clone(), drop_sql: format!("DROP DATABASE {db}") }
 }
 
 pub fn app_config(db_url: &str, plugins: &Path) -> AppConfig {

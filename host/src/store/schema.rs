@@ -1,0 +1,226 @@
+//! The schema, described once: every table, column, index and unique constraint the migrations
+//! of each database must produce. `tests/schema.rs` reads each live database's catalog and checks
+//! it against this description, so the three folders of migrations cannot drift apart.
+//!
+//! Column kinds map to one type per database:
+//!
+//! | kind | PostgreSQL | SQLite | MySQL / MariaDB |
+//! |---|---|---|---|
+//! | `Id` | `bigint` (identity from a sequence) | `INTEGER PRIMARY KEY AUTOINCREMENT` | `bigint AUTO_INCREMENT` |
+//! | `Int` | `bigint` | `INTEGER` | `bigint` |
+//! | `Time` | `timestamptz` | `TEXT` (UTC, fixed width) | `datetime(6)` (UTC) |
+//! | `Str(n)` | `text` | `TEXT` | `varchar(n)` (binary collation) |
+//! | `Text` | `text` | `TEXT` | `longtext` |
+//!
+//! `Str(n)` is text of at most `n` characters, checked before it is written
+//! ([`crate::client::Client::validate`] for what callers send; the host bounds what it writes):
+//! MySQL needs the bound to index it, the others store it as plain text.
+//!
+//! Indexes are the same on PostgreSQL and SQLite (partial where it pays). MySQL has no partial
+//! indexes: each partial index there leads with its status column instead, and a partial unique
+//! index becomes a unique index on a generated column that is NULL outside the filter.
+
+/// A column's kind; see the module's table for each database's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Id,
+    Int,
+    Time,
+    Str(u32),
+    Text,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub nullable: bool,
+    /// The default, as SQL text without quotes or casts (`'running'` is `running`).
+    pub default: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Table {
+    pub name: &'static str,
+    pub columns: &'static [Column],
+}
+
+/// How an index is built on MySQL, which has no partial indexes.
+#[derive(Debug, Clone, Copy)]
+pub enum OnMySql {
+    /// The same columns (the index has no filter).
+    Same,
+    /// These columns instead (the filter's status column first).
+    Columns(&'static [&'static str]),
+    /// A unique index on this generated column, NULL outside the filter.
+    Generated { column: &'static str, expression: &'static str },
+    /// Split in several indexes of these names and columns.
+    Split(&'static [(&'static str, &'static [&'static str])]),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Index {
+    pub name: &'static str,
+    pub table: &'static str,
+    pub columns: &'static [&'static str],
+    pub unique: bool,
+    /// PostgreSQL and SQLite: the partial index's condition, as written in the migrations.
+    pub filter: Option<&'static str>,
+    pub mysql: OnMySql,
+}
+
+const fn col(name: &'static str, kind: Kind) -> Column {
+    Column { name, kind, nullable: false, default: None }
+}
+
+const fn null(name: &'static str, kind: Kind) -> Column {
+    Column { name, kind, nullable: true, default: None }
+}
+
+const fn def(name: &'static str, kind: Kind, default: &'static str) -> Column {
+    Column { name, kind, nullable: false, default: Some(default) }
+}
+
+use Kind::*;
+
+/// Status words are at most this long.
+const STATUS: Kind = Str(16);
+/// Names, queues, unique keys, host names: at most 255 characters.
+const NAME: Kind = Str(255);
+
+pub const TABLES: &[Table] = &[
+    Table {
+        name: "task_runners",
+        columns: &[
+            col("id", Id),
+            col("process_id", Int),
+            col("host_name", NAME),
+            col("started_on", Time),
+            null("finished_on", Time),
+            def("status", STATUS, "running"),
+            col("heartbeat_on", Time),
+            null("handlers", Text),
+        ],
+    },
+    Table {
+        name: "task_queue",
+        columns: &[
+            col("id", Id),
+            col("queued_on", Time),
+            null("queued_by_id", NAME),
+            col("scheduled_on", Time),
+            col("task_handler_class", NAME),
+            col("task_data", Text),
+            def("last_status", STATUS, "scheduled"),
+            def("max_retries", Int, "5"),
+            def("task_runs_failed", Int, "0"),
+            def("queue", NAME, "default"),
+            def("priority", Int, "0"),
+            null("unique_key", NAME),
+            null("active_unique_key", NAME),
+            null("run_timeout", Int),
+            null("backoff_base_ms", Int),
+            null("backoff_max_ms", Int),
+            null("finished_on", Time),
+            null("gave_up_on", Time),
+        ],
+    },
+    Table {
+        name: "task_runs",
+        columns: &[
+            col("id", Id),
+            col("task_queue_id", Int),
+            col("attempt", Int),
+            col("created_on", Time),
+            null("started_on", Time),
+            def("percents_completed", Int, "0"),
+            null("finished_on", Time),
+            null("results", Text),
+            def("status", STATUS, "scheduled"),
+            null("error_code", NAME),
+            null("error_message", Text),
+            null("task_runner_id", Int),
+            null("timeout_on", Time),
+            null("duration_ms", Int),
+            null("component_digest", Str(64)),
+            null("fuel_used", Int),
+            null("logs", Text),
+        ],
+    },
+    Table { name: "task_leases", columns: &[col("name", Str(64)), col("holder", NAME), col("expires_on", Time)] },
+];
+
+pub const INDEXES: &[Index] = &[
+    Index {
+        name: "task_runners_live",
+        table: "task_runners",
+        columns: &["status", "heartbeat_on"],
+        unique: false,
+        filter: None,
+        mysql: OnMySql::Same,
+    },
+    Index {
+        name: "task_queue_claim",
+        table: "task_queue",
+        columns: &["queue", "priority", "scheduled_on", "id"],
+        unique: false,
+        filter: Some("last_status = 'scheduled'"),
+        mysql: OnMySql::Columns(&["last_status", "queue", "priority", "scheduled_on", "id"]),
+    },
+    Index {
+        name: "task_queue_failed",
+        table: "task_queue",
+        columns: &["scheduled_on"],
+        unique: false,
+        filter: Some("last_status IN ('error', 'timeout') AND gave_up_on IS NULL"),
+        mysql: OnMySql::Columns(&["last_status", "gave_up_on"]),
+    },
+    Index {
+        name: "task_queue_done",
+        table: "task_queue",
+        columns: &["finished_on"],
+        unique: false,
+        filter: Some("last_status = 'success'"),
+        mysql: OnMySql::Columns(&["last_status", "finished_on"]),
+    },
+    // Uniqueness of a key while its task is unfinished (the column is NULL once finished).
+    Index {
+        name: "task_queue_active_unique",
+        table: "task_queue",
+        columns: &["active_unique_key"],
+        unique: true,
+        filter: Some("active_unique_key IS NOT NULL"),
+        mysql: OnMySql::Same,
+    },
+    Index {
+        name: "task_runs_task",
+        table: "task_runs",
+        columns: &["task_queue_id"],
+        unique: false,
+        filter: None,
+        mysql: OnMySql::Columns(&["task_queue_id", "status"]),
+    },
+    Index {
+        name: "task_runs_running",
+        table: "task_runs",
+        columns: &["task_runner_id", "timeout_on"],
+        unique: false,
+        filter: Some("status = 'running'"),
+        mysql: OnMySql::Split(&[
+            ("task_runs_running", &["status", "task_runner_id"]),
+            ("task_runs_timeout", &["status", "timeout_on"]),
+        ]),
+    },
+    // At most one scheduled run per task.
+    Index {
+        name: "task_runs_scheduled",
+        table: "task_runs",
+        columns: &["task_queue_id"],
+        unique: true,
+        filter: Some("status = 'scheduled'"),
+        mysql: OnMySql::Generated {
+            column: "scheduled_task_id",
+            expression: "CASE WHEN status = 'scheduled' THEN task_queue_id END",
+        },
+    },
+];

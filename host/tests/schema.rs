@@ -1,0 +1,295 @@
+//! One schema on three databases: each live database's catalog (columns with their types,
+//! nullability and defaults, indexes with their columns, uniqueness and filters, foreign keys),
+//! read after migrating, is exactly what `taskhost::store::schema` describes. A migration that
+//! drifts on any database fails here, naming what differs.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::Env;
+use sqlx::{Connection, Row};
+use taskhost::store::schema::{Kind, OnMySql, INDEXES, TABLES};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Db {
+    Sqlite,
+    Postgres,
+    MySql,
+}
+
+/// One fact of a catalog, as a line: `column T.C TYPE null|not-null [default D]`,
+/// `index T NAME (C, ...) [unique] [where F]` or `foreign-key T.C -> T2.C2`.
+type Facts = BTreeSet<String>;
+
+fn column(table: &str, name: &str, ty: &str, nullable: bool, default: Option<&str>) -> String {
+    let null = if nullable { "null" } else { "not-null" };
+    match default {
+        Some(d) => format!("column {table}.{name} {ty} {null} default {d}"),
+        None => format!("column {table}.{name} {ty} {null}"),
+    }
+}
+
+fn index(table: &str, name: &str, columns: &[&str], unique: bool, filter: Option<&str>) -> String {
+    let unique = if unique { " unique" } else { "" };
+    let filter = filter.map(|f| format!(" where {}", normal_filter(f))).unwrap_or_default();
+    format!("index {table} {name} ({}){unique}{filter}", columns.join(", "))
+}
+
+/// A partial index's condition in one spelling: PostgreSQL deparses `IN (...)` as
+/// `= ANY (ARRAY[...])` and adds casts and parentheses.
+fn normal_filter(f: &str) -> String {
+    let f = f.replace("::text", "").replace("= ANY (ARRAY[", "IN (").replace("])", ")");
+    f.replace(['(', ')'], "").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A default in one spelling: no quotes, no casts; auto-increment ids have none.
+fn normal_default(d: Option<String>) -> Option<String> {
+    let d = d?;
+    let d = d.split("::").next().unwrap_or("").trim().trim_matches('\'').to_string();
+    (!d.is_empty() && d != "NULL" && !d.starts_with("nextval(")).then_some(d)
+}
+
+fn type_of(db: Db, kind: Kind) -> String {
+    match (db, kind) {
+        (Db::Postgres, Kind::Id | Kind::Int) | (Db::MySql, Kind::Id | Kind::Int) => "bigint".into(),
+        (Db::Postgres, Kind::Time) => "timestamp with time zone".into(),
+        (Db::Postgres, Kind::Str(_) | Kind::Text) => "text".into(),
+        (Db::Sqlite, Kind::Id | Kind::Int) => "INTEGER".into(),
+        (Db::Sqlite, _) => "TEXT".into(),
+        (Db::MySql, Kind::Time) => "datetime(6)".into(),
+        (Db::MySql, Kind::Str(n)) => format!("varchar({n})"),
+        (Db::MySql, Kind::Text) => "longtext".into(),
+    }
+}
+
+/// What the description says the catalog of `db` holds.
+fn described(db: Db) -> Facts {
+    let mut facts = Facts::new();
+    for t in TABLES {
+        for c in t.columns {
+            let ty = type_of(db, c.kind);
+            facts.insert(column(t.name, c.name, &ty, c.nullable, c.default));
+        }
+    }
+    for i in INDEXES {
+        match (db, i.mysql) {
+            (Db::MySql, OnMySql::Same) => facts.insert(index(i.table, i.name, i.columns, i.unique, None)),
+            (Db::MySql, OnMySql::Columns(columns)) => facts.insert(index(i.table, i.name, columns, i.unique, None)),
+            (Db::MySql, OnMySql::Generated { column: generated, .. }) => {
+                facts.insert(column(i.table, generated, "bigint generated", true, None));
+                facts.insert(index(i.table, i.name, &[generated], i.unique, None))
+            }
+            (Db::MySql, OnMySql::Split(parts)) => {
+                for (name, columns) in parts {
+                    facts.insert(index(i.table, name, columns, i.unique, None));
+                }
+                true
+            }
+            _ => facts.insert(index(i.table, i.name, i.columns, i.unique, i.filter)),
+        };
+    }
+    facts.insert("foreign-key task_runs.task_queue_id -> task_queue.id".into());
+    facts
+}
+
+/// Every line of `want` not in `got` and the other way round, or nothing.
+fn differences(want: &Facts, got: &Facts) -> Vec<String> {
+    let missing = want.difference(got).map(|f| format!("missing:    {f}"));
+    let unexpected = got.difference(want).map(|f| format!("unexpected: {f}"));
+    missing.chain(unexpected).collect()
+}
+
+fn check(db: Db, live: &Facts) {
+    let diff = differences(&described(db), live);
+    assert!(diff.is_empty(), "the {db:?} schema differs from store::schema:\n{}", diff.join("\n"));
+}
+
+async fn sqlite_catalog(url: &str) -> Facts {
+    let mut conn = sqlx::SqliteConnection::connect(url).await.expect("connect");
+    let mut facts = Facts::new();
+    let rows = sqlx::query(
+        "SELECT m.name AS t, p.name AS c, p.type AS ty, p.\"notnull\" AS nn, p.dflt_value AS d, p.pk AS pk
+         FROM sqlite_master m, pragma_table_info(m.name) p
+         WHERE m.type = 'table' AND m.name LIKE 'task\\_%' ESCAPE '\\'",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("columns");
+    for r in rows {
+        let (t, c, ty): (String, String, String) = (r.get("t"), r.get("c"), r.get("ty"));
+        let pk: i64 = r.get("pk");
+        let nullable = r.get::<i64, _>("nn") == 0 && pk == 0;
+        facts.insert(column(&t, &c, &ty, nullable, normal_default(r.get("d")).as_deref()));
+    }
+    let rows = sqlx::query(
+        "SELECT m.tbl_name AS t, m.name AS i, m.sql AS sql, l.\"unique\" AS u, l.origin AS o,
+                (SELECT group_concat(name, ', ') FROM (SELECT name FROM pragma_index_info(m.name) ORDER BY seqno)) AS cols
+         FROM sqlite_master m JOIN pragma_index_list(m.tbl_name) l ON l.name = m.name
+         WHERE m.type = 'index' AND m.tbl_name LIKE 'task\\_%' ESCAPE '\\'",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("indexes");
+    for r in rows {
+        if r.get::<String, _>("o") == "pk" {
+            continue;
+        }
+        let (t, i, cols): (String, String, String) = (r.get("t"), r.get("i"), r.get("cols"));
+        let sql: Option<String> = r.get("sql");
+        let filter = sql.as_deref().and_then(|s| s.split_once(" WHERE ")).map(|(_, f)| f.to_string());
+        let cols: Vec<&str> = cols.split(", ").collect();
+        facts.insert(index(&t, &i, &cols, r.get::<i64, _>("u") == 1, filter.as_deref()));
+    }
+    let rows = sqlx::query(
+        "SELECT m.name AS t, f.\"from\" AS c, f.\"table\" AS rt, f.\"to\" AS rc
+         FROM sqlite_master m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table'",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("foreign keys");
+    for r in rows {
+        let (t, c, rt, rc): (String, String, String, String) = (r.get("t"), r.get("c"), r.get("rt"), r.get("rc"));
+        facts.insert(format!("foreign-key {t}.{c} -> {rt}.{rc}"));
+    }
+    facts
+}
+
+async fn postgres_catalog(url: &str) -> Facts {
+    let mut conn = sqlx::PgConnection::connect(url).await.expect("connect");
+    let mut facts = Facts::new();
+    let rows = sqlx::query(
+        "SELECT table_name::text AS t, column_name::text AS c, data_type::text AS ty, is_nullable::text AS n,
+                column_default::text AS d
+         FROM information_schema.columns
+         WHERE table_schema = current_schema() AND table_name LIKE 'task\\_%'",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("columns");
+    for r in rows {
+        let (t, c, ty, n): (String, String, String, String) = (r.get("t"), r.get("c"), r.get("ty"), r.get("n"));
+        facts.insert(column(&t, &c, &ty, n == "YES", normal_default(r.get("d")).as_deref()));
+    }
+    let rows = sqlx::query(
+        "SELECT c.relname::text AS t, i.relname::text AS i, x.indisunique AS u,
+                array_to_string(array(SELECT pg_get_indexdef(x.indexrelid, k, true)
+                                      FROM generate_series(1, x.indnatts) k ORDER BY k), ', ') AS cols,
+                pg_get_expr(x.indpred, x.indrelid, true) AS f
+         FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class c ON c.oid = x.indrelid
+         WHERE c.relnamespace = current_schema()::regnamespace AND NOT x.indisprimary
+           AND c.relname LIKE 'task\\_%'",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("indexes");
+    for r in rows {
+        let (t, i, cols): (String, String, String) = (r.get("t"), r.get("i"), r.get("cols"));
+        let f: Option<String> = r.get("f");
+        let cols: Vec<&str> = cols.split(", ").collect();
+        facts.insert(index(&t, &i, &cols, r.get("u"), f.as_deref()));
+    }
+    let rows = sqlx::query(
+        "SELECT k.conrelid::regclass::text AS t, a.attname::text AS c, k.confrelid::regclass::text AS rt,
+                af.attname::text AS rc
+         FROM pg_constraint k
+         JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1]
+         JOIN pg_attribute af ON af.attrelid = k.confrelid AND af.attnum = k.confkey[1]
+         WHERE k.contype = 'f' AND k.connamespace = current_schema()::regnamespace",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("foreign keys");
+    for r in rows {
+        let (t, c, rt, rc): (String, String, String, String) = (r.get("t"), r.get("c"), r.get("rt"), r.get("rc"));
+        facts.insert(format!("foreign-key {t}.{c} -> {rt}.{rc}"));
+    }
+    facts
+}
+
+async fn mysql_catalog(url: &str) -> Facts {
+    let mut conn = sqlx::MySqlConnection::connect(url).await.expect("connect");
+    let mut facts = Facts::new();
+    let rows = sqlx::query(
+        "SELECT CAST(TABLE_NAME AS CHAR) AS t, CAST(COLUMN_NAME AS CHAR) AS c, CAST(DATA_TYPE AS CHAR) AS ty,
+                CAST(CHARACTER_MAXIMUM_LENGTH AS CHAR) AS len, CAST(DATETIME_PRECISION AS CHAR) AS prec,
+                CAST(IS_NULLABLE AS CHAR) AS n, CAST(COLUMN_DEFAULT AS CHAR) AS d, CAST(EXTRA AS CHAR) AS x
+         FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = database() AND TABLE_NAME LIKE 'task\\_%'",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("columns");
+    for r in rows {
+        let (t, c, ty, n, x): (String, String, String, String, String) =
+            (r.get("t"), r.get("c"), r.get("ty"), r.get("n"), r.get("x"));
+        let (len, prec): (Option<String>, Option<String>) = (r.get("len"), r.get("prec"));
+        let mut ty = match ty.as_str() {
+            "varchar" => format!("varchar({})", len.unwrap_or_default()),
+            "datetime" => format!("datetime({})", prec.unwrap_or_default()),
+            _ => ty,
+        };
+        if x.contains("GENERATED") {
+            ty.push_str(" generated");
+        }
+        facts.insert(column(&t, &c, &ty, n == "YES", normal_default(r.get("d")).as_deref()));
+    }
+    let rows = sqlx::query(
+        "SELECT CAST(TABLE_NAME AS CHAR) AS t, CAST(INDEX_NAME AS CHAR) AS i, MIN(NON_UNIQUE) = 0 AS u,
+                CAST(GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX SEPARATOR ', ') AS CHAR) AS cols
+         FROM information_schema.STATISTICS
+         WHERE TABLE_SCHEMA = database() AND TABLE_NAME LIKE 'task\\_%' AND INDEX_NAME <> 'PRIMARY'
+         GROUP BY TABLE_NAME, INDEX_NAME",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("indexes");
+    for r in rows {
+        let (t, i, cols): (String, String, String) = (r.get("t"), r.get("i"), r.get("cols"));
+        let cols: Vec<&str> = cols.split(", ").collect();
+        facts.insert(index(&t, &i, &cols, r.get::<i64, _>("u") == 1, None));
+    }
+    let rows = sqlx::query(
+        "SELECT CAST(TABLE_NAME AS CHAR) AS t, CAST(COLUMN_NAME AS CHAR) AS c,
+                CAST(REFERENCED_TABLE_NAME AS CHAR) AS rt, CAST(REFERENCED_COLUMN_NAME AS CHAR) AS rc
+         FROM information_schema.KEY_COLUMN_USAGE
+         WHERE TABLE_SCHEMA = database() AND REFERENCED_TABLE_NAME IS NOT NULL",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("foreign keys");
+    for r in rows {
+        let (t, c, rt, rc): (String, String, String, String) = (r.get("t"), r.get("c"), r.get("rt"), r.get("rc"));
+        facts.insert(format!("foreign-key {t}.{c} -> {rt}.{rc}"));
+    }
+    facts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sqlite_schema_is_the_one_described() {
+    let env = Env::new(&[]).await;
+    check(Db::Sqlite, &sqlite_catalog(&env.db_url).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgres_schema_is_the_one_described() {
+    let env = Env::postgres(&[]).await;
+    check(Db::Postgres, &postgres_catalog(&env.db_url).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mysql_schema_is_the_one_described() {
+    let env = Env::mysql(&[]).await;
+    check(Db::MySql, &mysql_catalog(&env.db_url).await);
+}
+
+#[test]
+fn a_drifted_catalog_is_reported_line_by_line() {
+    let want = described(Db::Postgres);
+    let mut got = want.clone();
+    let line = column("task_runs", "error_code", "text", true, None);
+    assert!(got.remove(&line), "the description has {line}");
+    got.insert(column("task_runs", "error_code", "character varying", true, None));
+    let diff = differences(&want, &got);
+    assert_eq!(diff.len(), 2, "{diff:?}");
+    assert!(diff[0].starts_with("missing:") && diff[1].starts_with("unexpected:"), "{diff:?}");
+}
