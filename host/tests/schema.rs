@@ -105,6 +105,20 @@ fn check(db: Db, live: &Facts) {
     assert!(diff.is_empty(), "the {db:?} schema differs from store::schema:\n{}", diff.join("\n"));
 }
 
+/// Foreign-key facts from rows of `t`, `c` (the column), `rt`, `rc` (the column it references).
+fn foreign_keys<R: Row>(rows: &[R]) -> Vec<String>
+where
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+{
+    rows.iter()
+        .map(|r| {
+            let (t, c, rt, rc): (String, String, String, String) = (r.get("t"), r.get("c"), r.get("rt"), r.get("rc"));
+            format!("foreign-key {t}.{c} -> {rt}.{rc}")
+        })
+        .collect()
+}
+
 async fn sqlite_catalog(url: &str) -> Facts {
     let mut conn = sqlx::SqliteConnection::connect(url).await.expect("connect");
     let mut facts = Facts::new();
@@ -148,10 +162,7 @@ async fn sqlite_catalog(url: &str) -> Facts {
     .fetch_all(&mut conn)
     .await
     .expect("foreign keys");
-    for r in rows {
-        let (t, c, rt, rc): (String, String, String, String) = (r.get("t"), r.get("c"), r.get("rt"), r.get("rc"));
-        facts.insert(format!("foreign-key {t}.{c} -> {rt}.{rc}"));
-    }
+    facts.extend(foreign_keys(&rows));
     facts
 }
 
@@ -200,10 +211,7 @@ async fn postgres_catalog(url: &str) -> Facts {
     .fetch_all(&mut conn)
     .await
     .expect("foreign keys");
-    for r in rows {
-        let (t, c, rt, rc): (String, String, String, String) = (r.get("t"), r.get("c"), r.get("rt"), r.get("rc"));
-        facts.insert(format!("foreign-key {t}.{c} -> {rt}.{rc}"));
-    }
+    facts.extend(foreign_keys(&rows));
     facts
 }
 
@@ -257,10 +265,7 @@ async fn mysql_catalog(url: &str) -> Facts {
     .fetch_all(&mut conn)
     .await
     .expect("foreign keys");
-    for r in rows {
-        let (t, c, rt, rc): (String, String, String, String) = (r.get("t"), r.get("c"), r.get("rt"), r.get("rc"));
-        facts.insert(format!("foreign-key {t}.{c} -> {rt}.{rc}"));
-    }
+    facts.extend(foreign_keys(&rows));
     facts
 }
 
