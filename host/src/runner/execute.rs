@@ -32,6 +32,9 @@ pub(super) struct Shared {
     pub put_backs: std::sync::Mutex<HashMap<RunId, (Instant, u32)>>,
 }
 
+/// How long a run put back waits before it is due again, by how many times it was put back.
+const PUT_BACK_BACKOFF: Backoff = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(30), jitter: 0.1 };
+
 /// What became of a claimed run.
 pub(super) enum Executed {
     Ended(RunOutcome),
@@ -50,15 +53,15 @@ impl Shared {
     fn put_back_at(&self, run: RunId) -> Option<chrono::DateTime<chrono::Utc>> {
         let now = Instant::now();
         let mut put_backs = self.put_backs.lock().unwrap_or_else(|p| p.into_inner());
-        put_backs.retain(|_, (first, _)| now.duration_since(*first) < self.put_back_limit * 2);
+        put_backs.retain(|_, (first, _)| now.duration_since(*first) < self.put_back_limit.saturating_mul(2));
         let (first, count) = put_backs.entry(run).or_insert((now, 0));
         if now.duration_since(*first) >= self.put_back_limit {
             put_backs.remove(&run);
             return None;
         }
         *count += 1;
-        // 1 s, 2 s, 4 s ... up to 30 s between tries.
-        let delay = Duration::from_secs(1 << (*count - 1).min(5)).min(Duration::from_secs(30));
+        // 1 s, 2 s, 4 s ... up to 30 s between tries, spread by jitter.
+        let delay = PUT_BACK_BACKOFF.delay(*count, retry::jitter_unit());
         Some(self.clock.now() + chrono::Duration::from_std(delay).unwrap_or_default())
     }
 
