@@ -30,7 +30,7 @@ impl RunStatus {
     pub const ALL: [RunStatus; 5] =
         [RunStatus::Scheduled, RunStatus::Running, RunStatus::Success, RunStatus::Error, RunStatus::Timeout];
 
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             RunStatus::Scheduled => "scheduled",
             RunStatus::Running => "running",
@@ -58,7 +58,7 @@ pub enum RunnerStatus {
 }
 
 impl RunnerStatus {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             RunnerStatus::Running => "running",
             RunnerStatus::Success => "success",

@@ -1,11 +1,11 @@
-//! Maintenance services on a real SQLite file, each driven by `run_once(now)` on a manual clock,
+//! Maintenance services on each database, each driven by `run_once(now)` on a manual clock,
 //! and the overseer running inside a worker.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{drain_config, Env};
+use common::{drain_config, Db, Env};
 use taskhost::clock::Clock;
 use taskhost::model::{NewTask, RunStatus, TaskFilter};
 use taskhost::overseer::{liveness, retries, rotation, run_timeout, OverseerConfig};
@@ -30,9 +30,8 @@ fn dead_pid() -> u32 {
     pid
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_runner_with_a_stale_heartbeat_is_timed_out_and_its_task_retried() {
-    let (env, clock) = Env::manual(&["echo"]).await;
+async fn a_runner_with_a_stale_heartbeat_is_timed_out_and_its_task_retried(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["echo"]).await;
     let store = env.app.store.clone();
     let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
     // A runner on another machine claims the run, then goes silent.
@@ -58,9 +57,8 @@ async fn a_runner_with_a_stale_heartbeat_is_timed_out_and_its_task_retried() {
     assert_eq!(runs[1].attempt, 2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_runner_whose_process_is_gone_from_this_host_is_timed_out_at_once() {
-    let (env, clock) = Env::manual(&["echo"]).await;
+async fn a_runner_whose_process_is_gone_from_this_host_is_timed_out_at_once(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["echo"]).await;
     let store = env.app.store.clone();
     env.app.client.add(NewTask::new("echo", "{}")).await.expect("add");
     let gone = store.register_runner(dead_pid(), &this_host(), clock.now(), 8).await.expect("register");
@@ -74,9 +72,8 @@ async fn a_runner_whose_process_is_gone_from_this_host_is_timed_out_at_once() {
     assert_eq!(live, vec![alive]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_runner_of_the_same_host_name_in_another_pid_namespace_is_not_judged_by_its_pid() {
-    let (env, clock) = Env::manual(&["echo"]).await;
+async fn a_runner_of_the_same_host_name_in_another_pid_namespace_is_not_judged_by_its_pid(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["echo"]).await;
     let store = env.app.store.clone();
     // Another container with this host name: its PIDs are not ours to check, however dead they look here.
     let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
@@ -89,9 +86,8 @@ async fn a_runner_of_the_same_host_name_in_another_pid_namespace_is_not_judged_b
     assert_eq!(svc.run_once(clock.now()).await.expect("liveness").runners_timed_out, vec![theirs]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_past_its_run_timeout_is_timed_out_and_retried() {
-    let (env, clock) = Env::manual(&["echo"]).await;
+async fn a_run_past_its_run_timeout_is_timed_out_and_retried(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["echo"]).await;
     let store = env.app.store.clone();
     let id =
         env.app.client.add(NewTask::new("echo", "{}").with_run_timeout(Duration::from_secs(10))).await.expect("add").id;
@@ -113,9 +109,8 @@ async fn a_run_past_its_run_timeout_is_timed_out_and_retried() {
     assert_eq!(env.app.client.show(id).await.expect("show").0.last_status, RunStatus::Success);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn timeouts_past_max_retries_make_a_dead_letter() {
-    let (env, clock) = Env::manual(&["echo"]).await;
+async fn timeouts_past_max_retries_make_a_dead_letter(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["echo"]).await;
     let store = env.app.store.clone();
     let id = env.app.client.add(NewTask::new("echo", "{}").with_max_retries(1)).await.expect("add").id;
     let ghost = store.register_runner(1, "another-machine", clock.now(), 8).await.expect("register");
@@ -127,9 +122,8 @@ async fn timeouts_past_max_retries_make_a_dead_letter() {
     assert_eq!(dead.iter().map(|t| t.id).collect::<Vec<_>>(), vec![id]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rotation_deletes_old_successful_tasks_and_keeps_the_rest() {
-    let (env, clock) = Env::manual(&["echo", "fail"]).await;
+async fn rotation_deletes_old_successful_tasks_and_keeps_the_rest(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["echo", "fail"]).await;
     let tasks: Vec<_> = (0..25).map(|_| NewTask::new("echo", "{}")).collect();
     env.app.client.add_many(tasks).await.expect("add");
     let failed = env.app.client.add(NewTask::new("fail", r#"{"retryable": false}"#)).await.expect("add").id;
@@ -149,9 +143,8 @@ async fn rotation_deletes_old_successful_tasks_and_keeps_the_rest() {
     assert_eq!(left, vec![failed, fresh], "the dead letter and the 25-day-old success stay");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_runs_the_overseer_and_recovers_a_dead_runners_task() {
-    let env = Env::new(&["echo"]).await;
+async fn a_worker_runs_the_overseer_and_recovers_a_dead_runners_task(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
     let store = env.app.store.clone();
     let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
     let long_ago = env.app.clock.now() - chrono::Duration::minutes(5);
@@ -175,11 +168,10 @@ async fn a_worker_runs_the_overseer_and_recovers_a_dead_runners_task() {
     assert!(runners.is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_overseer_at_a_time_holds_the_lease_and_another_takes_over() {
+async fn one_overseer_at_a_time_holds_the_lease_and_another_takes_over(db: Db) {
     use std::sync::atomic::Ordering;
     use taskhost::overseer::Overseer;
-    let env = Env::new(&[]).await;
+    let env = Env::on(db, &[]).await;
     let cfg = OverseerConfig { lease_ttl: Duration::from_millis(300), ..Default::default() };
     let a = Overseer::new(env.app.store.clone(), env.app.clock.clone(), cfg.clone());
     let b = Overseer::new(env.app.store.clone(), env.app.clock.clone(), cfg);
@@ -202,3 +194,14 @@ async fn one_overseer_at_a_time_holds_the_lease_and_another_takes_over() {
     stop_b.send(true).expect("stop b");
     run_b.await.expect("b stopped");
 }
+
+on_every_database!(
+    a_runner_with_a_stale_heartbeat_is_timed_out_and_its_task_retried,
+    a_runner_whose_process_is_gone_from_this_host_is_timed_out_at_once,
+    a_runner_of_the_same_host_name_in_another_pid_namespace_is_not_judged_by_its_pid,
+    a_run_past_its_run_timeout_is_timed_out_and_retried,
+    timeouts_past_max_retries_make_a_dead_letter,
+    rotation_deletes_old_successful_tasks_and_keeps_the_rest,
+    a_worker_runs_the_overseer_and_recovers_a_dead_runners_task,
+    one_overseer_at_a_time_holds_the_lease_and_another_takes_over,
+);

@@ -34,3 +34,29 @@ async fn an_unreachable_server_is_a_clear_error() {
         .to_string();
     assert!(err.contains("cannot connect"), "{err}");
 }
+
+#[tokio::test]
+async fn tasks_can_be_queued_inside_the_callers_own_transaction() {
+    use taskhost::model::NewTask;
+    use taskhost::store::postgres::PostgresStore;
+    let scratch = common::postgres_scratch().await;
+    let store = PostgresStore::connect(&scratch, &StoreOptions::default()).await.expect("connect");
+    taskhost::store::Store::migrate(&store).await.expect("migrate");
+    let shared: SharedStore = std::sync::Arc::new(store.clone());
+    suite::tasks_queued_in_the_callers_transaction_share_its_fate(shared, |commit| {
+        let store = store.clone();
+        async move {
+            let mut tx = store.pool().begin().await.expect("begin");
+            let added = PostgresStore::add_tasks_in(&mut tx, &[NewTask::new("mail", "{}")], chrono::Utc::now())
+                .await
+                .expect("add");
+            if commit {
+                tx.commit().await.expect("commit")
+            } else {
+                tx.rollback().await.expect("rollback")
+            }
+            added[0].id
+        }
+    })
+    .await;
+}

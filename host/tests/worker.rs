@@ -1,8 +1,9 @@
-//! End to end on SQLite: tasks queued, claimed by a worker, run in the sandbox, written back.
+//! End to end (on SQLite, and the tests on a manual clock on every database): tasks queued, claimed
+//! by a worker, run in the sandbox, written back.
 
 mod common;
 
-use common::{drain_config, Env};
+use common::{drain_config, Db, Env};
 use taskhost::clock::Clock;
 use taskhost::model::{NewTask, RunStatus, TaskFilter};
 use taskhost::runner::{ExitReason, WorkerConfig};
@@ -88,9 +89,8 @@ async fn a_worker_without_the_handler_leaves_its_task_queued() {
     assert_eq!(runs[0].status, RunStatus::Scheduled);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_handler_error_is_retried_with_backoff_until_max_retries() {
-    let (env, clock) = Env::manual(&["fail"]).await;
+async fn a_handler_error_is_retried_with_backoff_until_max_retries(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["fail"]).await;
     let id = env.app.client.add(NewTask::new("fail", "{}").with_max_retries(3)).await.expect("add").id;
     let mut cfg = drain_config();
     cfg.backoff.jitter = 0.0;
@@ -126,9 +126,8 @@ async fn a_non_retryable_handler_error_stops_at_once() {
     assert!(task.gave_up_on.is_some());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_task_that_succeeds_on_a_later_attempt_resets_its_failure_count() {
-    let (env, clock) = Env::manual(&["fail-until"]).await;
+async fn a_task_that_succeeds_on_a_later_attempt_resets_its_failure_count(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["fail-until"]).await;
     let id = env.app.client.add(NewTask::new("fail-until", r#"{"succeed_on_attempt": 3}"#)).await.expect("add").id;
     let mut cfg = drain_config();
     cfg.backoff.jitter = 0.0;
@@ -237,9 +236,8 @@ async fn claims_respect_queues_and_priority() {
     assert_eq!(run_of(mail).await.status, RunStatus::Success);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_scheduled_task_waits_for_its_time() {
-    let (env, clock) = Env::manual(&["echo"]).await;
+async fn a_scheduled_task_waits_for_its_time(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["echo"]).await;
     let at = clock.now() + chrono::Duration::minutes(5);
     let id = env.app.client.add(NewTask::new("echo", "{}").with_scheduled_on(at)).await.expect("add").id;
     assert_eq!(env.drain(drain_config()).await.runs_finished, 0);
@@ -308,3 +306,10 @@ async fn progress_and_partial_results_are_visible_while_the_run_is_running() {
     assert_eq!(runs[0].status, RunStatus::Timeout);
     assert_eq!(runs[0].percents_completed, 60, "progress stays on the run");
 }
+
+// On a manual clock, on every database.
+on_every_database!(
+    a_handler_error_is_retried_with_backoff_until_max_retries,
+    a_task_that_succeeds_on_a_later_attempt_resets_its_failure_count,
+    a_scheduled_task_waits_for_its_time,
+);

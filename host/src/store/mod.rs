@@ -1,7 +1,12 @@
-//! Persistence: one [`Store`] trait, one implementation per database.
+//! Persistence: one [`Store`] trait, implemented once ([`shared::SqlStore`]) over a small
+//! part per database ([`dialect::Dialect`]: `sqlite.rs`, `postgres.rs`, `mysql.rs`).
 //!
-//! All SQL lives in the backend files (`sqlite.rs`, ...). The store knows nothing of wasmtime;
-//! retry decisions are made by the caller ([`crate::retry`]) and handed in as [`NextStep`]s.
+//! All SQL lives here. Statements shared by every database are written once, in PostgreSQL's
+//! spelling, and each database's part renders them ([`sql`]); that part holds only what truly
+//! differs: adding tasks, the claim, the batched write of successes, wake-ups. The tables are
+//! described once in [`schema`] and each database's migrations are checked against it. The
+//! store knows nothing of wasmtime; retry decisions are made by the caller ([`crate::retry`])
+//! and handed in as [`NextStep`]s.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,10 +17,18 @@ use chrono::{DateTime, Utc};
 use crate::error::{Error, Result};
 use crate::model::*;
 
+mod connect;
+pub mod dialect;
 pub mod mysql;
 pub mod postgres;
+pub(crate) mod rows;
 pub mod schema;
+pub mod shared;
+pub mod sql;
 pub mod sqlite;
+
+use connect::first_connection;
+pub use connect::redact;
 
 /// Which database a store talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +114,8 @@ pub trait Store: Send + Sync + 'static {
         now: DateTime<Utc>,
         default_timeout: Duration,
     ) -> Result<Vec<ClaimedRun>>;
+    /// Progress of running runs, in order: a later report of a run overrides an earlier one;
+    /// a run no longer running is left as it is.
     async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()>;
     /// Write finished runs and update their tasks, in one transaction. A run that is no longer
     /// `running` (timed out meanwhile) is left as it is.
@@ -159,145 +174,8 @@ pub trait Store: Send + Sync + 'static {
 
 pub type SharedStore = Arc<dyn Store>;
 
-/// Parse a status column.
-pub(crate) fn status<T: std::str::FromStr<Err = UnknownStatus>>(table: &'static str, s: &str) -> Result<T> {
-    s.parse().map_err(|e: UnknownStatus| Error::CorruptRow { table, reason: e.to_string() })
-}
-
-/// A BIGINT count or number as u32 (negative → 0).
-/// The outcome of the statement that replays a dead letter (rows updated); a unique-key clash
-/// means another unfinished task holds the key.
-pub(crate) fn replayed(id: TaskId, r: std::result::Result<u64, sqlx::Error>) -> Result<u64> {
-    match r {
-        Ok(n) => Ok(n),
-        Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
-            Err(Error::CannotRetry { id, reason: "another unfinished task holds the same unique key".into() })
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Why a task the replay did not update cannot be replayed.
-pub(crate) fn not_replayable(id: TaskId, task: Option<Task>) -> Error {
-    match task {
-        None => Error::TaskNotFound(id),
-        Some(t) => Error::CannotRetry {
-            id,
-            reason: format!("it is {} and not a dead letter (only tasks given up on can be replayed)", t.last_status),
-        },
-    }
-}
-
-/// When a run claimed at `now` times out: its task's run timeout (seconds), else the default.
-pub(crate) fn timeout_on(now: DateTime<Utc>, run_timeout_secs: Option<i64>, default: Duration) -> DateTime<Utc> {
-    let timeout = run_timeout_secs.map(|s| Duration::from_secs(s.max(0) as u64)).unwrap_or(default);
-    let timeout = chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::days(36500));
-    now.checked_add_signed(timeout).unwrap_or(now)
-}
-
 /// The handlers a runner serves: name → sha256 of the component.
 pub type Served = std::collections::BTreeMap<String, String>;
-
-/// A runner's `handlers` column: a JSON object of name → digest.
-pub(crate) fn handlers_of(text: Option<String>) -> Option<Served> {
-    text.and_then(|t| serde_json::from_str(&t).ok())
-}
-
-pub(crate) fn served_json(handlers: &Served) -> Result<String> {
-    serde_json::to_string(handlers).map_err(|e| Error::invalid("handlers", e.to_string()))
-}
-
-/// The message of a task given up because no live worker serves its handler.
-pub(crate) const UNSERVED: &str = "no live worker has served this handler for the overseer's horizon";
-
-#[cfg(test)]
-mod tests {
-    use super::redact;
-
-    #[test]
-    fn passwords_are_masked_wherever_they_stand() {
-        assert_eq!(redact("postgres://u:pw@h:5432/db"), "postgres://u:***@h:5432/db");
-        assert_eq!(redact("postgres://u:p/w?x#y@h/db"), "postgres://u:***@h/db");
-        assert_eq!(
-            redact("postgres://u@h/db?password=s3cret&sslmode=off"),
-            "postgres://u@h/db?password=***&sslmode=off"
-        );
-        assert_eq!(redact("sqlite://queue.db"), "sqlite://queue.db");
-        assert!(!redact("foo://u:sekrit@host/db").contains("sekrit"));
-    }
-}
-
-pub(crate) fn n32(v: i64) -> u32 {
-    v.clamp(0, u32::MAX as i64) as u32
-}
-
-/// Row decoders for backends with native time types (PostgreSQL, MySQL): the same columns,
-/// BIGINT integers, `DateTime<Utc>` times. Text is read unchecked: MySQL reports the
-/// binary-collated (case-sensitive) VARCHARs as VARBINARY, though they hold UTF-8 text.
-macro_rules! native_row_decoders {
-    ($row:ty) => {
-        fn task_from_row(r: &$row) -> Result<Task> {
-            const T: &str = "task_queue";
-            Ok(Task {
-                id: r.try_get("id")?,
-                queued_on: r.try_get("queued_on")?,
-                queued_by: r.try_get_unchecked("queued_by_id")?,
-                scheduled_on: r.try_get("scheduled_on")?,
-                handler: r.try_get_unchecked("task_handler_class")?,
-                data: r.try_get_unchecked("task_data")?,
-                last_status: status(T, &r.try_get_unchecked::<String, _>("last_status")?)?,
-                max_retries: n32(r.try_get("max_retries")?),
-                task_runs_failed: n32(r.try_get("task_runs_failed")?),
-                queue: r.try_get_unchecked("queue")?,
-                priority: r.try_get::<i64, _>("priority")?.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
-                unique_key: r.try_get_unchecked("unique_key")?,
-                run_timeout_secs: r.try_get("run_timeout")?,
-                backoff: BackoffSettings {
-                    base_ms: r.try_get("backoff_base_ms")?,
-                    max_ms: r.try_get("backoff_max_ms")?,
-                },
-                gave_up_on: r.try_get("gave_up_on")?,
-            })
-        }
-
-        fn run_from_row(r: &$row) -> Result<Run> {
-            const T: &str = "task_runs";
-            Ok(Run {
-                id: r.try_get("id")?,
-                task_id: r.try_get("task_queue_id")?,
-                attempt: n32(r.try_get("attempt")?),
-                created_on: r.try_get("created_on")?,
-                started_on: r.try_get("started_on")?,
-                percents_completed: r.try_get::<i64, _>("percents_completed")?.clamp(0, 100) as u8,
-                finished_on: r.try_get("finished_on")?,
-                results: r.try_get_unchecked("results")?,
-                status: status(T, &r.try_get_unchecked::<String, _>("status")?)?,
-                error_code: r.try_get_unchecked("error_code")?,
-                error_message: r.try_get_unchecked("error_message")?,
-                runner_id: r.try_get("task_runner_id")?,
-                duration_ms: r.try_get("duration_ms")?,
-                component_digest: r.try_get_unchecked("component_digest")?,
-                fuel_used: r.try_get("fuel_used")?,
-                logs: r.try_get_unchecked("logs")?,
-            })
-        }
-
-        fn runner_from_row(r: &$row) -> Result<Runner> {
-            const T: &str = "task_runners";
-            Ok(Runner {
-                id: r.try_get("id")?,
-                process_id: n32(r.try_get("process_id")?),
-                host_name: r.try_get_unchecked("host_name")?,
-                started_on: r.try_get("started_on")?,
-                finished_on: r.try_get("finished_on")?,
-                status: status(T, &r.try_get_unchecked::<String, _>("status")?)?,
-                heartbeat_on: r.try_get("heartbeat_on")?,
-                handlers: $crate::store::handlers_of(r.try_get_unchecked::<Option<String>, _>("handlers")?),
-            })
-        }
-    };
-}
-pub(crate) use native_row_decoders;
 
 /// Options for opening a store.
 #[derive(Debug, Clone)]
@@ -317,78 +195,6 @@ impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions { migrate: true, max_connections: 4, connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT }
     }
-}
-
-/// A database URL without its password, for messages and logs: the password between `:` and
-/// the last `@` (even one holding `/`, `?` or `#`) and any `password=` parameter are masked.
-pub fn redact(url: &str) -> String {
-    let (scheme, rest) = match url.split_once("://") {
-        Some(parts) => parts,
-        None => ("", url),
-    };
-    let prefix = if scheme.is_empty() { String::new() } else { format!("{scheme}://") };
-    let (creds, tail) = match rest.rfind('@') {
-        Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
-        None => (None, rest),
-    };
-    let creds = match creds {
-        Some(c) => match c.split_once(':') {
-            Some((user, _)) => format!("{user}:***@"),
-            None => format!("{c}@"),
-        },
-        None => String::new(),
-    };
-    // Query parameters: password=… (and anything after it up to the next &) masked.
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let query: Vec<String> = query
-                .split('&')
-                .map(|kv| match kv.split_once('=') {
-                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                    _ => kv.to_string(),
-                })
-                .collect();
-            format!("{path}?{}", query.join("&"))
-        }
-        None => tail.to_string(),
-    };
-    format!("{prefix}{creds}{tail}")
-}
-
-/// Open a first connection to a server, within `timeout`, so that a server that is down, an
-/// unknown host or wrong credentials are each told apart at once.
-pub(crate) async fn first_connection<C: sqlx::Connection>(
-    url: &str,
-    options: &C::Options,
-    timeout: Duration,
-) -> Result<()> {
-    match tokio::time::timeout(timeout, C::connect_with(options)).await {
-        Ok(Ok(conn)) => {
-            let _ = conn.close().await;
-            Ok(())
-        }
-        Ok(Err(e)) => Err(connect_error(url, &e)),
-        Err(_) => Err(Error::Connect {
-            url: redact(url),
-            reason: format!("no answer within {} (--connect-timeout)", humantime::format_duration(timeout)),
-        }),
-    }
-}
-
-fn connect_error(url: &str, e: &sqlx::Error) -> Error {
-    let reason = match e {
-        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-            "connection refused: no server is listening there".to_string()
-        }
-        sqlx::Error::Io(io) if io.to_string().contains("lookup") => format!("unknown host ({io})"),
-        sqlx::Error::Database(db) => match db.code().as_deref() {
-            Some("28P01") | Some("28000") | Some("1045") => format!("authentication failed: {}", db.message()),
-            Some("3D000") | Some("1049") => format!("no such database: {}", db.message()),
-            _ => db.message().to_string(),
-        },
-        other => other.to_string(),
-    };
-    Error::Connect { url: redact(url), reason }
 }
 
 /// Open the store a URL names: `sqlite://PATH`, `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` or

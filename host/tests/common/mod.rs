@@ -84,6 +84,18 @@ impl Env {
         Self::build(plugins, clock, None).await
     }
 
+    /// On `db` (a fresh SQLite file, PostgreSQL schema or MariaDB database), with the real clock.
+    pub async fn on(db: Db, plugins: &[&str]) -> Env {
+        Self::build(plugins, Arc::new(SystemClock), db.scratch().await).await
+    }
+
+    /// On `db`, with a manual clock starting now.
+    pub async fn manual_on(db: Db, plugins: &[&str]) -> (Env, ManualClock) {
+        use chrono::SubsecRound;
+        let clock = ManualClock::new(chrono::Utc::now().trunc_subsecs(6));
+        (Self::build(plugins, Arc::new(clock.clone()), db.scratch().await).await, clock)
+    }
+
     /// On PostgreSQL (a fresh schema in database `test`) instead of a SQLite file.
     pub async fn postgres(plugins: &[&str]) -> Env {
         Self::build(plugins, Arc::new(SystemClock), Some(postgres_scratch().await)).await
@@ -148,6 +160,46 @@ impl Env {
     pub async fn drain(&self, cfg: WorkerConfig) -> WorkerReport {
         drain_app(&self.app, cfg).await
     }
+}
+
+/// The databases a test may run on; [`on_every_database!`] runs a test on each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Db {
+    Sqlite,
+    Postgres,
+    MySql,
+}
+
+impl Db {
+    /// A scratch database on the server (None: SQLite, a file in the test's directory).
+    async fn scratch(self) -> Option<ScratchDb> {
+        match self {
+            Db::Sqlite => None,
+            Db::Postgres => Some(postgres_scratch().await),
+            Db::MySql => Some(mysql_scratch().await),
+        }
+    }
+}
+
+/// `on_every_database!(test_a, test_b)`: each `async fn test_a(db: Db)` as three tests,
+/// `sqlite::test_a`, `postgres::test_a` and `mysql::test_a`.
+#[macro_export]
+macro_rules! on_every_database {
+    ($($name:ident),* $(,)?) => {
+        $crate::on_every_database!(@db sqlite, Sqlite, $($name),*);
+        $crate::on_every_database!(@db postgres, Postgres, $($name),*);
+        $crate::on_every_database!(@db mysql, MySql, $($name),*);
+    };
+    (@db $module:ident, $db:ident, $($name:ident),*) => {
+        mod $module {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::common::Db::$db).await
+                }
+            )*
+        }
+    };
 }
 
 /// A scratch schema (PostgreSQL) or database (MariaDB/MySQL) made for one test, dropped when

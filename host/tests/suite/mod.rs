@@ -2,6 +2,9 @@
 //! `store_suite!(open_expression)` with an async expression that opens a fresh, empty store.
 #![allow(dead_code)]
 
+mod reads_and_upkeep;
+pub use reads_and_upkeep::*;
+
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -432,6 +435,14 @@ macro_rules! store_suite {
         case!(rotation_deletes_only_old_successes_in_batches);
         case!(a_lease_has_one_holder_until_it_expires);
         case!(a_run_put_back_is_scheduled_again_uncounted);
+        case!(tasks_are_listed_by_status_queue_handler_and_death_oldest_first);
+        case!(progress_counts_while_running_and_not_after_the_end);
+        case!(due_work_counts_due_running_and_retry_awaiting_tasks_of_the_handlers);
+        case!(long_texts_are_stored_whole);
+        case!(runners_beat_finish_and_are_seen);
+        case!(due_tasks_nobody_serves_are_given_up);
+        case!(failed_tasks_are_planned_once);
+        case!(a_late_outcome_of_a_run_put_back_is_ignored);
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_claims_never_share_a_run() {

@@ -1,0 +1,94 @@
+//! Opening a connection to a server, and naming a URL without its password.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// A database URL without its password, for messages and logs: the password between `:` and
+/// the last `@` (even one holding `/`, `?` or `#`) and any `password=` parameter are masked.
+pub fn redact(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some(parts) => parts,
+        None => ("", url),
+    };
+    let prefix = if scheme.is_empty() { String::new() } else { format!("{scheme}://") };
+    let (creds, tail) = match rest.rfind('@') {
+        Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
+        None => (None, rest),
+    };
+    let creds = match creds {
+        Some(c) => match c.split_once(':') {
+            Some((user, _)) => format!("{user}:***@"),
+            None => format!("{c}@"),
+        },
+        None => String::new(),
+    };
+    // Query parameters: password=… (and anything after it up to the next &) masked.
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    _ => kv.to_string(),
+                })
+                .collect();
+            format!("{path}?{}", query.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{prefix}{creds}{tail}")
+}
+
+/// Open a first connection to a server, within `timeout`, so that a server that is down, an
+/// unknown host or wrong credentials are each told apart at once.
+pub(super) async fn first_connection<C: sqlx::Connection>(
+    url: &str,
+    options: &C::Options,
+    timeout: Duration,
+) -> Result<()> {
+    match tokio::time::timeout(timeout, C::connect_with(options)).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            Ok(())
+        }
+        Ok(Err(e)) => Err(connect_error(url, &e)),
+        Err(_) => Err(Error::Connect {
+            url: redact(url),
+            reason: format!("no answer within {} (--connect-timeout)", humantime::format_duration(timeout)),
+        }),
+    }
+}
+
+fn connect_error(url: &str, e: &sqlx::Error) -> Error {
+    let reason = match e {
+        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            "connection refused: no server is listening there".to_string()
+        }
+        sqlx::Error::Io(io) if io.to_string().contains("lookup") => format!("unknown host ({io})"),
+        sqlx::Error::Database(db) => match db.code().as_deref() {
+            Some("28P01") | Some("28000") | Some("1045") => format!("authentication failed: {}", db.message()),
+            Some("3D000") | Some("1049") => format!("no such database: {}", db.message()),
+            _ => db.message().to_string(),
+        },
+        other => other.to_string(),
+    };
+    Error::Connect { url: redact(url), reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_are_masked_wherever_they_stand() {
+        assert_eq!(redact("postgres://u:pw@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(redact("postgres://u:p/w?x#y@h/db"), "postgres://u:***@h/db");
+        assert_eq!(
+            redact("postgres://u@h/db?password=s3cret&sslmode=off"),
+            "postgres://u@h/db?password=***&sslmode=off"
+        );
+        assert_eq!(redact("sqlite://queue.db"), "sqlite://queue.db");
+        assert!(!redact("foo://u:sekrit@host/db").contains("sekrit"));
+    }
+}

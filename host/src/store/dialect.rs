@@ -1,0 +1,277 @@
+//! The small part of the store each database writes for itself.
+//!
+//! Everything else (reads, decoding, replay, runners and heartbeats, leases, time-outs,
+//! retries, rotation) is written once in [`super::shared`], over this trait. A [`Dialect`] holds
+//! the connection pool and gives:
+//! - plumbing: transactions, and running a shared statement ([`super::sql`]) with its arguments;
+//! - what truly differs between databases: adding tasks (one with a unique key, many in bulk),
+//!   the claim, the batched write of successful runs, and wake-ups;
+//! - defaults a database may replace with something faster (progress in one statement, adding
+//!   one task without a transaction).
+
+use std::future::Future;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::sql::{args, Arg, RUNNING};
+use super::Backend;
+use crate::error::{Error, Result};
+use crate::model::*;
+
+/// A row as the shared code reads it: each column by name, NULL as `None`.
+pub trait Cells {
+    fn int(&self, col: &str) -> Result<Option<i64>>;
+    fn text(&self, col: &str) -> Result<Option<String>>;
+    fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>>;
+}
+
+/// A claim, as the worker asks for it.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimRequest<'a> {
+    pub runner: RunnerId,
+    pub queues: &'a [String],
+    /// Only tasks of these handlers (None: any).
+    pub handlers: Option<&'a [String]>,
+    pub limit: u32,
+    pub now: DateTime<Utc>,
+    /// For tasks without their own run timeout.
+    pub default_timeout: Duration,
+}
+
+impl ClaimRequest<'_> {
+    /// Whether nothing can be claimed (no room, no queue, no handler).
+    pub fn is_empty(&self) -> bool {
+        self.limit == 0 || self.queues.is_empty() || self.handlers.is_some_and(|h| h.is_empty())
+    }
+}
+
+/// A write transaction (on SQLite, with this process's write lock held while it lasts).
+pub struct Tx<DB: sqlx::Database> {
+    pub(crate) tx: sqlx::Transaction<'static, DB>,
+    pub(crate) _writing: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl<DB: sqlx::Database> Tx<DB> {
+    pub fn new(tx: sqlx::Transaction<'static, DB>, writing: Option<tokio::sync::OwnedMutexGuard<()>>) -> Self {
+        Tx { tx, _writing: writing }
+    }
+}
+
+/// A dialect's connection type.
+pub type ConnOf<D> = <<D as Plumbing>::Db as sqlx::Database>::Connection;
+/// A dialect's transaction type.
+pub type TxOf<D> = Tx<<D as Plumbing>::Db>;
+
+/// Running a shared statement through sqlx: the same on every database but for the types, so
+/// written once, in [`sqlx_plumbing!`]. Each database gives only `bind`, which spells the
+/// statement its way ([`super::sql::render`]) and binds its arguments.
+#[async_trait]
+pub trait Plumbing: Send + Sync + 'static {
+    type Db: sqlx::Database;
+    type Row: Cells + Send + Sync;
+
+    async fn commit(&self, tx: TxOf<Self>) -> Result<()>;
+    /// Roll back at once. (A transaction merely dropped is rolled back too, but only when its
+    /// connection next goes back to the pool: until then its locks, and on SQLite the write
+    /// lock, stay held.)
+    async fn rollback(&self, tx: TxOf<Self>) -> Result<()>;
+    /// Run a shared statement on `tx` (None: on a pooled connection); rows changed.
+    async fn exec(&self, tx: Option<&mut TxOf<Self>>, sql: &str, args: &[Arg<'_>]) -> Result<u64>;
+    async fn rows(&self, tx: Option<&mut TxOf<Self>>, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Self::Row>>;
+}
+
+/// `sqlx_plumbing!(Dialect, Database)`: [`Plumbing`] for a dialect that has a `pool` field,
+/// with a `bind(sql, args) -> Result<(String, Arguments)>` function in scope.
+macro_rules! sqlx_plumbing {
+    ($dialect:ty, $db:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::dialect::Plumbing for $dialect {
+            type Db = $db;
+            type Row = <$db as sqlx::Database>::Row;
+
+            async fn commit(&self, tx: $crate::store::dialect::Tx<$db>) -> $crate::Result<()> {
+                Ok(tx.tx.commit().await?)
+            }
+
+            async fn rollback(&self, tx: $crate::store::dialect::Tx<$db>) -> $crate::Result<()> {
+                Ok(tx.tx.rollback().await?)
+            }
+
+            async fn exec(
+                &self,
+                tx: Option<&mut $crate::store::dialect::Tx<$db>>,
+                sql: &str,
+                args: &[$crate::store::sql::Arg<'_>],
+            ) -> $crate::Result<u64> {
+                let (sql, args) = bind(sql, args)?;
+                let q = sqlx::query_with(&sql, args);
+                let done = match tx {
+                    Some(tx) => q.execute(&mut *tx.tx).await?,
+                    None => q.execute(&self.pool).await?,
+                };
+                Ok(done.rows_affected())
+            }
+
+            async fn rows(
+                &self,
+                tx: Option<&mut $crate::store::dialect::Tx<$db>>,
+                sql: &str,
+                args: &[$crate::store::sql::Arg<'_>],
+            ) -> $crate::Result<Vec<Self::Row>> {
+                let (sql, args) = bind(sql, args)?;
+                let q = sqlx::query_with(&sql, args);
+                Ok(match tx {
+                    Some(tx) => q.fetch_all(&mut *tx.tx).await?,
+                    None => q.fetch_all(&self.pool).await?,
+                })
+            }
+        }
+    };
+}
+pub(crate) use sqlx_plumbing;
+
+#[async_trait]
+pub trait Dialect: Plumbing {
+    const BACKEND: Backend;
+    /// Ends a SELECT of rows about to be changed, so that concurrent writers skip each other's
+    /// rows (nothing on SQLite, whose write transactions exclude each other).
+    const SKIP_LOCKED: &'static str;
+    /// Ends a SELECT of rows about to be changed, waiting for other writers' locks.
+    const FOR_UPDATE: &'static str;
+    /// Tasks per statement when adding in bulk (MySQL: 11 placeholders a task, 65,535 at most).
+    const ADD_CHUNK: usize;
+    /// Whether `INSERT … RETURNING id` works (else `LAST_INSERT_ID()` is read after it).
+    const RETURNING: bool = true;
+
+    async fn migrate(&self) -> Result<()>;
+    async fn begin(&self) -> Result<TxOf<Self>>;
+
+    fn conn(tx: &mut TxOf<Self>) -> &mut ConnOf<Self> {
+        &mut tx.tx
+    }
+
+    /// Run a shared `INSERT` of one row into a table with an `id` column; the new id.
+    async fn insert(&self, tx: Option<&mut TxOf<Self>>, sql: &str, args: &[Arg<'_>]) -> Result<i64> {
+        let found = if Self::RETURNING {
+            self.rows(tx, &format!("{sql} RETURNING id"), args).await?
+        } else {
+            let Some(tx) = tx else {
+                return Err(Error::invalid("insert", "on this database an insert needs a transaction"));
+            };
+            self.exec(Some(&mut *tx), sql, args).await?;
+            self.rows(Some(tx), "SELECT LAST_INSERT_ID() AS id", &[]).await?
+        };
+        match found.first().map(|r| r.int("id")).transpose()?.flatten() {
+            Some(id) => Ok(id),
+            None => Err(Error::invalid("insert", "no id came back")),
+        }
+    }
+
+    /// Whether a failed transaction should be run again from the start (a deadlock).
+    fn is_deadlock(e: &Error) -> bool {
+        let _ = e;
+        false
+    }
+
+    /// Queue one task with its first run; a task with an unfinished task's unique key is not
+    /// added, and that task is returned.
+    async fn add_one(conn: &mut ConnOf<Self>, task: &NewTask, now: DateTime<Utc>) -> Result<Added>;
+    /// Queue tasks without unique keys with their first runs; ids in input order.
+    async fn add_bulk(conn: &mut ConnOf<Self>, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>>;
+
+    /// Claim up to `limit` due scheduled runs atomically, in claim order (priority, then due
+    /// time, then id).
+    async fn claim(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>>;
+    /// Write these successful runs and their tasks, leaving any run no longer running as it is.
+    async fn finish_successes(&self, tx: &mut TxOf<Self>, ok: &[&RunOutcome]) -> Result<()>;
+
+    /// Queue tasks in one transaction.
+    async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
+        add_tasks_in_tx(self, tasks, now).await
+    }
+
+    /// [`Dialect::finish_successes`] when the batch holds nothing else, in a transaction of its own.
+    async fn finish_successes_alone(&self, ok: &[&RunOutcome]) -> Result<()> {
+        retrying::<Self, _, _, _>(|| async {
+            let mut tx = self.begin().await?;
+            self.finish_successes(&mut tx, ok).await?;
+            self.commit(tx).await
+        })
+        .await
+    }
+
+    /// Progress of running runs, in one transaction.
+    async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()> {
+        let sql = format!(
+            "UPDATE task_runs SET percents_completed = coalesce($2, percents_completed),
+                 results = coalesce($3, results)
+             WHERE id = $1 AND status = {RUNNING}"
+        );
+        let mut tx = self.begin().await?;
+        for u in updates {
+            self.exec(Some(&mut tx), &sql, args![u.run_id, u.percent.map(i64::from), &u.results]).await?;
+        }
+        self.commit(tx).await
+    }
+
+    /// A channel woken soon after tasks are added anywhere; None: poll only.
+    async fn wakeups(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>> {
+        Ok(None)
+    }
+}
+
+/// Queue validated tasks on `conn`: one by one when any has a unique key (each may clash),
+/// else in bulk statements of [`Dialect::ADD_CHUNK`].
+pub async fn add_tasks_in<D: Dialect + ?Sized>(
+    conn: &mut ConnOf<D>,
+    tasks: &[NewTask],
+    now: DateTime<Utc>,
+) -> Result<Vec<Added>> {
+    let mut out = Vec::with_capacity(tasks.len());
+    if tasks.len() == 1 || tasks.iter().any(|t| t.unique_key.is_some()) {
+        for t in tasks {
+            out.push(D::add_one(conn, t, now).await?);
+        }
+        return Ok(out);
+    }
+    for chunk in tasks.chunks(D::ADD_CHUNK) {
+        out.extend(D::add_bulk(conn, chunk, now).await?);
+    }
+    Ok(out)
+}
+
+/// Queue tasks in a transaction of their own.
+pub async fn add_tasks_in_tx<D: Dialect + ?Sized>(db: &D, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
+    retrying::<D, _, _, _>(|| async {
+        let mut tx = db.begin().await?;
+        let added = add_tasks_in::<D>(D::conn(&mut tx), tasks, now).await?;
+        db.commit(tx).await?;
+        Ok(added)
+    })
+    .await
+}
+
+/// Deadlocked transactions are run again this many times.
+const DEADLOCK_RETRIES: u32 = 8;
+
+/// Run the transaction `f` makes, again from the start after a deadlock.
+pub async fn retrying<D, T, F, Fut>(mut f: F) -> Result<T>
+where
+    D: Dialect + ?Sized,
+    F: FnMut() -> Fut + Send,
+    Fut: Future<Output = Result<T>> + Send,
+{
+    let mut attempt = 0;
+    loop {
+        match f().await {
+            Err(e) if attempt < DEADLOCK_RETRIES && D::is_deadlock(&e) => {
+                attempt += 1;
+                tracing::debug!(attempt, "deadlock, trying again: {e}");
+                tokio::time::sleep(Duration::from_millis(2u64 << attempt.min(6))).await;
+            }
+            other => return other,
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Rows read into records, once for every database (each gives its columns as [`Cells`]).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::dialect::Cells;
+use super::RetryCandidate;
+use crate::error::{Error, Result};
+use crate::model::*;
+
+const TASKS: &str = "task_queue";
+const RUNS: &str = "task_runs";
+const RUNNERS: &str = "task_runners";
+
+fn need<T>(table: &'static str, col: &str, v: Option<T>) -> Result<T> {
+    v.ok_or_else(|| Error::CorruptRow { table, reason: format!("{col} is NULL") })
+}
+
+fn int(r: &impl Cells, table: &'static str, col: &str) -> Result<i64> {
+    need(table, col, r.int(col)?)
+}
+
+/// A count or number as u32 (negative → 0).
+pub(crate) fn n32(v: i64) -> u32 {
+    v.clamp(0, u32::MAX as i64) as u32
+}
+
+fn text(r: &impl Cells, table: &'static str, col: &str) -> Result<String> {
+    need(table, col, r.text(col)?)
+}
+
+fn time(r: &impl Cells, table: &'static str, col: &str) -> Result<DateTime<Utc>> {
+    need(table, col, r.time(col)?)
+}
+
+fn status<T: FromStr<Err = UnknownStatus>>(r: &impl Cells, table: &'static str, col: &str) -> Result<T> {
+    text(r, table, col)?.parse().map_err(|e: UnknownStatus| Error::CorruptRow { table, reason: e.to_string() })
+}
+
+fn backoff(r: &impl Cells) -> Result<BackoffSettings> {
+    Ok(BackoffSettings { base_ms: r.int("backoff_base_ms")?, max_ms: r.int("backoff_max_ms")? })
+}
+
+pub fn task(r: &impl Cells) -> Result<Task> {
+    Ok(Task {
+        id: int(r, TASKS, "id")?,
+        queued_on: time(r, TASKS, "queued_on")?,
+        queued_by: r.text("queued_by_id")?,
+        scheduled_on: time(r, TASKS, "scheduled_on")?,
+        handler: text(r, TASKS, "task_handler_class")?,
+        data: text(r, TASKS, "task_data")?,
+        last_status: status(r, TASKS, "last_status")?,
+        max_retries: n32(int(r, TASKS, "max_retries")?),
+        task_runs_failed: n32(int(r, TASKS, "task_runs_failed")?),
+        queue: text(r, TASKS, "queue")?,
+        priority: int(r, TASKS, "priority")?.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
+        unique_key: r.text("unique_key")?,
+        run_timeout_secs: r.int("run_timeout")?,
+        backoff: backoff(r)?,
+        gave_up_on: r.time("gave_up_on")?,
+    })
+}
+
+pub fn run(r: &impl Cells) -> Result<Run> {
+    Ok(Run {
+        id: int(r, RUNS, "id")?,
+        task_id: int(r, RUNS, "task_queue_id")?,
+        attempt: n32(int(r, RUNS, "attempt")?),
+        created_on: time(r, RUNS, "created_on")?,
+        started_on: r.time("started_on")?,
+        percents_completed: int(r, RUNS, "percents_completed")?.clamp(0, 100) as u8,
+        finished_on: r.time("finished_on")?,
+        results: r.text("results")?,
+        status: status(r, RUNS, "status")?,
+        error_code: r.text("error_code")?,
+        error_message: r.text("error_message")?,
+        runner_id: r.int("task_runner_id")?,
+        duration_ms: r.int("duration_ms")?,
+        component_digest: r.text("component_digest")?,
+        fuel_used: r.int("fuel_used")?,
+        logs: r.text("logs")?,
+    })
+}
+
+pub fn runner(r: &impl Cells) -> Result<Runner> {
+    Ok(Runner {
+        id: int(r, RUNNERS, "id")?,
+        process_id: n32(int(r, RUNNERS, "process_id")?),
+        host_name: text(r, RUNNERS, "host_name")?,
+        started_on: time(r, RUNNERS, "started_on")?,
+        finished_on: r.time("finished_on")?,
+        status: status(r, RUNNERS, "status")?,
+        heartbeat_on: time(r, RUNNERS, "heartbeat_on")?,
+        handlers: r.text("handlers")?.and_then(|t| serde_json::from_str(&t).ok()),
+    })
+}
+
+pub fn retry_candidate(r: &impl Cells) -> Result<RetryCandidate> {
+    Ok(RetryCandidate {
+        task_id: int(r, TASKS, "id")?,
+        failures: n32(int(r, TASKS, "task_runs_failed")?),
+        max_retries: n32(int(r, TASKS, "max_retries")?),
+        backoff: backoff(r)?,
+        last_attempt: n32(r.int("last_attempt")?.unwrap_or(0)),
+    })
+}
+
+/// The first column of a one-column row, as an integer.
+pub fn id(r: &impl Cells, col: &str) -> Result<i64> {
+    int(r, TASKS, col)
+}
+
+/// A task a claim has just marked running, before its run is known: the columns every claim
+/// returns (`id`, handler, data, … `priority`, `scheduled_on`).
+#[derive(Debug)]
+pub struct ClaimedTask {
+    pub task_id: TaskId,
+    pub priority: i64,
+    pub scheduled_on: DateTime<Utc>,
+    pub handler: String,
+    pub data: String,
+    pub queued_by: Option<String>,
+    pub max_retries: u32,
+    pub failed: u32,
+    pub backoff: BackoffSettings,
+    pub run_timeout: Option<i64>,
+}
+
+/// The columns of `task_queue` a claim returns, in this order.
+pub const CLAIM_COLUMNS: &str = "id, task_handler_class, task_data, queued_by_id, max_retries, task_runs_failed, \
+                                 run_timeout, backoff_base_ms, backoff_max_ms, priority, scheduled_on";
+
+impl ClaimedTask {
+    pub fn read(r: &impl Cells) -> Result<Self> {
+        Ok(ClaimedTask {
+            task_id: int(r, TASKS, "id")?,
+            priority: int(r, TASKS, "priority")?,
+            scheduled_on: time(r, TASKS, "scheduled_on")?,
+            handler: text(r, TASKS, "task_handler_class")?,
+            data: text(r, TASKS, "task_data")?,
+            queued_by: r.text("queued_by_id")?,
+            max_retries: n32(int(r, TASKS, "max_retries")?),
+            failed: n32(int(r, TASKS, "task_runs_failed")?),
+            backoff: backoff(r)?,
+            run_timeout: r.int("run_timeout")?,
+        })
+    }
+
+    /// Read claimed rows, in claim order (an `UPDATE … RETURNING` returns them in any order).
+    pub fn read_all<R: Cells>(rows: &[R]) -> Result<Vec<Self>> {
+        let mut claimed = rows.iter().map(Self::read).collect::<Result<Vec<_>>>()?;
+        claimed.sort_by_key(|c| (c.priority, c.scheduled_on, c.task_id));
+        Ok(claimed)
+    }
+
+    /// When its run, started at `now`, times out.
+    pub fn timeout_on(&self, now: DateTime<Utc>, default: Duration) -> DateTime<Utc> {
+        timeout_on(now, self.run_timeout, default)
+    }
+
+    pub fn into_run(self, run_id: RunId, attempt: i64, now: DateTime<Utc>, default: Duration) -> ClaimedRun {
+        ClaimedRun {
+            run_id,
+            task_id: self.task_id,
+            attempt: n32(attempt).max(1),
+            timeout_on: self.timeout_on(now, default),
+            handler: self.handler,
+            data: self.data,
+            queued_by: self.queued_by,
+            max_retries: self.max_retries,
+            task_runs_failed: self.failed,
+            backoff: self.backoff,
+            started_on: now,
+        }
+    }
+}
+
+/// When a run started at `now` times out: its task's run timeout (seconds), else the default.
+pub fn timeout_on(now: DateTime<Utc>, run_timeout_secs: Option<i64>, default: Duration) -> DateTime<Utc> {
+    let timeout = run_timeout_secs.map(|s| Duration::from_secs(s.max(0) as u64)).unwrap_or(default);
+    let timeout = chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::days(36500));
+    now.checked_add_signed(timeout).unwrap_or(now)
+}

@@ -1,0 +1,215 @@
+//! The store written once: [`SqlStore`] implements every [`Store`] method over a [`Dialect`].
+//!
+//! Each method is a short function in one of the files here (tasks, runners, runs, upkeep),
+//! generic over the dialect; the database's own file holds only what differs. Every write
+//! that takes more than one statement runs in one transaction, run again after a deadlock
+//! ([`retrying`](super::dialect::retrying)).
+
+mod runners;
+pub(crate) mod runs;
+mod tasks;
+mod upkeep;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::dialect::{ClaimRequest, ConnOf, Dialect, TxOf};
+use super::{Backend, RetryCandidate, RetryPlan, Served, Store};
+use crate::error::Result;
+use crate::model::*;
+
+/// A [`Store`] over one database's [`Dialect`].
+#[derive(Debug, Clone)]
+pub struct SqlStore<D> {
+    db: D,
+}
+
+impl<D: Dialect> SqlStore<D> {
+    pub fn new(db: D) -> Self {
+        SqlStore { db }
+    }
+
+    /// The database's part (its pool, for queueing tasks in a transaction of your own).
+    pub fn dialect(&self) -> &D {
+        &self.db
+    }
+
+    /// Queue validated tasks on the caller's connection or transaction: they are committed
+    /// (or rolled back) with the caller's own writes.
+    pub async fn add_tasks_in(conn: &mut ConnOf<D>, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
+        super::dialect::add_tasks_in::<D>(conn, tasks, now).await
+    }
+}
+
+#[async_trait]
+impl<D: Dialect> Store for SqlStore<D> {
+    fn backend(&self) -> Backend {
+        D::BACKEND
+    }
+
+    async fn migrate(&self) -> Result<()> {
+        self.db.migrate().await
+    }
+
+    async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
+        if tasks.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.db.add_tasks(tasks, now).await
+    }
+
+    async fn get_task(&self, id: TaskId) -> Result<Option<Task>> {
+        tasks::get(&self.db, None, id).await
+    }
+
+    async fn runs_of(&self, task_id: TaskId) -> Result<Vec<Run>> {
+        tasks::runs_of(&self.db, task_id).await
+    }
+
+    async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
+        tasks::list(&self.db, filter).await
+    }
+
+    async fn counts(&self) -> Result<QueueCounts> {
+        tasks::counts(&self.db).await
+    }
+
+    async fn retry_task(&self, id: TaskId, now: DateTime<Utc>) -> Result<RunId> {
+        tasks::replay(&self.db, id, now).await
+    }
+
+    async fn register_runner(&self, pid: u32, host: &str, now: DateTime<Utc>, limit: u32) -> Result<RunnerId> {
+        runners::register(&self.db, pid, host, now, limit).await
+    }
+
+    async fn heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<bool> {
+        runners::heartbeat(&self.db, runner, now).await
+    }
+
+    async fn finish_runner(&self, runner: RunnerId, status: RunnerStatus, now: DateTime<Utc>) -> Result<()> {
+        runners::finish(&self.db, runner, status, now).await
+    }
+
+    async fn live_runners(&self) -> Result<Vec<Runner>> {
+        runners::live(&self.db).await
+    }
+
+    async fn runners_seen_since(&self, since: DateTime<Utc>) -> Result<Vec<Runner>> {
+        runners::seen_since(&self.db, since).await
+    }
+
+    async fn set_runner_handlers(&self, runner: RunnerId, handlers: &Served) -> Result<()> {
+        runners::set_handlers(&self.db, runner, handlers).await
+    }
+
+    async fn claim_for(
+        &self,
+        runner: RunnerId,
+        queues: &[String],
+        handlers: Option<&[String]>,
+        limit: u32,
+        now: DateTime<Utc>,
+        default_timeout: Duration,
+    ) -> Result<Vec<ClaimedRun>> {
+        let req = ClaimRequest { runner, queues, handlers, limit, now, default_timeout };
+        if req.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.db.claim(&req).await
+    }
+
+    async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()> {
+        if updates.is_empty() {
+            return Ok(());
+        }
+        self.db.record_progress(&runs::coalesce_progress(updates)).await
+    }
+
+    async fn finish_runs(&self, outcomes: &[RunOutcome]) -> Result<()> {
+        runs::finish(&self.db, outcomes).await
+    }
+
+    async fn has_due_work_for(
+        &self,
+        queues: &[String],
+        handlers: Option<&[String]>,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        runs::has_due_work(&self.db, queues, handlers, now).await
+    }
+
+    async fn time_out_runners(&self, runners: &[RunnerId], now: DateTime<Utc>) -> Result<u64> {
+        runners::time_out(&self.db, runners, now).await
+    }
+
+    async fn time_out_overdue_runs(&self, cutoff: DateTime<Utc>, now: DateTime<Utc>, limit: u32) -> Result<u64> {
+        runs::time_out_overdue(&self.db, cutoff, now, limit).await
+    }
+
+    async fn put_back(&self, run: RunId, at: DateTime<Utc>) -> Result<bool> {
+        runs::put_back(&self.db, run, at).await
+    }
+
+    async fn running_runs_of(&self, runner: RunnerId) -> Result<Vec<RunId>> {
+        runs::running_of(&self.db, runner).await
+    }
+
+    async fn retry_candidates(&self, limit: u32) -> Result<Vec<RetryCandidate>> {
+        upkeep::retry_candidates(&self.db, limit).await
+    }
+
+    async fn apply_retry_plans(&self, plans: &[RetryPlan], now: DateTime<Utc>) -> Result<()> {
+        upkeep::apply_retry_plans(&self.db, plans, now).await
+    }
+
+    async fn give_up_unserved(
+        &self,
+        served: &[String],
+        due_before: DateTime<Utc>,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64> {
+        upkeep::give_up_unserved(&self.db, served, due_before, now, limit).await
+    }
+
+    async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64> {
+        upkeep::rotate(&self.db, before, batch).await
+    }
+
+    async fn wakeups(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>> {
+        self.db.wakeups().await
+    }
+
+    async fn try_lease(&self, name: &str, holder: &str, now: DateTime<Utc>, ttl: Duration) -> Result<bool> {
+        upkeep::try_lease(&self.db, name, holder, now, ttl).await
+    }
+}
+
+/// Insert a scheduled run of a task; its id.
+async fn insert_run<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    task_id: TaskId,
+    attempt: u32,
+    now: DateTime<Utc>,
+) -> Result<RunId> {
+    let sql = "INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES ($1, $2, $3)";
+    db.insert(Some(tx), sql, super::sql::args![task_id, attempt, now]).await
+}
+
+/// The latest attempt number of a task's runs (0 when it has none).
+async fn last_attempt<D: Dialect>(db: &D, tx: Option<&mut TxOf<D>>, task_id: TaskId) -> Result<u32> {
+    let rows = db
+        .rows(
+            tx,
+            "SELECT coalesce(max(attempt), 0) AS last FROM task_runs WHERE task_queue_id = $1",
+            super::sql::args![task_id],
+        )
+        .await?;
+    Ok(match rows.first() {
+        Some(r) => super::rows::n32(super::rows::id(r, "last")?),
+        None => 0,
+    })
+}

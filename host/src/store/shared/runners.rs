@@ -1,0 +1,107 @@
+//! Runners: registration under a limit, heartbeats, and timing out the dead.
+
+use chrono::{DateTime, Utc};
+
+use super::super::dialect::{retrying, Dialect};
+use super::super::sql::{args, RUNNER_RUNNING, RUNNER_TIMEOUT, RUNNING};
+use super::super::{rows, Served};
+use crate::error::{Error, Result};
+use crate::model::*;
+use crate::sandbox::codes;
+
+/// The `task_leases` row whose lock serializes registrations, so that two runners cannot both
+/// take the last place under the limit (migration 0005 writes it).
+const REGISTRATION: &str = "runner-registration";
+
+/// What a run whose runner died ends with.
+pub const RUNNER_LOST_MESSAGE: &str = "the runner running this run stopped (no heartbeat or process gone)";
+
+pub async fn register<D: Dialect>(db: &D, pid: u32, host: &str, now: DateTime<Utc>, limit: u32) -> Result<RunnerId> {
+    let lock = format!("SELECT name FROM task_leases WHERE name = $1{}", D::FOR_UPDATE);
+    let count = format!("SELECT count(*) AS n FROM task_runners WHERE status = {RUNNER_RUNNING}");
+    let insert = format!(
+        "INSERT INTO task_runners (process_id, host_name, started_on, status, heartbeat_on)
+         VALUES ($1, $2, $3, {RUNNER_RUNNING}, $3)"
+    );
+    retrying::<D, _, _, _>(|| async {
+        let mut tx = db.begin().await?;
+        if db.rows(Some(&mut tx), &lock, args![REGISTRATION]).await?.is_empty() {
+            let restore = "INSERT INTO task_leases (name, holder, expires_on) VALUES ($1, '', $2)";
+            db.exec(Some(&mut tx), restore, args![REGISTRATION, now]).await?;
+        }
+        let live = match db.rows(Some(&mut tx), &count, &[]).await?.first() {
+            Some(r) => rows::id(r, "n")?.max(0) as u64,
+            None => 0,
+        };
+        if live >= u64::from(limit) {
+            db.rollback(tx).await?;
+            return Err(Error::RunnerLimit { live, limit });
+        }
+        let id = db.insert(Some(&mut tx), &insert, args![i64::from(pid), host, now]).await?;
+        db.commit(tx).await?;
+        Ok(id)
+    })
+    .await
+}
+
+/// False when the runner is no longer running (the overseer timed it out).
+pub async fn heartbeat<D: Dialect>(db: &D, runner: RunnerId, now: DateTime<Utc>) -> Result<bool> {
+    let beat = format!("UPDATE task_runners SET heartbeat_on = $2 WHERE id = $1 AND status = {RUNNER_RUNNING}");
+    if db.exec(None, &beat, args![runner, now]).await? == 1 {
+        return Ok(true);
+    }
+    // MySQL counts changed rows: a heartbeat at the same time changes none.
+    let live = format!("SELECT id FROM task_runners WHERE id = $1 AND status = {RUNNER_RUNNING}");
+    Ok(!db.rows(None, &live, args![runner]).await?.is_empty())
+}
+
+pub async fn finish<D: Dialect>(db: &D, runner: RunnerId, status: RunnerStatus, now: DateTime<Utc>) -> Result<()> {
+    let sql =
+        format!("UPDATE task_runners SET status = $2, finished_on = $3 WHERE id = $1 AND status = {RUNNER_RUNNING}");
+    db.exec(None, &sql, args![runner, status.as_str(), now]).await?;
+    Ok(())
+}
+
+pub async fn live<D: Dialect>(db: &D) -> Result<Vec<Runner>> {
+    let sql = format!("SELECT * FROM task_runners WHERE status = {RUNNER_RUNNING} ORDER BY id");
+    db.rows(None, &sql, &[]).await?.iter().map(rows::runner).collect()
+}
+
+/// Runners (live or not) whose latest heartbeat is at or after `since`.
+pub async fn seen_since<D: Dialect>(db: &D, since: DateTime<Utc>) -> Result<Vec<Runner>> {
+    let sql = "SELECT * FROM task_runners WHERE heartbeat_on >= $1 ORDER BY id";
+    db.rows(None, sql, args![since]).await?.iter().map(rows::runner).collect()
+}
+
+/// Record the handlers a runner serves: a JSON object of name → component digest.
+pub async fn set_handlers<D: Dialect>(db: &D, runner: RunnerId, handlers: &Served) -> Result<()> {
+    let json = serde_json::to_string(handlers).map_err(|e| Error::invalid("handlers", e.to_string()))?;
+    let mut tx = db.begin().await?;
+    db.exec(Some(&mut tx), "UPDATE task_runners SET handlers = $1 WHERE id = $2", args![&json, runner]).await?;
+    db.commit(tx).await
+}
+
+/// Mark runners timed out, and their running runs with them; how many runs.
+pub async fn time_out<D: Dialect>(db: &D, runners: &[RunnerId], now: DateTime<Utc>) -> Result<u64> {
+    if runners.is_empty() {
+        return Ok(0);
+    }
+    let mark = format!(
+        "UPDATE task_runners SET status = {RUNNER_TIMEOUT}, finished_on = $2
+         WHERE id IN ($1) AND status = {RUNNER_RUNNING}"
+    );
+    let runs = format!(
+        "SELECT id, task_queue_id FROM task_runs WHERE task_runner_id IN ($1) AND status = {RUNNING}{}",
+        D::FOR_UPDATE
+    );
+    retrying::<D, _, _, _>(|| async {
+        let mut tx = db.begin().await?;
+        db.exec(Some(&mut tx), &mark, args![runners, now]).await?;
+        let lost = db.rows(Some(&mut tx), &runs, args![runners]).await?;
+        let lost = super::runs::pairs(&lost)?;
+        super::runs::time_out_runs(db, &mut tx, &lost, now, codes::RUNNER_LOST, RUNNER_LOST_MESSAGE).await?;
+        db.commit(tx).await?;
+        Ok(lost.len() as u64)
+    })
+    .await
+}

@@ -1,0 +1,101 @@
+//! Reading tasks and their runs, counting them, and replaying a dead letter.
+
+use chrono::{DateTime, Utc};
+
+use super::super::dialect::{retrying, Cells, Dialect, TxOf};
+use super::super::rows;
+use super::super::sql::{args, Arg, SCHEDULED};
+use crate::error::{Error, Result};
+use crate::model::*;
+
+pub async fn get<D: Dialect>(db: &D, tx: Option<&mut TxOf<D>>, id: TaskId) -> Result<Option<Task>> {
+    let found = db.rows(tx, "SELECT * FROM task_queue WHERE id = $1", args![id]).await?;
+    found.first().map(rows::task).transpose()
+}
+
+pub async fn runs_of<D: Dialect>(db: &D, task_id: TaskId) -> Result<Vec<Run>> {
+    let found = db.rows(None, "SELECT * FROM task_runs WHERE task_queue_id = $1 ORDER BY id", args![task_id]).await?;
+    found.iter().map(rows::run).collect()
+}
+
+/// Tasks matching a filter, oldest first. Only the filter's own tests are in the statement, so
+/// each is a plain comparison an index can serve.
+pub async fn list<D: Dialect>(db: &D, f: &TaskFilter) -> Result<Vec<Task>> {
+    let mut sql = String::from("SELECT * FROM task_queue WHERE 1 = 1");
+    let mut values: Vec<Arg<'_>> = Vec::new();
+    let tests = [
+        ("last_status", f.status.map(|s| s.as_str())),
+        ("queue", f.queue.as_deref()),
+        ("task_handler_class", f.handler.as_deref()),
+    ];
+    for (column, value) in tests {
+        if let Some(v) = value {
+            values.push(Arg::Text(Some(v)));
+            sql.push_str(&format!(" AND {column} = ${}", values.len()));
+        }
+    }
+    if f.dead {
+        sql.push_str(" AND gave_up_on IS NOT NULL");
+    }
+    values.push(Arg::Int(Some(f.limit.map(i64::from).unwrap_or(i64::MAX))));
+    sql.push_str(&format!(" ORDER BY id LIMIT ${}", values.len()));
+    let found = db.rows(None, &sql, &values).await?;
+    found.iter().map(rows::task).collect()
+}
+
+pub async fn counts<D: Dialect>(db: &D) -> Result<QueueCounts> {
+    let mut c = QueueCounts::default();
+    let by_status =
+        db.rows(None, "SELECT last_status, count(*) AS n FROM task_queue GROUP BY last_status", &[]).await?;
+    for r in &by_status {
+        let word = r.text("last_status")?.unwrap_or_default();
+        let status =
+            word.parse::<RunStatus>().map_err(|e| Error::CorruptRow { table: "task_queue", reason: e.to_string() })?;
+        c.set(status, rows::id(r, "n")?.max(0) as u64);
+    }
+    let dead = db.rows(None, "SELECT count(*) AS n FROM task_queue WHERE gave_up_on IS NOT NULL", &[]).await?;
+    c.dead = match dead.first() {
+        Some(r) => rows::id(r, "n")?.max(0) as u64,
+        None => 0,
+    };
+    Ok(c)
+}
+
+/// Replay a dead letter: reset its failure count and schedule a new run now.
+pub async fn replay<D: Dialect>(db: &D, id: TaskId, now: DateTime<Utc>) -> Result<RunId> {
+    let sql = format!(
+        "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2, task_runs_failed = 0,
+             gave_up_on = NULL, finished_on = NULL, active_unique_key = unique_key
+         WHERE id = $1 AND gave_up_on IS NOT NULL"
+    );
+    retrying::<D, _, _, _>(|| async {
+        let mut tx = db.begin().await?;
+        let updated = match db.exec(Some(&mut tx), &sql, args![id, now]).await {
+            Err(Error::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => {
+                db.rollback(tx).await?;
+                let reason = "another unfinished task holds the same unique key".to_string();
+                return Err(Error::CannotRetry { id, reason });
+            }
+            other => other?,
+        };
+        if updated == 0 {
+            let task = get(db, Some(&mut tx), id).await?;
+            db.rollback(tx).await?;
+            return Err(match task {
+                None => Error::TaskNotFound(id),
+                Some(t) => Error::CannotRetry {
+                    id,
+                    reason: format!(
+                        "it is {} and not a dead letter (only tasks given up on can be replayed)",
+                        t.last_status
+                    ),
+                },
+            });
+        }
+        let attempt = super::last_attempt(db, Some(&mut tx), id).await? + 1;
+        let run = super::insert_run(db, &mut tx, id, attempt, now).await?;
+        db.commit(tx).await?;
+        Ok(run)
+    })
+    .await
+}

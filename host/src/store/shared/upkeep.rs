@@ -1,0 +1,158 @@
+//! The overseer's writes: retries, tasks no worker serves, rotation, and leases.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::super::dialect::{retrying, Cells, Dialect};
+use super::super::rows;
+use super::super::sql::{args, ERROR, SCHEDULED, SUCCESS, TIMEOUT};
+use super::super::{RetryCandidate, RetryPlan};
+use crate::error::{Error, Result};
+use crate::model::*;
+use crate::sandbox::codes;
+
+/// The message of a task given up because no live worker serves its handler.
+pub const UNSERVED_MESSAGE: &str = "no live worker has served this handler for the overseer's horizon";
+
+/// Failed tasks (error or timeout, not given up) whose next step is not decided yet.
+pub async fn retry_candidates<D: Dialect>(db: &D, limit: u32) -> Result<Vec<RetryCandidate>> {
+    let sql = format!(
+        "SELECT q.id, q.task_runs_failed, q.max_retries, q.backoff_base_ms, q.backoff_max_ms,
+                (SELECT max(attempt) FROM task_runs r WHERE r.task_queue_id = q.id) AS last_attempt
+         FROM task_queue q
+         WHERE q.last_status IN ({ERROR}, {TIMEOUT}) AND q.gave_up_on IS NULL
+         LIMIT $1"
+    );
+    db.rows(None, &sql, args![limit]).await?.iter().map(rows::retry_candidate).collect()
+}
+
+pub async fn apply_retry_plans<D: Dialect>(db: &D, plans: &[RetryPlan], now: DateTime<Utc>) -> Result<()> {
+    if plans.is_empty() {
+        return Ok(());
+    }
+    let failed = format!("id = $1 AND last_status IN ({ERROR}, {TIMEOUT}) AND gave_up_on IS NULL");
+    let retry = format!("UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2 WHERE {failed}");
+    let give_up =
+        format!("UPDATE task_queue SET gave_up_on = $2, finished_on = $2, active_unique_key = NULL WHERE {failed}");
+    retrying::<D, _, _, _>(|| async {
+        let mut tx = db.begin().await?;
+        for p in plans {
+            match p.next {
+                NextStep::RetryAt(at) => {
+                    if db.exec(Some(&mut tx), &retry, args![p.task_id, at]).await? == 1 {
+                        super::insert_run(db, &mut tx, p.task_id, p.next_attempt, now).await?;
+                    }
+                }
+                NextStep::GiveUp | NextStep::Done => {
+                    db.exec(Some(&mut tx), &give_up, args![p.task_id, now]).await?;
+                }
+            }
+        }
+        db.commit(tx).await
+    })
+    .await
+}
+
+/// Give up (as `handler-not-found`) up to `limit` scheduled tasks due at or before
+/// `due_before` whose handler is not in `served`; how many.
+pub async fn give_up_unserved<D: Dialect>(
+    db: &D,
+    served: &[String],
+    due_before: DateTime<Utc>,
+    now: DateTime<Utc>,
+    limit: u32,
+) -> Result<u64> {
+    let pick = format!(
+        "SELECT id FROM task_queue
+         WHERE last_status = {SCHEDULED} AND scheduled_on <= $1 AND task_handler_class NOT IN ($2)
+         LIMIT $3{}",
+        D::SKIP_LOCKED
+    );
+    let tasks = format!(
+        "UPDATE task_queue SET last_status = {ERROR}, task_runs_failed = task_runs_failed + 1,
+             finished_on = $2, gave_up_on = $2, active_unique_key = NULL
+         WHERE id IN ($1)"
+    );
+    let runs = format!(
+        "UPDATE task_runs SET status = {ERROR}, finished_on = $2, error_code = $3, error_message = $4
+         WHERE status = {SCHEDULED} AND task_queue_id IN ($1)"
+    );
+    retrying::<D, _, _, _>(|| async {
+        let mut tx = db.begin().await?;
+        let ids = ids(&db.rows(Some(&mut tx), &pick, args![due_before, served, limit]).await?)?;
+        if ids.is_empty() {
+            db.rollback(tx).await?;
+            return Ok(0);
+        }
+        db.exec(Some(&mut tx), &tasks, args![&ids, now]).await?;
+        db.exec(Some(&mut tx), &runs, args![&ids, now, codes::HANDLER_NOT_FOUND, UNSERVED_MESSAGE]).await?;
+        db.commit(tx).await?;
+        Ok(ids.len() as u64)
+    })
+    .await
+}
+
+/// Delete up to `batch` successful tasks finished before `before`, with their runs.
+pub async fn rotate<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) -> Result<u64> {
+    let pick = format!(
+        "SELECT id FROM task_queue WHERE last_status = {SUCCESS} AND finished_on < $1
+         ORDER BY finished_on LIMIT $2{}",
+        D::SKIP_LOCKED
+    );
+    retrying::<D, _, _, _>(|| async {
+        let mut tx = db.begin().await?;
+        let ids = ids(&db.rows(Some(&mut tx), &pick, args![before, batch]).await?)?;
+        if ids.is_empty() {
+            db.rollback(tx).await?;
+            return Ok(0);
+        }
+        db.exec(Some(&mut tx), "DELETE FROM task_runs WHERE task_queue_id IN ($1)", args![&ids]).await?;
+        let n = db.exec(Some(&mut tx), "DELETE FROM task_queue WHERE id IN ($1)", args![&ids]).await?;
+        db.commit(tx).await?;
+        Ok(n)
+    })
+    .await
+}
+
+/// Take or renew the lease `name` for `holder` until `now + ttl`: true when `holder` has it
+/// (it was free, expired, or already its own).
+pub async fn try_lease<D: Dialect>(
+    db: &D,
+    name: &str,
+    holder: &str,
+    now: DateTime<Utc>,
+    ttl: Duration,
+) -> Result<bool> {
+    let until = now + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::days(1));
+    retrying::<D, _, _, _>(|| async {
+        let mut tx = db.begin().await?;
+        let take = "UPDATE task_leases SET holder = $2, expires_on = $3
+                    WHERE name = $1 AND (holder = $2 OR expires_on < $4)";
+        db.exec(Some(&mut tx), take, args![name, holder, until, now]).await?;
+        let found = db.rows(Some(&mut tx), "SELECT holder FROM task_leases WHERE name = $1", args![name]).await?;
+        let held = match found.first() {
+            // Read back rather than counted: MySQL counts a renewal to the same time as no change.
+            Some(r) => r.text("holder")?.as_deref() == Some(holder),
+            None => {
+                let new = "INSERT INTO task_leases (name, holder, expires_on) VALUES ($1, $2, $3)";
+                match db.exec(Some(&mut tx), new, args![name, holder, until]).await {
+                    Ok(_) => true,
+                    // Another overseer took it first.
+                    Err(Error::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => {
+                        db.rollback(tx).await?;
+                        return Ok(false);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        db.commit(tx).await?;
+        Ok(held)
+    })
+    .await
+}
+
+fn ids<R: Cells>(found: &[R]) -> Result<Vec<i64>> {
+    found.iter().map(|r| rows::id(r, "id")).collect()
+}

@@ -1,0 +1,199 @@
+//! How a statement written once is spelled for each database.
+//!
+//! Shared statements are written in PostgreSQL's spelling: `$1`, `$2` … placeholders (a number
+//! may stand more than once), and `IN ($N)` or `NOT IN ($N)` where argument N is a list. Each
+//! database's part passes them through [`render`], which hands it every placeholder in order:
+//! PostgreSQL keeps the numbers and turns lists into `= ANY($N)`; SQLite keeps the numbers and
+//! reads lists with `json_each`; MySQL has only `?`, so it binds arguments as they stand in the
+//! text and expands lists into `?, ?, ?`.
+//!
+//! Status words are written into statements from their enums ([`SCHEDULED`] …), never bound:
+//! a bound status would hide PostgreSQL's partial indexes (`WHERE status = 'running'`) from
+//! its plans. Host error codes and messages are bound.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+
+use crate::error::{Error, Result};
+use crate::model::{RunStatus, RunnerStatus};
+
+/// One argument of a shared statement.
+#[derive(Debug, Clone, Copy)]
+pub enum Arg<'a> {
+    Int(Option<i64>),
+    Text(Option<&'a str>),
+    Time(DateTime<Utc>),
+    /// A list, allowed only as `IN ($N)` or `NOT IN ($N)`.
+    Ints(&'a [i64]),
+    /// A list, allowed only as `IN ($N)` or `NOT IN ($N)`.
+    Texts(&'a [String]),
+}
+
+impl From<i64> for Arg<'_> {
+    fn from(v: i64) -> Self {
+        Arg::Int(Some(v))
+    }
+}
+impl From<Option<i64>> for Arg<'_> {
+    fn from(v: Option<i64>) -> Self {
+        Arg::Int(v)
+    }
+}
+impl From<u32> for Arg<'_> {
+    fn from(v: u32) -> Self {
+        Arg::Int(Some(i64::from(v)))
+    }
+}
+impl<'a> From<&'a str> for Arg<'a> {
+    fn from(v: &'a str) -> Self {
+        Arg::Text(Some(v))
+    }
+}
+impl<'a> From<&'a String> for Arg<'a> {
+    fn from(v: &'a String) -> Self {
+        Arg::Text(Some(v))
+    }
+}
+impl<'a> From<&'a Option<String>> for Arg<'a> {
+    fn from(v: &'a Option<String>) -> Self {
+        Arg::Text(v.as_deref())
+    }
+}
+impl From<DateTime<Utc>> for Arg<'_> {
+    fn from(v: DateTime<Utc>) -> Self {
+        Arg::Time(v)
+    }
+}
+impl<'a> From<&'a [i64]> for Arg<'a> {
+    fn from(v: &'a [i64]) -> Self {
+        Arg::Ints(v)
+    }
+}
+impl<'a> From<&'a Vec<i64>> for Arg<'a> {
+    fn from(v: &'a Vec<i64>) -> Self {
+        Arg::Ints(v)
+    }
+}
+impl<'a> From<&'a [String]> for Arg<'a> {
+    fn from(v: &'a [String]) -> Self {
+        Arg::Texts(v)
+    }
+}
+
+/// `args![a, b, …]`: the arguments of a shared statement, `$1` first.
+macro_rules! args {
+    ($($a:expr),* $(,)?) => { &[$($crate::store::sql::Arg::from($a)),*][..] };
+}
+pub(crate) use args;
+
+/// A placeholder of a shared statement, as [`render`] meets it (indexes from 0).
+#[derive(Debug, Clone, Copy)]
+pub enum Slot {
+    One(usize),
+    List { index: usize, negated: bool },
+}
+
+/// Copy `sql`, letting `write` spell each placeholder (it appends to the text so far).
+pub fn render(
+    sql: &str,
+    args: &[Arg<'_>],
+    mut write: impl FnMut(&mut String, Slot) -> std::result::Result<(), String>,
+) -> Result<String> {
+    let bad = |reason: String| Error::invalid("statement", format!("{reason}: {sql}"));
+    let mut out = String::with_capacity(sql.len() + 32);
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let digits = rest[at + 1..].bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            out.push('$');
+            rest = &rest[at + 1..];
+            continue;
+        }
+        let n: usize = rest[at + 1..at + 1 + digits].parse().map_err(|_| bad("bad placeholder".into()))?;
+        let index = n.checked_sub(1).filter(|i| *i < args.len()).ok_or_else(|| bad(format!("no argument ${n}")))?;
+        rest = &rest[at + 1 + digits..];
+        match args[index] {
+            Arg::Ints(_) | Arg::Texts(_) => {
+                // `IN ($N)`: the database's part writes the whole test.
+                if !out.ends_with("IN (") || !rest.starts_with(')') {
+                    return Err(bad(format!("list ${n} outside IN (${n})")));
+                }
+                out.truncate(out.len() - "IN (".len());
+                let negated = out.ends_with("NOT ");
+                if negated {
+                    out.truncate(out.len() - "NOT ".len());
+                }
+                rest = &rest[1..];
+                write(&mut out, Slot::List { index, negated }).map_err(bad)?;
+            }
+            _ => write(&mut out, Slot::One(index)).map_err(bad)?,
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A status word as an SQL string literal, for `format!`ting into statements.
+#[derive(Debug, Clone, Copy)]
+pub struct Lit(&'static str);
+
+impl fmt::Display for Lit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "'{}'", self.0)
+    }
+}
+
+/// Statuses of runs, and of tasks (`last_status`).
+pub const SCHEDULED: Lit = Lit(RunStatus::Scheduled.as_str());
+pub const RUNNING: Lit = Lit(RunStatus::Running.as_str());
+pub const SUCCESS: Lit = Lit(RunStatus::Success.as_str());
+pub const ERROR: Lit = Lit(RunStatus::Error.as_str());
+pub const TIMEOUT: Lit = Lit(RunStatus::Timeout.as_str());
+/// Statuses of runners.
+pub const RUNNER_RUNNING: Lit = Lit(RunnerStatus::Running.as_str());
+pub const RUNNER_TIMEOUT: Lit = Lit(RunnerStatus::Timeout.as_str());
+
+/// A list as the JSON array SQLite's `json_each` and MySQL's `JSON_TABLE` read.
+pub fn json_list<T: serde::Serialize>(values: &[T]) -> std::result::Result<String, String> {
+    serde_json::to_string(values).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numbered(sql: &str, args: &[Arg<'_>]) -> Result<String> {
+        render(sql, args, |out, slot| {
+            match slot {
+                Slot::One(i) => out.push_str(&format!("${}", i + 1)),
+                Slot::List { index, negated } => {
+                    out.push_str(&format!("{}ANY(${})", if negated { "NOT " } else { "" }, index + 1))
+                }
+            }
+            Ok(())
+        })
+    }
+
+    #[test]
+    fn placeholders_and_lists_reach_the_database_part_in_order() {
+        let ids = vec![1i64, 2];
+        let sql = numbered("UPDATE t SET a = $2 WHERE id IN ($1) AND b NOT IN ($1) AND c = $2", args![&ids, 5i64]);
+        assert_eq!(sql.expect("rendered"), "UPDATE t SET a = $2 WHERE id ANY($1) AND b NOT ANY($1) AND c = $2");
+    }
+
+    #[test]
+    fn a_list_outside_in_or_a_missing_argument_is_refused() {
+        let ids = vec![1i64];
+        assert!(numbered("SELECT $1", args![&ids]).is_err());
+        assert!(numbered("SELECT $2", args![1i64]).is_err());
+        assert_eq!(numbered("SELECT '$' || $1", args![1i64]).expect("rendered"), "SELECT '$' || $1");
+    }
+
+    #[test]
+    fn statuses_are_written_as_quoted_words_from_their_enums() {
+        assert_eq!(format!("status = {RUNNING}"), "status = 'running'");
+        assert_eq!(format!("{RUNNER_TIMEOUT}"), "'timeout'");
+    }
+}

@@ -1,0 +1,216 @@
+//! More of the store suite: the reads, the runners, the overseer's writes, and the edges
+//! (late writes, long strings) that every backend must treat alike.
+
+use super::*;
+
+pub async fn tasks_are_listed_by_status_queue_handler_and_death_oldest_first(store: SharedStore) {
+    let tasks = vec![
+        NewTask::new("a", "{}"),
+        NewTask::new("b", "{}").with_queue("mail"),
+        NewTask::new("a", "{}").with_queue("mail"),
+        NewTask::new("b", "{}"),
+    ];
+    let ids: Vec<_> = store.add_tasks(&tasks, t0()).await.expect("add").iter().map(|a| a.id).collect();
+    let r = runner(&store, t0()).await;
+    let c = store.claim(r, &["mail".into()], 1, t0(), DAY).await.expect("claim");
+    store.finish_runs(&[failure(&c[0], t0(), NextStep::GiveUp)]).await.expect("finish");
+    let list = |f: TaskFilter| {
+        let store = store.clone();
+        async move { store.list_tasks(&f).await.expect("list").iter().map(|t| t.id).collect::<Vec<_>>() }
+    };
+    assert_eq!(list(TaskFilter::default()).await, ids);
+    assert_eq!(list(TaskFilter { limit: Some(2), ..Default::default() }).await, ids[..2]);
+    assert_eq!(list(TaskFilter { queue: Some("mail".into()), ..Default::default() }).await, vec![ids[1], ids[2]]);
+    assert_eq!(list(TaskFilter { handler: Some("a".into()), ..Default::default() }).await, vec![ids[0], ids[2]]);
+    let a_in_mail = TaskFilter { handler: Some("a".into()), queue: Some("mail".into()), ..Default::default() };
+    assert_eq!(list(a_in_mail).await, vec![ids[2]]);
+    let scheduled = TaskFilter { status: Some(RunStatus::Scheduled), ..Default::default() };
+    assert_eq!(list(scheduled).await, vec![ids[0], ids[2], ids[3]]);
+    assert_eq!(list(TaskFilter { dead: true, ..Default::default() }).await, vec![ids[1]]);
+    let dead_a = TaskFilter { dead: true, handler: Some("a".into()), ..Default::default() };
+    assert!(list(dead_a).await.is_empty());
+    let c = store.counts().await.expect("counts");
+    assert_eq!((c.scheduled, c.running, c.success, c.error, c.timeout, c.dead), (3, 0, 0, 1, 0, 1));
+}
+
+pub async fn progress_counts_while_running_and_not_after_the_end(store: SharedStore) {
+    let id = store.add_tasks(&[NewTask::new("h", "{}")], t0()).await.expect("add")[0].id;
+    let r = runner(&store, t0()).await;
+    let c = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
+    let progress = |percent: u8, results: &str| ProgressUpdate {
+        run_id: c[0].run_id,
+        percent: Some(percent),
+        results: Some(results.into()),
+    };
+    store.record_progress(&[progress(10, "[1]"), progress(20, "[2]")]).await.expect("progress");
+    let run = &store.runs_of(id).await.expect("runs")[0];
+    assert_eq!((run.percents_completed, run.results.as_deref()), (20, Some("[2]")), "the latest wins");
+    let only_percent = ProgressUpdate { run_id: c[0].run_id, percent: Some(30), results: None };
+    store.record_progress(&[only_percent]).await.expect("progress");
+    let run = &store.runs_of(id).await.expect("runs")[0];
+    assert_eq!((run.percents_completed, run.results.as_deref()), (30, Some("[2]")), "absent results kept");
+    store.finish_runs(&[success(&c[0], t0() + secs(1), "[done]")]).await.expect("finish");
+    store.record_progress(&[progress(50, "[late]")]).await.expect("late progress is no error");
+    let run = &store.runs_of(id).await.expect("runs")[0];
+    assert_eq!((run.percents_completed, run.results.as_deref()), (100, Some("[done]")), "late progress ignored");
+}
+
+pub async fn due_work_counts_due_running_and_retry_awaiting_tasks_of_the_handlers(store: SharedStore) {
+    let queues = ["default".to_string()];
+    let only = |h: &str| Some(vec![h.to_string()]);
+    assert!(!store.has_due_work(&queues, t0()).await.expect("due"), "an empty queue");
+    store.add_tasks(&[NewTask::new("a", "{}").with_max_retries(5)], t0()).await.expect("add");
+    assert!(store.has_due_work_for(&queues, only("a").as_deref(), t0()).await.expect("due"));
+    assert!(!store.has_due_work_for(&queues, only("b").as_deref(), t0()).await.expect("due"), "not b's");
+    assert!(!store.has_due_work_for(&queues, Some(&[]), t0()).await.expect("due"), "no handler");
+    let r = runner(&store, t0()).await;
+    let c = store.claim(r, &queues, 1, t0(), DAY).await.expect("claim");
+    assert!(store.has_due_work_for(&queues, only("b").as_deref(), t0()).await.expect("due"), "running counts");
+    assert!(!store.has_due_work(&["other".into()], t0()).await.expect("due"), "of the queues asked");
+    // Its runner dies: the task waits, timed out, for the overseer to plan its retry.
+    assert_eq!(store.time_out_runners(&[r], t0() + secs(1)).await.expect("time out"), 1);
+    assert_eq!(store.get_task(c[0].task_id).await.expect("get").expect("task").last_status, RunStatus::Timeout);
+    assert!(store.has_due_work_for(&queues, only("a").as_deref(), t0() + secs(1)).await.expect("due"));
+    assert!(!store.has_due_work_for(&queues, only("b").as_deref(), t0() + secs(1)).await.expect("due"));
+    let plan = RetryPlan { task_id: c[0].task_id, next_attempt: 2, next: NextStep::RetryAt(t0() + secs(60)) };
+    store.apply_retry_plans(&[plan], t0() + secs(2)).await.expect("plan");
+    assert!(!store.has_due_work(&queues, t0() + secs(59)).await.expect("due"), "the retry is not due yet");
+    assert!(store.has_due_work(&queues, t0() + secs(60)).await.expect("due"));
+}
+
+pub async fn long_texts_are_stored_whole(store: SharedStore) {
+    let big = format!("[\"{}\"]", "x".repeat(1 << 20));
+    let key = "k".repeat(MAX_UNIQUE_KEY_BYTES);
+    let handler = "h".repeat(MAX_HANDLER_BYTES);
+    let data = format!("{{\"d\":\"{}\"}}", "é".repeat(100_000));
+    let task = NewTask::new(handler.clone(), data.clone()).with_unique_key(key.clone());
+    let id = store.add_tasks(&[task], t0()).await.expect("add")[0].id;
+    let r = runner(&store, t0()).await;
+    let c = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
+    assert_eq!((c[0].handler.as_str(), c[0].data.as_str()), (handler.as_str(), data.as_str()));
+    let mut done = success(&c[0], t0(), &big);
+    done.logs = Some("log line\n".repeat(7_000));
+    store.finish_runs(&[done]).await.expect("finish");
+    let task = store.get_task(id).await.expect("get").expect("task");
+    assert_eq!((task.unique_key.as_deref(), task.data.len()), (Some(key.as_str()), data.len()));
+    let run = &store.runs_of(id).await.expect("runs")[0];
+    assert_eq!(run.results.as_ref().map(String::len), Some(big.len()));
+    assert_eq!(run.logs.as_ref().map(String::len), Some(63_000));
+}
+
+pub async fn runners_beat_finish_and_are_seen(store: SharedStore) {
+    let a = runner(&store, t0()).await;
+    let b = runner(&store, t0()).await;
+    assert!(store.heartbeat(a, t0() + secs(5)).await.expect("beat"));
+    assert!(store.heartbeat(a, t0() + secs(5)).await.expect("beat"), "a beat at the same time still counts");
+    let served = taskhost::store::Served::from([("echo".to_string(), "ab".repeat(32))]);
+    store.set_runner_handlers(b, &served).await.expect("handlers");
+    let live = store.live_runners().await.expect("live");
+    assert_eq!(live.iter().map(|r| r.id).collect::<Vec<_>>(), vec![a, b]);
+    assert_eq!((live[0].process_id, live[0].host_name.as_str()), (4242, "test-host"));
+    assert_eq!((live[0].heartbeat_on, live[0].handlers.as_ref()), (t0() + secs(5), None));
+    assert_eq!(live[1].handlers.as_ref(), Some(&served));
+    let seen = store.runners_seen_since(t0() + secs(1)).await.expect("seen");
+    assert_eq!(seen.iter().map(|r| r.id).collect::<Vec<_>>(), vec![a], "b has not beaten since");
+    store.finish_runner(a, RunnerStatus::Success, t0() + secs(6)).await.expect("finish");
+    assert!(!store.heartbeat(a, t0() + secs(7)).await.expect("beat"), "a finished runner is told so");
+    let seen = store.runners_seen_since(t0() + secs(1)).await.expect("seen");
+    assert_eq!((seen[0].status, seen[0].finished_on), (RunnerStatus::Success, Some(t0() + secs(6))));
+    assert_eq!(store.live_runners().await.expect("live").iter().map(|r| r.id).collect::<Vec<_>>(), vec![b]);
+    store.finish_runner(a, RunnerStatus::Timeout, t0() + secs(8)).await.expect("again");
+    let seen = store.runners_seen_since(t0() + secs(1)).await.expect("seen");
+    assert_eq!(seen[0].status, RunnerStatus::Success, "a finished runner stays as it ended");
+}
+
+pub async fn due_tasks_nobody_serves_are_given_up(store: SharedStore) {
+    let tasks = vec![
+        NewTask::new("served", "{}"),
+        NewTask::new("ghost", "{}").with_unique_key("g"),
+        NewTask::new("ghost", "{}").with_scheduled_on(t0() + secs(60)),
+        NewTask::new("other", "{}"),
+    ];
+    let ids: Vec<_> = store.add_tasks(&tasks, t0()).await.expect("add").iter().map(|a| a.id).collect();
+    let served = ["served".to_string()];
+    let n = store.give_up_unserved(&served, t0(), t0() + secs(1), 1).await.expect("give up");
+    assert_eq!(n, 1, "the limit holds");
+    let n = store.give_up_unserved(&served, t0(), t0() + secs(1), 10).await.expect("give up");
+    assert_eq!(n, 1, "the rest of what is due");
+    for id in [ids[1], ids[3]] {
+        let task = store.get_task(id).await.expect("get").expect("task");
+        assert_eq!((task.last_status, task.gave_up_on), (RunStatus::Error, Some(t0() + secs(1))));
+        let run = &store.runs_of(id).await.expect("runs")[0];
+        assert_eq!((run.status, run.error_code.as_deref()), (RunStatus::Error, Some("handler-not-found")));
+    }
+    let not_due = store.get_task(ids[2]).await.expect("get").expect("task");
+    assert_eq!(not_due.last_status, RunStatus::Scheduled, "not due yet");
+    assert!(store.add_tasks(&[NewTask::new("ghost", "{}").with_unique_key("g")], t0()).await.expect("add")[0].created);
+    assert_eq!(store.give_up_unserved(&[], t0() + secs(60), t0() + secs(60), 10).await.expect("all"), 3);
+    assert_eq!(store.counts().await.expect("counts").scheduled, 0, "served by nobody: all given up");
+}
+
+pub async fn failed_tasks_are_planned_once(store: SharedStore) {
+    let tasks = vec![NewTask::new("h", "{}").with_max_retries(3), NewTask::new("h", "{}").with_unique_key("k")];
+    let ids: Vec<_> = store.add_tasks(&tasks, t0()).await.expect("add").iter().map(|a| a.id).collect();
+    let r = runner(&store, t0()).await;
+    store.claim(r, &["default".into()], 2, t0(), DAY).await.expect("claim");
+    assert!(store.retry_candidates(10).await.expect("candidates").is_empty(), "running is no candidate");
+    assert_eq!(store.time_out_runners(&[r], t0() + secs(1)).await.expect("time out"), 2);
+    let mut found = store.retry_candidates(10).await.expect("candidates");
+    found.sort_by_key(|c| c.task_id);
+    assert_eq!(
+        found.iter().map(|c| (c.task_id, c.failures, c.last_attempt)).collect::<Vec<_>>(),
+        vec![(ids[0], 1, 1), (ids[1], 1, 1)]
+    );
+    assert_eq!(found[0].max_retries, 3);
+    assert_eq!(store.retry_candidates(1).await.expect("candidates").len(), 1, "the limit holds");
+    let plans = [
+        RetryPlan { task_id: ids[0], next_attempt: 2, next: NextStep::RetryAt(t0() + secs(10)) },
+        RetryPlan { task_id: ids[1], next_attempt: 2, next: NextStep::GiveUp },
+    ];
+    store.apply_retry_plans(&plans, t0() + secs(2)).await.expect("apply");
+    store.apply_retry_plans(&plans, t0() + secs(3)).await.expect("applying again changes nothing");
+    assert!(store.retry_candidates(10).await.expect("candidates").is_empty());
+    let retried = store.runs_of(ids[0]).await.expect("runs");
+    assert_eq!(retried.len(), 2, "one new run, not two");
+    assert_eq!((retried[1].status, retried[1].attempt), (RunStatus::Scheduled, 2));
+    let task = store.get_task(ids[0]).await.expect("get").expect("task");
+    assert_eq!((task.last_status, task.scheduled_on), (RunStatus::Scheduled, t0() + secs(10)));
+    let dead = store.get_task(ids[1]).await.expect("get").expect("task");
+    assert_eq!((dead.last_status, dead.gave_up_on), (RunStatus::Timeout, Some(t0() + secs(2))));
+    assert!(store.add_tasks(&[NewTask::new("h", "{}").with_unique_key("k")], t0()).await.expect("add")[0].created);
+}
+
+pub async fn a_late_outcome_of_a_run_put_back_is_ignored(store: SharedStore) {
+    let id = store.add_tasks(&[NewTask::new("h", "{}")], t0()).await.expect("add")[0].id;
+    let r = runner(&store, t0()).await;
+    let c = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
+    assert!(store.put_back(c[0].run_id, t0() + secs(5)).await.expect("put back"));
+    store.finish_runs(&[success(&c[0], t0() + secs(1), "{}")]).await.expect("late success");
+    store.finish_runs(&[failure(&c[0], t0() + secs(1), NextStep::GiveUp)]).await.expect("late failure");
+    let progress = ProgressUpdate { run_id: c[0].run_id, percent: Some(50), results: Some("[1]".into()) };
+    store.record_progress(&[progress]).await.expect("late progress");
+    let runs = store.runs_of(id).await.expect("runs");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(
+        (runs[0].status, runs[0].percents_completed, runs[0].results.as_deref()),
+        (RunStatus::Scheduled, 0, None)
+    );
+    let task = store.get_task(id).await.expect("get").expect("task");
+    assert_eq!((task.last_status, task.task_runs_failed, task.gave_up_on), (RunStatus::Scheduled, 0, None));
+}
+
+/// Tasks queued in the caller's own transaction (`add_in(commit)` queues one `mail` task and
+/// commits or rolls back) exist exactly when that transaction commits.
+pub async fn tasks_queued_in_the_callers_transaction_share_its_fate<F, Fut>(store: SharedStore, add_in: F)
+where
+    F: Fn(bool) -> Fut,
+    Fut: std::future::Future<Output = TaskId>,
+{
+    add_in(false).await;
+    assert_eq!(store.counts().await.expect("counts").scheduled, 0, "rolled back with the caller's writes");
+    let id = add_in(true).await;
+    assert_eq!(store.counts().await.expect("counts").scheduled, 1);
+    let task = store.get_task(id).await.expect("get").expect("committed with the caller's writes");
+    assert_eq!(task.handler, "mail");
+    assert_eq!(store.runs_of(id).await.expect("runs").len(), 1, "with its first run");
+}
