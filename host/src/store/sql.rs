@@ -180,7 +180,7 @@ mod tests {
     fn placeholders_and_lists_reach_the_database_part_in_order() {
         let ids = vec![1i64, 2];
         let sql = numbered("UPDATE t SET a = $2 WHERE id IN ($1) AND b NOT IN ($1) AND c = $2", args![&ids, 5i64]);
-        assert_eq!(sql.expect("rendered"), "UPDATE t SET a = $2 WHERE id ANY($1) AND b NOT ANY($1) AND c = $2");
+        assert_eq!(sql.ok().as_deref(), Some("UPDATE t SET a = $2 WHERE id ANY($1) AND b NOT ANY($1) AND c = $2"));
     }
 
     #[test]
@@ -188,7 +188,7 @@ mod tests {
         let ids = vec![1i64];
         assert!(numbered("SELECT $1", args![&ids]).is_err());
         assert!(numbered("SELECT $2", args![1i64]).is_err());
-        assert_eq!(numbered("SELECT '$' || $1", args![1i64]).expect("rendered"), "SELECT '$' || $1");
+        assert_eq!(numbered("SELECT '$' || $1", args![1i64]).ok().as_deref(), Some("SELECT '$' || $1"));
     }
 
     #[test]
