@@ -260,17 +260,13 @@ async fn claim_and_finish_all(app: &App, runner: i64, digest: &str) -> (usize, D
             .map(|c| taskhost::model::RunOutcome {
                 run_id: c.run_id,
                 task_id: c.task_id,
-                status: taskhost::model::RunStatus::Success,
-                results: Some("{}".into()),
-                error_code: None,
-                error_message: None,
+                end: taskhost::model::RunEnd::Success { results: Some("{}".into()) },
                 percents_completed: None,
                 finished_on: now,
                 duration_ms: 0,
                 component_digest: Some(digest.to_string()),
                 fuel_used: Some(100),
                 logs: None,
-                next: taskhost::model::NextStep::Done,
             })
             .collect();
         let t = Instant::now();

@@ -37,6 +37,12 @@ impl Backoff {
         let spread = (unit.clamp(0.0, 1.0) * 2.0 - 1.0) * self.jitter.clamp(0.0, 1.0);
         capped.mul_f64((1.0 + spread).max(0.0))
     }
+
+    /// The delay after `failures` consecutive failures, with random jitter: what every retry
+    /// loop of the host sleeps.
+    pub fn wait(&self, failures: u32) -> Duration {
+        self.delay(failures, jitter_unit())
+    }
 }
 
 impl Default for Backoff {

@@ -61,3 +61,25 @@ async fn tasks_can_be_queued_inside_the_callers_own_transaction() {
     assert_eq!(store_dyn.counts().await.expect("counts").scheduled, 1);
     assert_eq!(store_dyn.get_task(added[0].id).await.expect("get").expect("task").handler, "mail");
 }
+
+/// sqlx can lose the acknowledgement of a BEGIN whose caller was cancelled (a worker's claim cut
+/// short by a signal): the connection then holds SQLite's write lock with no `Transaction` to end
+/// it. Forgetting a transaction leaves a connection in that state on purpose.
+#[tokio::test]
+async fn a_connection_returned_inside_a_transaction_is_not_reused() {
+    use taskhost::model::NewTask;
+    use taskhost::store::sqlite::SqliteStore;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("queue.db").display());
+    let options = StoreOptions { max_connections: 1, ..StoreOptions::default() };
+    let store = SqliteStore::connect(&url, &options).await.expect("connect");
+    taskhost::store::Store::migrate(&store).await.expect("migrate");
+    let mut conn = store.pool().acquire().await.expect("acquire");
+    let tx = sqlx::Connection::begin_with(&mut *conn, "BEGIN IMMEDIATE").await.expect("begin");
+    std::mem::forget(tx);
+    drop(conn);
+    let shared: SharedStore = std::sync::Arc::new(store.clone());
+    let added = shared.add_tasks(&[NewTask::new("noop", "{}")], chrono::Utc::now()).await.expect("add after");
+    assert_eq!(added.len(), 1);
+    assert_eq!(shared.counts().await.expect("counts").scheduled, 1);
+}

@@ -65,7 +65,7 @@ impl Retries {
             for p in &plans {
                 match p.next {
                     NextStep::RetryAt(_) => report.retries_scheduled += 1,
-                    _ => report.given_up += 1,
+                    NextStep::GiveUp => report.given_up += 1,
                 }
             }
             self.store.apply_retry_plans(&plans, now).await?;

@@ -98,12 +98,9 @@ pub(super) async fn execute_guarded(shared: &Shared, run: ClaimedRun) -> Execute
     let meta = RunMeta::of(&run);
     let started = Instant::now();
     let outcome = guarded(shared, meta, started, execute(shared, run, started)).await;
-    let not_started = outcome.error_code.as_deref() == Some(codes::HOST_BUSY);
-    match not_started.then(|| shared.put_back_at(meta.run_id)).flatten() {
-        Some(at) => {
-            let reason = outcome.error_message.clone().unwrap_or_default();
-            Executed::PutBack { at, reason, fallback: outcome }
-        }
+    let busy = outcome.failure().filter(|f| f.code == codes::HOST_BUSY).map(|f| f.message.clone());
+    match busy.and_then(|reason| Some((reason, shared.put_back_at(meta.run_id)?))) {
+        Some((reason, at)) => Executed::PutBack { at, reason, fallback: outcome },
         None => {
             shared.forget_put_back(meta.run_id);
             Executed::Ended(outcome)
@@ -202,38 +199,31 @@ async fn execute(shared: &Shared, run: ClaimedRun, started: Instant) -> RunOutco
 fn outcome(shared: &Shared, meta: RunMeta, started: Instant, ended: Ended) -> RunOutcome {
     let now = shared.clock.now();
     let logs = ended.report.logs();
-    let (status, next, error_code, error_message, results) = match ended.failure {
-        None => (RunStatus::Success, NextStep::Done, None, None, ended.results),
-        Some(f) => {
+    let end = match ended.failure {
+        None => RunEnd::Success { results: ended.results },
+        Some(failure) => {
             let backoff = shared.backoff.for_task(&meta.backoff);
-            let next = match retry::decide(
+            let next = retry::decide(
                 meta.task_runs_failed + 1,
                 meta.max_retries,
-                f.retryable,
+                failure.retryable,
                 &backoff,
                 now,
                 retry::jitter_unit(),
-            ) {
-                NextStep::Done => NextStep::GiveUp,
-                other => other,
-            };
-            (f.status(), next, Some(f.code), Some(f.message), ended.report.partial_results)
+            );
+            RunEnd::Failure { failure, partial_results: ended.report.partial_results, next }
         }
     };
     RunOutcome {
         run_id: meta.run_id,
         task_id: meta.task_id,
-        status,
-        results,
-        error_code,
-        error_message,
+        end,
         percents_completed: ended.report.percent,
         finished_on: now,
         duration_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
         component_digest: ended.digest,
         fuel_used: ended.fuel,
         logs,
-        next,
     }
 }
 
@@ -265,9 +255,10 @@ mod tests {
         let meta =
             RunMeta { run_id: 7, task_id: 3, task_runs_failed: 0, max_retries: 5, backoff: BackoffSettings::default() };
         let o = guarded(&shared, meta, Instant::now(), async { panic!("boom") }).await;
-        assert_eq!((o.run_id, o.status), (7, RunStatus::Error));
-        assert_eq!(o.error_code.as_deref(), Some(crate::sandbox::codes::HOST_ERROR));
-        assert!(o.error_message.as_deref().unwrap_or("").contains("boom"), "{:?}", o.error_message);
-        assert!(matches!(o.next, NextStep::RetryAt(_)), "a host error is retried");
+        assert_eq!((o.run_id, o.status()), (7, RunStatus::Error));
+        let failure = o.failure().cloned().unwrap_or_else(|| Failure::host_error("none"));
+        assert_eq!(failure.code, crate::sandbox::codes::HOST_ERROR);
+        assert!(failure.message.contains("boom"), "{failure:?}");
+        assert!(matches!(o.next(), Some(NextStep::RetryAt(_))), "a host error is retried");
     }
 }

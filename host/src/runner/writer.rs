@@ -14,9 +14,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 
 use crate::error::Error;
-use crate::model::{NextStep, ProgressUpdate, RunOutcome, RunStatus};
+use crate::model::{NextStep, ProgressUpdate, RunEnd, RunOutcome};
 use crate::retry::Backoff;
-use crate::sandbox::codes;
+use crate::sandbox::Failure;
 use crate::store::SharedStore;
 
 /// What the writer and the heartbeat tell each other.
@@ -49,8 +49,8 @@ pub(super) struct OutcomeWriter {
 
 /// Bytes an outcome adds to a batch.
 fn size_of(o: &RunOutcome) -> usize {
-    let len = |s: &Option<String>| s.as_ref().map_or(0, String::len);
-    256 + len(&o.results) + len(&o.logs) + len(&o.error_code) + len(&o.error_message)
+    let failure = o.failure().map_or(0, |f| f.code.len() + f.message.len());
+    256 + o.results().map_or(0, str::len) + o.logs.as_ref().map_or(0, String::len) + failure
 }
 
 enum Written {
@@ -159,7 +159,7 @@ impl OutcomeWriter {
                     if !waited && failures >= 3 && self.health.db_ok_ms.load(Ordering::Relaxed) > first_failure {
                         break Written::Refused(e);
                     }
-                    let wait = backoff.delay(failures, crate::retry::jitter_unit());
+                    let wait = backoff.wait(failures);
                     tracing::warn!(runs = batch.len(), "writing outcomes failed, retrying in {wait:?}: {e}");
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {}
@@ -178,27 +178,27 @@ impl OutcomeWriter {
     /// then without the logs too; the first that is taken names the refused field.
     async fn reject(&mut self, o: &RunOutcome, e: Error) {
         let reason = crate::text::bounded(&e.to_string(), 1024, "…");
-        let own = match (&o.error_code, o.status) {
-            (Some(code), status) => format!("{status} {code}"),
-            (None, status) => status.to_string(),
+        let own = match o.failure() {
+            Some(f) => format!("{} {}", o.status(), f.code),
+            None => o.status().to_string(),
         };
-        let size = |s: &Option<String>| s.as_ref().map_or(0, String::len);
         let tries = [("error code or message", true, true), ("results", false, true), ("logs", false, false)];
         for (field, keep_results, keep_logs) in tries {
             let bytes = match field {
-                "results" => size(&o.results),
-                "logs" => size(&o.logs),
-                _ => size(&o.error_code) + size(&o.error_message),
+                "results" => o.results().map_or(0, str::len),
+                "logs" => o.logs.as_ref().map_or(0, String::len),
+                _ => o.failure().map_or(0, |f| f.code.len() + f.message.len()),
             };
+            let message = format!(
+                "the database refused this run's {field} ({bytes} bytes): {reason}; the run itself ended {own}"
+            );
             let replacement = RunOutcome {
-                status: RunStatus::Error,
-                results: if keep_results { o.results.clone() } else { None },
+                end: RunEnd::Failure {
+                    failure: Failure::outcome_rejected(message),
+                    partial_results: if keep_results { o.results().map(str::to_string) } else { None },
+                    next: NextStep::GiveUp,
+                },
                 logs: if keep_logs { o.logs.clone() } else { None },
-                error_code: Some(codes::OUTCOME_REJECTED.to_string()),
-                error_message: Some(format!(
-                    "the database refused this run's {field} ({bytes} bytes): {reason}; the run itself ended {own}"
-                )),
-                next: NextStep::GiveUp,
                 ..o.clone()
             };
             match self.write(std::slice::from_ref(&replacement)).await {

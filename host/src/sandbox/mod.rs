@@ -28,7 +28,7 @@ mod traps;
 pub use grants::{Grants, GrantsConfig};
 pub use host::{HostState, ProgressSender, RunReport};
 pub use limits::{LimitOverrides, Limits};
-pub use traps::{codes, ErrorSource, Failure};
+pub use traps::{codes, ErrorSource, Failure, FailureKind};
 
 /// Bindings generated from `wit/task-handler.wit`.
 pub mod bindings {
@@ -326,7 +326,7 @@ impl Sandbox {
             Err(_elapsed) => GuestOutcome::Failed(stopped_for_time(true)),
             Ok(Err(e)) => {
                 let f = traps::classify(&e, store.data(), &limits);
-                if f.code == codes::DEADLINE {
+                if f.kind == traps::FailureKind::Timeout {
                     GuestOutcome::Failed(stopped_for_time(false))
                 } else {
                     GuestOutcome::Failed(f.bounded())

@@ -29,6 +29,26 @@ pub struct Failure {
     pub message: String,
     pub retryable: bool,
     pub source: ErrorSource,
+    /// Stopped for time (status `timeout`) or failed (`error`); only the host stops a run for time.
+    pub kind: FailureKind,
+}
+
+/// The two ways a run fails, each its own run status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// A known failure: the handler returned an error, trapped or broke a limit.
+    Error,
+    /// The host stopped it for time: its deadline, its run timeout, or its runner died.
+    Timeout,
+}
+
+impl FailureKind {
+    pub const fn status(self) -> RunStatus {
+        match self {
+            FailureKind::Error => RunStatus::Error,
+            FailureKind::Timeout => RunStatus::Timeout,
+        }
+    }
 }
 
 /// Error codes the host itself produces. They are reserved: a handler returning one of them
@@ -96,7 +116,17 @@ const TRANSFER_REFUSED: &str = "fuel allocated for hostcalls has been exhausted"
 
 impl Failure {
     pub(crate) fn host(code: &str, message: impl Into<String>, retryable: bool) -> Self {
-        Failure { code: code.to_string(), message: message.into(), retryable, source: ErrorSource::Host }
+        Failure {
+            code: code.to_string(),
+            message: message.into(),
+            retryable,
+            source: ErrorSource::Host,
+            kind: FailureKind::Error,
+        }
+    }
+
+    fn timed_out(code: &str, message: String) -> Self {
+        Failure { kind: FailureKind::Timeout, ..Failure::host(code, message, true) }
     }
 
     /// A handler's own error: code and message bounded and storable; a host code is not taken
@@ -112,7 +142,8 @@ impl Failure {
             message = format!("[the handler returned {code:?}, a code reserved for the host] {message}");
             code = format!("guest-{code}");
         }
-        Failure { code, message, retryable: e.retryable, source: ErrorSource::Guest }.bounded()
+        Failure { code, message, retryable: e.retryable, source: ErrorSource::Guest, kind: FailureKind::Error }
+            .bounded()
     }
 
     /// The same failure with its code and message cut to their maxima and free of NUL bytes.
@@ -131,30 +162,22 @@ impl Failure {
     /// The status a run ending this way gets: `timeout` when the host stopped it for time,
     /// `error` otherwise (a handler can never produce `timeout`).
     pub fn status(&self) -> RunStatus {
-        let timed_out = self.source == ErrorSource::Host
-            && matches!(self.code.as_str(), codes::DEADLINE | codes::RUN_TIMEOUT | codes::RUNNER_LOST);
-        if timed_out {
-            RunStatus::Timeout
-        } else {
-            RunStatus::Error
-        }
+        self.kind.status()
     }
 
     pub fn deadline(limit: Duration, in_host_call: bool) -> Self {
         let where_ = if in_host_call { " (stuck in a host call)" } else { "" };
-        Failure::host(
+        Failure::timed_out(
             codes::DEADLINE,
             format!("the run passed its wall-clock deadline of {}{where_}", humantime::format_duration(limit)),
-            true,
         )
     }
 
     /// The run reached its task's run timeout (`timeout_on`) before its handler's deadline.
     pub fn run_timeout(limit: Duration) -> Self {
-        Failure::host(
+        Failure::timed_out(
             codes::RUN_TIMEOUT,
             format!("the run did not finish within its run timeout ({})", humantime::format_duration(limit)),
-            true,
         )
     }
 
@@ -173,6 +196,11 @@ impl Failure {
 
     pub fn handler_broken(name: &str, reason: &str) -> Self {
         Failure::host(codes::HANDLER_BROKEN, format!("handler {name:?} cannot be used: {reason}"), false)
+    }
+
+    /// The database refused a run's outcome; this one, which says why, is written instead.
+    pub fn outcome_rejected(message: String) -> Self {
+        Failure::host(codes::OUTCOME_REJECTED, message, false)
     }
 
     /// The host itself failed while running the task (a bug): retried like a trap.

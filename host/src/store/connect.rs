@@ -40,6 +40,20 @@ pub fn redact(url: &str) -> String {
     format!("{prefix}{creds}{tail}")
 }
 
+/// A pool for a database server, once a first connection showed that it answers: at least two
+/// connections (PostgreSQL's LISTEN holds one), each waited for at most ten seconds.
+pub(super) async fn server_pool<DB: sqlx::Database>(
+    url: &str,
+    opts: <DB::Connection as sqlx::Connection>::Options,
+    options: &super::StoreOptions,
+) -> Result<sqlx::Pool<DB>> {
+    first_connection::<DB::Connection>(url, &opts, options.connect_timeout).await?;
+    Ok(sqlx::pool::PoolOptions::<DB>::new()
+        .max_connections(options.max_connections.max(2))
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_lazy_with(opts))
+}
+
 /// Open a first connection to a server, within `timeout`, so that a server that is down, an
 /// unknown host or wrong credentials are each told apart at once.
 pub(super) async fn first_connection<C: sqlx::Connection>(

@@ -19,12 +19,53 @@ use super::sql::{args, Arg, RUNNING};
 use super::Backend;
 use crate::error::{Error, Result};
 use crate::model::*;
+use crate::retry::Backoff;
 
 /// A row as the shared code reads it: each column by name, NULL as `None`.
 pub trait Cells {
     fn int(&self, col: &str) -> Result<Option<i64>>;
     fn text(&self, col: &str) -> Result<Option<String>>;
     fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>>;
+}
+
+/// `cells!(Row { int: f, text: f, time: f })`: [`Cells`] for a row type, each kind read by a
+/// function `(row, column) -> Result<Option<T>>` such as [`decoded`] or [`unchecked`].
+macro_rules! cells {
+    ($row:ty { int: $int:path, text: $text:path, time: $time:path }) => {
+        impl $crate::store::dialect::Cells for $row {
+            fn int(&self, col: &str) -> $crate::Result<Option<i64>> {
+                $int(self, col)
+            }
+            fn text(&self, col: &str) -> $crate::Result<Option<String>> {
+                $text(self, col)
+            }
+            fn time(&self, col: &str) -> $crate::Result<Option<chrono::DateTime<chrono::Utc>>> {
+                $time(self, col)
+            }
+        }
+    };
+}
+pub(crate) use cells;
+
+/// A cell as sqlx decodes it, its type checked.
+pub fn decoded<'r, R, T>(row: &'r R, col: &str) -> Result<Option<T>>
+where
+    R: sqlx::Row,
+    for<'c> &'c str: sqlx::ColumnIndex<R>,
+    Option<T>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    Ok(row.try_get(col)?)
+}
+
+/// A cell as sqlx decodes it, its type not checked (for drivers that report a column's type
+/// otherwise than it is stored).
+pub fn unchecked<'r, R, T>(row: &'r R, col: &str) -> Result<Option<T>>
+where
+    R: sqlx::Row,
+    for<'c> &'c str: sqlx::ColumnIndex<R>,
+    Option<T>: sqlx::Decode<'r, R::Database>,
+{
+    Ok(row.try_get_unchecked(col)?)
 }
 
 /// A claim, as the worker asks for it.
@@ -72,6 +113,8 @@ pub trait Plumbing: Send + Sync + 'static {
     type Db: sqlx::Database;
     type Row: Cells + Send + Sync;
 
+    /// Create or update the tables from this database's migrations folder.
+    async fn migrate(&self) -> Result<()>;
     async fn commit(&self, tx: TxOf<Self>) -> Result<()>;
     /// Roll back at once. (A transaction merely dropped is rolled back too, but only when its
     /// connection next goes back to the pool: until then its locks, and on SQLite the write
@@ -80,16 +123,51 @@ pub trait Plumbing: Send + Sync + 'static {
     /// Run a shared statement on `tx` (None: on a pooled connection); rows changed.
     async fn exec(&self, tx: Option<&mut TxOf<Self>>, sql: &str, args: &[Arg<'_>]) -> Result<u64>;
     async fn rows(&self, tx: Option<&mut TxOf<Self>>, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Self::Row>>;
+    /// The same on a connection (the caller's own transaction, for instance).
+    async fn exec_on(conn: &mut ConnOf<Self>, sql: &str, args: &[Arg<'_>]) -> Result<u64>;
+    async fn rows_on(conn: &mut ConnOf<Self>, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Self::Row>>;
 }
 
-/// `sqlx_plumbing!(Dialect, Database)`: [`Plumbing`] for a dialect that has a `pool` field,
-/// with a `bind(sql, args) -> Result<(String, Arguments)>` function in scope.
+/// `sqlx_plumbing!(Dialect, Database, "../migrations/NAME")`: [`Plumbing`] for a dialect that
+/// has a `pool` field, with a `bind(sql, args) -> Result<(String, Arguments)>` function in scope;
+/// and `pool()` on its store.
 macro_rules! sqlx_plumbing {
-    ($dialect:ty, $db:ty) => {
+    ($dialect:ty, $db:ty, $migrations:literal) => {
+        impl $crate::store::shared::SqlStore<$dialect> {
+            /// The connection pool, for callers that queue tasks inside their own transaction
+            /// (see [`SqlStore::add_tasks_in`](crate::store::shared::SqlStore::add_tasks_in)).
+            pub fn pool(&self) -> &sqlx::Pool<$db> {
+                &self.dialect().pool
+            }
+        }
+
         #[async_trait::async_trait]
         impl $crate::store::dialect::Plumbing for $dialect {
             type Db = $db;
             type Row = <$db as sqlx::Database>::Row;
+
+            async fn migrate(&self) -> $crate::Result<()> {
+                sqlx::migrate!($migrations).run(&self.pool).await?;
+                Ok(())
+            }
+
+            async fn exec_on(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                sql: &str,
+                args: &[$crate::store::sql::Arg<'_>],
+            ) -> $crate::Result<u64> {
+                let (sql, args) = bind(sql, args)?;
+                Ok(sqlx::query_with(&sql, args).execute(&mut *conn).await?.rows_affected())
+            }
+
+            async fn rows_on(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                sql: &str,
+                args: &[$crate::store::sql::Arg<'_>],
+            ) -> $crate::Result<Vec<Self::Row>> {
+                let (sql, args) = bind(sql, args)?;
+                Ok(sqlx::query_with(&sql, args).fetch_all(&mut *conn).await?)
+            }
 
             async fn commit(&self, tx: $crate::store::dialect::Tx<$db>) -> $crate::Result<()> {
                 Ok(tx.tx.commit().await?)
@@ -145,7 +223,6 @@ pub trait Dialect: Plumbing {
     /// Whether `INSERT … RETURNING id` works (else `LAST_INSERT_ID()` is read after it).
     const RETURNING: bool = true;
 
-    async fn migrate(&self) -> Result<()>;
     async fn begin(&self) -> Result<TxOf<Self>>;
 
     fn conn(tx: &mut TxOf<Self>) -> &mut ConnOf<Self> {
@@ -175,9 +252,11 @@ pub trait Dialect: Plumbing {
         false
     }
 
-    /// Queue one task with its first run; a task with an unfinished task's unique key is not
-    /// added, and that task is returned.
-    async fn add_one(conn: &mut ConnOf<Self>, task: &NewTask, now: DateTime<Utc>) -> Result<Added>;
+    /// Whether [`Dialect::insert_task`] also inserts the task's first run.
+    const INSERT_TASK_MAKES_RUN: bool = false;
+    /// Insert one task ([`super::sql::NEW_TASK`]); None when an unfinished task holds its
+    /// unique key.
+    async fn insert_task(conn: &mut ConnOf<Self>, task: &NewTask, now: DateTime<Utc>) -> Result<Option<TaskId>>;
     /// Queue tasks without unique keys with their first runs; ids in input order.
     async fn add_bulk(conn: &mut ConnOf<Self>, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>>;
 
@@ -222,6 +301,27 @@ pub trait Dialect: Plumbing {
     }
 }
 
+/// Queue one task with its first run; a task with an unfinished task's unique key is not added,
+/// and that task is returned.
+pub async fn add_one<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, t: &NewTask, now: DateTime<Utc>) -> Result<Added> {
+    if let Some(id) = D::insert_task(conn, t, now).await? {
+        if !D::INSERT_TASK_MAKES_RUN {
+            let run = "INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES ($1, 1, $2)";
+            D::exec_on(conn, run, args![id, now]).await?;
+        }
+        return Ok(Added { id, created: true });
+    }
+    let holder =
+        D::rows_on(conn, "SELECT id FROM task_queue WHERE active_unique_key = $1", args![&t.unique_key]).await?;
+    match holder.first() {
+        Some(r) => Ok(Added { id: super::rows::id(r, "id")?, created: false }),
+        None => Err(Error::CorruptRow {
+            table: "task_queue",
+            reason: "the unfinished task holding a unique key was not found".into(),
+        }),
+    }
+}
+
 /// Queue validated tasks on `conn`: one by one when any has a unique key (each may clash),
 /// else in bulk statements of [`Dialect::ADD_CHUNK`].
 pub async fn add_tasks_in<D: Dialect + ?Sized>(
@@ -232,7 +332,7 @@ pub async fn add_tasks_in<D: Dialect + ?Sized>(
     let mut out = Vec::with_capacity(tasks.len());
     if tasks.len() == 1 || tasks.iter().any(|t| t.unique_key.is_some()) {
         for t in tasks {
-            out.push(D::add_one(conn, t, now).await?);
+            out.push(add_one::<D>(conn, t, now).await?);
         }
         return Ok(out);
     }
@@ -253,8 +353,10 @@ pub async fn add_tasks_in_tx<D: Dialect + ?Sized>(db: &D, tasks: &[NewTask], now
     .await
 }
 
-/// Deadlocked transactions are run again this many times.
+/// Deadlocked transactions are run again this many times, after these waits.
 const DEADLOCK_RETRIES: u32 = 8;
+const DEADLOCK_BACKOFF: Backoff =
+    Backoff { base: Duration::from_millis(4), max: Duration::from_millis(128), jitter: 0.5 };
 
 /// Run the transaction `f` makes, again from the start after a deadlock.
 pub async fn retrying<D, T, F, Fut>(mut f: F) -> Result<T>
@@ -269,7 +371,7 @@ where
             Err(e) if attempt < DEADLOCK_RETRIES && D::is_deadlock(&e) => {
                 attempt += 1;
                 tracing::debug!(attempt, "deadlock, trying again: {e}");
-                tokio::time::sleep(Duration::from_millis(2u64 << attempt.min(6))).await;
+                tokio::time::sleep(DEADLOCK_BACKOFF.wait(attempt)).await;
             }
             other => return other,
         }

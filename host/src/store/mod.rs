@@ -27,8 +27,8 @@ pub mod shared;
 pub mod sql;
 pub mod sqlite;
 
-use connect::first_connection;
 pub use connect::redact;
+use connect::server_pool;
 
 /// Which database a store talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

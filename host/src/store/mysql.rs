@@ -7,18 +7,17 @@
 //! unpacked with `JSON_TABLE`. Deadlocks and lock wait timeouts run the transaction again.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::json;
-use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlPool, MySqlPoolOptions, MySqlRow};
+use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlPool, MySqlRow};
 use sqlx::{Arguments, MySql, MySqlConnection, QueryBuilder, Row};
 
-use super::dialect::{retrying, sqlx_plumbing, Cells, ClaimRequest, Dialect, Plumbing, Tx};
+use super::dialect::{cells, decoded, retrying, sqlx_plumbing, unchecked, ClaimRequest, Dialect, Plumbing, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::{runs, SqlStore};
-use super::sql::{args, render, Arg, Slot, RUNNING, SCHEDULED, SUCCESS};
+use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNING, SCHEDULED, SUCCESS};
 use super::{Backend, StoreOptions};
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -38,16 +37,8 @@ impl MySqlStore {
         let url_ = url.replacen("mariadb://", "mysql://", 1);
         let opts: MySqlConnectOptions =
             url_.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: super::redact(url), reason: e.to_string() })?;
-        super::first_connection::<MySqlConnection>(url, &opts, options.connect_timeout).await?;
-        let pool = MySqlPoolOptions::new()
-            .max_connections(options.max_connections.max(2))
-            .acquire_timeout(Duration::from_secs(10))
-            .connect_lazy_with(opts);
+        let pool = super::server_pool(url, opts, options).await?;
         Ok(SqlStore::new(MySqlDb { pool }))
-    }
-
-    pub fn pool(&self) -> &MySqlPool {
-        &self.dialect().pool
     }
 }
 
@@ -93,23 +84,11 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, MySqlArguments)> {
     Ok((sql, bound))
 }
 
-sqlx_plumbing!(MySqlDb, MySql);
+sqlx_plumbing!(MySqlDb, MySql, "../migrations/mysql");
 
-impl Cells for MySqlRow {
-    // Unchecked: MySQL reports binary-collated (case-sensitive) VARCHARs as VARBINARY though
-    // they hold UTF-8 text, and expressions as integers of any width.
-    fn int(&self, col: &str) -> Result<Option<i64>> {
-        Ok(self.try_get_unchecked(col)?)
-    }
-
-    fn text(&self, col: &str) -> Result<Option<String>> {
-        Ok(self.try_get_unchecked(col)?)
-    }
-
-    fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>> {
-        Ok(self.try_get(col)?)
-    }
-}
+// Unchecked: MySQL reports binary-collated (case-sensitive) VARCHARs as VARBINARY though they
+// hold UTF-8 text, and expressions as integers of any width.
+cells!(MySqlRow { int: unchecked, text: unchecked, time: decoded });
 
 impl MySqlDb {
     async fn claim_once(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {
@@ -158,17 +137,7 @@ impl MySqlDb {
         for r in &started {
             by_task.insert(r.try_get::<i64, _>("task_queue_id")?, (r.try_get::<i64, _>("id")?, r.try_get("attempt")?));
         }
-        let mut out = Vec::with_capacity(claimed.len());
-        for c in claimed {
-            let (run_id, attempt) = match by_task.remove(&c.task_id) {
-                Some(found) => found,
-                None => {
-                    let timeout_on = c.timeout_on(now, req.default_timeout);
-                    runs::insert_running(self, Some(&mut tx), c.task_id, req.runner, now, timeout_on).await?
-                }
-            };
-            out.push(c.into_run(run_id, attempt, now, req.default_timeout));
-        }
+        let out = runs::claimed_runs(self, Some(&mut tx), req, claimed, by_task).await?;
         self.commit(tx).await?;
         Ok(out)
     }
@@ -181,11 +150,6 @@ impl Dialect for MySqlDb {
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const ADD_CHUNK: usize = 2_000;
     const RETURNING: bool = false;
-
-    async fn migrate(&self) -> Result<()> {
-        sqlx::migrate!("../migrations/mysql").run(&self.pool).await?;
-        Ok(())
-    }
 
     async fn begin(&self) -> Result<Tx<MySql>> {
         Ok(Tx::new(self.pool.begin().await?, None))
@@ -203,46 +167,13 @@ impl Dialect for MySqlDb {
     /// One task and its first run. Only a duplicate unique key is tolerated (it returns the task
     /// holding the key): every other error is an error (no `INSERT IGNORE`, which turns
     /// over-long values into silent truncation).
-    async fn add_one(conn: &mut MySqlConnection, t: &NewTask, now: DateTime<Utc>) -> Result<Added> {
-        let r = sqlx::query(
-            "INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
-                 max_retries, queue, priority, unique_key, active_unique_key, run_timeout,
-                 backoff_base_ms, backoff_max_ms)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(now)
-        .bind(&t.queued_by)
-        .bind(t.scheduled_on.unwrap_or(now))
-        .bind(&t.handler)
-        .bind(&t.data)
-        .bind(t.max_retries as i64)
-        .bind(&t.queue)
-        .bind(t.priority as i64)
-        .bind(&t.unique_key)
-        .bind(&t.unique_key)
-        .bind(t.run_timeout.map(|d| d.as_secs() as i64))
-        .bind(t.backoff.base_ms)
-        .bind(t.backoff.max_ms)
-        .execute(&mut *conn)
-        .await;
-        let duplicate = match &r {
-            Err(sqlx::Error::Database(db)) => db.is_unique_violation() && t.unique_key.is_some(),
-            _ => false,
-        };
-        if !duplicate {
-            let id = r?.last_insert_id() as i64;
-            sqlx::query("INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES (?, 1, ?)")
-                .bind(id)
-                .bind(now)
-                .execute(&mut *conn)
-                .await?;
-            return Ok(Added { id, created: true });
+    async fn insert_task(conn: &mut MySqlConnection, t: &NewTask, now: DateTime<Utc>) -> Result<Option<TaskId>> {
+        let (sql, values) = bind(&format!("INSERT INTO {NEW_TASK}"), &new_task_args(t, now))?;
+        match sqlx::query_with(&sql, values).execute(&mut *conn).await {
+            Ok(done) => Ok(Some(done.last_insert_id() as i64)),
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() && t.unique_key.is_some() => Ok(None),
+            Err(e) => Err(e.into()),
         }
-        let id: i64 = sqlx::query_scalar("SELECT id FROM task_queue WHERE active_unique_key = ?")
-            .bind(&t.unique_key)
-            .fetch_one(&mut *conn)
-            .await?;
-        Ok(Added { id, created: false })
     }
 
     async fn add_bulk(conn: &mut MySqlConnection, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
@@ -295,7 +226,7 @@ impl Dialect for MySqlDb {
             .map(|o| {
                 let mut v = json!({"id": o.run_id, "t": o.task_id, "f": jts(o.finished_on), "ms": o.duration_ms});
                 // Absent keys read as NULL; JSON null might read as the text "null".
-                if let Some(r) = &o.results {
+                if let Some(r) = o.results() {
                     v["r"] = json!(r);
                 }
                 if let Some(d) = &o.component_digest {

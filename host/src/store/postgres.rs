@@ -10,16 +10,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgRow};
 use sqlx::{Arguments, PgConnection, Postgres, Row};
 
-use super::dialect::{add_tasks_in_tx, sqlx_plumbing, Cells, ClaimRequest, Dialect, Tx};
+use super::dialect::{add_one, add_tasks_in_tx, cells, decoded, sqlx_plumbing, ClaimRequest, Dialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::{runs, SqlStore};
-use super::sql::{render, Arg, Slot, RUNNING, SCHEDULED, SUCCESS};
+use super::sql::{new_task_args, render, Arg, Slot, NEW_TASK, RUNNING, SCHEDULED, SUCCESS};
 use super::{Backend, StoreOptions};
 use crate::error::{Error, Result};
 use crate::model::*;
+use crate::retry::Backoff;
 
 /// The PostgreSQL store.
 pub type PostgresStore = SqlStore<PostgresDb>;
@@ -40,16 +41,8 @@ impl PostgresStore {
         // custom plans, priced from them, scanned all of task_runs per claim, 20x slower at
         // 100,000 rows). And statements are no longer re-planned on every call.
         let opts = opts.options([("plan_cache_mode", "force_generic_plan")]);
-        super::first_connection::<PgConnection>(url, &opts, options.connect_timeout).await?;
-        let pool = PgPoolOptions::new()
-            .max_connections(options.max_connections.max(2))
-            .acquire_timeout(Duration::from_secs(10))
-            .connect_lazy_with(opts);
+        let pool = super::server_pool(url, opts, options).await?;
         Ok(SqlStore::new(PostgresDb { pool }))
-    }
-
-    pub fn pool(&self) -> &PgPool {
-        &self.dialect().pool
     }
 }
 
@@ -58,6 +51,9 @@ const CLAIM_SPLIT_AT: u32 = 128;
 
 /// The channel idle workers LISTEN on; notified (on commit) whenever tasks are added.
 const CHANNEL: &str = "taskhost_tasks";
+
+/// Waits between attempts to listen again after the LISTEN connection is lost.
+const LISTEN_BACKOFF: Backoff = Backoff { base: Duration::from_millis(500), max: Duration::from_secs(30), jitter: 0.5 };
 
 /// A run still running, spelled without its status: a status test lets the planner scan the
 /// partial index of running runs (which stale statistics price as empty) instead of reaching
@@ -97,23 +93,15 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, PgArguments)> {
     Ok((sql, bound))
 }
 
-sqlx_plumbing!(PostgresDb, Postgres);
+sqlx_plumbing!(PostgresDb, Postgres, "../migrations/postgres");
 
-impl Cells for PgRow {
-    fn int(&self, col: &str) -> Result<Option<i64>> {
-        // Expressions (`CASE … THEN 1`) are INTEGER; columns and counts BIGINT.
-        match self.try_get::<Option<i64>, _>(col) {
-            Ok(v) => Ok(v),
-            Err(_) => Ok(self.try_get::<Option<i32>, _>(col)?.map(i64::from)),
-        }
-    }
+cells!(PgRow { int: int_of, text: decoded, time: decoded });
 
-    fn text(&self, col: &str) -> Result<Option<String>> {
-        Ok(self.try_get(col)?)
-    }
-
-    fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>> {
-        Ok(self.try_get(col)?)
+/// Expressions (`CASE … THEN 1`) are INTEGER; columns and counts BIGINT.
+fn int_of(row: &PgRow, col: &str) -> Result<Option<i64>> {
+    match row.try_get::<Option<i64>, _>(col) {
+        Ok(v) => Ok(v),
+        Err(_) => Ok(row.try_get::<Option<i32>, _>(col)?.map(i64::from)),
     }
 }
 
@@ -169,18 +157,7 @@ impl PostgresDb {
                 runs_of.insert(r.try_get::<i64, _>("id")?, (run, attempt));
             }
         }
-        let mut out = Vec::with_capacity(rows.len());
-        for c in ClaimedTask::read_all(&rows)? {
-            let (run_id, attempt) = match runs_of.remove(&c.task_id) {
-                Some(found) => found,
-                None => {
-                    let timeout_on = c.timeout_on(req.now, req.default_timeout);
-                    runs::insert_running(self, None, c.task_id, req.runner, req.now, timeout_on).await?
-                }
-            };
-            out.push(c.into_run(run_id, attempt, req.now, req.default_timeout));
-        }
-        Ok(out)
+        runs::claimed_runs(self, None, req, ClaimedTask::read_all(&rows)?, runs_of).await
     }
 }
 
@@ -190,11 +167,7 @@ impl Dialect for PostgresDb {
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const ADD_CHUNK: usize = 10_000;
-
-    async fn migrate(&self) -> Result<()> {
-        sqlx::migrate!("../migrations/postgres").run(&self.pool).await?;
-        Ok(())
-    }
+    const INSERT_TASK_MAKES_RUN: bool = true;
 
     async fn begin(&self) -> Result<Tx<Postgres>> {
         Ok(Tx::new(self.pool.begin().await?, None))
@@ -206,42 +179,20 @@ impl Dialect for PostgresDb {
 
     /// One task, its first run and the wake-up in one statement: one round trip, which is most
     /// of an idle worker's enqueue-to-start latency.
-    async fn add_one(conn: &mut PgConnection, t: &NewTask, now: DateTime<Utc>) -> Result<Added> {
-        let id: Option<i64> = sqlx::query_scalar(
+    async fn insert_task(conn: &mut PgConnection, t: &NewTask, now: DateTime<Utc>) -> Result<Option<TaskId>> {
+        let sql = format!(
             "WITH ins AS (
-                 INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
-                     max_retries, queue, priority, unique_key, active_unique_key, run_timeout,
-                     backoff_base_ms, backoff_max_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12)
+                 INSERT INTO {NEW_TASK}
                  ON CONFLICT (active_unique_key) WHERE active_unique_key IS NOT NULL DO NOTHING
                  RETURNING id
              ),
              run AS (INSERT INTO task_runs (task_queue_id, attempt, created_on) SELECT id, 1, $1 FROM ins)
-             SELECT id FROM ins WHERE (SELECT count(*) FROM (SELECT pg_notify($13, '')) AS n) = 1",
-        )
-        .bind(now)
-        .bind(&t.queued_by)
-        .bind(t.scheduled_on.unwrap_or(now))
-        .bind(&t.handler)
-        .bind(&t.data)
-        .bind(t.max_retries as i64)
-        .bind(&t.queue)
-        .bind(t.priority as i64)
-        .bind(&t.unique_key)
-        .bind(t.run_timeout.map(|d| d.as_secs() as i64))
-        .bind(t.backoff.base_ms)
-        .bind(t.backoff.max_ms)
-        .bind(CHANNEL)
-        .fetch_optional(&mut *conn)
-        .await?;
-        if let Some(id) = id {
-            return Ok(Added { id, created: true });
-        }
-        let id: i64 = sqlx::query_scalar("SELECT id FROM task_queue WHERE active_unique_key = $1")
-            .bind(&t.unique_key)
-            .fetch_one(&mut *conn)
-            .await?;
-        Ok(Added { id, created: false })
+             SELECT id FROM ins WHERE (SELECT count(*) FROM (SELECT pg_notify($13, '')) AS n) = 1"
+        );
+        let mut values = new_task_args(t, now);
+        values.push(Arg::from(CHANNEL));
+        let (sql, values) = bind(&sql, &values)?;
+        Ok(sqlx::query_scalar_with(&sql, values).fetch_optional(&mut *conn).await?)
     }
 
     async fn add_bulk(conn: &mut PgConnection, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
@@ -286,7 +237,7 @@ impl Dialect for PostgresDb {
         if let [task] = tasks {
             // One statement is atomic without a transaction (and saves its round trips).
             let mut conn = self.pool.acquire().await?;
-            return Ok(vec![Self::add_one(&mut conn, task, now).await?]);
+            return Ok(vec![add_one::<Self>(&mut conn, task, now).await?]);
         }
         add_tasks_in_tx(self, tasks, now).await
     }
@@ -344,10 +295,12 @@ impl Dialect for PostgresDb {
         listener.listen(CHANNEL).await?;
         let (tx, rx) = tokio::sync::mpsc::channel(1);
         tokio::spawn(async move {
+            let mut failures = 0;
             loop {
                 match listener.recv().await {
                     // A full channel already holds a wake-up: nothing is lost by dropping this one.
                     Ok(_) => {
+                        failures = 0;
                         if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) = tx.try_send(()) {
                             return;
                         }
@@ -359,7 +312,8 @@ impl Dialect for PostgresDb {
                             return;
                         }
                         let _ = tx.try_send(());
-                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        failures += 1;
+                        tokio::time::sleep(LISTEN_BACKOFF.wait(failures)).await;
                     }
                 }
             }
@@ -387,7 +341,7 @@ async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result
     sqlx::query(&sql)
         .bind(ok.iter().map(|o| o.run_id).collect::<Vec<_>>())
         .bind(ok.iter().map(|o| o.finished_on).collect::<Vec<_>>())
-        .bind(ok.iter().map(|o| o.results.clone()).collect::<Vec<_>>())
+        .bind(ok.iter().map(|o| o.results()).collect::<Vec<_>>())
         .bind(ok.iter().map(|o| o.duration_ms).collect::<Vec<_>>())
         .bind(ok.iter().map(|o| o.component_digest.clone()).collect::<Vec<_>>())
         .bind(ok.iter().map(|o| o.fuel_used).collect::<Vec<_>>())

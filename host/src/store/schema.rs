@@ -224,3 +224,29 @@ pub const INDEXES: &[Index] = &[
         },
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RunStatus;
+
+    /// Index conditions repeat the migrations' SQL, so status words stand there as literals; each
+    /// must still be a status of the enum.
+    #[test]
+    fn every_status_word_in_an_index_condition_is_a_status() {
+        let mut words = Vec::new();
+        for i in INDEXES {
+            let generated = match i.mysql {
+                OnMySql::Generated { expression, .. } => Some(expression),
+                _ => None,
+            };
+            for text in i.filter.into_iter().chain(generated) {
+                words.extend(text.split('\'').skip(1).step_by(2).map(str::to_string));
+            }
+        }
+        assert!(words.len() >= 6, "{words:?}");
+        for w in &words {
+            assert!(w.parse::<RunStatus>().is_ok(), "{w:?} in an index condition is not a run status");
+        }
+    }
+}

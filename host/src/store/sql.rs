@@ -50,6 +50,12 @@ impl<'a> From<&'a str> for Arg<'a> {
         Arg::Text(Some(v))
     }
 }
+impl<'a> From<Option<&'a str>> for Arg<'a> {
+    fn from(v: Option<&'a str>) -> Self {
+        Arg::Text(v)
+    }
+}
+
 impl<'a> From<&'a String> for Arg<'a> {
     fn from(v: &'a String) -> Self {
         Arg::Text(Some(v))
@@ -86,6 +92,31 @@ macro_rules! args {
     ($($a:expr),* $(,)?) => { &[$($crate::store::sql::Arg::from($a)),*][..] };
 }
 pub(crate) use args;
+
+/// `INSERT INTO` this to queue one task, with [`new_task_args`]: `$9` stands twice, as the
+/// unique key is also the active one.
+pub const NEW_TASK: &str = "task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
+         max_retries, queue, priority, unique_key, active_unique_key, run_timeout, backoff_base_ms, backoff_max_ms)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12)";
+
+/// The values of [`NEW_TASK`].
+pub fn new_task_args(t: &crate::model::NewTask, now: DateTime<Utc>) -> Vec<Arg<'_>> {
+    args![
+        now,
+        &t.queued_by,
+        t.scheduled_on.unwrap_or(now),
+        &t.handler,
+        &t.data,
+        t.max_retries,
+        &t.queue,
+        i64::from(t.priority),
+        &t.unique_key,
+        t.run_timeout.map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+        t.backoff.base_ms,
+        t.backoff.max_ms,
+    ]
+    .to_vec()
+}
 
 /// A placeholder of a shared statement, as [`render`] meets it (indexes from 0).
 #[derive(Debug, Clone, Copy)]

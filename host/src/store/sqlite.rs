@@ -19,13 +19,13 @@ use sqlx::sqlite::{
     SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
 };
-use sqlx::{Arguments, Row, Sqlite, SqliteConnection};
+use sqlx::{Arguments, Connection, Row, Sqlite, SqliteConnection};
 use tokio::sync::Mutex;
 
-use super::dialect::{sqlx_plumbing, Cells, ClaimRequest, Dialect, Plumbing, Tx};
+use super::dialect::{cells, decoded, sqlx_plumbing, ClaimRequest, Dialect, Plumbing, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::{runs, SqlStore};
-use super::sql::{json_list, render, Arg, Slot, RUNNING, SCHEDULED, SUCCESS};
+use super::sql::{json_list, new_task_args, render, Arg, Slot, NEW_TASK, RUNNING, SCHEDULED, SUCCESS};
 use super::{Backend, StoreOptions};
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -62,16 +62,22 @@ impl SqliteStore {
             .foreign_keys(true);
         let pool = SqlitePoolOptions::new()
             .max_connections(options.max_connections.max(1))
+            // A `begin` cancelled between SQLite's BEGIN and its acknowledgement (a worker cut
+            // short by a signal) leaves a connection holding an open write transaction and no
+            // `Transaction` to end it; such a connection is closed on release, not reused.
+            .after_release(|conn, _| {
+                Box::pin(async move {
+                    if conn.is_in_transaction() {
+                        // A dropped transaction's queued rollback lands before the ping answers.
+                        conn.ping().await?;
+                    }
+                    Ok(!conn.is_in_transaction())
+                })
+            })
             .connect_with(opts)
             .await
             .map_err(|e| Error::Connect { url: super::redact(url), reason: format!("cannot open: {e}") })?;
         Ok(SqlStore::new(SqliteDb { pool, write_lock: Default::default() }))
-    }
-
-    /// The connection pool, for callers that want to queue tasks inside their own transaction
-    /// (see [`SqlStore::add_tasks_in`]).
-    pub fn pool(&self) -> &SqlitePool {
-        &self.dialect().pool
     }
 }
 
@@ -101,25 +107,18 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, SqliteArguments<'a>)
     Ok((sql, bound))
 }
 
-sqlx_plumbing!(SqliteDb, Sqlite);
+sqlx_plumbing!(SqliteDb, Sqlite, "../migrations/sqlite");
 
-impl Cells for SqliteRow {
-    fn int(&self, col: &str) -> Result<Option<i64>> {
-        Ok(self.try_get(col)?)
-    }
+cells!(SqliteRow { int: decoded, text: decoded, time: time_of });
 
-    fn text(&self, col: &str) -> Result<Option<String>> {
-        Ok(self.try_get(col)?)
-    }
-
-    fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>> {
-        let Some(s) = self.try_get::<Option<String>, _>(col)? else {
-            return Ok(None);
-        };
-        NaiveDateTime::parse_from_str(&s, TS_READ)
-            .map(|n| Some(n.and_utc()))
-            .map_err(|e| Error::CorruptRow { table: "(sqlite)", reason: format!("bad time {s:?} in {col}: {e}") })
-    }
+/// Times are stored as text in [`TS_WRITE`]'s format.
+fn time_of(row: &SqliteRow, col: &str) -> Result<Option<DateTime<Utc>>> {
+    let Some(s) = row.try_get::<Option<String>, _>(col)? else {
+        return Ok(None);
+    };
+    NaiveDateTime::parse_from_str(&s, TS_READ)
+        .map(|n| Some(n.and_utc()))
+        .map_err(|e| Error::CorruptRow { table: "(sqlite)", reason: format!("bad time {s:?} in {col}: {e}") })
 }
 
 #[async_trait]
@@ -129,52 +128,18 @@ impl Dialect for SqliteDb {
     const FOR_UPDATE: &'static str = "";
     const ADD_CHUNK: usize = 5_000;
 
-    async fn migrate(&self) -> Result<()> {
-        sqlx::migrate!("../migrations/sqlite").run(&self.pool).await?;
-        Ok(())
-    }
-
     async fn begin(&self) -> Result<Tx<Sqlite>> {
         let writing = self.write_lock.clone().lock_owned().await;
         Ok(Tx::new(self.pool.begin_with("BEGIN IMMEDIATE").await?, Some(writing)))
     }
 
-    async fn add_one(conn: &mut SqliteConnection, t: &NewTask, now: DateTime<Utc>) -> Result<Added> {
-        let id: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
-                 max_retries, queue, priority, unique_key, active_unique_key, run_timeout,
-                 backoff_base_ms, backoff_max_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12)
-             ON CONFLICT (active_unique_key) WHERE active_unique_key IS NOT NULL DO NOTHING
-             RETURNING id",
-        )
-        .bind(ts(now))
-        .bind(&t.queued_by)
-        .bind(ts(t.scheduled_on.unwrap_or(now)))
-        .bind(&t.handler)
-        .bind(&t.data)
-        .bind(t.max_retries as i64)
-        .bind(&t.queue)
-        .bind(t.priority)
-        .bind(&t.unique_key)
-        .bind(t.run_timeout.map(|d| d.as_secs() as i64))
-        .bind(t.backoff.base_ms)
-        .bind(t.backoff.max_ms)
-        .fetch_optional(&mut *conn)
-        .await?;
-        let Some(id) = id else {
-            let id: i64 = sqlx::query_scalar("SELECT id FROM task_queue WHERE active_unique_key = ?1")
-                .bind(&t.unique_key)
-                .fetch_one(&mut *conn)
-                .await?;
-            return Ok(Added { id, created: false });
-        };
-        sqlx::query("INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES (?1, 1, ?2)")
-            .bind(id)
-            .bind(ts(now))
-            .execute(&mut *conn)
-            .await?;
-        Ok(Added { id, created: true })
+    async fn insert_task(conn: &mut SqliteConnection, t: &NewTask, now: DateTime<Utc>) -> Result<Option<TaskId>> {
+        let sql = format!(
+            "INSERT INTO {NEW_TASK}
+             ON CONFLICT (active_unique_key) WHERE active_unique_key IS NOT NULL DO NOTHING RETURNING id"
+        );
+        let (sql, values) = bind(&sql, &new_task_args(t, now))?;
+        Ok(sqlx::query_scalar_with(&sql, values).fetch_optional(&mut *conn).await?)
     }
 
     async fn add_bulk(conn: &mut SqliteConnection, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
@@ -246,19 +211,8 @@ impl Dialect for SqliteDb {
             .bind(starts.to_string())
             .fetch_all(&mut *tx.tx)
             .await?;
-        let mut by_task: std::collections::HashMap<i64, (i64, i64)> =
-            started.into_iter().map(|(t, r, a)| (t, (r, a))).collect();
-        let mut out = Vec::with_capacity(claimed.len());
-        for c in claimed {
-            let (run_id, attempt) = match by_task.remove(&c.task_id) {
-                Some(found) => found,
-                None => {
-                    let timeout_on = c.timeout_on(now, req.default_timeout);
-                    runs::insert_running(self, Some(&mut tx), c.task_id, req.runner, now, timeout_on).await?
-                }
-            };
-            out.push(c.into_run(run_id, attempt, now, req.default_timeout));
-        }
+        let by_task = started.into_iter().map(|(t, r, a)| (t, (r, a))).collect();
+        let out = runs::claimed_runs(self, Some(&mut tx), req, claimed, by_task).await?;
         self.commit(tx).await?;
         Ok(out)
     }
@@ -267,7 +221,7 @@ impl Dialect for SqliteDb {
         let args = serde_json::Value::Array(
             ok.iter()
                 .map(|o| {
-                    json!({"id": o.run_id, "f": ts(o.finished_on), "r": o.results, "ms": o.duration_ms,
+                    json!({"id": o.run_id, "f": ts(o.finished_on), "r": o.results(), "ms": o.duration_ms,
                            "dg": o.component_digest, "fu": o.fuel_used, "lg": o.logs})
                 })
                 .collect(),

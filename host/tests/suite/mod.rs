@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use taskhost::model::*;
+use taskhost::sandbox::{ErrorSource, Failure, FailureKind};
 use taskhost::store::{RetryPlan, SharedStore};
 
 const DAY: Duration = Duration::from_secs(86_400);
@@ -30,28 +31,27 @@ fn success(c: &ClaimedRun, now: DateTime<Utc>, results: &str) -> RunOutcome {
     RunOutcome {
         run_id: c.run_id,
         task_id: c.task_id,
-        status: RunStatus::Success,
-        results: Some(results.into()),
-        error_code: None,
-        error_message: None,
+        end: RunEnd::Success { results: Some(results.into()) },
         percents_completed: Some(100),
         finished_on: now,
         duration_ms: 3,
         component_digest: Some("ab".repeat(32)),
         fuel_used: Some(1234),
         logs: None,
-        next: NextStep::Done,
     }
 }
 
 fn failure(c: &ClaimedRun, now: DateTime<Utc>, next: NextStep) -> RunOutcome {
+    let failure = Failure {
+        code: "boom".into(),
+        message: "it broke".into(),
+        retryable: true,
+        source: ErrorSource::Guest,
+        kind: FailureKind::Error,
+    };
     RunOutcome {
-        status: RunStatus::Error,
-        results: None,
-        error_code: Some("boom".into()),
-        error_message: Some("it broke".into()),
+        end: RunEnd::Failure { failure, partial_results: None, next },
         percents_completed: Some(40),
-        next,
         ..success(c, now, "")
     }
 }

@@ -1,13 +1,15 @@
 //! Runs: finishing them, putting them back, timing them out, and what keeps a worker busy.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{retrying, Cells, Dialect, TxOf};
-use super::super::rows;
+use super::super::dialect::{retrying, Cells, ClaimRequest, Dialect, TxOf};
+use super::super::rows::{self, ClaimedTask};
 use super::super::sql::{args, Arg, ERROR, RUNNING, SCHEDULED, TIMEOUT};
 use crate::error::Result;
 use crate::model::*;
-use crate::sandbox::codes;
+use crate::sandbox::{codes, Failure};
 
 /// What a run that outlived its run timeout ends with.
 pub const RUN_TIMED_OUT_MESSAGE: &str = "the run did not finish within its run timeout";
@@ -146,12 +148,20 @@ pub async fn has_due_work<D: Dialect>(
 /// Write finished runs and move their tasks on, in one transaction. A run no longer running
 /// (timed out or ended elsewhere meanwhile) is left as it is.
 pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
-    let ok: Vec<&RunOutcome> = outcomes.iter().filter(|o| o.next == NextStep::Done).collect();
-    let failed: Vec<&RunOutcome> = outcomes.iter().filter(|o| o.next != NextStep::Done).collect();
+    let mut ok: Vec<&RunOutcome> = Vec::new();
+    let mut failed: Vec<Failed> = Vec::new();
+    for o in outcomes {
+        match &o.end {
+            RunEnd::Success { .. } => ok.push(o),
+            RunEnd::Failure { failure, partial_results, next } => {
+                failed.push(Failed { o, failure, results: partial_results.as_deref(), next: *next })
+            }
+        }
+    }
     if failed.is_empty() {
         return if ok.is_empty() { Ok(()) } else { db.finish_successes_alone(&ok).await };
     }
-    let ids: Vec<RunId> = failed.iter().map(|o| o.run_id).collect();
+    let ids: Vec<RunId> = failed.iter().map(|f| f.o.run_id).collect();
     let running = format!("SELECT id, attempt FROM task_runs WHERE id IN ($1) AND status = {RUNNING}{}", D::FOR_UPDATE);
     retrying::<D, _, _, _>(|| async {
         let mut tx = db.begin().await?;
@@ -161,10 +171,10 @@ pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
         let attempts = db.rows(Some(&mut tx), &running, args![&ids]).await?;
         let attempts: std::collections::HashMap<RunId, i64> =
             attempts.iter().map(|r| Ok((rows::id(r, "id")?, rows::id(r, "attempt")?))).collect::<Result<_>>()?;
-        for o in &failed {
+        for f in &failed {
             // Not running any more: the overseer already moved the task on.
-            if let Some(attempt) = attempts.get(&o.run_id) {
-                write_failure(db, &mut tx, o, rows::n32(*attempt)).await?;
+            if let Some(attempt) = attempts.get(&f.o.run_id) {
+                write_failure(db, &mut tx, f, rows::n32(*attempt)).await?;
             }
         }
         db.commit(tx).await
@@ -172,19 +182,29 @@ pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
     .await
 }
 
+/// A failed run's outcome, its parts unpacked.
+struct Failed<'a> {
+    o: &'a RunOutcome,
+    failure: &'a Failure,
+    results: Option<&'a str>,
+    next: NextStep,
+}
+
 /// A failed run, and its task scheduled again or given up on.
-async fn write_failure<D: Dialect>(db: &D, tx: &mut TxOf<D>, o: &RunOutcome, attempt: u32) -> Result<()> {
+async fn write_failure<D: Dialect>(db: &D, tx: &mut TxOf<D>, f: &Failed<'_>, attempt: u32) -> Result<()> {
+    let o = f.o;
+    let status = f.failure.status().as_str();
     let run = "UPDATE task_runs SET status = $2, finished_on = $3, results = coalesce($4, results),
                    error_code = $5, error_message = $6, percents_completed = coalesce($7, percents_completed),
                    duration_ms = $8, component_digest = $9, fuel_used = $10, logs = $11
                WHERE id = $1";
     let values = args![
         o.run_id,
-        o.status.as_str(),
+        status,
         o.finished_on,
-        &o.results,
-        &o.error_code,
-        &o.error_message,
+        f.results,
+        f.failure.code.as_str(),
+        f.failure.message.as_str(),
         o.percents_completed.map(i64::from),
         o.duration_ms,
         &o.component_digest,
@@ -192,7 +212,7 @@ async fn write_failure<D: Dialect>(db: &D, tx: &mut TxOf<D>, o: &RunOutcome, att
         &o.logs,
     ];
     db.exec(Some(&mut *tx), run, values).await?;
-    match o.next {
+    match f.next {
         NextStep::RetryAt(at) => {
             let task = format!(
                 "UPDATE task_queue SET last_status = {SCHEDULED}, task_runs_failed = task_runs_failed + 1,
@@ -202,19 +222,41 @@ async fn write_failure<D: Dialect>(db: &D, tx: &mut TxOf<D>, o: &RunOutcome, att
             db.exec(Some(&mut *tx), &task, args![o.task_id, at]).await?;
             super::insert_run(db, tx, o.task_id, attempt + 1, o.finished_on).await?;
         }
-        NextStep::GiveUp | NextStep::Done => {
+        NextStep::GiveUp => {
             let task = "UPDATE task_queue SET last_status = $2, task_runs_failed = task_runs_failed + 1,
                             finished_on = $3, gave_up_on = $3, active_unique_key = NULL
                         WHERE id = $1";
-            db.exec(Some(tx), task, args![o.task_id, o.status.as_str(), o.finished_on]).await?;
+            db.exec(Some(tx), task, args![o.task_id, status, o.finished_on]).await?;
         }
     }
     Ok(())
 }
 
-/// The run of a claimed task that had no scheduled run (which should not happen), created
-/// already running: `(run id, attempt)`.
-pub async fn insert_running<D: Dialect>(
+/// The claimed runs, in claim order: each task's run as the claim started it (`started`: task
+/// id → run id and attempt), or one created already running for a task that had no scheduled
+/// run (which should not happen).
+pub async fn claimed_runs<D: Dialect>(
+    db: &D,
+    mut tx: Option<&mut TxOf<D>>,
+    req: &ClaimRequest<'_>,
+    claimed: Vec<ClaimedTask>,
+    mut started: HashMap<TaskId, (RunId, i64)>,
+) -> Result<Vec<ClaimedRun>> {
+    let mut out = Vec::with_capacity(claimed.len());
+    for c in claimed {
+        let (run_id, attempt) = match started.remove(&c.task_id) {
+            Some(found) => found,
+            None => {
+                let timeout_on = c.timeout_on(req.now, req.default_timeout);
+                insert_running(db, tx.as_deref_mut(), c.task_id, req.runner, req.now, timeout_on).await?
+            }
+        };
+        out.push(c.into_run(run_id, attempt, req.now, req.default_timeout));
+    }
+    Ok(out)
+}
+
+async fn insert_running<D: Dialect>(
     db: &D,
     mut tx: Option<&mut TxOf<D>>,
     task_id: TaskId,

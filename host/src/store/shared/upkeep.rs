@@ -44,7 +44,7 @@ pub async fn apply_retry_plans<D: Dialect>(db: &D, plans: &[RetryPlan], now: Dat
                         super::insert_run(db, &mut tx, p.task_id, p.next_attempt, now).await?;
                     }
                 }
-                NextStep::GiveUp | NextStep::Done => {
+                NextStep::GiveUp => {
                     db.exec(Some(&mut tx), &give_up, args![p.task_id, now]).await?;
                 }
             }

@@ -1,0 +1,142 @@
+//! The claim loop: claims due runs while slots are free, waits for work (polling, or woken by
+//! the database), and stops on a signal or when the runner must exit.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, Semaphore};
+
+use super::execute::Shared;
+use super::{ExitReason, RunTasks, Worker};
+use crate::model::*;
+use crate::retry::Backoff;
+
+/// Waits between claims while the database fails them.
+const CLAIM_BACKOFF: Backoff = Backoff { base: Duration::from_millis(50), max: Duration::from_secs(5), jitter: 0.5 };
+
+impl Worker {
+    pub(super) async fn claim_loop(
+        &self,
+        shared: &Arc<Shared>,
+        runs: &RunTasks,
+        slots: &Arc<Semaphore>,
+        runner_id: RunnerId,
+        shutdown: &mut (impl std::future::Future<Output = ()> + Unpin),
+        exit_rx: &mut mpsc::UnboundedReceiver<ExitReason>,
+    ) -> ExitReason {
+        let cfg = &self.config;
+        let mut claim_failures = 0u32;
+        // PostgreSQL wakes an idle worker when tasks are added; polling stays as the safety net.
+        let mut wakeups = match self.store.wakeups().await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!("no wake-ups from the database, polling only: {e}");
+                None
+            }
+        };
+        loop {
+            if let Ok(reason) = exit_rx.try_recv() {
+                return reason;
+            }
+            // Wait for a free slot.
+            if slots.available_permits() == 0 {
+                tokio::select! {
+                    _ = &mut *shutdown => return ExitReason::Shutdown,
+                    r = exit_rx.recv() => return r.unwrap_or(ExitReason::Shutdown),
+                    p = slots.acquire() => drop(p),
+                }
+                // Linger briefly for more slots: one claim of many beats many claims of one.
+                let want = (cfg.concurrency / 2).clamp(1, cfg.claim_batch.max(1)) as u32;
+                let _ = tokio::time::timeout(cfg.batch_linger, slots.acquire_many(want)).await;
+            }
+            let free = slots.available_permits();
+            if free == 0 {
+                continue;
+            }
+            let limit = free.min(cfg.claim_batch.max(1)) as u32;
+            let now = self.clock.now();
+            // Only tasks whose handler is loaded here: a worker without a handler leaves its tasks
+            // to workers that have it (or, after a horizon, to the overseer).
+            let handlers = self.catalog.names();
+            // A signal cuts a claim short; runs it may have claimed are then timed out at exit.
+            let claim =
+                self.store.claim_for(runner_id, &cfg.queues, Some(&handlers), limit, now, cfg.default_run_timeout);
+            // A claim waiting on another session's lock must not hold up a runner declared dead.
+            let claimed = tokio::select! {
+                r = claim => r,
+                _ = &mut *shutdown => {
+                    runs.claim_cut.store(true, Ordering::Relaxed);
+                    return ExitReason::Shutdown;
+                }
+                r = exit_rx.recv() => {
+                    runs.claim_cut.store(true, Ordering::Relaxed);
+                    return r.unwrap_or(ExitReason::Shutdown);
+                }
+            };
+            let claimed = match claimed {
+                Ok(c) => {
+                    claim_failures = 0;
+                    c
+                }
+                Err(e) => {
+                    claim_failures += 1;
+                    let wait = CLAIM_BACKOFF.wait(claim_failures);
+                    tracing::warn!("claim failed, retrying in {wait:?}: {e}");
+                    tokio::select! {
+                        _ = &mut *shutdown => return ExitReason::Shutdown,
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                    continue;
+                }
+            };
+            let got = claimed.len();
+            for run in claimed {
+                let Ok(permit) = slots.clone().try_acquire_owned() else {
+                    // Cannot happen (we claimed at most the free slots); wait for one anyway.
+                    let Ok(permit) = slots.clone().acquire_owned().await else {
+                        break;
+                    };
+                    runs.spawn(shared, run, permit);
+                    continue;
+                };
+                runs.spawn(shared, run, permit);
+            }
+            if got > 0 {
+                continue;
+            }
+            // A draining worker is done only once every plugin had its chance to load.
+            let loaded = self.loading.as_ref().is_none_or(|l| l.borrow().done);
+            if cfg.drain && loaded && slots.available_permits() == cfg.concurrency.max(1) {
+                let horizon = chrono::Duration::from_std(cfg.drain_horizon).unwrap_or_default();
+                let due = tokio::select! {
+                    r = self.store.has_due_work_for(&cfg.queues, Some(&handlers), now + horizon) => r,
+                    _ = &mut *shutdown => return ExitReason::Shutdown,
+                };
+                match due {
+                    Ok(false) => return ExitReason::Drained,
+                    Ok(true) => {}
+                    Err(e) => tracing::warn!("checking for due work failed: {e}"),
+                }
+            }
+            tokio::select! {
+                _ = &mut *shutdown => return ExitReason::Shutdown,
+                r = exit_rx.recv() => return r.unwrap_or(ExitReason::Shutdown),
+                _ = tokio::time::sleep(if wakeups.is_some() { cfg.notified_poll_interval } else { cfg.poll_interval }) => {}
+                woke = next_wakeup(&mut wakeups) => {
+                    if !woke {
+                        wakeups = None; // the listener is gone: poll only
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The next wake-up; pending forever without a channel. False when the channel closed.
+async fn next_wakeup(wakeups: &mut Option<mpsc::Receiver<()>>) -> bool {
+    match wakeups {
+        Some(rx) => rx.recv().await.is_some(),
+        None => std::future::pending().await,
+    }
+}
