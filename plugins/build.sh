@@ -81,14 +81,15 @@ for app in plugins/*/app.py; do
     publish "$name" "$stage/$name.wasm"
 done
 
-# JavaScript (StarlingMonkey with WASI features off: the component imports only the host interface)
+# JavaScript (StarlingMonkey with WASI features off but stdio: console output and uncaught errors reach the
+# run's logs)
 for app in plugins/*/app.js; do
     [ -e "$app" ] || continue
     dir=$(dirname "$app"); name=$(basename "$dir")
-    if stale "$stage/$name.wasm" "$dir"/*.js wit/*.wit; then
+    if stale "$stage/$name.wasm" "$dir"/*.js wit/*.wit plugins/build.sh; then
         js_tools
         "$tools/js/node_modules/.bin/componentize-js" "$app" --wit wit -n task-handler \
-            -d stdio random clocks http fetch-event -o "$stage/$name.wasm" >/dev/null
+            -d random clocks http fetch-event -o "$stage/$name.wasm" >/dev/null
     fi
     publish "$name" "$stage/$name.wasm"
 done

@@ -74,14 +74,20 @@ impl App {
             &StoreOptions { migrate: config.migrate, connect_timeout: config.connect_timeout, ..Default::default() },
         )
         .await?;
+        let catalog = Self::open_catalog(config).await?;
+        let client = Client::new(store.clone(), catalog.clone(), clock.clone());
+        Ok(App { store, catalog, clock, client })
+    }
+
+    /// The sandbox and the plugins directory alone, without a database (for checking plugins or
+    /// running a handler once).
+    pub async fn open_catalog(config: &AppConfig) -> Result<Arc<Catalog>> {
         let sandbox_config = config.sandbox.clone();
         let sandbox = tokio::task::spawn_blocking(move || Sandbox::new(&sandbox_config))
             .await
             .map_err(|e| Error::Engine(format!("building the engine panicked: {e}")))??;
         let cache = config.cache_dir.clone().or_else(plugins::default_cache_dir);
-        let catalog = Arc::new(Catalog::new(Arc::new(sandbox), &config.plugins_dir, cache, config.policy.clone()));
-        let client = Client::new(store.clone(), catalog.clone(), clock.clone());
-        Ok(App { store, catalog, clock, client })
+        Ok(Arc::new(Catalog::new(Arc::new(sandbox), &config.plugins_dir, cache, config.policy.clone())))
     }
 
     pub fn worker(&self, config: WorkerConfig) -> Worker {

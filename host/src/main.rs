@@ -25,6 +25,7 @@ fn main() -> std::process::ExitCode {
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) if e.is::<cli::Reported>() => std::process::ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE

@@ -24,9 +24,14 @@ async fn add_prints_the_id_and_a_draining_worker_runs_the_tasks() {
     let a = add(&env, &["word-count", "--data", r#"{"text": "a b c"}"#, "--queued-by", "cli-test"]);
     let b = add(&env, &["echo", "--priority", "-3", "--max-retries", "2"]);
     assert_eq!(b, a + 1);
-    let o = run(&env, &["worker", "--drain", "--concurrency", "2"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("Drained"), "{}", stderr(&o));
+    let o = run(&env, &["worker", "--drain", "--concurrency", "2", "--log", "info"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("Drained") && err.contains("2 runs finished (2 succeeded, 0 failed)"), "{err}");
+    let per_run: Vec<_> = err.lines().filter(|l| l.contains("run ended")).collect();
+    assert_eq!(per_run.len(), 2, "one line a run: {err}");
+    assert!(per_run.iter().all(|l| l.contains("outcome=\"success\"") && l.contains("fuel=")), "{err}");
+    assert!(!err.contains('\u{1b}'), "no colours when stderr is not a terminal: {err}");
     let o = run(&env, &["show", &a.to_string(), "--json"]);
     let shown: serde_json::Value = serde_json::from_slice(&o.stdout).expect("show --json");
     assert_eq!(shown["task"]["last_status"], "success");
@@ -61,6 +66,43 @@ async fn bad_input_is_one_clear_line_and_a_failing_exit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nonsense_values_are_usage_errors_with_exit_status_2() {
+    let env = Env::new(&["echo"]).await;
+    for (args, needle) in [
+        (vec!["worker", "--concurrency", "0"], "must be at least 1"),
+        (vec!["worker", "--claim-batch", "0"], "must be at least 1"),
+        (vec!["worker", "--queues", ""], "must not be empty"),
+        (vec!["worker", "--queues", "a,,b"], "must not be empty"),
+        (vec!["worker", "--poll-interval", "0s"], "longer than zero"),
+        (vec!["worker", "--runner-limit", "0"], "--runner-limit"),
+        (vec!["add", "echo", "--queue", " "], "must not be empty"),
+        (vec!["add", "echo", "--at", "2026-01-02T03:04:05"], "add Z (UTC) or an offset"),
+        (vec!["add", "echo", "--at", "tomorrow"], "RFC 3339"),
+        (vec!["list", "--status", "sleeping"], "[possible values: scheduled, running, success, error, timeout]"),
+        (vec!["list", "--limit", "0"], "--limit"),
+        (vec!["list", "--log", "taskhost=loud"], "not a log filter"),
+    ] {
+        let o = run(&env, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    let store = open(&env).await;
+    assert_eq!(store.counts().await.expect("counts").scheduled, 0, "nothing was queued");
+    let o = run(&env, &["add", "echo", "--at", "2026-01-02T03:04:05+01:00"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_lists_status_values_and_groups_global_options() {
+    let env = Env::new(&["echo"]).await;
+    let help = stdout(&run(&env, &["list", "--help"]));
+    assert!(help.contains("[possible values: scheduled, running, success, error, timeout]"), "{help}");
+    let (own, global) = help.split_once("Global options:").unwrap_or((&help, ""));
+    assert!(own.contains("--dead") && !own.contains("--database-url"), "{help}");
+    assert!(global.contains("--database-url") && global.contains("--plugins"), "{help}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plugins_lists_each_plugin_with_its_digest_and_status() {
     let env = Env::new(&["echo", "noop"]).await;
     env.write_plugin_bytes("broken", b"nope");
@@ -76,14 +118,24 @@ async fn plugins_lists_each_plugin_with_its_digest_and_status() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn run_once_runs_a_handler_without_a_database() {
+async fn run_once_and_plugins_run_without_a_database() {
     let env = Env::new(&["word-count", "fail"]).await;
-    let o = run(&env, &["run-once", "word-count", "--data", r#"{"text": "x y"}"#]);
+    // Nothing listens there: a command that opened the database would fail.
+    let run_nodb = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_taskhost"));
+        c.args(["--database-url", "postgres://nobody@127.0.0.1:1/none", "--plugins"]).arg(&env.plugins);
+        c.arg("--cache-dir").arg(common::cache_dir()).args(args).output().expect("run taskhost")
+    };
+    let o = run_nodb(&["run-once", "word-count", "--data", r#"{"text": "x y"}"#]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains(r#"success: {"words":2,"lines":1,"chars":3}"#), "{}", stdout(&o));
-    let o = run(&env, &["run-once", "fail"]);
-    assert!(!o.status.success());
-    assert!(stderr(&o).contains("demo-failure"), "{}", stderr(&o));
+    let o = run_nodb(&["run-once", "fail"]);
+    assert_eq!(o.status.code(), Some(1));
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert_eq!(all.matches("demo-failure").count(), 1, "the failure is printed once: {all}");
+    let o = run_nodb(&["plugins"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("word-count"), "{}", stdout(&o));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

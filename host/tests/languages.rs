@@ -42,6 +42,29 @@ async fn a_javascript_handler_runs_end_to_end() {
     assert_eq!(err.error_code.as_deref(), Some("invalid-input"));
 }
 
+/// A handler's bug: what it printed is in the run's logs, and the exception in the run's error
+/// message, not only "unreachable instruction executed". Python traps after printing its
+/// traceback; the JavaScript example turns an uncaught `Error` into a handler error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncaught_exception_shows_in_the_error_message_and_the_logs() {
+    let env = Env::new(&["py-stats", "js-words"]).await;
+    let py = env.app.client.add(NewTask::new("py-stats", r#"{"crash": "py-boom"}"#).with_max_retries(1)).await;
+    let js = env.app.client.add(NewTask::new("js-words", r#"{"crash": "js-boom"}"#).with_max_retries(1)).await;
+    env.drain(drain_config()).await;
+    let (_, runs) = env.app.client.show(py.expect("add").id).await.expect("show");
+    let message = runs[0].error_message.as_deref().unwrap_or("");
+    assert_eq!(runs[0].error_code.as_deref(), Some("trap"));
+    assert!(message.contains("RuntimeError: crash requested: py-boom"), "{message}");
+    assert!(message.contains("the guest's last output"), "{message}");
+    let logs = runs[0].logs.as_deref().unwrap_or("");
+    assert!(logs.contains("[stdout] about to crash\n") && logs.contains("[stderr] Traceback"), "{logs}");
+    let (_, runs) = env.app.client.show(js.expect("add").id).await.expect("show");
+    let message = runs[0].error_message.as_deref().unwrap_or("");
+    assert_eq!(runs[0].error_code.as_deref(), Some("uncaught-error"), "{message}");
+    assert!(message.contains("Error: crash requested: js-boom"), "{message}");
+    assert!(runs[0].logs.as_deref().unwrap_or("").contains("[stdout] about to crash"), "{:?}", runs[0].logs);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_components_compile_once_and_load_from_the_cache() {
     let env = Env::new(&["py-stats", "js-words"]).await;

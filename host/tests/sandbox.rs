@@ -38,6 +38,8 @@ async fn an_endless_loop_hits_its_deadline() {
     assert_eq!(run.status, RunStatus::Timeout);
     assert_eq!(run.error_code.as_deref(), Some("deadline"));
     assert!(run.duration_ms.expect("duration") >= 300);
+    // 300 ms of a tight loop burn far more than this; a run stopped for time reports what it burnt.
+    assert!(run.fuel_used.unwrap_or(0) > 10_000_000, "fuel used: {:?}", run.fuel_used);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,9 @@
 // Built with componentize-js against wit/task-handler.wit (see plugins/build.sh). Reports progress
 // every tenth of the lines, partial results half way, logs a summary, and throws a non-retryable
 // `invalid-input` error on bad data (a thrown {code, message, retryable} is the WIT error).
+// {"crash": "why"} throws an Error, as a handler with a bug would: `handle` turns any other thrown
+// value into an `uncaught-error` with its message and stack (componentize-js would otherwise fail
+// to read it as the WIT error, and the run would trap without saying why).
 import { setProgress, setResults, log } from "taskhost:plugin/host@0.1.0";
 
 function invalid(message) {
@@ -10,11 +13,24 @@ function invalid(message) {
 }
 
 export function handle(task) {
+  try {
+    return words(task);
+  } catch (e) {
+    if (e && typeof e.code === "string") throw e;
+    throw { code: "uncaught-error", message: e && e.stack ? `${e}\n${e.stack}` : String(e), retryable: false };
+  }
+}
+
+function words(task) {
   let data;
   try {
     data = JSON.parse(task.data);
   } catch (e) {
     throw invalid(`data is not JSON: ${e}`);
+  }
+  if (data !== null && typeof data === "object" && "crash" in data) {
+    console.log("about to crash");
+    throw new Error(`crash requested: ${data.crash}`);
   }
   if (data === null || typeof data.text !== "string") {
     throw invalid('expected {"text": "...", "top": N}');

@@ -2,7 +2,8 @@
 
 Built with componentize-py against wit/task-handler.wit (see plugins/build.sh). Reports progress
 every tenth of the input, partial results half way, logs a summary, and fails with a
-non-retryable `invalid-input` error on bad data.
+non-retryable `invalid-input` error on bad data. {"crash": "why"} raises an uncaught exception, as a
+handler with a bug would: the host stops the run and shows the end of the traceback.
 """
 import json
 import math
@@ -23,6 +24,9 @@ class WitWorld(wit_world.WitWorld):
             data = json.loads(task.data)
         except ValueError as e:
             raise invalid(f"data is not JSON: {e}")
+        if isinstance(data, dict) and "crash" in data:
+            print("about to crash")
+            raise RuntimeError(f"crash requested: {data['crash']}")
         numbers = data.get("numbers") if isinstance(data, dict) else None
         if not isinstance(numbers, list) or not numbers:
             raise invalid('expected {"numbers": [1, 2, ...]} with at least one number')

@@ -1,9 +1,11 @@
-//! The command line's arguments, as clap reads them.
+//! The command line's arguments, as clap reads them. A value clap refuses (an unknown option, a
+//! nonsense number, a time without a zone) is a usage error: one message and exit status 2.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use taskhost::model::RunStatus;
 use taskhost::runner::WorkerConfig;
@@ -16,27 +18,27 @@ use taskhost::runner::WorkerConfig;
     about = "A durable SQL task queue whose handlers are sandboxed WebAssembly components"
 )]
 pub struct Cli {
-    /// Database URL: sqlite://PATH (created if missing).
-    #[arg(long, global = true, env = "TASKHOST_DATABASE_URL", default_value = "sqlite://taskhost.db")]
+    /// Database URL: sqlite://PATH (created if missing), postgres://… or mysql://….
+    #[arg(long, global = true, env = "TASKHOST_DATABASE_URL", default_value = "sqlite://taskhost.db", help_heading = GLOBAL)]
     pub database_url: String,
     /// Directory of handler components (NAME.wasm, optional NAME.toml manifest).
-    #[arg(long = "plugins", global = true, env = "TASKHOST_PLUGINS", default_value = "target/plugins")]
+    #[arg(long = "plugins", global = true, env = "TASKHOST_PLUGINS", default_value = "target/plugins", help_heading = GLOBAL)]
     pub plugins_dir: PathBuf,
     /// Where compiled components are cached [default: $XDG_CACHE_HOME/taskhost or ~/.cache/taskhost].
-    #[arg(long, global = true, env = "TASKHOST_CACHE_DIR")]
+    #[arg(long, global = true, env = "TASKHOST_CACHE_DIR", help_heading = GLOBAL)]
     pub cache_dir: Option<PathBuf>,
     /// The operator's configuration file: handler grants, limits above the defaults, plugin
     /// size and cache limits (see the README's Trust model).
-    #[arg(long, global = true, env = "TASKHOST_CONFIG")]
+    #[arg(long, global = true, env = "TASKHOST_CONFIG", help_heading = GLOBAL)]
     pub config: Option<PathBuf>,
     /// How long the first connection to a database server may take.
-    #[arg(long, global = true, value_parser = humantime::parse_duration, default_value = "5s")]
+    #[arg(long, global = true, value_parser = humantime::parse_duration, default_value = "5s", help_heading = GLOBAL)]
     pub connect_timeout: Duration,
     /// Do not create or update the tables at start.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub no_migrate: bool,
     /// Log filter (tracing's EnvFilter syntax), e.g. "info" or "taskhost=debug".
-    #[arg(long, global = true, env = "TASKHOST_LOG", default_value = "warn")]
+    #[arg(long, global = true, env = "TASKHOST_LOG", default_value = "warn", value_parser = log_filter, help_heading = GLOBAL)]
     pub log: String,
     #[command(subcommand)]
     pub command: Command,
@@ -60,20 +62,28 @@ pub enum Command {
     List(ListArgs),
     /// Show a task with its runs.
     Show {
+        /// The task's id (as `add` printed it).
         id: i64,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Replay a dead letter (a task given up on).
-    Retry { id: i64 },
+    Retry {
+        /// The task's id.
+        id: i64,
+    },
     /// Load every plugin and say whether it can be used.
     Plugins {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Run one task in the sandbox without a database and print the outcome.
     RunOnce {
+        /// The handler: a plugin name (NAME.wasm in the plugins directory).
         handler: String,
+        /// The task's data, a JSON document.
         #[arg(long, default_value = "{}")]
         data: String,
     },
@@ -83,6 +93,7 @@ pub enum Command {
     /// process a worker compiles in (internal).
     #[command(hide = true)]
     CompileComponent {
+        /// The engine's wasm stack limit, in bytes (part of what the artifact is compiled for).
         #[arg(long)]
         max_wasm_stack: usize,
     },
@@ -95,15 +106,17 @@ pub struct AddArgs {
     /// The task's data, a JSON document.
     #[arg(long, default_value = "{}")]
     pub data: String,
-    /// Run at this time (RFC 3339, e.g. 2026-01-02T03:04:05Z).
-    #[arg(long, conflicts_with = "in_")]
+    /// Run at this time (RFC 3339 with a zone, e.g. 2026-01-02T03:04:05Z or …+01:00).
+    #[arg(long, conflicts_with = "in_", value_parser = parse_time)]
     pub at: Option<DateTime<Utc>>,
     /// Run after this delay (e.g. 90s, 5m, 1h 30m).
     #[arg(long = "in", value_parser = humantime::parse_duration)]
     pub in_: Option<Duration>,
+    /// Runs that may fail in a row before the task is given up on (a dead letter).
     #[arg(long, default_value_t = taskhost::model::DEFAULT_MAX_RETRIES)]
     pub max_retries: u32,
-    #[arg(long, default_value = taskhost::model::DEFAULT_QUEUE)]
+    /// The queue: workers claim from the queues they are given.
+    #[arg(long, default_value = taskhost::model::DEFAULT_QUEUE, value_parser = non_empty)]
     pub queue: String,
     /// Lower runs first.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
@@ -111,6 +124,7 @@ pub struct AddArgs {
     /// While a task with this key is unfinished, adding another returns the existing one.
     #[arg(long)]
     pub unique_key: Option<String>,
+    /// Who queued it, for the record (shown by `show` and handed to the handler).
     #[arg(long)]
     pub queued_by: Option<String>,
     /// Time out a run after this long [default: 1 day].
@@ -120,14 +134,14 @@ pub struct AddArgs {
 
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
-    /// Runs executed at once.
-    #[arg(long, default_value_t = WorkerConfig::DEFAULT_CONCURRENCY)]
+    /// Runs executed at once (at least 1).
+    #[arg(long, default_value_t = WorkerConfig::DEFAULT_CONCURRENCY, value_parser = at_least_one)]
     pub concurrency: usize,
     /// Queues to claim from, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = taskhost::model::DEFAULT_QUEUE)]
+    #[arg(long, value_delimiter = ',', default_value = taskhost::model::DEFAULT_QUEUE, value_parser = non_empty)]
     pub queues: Vec<String>,
-    /// Most runs claimed in one round trip.
-    #[arg(long, default_value_t = WorkerConfig::DEFAULT_CLAIM_BATCH)]
+    /// Most runs claimed in one round trip (at least 1).
+    #[arg(long, default_value_t = WorkerConfig::DEFAULT_CLAIM_BATCH, value_parser = at_least_one)]
     pub claim_batch: usize,
     /// Exit 0 once nothing is due or running.
     #[arg(long)]
@@ -142,12 +156,13 @@ pub struct WorkerArgs {
     #[arg(long, value_parser = humantime::parse_duration, default_value = "2s")]
     pub watch_plugins: Duration,
     /// How often an idle worker looks for due runs (SQLite, MySQL).
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "50ms")]
+    #[arg(long, value_parser = positive_duration, default_value = "50ms")]
     pub poll_interval: Duration,
     /// The same on PostgreSQL, where LISTEN/NOTIFY wakes idle workers: a safety net.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "2s")]
+    #[arg(long, value_parser = positive_duration, default_value = "2s")]
     pub notified_poll_interval: Duration,
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "5s")]
+    /// How often the worker records that it is alive.
+    #[arg(long, value_parser = positive_duration, default_value = "5s")]
     pub heartbeat_interval: Duration,
     /// Time in-flight runs get to finish after SIGINT/SIGTERM.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "30s")]
@@ -159,27 +174,116 @@ pub struct WorkerArgs {
     /// Finish and exit when resident memory passes this many MiB [default: the memory budget + 512].
     #[arg(long)]
     pub rss_cap_mb: Option<u64>,
-    /// At most this many runners live at once.
-    #[arg(long, default_value_t = WorkerConfig::DEFAULT_RUNNER_LIMIT)]
+    /// At most this many runners live at once (at least 1).
+    #[arg(long, default_value_t = WorkerConfig::DEFAULT_RUNNER_LIMIT, value_parser = clap::value_parser!(u32).range(1..))]
     pub runner_limit: u32,
     /// A runner whose heartbeat is older than this is declared dead.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "30s")]
+    #[arg(long, value_parser = positive_duration, default_value = "30s")]
     pub heartbeat_horizon: Duration,
 }
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    #[arg(long)]
+    /// Only tasks whose latest run has this status.
+    #[arg(long, value_parser = status())]
     pub status: Option<RunStatus>,
+    /// Only tasks of this queue.
     #[arg(long)]
     pub queue: Option<String>,
+    /// Only tasks of this handler.
     #[arg(long)]
     pub handler: Option<String>,
     /// Only dead letters: tasks given up on, with their last error.
     #[arg(long)]
     pub dead: bool,
-    #[arg(long, default_value_t = 100)]
+    /// Most tasks listed.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: u32,
+    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The heading global options are listed under in every command's help.
+const GLOBAL: &str = "Global options";
+
+/// A time with its zone. One without (`2026-01-02T03:04:05`) is refused rather than guessed.
+fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    if s.parse::<chrono::NaiveDateTime>().is_ok() {
+        return Err("the time has no zone: add Z (UTC) or an offset, e.g. 2026-01-02T03:04:05Z".into());
+    }
+    Err("expected an RFC 3339 time with a zone, e.g. 2026-01-02T03:04:05Z".into())
+}
+
+/// A log filter tracing can read.
+fn log_filter(s: &str) -> Result<String, String> {
+    tracing_subscriber::EnvFilter::try_new(s).map_err(|e| format!("not a log filter: {e}"))?;
+    Ok(s.to_string())
+}
+
+/// A count of at least 1.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A duration longer than zero.
+fn positive_duration(s: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(s) {
+        Ok(d) if d.is_zero() => Err("must be longer than zero".into()),
+        Ok(d) => Ok(d),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A name that is not empty or blank.
+fn non_empty(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        return Err("must not be empty".into());
+    }
+    Ok(s.to_string())
+}
+
+/// A run status, its possible values listed in the help.
+fn status() -> impl TypedValueParser<Value = RunStatus> {
+    PossibleValuesParser::new(RunStatus::ALL.map(RunStatus::as_str)).try_map(|s| s.parse::<RunStatus>())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// `--help` tells what every option and argument is for.
+    #[test]
+    fn every_option_and_argument_has_help() {
+        let mut missing = Vec::new();
+        let root = Cli::command();
+        let mut commands = vec![root.clone()];
+        commands.extend(root.get_subcommands().cloned());
+        for cmd in &commands {
+            for arg in cmd.get_arguments() {
+                let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+                if !builtin && arg.get_help().is_none() {
+                    missing.push(format!("{} {}", cmd.get_name(), arg.get_id()));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "options without help: {missing:?}");
+    }
+
+    #[test]
+    fn a_time_without_a_zone_is_refused_with_the_fix() {
+        assert!(parse_time("2026-01-02T03:04:05Z").is_ok());
+        assert!(parse_time("2026-01-02T03:04:05+01:00").is_ok());
+        let err = parse_time("2026-01-02T03:04:05").err().unwrap_or_default();
+        assert!(err.contains("add Z"), "{err}");
+    }
 }

@@ -64,15 +64,7 @@ fn reload_on_hangup(app: &App) {
                 return;
             };
             while hup.recv().await.is_some() {
-                let c = catalog.clone();
-                if let Ok(reports) = tokio::task::spawn_blocking(move || c.reload()).await {
-                    for r in reports {
-                        match r.status {
-                            Ok(()) => tracing::info!(plugin = %r.name, "plugin loaded"),
-                            Err(e) => tracing::error!(plugin = %r.name, "plugin unusable: {e}"),
-                        }
-                    }
-                }
+                catalog.clone().reload_and_log().await;
             }
         });
     }
@@ -83,8 +75,11 @@ pub async fn run(cli: Cli) -> Result<()> {
         return Ok(taskhost::sandbox::compile::compile_stdin_to_stdout(*max_wasm_stack)?);
     }
     let config = cli.app_config()?;
-    if let Command::RunOnce { handler, data } = &cli.command {
-        return run_once(&config, handler, data).await;
+    // Commands that need no database do not open one.
+    match &cli.command {
+        Command::RunOnce { handler, data } => return run_once(&config, handler, data).await,
+        Command::Plugins { json } => return plugins(&config, *json).await,
+        _ => {}
     }
     let app = App::open(&config).await?;
     match cli.command {
@@ -140,9 +135,11 @@ pub async fn run(cli: Cli) -> Result<()> {
                 ..WorkerConfig::default()
             };
             let report = app.worker(cfg).run(shutdown_signal()).await?;
+            let r = &report;
+            let failed = r.runs_finished - r.runs_succeeded.min(r.runs_finished);
             eprintln!(
-                "runner {} stopped ({:?}): {} runs finished, {} abandoned",
-                report.runner_id, report.exit, report.runs_finished, report.runs_abandoned
+                "runner {} stopped ({:?}): {} runs finished ({} succeeded, {failed} failed), {} abandoned",
+                r.runner_id, r.exit, r.runs_finished, r.runs_succeeded, r.runs_abandoned
             );
         }
         Command::Overseer { once } => {
@@ -186,35 +183,44 @@ pub async fn run(cli: Cli) -> Result<()> {
             let run = app.client.retry(id).await?;
             println!("task {id} scheduled again as run {run}");
         }
-        Command::Plugins { json } => {
-            let catalog = app.catalog.clone();
-            let reports = tokio::task::spawn_blocking(move || catalog.reload()).await?;
-            if json {
-                println!("{}", output::plugins_json(&reports)?);
-            } else {
-                print!("{}", output::plugin_table(&reports, &cli.plugins_dir));
-            }
-            if reports.iter().any(|r| r.status.is_err()) {
-                bail!("some plugins cannot be used");
-            }
-        }
         Command::Demo => crate::demo::run(&app).await?,
-        Command::RunOnce { .. } | Command::CompileComponent { .. } => {} // handled before opening the database
+        // Handled before opening the database.
+        Command::RunOnce { .. } | Command::Plugins { .. } | Command::CompileComponent { .. } => {}
     }
     Ok(())
 }
 
+/// Load every plugin and say whether each can be used.
+async fn plugins(config: &AppConfig, json: bool) -> Result<()> {
+    let catalog = App::open_catalog(config).await?;
+    let reports = tokio::task::spawn_blocking(move || catalog.reload()).await?;
+    if json {
+        println!("{}", output::plugins_json(&reports)?);
+    } else {
+        print!("{}", output::plugin_table(&reports, &config.plugins_dir));
+    }
+    if reports.iter().any(|r| r.status.is_err()) {
+        bail!("some plugins cannot be used");
+    }
+    Ok(())
+}
+
+/// The command failed and already said why: exit 1 without another message.
+#[derive(Debug)]
+pub struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("failed (reported above)")
+    }
+}
+
+impl std::error::Error for Reported {}
+
 /// Run one task without a database.
 async fn run_once(config: &AppConfig, handler: &str, data: &str) -> Result<()> {
     serde_json::from_str::<serde::de::IgnoredAny>(data).map_err(|e| taskhost::Error::InvalidJson(e.to_string()))?;
-    let sandbox = taskhost::sandbox::Sandbox::new(&config.sandbox)?;
-    let cache = config.cache_dir.clone().or_else(taskhost::plugins::default_cache_dir);
-    let catalog = taskhost::plugins::Catalog::new(
-        std::sync::Arc::new(sandbox),
-        &config.plugins_dir,
-        cache,
-        config.policy.clone(),
-    );
+    let catalog = App::open_catalog(config).await?;
     let plugin = catalog.load(handler)?;
     let input = taskhost::sandbox::RunInput {
         task_id: 0,
@@ -226,8 +232,8 @@ async fn run_once(config: &AppConfig, handler: &str, data: &str) -> Result<()> {
     };
     let r = catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, None, None).await;
     print!("{}", output::run_once(&r));
-    if let taskhost::sandbox::GuestOutcome::Failed(f) = r.outcome {
-        bail!("{}: {}", f.code, f.message);
+    match r.outcome {
+        taskhost::sandbox::GuestOutcome::Failed(_) => Err(Reported.into()),
+        taskhost::sandbox::GuestOutcome::Success(_) => Ok(()),
     }
-    Ok(())
 }

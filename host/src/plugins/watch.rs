@@ -40,13 +40,17 @@ impl Catalog {
                 continue;
             }
             seen = now;
-            let catalog = self.clone();
-            if let Ok(reports) = tokio::task::spawn_blocking(move || catalog.reload()).await {
-                for r in reports {
-                    match r.status {
-                        Ok(()) => tracing::debug!(plugin = %r.name, "plugin ready"),
-                        Err(e) => tracing::warn!(plugin = %r.name, "plugin unusable: {e}"),
-                    }
+            self.clone().reload_and_log().await;
+        }
+    }
+
+    /// Reload every plugin off the async threads, logging whether each can be used.
+    pub async fn reload_and_log(self: Arc<Self>) {
+        if let Ok(reports) = tokio::task::spawn_blocking(move || self.reload()).await {
+            for r in reports {
+                match r.status {
+                    Ok(()) => tracing::info!(plugin = %r.name, "plugin ready"),
+                    Err(e) => tracing::warn!(plugin = %r.name, "plugin unusable: {e}"),
                 }
             }
         }

@@ -149,6 +149,8 @@ pub struct WorkerReport {
     pub runner_id: RunnerId,
     pub exit: ExitReason,
     pub runs_finished: u64,
+    /// Of the finished, those that succeeded (the others failed or timed out).
+    pub runs_succeeded: u64,
     /// Runs still in flight, or whose outcome was not written, when the grace period ended
     /// (left to the overseer, which times them out; their tasks run again).
     pub runs_abandoned: u64,
@@ -166,6 +168,7 @@ impl WorkerReport {
             runner_id: 0,
             exit,
             runs_finished: 0,
+            runs_succeeded: 0,
             runs_abandoned: 0,
             runs_ended_elsewhere: 0,
             outcomes_rejected: 0,

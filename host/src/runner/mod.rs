@@ -13,7 +13,7 @@
 //! for the overseer to time out (its task runs again), and the worker exits. The grace is an
 //! upper bound even while the database is down: every call made after it is bounded in time.
 //!
-//! The parts: [`execute`] runs one claimed run, [`writer`] writes outcomes and progress,
+//! The parts: [`execute`] runs one claimed run, [`writer`] writes outcomes, [`progress`] progress reports,
 //! [`heartbeat`] keeps the runner alive and watches memory, [`claim`] claims due runs; this file
 //! starts and stops them.
 
@@ -21,6 +21,7 @@ mod claim;
 mod config;
 mod execute;
 mod heartbeat;
+mod progress;
 mod writer;
 
 use std::sync::atomic::Ordering;
@@ -100,6 +101,7 @@ impl RunTasks {
         let done_tx = self.done_tx.clone();
         let ended_elsewhere = self.ended_elsewhere.clone();
         let run_id = run.run_id;
+        let handler = run.handler.clone();
         let stop = in_flight.enter(run_id);
         tokio::spawn(async move {
             tokio::select! {
@@ -107,6 +109,7 @@ impl RunTasks {
                     in_flight.leave(run_id);
                     match executed {
                         Executed::Ended(outcome) => {
+                            log_outcome(&handler, &outcome);
                             let _ = done_tx.send((outcome, permit));
                         }
                         Executed::PutBack { at, reason, fallback } => {
@@ -123,6 +126,24 @@ impl RunTasks {
                 _ = async { let _ = abort.wait_for(|a| *a).await; } => in_flight.leave(run_id),
             }
         });
+    }
+}
+
+/// One line a run at `info`, for the operator following a worker's log.
+fn log_outcome(handler: &str, o: &RunOutcome) {
+    let (task, run, ms, fuel) = (o.task_id, o.run_id, o.duration_ms, o.fuel_used.unwrap_or(0));
+    match &o.end {
+        RunEnd::Success { .. } => {
+            tracing::info!(task, run, handler, outcome = "success", duration_ms = ms, fuel, "run ended")
+        }
+        RunEnd::Failure { failure, next, .. } => {
+            let next = match next {
+                NextStep::RetryAt(at) => format!("retry at {}", at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                NextStep::GiveUp => "give up".to_string(),
+            };
+            let (outcome, code) = (o.status().as_str(), failure.code.as_str());
+            tracing::info!(task, run, handler, outcome, code, next, duration_ms = ms, fuel, "run ended")
+        }
     }
 }
 
@@ -217,7 +238,7 @@ impl Worker {
 
         // At most 1,024 reports of at most 64 KiB partial results each are queued.
         let (progress_tx, progress_rx) = mpsc::channel(1024);
-        let progress = tokio::spawn(writer::progress_loop(self.store.clone(), progress_rx));
+        let progress = tokio::spawn(progress::progress_loop(self.store.clone(), progress_rx));
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let outcome_writer = tokio::spawn(
             OutcomeWriter {
@@ -313,11 +334,13 @@ impl Worker {
             runner_id,
             exit,
             runs_finished: health.finished.load(Ordering::Relaxed),
+            runs_succeeded: health.succeeded.load(Ordering::Relaxed),
             runs_abandoned: abandoned,
             runs_ended_elsewhere: ended_elsewhere,
             outcomes_rejected: health.rejected.load(Ordering::Relaxed),
         };
-        tracing::info!(runner_id, runs = report.runs_finished, "worker stopped");
+        let (runs, succeeded) = (report.runs_finished, report.runs_succeeded);
+        tracing::info!(runner_id, runs, succeeded, failed = runs - succeeded.min(runs), "worker stopped");
         Ok(report)
     }
 }

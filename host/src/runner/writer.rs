@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 
 use crate::error::Error;
-use crate::model::{NextStep, ProgressUpdate, RunEnd, RunOutcome};
+use crate::model::{NextStep, RunEnd, RunOutcome};
 use crate::retry::Backoff;
 use crate::sandbox::Failure;
 use crate::store::SharedStore;
@@ -27,6 +27,8 @@ pub(super) struct WriterHealth {
     /// Unix milliseconds of the latest successful database call (heartbeat or write).
     pub db_ok_ms: AtomicI64,
     pub finished: AtomicU64,
+    /// Of the finished, those that succeeded.
+    pub succeeded: AtomicU64,
     pub rejected: AtomicU64,
     pub abandoned: AtomicU64,
 }
@@ -102,6 +104,8 @@ impl OutcomeWriter {
             match self.write(&batch).await {
                 Written::Yes => {
                     self.health.finished.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    let ok = batch.iter().filter(|o| o.failure().is_none()).count();
+                    self.health.succeeded.fetch_add(ok as u64, Ordering::Relaxed);
                 }
                 Written::GaveUp => {
                     tracing::warn!(runs = batch.len(), "outcomes not written before the end of the grace period");
@@ -214,22 +218,5 @@ impl OutcomeWriter {
         }
         tracing::error!(run_id = o.run_id, "the database refused every form of this run's outcome: {reason}");
         self.health.abandoned.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// Longest a progress write may take (best effort: dropped after that).
-const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Progress reports, coalesced; best effort: a failed write is dropped (the outcome carries the
-/// final figures) and never holds up outcomes.
-pub(super) async fn progress_loop(store: SharedStore, mut rx: mpsc::Receiver<ProgressUpdate>) {
-    let mut buf = Vec::with_capacity(256);
-    while rx.recv_many(&mut buf, 256).await > 0 {
-        match tokio::time::timeout(WRITE_TIMEOUT, store.record_progress(&buf)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!("recording progress failed: {e}"),
-            Err(_) => tracing::warn!("recording progress timed out"),
-        }
-        buf.clear();
     }
 }

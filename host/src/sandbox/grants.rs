@@ -90,8 +90,9 @@ const MAX_RANDOM_BYTES: u64 = 1 << 20;
 
 /// The WASI context of one run: only what `grants` lists. No network: sockets cannot even be
 /// created, so a guest holds no OS socket.
-pub(crate) fn wasi_ctx(grants: &Grants) -> Result<WasiCtx, String> {
+pub(crate) fn wasi_ctx(grants: &Grants, output: &super::output::GuestOutput) -> Result<WasiCtx, String> {
     let mut b = WasiCtxBuilder::new();
+    b.stdout(output.stdout()).stderr(output.stderr());
     for (k, v) in &grants.env {
         b.env(k, v);
     }

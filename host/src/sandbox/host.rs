@@ -60,6 +60,18 @@ impl RunReport {
         }
     }
 
+    /// Add what the guest printed after its log lines, within the same cap.
+    pub(crate) fn add_printed(&mut self, printed: super::output::Printed, cap: usize) {
+        self.logs_dropped += printed.dropped;
+        for line in printed.lines.split_inclusive('\n') {
+            if self.logs.len() + line.len() <= cap {
+                self.logs.push_str(line);
+            } else {
+                self.logs_dropped += 1;
+            }
+        }
+    }
+
     /// The run's logs as stored: the guest's lines, then the host's. Every guest line starts
     /// with its level in brackets and can hold no line break, so a `[host]` line can only be
     /// the host's.

@@ -23,6 +23,7 @@ pub mod compile;
 pub mod grants;
 pub mod host;
 pub mod limits;
+mod output;
 mod traps;
 
 pub use grants::{Grants, GrantsConfig};
@@ -152,6 +153,13 @@ impl Drop for EpochTicker {
     }
 }
 
+/// Fuel a run gets at a time; a yield to tokio comes with each step. Compiled code keeps its
+/// fuel count in a register and stores it only when it leaves wasm for the fuel check, so a run
+/// interrupted for time would report the fuel of its last store (often a few hundred units).
+/// Refuelling in steps stores it every step: a run stopped by its deadline then reports what it
+/// burnt, short by less than one step.
+const FUEL_STEP: u64 = 1_000_000;
+
 /// The settings that decide compiled code, shared by the sandbox and the compiler process (whose
 /// artifacts the sandbox loads).
 pub(crate) fn engine_config(max_wasm_stack: usize) -> Config {
@@ -266,7 +274,8 @@ impl Sandbox {
         time_left: Option<Duration>,
     ) -> RunResult {
         let started = Instant::now();
-        let wasi = match grants::wasi_ctx(grants) {
+        let output = output::GuestOutput::new(limits.max_log_bytes);
+        let wasi = match grants::wasi_ctx(grants, &output) {
             Ok(w) => w,
             Err(e) => {
                 return RunResult {
@@ -289,6 +298,7 @@ impl Sandbox {
         store.limiter(|s| &mut s.limiter);
         // Bounds every string or list the guest hands the host, checked before copying.
         store.set_hostcall_fuel(limits.transfer_bytes());
+        let _ = store.fuel_async_yield_interval(Some(FUEL_STEP));
         let _ = store.set_fuel(limits.fuel);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|ctx| {
@@ -335,7 +345,17 @@ impl Sandbox {
             Ok(Ok(Err(he))) => GuestOutcome::Failed(Failure::handler(he)),
             Ok(Ok(Ok(results))) => traps::check_results(results, &limits),
         };
-        let report = std::mem::take(&mut store.data_mut().report);
+        let mut report = std::mem::take(&mut store.data_mut().report);
+        let printed = output.take();
+        // What the guest printed last tells why the host had to stop it (a traceback, an Error).
+        let outcome = match (outcome, printed.tail()) {
+            (GuestOutcome::Failed(mut f), Some(tail)) if f.source == ErrorSource::Host => {
+                f.message = format!("{}; the guest's last output: {tail}", f.message);
+                GuestOutcome::Failed(f.bounded())
+            }
+            (outcome, _) => outcome,
+        };
+        report.add_printed(printed, limits.max_log_bytes);
         RunResult { outcome, fuel_used, report, elapsed: started.elapsed() }
     }
 }

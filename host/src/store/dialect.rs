@@ -222,6 +222,8 @@ pub trait Dialect: Plumbing {
     const ADD_CHUNK: usize;
     /// Whether `INSERT … RETURNING id` works (else `LAST_INSERT_ID()` is read after it).
     const RETURNING: bool = true;
+    /// Milliseconds from a run's `started_on` to the time bound as `$2`, as an SQL expression.
+    const MS_SINCE_START: &'static str;
 
     async fn begin(&self) -> Result<TxOf<Self>>;
 

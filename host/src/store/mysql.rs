@@ -149,6 +149,7 @@ impl Dialect for MySqlDb {
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const ADD_CHUNK: usize = 2_000;
+    const MS_SINCE_START: &'static str = "TIMESTAMPDIFF(MICROSECOND, started_on, $2) DIV 1000";
     const RETURNING: bool = false;
 
     async fn begin(&self) -> Result<Tx<MySql>> {

@@ -167,6 +167,7 @@ impl Dialect for PostgresDb {
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const ADD_CHUNK: usize = 10_000;
+    const MS_SINCE_START: &'static str = "round(EXTRACT(EPOCH FROM ($2 - started_on)) * 1000)::bigint";
     const INSERT_TASK_MAKES_RUN: bool = true;
 
     async fn begin(&self) -> Result<Tx<Postgres>> {

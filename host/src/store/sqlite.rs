@@ -127,6 +127,8 @@ impl Dialect for SqliteDb {
     const SKIP_LOCKED: &'static str = "";
     const FOR_UPDATE: &'static str = "";
     const ADD_CHUNK: usize = 5_000;
+    // Rounded: julianday's doubles are exact to about 20 µs.
+    const MS_SINCE_START: &'static str = "CAST(round((julianday($2) - julianday(started_on)) * 86400000.0) AS INTEGER)";
 
     async fn begin(&self) -> Result<Tx<Sqlite>> {
         let writing = self.write_lock.clone().lock_owned().await;

@@ -280,6 +280,7 @@ pub async fn a_late_outcome_does_not_override_a_timeout(store: SharedStore) {
     let runs = store.runs_of(id).await.expect("runs");
     assert_eq!(runs[0].status, RunStatus::Timeout);
     assert_eq!(runs[0].error_code.as_deref(), Some("run-timeout"));
+    assert_eq!(runs[0].duration_ms, Some(10_000), "from its start to its timeout");
 }
 
 pub async fn timed_out_runners_take_their_runs_with_them(store: SharedStore) {
@@ -300,6 +301,7 @@ pub async fn timed_out_runners_take_their_runs_with_them(store: SharedStore) {
         let runs = store.runs_of(c.task_id).await.expect("runs");
         assert_eq!(runs[0].status, RunStatus::Timeout);
         assert_eq!(runs[0].error_code.as_deref(), Some("runner-lost"));
+        assert_eq!(runs[0].duration_ms, Some(60_000), "from its start to its runner's loss");
     }
     let runs = store.runs_of(b[0].task_id).await.expect("runs");
     assert_eq!(runs[0].status, RunStatus::Running);

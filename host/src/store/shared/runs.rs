@@ -33,8 +33,10 @@ pub(super) async fn time_out_runs<D: Dialect>(
     }
     let (run_ids, task_ids): (Vec<RunId>, Vec<TaskId>) = runs.iter().copied().unzip();
     let end = format!(
-        "UPDATE task_runs SET status = {TIMEOUT}, finished_on = $2, error_code = $3, error_message = $4
-         WHERE id IN ($1)"
+        "UPDATE task_runs SET status = {TIMEOUT}, finished_on = $2, error_code = $3, error_message = $4,
+             duration_ms = {}
+         WHERE id IN ($1)",
+        D::MS_SINCE_START
     );
     db.exec(Some(&mut *tx), &end, args![&run_ids, now, code, message]).await?;
     let count = format!(
