@@ -74,6 +74,9 @@ impl App {
             &StoreOptions { migrate: config.migrate, connect_timeout: config.connect_timeout, ..Default::default() },
         )
         .await?;
+        if !config.migrate {
+            store.check_migrated().await?;
+        }
         let catalog = Self::open_catalog(config).await?;
         let client = Client::new(store.clone(), catalog.clone(), clock.clone());
         Ok(App { store, catalog, clock, client })

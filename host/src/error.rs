@@ -15,6 +15,11 @@ pub enum Error {
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
 
+    #[error(
+        "the database has no taskhost tables: create them with `taskhost migrate` (or open it without --no-migrate)"
+    )]
+    NotMigrated,
+
     /// `url` has its password left out.
     #[error("invalid database URL {url:?}: {reason}")]
     BadUrl { url: String, reason: String },
@@ -122,6 +127,14 @@ impl Error {
             || matches!(code, "1406" | "1366" | "1264" | "1048" | "1153" | "1301" | "1292")
             // SQLite: too big, constraint, mismatch.
             || matches!(code, "18" | "19" | "20")
+    }
+
+    /// Whether the database said a table does not exist (SQLite, PostgreSQL 42P01, MySQL 42S02).
+    pub fn is_missing_table(&self) -> bool {
+        let Error::Database(sqlx::Error::Database(db)) = self else {
+            return false;
+        };
+        matches!(db.code().as_deref(), Some("42P01" | "42S02" | "1146")) || db.message().starts_with("no such table")
     }
 
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {

@@ -375,6 +375,10 @@ pub struct TaskFilter {
     /// Only dead letters (tasks given up on).
     pub dead: bool,
     pub limit: Option<u32>,
+    /// Skip this many (for paging).
+    pub offset: u32,
+    /// Newest first (by id) instead of oldest first.
+    pub newest_first: bool,
 }
 
 /// Counts of tasks by status, for the demo and monitoring.

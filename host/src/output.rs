@@ -38,17 +38,19 @@ pub fn task_table(rows: &[(Task, Vec<Run>)]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>6}  {:<14} {:<9} {:<10} {:>6} {:>4} {:>5}  RESULTS / LAST ERROR",
-        "ID", "HANDLER", "QUEUE", "STATUS", "FAILED", "RUNS", "PROG"
+        "{:>6}  {:<14} {:<9} {:>4} {:<20} {:<10} {:>6} {:>4} {:>5}  RESULTS / LAST ERROR",
+        "ID", "HANDLER", "QUEUE", "PRIO", "DUE (UTC)", "STATUS", "FAILED", "RUNS", "PROG"
     );
     for (t, runs) in rows {
         let progress = runs.last().map(|r| format!("{}%", r.percents_completed)).unwrap_or_default();
         let _ = writeln!(
             out,
-            "{:>6}  {:<14} {:<9} {:<10} {:>6} {:>4} {:>5}  {}",
+            "{:>6}  {:<14} {:<9} {:>4} {:<20} {:<10} {:>6} {:>4} {:>5}  {}",
             t.id,
             clip(&t.handler, 14),
             clip(&t.queue, 9),
+            t.priority,
+            t.scheduled_on.format("%Y-%m-%d %H:%M:%S").to_string(),
             t.last_status.as_str(),
             format!("{}/{}", t.task_runs_failed, t.max_retries),
             runs.len(),
@@ -64,7 +66,8 @@ pub fn tasks_json(rows: &[(Task, Vec<Run>)]) -> serde_json::Result<String> {
     serde_json::to_string_pretty(&v)
 }
 
-/// A task and its runs as JSON; each run says who produced its error (`error_source`).
+/// A task and its runs as JSON: its data and each run's results as JSON values (not strings),
+/// logs as an array of lines, and who produced each run's error (`error_source`).
 pub fn task_json(t: &Task, runs: &[Run]) -> serde_json::Result<serde_json::Value> {
     let runs = runs
         .iter()
@@ -72,11 +75,26 @@ pub fn task_json(t: &Task, runs: &[Run]) -> serde_json::Result<serde_json::Value
             let mut v = serde_json::to_value(r)?;
             if let Some(obj) = v.as_object_mut() {
                 obj.insert("error_source".into(), serde_json::to_value(r.error_source())?);
+                obj.insert("results".into(), json_or_null(r.results.as_deref()));
+                let logs: Vec<&str> = r.logs.as_deref().map(|l| l.lines().collect()).unwrap_or_default();
+                obj.insert("logs".into(), serde_json::to_value(logs)?);
             }
             Ok(v)
         })
         .collect::<serde_json::Result<Vec<_>>>()?;
-    Ok(serde_json::json!({"task": t, "runs": runs}))
+    let mut task = serde_json::to_value(t)?;
+    if let Some(obj) = task.as_object_mut() {
+        obj.insert("data".into(), json_or_null(Some(&t.data)));
+    }
+    Ok(serde_json::json!({"task": task, "runs": runs}))
+}
+
+/// A stored JSON document as a value; one that does not parse (it always should) stays a string.
+fn json_or_null(text: Option<&str>) -> serde_json::Value {
+    match text {
+        Some(s) => serde_json::from_str(s).unwrap_or_else(|_| serde_json::Value::String(s.to_string())),
+        None => serde_json::Value::Null,
+    }
 }
 
 pub fn task_detail(t: &Task, runs: &[Run]) -> String {

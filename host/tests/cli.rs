@@ -32,14 +32,34 @@ async fn add_prints_the_id_and_a_draining_worker_runs_the_tasks() {
     assert_eq!(per_run.len(), 2, "one line a run: {err}");
     assert!(per_run.iter().all(|l| l.contains("outcome=\"success\"") && l.contains("fuel=")), "{err}");
     assert!(!err.contains('\u{1b}'), "no colours when stderr is not a terminal: {err}");
+    let c = add(&env, &["echo"]);
+    let o = run(&env, &["worker", "--drain", "--log", "info", "--log-format", "json"]);
+    let lines: Vec<serde_json::Value> =
+        stderr(&o).lines().map(|l| serde_json::from_str(l).expect("every log line is JSON")).collect();
+    let ended: Vec<_> = lines.iter().filter(|l| l["fields"]["message"] == "run ended").collect();
+    assert_eq!(ended.len(), 1, "{lines:?}");
+    assert_eq!(
+        (ended[0]["fields"]["handler"].as_str(), ended[0]["fields"]["outcome"].as_str()),
+        (Some("echo"), Some("success"))
+    );
     let o = run(&env, &["show", &a.to_string(), "--json"]);
     let shown: serde_json::Value = serde_json::from_slice(&o.stdout).expect("show --json");
     assert_eq!(shown["task"]["last_status"], "success");
     assert_eq!(shown["task"]["queued_by"], "cli-test");
-    assert_eq!(shown["runs"][0]["results"], r#"{"words":3,"lines":1,"chars":5}"#);
+    assert_eq!(shown["runs"][0]["results"], serde_json::json!({"words": 3, "lines": 1, "chars": 5}));
+    assert_eq!(shown["task"]["data"], serde_json::json!({"text": "a b c"}), "data is a JSON value");
+    assert!(shown["runs"][0]["logs"].is_array(), "logs are an array of lines: {shown}");
     let o = run(&env, &["list", "--status", "success"]);
     let text = stdout(&o);
     assert!(text.contains("word-count") && text.contains("echo"), "{text}");
+    assert!(text.lines().next().is_some_and(|h| h.contains("PRIO") && h.contains("DUE (UTC)")), "{text}");
+    let first_id = |args: &[&str]| -> Option<i64> {
+        let o = run(&env, args);
+        stdout(&o).lines().nth(1).and_then(|l| l.split_whitespace().next()).and_then(|id| id.parse().ok())
+    };
+    assert_eq!(first_id(&["list"]), Some(c), "newest first");
+    assert_eq!(first_id(&["list", "--oldest-first"]), Some(a));
+    assert_eq!(first_id(&["list", "--offset", "1"]), Some(b));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,6 +113,88 @@ async fn nonsense_values_are_usage_errors_with_exit_status_2() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_says_what_it_applied_and_missing_tables_are_one_line() {
+    let env = Env::new(&["echo"]).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("fresh.db").display());
+    let at = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_taskhost"));
+        c.arg("--database-url").arg(&url).arg("--plugins").arg(&env.plugins).args(args).output().expect("run")
+    };
+    let o = at(&["--no-migrate", "list"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no taskhost tables: create them with `taskhost migrate`"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    let o = at(&["migrate"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("applied 0001 tables\n") && stdout(&o).contains("applied 0005 registration"));
+    assert_eq!(stdout(&at(&["migrate"])), "database is up to date\n");
+    let o = at(&["--no-migrate", "list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_can_come_from_a_file_or_standard_input() {
+    use std::io::Write;
+    let env = Env::new(&["echo"]).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("data.json");
+    std::fs::write(&file, r#"{"from": "file"}"#).expect("write");
+    let from_file = add(&env, &["echo", "--data", &format!("@{}", file.display())]);
+    let mut child = common::taskhost_command(&env)
+        .args(["add", "echo", "--data", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(br#"{"from": "stdin"}"#).expect("write stdin");
+    let o = child.wait_with_output().expect("wait");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let from_stdin: i64 = stdout(&o).trim().parse().expect("an id");
+    let store = open(&env).await;
+    for (id, want) in [(from_file, r#"{"from": "file"}"#), (from_stdin, r#"{"from": "stdin"}"#)] {
+        assert_eq!(store.get_task(id).await.expect("get").expect("task").data, want);
+    }
+    let o = run(&env, &["add", "echo", "--data", "@/nonexistent/data.json"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("reading the task's data from /nonexistent/data.json"), "{}", stderr(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_many_checks_every_line_before_queueing_any() {
+    let env = Env::new(&["echo", "noop"]).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        path.display().to_string()
+    };
+    let store = open(&env).await;
+    for (text, needle) in [
+        ("{\"handler\": \"echo\"}\n{\"handler\": \"echo\", \"data\": oops}\n", "line 2: not a task"),
+        ("{\"handler\": \"echo\"}\n\n{\"handler\": \"missing\"}\n", "line 3: unknown handler \"missing\""),
+        ("{\"handler\": \"echo\", \"colour\": \"red\"}\n", "line 1: not a task"),
+    ] {
+        let o = run(&env, &["add", "--many", &write("bad.jsonl", text)]);
+        assert_eq!(o.status.code(), Some(1), "{text}");
+        assert!(stderr(&o).contains(needle), "{text}: {}", stderr(&o));
+        assert_eq!(store.counts().await.expect("counts").scheduled, 0, "nothing queued: {text}");
+    }
+    let mut text = String::new();
+    for i in 0..25 {
+        text.push_str(&format!("{{\"handler\": \"noop\", \"data\": {{\"i\": {i}}}, \"priority\": {i}}}\n"));
+    }
+    text.push_str("{\"handler\": \"echo\", \"queue\": \"mail\", \"unique_key\": \"k\"}\n");
+    text.push_str("{\"handler\": \"echo\", \"queue\": \"mail\", \"unique_key\": \"k\"}\n");
+    let o = run(&env, &["add", "--many", &write("good.jsonl", &text)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "queued 26 tasks (1 already queued under their unique keys)\n");
+    assert_eq!(store.counts().await.expect("counts").scheduled, 26);
+    let o = run(&env, &["add", "echo", "--many", "x"]);
+    assert_eq!(o.status.code(), Some(2), "a handler and --many conflict");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn help_lists_status_values_and_groups_global_options() {
     let env = Env::new(&["echo"]).await;
     let help = stdout(&run(&env, &["list", "--help"]));
@@ -136,6 +238,11 @@ async fn run_once_and_plugins_run_without_a_database() {
     let o = run_nodb(&["plugins"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("word-count"), "{}", stdout(&o));
+    for shell in ["bash", "zsh", "fish"] {
+        let o = run_nodb(&["completions", shell]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stdout(&o).contains("database-url") && stdout(&o).contains("run-once"), "{shell}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

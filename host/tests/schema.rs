@@ -287,6 +287,27 @@ async fn the_mysql_schema_is_the_one_described() {
     check(Db::MySql, &mysql_catalog(&env.db_url).await);
 }
 
+/// A database opened without migrating and without the tables is one clear error on each
+/// database; `migrate` then says what it applied, and the second time that nothing was left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_are_reported_and_missing_tables_are_one_clear_error() {
+    use taskhost::store::{self, StoreOptions};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sqlite = format!("sqlite://{}", dir.path().join("queue.db").display());
+    let (pg, my) = (common::postgres_scratch().await, common::mysql_scratch().await);
+    for url in [sqlite.as_str(), &*pg, &*my] {
+        let options = StoreOptions { migrate: false, ..StoreOptions::default() };
+        let store = store::open(url, &options).await.expect("open");
+        let err = store.check_migrated().await.expect_err("no tables yet");
+        assert!(matches!(err, taskhost::Error::NotMigrated), "{url}: {err}");
+        let applied = store.migrate().await.expect("migrate");
+        assert_eq!(applied.first().map(String::as_str), Some("0001 tables"), "{url}");
+        assert_eq!(applied.last().map(String::as_str), Some("0005 registration"), "{url}");
+        store.check_migrated().await.expect("the tables exist now");
+        assert_eq!(store.migrate().await.expect("again"), Vec::<String>::new(), "{url}: nothing left");
+    }
+}
+
 #[test]
 fn a_drifted_catalog_is_reported_line_by_line() {
     let want = described(Db::Postgres);

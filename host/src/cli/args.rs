@@ -40,6 +40,9 @@ pub struct Cli {
     /// Log filter (tracing's EnvFilter syntax), e.g. "info" or "taskhost=debug".
     #[arg(long, global = true, env = "TASKHOST_LOG", default_value = "warn", value_parser = log_filter, help_heading = GLOBAL)]
     pub log: String,
+    /// Log lines as text for people, or as JSON objects (one a line) for machines.
+    #[arg(long, global = true, env = "TASKHOST_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, help_heading = GLOBAL)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -83,12 +86,17 @@ pub enum Command {
     RunOnce {
         /// The handler: a plugin name (NAME.wasm in the plugins directory).
         handler: String,
-        /// The task's data, a JSON document.
+        /// The task's data, a JSON document; @FILE reads it from a file, - from standard input.
         #[arg(long, default_value = "{}")]
         data: String,
     },
     /// Queue a few example tasks, run a worker until they are done and show the outcome.
     Demo,
+    /// Print a shell completion script on stdout.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Compile a component read on stdin and write the artifact on stdout: the bounded child
     /// process a worker compiles in (internal).
     #[command(hide = true)]
@@ -102,8 +110,14 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct AddArgs {
     /// The handler: a plugin name (NAME.wasm in the plugins directory).
-    pub handler: String,
-    /// The task's data, a JSON document.
+    #[arg(required_unless_present = "many")]
+    pub handler: Option<String>,
+    /// Queue the tasks of a file instead, one JSON object a line ({"handler": …, "data": …,
+    /// "queue", "priority", "max_retries", "unique_key", "queued_by", "at"}); - reads standard
+    /// input. Every line is checked before any task is queued.
+    #[arg(long, conflicts_with = "handler", value_name = "FILE")]
+    pub many: Option<String>,
+    /// The task's data, a JSON document; @FILE reads it from a file, - from standard input.
     #[arg(long, default_value = "{}")]
     pub data: String,
     /// Run at this time (RFC 3339 with a zone, e.g. 2026-01-02T03:04:05Z or …+01:00).
@@ -199,9 +213,21 @@ pub struct ListArgs {
     /// Most tasks listed.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: u32,
+    /// Skip this many first (the next page: --offset 100).
+    #[arg(long, default_value_t = 0)]
+    pub offset: u32,
+    /// Oldest first (the default is newest first).
+    #[arg(long)]
+    pub oldest_first: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// The heading global options are listed under in every command's help.

@@ -10,6 +10,7 @@ use taskhost::{App, AppConfig};
 use crate::output;
 
 mod args;
+mod many;
 pub use args::*;
 
 impl Cli {
@@ -77,20 +78,25 @@ pub async fn run(cli: Cli) -> Result<()> {
     let config = cli.app_config()?;
     // Commands that need no database do not open one.
     match &cli.command {
-        Command::RunOnce { handler, data } => return run_once(&config, handler, data).await,
+        Command::RunOnce { handler, data } => return run_once(&config, handler, &read_data(data)?).await,
         Command::Plugins { json } => return plugins(&config, *json).await,
+        Command::Migrate => return migrate(&config).await,
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut command, "taskhost", &mut std::io::stdout());
+            return Ok(());
+        }
         _ => {}
     }
     let app = App::open(&config).await?;
     match cli.command {
-        Command::Migrate => {
-            if cli.no_migrate {
-                app.store.migrate().await?;
-            }
-            println!("database is up to date");
-        }
         Command::Add(a) => {
-            let mut t = NewTask::new(a.handler, a.data)
+            if let Some(path) = &a.many {
+                let text = read_data(&if path == "-" { "-".to_string() } else { format!("@{path}") })?;
+                return many::add_many(&app, path, &text).await;
+            }
+            let handler = a.handler.context("a handler or --many is needed")?;
+            let mut t = NewTask::new(handler, read_data(&a.data)?)
                 .with_max_retries(a.max_retries)
                 .with_queue(a.queue)
                 .with_priority(a.priority);
@@ -137,10 +143,13 @@ pub async fn run(cli: Cli) -> Result<()> {
             let report = app.worker(cfg).run(shutdown_signal()).await?;
             let r = &report;
             let failed = r.runs_finished - r.runs_succeeded.min(r.runs_finished);
-            eprintln!(
-                "runner {} stopped ({:?}): {} runs finished ({} succeeded, {failed} failed), {} abandoned",
-                r.runner_id, r.exit, r.runs_finished, r.runs_succeeded, r.runs_abandoned
-            );
+            // In JSON, the `worker stopped` log line carries the same counts.
+            if cli.log_format == LogFormat::Text {
+                eprintln!(
+                    "runner {} stopped ({:?}): {} runs finished ({} succeeded, {failed} failed), {} abandoned",
+                    r.runner_id, r.exit, r.runs_finished, r.runs_succeeded, r.runs_abandoned
+                );
+            }
         }
         Command::Overseer { once } => {
             let overseer = Overseer::new(app.store.clone(), app.clock.clone(), OverseerConfig::default());
@@ -157,8 +166,15 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::List(l) => {
-            let filter =
-                TaskFilter { status: l.status, queue: l.queue, handler: l.handler, dead: l.dead, limit: Some(l.limit) };
+            let filter = TaskFilter {
+                status: l.status,
+                queue: l.queue,
+                handler: l.handler,
+                dead: l.dead,
+                limit: Some(l.limit),
+                offset: l.offset,
+                newest_first: !l.oldest_first,
+            };
             let tasks = app.client.list(&filter).await?;
             let mut rows = Vec::with_capacity(tasks.len());
             for t in tasks {
@@ -185,7 +201,40 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Demo => crate::demo::run(&app).await?,
         // Handled before opening the database.
-        Command::RunOnce { .. } | Command::Plugins { .. } | Command::CompileComponent { .. } => {}
+        Command::RunOnce { .. }
+        | Command::Plugins { .. }
+        | Command::Migrate
+        | Command::Completions { .. }
+        | Command::CompileComponent { .. } => {}
+    }
+    Ok(())
+}
+
+/// `--data`: the JSON itself, `@PATH` for a file's contents, or `-` for standard input.
+fn read_data(arg: &str) -> Result<String> {
+    if arg == "-" {
+        let mut data = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut data)
+            .context("reading the task's data from stdin")?;
+        return Ok(data);
+    }
+    match arg.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading the task's data from {path}")),
+        None => Ok(arg.to_string()),
+    }
+}
+
+/// Create or update the tables, saying which migrations were applied.
+async fn migrate(config: &AppConfig) -> Result<()> {
+    let options =
+        taskhost::store::StoreOptions { migrate: false, connect_timeout: config.connect_timeout, ..Default::default() };
+    let store = taskhost::store::open(&config.database_url, &options).await?;
+    let applied = store.migrate().await?;
+    if applied.is_empty() {
+        println!("database is up to date");
+    }
+    for m in applied {
+        println!("applied {m}");
     }
     Ok(())
 }

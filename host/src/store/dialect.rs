@@ -113,8 +113,9 @@ pub trait Plumbing: Send + Sync + 'static {
     type Db: sqlx::Database;
     type Row: Cells + Send + Sync;
 
-    /// Create or update the tables from this database's migrations folder.
-    async fn migrate(&self) -> Result<()>;
+    /// Create or update the tables from this database's migrations folder; the migrations
+    /// applied now, as `0005 registration`.
+    async fn migrate(&self) -> Result<Vec<String>>;
     async fn commit(&self, tx: TxOf<Self>) -> Result<()>;
     /// Roll back at once. (A transaction merely dropped is rolled back too, but only when its
     /// connection next goes back to the pool: until then its locks, and on SQLite the write
@@ -146,9 +147,20 @@ macro_rules! sqlx_plumbing {
             type Db = $db;
             type Row = <$db as sqlx::Database>::Row;
 
-            async fn migrate(&self) -> $crate::Result<()> {
-                sqlx::migrate!($migrations).run(&self.pool).await?;
-                Ok(())
+            async fn migrate(&self) -> $crate::Result<Vec<String>> {
+                use sqlx::migrate::Migrate;
+                let migrator = sqlx::migrate!($migrations);
+                let before: Vec<i64> = {
+                    let mut conn = self.pool.acquire().await?;
+                    conn.ensure_migrations_table().await?;
+                    conn.list_applied_migrations().await?.into_iter().map(|m| m.version).collect()
+                };
+                migrator.run(&self.pool).await?;
+                Ok(migrator
+                    .iter()
+                    .filter(|m| !m.migration_type.is_down_migration() && !before.contains(&m.version))
+                    .map(|m| format!("{:04} {}", m.version, m.description))
+                    .collect())
             }
 
             async fn exec_on(

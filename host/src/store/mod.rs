@@ -62,8 +62,10 @@ pub struct RetryPlan {
 pub trait Store: Send + Sync + 'static {
     fn backend(&self) -> Backend;
 
-    /// Create or update the tables (idempotent).
-    async fn migrate(&self) -> Result<()>;
+    /// Create or update the tables (idempotent); the migrations applied now (`0005 registration`).
+    async fn migrate(&self) -> Result<Vec<String>>;
+    /// Fails with [`Error::NotMigrated`] when the tables do not exist.
+    async fn check_migrated(&self) -> Result<()>;
 
     // --- tasks -----------------------------------------------------------------------------
 
@@ -221,7 +223,10 @@ pub async fn open(url: &str, options: &StoreOptions) -> Result<SharedStore> {
         }
     };
     if options.migrate {
-        store.migrate().await?;
+        let applied = store.migrate().await?;
+        if !applied.is_empty() {
+            tracing::info!(?applied, "migrations applied");
+        }
     }
     Ok(store)
 }

@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 
 use super::dialect::{ClaimRequest, ConnOf, Dialect, TxOf};
 use super::{Backend, RetryCandidate, RetryPlan, Served, Store};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::*;
 
 /// A [`Store`] over one database's [`Dialect`].
@@ -49,8 +49,15 @@ impl<D: Dialect> Store for SqlStore<D> {
         D::BACKEND
     }
 
-    async fn migrate(&self) -> Result<()> {
+    async fn migrate(&self) -> Result<Vec<String>> {
         self.db.migrate().await
+    }
+
+    async fn check_migrated(&self) -> Result<()> {
+        match self.db.rows(None, "SELECT id FROM task_queue WHERE id = 0", &[]).await {
+            Err(e) if e.is_missing_table() => Err(Error::NotMigrated),
+            other => other.map(|_| ()),
+        }
     }
 
     async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {

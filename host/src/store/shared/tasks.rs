@@ -18,7 +18,7 @@ pub async fn runs_of<D: Dialect>(db: &D, task_id: TaskId) -> Result<Vec<Run>> {
     found.iter().map(rows::run).collect()
 }
 
-/// Tasks matching a filter, oldest first. Only the filter's own tests are in the statement, so
+/// Tasks matching a filter, oldest or newest first. Only the filter's own tests are in the statement, so
 /// each is a plain comparison an index can serve.
 pub async fn list<D: Dialect>(db: &D, f: &TaskFilter) -> Result<Vec<Task>> {
     let mut sql = String::from("SELECT * FROM task_queue WHERE 1 = 1");
@@ -37,8 +37,10 @@ pub async fn list<D: Dialect>(db: &D, f: &TaskFilter) -> Result<Vec<Task>> {
     if f.dead {
         sql.push_str(" AND gave_up_on IS NOT NULL");
     }
+    let order = if f.newest_first { "DESC" } else { "ASC" };
     values.push(Arg::Int(Some(f.limit.map(i64::from).unwrap_or(i64::MAX))));
-    sql.push_str(&format!(" ORDER BY id LIMIT ${}", values.len()));
+    values.push(Arg::from(f.offset));
+    sql.push_str(&format!(" ORDER BY id {order} LIMIT ${} OFFSET ${}", values.len() - 1, values.len()));
     let found = db.rows(None, &sql, &values).await?;
     found.iter().map(rows::task).collect()
 }
