@@ -8,7 +8,7 @@ PLUGINS  := target/plugins
 DEMO_DB  := target/demo.db
 TASKHOST := target/release/taskhost
 
-.PHONY: demo test lint plugins build bench wasm-target services clean
+.PHONY: demo test lint plugins build install install-check bench wasm-target services clean
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -19,6 +19,20 @@ plugins: wasm-target
 build:
 	$(CARGO) build --release -p taskhost
 
+# `taskhost` on your PATH: into ~/.cargo/bin (rustup puts it on PATH), or PREFIX/bin with PREFIX=DIR.
+# Uses this project's target/ so it reuses what `make build` compiled.
+install:
+	$(CARGO) install --locked --path host --target-dir target $(if $(PREFIX),--root $(PREFIX))
+
+# The install route the README gives, checked by `make test`: installed, the binary runs and
+# writes a handler.
+install-check: build
+	rm -rf target/install-check
+	$(MAKE) --no-print-directory install PREFIX=target/install-check
+	target/install-check/bin/taskhost --version
+	target/install-check/bin/taskhost new c hello --dir target/install-check/hello >/dev/null
+	test -x target/install-check/hello/build.sh
+
 demo: plugins build
 	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
 	$(TASKHOST) --database-url sqlite://$(DEMO_DB) --plugins $(PLUGINS) demo
@@ -27,7 +41,7 @@ demo: plugins build
 services:
 	bash scripts/test-services.sh
 
-test: plugins services
+test: plugins services install-check
 	$(CARGO) test --release --workspace
 
 # Formatting and lints, as CI checks them.

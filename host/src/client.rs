@@ -79,7 +79,8 @@ impl Client {
         }
         for name in handlers {
             let catalog = self.catalog.clone();
-            tokio::task::spawn_blocking(move || catalog.get_or_load(&name))
+            // Checked from its types, not compiled: a machine that only queues never compiles.
+            tokio::task::spawn_blocking(move || catalog.check(&name))
                 .await
                 .map_err(|e| Error::Engine(format!("plugin loader panicked: {e}")))??;
         }

@@ -21,6 +21,9 @@
 //! dirs = [{ host = "/srv/data", guest = "/data", mode = "ro" }]
 //! ```
 //!
+//! The same file may hold the `taskhost` command's options (`[options]`, `[worker]`, `[add]`,
+//! `[list]`, `[overseer]`), which the command reads; they are ignored here.
+//!
 //! A plugin's own manifest (`NAME.toml` beside `NAME.wasm`) may only lower these limits. Every
 //! value is checked when the file is loaded; a bad one is one clear error.
 
@@ -157,6 +160,18 @@ struct ConfigFile {
     plugins: PluginsSection,
     #[serde(default)]
     handlers: HashMap<String, HandlerSection>,
+    // The `taskhost` command's options ([options] and one table per command), which the command
+    // reads and checks itself (host/src/cli/file.rs).
+    #[allow(dead_code)]
+    options: Option<toml::Table>,
+    #[allow(dead_code)]
+    worker: Option<toml::Table>,
+    #[allow(dead_code)]
+    overseer: Option<toml::Table>,
+    #[allow(dead_code)]
+    add: Option<toml::Table>,
+    #[allow(dead_code)]
+    list: Option<toml::Table>,
 }
 
 #[derive(Debug, Default, Deserialize)]

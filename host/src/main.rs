@@ -4,10 +4,25 @@ mod cli;
 mod demo;
 mod output;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 fn main() -> std::process::ExitCode {
-    let cli = cli::Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // The configuration file's options are the defaults: flags and the environment win.
+    let mut command = cli::Cli::command();
+    if let Some(path) = cli::file::config_path(&args) {
+        command = match cli::file::with_file_defaults(command, &path) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        };
+    }
+    let cli = match cli::Cli::from_arg_matches(&command.get_matches_from(args)) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let filter =
         tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     // Colours only for a terminal: logs piped to a file or a collector stay plain text.

@@ -61,9 +61,13 @@ pub fn task_table(rows: &[(Task, Vec<Run>)]) -> String {
     out
 }
 
-pub fn tasks_json(rows: &[(Task, Vec<Run>)]) -> serde_json::Result<String> {
+pub fn tasks_json(rows: &[(Task, Vec<Run>)], pretty: bool) -> serde_json::Result<String> {
     let v: Vec<_> = rows.iter().map(|(t, runs)| task_json(t, runs)).collect::<serde_json::Result<_>>()?;
-    serde_json::to_string_pretty(&v)
+    if pretty {
+        serde_json::to_string_pretty(&v)
+    } else {
+        serde_json::to_string(&v)
+    }
 }
 
 /// A task and its runs as JSON: its data and each run's results as JSON values (not strings),
@@ -169,7 +173,7 @@ pub fn plugins_json(reports: &[LoadReport]) -> serde_json::Result<String> {
             serde_json::json!({
                 "name": r.name, "sha256": r.digest, "ok": r.status.is_ok(),
                 "error": r.status.as_ref().err(), "cached": r.cached,
-                "load_ms": r.load_time.as_secs_f64() * 1000.0,
+                "load_ms": (r.load_time.as_secs_f64() * 10_000.0).round() / 10.0,
             })
         })
         .collect();

@@ -208,7 +208,8 @@ fn many_instances(n: usize) -> Vec<u8> {
 async fn a_component_holding_more_than_one_runs_share_of_the_pools_is_refused_at_load() {
     let env = Env::new(&[]).await;
     env.write_plugin_bytes("greedy", &many_instances(400));
-    let err = env.app.client.add(NewTask::new("greedy", "{}")).await.expect_err("refused");
+    let catalog = env.app.catalog.clone();
+    let err = tokio::task::spawn_blocking(move || catalog.load("greedy")).await.expect("join").expect_err("refused");
     assert!(matches!(err, taskhost::Error::BrokenHandler { .. }), "{err}");
     assert!(err.to_string().contains("core instances") || err.to_string().contains("instance"), "{err}");
 }

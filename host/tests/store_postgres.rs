@@ -9,54 +9,8 @@ use taskhost::store::{self, SharedStore, StoreOptions};
 
 mod common;
 
-async fn open() -> (SharedStore, common::ScratchDb) {
-    let scratch = common::postgres_scratch().await;
-    (open_same(&scratch).await, scratch)
-}
-
-async fn open_same(url: &str) -> SharedStore {
-    store::open(url, &StoreOptions::default()).await.expect("open postgres store")
-}
-
-store_suite!(open(), open_same);
-
-#[tokio::test]
-async fn migrating_twice_is_harmless() {
-    let (store, _url) = open().await;
-    store.migrate().await.expect("second migration");
-}
-
-#[tokio::test]
-async fn an_unreachable_server_is_a_clear_error() {
-    let err = store::open("postgres://postgres@127.0.0.1:1/test", &StoreOptions::default())
-        .await
-        .expect_err("nothing listens on port 1")
-        .to_string();
-    assert!(err.contains("cannot connect"), "{err}");
-}
-
-#[tokio::test]
-async fn tasks_can_be_queued_inside_the_callers_own_transaction() {
-    use taskhost::model::NewTask;
-    use taskhost::store::postgres::PostgresStore;
-    let scratch = common::postgres_scratch().await;
-    let store = PostgresStore::connect(&scratch, &StoreOptions::default()).await.expect("connect");
-    taskhost::store::Store::migrate(&store).await.expect("migrate");
-    let shared: SharedStore = std::sync::Arc::new(store.clone());
-    suite::tasks_queued_in_the_callers_transaction_share_its_fate(shared, |commit| {
-        let store = store.clone();
-        async move {
-            let mut tx = store.pool().begin().await.expect("begin");
-            let added = PostgresStore::add_tasks_in(&mut tx, &[NewTask::new("mail", "{}")], chrono::Utc::now())
-                .await
-                .expect("add");
-            if commit {
-                tx.commit().await.expect("commit")
-            } else {
-                tx.rollback().await.expect("rollback")
-            }
-            added[0].id
-        }
-    })
-    .await;
-}
+server_store_suite!(
+    common::postgres_scratch(),
+    taskhost::store::postgres::PostgresStore,
+    "postgres://postgres@127.0.0.1:1/test"
+);

@@ -92,6 +92,18 @@ pub enum Command {
     },
     /// Queue a few example tasks, run a worker until they are done and show the outcome.
     Demo,
+    /// Write a new handler, ready to build, into ./NAME (or --dir): its source, the WIT and a
+    /// build.sh that builds plugins/NAME.wasm.
+    New {
+        /// The handler's language.
+        #[arg(value_enum)]
+        language: super::new::Language,
+        /// The handler's name (NAME.wasm): a letter, then letters, digits, '-' and '_'.
+        name: String,
+        /// Where to write it [default: ./NAME]; it must not exist or be empty.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Print a shell completion script on stdout.
     Completions {
         /// The shell.
@@ -219,6 +231,10 @@ pub struct ListArgs {
     /// Oldest first (the default is newest first).
     #[arg(long)]
     pub oldest_first: bool,
+    /// List again every INTERVAL (default 2s) until stopped (Ctrl-C), redrawing the screen on a
+    /// terminal: progress, results and errors as they happen.
+    #[arg(long, value_name = "INTERVAL", num_args = 0..=1, default_missing_value = "2s", value_parser = positive_duration)]
+    pub watch: Option<Duration>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

@@ -10,7 +10,9 @@ use taskhost::{App, AppConfig};
 use crate::output;
 
 mod args;
+pub mod file;
 mod many;
+mod new;
 pub use args::*;
 
 impl Cli {
@@ -74,6 +76,9 @@ fn reload_on_hangup(app: &App) {
 pub async fn run(cli: Cli) -> Result<()> {
     if let Command::CompileComponent { max_wasm_stack } = &cli.command {
         return Ok(taskhost::sandbox::compile::compile_stdin_to_stdout(*max_wasm_stack)?);
+    }
+    if let Command::New { language, name, dir } = &cli.command {
+        return new::run(*language, name, dir.as_deref());
     }
     let config = cli.app_config()?;
     // Commands that need no database do not open one.
@@ -165,28 +170,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 let _ = handle.await;
             }
         }
-        Command::List(l) => {
-            let filter = TaskFilter {
-                status: l.status,
-                queue: l.queue,
-                handler: l.handler,
-                dead: l.dead,
-                limit: Some(l.limit),
-                offset: l.offset,
-                newest_first: !l.oldest_first,
-            };
-            let tasks = app.client.list(&filter).await?;
-            let mut rows = Vec::with_capacity(tasks.len());
-            for t in tasks {
-                let runs = app.store.runs_of(t.id).await?;
-                rows.push((t, runs));
-            }
-            if l.json {
-                println!("{}", output::tasks_json(&rows)?);
-            } else {
-                print!("{}", output::task_table(&rows));
-            }
-        }
+        Command::List(l) => list(&app, l).await?,
         Command::Show { id, json } => {
             let (task, runs) = app.client.show(id).await?;
             if json {
@@ -205,9 +189,65 @@ pub async fn run(cli: Cli) -> Result<()> {
         | Command::Plugins { .. }
         | Command::Migrate
         | Command::Completions { .. }
+        | Command::New { .. }
         | Command::CompileComponent { .. } => {}
     }
     Ok(())
+}
+
+/// `list`, once or (`--watch`) again and again until a signal.
+async fn list(app: &App, l: ListArgs) -> Result<()> {
+    let filter = TaskFilter {
+        status: l.status,
+        queue: l.queue,
+        handler: l.handler,
+        dead: l.dead,
+        limit: Some(l.limit),
+        offset: l.offset,
+        newest_first: !l.oldest_first,
+    };
+    let render = || async {
+        let tasks = app.client.list(&filter).await?;
+        let mut rows = Vec::with_capacity(tasks.len());
+        for t in tasks {
+            let runs = app.store.runs_of(t.id).await?;
+            rows.push((t, runs));
+        }
+        // Watched, JSON is one line a frame.
+        anyhow::Ok(if l.json {
+            output::tasks_json(&rows, l.watch.is_none())? + "\n"
+        } else {
+            output::task_table(&rows)
+        })
+    };
+    let Some(every) = l.watch else {
+        print!("{}", render().await?);
+        return Ok(());
+    };
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let stop = shutdown_signal();
+    tokio::pin!(stop);
+    loop {
+        let frame = render().await?;
+        if terminal {
+            // Home and clear, then the frame: the list redrawn in place.
+            print!(
+                "\x1b[H\x1b[2J{} every {}\n{frame}",
+                Utc::now().format("%H:%M:%S"),
+                humantime::format_duration(every)
+            );
+        } else {
+            print!("{frame}");
+            if !l.json {
+                println!();
+            }
+        }
+        std::io::Write::flush(&mut std::io::stdout())?;
+        tokio::select! {
+            _ = &mut stop => return Ok(()),
+            _ = tokio::time::sleep(every) => {}
+        }
+    }
 }
 
 /// `--data`: the JSON itself, `@PATH` for a file's contents, or `-` for standard input.

@@ -3,6 +3,12 @@
 
 use std::path::Path;
 
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::config::Policy;
+use crate::sandbox::{Grants, LimitOverrides, Limits};
+
 /// Read a file of the plugins directory: a regular file, never through a symbolic link, at most
 /// `max` bytes (checked before reading). None when there is no such file.
 pub(super) fn read_plugin_file(path: &Path, max: u64) -> std::result::Result<Option<Vec<u8>>, String> {
@@ -68,4 +74,56 @@ pub(super) fn toml_error(e: &toml::de::Error, text: &str) -> String {
         }
         None => message,
     }
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Manifest {
+    #[serde(default)]
+    limits: LimitOverrides,
+    /// Refused when present: only the operator grants.
+    grants: Option<toml::Value>,
+}
+
+/// A plugin's files as read, before compiling.
+pub(super) struct Source {
+    pub bytes: Vec<u8>,
+    pub digest: String,
+    pub manifest_text: Option<String>,
+    pub limits: Limits,
+    pub grants: Grants,
+}
+
+/// Most bytes of a manifest.
+const MAX_MANIFEST_BYTES: u64 = 64 << 10;
+
+/// Read a component and its manifest, within the operator's bounds, and work out its limits
+/// and grants.
+pub(super) fn read_source(policy: &Policy, name: &str, path: &Path) -> std::result::Result<Source, String> {
+    let bytes =
+        read_plugin_file(path, policy.max_component_bytes)?.ok_or_else(|| format!("{} is gone", path.display()))?;
+    let digest = hex::encode(Sha256::digest(&bytes));
+    let manifest_path = path.with_extension("toml");
+    let bad_manifest = |reason: String| format!("invalid manifest {}: {reason}", manifest_path.display());
+    let manifest_text = match read_plugin_file(&manifest_path, MAX_MANIFEST_BYTES).map_err(bad_manifest)? {
+        Some(b) => Some(String::from_utf8(b).map_err(|_| bad_manifest("not UTF-8 text".into()))?),
+        None => None,
+    };
+    let manifest: Manifest = match &manifest_text {
+        Some(t) => toml::from_str(t).map_err(|e| bad_manifest(toml_error(&e, t)))?,
+        None => Manifest::default(),
+    };
+    if manifest.grants.is_some() {
+        return Err(bad_manifest(
+            "a manifest cannot grant anything ([grants]): only the operator grants, in the configuration \
+             file (--config)"
+                .into(),
+        ));
+    }
+    let (ceiling, grants) = policy.for_handler(name, &digest)?;
+    let limits = ceiling.lowered_by(&manifest.limits).map_err(|e| bad_manifest(format!("[limits] {e}")))?;
+    if !bytes.starts_with(b"\0asm") {
+        return Err("not a WebAssembly file (bad magic number)".into());
+    }
+    Ok(Source { bytes, digest, manifest_text, limits, grants })
 }

@@ -24,20 +24,20 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 mod files;
 mod watch;
+pub mod world;
 
-use files::{read_plugin_file, toml_error};
+use files::{read_plugin_file, read_source, Source};
 
 use crate::cache;
 use crate::config::Policy;
 use crate::error::{Error, Result};
 use crate::sandbox::compile::Compiler;
-use crate::sandbox::{Grants, HostState, LimitOverrides, Limits, Sandbox, TaskHandlerPre};
+use crate::sandbox::{Grants, HostState, Limits, Sandbox, TaskHandlerPre};
 
 /// A loaded, checked handler.
 pub struct Plugin {
@@ -69,18 +69,6 @@ pub struct LoadReport {
     pub cached: bool,
     pub load_time: Duration,
 }
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct Manifest {
-    #[serde(default)]
-    limits: LimitOverrides,
-    /// Refused when present: only the operator grants.
-    grants: Option<toml::Value>,
-}
-
-/// Most bytes of a manifest.
-const MAX_MANIFEST_BYTES: u64 = 64 << 10;
 
 /// Whether `name` can name a plugin: letters, digits, `-` and `_` (no paths).
 pub fn valid_name(name: &str) -> bool {
@@ -160,13 +148,7 @@ impl Catalog {
 
     /// Load (or reload) one plugin by name.
     pub fn load(&self, name: &str) -> Result<Arc<Plugin>> {
-        if !valid_name(name) {
-            return Err(Error::invalid("handler name", format!("{name:?}: use letters, digits, '-' and '_'")));
-        }
-        let path = self.dir.join(format!("{name}.wasm"));
-        if std::fs::symlink_metadata(&path).is_err() {
-            return Err(Error::UnknownHandler { name: name.to_string(), dir: self.dir.clone() });
-        }
+        let path = self.path_of(name)?;
         let loaded = self.load_file(name, &path, true).and_then(|l| l.ok_or_else(|| "not compiled".to_string()));
         let (plugin, _) = loaded.map_err(|reason| Error::BrokenHandler { name: name.into(), reason })?;
         self.loaded.write().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), plugin.clone());
@@ -281,36 +263,13 @@ impl Catalog {
         path: &Path,
         may_compile: bool,
     ) -> std::result::Result<Option<(Arc<Plugin>, bool)>, String> {
-        let bytes = read_plugin_file(path, self.policy.max_component_bytes)?
-            .ok_or_else(|| format!("{} is gone", path.display()))?;
-        let digest = hex::encode(Sha256::digest(&bytes));
-        let manifest_path = path.with_extension("toml");
-        let bad_manifest = |reason: String| format!("invalid manifest {}: {reason}", manifest_path.display());
-        let manifest_text = match read_plugin_file(&manifest_path, MAX_MANIFEST_BYTES).map_err(bad_manifest)? {
-            Some(b) => Some(String::from_utf8(b).map_err(|_| bad_manifest("not UTF-8 text".into()))?),
-            None => None,
-        };
+        let source = read_source(&self.policy, name, path)?;
         if let Some(old) = self.get(name) {
-            if old.digest == digest && old.manifest_text == manifest_text {
+            if old.digest == source.digest && old.manifest_text == source.manifest_text {
                 return Ok(Some((old, true)));
             }
         }
-        let manifest: Manifest = match &manifest_text {
-            Some(t) => toml::from_str(t).map_err(|e| bad_manifest(toml_error(&e, t)))?,
-            None => Manifest::default(),
-        };
-        if manifest.grants.is_some() {
-            return Err(bad_manifest(
-                "a manifest cannot grant anything ([grants]): only the operator grants, in the configuration \
-                 file (--config)"
-                    .into(),
-            ));
-        }
-        let (ceiling, grants) = self.policy.for_handler(name, &digest)?;
-        let limits = ceiling.lowered_by(&manifest.limits).map_err(|e| bad_manifest(format!("[limits] {e}")))?;
-        if !bytes.starts_with(b"\0asm") {
-            return Err("not a WebAssembly file (bad magic number)".into());
-        }
+        let Source { bytes, digest, manifest_text, limits, grants } = source;
         let compiled = self.compiler.one_at_a_time(&digest, || self.compile(&bytes, &digest, may_compile))?;
         let Some((component, cached)) = compiled else {
             return Ok(None);
@@ -319,6 +278,30 @@ impl Catalog {
         let plugin =
             Plugin { name: name.to_string(), path: path.to_path_buf(), digest, limits, grants, pre, manifest_text };
         Ok(Some((Arc::new(plugin), cached)))
+    }
+
+    /// Check that a handler exists and implements the world without compiling it (see
+    /// [`world`]): what queueing a task needs. A loaded plugin passes at once. Blocking (it reads
+    /// and validates the file).
+    pub fn check(&self, name: &str) -> Result<()> {
+        if self.get(name).is_some() {
+            return Ok(());
+        }
+        let path = self.path_of(name)?;
+        let checked = read_source(&self.policy, name, &path).and_then(|source| world::check_types(&source.bytes));
+        checked.map_err(|reason| Error::BrokenHandler { name: name.into(), reason })
+    }
+
+    /// `NAME.wasm` in the directory, if the name is a plugin name and the file is there.
+    fn path_of(&self, name: &str) -> Result<PathBuf> {
+        if !valid_name(name) {
+            return Err(Error::invalid("handler name", format!("{name:?}: use letters, digits, '-' and '_'")));
+        }
+        let path = self.dir.join(format!("{name}.wasm"));
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Err(Error::UnknownHandler { name: name.to_string(), dir: self.dir.clone() });
+        }
+        Ok(path)
     }
 
     /// Compile, or load this host's cached artifact for the same digest and engine settings

@@ -454,3 +454,62 @@ macro_rules! store_suite {
         }
     };
 }
+
+/// The tests a database server's store runs besides the suite: migrating twice, an unreachable
+/// server, and queueing inside the caller's transaction. `$scratch` yields a fresh database's
+/// URL (a guard), `$store` is the backend's store type, `$nowhere` a URL where nothing listens.
+#[macro_export]
+macro_rules! server_store_suite {
+    ($scratch:expr, $store:ty, $nowhere:literal) => {
+        async fn open() -> (SharedStore, common::ScratchDb) {
+            let scratch = $scratch.await;
+            (open_same(&scratch).await, scratch)
+        }
+
+        async fn open_same(url: &str) -> SharedStore {
+            store::open(url, &StoreOptions::default()).await.expect("open the store")
+        }
+
+        store_suite!(open(), open_same);
+
+        #[tokio::test]
+        async fn migrating_twice_is_harmless() {
+            let (store, _url) = open().await;
+            store.migrate().await.expect("second migration");
+        }
+
+        #[tokio::test]
+        async fn an_unreachable_server_is_a_clear_error() {
+            let err = store::open($nowhere, &StoreOptions::default())
+                .await
+                .expect_err("nothing listens on port 1")
+                .to_string();
+            assert!(err.contains("cannot connect"), "{err}");
+        }
+
+        #[tokio::test]
+        async fn tasks_can_be_queued_inside_the_callers_own_transaction() {
+            use taskhost::model::NewTask;
+            let scratch = $scratch.await;
+            let store = <$store>::connect(&scratch, &StoreOptions::default()).await.expect("connect");
+            taskhost::store::Store::migrate(&store).await.expect("migrate");
+            let shared: SharedStore = std::sync::Arc::new(store.clone());
+            suite::tasks_queued_in_the_callers_transaction_share_its_fate(shared, |commit| {
+                let store = store.clone();
+                async move {
+                    let mut tx = store.pool().begin().await.expect("begin");
+                    let added = <$store>::add_tasks_in(&mut tx, &[NewTask::new("mail", "{}")], chrono::Utc::now())
+                        .await
+                        .expect("add");
+                    if commit {
+                        tx.commit().await.expect("commit")
+                    } else {
+                        tx.rollback().await.expect("rollback")
+                    }
+                    added[0].id
+                }
+            })
+            .await;
+        }
+    };
+}

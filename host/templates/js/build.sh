@@ -1,0 +1,14 @@
+#!/bin/sh
+# Builds plugins/{{name}}.wasm with componentize-js, installed with npm on first use.
+set -e
+cd "$(dirname "$0")"
+tools=${NODE_TOOLS:-.}
+if [ ! -x "$tools/node_modules/.bin/componentize-js" ]; then
+    npm install --silent --no-audit --no-fund --prefix "$tools" @bytecodealliance/componentize-js@0.23.0
+fi
+mkdir -p plugins
+# -d: every WASI feature off but stdio (console.log lands in the run's logs); built with its
+# defaults the component imports wasi:http, which taskhost does not provide.
+"$tools/node_modules/.bin/componentize-js" app.js --wit wit -n task-handler \
+    -d random clocks http fetch-event -o plugins/{{name}}.wasm
+echo "built plugins/{{name}}.wasm"
