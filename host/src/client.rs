@@ -116,4 +116,21 @@ impl Client {
     pub async fn retry(&self, id: TaskId) -> Result<RunId> {
         self.store.retry_task(id, self.clock.now()).await
     }
+
+    /// Pause a queue: workers claim nothing more from it and finish what they run. False when
+    /// it was paused already.
+    pub async fn pause_queue(&self, queue: &str) -> Result<bool> {
+        check_text("queue", queue, MAX_QUEUE_BYTES)?;
+        self.store.pause_queue(queue, self.clock.now()).await
+    }
+
+    /// Resume a paused queue. False when it was not paused.
+    pub async fn resume_queue(&self, queue: &str) -> Result<bool> {
+        self.store.resume_queue(queue).await
+    }
+
+    /// Every queue with scheduled or running tasks, or paused: depth, running, lag, pause.
+    pub async fn queues(&self) -> Result<Vec<crate::store::QueueInfo>> {
+        self.store.queues(self.clock.now()).await
+    }
 }

@@ -34,6 +34,30 @@ fn outcome_of(task: &Task, runs: &[Run]) -> String {
     }
 }
 
+/// `taskhost queues`: each queue's due, later and running tasks, how far behind it is, and
+/// whether it is paused.
+pub fn queue_table(queues: &[taskhost::store::QueueInfo], now: chrono::DateTime<chrono::Utc>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{:<20} {:>8} {:>8} {:>8} {:>10}  PAUSED", "QUEUE", "DUE", "LATER", "RUNNING", "LAG");
+    for q in queues {
+        let lag = q
+            .oldest_due
+            .map(|t| (now - t).num_seconds().max(0) as u64)
+            .map(|s| humantime::format_duration(std::time::Duration::from_secs(s)).to_string());
+        let paused = q.paused_on.map(|t| format!("paused since {}", t.format("%Y-%m-%d %H:%M:%S"))).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{:<20} {:>8} {:>8} {:>8} {:>10}  {paused}",
+            clip(&q.name, 20),
+            q.due,
+            q.later,
+            q.running,
+            lag.unwrap_or_else(|| "-".into())
+        );
+    }
+    out
+}
+
 pub fn task_table(rows: &[(Task, Vec<Run>)]) -> String {
     let mut out = String::new();
     let _ = writeln!(

@@ -71,6 +71,25 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the queues: due, later and running tasks, lag (how long the oldest due task has
+    /// waited), paused or not.
+    Queues {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pause a queue: workers claim nothing more from it (they finish what they run), on every
+    /// machine and across restarts, until `resume`.
+    Pause {
+        /// The queue.
+        #[arg(value_parser = non_empty)]
+        queue: String,
+    },
+    /// Resume a paused queue.
+    Resume {
+        /// The queue.
+        queue: String,
+    },
     /// Replay a dead letter (a task given up on).
     Retry {
         /// The task's id.

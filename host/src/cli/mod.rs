@@ -179,6 +179,28 @@ pub async fn run(cli: Cli) -> Result<()> {
                 print!("{}", output::task_detail(&task, &runs));
             }
         }
+        Command::Queues { json } => {
+            let queues = app.client.queues().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&queues)?);
+            } else {
+                print!("{}", output::queue_table(&queues, Utc::now()));
+            }
+        }
+        Command::Pause { queue } => {
+            if app.client.pause_queue(&queue).await? {
+                println!("queue {queue} paused: workers claim nothing more from it");
+            } else {
+                println!("queue {queue} was paused already");
+            }
+        }
+        Command::Resume { queue } => {
+            if app.client.resume_queue(&queue).await? {
+                println!("queue {queue} resumed");
+            } else {
+                println!("queue {queue} was not paused");
+            }
+        }
         Command::Retry { id } => {
             let run = app.client.retry(id).await?;
             println!("task {id} scheduled again as run {run}");

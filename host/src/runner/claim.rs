@@ -55,13 +55,31 @@ impl Worker {
                 continue;
             }
             let limit = free.min(cfg.claim_batch.max(1)) as u32;
+            // Paused queues are read before every claim, so a pause holds from the next claim on.
+            let queues = match self.store.paused_queues().await {
+                Ok(paused) => cfg.queues.iter().filter(|q| !paused.contains(q)).cloned().collect::<Vec<_>>(),
+                Err(e) => {
+                    claim_failures += 1;
+                    let wait = CLAIM_BACKOFF.wait(claim_failures);
+                    tracing::warn!("reading the paused queues failed, retrying in {wait:?}: {e}");
+                    tokio::select! {
+                        _ = &mut *shutdown => return ExitReason::Shutdown,
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                    continue;
+                }
+            };
             let now = self.clock.now();
             // Only tasks whose handler is loaded here: a worker without a handler leaves its tasks
             // to workers that have it (or, after a horizon, to the overseer).
             let handlers = self.catalog.names();
             // A signal cuts a claim short; runs it may have claimed are then timed out at exit.
-            let claim =
-                self.store.claim_for(runner_id, &cfg.queues, Some(&handlers), limit, now, cfg.default_run_timeout);
+            let claim = async {
+                if queues.is_empty() {
+                    return Ok(Vec::new());
+                }
+                self.store.claim_for(runner_id, &queues, Some(&handlers), limit, now, cfg.default_run_timeout).await
+            };
             // A claim waiting on another session's lock must not hold up a runner declared dead.
             let claimed = tokio::select! {
                 r = claim => r,
@@ -109,8 +127,14 @@ impl Worker {
             let loaded = self.loading.as_ref().is_none_or(|l| l.borrow().done);
             if cfg.drain && loaded && slots.available_permits() == cfg.concurrency.max(1) {
                 let horizon = chrono::Duration::from_std(cfg.drain_horizon).unwrap_or_default();
+                // Paused queues hold nothing a worker can run: they do not keep it draining.
                 let due = tokio::select! {
-                    r = self.store.has_due_work_for(&cfg.queues, Some(&handlers), now + horizon) => r,
+                    r = async {
+                        if queues.is_empty() {
+                            return Ok(false);
+                        }
+                        self.store.has_due_work_for(&queues, Some(&handlers), now + horizon).await
+                    } => r,
                     _ = &mut *shutdown => return ExitReason::Shutdown,
                 };
                 match due {

@@ -135,6 +135,19 @@ pub trait Store: Send + Sync + 'static {
         now: DateTime<Utc>,
     ) -> Result<bool>;
 
+    // --- queues ----------------------------------------------------------------------------
+
+    /// Pause a queue: workers claim nothing more from it (they finish what they run), until it
+    /// is resumed. Kept in the database, so it holds across restarts and machines. False when
+    /// it was paused already.
+    async fn pause_queue(&self, queue: &str, now: DateTime<Utc>) -> Result<bool>;
+    /// Resume a paused queue. False when it was not paused.
+    async fn resume_queue(&self, queue: &str) -> Result<bool>;
+    /// The paused queues, by name.
+    async fn paused_queues(&self) -> Result<Vec<String>>;
+    /// Every queue that holds scheduled or running tasks, or is paused, by name.
+    async fn queues(&self, now: DateTime<Utc>) -> Result<Vec<QueueInfo>>;
+
     // --- maintenance -----------------------------------------------------------------------
 
     /// Mark runners `timeout`, and their running runs with them. Returns the runs timed out.
@@ -175,6 +188,21 @@ pub trait Store: Send + Sync + 'static {
 }
 
 pub type SharedStore = Arc<dyn Store>;
+
+/// A queue as [`Store::queues`] sees it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct QueueInfo {
+    pub name: String,
+    /// Scheduled tasks due now.
+    pub due: u64,
+    /// Scheduled tasks due later.
+    pub later: u64,
+    pub running: u64,
+    /// When the longest-waiting due task was due: how far behind the queue is.
+    pub oldest_due: Option<DateTime<Utc>>,
+    /// Since when it is paused; None: it is not.
+    pub paused_on: Option<DateTime<Utc>>,
+}
 
 /// The handlers a runner serves: name → sha256 of the component.
 pub type Served = std::collections::BTreeMap<String, String>;

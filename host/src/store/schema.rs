@@ -148,6 +148,7 @@ pub const TABLES: &[Table] = &[
         ],
     },
     Table { name: "task_leases", columns: &[col("name", Str(64)), col("holder", NAME), col("expires_on", Time)] },
+    Table { name: "task_queue_pauses", columns: &[col("queue", NAME), col("paused_on", Time)] },
 ];
 
 pub const INDEXES: &[Index] = &[

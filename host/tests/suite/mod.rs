@@ -445,6 +445,7 @@ macro_rules! store_suite {
         case!(due_tasks_nobody_serves_are_given_up);
         case!(failed_tasks_are_planned_once);
         case!(a_late_outcome_of_a_run_put_back_is_ignored);
+        case!(queues_are_paused_resumed_and_listed);
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_claims_never_share_a_run() {

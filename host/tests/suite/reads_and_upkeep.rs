@@ -218,3 +218,34 @@ where
     assert_eq!(task.handler, "mail");
     assert_eq!(store.runs_of(id).await.expect("runs").len(), 1, "with its first run");
 }
+
+/// Pausing and resuming a queue, and what each queue holds: due, later, running, the oldest due
+/// task, and the pause with its time.
+pub async fn queues_are_paused_resumed_and_listed(store: SharedStore) {
+    let tasks = vec![
+        NewTask::new("h", "{}").with_queue("mail"),
+        NewTask::new("h", "{}").with_queue("mail").with_scheduled_on(t0() - secs(30)),
+        NewTask::new("h", "{}").with_queue("mail").with_scheduled_on(t0() + secs(60)),
+        NewTask::new("h", "{}"),
+    ];
+    store.add_tasks(&tasks, t0()).await.expect("add");
+    let r = runner(&store, t0()).await;
+    let claimed = store.claim(r, &["default".to_string()], 10, t0(), DAY).await.expect("claim");
+    assert_eq!(claimed.len(), 1);
+    assert!(store.paused_queues().await.expect("paused").is_empty());
+    assert!(store.pause_queue("mail", t0()).await.expect("pause"));
+    assert!(!store.pause_queue("mail", t0() + secs(1)).await.expect("pause again"));
+    assert!(store.pause_queue("idle", t0()).await.expect("pause an empty queue"));
+    assert_eq!(store.paused_queues().await.expect("paused"), vec!["idle".to_string(), "mail".to_string()]);
+    let queues = store.queues(t0()).await.expect("queues");
+    let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
+    assert_eq!(names, ["default", "idle", "mail"]);
+    let (default, idle, mail) = (&queues[0], &queues[1], &queues[2]);
+    assert_eq!((default.due, default.later, default.running, default.paused_on), (0, 0, 1, None));
+    assert_eq!((idle.due, idle.running, idle.oldest_due, idle.paused_on), (0, 0, None, Some(t0())));
+    assert_eq!((mail.due, mail.later, mail.running), (2, 1, 0));
+    assert_eq!((mail.oldest_due, mail.paused_on), (Some(t0() - secs(30)), Some(t0())), "the first pause's time");
+    assert!(store.resume_queue("mail").await.expect("resume"));
+    assert!(!store.resume_queue("mail").await.expect("resume again"));
+    assert_eq!(store.paused_queues().await.expect("paused"), vec!["idle".to_string()]);
+}

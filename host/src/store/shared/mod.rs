@@ -5,6 +5,7 @@
 //! that takes more than one statement runs in one transaction, run again after a deadlock
 //! ([`retrying`](super::dialect::retrying)).
 
+mod queues;
 mod runners;
 pub(crate) mod runs;
 mod tasks;
@@ -16,7 +17,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::dialect::{ClaimRequest, ConnOf, Dialect, TxOf};
-use super::{Backend, RetryCandidate, RetryPlan, Served, Store};
+use super::{Backend, QueueInfo, RetryCandidate, RetryPlan, Served, Store};
 use crate::error::{Error, Result};
 use crate::model::*;
 
@@ -136,6 +137,22 @@ impl<D: Dialect> Store for SqlStore<D> {
 
     async fn finish_runs(&self, outcomes: &[RunOutcome]) -> Result<()> {
         runs::finish(&self.db, outcomes).await
+    }
+
+    async fn pause_queue(&self, queue: &str, now: DateTime<Utc>) -> Result<bool> {
+        queues::pause(&self.db, queue, now).await
+    }
+
+    async fn resume_queue(&self, queue: &str) -> Result<bool> {
+        queues::resume(&self.db, queue).await
+    }
+
+    async fn paused_queues(&self) -> Result<Vec<String>> {
+        queues::paused(&self.db).await
+    }
+
+    async fn queues(&self, now: DateTime<Utc>) -> Result<Vec<QueueInfo>> {
+        queues::list(&self.db, now).await
     }
 
     async fn has_due_work_for(

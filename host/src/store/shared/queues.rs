@@ -1,0 +1,70 @@
+//! Queues: pausing and resuming them, and what each holds.
+
+use chrono::{DateTime, Utc};
+
+use super::super::dialect::{retrying, Cells, Dialect};
+use super::super::rows;
+use super::super::sql::{args, RUNNING, SCHEDULED};
+use super::super::QueueInfo;
+use crate::error::{Error, Result};
+
+/// Pause `queue`; false when it was paused already.
+pub async fn pause<D: Dialect>(db: &D, queue: &str, now: DateTime<Utc>) -> Result<bool> {
+    let sql = "INSERT INTO task_queue_pauses (queue, paused_on) VALUES ($1, $2)";
+    match db.exec(None, sql, args![queue, now]).await {
+        Ok(_) => Ok(true),
+        Err(Error::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Resume `queue`; false when it was not paused.
+pub async fn resume<D: Dialect>(db: &D, queue: &str) -> Result<bool> {
+    retrying::<D, _, _, _>(|| async {
+        Ok(db.exec(None, "DELETE FROM task_queue_pauses WHERE queue = $1", args![queue]).await? > 0)
+    })
+    .await
+}
+
+pub async fn paused<D: Dialect>(db: &D) -> Result<Vec<String>> {
+    let found = db.rows(None, "SELECT queue FROM task_queue_pauses ORDER BY queue", &[]).await?;
+    found.iter().map(|r| Ok(r.text("queue")?.unwrap_or_default())).collect()
+}
+
+/// Every queue that holds unfinished tasks or is paused, by name.
+pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<QueueInfo>> {
+    let sql = format!(
+        "SELECT queue,
+             count(CASE WHEN last_status = {SCHEDULED} AND scheduled_on <= $1 THEN 1 END) AS due,
+             count(CASE WHEN last_status = {SCHEDULED} AND scheduled_on > $1 THEN 1 END) AS later,
+             count(CASE WHEN last_status = {RUNNING} THEN 1 END) AS running,
+             min(CASE WHEN last_status = {SCHEDULED} AND scheduled_on <= $1 THEN scheduled_on END) AS oldest_due
+         FROM task_queue WHERE last_status IN ({SCHEDULED}, {RUNNING}) GROUP BY queue"
+    );
+    let mut queues = Vec::new();
+    for r in &db.rows(None, &sql, args![now]).await? {
+        queues.push(QueueInfo {
+            name: r.text("queue")?.unwrap_or_default(),
+            due: count(r, "due")?,
+            later: count(r, "later")?,
+            running: count(r, "running")?,
+            oldest_due: r.time("oldest_due")?,
+            paused_on: None,
+        });
+    }
+    let pauses = db.rows(None, "SELECT queue, paused_on FROM task_queue_pauses", &[]).await?;
+    for r in &pauses {
+        let name = r.text("queue")?.unwrap_or_default();
+        let paused_on = r.time("paused_on")?;
+        match queues.iter_mut().find(|q| q.name == name) {
+            Some(q) => q.paused_on = paused_on,
+            None => queues.push(QueueInfo { name, due: 0, later: 0, running: 0, oldest_due: None, paused_on }),
+        }
+    }
+    queues.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(queues)
+}
+
+fn count(r: &impl Cells, col: &str) -> Result<u64> {
+    Ok(rows::id(r, col)?.max(0) as u64)
+}

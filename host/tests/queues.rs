@@ -1,0 +1,78 @@
+//! Pausing and resuming a queue, on every database, through the library and the `taskhost`
+//! command: a paused queue is not claimed (across restarts: it is a row), the others are, and a
+//! resumed queue runs again.
+
+mod common;
+
+use common::process::{run, stderr, stdout};
+use common::{drain_config, Db, Env};
+use taskhost::model::{NewTask, RunStatus};
+use taskhost::runner::WorkerConfig;
+
+async fn a_paused_queue_is_not_claimed_until_resumed(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let client = &env.app.client;
+    let mail: Vec<i64> = client
+        .add_many(vec![NewTask::new("echo", "{}").with_queue("mail"), NewTask::new("echo", "{}").with_queue("mail")])
+        .await
+        .expect("add")
+        .iter()
+        .map(|a| a.id)
+        .collect();
+    let other = client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    assert!(client.pause_queue("mail").await.expect("pause"), "newly paused");
+    assert!(!client.pause_queue("mail").await.expect("pause"), "paused already");
+    let queues = client.queues().await.expect("queues");
+    let q = queues.iter().find(|q| q.name == "mail").expect("mail listed");
+    assert_eq!((q.due, q.running, q.paused_on.is_some()), (2, 0, true), "{queues:?}");
+    assert!(q.oldest_due.is_some());
+
+    // A draining worker of both queues runs the other queue's task and leaves the paused ones.
+    let cfg = WorkerConfig { queues: vec!["default".into(), "mail".into()], ..drain_config() };
+    let report = env.drain(cfg.clone()).await;
+    assert_eq!(report.runs_finished, 1);
+    assert_eq!(client.show(other).await.expect("show").0.last_status, RunStatus::Success);
+    // Another process (a restart) sees the pause too: it is kept in the database.
+    let again = env.second_app().await;
+    assert_eq!(common::drain_app(&again, cfg.clone()).await.runs_finished, 0);
+    for id in &mail {
+        assert_eq!(client.show(*id).await.expect("show").0.last_status, RunStatus::Scheduled);
+    }
+
+    assert!(client.resume_queue("mail").await.expect("resume"));
+    assert!(!client.resume_queue("mail").await.expect("resume"), "not paused any more");
+    assert_eq!(env.drain(cfg).await.runs_finished, 2);
+    for id in &mail {
+        assert_eq!(client.show(*id).await.expect("show").0.last_status, RunStatus::Success);
+    }
+    assert!(
+        client.queues().await.expect("queues").iter().all(|q| q.name != "mail"),
+        "an empty, running queue is not listed"
+    );
+}
+
+on_every_database!(a_paused_queue_is_not_claimed_until_resumed);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taskhost_pause_queues_and_resume_as_a_user_runs_them() {
+    let env = Env::new(&["echo"]).await;
+    let o = run(&env, &["add", "echo", "--queue", "mail"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&env, &["pause", "mail"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "queue mail paused: workers claim nothing more from it\n");
+    assert_eq!(stdout(&run(&env, &["pause", "mail"])), "queue mail was paused already\n");
+    let text = stdout(&run(&env, &["queues"]));
+    let header = text.lines().next().unwrap_or_default();
+    assert!(header.contains("DUE") && header.contains("LAG") && header.contains("PAUSED"), "{text}");
+    let mail = text.lines().find(|l| l.starts_with("mail")).unwrap_or_default();
+    assert!(mail.contains(" 1 ") && mail.contains("paused since"), "{text}");
+    let o = run(&env, &["worker", "--drain", "--queues", "mail"]);
+    assert!(o.status.success() && stderr(&o).contains("0 runs finished"), "{}", stderr(&o));
+    let o = run(&env, &["resume", "mail"]);
+    assert_eq!(stdout(&o), "queue mail resumed\n");
+    let o = run(&env, &["worker", "--drain", "--queues", "mail"]);
+    assert!(stderr(&o).contains("1 runs finished (1 succeeded"), "{}", stderr(&o));
+    let shown: serde_json::Value = serde_json::from_slice(&run(&env, &["queues", "--json"]).stdout).expect("json");
+    assert_eq!(shown, serde_json::json!([]), "nothing left, nothing paused");
+}
