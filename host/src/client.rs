@@ -114,7 +114,32 @@ impl Client {
     /// Replay a dead letter (a task given up on): its failure count is reset and a new run is
     /// scheduled now.
     pub async fn retry(&self, id: TaskId) -> Result<RunId> {
-        self.store.retry_task(id, self.clock.now()).await
+        self.store.retry_task(id, None, self.clock.now()).await
+    }
+
+    /// Replay a dead letter with new data (checked as JSON first).
+    pub async fn retry_with_data(&self, id: TaskId, data: &str) -> Result<RunId> {
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(data) {
+            return Err(Error::InvalidJson(e.to_string()));
+        }
+        self.store.retry_task(id, Some(data), self.clock.now()).await
+    }
+
+    /// Replay every dead letter of a queue and/or handler; how many.
+    pub async fn retry_dead(&self, filter: &crate::store::BulkFilter) -> Result<u64> {
+        self.store.retry_dead(filter, self.clock.now()).await
+    }
+
+    /// Delete finished tasks (succeeded, dead letters, or both) of a queue and/or handler that
+    /// finished more than `older_than` ago, with their runs; how many.
+    pub async fn delete_finished(
+        &self,
+        which: crate::store::Finished,
+        filter: &crate::store::BulkFilter,
+        older_than: std::time::Duration,
+    ) -> Result<u64> {
+        let before = self.clock.now() - chrono::Duration::from_std(older_than).unwrap_or(chrono::Duration::MAX);
+        self.store.delete_finished(which, filter, before).await
     }
 
     /// Pause a queue: workers claim nothing more from it and finish what they run. False when

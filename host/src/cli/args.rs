@@ -90,11 +90,12 @@ pub enum Command {
         /// The queue.
         queue: String,
     },
-    /// Replay a dead letter (a task given up on).
-    Retry {
-        /// The task's id.
-        id: i64,
-    },
+    /// Replay a dead letter (a task given up on), or (--all-dead) every dead letter of a queue
+    /// and/or handler.
+    Retry(RetryArgs),
+    /// Delete finished tasks (succeeded, and dead letters) with their runs, in batches; never a
+    /// scheduled, running or retry-awaiting one.
+    DeleteFinished(DeleteArgs),
     /// Load every plugin and say whether it can be used.
     Plugins {
         /// Print JSON instead of text.
@@ -225,6 +226,44 @@ pub struct WorkerArgs {
     /// A runner whose heartbeat is older than this is declared dead.
     #[arg(long, value_parser = positive_duration, default_value = "30s")]
     pub heartbeat_horizon: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    /// The dead letter's id.
+    #[arg(required_unless_present = "all_dead", conflicts_with = "all_dead")]
+    pub id: Option<i64>,
+    /// Replace the task's data before replaying it (JSON; @FILE reads a file, - standard input).
+    #[arg(long, requires = "id")]
+    pub data: Option<String>,
+    /// Replay every dead letter (of --queue and --handler, when given).
+    #[arg(long)]
+    pub all_dead: bool,
+    /// With --all-dead: only this queue's.
+    #[arg(long, requires = "all_dead")]
+    pub queue: Option<String>,
+    /// With --all-dead: only this handler's.
+    #[arg(long, requires = "all_dead")]
+    pub handler: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    /// Only tasks that succeeded.
+    #[arg(long, conflicts_with = "dead")]
+    pub succeeded: bool,
+    /// Only dead letters.
+    #[arg(long)]
+    pub dead: bool,
+    /// Only this queue's.
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// Only this handler's.
+    #[arg(long)]
+    pub handler: Option<String>,
+    /// Only tasks finished longer ago than this (e.g. 7d, 12h).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
+    pub older_than: Duration,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ use chrono::Utc;
 use taskhost::model::{NewTask, TaskFilter};
 use taskhost::overseer::{Overseer, OverseerConfig};
 use taskhost::runner::WorkerConfig;
+use taskhost::store::{BulkFilter, Finished};
 use taskhost::{App, AppConfig};
 
 use crate::output;
@@ -201,9 +202,27 @@ pub async fn run(cli: Cli) -> Result<()> {
                 println!("queue {queue} was not paused");
             }
         }
-        Command::Retry { id } => {
-            let run = app.client.retry(id).await?;
-            println!("task {id} scheduled again as run {run}");
+        Command::Retry(r) => {
+            if r.all_dead {
+                let filter = BulkFilter { queue: r.queue, handler: r.handler };
+                println!("{} dead letters scheduled again", app.client.retry_dead(&filter).await?);
+            } else if let Some(id) = r.id {
+                let run = match &r.data {
+                    Some(data) => app.client.retry_with_data(id, &read_data(data)?).await?,
+                    None => app.client.retry(id).await?,
+                };
+                println!("task {id} scheduled again as run {run}");
+            }
+        }
+        Command::DeleteFinished(d) => {
+            let which = match (d.succeeded, d.dead) {
+                (true, _) => Finished::Succeeded,
+                (_, true) => Finished::Dead,
+                _ => Finished::Any,
+            };
+            let filter = BulkFilter { queue: d.queue, handler: d.handler };
+            let n = app.client.delete_finished(which, &filter, d.older_than).await?;
+            println!("{n} finished tasks deleted");
         }
         Command::Demo => crate::demo::run(&app).await?,
         // Handled before opening the database.

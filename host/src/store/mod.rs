@@ -75,8 +75,16 @@ pub trait Store: Send + Sync + 'static {
     async fn runs_of(&self, task_id: TaskId) -> Result<Vec<Run>>;
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>>;
     async fn counts(&self) -> Result<QueueCounts>;
-    /// Replay a dead letter: reset its failure count and schedule a new run now.
-    async fn retry_task(&self, id: TaskId, now: DateTime<Utc>) -> Result<RunId>;
+    /// Replay a dead letter: reset its failure count and schedule a new run now; with `data`,
+    /// the task's data is replaced first (in the same transaction).
+    async fn retry_task(&self, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<RunId>;
+    /// Replay every dead letter matching `filter`, in batches; how many. Dead letters whose
+    /// unique key an unfinished task holds are left as they are.
+    async fn retry_dead(&self, filter: &BulkFilter, now: DateTime<Utc>) -> Result<u64>;
+    /// Delete every finished task of the kind `which` matching `filter` that finished before
+    /// `before`, with its runs, in batches; how many. Scheduled, running and retry-awaiting
+    /// tasks are never touched.
+    async fn delete_finished(&self, which: Finished, filter: &BulkFilter, before: DateTime<Utc>) -> Result<u64>;
 
     // --- runners ---------------------------------------------------------------------------
 
@@ -188,6 +196,24 @@ pub trait Store: Send + Sync + 'static {
 }
 
 pub type SharedStore = Arc<dyn Store>;
+
+/// Which tasks a bulk action touches: those of a queue and of a handler (None: any).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BulkFilter {
+    pub queue: Option<String>,
+    pub handler: Option<String>,
+}
+
+/// Which finished tasks [`Store::delete_finished`] deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finished {
+    /// Tasks that succeeded.
+    Succeeded,
+    /// Dead letters: tasks given up on.
+    Dead,
+    /// Both.
+    Any,
+}
 
 /// A queue as [`Store::queues`] sees it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

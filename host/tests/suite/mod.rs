@@ -238,7 +238,7 @@ pub async fn a_failure_with_retry_schedules_the_next_attempt(store: SharedStore)
 
 pub async fn giving_up_makes_a_dead_letter_that_can_be_replayed(store: SharedStore) {
     let id = store.add_tasks(&[NewTask::new("h", "{}").with_unique_key("u")], t0()).await.expect("add")[0].id;
-    assert!(matches!(store.retry_task(id, t0()).await, Err(taskhost::Error::CannotRetry { .. })));
+    assert!(matches!(store.retry_task(id, None, t0()).await, Err(taskhost::Error::CannotRetry { .. })));
     let r = runner(&store, t0()).await;
     let c = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
     store.finish_runs(&[failure(&c[0], t0(), NextStep::GiveUp)]).await.expect("finish");
@@ -252,15 +252,15 @@ pub async fn giving_up_makes_a_dead_letter_that_can_be_replayed(store: SharedSto
     let other = store.add_tasks(&[NewTask::new("h", "{}").with_unique_key("u")], t0()).await.expect("add")[0];
     assert!(other.created);
     // ...so replaying it now would break uniqueness.
-    assert!(matches!(store.retry_task(id, t0()).await, Err(taskhost::Error::CannotRetry { .. })));
+    assert!(matches!(store.retry_task(id, None, t0()).await, Err(taskhost::Error::CannotRetry { .. })));
     let c2 = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
     store.finish_runs(&[success(&c2[0], t0(), "{}")]).await.expect("finish");
-    let run = store.retry_task(id, t0() + secs(5)).await.expect("replay");
+    let run = store.retry_task(id, None, t0() + secs(5)).await.expect("replay");
     let task = store.get_task(id).await.expect("get").expect("exists");
     assert_eq!((task.last_status, task.task_runs_failed, task.gave_up_on), (RunStatus::Scheduled, 0, None));
     let runs = store.runs_of(id).await.expect("runs");
     assert_eq!((runs.last().map(|r| r.id), runs.last().map(|r| r.attempt)), (Some(run), Some(2)));
-    assert!(matches!(store.retry_task(999_999, t0()).await, Err(taskhost::Error::TaskNotFound(999_999))));
+    assert!(matches!(store.retry_task(999_999, None, t0()).await, Err(taskhost::Error::TaskNotFound(999_999))));
 }
 
 pub async fn a_late_outcome_does_not_override_a_timeout(store: SharedStore) {
@@ -446,6 +446,7 @@ macro_rules! store_suite {
         case!(failed_tasks_are_planned_once);
         case!(a_late_outcome_of_a_run_put_back_is_ignored);
         case!(queues_are_paused_resumed_and_listed);
+        case!(dead_letters_are_replayed_and_finished_tasks_deleted_in_bulk);
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_claims_never_share_a_run() {

@@ -249,3 +249,68 @@ pub async fn queues_are_paused_resumed_and_listed(store: SharedStore) {
     assert!(!store.resume_queue("mail").await.expect("resume again"));
     assert_eq!(store.paused_queues().await.expect("paused"), vec!["idle".to_string()]);
 }
+
+/// Bulk actions: the dead letters of a queue and handler replayed at once (one whose unique key an
+/// unfinished task holds is left dead), a dead letter's data replaced as it is replayed, and
+/// finished tasks deleted by kind, handler and age, never an unfinished one.
+pub async fn dead_letters_are_replayed_and_finished_tasks_deleted_in_bulk(store: SharedStore) {
+    use taskhost::store::{BulkFilter, Finished};
+    let tasks = vec![
+        NewTask::new("a", "{}"),
+        NewTask::new("a", "{}").with_unique_key("k"),
+        NewTask::new("a", "{}").with_queue("mail"),
+        NewTask::new("b", "{}"),
+        NewTask::new("a", r#"{"ok": 1}"#),
+    ];
+    let ids: Vec<_> = store.add_tasks(&tasks, t0()).await.expect("add").iter().map(|a| a.id).collect();
+    let r = runner(&store, t0()).await;
+    let claimed = store.claim(r, &["default".into(), "mail".into()], 10, t0(), DAY).await.expect("claim");
+    assert_eq!(claimed.len(), 5);
+    let outcomes: Vec<_> = claimed
+        .iter()
+        .map(|c| if c.task_id == ids[4] { success(c, t0(), "{}") } else { failure(c, t0(), NextStep::GiveUp) })
+        .collect();
+    store.finish_runs(&outcomes).await.expect("finish");
+    let holder = store.add_tasks(&[NewTask::new("a", "{}").with_unique_key("k")], t0()).await.expect("add");
+    assert!(holder[0].created, "a dead letter holds no key");
+    let status = |id: i64| {
+        let store = store.clone();
+        async move { store.get_task(id).await.expect("get").map(|t| (t.last_status, t.gave_up_on.is_some())) }
+    };
+
+    let a_default = BulkFilter { queue: Some("default".into()), handler: Some("a".into()) };
+    assert_eq!(
+        store.retry_dead(&a_default, t0() + secs(1)).await.expect("retry"),
+        1,
+        "the key's holder keeps ids[1] dead"
+    );
+    assert_eq!(status(ids[0]).await, Some((RunStatus::Scheduled, false)));
+    assert_eq!(
+        store.runs_of(ids[0]).await.expect("runs").last().map(|r| (r.attempt, r.status)),
+        Some((2, RunStatus::Scheduled))
+    );
+    assert_eq!(status(ids[1]).await, Some((RunStatus::Error, true)));
+    assert_eq!(status(ids[2]).await, Some((RunStatus::Error, true)), "another queue");
+    let every_a = BulkFilter { handler: Some("a".into()), ..Default::default() };
+    assert_eq!(store.retry_dead(&every_a, t0() + secs(1)).await.expect("retry"), 1);
+    assert_eq!(status(ids[2]).await, Some((RunStatus::Scheduled, false)));
+
+    store.retry_task(ids[3], Some(r#"{"fixed": true}"#), t0() + secs(2)).await.expect("replay with new data");
+    let edited = store.get_task(ids[3]).await.expect("get").expect("task");
+    assert_eq!((edited.data.as_str(), edited.last_status), (r#"{"fixed": true}"#, RunStatus::Scheduled));
+
+    let all = BulkFilter::default();
+    assert_eq!(store.delete_finished(Finished::Dead, &all, t0()).await.expect("delete"), 0, "none finished before t0");
+    assert_eq!(store.delete_finished(Finished::Dead, &all, t0() + secs(1)).await.expect("delete"), 1);
+    assert_eq!(status(ids[1]).await, None);
+    assert!(store.runs_of(ids[1]).await.expect("runs").is_empty(), "its runs went with it");
+    assert_eq!(
+        store.delete_finished(Finished::Any, &every_a, t0() + secs(10)).await.expect("delete"),
+        1,
+        "the success"
+    );
+    assert_eq!(status(ids[4]).await, None);
+    for id in [ids[0], ids[2], ids[3], holder[0].id] {
+        assert_eq!(status(id).await.map(|s| s.0), Some(RunStatus::Scheduled), "unfinished tasks stay");
+    }
+}

@@ -5,6 +5,7 @@
 //! that takes more than one statement runs in one transaction, run again after a deadlock
 //! ([`retrying`](super::dialect::retrying)).
 
+mod bulk;
 mod queues;
 mod runners;
 pub(crate) mod runs;
@@ -17,7 +18,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::dialect::{ClaimRequest, ConnOf, Dialect, TxOf};
-use super::{Backend, QueueInfo, RetryCandidate, RetryPlan, Served, Store};
+use super::{Backend, BulkFilter, Finished, QueueInfo, RetryCandidate, RetryPlan, Served, Store};
 use crate::error::{Error, Result};
 use crate::model::*;
 
@@ -84,8 +85,16 @@ impl<D: Dialect> Store for SqlStore<D> {
         tasks::counts(&self.db).await
     }
 
-    async fn retry_task(&self, id: TaskId, now: DateTime<Utc>) -> Result<RunId> {
-        tasks::replay(&self.db, id, now).await
+    async fn retry_task(&self, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<RunId> {
+        tasks::replay(&self.db, id, data, now).await
+    }
+
+    async fn retry_dead(&self, filter: &BulkFilter, now: DateTime<Utc>) -> Result<u64> {
+        bulk::replay_dead(&self.db, filter, now).await
+    }
+
+    async fn delete_finished(&self, which: Finished, filter: &BulkFilter, before: DateTime<Utc>) -> Result<u64> {
+        bulk::delete_finished(&self.db, which, filter, before).await
     }
 
     async fn register_runner(&self, pid: u32, host: &str, now: DateTime<Utc>, limit: u32) -> Result<RunnerId> {
@@ -199,7 +208,7 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64> {
-        upkeep::rotate(&self.db, before, batch).await
+        bulk::delete_finished_batch(&self.db, Finished::Succeeded, &BulkFilter::default(), before, batch).await
     }
 
     async fn wakeups(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>> {

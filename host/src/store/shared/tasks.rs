@@ -63,8 +63,9 @@ pub async fn counts<D: Dialect>(db: &D) -> Result<QueueCounts> {
     Ok(c)
 }
 
-/// Replay a dead letter: reset its failure count and schedule a new run now.
-pub async fn replay<D: Dialect>(db: &D, id: TaskId, now: DateTime<Utc>) -> Result<RunId> {
+/// Replay a dead letter: reset its failure count and schedule a new run now, with new data when
+/// `data` is given.
+pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<RunId> {
     let sql = format!(
         "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2, task_runs_failed = 0,
              gave_up_on = NULL, finished_on = NULL, active_unique_key = unique_key
@@ -72,6 +73,10 @@ pub async fn replay<D: Dialect>(db: &D, id: TaskId, now: DateTime<Utc>) -> Resul
     );
     retrying::<D, _, _, _>(|| async {
         let mut tx = db.begin().await?;
+        if let Some(data) = data {
+            let edit = "UPDATE task_queue SET task_data = $2 WHERE id = $1 AND gave_up_on IS NOT NULL";
+            db.exec(Some(&mut tx), edit, args![id, data]).await?;
+        }
         let updated = match db.exec(Some(&mut tx), &sql, args![id, now]).await {
             Err(Error::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => {
                 db.rollback(tx).await?;

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use super::super::dialect::{retrying, Cells, Dialect};
 use super::super::rows;
-use super::super::sql::{args, ERROR, SCHEDULED, SUCCESS, TIMEOUT};
+use super::super::sql::{args, ERROR, SCHEDULED, TIMEOUT};
 use super::super::{RetryCandidate, RetryPlan};
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -89,28 +89,6 @@ pub async fn give_up_unserved<D: Dialect>(
         db.exec(Some(&mut tx), &runs, args![&ids, now, codes::HANDLER_NOT_FOUND, UNSERVED_MESSAGE]).await?;
         db.commit(tx).await?;
         Ok(ids.len() as u64)
-    })
-    .await
-}
-
-/// Delete up to `batch` successful tasks finished before `before`, with their runs.
-pub async fn rotate<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) -> Result<u64> {
-    let pick = format!(
-        "SELECT id FROM task_queue WHERE last_status = {SUCCESS} AND finished_on < $1
-         ORDER BY finished_on LIMIT $2{}",
-        D::SKIP_LOCKED
-    );
-    retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
-        let ids = ids(&db.rows(Some(&mut tx), &pick, args![before, batch]).await?)?;
-        if ids.is_empty() {
-            db.rollback(tx).await?;
-            return Ok(0);
-        }
-        db.exec(Some(&mut tx), "DELETE FROM task_runs WHERE task_queue_id IN ($1)", args![&ids]).await?;
-        let n = db.exec(Some(&mut tx), "DELETE FROM task_queue WHERE id IN ($1)", args![&ids]).await?;
-        db.commit(tx).await?;
-        Ok(n)
     })
     .await
 }

@@ -1,6 +1,6 @@
-//! Pausing and resuming a queue, on every database, through the library and the `taskhost`
-//! command: a paused queue is not claimed (across restarts: it is a row), the others are, and a
-//! resumed queue runs again.
+//! Controlling a live queue through the library and the `taskhost` command: pausing and resuming
+//! a queue on every database (a paused queue is not claimed, across restarts: it is a row; a
+//! resumed one runs again), and the bulk actions (their store part is in the store suite).
 
 mod common;
 
@@ -75,4 +75,40 @@ async fn taskhost_pause_queues_and_resume_as_a_user_runs_them() {
     assert!(stderr(&o).contains("1 runs finished (1 succeeded"), "{}", stderr(&o));
     let shown: serde_json::Value = serde_json::from_slice(&run(&env, &["queues", "--json"]).stdout).expect("json");
     assert_eq!(shown, serde_json::json!([]), "nothing left, nothing paused");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_are_replayed_edited_and_deleted_from_the_command_line() {
+    let env = Env::new(&["fail", "echo"]).await;
+    let final_failure = r#"{"retryable": false}"#;
+    let ids: Vec<i64> = (0..3).map(|_| common::process::add(&env, &["fail", "--data", final_failure])).collect();
+    let echo = common::process::add(&env, &["echo"]);
+    let o = run(&env, &["worker", "--drain"]);
+    assert!(stderr(&o).contains("4 runs finished (1 succeeded, 3 failed)"), "{}", stderr(&o));
+    let o = run(&env, &["retry", "--all-dead", "--handler", "fail"]);
+    assert_eq!(stdout(&o), "3 dead letters scheduled again\n", "{}", stderr(&o));
+    run(&env, &["worker", "--drain"]);
+    let id = ids[0].to_string();
+    let o = run(&env, &["retry", &id, "--data", r#"{"retryable": false, "fixed": 1}"#]);
+    assert!(
+        o.status.success() && stdout(&o).starts_with(&format!("task {id} scheduled again as run ")),
+        "{}",
+        stderr(&o)
+    );
+    let shown: serde_json::Value = serde_json::from_slice(&run(&env, &["show", &id, "--json"]).stdout).expect("json");
+    assert_eq!(shown["task"]["data"]["fixed"], 1, "{shown}");
+    let o = run(&env, &["retry", &id, "--data", "{nope"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not valid JSON"), "{}", stderr(&o));
+    let o = run(&env, &["retry", "--data", "{}"]);
+    assert_eq!(o.status.code(), Some(2), "--data needs an id: {}", stderr(&o));
+
+    let o = run(&env, &["delete-finished", "--dead"]);
+    assert_eq!(stdout(&o), "2 finished tasks deleted\n", "the scheduled one stays: {}", stderr(&o));
+    let o = run(&env, &["delete-finished", "--older-than", "1h"]);
+    assert_eq!(stdout(&o), "0 finished tasks deleted\n");
+    let o = run(&env, &["delete-finished"]);
+    assert_eq!(stdout(&o), "1 finished tasks deleted\n", "the success");
+    assert_eq!(env.app.client.show(echo).await.err().map(|e| e.to_string()), Some(format!("task {echo} not found")));
+    assert!(env.app.client.show(ids[0]).await.is_ok(), "the replayed task is scheduled, not finished");
 }

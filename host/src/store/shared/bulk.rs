@@ -1,0 +1,162 @@
+//! Actions on many tasks at once: replaying dead letters and deleting finished tasks by filter.
+//! Each works in bounded batches, one transaction a batch, and is safe while workers run: the
+//! rows a batch picks are locked (`FOR UPDATE SKIP LOCKED`; SQLite serializes writers).
+
+use chrono::{DateTime, Utc};
+
+use super::super::dialect::{retrying, Cells, Dialect};
+use super::super::sql::{args, Arg, SCHEDULED, SUCCESS};
+use super::super::{BulkFilter, Finished};
+use crate::error::Result;
+use crate::model::TaskId;
+
+/// Tasks one batch touches at most.
+pub const BATCH: u32 = 1000;
+
+/// ` AND queue = $n AND task_handler_class = $m` for the filter's parts, appended to `values`.
+fn filtered<'a>(f: &'a BulkFilter, values: &mut Vec<Arg<'a>>) -> String {
+    let mut sql = String::new();
+    for (column, value) in [("queue", &f.queue), ("task_handler_class", &f.handler)] {
+        if let Some(v) = value {
+            values.push(Arg::Text(Some(v)));
+            sql.push_str(&format!(" AND {column} = ${}", values.len()));
+        }
+    }
+    sql
+}
+
+/// Delete one batch of up to `batch` finished tasks (`which`) finished before `before`, with
+/// their runs; how many. The overseer's rotation is this with [`Finished::Succeeded`].
+pub async fn delete_finished_batch<D: Dialect>(
+    db: &D,
+    which: Finished,
+    f: &BulkFilter,
+    before: DateTime<Utc>,
+    batch: u32,
+) -> Result<u64> {
+    let finished = match which {
+        Finished::Succeeded => format!("last_status = {SUCCESS} AND finished_on < $1"),
+        Finished::Dead => "gave_up_on IS NOT NULL AND gave_up_on < $1".to_string(),
+        Finished::Any => {
+            format!("((last_status = {SUCCESS} AND finished_on < $1) OR (gave_up_on IS NOT NULL AND gave_up_on < $1))")
+        }
+    };
+    let mut values: Vec<Arg<'_>> = args![before].to_vec();
+    let filter = filtered(f, &mut values);
+    values.push(Arg::from(batch));
+    let order = if which == Finished::Succeeded { "finished_on" } else { "id" };
+    let pick = format!(
+        "SELECT id FROM task_queue WHERE {finished}{filter} ORDER BY {order} LIMIT ${}{}",
+        values.len(),
+        D::SKIP_LOCKED
+    );
+    retrying::<D, _, _, _>(|| async {
+        let mut tx = db.begin().await?;
+        let ids = ids(&db.rows(Some(&mut tx), &pick, &values).await?)?;
+        if ids.is_empty() {
+            db.rollback(tx).await?;
+            return Ok(0);
+        }
+        db.exec(Some(&mut tx), "DELETE FROM task_runs WHERE task_queue_id IN ($1)", args![&ids]).await?;
+        let n = db.exec(Some(&mut tx), "DELETE FROM task_queue WHERE id IN ($1)", args![&ids]).await?;
+        db.commit(tx).await?;
+        Ok(n)
+    })
+    .await
+}
+
+/// Delete every finished task (`which`) matching `f` finished before `before`, batch by batch.
+pub async fn delete_finished<D: Dialect>(
+    db: &D,
+    which: Finished,
+    f: &BulkFilter,
+    before: DateTime<Utc>,
+) -> Result<u64> {
+    let mut total = 0;
+    loop {
+        let n = delete_finished_batch(db, which, f, before, BATCH).await?;
+        total += n;
+        if n < u64::from(BATCH) {
+            return Ok(total);
+        }
+    }
+}
+
+/// Replay every dead letter matching `f`, due `now`, batch by batch; how many. A dead letter
+/// whose unique key an unfinished task holds is left as it is (as `retry` would refuse it).
+pub async fn replay_dead<D: Dialect>(db: &D, f: &BulkFilter, now: DateTime<Utc>) -> Result<u64> {
+    let mut values: Vec<Arg<'_>> = Vec::new();
+    let filter = filtered(f, &mut values);
+    values.push(Arg::Int(Some(0))); // the last id seen: batches move forward past refused ones
+    let after = values.len();
+    values.push(Arg::from(BATCH));
+    let pick = format!(
+        "SELECT id, unique_key FROM task_queue WHERE gave_up_on IS NOT NULL{filter} AND id > ${after}
+         ORDER BY id LIMIT ${}{}",
+        values.len(),
+        D::SKIP_LOCKED
+    );
+    let mut total = 0;
+    loop {
+        let (replayed, last) = retrying::<D, _, _, _>(|| replay_batch(db, &pick, &values, now)).await?;
+        total += replayed;
+        let Some(last) = last else { return Ok(total) };
+        values[after - 1] = Arg::Int(Some(last));
+    }
+}
+
+/// One batch of [`replay_dead`]: how many were replayed, and the last id picked (None: none).
+async fn replay_batch<D: Dialect>(
+    db: &D,
+    pick: &str,
+    values: &[Arg<'_>],
+    now: DateTime<Utc>,
+) -> Result<(u64, Option<TaskId>)> {
+    let mut tx = db.begin().await?;
+    let picked = db.rows(Some(&mut tx), pick, values).await?;
+    let Some(last) = picked.last().map(|r| super::super::rows::id(r, "id")).transpose()? else {
+        db.rollback(tx).await?;
+        return Ok((0, None));
+    };
+    // Keys an unfinished task holds, and a key two of these share: those stay dead letters.
+    let keys: Vec<String> = picked.iter().filter_map(|r| r.text("unique_key").ok().flatten()).collect();
+    let mut held: std::collections::HashSet<String> = std::collections::HashSet::new();
+    if !keys.is_empty() {
+        let sql = "SELECT active_unique_key FROM task_queue WHERE active_unique_key IN ($1)";
+        for r in db.rows(Some(&mut tx), sql, args![keys.as_slice()]).await? {
+            held.extend(r.text("active_unique_key")?);
+        }
+    }
+    let mut ids = Vec::with_capacity(picked.len());
+    for r in &picked {
+        let fresh = match r.text("unique_key")? {
+            Some(k) => held.insert(k),
+            None => true,
+        };
+        if fresh {
+            ids.push(super::super::rows::id(r, "id")?);
+        }
+    }
+    if ids.is_empty() {
+        db.rollback(tx).await?;
+        return Ok((0, Some(last)));
+    }
+    let revive = format!(
+        "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2, task_runs_failed = 0,
+             gave_up_on = NULL, finished_on = NULL, active_unique_key = unique_key
+         WHERE id IN ($1) AND gave_up_on IS NOT NULL"
+    );
+    // (A task queued meanwhile with one of these keys makes this a unique violation: an error,
+    // and nothing of the batch is replayed.)
+    let n = db.exec(Some(&mut tx), &revive, args![&ids, now]).await?;
+    let runs = "INSERT INTO task_runs (task_queue_id, attempt, created_on)
+                SELECT q.id, (SELECT coalesce(max(r.attempt), 0) + 1 FROM task_runs r WHERE r.task_queue_id = q.id), $2
+                FROM task_queue q WHERE q.id IN ($1)";
+    db.exec(Some(&mut tx), runs, args![&ids, now]).await?;
+    db.commit(tx).await?;
+    Ok((n, Some(last)))
+}
+
+fn ids<R: Cells>(found: &[R]) -> Result<Vec<i64>> {
+    found.iter().map(|r| super::super::rows::id(r, "id")).collect()
+}
