@@ -142,6 +142,38 @@ impl Client {
         self.store.delete_finished(which, filter, before).await
     }
 
+    /// Create a schedule of periodic tasks, after checking its cron expression, time zone,
+    /// handler and data as queueing would.
+    pub async fn add_schedule(&self, s: &crate::schedule::NewSchedule) -> Result<()> {
+        check_text("schedule name", &s.name, 128)?;
+        if s.name.is_empty() {
+            return Err(Error::invalid("schedule name", "the name is empty"));
+        }
+        crate::schedule::Slots::new(&s.cron, &s.time_zone)?;
+        let task = NewTask::new(&s.handler, &s.data).with_queue(&s.queue).with_priority(s.priority);
+        self.validate(std::slice::from_ref(&task)).await?;
+        self.store.add_schedule(s, self.clock.now()).await
+    }
+
+    pub async fn schedules(&self) -> Result<Vec<crate::schedule::Schedule>> {
+        self.store.schedules().await
+    }
+
+    /// False when there is no such schedule.
+    pub async fn remove_schedule(&self, name: &str) -> Result<bool> {
+        self.store.remove_schedule(name).await
+    }
+
+    /// Pause or resume a schedule; false when there is no such schedule.
+    pub async fn pause_schedule(&self, name: &str, paused: bool) -> Result<bool> {
+        self.store.set_schedule_paused(name, paused.then(|| self.clock.now())).await
+    }
+
+    /// Queue a task of the schedule now, besides its slots.
+    pub async fn trigger_schedule(&self, name: &str) -> Result<TaskId> {
+        self.store.trigger_schedule(name, self.clock.now()).await
+    }
+
     /// Pause a queue: workers claim nothing more from it and finish what they run. False when
     /// it was paused already.
     pub async fn pause_queue(&self, queue: &str) -> Result<bool> {

@@ -13,6 +13,7 @@ pub mod plugins;
 pub mod retry;
 pub mod runner;
 pub mod sandbox;
+pub mod schedule;
 pub mod store;
 pub mod text;
 

@@ -87,7 +87,8 @@ async fn dead_letters_are_replayed_edited_and_deleted_from_the_command_line() {
     assert!(stderr(&o).contains("4 runs finished (1 succeeded, 3 failed)"), "{}", stderr(&o));
     let o = run(&env, &["retry", "--all-dead", "--handler", "fail"]);
     assert_eq!(stdout(&o), "3 dead letters scheduled again\n", "{}", stderr(&o));
-    run(&env, &["worker", "--drain"]);
+    let o = run(&env, &["worker", "--drain"]);
+    assert!(stderr(&o).contains("3 runs finished (0 succeeded, 3 failed)"), "{}", stderr(&o));
     let id = ids[0].to_string();
     let o = run(&env, &["retry", &id, "--data", r#"{"retryable": false, "fixed": 1}"#]);
     assert!(
@@ -111,4 +112,52 @@ async fn dead_letters_are_replayed_edited_and_deleted_from_the_command_line() {
     assert_eq!(stdout(&o), "1 finished tasks deleted\n", "the success");
     assert_eq!(env.app.client.show(echo).await.err().map(|e| e.to_string()), Some(format!("task {echo} not found")));
     assert!(env.app.client.show(ids[0]).await.is_ok(), "the replayed task is scheduled, not finished");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_is_added_listed_run_by_the_overseer_paused_and_removed() {
+    let env = Env::new(&["echo"]).await;
+    let o = run(
+        &env,
+        &["schedule", "add", "tick", "--cron", "* * * * * *", "--handler", "echo", "--data", r#"{"say": "tick"}"#],
+    );
+    assert!(o.status.success() && stdout(&o).starts_with("schedule tick added: next slot "), "{}", stderr(&o));
+    for (args, needle) in [
+        (vec!["schedule", "add", "bad", "--cron", "61 * * * *", "--handler", "echo"], "cron expression"),
+        (
+            vec!["schedule", "add", "bad", "--cron", "* * * * *", "--handler", "echo", "--time-zone", "Mars/Base"],
+            "Mars/Base",
+        ),
+        (vec!["schedule", "add", "bad", "--cron", "* * * * *", "--handler", "missing"], "unknown handler"),
+        (vec!["schedule", "add", "tick", "--cron", "* * * * *", "--handler", "echo"], "exists already"),
+        (vec!["schedule", "pause", "nope"], "no schedule named \"nope\""),
+    ] {
+        let o = run(&env, &args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    let text = stdout(&run(&env, &["schedule", "list"]));
+    assert!(text.lines().nth(1).is_some_and(|l| l.starts_with("tick") && l.contains("echo")), "{text}");
+    // Every second has a slot: the overseer queues one once a second has passed.
+    common::wait_until(std::time::Duration::from_secs(10), "the overseer queues a slot", || async {
+        let o = run(&env, &["overseer", "--once"]);
+        stdout(&o).contains("schedules: queued 1 periodic tasks (tick)")
+    })
+    .await;
+    let o = run(&env, &["schedule", "pause", "tick"]);
+    assert_eq!(stdout(&o), "schedule tick paused\n");
+    let id: i64 = stdout(&run(&env, &["schedule", "trigger", "tick"])).trim().parse().expect("an id");
+    let o = run(&env, &["worker", "--drain", "--no-overseer"]);
+    assert!(stderr(&o).contains("2 runs finished (2 succeeded"), "{}", stderr(&o));
+    let shown: serde_json::Value =
+        serde_json::from_slice(&run(&env, &["show", &id.to_string(), "--json"]).stdout).expect("json");
+    assert_eq!(
+        (&shown["task"]["queued_by"], &shown["task"]["data"]["say"]),
+        (&serde_json::json!("schedule:tick"), &serde_json::json!("tick"))
+    );
+    let listed: serde_json::Value =
+        serde_json::from_slice(&run(&env, &["schedule", "list", "--json"]).stdout).expect("json");
+    assert!(listed[0]["paused_on"].is_string(), "{listed}");
+    assert_eq!(stdout(&run(&env, &["schedule", "remove", "tick"])), "schedule tick removed\n");
+    assert_eq!(stdout(&run(&env, &["schedule", "list", "--json"])).trim(), "[]");
 }

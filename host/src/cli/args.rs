@@ -78,6 +78,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Periodic tasks: schedules that queue a task at every slot of a cron expression.
+    Schedule {
+        #[command(subcommand)]
+        command: super::schedule::ScheduleCommand,
+    },
     /// Pause a queue: workers claim nothing more from it (they finish what they run), on every
     /// machine and across restarts, until `resume`.
     Pause {

@@ -14,6 +14,7 @@ mod args;
 pub mod file;
 mod many;
 mod new;
+mod schedule;
 pub use args::*;
 
 impl Cli {
@@ -180,6 +181,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 print!("{}", output::task_detail(&task, &runs));
             }
         }
+        Command::Schedule { command } => schedule::run(&app, command).await?,
         Command::Queues { json } => {
             let queues = app.client.queues().await?;
             if json {

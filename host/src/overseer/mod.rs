@@ -7,6 +7,7 @@
 //! | [`run_timeout`] | running runs past their task's run timeout → `timeout` | 5 s |
 //! | [`retries`] | failed (error/timeout) tasks → their next scheduled run after the backoff, or given up at max retries | 1 s |
 //! | [`rotation`] | successful tasks finished more than 30 days ago → deleted with their runs, in batches | 10 min |
+//! | [`schedules`] | periodic tasks: each schedule's due slot → one task, however many overseers race | 1 s |
 //! | [`unserved`] | scheduled tasks whose handler no live runner has served for 10 min → given up (`handler-not-found`) | 30 s |
 //!
 //! Workers run the overseer too unless told not to. Only one node at a time runs the services:
@@ -30,6 +31,7 @@ pub mod liveness;
 pub mod retries;
 pub mod rotation;
 pub mod run_timeout;
+pub mod schedules;
 pub mod unserved;
 
 /// Settings of every service.
@@ -42,6 +44,7 @@ pub struct OverseerConfig {
     pub retries: retries::Config,
     pub rotation: rotation::Config,
     pub unserved: unserved::Config,
+    pub schedules: schedules::Config,
 }
 
 impl OverseerConfig {
@@ -59,6 +62,7 @@ impl Default for OverseerConfig {
             retries: Default::default(),
             rotation: Default::default(),
             unserved: Default::default(),
+            schedules: Default::default(),
         }
     }
 }
@@ -89,6 +93,7 @@ impl Overseer {
             Arc::new(retries::Retries::new(store.clone(), config.retries)),
             Arc::new(rotation::Rotation::new(store.clone(), config.rotation)),
             Arc::new(unserved::Unserved::new(store.clone(), config.unserved)),
+            Arc::new(schedules::Schedules::new(store.clone(), config.schedules)),
         ];
         let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
         let holder = format!("{host}:{}:{:08x}", std::process::id(), rand::random::<u32>());

@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 
 use crate::error::{Error, Result};
 use crate::model::*;
+use crate::schedule::{NewSchedule, Schedule};
 
 mod connect;
 pub mod dialect;
@@ -155,6 +156,21 @@ pub trait Store: Send + Sync + 'static {
     async fn paused_queues(&self) -> Result<Vec<String>>;
     /// Every queue that holds scheduled or running tasks, or is paused, by name.
     async fn queues(&self, now: DateTime<Utc>) -> Result<Vec<QueueInfo>>;
+
+    // --- periodic tasks (see [`crate::schedule`]) --------------------------------------------
+
+    /// Create a schedule; its first slot is the first after `now`.
+    async fn add_schedule(&self, schedule: &NewSchedule, now: DateTime<Utc>) -> Result<()>;
+    async fn schedules(&self) -> Result<Vec<Schedule>>;
+    /// False when there is no such schedule.
+    async fn remove_schedule(&self, name: &str) -> Result<bool>;
+    /// Pause (`Some(now)`) or resume (None) a schedule; false when there is no such schedule.
+    async fn set_schedule_paused(&self, name: &str, paused_on: Option<DateTime<Utc>>) -> Result<bool>;
+    /// Queue the due slot of every schedule not paused, each slot once however many callers
+    /// race; the tasks queued, with their schedules' names.
+    async fn queue_due_slots(&self, now: DateTime<Utc>) -> Result<Vec<(String, TaskId)>>;
+    /// Queue a task of the schedule now, outside its slots.
+    async fn trigger_schedule(&self, name: &str, now: DateTime<Utc>) -> Result<TaskId>;
 
     // --- maintenance -----------------------------------------------------------------------
 

@@ -149,6 +149,22 @@ pub const TABLES: &[Table] = &[
     },
     Table { name: "task_leases", columns: &[col("name", Str(64)), col("holder", NAME), col("expires_on", Time)] },
     Table { name: "task_queue_pauses", columns: &[col("queue", NAME), col("paused_on", Time)] },
+    Table {
+        name: "task_schedules",
+        columns: &[
+            col("name", Str(128)),
+            col("cron", NAME),
+            def("time_zone", Str(64), "UTC"),
+            col("task_handler_class", NAME),
+            col("task_data", Text),
+            def("queue", NAME, "default"),
+            def("priority", Int, "0"),
+            def("missed", STATUS, "once"),
+            null("paused_on", Time),
+            col("last_slot", Time),
+            col("created_on", Time),
+        ],
+    },
 ];
 
 pub const INDEXES: &[Index] = &[

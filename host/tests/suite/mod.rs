@@ -447,6 +447,7 @@ macro_rules! store_suite {
         case!(a_late_outcome_of_a_run_put_back_is_ignored);
         case!(queues_are_paused_resumed_and_listed);
         case!(dead_letters_are_replayed_and_finished_tasks_deleted_in_bulk);
+        case!(schedules_queue_each_slot_once_even_when_overseers_race);
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_claims_never_share_a_run() {

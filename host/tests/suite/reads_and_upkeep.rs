@@ -314,3 +314,46 @@ pub async fn dead_letters_are_replayed_and_finished_tasks_deleted_in_bulk(store:
         assert_eq!(status(id).await.map(|s| s.0), Some(RunStatus::Scheduled), "unfinished tasks stay");
     }
 }
+
+/// Periodic tasks: a schedule's due slot is queued once, even by two callers racing; a missed
+/// slot is queued once or passed over by the schedule's policy; paused schedules queue nothing;
+/// a trigger queues a task at once.
+pub async fn schedules_queue_each_slot_once_even_when_overseers_race(store: SharedStore) {
+    use taskhost::schedule::{Missed, NewSchedule};
+    store.add_schedule(&NewSchedule::new("minutely", "* * * * *", "h"), t0()).await.expect("add");
+    let skipper = NewSchedule { missed: Missed::Skip, ..NewSchedule::new("skipper", "*/5 * * * *", "h") };
+    store.add_schedule(&skipper, t0()).await.expect("add");
+    assert!(store.add_schedule(&skipper, t0()).await.is_err(), "names are unique");
+    assert!(store.queue_due_slots(t0()).await.expect("due").is_empty(), "no slot since creation");
+
+    let at = t0() + secs(90);
+    let (a, b) = tokio::join!(store.queue_due_slots(at), store.queue_due_slots(at));
+    let queued: Vec<_> = a.expect("due").into_iter().chain(b.expect("due")).collect();
+    assert_eq!(queued.len(), 1, "one task for the slot, however many race: {queued:?}");
+    assert_eq!(queued[0].0, "minutely");
+    let task = store.get_task(queued[0].1).await.expect("get").expect("task");
+    let slot = DateTime::from_timestamp(at.timestamp() / 60 * 60, 0).expect("minute");
+    assert_eq!((task.scheduled_on, task.queued_by.as_deref()), (slot, Some("schedule:minutely")));
+    assert!(store.queue_due_slots(at).await.expect("due").is_empty(), "the slot is taken");
+
+    // An hour without an overseer: the minutely schedule queues its latest slot once, the
+    // skipper passes over its missed slots.
+    let late = t0() + secs(3600 + 90);
+    let queued = store.queue_due_slots(late).await.expect("due");
+    assert_eq!(queued.iter().map(|q| q.0.as_str()).collect::<Vec<_>>(), ["minutely"]);
+    let schedules = store.schedules().await.expect("list");
+    let skipped = schedules.iter().find(|s| s.spec.name == "skipper").expect("skipper");
+    assert!(skipped.last_slot > t0() + secs(3000), "passed over, not queued later: {skipped:?}");
+
+    assert!(store.set_schedule_paused("minutely", Some(late)).await.expect("pause"));
+    assert!(store.queue_due_slots(late + secs(120)).await.expect("due").is_empty(), "paused");
+    assert!(store.set_schedule_paused("minutely", None).await.expect("resume"));
+    assert_eq!(store.queue_due_slots(late + secs(120)).await.expect("due").len(), 1);
+    let now = late + secs(130);
+    let id = store.trigger_schedule("skipper", now).await.expect("trigger");
+    assert_eq!(store.get_task(id).await.expect("get").map(|t| t.scheduled_on), Some(now));
+    assert!(store.remove_schedule("skipper").await.expect("remove"));
+    assert!(!store.remove_schedule("skipper").await.expect("remove"));
+    assert!(!store.set_schedule_paused("skipper", None).await.expect("resume"), "no such schedule");
+    assert_eq!(store.schedules().await.expect("list").len(), 1);
+}

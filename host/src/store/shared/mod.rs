@@ -9,6 +9,7 @@ mod bulk;
 mod queues;
 mod runners;
 pub(crate) mod runs;
+mod schedules;
 mod tasks;
 mod upkeep;
 
@@ -21,6 +22,7 @@ use super::dialect::{ClaimRequest, ConnOf, Dialect, TxOf};
 use super::{Backend, BulkFilter, Finished, QueueInfo, RetryCandidate, RetryPlan, Served, Store};
 use crate::error::{Error, Result};
 use crate::model::*;
+use crate::schedule::{NewSchedule, Schedule};
 
 /// A [`Store`] over one database's [`Dialect`].
 #[derive(Debug, Clone)]
@@ -162,6 +164,30 @@ impl<D: Dialect> Store for SqlStore<D> {
 
     async fn queues(&self, now: DateTime<Utc>) -> Result<Vec<QueueInfo>> {
         queues::list(&self.db, now).await
+    }
+
+    async fn add_schedule(&self, schedule: &NewSchedule, now: DateTime<Utc>) -> Result<()> {
+        schedules::add(&self.db, schedule, now).await
+    }
+
+    async fn schedules(&self) -> Result<Vec<Schedule>> {
+        schedules::list(&self.db).await
+    }
+
+    async fn remove_schedule(&self, name: &str) -> Result<bool> {
+        schedules::remove(&self.db, name).await
+    }
+
+    async fn set_schedule_paused(&self, name: &str, paused_on: Option<DateTime<Utc>>) -> Result<bool> {
+        schedules::set_paused(&self.db, name, paused_on).await
+    }
+
+    async fn queue_due_slots(&self, now: DateTime<Utc>) -> Result<Vec<(String, TaskId)>> {
+        schedules::queue_due(&self.db, now).await
+    }
+
+    async fn trigger_schedule(&self, name: &str, now: DateTime<Utc>) -> Result<TaskId> {
+        schedules::trigger(&self.db, name, now).await
     }
 
     async fn has_due_work_for(

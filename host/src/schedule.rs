@@ -1,0 +1,189 @@
+//! Periodic tasks. A schedule names a cron expression (five fields, or six with seconds first;
+//! `@hourly` and the like too) in a time zone, and the task to queue at each of its slots: a
+//! handler, its data, a queue and a priority. The overseer's `schedules` service queues each due
+//! slot once, however many overseers run (the schedule's row is locked while its slot is queued,
+//! in the same transaction as the task); a task queued for a slot is due at the slot's time.
+//!
+//! When no overseer ran for a while (every worker down), the slots missed meanwhile are queued as
+//! one task for the latest of them ([`Missed::Once`], the default), or passed over
+//! ([`Missed::Skip`]: a slot is queued only within [`SKIP_AFTER`] of its time).
+
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// With [`Missed::Skip`], a slot older than this when the overseer first sees it is passed over.
+pub const SKIP_AFTER: chrono::Duration = chrono::Duration::seconds(60);
+
+/// What to do with slots missed while no overseer ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Missed {
+    /// Queue one task for the latest missed slot.
+    #[default]
+    Once,
+    /// Queue nothing for them: the next slot runs as usual.
+    Skip,
+}
+
+impl Missed {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Missed::Once => "once",
+            Missed::Skip => "skip",
+        }
+    }
+}
+
+impl FromStr for Missed {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "once" => Ok(Missed::Once),
+            "skip" => Ok(Missed::Skip),
+            other => Err(Error::invalid("missed", format!("{other:?}: use once or skip"))),
+        }
+    }
+}
+
+/// A schedule to create.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NewSchedule {
+    pub name: String,
+    pub cron: String,
+    /// An IANA time zone (`Europe/Paris`), or `UTC`.
+    pub time_zone: String,
+    pub handler: String,
+    pub data: String,
+    pub queue: String,
+    pub priority: i32,
+    pub missed: Missed,
+}
+
+impl NewSchedule {
+    /// Every `cron` slot in UTC: `{}` to `handler` on the default queue.
+    pub fn new(name: impl Into<String>, cron: impl Into<String>, handler: impl Into<String>) -> Self {
+        NewSchedule {
+            name: name.into(),
+            cron: cron.into(),
+            time_zone: "UTC".into(),
+            handler: handler.into(),
+            data: "{}".into(),
+            queue: crate::model::DEFAULT_QUEUE.into(),
+            priority: 0,
+            missed: Missed::Once,
+        }
+    }
+}
+
+/// A schedule as stored: what it was made with, and its state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Schedule {
+    #[serde(flatten)]
+    pub spec: NewSchedule,
+    /// Since when it is paused (it queues nothing); None: it is not.
+    pub paused_on: Option<DateTime<Utc>>,
+    /// The latest slot queued or passed over.
+    pub last_slot: DateTime<Utc>,
+    pub created_on: DateTime<Utc>,
+}
+
+/// A cron expression in a time zone, checked.
+#[derive(Debug, Clone)]
+pub struct Slots {
+    cron: croner::Cron,
+    zone: chrono_tz::Tz,
+}
+
+impl Slots {
+    pub fn new(cron: &str, time_zone: &str) -> Result<Slots> {
+        let zone = time_zone.parse::<chrono_tz::Tz>().map_err(|_| {
+            Error::invalid("time zone", format!("{time_zone:?} is not an IANA time zone (e.g. Europe/Paris, UTC)"))
+        })?;
+        let cron =
+            croner::Cron::from_str(cron).map_err(|e| Error::invalid("cron expression", format!("{cron:?}: {e}")))?;
+        Ok(Slots { cron, zone })
+    }
+
+    /// The latest slot at or before `t`.
+    pub fn latest(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let local = t.with_timezone(&self.zone);
+        self.cron.find_previous_occurrence(&local, true).ok().map(|s| s.with_timezone(&Utc))
+    }
+
+    /// The first slot after `t`.
+    pub fn next(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let local = t.with_timezone(&self.zone);
+        self.cron.find_next_occurrence(&local, false).ok().map(|s| s.with_timezone(&Utc))
+    }
+}
+
+/// What a schedule's overseer does at some time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// The slot to queue a task for, if any.
+    pub queue: Option<DateTime<Utc>>,
+    /// The schedule's new `last_slot`; None: unchanged.
+    pub last_slot: Option<DateTime<Utc>>,
+}
+
+/// What a schedule's overseer does at `now`.
+pub fn plan(s: &Schedule, now: DateTime<Utc>) -> Result<Plan> {
+    let slots = Slots::new(&s.spec.cron, &s.spec.time_zone)?;
+    let Some(latest) = slots.latest(now).filter(|l| *l > s.last_slot) else {
+        return Ok(Plan { queue: None, last_slot: None });
+    };
+    let queue = match s.spec.missed {
+        Missed::Once => true,
+        Missed::Skip => now - latest <= SKIP_AFTER,
+    };
+    Ok(Plan { queue: queue.then_some(latest), last_slot: Some(latest) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&Utc)).unwrap_or_default()
+    }
+
+    #[test]
+    fn slots_follow_the_time_zone() {
+        let slots = Slots::new("0 9 * * *", "Europe/Paris").expect("valid");
+        assert_eq!(slots.latest(at("2026-07-01T12:00:00Z")), Some(at("2026-07-01T07:00:00Z")), "09:00 CEST");
+        assert_eq!(slots.next(at("2026-12-01T12:00:00Z")), Some(at("2026-12-02T08:00:00Z")), "09:00 CET");
+        let seconds = Slots::new("*/10 * * * * *", "UTC").expect("six fields: seconds");
+        assert_eq!(seconds.next(at("2026-01-01T00:00:01Z")), Some(at("2026-01-01T00:00:10Z")));
+    }
+
+    #[test]
+    fn a_bad_expression_or_zone_is_named() {
+        let err = Slots::new("61 * * * *", "UTC").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("cron expression"), "{err}");
+        let err = Slots::new("* * * * *", "Mars/Olympus").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("Mars/Olympus"), "{err}");
+    }
+
+    #[test]
+    fn missed_slots_are_queued_once_or_skipped() {
+        let mut s = Schedule {
+            spec: NewSchedule::new("n", "*/5 * * * *", "h"),
+            paused_on: None,
+            last_slot: at("2026-01-01T00:00:00Z"),
+            created_on: at("2026-01-01T00:00:00Z"),
+        };
+        let now = at("2026-01-01T01:02:00Z");
+        let latest = Some(at("2026-01-01T01:00:00Z"));
+        let p = |queue, last_slot| Plan { queue, last_slot };
+        assert_eq!(plan(&s, now).expect("plan"), p(latest, latest));
+        s.spec.missed = Missed::Skip;
+        assert_eq!(plan(&s, now).expect("plan"), p(None, latest), "two minutes late: passed over");
+        assert_eq!(plan(&s, at("2026-01-01T01:00:30Z")).expect("plan"), p(latest, latest), "on time");
+        s.last_slot = at("2026-01-01T01:00:00Z");
+        assert_eq!(plan(&s, now).expect("plan"), p(None, None), "nothing new");
+    }
+}
