@@ -134,6 +134,22 @@ async fn run() {
         );
     }
 
+    // Statistics, with every task above (and the prefill) finished and kept.
+    let mut took = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let stats = app.client.stats(None, None).await.expect("stats");
+        took.push(t.elapsed());
+        assert!(stats.iter().map(|s| s.runs.succeeded as usize).sum::<usize>() >= tasks);
+    }
+    took.sort();
+    println!(
+        "stats          {:>10.1} ms  (fastest {:.1} ms of 5; {} finished tasks kept)",
+        took[2].as_secs_f64() * 1e3,
+        took[0].as_secs_f64() * 1e3,
+        prefill + tasks
+    );
+
     // Enqueue → start latency with an idle worker: single adds, one at a time.
     let latency_runs = env_num("BENCH_LATENCY_RUNS", 200);
     if latency_runs > 0 {

@@ -111,13 +111,13 @@ impl Client {
         self.store.list_tasks(filter).await
     }
 
-    /// Replay a dead letter (a task given up on): its failure count is reset and a new run is
-    /// scheduled now.
+    /// Replay a dead letter (a task given up on) or a cancelled task: its failure count is reset
+    /// and a new run is scheduled now.
     pub async fn retry(&self, id: TaskId) -> Result<RunId> {
         self.store.retry_task(id, None, self.clock.now()).await
     }
 
-    /// Replay a dead letter with new data (checked as JSON first).
+    /// Replay a dead letter or cancelled task with new data (checked as JSON first).
     pub async fn retry_with_data(&self, id: TaskId, data: &str) -> Result<RunId> {
         if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(data) {
             return Err(Error::InvalidJson(e.to_string()));
@@ -125,9 +125,25 @@ impl Client {
         self.store.retry_task(id, Some(data), self.clock.now()).await
     }
 
-    /// Replay every dead letter of a queue and/or handler; how many.
-    pub async fn retry_dead(&self, filter: &crate::store::BulkFilter) -> Result<u64> {
-        self.store.retry_dead(filter, self.clock.now()).await
+    /// Replay every dead letter (or cancelled task) of a queue and/or handler; how many.
+    pub async fn replay(&self, which: crate::store::Replay, filter: &crate::store::BulkFilter) -> Result<u64> {
+        self.store.replay(which, filter, self.clock.now()).await
+    }
+
+    /// Cancel these tasks: a scheduled one never runs, a running one is stopped by its worker
+    /// within about a second (at once on PostgreSQL). The ids cancelled: finished or unknown
+    /// ones are left as they are.
+    pub async fn cancel(&self, ids: &[TaskId]) -> Result<Vec<TaskId>> {
+        self.store.cancel_tasks(ids, self.clock.now()).await
+    }
+
+    /// Cancel every unfinished task (waiting, running or both) of a queue and/or handler.
+    pub async fn cancel_matching(
+        &self,
+        filter: &crate::store::BulkFilter,
+        which: crate::store::Unfinished,
+    ) -> Result<crate::store::Cancelled> {
+        self.store.cancel_matching(filter, which, self.clock.now()).await
     }
 
     /// Delete finished tasks (succeeded, dead letters, or both) of a queue and/or handler that
@@ -145,23 +161,45 @@ impl Client {
     /// Create a schedule of periodic tasks, after checking its cron expression, time zone,
     /// handler and data as queueing would.
     pub async fn add_schedule(&self, s: &crate::schedule::NewSchedule) -> Result<()> {
-        check_text("schedule name", &s.name, 128)?;
+        self.check_schedule(s).await?;
+        self.store.add_schedule(s, self.clock.now()).await
+    }
+
+    async fn check_schedule(&self, s: &crate::schedule::NewSchedule) -> Result<()> {
+        check_text("schedule name", &s.name, crate::schedule::MAX_NAME_BYTES)?;
         if s.name.is_empty() {
             return Err(Error::invalid("schedule name", "the name is empty"));
         }
         crate::schedule::Slots::new(&s.cron, &s.time_zone)?;
         let task = NewTask::new(&s.handler, &s.data).with_queue(&s.queue).with_priority(s.priority);
-        self.validate(std::slice::from_ref(&task)).await?;
-        self.store.add_schedule(s, self.clock.now()).await
+        self.validate(std::slice::from_ref(&task)).await
     }
 
     pub async fn schedules(&self) -> Result<Vec<crate::schedule::Schedule>> {
         self.store.schedules().await
     }
 
-    /// False when there is no such schedule.
+    /// False when there is no such schedule. A declared schedule is refused: the overseer would
+    /// add it again; remove it from the configuration file.
     pub async fn remove_schedule(&self, name: &str) -> Result<bool> {
+        if self.store.schedules().await?.iter().any(|s| s.spec.name == name && s.declared) {
+            let reason = format!("{name} is declared in the configuration file: remove it there");
+            return Err(Error::invalid("schedule", reason));
+        }
         self.store.remove_schedule(name).await
+    }
+
+    /// Make the declared schedules exactly these (what the overseer does with the configuration
+    /// file's): each is checked as [`Client::add_schedule`] checks one, then the declared ones
+    /// are added, updated and removed in one transaction. Schedules added by hand stay.
+    pub async fn declare_schedules(
+        &self,
+        declared: &[crate::schedule::NewSchedule],
+    ) -> Result<crate::schedule::Synced> {
+        for s in declared {
+            self.check_schedule(s).await?;
+        }
+        self.store.sync_schedules(declared, self.clock.now()).await
     }
 
     /// Pause or resume a schedule; false when there is no such schedule.
@@ -172,6 +210,12 @@ impl Client {
     /// Queue a task of the schedule now, besides its slots.
     pub async fn trigger_schedule(&self, name: &str) -> Result<TaskId> {
         self.store.trigger_schedule(name, self.clock.now()).await
+    }
+
+    /// Statistics per handler and queue (of one handler and/or queue): tasks by status, runs by
+    /// how they ended, failure rate, processing time, fuel, first and latest run, throughput.
+    pub async fn stats(&self, handler: Option<&str>, queue: Option<&str>) -> Result<Vec<crate::stats::HandlerStats>> {
+        self.store.stats(handler, queue, self.clock.now()).await
     }
 
     /// Pause a queue: workers claim nothing more from it and finish what they run. False when

@@ -19,6 +19,12 @@
 //! [handlers.probe.grants]
 //! env = ["HOME"]
 //! dirs = [{ host = "/srv/data", guest = "/data", mode = "ro" }]
+//!
+//! [schedules.nightly]           # a periodic task (see crate::schedule), kept in the database
+//! cron = "0 3 * * *"            # by the overseer holding the lease, which adds, updates and
+//! handler = "report"            # removes the schedules the file declares
+//! data = { kind = "daily" }     # or a JSON text: data = '{"kind": "daily"}'
+//! time_zone = "Europe/Paris"    # optional, like queue, priority and missed = "once" | "skip"
 //! ```
 //!
 //! The same file may hold the `taskhost` command's options (`[options]`, `[worker]`, `[add]`,
@@ -36,6 +42,7 @@ use serde::Deserialize;
 use crate::error::{Error, Result};
 use crate::sandbox::compile::CompileBounds;
 use crate::sandbox::{Grants, GrantsConfig, LimitOverrides, Limits};
+use crate::schedule::NewSchedule;
 
 /// What the operator allows handlers: limits, grants, and how large a component may be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +57,8 @@ pub struct Policy {
     /// process) is set by whoever starts the host, not by the file.
     pub compile: CompileBounds,
     pub handlers: HashMap<String, HandlerPolicy>,
+    /// The periodic tasks the file declares, by name.
+    pub schedules: Vec<NewSchedule>,
 }
 
 /// The operator's word on one handler.
@@ -116,12 +125,17 @@ impl Policy {
             };
             handlers.insert(name.clone(), handler);
         }
+        let mut schedules = Vec::with_capacity(file.schedules.len());
+        for (name, entry) in &file.schedules {
+            schedules.push(entry.check(name).map_err(|e| format!("[schedules.{name}]: {e}"))?);
+        }
         Ok(Policy {
             limits,
             max_component_bytes: max_mb << 20,
             cache_max_bytes: cache_mb.saturating_mul(1 << 20),
             compile,
             handlers,
+            schedules,
         })
     }
 
@@ -147,6 +161,7 @@ impl Default for Policy {
             cache_max_bytes: Self::DEFAULT_CACHE_MAX_BYTES,
             compile: CompileBounds::default(),
             handlers: HashMap::new(),
+            schedules: Vec::new(),
         }
     }
 }
@@ -160,6 +175,8 @@ struct ConfigFile {
     plugins: PluginsSection,
     #[serde(default)]
     handlers: HashMap<String, HandlerSection>,
+    #[serde(default)]
+    schedules: std::collections::BTreeMap<String, ScheduleSection>,
     // The `taskhost` command's options ([options] and one table per command), which the command
     // reads and checks itself (host/src/cli/file.rs).
     #[allow(dead_code)]
@@ -194,6 +211,59 @@ struct HandlerSection {
     grants: GrantsConfig,
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScheduleSection {
+    cron: String,
+    handler: String,
+    /// A JSON text, or any TOML value (written as JSON).
+    data: Option<toml::Value>,
+    time_zone: Option<String>,
+    queue: Option<String>,
+    priority: Option<i32>,
+    missed: Option<String>,
+}
+
+impl ScheduleSection {
+    /// The schedule named `name`, checked as `taskhost schedule add` checks one (but for its
+    /// handler, which the overseer reading this may not have).
+    fn check(&self, name: &str) -> std::result::Result<NewSchedule, String> {
+        if name.is_empty() || name.len() > crate::schedule::MAX_NAME_BYTES {
+            return Err(format!("a schedule's name is 1 to {} bytes", crate::schedule::MAX_NAME_BYTES));
+        }
+        crate::schedule::Slots::new(&self.cron, self.time_zone.as_deref().unwrap_or("UTC"))
+            .map_err(|e| e.to_string())?;
+        if !crate::plugins::valid_name(&self.handler) {
+            return Err(format!("handler {:?} is not a plugin name (letters, digits, '-' and '_')", self.handler));
+        }
+        let data = match &self.data {
+            None => "{}".to_string(),
+            Some(toml::Value::String(text)) => {
+                serde_json::from_str::<serde::de::IgnoredAny>(text)
+                    .map_err(|e| format!("data is not valid JSON: {e}"))?;
+                text.clone()
+            }
+            Some(value) => serde_json::to_string(value).map_err(|e| format!("data: {e}"))?,
+        };
+        let mut s = NewSchedule::new(name, &self.cron, &self.handler);
+        s.data = data;
+        if let Some(tz) = &self.time_zone {
+            s.time_zone.clone_from(tz);
+        }
+        if let Some(q) = &self.queue {
+            if q.is_empty() || q.len() > crate::model::MAX_QUEUE_BYTES {
+                return Err(format!("queue is 1 to {} bytes", crate::model::MAX_QUEUE_BYTES));
+            }
+            s.queue.clone_from(q);
+        }
+        s.priority = self.priority.unwrap_or(0);
+        if let Some(m) = &self.missed {
+            s.missed = m.parse().map_err(|e: Error| e.to_string())?;
+        }
+        Ok(s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,5 +292,31 @@ mod tests {
         assert_eq!(limits.memory_bytes, 1 << 30);
         assert!(p.for_handler("big", &"cd".repeat(32)).is_err(), "another component is refused");
         assert_eq!(p.for_handler("other", "x").expect("default").0, Limits::default());
+    }
+
+    #[test]
+    fn schedules_are_declared_with_json_or_toml_data_and_checked() {
+        let p = policy(
+            "[schedules.nightly]\ncron = \"0 3 * * *\"\nhandler = \"report\"\ndata = { kind = \"daily\", n = 2 }\n\
+             time_zone = \"Europe/Paris\"\nmissed = \"skip\"\n\
+             [schedules.often]\ncron = \"*/10 * * * * *\"\nhandler = \"ping\"\ndata = '[1]'\nqueue = \"q\"\n",
+        )
+        .expect("ok");
+        let names: Vec<&str> = p.schedules.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["nightly", "often"]);
+        let nightly = &p.schedules[0];
+        assert_eq!((nightly.data.as_str(), nightly.time_zone.as_str()), (r#"{"kind":"daily","n":2}"#, "Europe/Paris"));
+        assert_eq!(nightly.missed, crate::schedule::Missed::Skip);
+        assert_eq!((p.schedules[1].data.as_str(), p.schedules[1].queue.as_str()), ("[1]", "q"));
+        for (bad, what) in [
+            ("cron = \"61 * * * *\"\nhandler = \"h\"", "cron expression"),
+            ("cron = \"* * * * *\"\nhandler = \"h\"\ntime_zone = \"Mars/Olympus\"", "Mars/Olympus"),
+            ("cron = \"* * * * *\"\nhandler = \"../h\"", "not a plugin name"),
+            ("cron = \"* * * * *\"\nhandler = \"h\"\ndata = '{nope'", "not valid JSON"),
+            ("cron = \"* * * * *\"\nhandler = \"h\"\nmissed = \"twice\"", "once or skip"),
+        ] {
+            let err = policy(&format!("[schedules.s]\n{bad}\n")).expect_err(bad);
+            assert!(err.contains("[schedules.s]") && err.contains(what), "{err}");
+        }
     }
 }

@@ -14,6 +14,7 @@ pub mod retry;
 pub mod runner;
 pub mod sandbox;
 pub mod schedule;
+pub mod stats;
 pub mod store;
 pub mod text;
 

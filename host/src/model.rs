@@ -24,11 +24,19 @@ pub enum RunStatus {
     Error,
     /// Not finished in time, or its runner died.
     Timeout,
+    /// Cancelled by an operator: a scheduled run never starts, a running one is stopped.
+    Cancelled,
 }
 
 impl RunStatus {
-    pub const ALL: [RunStatus; 5] =
-        [RunStatus::Scheduled, RunStatus::Running, RunStatus::Success, RunStatus::Error, RunStatus::Timeout];
+    pub const ALL: [RunStatus; 6] = [
+        RunStatus::Scheduled,
+        RunStatus::Running,
+        RunStatus::Success,
+        RunStatus::Error,
+        RunStatus::Timeout,
+        RunStatus::Cancelled,
+    ];
 
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -37,6 +45,7 @@ impl RunStatus {
             RunStatus::Success => "success",
             RunStatus::Error => "error",
             RunStatus::Timeout => "timeout",
+            RunStatus::Cancelled => "cancelled",
         }
     }
 
@@ -382,13 +391,14 @@ pub struct TaskFilter {
 }
 
 /// Counts of tasks by status, for the demo and monitoring.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct QueueCounts {
     pub scheduled: u64,
     pub running: u64,
     pub success: u64,
     pub error: u64,
     pub timeout: u64,
+    pub cancelled: u64,
     pub dead: u64,
 }
 
@@ -401,6 +411,7 @@ impl QueueCounts {
             RunStatus::Success => &mut self.success,
             RunStatus::Error => &mut self.error,
             RunStatus::Timeout => &mut self.timeout,
+            RunStatus::Cancelled => &mut self.cancelled,
         };
         *slot = n;
     }

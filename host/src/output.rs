@@ -58,6 +58,48 @@ pub fn queue_table(queues: &[taskhost::store::QueueInfo], now: chrono::DateTime<
     out
 }
 
+/// `taskhost stats`: a line a handler and queue; times in milliseconds.
+pub fn stats_table(stats: &[taskhost::stats::HandlerStats]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<14} {:<9} {:>7} {:>7} {:>5} {:>8} {:>6} {:>7} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>10} {:>6} {:>7}  LAST RUN (UTC)",
+        "HANDLER", "QUEUE", "WAITING", "RUNNING", "DEAD", "SUCCESS", "FAILED", "TIMEOUT", "CANCELLED", "FAIL%",
+        "AVG MS", "P50 MS", "P95 MS", "MAX MS", "AVG FUEL", "1 MIN", "1 HOUR"
+    );
+    let ms = |v: f64| format!("{v:.1}");
+    for s in stats {
+        let (avg, p50, p95, max) = match s.duration_ms {
+            Some(d) => (ms(d.avg), ms(d.p50), ms(d.p95), d.max.to_string()),
+            None => ("-".into(), "-".into(), "-".into(), "-".into()),
+        };
+        let fuel = s.fuel.map(|f| format!("{:.0}", f.avg)).unwrap_or_else(|| "-".into());
+        let last = s.last_run.map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string()).unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            out,
+            "{:<14} {:<9} {:>7} {:>7} {:>5} {:>8} {:>6} {:>7} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>10} {:>6} {:>7}  {last}",
+            clip(&s.handler, 14),
+            clip(&s.queue, 9),
+            s.tasks.scheduled + s.tasks.error + s.tasks.timeout - s.tasks.dead.min(s.tasks.error + s.tasks.timeout),
+            s.tasks.running,
+            s.tasks.dead,
+            s.runs.succeeded,
+            s.runs.failed,
+            s.runs.timed_out,
+            s.runs.cancelled,
+            format!("{:.1}", s.failure_rate * 100.0),
+            avg,
+            p50,
+            p95,
+            max,
+            fuel,
+            s.last_minute,
+            s.last_hour
+        );
+    }
+    out
+}
+
 pub fn task_table(rows: &[(Task, Vec<Run>)]) -> String {
     let mut out = String::new();
     let _ = writeln!(

@@ -15,6 +15,9 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
+/// Longest schedule name, in bytes.
+pub const MAX_NAME_BYTES: usize = 128;
+
 /// With [`Missed::Skip`], a slot older than this when the overseer first sees it is passed over.
 pub const SKIP_AFTER: chrono::Duration = chrono::Duration::seconds(60);
 
@@ -86,9 +89,26 @@ pub struct Schedule {
     pub spec: NewSchedule,
     /// Since when it is paused (it queues nothing); None: it is not.
     pub paused_on: Option<DateTime<Utc>>,
+    /// Declared in the operator's configuration file (or by [`crate::client::Client::declare_schedules`]):
+    /// kept in line with it by the overseer, not removed by hand.
+    pub declared: bool,
     /// The latest slot queued or passed over.
     pub last_slot: DateTime<Utc>,
     pub created_on: DateTime<Utc>,
+}
+
+/// What [`crate::store::Store::sync_schedules`] changed, by schedule name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Synced {
+    pub added: Vec<String>,
+    pub updated: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+impl Synced {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.updated.is_empty() && self.removed.is_empty()
+    }
 }
 
 /// A cron expression in a time zone, checked.
@@ -173,6 +193,7 @@ mod tests {
         let mut s = Schedule {
             spec: NewSchedule::new("n", "*/5 * * * *", "h"),
             paused_on: None,
+            declared: false,
             last_slot: at("2026-01-01T00:00:00Z"),
             created_on: at("2026-01-01T00:00:00Z"),
         };

@@ -98,7 +98,10 @@ async fn nonsense_values_are_usage_errors_with_exit_status_2() {
         (vec!["add", "echo", "--queue", " "], "must not be empty"),
         (vec!["add", "echo", "--at", "2026-01-02T03:04:05"], "add Z (UTC) or an offset"),
         (vec!["add", "echo", "--at", "tomorrow"], "RFC 3339"),
-        (vec!["list", "--status", "sleeping"], "[possible values: scheduled, running, success, error, timeout]"),
+        (
+            vec!["list", "--status", "sleeping"],
+            "[possible values: scheduled, running, success, error, timeout, cancelled]",
+        ),
         (vec!["list", "--limit", "0"], "--limit"),
         (vec!["list", "--log", "taskhost=loud"], "not a log filter"),
     ] {
@@ -127,7 +130,7 @@ async fn migrate_says_what_it_applied_and_missing_tables_are_one_line() {
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     let o = at(&["migrate"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).starts_with("applied 0001 tables\n") && stdout(&o).contains("applied 0007 schedules"));
+    assert!(stdout(&o).starts_with("applied 0001 tables\n") && stdout(&o).contains("applied 0010 stats"));
     assert_eq!(stdout(&at(&["migrate"])), "database is up to date\n");
     let o = at(&["--no-migrate", "list"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -198,7 +201,7 @@ async fn add_many_checks_every_line_before_queueing_any() {
 async fn help_lists_status_values_and_groups_global_options() {
     let env = Env::new(&["echo"]).await;
     let help = stdout(&run(&env, &["list", "--help"]));
-    assert!(help.contains("[possible values: scheduled, running, success, error, timeout]"), "{help}");
+    assert!(help.contains("[possible values: scheduled, running, success, error, timeout, cancelled]"), "{help}");
     let (own, global) = help.split_once("Global options:").unwrap_or((&help, ""));
     assert!(own.contains("--dead") && !own.contains("--database-url"), "{help}");
     assert!(global.contains("--database-url") && global.contains("--plugins"), "{help}");

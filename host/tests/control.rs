@@ -1,6 +1,7 @@
 //! Controlling a live queue through the library and the `taskhost` command: pausing and resuming
 //! a queue on every database (a paused queue is not claimed, across restarts: it is a row; a
-//! resumed one runs again), and the bulk actions (their store part is in the store suite).
+//! resumed one runs again), cancelling, and the bulk actions (their store part is in the store
+//! suite).
 
 mod common;
 
@@ -115,6 +116,43 @@ async fn dead_letters_are_replayed_edited_and_deleted_from_the_command_line() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_are_cancelled_replayed_and_deleted_from_the_command_line() {
+    let env = Env::new(&["echo"]).await;
+    let a = common::process::add(&env, &["echo"]).to_string();
+    let mail: Vec<String> =
+        (0..2).map(|_| common::process::add(&env, &["echo", "--queue", "mail"]).to_string()).collect();
+    let o = run(&env, &["cancel", &a]);
+    assert_eq!(stdout(&o), format!("task {a} cancelled\n"), "{}", stderr(&o));
+    let o = run(&env, &["cancel", &a, "999999"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!("error: task {a} is cancelled: only unfinished tasks can be cancelled\nerror: task 999999 not found\n")
+    );
+    let o = run(&env, &["cancel"]);
+    assert_eq!(o.status.code(), Some(2), "ids or a filter are required: {}", stderr(&o));
+    let o = run(&env, &["cancel", "--queue", "mail", "--status", "scheduled"]);
+    assert_eq!(stdout(&o), "2 tasks cancelled (0 were running: their workers stop them)\n", "{}", stderr(&o));
+    let o = run(&env, &["worker", "--drain", "--queues", "default,mail"]);
+    assert!(stderr(&o).contains("0 runs finished"), "cancelled tasks never run: {}", stderr(&o));
+    let listed: serde_json::Value =
+        serde_json::from_slice(&run(&env, &["list", "--status", "cancelled", "--json"]).stdout).expect("json");
+    assert_eq!(listed.as_array().map(Vec::len), Some(3), "{listed}");
+
+    let o = run(&env, &["retry", "--all-cancelled", "--queue", "mail"]);
+    assert_eq!(stdout(&o), "2 cancelled tasks scheduled again\n", "{}", stderr(&o));
+    let o = run(&env, &["worker", "--drain", "--queues", "default,mail"]);
+    assert!(stderr(&o).contains("2 runs finished (2 succeeded"), "{}", stderr(&o));
+    for id in &mail {
+        let shown: serde_json::Value =
+            serde_json::from_slice(&run(&env, &["show", id, "--json"]).stdout).expect("json");
+        assert_eq!(shown["task"]["last_status"], "success", "{shown}");
+    }
+    let o = run(&env, &["delete-finished", "--cancelled"]);
+    assert_eq!(stdout(&o), "1 finished tasks deleted\n", "{}", stderr(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schedule_is_added_listed_run_by_the_overseer_paused_and_removed() {
     let env = Env::new(&["echo"]).await;
     let o = run(
@@ -160,4 +198,73 @@ async fn a_schedule_is_added_listed_run_by_the_overseer_paused_and_removed() {
     assert!(listed[0]["paused_on"].is_string(), "{listed}");
     assert_eq!(stdout(&run(&env, &["schedule", "remove", "tick"])), "schedule tick removed\n");
     assert_eq!(stdout(&run(&env, &["schedule", "list", "--json"])).trim(), "[]");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_declared_in_the_configuration_file_are_kept_in_line_with_it() {
+    let mut env = Env::new(&["echo"]).await;
+    let o = run(&env, &["schedule", "add", "hand", "--cron", "0 0 * * *", "--handler", "echo"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    env.set_config("[schedules.tick]\ncron = \"* * * * * *\"\nhandler = \"echo\"\ndata = { say = \"tick\" }\n").await;
+    // Every second has a slot: the overseer adds the schedule, then queues its slots.
+    let o = run(&env, &["overseer", "--once"]);
+    assert!(stdout(&o).contains("schedules: declared schedules added: tick"), "{}", stdout(&o));
+    let text = stdout(&run(&env, &["schedule", "list"]));
+    let line = |name: &str| text.lines().find(|l| l.starts_with(name)).unwrap_or_default().to_string();
+    assert!(line("tick").contains(" config ") && line("hand").contains(" added "), "{text}");
+    let o = run(&env, &["schedule", "remove", "tick"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("tick is declared in the configuration file: remove it there"), "{}", stderr(&o));
+    common::wait_until(std::time::Duration::from_secs(10), "the overseer queues a slot", || async {
+        stdout(&run(&env, &["overseer", "--once"])).contains("queued 1 periodic tasks (tick)")
+    })
+    .await;
+    let o = run(&env, &["worker", "--drain", "--no-overseer"]);
+    assert!(stderr(&o).contains("succeeded, 0 failed"), "{}", stderr(&o));
+
+    // Changed in the file: updated; gone from it: removed. The schedule added by hand stays.
+    env.set_config("[schedules.tick]\ncron = \"0 * * * *\"\nhandler = \"echo\"\n").await;
+    let o = run(&env, &["overseer", "--once"]);
+    assert!(stdout(&o).contains("schedules: declared schedules updated: tick"), "{}", stdout(&o));
+    env.set_config("[limits]\nmemory_mb = 64\n").await;
+    let o = run(&env, &["overseer", "--once"]);
+    assert!(stdout(&o).contains("schedules: declared schedules removed: tick"), "{}", stdout(&o));
+    let listed: serde_json::Value =
+        serde_json::from_slice(&run(&env, &["schedule", "list", "--json"]).stdout).expect("json");
+    assert_eq!(
+        listed.as_array().map(|a| a.iter().map(|s| s["name"].clone()).collect::<Vec<_>>()),
+        Some(vec!["hand".into()])
+    );
+    // A bad schedule in the file is one line naming it, for every command.
+    let path = env.config.clone().expect("a configuration file");
+    std::fs::write(&path, "[schedules.bad]\ncron = \"* * * * *\"\nhandler = \"echo\"\nmissed = \"twice\"\n")
+        .expect("write");
+    let o = run(&env, &["schedule", "list"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("[schedules.bad]: ") && stderr(&o).contains("once or skip"), "{}", stderr(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taskhost_stats_shows_each_handler_in_text_and_json() {
+    let env = Env::new(&["echo", "fail"]).await;
+    for _ in 0..3 {
+        common::process::add(&env, &["echo"]);
+    }
+    common::process::add(&env, &["fail", "--data", r#"{"retryable": false}"#]);
+    let o = run(&env, &["worker", "--drain"]);
+    assert!(stderr(&o).contains("4 runs finished (3 succeeded, 1 failed)"), "{}", stderr(&o));
+    let o = run(&env, &["stats"]);
+    let text = stdout(&o);
+    assert!(text.lines().next().is_some_and(|h| h.contains("P95 MS") && h.contains("FAIL%")), "{text}");
+    let echo = text.lines().find(|l| l.starts_with("echo")).unwrap_or_default();
+    assert!(echo.contains(" 3 ") && echo.contains(" 0.0 "), "{text}");
+    let stats: serde_json::Value = serde_json::from_slice(&run(&env, &["stats", "--json"]).stdout).expect("json");
+    let by = |h: &str| stats.as_array().and_then(|a| a.iter().find(|s| s["handler"] == h)).cloned().unwrap_or_default();
+    assert_eq!(by("echo")["runs"]["succeeded"], 3, "{stats}");
+    assert_eq!((&by("fail")["runs"]["failed"], &by("fail")["tasks"]["dead"]), (&1.into(), &1.into()), "{stats}");
+    assert_eq!(by("fail")["failure_rate"], 1.0);
+    assert!(by("echo")["duration_ms"]["p95"].as_f64().is_some_and(|p| p >= 0.0), "{stats}");
+    let only: serde_json::Value =
+        serde_json::from_slice(&run(&env, &["stats", "--handler", "fail", "--json"]).stdout).expect("json");
+    assert_eq!(only.as_array().map(Vec::len), Some(1));
 }

@@ -1,5 +1,6 @@
 //! The queue's promises on SQLite, PostgreSQL and MariaDB: one active run per task (a run is
-//! stopped at its run timeout by its own worker, and at once when it was ended elsewhere), an
+//! stopped at its run timeout by its own worker, and at once when it was ended elsewhere or
+//! cancelled), an
 //! outcome the database refuses never wedges a worker, and the same length limits everywhere.
 
 mod common;
@@ -63,6 +64,40 @@ async fn a_run_ended_elsewhere_is_stopped_at_once(mut env: Env) {
         .expect("worker");
     assert_eq!((report.runs_ended_elsewhere, report.runs_abandoned), (1, 0), "{report:?}");
     eprintln!("a run ended elsewhere was stopped and its worker stopped {:?} later", ended.elapsed());
+}
+
+async fn a_cancelled_run_is_stopped_within_a_second_and_never_retried(mut env: Env) {
+    env.set_config(LONG_SPIN).await;
+    let client = &env.app.client;
+    let id = client.add(NewTask::new("spin", "{}")).await.expect("add").id;
+    // One slot: the next task runs only once the cancelled guest has stopped.
+    let cfg = WorkerConfig { drain: false, concurrency: 1, shutdown_grace: Duration::from_secs(600), ..drain_config() };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(env.app.worker(cfg).run(async move {
+        let _ = stopped.await;
+    }));
+    let store = env.app.store.clone();
+    wait_until(Duration::from_secs(30), "the run started", || async {
+        store.runs_of(id).await.expect("runs")[0].status == RunStatus::Running
+    })
+    .await;
+    let next = client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    let cancelled = Instant::now();
+    assert_eq!(client.cancel(&[id]).await.expect("cancel"), vec![id]);
+    wait_until(Duration::from_secs(10), "the next task ran in the freed slot", || async {
+        store.get_task(next).await.expect("get").map(|t| t.last_status) == Some(RunStatus::Success)
+    })
+    .await;
+    eprintln!("a cancelled run freed its slot for the next task within {:?}", cancelled.elapsed());
+    let _ = stop.send(());
+    let report = tokio::time::timeout(Duration::from_secs(60), worker)
+        .await
+        .expect("the worker stopped without waiting for the cancelled run")
+        .expect("join")
+        .expect("worker");
+    assert_eq!((report.runs_ended_elsewhere, report.runs_finished, report.runs_abandoned), (1, 1, 0), "{report:?}");
+    let (task, runs) = client.show(id).await.expect("show");
+    assert_eq!((task.last_status, runs.len(), runs[0].status), (RunStatus::Cancelled, 1, RunStatus::Cancelled));
 }
 
 async fn poison_outcomes_never_wedge_the_worker(env: Env) {
@@ -264,6 +299,7 @@ macro_rules! on_every_database {
 
 on_every_database!(a_run_is_stopped_at_its_run_timeout_by_its_own_worker, ["spin"]);
 on_every_database!(a_run_ended_elsewhere_is_stopped_at_once, ["spin"]);
+on_every_database!(a_cancelled_run_is_stopped_within_a_second_and_never_retried, ["spin", "echo"]);
 on_every_database!(poison_outcomes_never_wedge_the_worker, ["flood", "echo"]);
 on_every_database!(large_results_are_written_in_batches_the_server_takes, ["echo"]);
 on_every_database!(names_and_keys_have_one_maximum_length_everywhere, ["echo"]);

@@ -7,6 +7,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+
+pub use super::bulk::{CancelArgs, DeleteArgs, RetryArgs};
 use taskhost::model::RunStatus;
 use taskhost::runner::WorkerConfig;
 
@@ -83,6 +85,20 @@ pub enum Command {
         #[command(subcommand)]
         command: super::schedule::ScheduleCommand,
     },
+    /// Statistics per handler and queue: tasks by status, runs by how they ended, failure rate,
+    /// processing time (avg, p50, p95, max), fuel, first and latest run, runs in the last
+    /// minute and hour.
+    Stats {
+        /// Only this handler's.
+        #[arg(long)]
+        handler: Option<String>,
+        /// Only this queue's.
+        #[arg(long)]
+        queue: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Pause a queue: workers claim nothing more from it (they finish what they run), on every
     /// machine and across restarts, until `resume`.
     Pause {
@@ -95,11 +111,14 @@ pub enum Command {
         /// The queue.
         queue: String,
     },
-    /// Replay a dead letter (a task given up on), or (--all-dead) every dead letter of a queue
-    /// and/or handler.
+    /// Cancel tasks by id, or every unfinished task of a queue and/or handler: a scheduled one
+    /// never runs, a running one is stopped by its worker within about a second.
+    Cancel(CancelArgs),
+    /// Replay a dead letter (a task given up on) or a cancelled task, or (--all-dead,
+    /// --all-cancelled) every one of a queue and/or handler.
     Retry(RetryArgs),
-    /// Delete finished tasks (succeeded, and dead letters) with their runs, in batches; never a
-    /// scheduled, running or retry-awaiting one.
+    /// Delete finished tasks (succeeded, cancelled, dead letters) with their runs, in batches;
+    /// never a scheduled, running or retry-awaiting one.
     DeleteFinished(DeleteArgs),
     /// Load every plugin and say whether it can be used.
     Plugins {
@@ -234,44 +253,6 @@ pub struct WorkerArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RetryArgs {
-    /// The dead letter's id.
-    #[arg(required_unless_present = "all_dead", conflicts_with = "all_dead")]
-    pub id: Option<i64>,
-    /// Replace the task's data before replaying it (JSON; @FILE reads a file, - standard input).
-    #[arg(long, requires = "id")]
-    pub data: Option<String>,
-    /// Replay every dead letter (of --queue and --handler, when given).
-    #[arg(long)]
-    pub all_dead: bool,
-    /// With --all-dead: only this queue's.
-    #[arg(long, requires = "all_dead")]
-    pub queue: Option<String>,
-    /// With --all-dead: only this handler's.
-    #[arg(long, requires = "all_dead")]
-    pub handler: Option<String>,
-}
-
-#[derive(Debug, Args)]
-pub struct DeleteArgs {
-    /// Only tasks that succeeded.
-    #[arg(long, conflicts_with = "dead")]
-    pub succeeded: bool,
-    /// Only dead letters.
-    #[arg(long)]
-    pub dead: bool,
-    /// Only this queue's.
-    #[arg(long)]
-    pub queue: Option<String>,
-    /// Only this handler's.
-    #[arg(long)]
-    pub handler: Option<String>,
-    /// Only tasks finished longer ago than this (e.g. 7d, 12h).
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
-    pub older_than: Duration,
-}
-
-#[derive(Debug, Args)]
 pub struct ListArgs {
     /// Only tasks whose latest run has this status.
     #[arg(long, value_parser = status())]
@@ -356,7 +337,7 @@ fn non_empty(s: &str) -> Result<String, String> {
 }
 
 /// A run status, its possible values listed in the help.
-fn status() -> impl TypedValueParser<Value = RunStatus> {
+pub(super) fn status() -> impl TypedValueParser<Value = RunStatus> {
     PossibleValuesParser::new(RunStatus::ALL.map(RunStatus::as_str)).try_map(|s| s.parse::<RunStatus>())
 }
 

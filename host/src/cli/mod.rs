@@ -5,12 +5,12 @@ use chrono::Utc;
 use taskhost::model::{NewTask, TaskFilter};
 use taskhost::overseer::{Overseer, OverseerConfig};
 use taskhost::runner::WorkerConfig;
-use taskhost::store::{BulkFilter, Finished};
 use taskhost::{App, AppConfig};
 
 use crate::output;
 
 mod args;
+mod bulk;
 pub mod file;
 mod many;
 mod new;
@@ -36,6 +36,14 @@ impl Cli {
         }
         Ok(c)
     }
+}
+
+/// The overseer's settings: the defaults, and the schedules the configuration file declares
+/// (when there is a file: one without schedules declares none).
+fn overseer_config(cli: &Cli, app: &App) -> OverseerConfig {
+    let mut c = OverseerConfig::default();
+    c.schedules.declared = cli.config.is_some().then(|| app.catalog.policy().schedules.clone());
+    c
 }
 
 /// SIGINT or SIGTERM.
@@ -96,6 +104,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         _ => {}
     }
     let app = App::open(&config).await?;
+    let overseer_config = overseer_config(&cli, &app);
     match cli.command {
         Command::Add(a) => {
             if let Some(path) = &a.many {
@@ -127,7 +136,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             // letter: a wrong --plugins is refused at start.
             std::fs::read_dir(&cli.plugins_dir)
                 .with_context(|| format!("cannot read the plugins directory {}", cli.plugins_dir.display()))?;
-            let mut overseer = OverseerConfig::default();
+            let mut overseer = overseer_config;
             overseer.liveness.heartbeat_horizon = w.heartbeat_horizon;
             let cfg = WorkerConfig {
                 concurrency: w.concurrency,
@@ -159,7 +168,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Overseer { once } => {
-            let overseer = Overseer::new(app.store.clone(), app.clock.clone(), OverseerConfig::default());
+            let overseer = Overseer::new(app.store.clone(), app.clock.clone(), overseer_config);
             if once {
                 for (name, summary) in overseer.run_all_once().await? {
                     println!("{name}: {}", summary.unwrap_or_else(|| "nothing to do".into()));
@@ -204,28 +213,17 @@ pub async fn run(cli: Cli) -> Result<()> {
                 println!("queue {queue} was not paused");
             }
         }
-        Command::Retry(r) => {
-            if r.all_dead {
-                let filter = BulkFilter { queue: r.queue, handler: r.handler };
-                println!("{} dead letters scheduled again", app.client.retry_dead(&filter).await?);
-            } else if let Some(id) = r.id {
-                let run = match &r.data {
-                    Some(data) => app.client.retry_with_data(id, &read_data(data)?).await?,
-                    None => app.client.retry(id).await?,
-                };
-                println!("task {id} scheduled again as run {run}");
+        Command::Stats { handler, queue, json } => {
+            let stats = app.client.stats(handler.as_deref(), queue.as_deref()).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&stats)?);
+            } else {
+                print!("{}", output::stats_table(&stats));
             }
         }
-        Command::DeleteFinished(d) => {
-            let which = match (d.succeeded, d.dead) {
-                (true, _) => Finished::Succeeded,
-                (_, true) => Finished::Dead,
-                _ => Finished::Any,
-            };
-            let filter = BulkFilter { queue: d.queue, handler: d.handler };
-            let n = app.client.delete_finished(which, &filter, d.older_than).await?;
-            println!("{n} finished tasks deleted");
-        }
+        Command::Cancel(c) => bulk::cancel(&app, c).await?,
+        Command::Retry(r) => bulk::retry(&app, r).await?,
+        Command::DeleteFinished(d) => bulk::delete_finished(&app, d).await?,
         Command::Demo => crate::demo::run(&app).await?,
         // Handled before opening the database.
         Command::RunOnce { .. }

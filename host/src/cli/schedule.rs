@@ -93,8 +93,8 @@ pub async fn run(app: &App, command: ScheduleCommand) -> Result<()> {
             let mut out = String::new();
             let _ = writeln!(
                 out,
-                "{:<20} {:<16} {:<14} {:<14} {:<10} {:<20}  PAUSED",
-                "NAME", "CRON", "TIME ZONE", "HANDLER", "QUEUE", "NEXT (UTC)"
+                "{:<20} {:<16} {:<14} {:<14} {:<10} {:<20} {:<8}  PAUSED",
+                "NAME", "CRON", "TIME ZONE", "HANDLER", "QUEUE", "NEXT (UTC)", "FROM"
             );
             let now = Utc::now();
             for schedule in schedules {
@@ -103,10 +103,12 @@ pub async fn run(app: &App, command: ScheduleCommand) -> Result<()> {
                 let next = next.map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string()).unwrap_or_else(|| "-".into());
                 let paused =
                     schedule.paused_on.map(|t| format!("since {}", t.format("%Y-%m-%d %H:%M:%S"))).unwrap_or_default();
+                // Declared in the configuration file, or added by hand.
+                let from = if schedule.declared { "config" } else { "added" };
                 let _ = writeln!(
                     out,
-                    "{:<20} {:<16} {:<14} {:<14} {:<10} {:<20}  {paused}",
-                    s.name, s.cron, s.time_zone, s.handler, s.queue, next
+                    "{:<20} {:<16} {:<14} {:<14} {:<10} {:<20} {:<8}  {paused}",
+                    s.name, s.cron, s.time_zone, s.handler, s.queue, next, from
                 );
             }
             print!("{out}");

@@ -1,6 +1,6 @@
-//! Rotation: successful tasks finished longer ago than the retention are deleted with their
-//! runs, in bounded batches so the database is never locked for long. Failed tasks and dead
-//! letters are kept.
+//! Rotation: successful and cancelled tasks finished longer ago than the retention are deleted
+//! with their runs, in bounded batches so the database is never locked for long. Failed tasks
+//! and dead letters are kept.
 
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use crate::store::SharedStore;
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
     pub interval: Duration,
-    /// Keep successful tasks this long after they finished.
+    /// Keep successful and cancelled tasks this long after they finished.
     pub retention: Duration,
     /// Tasks deleted per transaction.
     pub batch: u32,

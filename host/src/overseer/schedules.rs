@@ -2,7 +2,12 @@
 //! [`crate::schedule`]). Slots are queued exactly once even when two overseers race (each
 //! schedule's row is locked while its slot is queued), so this service needs no leader for
 //! correctness; the lease only saves the work.
+//!
+//! With declared schedules (the operator's configuration file's), the overseer holding the lease
+//! first makes the database's declared schedules those (see [`crate::store::Store::sync_schedules`]),
+//! once, before it queues anything; a failure is retried at the next tick.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -11,12 +16,16 @@ use chrono::{DateTime, Utc};
 use super::Service;
 use crate::error::Result;
 use crate::model::TaskId;
+use crate::schedule::{NewSchedule, Synced};
 use crate::store::SharedStore;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Config {
     /// How often due slots are looked for: the most a slot's task is queued after its time.
     pub interval: Duration,
+    /// The schedules declared in the configuration file; None: nothing is declared here (the
+    /// declared schedules in the database are left as they are).
+    pub declared: Option<Vec<NewSchedule>>,
 }
 
 impl Config {
@@ -25,28 +34,38 @@ impl Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { interval: Self::DEFAULT_INTERVAL }
+        Config { interval: Self::DEFAULT_INTERVAL, declared: None }
     }
 }
 
-/// The tasks queued, with their schedules' names.
+/// The declared schedules changed (on the first pass), and the tasks queued, with their
+/// schedules' names.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
+    pub synced: Synced,
     pub queued: Vec<(String, TaskId)>,
 }
 
 pub struct Schedules {
     store: SharedStore,
     config: Config,
+    synced: AtomicBool,
 }
 
 impl Schedules {
     pub fn new(store: SharedStore, config: Config) -> Self {
-        Schedules { store, config }
+        Schedules { store, config, synced: AtomicBool::new(false) }
     }
 
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
-        Ok(Report { queued: self.store.queue_due_slots(now).await? })
+        let mut synced = Synced::default();
+        if let Some(declared) = self.config.declared.as_deref() {
+            if !self.synced.load(Ordering::Relaxed) {
+                synced = self.store.sync_schedules(declared, now).await?;
+                self.synced.store(true, Ordering::Relaxed);
+            }
+        }
+        Ok(Report { synced, queued: self.store.queue_due_slots(now).await? })
     }
 }
 
@@ -60,9 +79,17 @@ impl Service for Schedules {
     }
     async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
         let r = self.run_once(now).await?;
-        Ok((!r.queued.is_empty()).then(|| {
+        let mut said = Vec::new();
+        let s = &r.synced;
+        for (what, names) in [("added", &s.added), ("updated", &s.updated), ("removed", &s.removed)] {
+            if !names.is_empty() {
+                said.push(format!("declared schedules {what}: {}", names.join(", ")));
+            }
+        }
+        if !r.queued.is_empty() {
             let names: Vec<&str> = r.queued.iter().map(|(n, _)| n.as_str()).collect();
-            format!("queued {} periodic tasks ({})", r.queued.len(), names.join(", "))
-        }))
+            said.push(format!("queued {} periodic tasks ({})", r.queued.len(), names.join(", ")));
+        }
+        Ok((!said.is_empty()).then(|| said.join("; ")))
     }
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 
 use super::execute::Shared;
 use super::{ExitReason, RunTasks, Worker};
@@ -20,21 +20,15 @@ impl Worker {
         &self,
         shared: &Arc<Shared>,
         runs: &RunTasks,
-        slots: &Arc<Semaphore>,
         runner_id: RunnerId,
         shutdown: &mut (impl std::future::Future<Output = ()> + Unpin),
         exit_rx: &mut mpsc::UnboundedReceiver<ExitReason>,
+        // PostgreSQL wakes an idle worker when tasks are added; polling stays as the safety net.
+        mut wakeups: Option<mpsc::Receiver<()>>,
     ) -> ExitReason {
         let cfg = &self.config;
+        let slots = &runs.slots;
         let mut claim_failures = 0u32;
-        // PostgreSQL wakes an idle worker when tasks are added; polling stays as the safety net.
-        let mut wakeups = match self.store.wakeups().await {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::warn!("no wake-ups from the database, polling only: {e}");
-                None
-            }
-        };
         loop {
             if let Ok(reason) = exit_rx.try_recv() {
                 return reason;
@@ -147,20 +141,12 @@ impl Worker {
                 _ = &mut *shutdown => return ExitReason::Shutdown,
                 r = exit_rx.recv() => return r.unwrap_or(ExitReason::Shutdown),
                 _ = tokio::time::sleep(if wakeups.is_some() { cfg.notified_poll_interval } else { cfg.poll_interval }) => {}
-                woke = next_wakeup(&mut wakeups) => {
+                woke = super::heartbeat::next(&mut wakeups) => {
                     if !woke {
                         wakeups = None; // the listener is gone: poll only
                     }
                 }
             }
         }
-    }
-}
-
-/// The next wake-up; pending forever without a channel. False when the channel closed.
-async fn next_wakeup(wakeups: &mut Option<mpsc::Receiver<()>>) -> bool {
-    match wakeups {
-        Some(rx) => rx.recv().await.is_some(),
-        None => std::future::pending().await,
     }
 }

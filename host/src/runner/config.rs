@@ -18,6 +18,10 @@ pub struct WorkerConfig {
     /// LISTEN/NOTIFY): a slow safety net.
     pub notified_poll_interval: Duration,
     pub heartbeat_interval: Duration,
+    /// How often, while runs are in flight, the worker asks the database which of them are
+    /// still running, and stops those cancelled or timed out elsewhere (PostgreSQL also wakes it
+    /// at once on a cancellation).
+    pub run_check_interval: Duration,
     /// How long in-flight runs may take to finish, and their outcomes to be written, after
     /// shutdown is asked. An upper bound: what is not done by then is left to the overseer.
     pub shutdown_grace: Duration,
@@ -73,6 +77,7 @@ impl WorkerConfig {
     pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(50);
     pub const DEFAULT_NOTIFIED_POLL_INTERVAL: Duration = Duration::from_secs(2);
     pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
+    pub const DEFAULT_RUN_CHECK_INTERVAL: Duration = Duration::from_secs(1);
     pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
     /// Resident memory allowed for the host itself (engine, compiled code, buffers) on top of
     /// the guests' memory budget.
@@ -108,6 +113,7 @@ impl Default for WorkerConfig {
             poll_interval: Self::DEFAULT_POLL_INTERVAL,
             notified_poll_interval: Self::DEFAULT_NOTIFIED_POLL_INTERVAL,
             heartbeat_interval: Self::DEFAULT_HEARTBEAT_INTERVAL,
+            run_check_interval: Self::DEFAULT_RUN_CHECK_INTERVAL,
             shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
             memory_budget_bytes: None,
             rss_cap_bytes: None,

@@ -1,10 +1,11 @@
 //! A worker's heartbeat and memory watch.
 //!
-//! Every interval the heartbeat tells the database the runner is alive and asks which of the
-//! runs it executes are still `running` there: a run ended elsewhere (timed out by an overseer)
-//! is stopped at once. While outcomes cannot be written for longer than the writer's limit the
-//! heartbeat stops, so that another worker's overseer times this runner out and its tasks run
-//! again elsewhere. The memory watch checks resident memory against the cap every second.
+//! Every interval the heartbeat tells the database the runner is alive. While outcomes cannot be
+//! written for longer than the writer's limit the heartbeat stops, so that another worker's
+//! overseer times this runner out and its tasks run again elsewhere. The run watch asks, every
+//! second while runs are in flight (and at once when PostgreSQL notifies a cancellation), which
+//! of them are still `running` in the database: a run cancelled, or timed out by an overseer, is
+//! stopped at once. The memory watch checks resident memory against the cap every second.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -57,7 +58,6 @@ pub(super) struct Heartbeat {
     pub interval: Duration,
     pub writer_stuck_limit: Duration,
     pub health: Arc<WriterHealth>,
-    pub in_flight: Arc<InFlight>,
     pub exit_tx: mpsc::UnboundedSender<ExitReason>,
 }
 
@@ -111,8 +111,7 @@ impl Heartbeat {
         }
     }
 
-    /// One heartbeat; report the handlers served when they changed; then stop the runs the
-    /// database no longer has running on this runner.
+    /// One heartbeat; report the handlers served when they changed.
     async fn beat(&self, reported: &mut Option<crate::store::Served>) -> crate::Result<bool> {
         if !self.store.heartbeat(self.runner, self.clock.now()).await? {
             return Ok(false);
@@ -122,17 +121,61 @@ impl Heartbeat {
             self.store.set_runner_handlers(self.runner, &handlers).await?;
             *reported = Some(handlers);
         }
-        // Listed before asking: a run that starts after this is not judged by this answer.
-        let mine = self.in_flight.ids();
-        if mine.is_empty() {
-            return Ok(true);
-        }
-        let running = self.store.running_runs_of(self.runner).await?;
-        for run in mine.into_iter().filter(|r| !running.contains(r)) {
-            tracing::warn!(runner = self.runner, run, "this run was ended elsewhere: stopping it");
-            self.in_flight.stop(run);
-        }
         Ok(true)
+    }
+}
+
+/// Watches the runs in flight: stops those the database no longer has running on this runner.
+pub(super) struct RunWatch {
+    pub store: SharedStore,
+    pub runner: RunnerId,
+    pub in_flight: Arc<InFlight>,
+    /// How often to look while runs are in flight.
+    pub interval: Duration,
+    /// Woken when running tasks were cancelled anywhere (PostgreSQL); None: poll only.
+    pub cancels: Option<mpsc::Receiver<()>>,
+}
+
+impl RunWatch {
+    pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
+        let mut tick = tokio::time::interval(self.interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                woke = next(&mut self.cancels) => if !woke { self.cancels = None },
+                _ = stop.changed() => return,
+            }
+            // Listed before asking: a run that starts after this is not judged by this answer.
+            let mine = self.in_flight.ids();
+            if mine.is_empty() {
+                continue;
+            }
+            let asked = tokio::time::timeout(
+                self.interval.max(Duration::from_secs(1)),
+                self.store.running_runs_of(self.runner),
+            );
+            let running = match asked.await {
+                Ok(Ok(running)) => running,
+                Ok(Err(e)) => {
+                    tracing::warn!(runner = self.runner, "could not check the runs in flight: {e}");
+                    continue;
+                }
+                Err(_) => continue,
+            };
+            for run in mine.into_iter().filter(|r| !running.contains(r)) {
+                tracing::warn!(runner = self.runner, run, "this run was cancelled or ended elsewhere: stopping it");
+                self.in_flight.stop(run);
+            }
+        }
+    }
+}
+
+/// The next message; pending forever without a channel. False when the channel closed.
+pub(super) async fn next(rx: &mut Option<mpsc::Receiver<()>>) -> bool {
+    match rx {
+        Some(rx) => rx.recv().await.is_some(),
+        None => std::future::pending().await,
     }
 }
 

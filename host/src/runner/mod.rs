@@ -33,7 +33,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 pub use config::{ExitReason, WorkerConfig, WorkerReport};
 use execute::{Executed, Shared};
 pub use heartbeat::process_rss;
-use heartbeat::{Heartbeat, InFlight};
+use heartbeat::{Heartbeat, InFlight, RunWatch};
 use writer::{OutcomeWriter, WriterHealth};
 
 use crate::clock::SharedClock;
@@ -88,11 +88,13 @@ struct RunTasks {
     ended_elsewhere: Arc<std::sync::atomic::AtomicU64>,
     /// A claim was cut short by a signal: it may have claimed runs no task executes.
     claim_cut: std::sync::atomic::AtomicBool,
+    /// One permit a run at once; a run holds its permit until its outcome is written.
+    slots: Arc<Semaphore>,
 }
 
 impl RunTasks {
     /// Run one claimed run in its own task. The run stops at once (its store dropped) when the
-    /// grace period ends or the database says it was ended elsewhere; its slot is released
+    /// grace period ends or the database says it was cancelled or ended elsewhere; its slot is released
     /// once its outcome is written.
     fn spawn(&self, shared: &Arc<Shared>, run: ClaimedRun, permit: tokio::sync::OwnedSemaphorePermit) {
         let shared = shared.clone();
@@ -222,8 +224,25 @@ impl Worker {
                 interval: cfg.heartbeat_interval,
                 writer_stuck_limit: cfg.writer_stuck_limit,
                 health: health.clone(),
-                in_flight: in_flight.clone(),
                 exit_tx: exit_tx.clone(),
+            }
+            .run(stop_rx.clone()),
+        );
+        let (task_wakeups, cancels) = match self.store.wakeups().await {
+            Ok(Some(w)) => (Some(w.tasks), Some(w.cancels)),
+            Ok(None) => (None, None),
+            Err(e) => {
+                tracing::warn!("no wake-ups from the database, polling only: {e}");
+                (None, None)
+            }
+        };
+        let run_watch = tokio::spawn(
+            RunWatch {
+                store: self.store.clone(),
+                runner: runner_id,
+                in_flight: in_flight.clone(),
+                interval: cfg.run_check_interval,
+                cancels,
             }
             .run(stop_rx.clone()),
         );
@@ -272,9 +291,10 @@ impl Worker {
             abort: abort_rx,
             ended_elsewhere: Arc::new(std::sync::atomic::AtomicU64::new(0)),
             claim_cut: std::sync::atomic::AtomicBool::new(false),
+            slots: Arc::new(Semaphore::new(concurrency)),
         };
-        let slots = Arc::new(Semaphore::new(concurrency));
-        let exit = self.claim_loop(&shared, &runs, &slots, runner_id, &mut shutdown, &mut exit_rx).await;
+        let slots = runs.slots.clone();
+        let exit = self.claim_loop(&shared, &runs, runner_id, &mut shutdown, &mut exit_rx, task_wakeups).await;
         tracing::info!(runner_id, ?exit, "worker stopping");
 
         // In-flight runs finish, and their outcomes are written, within the grace period; a
@@ -298,6 +318,7 @@ impl Worker {
             ("outcome writer", outcome_writer),
             ("progress writer", progress),
             ("heartbeat", heartbeat),
+            ("run watch", run_watch),
             ("memory watch", memory_watch),
         ]
         .into_iter()

@@ -76,9 +76,11 @@ pub mod codes {
     /// worker puts such a run back in the queue, uncounted; this code is stored only when it
     /// could not start for long.
     pub const HOST_BUSY: &str = "host-busy";
+    /// An operator cancelled the task (the run's status is `cancelled`).
+    pub const CANCELLED: &str = "cancelled";
 
     /// Every code the host writes.
-    pub const HOST: [&str; 18] = [
+    pub const HOST: [&str; 19] = [
         FUEL_EXHAUSTED,
         DEADLINE,
         MEMORY_LIMIT,
@@ -97,6 +99,7 @@ pub mod codes {
         RUNNER_LOST,
         RUN_TIMEOUT,
         HOST_BUSY,
+        CANCELLED,
     ];
 
     /// Whether `code` is one of the host's.

@@ -236,6 +236,21 @@ pub trait Dialect: Plumbing {
     const RETURNING: bool = true;
     /// Milliseconds from a run's `started_on` to the time bound as `$2`, as an SQL expression.
     const MS_SINCE_START: &'static str;
+    /// The type a sum is cast to, to be read as a 64-bit integer (PostgreSQL's and MySQL's sums
+    /// of integers are decimals).
+    const INT: &'static str = "BIGINT";
+    /// The larger, and the smaller, of two values (SQLite's scalar `max`, `min`).
+    const GREATEST: &'static str = "greatest";
+    const LEAST: &'static str = "least";
+
+    /// What ends `INSERT INTO table (…) SELECT …` so that a row whose `key` exists already is
+    /// updated instead: `add` columns summed, `greatest` and `least` ones kept at their extreme.
+    fn upsert(table: &str, key: &[&str], add: &[&str], greatest: &[&str], least: &[&str]) -> String {
+        let mut set: Vec<String> = add.iter().map(|c| format!("{c} = {table}.{c} + excluded.{c}")).collect();
+        set.extend(greatest.iter().map(|c| format!("{c} = {}({table}.{c}, excluded.{c})", Self::GREATEST)));
+        set.extend(least.iter().map(|c| format!("{c} = {}({table}.{c}, excluded.{c})", Self::LEAST)));
+        format!("ON CONFLICT ({}) DO UPDATE SET {}", key.join(", "), set.join(", "))
+    }
 
     async fn begin(&self) -> Result<TxOf<Self>>;
 
@@ -277,22 +292,13 @@ pub trait Dialect: Plumbing {
     /// Claim up to `limit` due scheduled runs atomically, in claim order (priority, then due
     /// time, then id).
     async fn claim(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>>;
-    /// Write these successful runs and their tasks, leaving any run no longer running as it is.
-    async fn finish_successes(&self, tx: &mut TxOf<Self>, ok: &[&RunOutcome]) -> Result<()>;
+    /// Write these successful runs and their tasks, leaving any run no longer running as it is;
+    /// the runs written.
+    async fn finish_successes(&self, tx: &mut TxOf<Self>, ok: &[&RunOutcome]) -> Result<Vec<RunId>>;
 
     /// Queue tasks in one transaction.
     async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
         add_tasks_in_tx(self, tasks, now).await
-    }
-
-    /// [`Dialect::finish_successes`] when the batch holds nothing else, in a transaction of its own.
-    async fn finish_successes_alone(&self, ok: &[&RunOutcome]) -> Result<()> {
-        retrying::<Self, _, _, _>(|| async {
-            let mut tx = self.begin().await?;
-            self.finish_successes(&mut tx, ok).await?;
-            self.commit(tx).await
-        })
-        .await
     }
 
     /// Progress of running runs, in one transaction.
@@ -309,9 +315,15 @@ pub trait Dialect: Plumbing {
         self.commit(tx).await
     }
 
-    /// A channel woken soon after tasks are added anywhere; None: poll only.
-    async fn wakeups(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>> {
+    /// Channels woken soon after tasks are added or running tasks cancelled anywhere; None: poll only.
+    async fn wakeups(&self) -> Result<Option<super::Wakeups>> {
         Ok(None)
+    }
+
+    /// Tell the workers, when `tx` commits, that running tasks were cancelled (PostgreSQL's
+    /// NOTIFY; elsewhere they find out by polling).
+    async fn notify_cancelled(&self, _tx: &mut TxOf<Self>) -> Result<()> {
+        Ok(())
     }
 }
 

@@ -79,13 +79,29 @@ pub trait Store: Send + Sync + 'static {
     /// Replay a dead letter: reset its failure count and schedule a new run now; with `data`,
     /// the task's data is replaced first (in the same transaction).
     async fn retry_task(&self, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<RunId>;
-    /// Replay every dead letter matching `filter`, in batches; how many. Dead letters whose
-    /// unique key an unfinished task holds are left as they are.
-    async fn retry_dead(&self, filter: &BulkFilter, now: DateTime<Utc>) -> Result<u64>;
+    /// Replay every dead letter (or cancelled task) matching `filter`, in batches; how many.
+    /// Those whose unique key an unfinished task holds are left as they are.
+    async fn replay(&self, which: Replay, filter: &BulkFilter, now: DateTime<Utc>) -> Result<u64>;
+    /// Cancel the unfinished tasks among `ids`; the ids cancelled (finished or unknown ones are
+    /// left as they are). See [`Store::cancel_matching`].
+    async fn cancel_tasks(&self, ids: &[TaskId], now: DateTime<Utc>) -> Result<Vec<TaskId>>;
+    /// Cancel every unfinished task of `which` kind matching `filter`, in batches: its scheduled
+    /// run never starts; its running run is `cancelled` at once and its worker stops the guest
+    /// (within a second; at once on PostgreSQL), its late outcome ignored.
+    async fn cancel_matching(&self, filter: &BulkFilter, which: Unfinished, now: DateTime<Utc>) -> Result<Cancelled>;
     /// Delete every finished task of the kind `which` matching `filter` that finished before
     /// `before`, with its runs, in batches; how many. Scheduled, running and retry-awaiting
     /// tasks are never touched.
     async fn delete_finished(&self, which: Finished, filter: &BulkFilter, before: DateTime<Utc>) -> Result<u64>;
+
+    /// Statistics per handler and queue (of one handler, one queue, when given), at `now`:
+    /// tasks by status, and the runs counted as they ended (see [`crate::stats`]).
+    async fn stats(
+        &self,
+        handler: Option<&str>,
+        queue: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<crate::stats::HandlerStats>>;
 
     // --- runners ---------------------------------------------------------------------------
 
@@ -169,6 +185,10 @@ pub trait Store: Send + Sync + 'static {
     /// Queue the due slot of every schedule not paused, each slot once however many callers
     /// race; the tasks queued, with their schedules' names.
     async fn queue_due_slots(&self, now: DateTime<Utc>) -> Result<Vec<(String, TaskId)>>;
+    /// Make the declared schedules exactly `declared` (the operator's configuration file's):
+    /// add, update and remove declared ones, in one transaction; schedules made by hand are
+    /// left alone (one of a declared name is taken over).
+    async fn sync_schedules(&self, declared: &[NewSchedule], now: DateTime<Utc>) -> Result<crate::schedule::Synced>;
     /// Queue a task of the schedule now, outside its slots.
     async fn trigger_schedule(&self, name: &str, now: DateTime<Utc>) -> Result<TaskId>;
 
@@ -197,12 +217,12 @@ pub trait Store: Send + Sync + 'static {
         now: DateTime<Utc>,
         limit: u32,
     ) -> Result<u64>;
-    /// Delete up to `batch` successful tasks finished before `before`, with their runs.
+    /// Delete up to `batch` successful or cancelled tasks finished before `before`, with their runs.
     async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64>;
 
-    /// A channel that receives a message soon after tasks are added anywhere (PostgreSQL:
-    /// LISTEN/NOTIFY), so an idle worker need not wait for its next poll. None: poll only.
-    async fn wakeups(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>> {
+    /// Channels woken soon after tasks are added, or running tasks cancelled, anywhere
+    /// (PostgreSQL: LISTEN/NOTIFY), so a worker need not wait for its next poll. None: poll only.
+    async fn wakeups(&self) -> Result<Option<Wakeups>> {
         Ok(None)
     }
 
@@ -225,10 +245,48 @@ pub struct BulkFilter {
 pub enum Finished {
     /// Tasks that succeeded.
     Succeeded,
+    /// Tasks cancelled.
+    Cancelled,
     /// Dead letters: tasks given up on.
     Dead,
-    /// Both.
+    /// All three.
     Any,
+}
+
+/// Which ended tasks [`Store::replay`] schedules again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replay {
+    /// Dead letters: tasks given up on.
+    Dead,
+    Cancelled,
+}
+
+/// Which unfinished tasks [`Store::cancel_matching`] cancels.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Unfinished {
+    /// Waiting for a run: scheduled, or failed and awaiting the retry.
+    Waiting,
+    Running,
+    /// Both.
+    #[default]
+    Any,
+}
+
+/// What [`Store::cancel_matching`] cancelled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Cancelled {
+    pub tasks: u64,
+    /// Of those, how many were running (their workers stop them).
+    pub running: u64,
+}
+
+/// What [`Store::wakeups`] delivers: each channel receives a message soon after its event.
+#[derive(Debug)]
+pub struct Wakeups {
+    /// Tasks were added.
+    pub tasks: tokio::sync::mpsc::Receiver<()>,
+    /// Running tasks were cancelled.
+    pub cancels: tokio::sync::mpsc::Receiver<()>,
 }
 
 /// A queue as [`Store::queues`] sees it.

@@ -150,6 +150,15 @@ impl Dialect for MySqlDb {
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const ADD_CHUNK: usize = 2_000;
     const MS_SINCE_START: &'static str = "TIMESTAMPDIFF(MICROSECOND, started_on, $2) DIV 1000";
+    const INT: &'static str = "SIGNED";
+
+    fn upsert(t: &str, _key: &[&str], add: &[&str], greatest: &[&str], least: &[&str]) -> String {
+        // Qualified: the selected rows' columns have the same names.
+        let mut set: Vec<String> = add.iter().map(|c| format!("{t}.{c} = {t}.{c} + VALUES({c})")).collect();
+        set.extend(greatest.iter().map(|c| format!("{t}.{c} = GREATEST({t}.{c}, VALUES({c}))")));
+        set.extend(least.iter().map(|c| format!("{t}.{c} = LEAST({t}.{c}, VALUES({c}))")));
+        format!("ON DUPLICATE KEY UPDATE {}", set.join(", "))
+    }
     const RETURNING: bool = false;
 
     async fn begin(&self) -> Result<Tx<MySql>> {
@@ -215,7 +224,7 @@ impl Dialect for MySqlDb {
         retrying::<Self, _, _, _>(|| self.claim_once(req)).await
     }
 
-    async fn finish_successes(&self, tx: &mut Tx<MySql>, ok: &[&RunOutcome]) -> Result<()> {
+    async fn finish_successes(&self, tx: &mut Tx<MySql>, ok: &[&RunOutcome]) -> Result<Vec<RunId>> {
         let ids: Vec<i64> = ok.iter().map(|o| o.run_id).collect();
         let lock = format!("SELECT id FROM task_runs WHERE status = {RUNNING} AND id IN ($1) FOR UPDATE");
         let running = self.rows(Some(&mut *tx), &lock, args![&ids]).await?;
@@ -243,7 +252,7 @@ impl Dialect for MySqlDb {
             })
             .collect();
         if rows.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let rows = serde_json::Value::Array(rows).to_string();
         let runs = format!(
@@ -261,6 +270,6 @@ impl Dialect for MySqlDb {
              SET q.last_status = {SUCCESS}, q.task_runs_failed = 0, q.finished_on = j.f, q.active_unique_key = NULL"
         );
         sqlx::query(&tasks).bind(&rows).execute(&mut *tx.tx).await?;
-        Ok(())
+        Ok(ok.iter().map(|o| o.run_id).filter(|r| running.contains(r)).collect())
     }
 }

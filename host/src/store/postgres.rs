@@ -17,7 +17,7 @@ use super::dialect::{add_one, add_tasks_in_tx, cells, decoded, sqlx_plumbing, Cl
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::{runs, SqlStore};
 use super::sql::{new_task_args, render, Arg, Slot, NEW_TASK, RUNNING, SCHEDULED, SUCCESS};
-use super::{Backend, StoreOptions};
+use super::{Backend, StoreOptions, Wakeups};
 use crate::error::{Error, Result};
 use crate::model::*;
 use crate::retry::Backoff;
@@ -51,6 +51,8 @@ const CLAIM_SPLIT_AT: u32 = 128;
 
 /// The channel idle workers LISTEN on; notified (on commit) whenever tasks are added.
 const CHANNEL: &str = "taskhost_tasks";
+/// The channel workers LISTEN on for cancelled running tasks.
+const CANCEL_CHANNEL: &str = "taskhost_cancels";
 
 /// Waits between attempts to listen again after the LISTEN connection is lost.
 const LISTEN_BACKOFF: Backoff = Backoff { base: Duration::from_millis(500), max: Duration::from_secs(30), jitter: 0.5 };
@@ -265,14 +267,8 @@ impl Dialect for PostgresDb {
         }
     }
 
-    async fn finish_successes(&self, tx: &mut Tx<Postgres>, ok: &[&RunOutcome]) -> Result<()> {
+    async fn finish_successes(&self, tx: &mut Tx<Postgres>, ok: &[&RunOutcome]) -> Result<Vec<RunId>> {
         finish_successes(&mut tx.tx, ok).await
-    }
-
-    async fn finish_successes_alone(&self, ok: &[&RunOutcome]) -> Result<()> {
-        // One statement, atomic on its own.
-        let mut conn = self.pool.acquire().await?;
-        finish_successes(&mut conn, ok).await
     }
 
     async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()> {
@@ -291,40 +287,48 @@ impl Dialect for PostgresDb {
         Ok(())
     }
 
-    async fn wakeups(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>> {
+    async fn wakeups(&self) -> Result<Option<Wakeups>> {
         let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
-        listener.listen(CHANNEL).await?;
-        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        listener.listen_all([CHANNEL, CANCEL_CHANNEL]).await?;
+        let (tasks_tx, tasks) = tokio::sync::mpsc::channel(1);
+        let (cancels_tx, cancels) = tokio::sync::mpsc::channel(1);
         tokio::spawn(async move {
             let mut failures = 0;
             loop {
                 match listener.recv().await {
                     // A full channel already holds a wake-up: nothing is lost by dropping this one.
-                    Ok(_) => {
+                    Ok(n) => {
                         failures = 0;
-                        if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) = tx.try_send(()) {
+                        let to = if n.channel() == CANCEL_CHANNEL { &cancels_tx } else { &tasks_tx };
+                        if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) = to.try_send(()) {
                             return;
                         }
                     }
                     Err(e) => {
-                        // The listener reconnects on the next recv; wake the worker to poll meanwhile.
+                        // The listener reconnects on the next recv; wake the worker to look meanwhile.
                         tracing::warn!("LISTEN connection lost, reconnecting: {e}");
-                        if tx.is_closed() {
+                        if tasks_tx.is_closed() {
                             return;
                         }
-                        let _ = tx.try_send(());
+                        let _ = tasks_tx.try_send(());
+                        let _ = cancels_tx.try_send(());
                         failures += 1;
                         tokio::time::sleep(LISTEN_BACKOFF.wait(failures)).await;
                     }
                 }
             }
         });
-        Ok(Some(rx))
+        Ok(Some(Wakeups { tasks, cancels }))
+    }
+
+    async fn notify_cancelled(&self, tx: &mut Tx<Postgres>) -> Result<()> {
+        sqlx::query("SELECT pg_notify($1, '')").bind(CANCEL_CHANNEL).execute(&mut *tx.tx).await?;
+        Ok(())
     }
 }
 
 /// Write runs that succeeded, and their tasks, in one statement.
-async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result<()> {
+async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result<Vec<RunId>> {
     let sql = format!(
         "WITH r AS (
              UPDATE task_runs r SET status = {SUCCESS}, finished_on = t.f, results = t.res,
@@ -333,13 +337,14 @@ async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result
              FROM UNNEST($1::bigint[], $2::timestamptz[], $3::text[], $4::bigint[], $5::text[], $6::bigint[],
                          $7::text[]) AS t(id, f, res, ms, dg, fu, lg)
              WHERE r.id = t.id AND {STILL_RUNNING}
-             RETURNING r.task_queue_id, r.finished_on
+             RETURNING r.id, r.task_queue_id, r.finished_on
          )
          UPDATE task_queue q SET last_status = {SUCCESS}, task_runs_failed = 0, finished_on = r.finished_on,
              active_unique_key = NULL
-         FROM r WHERE q.id = r.task_queue_id"
+         FROM r WHERE q.id = r.task_queue_id
+         RETURNING r.id"
     );
-    sqlx::query(&sql)
+    let found = sqlx::query(&sql)
         .bind(ok.iter().map(|o| o.run_id).collect::<Vec<_>>())
         .bind(ok.iter().map(|o| o.finished_on).collect::<Vec<_>>())
         .bind(ok.iter().map(|o| o.results()).collect::<Vec<_>>())
@@ -347,7 +352,7 @@ async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result
         .bind(ok.iter().map(|o| o.component_digest.clone()).collect::<Vec<_>>())
         .bind(ok.iter().map(|o| o.fuel_used).collect::<Vec<_>>())
         .bind(ok.iter().map(|o| o.logs.clone()).collect::<Vec<_>>())
-        .execute(&mut *conn)
+        .fetch_all(&mut *conn)
         .await?;
-    Ok(())
+    found.iter().map(|r| r.try_get::<i64, _>("id").map_err(Into::into)).collect()
 }

@@ -163,6 +163,44 @@ pub const TABLES: &[Table] = &[
             null("paused_on", Time),
             col("last_slot", Time),
             col("created_on", Time),
+            def("declared", Int, "0"),
+        ],
+    },
+    Table {
+        name: "task_stats",
+        columns: &[
+            col("handler", NAME),
+            col("queue", NAME),
+            col("bucket", Time),
+            col("runner", Int),
+            def("succeeded", Int, "0"),
+            def("failed", Int, "0"),
+            def("timed_out", Int, "0"),
+            def("cancelled", Int, "0"),
+            def("timed", Int, "0"),
+            def("duration_sum", Int, "0"),
+            def("duration_max", Int, "0"),
+            def("fueled", Int, "0"),
+            def("fuel_sum", Int, "0"),
+            def("fuel_max", Int, "0"),
+            col("first_on", Time),
+            col("last_on", Time),
+            def("d0", Int, "0"),
+            def("d1", Int, "0"),
+            def("d2", Int, "0"),
+            def("d3", Int, "0"),
+            def("d4", Int, "0"),
+            def("d5", Int, "0"),
+            def("d6", Int, "0"),
+            def("d7", Int, "0"),
+            def("d8", Int, "0"),
+            def("d9", Int, "0"),
+            def("d10", Int, "0"),
+            def("d11", Int, "0"),
+            def("d12", Int, "0"),
+            def("d13", Int, "0"),
+            def("d14", Int, "0"),
+            def("d15", Int, "0"),
         ],
     },
 ];
@@ -197,7 +235,7 @@ pub const INDEXES: &[Index] = &[
         table: "task_queue",
         columns: &["finished_on"],
         unique: false,
-        filter: Some("last_status = 'success'"),
+        filter: Some("last_status IN ('success', 'cancelled')"),
         mysql: OnMySql::Columns(&["last_status", "finished_on"]),
     },
     // Uniqueness of a key while its task is unfinished (the column is NULL once finished).
@@ -240,12 +278,27 @@ pub const INDEXES: &[Index] = &[
             expression: "CASE WHEN status = 'scheduled' THEN task_queue_id END",
         },
     },
+    // One row of statistics a handler, queue, minute and runner.
+    Index {
+        name: "task_stats_key",
+        table: "task_stats",
+        columns: &["handler", "queue", "bucket", "runner"],
+        unique: true,
+        filter: None,
+        mysql: OnMySql::Same,
+    },
 ];
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::RunStatus;
+
+    #[test]
+    fn the_index_of_finished_tasks_has_the_condition_the_queries_repeat() {
+        let done = INDEXES.iter().find(|i| i.name == "task_queue_done").and_then(|i| i.filter);
+        assert_eq!(done, Some(crate::store::sql::DONE));
+    }
 
     /// Index conditions repeat the migrations' SQL, so status words stand there as literals; each
     /// must still be a status of the enum.

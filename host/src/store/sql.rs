@@ -182,6 +182,11 @@ pub const RUNNING: Lit = Lit(RunStatus::Running.as_str());
 pub const SUCCESS: Lit = Lit(RunStatus::Success.as_str());
 pub const ERROR: Lit = Lit(RunStatus::Error.as_str());
 pub const TIMEOUT: Lit = Lit(RunStatus::Timeout.as_str());
+pub const CANCELLED: Lit = Lit(RunStatus::Cancelled.as_str());
+/// A task that finished without being given up on: rotation deletes these by age, and this
+/// condition is repeated word for word where the partial index `task_queue_done` must serve
+/// (SQLite uses a partial index only when its condition appears in the query).
+pub const DONE: &str = "last_status IN ('success', 'cancelled')";
 /// Statuses of runners.
 pub const RUNNER_RUNNING: Lit = Lit(RunnerStatus::Running.as_str());
 pub const RUNNER_TIMEOUT: Lit = Lit(RunnerStatus::Timeout.as_str());

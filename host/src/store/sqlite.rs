@@ -129,6 +129,9 @@ impl Dialect for SqliteDb {
     const ADD_CHUNK: usize = 5_000;
     // Rounded: julianday's doubles are exact to about 20 µs.
     const MS_SINCE_START: &'static str = "CAST(round((julianday($2) - julianday(started_on)) * 86400000.0) AS INTEGER)";
+    const INT: &'static str = "INTEGER";
+    const GREATEST: &'static str = "max";
+    const LEAST: &'static str = "min";
 
     async fn begin(&self) -> Result<Tx<Sqlite>> {
         let writing = self.write_lock.clone().lock_owned().await;
@@ -219,7 +222,7 @@ impl Dialect for SqliteDb {
         Ok(out)
     }
 
-    async fn finish_successes(&self, tx: &mut Tx<Sqlite>, ok: &[&RunOutcome]) -> Result<()> {
+    async fn finish_successes(&self, tx: &mut Tx<Sqlite>, ok: &[&RunOutcome]) -> Result<Vec<RunId>> {
         let args = serde_json::Value::Array(
             ok.iter()
                 .map(|o| {
@@ -234,13 +237,13 @@ impl Dialect for SqliteDb {
                  fuel_used = j.value->>'fu', logs = j.value->>'lg'
              FROM json_each(?1) AS j
              WHERE task_runs.id = j.value->>'id' AND task_runs.status = {RUNNING}
-             RETURNING task_runs.task_queue_id, task_runs.finished_on"
+             RETURNING task_runs.id, task_runs.task_queue_id, task_runs.finished_on"
         );
-        let done: Vec<(i64, String)> = sqlx::query_as(&runs).bind(args.to_string()).fetch_all(&mut *tx.tx).await?;
+        let done: Vec<(i64, i64, String)> = sqlx::query_as(&runs).bind(args.to_string()).fetch_all(&mut *tx.tx).await?;
         if done.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
-        let args = serde_json::Value::Array(done.iter().map(|(t, f)| json!({"t": t, "f": f})).collect()).to_string();
+        let args = serde_json::Value::Array(done.iter().map(|(_, t, f)| json!({"t": t, "f": f})).collect()).to_string();
         let tasks = format!(
             "UPDATE task_queue SET last_status = {SUCCESS}, task_runs_failed = 0, finished_on = j.value->>'f'
              FROM json_each(?1) AS j WHERE task_queue.id = j.value->>'t'"
@@ -254,6 +257,6 @@ impl Dialect for SqliteDb {
         .bind(&args)
         .execute(&mut *tx.tx)
         .await?;
-        Ok(())
+        Ok(done.into_iter().map(|(r, _, _)| r).collect())
     }
 }

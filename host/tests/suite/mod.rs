@@ -2,7 +2,9 @@
 //! `store_suite!(open_expression)` with an async expression that opens a fresh, empty store.
 #![allow(dead_code)]
 
+mod control;
 mod reads_and_upkeep;
+pub use control::*;
 pub use reads_and_upkeep::*;
 
 use std::time::Duration;
@@ -448,6 +450,9 @@ macro_rules! store_suite {
         case!(queues_are_paused_resumed_and_listed);
         case!(dead_letters_are_replayed_and_finished_tasks_deleted_in_bulk);
         case!(schedules_queue_each_slot_once_even_when_overseers_race);
+        case!(cancelled_tasks_never_run_and_their_late_outcomes_are_ignored);
+        case!(declared_schedules_follow_the_declaration_and_leave_hand_made_ones);
+        case!(statistics_count_runs_as_they_end_and_outlive_rotation);
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_claims_never_share_a_run() {

@@ -254,7 +254,7 @@ pub async fn queues_are_paused_resumed_and_listed(store: SharedStore) {
 /// unfinished task holds is left dead), a dead letter's data replaced as it is replayed, and
 /// finished tasks deleted by kind, handler and age, never an unfinished one.
 pub async fn dead_letters_are_replayed_and_finished_tasks_deleted_in_bulk(store: SharedStore) {
-    use taskhost::store::{BulkFilter, Finished};
+    use taskhost::store::{BulkFilter, Finished, Replay};
     let tasks = vec![
         NewTask::new("a", "{}"),
         NewTask::new("a", "{}").with_unique_key("k"),
@@ -280,7 +280,7 @@ pub async fn dead_letters_are_replayed_and_finished_tasks_deleted_in_bulk(store:
 
     let a_default = BulkFilter { queue: Some("default".into()), handler: Some("a".into()) };
     assert_eq!(
-        store.retry_dead(&a_default, t0() + secs(1)).await.expect("retry"),
+        store.replay(Replay::Dead, &a_default, t0() + secs(1)).await.expect("retry"),
         1,
         "the key's holder keeps ids[1] dead"
     );
@@ -292,7 +292,7 @@ pub async fn dead_letters_are_replayed_and_finished_tasks_deleted_in_bulk(store:
     assert_eq!(status(ids[1]).await, Some((RunStatus::Error, true)));
     assert_eq!(status(ids[2]).await, Some((RunStatus::Error, true)), "another queue");
     let every_a = BulkFilter { handler: Some("a".into()), ..Default::default() };
-    assert_eq!(store.retry_dead(&every_a, t0() + secs(1)).await.expect("retry"), 1);
+    assert_eq!(store.replay(Replay::Dead, &every_a, t0() + secs(1)).await.expect("retry"), 1);
     assert_eq!(status(ids[2]).await, Some((RunStatus::Scheduled, false)));
 
     store.retry_task(ids[3], Some(r#"{"fixed": true}"#), t0() + secs(2)).await.expect("replay with new data");

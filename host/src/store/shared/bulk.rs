@@ -1,12 +1,13 @@
-//! Actions on many tasks at once: replaying dead letters and deleting finished tasks by filter.
+//! Actions on many tasks at once: replaying dead letters or cancelled tasks and deleting finished
+//! tasks by filter (cancelling is in `cancel.rs`).
 //! Each works in bounded batches, one transaction a batch, and is safe while workers run: the
 //! rows a batch picks are locked (`FOR UPDATE SKIP LOCKED`; SQLite serializes writers).
 
 use chrono::{DateTime, Utc};
 
 use super::super::dialect::{retrying, Cells, Dialect};
-use super::super::sql::{args, Arg, SCHEDULED, SUCCESS};
-use super::super::{BulkFilter, Finished};
+use super::super::sql::{args, Arg, CANCELLED, DONE, SCHEDULED, SUCCESS};
+use super::super::{BulkFilter, Finished, Replay};
 use crate::error::Result;
 use crate::model::TaskId;
 
@@ -14,7 +15,7 @@ use crate::model::TaskId;
 pub const BATCH: u32 = 1000;
 
 /// ` AND queue = $n AND task_handler_class = $m` for the filter's parts, appended to `values`.
-fn filtered<'a>(f: &'a BulkFilter, values: &mut Vec<Arg<'a>>) -> String {
+pub(super) fn filtered<'a>(f: &'a BulkFilter, values: &mut Vec<Arg<'a>>) -> String {
     let mut sql = String::new();
     for (column, value) in [("queue", &f.queue), ("task_handler_class", &f.handler)] {
         if let Some(v) = value {
@@ -26,7 +27,7 @@ fn filtered<'a>(f: &'a BulkFilter, values: &mut Vec<Arg<'a>>) -> String {
 }
 
 /// Delete one batch of up to `batch` finished tasks (`which`) finished before `before`, with
-/// their runs; how many. The overseer's rotation is this with [`Finished::Succeeded`].
+/// their runs; how many.
 pub async fn delete_finished_batch<D: Dialect>(
     db: &D,
     which: Finished,
@@ -34,17 +35,37 @@ pub async fn delete_finished_batch<D: Dialect>(
     before: DateTime<Utc>,
     batch: u32,
 ) -> Result<u64> {
+    // DONE stands in each condition on finished_on so that the partial index serves it.
     let finished = match which {
-        Finished::Succeeded => format!("last_status = {SUCCESS} AND finished_on < $1"),
+        Finished::Succeeded => format!("{DONE} AND last_status = {SUCCESS} AND finished_on < $1"),
+        Finished::Cancelled => format!("{DONE} AND last_status = {CANCELLED} AND finished_on < $1"),
         Finished::Dead => "gave_up_on IS NOT NULL AND gave_up_on < $1".to_string(),
         Finished::Any => {
-            format!("((last_status = {SUCCESS} AND finished_on < $1) OR (gave_up_on IS NOT NULL AND gave_up_on < $1))")
+            format!("(({DONE} AND finished_on < $1) OR (gave_up_on IS NOT NULL AND gave_up_on < $1))")
         }
     };
+    let order = if which == Finished::Dead || which == Finished::Any { "id" } else { "finished_on" };
+    delete_batch(db, &finished, order, f, before, batch).await
+}
+
+/// The overseer's rotation: one batch of tasks that succeeded or were cancelled before `before`,
+/// oldest first (dead letters are kept until deleted by hand).
+pub async fn rotate_batch<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) -> Result<u64> {
+    let done = format!("{DONE} AND finished_on < $1");
+    delete_batch(db, &done, "finished_on", &BulkFilter::default(), before, batch).await
+}
+
+async fn delete_batch<D: Dialect>(
+    db: &D,
+    finished: &str,
+    order: &str,
+    f: &BulkFilter,
+    before: DateTime<Utc>,
+    batch: u32,
+) -> Result<u64> {
     let mut values: Vec<Arg<'_>> = args![before].to_vec();
     let filter = filtered(f, &mut values);
     values.push(Arg::from(batch));
-    let order = if which == Finished::Succeeded { "finished_on" } else { "id" };
     let pick = format!(
         "SELECT id FROM task_queue WHERE {finished}{filter} ORDER BY {order} LIMIT ${}{}",
         values.len(),
@@ -82,23 +103,33 @@ pub async fn delete_finished<D: Dialect>(
     }
 }
 
-/// Replay every dead letter matching `f`, due `now`, batch by batch; how many. A dead letter
-/// whose unique key an unfinished task holds is left as it is (as `retry` would refuse it).
-pub async fn replay_dead<D: Dialect>(db: &D, f: &BulkFilter, now: DateTime<Utc>) -> Result<u64> {
+/// The tasks [`Replay`] picks, as a condition on `task_queue`.
+pub(super) fn replayable(which: Replay) -> String {
+    match which {
+        Replay::Dead => "gave_up_on IS NOT NULL".to_string(),
+        Replay::Cancelled => format!("last_status = {CANCELLED}"),
+    }
+}
+
+/// Replay every dead letter (or cancelled task) matching `f`, due `now`, batch by batch; how
+/// many. One whose unique key an unfinished task holds is left as it is (as `retry` would
+/// refuse it).
+pub async fn replay<D: Dialect>(db: &D, which: Replay, f: &BulkFilter, now: DateTime<Utc>) -> Result<u64> {
+    let cond = replayable(which);
     let mut values: Vec<Arg<'_>> = Vec::new();
     let filter = filtered(f, &mut values);
     values.push(Arg::Int(Some(0))); // the last id seen: batches move forward past refused ones
     let after = values.len();
     values.push(Arg::from(BATCH));
     let pick = format!(
-        "SELECT id, unique_key FROM task_queue WHERE gave_up_on IS NOT NULL{filter} AND id > ${after}
+        "SELECT id, unique_key FROM task_queue WHERE {cond}{filter} AND id > ${after}
          ORDER BY id LIMIT ${}{}",
         values.len(),
         D::SKIP_LOCKED
     );
     let mut total = 0;
     loop {
-        let (replayed, last) = retrying::<D, _, _, _>(|| replay_batch(db, &pick, &values, now)).await?;
+        let (replayed, last) = retrying::<D, _, _, _>(|| replay_batch(db, &pick, &cond, &values, now)).await?;
         total += replayed;
         let Some(last) = last else { return Ok(total) };
         values[after - 1] = Arg::Int(Some(last));
@@ -109,6 +140,7 @@ pub async fn replay_dead<D: Dialect>(db: &D, f: &BulkFilter, now: DateTime<Utc>)
 async fn replay_batch<D: Dialect>(
     db: &D,
     pick: &str,
+    cond: &str,
     values: &[Arg<'_>],
     now: DateTime<Utc>,
 ) -> Result<(u64, Option<TaskId>)> {
@@ -144,7 +176,7 @@ async fn replay_batch<D: Dialect>(
     let revive = format!(
         "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2, task_runs_failed = 0,
              gave_up_on = NULL, finished_on = NULL, active_unique_key = unique_key
-         WHERE id IN ($1) AND gave_up_on IS NOT NULL"
+         WHERE id IN ($1) AND {cond}"
     );
     // (A task queued meanwhile with one of these keys makes this a unique violation: an error,
     // and nothing of the batch is replayed.)

@@ -6,10 +6,12 @@
 //! ([`retrying`](super::dialect::retrying)).
 
 mod bulk;
+mod cancel;
 mod queues;
 mod runners;
 pub(crate) mod runs;
 mod schedules;
+mod stats;
 mod tasks;
 mod upkeep;
 
@@ -19,7 +21,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::dialect::{ClaimRequest, ConnOf, Dialect, TxOf};
-use super::{Backend, BulkFilter, Finished, QueueInfo, RetryCandidate, RetryPlan, Served, Store};
+use super::{
+    Backend, BulkFilter, Cancelled, Finished, QueueInfo, Replay, RetryCandidate, RetryPlan, Served, Store, Unfinished,
+    Wakeups,
+};
 use crate::error::{Error, Result};
 use crate::model::*;
 use crate::schedule::{NewSchedule, Schedule};
@@ -91,8 +96,25 @@ impl<D: Dialect> Store for SqlStore<D> {
         tasks::replay(&self.db, id, data, now).await
     }
 
-    async fn retry_dead(&self, filter: &BulkFilter, now: DateTime<Utc>) -> Result<u64> {
-        bulk::replay_dead(&self.db, filter, now).await
+    async fn stats(
+        &self,
+        handler: Option<&str>,
+        queue: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<crate::stats::HandlerStats>> {
+        stats::read(&self.db, handler, queue, now).await
+    }
+
+    async fn replay(&self, which: Replay, filter: &BulkFilter, now: DateTime<Utc>) -> Result<u64> {
+        bulk::replay(&self.db, which, filter, now).await
+    }
+
+    async fn cancel_tasks(&self, ids: &[TaskId], now: DateTime<Utc>) -> Result<Vec<TaskId>> {
+        cancel::by_ids(&self.db, ids, now).await
+    }
+
+    async fn cancel_matching(&self, filter: &BulkFilter, which: Unfinished, now: DateTime<Utc>) -> Result<Cancelled> {
+        cancel::matching(&self.db, filter, which, now).await
     }
 
     async fn delete_finished(&self, which: Finished, filter: &BulkFilter, before: DateTime<Utc>) -> Result<u64> {
@@ -186,6 +208,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         schedules::queue_due(&self.db, now).await
     }
 
+    async fn sync_schedules(&self, declared: &[NewSchedule], now: DateTime<Utc>) -> Result<crate::schedule::Synced> {
+        schedules::sync(&self.db, declared, now).await
+    }
+
     async fn trigger_schedule(&self, name: &str, now: DateTime<Utc>) -> Result<TaskId> {
         schedules::trigger(&self.db, name, now).await
     }
@@ -234,10 +260,10 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64> {
-        bulk::delete_finished_batch(&self.db, Finished::Succeeded, &BulkFilter::default(), before, batch).await
+        bulk::rotate_batch(&self.db, before, batch).await
     }
 
-    async fn wakeups(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>> {
+    async fn wakeups(&self) -> Result<Option<Wakeups>> {
         self.db.wakeups().await
     }
 

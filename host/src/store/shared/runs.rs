@@ -42,8 +42,8 @@ pub(super) async fn time_out_runs<D: Dialect>(
     let count = format!(
         "UPDATE task_queue SET last_status = {TIMEOUT}, task_runs_failed = task_runs_failed + 1 WHERE id IN ($1)"
     );
-    db.exec(Some(tx), &count, args![&task_ids]).await?;
-    Ok(())
+    db.exec(Some(&mut *tx), &count, args![&task_ids]).await?;
+    super::stats::record(db, tx, &run_ids, now).await
 }
 
 /// One update a run, the later reports of a run overriding the earlier (a report without
@@ -160,25 +160,29 @@ pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
             }
         }
     }
-    if failed.is_empty() {
-        return if ok.is_empty() { Ok(()) } else { db.finish_successes_alone(&ok).await };
+    if outcomes.is_empty() {
+        return Ok(());
     }
     let ids: Vec<RunId> = failed.iter().map(|f| f.o.run_id).collect();
     let running = format!("SELECT id, attempt FROM task_runs WHERE id IN ($1) AND status = {RUNNING}{}", D::FOR_UPDATE);
+    let latest = outcomes.iter().map(|o| o.finished_on).max().unwrap_or_default();
     retrying::<D, _, _, _>(|| async {
         let mut tx = db.begin().await?;
-        if !ok.is_empty() {
-            db.finish_successes(&mut tx, &ok).await?;
-        }
-        let attempts = db.rows(Some(&mut tx), &running, args![&ids]).await?;
-        let attempts: std::collections::HashMap<RunId, i64> =
-            attempts.iter().map(|r| Ok((rows::id(r, "id")?, rows::id(r, "attempt")?))).collect::<Result<_>>()?;
-        for f in &failed {
-            // Not running any more: the overseer already moved the task on.
-            if let Some(attempt) = attempts.get(&f.o.run_id) {
-                write_failure(db, &mut tx, f, rows::n32(*attempt)).await?;
+        // The runs this transaction ends, for the statistics.
+        let mut ended = if ok.is_empty() { Vec::new() } else { db.finish_successes(&mut tx, &ok).await? };
+        if !failed.is_empty() {
+            let attempts = db.rows(Some(&mut tx), &running, args![&ids]).await?;
+            let attempts: std::collections::HashMap<RunId, i64> =
+                attempts.iter().map(|r| Ok((rows::id(r, "id")?, rows::id(r, "attempt")?))).collect::<Result<_>>()?;
+            for f in &failed {
+                // Not running any more: the overseer already moved the task on.
+                if let Some(attempt) = attempts.get(&f.o.run_id) {
+                    write_failure(db, &mut tx, f, rows::n32(*attempt)).await?;
+                    ended.push(f.o.run_id);
+                }
             }
         }
+        super::stats::record(db, &mut tx, &ended, latest).await?;
         db.commit(tx).await
     })
     .await

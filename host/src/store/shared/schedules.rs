@@ -4,16 +4,33 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{add_one, retrying, Cells, Dialect};
+use super::super::dialect::{add_one, retrying, Cells, Dialect, TxOf};
 use super::super::sql::args;
 use crate::error::{Error, Result};
 use crate::model::{NewTask, TaskId};
-use crate::schedule::{plan, NewSchedule, Schedule};
+use crate::schedule::{plan, NewSchedule, Schedule, Synced};
 
 pub async fn add<D: Dialect>(db: &D, s: &NewSchedule, now: DateTime<Utc>) -> Result<()> {
+    match insert(db, None, s, false, now).await {
+        Ok(()) => Ok(()),
+        Err(Error::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => {
+            Err(Error::invalid("schedule", format!("a schedule named {:?} exists already", s.name)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Insert a schedule whose first slot is the first after `now`.
+async fn insert<D: Dialect>(
+    db: &D,
+    tx: Option<&mut TxOf<D>>,
+    s: &NewSchedule,
+    declared: bool,
+    now: DateTime<Utc>,
+) -> Result<()> {
     let sql = "INSERT INTO task_schedules (name, cron, time_zone, task_handler_class, task_data, queue, priority,
-                   missed, last_slot, created_on)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)";
+                   missed, last_slot, created_on, declared)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10)";
     let values = args![
         &s.name,
         &s.cron,
@@ -23,15 +40,61 @@ pub async fn add<D: Dialect>(db: &D, s: &NewSchedule, now: DateTime<Utc>) -> Res
         &s.queue,
         i64::from(s.priority),
         s.missed.as_str(),
-        now
+        now,
+        i64::from(declared)
     ];
-    match db.exec(None, sql, values).await {
-        Ok(_) => Ok(()),
-        Err(Error::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => {
-            Err(Error::invalid("schedule", format!("a schedule named {:?} exists already", s.name)))
+    db.exec(tx, sql, values).await.map(|_| ())
+}
+
+/// Make the declared schedules (`declared = 1`) those of `declared`, in one transaction: add the
+/// missing ones, update those that differ (one made by hand of the same name is taken over; a
+/// new cron expression or time zone starts from the first slot after `now`), remove the others.
+/// Schedules made by hand are left alone, and a pause is kept.
+pub async fn sync<D: Dialect>(db: &D, declared: &[NewSchedule], now: DateTime<Utc>) -> Result<Synced> {
+    let all = format!("SELECT * FROM task_schedules ORDER BY name{}", D::FOR_UPDATE);
+    // last_slot first: MySQL assigns left to right, each seeing the ones before.
+    let update =
+        "UPDATE task_schedules SET last_slot = CASE WHEN cron = $2 AND time_zone = $3 THEN last_slot ELSE $9 END,
+                      cron = $2, time_zone = $3, task_handler_class = $4, task_data = $5, queue = $6,
+                      priority = $7, missed = $8, declared = 1
+                  WHERE name = $1";
+    retrying::<D, _, _, _>(|| async {
+        let mut tx = db.begin().await?;
+        let current: Vec<Schedule> =
+            db.rows(Some(&mut tx), &all, &[]).await?.iter().map(read).collect::<Result<_>>()?;
+        let mut synced = Synced::default();
+        for d in declared {
+            match current.iter().find(|c| c.spec.name == d.name) {
+                None => {
+                    insert(db, Some(&mut tx), d, true, now).await?;
+                    synced.added.push(d.name.clone());
+                }
+                Some(c) if c.spec != *d || !c.declared => {
+                    let values = args![
+                        &d.name,
+                        &d.cron,
+                        &d.time_zone,
+                        &d.handler,
+                        &d.data,
+                        &d.queue,
+                        i64::from(d.priority),
+                        d.missed.as_str(),
+                        now
+                    ];
+                    db.exec(Some(&mut tx), update, values).await?;
+                    synced.updated.push(d.name.clone());
+                }
+                Some(_) => {}
+            }
         }
-        Err(e) => Err(e),
-    }
+        for c in current.iter().filter(|c| c.declared && !declared.iter().any(|d| d.name == c.spec.name)) {
+            db.exec(Some(&mut tx), "DELETE FROM task_schedules WHERE name = $1", args![&c.spec.name]).await?;
+            synced.removed.push(c.spec.name.clone());
+        }
+        db.commit(tx).await?;
+        Ok(synced)
+    })
+    .await
 }
 
 pub async fn list<D: Dialect>(db: &D) -> Result<Vec<Schedule>> {
@@ -139,6 +202,7 @@ fn read(r: &impl Cells) -> Result<Schedule> {
     Ok(Schedule {
         spec,
         paused_on: r.time("paused_on")?,
+        declared: r.int("declared")?.unwrap_or(0) != 0,
         last_slot: time("last_slot")?,
         created_on: time("created_on")?,
     })

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 
 use super::super::dialect::{retrying, Cells, Dialect, TxOf};
 use super::super::rows;
-use super::super::sql::{args, Arg, SCHEDULED};
+use super::super::sql::{args, Arg, CANCELLED, SCHEDULED};
 use crate::error::{Error, Result};
 use crate::model::*;
 
@@ -63,19 +63,25 @@ pub async fn counts<D: Dialect>(db: &D) -> Result<QueueCounts> {
     Ok(c)
 }
 
-/// Replay a dead letter: reset its failure count and schedule a new run now, with new data when
+/// Tasks that can be replayed: dead letters and cancelled tasks.
+fn replayable() -> String {
+    format!("(gave_up_on IS NOT NULL OR last_status = {CANCELLED})")
+}
+
+/// Replay a dead letter or a cancelled task: reset its failure count and schedule a new run now, with new data when
 /// `data` is given.
 pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<RunId> {
+    let replayable = replayable();
     let sql = format!(
         "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2, task_runs_failed = 0,
              gave_up_on = NULL, finished_on = NULL, active_unique_key = unique_key
-         WHERE id = $1 AND gave_up_on IS NOT NULL"
+         WHERE id = $1 AND {replayable}"
     );
     retrying::<D, _, _, _>(|| async {
         let mut tx = db.begin().await?;
         if let Some(data) = data {
-            let edit = "UPDATE task_queue SET task_data = $2 WHERE id = $1 AND gave_up_on IS NOT NULL";
-            db.exec(Some(&mut tx), edit, args![id, data]).await?;
+            let edit = format!("UPDATE task_queue SET task_data = $2 WHERE id = $1 AND {replayable}");
+            db.exec(Some(&mut tx), &edit, args![id, data]).await?;
         }
         let updated = match db.exec(Some(&mut tx), &sql, args![id, now]).await {
             Err(Error::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => {
@@ -92,10 +98,7 @@ pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: Dat
                 None => Error::TaskNotFound(id),
                 Some(t) => Error::CannotRetry {
                     id,
-                    reason: format!(
-                        "it is {} and not a dead letter (only tasks given up on can be replayed)",
-                        t.last_status
-                    ),
+                    reason: format!("it is {} (only tasks given up on or cancelled can be replayed)", t.last_status),
                 },
             });
         }

@@ -85,8 +85,11 @@ pub async fn give_up_unserved<D: Dialect>(
             db.rollback(tx).await?;
             return Ok(0);
         }
+        let ending = format!("SELECT id FROM task_runs WHERE status = {SCHEDULED} AND task_queue_id IN ($1)");
+        let ended = self::ids(&db.rows(Some(&mut tx), &ending, args![&ids]).await?)?;
         db.exec(Some(&mut tx), &tasks, args![&ids, now]).await?;
         db.exec(Some(&mut tx), &runs, args![&ids, now, codes::HANDLER_NOT_FOUND, UNSERVED_MESSAGE]).await?;
+        super::stats::record(db, &mut tx, &ended, now).await?;
         db.commit(tx).await?;
         Ok(ids.len() as u64)
     })

@@ -1,0 +1,110 @@
+//! Cancelling tasks, by id or by filter. A cancelled task's scheduled run never starts; its
+//! running run is marked `cancelled` at once, and the worker executing it stops the guest when
+//! it next checks its runs (woken at once on PostgreSQL by a notification sent with the commit).
+//! The outcome that worker may still send is ignored: outcomes are written only to runs still
+//! `running`. Cancelled tasks are finished: they are not retried, and rotation deletes them by age.
+
+use chrono::{DateTime, Utc};
+
+use super::super::dialect::{retrying, Cells, Dialect};
+use super::super::rows;
+use super::super::sql::{args, Arg, CANCELLED, ERROR, RUNNING, SCHEDULED, TIMEOUT};
+use super::super::{BulkFilter, Cancelled, Unfinished};
+use super::bulk::{filtered, BATCH};
+use crate::error::Result;
+use crate::model::{RunStatus, TaskId};
+use crate::sandbox::codes;
+
+/// What a cancelled run's error message says.
+pub const CANCELLED_MESSAGE: &str = "cancelled by an operator";
+
+/// The tasks of `which` kind, as a condition on `task_queue`.
+fn unfinished(which: Unfinished) -> String {
+    match which {
+        Unfinished::Waiting => {
+            format!("last_status IN ({SCHEDULED}, {ERROR}, {TIMEOUT}) AND gave_up_on IS NULL")
+        }
+        Unfinished::Running => format!("last_status = {RUNNING}"),
+        Unfinished::Any => {
+            format!("last_status IN ({SCHEDULED}, {RUNNING}, {ERROR}, {TIMEOUT}) AND gave_up_on IS NULL")
+        }
+    }
+}
+
+/// Cancel the unfinished tasks among `ids`; the ids cancelled (finished or unknown ones are not).
+pub async fn by_ids<D: Dialect>(db: &D, ids: &[TaskId], now: DateTime<Utc>) -> Result<Vec<TaskId>> {
+    let pick = format!(
+        "SELECT id, last_status FROM task_queue WHERE id IN ($1) AND {} ORDER BY id{}",
+        unfinished(Unfinished::Any),
+        D::FOR_UPDATE
+    );
+    let mut done = Vec::new();
+    for chunk in ids.chunks(BATCH as usize) {
+        let values = args![chunk];
+        let (ids, _) = retrying::<D, _, _, _>(|| batch(db, &pick, values, now)).await?;
+        done.extend(ids);
+    }
+    Ok(done)
+}
+
+/// Cancel every task of `which` kind matching `f`, batch by batch.
+pub async fn matching<D: Dialect>(db: &D, f: &BulkFilter, which: Unfinished, now: DateTime<Utc>) -> Result<Cancelled> {
+    let mut values: Vec<Arg<'_>> = Vec::new();
+    let filter = filtered(f, &mut values);
+    values.push(Arg::from(BATCH));
+    // Rows locked by a claim or an outcome are waited for, not skipped: every match is cancelled.
+    let pick = format!(
+        "SELECT id, last_status FROM task_queue WHERE {}{filter} ORDER BY id LIMIT ${}{}",
+        unfinished(which),
+        values.len(),
+        D::FOR_UPDATE
+    );
+    let mut total = Cancelled::default();
+    loop {
+        let (ids, running) = retrying::<D, _, _, _>(|| batch(db, &pick, &values, now)).await?;
+        total.tasks += ids.len() as u64;
+        total.running += running;
+        if ids.len() < BATCH as usize {
+            return Ok(total);
+        }
+    }
+}
+
+/// One transaction: lock the tasks `pick` finds, end their scheduled or running run as
+/// `cancelled` and finish them; the ids, and how many were running.
+async fn batch<D: Dialect>(db: &D, pick: &str, values: &[Arg<'_>], now: DateTime<Utc>) -> Result<(Vec<TaskId>, u64)> {
+    let mut tx = db.begin().await?;
+    let picked = db.rows(Some(&mut tx), pick, values).await?;
+    if picked.is_empty() {
+        db.rollback(tx).await?;
+        return Ok((Vec::new(), 0));
+    }
+    let mut ids = Vec::with_capacity(picked.len());
+    let mut running = 0;
+    for r in &picked {
+        ids.push(rows::id(r, "id")?);
+        if r.text("last_status")?.as_deref() == Some(RunStatus::Running.as_str()) {
+            running += 1;
+        }
+    }
+    let ending = format!("SELECT id FROM task_runs WHERE task_queue_id IN ($1) AND status IN ({SCHEDULED}, {RUNNING})");
+    let ended: Vec<i64> =
+        db.rows(Some(&mut tx), &ending, args![&ids]).await?.iter().map(|r| rows::id(r, "id")).collect::<Result<_>>()?;
+    let runs = format!(
+        "UPDATE task_runs SET status = {CANCELLED}, finished_on = $2, error_code = $3, error_message = $4,
+             duration_ms = {}
+         WHERE task_queue_id IN ($1) AND status IN ({SCHEDULED}, {RUNNING})",
+        D::MS_SINCE_START
+    );
+    db.exec(Some(&mut tx), &runs, args![&ids, now, codes::CANCELLED, CANCELLED_MESSAGE]).await?;
+    let tasks = format!(
+        "UPDATE task_queue SET last_status = {CANCELLED}, finished_on = $2, active_unique_key = NULL WHERE id IN ($1)"
+    );
+    db.exec(Some(&mut tx), &tasks, args![&ids, now]).await?;
+    super::stats::record(db, &mut tx, &ended, now).await?;
+    if running > 0 {
+        db.notify_cancelled(&mut tx).await?;
+    }
+    db.commit(tx).await?;
+    Ok((ids, running))
+}

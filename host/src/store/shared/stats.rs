@@ -1,0 +1,207 @@
+//! Statistics per handler and queue (see [`crate::stats`]): counted into `task_stats` in the
+//! transaction that ends the runs, and read back summed.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, DurationRound, Utc};
+
+use super::super::dialect::{Cells, Dialect, TxOf};
+use super::super::rows;
+use super::super::sql::{args, Arg, CANCELLED, ERROR, SUCCESS, TIMEOUT};
+use crate::error::{Error, Result};
+use crate::model::{RunId, RunStatus};
+use crate::stats::{quantile, FuelUse, HandlerStats, RunCounts, Spread, BUCKETS, DURATION_BOUNDS_MS};
+
+/// Counters summed when rows meet (the histogram's `d0`… come after these).
+const SUMMED: [&str; 8] =
+    ["succeeded", "failed", "timed_out", "cancelled", "timed", "duration_sum", "fueled", "fuel_sum"];
+
+fn histogram_columns() -> Vec<String> {
+    (0..BUCKETS).map(|i| format!("d{i}")).collect()
+}
+
+/// The start of `t`'s minute: the statistics' time bucket.
+fn minute(t: DateTime<Utc>) -> DateTime<Utc> {
+    t.duration_trunc(chrono::Duration::minutes(1)).unwrap_or(t)
+}
+
+/// Count the runs `runs`, which this transaction just ended, into the statistics of their
+/// handler, queue and runner, in the minute of `now`.
+pub async fn record<D: Dialect>(db: &D, tx: &mut TxOf<D>, runs: &[RunId], now: DateTime<Utc>) -> Result<()> {
+    if runs.is_empty() {
+        return Ok(());
+    }
+    let hist = histogram_columns();
+    let buckets: Vec<String> = (0..BUCKETS)
+        .map(|i| {
+            let cond = match (i.checked_sub(1).map(|p| DURATION_BOUNDS_MS[p]), DURATION_BOUNDS_MS.get(i)) {
+                (None, Some(b)) => format!("r.duration_ms <= {b}"),
+                (Some(p), Some(b)) => format!("r.duration_ms > {p} AND r.duration_ms <= {b}"),
+                (Some(p), None) => format!("r.duration_ms > {p}"),
+                (None, None) => "1 = 0".to_string(),
+            };
+            format!("sum(CASE WHEN {cond} THEN 1 ELSE 0 END) AS d{i}")
+        })
+        .collect();
+    let count = |status| format!("sum(CASE WHEN r.status = {status} THEN 1 ELSE 0 END)");
+    let select = format!(
+        "SELECT q.task_handler_class AS handler, q.queue AS queue, $2 AS bucket,
+             coalesce(r.task_runner_id, 0) AS runner,
+             {} AS succeeded, {} AS failed, {} AS timed_out, {} AS cancelled,
+             sum(CASE WHEN r.duration_ms IS NULL THEN 0 ELSE 1 END) AS timed,
+             coalesce(sum(r.duration_ms), 0) AS duration_sum, coalesce(max(r.duration_ms), 0) AS duration_max,
+             sum(CASE WHEN r.fuel_used IS NULL THEN 0 ELSE 1 END) AS fueled,
+             coalesce(sum(r.fuel_used), 0) AS fuel_sum, coalesce(max(r.fuel_used), 0) AS fuel_max,
+             coalesce(min(coalesce(r.started_on, r.finished_on)), $2) AS first_on,
+             coalesce(max(r.finished_on), $2) AS last_on, {}
+         FROM task_runs r JOIN task_queue q ON q.id = r.task_queue_id
+         WHERE r.id IN ($1)
+         GROUP BY q.task_handler_class, q.queue, coalesce(r.task_runner_id, 0)",
+        count(SUCCESS),
+        count(ERROR),
+        count(TIMEOUT),
+        count(CANCELLED),
+        buckets.join(", ")
+    );
+    let mut summed: Vec<&str> = SUMMED.to_vec();
+    summed.extend(hist.iter().map(String::as_str));
+    let upsert = D::upsert(
+        "task_stats",
+        &["handler", "queue", "bucket", "runner"],
+        &summed,
+        &["duration_max", "fuel_max", "last_on"],
+        &["first_on"],
+    );
+    // The derived table lets MySQL's upsert read the grouped row, and SQLite needs the WHERE to
+    // tell its upsert from a join.
+    let sql = format!(
+        "INSERT INTO task_stats (handler, queue, bucket, runner, succeeded, failed, timed_out, cancelled, timed,
+             duration_sum, duration_max, fueled, fuel_sum, fuel_max, first_on, last_on, {})
+         SELECT * FROM ({select}) AS s WHERE 1 = 1 {upsert}",
+        hist.join(", ")
+    );
+    db.exec(Some(tx), &sql, args![runs, minute(now)]).await?;
+    Ok(())
+}
+
+/// The statistics of every handler and queue (or of one handler, one queue), at `now`.
+pub async fn read<D: Dialect>(
+    db: &D,
+    handler: Option<&str>,
+    queue: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Vec<HandlerStats>> {
+    let int = D::INT;
+    let sums: Vec<String> = SUMMED
+        .iter()
+        .map(|c| c.to_string())
+        .chain(histogram_columns())
+        .map(|c| format!("CAST(sum({c}) AS {int}) AS {c}"))
+        .collect();
+    let ended = "succeeded + failed + timed_out + cancelled";
+    let (minute_ago, hour_ago) =
+        (minute(now) - chrono::Duration::minutes(1), minute(now) - chrono::Duration::minutes(59));
+    let mut values: Vec<Arg<'_>> = args![minute_ago, hour_ago].to_vec();
+    let filter = filtered(("handler", handler), ("queue", queue), &mut values);
+    let runs = format!(
+        "SELECT handler, queue, {}, max(duration_max) AS duration_max, max(fuel_max) AS fuel_max,
+             min(first_on) AS first_on, max(last_on) AS last_on,
+             CAST(sum(CASE WHEN bucket >= $1 THEN {ended} ELSE 0 END) AS {int}) AS last_minute,
+             CAST(sum(CASE WHEN bucket >= $2 THEN {ended} ELSE 0 END) AS {int}) AS last_hour
+         FROM task_stats WHERE 1 = 1{filter} GROUP BY handler, queue",
+        sums.join(", ")
+    );
+    let mut out: BTreeMap<(String, String), HandlerStats> = BTreeMap::new();
+    for r in db.rows(None, &runs, &values).await? {
+        let s = runs_of(&r)?;
+        out.insert((s.handler.clone(), s.queue.clone()), s);
+    }
+    // Tasks by status: the same filter, on the task's columns.
+    let mut values = Vec::new();
+    let task_filter = filtered(("task_handler_class", handler), ("queue", queue), &mut values);
+    let dead = format!("CAST(CASE WHEN gave_up_on IS NULL THEN 0 ELSE 1 END AS {int})");
+    let tasks = format!(
+        "SELECT task_handler_class AS handler, queue, last_status, {dead} AS dead, count(*) AS n
+         FROM task_queue WHERE 1 = 1{task_filter} GROUP BY task_handler_class, queue, last_status, {dead}"
+    );
+    for r in db.rows(None, &tasks, &values).await? {
+        let key = (r.text("handler")?.unwrap_or_default(), r.text("queue")?.unwrap_or_default());
+        let word = r.text("last_status")?.unwrap_or_default();
+        let status =
+            word.parse::<RunStatus>().map_err(|e| Error::CorruptRow { table: "task_queue", reason: e.to_string() })?;
+        let n = rows::id(&r, "n")?.max(0) as u64;
+        let entry = out.entry(key.clone()).or_insert_with(|| HandlerStats {
+            handler: key.0.clone(),
+            queue: key.1.clone(),
+            ..Default::default()
+        });
+        let mut counts = entry.tasks;
+        let before = match status {
+            RunStatus::Scheduled => counts.scheduled,
+            RunStatus::Running => counts.running,
+            RunStatus::Success => counts.success,
+            RunStatus::Error => counts.error,
+            RunStatus::Timeout => counts.timeout,
+            RunStatus::Cancelled => counts.cancelled,
+        };
+        counts.set(status, before + n);
+        if rows::id(&r, "dead")? != 0 {
+            counts.dead += n;
+        }
+        entry.tasks = counts;
+    }
+    Ok(out.into_values().collect())
+}
+
+/// ` AND column = $n` for each value given, appended to `values`.
+fn filtered<'a>(a: (&str, Option<&'a str>), b: (&str, Option<&'a str>), values: &mut Vec<Arg<'a>>) -> String {
+    let mut sql = String::new();
+    for (column, value) in [a, b] {
+        if let Some(v) = value {
+            values.push(Arg::Text(Some(v)));
+            sql.push_str(&format!(" AND {column} = ${}", values.len()));
+        }
+    }
+    sql
+}
+
+/// One row of summed statistics.
+fn runs_of(r: &impl Cells) -> Result<HandlerStats> {
+    let n = |c: &str| -> Result<u64> { Ok(r.int(c)?.unwrap_or(0).max(0) as u64) };
+    let runs = RunCounts {
+        succeeded: n("succeeded")?,
+        failed: n("failed")?,
+        timed_out: n("timed_out")?,
+        cancelled: n("cancelled")?,
+    };
+    let ran = runs.succeeded + runs.failed + runs.timed_out;
+    let mut histogram = [0u64; BUCKETS];
+    for (i, slot) in histogram.iter_mut().enumerate() {
+        *slot = n(&format!("d{i}"))?;
+    }
+    let (timed, fueled) = (n("timed")?, n("fueled")?);
+    let duration_max = r.int("duration_max")?.unwrap_or(0);
+    let duration_ms = (timed > 0).then(|| Spread {
+        avg: n("duration_sum").unwrap_or(0) as f64 / timed as f64,
+        p50: quantile(&histogram, 0.5, duration_max),
+        p95: quantile(&histogram, 0.95, duration_max),
+        max: duration_max,
+    });
+    let fuel = (fueled > 0).then(|| FuelUse {
+        avg: n("fuel_sum").unwrap_or(0) as f64 / fueled as f64,
+        max: r.int("fuel_max").ok().flatten().unwrap_or(0),
+    });
+    Ok(HandlerStats {
+        handler: r.text("handler")?.unwrap_or_default(),
+        queue: r.text("queue")?.unwrap_or_default(),
+        tasks: Default::default(),
+        failure_rate: if ran == 0 { 0.0 } else { (runs.failed + runs.timed_out) as f64 / ran as f64 },
+        runs,
+        duration_ms,
+        fuel,
+        first_run: r.time("first_on")?,
+        last_run: r.time("last_on")?,
+        last_minute: n("last_minute")?,
+        last_hour: n("last_hour")?,
+    })
+}
