@@ -80,7 +80,7 @@ pub fn stats_table(stats: &[taskhost::stats::HandlerStats]) -> String {
             "{:<14} {:<9} {:>7} {:>7} {:>5} {:>8} {:>6} {:>7} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>10} {:>6} {:>7}  {last}",
             clip(&s.handler, 14),
             clip(&s.queue, 9),
-            s.tasks.scheduled + s.tasks.error + s.tasks.timeout - s.tasks.dead.min(s.tasks.error + s.tasks.timeout),
+            s.tasks.scheduled + s.tasks.awaiting_retry,
             s.tasks.running,
             s.tasks.dead,
             s.runs.succeeded,

@@ -12,8 +12,6 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::model::QueueCounts;
-
 /// Upper bounds, in milliseconds, of the duration histogram's buckets; one more bucket takes
 /// longer runs.
 pub const DURATION_BOUNDS_MS: [i64; 15] =
@@ -26,8 +24,9 @@ pub const BUCKETS: usize = DURATION_BOUNDS_MS.len() + 1;
 pub struct HandlerStats {
     pub handler: String,
     pub queue: String,
-    /// Tasks now in the database by status (rotated tasks are gone from these).
-    pub tasks: QueueCounts,
+    /// Unfinished tasks and dead letters now in the database (finished tasks are counted by
+    /// their runs, below).
+    pub tasks: TaskCounts,
     /// Runs ended, by how, since the statistics began (rotation keeps these).
     pub runs: RunCounts,
     /// Failed and timed-out runs over those that ran to an end (cancelled ones aside); 0 when none.
@@ -40,6 +39,17 @@ pub struct HandlerStats {
     /// Runs ended in the current and previous minute, and in the last hour (by minute).
     pub last_minute: u64,
     pub last_hour: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TaskCounts {
+    /// Waiting for their first run or a retry.
+    pub scheduled: u64,
+    pub running: u64,
+    /// Failed, their next run not decided yet (an overseer's time-out, a moment ago).
+    pub awaiting_retry: u64,
+    /// Given up on.
+    pub dead: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -7,7 +7,7 @@ use chrono::{DateTime, DurationRound, Utc};
 
 use super::super::dialect::{Cells, Dialect, TxOf};
 use super::super::rows;
-use super::super::sql::{args, Arg, CANCELLED, ERROR, SUCCESS, TIMEOUT};
+use super::super::sql::{args, Arg, CANCELLED, ERROR, RUNNING, SCHEDULED, SUCCESS, TIMEOUT};
 use crate::error::{Error, Result};
 use crate::model::{RunId, RunStatus};
 use crate::stats::{quantile, FuelUse, HandlerStats, RunCounts, Spread, BUCKETS, DURATION_BOUNDS_MS};
@@ -116,13 +116,15 @@ pub async fn read<D: Dialect>(
         let s = runs_of(&r)?;
         out.insert((s.handler.clone(), s.queue.clone()), s);
     }
-    // Tasks by status: the same filter, on the task's columns.
+    // Unfinished tasks and dead letters, by the statuses the indexes lead with: finished tasks,
+    // however many are kept, are not read (their runs were counted above).
     let mut values = Vec::new();
     let task_filter = filtered(("task_handler_class", handler), ("queue", queue), &mut values);
     let dead = format!("CAST(CASE WHEN gave_up_on IS NULL THEN 0 ELSE 1 END AS {int})");
     let tasks = format!(
         "SELECT task_handler_class AS handler, queue, last_status, {dead} AS dead, count(*) AS n
-         FROM task_queue WHERE 1 = 1{task_filter} GROUP BY task_handler_class, queue, last_status, {dead}"
+         FROM task_queue WHERE last_status IN ({SCHEDULED}, {RUNNING}, {ERROR}, {TIMEOUT}){task_filter}
+         GROUP BY task_handler_class, queue, last_status, {dead}"
     );
     for r in db.rows(None, &tasks, &values).await? {
         let key = (r.text("handler")?.unwrap_or_default(), r.text("queue")?.unwrap_or_default());
@@ -135,20 +137,13 @@ pub async fn read<D: Dialect>(
             queue: key.1.clone(),
             ..Default::default()
         });
-        let mut counts = entry.tasks;
-        let before = match status {
-            RunStatus::Scheduled => counts.scheduled,
-            RunStatus::Running => counts.running,
-            RunStatus::Success => counts.success,
-            RunStatus::Error => counts.error,
-            RunStatus::Timeout => counts.timeout,
-            RunStatus::Cancelled => counts.cancelled,
-        };
-        counts.set(status, before + n);
-        if rows::id(&r, "dead")? != 0 {
-            counts.dead += n;
+        let t = &mut entry.tasks;
+        match status {
+            _ if rows::id(&r, "dead")? != 0 => t.dead += n,
+            RunStatus::Scheduled => t.scheduled += n,
+            RunStatus::Running => t.running += n,
+            _ => t.awaiting_retry += n,
         }
-        entry.tasks = counts;
     }
     Ok(out.into_values().collect())
 }
