@@ -116,11 +116,22 @@ pub async fn set_paused<D: Dialect>(db: &D, name: &str, paused_on: Option<DateTi
 }
 
 /// Queue the due slot of every schedule not paused; the tasks queued, with their schedules.
+/// Schedules are read first without locks: only one with a slot due takes a locked transaction.
 pub async fn queue_due<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<(String, TaskId)>> {
-    let names = db.rows(None, "SELECT name FROM task_schedules WHERE paused_on IS NULL ORDER BY name", &[]).await?;
+    let all = db.rows(None, "SELECT * FROM task_schedules WHERE paused_on IS NULL ORDER BY name", &[]).await?;
     let mut queued = Vec::new();
-    for r in &names {
-        let name = r.text("name")?.unwrap_or_default();
+    for r in &all {
+        let schedule = read(r)?;
+        let name = schedule.spec.name.clone();
+        // A slot another overseer queues meanwhile is found taken under the lock.
+        match plan(&schedule, now) {
+            Ok(p) if p.last_slot.is_none() => continue,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(schedule = %name, "schedule skipped: {e}");
+                continue;
+            }
+        }
         match queue_slot(db, &name, now).await {
             Ok(Some(id)) => queued.push((name, id)),
             Ok(None) => {}
