@@ -10,7 +10,9 @@
 //! BENCH_RUNS (20000), BENCH_LATENCY_RUNS (200), BENCH_DATABASE_URL (a new SQLite file),
 //! BENCH_PREFILL (0: finished tasks written before anything is measured, to show the cost of a full
 //! table), BENCH_WORKERS (0: the drain runs in this process; N: it runs in N `taskhost worker
-//! --drain` processes, timed from their start to the last one's exit).
+//! --drain` processes, timed from their start to the last one's exit), BENCH_QUEUE_LIMIT (none: the
+//! queue's concurrency limit across workers, `[queues.default] max_running`, for the cost of the
+//! limited claim).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -55,12 +57,19 @@ async fn run() {
     let mut config = AppConfig::new(&url, &plugins);
     config.cache_dir = Some(root.join("target/bench-cache"));
     config.sandbox.pool_instances = (concurrency as u32 * 2).max(100);
+    let queue_limit = env_num("BENCH_QUEUE_LIMIT", 0) as u32;
+    let operator_file = dir.path().join("operator.toml");
+    if queue_limit > 0 {
+        config.policy.run_limits.queues.insert("default".into(), queue_limit);
+        std::fs::write(&operator_file, format!("[queues.default]\nmax_running = {queue_limit}\n")).expect("config");
+    }
     let app = App::open(&config).await.expect("open");
     let noop = app.catalog.load("noop").expect("noop plugin");
 
     println!(
-        "taskhost bench: {tasks} no-op tasks, worker concurrency {concurrency}, {}",
-        url.split('?').next().unwrap_or("")
+        "taskhost bench: {tasks} no-op tasks, worker concurrency {concurrency}, {}{}",
+        url.split('?').next().unwrap_or(""),
+        if queue_limit > 0 { format!(", at most {queue_limit} runs in flight") } else { String::new() }
     );
 
     let prefill = env_num("BENCH_PREFILL", 0);
@@ -115,6 +124,7 @@ async fn run() {
                     .args(["worker", "--drain", "--no-overseer", "--watch-plugins", "0s", "--poll-interval", "5ms"])
                     .args(["--concurrency", &concurrency.to_string(), "--rss-cap-mb", "4096"])
                     .args(["--claim-batch", &cfg.claim_batch.to_string()])
+                    .args(if queue_limit > 0 { vec!["--config".into(), operator_file.clone()] } else { vec![] })
                     .env("TASKHOST_DATABASE_URL", &url)
                     .env("TASKHOST_PLUGINS", &plugins)
                     .env("TASKHOST_CACHE_DIR", root.join("target/bench-cache"))

@@ -231,7 +231,19 @@ impl Client {
     }
 
     /// Every queue with scheduled or running tasks, or paused: depth, running, lag, pause.
+    /// Every queue that holds unfinished tasks, is paused or has a concurrency limit, by name.
     pub async fn queues(&self) -> Result<Vec<crate::store::QueueInfo>> {
-        self.store.queues(self.clock.now()).await
+        let mut queues = self.store.queues(self.clock.now()).await?;
+        for (name, max) in &self.catalog.policy().run_limits.queues {
+            match queues.iter_mut().find(|q| &q.name == name) {
+                Some(q) => q.max_running = Some(*max),
+                None => queues.push(crate::store::QueueInfo {
+                    max_running: Some(*max),
+                    ..crate::store::QueueInfo::empty(name.clone())
+                }),
+            }
+        }
+        queues.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(queues)
     }
 }

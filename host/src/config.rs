@@ -20,6 +20,12 @@
 //! env = ["HOME"]
 //! dirs = [{ host = "/srv/data", guest = "/data", mode = "ro" }]
 //!
+//! [handlers.send-mail]
+//! max_running = 5               # runs of this handler in flight at once, across all workers
+//!
+//! [queues.payments]
+//! max_running = 2               # the same for a queue
+//!
 //! [schedules.nightly]           # a periodic task (see crate::schedule), kept in the database
 //! cron = "0 3 * * *"            # by the overseer holding the lease, which adds, updates and
 //! handler = "report"            # removes the schedules the file declares
@@ -40,6 +46,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::model::RunLimits;
 use crate::sandbox::compile::CompileBounds;
 use crate::sandbox::{Grants, GrantsConfig, LimitOverrides, Limits};
 use crate::schedule::NewSchedule;
@@ -59,6 +66,8 @@ pub struct Policy {
     pub handlers: HashMap<String, HandlerPolicy>,
     /// The periodic tasks the file declares, by name.
     pub schedules: Vec<NewSchedule>,
+    /// Runs in flight at once across all workers, per queue and per handler.
+    pub run_limits: RunLimits,
 }
 
 /// The operator's word on one handler.
@@ -109,6 +118,7 @@ impl Policy {
             compile.memory_bytes = mb << 20;
         }
         let mut handlers = HashMap::new();
+        let mut run_limits = RunLimits::default();
         for (name, h) in &file.handlers {
             if !crate::plugins::valid_name(name) {
                 return Err(format!("[handlers.{name}]: not a plugin name (letters, digits, '-' and '_')"));
@@ -123,7 +133,18 @@ impl Policy {
                 limits: limits.with(&h.limits).map_err(|e| format!("[handlers.{name}.limits]: {e}"))?,
                 grants: h.grants.resolve(base).map_err(|e| format!("[handlers.{name}.grants]: {e}"))?,
             };
+            if let Some(n) = h.max_running {
+                run_limits.handlers.insert(name.clone(), max_running(n).map_err(|e| format!("[handlers.{name}] {e}"))?);
+            }
             handlers.insert(name.clone(), handler);
+        }
+        for (name, q) in &file.queues {
+            if name.is_empty() || name.len() > crate::model::MAX_QUEUE_BYTES {
+                return Err(format!("[queues.{name}]: a queue's name is 1 to {} bytes", crate::model::MAX_QUEUE_BYTES));
+            }
+            if let Some(n) = q.max_running {
+                run_limits.queues.insert(name.clone(), max_running(n).map_err(|e| format!("[queues.{name}] {e}"))?);
+            }
         }
         let mut schedules = Vec::with_capacity(file.schedules.len());
         for (name, entry) in &file.schedules {
@@ -136,6 +157,7 @@ impl Policy {
             compile,
             handlers,
             schedules,
+            run_limits,
         })
     }
 
@@ -162,6 +184,7 @@ impl Default for Policy {
             compile: CompileBounds::default(),
             handlers: HashMap::new(),
             schedules: Vec::new(),
+            run_limits: RunLimits::default(),
         }
     }
 }
@@ -177,6 +200,8 @@ struct ConfigFile {
     handlers: HashMap<String, HandlerSection>,
     #[serde(default)]
     schedules: std::collections::BTreeMap<String, ScheduleSection>,
+    #[serde(default)]
+    queues: std::collections::BTreeMap<String, QueueSection>,
     // The `taskhost` command's options ([options] and one table per command), which the command
     // reads and checks itself (host/src/cli/file.rs).
     #[allow(dead_code)]
@@ -209,6 +234,22 @@ struct HandlerSection {
     limits: LimitOverrides,
     #[serde(default)]
     grants: GrantsConfig,
+    max_running: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueueSection {
+    max_running: Option<i64>,
+}
+
+/// A `max_running` checked: 0 would hold the queue's tasks forever (pausing says so plainly).
+fn max_running(n: i64) -> std::result::Result<u32, String> {
+    match u32::try_from(n) {
+        Ok(n) if (1..=RunLimits::MAX).contains(&n) => Ok(n),
+        _ if n == 0 => Err("max_running = 0 would never run a task: pause the queue instead (taskhost pause)".into()),
+        _ => Err(format!("max_running = {n} is out of range (1 to {})", RunLimits::MAX)),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -292,6 +333,23 @@ mod tests {
         assert_eq!(limits.memory_bytes, 1 << 30);
         assert!(p.for_handler("big", &"cd".repeat(32)).is_err(), "another component is refused");
         assert_eq!(p.for_handler("other", "x").expect("default").0, Limits::default());
+    }
+
+    #[test]
+    fn runs_in_flight_are_limited_per_queue_and_per_handler() {
+        let p = policy("[queues.payments]\nmax_running = 2\n[handlers.mail]\nmax_running = 5\n").expect("ok");
+        assert_eq!(p.run_limits.queues.get("payments"), Some(&2));
+        assert_eq!(p.run_limits.handlers.get("mail"), Some(&5));
+        assert_eq!(p.for_handler("mail", "x").expect("default").0, Limits::default(), "nothing else changes");
+        for (bad, what) in [
+            ("[queues.q]\nmax_running = 0\n", "pause the queue"),
+            ("[queues.q]\nmax_running = -3\n", "out of range"),
+            ("[handlers.h]\nmax_running = 2000000\n", "out of range"),
+            ("[queues.q]\nmax = 2\n", "unknown field"),
+        ] {
+            let err = policy(bad).expect_err(bad);
+            assert!(err.contains(what), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -198,6 +198,33 @@ impl NewTask {
     }
 }
 
+/// Runs in flight allowed at once across all workers, per queue and per handler: the
+/// operator's `[queues.NAME] max_running` and `[handlers.NAME] max_running`, enforced in the
+/// claim (see [`crate::store::shared`]'s limited claim).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunLimits {
+    pub queues: std::collections::BTreeMap<String, u32>,
+    pub handlers: std::collections::BTreeMap<String, u32>,
+}
+
+impl RunLimits {
+    /// The largest limit a configuration may set.
+    pub const MAX: u32 = 1_000_000;
+
+    pub fn is_empty(&self) -> bool {
+        self.queues.is_empty() && self.handlers.is_empty()
+    }
+
+    /// Whether a claim of `queues` and `handlers` (None: any) touches a limit.
+    pub fn apply_to(&self, queues: &[String], handlers: Option<&[String]>) -> bool {
+        queues.iter().any(|q| self.queues.contains_key(q))
+            || match handlers {
+                Some(hs) => hs.iter().any(|h| self.handlers.contains_key(h)),
+                None => !self.handlers.is_empty(),
+            }
+    }
+}
+
 /// The result of adding a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Added {

@@ -34,11 +34,15 @@ fn outcome_of(task: &Task, runs: &[Run]) -> String {
     }
 }
 
-/// `taskhost queues`: each queue's due, later and running tasks, how far behind it is, and
-/// whether it is paused.
+/// `taskhost queues`: each queue's due, later and running tasks, its concurrency limit, how far
+/// behind it is, and whether it is paused.
 pub fn queue_table(queues: &[taskhost::store::QueueInfo], now: chrono::DateTime<chrono::Utc>) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{:<20} {:>8} {:>8} {:>8} {:>10}  PAUSED", "QUEUE", "DUE", "LATER", "RUNNING", "LAG");
+    let _ = writeln!(
+        out,
+        "{:<20} {:>8} {:>8} {:>8} {:>11} {:>10}  PAUSED",
+        "QUEUE", "DUE", "LATER", "RUNNING", "MAX RUNNING", "LAG"
+    );
     for q in queues {
         let lag = q
             .oldest_due
@@ -47,11 +51,12 @@ pub fn queue_table(queues: &[taskhost::store::QueueInfo], now: chrono::DateTime<
         let paused = q.paused_on.map(|t| format!("paused since {}", t.format("%Y-%m-%d %H:%M:%S"))).unwrap_or_default();
         let _ = writeln!(
             out,
-            "{:<20} {:>8} {:>8} {:>8} {:>10}  {paused}",
+            "{:<20} {:>8} {:>8} {:>8} {:>11} {:>10}  {paused}",
             clip(&q.name, 20),
             q.due,
             q.later,
             q.running,
+            q.max_running.map_or_else(|| "-".into(), |n| n.to_string()),
             lag.unwrap_or_else(|| "-".into())
         );
     }

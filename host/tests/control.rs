@@ -1,11 +1,13 @@
 //! Controlling a live queue through the library and the `taskhost` command: pausing and resuming
 //! a queue on every database (a paused queue is not claimed, across restarts: it is a row; a
-//! resumed one runs again), cancelling, and the bulk actions (their store part is in the store
-//! suite).
+//! resumed one runs again), concurrency limits across worker processes, cancelling, and the
+//! bulk actions (their store part is in the store suite).
 
 mod common;
 
-use common::process::{run, stderr, stdout};
+use std::time::{Duration, Instant};
+
+use common::process::{run, spawn_worker, stderr, stdout, wait_exit};
 use common::{drain_config, Db, Env};
 use taskhost::model::{NewTask, RunStatus};
 use taskhost::runner::WorkerConfig;
@@ -52,7 +54,52 @@ async fn a_paused_queue_is_not_claimed_until_resumed(db: Db) {
     );
 }
 
-on_every_database!(a_paused_queue_is_not_claimed_until_resumed);
+/// Three worker processes share a queue limited to 2 runs in flight and a handler limited to
+/// 3 (across its queues): sampled all along, the database never shows more, the limits are
+/// reached, and the unlimited tasks run beside them.
+async fn limits_hold_across_worker_processes(db: Db) {
+    let mut env = Env::on(db, &["spin", "echo"]).await;
+    env.set_config(
+        "[handlers.spin]\nmax_running = 3\n[handlers.spin.limits]\ndeadline = \"300ms\"\n\
+         fuel = 1_000_000_000_000_000\n[queues.api]\nmax_running = 2\n",
+    )
+    .await;
+    let client = &env.app.client;
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        tasks.push(NewTask::new("spin", "{}").with_queue("api").with_max_retries(0));
+        tasks.push(NewTask::new("spin", "{}").with_queue("bulk").with_max_retries(0));
+        tasks.push(NewTask::new("echo", "{}").with_queue("bulk"));
+    }
+    client.add_many(tasks).await.expect("add");
+    let args = ["--concurrency", "4", "--queues", "api,bulk", "--drain"];
+    let mut workers: Vec<_> = (0..3).map(|_| spawn_worker(&env, &args)).collect();
+    let (mut api_max, mut spin_max) = (0, 0);
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_millis(5));
+    while workers.iter_mut().any(|w| w.try_wait().expect("try_wait").is_none()) {
+        assert!(started.elapsed() < Duration::from_secs(180), "the workers did not drain");
+        tick.tick().await;
+        let queues = client.queues().await.expect("queues");
+        api_max = api_max.max(queues.iter().find(|q| q.name == "api").map_or(0, |q| q.running));
+        let spin = client.stats(Some("spin"), None).await.expect("stats");
+        spin_max = spin_max.max(spin.iter().map(|s| s.tasks.running).sum::<u64>());
+    }
+    for w in workers {
+        let o = wait_exit(w, Duration::from_secs(10)).await;
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    eprintln!("at most {api_max} runs of the api queue and {spin_max} of spin were seen in flight");
+    assert_eq!((api_max, spin_max), (2, 3), "the limits are reached and never passed");
+    let counts = env.app.store.counts().await.expect("counts");
+    assert_eq!((counts.scheduled, counts.running, counts.success, counts.dead), (0, 0, 6, 12), "{counts:?}");
+    // `taskhost queues` shows each queue's limit.
+    let text = stdout(&run(&env, &["queues"]));
+    let api = text.lines().find(|l| l.starts_with("api ")).unwrap_or_default();
+    assert!(text.contains("MAX RUNNING") && api.split_whitespace().nth(4) == Some("2"), "{text}");
+}
+
+on_every_database!(a_paused_queue_is_not_claimed_until_resumed, limits_hold_across_worker_processes);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn taskhost_pause_queues_and_resume_as_a_user_runs_them() {

@@ -302,7 +302,7 @@ async fn migrations_are_reported_and_missing_tables_are_one_clear_error() {
         assert!(matches!(err, taskhost::Error::NotMigrated), "{url}: {err}");
         let applied = store.migrate().await.expect("migrate");
         assert_eq!(applied.first().map(String::as_str), Some("0001 tables"), "{url}");
-        assert_eq!(applied.last().map(String::as_str), Some("0010 stats"), "{url}");
+        assert_eq!(applied.last().map(String::as_str), Some("0011 run limits"), "{url}");
         store.check_migrated().await.expect("the tables exist now");
         assert_eq!(store.migrate().await.expect("again"), Vec::<String>::new(), "{url}: nothing left");
     }

@@ -76,7 +76,7 @@ fn with_table_defaults(mut cmd: Command, table: &toml::Table) -> Result<Command,
                 s
             });
         }
-        // Other tables ([limits], [plugins], [handlers]) are the policy's.
+        // Other tables ([limits], [plugins], [handlers], [queues], [schedules]) are the policy's.
     }
     Ok(cmd)
 }

@@ -11,6 +11,7 @@ use super::execute::Shared;
 use super::{ExitReason, RunTasks, Worker};
 use crate::model::*;
 use crate::retry::Backoff;
+use crate::store::ClaimRequest;
 
 /// Waits between claims while the database fails them.
 const CLAIM_BACKOFF: Backoff = Backoff { base: Duration::from_millis(50), max: Duration::from_secs(5), jitter: 0.5 };
@@ -67,12 +68,23 @@ impl Worker {
             // Only tasks whose handler is loaded here: a worker without a handler leaves its tasks
             // to workers that have it (or, after a horizon, to the overseer).
             let handlers = self.catalog.names();
+            let limits = &self.catalog.policy().run_limits;
+            let limited = limits.apply_to(&queues, Some(&handlers));
             // A signal cuts a claim short; runs it may have claimed are then timed out at exit.
             let claim = async {
                 if queues.is_empty() {
                     return Ok(Vec::new());
                 }
-                self.store.claim_for(runner_id, &queues, Some(&handlers), limit, now, cfg.default_run_timeout).await
+                let req = ClaimRequest {
+                    runner: runner_id,
+                    queues: &queues,
+                    handlers: Some(&handlers),
+                    limit,
+                    now,
+                    default_timeout: cfg.default_run_timeout,
+                    limits: limited.then_some(limits),
+                };
+                self.store.claim_for(&req).await
             };
             // A claim waiting on another session's lock must not hold up a runner declared dead.
             let claimed = tokio::select! {
@@ -137,10 +149,19 @@ impl Worker {
                     Err(e) => tracing::warn!("checking for due work failed: {e}"),
                 }
             }
+            // Polling at the short interval: without wake-ups; when a limited run may end elsewhere
+            // (nothing notifies that); and when draining, which ends when the last outcomes are
+            // written (nothing notifies that either: waiting for a wake-up added up to the
+            // notified poll interval to every drain on PostgreSQL).
+            let poll = if wakeups.is_some() && !limited && !cfg.drain {
+                cfg.notified_poll_interval
+            } else {
+                cfg.poll_interval
+            };
             tokio::select! {
                 _ = &mut *shutdown => return ExitReason::Shutdown,
                 r = exit_rx.recv() => return r.unwrap_or(ExitReason::Shutdown),
-                _ = tokio::time::sleep(if wakeups.is_some() { cfg.notified_poll_interval } else { cfg.poll_interval }) => {}
+                _ = tokio::time::sleep(poll) => {}
                 woke = super::heartbeat::next(&mut wakeups) => {
                     if !woke {
                         wakeups = None; // the listener is gone: poll only

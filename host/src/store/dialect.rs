@@ -79,6 +79,8 @@ pub struct ClaimRequest<'a> {
     pub now: DateTime<Utc>,
     /// For tasks without their own run timeout.
     pub default_timeout: Duration,
+    /// Runs in flight allowed across all workers (None: no limits).
+    pub limits: Option<&'a RunLimits>,
 }
 
 impl ClaimRequest<'_> {
@@ -290,8 +292,12 @@ pub trait Dialect: Plumbing {
     async fn add_bulk(conn: &mut ConnOf<Self>, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>>;
 
     /// Claim up to `limit` due scheduled runs atomically, in claim order (priority, then due
-    /// time, then id).
+    /// time, then id). (Limits are not this function's business: see [`super::shared`].)
     async fn claim(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>>;
+    /// The same inside the caller's transaction, of these tasks only (which it holds locked):
+    /// the last step of a claim under concurrency limits.
+    async fn claim_these(&self, tx: &mut TxOf<Self>, req: &ClaimRequest<'_>, ids: &[TaskId])
+        -> Result<Vec<ClaimedRun>>;
     /// Write these successful runs and their tasks, leaving any run no longer running as it is;
     /// the runs written.
     async fn finish_successes(&self, tx: &mut TxOf<Self>, ok: &[&RunOutcome]) -> Result<Vec<RunId>>;

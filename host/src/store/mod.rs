@@ -30,6 +30,7 @@ pub mod sqlite;
 
 pub use connect::redact;
 use connect::server_pool;
+pub use dialect::ClaimRequest;
 
 /// Which database a store talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,19 +129,13 @@ pub trait Store: Send + Sync + 'static {
         now: DateTime<Utc>,
         default_timeout: Duration,
     ) -> Result<Vec<ClaimedRun>> {
-        self.claim_for(runner, queues, None, limit, now, default_timeout).await
+        let req = ClaimRequest { runner, queues, handlers: None, limit, now, default_timeout, limits: None };
+        self.claim_for(&req).await
     }
-    /// [`Store::claim`], of tasks whose handler is one of `handlers` only (None: any handler): a
-    /// worker claims only what it can run.
-    async fn claim_for(
-        &self,
-        runner: RunnerId,
-        queues: &[String],
-        handlers: Option<&[String]>,
-        limit: u32,
-        now: DateTime<Utc>,
-        default_timeout: Duration,
-    ) -> Result<Vec<ClaimedRun>>;
+    /// [`Store::claim`] as `req` asks: of tasks whose handler is one of `req.handlers` only (a
+    /// worker claims only what it can run), and within `req.limits` (runs in flight across all
+    /// workers, per queue and per handler).
+    async fn claim_for(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>>;
     /// Progress of running runs, in order: a later report of a run overrides an earlier one;
     /// a run no longer running is left as it is.
     async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()>;
@@ -302,6 +297,16 @@ pub struct QueueInfo {
     pub oldest_due: Option<DateTime<Utc>>,
     /// Since when it is paused; None: it is not.
     pub paused_on: Option<DateTime<Utc>>,
+    /// Runs in flight allowed across all workers, as this process's configuration says (the
+    /// store leaves it None; [`crate::Client::queues`] fills it in).
+    pub max_running: Option<u32>,
+}
+
+impl QueueInfo {
+    /// A queue that holds nothing.
+    pub fn empty(name: String) -> Self {
+        QueueInfo { name, due: 0, later: 0, running: 0, oldest_due: None, paused_on: None, max_running: None }
+    }
 }
 
 /// The handlers a runner serves: name → sha256 of the component.

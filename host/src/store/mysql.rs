@@ -92,11 +92,29 @@ cells!(MySqlRow { int: unchecked, text: unchecked, time: decoded });
 
 impl MySqlDb {
     async fn claim_once(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {
+        let mut tx = self.begin().await?;
+        let out = self.claim_in(&mut tx, req, None).await?;
+        if out.is_empty() {
+            self.rollback(tx).await?;
+        } else {
+            self.commit(tx).await?;
+        }
+        Ok(out)
+    }
+
+    /// The claim inside `tx`; of the tasks `only` when given (the limited claim holds them locked).
+    async fn claim_in(
+        &self,
+        tx: &mut Tx<MySql>,
+        req: &ClaimRequest<'_>,
+        only: Option<&[TaskId]>,
+    ) -> Result<Vec<ClaimedRun>> {
         let now = req.now;
         let of_handlers = if req.handlers.is_some() { " AND task_handler_class IN ($4)" } else { "" };
+        let only_these = if only.is_some() { " AND id IN ($5)" } else { "" };
         let pick = format!(
             "SELECT {CLAIM_COLUMNS} FROM task_queue
-             WHERE last_status = {SCHEDULED} AND queue IN ($1){of_handlers} AND scheduled_on <= $2
+             WHERE last_status = {SCHEDULED} AND queue IN ($1){of_handlers}{only_these} AND scheduled_on <= $2
              ORDER BY priority, scheduled_on, id LIMIT $3 FOR UPDATE SKIP LOCKED"
         );
         let values = [
@@ -104,42 +122,41 @@ impl MySqlDb {
             Arg::Time(now),
             Arg::from(req.limit),
             Arg::Texts(req.handlers.unwrap_or_default()),
+            Arg::Ints(only.unwrap_or_default()),
         ];
-        let mut tx = self.begin().await?;
-        let claimed = ClaimedTask::read_all(&self.rows(Some(&mut tx), &pick, &values).await?)?;
+        let claimed = ClaimedTask::read_all(&self.rows(Some(&mut *tx), &pick, &values).await?)?;
         if claimed.is_empty() {
-            self.rollback(tx).await?;
             return Ok(Vec::new());
         }
         let ids: Vec<i64> = claimed.iter().map(|c| c.task_id).collect();
         let mark = format!("UPDATE task_queue SET last_status = {RUNNING} WHERE id IN ($1)");
-        self.exec(Some(&mut tx), &mark, args![&ids]).await?;
+        self.exec(Some(&mut *tx), &mark, args![&ids]).await?;
         let starts = serde_json::Value::Array(
             claimed
                 .iter()
                 .map(|c| json!({"id": c.task_id, "t": jts(c.timeout_on(now, req.default_timeout))}))
                 .collect(),
         );
+        // Each task's scheduled run by the unique index of scheduled runs (its generated column
+        // holds the task's id while the run is scheduled): joined by `task_queue_id`, MariaDB
+        // scanned all of task_runs, locking every row, once the table held some 100,000 runs.
         let start = format!(
             "UPDATE task_runs r
              JOIN JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$.id', t DATETIME(6) PATH '$.t')) AS j
-               ON r.task_queue_id = j.id
-             SET r.status = {RUNNING}, r.started_on = ?, r.task_runner_id = ?, r.timeout_on = j.t
-             WHERE r.status = {SCHEDULED}"
+               ON r.scheduled_task_id = j.id
+             SET r.status = {RUNNING}, r.started_on = ?, r.task_runner_id = ?, r.timeout_on = j.t"
         );
         sqlx::query(&start).bind(starts.to_string()).bind(now).bind(req.runner).execute(&mut *tx.tx).await?;
         let started = format!(
             "SELECT task_queue_id, id, attempt FROM task_runs
              WHERE status = {RUNNING} AND task_runner_id = $1 AND task_queue_id IN ($2)"
         );
-        let started = self.rows(Some(&mut tx), &started, args![req.runner, &ids]).await?;
+        let started = self.rows(Some(&mut *tx), &started, args![req.runner, &ids]).await?;
         let mut by_task = std::collections::HashMap::with_capacity(started.len());
         for r in &started {
             by_task.insert(r.try_get::<i64, _>("task_queue_id")?, (r.try_get::<i64, _>("id")?, r.try_get("attempt")?));
         }
-        let out = runs::claimed_runs(self, Some(&mut tx), req, claimed, by_task).await?;
-        self.commit(tx).await?;
-        Ok(out)
+        runs::claimed_runs(self, Some(tx), req, claimed, by_task).await
     }
 }
 
@@ -222,6 +239,10 @@ impl Dialect for MySqlDb {
 
     async fn claim(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {
         retrying::<Self, _, _, _>(|| self.claim_once(req)).await
+    }
+
+    async fn claim_these(&self, tx: &mut Tx<MySql>, req: &ClaimRequest<'_>, ids: &[TaskId]) -> Result<Vec<ClaimedRun>> {
+        self.claim_in(tx, req, Some(ids)).await
     }
 
     async fn finish_successes(&self, tx: &mut Tx<MySql>, ok: &[&RunOutcome]) -> Result<Vec<RunId>> {

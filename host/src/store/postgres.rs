@@ -108,11 +108,21 @@ fn int_of(row: &PgRow, col: &str) -> Result<Option<i64>> {
 }
 
 impl PostgresDb {
-    /// One claim statement: up to `limit` due runs, marked running for the runner.
-    async fn claim_some(&self, req: &ClaimRequest<'_>, limit: u32) -> Result<Vec<ClaimedRun>> {
+    /// One claim statement: up to `limit` due runs, marked running for the runner; in `tx`
+    /// when given, and of the tasks `only` when given (the limited claim holds them locked).
+    async fn claim_some(
+        &self,
+        mut tx: Option<&mut Tx<Postgres>>,
+        req: &ClaimRequest<'_>,
+        limit: u32,
+        only: Option<&[TaskId]>,
+    ) -> Result<Vec<ClaimedRun>> {
         // One queue: an equality, so the claim index yields rows already in claim order (with
         // `= ANY(array)` the planner scans and sorts every due task instead).
         let queue_cond = if req.queues.len() == 1 { "queue = $2" } else { "queue = ANY($4)" };
+        // Its own statement (not `$8 IS NULL OR …`): the plan is generic, and must stay the
+        // fast one for the claims without it.
+        let only_cond = if only.is_some() { "AND id = ANY($8)" } else { "" };
         // One statement, so one round trip and atomic without an explicit transaction. Every row
         // is reached by a unique key (primary keys, and the unique index of scheduled runs), whose
         // selectivity the planner knows without statistics; on a queue they are always stale.
@@ -120,7 +130,7 @@ impl PostgresDb {
             "WITH picked AS (
                  SELECT id FROM task_queue
                  WHERE last_status = {SCHEDULED} AND {queue_cond} AND scheduled_on <= $1
-                   AND ($7::text[] IS NULL OR task_handler_class = ANY($7))
+                   AND ($7::text[] IS NULL OR task_handler_class = ANY($7)) {only_cond}
                  ORDER BY priority, scheduled_on, id
                  LIMIT $3
                  FOR UPDATE SKIP LOCKED
@@ -143,23 +153,28 @@ impl PostgresDb {
              )
              SELECT j.*, r.attempt FROM j LEFT JOIN r ON r.id = j.run_id"
         );
-        let rows = sqlx::query(&sql)
+        let mut q = sqlx::query(&sql)
             .bind(req.now)
             .bind(&req.queues[0])
             .bind(limit as i64)
             .bind(req.queues)
             .bind(req.runner)
             .bind(req.default_timeout.as_secs().min(3_153_600_000) as i64)
-            .bind(req.handlers)
-            .fetch_all(&self.pool)
-            .await?;
+            .bind(req.handlers);
+        if let Some(ids) = only {
+            q = q.bind(ids);
+        }
+        let rows = match tx.as_deref_mut() {
+            Some(tx) => q.fetch_all(&mut *tx.tx).await?,
+            None => q.fetch_all(&self.pool).await?,
+        };
         let mut runs_of = std::collections::HashMap::with_capacity(rows.len());
         for r in &rows {
             if let (Some(run), Some(attempt)) = (r.try_get::<Option<i64>, _>("run_id")?, r.try_get("attempt")?) {
                 runs_of.insert(r.try_get::<i64, _>("id")?, (run, attempt));
             }
         }
-        runs::claimed_runs(self, None, req, ClaimedTask::read_all(&rows)?, runs_of).await
+        runs::claimed_runs(self, tx, req, ClaimedTask::read_all(&rows)?, runs_of).await
     }
 }
 
@@ -247,12 +262,13 @@ impl Dialect for PostgresDb {
 
     async fn claim(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {
         if req.limit < CLAIM_SPLIT_AT {
-            return self.claim_some(req, req.limit).await;
+            return self.claim_some(None, req, req.limit, None).await;
         }
         // A large claim as two statements on two connections at once: SKIP LOCKED keeps their rows
         // apart, and the server works on both in parallel, halving the time a worker waits.
         let half = req.limit / 2;
-        let (a, b) = tokio::join!(self.claim_some(req, req.limit - half), self.claim_some(req, half));
+        let (a, b) =
+            tokio::join!(self.claim_some(None, req, req.limit - half, None), self.claim_some(None, req, half, None));
         match (a, b) {
             (Ok(mut a), Ok(b)) => {
                 a.extend(b);
@@ -265,6 +281,15 @@ impl Dialect for PostgresDb {
             }
             (Err(e), _) | (_, Err(e)) => Err(e),
         }
+    }
+
+    async fn claim_these(
+        &self,
+        tx: &mut Tx<Postgres>,
+        req: &ClaimRequest<'_>,
+        ids: &[TaskId],
+    ) -> Result<Vec<ClaimedRun>> {
+        self.claim_some(Some(tx), req, req.limit, Some(ids)).await
     }
 
     async fn finish_successes(&self, tx: &mut Tx<Postgres>, ok: &[&RunOutcome]) -> Result<Vec<RunId>> {

@@ -149,6 +149,8 @@ pub const TABLES: &[Table] = &[
     },
     Table { name: "task_leases", columns: &[col("name", Str(64)), col("holder", NAME), col("expires_on", Time)] },
     Table { name: "task_queue_pauses", columns: &[col("queue", NAME), col("paused_on", Time)] },
+    // One lock row per concurrency limit (`queue:NAME`, `handler:NAME`).
+    Table { name: "task_run_limits", columns: &[col("name", Str(160))] },
     Table {
         name: "task_schedules",
         columns: &[
@@ -277,6 +279,16 @@ pub const INDEXES: &[Index] = &[
             column: "scheduled_task_id",
             expression: "CASE WHEN status = 'scheduled' THEN task_queue_id END",
         },
+    },
+    // Runs in flight, counted by queue and by handler for the concurrency limits. (On MySQL a
+    // queue's are counted by task_queue_claim, which leads with the status.)
+    Index {
+        name: "task_queue_running",
+        table: "task_queue",
+        columns: &["queue", "task_handler_class"],
+        unique: false,
+        filter: Some("last_status = 'running'"),
+        mysql: OnMySql::Columns(&["last_status", "task_handler_class"]),
     },
     // One row of statistics a handler, queue, minute and runner.
     Index {

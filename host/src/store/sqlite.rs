@@ -182,44 +182,23 @@ impl Dialect for SqliteDb {
     }
 
     async fn claim(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {
-        let now = req.now;
-        // One queue: an equality the claim index can seek on; several: a list.
-        let queue_cond = if req.queues.len() == 1 { "queue = $2" } else { "queue IN ($2)" };
-        let handler_cond = if req.handlers.is_some() { "AND task_handler_class IN ($4)" } else { "" };
-        let pick = format!(
-            "UPDATE task_queue SET last_status = {RUNNING}
-             WHERE id IN (SELECT id FROM task_queue
-                          WHERE last_status = {SCHEDULED} AND {queue_cond} AND scheduled_on <= $1 {handler_cond}
-                          ORDER BY priority, scheduled_on, id LIMIT $3)
-             RETURNING {CLAIM_COLUMNS}"
-        );
-        let queues = if req.queues.len() == 1 { Arg::from(&req.queues[0]) } else { Arg::Texts(req.queues) };
-        let args = [Arg::Time(now), queues, Arg::from(req.limit), Arg::Texts(req.handlers.unwrap_or_default())];
         let mut tx = self.begin().await?;
-        let claimed = ClaimedTask::read_all(&self.rows(Some(&mut tx), &pick, &args).await?)?;
-        if claimed.is_empty() {
+        let out = claim_in(self, &mut tx, req, None).await?;
+        if out.is_empty() {
             self.rollback(tx).await?;
-            return Ok(Vec::new());
+        } else {
+            self.commit(tx).await?;
         }
-        let starts = serde_json::Value::Array(
-            claimed.iter().map(|c| json!({"id": c.task_id, "t": ts(c.timeout_on(now, req.default_timeout))})).collect(),
-        );
-        let start = format!(
-            "UPDATE task_runs SET status = {RUNNING}, started_on = ?1, task_runner_id = ?2, timeout_on = j.value->>'t'
-             FROM json_each(?3) AS j
-             WHERE task_runs.task_queue_id = j.value->>'id' AND task_runs.status = {SCHEDULED}
-             RETURNING task_runs.task_queue_id, task_runs.id, task_runs.attempt"
-        );
-        let started: Vec<(i64, i64, i64)> = sqlx::query_as(&start)
-            .bind(ts(now))
-            .bind(req.runner)
-            .bind(starts.to_string())
-            .fetch_all(&mut *tx.tx)
-            .await?;
-        let by_task = started.into_iter().map(|(t, r, a)| (t, (r, a))).collect();
-        let out = runs::claimed_runs(self, Some(&mut tx), req, claimed, by_task).await?;
-        self.commit(tx).await?;
         Ok(out)
+    }
+
+    async fn claim_these(
+        &self,
+        tx: &mut Tx<Sqlite>,
+        req: &ClaimRequest<'_>,
+        ids: &[TaskId],
+    ) -> Result<Vec<ClaimedRun>> {
+        claim_in(self, tx, req, Some(ids)).await
     }
 
     async fn finish_successes(&self, tx: &mut Tx<Sqlite>, ok: &[&RunOutcome]) -> Result<Vec<RunId>> {
@@ -259,4 +238,50 @@ impl Dialect for SqliteDb {
         .await?;
         Ok(done.into_iter().map(|(r, _, _)| r).collect())
     }
+}
+
+/// The claim inside `tx`; of the tasks `only` when given (the limited claim holds them locked).
+async fn claim_in(
+    db: &SqliteDb,
+    tx: &mut Tx<Sqlite>,
+    req: &ClaimRequest<'_>,
+    only: Option<&[TaskId]>,
+) -> Result<Vec<ClaimedRun>> {
+    let now = req.now;
+    // One queue: an equality the claim index can seek on; several: a list.
+    let queue_cond = if req.queues.len() == 1 { "queue = $2" } else { "queue IN ($2)" };
+    let handler_cond = if req.handlers.is_some() { "AND task_handler_class IN ($4)" } else { "" };
+    let only_cond = if only.is_some() { "AND id IN ($5)" } else { "" };
+    let pick = format!(
+        "UPDATE task_queue SET last_status = {RUNNING}
+         WHERE id IN (SELECT id FROM task_queue
+                      WHERE last_status = {SCHEDULED} AND {queue_cond} AND scheduled_on <= $1 {handler_cond} {only_cond}
+                      ORDER BY priority, scheduled_on, id LIMIT $3)
+         RETURNING {CLAIM_COLUMNS}"
+    );
+    let queues = if req.queues.len() == 1 { Arg::from(&req.queues[0]) } else { Arg::Texts(req.queues) };
+    let args = [
+        Arg::Time(now),
+        queues,
+        Arg::from(req.limit),
+        Arg::Texts(req.handlers.unwrap_or_default()),
+        Arg::Ints(only.unwrap_or_default()),
+    ];
+    let claimed = ClaimedTask::read_all(&db.rows(Some(&mut *tx), &pick, &args).await?)?;
+    if claimed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let starts = serde_json::Value::Array(
+        claimed.iter().map(|c| json!({"id": c.task_id, "t": ts(c.timeout_on(now, req.default_timeout))})).collect(),
+    );
+    let start = format!(
+        "UPDATE task_runs SET status = {RUNNING}, started_on = ?1, task_runner_id = ?2, timeout_on = j.value->>'t'
+         FROM json_each(?3) AS j
+         WHERE task_runs.task_queue_id = j.value->>'id' AND task_runs.status = {SCHEDULED}
+         RETURNING task_runs.task_queue_id, task_runs.id, task_runs.attempt"
+    );
+    let started: Vec<(i64, i64, i64)> =
+        sqlx::query_as(&start).bind(ts(now)).bind(req.runner).bind(starts.to_string()).fetch_all(&mut *tx.tx).await?;
+    let by_task = started.into_iter().map(|(t, r, a)| (t, (r, a))).collect();
+    runs::claimed_runs(db, Some(tx), req, claimed, by_task).await
 }

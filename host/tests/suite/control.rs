@@ -198,3 +198,87 @@ pub async fn statistics_count_runs_as_they_end_and_outlive_rotation(store: Share
     assert_eq!(kept[0].runs, a.runs, "rotation keeps the statistics");
     assert_eq!(kept[1].runs.succeeded, 1, "its task is gone, its count stays");
 }
+
+fn limited<'a>(
+    r: RunnerId,
+    queues: &'a [String],
+    handlers: Option<&'a [String]>,
+    limit: u32,
+    limits: &'a RunLimits,
+) -> taskhost::store::ClaimRequest<'a> {
+    taskhost::store::ClaimRequest {
+        runner: r,
+        queues,
+        handlers,
+        limit,
+        now: t0(),
+        default_timeout: DAY,
+        limits: Some(limits),
+    }
+}
+
+/// A claim takes, in claim order, only what fits the room each limited queue and handler has
+/// left across all runners; unlimited tasks are claimed as ever; an ended run makes room.
+pub async fn claims_keep_runs_in_flight_within_the_queue_and_handler_limits(store: SharedStore) {
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        tasks.push(NewTask::new("h", "{}").with_queue("api"));
+        tasks.push(NewTask::new("slow", "{}"));
+        tasks.push(NewTask::new("h", "{}"));
+    }
+    let ids: Vec<_> = store.add_tasks(&tasks, t0()).await.expect("add").iter().map(|a| a.id).collect();
+    let limits = RunLimits {
+        queues: [("api".to_string(), 2)].into_iter().collect(),
+        handlers: [("slow".to_string(), 3)].into_iter().collect(),
+    };
+    let queues = ["api".to_string(), "default".to_string()];
+    let (a, b) = (runner(&store, t0()).await, runner(&store, t0()).await);
+    // Two claims of two: the first takes one of each in claim order (api, slow), and the second the same.
+    let first = store.claim_for(&limited(a, &queues, None, 2, &limits)).await.expect("claim");
+    assert_eq!(first.iter().map(|c| c.task_id).collect::<Vec<_>>(), vec![ids[0], ids[1]]);
+    let second = store.claim_for(&limited(b, &queues, None, 20, &limits)).await.expect("claim");
+    let took: Vec<_> = second.iter().map(|c| c.task_id).collect();
+    // The api queue has room for one more, slow for two more; every unlimited task is taken.
+    assert_eq!(took, vec![ids[2], ids[3], ids[4], ids[5], ids[7], ids[8], ids[11]], "{took:?}");
+    let handlers = ["h".to_string(), "slow".to_string()];
+    assert!(store.claim_for(&limited(a, &queues, Some(&handlers), 20, &limits)).await.expect("claim").is_empty());
+    // Without the limits the rest would be claimable: they are held back, not gone.
+    let counts = store.counts().await.expect("counts");
+    assert_eq!((counts.running, counts.scheduled), (9, 3), "{counts:?}");
+    // An ended run of each makes room for one more of each, whichever runner ended it.
+    let ended = [first[0].clone(), first[1].clone()];
+    store.finish_runs(&ended.iter().map(|c| success(c, t0(), "{}")).collect::<Vec<_>>()).await.expect("finish");
+    let third = store.claim_for(&limited(b, &queues, Some(&handlers), 20, &limits)).await.expect("claim");
+    assert_eq!(third.iter().map(|c| c.task_id).collect::<Vec<_>>(), vec![ids[6], ids[10]]);
+    // A runner that serves only the unlimited handler claims freely; its queue's limit still holds.
+    let only_h = ["h".to_string()];
+    assert!(store.claim_for(&limited(a, &queues, Some(&only_h), 20, &limits)).await.expect("claim").is_empty());
+    let counts = store.counts().await.expect("counts");
+    assert_eq!((counts.running, counts.scheduled), (9, 1), "{counts:?}");
+}
+
+/// Claims racing on two connections never put more runs of a limited queue in flight than its
+/// limit, round after round.
+pub async fn concurrent_limited_claims_never_exceed_the_limit(a: SharedStore, b: SharedStore) {
+    let tasks: Vec<_> = (0..60).map(|_| NewTask::new("h", "{}").with_queue("api")).collect();
+    a.add_tasks(&tasks, t0()).await.expect("add");
+    let limits = RunLimits { queues: [("api".to_string(), 3)].into_iter().collect(), ..RunLimits::default() };
+    let (ra, rb) = (runner(&a, t0()).await, runner(&b, t0()).await);
+    for round in 0..8 {
+        let claim_some = |s: SharedStore, r: RunnerId, limits: RunLimits| async move {
+            let queues = ["api".to_string()];
+            let mut mine = Vec::new();
+            for _ in 0..4 {
+                mine.extend(s.claim_for(&limited(r, &queues, None, 2, &limits)).await.expect("claim"));
+            }
+            mine
+        };
+        let (x, y) = tokio::join!(
+            tokio::spawn(claim_some(a.clone(), ra, limits.clone())),
+            tokio::spawn(claim_some(b.clone(), rb, limits.clone()))
+        );
+        let all: Vec<ClaimedRun> = x.expect("join").into_iter().chain(y.expect("join")).collect();
+        assert_eq!(all.len(), 3, "round {round}: exactly the limit is in flight");
+        a.finish_runs(&all.iter().map(|c| success(c, t0(), "{}")).collect::<Vec<_>>()).await.expect("finish");
+    }
+}

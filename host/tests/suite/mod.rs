@@ -453,12 +453,20 @@ macro_rules! store_suite {
         case!(cancelled_tasks_never_run_and_their_late_outcomes_are_ignored);
         case!(declared_schedules_follow_the_declaration_and_leave_hand_made_ones);
         case!(statistics_count_runs_as_they_end_and_outlive_rotation);
+        case!(claims_keep_runs_in_flight_within_the_queue_and_handler_limits);
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_claims_never_share_a_run() {
             let (a, guard) = $open.await;
             let b = $open_same(&guard).await;
             suite::concurrent_claims_never_share_a_run(a, b).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn concurrent_limited_claims_never_exceed_the_limit() {
+            let (a, guard) = $open.await;
+            let b = $open_same(&guard).await;
+            suite::concurrent_limited_claims_never_exceed_the_limit(a, b).await;
         }
     };
 }

@@ -7,6 +7,7 @@
 
 mod bulk;
 mod cancel;
+mod limits;
 mod queues;
 mod runners;
 pub(crate) mod runs;
@@ -145,20 +146,11 @@ impl<D: Dialect> Store for SqlStore<D> {
         runners::set_handlers(&self.db, runner, handlers).await
     }
 
-    async fn claim_for(
-        &self,
-        runner: RunnerId,
-        queues: &[String],
-        handlers: Option<&[String]>,
-        limit: u32,
-        now: DateTime<Utc>,
-        default_timeout: Duration,
-    ) -> Result<Vec<ClaimedRun>> {
-        let req = ClaimRequest { runner, queues, handlers, limit, now, default_timeout };
+    async fn claim_for(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {
         if req.is_empty() {
             return Ok(Vec::new());
         }
-        self.db.claim(&req).await
+        limits::claim(&self.db, req).await
     }
 
     async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()> {

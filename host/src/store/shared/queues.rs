@@ -50,6 +50,7 @@ pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<QueueInf
             running: count(r, "running")?,
             oldest_due: r.time("oldest_due")?,
             paused_on: None,
+            max_running: None,
         });
     }
     let pauses = db.rows(None, "SELECT queue, paused_on FROM task_queue_pauses", &[]).await?;
@@ -58,7 +59,7 @@ pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<QueueInf
         let paused_on = r.time("paused_on")?;
         match queues.iter_mut().find(|q| q.name == name) {
             Some(q) => q.paused_on = paused_on,
-            None => queues.push(QueueInfo { name, due: 0, later: 0, running: 0, oldest_due: None, paused_on }),
+            None => queues.push(QueueInfo { paused_on, ..QueueInfo::empty(name) }),
         }
     }
     queues.sort_by(|a, b| a.name.cmp(&b.name));
