@@ -182,10 +182,6 @@ impl Client {
     /// False when there is no such schedule. A declared schedule is refused: the overseer would
     /// add it again; remove it from the configuration file.
     pub async fn remove_schedule(&self, name: &str) -> Result<bool> {
-        if self.store.schedules().await?.iter().any(|s| s.spec.name == name && s.declared) {
-            let reason = format!("{name} is declared in the configuration file: remove it there");
-            return Err(Error::invalid("schedule", reason));
-        }
         self.store.remove_schedule(name).await
     }
 

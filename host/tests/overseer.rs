@@ -8,7 +8,7 @@ use std::time::Duration;
 use common::{drain_config, Db, Env};
 use taskhost::clock::Clock;
 use taskhost::model::{NewTask, RunStatus, TaskFilter};
-use taskhost::overseer::{liveness, retries, rotation, run_timeout, OverseerConfig};
+use taskhost::overseer::{liveness, retries, rotation, run_timeout, stats_compaction, OverseerConfig};
 use taskhost::retry::Backoff;
 use taskhost::runner::WorkerConfig;
 
@@ -143,6 +143,27 @@ async fn rotation_deletes_old_successful_tasks_and_keeps_the_rest(db: Db) {
     assert_eq!(left, vec![failed, fresh], "the dead letter and the 25-day-old success stay");
 }
 
+async fn statistics_older_than_two_hours_are_merged_into_hours_and_read_the_same(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["echo"]).await;
+    for _ in 0..3 {
+        env.app.client.add(NewTask::new("echo", "{}")).await.expect("add");
+        env.drain(drain_config()).await;
+        clock.advance(chrono::Duration::minutes(7));
+    }
+    let svc = stats_compaction::StatsCompaction::new(env.app.store.clone(), Default::default());
+    let report = svc.run_once(clock.now()).await.expect("compact");
+    assert_eq!(report.rows_merged, 0, "the last two hours stay by minute");
+    let before = env.app.client.stats(None, None).await.expect("stats");
+    assert_eq!(before[0].runs.succeeded, 3);
+    clock.advance(chrono::Duration::hours(3));
+    let now_before = env.app.client.stats(None, None).await.expect("stats");
+    let report = svc.run_once(clock.now()).await.expect("compact");
+    assert!(report.rows_merged >= 3, "one row a minute and runner at least: {report:?}");
+    assert_eq!(svc.run_once(clock.now()).await.expect("compact").rows_merged, 0);
+    let after = env.app.client.stats(None, None).await.expect("stats");
+    assert_eq!(format!("{after:?}"), format!("{now_before:?}"), "the statistics read the same");
+}
+
 async fn a_worker_runs_the_overseer_and_recovers_a_dead_runners_task(db: Db) {
     let env = Env::on(db, &["echo"]).await;
     let store = env.app.store.clone();
@@ -202,6 +223,7 @@ on_every_database!(
     a_run_past_its_run_timeout_is_timed_out_and_retried,
     timeouts_past_max_retries_make_a_dead_letter,
     rotation_deletes_old_successful_tasks_and_keeps_the_rest,
+    statistics_older_than_two_hours_are_merged_into_hours_and_read_the_same,
     a_worker_runs_the_overseer_and_recovers_a_dead_runners_task,
     one_overseer_at_a_time_holds_the_lease_and_another_takes_over,
 );

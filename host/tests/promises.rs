@@ -9,7 +9,29 @@ use std::time::{Duration, Instant};
 
 use common::{drain_config, wait_until, Env};
 use taskhost::model::{BackoffSettings, NewTask, RunStatus};
-use taskhost::runner::WorkerConfig;
+use taskhost::runner::{WorkerConfig, WorkerReport};
+
+/// A worker running in this process until [`InProcess::stop`].
+struct InProcess {
+    stop: tokio::sync::oneshot::Sender<()>,
+    worker: tokio::task::JoinHandle<taskhost::Result<WorkerReport>>,
+}
+
+impl InProcess {
+    fn start(env: &Env, cfg: WorkerConfig) -> Self {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let worker = tokio::spawn(env.app.worker(cfg).run(async move {
+            let _ = stopped.await;
+        }));
+        InProcess { stop, worker }
+    }
+
+    /// Ask it to stop, and wait a minute at most (`what` says what that proves) for its report.
+    async fn stop(self, what: &str) -> WorkerReport {
+        let _ = self.stop.send(());
+        tokio::time::timeout(Duration::from_secs(60), self.worker).await.expect(what).expect("join").expect("worker")
+    }
+}
 
 /// Runs of `spin` last until stopped: fuel far beyond the deadline, a deadline far beyond the tests.
 const LONG_SPIN: &str = "[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"1h\"\n";
@@ -42,10 +64,7 @@ async fn a_run_ended_elsewhere_is_stopped_at_once(mut env: Env) {
         shutdown_grace: Duration::from_secs(600),
         ..drain_config()
     };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = tokio::spawn(env.app.worker(cfg).run(async move {
-        let _ = stopped.await;
-    }));
+    let worker = InProcess::start(&env, cfg);
     let store = env.app.store.clone();
     wait_until(Duration::from_secs(30), "the run started", || async {
         store.runs_of(id).await.expect("runs")[0].status == RunStatus::Running
@@ -56,12 +75,7 @@ async fn a_run_ended_elsewhere_is_stopped_at_once(mut env: Env) {
     assert_eq!(store.time_out_overdue_runs(far, chrono::Utc::now(), 10).await.expect("time out"), 1);
     let ended = Instant::now();
     // The grace period is ten minutes: the worker stops this quickly only if the run is gone.
-    let _ = stop.send(());
-    let report = tokio::time::timeout(Duration::from_secs(60), worker)
-        .await
-        .expect("the worker stopped without waiting for the run")
-        .expect("join")
-        .expect("worker");
+    let report = worker.stop("the worker stopped without waiting for the run").await;
     assert_eq!((report.runs_ended_elsewhere, report.runs_abandoned), (1, 0), "{report:?}");
     eprintln!("a run ended elsewhere was stopped and its worker stopped {:?} later", ended.elapsed());
 }
@@ -72,10 +86,7 @@ async fn a_cancelled_run_is_stopped_within_a_second_and_never_retried(mut env: E
     let id = client.add(NewTask::new("spin", "{}")).await.expect("add").id;
     // One slot: the next task runs only once the cancelled guest has stopped.
     let cfg = WorkerConfig { drain: false, concurrency: 1, shutdown_grace: Duration::from_secs(600), ..drain_config() };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = tokio::spawn(env.app.worker(cfg).run(async move {
-        let _ = stopped.await;
-    }));
+    let worker = InProcess::start(&env, cfg);
     let store = env.app.store.clone();
     wait_until(Duration::from_secs(30), "the run started", || async {
         store.runs_of(id).await.expect("runs")[0].status == RunStatus::Running
@@ -89,12 +100,7 @@ async fn a_cancelled_run_is_stopped_within_a_second_and_never_retried(mut env: E
     })
     .await;
     eprintln!("a cancelled run freed its slot for the next task within {:?}", cancelled.elapsed());
-    let _ = stop.send(());
-    let report = tokio::time::timeout(Duration::from_secs(60), worker)
-        .await
-        .expect("the worker stopped without waiting for the cancelled run")
-        .expect("join")
-        .expect("worker");
+    let report = worker.stop("the worker stopped without waiting for the cancelled run").await;
     assert_eq!((report.runs_ended_elsewhere, report.runs_finished, report.runs_abandoned), (1, 1, 0), "{report:?}");
     let (task, runs) = client.show(id).await.expect("show");
     assert_eq!((task.last_status, runs.len(), runs[0].status), (RunStatus::Cancelled, 1, RunStatus::Cancelled));
@@ -219,10 +225,7 @@ where
         shutdown_grace: Duration::from_millis(500),
         ..drain_config()
     };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = tokio::spawn(env.app.worker(cfg).run(async move {
-        let _ = stopped.await;
-    }));
+    let worker = InProcess::start(&env, cfg);
     // Watched through a pool of its own: the worker's connections wait on the lock.
     let watcher = env.second_app().await;
     let store = watcher.store.clone();
@@ -243,9 +246,7 @@ where
         chrono::Utc::now() - beat > chrono::Duration::seconds(3)
     })
     .await;
-    let _ = stop.send(());
-    let report = tokio::time::timeout(Duration::from_secs(60), worker).await.expect("stopped").expect("join");
-    let report = report.expect("worker");
+    let report = worker.stop("the worker stopped").await;
     assert_eq!((report.outcomes_rejected, report.runs_abandoned), (0, 1), "{report:?}");
     for statement in unlock.split(';').filter(|s| !s.trim().is_empty()) {
         locker.execute(statement).await.expect("unlock");

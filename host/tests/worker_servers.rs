@@ -68,6 +68,7 @@ async fn two_workers_on_mysql_never_run_the_same_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_worker_is_woken_by_notify_rather_than_its_poll_on_postgres() {
+    // For tasks added, in a resumed queue, and replayed.
     let env = Env::postgres(&["echo"]).await;
     // Poll intervals far longer than the test's deadline: only LISTEN/NOTIFY can wake it.
     let cfg = WorkerConfig {
@@ -91,10 +92,21 @@ async fn an_idle_worker_is_woken_by_notify_rather_than_its_poll_on_postgres() {
     tick.tick().await;
     tick.tick().await;
     let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
-    common::wait_until(std::time::Duration::from_secs(60), "the task ran", || async {
-        store.runs_of(id).await.expect("runs")[0].status == RunStatus::Success
-    })
-    .await;
+    let ran = |id: i64| {
+        let store = store.clone();
+        async move { store.get_task(id).await.expect("get").map(|t| t.last_status) == Some(RunStatus::Success) }
+    };
+    common::wait_until(std::time::Duration::from_secs(60), "the task ran", || ran(id)).await;
+    // A resumed queue and a replayed task wake it too.
+    let client = &env.app.client;
+    client.pause_queue("default").await.expect("pause");
+    let held = client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    let cancelled = client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    client.cancel(&[cancelled]).await.expect("cancel");
+    client.resume_queue("default").await.expect("resume");
+    common::wait_until(std::time::Duration::from_secs(60), "the resumed queue's task ran", || ran(held)).await;
+    client.retry(cancelled).await.expect("replay");
+    common::wait_until(std::time::Duration::from_secs(60), "the replayed task ran", || ran(cancelled)).await;
     let _ = stop.send(());
     handle.await.expect("join").expect("worker");
 }

@@ -7,6 +7,7 @@
 //! | [`run_timeout`] | running runs past their task's run timeout → `timeout` | 5 s |
 //! | [`retries`] | failed (error/timeout) tasks → their next scheduled run after the backoff, or given up at max retries | 1 s |
 //! | [`rotation`] | successful tasks finished more than 30 days ago → deleted with their runs, in batches | 10 min |
+//! | [`stats_compaction`] | rows of statistics (per minute and runner) older than 2 h → one row per handler, queue and hour | 10 min |
 //! | [`schedules`] | periodic tasks: each schedule's due slot → one task, however many overseers race | 1 s |
 //! | [`unserved`] | scheduled tasks whose handler no live runner has served for 10 min → given up (`handler-not-found`) | 30 s |
 //!
@@ -32,6 +33,7 @@ pub mod retries;
 pub mod rotation;
 pub mod run_timeout;
 pub mod schedules;
+pub mod stats_compaction;
 pub mod unserved;
 
 /// Settings of every service.
@@ -45,6 +47,7 @@ pub struct OverseerConfig {
     pub rotation: rotation::Config,
     pub unserved: unserved::Config,
     pub schedules: schedules::Config,
+    pub stats_compaction: stats_compaction::Config,
 }
 
 impl OverseerConfig {
@@ -63,6 +66,7 @@ impl Default for OverseerConfig {
             rotation: Default::default(),
             unserved: Default::default(),
             schedules: Default::default(),
+            stats_compaction: Default::default(),
         }
     }
 }
@@ -94,6 +98,7 @@ impl Overseer {
             Arc::new(rotation::Rotation::new(store.clone(), config.rotation)),
             Arc::new(unserved::Unserved::new(store.clone(), config.unserved)),
             Arc::new(schedules::Schedules::new(store.clone(), config.schedules)),
+            Arc::new(stats_compaction::StatsCompaction::new(store.clone(), config.stats_compaction)),
         ];
         let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
         let holder = format!("{host}:{}:{:08x}", std::process::id(), rand::random::<u32>());

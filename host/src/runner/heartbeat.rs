@@ -156,7 +156,7 @@ impl RunWatch {
                 self.store.running_runs_of(self.runner),
             );
             let running = match asked.await {
-                Ok(Ok(running)) => running,
+                Ok(Ok(running)) => running.into_iter().collect::<std::collections::HashSet<_>>(),
                 Ok(Err(e)) => {
                     tracing::warn!(runner = self.runner, "could not check the runs in flight: {e}");
                     continue;

@@ -331,6 +331,12 @@ pub trait Dialect: Plumbing {
     async fn notify_cancelled(&self, _tx: &mut TxOf<Self>) -> Result<()> {
         Ok(())
     }
+
+    /// Wake idle workers, when `tx` commits, for tasks made due other than by adding them
+    /// (replayed, or in a resumed queue); adding tasks wakes them by itself.
+    async fn notify_tasks(&self, _tx: &mut TxOf<Self>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Queue one task with its first run; a task with an unfinished task's unique key is not added,

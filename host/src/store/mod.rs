@@ -173,7 +173,8 @@ pub trait Store: Send + Sync + 'static {
     /// Create a schedule; its first slot is the first after `now`.
     async fn add_schedule(&self, schedule: &NewSchedule, now: DateTime<Utc>) -> Result<()>;
     async fn schedules(&self) -> Result<Vec<Schedule>>;
-    /// False when there is no such schedule.
+    /// False when there is no such schedule; an error for one declared in the configuration file
+    /// (the overseer keeps those in line with the file).
     async fn remove_schedule(&self, name: &str) -> Result<bool>;
     /// Pause (`Some(now)`) or resume (None) a schedule; false when there is no such schedule.
     async fn set_schedule_paused(&self, name: &str, paused_on: Option<DateTime<Utc>>) -> Result<bool>;
@@ -214,6 +215,10 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<u64>;
     /// Delete up to `batch` successful or cancelled tasks finished before `before`, with their runs.
     async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64>;
+    /// Merge up to `batch` rows of statistics of minutes before `before` into one row per
+    /// handler, queue and hour; the rows merged (0: nothing left to merge). The statistics read
+    /// the same after, but for the runs of the last minute and hour, which must be after `before`.
+    async fn compact_stats(&self, before: DateTime<Utc>, batch: u32) -> Result<u64>;
 
     /// Channels woken soon after tasks are added, or running tasks cancelled, anywhere
     /// (PostgreSQL: LISTEN/NOTIFY), so a worker need not wait for its next poll. None: poll only.

@@ -350,6 +350,11 @@ impl Dialect for PostgresDb {
         sqlx::query("SELECT pg_notify($1, '')").bind(CANCEL_CHANNEL).execute(&mut *tx.tx).await?;
         Ok(())
     }
+
+    async fn notify_tasks(&self, tx: &mut Tx<Postgres>) -> Result<()> {
+        sqlx::query("SELECT pg_notify($1, '')").bind(CHANNEL).execute(&mut *tx.tx).await?;
+        Ok(())
+    }
 }
 
 /// Write runs that succeeded, and their tasks, in one statement.

@@ -197,6 +197,29 @@ pub async fn statistics_count_runs_as_they_end_and_outlive_rotation(store: Share
     let kept = store.stats(None, None, now).await.expect("stats");
     assert_eq!(kept[0].runs, a.runs, "rotation keeps the statistics");
     assert_eq!(kept[1].runs.succeeded, 1, "its task is gone, its count stays");
+
+    // Runs ten minutes and an hour later, then the rows merged into hours, two a batch: every
+    // figure reads the same, and merged rows are not merged again.
+    store.add_tasks(&[NewTask::new("a", "{}"), NewTask::new("a", "{}")], t0()).await.expect("add");
+    for at in [t0() + chrono::Duration::minutes(10), t0() + chrono::Duration::hours(1)] {
+        let c = store.claim(r, &queues, 1, at, DAY).await.expect("claim");
+        store.finish_runs(&[success(&c[0], at, "{}")]).await.expect("finish");
+    }
+    let far = t0() + chrono::Duration::days(1);
+    let before = store.stats(None, None, far).await.expect("stats");
+    let mut merged = 0;
+    loop {
+        let n = store.compact_stats(far, 2).await.expect("compact");
+        merged += n;
+        if n == 0 {
+            break;
+        }
+    }
+    assert_eq!(merged, 5, "three rows of the first minute (two runners), one of minute 10, one an hour later");
+    assert_eq!(store.compact_stats(far, 2).await.expect("compact"), 0);
+    let after = store.stats(None, None, far).await.expect("stats");
+    assert_eq!(format!("{after:?}"), format!("{before:?}"));
+    assert_eq!(after[0].runs.succeeded, 3);
 }
 
 fn limited<'a>(

@@ -185,6 +185,7 @@ async fn replay_batch<D: Dialect>(
                 SELECT q.id, (SELECT coalesce(max(r.attempt), 0) + 1 FROM task_runs r WHERE r.task_queue_id = q.id), $2
                 FROM task_queue q WHERE q.id IN ($1)";
     db.exec(Some(&mut tx), runs, args![&ids, now]).await?;
+    db.notify_tasks(&mut tx).await?;
     db.commit(tx).await?;
     Ok((n, Some(last)))
 }

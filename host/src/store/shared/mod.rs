@@ -255,6 +255,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         bulk::rotate_batch(&self.db, before, batch).await
     }
 
+    async fn compact_stats(&self, before: DateTime<Utc>, batch: u32) -> Result<u64> {
+        stats::compact(&self.db, before, batch).await
+    }
+
     async fn wakeups(&self) -> Result<Option<Wakeups>> {
         self.db.wakeups().await
     }

@@ -21,7 +21,13 @@ pub async fn pause<D: Dialect>(db: &D, queue: &str, now: DateTime<Utc>) -> Resul
 /// Resume `queue`; false when it was not paused.
 pub async fn resume<D: Dialect>(db: &D, queue: &str) -> Result<bool> {
     retrying::<D, _, _, _>(|| async {
-        Ok(db.exec(None, "DELETE FROM task_queue_pauses WHERE queue = $1", args![queue]).await? > 0)
+        let mut tx = db.begin().await?;
+        let resumed = db.exec(Some(&mut tx), "DELETE FROM task_queue_pauses WHERE queue = $1", args![queue]).await? > 0;
+        if resumed {
+            db.notify_tasks(&mut tx).await?;
+        }
+        db.commit(tx).await?;
+        Ok(resumed)
     })
     .await
 }

@@ -103,7 +103,14 @@ pub async fn list<D: Dialect>(db: &D) -> Result<Vec<Schedule>> {
 }
 
 pub async fn remove<D: Dialect>(db: &D, name: &str) -> Result<bool> {
-    Ok(db.exec(None, "DELETE FROM task_schedules WHERE name = $1", args![name]).await? > 0)
+    if db.exec(None, "DELETE FROM task_schedules WHERE name = $1 AND declared = 0", args![name]).await? > 0 {
+        return Ok(true);
+    }
+    if db.rows(None, "SELECT name FROM task_schedules WHERE name = $1", args![name]).await?.is_empty() {
+        return Ok(false);
+    }
+    let reason = format!("{name} is declared in the configuration file: remove it there");
+    Err(Error::invalid("schedule", reason))
 }
 
 /// Pause (`Some(now)`) or resume (None) a schedule; false when there is no such schedule.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, DurationRound, Utc};
 
-use super::super::dialect::{Cells, Dialect, TxOf};
+use super::super::dialect::{retrying, Cells, Dialect, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg, CANCELLED, ERROR, RUNNING, SCHEDULED, SUCCESS, TIMEOUT};
 use crate::error::{Error, Result};
@@ -82,6 +82,104 @@ pub async fn record<D: Dialect>(db: &D, tx: &mut TxOf<D>, runs: &[RunId], now: D
     );
     db.exec(Some(tx), &sql, args![runs, minute(now)]).await?;
     Ok(())
+}
+
+/// The runner of a row that merges older rows (all runners of an hour).
+const MERGED: i64 = -1;
+/// Columns kept at their largest, and at their smallest, when rows meet.
+const GREATEST: [&str; 3] = ["duration_max", "fuel_max", "last_on"];
+
+/// Merge up to `batch` rows of minutes before `before` into one row per handler, queue and hour
+/// (runner [`MERGED`]); the rows merged. The rows merged are read under lock and deleted by
+/// their keys, so a count written meanwhile is never lost; summing is exact (every column is a
+/// sum, a maximum or a minimum), so the statistics read the same after.
+pub async fn compact<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) -> Result<u64> {
+    let mut summed: Vec<String> = SUMMED.iter().map(|c| c.to_string()).collect();
+    summed.extend(histogram_columns());
+    retrying::<D, _, _, _>(|| async {
+        let mut tx = db.begin().await?;
+        let sql = format!(
+            "SELECT handler, queue, bucket, runner, {}, {}, first_on FROM task_stats
+             WHERE bucket < $1 AND runner <> {MERGED} ORDER BY bucket LIMIT $2{}",
+            summed.join(", "),
+            GREATEST.join(", "),
+            D::FOR_UPDATE
+        );
+        let found = db.rows(Some(&mut tx), &sql, args![before, batch]).await?;
+        if found.is_empty() {
+            db.rollback(tx).await?;
+            return Ok(0);
+        }
+        // (handler, queue, hour) → the merged row; (handler, queue, minute) → its runners.
+        let mut merged: BTreeMap<(String, String, DateTime<Utc>), Merged> = BTreeMap::new();
+        let mut keys: BTreeMap<(String, String, DateTime<Utc>), Vec<i64>> = BTreeMap::new();
+        for r in &found {
+            let (handler, queue) = (r.text("handler")?.unwrap_or_default(), r.text("queue")?.unwrap_or_default());
+            let bucket = r.time("bucket")?.unwrap_or(before);
+            let hour = bucket.duration_trunc(chrono::Duration::hours(1)).unwrap_or(bucket);
+            merged.entry((handler.clone(), queue.clone(), hour)).or_default().add(r, &summed)?;
+            keys.entry((handler, queue, bucket)).or_default().push(rows::id(r, "runner")?);
+        }
+        let upsert = D::upsert(
+            "task_stats",
+            &["handler", "queue", "bucket", "runner"],
+            &summed.iter().map(String::as_str).collect::<Vec<_>>(),
+            &GREATEST,
+            &["first_on"],
+        );
+        let columns = ["handler", "queue", "bucket", "runner"]
+            .into_iter()
+            .chain(summed.iter().map(String::as_str))
+            .chain(GREATEST)
+            .chain(["first_on"])
+            .collect::<Vec<_>>();
+        let slots: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
+        let insert = format!("INSERT INTO task_stats ({}) VALUES ({}) {upsert}", columns.join(", "), slots.join(", "));
+        for ((handler, queue, hour), m) in &merged {
+            let mut values: Vec<Arg<'_>> =
+                vec![Arg::from(handler), Arg::from(queue), Arg::Time(*hour), Arg::from(MERGED)];
+            values.extend(m.sums.iter().chain(&m.greatest).map(|v| Arg::from(*v)));
+            values.push(Arg::Time(m.last_on.unwrap_or(*hour)));
+            values.push(Arg::Time(m.first_on.unwrap_or(*hour)));
+            db.exec(Some(&mut tx), &insert, &values).await?;
+        }
+        let delete = "DELETE FROM task_stats WHERE handler = $1 AND queue = $2 AND bucket = $3 AND runner IN ($4)";
+        for ((handler, queue, bucket), runners) in &keys {
+            db.exec(Some(&mut tx), delete, args![handler, queue, *bucket, runners]).await?;
+        }
+        db.commit(tx).await?;
+        Ok(found.len() as u64)
+    })
+    .await
+}
+
+/// Rows summed into one: the summed columns, then `duration_max`, `fuel_max` (as integers) and
+/// `last_on`, `first_on` (as times).
+#[derive(Default)]
+struct Merged {
+    sums: Vec<i64>,
+    greatest: Vec<i64>,
+    last_on: Option<DateTime<Utc>>,
+    first_on: Option<DateTime<Utc>>,
+}
+
+impl Merged {
+    fn add(&mut self, r: &impl Cells, summed: &[String]) -> Result<()> {
+        self.sums.resize(summed.len(), 0);
+        for (sum, c) in self.sums.iter_mut().zip(summed) {
+            *sum += r.int(c)?.unwrap_or(0);
+        }
+        self.greatest.resize(2, 0);
+        for (max, c) in self.greatest.iter_mut().zip(["duration_max", "fuel_max"]) {
+            *max = (*max).max(r.int(c)?.unwrap_or(0));
+        }
+        self.last_on = self.last_on.max(r.time("last_on")?);
+        self.first_on = match (self.first_on, r.time("first_on")?) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Ok(())
+    }
 }
 
 /// The statistics of every handler and queue (or of one handler, one queue), at `now`.

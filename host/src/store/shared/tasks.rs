@@ -104,6 +104,7 @@ pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: Dat
         }
         let attempt = super::last_attempt(db, Some(&mut tx), id).await? + 1;
         let run = super::insert_run(db, &mut tx, id, attempt, now).await?;
+        db.notify_tasks(&mut tx).await?;
         db.commit(tx).await?;
         Ok(run)
     })

@@ -1,0 +1,90 @@
+//! Statistics compaction: the rows of `task_stats` (one per handler, queue, minute and runner)
+//! older than two hours are merged into one row per handler, queue and hour, in bounded
+//! batches, so the table (and the time `taskhost stats` takes to sum it) grows with the hours
+//! the queue has run, not with its runners and busy minutes. The statistics read the same after;
+//! the last minute's and hour's runs are read from minute rows, which are kept.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::Service;
+use crate::error::Result;
+use crate::store::SharedStore;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub interval: Duration,
+    /// Rows of minutes at least this old are merged (more than the hour `stats` reads by minute).
+    pub keep_minutes_for: Duration,
+    /// Rows merged per transaction.
+    pub batch: u32,
+    /// Batches per run, so one run stays short; the rest waits for the next interval.
+    pub max_batches: u32,
+}
+
+impl Config {
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(600);
+    pub const DEFAULT_KEEP_MINUTES_FOR: Duration = Duration::from_secs(2 * 3600);
+    pub const DEFAULT_BATCH: u32 = 1_000;
+    pub const DEFAULT_MAX_BATCHES: u32 = 100;
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            interval: Self::DEFAULT_INTERVAL,
+            keep_minutes_for: Self::DEFAULT_KEEP_MINUTES_FOR,
+            batch: Self::DEFAULT_BATCH,
+            max_batches: Self::DEFAULT_MAX_BATCHES,
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub rows_merged: u64,
+    pub batches: u32,
+}
+
+pub struct StatsCompaction {
+    store: SharedStore,
+    config: Config,
+}
+
+impl StatsCompaction {
+    pub fn new(store: SharedStore, config: Config) -> Self {
+        StatsCompaction { store, config }
+    }
+
+    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
+        // Never less than the two hours the statistics read by minute (the last minute and hour).
+        let keep = self.config.keep_minutes_for.max(Config::DEFAULT_KEEP_MINUTES_FOR);
+        let before = now - chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::MAX);
+        let mut report = Report::default();
+        while report.batches < self.config.max_batches {
+            let n = self.store.compact_stats(before, self.config.batch).await?;
+            report.batches += 1;
+            report.rows_merged += n;
+            if n < u64::from(self.config.batch) {
+                break;
+            }
+        }
+        Ok(report)
+    }
+}
+
+#[async_trait]
+impl Service for StatsCompaction {
+    fn name(&self) -> &'static str {
+        "stats-compaction"
+    }
+    fn interval(&self) -> Duration {
+        self.config.interval
+    }
+    async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
+        let r = self.run_once(now).await?;
+        Ok((r.rows_merged > 0).then(|| format!("merged {} rows of statistics into hours", r.rows_merged)))
+    }
+}
