@@ -71,6 +71,25 @@ impl Default for OverseerConfig {
     }
 }
 
+/// Run `one_batch` (which does at most `batch` items) until it does fewer, or `max_batches`
+/// times: one pass of a batched service stays short. The items done, and the batches run.
+pub(crate) async fn in_batches<F, Fut>(batch: u32, max_batches: u32, mut one_batch: F) -> Result<(u64, u32)>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<u64>>,
+{
+    let (mut done, mut batches) = (0, 0);
+    while batches < max_batches {
+        let n = one_batch().await?;
+        batches += 1;
+        done += n;
+        if n < u64::from(batch) {
+            break;
+        }
+    }
+    Ok((done, batches))
+}
+
 /// A service as the loop sees it.
 #[async_trait]
 pub trait Service: Send + Sync {

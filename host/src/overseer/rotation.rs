@@ -59,16 +59,11 @@ impl Rotation {
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let retention = chrono::Duration::from_std(self.config.retention).unwrap_or(chrono::Duration::MAX);
         let before = now.checked_sub_signed(retention).unwrap_or(DateTime::<Utc>::MIN_UTC);
-        let mut report = Report::default();
-        while report.batches < self.config.max_batches {
-            let n = self.store.rotate(before, self.config.batch).await?;
-            report.batches += 1;
-            report.tasks_deleted += n;
-            if n < u64::from(self.config.batch) {
-                break;
-            }
-        }
-        Ok(report)
+        let (tasks_deleted, batches) = super::in_batches(self.config.batch, self.config.max_batches, || {
+            self.store.rotate(before, self.config.batch)
+        })
+        .await?;
+        Ok(Report { tasks_deleted, batches })
     }
 }
 

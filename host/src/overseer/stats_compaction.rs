@@ -62,16 +62,11 @@ impl StatsCompaction {
         // Never less than the two hours the statistics read by minute (the last minute and hour).
         let keep = self.config.keep_minutes_for.max(Config::DEFAULT_KEEP_MINUTES_FOR);
         let before = now - chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::MAX);
-        let mut report = Report::default();
-        while report.batches < self.config.max_batches {
-            let n = self.store.compact_stats(before, self.config.batch).await?;
-            report.batches += 1;
-            report.rows_merged += n;
-            if n < u64::from(self.config.batch) {
-                break;
-            }
-        }
-        Ok(report)
+        let (rows_merged, batches) = super::in_batches(self.config.batch, self.config.max_batches, || {
+            self.store.compact_stats(before, self.config.batch)
+        })
+        .await?;
+        Ok(Report { rows_merged, batches })
     }
 }
 

@@ -256,6 +256,12 @@ pub trait Dialect: Plumbing {
 
     async fn begin(&self) -> Result<TxOf<Self>>;
 
+    /// A transaction whose every statement sees what was committed before it, whatever the
+    /// server's default isolation (MySQL's is REPEATABLE READ): for reads made after a lock.
+    async fn begin_read_committed(&self) -> Result<TxOf<Self>> {
+        self.begin().await
+    }
+
     fn conn(tx: &mut TxOf<Self>) -> &mut ConnOf<Self> {
         &mut tx.tx
     }
@@ -389,6 +395,16 @@ pub async fn add_tasks_in_tx<D: Dialect + ?Sized>(db: &D, tasks: &[NewTask], now
         Ok(added)
     })
     .await
+}
+
+/// End a claim's transaction: committed when it claimed runs, else rolled back (it wrote nothing).
+pub async fn end_claim<D: Dialect + ?Sized>(db: &D, tx: TxOf<D>, claimed: Vec<ClaimedRun>) -> Result<Vec<ClaimedRun>> {
+    if claimed.is_empty() {
+        db.rollback(tx).await?;
+    } else {
+        db.commit(tx).await?;
+    }
+    Ok(claimed)
 }
 
 /// Deadlocked transactions are run again this many times, after these waits.

@@ -94,12 +94,7 @@ impl MySqlDb {
     async fn claim_once(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {
         let mut tx = self.begin().await?;
         let out = self.claim_in(&mut tx, req, None).await?;
-        if out.is_empty() {
-            self.rollback(tx).await?;
-        } else {
-            self.commit(tx).await?;
-        }
-        Ok(out)
+        super::dialect::end_claim(self, tx, out).await
     }
 
     /// The claim inside `tx`; of the tasks `only` when given (the limited claim holds them locked).
@@ -182,11 +177,19 @@ impl Dialect for MySqlDb {
         Ok(Tx::new(self.pool.begin().await?, None))
     }
 
+    /// (`SET TRANSACTION` sets the isolation of the connection's next transaction only.)
+    async fn begin_read_committed(&self) -> Result<Tx<MySql>> {
+        let begin = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION";
+        Ok(Tx::new(self.pool.begin_with(begin).await?, None))
+    }
+
     fn is_deadlock(e: &Error) -> bool {
         match e {
             Error::Database(sqlx::Error::Database(db)) => db
                 .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
-                .is_some_and(|m| matches!(m.number(), 1213 | 1205)),
+                // Deadlock, lock wait timeout, and MariaDB 11.6+'s "record has changed since
+                // last read" (innodb_snapshot_isolation).
+                .is_some_and(|m| matches!(m.number(), 1213 | 1205 | 1020)),
             _ => false,
         }
     }

@@ -191,6 +191,10 @@ impl Dialect for PostgresDb {
         Ok(Tx::new(self.pool.begin().await?, None))
     }
 
+    async fn begin_read_committed(&self) -> Result<Tx<Postgres>> {
+        Ok(Tx::new(self.pool.begin_with("BEGIN ISOLATION LEVEL READ COMMITTED").await?, None))
+    }
+
     fn is_deadlock(e: &Error) -> bool {
         matches!(e, Error::Database(sqlx::Error::Database(db)) if matches!(db.code().as_deref(), Some("40P01" | "40001")))
     }

@@ -184,12 +184,7 @@ impl Dialect for SqliteDb {
     async fn claim(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {
         let mut tx = self.begin().await?;
         let out = claim_in(self, &mut tx, req, None).await?;
-        if out.is_empty() {
-            self.rollback(tx).await?;
-        } else {
-            self.commit(tx).await?;
-        }
-        Ok(out)
+        super::dialect::end_claim(self, tx, out).await
     }
 
     async fn claim_these(

@@ -9,12 +9,14 @@
 //!    keeps those that fit the room of both their queue and their handler;
 //! 4. claims exactly those ([`Dialect::claim_these`]).
 //!
-//! The count is read after the lock is held, so it sees every claim made before (PostgreSQL's
-//! statements each take a new snapshot; MySQL's first plain read of the transaction comes
-//! after the locking one). SQLite's write transactions exclude each other already.
+//! The transaction is READ COMMITTED ([`Dialect::begin_read_committed`]), and the count is read
+//! after the lock is held, so it sees every claim committed before, whatever the server's
+//! default isolation. SQLite's write transactions exclude each other already: no lock rows there.
 //!
 //! A run counts from its claim until its outcome is written, so a worker whose run just ended
-//! claims its successor only once the outcome is in: a limited queue's runs never overlap.
+//! claims its successor only once the outcome is in. (A run cancelled or timed out elsewhere
+//! stops counting at once, while its guest may run on until its worker's next check, within a
+//! second.)
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -39,12 +41,13 @@ pub async fn claim<D: Dialect>(db: &D, req: &ClaimRequest<'_>) -> Result<Vec<Cla
         .map(|(q, _)| format!("queue:{q}"))
         .chain(handlers.iter().map(|(h, _)| format!("handler:{h}")))
         .collect();
-    let keys: Vec<String> = keys.into_iter().collect();
+    // SQLite: one writer at a time, no row to lock.
+    let keys: Vec<String> = if D::FOR_UPDATE.is_empty() { Vec::new() } else { keys.into_iter().collect() };
     // A limit's row is made by the first claim that needs it (then kept for good).
     for _ in 0..2 {
         let done = retrying::<D, _, _, _>(|| async {
-            let mut tx = db.begin().await?;
-            if lock(db, &mut tx, &keys).await? < keys.len() {
+            let mut tx = db.begin_read_committed().await?;
+            if !keys.is_empty() && lock(db, &mut tx, &keys).await? < keys.len() {
                 db.rollback(tx).await?;
                 return Ok(None);
             }

@@ -97,7 +97,9 @@ pub async fn compact<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) -> R
     let mut summed: Vec<String> = SUMMED.iter().map(|c| c.to_string()).collect();
     summed.extend(histogram_columns());
     retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
+        // READ COMMITTED: on MySQL, the scan (no index leads with the bucket) then locks only
+        // the old rows it takes, not every row and gap, which would hold up outcome writes.
+        let mut tx = db.begin_read_committed().await?;
         let sql = format!(
             "SELECT handler, queue, bucket, runner, {}, {}, first_on FROM task_stats
              WHERE bucket < $1 AND runner <> {MERGED} ORDER BY bucket LIMIT $2{}",
