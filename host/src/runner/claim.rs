@@ -65,6 +65,9 @@ impl Worker {
                 }
             };
             let now = self.clock.now();
+            // Whether every plugin had its chance to load, read before the handler names: a drain
+            // judged on names read while the last plugins were loading ended with their tasks due.
+            let loaded = self.loading.as_ref().is_none_or(|l| l.borrow().done);
             // Only tasks whose handler is loaded here: a worker without a handler leaves its tasks
             // to workers that have it (or, after a horizon, to the overseer).
             let handlers = self.catalog.names();
@@ -130,7 +133,6 @@ impl Worker {
                 continue;
             }
             // A draining worker is done only once every plugin had its chance to load.
-            let loaded = self.loading.as_ref().is_none_or(|l| l.borrow().done);
             if cfg.drain && loaded && slots.available_permits() == cfg.concurrency.max(1) {
                 let horizon = chrono::Duration::from_std(cfg.drain_horizon).unwrap_or_default();
                 // Paused queues hold nothing a worker can run: they do not keep it draining.
