@@ -59,8 +59,9 @@ async fn a_paused_queue_is_not_claimed_until_resumed(db: Db) {
 /// reached, and the unlimited tasks run beside them.
 async fn limits_hold_across_worker_processes(db: Db) {
     let mut env = Env::on(db, &["spin", "echo"]).await;
+    // Runs of a second leave wide windows with both limits full, for the sampling below to see.
     env.set_config(
-        "[handlers.spin]\nmax_running = 3\n[handlers.spin.limits]\ndeadline = \"300ms\"\n\
+        "[handlers.spin]\nmax_running = 3\n[handlers.spin.limits]\ndeadline = \"1s\"\n\
          fuel = 1_000_000_000_000_000\n[queues.api]\nmax_running = 2\n",
     )
     .await;

@@ -49,7 +49,9 @@ async fn a_run_is_stopped_at_its_run_timeout_by_its_own_worker(mut env: Env) {
     for r in &runs {
         eprintln!("a run with a 2 s run timeout was stopped after {:?} ms", r.duration_ms);
         assert_eq!((r.status, r.error_code.as_deref()), (RunStatus::Timeout, Some("run-timeout")), "{r:?}");
-        assert!(r.duration_ms.expect("duration") >= 1_900, "{r:?}");
+        // The timeout counts from the claim (`started_on`); the guest's time from after it committed.
+        let (start, end) = (r.started_on.expect("started"), r.finished_on.expect("finished"));
+        assert!(end - start >= chrono::Duration::milliseconds(1_990), "{r:?}");
     }
     assert!(runs[1].started_on >= runs[0].finished_on, "runs of one task never overlap: {runs:?}");
     assert!(task.gave_up_on.is_some());
@@ -214,7 +216,8 @@ where
     for<'c> &'c mut C: sqlx::Executor<'c, Database = C::Database>,
 {
     use sqlx::Executor;
-    env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"1s\"\n").await;
+    // The deadline leaves time to take the lock once the run is seen running (a new connection).
+    env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"3s\"\n").await;
     let id = env.app.client.add(NewTask::new("spin", "{}")).await.expect("add").id;
     let cfg = WorkerConfig {
         drain: false,
@@ -238,7 +241,7 @@ where
         locker.execute(statement).await.expect("lock");
     }
     let runner = store.runs_of(id).await.expect("runs")[0].runner_id.expect("runner");
-    // The run ends after its 1 s deadline; its outcome cannot be written; 1 s later the
+    // The run ends after its 3 s deadline; its outcome cannot be written; 1 s later the
     // heartbeat (every 100 ms until then) stops.
     wait_until(Duration::from_secs(60), "the heartbeat stopped", || async {
         let live = store.live_runners().await.expect("runners");

@@ -25,12 +25,7 @@ fn up(cmd: &str) -> bool {
 }
 
 fn spawn_worker(env: &Env) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_taskhost"))
-        .args(["--database-url", &env.db_url])
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--cache-dir")
-        .arg(common::cache_dir())
+    common::taskhost_command(env)
         .args(["worker", "--concurrency", "8", "--poll-interval", "20ms", "--shutdown-grace", "2s"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -38,7 +33,9 @@ fn spawn_worker(env: &Env) -> Child {
         .expect("spawn worker")
 }
 
-async fn survives_a_restart(env: Env, stop: &str, start: &str, is_up: &str) {
+async fn survives_a_restart(mut env: Env, stop: &str, start: &str, is_up: &str) {
+    // The slow run below must still be running when the server goes: fuel and deadline far beyond.
+    env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"1h\"\n").await;
     let mut worker = spawn_worker(&env);
     let first: Vec<i64> = env
         .app

@@ -2,8 +2,10 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::{drain_config, Env};
-use taskhost::model::{BackoffSettings, NewTask, RunStatus, TaskFilter};
+use taskhost::model::{BackoffSettings, NewTask, RunStatus, RunnerStatus, TaskFilter};
 use taskhost::runner::WorkerConfig;
 
 async fn runs_tasks_with_results_errors_and_retries(env: Env) {
@@ -83,7 +85,7 @@ async fn an_idle_worker_is_woken_by_notify_rather_than_its_poll_on_postgres() {
         let _ = stopped.await;
     }));
     let store = env.app.store.clone();
-    common::wait_until(std::time::Duration::from_secs(10), "the worker registered", || async {
+    common::wait_until(std::time::Duration::from_secs(60), "the worker registered", || async {
         !store.live_runners().await.expect("runners").is_empty()
     })
     .await;
@@ -109,4 +111,76 @@ async fn an_idle_worker_is_woken_by_notify_rather_than_its_poll_on_postgres() {
     common::wait_until(std::time::Duration::from_secs(60), "the replayed task ran", || ran(cancelled)).await;
     let _ = stop.send(());
     handle.await.expect("join").expect("worker");
+}
+
+/// A worker asked to stop while its claim waits on another session's lock (here on the rows of
+/// the concurrency limits): the claim finishes once the lock goes, within the grace period, and
+/// what it claimed goes back to the queue unrun. No failure is counted, the runner ends cleanly
+/// (not timed out as lost), and another worker runs the task once. (SQLite shows no lock waits
+/// to watch for: only the server databases apply.)
+async fn a_stop_during_a_claim_puts_what_it_claimed_back<C>(mut env: Env, lock: &str, unlock: &str, waiting: &str)
+where
+    C: sqlx::Connection,
+    for<'c> &'c mut C: sqlx::Executor<'c, Database = C::Database>,
+    for<'r> i64: sqlx::Decode<'r, C::Database> + sqlx::Type<C::Database>,
+    usize: sqlx::ColumnIndex<<C::Database as sqlx::Database>::Row>,
+{
+    use sqlx::{Executor, Row};
+    env.set_config("[queues.default]\nmax_running = 5\n").await;
+    let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    let mut locker = C::connect(&env.db_url).await.expect("connect");
+    for statement in lock.split(';').filter(|s| !s.trim().is_empty()) {
+        locker.execute(statement).await.expect("lock");
+    }
+    let since = chrono::Utc::now() - chrono::Duration::seconds(1);
+    let cfg = WorkerConfig { drain: false, shutdown_grace: Duration::from_secs(20), ..drain_config() };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(env.app.worker(cfg).run(async move {
+        let _ = stopped.await;
+    }));
+    let mut watcher = C::connect(&env.db_url).await.expect("connect");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    loop {
+        let row = watcher.fetch_one(waiting).await.expect("waiting");
+        if row.try_get::<i64, _>(0).expect("a count") > 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the claim never waited on the lock");
+        tick.tick().await;
+    }
+    let _ = stop.send(());
+    for statement in unlock.split(';').filter(|s| !s.trim().is_empty()) {
+        locker.execute(statement).await.expect("unlock");
+    }
+    let report = tokio::time::timeout(Duration::from_secs(60), worker).await.expect("stops").expect("join");
+    let report = report.expect("worker");
+    assert_eq!((report.runs_finished, report.runs_abandoned), (0, 0), "{report:?}");
+    let store = &env.app.store;
+    let runner = store.runners_seen_since(since).await.expect("runners");
+    let runner = runner.iter().find(|r| r.id == report.runner_id).expect("the runner");
+    assert_eq!(runner.status, RunnerStatus::Success, "ended by itself, not found lost: {runner:?}");
+    let runs = store.runs_of(id).await.expect("runs");
+    assert_eq!((runs.len(), runs[0].status, runs[0].runner_id), (1, RunStatus::Scheduled, None), "{runs:?}");
+    env.drain(drain_config()).await;
+    let (task, runs) = env.app.client.show(id).await.expect("show");
+    assert_eq!((task.last_status, task.task_runs_failed, runs.len()), (RunStatus::Success, 0, 1), "{runs:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_during_a_claim_puts_what_it_claimed_back_on_postgres() {
+    let env = Env::postgres(&["echo"]).await;
+    let lock = "BEGIN; LOCK TABLE task_run_limits IN ACCESS EXCLUSIVE MODE";
+    let waiting = "SELECT count(*) FROM pg_stat_activity
+                   WHERE pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%task_run_limits%'";
+    a_stop_during_a_claim_puts_what_it_claimed_back::<sqlx::PgConnection>(env, lock, "COMMIT", waiting).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_during_a_claim_puts_what_it_claimed_back_on_mysql() {
+    let env = Env::mysql(&["echo"]).await;
+    let waiting = "SELECT count(*) FROM information_schema.processlist
+                   WHERE id <> connection_id() AND db = database() AND info LIKE '%task_run_limits%'";
+    let (lock, unlock) = ("LOCK TABLES task_run_limits WRITE", "UNLOCK TABLES");
+    a_stop_during_a_claim_puts_what_it_claimed_back::<sqlx::MySqlConnection>(env, lock, unlock, waiting).await;
 }

@@ -73,7 +73,7 @@ impl Worker {
             let handlers = self.catalog.names();
             let limits = &self.catalog.policy().run_limits;
             let limited = limits.apply_to(&queues, Some(&handlers));
-            // A signal cuts a claim short; runs it may have claimed are then timed out at exit.
+            // A signal during a claim: see `hand_back_cut_claim`.
             let claim = async {
                 if queues.is_empty() {
                     return Ok(Vec::new());
@@ -90,15 +90,23 @@ impl Worker {
                 self.store.claim_for(&req).await
             };
             // A claim waiting on another session's lock must not hold up a runner declared dead.
-            let claimed = tokio::select! {
-                r = claim => r,
-                _ = &mut *shutdown => {
-                    runs.claim_cut.store(true, Ordering::Relaxed);
+            // (Biased: a claim done when the signal comes is taken, its runs get the grace.)
+            let mut claim = std::pin::pin!(claim);
+            let cut = tokio::select! {
+                biased;
+                r = &mut claim => Ok(r),
+                _ = &mut *shutdown => Err(ExitReason::Shutdown),
+                r = exit_rx.recv() => Err(r.unwrap_or(ExitReason::Shutdown)),
+            };
+            let claimed = match cut {
+                Ok(claimed) => claimed,
+                Err(ExitReason::Shutdown) => {
+                    self.hand_back_cut_claim(claim, runs).await;
                     return ExitReason::Shutdown;
                 }
-                r = exit_rx.recv() => {
+                Err(reason) => {
                     runs.claim_cut.store(true, Ordering::Relaxed);
-                    return r.unwrap_or(ExitReason::Shutdown);
+                    return reason;
                 }
             };
             let claimed = match claimed {
@@ -170,6 +178,40 @@ impl Worker {
                     }
                 }
             }
+        }
+    }
+}
+
+impl Worker {
+    /// A signal came during a claim: the claim may finish within the grace period (what this
+    /// takes of it is taken from the runs' share), and what it claimed goes back to the queue
+    /// unrun and uncounted. (Cut off, its runs would be timed out at exit as lost, each counting
+    /// as a failure of its task.) Failing that, the runs are left to the exit.
+    async fn hand_back_cut_claim(
+        &self,
+        claim: impl std::future::Future<Output = crate::error::Result<Vec<ClaimedRun>>>,
+        runs: &RunTasks,
+    ) {
+        let started = std::time::Instant::now();
+        let handed_back = tokio::time::timeout(self.config.shutdown_grace, async {
+            let claimed = claim.await?;
+            let now = self.clock.now();
+            for run in &claimed {
+                self.store.put_back(run.run_id, now).await?;
+            }
+            Ok::<_, crate::error::Error>(claimed.len())
+        })
+        .await;
+        let spent = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        runs.grace_spent_ms.store(spent, Ordering::Relaxed);
+        match handed_back {
+            Ok(Ok(0)) => {}
+            Ok(Ok(n)) => tracing::info!(runs = n, "runs claimed as the signal came are back in the queue"),
+            Ok(Err(e)) => {
+                tracing::warn!("a claim cut short by a signal: {e}");
+                runs.claim_cut.store(true, Ordering::Relaxed);
+            }
+            Err(_) => runs.claim_cut.store(true, Ordering::Relaxed),
         }
     }
 }

@@ -88,6 +88,8 @@ struct RunTasks {
     ended_elsewhere: Arc<std::sync::atomic::AtomicU64>,
     /// A claim was cut short by a signal: it may have claimed runs no task executes.
     claim_cut: std::sync::atomic::AtomicBool,
+    /// Milliseconds of the grace period spent on a claim under way when the signal came.
+    grace_spent_ms: std::sync::atomic::AtomicU64,
     /// One permit a run at once; a run holds its permit until its outcome is written.
     slots: Arc<Semaphore>,
 }
@@ -291,6 +293,7 @@ impl Worker {
             abort: abort_rx,
             ended_elsewhere: Arc::new(std::sync::atomic::AtomicU64::new(0)),
             claim_cut: std::sync::atomic::AtomicBool::new(false),
+            grace_spent_ms: std::sync::atomic::AtomicU64::new(0),
             slots: Arc::new(Semaphore::new(concurrency)),
         };
         let slots = runs.slots.clone();
@@ -299,7 +302,9 @@ impl Worker {
 
         // In-flight runs finish, and their outcomes are written, within the grace period; a
         // runner declared dead stops its runs at once (they run again elsewhere).
-        let grace = if exit == ExitReason::RunnerLost { Duration::ZERO } else { cfg.shutdown_grace };
+        let spent = Duration::from_millis(runs.grace_spent_ms.load(Ordering::Relaxed));
+        let grace =
+            if exit == ExitReason::RunnerLost { Duration::ZERO } else { cfg.shutdown_grace.saturating_sub(spent) };
         let total = concurrency as u32;
         let drained = tokio::time::timeout(grace, slots.acquire_many(total)).await.is_ok();
         // Runs still going, or whose outcome is not written yet (a slot is held until then).

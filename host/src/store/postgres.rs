@@ -13,8 +13,9 @@ use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgRow};
 use sqlx::{Arguments, PgConnection, Postgres, Row};
 
-use super::dialect::{add_one, add_tasks_in_tx, cells, decoded, sqlx_plumbing, ClaimRequest, Dialect, Tx};
+use super::dialect::{cells, decoded, sqlx_plumbing, ClaimRequest, Dialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
+use super::shared::tasks::{add_one, add_tasks_in_tx};
 use super::shared::{runs, SqlStore};
 use super::sql::{new_task_args, render, Arg, Slot, NEW_TASK, RUNNING, SCHEDULED, SUCCESS};
 use super::{Backend, StoreOptions, Wakeups};

@@ -13,7 +13,7 @@ mod runners;
 pub(crate) mod runs;
 mod schedules;
 mod stats;
-mod tasks;
+pub(crate) mod tasks;
 mod upkeep;
 
 use std::time::Duration;
@@ -49,7 +49,7 @@ impl<D: Dialect> SqlStore<D> {
     /// Queue validated tasks on the caller's connection or transaction: they are committed
     /// (or rolled back) with the caller's own writes.
     pub async fn add_tasks_in(conn: &mut ConnOf<D>, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
-        super::dialect::add_tasks_in::<D>(conn, tasks, now).await
+        tasks::add_tasks_in::<D>(conn, tasks, now).await
     }
 }
 

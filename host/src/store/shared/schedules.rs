@@ -4,8 +4,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{add_one, retrying, Cells, Dialect, TxOf};
+use super::super::dialect::{retrying, Cells, Dialect, TxOf};
 use super::super::sql::args;
+use super::tasks::add_one;
 use crate::error::{Error, Result};
 use crate::model::{NewTask, TaskId};
 use crate::schedule::{plan, NewSchedule, Schedule, Synced};

@@ -1,8 +1,8 @@
-//! Reading tasks and their runs, counting them, and replaying a dead letter.
+//! Adding tasks, reading them and their runs, counting them, and replaying a dead letter.
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{retrying, Cells, Dialect, TxOf};
+use super::super::dialect::{retrying, Cells, ConnOf, Dialect, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg, CANCELLED, SCHEDULED};
 use crate::error::{Error, Result};
@@ -107,6 +107,66 @@ pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: Dat
         db.notify_tasks(&mut tx).await?;
         db.commit(tx).await?;
         Ok(run)
+    })
+    .await
+}
+
+/// Queue one task with its first run; a task with an unfinished task's unique key is not added,
+/// and that task is returned.
+pub(crate) async fn add_one<D: Dialect + ?Sized>(
+    conn: &mut ConnOf<D>,
+    t: &NewTask,
+    now: DateTime<Utc>,
+) -> Result<Added> {
+    if let Some(id) = D::insert_task(conn, t, now).await? {
+        if !D::INSERT_TASK_MAKES_RUN {
+            let run = "INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES ($1, 1, $2)";
+            D::exec_on(conn, run, args![id, now]).await?;
+        }
+        return Ok(Added { id, created: true });
+    }
+    let holder =
+        D::rows_on(conn, "SELECT id FROM task_queue WHERE active_unique_key = $1", args![&t.unique_key]).await?;
+    match holder.first() {
+        Some(r) => Ok(Added { id: rows::id(r, "id")?, created: false }),
+        None => Err(Error::CorruptRow {
+            table: "task_queue",
+            reason: "the unfinished task holding a unique key was not found".into(),
+        }),
+    }
+}
+
+/// Queue validated tasks on `conn`: one by one when any has a unique key (each may clash),
+/// else in bulk statements of [`Dialect::ADD_CHUNK`].
+pub(crate) async fn add_tasks_in<D: Dialect + ?Sized>(
+    conn: &mut ConnOf<D>,
+    tasks: &[NewTask],
+    now: DateTime<Utc>,
+) -> Result<Vec<Added>> {
+    let mut out = Vec::with_capacity(tasks.len());
+    if tasks.len() == 1 || tasks.iter().any(|t| t.unique_key.is_some()) {
+        for t in tasks {
+            out.push(add_one::<D>(conn, t, now).await?);
+        }
+        return Ok(out);
+    }
+    for chunk in tasks.chunks(D::ADD_CHUNK) {
+        out.extend(D::add_bulk(conn, chunk, now).await?);
+    }
+    Ok(out)
+}
+
+/// Queue tasks in a transaction of their own.
+pub(crate) async fn add_tasks_in_tx<D: Dialect + ?Sized>(
+    db: &D,
+    tasks: &[NewTask],
+    now: DateTime<Utc>,
+) -> Result<Vec<Added>> {
+    retrying::<D, _, _, _>(|| async {
+        let mut tx = db.begin().await?;
+        let added = add_tasks_in::<D>(D::conn(&mut tx), tasks, now).await?;
+        db.commit(tx).await?;
+        Ok(added)
     })
     .await
 }
