@@ -1,9 +1,10 @@
 //! Real `taskhost worker` processes against real databases: several processes sharing one queue,
-//! a worker killed with SIGKILL mid-run, a worker shedding poison outcomes then stopped by SIGTERM.
+//! a worker killed with SIGKILL mid-run, a worker shedding poison outcomes then stopped by SIGTERM,
+//! a drain whose last plugin loads during a claim.
 
 mod common;
 
-use std::process::Child;
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use common::process::{signal, spawn_worker, stderr, wait_exit};
@@ -148,4 +149,56 @@ async fn a_killed_worker_is_recovered_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_worker_is_recovered_on_mysql() {
     a_killed_worker_is_recovered(Env::mysql(&["spin"]).await).await;
+}
+
+/// A draining worker whose last plugin finishes loading while a claim is under way: the claim,
+/// made for the handlers loaded until then, finds nothing, and the drain still runs the late
+/// plugin's tasks before it ends. The claim is held on a lock until the runner reports the plugin
+/// loaded. (On SQLite a write lock would hold that report too: only the server databases apply.)
+async fn a_drain_runs_the_tasks_of_a_plugin_loaded_during_its_claim<C>(env: Env, lock: &str, unlock: &str)
+where
+    C: sqlx::Connection,
+    for<'c> &'c mut C: sqlx::Executor<'c, Database = C::Database>,
+{
+    use sqlx::Executor;
+    let tasks = (0..3).map(|_| NewTask::new("js-words", r#"{"text": "b a b", "top": 1}"#)).collect();
+    env.app.client.add_many(tasks).await.expect("add");
+    let mut locker = C::connect(&env.db_url).await.expect("connect");
+    for statement in lock.split(';').filter(|s| !s.trim().is_empty()) {
+        locker.execute(statement).await.expect("lock");
+    }
+    // A new cache: `echo` compiles first and lets the claims start, `js-words` (larger) compiles after.
+    let cache = tempfile::tempdir().expect("cache dir");
+    let worker = common::taskhost_command_caching_in(&env, cache.path())
+        .args(["worker", "--drain", "--heartbeat-interval", "50ms", "--poll-interval", "20ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn worker");
+    let store = env.app.store.clone();
+    wait_until(Duration::from_secs(120), "the runner reports js-words loaded", || async {
+        let runners = store.live_runners().await.expect("runners");
+        runners.iter().any(|r| r.handlers.as_ref().is_some_and(|h| h.contains_key("js-words")))
+    })
+    .await;
+    for statement in unlock.split(';').filter(|s| !s.trim().is_empty()) {
+        locker.execute(statement).await.expect("unlock");
+    }
+    let out = wait_exit(worker, Duration::from_secs(120)).await;
+    assert!(out.status.success() && stderr(&out).contains("3 runs finished (3 succeeded"), "{}", stderr(&out));
+    assert_eq!(env.app.store.counts().await.expect("counts").success, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_runs_the_tasks_of_a_plugin_loaded_during_its_claim_on_postgres() {
+    let env = Env::postgres(&["echo", "js-words"]).await;
+    let lock = "BEGIN; LOCK TABLE task_queue IN EXCLUSIVE MODE";
+    a_drain_runs_the_tasks_of_a_plugin_loaded_during_its_claim::<sqlx::PgConnection>(env, lock, "COMMIT").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_runs_the_tasks_of_a_plugin_loaded_during_its_claim_on_mysql() {
+    let env = Env::mysql(&["echo", "js-words"]).await;
+    let (lock, unlock) = ("LOCK TABLES task_queue READ", "UNLOCK TABLES");
+    a_drain_runs_the_tasks_of_a_plugin_loaded_during_its_claim::<sqlx::MySqlConnection>(env, lock, unlock).await;
 }

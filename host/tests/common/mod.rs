@@ -334,13 +334,18 @@ where
 /// The `taskhost` command on this environment's database, plugins and cache, ignoring the
 /// caller's TASKHOST_* variables.
 pub fn taskhost_command(env: &Env) -> Command {
+    taskhost_command_caching_in(env, &cache_dir())
+}
+
+/// The same, caching compiled components in `cache` (a new one makes every plugin compile).
+pub fn taskhost_command_caching_in(env: &Env, cache: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_taskhost"));
     c.arg("--database-url")
         .arg(&env.db_url)
         .arg("--plugins")
         .arg(&env.plugins)
         .arg("--cache-dir")
-        .arg(cache_dir())
+        .arg(cache)
         .env_remove("TASKHOST_DATABASE_URL")
         .env_remove("TASKHOST_PLUGINS")
         .env_remove("TASKHOST_CONFIG");
