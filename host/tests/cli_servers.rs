@@ -176,7 +176,7 @@ where
         .spawn()
         .expect("spawn worker");
     let store = env.app.store.clone();
-    wait_until(Duration::from_secs(120), "the runner reports js-words loaded", || async {
+    wait_until(Duration::from_secs(300), "the runner reports js-words loaded", || async {
         let runners = store.live_runners().await.expect("runners");
         runners.iter().any(|r| r.handlers.as_ref().is_some_and(|h| h.contains_key("js-words")))
     })
@@ -184,7 +184,7 @@ where
     for statement in unlock.split(';').filter(|s| !s.trim().is_empty()) {
         locker.execute(statement).await.expect("unlock");
     }
-    let out = wait_exit(worker, Duration::from_secs(120)).await;
+    let out = wait_exit(worker, Duration::from_secs(300)).await;
     assert!(out.status.success() && stderr(&out).contains("3 runs finished (3 succeeded"), "{}", stderr(&out));
     assert_eq!(env.app.store.counts().await.expect("counts").success, 3);
 }

@@ -118,7 +118,10 @@ async fn an_idle_worker_is_woken_by_notify_rather_than_its_poll_on_postgres() {
 /// what it claimed goes back to the queue unrun. No failure is counted, the runner ends cleanly
 /// (not timed out as lost), and another worker runs the task once. (SQLite shows no lock waits
 /// to watch for: only the server databases apply.)
-async fn a_stop_during_a_claim_puts_what_it_claimed_back<C>(mut env: Env, lock: &str, unlock: &str, waiting: &str)
+///
+/// `locks`: the statements that lock and unlock; `whoami`, which reads the locking session's id
+/// (`{locker}` in the next); `waiting`, which counts the sessions waiting on the lock.
+async fn a_stop_during_a_claim_puts_what_it_claimed_back<C>(mut env: Env, locks: [&str; 4])
 where
     C: sqlx::Connection,
     for<'c> &'c mut C: sqlx::Executor<'c, Database = C::Database>,
@@ -126,9 +129,12 @@ where
     usize: sqlx::ColumnIndex<<C::Database as sqlx::Database>::Row>,
 {
     use sqlx::{Executor, Row};
+    let [lock, unlock, whoami, waiting] = locks;
     env.set_config("[queues.default]\nmax_running = 5\n").await;
     let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
     let mut locker = C::connect(&env.db_url).await.expect("connect");
+    let pid: i64 = locker.fetch_one(whoami).await.expect("whoami").try_get(0).expect("an id");
+    let waiting = waiting.replace("{locker}", &pid.to_string());
     for statement in lock.split(';').filter(|s| !s.trim().is_empty()) {
         locker.execute(statement).await.expect("lock");
     }
@@ -142,7 +148,7 @@ where
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let mut tick = tokio::time::interval(Duration::from_millis(10));
     loop {
-        let row = watcher.fetch_one(waiting).await.expect("waiting");
+        let row = watcher.fetch_one(waiting.as_str()).await.expect("waiting");
         if row.try_get::<i64, _>(0).expect("a count") > 0 {
             break;
         }
@@ -171,9 +177,10 @@ where
 async fn a_stop_during_a_claim_puts_what_it_claimed_back_on_postgres() {
     let env = Env::postgres(&["echo"]).await;
     let lock = "BEGIN; LOCK TABLE task_run_limits IN ACCESS EXCLUSIVE MODE";
-    let waiting = "SELECT count(*) FROM pg_stat_activity
-                   WHERE pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%task_run_limits%'";
-    a_stop_during_a_claim_puts_what_it_claimed_back::<sqlx::PgConnection>(env, lock, "COMMIT", waiting).await;
+    let whoami = "SELECT pg_backend_pid()::bigint";
+    let waiting = "SELECT count(*) FROM pg_stat_activity WHERE {locker} = ANY(pg_blocking_pids(pid))";
+    let locks = [lock, "COMMIT", whoami, waiting];
+    a_stop_during_a_claim_puts_what_it_claimed_back::<sqlx::PgConnection>(env, locks).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -182,5 +189,6 @@ async fn a_stop_during_a_claim_puts_what_it_claimed_back_on_mysql() {
     let waiting = "SELECT count(*) FROM information_schema.processlist
                    WHERE id <> connection_id() AND db = database() AND info LIKE '%task_run_limits%'";
     let (lock, unlock) = ("LOCK TABLES task_run_limits WRITE", "UNLOCK TABLES");
-    a_stop_during_a_claim_puts_what_it_claimed_back::<sqlx::MySqlConnection>(env, lock, unlock, waiting).await;
+    let locks = [lock, unlock, "SELECT CAST(connection_id() AS SIGNED)", waiting];
+    a_stop_during_a_claim_puts_what_it_claimed_back::<sqlx::MySqlConnection>(env, locks).await;
 }

@@ -51,7 +51,14 @@ impl Worker {
             }
             let limit = free.min(cfg.claim_batch.max(1)) as u32;
             // Paused queues are read before every claim, so a pause holds from the next claim on.
-            let queues = match self.store.paused_queues().await {
+            // (A signal or an exit already there is taken first: no claim starts after it.)
+            let paused = tokio::select! {
+                biased;
+                r = exit_rx.recv() => return r.unwrap_or(ExitReason::Shutdown),
+                _ = &mut *shutdown => return ExitReason::Shutdown,
+                paused = self.store.paused_queues() => paused,
+            };
+            let queues = match paused {
                 Ok(paused) => cfg.queues.iter().filter(|q| !paused.contains(q)).cloned().collect::<Vec<_>>(),
                 Err(e) => {
                     claim_failures += 1;
@@ -90,19 +97,20 @@ impl Worker {
                 self.store.claim_for(&req).await
             };
             // A claim waiting on another session's lock must not hold up a runner declared dead.
-            // (Biased: a claim done when the signal comes is taken, its runs get the grace.)
+            // (Biased: a runner declared dead stops at once; a claim done when the signal comes is
+            // taken, and its runs get the grace.)
             let mut claim = std::pin::pin!(claim);
             let cut = tokio::select! {
                 biased;
+                r = exit_rx.recv() => Err(r.unwrap_or(ExitReason::Shutdown)),
                 r = &mut claim => Ok(r),
                 _ = &mut *shutdown => Err(ExitReason::Shutdown),
-                r = exit_rx.recv() => Err(r.unwrap_or(ExitReason::Shutdown)),
             };
             let claimed = match cut {
                 Ok(claimed) => claimed,
-                Err(ExitReason::Shutdown) => {
+                Err(reason @ (ExitReason::Shutdown | ExitReason::MemoryCap)) => {
                     self.hand_back_cut_claim(claim, runs).await;
-                    return ExitReason::Shutdown;
+                    return reason;
                 }
                 Err(reason) => {
                     runs.claim_cut.store(true, Ordering::Relaxed);
@@ -149,7 +157,8 @@ impl Worker {
                         if queues.is_empty() {
                             return Ok(false);
                         }
-                        self.store.has_due_work_for(&queues, Some(&handlers), now + horizon).await
+                        // Now, not the claim's time: a task due meanwhile keeps the drain going.
+                        self.store.has_due_work_for(&queues, Some(&handlers), self.clock.now() + horizon).await
                     } => r,
                     _ = &mut *shutdown => return ExitReason::Shutdown,
                 };
@@ -183,35 +192,47 @@ impl Worker {
 }
 
 impl Worker {
-    /// A signal came during a claim: the claim may finish within the grace period (what this
-    /// takes of it is taken from the runs' share), and what it claimed goes back to the queue
-    /// unrun and uncounted. (Cut off, its runs would be timed out at exit as lost, each counting
-    /// as a failure of its task.) Failing that, the runs are left to the exit.
+    /// A signal (or the memory cap) came during a claim: the claim may finish within the grace
+    /// period (what this takes of it is taken from the runs' share), and what it claimed goes
+    /// back to the queue unrun and uncounted. (Cut off, its runs would be timed out at exit as
+    /// lost, each counting as a failure of its task.) A run that cannot go back is left to the exit.
     async fn hand_back_cut_claim(
         &self,
         claim: impl std::future::Future<Output = crate::error::Result<Vec<ClaimedRun>>>,
         runs: &RunTasks,
     ) {
         let started = std::time::Instant::now();
+        // How many runs went back, and whether every one did.
         let handed_back = tokio::time::timeout(self.config.shutdown_grace, async {
-            let claimed = claim.await?;
+            let claimed = match claim.await {
+                Ok(claimed) => claimed,
+                Err(e) => {
+                    tracing::warn!("a claim cut short by a signal failed: {e}");
+                    return (0, false);
+                }
+            };
             let now = self.clock.now();
+            let mut back = 0;
             for run in &claimed {
-                self.store.put_back(run.run_id, now).await?;
+                // Each on its own: one that fails is left to the exit, the others still go back.
+                match self.store.put_back(run.run_id, now).await {
+                    Ok(_) => back += 1,
+                    Err(e) => {
+                        tracing::warn!(run_id = run.run_id, "could not put back a run claimed as the signal came: {e}")
+                    }
+                }
             }
-            Ok::<_, crate::error::Error>(claimed.len())
+            (back, back == claimed.len())
         })
         .await;
         let spent = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         runs.grace_spent_ms.store(spent, Ordering::Relaxed);
-        match handed_back {
-            Ok(Ok(0)) => {}
-            Ok(Ok(n)) => tracing::info!(runs = n, "runs claimed as the signal came are back in the queue"),
-            Ok(Err(e)) => {
-                tracing::warn!("a claim cut short by a signal: {e}");
-                runs.claim_cut.store(true, Ordering::Relaxed);
-            }
-            Err(_) => runs.claim_cut.store(true, Ordering::Relaxed),
+        let (back, all) = handed_back.unwrap_or((0, false));
+        if back > 0 {
+            tracing::info!(runs = back, "runs claimed as the signal came are back in the queue");
+        }
+        if !all {
+            runs.claim_cut.store(true, Ordering::Relaxed);
         }
     }
 }
