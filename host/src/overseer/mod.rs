@@ -71,6 +71,12 @@ impl Default for OverseerConfig {
     }
 }
 
+/// `now` less `d`, saturating at the earliest time: a duration past the calendar means that
+/// nothing is that old (nothing rotated, timed out or given up), never "now".
+pub(crate) fn ago(now: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
+    chrono::Duration::from_std(d).ok().and_then(|d| now.checked_sub_signed(d)).unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
 /// Run `one_batch` (which does at most `batch` items) until it does fewer, or `max_batches`
 /// times: one pass of a batched service stays short. The items done, and the batches run.
 pub(crate) async fn in_batches<F, Fut>(batch: u32, max_batches: u32, mut one_batch: F) -> Result<(u64, u32)>
@@ -204,5 +210,18 @@ impl Overseer {
             let _ = l.await;
         }
         let _ = lease.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ago_saturates_at_the_earliest_time_rather_than_overflowing() {
+        let now = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        assert_eq!(ago(now, Duration::from_secs(60)), now - chrono::Duration::seconds(60));
+        assert_eq!(ago(now, Duration::MAX), DateTime::<Utc>::MIN_UTC);
+        assert_eq!(ago(now, Duration::from_secs(u64::from(u32::MAX) * 1_000_000)), DateTime::<Utc>::MIN_UTC);
     }
 }

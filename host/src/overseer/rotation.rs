@@ -57,8 +57,7 @@ impl Rotation {
     }
 
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
-        let retention = chrono::Duration::from_std(self.config.retention).unwrap_or(chrono::Duration::MAX);
-        let before = now.checked_sub_signed(retention).unwrap_or(DateTime::<Utc>::MIN_UTC);
+        let before = super::ago(now, self.config.retention);
         let (tasks_deleted, batches) = super::in_batches(self.config.batch, self.config.max_batches, || {
             self.store.rotate(before, self.config.batch)
         })

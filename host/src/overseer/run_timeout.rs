@@ -52,8 +52,7 @@ impl RunTimeout {
 
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut report = Report::default();
-        let margin = chrono::Duration::from_std(self.config.margin).unwrap_or(chrono::Duration::MAX);
-        let cutoff = now.checked_sub_signed(margin).unwrap_or(now);
+        let cutoff = super::ago(now, self.config.margin);
         loop {
             let n = self.store.time_out_overdue_runs(cutoff, now, self.config.batch).await?;
             report.runs_timed_out += n;

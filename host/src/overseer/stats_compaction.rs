@@ -61,8 +61,7 @@ impl StatsCompaction {
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         // Never less than the two hours the statistics read by minute (the last minute and hour).
         let keep = self.config.keep_minutes_for.max(Config::DEFAULT_KEEP_MINUTES_FOR);
-        let keep = chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::MAX);
-        let before = now.checked_sub_signed(keep).unwrap_or(DateTime::<Utc>::MIN_UTC);
+        let before = super::ago(now, keep);
         let (rows_merged, batches) = super::in_batches(self.config.batch, self.config.max_batches, || {
             self.store.compact_stats(before, self.config.batch)
         })

@@ -56,8 +56,7 @@ impl Unserved {
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut report = Report::default();
         let live = self.store.live_runners().await?;
-        let horizon = chrono::Duration::from_std(self.config.horizon).unwrap_or(chrono::Duration::MAX);
-        let since = now.checked_sub_signed(horizon).unwrap_or(now);
+        let since = super::ago(now, self.config.horizon);
         let judged =
             !live.is_empty() && live.iter().all(|r| r.handlers.is_some()) && live.iter().any(|r| r.started_on <= since);
         if !judged {
