@@ -6,7 +6,8 @@
 //! Checked here: the bytes are a valid component (`wasmparser` validates every type and function
 //! body, far cheaper than compiling them); it exports `handle` as a function of one parameter
 //! with a result; and it imports only what the sandbox links: the host interface, its types, and
-//! WASI 0.2's `cli`, `io`, `clocks`, `random`, `filesystem` and `sockets`.
+//! WASI 0.2's `cli`, `io`, `clocks`, `random`, `filesystem`, `sockets` and `http` (linked for every
+//! handler; what a request may reach is the operator's grant, checked when it is made).
 
 use wasmparser::component_types::ComponentEntityType;
 use wasmparser::{Encoding, Parser, Payload, Validator, WasmFeatures};
@@ -16,7 +17,7 @@ const HOST_INTERFACES: &[&str] = &["taskhost:plugin/host@0.1.0", "taskhost:plugi
 
 /// The WASI 0.2 packages the sandbox links (every interface of each, any 0.2 patch version).
 const WASI_PACKAGES: &[&str] =
-    &["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/", "wasi:sockets/"];
+    &["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/", "wasi:sockets/", "wasi:http/"];
 
 /// Why a component does not implement the world, in one line, or Ok.
 pub fn check_types(bytes: &[u8]) -> Result<(), String> {
@@ -59,7 +60,7 @@ pub fn check_types(bytes: &[u8]) -> Result<(), String> {
     if let Some(name) = imports.iter().filter(needs_host).find(|name| !importable(name)) {
         return Err(format!(
             "it imports {name}, which this host does not provide (it provides {} and WASI 0.2's cli, io, clocks, \
-             random, filesystem and sockets)",
+             random, filesystem, sockets and http)",
             HOST_INTERFACES.join(", ")
         ));
     }
@@ -110,7 +111,8 @@ mod tests {
     fn wasi_0_2_interfaces_are_importable_and_others_not() {
         assert!(importable("wasi:cli/stdout@0.2.6"));
         assert!(importable("taskhost:plugin/host@0.1.0"));
-        assert!(!importable("wasi:http/outgoing-handler@0.2.3"));
+        assert!(importable("wasi:http/outgoing-handler@0.2.3"));
+        assert!(!importable("wasi:http/handler@0.3.0"));
         assert!(!importable("wasi:cli/stdout@0.3.0"));
         assert!(!importable("test:greedy/backdoor"));
     }

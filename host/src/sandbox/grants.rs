@@ -10,10 +10,12 @@
 //! mode = "ro"                           # "ro" (default) or "rw"
 //! ```
 //!
-//! Network: there is no network grant yet. TCP, UDP and name lookups are turned off, so a
-//! guest's attempt fails before any socket exists.
+//! Network: outbound HTTP by `[handlers.NAME.grants.http]` (see [`super::net::policy`]).
+//! Plain sockets stay off: TCP, UDP and name lookups are turned off, so a guest's attempt fails
+//! before any socket exists.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
@@ -26,6 +28,8 @@ pub struct GrantsConfig {
     pub env: Vec<String>,
     #[serde(default)]
     pub dirs: Vec<DirGrant>,
+    /// Outbound HTTP: where to, and the bounds of each run.
+    pub http: Option<super::net::HttpGrantConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -51,6 +55,7 @@ pub enum DirMode {
 pub struct Grants {
     pub env: Vec<(String, String)>,
     pub dirs: Vec<(PathBuf, String, DirMode)>,
+    pub http: Option<Arc<super::net::HttpPolicy>>,
 }
 
 impl GrantsConfig {
@@ -81,7 +86,11 @@ impl GrantsConfig {
             }
             dirs.push((host, d.guest.clone(), d.mode));
         }
-        Ok(Grants { env, dirs })
+        let http = match &self.http {
+            None => None,
+            Some(h) => Some(Arc::new(h.resolve(base).map_err(|e| format!("http: {e}"))?)),
+        };
+        Ok(Grants { env, dirs, http })
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::taskhost::plugin::{host, types};
 use super::limits::{GuestLimiter, Limits};
@@ -35,6 +36,8 @@ pub struct HostState {
     pub(crate) progress_tx: Option<ProgressSender>,
     pub(crate) report: RunReport,
     last_results_sent: Option<Instant>,
+    http: WasiHttpCtx,
+    pub(crate) net: super::net::RunNet,
 }
 
 /// What a handler reported while it ran.
@@ -47,6 +50,8 @@ pub struct RunReport {
     pub logs_dropped: u64,
     /// The host's own lines about the run (`[host] text`), few and short.
     host_lines: Vec<String>,
+    /// One line per network request (bounded by the network log).
+    network: Vec<String>,
 }
 
 impl RunReport {
@@ -58,6 +63,11 @@ impl RunReport {
         if self.host_lines.len() < Self::MAX_HOST_LINES {
             self.host_lines.push(line.into());
         }
+    }
+
+    /// Add the lines of the run's network requests.
+    pub(crate) fn add_network(&mut self, lines: Vec<String>) {
+        self.network = lines;
     }
 
     /// Add what the guest printed after its log lines, within the same cap.
@@ -76,11 +86,11 @@ impl RunReport {
     /// with its level in brackets and can hold no line break, so a `[host]` line can only be
     /// the host's.
     pub fn logs(&self) -> Option<String> {
-        if self.logs.is_empty() && self.logs_dropped == 0 && self.host_lines.is_empty() {
+        if self.logs.is_empty() && self.logs_dropped == 0 && self.host_lines.is_empty() && self.network.is_empty() {
             return None;
         }
         let mut out = self.logs.clone();
-        for line in &self.host_lines {
+        for line in self.network.iter().chain(&self.host_lines) {
             out.push_str("[host] ");
             out.push_str(&crate::text::one_line(line));
             out.push('\n');
@@ -99,6 +109,7 @@ impl HostState {
         run_id: RunId,
         progress_tx: Option<ProgressSender>,
         deadline: Instant,
+        net: super::net::RunNet,
     ) -> Self {
         HostState {
             wasi,
@@ -114,6 +125,8 @@ impl HostState {
             progress_tx,
             report: RunReport::default(),
             last_results_sent: None,
+            http: WasiHttpCtx::new(),
+            net,
         }
     }
 
@@ -127,6 +140,12 @@ impl HostState {
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl WasiHttpView for HostState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.net }
     }
 }
 

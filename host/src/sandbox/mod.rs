@@ -23,6 +23,7 @@ pub mod compile;
 pub mod grants;
 pub mod host;
 pub mod limits;
+pub mod net;
 mod output;
 mod traps;
 
@@ -221,6 +222,9 @@ impl Sandbox {
 
         let mut linker = Linker::<HostState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| Error::Engine(format!("{e:#}")))?;
+        // wasi:http for every handler; requests pass the run's grant check (sandbox::net).
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(|e| Error::Engine(format!("{e:#}")))?;
         bindings::TaskHandler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(|e| Error::Engine(format!("{e:#}")))?;
 
@@ -294,7 +298,9 @@ impl Sandbox {
         };
         let far = started + Duration::from_secs(365 * 24 * 3600);
         let deadline = started.checked_add(allowed).unwrap_or(far);
-        let mut store = Store::new(&self.engine, HostState::new(wasi, limits, input.run_id, progress, deadline));
+        let net = net::RunNet::new(&input.handler, grants.http.clone(), deadline);
+        let net_log = net.log().clone();
+        let mut store = Store::new(&self.engine, HostState::new(wasi, limits, input.run_id, progress, deadline, net));
         store.limiter(|s| &mut s.limiter);
         // Bounds every string or list the guest hands the host, checked before copying.
         store.set_hostcall_fuel(limits.transfer_bytes());
@@ -346,6 +352,16 @@ impl Sandbox {
             Ok(Ok(Ok(results))) => traps::check_results(results, &limits),
         };
         let mut report = std::mem::take(&mut store.data_mut().report);
+        // Dropping the store stops the run's requests still going: their lines say so.
+        drop(store);
+        report.add_network(net_log.lines());
+        // A refused request is why a run that then failed failed.
+        let outcome = match (outcome, net_log.refusal()) {
+            (GuestOutcome::Failed(f), Some(r)) if f.kind != FailureKind::Timeout => {
+                GuestOutcome::Failed(Failure::network(&r, &f))
+            }
+            (outcome, _) => outcome,
+        };
         let printed = output.take();
         // What the guest printed last tells why the host had to stop it (a traceback, an Error).
         let outcome = match (outcome, printed.tail()) {

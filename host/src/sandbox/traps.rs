@@ -68,6 +68,8 @@ pub mod codes {
     pub const HANDLER_NOT_FOUND: &str = "handler-not-found";
     pub const HANDLER_BROKEN: &str = "handler-broken";
     pub const DENIED: &str = "denied";
+    /// A request went past a bound of the handler's HTTP grant (count, concurrency, body size).
+    pub const HTTP_LIMIT: &str = "http-limit";
     pub const HOST_ERROR: &str = "host-error";
     pub const OUTCOME_REJECTED: &str = "outcome-rejected";
     pub const RUNNER_LOST: &str = "runner-lost";
@@ -80,7 +82,7 @@ pub mod codes {
     pub const CANCELLED: &str = "cancelled";
 
     /// Every code the host writes.
-    pub const HOST: [&str; 19] = [
+    pub const HOST: [&str; 20] = [
         FUEL_EXHAUSTED,
         DEADLINE,
         MEMORY_LIMIT,
@@ -94,6 +96,7 @@ pub mod codes {
         HANDLER_NOT_FOUND,
         HANDLER_BROKEN,
         DENIED,
+        HTTP_LIMIT,
         HOST_ERROR,
         OUTCOME_REJECTED,
         RUNNER_LOST,
@@ -187,6 +190,13 @@ impl Failure {
     /// A grant could not be set up (e.g. a granted directory vanished).
     pub fn denied(message: String) -> Self {
         Failure::host(codes::DENIED, message, true)
+    }
+
+    /// The handler failed after the host refused one of its requests: the refusal is the cause,
+    /// and what the handler made of it follows.
+    pub fn network(refusal: &super::net::Refusal, after: &Failure) -> Self {
+        let message = format!("{}; the handler then failed: {}: {}", refusal.message, after.code, after.message);
+        Failure::host(refusal.code, message, false).bounded()
     }
 
     pub fn handler_not_found(name: &str) -> Self {

@@ -13,6 +13,7 @@ use taskhost::sandbox::SandboxConfig;
 use taskhost::{App, AppConfig};
 use tempfile::TempDir;
 
+pub mod http;
 pub mod process;
 
 pub fn repo_root() -> PathBuf {

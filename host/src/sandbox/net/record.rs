@@ -1,0 +1,173 @@
+//! What a run did on the network: one line per request for the run's logs, and the first
+//! refusal, which becomes the run's error if the run then fails.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Request lines kept per run; later requests are counted in one line.
+const MAX_LINES: usize = 200;
+
+/// Why the host refused a request: not granted (`denied`) or over a bound (`http-limit`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: &'static str,
+    pub message: String,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    lines: Vec<Entry>,
+    unlisted: u64,
+    refusal: Option<Refusal>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    what: String,
+    started: Instant,
+    status: Option<u16>,
+    bytes_out: u64,
+    bytes_in: u64,
+    ended: Option<(Instant, Option<String>)>,
+    /// Refused before it went out: `what` says why.
+    refused: bool,
+}
+
+/// Shared by a run's store and the tasks that carry its requests.
+#[derive(Debug, Clone, Default)]
+pub struct NetLog(Arc<Mutex<Entries>>);
+
+/// One request's place in the log; updates after the log is full are dropped.
+#[derive(Debug, Clone)]
+pub struct RequestRecord {
+    log: NetLog,
+    index: Option<usize>,
+}
+
+impl NetLog {
+    fn with<R>(&self, f: impl FnOnce(&mut Entries) -> R) -> R {
+        let mut guard = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut guard)
+    }
+
+    /// Note a refusal: its line, and the run's refusal if it is the first.
+    pub fn refuse(&self, code: &'static str, message: String) {
+        tracing::debug!(code, "network request refused: {message}");
+        self.with(|e| {
+            if e.lines.len() < MAX_LINES {
+                e.lines.push(Entry {
+                    what: format!("{code}: {message}"),
+                    started: Instant::now(),
+                    status: None,
+                    bytes_out: 0,
+                    bytes_in: 0,
+                    ended: Some((Instant::now(), None)),
+                    refused: true,
+                });
+            } else {
+                e.unlisted += 1;
+            }
+            e.refusal.get_or_insert(Refusal { code, message });
+        })
+    }
+
+    /// Start the line of a request going out: `what` is its method and URL without the query.
+    pub fn start(&self, what: String) -> RequestRecord {
+        let index = self.with(|e| {
+            if e.lines.len() < MAX_LINES {
+                e.lines.push(Entry {
+                    what,
+                    started: Instant::now(),
+                    status: None,
+                    bytes_out: 0,
+                    bytes_in: 0,
+                    ended: None,
+                    refused: false,
+                });
+                Some(e.lines.len() - 1)
+            } else {
+                e.unlisted += 1;
+                None
+            }
+        });
+        RequestRecord { log: self.clone(), index }
+    }
+
+    pub fn refusal(&self) -> Option<Refusal> {
+        self.with(|e| e.refusal.clone())
+    }
+
+    /// The log lines, `http ...` each; a request still going when the run ended says so.
+    pub fn lines(&self) -> Vec<String> {
+        self.with(|e| {
+            let mut out: Vec<String> = e.lines.iter().map(Entry::line).collect();
+            if e.unlisted > 0 {
+                out.push(format!("http: {} more requests not listed", e.unlisted));
+            }
+            out
+        })
+    }
+}
+
+impl Entry {
+    fn line(&self) -> String {
+        if self.refused {
+            return format!("http refused, {}", self.what);
+        }
+        let status = self.status.map_or("no response".to_string(), |s| s.to_string());
+        let (ms, error) = match &self.ended {
+            Some((at, error)) => (at.duration_since(self.started).as_millis(), error.clone()),
+            None => (self.started.elapsed().as_millis(), Some("still going when the run ended".to_string())),
+        };
+        let mut line = format!(
+            "http {} -> {status}, {} bytes out, {} bytes in, {ms} ms",
+            self.what, self.bytes_out, self.bytes_in
+        );
+        if let Some(error) = error {
+            line.push_str(&format!(" ({error})"));
+        }
+        line
+    }
+}
+
+impl RequestRecord {
+    fn update(&self, f: impl FnOnce(&mut Entry)) {
+        if let Some(i) = self.index {
+            self.log.with(|e| {
+                if let Some(entry) = e.lines.get_mut(i) {
+                    f(entry)
+                }
+            })
+        }
+    }
+
+    pub fn status(&self, status: u16) {
+        self.update(|e| e.status = Some(status))
+    }
+
+    pub fn sent(&self, n: u64) {
+        self.update(|e| e.bytes_out += n)
+    }
+
+    pub fn received(&self, n: u64) {
+        self.update(|e| e.bytes_in += n)
+    }
+
+    /// The request ended, with an error or not; only the first end counts.
+    pub fn end(&self, error: Option<String>) {
+        self.update(|e| {
+            if e.ended.is_none() {
+                e.ended = Some((Instant::now(), error))
+            }
+        })
+    }
+
+    /// A refusal met on the way (a denied address, a body over its bound): the run's refusal
+    /// if it is the first, and this request's end.
+    pub fn refuse(&self, code: &'static str, message: String) {
+        self.end(Some(format!("{code}: {message}")));
+        self.log.with(|e| {
+            e.refusal.get_or_insert(Refusal { code, message });
+        });
+    }
+}

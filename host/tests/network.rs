@@ -1,0 +1,214 @@
+//! Outbound HTTP under the operator's grant, through a real worker on a SQLite file: test servers
+//! on loopback addresses (127.0.0.1, 127.0.0.2), the `fetch` handler built from source making
+//! real requests. Every refused or bounded request ends its run with a clear code while the
+//! worker goes on with the next task.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::http::HttpServer;
+use common::{drain_config, wait_until, Env};
+use serde_json::json;
+use taskhost::model::{NewTask, Run, RunStatus};
+use taskhost::runner::WorkerConfig;
+
+/// An environment with `fetch` and `echo`, and `grant` as the operator's configuration.
+async fn env_with(config: &str) -> Env {
+    let mut env = Env::new(&["fetch", "echo"]).await;
+    if !config.is_empty() {
+        env.set_config(config).await;
+    }
+    env
+}
+
+fn grant(allow: &str, extra: &str) -> String {
+    format!("[handlers.fetch.grants.http]\nallow = {allow}\n{extra}")
+}
+
+/// Run `fetch` once with `data`, then a good task: the worker must run both.
+async fn fetch(env: &Env, data: serde_json::Value) -> Run {
+    let id = env.app.client.add(NewTask::new("fetch", data.to_string()).with_max_retries(1)).await.expect("add").id;
+    let next = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    let report = env.drain(drain_config()).await;
+    assert_eq!(report.runs_finished, 2, "{report:?}");
+    let (after, _) = env.app.client.show(next).await.expect("show");
+    assert_eq!(after.last_status, RunStatus::Success, "the worker ran the next task");
+    let (_, runs) = env.app.client.show(id).await.expect("show");
+    runs.into_iter().next().expect("one run")
+}
+
+fn results(run: &Run) -> serde_json::Value {
+    serde_json::from_str(run.results.as_deref().unwrap_or("null")).expect("results are JSON")
+}
+
+fn logs(run: &Run) -> &str {
+    run.logs.as_deref().unwrap_or("")
+}
+
+fn code(run: &Run) -> Option<&str> {
+    run.error_code.as_deref()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allowed_request_succeeds_and_is_logged() {
+    let server = HttpServer::start("127.0.0.1").await;
+    let env = env_with(&grant(&format!("[\"{}\"]", server.url("")), "")).await;
+    let run = fetch(&env, json!({"url": server.url("/echo"), "method": "POST", "body": "hello"})).await;
+    assert_eq!(run.status, RunStatus::Success, "{run:?}");
+    let got = results(&run);
+    assert_eq!((got["status"].as_u64(), got["body"].as_str()), (Some(200), Some("hello")), "{got}");
+    let line = format!("[host] http POST {}/echo -> 200, 5 bytes out, 5 bytes in, ", server.url(""));
+    assert!(logs(&run).contains(&line), "{}", logs(&run));
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].host.as_deref(), Some(server.authority().as_str()), "the Host header names the destination");
+    assert_eq!((seen[0].method.as_str(), seen[0].body_len), ("POST", 5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_without_a_grant_is_denied_and_told_why() {
+    let server = HttpServer::start("127.0.0.1").await;
+    let env = env_with("").await;
+    let run = fetch(&env, json!({"url": server.url("/echo")})).await;
+    assert_eq!((run.status, code(&run)), (RunStatus::Error, Some("denied")), "{run:?}");
+    let why = format!(
+        "network access to {} is not granted to handler fetch; grants are set in the operator's configuration",
+        server.authority()
+    );
+    assert!(run.error_message.as_deref().unwrap_or("").starts_with(&why), "{:?}", run.error_message);
+    assert!(logs(&run).contains(&format!("[host] http refused, denied: {why}")), "{}", logs(&run));
+    assert!(server.seen().is_empty(), "no byte left");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_methods_and_paths_outside_the_grant_are_denied() {
+    let (granted, other) = (HttpServer::start("127.0.0.1").await, HttpServer::start("127.0.0.2").await);
+    let allow = format!("[{{ url = \"{}\", methods = [\"POST\"] }}]", granted.url("/hooks/"));
+    let env = env_with(&grant(&allow, "")).await;
+    for (data, says) in [
+        (json!({"url": other.url("/hooks/a"), "method": "POST"}), other.url("")),
+        (json!({"url": granted.url("/hooks/a")}), format!("GET requests to {}", granted.url(""))),
+        (json!({"url": granted.url("/admin"), "method": "POST"}), format!("path /admin on {}", granted.url(""))),
+        (json!({"url": granted.url("/hooks/../admin"), "method": "POST"}), "path /hooks/../admin".to_string()),
+    ] {
+        let run = fetch(&env, data.clone()).await;
+        assert_eq!(code(&run), Some("denied"), "{data}: {run:?}");
+        assert!(run.error_message.as_deref().unwrap_or("").contains(&says), "{data}: {:?}", run.error_message);
+    }
+    assert!(granted.seen().is_empty() && other.seen().is_empty(), "no byte left");
+    let run = fetch(&env, json!({"url": granted.url("/hooks/a"), "method": "POST", "body": "x"})).await;
+    assert_eq!(run.status, RunStatus::Success, "the granted method and path: {run:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_resolving_to_loopback_is_denied_unless_the_grant_names_the_address() {
+    let server = HttpServer::start("127.0.0.1").await;
+    let port = server.addr.port();
+    let env = env_with(&grant(&format!("[\"http://localhost:{port}\"]"), "")).await;
+    let run = fetch(&env, json!({"url": format!("http://localhost:{port}/echo")})).await;
+    assert_eq!(code(&run), Some("denied"), "{run:?}");
+    let message = run.error_message.as_deref().unwrap_or("");
+    assert!(message.contains("localhost resolves to") && message.contains("127.0.0.1"), "{message}");
+    assert!(server.seen().is_empty(), "no connection was made");
+
+    let named = format!("[{{ url = \"http://localhost:{port}\", addresses = [\"127.0.0.1\", \"::1\"] }}]");
+    let env = env_with(&grant(&named, "")).await;
+    let run =
+        fetch(&env, json!({"url": format!("http://localhost:{port}/echo"), "method": "POST", "body": "hi"})).await;
+    assert_eq!(run.status, RunStatus::Success, "{run:?}");
+    assert_eq!(server.seen()[0].host.as_deref(), Some(format!("localhost:{port}").as_str()), "Host keeps the name");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_redirect_is_a_new_request_checked_again() {
+    let (granted, other) = (HttpServer::start("127.0.0.1").await, HttpServer::start("127.0.0.2").await);
+    let env = env_with(&grant(&format!("[\"{}\"]", granted.url("")), "")).await;
+    let to_denied = granted.url(&format!("/redirect?to={}", other.url("/echo")));
+    let run = fetch(&env, json!({"url": to_denied, "follow": 3})).await;
+    assert_eq!(code(&run), Some("denied"), "{run:?}");
+    assert!(run.error_message.as_deref().unwrap_or("").contains(&other.authority()), "{:?}", run.error_message);
+    assert!(other.seen().is_empty(), "the redirect's target was never reached");
+    assert!(logs(&run).contains("-> 302"), "the first request is logged: {}", logs(&run));
+
+    let to_allowed = granted.url(&format!("/redirect?to={}", granted.url("/ok")));
+    let run = fetch(&env, json!({"url": to_allowed, "follow": 3})).await;
+    assert_eq!(run.status, RunStatus::Success, "{run:?}");
+    assert_eq!(results(&run)["hops"].as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_response_or_request_ends_with_http_limit() {
+    let server = HttpServer::start("127.0.0.1").await;
+    let bounds = "max_response_bytes = 100_000\nmax_request_bytes = 1_000\n";
+    let env = env_with(&grant(&format!("[\"{}\"]", server.url("")), bounds)).await;
+    for (data, says) in [
+        (json!({"url": server.url("/big?bytes=5000000")}), "the response body passed the grant's max_response_bytes"),
+        (json!({"url": server.url("/big-announced?bytes=5000000")}), "the response body is 5000000 bytes"),
+        (
+            json!({"url": server.url("/echo"), "method": "POST", "body_bytes": 200_000}),
+            "the request body is 200000 bytes",
+        ),
+    ] {
+        let run = fetch(&env, data.clone()).await;
+        assert_eq!((run.status, code(&run)), (RunStatus::Error, Some("http-limit")), "{data}: {run:?}");
+        assert!(run.error_message.as_deref().unwrap_or("").contains(says), "{data}: {:?}", run.error_message);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_requests_at_once_or_in_all_end_with_http_limit() {
+    let server = HttpServer::start("127.0.0.1").await;
+    let env = env_with(&grant(&format!("[\"{}\"]", server.url("")), "max_concurrent = 4\nmax_requests = 10\n")).await;
+    let run = fetch(&env, json!({"url": server.url("/hang"), "parallel": 5, "timeout_ms": 200})).await;
+    assert_eq!(code(&run), Some("http-limit"), "{run:?}");
+    assert!(run.error_message.as_deref().unwrap_or("").contains("max_concurrent of 4"), "{:?}", run.error_message);
+    let env = env_with(&grant(&format!("[\"{}\"]", server.url("")), "max_concurrent = 20\nmax_requests = 10\n")).await;
+    let run = fetch(&env, json!({"url": server.url("/ok"), "parallel": 11})).await;
+    assert_eq!(code(&run), Some("http-limit"), "{run:?}");
+    assert!(run.error_message.as_deref().unwrap_or("").contains("max_requests of 10"), "{:?}", run.error_message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickling_server_is_cut_at_the_runs_deadline() {
+    let server = HttpServer::start("127.0.0.1").await;
+    let config =
+        format!("{}[handlers.fetch.limits]\ndeadline = \"2s\"\n", grant(&format!("[\"{}\"]", server.url("")), ""));
+    let env = env_with(&config).await;
+    let run = fetch(&env, json!({"url": server.url("/trickle")})).await;
+    assert_eq!((run.status, code(&run)), (RunStatus::Timeout, Some("deadline")), "{run:?}");
+    assert!(logs(&run).contains("cut at the run's deadline"), "{}", logs(&run));
+    // A server slower than the grant's between-bytes timeout ends the request, not the run.
+    let config = grant(&format!("[\"{}\"]", server.url("")), "between_bytes_timeout = \"300ms\"\n");
+    let env = env_with(&config).await;
+    let run = fetch(&env, json!({"url": server.url("/trickle")})).await;
+    assert_eq!(code(&run), Some("request-failed"), "the handler's own error: {run:?}");
+    assert!(logs(&run).contains("between_bytes_timeout"), "{}", logs(&run));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_blocked_in_a_request_is_cancelled_at_once() {
+    let server = HttpServer::start("127.0.0.1").await;
+    let env = env_with(&grant(&format!("[\"{}\"]", server.url("")), "")).await;
+    let client = &env.app.client;
+    let id = client.add(NewTask::new("fetch", json!({"url": server.url("/hang")}).to_string())).await.expect("add").id;
+    let cfg = WorkerConfig { drain: false, concurrency: 1, shutdown_grace: Duration::from_secs(600), ..drain_config() };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(env.app.worker(cfg).run(async move {
+        let _ = stopped.await;
+    }));
+    wait_until(Duration::from_secs(30), "the request reached the server", || async { !server.seen().is_empty() }).await;
+    let next = client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    let cancelled = Instant::now();
+    assert_eq!(client.cancel(&[id]).await.expect("cancel"), vec![id]);
+    let store = env.app.store.clone();
+    wait_until(Duration::from_secs(10), "the next task ran in the freed slot", || async {
+        store.get_task(next).await.expect("get").map(|t| t.last_status) == Some(RunStatus::Success)
+    })
+    .await;
+    eprintln!("a run blocked in an HTTP request was cancelled, its slot free within {:?}", cancelled.elapsed());
+    let _ = stop.send(());
+    let report =
+        tokio::time::timeout(Duration::from_secs(60), worker).await.expect("stopped").expect("join").expect("ran");
+    assert_eq!((report.runs_ended_elsewhere, report.runs_abandoned), (1, 0), "{report:?}");
+}
