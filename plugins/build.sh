@@ -82,14 +82,17 @@ for app in plugins/*/app.py; do
 done
 
 # JavaScript (StarlingMonkey with WASI features off but stdio: console output and uncaught errors reach the
-# run's logs)
+# run's logs; a handler that calls fetch keeps http, which fetch needs)
 for app in plugins/*/app.js; do
     [ -e "$app" ] || continue
     dir=$(dirname "$app"); name=$(basename "$dir")
     if stale "$stage/$name.wasm" "$dir"/*.js wit/*.wit plugins/build.sh; then
         js_tools
+        off="random clocks http fetch-event"
+        grep -q 'fetch(' "$app" && off="random clocks fetch-event"
+        # shellcheck disable=SC2086 # one word a feature
         "$tools/js/node_modules/.bin/componentize-js" "$app" --wit wit -n task-handler \
-            -d random clocks http fetch-event -o "$stage/$name.wasm" >/dev/null
+            -d $off -o "$stage/$name.wasm" >/dev/null
     fi
     publish "$name" "$stage/$name.wasm"
 done

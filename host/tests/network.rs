@@ -13,9 +13,13 @@ use serde_json::json;
 use taskhost::model::{NewTask, Run, RunStatus};
 use taskhost::runner::WorkerConfig;
 
-/// An environment with `fetch` and `echo`, and `grant` as the operator's configuration.
+/// An environment with `fetch` and `echo`, and `config` as the operator's configuration.
 async fn env_with(config: &str) -> Env {
-    let mut env = Env::new(&["fetch", "echo"]).await;
+    env_of(&["fetch", "echo"], config).await
+}
+
+async fn env_of(plugins: &[&str], config: &str) -> Env {
+    let mut env = Env::new(plugins).await;
     if !config.is_empty() {
         env.set_config(config).await;
     }
@@ -28,7 +32,11 @@ fn grant(allow: &str, extra: &str) -> String {
 
 /// Run `fetch` once with `data`, then a good task: the worker must run both.
 async fn fetch(env: &Env, data: serde_json::Value) -> Run {
-    let id = env.app.client.add(NewTask::new("fetch", data.to_string()).with_max_retries(1)).await.expect("add").id;
+    run_once(env, "fetch", data).await
+}
+
+async fn run_once(env: &Env, handler: &str, data: serde_json::Value) -> Run {
+    let id = env.app.client.add(NewTask::new(handler, data.to_string()).with_max_retries(1)).await.expect("add").id;
     let next = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
     let report = env.drain(drain_config()).await;
     assert_eq!(report.runs_finished, 2, "{report:?}");
@@ -211,4 +219,26 @@ async fn a_run_blocked_in_a_request_is_cancelled_at_once() {
     let report =
         tokio::time::timeout(Duration::from_secs(60), worker).await.expect("stopped").expect("join").expect("ran");
     assert_eq!((report.runs_ended_elsewhere, report.runs_abandoned), (1, 0), "{report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_webhooks_post_their_payload_in_rust_and_javascript() {
+    let server = HttpServer::start("127.0.0.1").await;
+    let mut config = String::new();
+    for handler in ["webhook", "js-webhook"] {
+        config.push_str(&format!("[handlers.{handler}.grants.http]\nallow = [\"{}\"]\n", server.url("/hooks/")));
+    }
+    let env = env_of(&["webhook", "js-webhook", "echo"], &config).await;
+    for handler in ["webhook", "js-webhook"] {
+        let data = json!({"url": server.url("/hooks/../echo"), "payload": {"order": 7}});
+        let run = run_once(&env, handler, data).await;
+        assert_eq!(code(&run), Some("denied"), "{handler}: {run:?}");
+        let run = run_once(&env, handler, json!({"url": server.url("/hooks/x"), "payload": {"order": 7}})).await;
+        assert_eq!(run.status, RunStatus::Success, "{handler}: {run:?}");
+        assert_eq!(results(&run), json!({"status": 200, "response": "ok"}), "{handler}");
+        assert!(logs(&run).contains(&format!("[host] http POST {}/hooks/x -> 200", server.url(""))), "{}", logs(&run));
+    }
+    let posted: Vec<_> = server.seen().into_iter().map(|s| (s.method, s.target, s.body_len)).collect();
+    let one = ("POST".to_string(), "/hooks/x".to_string(), r#"{"order":7}"#.len());
+    assert_eq!(posted, vec![one.clone(), one], "each example POSTed its payload once, and nothing else left");
 }
