@@ -242,3 +242,25 @@ async fn the_example_webhooks_post_their_payload_in_rust_and_javascript() {
     let one = ("POST".to_string(), "/hooks/x".to_string(), r#"{"order":7}"#.len());
     assert_eq!(posted, vec![one.clone(), one], "each example POSTed its payload once, and nothing else left");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_once_applies_the_operators_grant_so_an_author_can_try_a_request() {
+    let server = HttpServer::start("127.0.0.1").await;
+    let mut env = env_with("").await;
+    let data = json!({"url": server.url("/echo"), "method": "POST", "body": "hi"}).to_string();
+    let run_once = |env: &Env| {
+        let mut command = common::taskhost_command(env);
+        command.args(["run-once", "fetch", "--data", &data]);
+        tokio::task::spawn_blocking(move || command.output().expect("run taskhost"))
+    };
+    let denied = run_once(&env).await.expect("join");
+    assert!(!denied.status.success(), "no grant: the request is refused");
+    let out = format!("{}{}", common::process::stdout(&denied), common::process::stderr(&denied));
+    assert!(out.contains("denied") && out.contains("is not granted to handler fetch"), "{out}");
+    env.set_config(&grant(&format!("[\"{}\"]", server.url("")), "")).await;
+    let granted = run_once(&env).await.expect("join");
+    let out = format!("{}{}", common::process::stdout(&granted), common::process::stderr(&granted));
+    assert!(granted.status.success(), "{out}");
+    assert!(out.contains(&format!("[host] http POST {}/echo -> 200", server.url(""))), "{out}");
+    assert_eq!(server.seen().len(), 1, "one request reached the server: the granted one");
+}
