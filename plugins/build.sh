@@ -70,13 +70,15 @@ for manifest in plugins/*/Cargo.toml; do
     publish "$name" "$target_dir/wasm32-wasip2/release/${name//-/_}.wasm"
 done
 
-# Python
+# Python (a handler with a wit/ of its own, py-webhook's, is built against its task-handler-http world)
 for app in plugins/*/app.py; do
     [ -e "$app" ] || continue
     dir=$(dirname "$app"); name=$(basename "$dir")
-    if stale "$stage/$name.wasm" "$dir"/*.py wit/*.wit; then
+    wit=wit world=task-handler
+    [ -d "$dir/wit" ] && wit=$dir/wit world=task-handler-http
+    if stale "$stage/$name.wasm" "$dir"/*.py wit/*.wit "$wit"/*.wit plugins/build.sh; then
         py_tools
-        "$tools/py/bin/componentize-py" -d wit -w task-handler componentize app -p "$dir" -o "$stage/$name.wasm" >/dev/null
+        "$tools/py/bin/componentize-py" -d "$wit" -w "$world" componentize app -p "$dir" -o "$stage/$name.wasm" >/dev/null
     fi
     publish "$name" "$stage/$name.wasm"
 done

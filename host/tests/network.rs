@@ -222,14 +222,15 @@ async fn a_run_blocked_in_a_request_is_cancelled_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_example_webhooks_post_their_payload_in_rust_and_javascript() {
+async fn the_example_webhooks_post_their_payload_in_rust_python_and_javascript() {
     let server = HttpServer::start("127.0.0.1").await;
     let mut config = String::new();
-    for handler in ["webhook", "js-webhook"] {
+    let handlers = ["webhook", "py-webhook", "js-webhook"];
+    for handler in handlers {
         config.push_str(&format!("[handlers.{handler}.grants.http]\nallow = [\"{}\"]\n", server.url("/hooks/")));
     }
-    let env = env_of(&["webhook", "js-webhook", "echo"], &config).await;
-    for handler in ["webhook", "js-webhook"] {
+    let env = env_of(&["webhook", "py-webhook", "js-webhook", "echo"], &config).await;
+    for handler in handlers {
         let data = json!({"url": server.url("/hooks/../echo"), "payload": {"order": 7}});
         let run = run_once(&env, handler, data).await;
         assert_eq!(code(&run), Some("denied"), "{handler}: {run:?}");
@@ -240,7 +241,7 @@ async fn the_example_webhooks_post_their_payload_in_rust_and_javascript() {
     }
     let posted: Vec<_> = server.seen().into_iter().map(|s| (s.method, s.target, s.body_len)).collect();
     let one = ("POST".to_string(), "/hooks/x".to_string(), r#"{"order":7}"#.len());
-    assert_eq!(posted, vec![one.clone(), one], "each example POSTed its payload once, and nothing else left");
+    assert_eq!(posted, vec![one; 3], "each example POSTed its payload once, and nothing else left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -263,4 +264,33 @@ async fn run_once_applies_the_operators_grant_so_an_author_can_try_a_request() {
     assert!(granted.status.success(), "{out}");
     assert!(out.contains(&format!("[host] http POST {}/echo -> 200", server.url(""))), "{out}");
     assert_eq!(server.seen().len(), 1, "one request reached the server: the granted one");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_is_verified_against_the_destinations_name_and_the_grants_roots() {
+    let ca = common::http::TestCa::new();
+    let server = HttpServer::start_tls("127.0.0.1", &ca.issue(&["localhost"])).await;
+    let port = server.addr.port();
+    let env = Env::new(&["fetch", "echo"]).await;
+    let ca_file = env.dir.path().join("test-ca.pem");
+    std::fs::write(&ca_file, &ca.pem).expect("write the CA");
+    let allow = format!(
+        "[{{ url = \"https://localhost:{port}\", addresses = [\"127.0.0.1\", \"::1\"] }}, \"https://127.0.0.1:{port}\"]"
+    );
+    let mut env = env;
+    env.set_config(&grant(&allow, &format!("ca_file = \"{}\"\n", ca_file.display()))).await;
+    let run =
+        fetch(&env, json!({"url": format!("https://localhost:{port}/echo"), "method": "POST", "body": "tls"})).await;
+    assert_eq!(run.status, RunStatus::Success, "{run:?}");
+    assert_eq!(results(&run)["body"], "tls");
+    // The certificate names localhost only: the same server by its address is refused.
+    let run = fetch(&env, json!({"url": format!("https://127.0.0.1:{port}/echo")})).await;
+    assert_eq!(code(&run), Some("request-failed"), "{run:?}");
+    assert!(logs(&run).contains("(TLS certificate error)"), "{}", logs(&run));
+    // Without the grant's roots, the test CA is no one's.
+    env.set_config(&grant(&allow, "")).await;
+    let run = fetch(&env, json!({"url": format!("https://localhost:{port}/echo")})).await;
+    assert_eq!(code(&run), Some("request-failed"), "{run:?}");
+    assert!(logs(&run).contains("(TLS certificate error)"), "{}", logs(&run));
+    assert_eq!(server.seen().len(), 1, "only the verified connection carried a request");
 }

@@ -3,12 +3,14 @@
 //! `/echo` (the request's body back), `/redirect?to=URL` (302), `/big?bytes=N` (N bytes, chunked),
 //! `/big-announced?bytes=N` (N bytes with Content-Length), `/trickle` (1,000 bytes announced, one
 //! a second), `/hang` (reads the request, never answers); anything else is 200 `ok`.
+//! [`HttpServer::start_tls`] serves the same over TLS, with a certificate from [`TestCa`].
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+use tokio_rustls::rustls;
 
 #[derive(Debug, Clone)]
 pub struct Seen {
@@ -27,13 +29,41 @@ pub struct HttpServer {
 impl HttpServer {
     /// Listen on `ip` (`127.0.0.1`, `127.0.0.2`, ...), on a free port.
     pub async fn start(ip: &str) -> HttpServer {
+        Self::listen(ip, None).await
+    }
+
+    /// The same over TLS, presenting `cert` (signed by a [`TestCa`]).
+    pub async fn start_tls(ip: &str, cert: &TestCert) -> HttpServer {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let key = rustls::pki_types::PrivateKeyDer::try_from(cert.key_der.clone()).expect("key");
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("protocols")
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.der.clone().into()], key)
+            .expect("server certificate");
+        Self::listen(ip, Some(tokio_rustls::TlsAcceptor::from(Arc::new(config)))).await
+    }
+
+    async fn listen(ip: &str, tls: Option<tokio_rustls::TlsAcceptor>) -> HttpServer {
         let listener = TcpListener::bind((ip, 0)).await.expect("bind a loopback address");
         let addr = listener.local_addr().expect("local address");
         let seen = Arc::new(Mutex::new(Vec::new()));
         let record = seen.clone();
         let task = tokio::spawn(async move {
             while let Ok((conn, _)) = listener.accept().await {
-                tokio::spawn(serve(conn, record.clone()));
+                let record = record.clone();
+                match &tls {
+                    None => drop(tokio::spawn(serve(conn, record))),
+                    Some(acceptor) => {
+                        let accept = acceptor.accept(conn);
+                        tokio::spawn(async move {
+                            if let Ok(conn) = accept.await {
+                                serve(conn, record).await
+                            }
+                        });
+                    }
+                }
             }
         });
         HttpServer { addr, seen, task }
@@ -68,7 +98,41 @@ fn query_number(target: &str, key: &str) -> usize {
         .unwrap_or(0)
 }
 
-async fn serve(conn: TcpStream, seen: Arc<Mutex<Vec<Seen>>>) {
+/// A certificate authority made for one test, and certificates it signs.
+pub struct TestCa {
+    params: rcgen::CertificateParams,
+    key: rcgen::KeyPair,
+    /// The CA's certificate, PEM: what a grant's `ca_file` holds.
+    pub pem: String,
+}
+
+pub struct TestCert {
+    pub der: Vec<u8>,
+    pub key_der: Vec<u8>,
+}
+
+impl TestCa {
+    pub fn new() -> TestCa {
+        let key = rcgen::KeyPair::generate().expect("CA key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name.push(rcgen::DnType::CommonName, "taskhost test CA");
+        let pem = params.self_signed(&key).expect("CA certificate").pem();
+        TestCa { params, key, pem }
+    }
+
+    /// A server certificate for `names` (host names or IP addresses).
+    pub fn issue(&self, names: &[&str]) -> TestCert {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let params =
+            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).expect("params");
+        let issuer = rcgen::Issuer::from_params(&self.params, &self.key);
+        let cert = params.signed_by(&key, &issuer).expect("certificate");
+        TestCert { der: cert.der().to_vec(), key_der: key.serialize_der() }
+    }
+}
+
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(conn: S, seen: Arc<Mutex<Vec<Seen>>>) {
     let mut reader = BufReader::new(conn);
     let mut line = String::new();
     if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
