@@ -190,9 +190,21 @@ async fn connecting_is_refused_before_any_socket_exists() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
     let addr = listener.local_addr().expect("addr").to_string();
     let run = probe(&env, serde_json::json!({"connect": addr})).await;
-    assert_eq!(run.error_code.as_deref(), Some("refused"), "{:?}", run.error_message);
+    // The handler's own error follows the host's refusal, which is the run's error and log line.
+    assert_eq!(run.error_code.as_deref(), Some("denied"), "{:?}", run.error_message);
+    let why = "a TCP socket is not granted to handler probe: plain sockets are never granted";
+    let message = run.error_message.as_deref().unwrap_or("");
+    assert!(message.starts_with(why) && message.contains("refused: connecting to"), "{message}");
+    let logs = run.logs.as_deref().unwrap_or("");
+    assert!(logs.contains(&format!("[host] socket refused, denied: {why}")), "{logs}");
     listener.set_nonblocking(true).expect("nonblocking");
     assert!(listener.accept().is_err(), "nothing reached the listener");
+    // A name is not even looked up: the guest's lookup is refused, and the run says so.
+    let port = addr.rsplit(':').next().unwrap_or("1");
+    let run = probe(&env, serde_json::json!({"connect": format!("localhost:{port}")})).await;
+    assert_eq!(run.error_code.as_deref(), Some("denied"), "{:?}", run.error_message);
+    let message = run.error_message.as_deref().unwrap_or("");
+    assert!(message.starts_with("name lookup of \"localhost\" is not granted to handler probe"), "{message}");
     // A guest cannot even create a socket: it holds no file descriptor of the worker.
     let run = probe(&env, serde_json::json!({"sockets": 500})).await;
     assert_eq!(run.status, RunStatus::Success, "{:?}", run.error_message);

@@ -225,6 +225,8 @@ impl Sandbox {
         // wasi:http for every handler; requests pass the run's grant check (sandbox::net).
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(|e| Error::Engine(format!("{e:#}")))?;
+        // Sockets stay refused, now saying so in the run's logs.
+        net::refuse_sockets(&mut linker).map_err(|e| Error::Engine(format!("{e:#}")))?;
         bindings::TaskHandler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(|e| Error::Engine(format!("{e:#}")))?;
 

@@ -138,6 +138,15 @@ impl Guest for Fetch {
             return Ok(Some(serde_json::json!({ "ok": ok }).to_string()));
         }
 
+        if let Some(n) = data.get("repeat").and_then(|v| v.as_u64()) {
+            let mut bytes = 0;
+            for _ in 0..n {
+                let resp = wait(start(&Method::Get, &url, &[], timeout)?).map_err(|e| failed(format!("{url}: {e:?}")))?;
+                bytes += read(&resp).map_err(|e| failed(format!("{url}: {e}")))?.len();
+            }
+            return Ok(Some(serde_json::json!({ "requests": n, "bytes": bytes }).to_string()));
+        }
+
         let follow = data.get("follow").and_then(|v| v.as_u64()).unwrap_or(0);
         let mut hops = Vec::new();
         loop {

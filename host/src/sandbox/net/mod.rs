@@ -20,6 +20,9 @@ pub mod addr;
 pub mod policy;
 mod record;
 mod send;
+mod sockets;
+
+pub(crate) use sockets::refuse_sockets;
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -69,6 +72,10 @@ impl RunNet {
 
     pub fn log(&self) -> &NetLog {
         &self.log
+    }
+
+    pub fn handler(&self) -> &str {
+        &self.handler
     }
 
     fn not_granted(&self, what: &str) -> String {

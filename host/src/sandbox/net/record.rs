@@ -50,13 +50,18 @@ impl NetLog {
         f(&mut guard)
     }
 
-    /// Note a refusal: its line, and the run's refusal if it is the first.
+    /// Note a refused HTTP request: its line, and the run's refusal if it is the first.
     pub fn refuse(&self, code: &'static str, message: String) {
-        tracing::debug!(code, "network request refused: {message}");
+        self.refuse_as("http", code, message)
+    }
+
+    /// The same for a refusal of another `kind` (`socket`).
+    pub fn refuse_as(&self, kind: &'static str, code: &'static str, message: String) {
+        tracing::debug!(code, kind, "network access refused: {message}");
         self.with(|e| {
             if e.lines.len() < MAX_LINES {
                 e.lines.push(Entry {
-                    what: format!("{code}: {message}"),
+                    what: format!("{kind} refused, {code}: {message}"),
                     started: Instant::now(),
                     status: None,
                     bytes_out: 0,
@@ -112,7 +117,7 @@ impl NetLog {
 impl Entry {
     fn line(&self) -> String {
         if self.refused {
-            return format!("http refused, {}", self.what);
+            return self.what.clone();
         }
         let status = self.status.map_or("no response".to_string(), |s| s.to_string());
         let (ms, error) = match &self.ended {
