@@ -99,6 +99,15 @@ async fn hosts_methods_and_paths_outside_the_grant_are_denied() {
         (json!({"url": granted.url("/hooks/a")}), format!("GET requests to {}", granted.url(""))),
         (json!({"url": granted.url("/admin"), "method": "POST"}), format!("path /admin on {}", granted.url(""))),
         (json!({"url": granted.url("/hooks/../admin"), "method": "POST"}), "path /hooks/../admin".to_string()),
+        (json!({"url": granted.url("/hooks/..;/admin"), "method": "POST"}), "path /hooks/..;/admin".to_string()),
+        (
+            json!({"url": format!("http://user@{}/hooks/a", granted.authority()), "method": "POST"}),
+            "is not a host and port".to_string(),
+        ),
+        (
+            json!({"url": format!("http://[::1]:{}/hooks/a", granted.addr.port()), "method": "POST"}),
+            format!("http://[::1]:{}", granted.addr.port()),
+        ),
     ] {
         let run = fetch(&env, data.clone()).await;
         assert_eq!(code(&run), Some("denied"), "{data}: {run:?}");

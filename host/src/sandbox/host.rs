@@ -125,7 +125,12 @@ impl HostState {
             progress_tx,
             report: RunReport::default(),
             last_results_sent: None,
-            http: WasiHttpCtx::new(),
+            http: {
+                // Each header set a guest builds is held by the host: 16 KiB each, not 128.
+                let mut ctx = WasiHttpCtx::new();
+                ctx.set_field_size_limit(16 << 10);
+                ctx
+            },
             net,
         }
     }

@@ -360,7 +360,7 @@ impl Sandbox {
         // A refused request is why a run that then failed failed.
         let outcome = match (outcome, net_log.refusal()) {
             (GuestOutcome::Failed(f), Some(r)) if f.kind != FailureKind::Timeout => {
-                GuestOutcome::Failed(Failure::network(&r, &f))
+                GuestOutcome::Failed(f.after_refusal(&r))
             }
             (outcome, _) => outcome,
         };

@@ -192,11 +192,18 @@ impl Failure {
         Failure::host(codes::DENIED, message, true)
     }
 
-    /// The handler failed after the host refused one of its requests: the refusal is the cause,
-    /// and what the handler made of it follows.
-    pub fn network(refusal: &super::net::Refusal, after: &Failure) -> Self {
-        let message = format!("{}; the handler then failed: {}: {}", refusal.message, after.code, after.message);
-        Failure::host(refusal.code, message, false).bounded()
+    /// A run that failed after the host refused one of its requests. When the handler failed of
+    /// itself (its own error, or an uncaught exception: a trap), the refusal is the cause and
+    /// its code the run's; a limit the run broke after (fuel, memory, ...) keeps its code, the
+    /// refusal told in its message.
+    pub fn after_refusal(self, refusal: &super::net::Refusal) -> Self {
+        if self.source == ErrorSource::Guest || self.code == codes::TRAP {
+            let message = format!("{}; the handler then failed: {}: {}", refusal.message, self.code, self.message);
+            Failure::host(refusal.code, message, false).bounded()
+        } else {
+            let message = format!("{}; before it, the host refused a request: {}", self.message, refusal.message);
+            Failure { message, ..self }.bounded()
+        }
     }
 
     pub fn handler_not_found(name: &str) -> Self {

@@ -36,7 +36,11 @@ impl FromStr for IpNet {
             Some((a, p)) => (a, Some(p)),
             None => (s, None),
         };
-        let addr = canonical(IpAddr::from_str(addr).map_err(|_| format!("{s:?} is not an IP address or block"))?);
+        let written = IpAddr::from_str(addr).map_err(|_| format!("{s:?} is not an IP address or block"))?;
+        let addr = canonical(written);
+        if addr != written && prefix.is_some() {
+            return Err(format!("{s:?}: an IPv4 block written in IPv6: write it as IPv4"));
+        }
         let max = if addr.is_ipv4() { 32 } else { 128 };
         let prefix = match prefix {
             None => max,
@@ -86,22 +90,23 @@ pub fn is_public(ip: IpAddr) -> bool {
 }
 
 fn public_v4(ip: Ipv4Addr) -> bool {
-    const BLOCKED: [([u8; 4], u8); 16] = [
-        ([0, 0, 0, 0], 8),       // "this network"
-        ([10, 0, 0, 0], 8),      // private
-        ([100, 64, 0, 0], 10),   // shared address space (carrier-grade NAT)
-        ([127, 0, 0, 0], 8),     // loopback
-        ([169, 254, 0, 0], 16),  // link-local, cloud metadata (169.254.169.254)
-        ([172, 16, 0, 0], 12),   // private
-        ([192, 0, 0, 0], 24),    // IETF protocol assignments
-        ([192, 0, 2, 0], 24),    // documentation
-        ([192, 88, 99, 0], 24),  // 6to4 relay anycast
-        ([192, 168, 0, 0], 16),  // private
-        ([198, 18, 0, 0], 15),   // benchmarking
-        ([198, 51, 100, 0], 24), // documentation
-        ([203, 0, 113, 0], 24),  // documentation
-        ([224, 0, 0, 0], 4),     // multicast
-        ([240, 0, 0, 0], 4),     // reserved, broadcast
+    const BLOCKED: [([u8; 4], u8); 17] = [
+        ([0, 0, 0, 0], 8),        // "this network"
+        ([10, 0, 0, 0], 8),       // private
+        ([100, 64, 0, 0], 10),    // shared address space (carrier-grade NAT)
+        ([127, 0, 0, 0], 8),      // loopback
+        ([169, 254, 0, 0], 16),   // link-local, cloud metadata (169.254.169.254)
+        ([172, 16, 0, 0], 12),    // private
+        ([192, 0, 0, 0], 24),     // IETF protocol assignments
+        ([192, 0, 2, 0], 24),     // documentation
+        ([192, 88, 99, 0], 24),   // 6to4 relay anycast
+        ([192, 168, 0, 0], 16),   // private
+        ([168, 63, 129, 16], 32), // Azure's platform endpoint, reachable from its VMs
+        ([198, 18, 0, 0], 15),    // benchmarking
+        ([198, 51, 100, 0], 24),  // documentation
+        ([203, 0, 113, 0], 24),   // documentation
+        ([224, 0, 0, 0], 4),      // multicast
+        ([240, 0, 0, 0], 4),      // reserved, broadcast
         ([255, 255, 255, 255], 32),
     ];
     !BLOCKED.iter().any(|(net, bits)| prefix_eq(net, &ip.octets(), *bits))
@@ -156,6 +161,7 @@ mod tests {
             "64:ff9b::a9fe:a9fe",
             "2002:7f00:1::",
             "2001:db8::1",
+            "168.63.129.16",
         ] {
             assert!(!is_public(ip(s)), "{s} must not be public");
         }
@@ -180,5 +186,7 @@ mod tests {
         assert!(v6.contains(ip("fd12::1")) && !v6.contains(ip("fe80::1")));
         assert!("10.0.0.0/33".parse::<IpNet>().is_err());
         assert!("example.com".parse::<IpNet>().is_err());
+        assert!("::ffff:a00:0/104".parse::<IpNet>().is_err(), "an IPv4 block written in IPv6");
+        assert!("::ffff:10.0.0.1".parse::<IpNet>().is_ok_and(|n| n.contains(ip("10.0.0.1"))));
     }
 }

@@ -17,6 +17,7 @@
 //! request, checked again.
 
 pub mod addr;
+mod dial;
 pub mod policy;
 mod record;
 mod send;
@@ -25,15 +26,16 @@ mod sockets;
 pub(crate) use sockets::refuse_sockets;
 
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::uri::Scheme as UriScheme;
 use http_body_util::BodyExt;
 use tokio::sync::Semaphore;
-use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
 use wasmtime_wasi_http::p2::bindings::http::types::ErrorCode;
-use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
+use wasmtime_wasi_http::{
+    Error, ForbiddenHeaderFilter, RequestOptions, WasiBody, WasiHttpHooks, DEFAULT_FORBIDDEN_HEADERS,
+};
 
 pub use policy::{HttpBounds, HttpGrantConfig, HttpPolicy};
 pub use record::{NetLog, Refusal};
@@ -112,34 +114,32 @@ impl RunNet {
     }
 
     fn check(&mut self, request: http::Request<WasiBody>, options: Option<RequestOptions>) -> SendFuture {
-        let uri = request.uri().clone();
-        let scheme = match uri.scheme() {
-            Some(s) if *s == UriScheme::HTTPS => Scheme::Https,
-            Some(s) if *s == UriScheme::HTTP => Scheme::Http,
-            _ => {
-                return self.refuse(
-                    request,
-                    codes::DENIED,
-                    "only http and https requests are possible".into(),
-                    Error::HttpProtocolError,
-                )
-            }
-        };
-        let authority = uri.authority().map(|a| a.as_str()).unwrap_or("");
-        let parsed = policy::split_host_port(authority).filter(|_| !authority.contains('@'));
-        let Some((host, port)) = parsed else {
-            let message = format!("{authority:?} is not a host and port");
-            return self.refuse(request, codes::DENIED, message, Error::HttpRequestUriInvalid);
-        };
-        let port = port.unwrap_or(if scheme == Scheme::Https { 443 } else { 80 });
-        let endpoint = format!("{host}:{port}");
-        // Refused requests count too: a guest without a grant cannot spin on refusals.
+        // Every request counts, refused ones too: a guest cannot spin on refusals.
         self.requests = self.requests.saturating_add(1);
         let max_requests = self.policy.as_ref().map_or(HttpBounds::DEFAULT.max_requests, |p| p.bounds.max_requests);
         if self.requests > max_requests {
             let message = format!("more than the grant's max_requests of {max_requests} in one run");
             return self.refuse(request, codes::HTTP_LIMIT, message, Error::ConnectionLimitReached);
         }
+        let uri = request.uri().clone();
+        let scheme = match uri.scheme() {
+            Some(s) if *s == UriScheme::HTTPS => Scheme::Https,
+            Some(s) if *s == UriScheme::HTTP => Scheme::Http,
+            _ => {
+                let message = "only http and https requests are possible".into();
+                return self.refuse(request, codes::DENIED, message, Error::HttpProtocolError);
+            }
+        };
+        let authority = uri.authority().map(|a| a.as_str()).unwrap_or("");
+        // A host name has at most 253 bytes: anything longer is refused before it is quoted.
+        let parsed = policy::split_host_port(authority).filter(|_| authority.len() <= 261 && !authority.contains('@'));
+        let Some((host, port)) = parsed else {
+            let shown = crate::text::bounded(authority, 64, "…");
+            let message = format!("{shown:?} is not a host and port");
+            return self.refuse(request, codes::DENIED, message, Error::HttpRequestUriInvalid);
+        };
+        let port = port.unwrap_or(if scheme == Scheme::Https { 443 } else { 80 });
+        let endpoint = format!("{host}:{port}");
         let Some(policy) = self.policy.clone() else {
             let message = self.not_granted(&endpoint);
             return self.refuse(request, codes::DENIED, message, Error::HttpRequestDenied);
@@ -164,10 +164,14 @@ impl RunNet {
             let message = self.not_granted(&what);
             return self.refuse(request, codes::DENIED, message, Error::HttpRequestDenied);
         };
-        let dest = (*dest).clone();
+        let dest = Arc::new((*dest).clone());
         let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
             let message =
                 format!("more than the grant's max_concurrent of {} requests in flight", policy.bounds.max_concurrent);
+            return self.refuse(request, codes::HTTP_LIMIT, message, Error::ConnectionLimitReached);
+        };
+        let Ok(connection) = dial::connections().try_acquire_owned() else {
+            let message = format!("all {} outbound connections of this worker are in use", dial::MAX_CONNECTIONS);
             return self.refuse(request, codes::HTTP_LIMIT, message, Error::ConnectionLimitReached);
         };
         let b = policy.bounds;
@@ -179,107 +183,29 @@ impl RunNet {
         if let Some(n) = announced.filter(|n| *n > b.max_request_bytes) {
             let message =
                 format!("the request body is {n} bytes, over the grant's max_request_bytes of {}", b.max_request_bytes);
-            return self.refuse(
-                request,
-                codes::HTTP_LIMIT,
-                message,
-                Error::HttpRequestBodySize(Some(b.max_request_bytes)),
-            );
+            let error = Error::HttpRequestBodySize(Some(b.max_request_bytes));
+            return self.refuse(request, codes::HTTP_LIMIT, message, error);
         }
         let record = self.log.start(format!("{method} {}://{endpoint}{}", scheme.as_str(), uri.path()));
-        let (log, not_granted) = (record.clone(), self.not_granted(&format!("{}://{endpoint}", scheme.as_str())));
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
-        let deadline = self.deadline;
-        // The guest's own timeouts apply when shorter than the grant's.
+        // The guest's own timeouts apply when shorter than the grant's; all end at the deadline.
         let shorter = |grant: Duration, guest: Option<Duration>| guest.map_or(grant, |g| g.min(grant));
         let opts = options.unwrap_or_default();
-        let (connect, first_byte, between) = (
-            shorter(b.connect_timeout, opts.connect_timeout),
-            shorter(b.first_byte_timeout, opts.first_byte_timeout),
-            shorter(b.between_bytes_timeout, opts.between_bytes_timeout),
-        );
-        Box::new(async move {
-            let resolved = tokio::time::timeout_at(
-                tokio::time::Instant::now().checked_add(connect).map_or(deadline, |t| t.min(deadline)),
-                tokio::net::lookup_host((host.as_str(), port)),
-            )
-            .await;
-            let addrs: Vec<std::net::SocketAddr> = match resolved {
-                Err(_) => {
-                    log.end(Some("name lookup timed out".into()));
-                    return Err(Error::DnsTimeout);
-                }
-                Ok(Err(e)) => {
-                    log.end(Some(format!("name lookup failed: {e}")));
-                    return Err(Error::DnsError { rcode: Some("name unresolvable".into()), info_code: None });
-                }
-                Ok(Ok(found)) => found.collect(),
-            };
-            let (allowed, refused): (Vec<std::net::SocketAddr>, Vec<std::net::SocketAddr>) =
-                addrs.iter().partition(|a| dest.allows_address(a.ip()));
-            if allowed.is_empty() {
-                let list: Vec<String> = refused.iter().map(|a| a.ip().to_string()).collect();
-                let message = format!(
-                    "{not_granted} ({host} resolves to {}, an address the grant does not name)",
-                    if list.is_empty() { "nothing".to_string() } else { list.join(", ") }
-                );
-                log.refuse(codes::DENIED, message);
-                return Err(Error::DestinationIpProhibited);
-            }
-            let tls = match scheme {
-                Scheme::Http => None,
-                Scheme::Https => {
-                    let name = rustls::pki_types::ServerName::try_from(host.clone())
-                        .map_err(|_| Error::HttpRequestUriInvalid)?;
-                    Some((tls_config(&policy).map_err(|e| Error::InternalError(Some(e)))?, name))
-                }
-            };
-            let plan = send::Plan {
-                addrs: allowed,
-                tls,
-                connect_timeout: connect,
-                first_byte_timeout: first_byte,
-                between_bytes_timeout: between,
-                deadline,
-                max_request_bytes: b.max_request_bytes,
-                max_response_bytes: b.max_response_bytes,
-            };
-            let sent = tokio::time::timeout_at(deadline, send::send(request, plan, log.clone(), permit)).await;
-            match sent {
-                Ok(Ok(done)) => Ok(done),
-                Ok(Err(e)) => {
-                    log.end(Some(e.to_string()));
-                    Err(e)
-                }
-                Err(_) => {
-                    log.end(Some("cut at the run's deadline".into()));
-                    Err(Error::ConnectionTimeout)
-                }
-            }
-        })
-    }
-}
-
-/// TLS settings: the public roots, plus the grant's own when it has any.
-fn tls_config(policy: &HttpPolicy) -> Result<Arc<ClientConfig>, String> {
-    static PUBLIC: OnceLock<Result<Arc<ClientConfig>, String>> = OnceLock::new();
-    let build = |extra: &[Vec<u8>]| -> Result<Arc<ClientConfig>, String> {
-        let mut roots = RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() };
-        for der in extra {
-            roots.add(der.clone().into()).map_err(|e| format!("a ca_file certificate cannot be used: {e}"))?;
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        Ok(Arc::new(config))
-    };
-    if policy.extra_roots.is_empty() {
-        PUBLIC.get_or_init(|| build(&[])).clone()
-    } else {
-        build(&policy.extra_roots)
+        let deadline = self.deadline;
+        let by = |after: Duration| tokio::time::Instant::now().checked_add(after).map_or(deadline, |t| t.min(deadline));
+        let dial = dial::Dial {
+            host: host.trim_start_matches('[').trim_end_matches(']').to_string(),
+            port,
+            scheme,
+            destination: dest,
+            policy: policy.clone(),
+            not_granted: self.not_granted(&format!("{}://{endpoint}", scheme.as_str())),
+            connect_by: by(shorter(b.connect_timeout, opts.connect_timeout)),
+            first_byte_timeout: shorter(b.first_byte_timeout, opts.first_byte_timeout),
+            between_bytes_timeout: shorter(b.between_bytes_timeout, opts.between_bytes_timeout),
+            deadline,
+            permits: vec![permit, connection],
+        };
+        Box::new(dial.send(request, record))
     }
 }
 
@@ -291,6 +217,25 @@ impl WasiHttpHooks for RunNet {
         _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> SendFuture {
         self.check(request, options)
+    }
+
+    /// Headers some servers take as the path to serve: they would route around a path prefix.
+    fn forbidden_header_filter(&mut self) -> ForbiddenHeaderFilter {
+        Arc::new(|name| DEFAULT_FORBIDDEN_HEADERS.contains(name) || name == "x-original-url" || name == "x-rewrite-url")
+    }
+
+    /// What one write to a request body may hold in the host: bodies exist before any request
+    /// is checked (a guest with no grant can make them), so little; 16 KiB once granted.
+    fn p2_outgoing_body_chunk_size(&mut self) -> usize {
+        if self.policy.is_some() {
+            16 << 10
+        } else {
+            1 << 10
+        }
+    }
+
+    fn p2_outgoing_body_buffer_chunks(&mut self) -> usize {
+        1
     }
 
     /// A request body stopped at its cap reaches the guest as that, not a protocol error.

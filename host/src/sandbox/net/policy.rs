@@ -67,8 +67,29 @@ pub enum DestinationConfig {
 pub struct HttpPolicy {
     pub destinations: Vec<Destination>,
     pub bounds: HttpBounds,
-    /// Extra trusted roots, DER, read from `ca_file` when the configuration was loaded.
-    pub extra_roots: Vec<Vec<u8>>,
+    /// Extra trusted roots from `ca_file`, read and checked when the configuration was loaded.
+    pub roots: Option<ExtraRoots>,
+}
+
+/// The grant's own roots (DER) and the TLS settings trusting them, built once.
+#[derive(Clone)]
+pub struct ExtraRoots {
+    pub der: Vec<Vec<u8>>,
+    pub(super) config: std::sync::Arc<tokio_rustls::rustls::ClientConfig>,
+}
+
+impl PartialEq for ExtraRoots {
+    fn eq(&self, other: &Self) -> bool {
+        self.der == other.der
+    }
+}
+
+impl Eq for ExtraRoots {}
+
+impl std::fmt::Debug for ExtraRoots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ExtraRoots({} certificates)", self.der.len())
+    }
 }
 
 /// What one run may do over HTTP.
@@ -188,11 +209,15 @@ impl HttpGrantConfig {
                 return Err(format!("{name} = {t:?} is out of range (1ms to 24h)"));
             }
         }
-        let extra_roots = match &self.ca_file {
-            None => Vec::new(),
-            Some(p) => read_pem_certificates(&if p.is_absolute() { p.clone() } else { base.join(p) })?,
+        let roots = match &self.ca_file {
+            None => None,
+            Some(p) => {
+                let der = read_pem_certificates(&if p.is_absolute() { p.clone() } else { base.join(p) })?;
+                let config = super::dial::client_config(&der).map_err(|e| format!("ca_file: {e}"))?;
+                Some(ExtraRoots { der, config })
+            }
         };
-        Ok(HttpPolicy { destinations, bounds, extra_roots })
+        Ok(HttpPolicy { destinations, bounds, roots })
     }
 }
 
@@ -275,12 +300,22 @@ impl Destination {
         }
     }
 
+    /// Any method but CONNECT and TRACE when none are listed; those two only when listed.
     pub fn allows_method(&self, method: &str) -> bool {
-        self.methods.is_empty() || self.methods.iter().any(|m| m == method)
+        if self.methods.is_empty() {
+            return !matches!(method, "CONNECT" | "TRACE");
+        }
+        self.methods.iter().any(|m| m == method)
     }
 
+    /// Within the prefix, on a segment boundary (`/v1` allows `/v1` and `/v1/x`, not `/v1-admin`).
     pub fn allows_path(&self, path: &str) -> bool {
-        self.path_prefix.is_empty() || (path.starts_with(&self.path_prefix) && !escapes(path))
+        if self.path_prefix.is_empty() {
+            return true;
+        }
+        let Some(rest) = path.strip_prefix(self.path_prefix.as_str()) else { return false };
+        let boundary = self.path_prefix.ends_with('/') || rest.is_empty() || rest.starts_with(['/', '?']);
+        boundary && !escapes(path)
     }
 
     /// Whether a connection to `ip` is allowed for this destination.
@@ -291,14 +326,11 @@ impl Destination {
     }
 }
 
-/// A path with dot segments or encoded dots and slashes: a server may resolve it elsewhere.
+/// A path a server may resolve outside a prefix: dot segments, any percent-encoding (`%2e`,
+/// `%2f`, `%5c`, double encodings), `;` parameters (`..;/` on some servers), backslashes.
 fn escapes(path: &str) -> bool {
     let path = path.split(['?', '#']).next().unwrap_or("");
-    let lower = path.to_ascii_lowercase();
-    path.split('/').any(|seg| seg == "." || seg == "..")
-        || lower.contains("%2e")
-        || lower.contains("%2f")
-        || lower.contains('\\')
+    path.split('/').any(|seg| seg == "." || seg == "..") || path.contains(['%', ';', '\\'])
 }
 
 /// `host[:port]` or `[v6][:port]`.
@@ -373,6 +405,20 @@ mod tests {
         assert!(!allowed(&p, target(Scheme::Http, "127.0.0.2", 8080, "GET", "/admin")), "path prefix");
         assert!(!allowed(&p, target(Scheme::Http, "127.0.0.2", 8080, "GET", "/hooks/../admin")), "dot segment");
         assert!(!allowed(&p, target(Scheme::Http, "127.0.0.2", 8080, "GET", "/hooks/%2e%2e/admin")), "encoded");
+        assert!(!allowed(&p, target(Scheme::Http, "127.0.0.2", 8080, "GET", "/hooks/..;/admin")), "..;");
+        assert!(!allowed(&p, target(Scheme::Http, "127.0.0.2", 8080, "GET", "/hooks/..%5cadmin")), "%5c");
+        assert!(!allowed(&p, target(Scheme::Http, "127.0.0.2", 8080, "GET", "/hooks/%252e%252e/x")), "double");
+        assert!(allowed(&p, target(Scheme::Http, "127.0.0.2", 8080, "GET", "/hooks/a?q=%20")), "a query may");
+        assert!(!allowed(&p, target(Scheme::Http, "127.0.0.2", 8080, "CONNECT", "/hooks/a")), "CONNECT unlisted");
+    }
+
+    #[test]
+    fn a_prefix_without_a_slash_ends_at_a_segment() {
+        let p = policy(r#"allow = ["https://api.example.com/v1"]"#).unwrap_or_else(|e| panic!("{e}"));
+        assert!(allowed(&p, target(Scheme::Https, "api.example.com", 443, "GET", "/v1")));
+        assert!(allowed(&p, target(Scheme::Https, "api.example.com", 443, "GET", "/v1/x")));
+        assert!(allowed(&p, target(Scheme::Https, "api.example.com", 443, "GET", "/v1?x=1")));
+        assert!(!allowed(&p, target(Scheme::Https, "api.example.com", 443, "GET", "/v1-admin")));
     }
 
     #[test]

@@ -6,6 +6,16 @@ use std::time::Instant;
 
 /// Request lines kept per run; later requests are counted in one line.
 const MAX_LINES: usize = 200;
+/// Longest line kept: what a guest chose (a host, a path) is cut, so the log of a run holds at
+/// most `MAX_LINES` × this.
+const MAX_LINE_BYTES: usize = 512;
+
+fn bounded(s: String) -> String {
+    if s.len() <= MAX_LINE_BYTES {
+        return s;
+    }
+    crate::text::bounded(&s, MAX_LINE_BYTES, "…")
+}
 
 /// Why the host refused a request: not granted (`denied`) or over a bound (`http-limit`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +67,7 @@ impl NetLog {
 
     /// The same for a refusal of another `kind` (`socket`).
     pub fn refuse_as(&self, kind: &'static str, code: &'static str, message: String) {
+        let message = bounded(message);
         tracing::debug!(code, kind, "network access refused: {message}");
         self.with(|e| {
             if e.lines.len() < MAX_LINES {
@@ -78,6 +89,7 @@ impl NetLog {
 
     /// Start the line of a request going out: `what` is its method and URL without the query.
     pub fn start(&self, what: String) -> RequestRecord {
+        let what = bounded(what);
         let index = self.with(|e| {
             if e.lines.len() < MAX_LINES {
                 e.lines.push(Entry {
@@ -162,7 +174,7 @@ impl RequestRecord {
     pub fn end(&self, error: Option<String>) {
         self.update(|e| {
             if e.ended.is_none() {
-                e.ended = Some((Instant::now(), error))
+                e.ended = Some((Instant::now(), error.map(bounded)))
             }
         })
     }
@@ -170,9 +182,32 @@ impl RequestRecord {
     /// A refusal met on the way (a denied address, a body over its bound): the run's refusal
     /// if it is the first, and this request's end.
     pub fn refuse(&self, code: &'static str, message: String) {
+        let message = bounded(message);
         self.end(Some(format!("{code}: {message}")));
         self.log.with(|e| {
             e.refusal.get_or_insert(Refusal { code, message });
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_network_log_is_bounded_whatever_the_guest_names() {
+        let log = NetLog::default();
+        let huge = "h".repeat(1 << 20);
+        for _ in 0..MAX_LINES {
+            log.refuse("denied", format!("network access to {huge} is not granted"));
+        }
+        let r = log.start(format!("GET http://{huge}/"));
+        r.end(Some(huge.clone()));
+        log.refuse("denied", huge.clone());
+        let lines = log.lines();
+        assert_eq!(lines.len(), MAX_LINES + 1, "the rest are counted in one line");
+        assert_eq!(lines.last().map(String::as_str), Some("http: 2 more requests not listed"));
+        assert!(lines.iter().all(|l| l.len() <= MAX_LINE_BYTES + 32), "every line is cut");
+        assert!(log.refusal().is_some_and(|r| r.message.len() <= MAX_LINE_BYTES), "so is the run's refusal");
     }
 }

@@ -34,7 +34,8 @@ pub(super) struct Plan {
     pub addrs: Vec<SocketAddr>,
     /// For https: the TLS settings and the name the certificate must be valid for.
     pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
-    pub connect_timeout: Duration,
+    /// Name lookup (done before), TCP, TLS and the HTTP handshake end by then.
+    pub connect_by: Instant,
     pub first_byte_timeout: Duration,
     pub between_bytes_timeout: Duration,
     /// The run's deadline: nothing of this request outlives it.
@@ -57,9 +58,9 @@ pub(super) async fn send(
     req: Request<WasiBody>,
     plan: Plan,
     record: RequestRecord,
-    permit: OwnedSemaphorePermit,
+    permits: Vec<OwnedSemaphorePermit>,
 ) -> Result<(Response<WasiBody>, IoFuture), Error> {
-    let connect_by = until(&plan, plan.connect_timeout);
+    let connect_by = plan.connect_by;
     let connect = async {
         let mut last = Error::ConnectionRefused;
         for addr in &plan.addrs {
@@ -79,13 +80,7 @@ pub(super) async fn send(
             let tls = tokio::time::timeout_at(connect_by, connector.connect(name.clone(), tcp))
                 .await
                 .map_err(|_| Error::ConnectionTimeout)?
-                .map_err(|e| {
-                    if e.kind() == std::io::ErrorKind::InvalidData {
-                        Error::TlsCertificateError
-                    } else {
-                        Error::Tls(e)
-                    }
-                })?;
+                .map_err(tls_error)?;
             Box::new(tls)
         }
     };
@@ -144,7 +139,7 @@ pub(super) async fn send(
             plan.max_response_bytes
         );
         record.refuse(codes::HTTP_LIMIT, message);
-        return Err(Error::HttpResponseBodySize(Some(n)));
+        return Err(Error::HttpResponseBodySize(Some(plan.max_response_bytes)));
     }
     let response = response.map(|incoming| {
         let capped = Capped::new(incoming.map_err(Error::from), plan.max_response_bytes, record.clone(), Direction::In);
@@ -155,7 +150,7 @@ pub(super) async fn send(
             deadline: Box::pin(tokio::time::sleep_until(plan.deadline)),
             record: record.clone(),
             done: false,
-            _permit: permit,
+            _permits: permits,
         }
         .boxed_unsync()
     });
@@ -166,6 +161,18 @@ pub(super) async fn send(
         }
     });
     Ok((response, io))
+}
+
+/// A TLS failure as the guest's error code: a certificate refused, an alert, or another error.
+fn tls_error(e: std::io::Error) -> Error {
+    use tokio_rustls::rustls::Error as Tls;
+    match e.get_ref().and_then(|inner| inner.downcast_ref::<Tls>()) {
+        Some(Tls::InvalidCertificate(_)) => Error::TlsCertificateError,
+        Some(Tls::AlertReceived(alert)) => {
+            Error::TlsAlertReceived { alert_id: None, alert_message: Some(format!("{alert:?}")) }
+        }
+        _ => Error::Tls(e),
+    }
 }
 
 /// Read a body to its end, keeping nothing.
@@ -242,7 +249,7 @@ struct Timed {
     deadline: Pin<Box<Sleep>>,
     record: RequestRecord,
     done: bool,
-    _permit: OwnedSemaphorePermit,
+    _permits: Vec<OwnedSemaphorePermit>,
 }
 
 impl Body for Timed {
