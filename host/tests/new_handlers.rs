@@ -171,3 +171,52 @@ async fn a_c_handler_from_taskhost_new_builds_and_runs_on_sqlite() {
     let env = Env::new(&[]).await;
     first_hour(&env, "c", serde_json::json!({"bytes": 15}));
 }
+
+/// `taskhost new LANGUAGE NAME --http` in `parent`; the handler's directory.
+fn new_http_handler(language: &str, name: &str, parent: &Path) -> PathBuf {
+    let o = taskhost(&["new", language, name, "--http"], parent);
+    assert!(o.status.success(), "taskhost new {language} {name} --http: {}", stderr(&o));
+    assert!(stdout(&o).contains(&format!("[handlers.{name}.grants.http]")), "it says what to grant: {}", stdout(&o));
+    parent.join(name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_from_taskhost_new_http_posts_under_its_grant_in_rust_python_and_javascript() {
+    let server = common::http::HttpServer::start("127.0.0.1").await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let parent = tmp.path().to_path_buf();
+    let mut config = String::new();
+    for language in ["rust", "python", "js"] {
+        let name = format!("hook-{language}");
+        let dir = new_http_handler(language, &name, &parent);
+        tokio::task::spawn_blocking(move || build(&dir)).await.expect("built");
+        config.push_str(&format!("[handlers.{name}.grants.http]\nallow = [\"{}\"]\n", server.url("/hooks/")));
+    }
+    let config_file = parent.join("operator.toml");
+    std::fs::write(&config_file, &config).expect("write the configuration");
+    let data = serde_json::json!({"url": server.url("/hooks/x"), "payload": {"hello": "you"}}).to_string();
+    for language in ["rust", "python", "js"] {
+        let name = format!("hook-{language}");
+        let plugins = parent.join(&name).join("plugins");
+        let args = ["--config", config_file.to_str().expect("path"), "--plugins", plugins.to_str().expect("path")];
+        let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        args.extend(["run-once".to_string(), name.clone(), "--data".to_string(), data.clone()]);
+        let cwd = parent.clone();
+        let o = tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            taskhost(&args, &cwd)
+        })
+        .await
+        .expect("ran");
+        assert!(o.status.success(), "{name}: {}{}", stdout(&o), stderr(&o));
+        let results =
+            stdout(&o).lines().find_map(|l| l.strip_prefix("success: ").map(str::to_string)).unwrap_or_default();
+        let results: serde_json::Value = serde_json::from_str(&results).unwrap_or_default();
+        assert_eq!(results["status"], 200, "{name}: {}", stdout(&o));
+    }
+    let posted: Vec<_> = server.seen().into_iter().map(|s| (s.method, s.target, s.body_len)).collect();
+    let one = ("POST".to_string(), "/hooks/x".to_string(), r#"{"hello":"you"}"#.len());
+    assert_eq!(posted, vec![one; 3]);
+    let o = taskhost(&["new", "c", "hook-c", "--http"], &parent);
+    assert!(!o.status.success() && stderr(&o).contains("--http is not available for C yet"), "{}", stderr(&o));
+}

@@ -147,6 +147,10 @@ pub enum Command {
         /// Where to write it [default: ./NAME]; it must not exist or be empty.
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// A handler that makes an HTTP request (POSTs its data's payload to its url), to run
+        /// under a network grant (Rust, Python and JavaScript).
+        #[arg(long)]
+        http: bool,
     },
     /// Print a shell completion script on stdout.
     Completions {

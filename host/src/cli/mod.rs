@@ -87,8 +87,8 @@ pub async fn run(cli: Cli) -> Result<()> {
     if let Command::CompileComponent { max_wasm_stack } = &cli.command {
         return Ok(taskhost::sandbox::compile::compile_stdin_to_stdout(*max_wasm_stack)?);
     }
-    if let Command::New { language, name, dir } = &cli.command {
-        return new::run(*language, name, dir.as_deref());
+    if let Command::New { language, name, dir, http } = &cli.command {
+        return new::run(*language, name, dir.as_deref(), *http);
     }
     let config = cli.app_config()?;
     // Commands that need no database do not open one.

@@ -2,6 +2,10 @@
 //! `build.sh` that installs what it needs and builds `plugins/NAME.wasm`, and (for C) the
 //! bindings and the WASI preview 1 adapter. The files are `host/templates/`; the README shows
 //! them as `taskhost new LANGUAGE hello` writes them, and a test fails when the two differ.
+//!
+//! `--http` writes a handler that makes a request instead: the webhook example of its language
+//! (`plugins/webhook`, `py-webhook`, `js-webhook`, the one copy of that code, built and tested
+//! with the examples), named for the new handler.
 
 use std::path::{Path, PathBuf};
 
@@ -18,9 +22,12 @@ pub enum Language {
 }
 
 enum Contents {
-    /// Text with `{{name}}` (the handler's name) and `{{crate}}` (the name as a Rust crate's
-    /// file name: `-` becomes `_`) filled in.
+    /// Text with `{{name}}` (the handler's name), `{{crate}}` (the name as a Rust crate's file
+    /// name: `-` becomes `_`) and the variant's settings filled in; a line left empty by a
+    /// setting is dropped.
     Template(&'static str),
+    /// An example handler's source, its own name (`.1`) and WIT path made the new handler's.
+    Example(&'static str, &'static str),
     Bytes(&'static [u8]),
 }
 
@@ -33,15 +40,53 @@ macro_rules! template {
 const WIT: (&str, Contents) =
     ("wit/task-handler.wit", Contents::Bytes(include_bytes!("../../../wit/task-handler.wit")));
 
-fn files(language: Language) -> Vec<(&'static str, Contents)> {
-    match language {
-        Language::Rust => {
+/// The Python world with wasi:http, and WASI 0.2.12's WIT it needs (py-webhook's).
+macro_rules! http_wit {
+    ($($file:literal),*) => {
+        vec![
+            ("wit/http.wit", Contents::Bytes(include_bytes!("../../../plugins/py-webhook/wit/http.wit"))),
+            $((concat!("wit/deps/", $file), Contents::Bytes(include_bytes!(concat!("../../../plugins/py-webhook/wit/deps/", $file)))),)*
+        ]
+    };
+}
+
+fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
+    match (language, http) {
+        (Language::Rust, false) => {
             vec![template!("rust/Cargo.toml"), template!("rust/src/lib.rs"), template!("rust/build.sh"), WIT]
         }
-        Language::Python => vec![template!("python/app.py"), template!("python/build.sh"), WIT],
-        Language::Js => vec![template!("js/app.js"), template!("js/build.sh"), WIT],
+        (Language::Rust, true) => vec![
+            template!("rust/Cargo.toml"),
+            ("rust/src/lib.rs", Contents::Example(include_str!("../../../plugins/webhook/src/lib.rs"), "webhook")),
+            template!("rust/build.sh"),
+            WIT,
+        ],
+        (Language::Python, false) => vec![template!("python/app.py"), template!("python/build.sh"), WIT],
+        (Language::Python, true) => {
+            let mut files = vec![
+                ("python/app.py", Contents::Example(include_str!("../../../plugins/py-webhook/app.py"), "py-webhook")),
+                template!("python/build.sh"),
+                WIT,
+            ];
+            files.extend(http_wit!(
+                "cli.wit",
+                "clocks.wit",
+                "filesystem.wit",
+                "http.wit",
+                "io.wit",
+                "random.wit",
+                "sockets.wit"
+            ));
+            files
+        }
+        (Language::Js, false) => vec![template!("js/app.js"), template!("js/build.sh"), WIT],
+        (Language::Js, true) => vec![
+            ("js/app.js", Contents::Example(include_str!("../../../plugins/js-webhook/app.js"), "js-webhook")),
+            template!("js/build.sh"),
+            WIT,
+        ],
         // The bindings are the ones the C example is built with (made by `wit-bindgen c`).
-        Language::C => vec![
+        (Language::C, _) => vec![
             template!("c/handler.c"),
             template!("c/build.sh"),
             WIT,
@@ -59,11 +104,47 @@ fn files(language: Language) -> Vec<(&'static str, Contents)> {
     }
 }
 
+/// The settings a template takes besides the name: what differs for a handler making requests.
+fn settings(http: bool) -> [(&'static str, &'static str); 3] {
+    if http {
+        [
+            ("{{http_dependencies}}", "# HTTP over wasi:http (block_on inside the sync export).\nwstd = \"0.6\""),
+            ("{{world}}", "task-handler-http"),
+            ("{{js_disabled}}", "random clocks fetch-event"),
+        ]
+    } else {
+        [
+            ("{{http_dependencies}}", ""),
+            ("{{world}}", "task-handler"),
+            ("{{js_disabled}}", "random clocks http fetch-event"),
+        ]
+    }
+}
+
+fn fill(text: &str, name: &str, crate_name: &str, http: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let mut filled = line.replace("{{name}}", name).replace("{{crate}}", crate_name);
+        for (key, value) in settings(http) {
+            filled = filled.replace(key, value);
+        }
+        // A line that held only a setting with no value goes.
+        if filled.trim().is_empty() && !line.trim().is_empty() {
+            continue;
+        }
+        out.push_str(&filled);
+    }
+    out
+}
+
 /// Write the handler `name` in `language` into `dir` (default `./NAME`), which must not exist or
 /// be empty, and say how to build and run it.
-pub fn run(language: Language, name: &str, dir: Option<&Path>) -> Result<()> {
+pub fn run(language: Language, name: &str, dir: Option<&Path>, http: bool) -> Result<()> {
     if !name.starts_with(|c: char| c.is_ascii_alphabetic()) || !taskhost::plugins::valid_name(name) {
         bail!("{name:?} cannot name a handler: start with a letter, then letters, digits, '-' and '_'");
+    }
+    if http && language == Language::C {
+        bail!("--http is not available for C yet: its bindings for the wasi:http world are not made; write the handler in Rust, Python or JavaScript");
     }
     let dir: PathBuf = dir.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(name));
     let occupied = std::fs::read_dir(&dir).map(|mut d| d.next().is_some()).unwrap_or(false);
@@ -72,16 +153,23 @@ pub fn run(language: Language, name: &str, dir: Option<&Path>) -> Result<()> {
     }
     let crate_name = name.replace('-', "_");
     let mut written = Vec::new();
-    for (path, contents) in files(language) {
+    for (path, contents) in files(language, http) {
         // Templates live under their language's folder; the project has them at its root.
-        let relative =
-            path.split_once('/').filter(|_| matches!(contents, Contents::Template(_))).map_or(path, |(_, p)| p);
+        let relative = path
+            .split_once('/')
+            .filter(|_| matches!(contents, Contents::Template(_) | Contents::Example(..)))
+            .map_or(path, |(_, p)| p);
         let target = dir.join(relative);
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
         }
         let bytes = match contents {
-            Contents::Template(text) => text.replace("{{name}}", name).replace("{{crate}}", &crate_name).into_bytes(),
+            Contents::Template(text) => fill(text, name, &crate_name, http).into_bytes(),
+            // The example's WIT is two folders up; its name is in its grant's table and its docs.
+            Contents::Example(text, example) => text
+                .replace("\"../../wit\"", "\"wit\"")
+                .replace(&format!("handlers.{example}."), &format!("handlers.{name}."))
+                .into_bytes(),
             Contents::Bytes(b) => b.to_vec(),
         };
         std::fs::write(&target, bytes).with_context(|| format!("cannot write {}", target.display()))?;
@@ -95,6 +183,16 @@ pub fn run(language: Language, name: &str, dir: Option<&Path>) -> Result<()> {
     }
     let shown = dir.display();
     println!("wrote a {language:?} handler in {shown}/: {}", written.join(", "));
+    if http {
+        println!("it POSTs its data's payload to its url, where the operator's configuration allows; grant it, e.g.:");
+        println!("  [handlers.{name}.grants.http]");
+        println!("  allow = [\"https://hooks.example.com/\"]");
+        println!("then build it, and run it once with that file:");
+        println!("  sh {shown}/build.sh");
+        let data = r#"{"url": "https://hooks.example.com/x", "payload": {"hello": "you"}}"#;
+        println!("  taskhost --config operator.toml --plugins {shown}/plugins run-once {name} --data '{data}'");
+        return Ok(());
+    }
     println!("build it, run it once, then queue it:");
     println!("  sh {shown}/build.sh");
     println!("  taskhost --plugins {shown}/plugins run-once {name} --data '{{\"name\": \"you\"}}'");

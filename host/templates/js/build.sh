@@ -10,5 +10,5 @@ mkdir -p plugins
 # -d: every WASI feature off but stdio (console.log lands in the run's logs). To call fetch,
 # drop http from the list: requests go where the operator's network grant allows.
 "$tools/node_modules/.bin/componentize-js" app.js --wit wit -n task-handler \
-    -d random clocks http fetch-event -o plugins/{{name}}.wasm
+    -d {{js_disabled}} -o plugins/{{name}}.wasm
 echo "built plugins/{{name}}.wasm"

@@ -9,5 +9,5 @@ if [ ! -x "$venv/bin/componentize-py" ]; then
     "$venv/bin/pip" install --quiet componentize-py==0.25.1
 fi
 mkdir -p plugins
-"$venv/bin/componentize-py" -d wit -w task-handler componentize app -p . -o plugins/{{name}}.wasm
+"$venv/bin/componentize-py" -d wit -w {{world}} componentize app -p . -o plugins/{{name}}.wasm
 echo "built plugins/{{name}}.wasm"
