@@ -121,6 +121,35 @@ pub struct RunResult {
     pub elapsed: Duration,
 }
 
+/// What the run left besides its outcome, added to its report and to how it ended: a refused
+/// request is why a run that then failed failed, and what the guest printed last tells why the
+/// host had to stop it (a traceback, an Error).
+fn what_it_left(
+    outcome: GuestOutcome,
+    report: &mut RunReport,
+    net_log: &net::NetLog,
+    output: &output::GuestOutput,
+    max_log_bytes: usize,
+) -> GuestOutcome {
+    report.add_network(net_log.lines());
+    let outcome = match (outcome, net_log.refusal()) {
+        (GuestOutcome::Failed(f), Some(r)) if f.kind != FailureKind::Timeout => {
+            GuestOutcome::Failed(f.after_refusal(&r))
+        }
+        (outcome, _) => outcome,
+    };
+    let printed = output.take();
+    let outcome = match (outcome, printed.tail()) {
+        (GuestOutcome::Failed(mut f), Some(tail)) if f.source == ErrorSource::Host => {
+            f.message = format!("{}; the guest's last output: {tail}", f.message);
+            GuestOutcome::Failed(f.bounded())
+        }
+        (outcome, _) => outcome,
+    };
+    report.add_printed(printed, max_log_bytes);
+    outcome
+}
+
 /// Advances the engine's epoch from its own OS thread, so a busy tokio runtime cannot delay
 /// deadlines.
 struct EpochTicker {
@@ -356,24 +385,7 @@ impl Sandbox {
         let mut report = std::mem::take(&mut store.data_mut().report);
         // Dropping the store stops the run's requests still going: their lines say so.
         drop(store);
-        report.add_network(net_log.lines());
-        // A refused request is why a run that then failed failed.
-        let outcome = match (outcome, net_log.refusal()) {
-            (GuestOutcome::Failed(f), Some(r)) if f.kind != FailureKind::Timeout => {
-                GuestOutcome::Failed(f.after_refusal(&r))
-            }
-            (outcome, _) => outcome,
-        };
-        let printed = output.take();
-        // What the guest printed last tells why the host had to stop it (a traceback, an Error).
-        let outcome = match (outcome, printed.tail()) {
-            (GuestOutcome::Failed(mut f), Some(tail)) if f.source == ErrorSource::Host => {
-                f.message = format!("{}; the guest's last output: {tail}", f.message);
-                GuestOutcome::Failed(f.bounded())
-            }
-            (outcome, _) => outcome,
-        };
-        report.add_printed(printed, limits.max_log_bytes);
+        let outcome = what_it_left(outcome, &mut report, &net_log, &output, limits.max_log_bytes);
         RunResult { outcome, fuel_used, report, elapsed: started.elapsed() }
     }
 }

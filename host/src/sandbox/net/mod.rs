@@ -114,79 +114,14 @@ impl RunNet {
     }
 
     fn check(&mut self, request: http::Request<WasiBody>, options: Option<RequestOptions>) -> SendFuture {
-        // Every request counts, refused ones too: a guest cannot spin on refusals.
-        self.requests = self.requests.saturating_add(1);
-        let max_requests = self.policy.as_ref().map_or(HttpBounds::DEFAULT.max_requests, |p| p.bounds.max_requests);
-        if self.requests > max_requests {
-            let message = format!("more than the grant's max_requests of {max_requests} in one run");
-            return self.refuse(request, codes::HTTP_LIMIT, message, Error::ConnectionLimitReached);
-        }
-        let uri = request.uri().clone();
-        let scheme = match uri.scheme() {
-            Some(s) if *s == UriScheme::HTTPS => Scheme::Https,
-            Some(s) if *s == UriScheme::HTTP => Scheme::Http,
-            _ => {
-                let message = "only http and https requests are possible".into();
-                return self.refuse(request, codes::DENIED, message, Error::HttpProtocolError);
-            }
+        let admitted = match self.admit(&request) {
+            Ok(a) => a,
+            Err(Refused { code, message, error }) => return self.refuse(request, code, message, error),
         };
-        let authority = uri.authority().map(|a| a.as_str()).unwrap_or("");
-        // A host name has at most 253 bytes: anything longer is refused before it is quoted.
-        let parsed = policy::split_host_port(authority).filter(|_| authority.len() <= 261 && !authority.contains('@'));
-        let Some((host, port)) = parsed else {
-            let shown = crate::text::bounded(authority, 64, "…");
-            let message = format!("{shown:?} is not a host and port");
-            return self.refuse(request, codes::DENIED, message, Error::HttpRequestUriInvalid);
-        };
-        let port = port.unwrap_or(if scheme == Scheme::Https { 443 } else { 80 });
-        let endpoint = format!("{host}:{port}");
-        let Some(policy) = self.policy.clone() else {
-            let message = self.not_granted(&endpoint);
-            return self.refuse(request, codes::DENIED, message, Error::HttpRequestDenied);
-        };
-        // wasmtime sets Host to the authority and guests cannot set it; checked all the same.
-        if request.headers().get(http::header::HOST).map(|h| h.as_bytes()) != Some(authority.as_bytes()) {
-            let message = format!("the Host header does not name {authority}");
-            return self.refuse(request, codes::DENIED, message, Error::HttpRequestDenied);
-        }
-        let method = request.method().as_str().to_string();
-        let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
-        let target = Target { scheme, host, port, method: &method, path: &path };
-        let at_endpoint: Vec<_> = policy.destinations.iter().filter(|d| d.allows_endpoint(&target)).collect();
-        let Some(dest) = at_endpoint.iter().find(|d| d.allows_method(&method) && d.allows_path(&path)) else {
-            let what = if at_endpoint.is_empty() {
-                format!("{}://{endpoint}", scheme.as_str())
-            } else if !at_endpoint.iter().any(|d| d.allows_method(&method)) {
-                format!("{method} requests to {}://{endpoint}", scheme.as_str())
-            } else {
-                format!("path {} on {}://{endpoint}", uri.path(), scheme.as_str())
-            };
-            let message = self.not_granted(&what);
-            return self.refuse(request, codes::DENIED, message, Error::HttpRequestDenied);
-        };
-        let dest = Arc::new((*dest).clone());
-        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
-            let message =
-                format!("more than the grant's max_concurrent of {} requests in flight", policy.bounds.max_concurrent);
-            return self.refuse(request, codes::HTTP_LIMIT, message, Error::ConnectionLimitReached);
-        };
-        let Ok(connection) = dial::connections().try_acquire_owned() else {
-            let message = format!("all {} outbound connections of this worker are in use", dial::MAX_CONNECTIONS);
-            return self.refuse(request, codes::HTTP_LIMIT, message, Error::ConnectionLimitReached);
-        };
+        let Admitted { scheme, host, port, destination, policy, permits } = admitted;
         let b = policy.bounds;
-        let announced = request
-            .headers()
-            .get(http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if let Some(n) = announced.filter(|n| *n > b.max_request_bytes) {
-            let message =
-                format!("the request body is {n} bytes, over the grant's max_request_bytes of {}", b.max_request_bytes);
-            let error = Error::HttpRequestBodySize(Some(b.max_request_bytes));
-            return self.refuse(request, codes::HTTP_LIMIT, message, error);
-        }
-        let record = self.log.start(format!("{method} {}://{endpoint}{}", scheme.as_str(), uri.path()));
+        let endpoint = format!("{}://{host}:{port}", scheme.as_str());
+        let record = self.log.start(format!("{} {endpoint}{}", request.method(), request.uri().path()));
         // The guest's own timeouts apply when shorter than the grant's; all end at the deadline.
         let shorter = |grant: Duration, guest: Option<Duration>| guest.map_or(grant, |g| g.min(grant));
         let opts = options.unwrap_or_default();
@@ -196,16 +131,113 @@ impl RunNet {
             host: host.trim_start_matches('[').trim_end_matches(']').to_string(),
             port,
             scheme,
-            destination: dest,
-            policy: policy.clone(),
-            not_granted: self.not_granted(&format!("{}://{endpoint}", scheme.as_str())),
+            destination,
+            not_granted: self.not_granted(&endpoint),
             connect_by: by(shorter(b.connect_timeout, opts.connect_timeout)),
             first_byte_timeout: shorter(b.first_byte_timeout, opts.first_byte_timeout),
             between_bytes_timeout: shorter(b.between_bytes_timeout, opts.between_bytes_timeout),
             deadline,
-            permits: vec![permit, connection],
+            policy,
+            permits,
         };
         Box::new(dial.send(request, record))
+    }
+
+    /// Whether `request` may go, in the order of the module's list; what it may use if so.
+    fn admit(&mut self, request: &http::Request<WasiBody>) -> Result<Admitted, Refused> {
+        // Every request counts, refused ones too: a guest cannot spin on refusals.
+        self.requests = self.requests.saturating_add(1);
+        let max_requests = self.policy.as_ref().map_or(HttpBounds::DEFAULT.max_requests, |p| p.bounds.max_requests);
+        if self.requests > max_requests {
+            let message = format!("more than the grant's max_requests of {max_requests} in one run");
+            return Err(Refused::limit(message, Error::ConnectionLimitReached));
+        }
+        let uri = request.uri();
+        let scheme = match uri.scheme() {
+            Some(s) if *s == UriScheme::HTTPS => Scheme::Https,
+            Some(s) if *s == UriScheme::HTTP => Scheme::Http,
+            _ => {
+                return Err(Refused::denied(
+                    "only http and https requests are possible".into(),
+                    Error::HttpProtocolError,
+                ))
+            }
+        };
+        let authority = uri.authority().map(|a| a.as_str()).unwrap_or("");
+        // A host name has at most 253 bytes: anything longer is refused before it is quoted.
+        let parsed = policy::split_host_port(authority).filter(|_| authority.len() <= 261 && !authority.contains('@'));
+        let Some((host, port)) = parsed else {
+            let shown = crate::text::bounded(authority, 64, "…");
+            return Err(Refused::denied(format!("{shown:?} is not a host and port"), Error::HttpRequestUriInvalid));
+        };
+        let port = port.unwrap_or(if scheme == Scheme::Https { 443 } else { 80 });
+        let endpoint = format!("{}://{host}:{port}", scheme.as_str());
+        let Some(policy) = self.policy.clone() else {
+            return Err(Refused::denied(self.not_granted(&format!("{host}:{port}")), Error::HttpRequestDenied));
+        };
+        // wasmtime sets Host to the authority and guests cannot set it; checked all the same.
+        if request.headers().get(http::header::HOST).map(|h| h.as_bytes()) != Some(authority.as_bytes()) {
+            let message = format!("the Host header does not name {authority}");
+            return Err(Refused::denied(message, Error::HttpRequestDenied));
+        }
+        let method = request.method().as_str();
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let target = Target { scheme, host, port, method, path };
+        let at_endpoint: Vec<_> = policy.destinations.iter().filter(|d| d.allows_endpoint(&target)).collect();
+        let Some(destination) = at_endpoint.iter().find(|d| d.allows_method(method) && d.allows_path(path)) else {
+            let what = if at_endpoint.is_empty() {
+                endpoint
+            } else if !at_endpoint.iter().any(|d| d.allows_method(method)) {
+                format!("{method} requests to {endpoint}")
+            } else {
+                format!("path {} on {endpoint}", uri.path())
+            };
+            return Err(Refused::denied(self.not_granted(&what), Error::HttpRequestDenied));
+        };
+        let destination = Arc::new((*destination).clone());
+        let b = policy.bounds;
+        if let Some(n) = send::content_length(request.headers()).filter(|n| *n > b.max_request_bytes) {
+            let message =
+                format!("the request body is {n} bytes, over the grant's max_request_bytes of {}", b.max_request_bytes);
+            return Err(Refused::limit(message, Error::HttpRequestBodySize(Some(b.max_request_bytes))));
+        }
+        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
+            let message = format!("more than the grant's max_concurrent of {} requests in flight", b.max_concurrent);
+            return Err(Refused::limit(message, Error::ConnectionLimitReached));
+        };
+        let Ok(connection) = dial::connections().try_acquire_owned() else {
+            let message = format!("all {} outbound connections of this worker are in use", dial::MAX_CONNECTIONS);
+            return Err(Refused::limit(message, Error::ConnectionLimitReached));
+        };
+        let host = host.to_string();
+        Ok(Admitted { scheme, host, port, destination, policy, permits: vec![permit, connection] })
+    }
+}
+
+/// A request that may go: where, under which grant, holding its slots.
+struct Admitted {
+    scheme: Scheme,
+    host: String,
+    port: u16,
+    destination: Arc<policy::Destination>,
+    policy: Arc<HttpPolicy>,
+    permits: Vec<tokio::sync::OwnedSemaphorePermit>,
+}
+
+/// Why a request may not go: the run's log and error code, and the guest's error.
+struct Refused {
+    code: &'static str,
+    message: String,
+    error: Error,
+}
+
+impl Refused {
+    fn denied(message: String, error: Error) -> Self {
+        Refused { code: codes::DENIED, message, error }
+    }
+
+    fn limit(message: String, error: Error) -> Self {
+        Refused { code: codes::HTTP_LIMIT, message, error }
     }
 }
 

@@ -54,12 +54,11 @@ fn until(plan: &Plan, after: Duration) -> Instant {
     Instant::now().checked_add(after).map_or(plan.deadline, |t| t.min(plan.deadline))
 }
 
-pub(super) async fn send(
-    req: Request<WasiBody>,
-    plan: Plan,
-    record: RequestRecord,
-    permits: Vec<OwnedSemaphorePermit>,
-) -> Result<(Response<WasiBody>, IoFuture), Error> {
+type Connection = hyper::client::conn::http1::Connection<TokioIo<Box<dyn Stream>>, WasiBody>;
+
+/// A connection to the first checked address that answers, TLS on it for https, and the HTTP/1
+/// handshake: all by the plan's connect deadline.
+async fn connect(plan: &Plan) -> Result<(hyper::client::conn::http1::SendRequest<WasiBody>, Connection), Error> {
     let connect_by = plan.connect_by;
     let connect = async {
         let mut last = Error::ConnectionRefused;
@@ -84,11 +83,17 @@ pub(super) async fn send(
             Box::new(tls)
         }
     };
-    let (mut sender, conn) =
-        tokio::time::timeout_at(connect_by, hyper::client::conn::http1::handshake(TokioIo::new(stream)))
-            .await
-            .map_err(|_| Error::ConnectionTimeout)??;
+    let handshake = hyper::client::conn::http1::handshake(TokioIo::new(stream));
+    Ok(tokio::time::timeout_at(connect_by, handshake).await.map_err(|_| Error::ConnectionTimeout)??)
+}
 
+pub(super) async fn send(
+    req: Request<WasiBody>,
+    plan: Plan,
+    record: RequestRecord,
+    permits: Vec<OwnedSemaphorePermit>,
+) -> Result<(Response<WasiBody>, IoFuture), Error> {
+    let (mut sender, conn) = connect(&plan).await?;
     let (mut parts, body) = req.into_parts();
     // The request line carries the path only; the Host header keeps the checked authority.
     parts.uri = http::Uri::builder()
@@ -128,12 +133,7 @@ pub(super) async fn send(
     .map_err(|_| Error::ConnectionReadTimeout)??;
 
     record.status(response.status().as_u16());
-    let announced = response
-        .headers()
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if let Some(n) = announced.filter(|n| *n > plan.max_response_bytes) {
+    if let Some(n) = content_length(response.headers()).filter(|n| *n > plan.max_response_bytes) {
         let message = format!(
             "the response body is {n} bytes, over the grant's max_response_bytes of {}",
             plan.max_response_bytes
@@ -161,6 +161,11 @@ pub(super) async fn send(
         }
     });
     Ok((response, io))
+}
+
+/// The body length a message announces, if it announces one.
+pub(super) fn content_length(headers: &http::HeaderMap) -> Option<u64> {
+    headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok())
 }
 
 /// A TLS failure as the guest's error code: a certificate refused, an alert, or another error.
