@@ -129,6 +129,13 @@ async fn a_name_resolving_to_loopback_is_denied_unless_the_grant_names_the_addre
     assert!(message.contains("localhost resolves to") && message.contains("127.0.0.1"), "{message}");
     assert!(server.seen().is_empty(), "no connection was made");
 
+    // Naming another address does not do: the check is of the addresses the name resolves to.
+    let other = format!("[{{ url = \"http://localhost:{port}\", addresses = [\"127.0.0.2\"] }}]");
+    let env = env_with(&grant(&other, "")).await;
+    let run = fetch(&env, json!({"url": format!("http://localhost:{port}/echo")})).await;
+    assert_eq!(code(&run), Some("denied"), "{run:?}");
+    assert!(server.seen().is_empty(), "no connection was made");
+
     let named = format!("[{{ url = \"http://localhost:{port}\", addresses = [\"127.0.0.1\", \"::1\"] }}]");
     let env = env_with(&grant(&named, "")).await;
     let run =
@@ -166,6 +173,10 @@ async fn a_huge_response_or_request_ends_with_http_limit() {
             json!({"url": server.url("/echo"), "method": "POST", "body_bytes": 200_000}),
             "the request body is 200000 bytes",
         ),
+        (
+            json!({"url": server.url("/echo"), "method": "POST", "body_bytes": 200_000, "chunked": true}),
+            "the request body passed the grant's max_request_bytes of 1000 bytes",
+        ),
     ] {
         let run = fetch(&env, data.clone()).await;
         assert_eq!((run.status, code(&run)), (RunStatus::Error, Some("http-limit")), "{data}: {run:?}");
@@ -177,13 +188,30 @@ async fn a_huge_response_or_request_ends_with_http_limit() {
 async fn many_requests_at_once_or_in_all_end_with_http_limit() {
     let server = HttpServer::start("127.0.0.1").await;
     let env = env_with(&grant(&format!("[\"{}\"]", server.url("")), "max_concurrent = 4\nmax_requests = 10\n")).await;
-    let run = fetch(&env, json!({"url": server.url("/hang"), "parallel": 5, "timeout_ms": 200})).await;
+    let run = fetch(&env, json!({"url": server.url("/hang"), "parallel": 5, "timeout_ms": 500})).await;
     assert_eq!(code(&run), Some("http-limit"), "{run:?}");
     assert!(run.error_message.as_deref().unwrap_or("").contains("max_concurrent of 4"), "{:?}", run.error_message);
+    assert_eq!(server.seen().len(), 4, "four went out, the fifth did not");
     let env = env_with(&grant(&format!("[\"{}\"]", server.url("")), "max_concurrent = 20\nmax_requests = 10\n")).await;
     let run = fetch(&env, json!({"url": server.url("/ok"), "parallel": 11})).await;
     assert_eq!(code(&run), Some("http-limit"), "{run:?}");
     assert!(run.error_message.as_deref().unwrap_or("").contains("max_requests of 10"), "{:?}", run.error_message);
+    assert_eq!(server.seen().len(), 4 + 10, "ten more went out, the eleventh did not");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_is_cut_by_the_first_byte_timeout_or_the_deadline() {
+    let server = HttpServer::start("127.0.0.1").await;
+    let config = grant(&format!("[\"{}\"]", server.url("")), "first_byte_timeout = \"300ms\"\n");
+    let env = env_with(&config).await;
+    let run = fetch(&env, json!({"url": server.url("/hang")})).await;
+    assert_eq!(code(&run), Some("request-failed"), "the handler's own error: {run:?}");
+    assert!(logs(&run).contains("-> no response"), "{}", logs(&run));
+    let limits = "[handlers.fetch.limits]\ndeadline = \"2s\"\n";
+    let env = env_with(&format!("{}{limits}", grant(&format!("[\"{}\"]", server.url("")), ""))).await;
+    let run = fetch(&env, json!({"url": server.url("/hang")})).await;
+    assert_eq!((run.status, code(&run)), (RunStatus::Timeout, Some("deadline")), "{run:?}");
+    assert!(logs(&run).contains("cut at the run's deadline"), "{}", logs(&run));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

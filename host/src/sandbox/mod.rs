@@ -133,9 +133,7 @@ fn what_it_left(
 ) -> GuestOutcome {
     report.add_network(net_log.lines());
     let outcome = match (outcome, net_log.refusal()) {
-        (GuestOutcome::Failed(f), Some(r)) if f.kind != FailureKind::Timeout => {
-            GuestOutcome::Failed(f.after_refusal(&r))
-        }
+        (GuestOutcome::Failed(f), Some(r)) => GuestOutcome::Failed(f.after_refusal(&r)),
         (outcome, _) => outcome,
     };
     let printed = output.take();

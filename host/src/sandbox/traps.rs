@@ -194,12 +194,13 @@ impl Failure {
 
     /// A run that failed after the host refused one of its requests. When the handler failed of
     /// itself (its own error, or an uncaught exception: a trap), the refusal is the cause and
-    /// its code the run's; a limit the run broke after (fuel, memory, ...) keeps its code, the
-    /// refusal told in its message.
+    /// its code the run's (retried only when the worker was busy, not for the grant); a limit
+    /// the run broke after (fuel, memory, its deadline) keeps its code, the refusal told in its
+    /// message.
     pub fn after_refusal(self, refusal: &super::net::Refusal) -> Self {
         if self.source == ErrorSource::Guest || self.code == codes::TRAP {
             let message = format!("{}; the handler then failed: {}: {}", refusal.message, self.code, self.message);
-            Failure::host(refusal.code, message, false).bounded()
+            Failure::host(refusal.code, message, refusal.code == codes::HOST_BUSY).bounded()
         } else {
             let message = format!("{}; before it, the host refused a request: {}", self.message, refusal.message);
             Failure { message, ..self }.bounded()

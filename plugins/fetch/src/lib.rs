@@ -1,8 +1,8 @@
 //! Makes HTTP requests over raw wasi:http, for the network grant's tests. The task data:
 //! `{"url": U}` (GET), with `"method"`, `"body"` (text) or `"body_bytes": N` (N bytes of `x`),
 //! `"follow": N` (follow up to N redirects, each a new request), `"parallel": N` (N GETs of
-//! `url` started at once, then each awaited), `"timeout_ms": N` (the request's connect,
-//! first-byte and between-bytes timeouts). Returns `{"status", "bytes", "body" (first 200
+//! `url` started at once, then each awaited), `"chunked": true` (the body sent without a length),
+//! `"timeout_ms": N` (the request's connect, first-byte and between-bytes timeouts). Returns `{"status", "bytes", "body" (first 200
 //! bytes), "hops"}`; a failed request ends the run with code `request-failed` and the wasi:http
 //! error code in the message.
 wit_bindgen::generate!({ path: "../../wit", world: "task-handler" });
@@ -43,10 +43,16 @@ fn parse(url: &str) -> Result<Url<'_>, HandlerError> {
 }
 
 /// Start one request; its body is written (and finished) before this returns.
-fn start(method: &Method, url: &str, body: &[u8], timeout: Option<Duration>) -> Result<FutureIncomingResponse, HandlerError> {
+fn start(
+    method: &Method,
+    url: &str,
+    body: &[u8],
+    timeout: Option<Duration>,
+    chunked: bool,
+) -> Result<FutureIncomingResponse, HandlerError> {
     let u = parse(url)?;
     let headers = Fields::new();
-    if !body.is_empty() {
+    if !body.is_empty() && !chunked {
         let _ = headers.set("content-length", &[body.len().to_string().into_bytes()]);
     }
     let req = OutgoingRequest::new(headers);
@@ -119,9 +125,10 @@ impl Guest for Fetch {
             body = vec![b'x'; n as usize];
         }
         let timeout = data.get("timeout_ms").and_then(|v| v.as_u64()).map(Duration::from_millis);
+        let chunked = data.get("chunked").and_then(|v| v.as_bool()).unwrap_or(false);
 
         if let Some(n) = data.get("parallel").and_then(|v| v.as_u64()) {
-            let started: Vec<_> = (0..n).map(|_| start(&Method::Get, &url, &[], timeout)).collect();
+            let started: Vec<_> = (0..n).map(|_| start(&Method::Get, &url, &[], timeout, false)).collect();
             let (mut ok, mut errors) = (0, Vec::new());
             for s in started {
                 match s.map_err(|e| e.message).and_then(|f| wait(f).map_err(|e| format!("{e:?}"))) {
@@ -141,7 +148,7 @@ impl Guest for Fetch {
         if let Some(n) = data.get("repeat").and_then(|v| v.as_u64()) {
             let mut bytes = 0;
             for _ in 0..n {
-                let resp = wait(start(&Method::Get, &url, &[], timeout)?).map_err(|e| failed(format!("{url}: {e:?}")))?;
+                let resp = wait(start(&Method::Get, &url, &[], timeout, false)?).map_err(|e| failed(format!("{url}: {e:?}")))?;
                 bytes += read(&resp).map_err(|e| failed(format!("{url}: {e}")))?.len();
             }
             return Ok(Some(serde_json::json!({ "requests": n, "bytes": bytes }).to_string()));
@@ -150,7 +157,7 @@ impl Guest for Fetch {
         let follow = data.get("follow").and_then(|v| v.as_u64()).unwrap_or(0);
         let mut hops = Vec::new();
         loop {
-            let resp = wait(start(&method, &url, &body, timeout)?).map_err(|e| failed(format!("{url}: {e:?}")))?;
+            let resp = wait(start(&method, &url, &body, timeout, chunked)?).map_err(|e| failed(format!("{url}: {e:?}")))?;
             let status = resp.status();
             let location = resp.headers().get("location").into_iter().next();
             if (300..400).contains(&status) && (hops.len() as u64) < follow {

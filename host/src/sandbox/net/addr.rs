@@ -133,7 +133,7 @@ mod tests {
     use super::*;
 
     fn ip(s: &str) -> IpAddr {
-        s.parse().unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+        s.parse().unwrap_or_else(|_| panic!("{s} is not an address"))
     }
 
     #[test]

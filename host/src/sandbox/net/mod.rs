@@ -206,8 +206,9 @@ impl RunNet {
             return Err(Refused::limit(message, Error::ConnectionLimitReached));
         };
         let Ok(connection) = dial::connections().try_acquire_owned() else {
+            // The worker's bound, not the grant's: another attempt may find room (retried).
             let message = format!("all {} outbound connections of this worker are in use", dial::MAX_CONNECTIONS);
-            return Err(Refused::limit(message, Error::ConnectionLimitReached));
+            return Err(Refused { code: codes::HOST_BUSY, message, error: Error::ConnectionLimitReached });
         };
         let host = host.to_string();
         Ok(Admitted { scheme, host, port, destination, policy, permits: vec![permit, connection] })

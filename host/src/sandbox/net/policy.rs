@@ -12,7 +12,7 @@
 //! max_request_bytes = 1048576
 //! max_response_bytes = 16777216
 //! connect_timeout = "10s"     # name lookup, TCP and TLS; each timeout also ends at the run's deadline
-//! first_byte_timeout = "30s"  # from the request's start to the response's head
+//! first_byte_timeout = "30s"  # from the request sent on its connection to the response's head
 //! between_bytes_timeout = "30s"
 //! ca_file = "internal-ca.pem" # extra trusted roots (PEM), besides the public ones
 //! ```
