@@ -11,9 +11,8 @@
 //!    connection then goes to a checked address ([`addr`]);
 //! 4. then [`send`] bounds the rest: timeouts ending at the run's deadline, both bodies capped.
 //!
-//! A refusal fails the guest's request with a wasi:http error code, writes a `[host] http
-//! refused` line in the run's logs, and, if the run then fails, is the run's error (see
-//! [`record`]). Redirects are not followed by the host: a guest that follows one makes a new
+//! A refusal fails the guest's request with a wasi:http error code, says why in the run's logs,
+//! and, if the run then fails, is the run's error (see [`record`]). Redirects are not followed by the host: a guest that follows one makes a new
 //! request, checked again.
 
 pub mod addr;
@@ -170,7 +169,7 @@ impl RunNet {
             let shown = crate::text::bounded(authority, 64, "…");
             return Err(Refused::denied(format!("{shown:?} is not a host and port"), Error::HttpRequestUriInvalid));
         };
-        let port = port.unwrap_or(if scheme == Scheme::Https { 443 } else { 80 });
+        let port = port.unwrap_or(scheme.default_port());
         let endpoint = format!("{}://{host}:{port}", scheme.as_str());
         let Some(policy) = self.policy.clone() else {
             return Err(Refused::denied(self.not_granted(&format!("{host}:{port}")), Error::HttpRequestDenied));

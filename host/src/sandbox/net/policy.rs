@@ -133,7 +133,7 @@ impl Scheme {
         }
     }
 
-    fn default_port(self) -> u16 {
+    pub(super) fn default_port(self) -> u16 {
         match self {
             Scheme::Http => 80,
             Scheme::Https => 443,

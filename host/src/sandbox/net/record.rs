@@ -54,6 +54,24 @@ pub struct RequestRecord {
     index: Option<usize>,
 }
 
+impl Entries {
+    /// Keep `entry` if there is room, else count it; its index if kept.
+    fn push(&mut self, entry: Entry) -> Option<usize> {
+        if self.lines.len() < MAX_LINES {
+            self.lines.push(entry);
+            Some(self.lines.len() - 1)
+        } else {
+            self.unlisted += 1;
+            None
+        }
+    }
+
+    /// The run's refusal is its first.
+    fn refused(&mut self, code: &'static str, message: String) {
+        self.refusal.get_or_insert(Refusal { code, message });
+    }
+}
+
 impl NetLog {
     fn with<R>(&self, f: impl FnOnce(&mut Entries) -> R) -> R {
         let mut guard = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -70,20 +88,16 @@ impl NetLog {
         let message = bounded(message);
         tracing::debug!(code, kind, "network access refused: {message}");
         self.with(|e| {
-            if e.lines.len() < MAX_LINES {
-                e.lines.push(Entry {
-                    what: format!("{kind} refused, {code}: {message}"),
-                    started: Instant::now(),
-                    status: None,
-                    bytes_out: 0,
-                    bytes_in: 0,
-                    ended: Some((Instant::now(), None)),
-                    refused: true,
-                });
-            } else {
-                e.unlisted += 1;
-            }
-            e.refusal.get_or_insert(Refusal { code, message });
+            e.push(Entry {
+                what: format!("{kind} refused, {code}: {message}"),
+                started: Instant::now(),
+                status: None,
+                bytes_out: 0,
+                bytes_in: 0,
+                ended: Some((Instant::now(), None)),
+                refused: true,
+            });
+            e.refused(code, message);
         })
     }
 
@@ -91,21 +105,15 @@ impl NetLog {
     pub fn start(&self, what: String) -> RequestRecord {
         let what = bounded(what);
         let index = self.with(|e| {
-            if e.lines.len() < MAX_LINES {
-                e.lines.push(Entry {
-                    what,
-                    started: Instant::now(),
-                    status: None,
-                    bytes_out: 0,
-                    bytes_in: 0,
-                    ended: None,
-                    refused: false,
-                });
-                Some(e.lines.len() - 1)
-            } else {
-                e.unlisted += 1;
-                None
-            }
+            e.push(Entry {
+                what,
+                started: Instant::now(),
+                status: None,
+                bytes_out: 0,
+                bytes_in: 0,
+                ended: None,
+                refused: false,
+            })
         });
         RequestRecord { log: self.clone(), index }
     }
@@ -184,9 +192,7 @@ impl RequestRecord {
     pub fn refuse(&self, code: &'static str, message: String) {
         let message = bounded(message);
         self.end(Some(format!("{code}: {message}")));
-        self.log.with(|e| {
-            e.refusal.get_or_insert(Refusal { code, message });
-        });
+        self.log.with(|e| e.refused(code, message));
     }
 }
 
