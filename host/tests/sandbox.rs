@@ -192,7 +192,7 @@ async fn connecting_is_refused_before_any_socket_exists() {
     let run = probe(&env, serde_json::json!({"connect": addr})).await;
     // The handler's own error follows the host's refusal, which is the run's error and log line.
     assert_eq!(run.error_code.as_deref(), Some("denied"), "{:?}", run.error_message);
-    let why = "a TCP socket is not granted to handler probe: plain sockets are never granted";
+    let why = "a TCP socket is not granted to handler probe; grants are set in the operator's configuration";
     let message = run.error_message.as_deref().unwrap_or("");
     assert!(message.starts_with(why) && message.contains("refused: connecting to"), "{message}");
     let logs = run.logs.as_deref().unwrap_or("");

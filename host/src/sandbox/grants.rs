@@ -10,9 +10,9 @@
 //! mode = "ro"                           # "ro" (default) or "rw"
 //! ```
 //!
-//! Network: outbound HTTP by `[handlers.NAME.grants.http]` (see [`super::net::policy`]).
-//! Plain sockets stay off: TCP, UDP and name lookups are turned off, so a guest's attempt fails
-//! before any socket exists.
+//! Network: outbound HTTP by `[handlers.NAME.grants.http]` (see [`super::net::policy`]), plain
+//! TCP and UDP to named hosts and ports by `[handlers.NAME.grants.sockets]` (see
+//! [`super::net::socket_grant`]). Without them a guest's attempt fails before any socket exists.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,6 +30,8 @@ pub struct GrantsConfig {
     pub dirs: Vec<DirGrant>,
     /// Outbound HTTP: where to, and the bounds of each run.
     pub http: Option<super::net::HttpGrantConfig>,
+    /// Plain TCP and UDP: to which hosts and ports.
+    pub sockets: Option<super::net::SocketGrantConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -56,6 +58,7 @@ pub struct Grants {
     pub env: Vec<(String, String)>,
     pub dirs: Vec<(PathBuf, String, DirMode)>,
     pub http: Option<Arc<super::net::HttpPolicy>>,
+    pub sockets: Option<Arc<super::net::SocketPolicy>>,
 }
 
 impl GrantsConfig {
@@ -90,16 +93,25 @@ impl GrantsConfig {
             None => None,
             Some(h) => Some(Arc::new(h.resolve(base).map_err(|e| format!("http: {e}"))?)),
         };
-        Ok(Grants { env, dirs, http })
+        let sockets = match &self.sockets {
+            None => None,
+            Some(s) => Some(Arc::new(s.resolve().map_err(|e| format!("sockets: {e}"))?)),
+        };
+        Ok(Grants { env, dirs, http, sockets })
     }
 }
 
 /// Most random bytes a guest gets in one call.
 const MAX_RANDOM_BYTES: u64 = 1 << 20;
 
-/// The WASI context of one run: only what `grants` lists. No network: sockets cannot even be
-/// created, so a guest holds no OS socket.
-pub(crate) fn wasi_ctx(grants: &Grants, output: &super::output::GuestOutput) -> Result<WasiCtx, String> {
+/// The WASI context of one run: only what `grants` lists. Sockets only under a socket grant,
+/// each address checked by the run's [`SocketRun`](super::net::SocketRun); without one they
+/// cannot even be created, so a guest holds no OS socket.
+pub(crate) fn wasi_ctx(
+    grants: &Grants,
+    output: &super::output::GuestOutput,
+    sockets: &Arc<super::net::SocketRun>,
+) -> Result<WasiCtx, String> {
     let mut b = WasiCtxBuilder::new();
     b.stdout(output.stdout()).stderr(output.stderr());
     for (k, v) in &grants.env {
@@ -115,6 +127,16 @@ pub(crate) fn wasi_ctx(grants: &Grants, output: &super::output::GuestOutput) -> 
     }
     // Random bytes are copied from the host to the guest: a small bound per call.
     b.max_random_size(MAX_RANDOM_BYTES);
-    b.allow_ip_name_lookup(false).allow_tcp(false).allow_udp(false).socket_addr_check(|_, _| Box::pin(async { false }));
+    let (tcp, udp) = match sockets.policy() {
+        Some(p) => {
+            (p.allows(super::net::socket_grant::Protocol::Tcp), p.allows(super::net::socket_grant::Protocol::Udp))
+        }
+        None => (false, false),
+    };
+    let run = sockets.clone();
+    b.allow_ip_name_lookup(tcp || udp)
+        .allow_tcp(tcp)
+        .allow_udp(udp)
+        .socket_addr_check(move |addr, used| Box::pin(run.clone().allows(addr, used)));
     Ok(b.build())
 }

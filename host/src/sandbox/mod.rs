@@ -253,7 +253,7 @@ impl Sandbox {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(|e| Error::Engine(format!("{e:#}")))?;
         // Sockets stay refused, now saying so in the run's logs.
-        net::refuse_sockets(&mut linker).map_err(|e| Error::Engine(format!("{e:#}")))?;
+        net::link_sockets(&mut linker).map_err(|e| Error::Engine(format!("{e:#}")))?;
         bindings::TaskHandler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(|e| Error::Engine(format!("{e:#}")))?;
 
@@ -308,7 +308,16 @@ impl Sandbox {
     ) -> RunResult {
         let started = Instant::now();
         let output = output::GuestOutput::new(limits.max_log_bytes);
-        let wasi = match grants::wasi_ctx(grants, &output) {
+        // The run stops at the earlier of its handler's deadline and its task's run timeout.
+        let run_timeout_first = time_left.is_some_and(|t| t < limits.deadline);
+        let allowed = match time_left {
+            Some(t) if run_timeout_first => t,
+            _ => limits.deadline,
+        };
+        let far = started + Duration::from_secs(365 * 24 * 3600);
+        let deadline = started.checked_add(allowed).unwrap_or(far);
+        let net = net::RunNet::new(&input.handler, grants, deadline);
+        let wasi = match grants::wasi_ctx(grants, &output, net.sockets()) {
             Ok(w) => w,
             Err(e) => {
                 return RunResult {
@@ -319,15 +328,6 @@ impl Sandbox {
                 }
             }
         };
-        // The run stops at the earlier of its handler's deadline and its task's run timeout.
-        let run_timeout_first = time_left.is_some_and(|t| t < limits.deadline);
-        let allowed = match time_left {
-            Some(t) if run_timeout_first => t,
-            _ => limits.deadline,
-        };
-        let far = started + Duration::from_secs(365 * 24 * 3600);
-        let deadline = started.checked_add(allowed).unwrap_or(far);
-        let net = net::RunNet::new(&input.handler, grants.http.clone(), deadline);
         let net_log = net.log().clone();
         let mut store = Store::new(&self.engine, HostState::new(wasi, limits, input.run_id, progress, deadline, net));
         store.limiter(|s| &mut s.limiter);

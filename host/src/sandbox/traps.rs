@@ -70,6 +70,8 @@ pub mod codes {
     pub const DENIED: &str = "denied";
     /// A request went past a bound of the handler's HTTP grant (count, concurrency, body size).
     pub const HTTP_LIMIT: &str = "http-limit";
+    /// A run created more sockets and name lookups than its socket grant's `max_sockets`.
+    pub const SOCKET_LIMIT: &str = "socket-limit";
     pub const HOST_ERROR: &str = "host-error";
     pub const OUTCOME_REJECTED: &str = "outcome-rejected";
     pub const RUNNER_LOST: &str = "runner-lost";
@@ -82,7 +84,7 @@ pub mod codes {
     pub const CANCELLED: &str = "cancelled";
 
     /// Every code the host writes.
-    pub const HOST: [&str; 20] = [
+    pub const HOST: [&str; 21] = [
         FUEL_EXHAUSTED,
         DEADLINE,
         MEMORY_LIMIT,
@@ -97,6 +99,7 @@ pub mod codes {
         HANDLER_BROKEN,
         DENIED,
         HTTP_LIMIT,
+        SOCKET_LIMIT,
         HOST_ERROR,
         OUTCOME_REJECTED,
         RUNNER_LOST,

@@ -1,5 +1,7 @@
 //! Hostile: reaches for what it was not given. The task data picks the probe:
-//! `{"read": PATH}`, `{"write": PATH}`, `{"env": NAME}`, `{"connect": "IP:PORT"}`,
+//! `{"read": PATH}`, `{"write": PATH}`, `{"env": NAME}`, `{"connect": "HOST:PORT"}` (with
+//! `"send": TEXT`: writes it, reads the answer to its end), `{"udp": "HOST:PORT", "send": TEXT}`
+//! (one datagram, one answer back),
 //! `{"sleep_ms": N}` (blocks in a host call), `{"hold_ms": N}` (reports 1% progress, then
 //! sleeps: the host can tell it is running), `{"log_lines": N}` (a log flood),
 //! `{"sockets": N}` (creates up to N TCP sockets and holds them; reports how many it got),
@@ -40,8 +42,25 @@ impl Guest for Probe {
             return ok(serde_json::json!({ "env": value }));
         }
         if let Some(addr) = s("connect") {
-            std::net::TcpStream::connect(&addr).map_err(|e| denied(&format!("connecting to {addr}"), e))?;
-            return ok(serde_json::json!({ "connected": addr }));
+            use std::io::{Read, Write};
+            let mut stream =
+                std::net::TcpStream::connect(&addr).map_err(|e| denied(&format!("connecting to {addr}"), e))?;
+            let mut received = String::new();
+            if let Some(text) = s("send") {
+                stream.write_all(text.as_bytes()).map_err(|e| denied("sending", e))?;
+                stream.shutdown(std::net::Shutdown::Write).map_err(|e| denied("shutting down", e))?;
+                stream.take(1 << 16).read_to_string(&mut received).map_err(|e| denied("receiving", e))?;
+            }
+            return ok(serde_json::json!({ "connected": addr, "received": received }));
+        }
+        if let Some(addr) = s("udp") {
+            let socket = std::net::UdpSocket::bind("0.0.0.0:0").map_err(|e| denied("binding a UDP socket", e))?;
+            let text = s("send").unwrap_or_default();
+            socket.send_to(text.as_bytes(), &addr).map_err(|e| denied(&format!("sending to {addr}"), e))?;
+            let mut buf = [0u8; 2048];
+            let (n, from) = socket.recv_from(&mut buf).map_err(|e| denied("receiving", e))?;
+            let received = String::from_utf8_lossy(&buf[..n]).to_string();
+            return ok(serde_json::json!({ "sent_to": addr, "from": from.to_string(), "received": received }));
         }
         if let Some(ms) = n("hold_ms") {
             taskhost::plugin::host::set_progress(1);

@@ -107,7 +107,7 @@ impl Dial {
 
 /// The addresses of `host`; an IP literal is its own. The lookup's thread holds a permit until
 /// the resolver answers, so at most [`MAX_LOOKUPS`] threads wait on it, however many time out.
-async fn lookup(host: &str, port: u16, by: Instant) -> Result<Vec<SocketAddr>, Error> {
+pub(super) async fn lookup(host: &str, port: u16, by: Instant) -> Result<Vec<SocketAddr>, Error> {
     if let Ok(ip) = host.parse::<std::net::IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }

@@ -20,9 +20,11 @@ mod dial;
 pub mod policy;
 mod record;
 mod send;
+pub mod socket_grant;
 mod sockets;
 
-pub(crate) use sockets::refuse_sockets;
+pub(crate) use sockets::link_sockets;
+pub use sockets::SocketRun;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -38,6 +40,7 @@ use wasmtime_wasi_http::{
 
 pub use policy::{HttpBounds, HttpGrantConfig, HttpPolicy};
 pub use record::{NetLog, Refusal};
+pub use socket_grant::{SocketGrantConfig, SocketPolicy};
 
 use crate::sandbox::codes;
 use policy::{Scheme, Target};
@@ -56,19 +59,29 @@ pub struct RunNet {
     requests: u32,
     in_flight: Arc<Semaphore>,
     log: NetLog,
+    sockets: Arc<SocketRun>,
 }
 
 impl RunNet {
-    pub fn new(handler: &str, policy: Option<Arc<HttpPolicy>>, deadline: std::time::Instant) -> Self {
+    pub fn new(handler: &str, grants: &crate::sandbox::Grants, deadline: std::time::Instant) -> Self {
+        let policy = grants.http.clone();
         let concurrent = policy.as_ref().map_or(0, |p| p.bounds.max_concurrent);
+        let (handler, log, deadline): (Arc<str>, _, _) = (handler.into(), NetLog::default(), deadline.into());
+        let sockets = Arc::new(SocketRun::new(handler.clone(), grants.sockets.clone(), log.clone(), deadline));
         RunNet {
-            handler: handler.into(),
+            handler,
             policy,
-            deadline: deadline.into(),
+            deadline,
             requests: 0,
             in_flight: Arc::new(Semaphore::new(concurrent as usize)),
-            log: NetLog::default(),
+            log,
+            sockets,
         }
+    }
+
+    /// The run's sockets, shared with its WASI context's address check.
+    pub fn sockets(&self) -> &Arc<SocketRun> {
+        &self.sockets
     }
 
     pub fn log(&self) -> &NetLog {

@@ -152,6 +152,28 @@ pub enum HostPattern {
     Ip(std::net::IpAddr),
 }
 
+impl HostPattern {
+    /// A host as a grant writes it: an IP literal, a name, or `*.` and a name with a dot.
+    pub fn parse(host: &str) -> Result<HostPattern, &'static str> {
+        if let Some(ip) = parse_ip_host(host) {
+            return Ok(HostPattern::Ip(ip));
+        }
+        let (wild, name) = match host.strip_prefix("*.") {
+            Some(rest) => (true, rest),
+            None => (false, host),
+        };
+        if name.contains('*') {
+            return Err("may hold `*` only as its whole first label, as in *.example.com");
+        }
+        let name = normal_name(name).ok_or("has an invalid host name")?;
+        match (wild, name.contains('.')) {
+            (true, true) => Ok(HostPattern::Under(name)),
+            (true, false) => Err("has a wildcard too wide: write *.example.com"),
+            (false, _) => Ok(HostPattern::Name(name)),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Destination {
     pub scheme: Scheme,
@@ -255,23 +277,7 @@ impl Destination {
         }
         let (host, port) = split_host_port(authority).ok_or_else(|| bad("has no valid host and port"))?;
         let port = port.unwrap_or(scheme.default_port());
-        let host = if let Some(ip) = parse_ip_host(host) {
-            HostPattern::Ip(ip)
-        } else {
-            let (wild, name) = match host.strip_prefix("*.") {
-                Some(rest) => (true, rest),
-                None => (false, host),
-            };
-            if name.contains('*') {
-                return Err(bad("may hold `*` only as its whole first label, as in *.example.com"));
-            }
-            let name = normal_name(name).ok_or_else(|| bad("has an invalid host name"))?;
-            match (wild, name.contains('.')) {
-                (true, true) => HostPattern::Under(name),
-                (true, false) => return Err(bad("has a wildcard too wide: write *.example.com")),
-                (false, _) => HostPattern::Name(name),
-            }
-        };
+        let host = HostPattern::parse(host).map_err(bad)?;
         let methods = methods
             .iter()
             .map(|m| {

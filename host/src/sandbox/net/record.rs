@@ -39,8 +39,8 @@ struct Entry {
     bytes_out: u64,
     bytes_in: u64,
     ended: Option<(Instant, Option<String>)>,
-    /// Refused before it went out: `what` says why.
-    refused: bool,
+    /// A line as it is (a refusal, a socket's use), not a request's.
+    plain: bool,
 }
 
 /// Shared by a run's store and the tasks that carry its requests.
@@ -95,10 +95,26 @@ impl NetLog {
                 bytes_out: 0,
                 bytes_in: 0,
                 ended: Some((Instant::now(), None)),
-                refused: true,
+                plain: true,
             });
             e.refused(code, message);
         })
+    }
+
+    /// Note a line as it is: `socket tcp connect to ADDR`.
+    pub fn note(&self, line: String) {
+        let what = bounded(line);
+        self.with(|e| {
+            e.push(Entry {
+                what,
+                started: Instant::now(),
+                status: None,
+                bytes_out: 0,
+                bytes_in: 0,
+                ended: Some((Instant::now(), None)),
+                plain: true,
+            })
+        });
     }
 
     /// Start the line of a request going out: `what` is its method and URL without the query.
@@ -112,7 +128,7 @@ impl NetLog {
                 bytes_out: 0,
                 bytes_in: 0,
                 ended: None,
-                refused: false,
+                plain: false,
             })
         });
         RequestRecord { log: self.clone(), index }
@@ -136,7 +152,7 @@ impl NetLog {
 
 impl Entry {
     fn line(&self) -> String {
-        if self.refused {
+        if self.plain {
             return self.what.clone();
         }
         let status = self.status.map_or("no response".to_string(), |s| s.to_string());
