@@ -259,14 +259,14 @@ async fn a_run_blocked_in_a_request_is_cancelled_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_example_webhooks_post_their_payload_in_rust_python_and_javascript() {
+async fn the_example_webhooks_post_their_payload_in_rust_python_javascript_and_c() {
     let server = HttpServer::start("127.0.0.1").await;
     let mut config = String::new();
-    let handlers = ["webhook", "py-webhook", "js-webhook"];
+    let handlers = ["webhook", "py-webhook", "js-webhook", "c-webhook"];
     for handler in handlers {
         config.push_str(&format!("[handlers.{handler}.grants.http]\nallow = [\"{}\"]\n", server.url("/hooks/")));
     }
-    let env = env_of(&["webhook", "py-webhook", "js-webhook", "echo"], &config).await;
+    let env = env_of(&["webhook", "py-webhook", "js-webhook", "c-webhook", "echo"], &config).await;
     for handler in handlers {
         let data = json!({"url": server.url("/hooks/../echo"), "payload": {"order": 7}});
         let run = run_once(&env, handler, data).await;
@@ -278,7 +278,7 @@ async fn the_example_webhooks_post_their_payload_in_rust_python_and_javascript()
     }
     let posted: Vec<_> = server.seen().into_iter().map(|s| (s.method, s.target, s.body_len)).collect();
     let one = ("POST".to_string(), "/hooks/x".to_string(), r#"{"order":7}"#.len());
-    assert_eq!(posted, vec![one; 3], "each example POSTed its payload once, and nothing else left");
+    assert_eq!(posted, vec![one; 4], "each example POSTed its payload once, and nothing else left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

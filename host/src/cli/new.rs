@@ -4,7 +4,7 @@
 //! them as `taskhost new LANGUAGE hello` writes them, and a test fails when the two differ.
 //!
 //! `--http` writes a handler that makes a request instead: the webhook example of its language
-//! (`plugins/webhook`, `py-webhook`, `js-webhook`, the one copy of that code, built and tested
+//! (`plugins/webhook`, `py-webhook`, `js-webhook`, `c-webhook`, the one copy of that code, built and tested
 //! with the examples), named for the new handler.
 
 use std::path::{Path, PathBuf};
@@ -40,7 +40,7 @@ macro_rules! template {
 const WIT: (&str, Contents) =
     ("wit/task-handler.wit", Contents::Bytes(include_bytes!("../../../wit/task-handler.wit")));
 
-/// The Python world with wasi:http, and WASI 0.2.12's WIT it needs (py-webhook's).
+/// py-webhook's wit/: the world with wasi:http, and WASI 0.2.12's WIT it needs.
 macro_rules! http_wit {
     ($($file:literal),*) => {
         vec![
@@ -68,15 +68,7 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
                 template!("python/build.sh"),
                 WIT,
             ];
-            files.extend(http_wit!(
-                "cli.wit",
-                "clocks.wit",
-                "filesystem.wit",
-                "http.wit",
-                "io.wit",
-                "random.wit",
-                "sockets.wit"
-            ));
+            files.extend(http_wit());
             files
         }
         (Language::Js, false) => vec![template!("js/app.js"), template!("js/build.sh"), WIT],
@@ -85,8 +77,8 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
             template!("js/build.sh"),
             WIT,
         ],
-        // The bindings are the ones the C example is built with (made by `wit-bindgen c`).
-        (Language::C, _) => vec![
+        // The bindings are the ones the C examples are built with (made by `wit-bindgen c`).
+        (Language::C, false) => vec![
             template!("c/handler.c"),
             template!("c/build.sh"),
             WIT,
@@ -96,27 +88,62 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
                 "gen/task_handler_component_type.o",
                 Contents::Bytes(include_bytes!("../../../plugins/c-checksum/gen/task_handler_component_type.o")),
             ),
-            (
-                "wasi_snapshot_preview1.reactor.wasm",
-                Contents::Bytes(wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER),
-            ),
+            ADAPTER,
         ],
+        (Language::C, true) => {
+            let mut files = vec![
+                ("c/handler.c", Contents::Example(include_str!("../../../plugins/c-webhook/webhook.c"), "c-webhook")),
+                template!("c/build.sh"),
+                WIT,
+                (
+                    "gen/task_handler_http.h",
+                    Contents::Bytes(include_bytes!("../../../plugins/c-webhook/gen/task_handler_http.h")),
+                ),
+                (
+                    "gen/task_handler_http.c",
+                    Contents::Bytes(include_bytes!("../../../plugins/c-webhook/gen/task_handler_http.c")),
+                ),
+                (
+                    "gen/task_handler_http_component_type.o",
+                    Contents::Bytes(include_bytes!(
+                        "../../../plugins/c-webhook/gen/task_handler_http_component_type.o"
+                    )),
+                ),
+                ADAPTER,
+            ];
+            files.extend(http_wit());
+            files
+        }
     }
 }
 
+/// The world with wasi:http and WASI 0.2.12's WIT it needs, for Python and C handlers that make
+/// requests.
+fn http_wit() -> Vec<(&'static str, Contents)> {
+    http_wit!("cli.wit", "clocks.wit", "filesystem.wit", "http.wit", "io.wit", "random.wit", "sockets.wit")
+}
+
+/// WASI preview 1 to 0.2, for C handlers that use wasi-libc's stdio.
+const ADAPTER: (&str, Contents) = (
+    "wasi_snapshot_preview1.reactor.wasm",
+    Contents::Bytes(wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER),
+);
+
 /// The settings a template takes besides the name: what differs for a handler making requests.
-fn settings(http: bool) -> [(&'static str, &'static str); 3] {
+fn settings(http: bool) -> [(&'static str, &'static str); 4] {
     if http {
         [
             ("{{http_dependencies}}", "# HTTP over wasi:http (block_on inside the sync export).\nwstd = \"0.6\""),
             ("{{world}}", "task-handler-http"),
             ("{{js_disabled}}", "random clocks fetch-event"),
+            ("{{c_bindings}}", "task_handler_http"),
         ]
     } else {
         [
             ("{{http_dependencies}}", ""),
             ("{{world}}", "task-handler"),
             ("{{js_disabled}}", "random clocks http fetch-event"),
+            ("{{c_bindings}}", "task_handler"),
         ]
     }
 }
@@ -142,9 +169,6 @@ fn fill(text: &str, name: &str, crate_name: &str, http: bool) -> String {
 pub fn run(language: Language, name: &str, dir: Option<&Path>, http: bool) -> Result<()> {
     if !name.starts_with(|c: char| c.is_ascii_alphabetic()) || !taskhost::plugins::valid_name(name) {
         bail!("{name:?} cannot name a handler: start with a letter, then letters, digits, '-' and '_'");
-    }
-    if http && language == Language::C {
-        bail!("--http is not available for C yet: its bindings for the wasi:http world are not made; write the handler in Rust, Python or JavaScript");
     }
     let dir: PathBuf = dir.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(name));
     let occupied = std::fs::read_dir(&dir).map(|mut d| d.next().is_some()).unwrap_or(false);

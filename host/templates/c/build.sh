@@ -2,7 +2,7 @@
 # Builds plugins/{{name}}.wasm: clang-19 and wasi-libc from Debian
 #   apt-get install clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32
 # and wasm-tools, installed on first use in a virtual environment (.venv). gen/ holds the
-# bindings (`wit-bindgen c wit --world task-handler --out-dir gen` remakes them), and
+# bindings (`wit-bindgen c wit --world {{world}} --out-dir gen` remakes them), and
 # wasi_snapshot_preview1.reactor.wasm adapts wasi-libc's WASI preview 1 calls (printf) to WASI 0.2.
 set -e
 cd "$(dirname "$0")"
@@ -13,7 +13,7 @@ if [ ! -x "$venv/bin/wasm-tools" ]; then
 fi
 mkdir -p plugins build
 clang-19 --target=wasm32-wasi -Os -mexec-model=reactor -Wl,--no-entry -I gen \
-    -o build/{{name}}.core.wasm handler.c gen/task_handler.c gen/task_handler_component_type.o
+    -o build/{{name}}.core.wasm handler.c gen/{{c_bindings}}.c gen/{{c_bindings}}_component_type.o
 "$venv/bin/wasm-tools" component new build/{{name}}.core.wasm \
     --adapt wasi_snapshot_preview1=wasi_snapshot_preview1.reactor.wasm -o plugins/{{name}}.wasm
 echo "built plugins/{{name}}.wasm"
