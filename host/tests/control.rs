@@ -258,8 +258,13 @@ async fn schedules_declared_in_the_configuration_file_are_kept_in_line_with_it()
     let o = run(&env, &["schedule", "add", "hand", "--cron", "0 0 * * *", "--handler", "echo"]);
     assert!(o.status.success(), "{}", stderr(&o));
     env.set_config("[schedules.tick]\ncron = \"* * * * * *\"\nhandler = \"echo\"\ndata = { say = \"tick\" }\n").await;
-    // Every second has a slot: the overseer adds the schedule, then queues its slots.
+    // A one-off pass shows what the file would change and changes nothing...
     let o = run(&env, &["overseer", "--once"]);
+    assert!(stdout(&o).contains("declared schedules to be added (not applied): tick"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("`overseer --once --apply` makes them the file's"), "{}", stdout(&o));
+    assert!(!stdout(&run(&env, &["schedule", "list"])).contains("tick"));
+    // ...until told to apply it. Every second has a slot: the schedule is added, then its slots queued.
+    let o = run(&env, &["overseer", "--once", "--apply"]);
     assert!(stdout(&o).contains("schedules: declared schedules added: tick"), "{}", stdout(&o));
     let text = stdout(&run(&env, &["schedule", "list"]));
     let line = |name: &str| text.lines().find(|l| l.starts_with(name)).unwrap_or_default().to_string();
@@ -276,10 +281,14 @@ async fn schedules_declared_in_the_configuration_file_are_kept_in_line_with_it()
 
     // Changed in the file: updated; gone from it: removed. The schedule added by hand stays.
     env.set_config("[schedules.tick]\ncron = \"0 * * * *\"\nhandler = \"echo\"\n").await;
-    let o = run(&env, &["overseer", "--once"]);
+    let o = run(&env, &["overseer", "--once", "--apply"]);
     assert!(stdout(&o).contains("schedules: declared schedules updated: tick"), "{}", stdout(&o));
+    // A stale file (no schedules) run once removes nothing: it says what it would remove.
     env.set_config("[limits]\nmemory_mb = 64\n").await;
     let o = run(&env, &["overseer", "--once"]);
+    assert!(stdout(&o).contains("declared schedules to be removed (not applied): tick"), "{}", stdout(&o));
+    assert!(stdout(&run(&env, &["schedule", "list"])).contains("tick"), "the schedule is still there");
+    let o = run(&env, &["overseer", "--once", "--apply"]);
     assert!(stdout(&o).contains("schedules: declared schedules removed: tick"), "{}", stdout(&o));
     let listed: serde_json::Value =
         serde_json::from_slice(&run(&env, &["schedule", "list", "--json"]).stdout).expect("json");

@@ -59,9 +59,13 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Run the maintenance services (liveness, run timeouts, retries, rotation).
     Overseer {
-        /// Run each service once and exit.
+        /// Run each service once and exit. The configuration file's schedules are not applied:
+        /// what they would change is shown (with --apply, they are applied).
         #[arg(long)]
         once: bool,
+        /// With --once: make the database's declared schedules the configuration file's.
+        #[arg(long, requires = "once")]
+        apply: bool,
     },
     /// List tasks.
     List(ListArgs),

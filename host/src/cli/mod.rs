@@ -167,7 +167,9 @@ pub async fn run(cli: Cli) -> Result<()> {
                 );
             }
         }
-        Command::Overseer { once } => {
+        Command::Overseer { once, apply } => {
+            let mut overseer_config = overseer_config;
+            overseer_config.schedules.apply = !once || apply;
             let overseer = Overseer::new(app.store.clone(), app.clock.clone(), overseer_config);
             if once {
                 for (name, summary) in overseer.run_all_once().await? {

@@ -5,7 +5,9 @@
 //!
 //! With declared schedules (the operator's configuration file's), the overseer holding the lease
 //! first makes the database's declared schedules those (see [`crate::store::Store::sync_schedules`]),
-//! once, before it queues anything; a failure is retried at the next tick.
+//! once, before it queues anything; a failure is retried at the next tick. A one-off pass
+//! (`taskhost overseer --once`) only shows what it would change unless told to apply it: a
+//! command run with a stale file must not rewrite the schedules a running overseer keeps.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -26,6 +28,8 @@ pub struct Config {
     /// The schedules declared in the configuration file; None: nothing is declared here (the
     /// declared schedules in the database are left as they are).
     pub declared: Option<Vec<NewSchedule>>,
+    /// Whether the declarations are applied (true) or only what they would change is told.
+    pub apply: bool,
 }
 
 impl Config {
@@ -34,7 +38,7 @@ impl Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { interval: Self::DEFAULT_INTERVAL, declared: None }
+        Config { interval: Self::DEFAULT_INTERVAL, declared: None, apply: true }
     }
 }
 
@@ -43,6 +47,8 @@ impl Default for Config {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
     pub synced: Synced,
+    /// False when `synced` is what would change, not what changed.
+    pub applied: bool,
     pub queued: Vec<(String, TaskId)>,
 }
 
@@ -59,13 +65,18 @@ impl Schedules {
 
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut synced = Synced::default();
+        let applied = self.config.apply;
         if let Some(declared) = self.config.declared.as_deref() {
             if !self.synced.load(Ordering::Relaxed) {
-                synced = self.store.sync_schedules(declared, now).await?;
+                synced = if applied {
+                    self.store.sync_schedules(declared, now).await?
+                } else {
+                    self.store.plan_schedules(declared, now).await?
+                };
                 self.synced.store(true, Ordering::Relaxed);
             }
         }
-        Ok(Report { synced, queued: self.store.queue_due_slots(now).await? })
+        Ok(Report { synced, applied, queued: self.store.queue_due_slots(now).await? })
     }
 }
 
@@ -82,9 +93,21 @@ impl Service for Schedules {
         let mut said = Vec::new();
         let s = &r.synced;
         for (what, names) in [("added", &s.added), ("updated", &s.updated), ("removed", &s.removed)] {
-            if !names.is_empty() {
-                said.push(format!("declared schedules {what}: {}", names.join(", ")));
+            if names.is_empty() {
+                continue;
             }
+            if r.applied {
+                said.push(format!("declared schedules {what}: {}", names.join(", ")));
+            } else {
+                said.push(format!("declared schedules to be {what} (not applied): {}", names.join(", ")));
+            }
+        }
+        if !r.applied && !s.is_empty() {
+            said.push(
+                "the configuration file's schedules differ from the database's: `overseer --once --apply` \
+                       makes them the file's"
+                    .to_string(),
+            );
         }
         if !r.queued.is_empty() {
             let names: Vec<&str> = r.queued.iter().map(|(n, _)| n.as_str()).collect();

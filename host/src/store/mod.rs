@@ -185,6 +185,8 @@ pub trait Store: Send + Sync + 'static {
     /// add, update and remove declared ones, in one transaction; schedules made by hand are
     /// left alone (one of a declared name is taken over).
     async fn sync_schedules(&self, declared: &[NewSchedule], now: DateTime<Utc>) -> Result<crate::schedule::Synced>;
+    /// What [`Store::sync_schedules`] would change, without changing it.
+    async fn plan_schedules(&self, declared: &[NewSchedule], now: DateTime<Utc>) -> Result<crate::schedule::Synced>;
     /// Queue a task of the schedule now, outside its slots.
     async fn trigger_schedule(&self, name: &str, now: DateTime<Utc>) -> Result<TaskId>;
 

@@ -168,13 +168,20 @@ pub async fn statistics_count_runs_as_they_end_and_outlive_rotation(store: Share
     assert_eq!(store.time_out_overdue_runs(far, t0() + secs(4), 10).await.expect("time out"), 1);
     let cancelled = store.add_tasks(&[NewTask::new("a", "{}")], t0()).await.expect("add")[0].id;
     store.cancel_tasks(&[cancelled], t0() + secs(5)).await.expect("cancel");
+    // A run cancelled ten minutes in: counted, but its time is not the handler's.
+    let slow = store.add_tasks(&[NewTask::new("c", "{}").with_queue("slow")], t0()).await.expect("add")[0].id;
+    let c = store.claim(r, &["slow".to_string()], 1, t0() + secs(5), DAY).await.expect("claim");
+    assert_eq!(c.len(), 1);
+    store.cancel_tasks(&[slow], t0() + secs(605)).await.expect("cancel");
 
     let now = t0() + secs(30);
     let stats = store.stats(None, None, now).await.expect("stats");
     assert_eq!(
         stats.iter().map(|s| (s.handler.as_str(), s.queue.as_str())).collect::<Vec<_>>(),
-        [("a", "default"), ("b", "mail")]
+        [("a", "default"), ("b", "mail"), ("c", "slow")]
     );
+    assert_eq!(stats[2].runs, RunCounts { cancelled: 1, ..Default::default() });
+    assert_eq!(stats[2].duration_ms, None, "a cancelled run is not timed");
     let a = &stats[0];
     assert_eq!(a.runs, RunCounts { succeeded: 1, failed: 2, timed_out: 1, cancelled: 1 });
     assert_eq!(a.failure_rate, 0.75);
@@ -193,7 +200,7 @@ pub async fn statistics_count_runs_as_they_end_and_outlive_rotation(store: Share
     let later = store.stats(Some("a"), None, now + chrono::Duration::hours(2)).await.expect("stats");
     assert_eq!((later[0].last_minute, later[0].last_hour), (0, 0), "throughput looks back an hour only");
 
-    assert_eq!(store.rotate(t0() + chrono::Duration::days(1), 100).await.expect("rotate"), 3);
+    assert_eq!(store.rotate(t0() + chrono::Duration::days(1), 100).await.expect("rotate"), 4);
     let kept = store.stats(None, None, now).await.expect("stats");
     assert_eq!(kept[0].runs, a.runs, "rotation keeps the statistics");
     assert_eq!(kept[1].runs.succeeded, 1, "its task is gone, its count stays");
@@ -215,7 +222,10 @@ pub async fn statistics_count_runs_as_they_end_and_outlive_rotation(store: Share
             break;
         }
     }
-    assert_eq!(merged, 5, "three rows of the first minute (two runners), one of minute 10, one an hour later");
+    assert_eq!(
+        merged, 6,
+        "three rows of the first minute (two runners), two of minute 10 (a and c), one an hour later"
+    );
     assert_eq!(store.compact_stats(far, 2).await.expect("compact"), 0);
     let after = store.stats(None, None, far).await.expect("stats");
     assert_eq!(format!("{after:?}"), format!("{before:?}"));

@@ -201,7 +201,11 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn sync_schedules(&self, declared: &[NewSchedule], now: DateTime<Utc>) -> Result<crate::schedule::Synced> {
-        schedules::sync(&self.db, declared, now).await
+        schedules::sync(&self.db, declared, now, true).await
+    }
+
+    async fn plan_schedules(&self, declared: &[NewSchedule], now: DateTime<Utc>) -> Result<crate::schedule::Synced> {
+        schedules::sync(&self.db, declared, now, false).await
     }
 
     async fn trigger_schedule(&self, name: &str, now: DateTime<Utc>) -> Result<TaskId> {

@@ -50,8 +50,9 @@ async fn insert<D: Dialect>(
 /// Make the declared schedules (`declared = 1`) those of `declared`, in one transaction: add the
 /// missing ones, update those that differ (one made by hand of the same name is taken over; a
 /// new cron expression or time zone starts from the first slot after `now`), remove the others.
-/// Schedules made by hand are left alone, and a pause is kept.
-pub async fn sync<D: Dialect>(db: &D, declared: &[NewSchedule], now: DateTime<Utc>) -> Result<Synced> {
+/// Schedules made by hand are left alone, and a pause is kept. With `apply` false nothing is
+/// written (the transaction is rolled back): what would change, for a command to show first.
+pub async fn sync<D: Dialect>(db: &D, declared: &[NewSchedule], now: DateTime<Utc>, apply: bool) -> Result<Synced> {
     let all = format!("SELECT * FROM task_schedules ORDER BY name{}", D::FOR_UPDATE);
     // last_slot first: MySQL assigns left to right, each seeing the ones before.
     let update =
@@ -92,7 +93,11 @@ pub async fn sync<D: Dialect>(db: &D, declared: &[NewSchedule], now: DateTime<Ut
             db.exec(Some(&mut tx), "DELETE FROM task_schedules WHERE name = $1", args![&c.spec.name]).await?;
             synced.removed.push(c.spec.name.clone());
         }
-        db.commit(tx).await?;
+        if apply {
+            db.commit(tx).await?;
+        } else {
+            db.rollback(tx).await?;
+        }
         Ok(synced)
     })
     .await

@@ -32,12 +32,14 @@ pub async fn record<D: Dialect>(db: &D, tx: &mut TxOf<D>, runs: &[RunId], now: D
         return Ok(());
     }
     let hist = histogram_columns();
+    // A cancelled run's time is the operator's choice, not the handler's: it is counted, not timed.
+    let d = format!("(CASE WHEN r.status = {CANCELLED} THEN NULL ELSE r.duration_ms END)");
     let buckets: Vec<String> = (0..BUCKETS)
         .map(|i| {
             let cond = match (i.checked_sub(1).map(|p| DURATION_BOUNDS_MS[p]), DURATION_BOUNDS_MS.get(i)) {
-                (None, Some(b)) => format!("r.duration_ms <= {b}"),
-                (Some(p), Some(b)) => format!("r.duration_ms > {p} AND r.duration_ms <= {b}"),
-                (Some(p), None) => format!("r.duration_ms > {p}"),
+                (None, Some(b)) => format!("{d} <= {b}"),
+                (Some(p), Some(b)) => format!("{d} > {p} AND {d} <= {b}"),
+                (Some(p), None) => format!("{d} > {p}"),
                 (None, None) => "1 = 0".to_string(),
             };
             format!("sum(CASE WHEN {cond} THEN 1 ELSE 0 END) AS d{i}")
@@ -48,8 +50,8 @@ pub async fn record<D: Dialect>(db: &D, tx: &mut TxOf<D>, runs: &[RunId], now: D
         "SELECT q.task_handler_class AS handler, q.queue AS queue, $2 AS bucket,
              coalesce(r.task_runner_id, 0) AS runner,
              {} AS succeeded, {} AS failed, {} AS timed_out, {} AS cancelled,
-             sum(CASE WHEN r.duration_ms IS NULL THEN 0 ELSE 1 END) AS timed,
-             coalesce(sum(r.duration_ms), 0) AS duration_sum, coalesce(max(r.duration_ms), 0) AS duration_max,
+             sum(CASE WHEN {d} IS NULL THEN 0 ELSE 1 END) AS timed,
+             coalesce(sum({d}), 0) AS duration_sum, coalesce(max({d}), 0) AS duration_max,
              sum(CASE WHEN r.fuel_used IS NULL THEN 0 ELSE 1 END) AS fueled,
              coalesce(sum(r.fuel_used), 0) AS fuel_sum, coalesce(max(r.fuel_used), 0) AS fuel_max,
              coalesce(min(coalesce(r.started_on, r.finished_on)), $2) AS first_on,
