@@ -23,6 +23,15 @@ fn main() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    // Rust ignores SIGPIPE, so printing to a closed pipe panics (exit 101); a printing command
+    // takes the default back and ends quietly. Sockets are unaffected (written with MSG_NOSIGNAL).
+    #[cfg(unix)]
+    if cli.command.only_prints() {
+        // SAFETY: one call before any thread starts, restoring the signal's default.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let filter =
         tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     // Colours only for a terminal: logs piped to a file or a collector stay plain text.

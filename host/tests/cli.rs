@@ -416,3 +416,31 @@ async fn the_plugins_directory_is_watched_for_replaced_components() {
     let out = wait_exit(worker, Duration::from_secs(30)).await;
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_that_stops_early_ends_a_printing_command_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let env = Env::new(&["echo"]).await;
+    let tasks: Vec<String> =
+        (0..3000).map(|i| format!("{{\"handler\": \"echo\", \"data\": {{\"n\": {i}}}}}")).collect();
+    let file = env.dir.path().join("many.jsonl");
+    std::fs::write(&file, tasks.join("\n")).expect("write");
+    let o = run(&env, &["add", "--many", file.to_str().expect("path")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // `taskhost completions bash | head -c 16` and `taskhost list | head -c 16`: more than a
+    // pipe holds, its reader gone after a few bytes.
+    for args in [&["completions", "bash"][..], &["list", "--limit", "3000"][..]] {
+        let mut child = common::taskhost_command(&env)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut first = [0u8; 16];
+        child.stdout.take().expect("stdout").read_exact(&mut first).expect("the first bytes");
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await.expect("join").expect("wait");
+        let quiet = out.status.success() || out.status.signal() == Some(13); // SIGPIPE, as for git or ls
+        assert!(quiet && !stderr(&out).contains("panicked"), "{args:?}: {:?} {}", out.status, stderr(&out));
+    }
+}

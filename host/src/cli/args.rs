@@ -152,7 +152,7 @@ pub enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
         /// A handler that makes an HTTP request (POSTs its data's payload to its url), to run
-        /// under a network grant (Rust, Python and JavaScript).
+        /// under a network grant (Rust, Python, JavaScript and C).
         #[arg(long)]
         http: bool,
     },
@@ -169,6 +169,23 @@ pub enum Command {
         #[arg(long)]
         max_wasm_stack: usize,
     },
+}
+
+impl Command {
+    /// Commands that read and print, then exit: when their reader goes (`taskhost list | head`)
+    /// they end quietly, as git or ls do.
+    pub fn only_prints(&self) -> bool {
+        matches!(
+            self,
+            Command::List(_)
+                | Command::Show { .. }
+                | Command::Queues { .. }
+                | Command::Schedule { .. }
+                | Command::Stats { .. }
+                | Command::Plugins { .. }
+                | Command::Completions { .. }
+        )
+    }
 }
 
 #[derive(Debug, Args)]
