@@ -88,33 +88,14 @@ impl NetLog {
         let message = bounded(message);
         tracing::debug!(code, kind, "network access refused: {message}");
         self.with(|e| {
-            e.push(Entry {
-                what: format!("{kind} refused, {code}: {message}"),
-                started: Instant::now(),
-                status: None,
-                bytes_out: 0,
-                bytes_in: 0,
-                ended: Some((Instant::now(), None)),
-                plain: true,
-            });
+            e.push(Entry::plain(format!("{kind} refused, {code}: {message}")));
             e.refused(code, message);
         })
     }
 
     /// Note a line as it is: `socket tcp connect to ADDR`.
     pub fn note(&self, line: String) {
-        let what = bounded(line);
-        self.with(|e| {
-            e.push(Entry {
-                what,
-                started: Instant::now(),
-                status: None,
-                bytes_out: 0,
-                bytes_in: 0,
-                ended: Some((Instant::now(), None)),
-                plain: true,
-            })
-        });
+        self.with(|e| e.push(Entry::plain(bounded(line))));
     }
 
     /// Start the line of a request going out: `what` is its method and URL without the query.
@@ -151,6 +132,12 @@ impl NetLog {
 }
 
 impl Entry {
+    /// A line kept as it is, ended when written.
+    fn plain(what: String) -> Entry {
+        let now = Instant::now();
+        Entry { what, started: now, status: None, bytes_out: 0, bytes_in: 0, ended: Some((now, None)), plain: true }
+    }
+
     fn line(&self) -> String {
         if self.plain {
             return self.what.clone();
