@@ -217,11 +217,11 @@ async fn run() {
         queued_by: None,
     };
     for i in 0..1_000 {
-        let _ = sandbox.run(&noop.pre, noop.limits, &noop.grants, input(i), None, None).await;
+        let _ = sandbox.run(&noop.pre, noop.limits, &noop.grants, input(i), Default::default()).await;
     }
     let t = Instant::now();
     for i in 0..runs {
-        let r = sandbox.run(&noop.pre, noop.limits, &noop.grants, input(i), None, None).await;
+        let r = sandbox.run(&noop.pre, noop.limits, &noop.grants, input(i), Default::default()).await;
         assert!(matches!(r.outcome, GuestOutcome::Success(_)));
     }
     let per = t.elapsed() / runs as u32;
@@ -245,11 +245,11 @@ async fn run() {
         let load = t.elapsed();
         let input =
             || RunInput { task_id: 1, run_id: 1, attempt: 1, handler: name.into(), data: data.into(), queued_by: None };
-        let _ = sandbox.run(&plugin.pre, plugin.limits, &plugin.grants, input(), None, None).await;
+        let _ = sandbox.run(&plugin.pre, plugin.limits, &plugin.grants, input(), Default::default()).await;
         let n = 200;
         let t = Instant::now();
         for _ in 0..n {
-            let r = sandbox.run(&plugin.pre, plugin.limits, &plugin.grants, input(), None, None).await;
+            let r = sandbox.run(&plugin.pre, plugin.limits, &plugin.grants, input(), Default::default()).await;
             assert!(matches!(r.outcome, GuestOutcome::Success(_)), "{name}: {:?}", r.outcome);
         }
         println!(

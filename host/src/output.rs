@@ -266,6 +266,7 @@ pub fn run_once(r: &RunResult) -> String {
                 f.message
             );
         }
+        GuestOutcome::Stopped => out.push_str("stopped before it ended\n"),
     }
     let _ = writeln!(out, "progress {}%  fuel {}  time {:.1?}", r.report.percent.unwrap_or(0), r.fuel_used, r.elapsed);
     for line in r.report.logs().unwrap_or_default().lines() {

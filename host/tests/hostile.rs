@@ -7,7 +7,7 @@ mod common;
 
 use common::{drain_config, Env};
 use taskhost::model::{NewTask, RunStatus};
-use taskhost::sandbox::Limits;
+use taskhost::sandbox::{Limits, RunControl};
 
 /// Queue one `flood` task with `data`, drain, and return its only run.
 async fn flood(env: &Env, data: serde_json::Value) -> taskhost::model::Run {
@@ -336,8 +336,17 @@ async fn hold_the_pool(
         data: format!(r#"{{"hold_ms": {ms}}}"#),
         queued_by: None,
     };
-    let held =
-        tokio::spawn(async move { sandbox.run(&probe.pre, probe.limits, &probe.grants, input, Some(tx), None).await });
+    let held = tokio::spawn(async move {
+        sandbox
+            .run(
+                &probe.pre,
+                probe.limits,
+                &probe.grants,
+                input,
+                RunControl { progress: Some(tx), ..Default::default() },
+            )
+            .await
+    });
     rx.recv().await.expect("the holder reports progress once it runs: the pool is full");
     held
 }

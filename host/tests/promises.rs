@@ -106,6 +106,11 @@ async fn a_cancelled_run_is_stopped_within_a_second_and_never_retried(mut env: E
     assert_eq!((report.runs_ended_elsewhere, report.runs_finished, report.runs_abandoned), (1, 1, 0), "{report:?}");
     let (task, runs) = client.show(id).await.expect("show");
     assert_eq!((task.last_status, runs.len(), runs[0].status), (RunStatus::Cancelled, 1, RunStatus::Cancelled));
+    // What the guest logged and the fuel it burned up to the stop are kept.
+    let logs = runs[0].logs.as_deref().unwrap_or("");
+    assert!(logs.contains("spinning, attempt 1"), "{:?}", runs[0]);
+    assert!(runs[0].fuel_used.is_some_and(|f| f > 1_000_000), "{:?}", runs[0]);
+    assert!(runs[0].component_digest.is_some(), "{:?}", runs[0]);
 }
 
 async fn poison_outcomes_never_wedge_the_worker(env: Env) {

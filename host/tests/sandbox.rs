@@ -5,7 +5,7 @@ mod common;
 
 use common::{drain_config, Env};
 use taskhost::model::{NewTask, RunStatus};
-use taskhost::sandbox::{GuestOutcome, RunInput};
+use taskhost::sandbox::{GuestOutcome, RunControl, RunInput};
 
 async fn run_one(env: &Env, handler: &str, data: &str) -> taskhost::model::Run {
     let id = env.app.client.add(NewTask::new(handler, data).with_max_retries(1)).await.expect("add").id;
@@ -96,7 +96,12 @@ async fn progress_and_partial_results_are_forwarded_while_the_guest_runs() {
         data: r#"{"progress": [25, 50, 75], "partial": {"step": "halfway"}}"#.into(),
         queued_by: None,
     };
-    let r = env.app.catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, Some(tx), None).await;
+    let r = env
+        .app
+        .catalog
+        .sandbox()
+        .run(&plugin.pre, plugin.limits, &plugin.grants, input, RunControl { progress: Some(tx), ..Default::default() })
+        .await;
     assert!(matches!(r.outcome, GuestOutcome::Success(_)), "{:?}", r.outcome);
     let mut updates = Vec::new();
     while let Ok(u) = rx.try_recv() {

@@ -362,10 +362,10 @@ async fn run_once(config: &AppConfig, handler: &str, data: &str) -> Result<()> {
         data: data.to_string(),
         queued_by: None,
     };
-    let r = catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, None, None).await;
+    let r = catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, Default::default()).await;
     print!("{}", output::run_once(&r));
     match r.outcome {
-        taskhost::sandbox::GuestOutcome::Failed(_) => Err(Reported.into()),
+        taskhost::sandbox::GuestOutcome::Failed(_) | taskhost::sandbox::GuestOutcome::Stopped => Err(Reported.into()),
         taskhost::sandbox::GuestOutcome::Success(_) => Ok(()),
     }
 }

@@ -66,6 +66,16 @@ impl RunOutcome {
     }
 }
 
+/// What a run stopped from outside (its task cancelled, or the run ended elsewhere) leaves on its
+/// row: the lines the guest logged and the fuel it used up to the stop.
+#[derive(Debug, Clone)]
+pub struct StoppedRun {
+    pub run_id: RunId,
+    pub component_digest: Option<String>,
+    pub fuel_used: Option<i64>,
+    pub logs: Option<String>,
+}
+
 /// What a task does after a failed run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NextStep {

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, Notify, Semaphore};
 
 use crate::clock::SharedClock;
 use crate::error::Error;
 use crate::model::*;
 use crate::plugins::Catalog;
 use crate::retry::{self, Backoff};
-use crate::sandbox::{codes, Failure, GuestOutcome, RunInput, RunReport};
+use crate::sandbox::{codes, Failure, GuestOutcome, RunControl, RunInput, RunReport};
 
 /// What every run of a worker shares.
 pub(super) struct Shared {
@@ -45,6 +45,15 @@ pub(super) enum Executed {
         reason: String,
         fallback: RunOutcome,
     },
+    /// Told to stop (cancelled, or ended elsewhere) before it ended: nothing to write but what
+    /// the guest left, if it had started.
+    Stopped(Option<StoppedRun>),
+}
+
+/// How [`execute`] ended.
+enum Ran {
+    Ended(RunOutcome),
+    Stopped(Option<StoppedRun>),
 }
 
 impl Shared {
@@ -93,11 +102,15 @@ impl RunMeta {
     }
 }
 
-/// Run one claimed run, turning a panic anywhere in it into a `host-error` outcome.
-pub(super) async fn execute_guarded(shared: &Shared, run: ClaimedRun) -> Executed {
+/// Run one claimed run until it ends or `stop` is notified, turning a panic anywhere in it into a
+/// `host-error` outcome.
+pub(super) async fn execute_guarded(shared: &Shared, run: ClaimedRun, stop: Arc<Notify>) -> Executed {
     let meta = RunMeta::of(&run);
     let started = Instant::now();
-    let outcome = guarded(shared, meta, started, execute(shared, run, started)).await;
+    let outcome = match guarded(shared, meta, started, execute(shared, run, started, stop)).await {
+        Ran::Ended(outcome) => outcome,
+        Ran::Stopped(kept) => return Executed::Stopped(kept),
+    };
     let busy = outcome.failure().filter(|f| f.code == codes::HOST_BUSY).map(|f| f.message.clone());
     match busy.and_then(|reason| Some((reason, shared.put_back_at(meta.run_id)?))) {
         Some((reason, at)) => Executed::PutBack { at, reason, fallback: outcome },
@@ -108,14 +121,9 @@ pub(super) async fn execute_guarded(shared: &Shared, run: ClaimedRun) -> Execute
     }
 }
 
-async fn guarded(
-    shared: &Shared,
-    meta: RunMeta,
-    started: Instant,
-    run: impl std::future::Future<Output = RunOutcome>,
-) -> RunOutcome {
+async fn guarded(shared: &Shared, meta: RunMeta, started: Instant, run: impl std::future::Future<Output = Ran>) -> Ran {
     match std::panic::AssertUnwindSafe(run).catch_unwind().await {
-        Ok(outcome) => outcome,
+        Ok(ran) => ran,
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
@@ -124,8 +132,16 @@ async fn guarded(
                 .unwrap_or_else(|| "a panic".into());
             tracing::error!(run_id = meta.run_id, "the host panicked while running a task: {what}");
             let failure = Failure::host_error(&format!("panic: {what}")).bounded();
-            outcome(shared, meta, started, Ended { failure: Some(failure), ..Ended::default() })
+            Ran::Ended(outcome(shared, meta, started, Ended { failure: Some(failure), ..Ended::default() }))
         }
+    }
+}
+
+/// `work`'s output, or None when the run is told to stop first.
+async fn unless_stopped<T>(stop: &Notify, work: impl std::future::Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        done = work => Some(done),
+        () = stop.notified() => None,
     }
 }
 
@@ -139,16 +155,19 @@ struct Ended {
     report: RunReport,
 }
 
-async fn execute(shared: &Shared, run: ClaimedRun, started: Instant) -> RunOutcome {
+async fn execute(shared: &Shared, run: ClaimedRun, started: Instant, stop: Arc<Notify>) -> Ran {
     let meta = RunMeta::of(&run);
+    let ended = |ended: Ended| Ran::Ended(outcome(shared, meta, started, ended));
     let plugin = match shared.catalog.get(&run.handler) {
         Some(p) => Ok(p),
         None => {
             let catalog = shared.catalog.clone();
             let name = run.handler.clone();
-            match tokio::task::spawn_blocking(move || catalog.get_or_load(&name)).await {
-                Ok(r) => r,
-                Err(e) => Err(Error::Engine(format!("plugin loader panicked: {e}"))),
+            let load = tokio::task::spawn_blocking(move || catalog.get_or_load(&name));
+            match unless_stopped(&stop, load).await {
+                None => return Ran::Stopped(None),
+                Some(Ok(r)) => r,
+                Some(Err(e)) => Err(Error::Engine(format!("plugin loader panicked: {e}"))),
             }
         }
     };
@@ -156,17 +175,20 @@ async fn execute(shared: &Shared, run: ClaimedRun, started: Instant) -> RunOutco
         Ok(p) => p,
         Err(Error::UnknownHandler { .. }) | Err(Error::Invalid { .. }) => {
             let failure = Some(Failure::handler_not_found(&run.handler));
-            return outcome(shared, meta, started, Ended { failure, ..Ended::default() });
+            return ended(Ended { failure, ..Ended::default() });
         }
         Err(e) => {
             let failure = Some(Failure::handler_broken(&run.handler, &e.to_string()));
-            return outcome(shared, meta, started, Ended { failure, ..Ended::default() });
+            return ended(Ended { failure, ..Ended::default() });
         }
     };
     // Hold this run's memory limit from the worker's budget while it runs (a limit over the
     // whole budget takes all of it: that run runs alone).
     let want = u32::try_from(plugin.limits.memory_bytes.div_ceil(1 << 20)).unwrap_or(u32::MAX);
-    let _memory = shared.memory.clone().acquire_many_owned(want.clamp(1, shared.memory_budget_mib.max(1))).await;
+    let memory = shared.memory.clone().acquire_many_owned(want.clamp(1, shared.memory_budget_mib.max(1)));
+    let Some(_memory) = unless_stopped(&stop, memory).await else {
+        return Ran::Stopped(None);
+    };
     let time_left = (run.timeout_on - shared.clock.now()).to_std().unwrap_or(Duration::ZERO);
     let input = RunInput {
         task_id: run.task_id,
@@ -176,23 +198,21 @@ async fn execute(shared: &Shared, run: ClaimedRun, started: Instant) -> RunOutco
         data: run.data,
         queued_by: run.queued_by,
     };
-    let r = shared
-        .catalog
-        .sandbox()
-        .run(&plugin.pre, plugin.limits, &plugin.grants, input, Some(shared.progress_tx.clone()), Some(time_left))
-        .await;
+    let control =
+        RunControl { progress: Some(shared.progress_tx.clone()), time_left: Some(time_left), stop: Some(stop) };
+    let r = shared.catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, control).await;
+    let fuel = Some(i64::try_from(r.fuel_used).unwrap_or(i64::MAX));
     let (failure, results) = match r.outcome {
         GuestOutcome::Success(results) => (None, results),
         GuestOutcome::Failed(f) => (Some(f), None),
+        GuestOutcome::Stopped => {
+            let digest = Some(plugin.digest.clone());
+            let kept =
+                StoppedRun { run_id: meta.run_id, component_digest: digest, fuel_used: fuel, logs: r.report.logs() };
+            return Ran::Stopped(Some(kept));
+        }
     };
-    let ended = Ended {
-        failure,
-        results,
-        digest: Some(plugin.digest.clone()),
-        fuel: Some(i64::try_from(r.fuel_used).unwrap_or(i64::MAX)),
-        report: r.report,
-    };
-    outcome(shared, meta, started, ended)
+    ended(Ended { failure, results, digest: Some(plugin.digest.clone()), fuel, report: r.report })
 }
 
 /// The outcome to write: success, or the failure with its next step decided.
@@ -254,7 +274,9 @@ mod tests {
         };
         let meta =
             RunMeta { run_id: 7, task_id: 3, task_runs_failed: 0, max_retries: 5, backoff: BackoffSettings::default() };
-        let o = guarded(&shared, meta, Instant::now(), async { panic!("boom") }).await;
+        let Ran::Ended(o) = guarded(&shared, meta, Instant::now(), async { panic!("boom") }).await else {
+            panic!("a panic ends the run")
+        };
         assert_eq!((o.run_id, o.status()), (7, RunStatus::Error));
         let failure = o.failure().cloned().unwrap_or_else(|| Failure::host_error("none"));
         assert_eq!(failure.code, crate::sandbox::codes::HOST_ERROR);

@@ -96,8 +96,9 @@ struct RunTasks {
 
 impl RunTasks {
     /// Run one claimed run in its own task. The run stops at once (its store dropped) when the
-    /// grace period ends or the database says it was cancelled or ended elsewhere; its slot is released
-    /// once its outcome is written.
+    /// grace period ends or the database says it was cancelled or ended elsewhere (then what the
+    /// guest logged and the fuel it used are kept on its row); its slot is released once its
+    /// outcome is written.
     fn spawn(&self, shared: &Arc<Shared>, run: ClaimedRun, permit: tokio::sync::OwnedSemaphorePermit) {
         let shared = shared.clone();
         let mut abort = self.abort.clone();
@@ -109,7 +110,7 @@ impl RunTasks {
         let stop = in_flight.enter(run_id);
         tokio::spawn(async move {
             tokio::select! {
-                executed = execute::execute_guarded(&shared, run) => {
+                executed = execute::execute_guarded(&shared, run, stop) => {
                     in_flight.leave(run_id);
                     match executed {
                         Executed::Ended(outcome) => {
@@ -121,11 +122,13 @@ impl RunTasks {
                                 let _ = done_tx.send((fallback, permit));
                             }
                         }
+                        Executed::Stopped(kept) => {
+                            ended_elsewhere.fetch_add(1, Ordering::Relaxed);
+                            if let Some(kept) = kept {
+                                keep_stopped(&shared, &kept).await;
+                            }
+                        }
                     }
-                }
-                _ = stop.notified() => {
-                    in_flight.leave(run_id);
-                    ended_elsewhere.fetch_add(1, Ordering::Relaxed);
                 }
                 _ = async { let _ = abort.wait_for(|a| *a).await; } => in_flight.leave(run_id),
             }
@@ -147,6 +150,17 @@ fn log_outcome(handler: &str, o: &RunOutcome) {
             };
             let (outcome, code) = (o.status().as_str(), failure.code.as_str());
             tracing::info!(task, run, handler, outcome, code, next, duration_ms = ms, fuel, "run ended")
+        }
+    }
+}
+
+/// Keep what a run stopped from outside left on its row; a failure here loses only those lines.
+async fn keep_stopped(shared: &Shared, kept: &StoppedRun) {
+    match tokio::time::timeout(LAST_CALL_TIMEOUT, shared.store.keep_stopped(kept)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::warn!(run_id = kept.run_id, "could not keep a stopped run's logs: {e}"),
+        Err(_) => {
+            tracing::warn!(run_id = kept.run_id, "could not keep a stopped run's logs: the database did not answer")
         }
     }
 }

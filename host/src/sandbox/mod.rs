@@ -111,6 +111,19 @@ pub enum GuestOutcome {
     Success(Option<String>),
     /// A handler error, a trap or a broken limit.
     Failed(Failure),
+    /// Stopped from outside (its [`RunControl::stop`]) before it ended.
+    Stopped,
+}
+
+/// What a run gets besides its handler and task, all optional: where its progress goes, what is
+/// left of its task's run timeout, and a signal that stops it (the task was cancelled, or its run
+/// ended elsewhere). A run stopped so keeps what it logged and the fuel it used.
+#[derive(Debug, Default, Clone)]
+pub struct RunControl {
+    pub progress: Option<ProgressSender>,
+    /// The run stops at the earlier of this and its handler's deadline.
+    pub time_left: Option<Duration>,
+    pub stop: Option<Arc<tokio::sync::Notify>>,
 }
 
 #[derive(Debug, Clone)]
@@ -295,17 +308,16 @@ impl Sandbox {
     }
 
     /// Run one task in a fresh store. Never panics and never returns early on a guest
-    /// failure: every way a run can end is a [`GuestOutcome`]. `time_left` is what remains of
-    /// the task's run timeout: the run stops at the earlier of that and the handler's deadline.
+    /// failure: every way a run can end is a [`GuestOutcome`].
     pub async fn run(
         &self,
         pre: &TaskHandlerPre<HostState>,
         limits: Limits,
         grants: &Grants,
         input: RunInput,
-        progress: Option<ProgressSender>,
-        time_left: Option<Duration>,
+        control: RunControl,
     ) -> RunResult {
+        let RunControl { progress, time_left, stop } = control;
         let started = Instant::now();
         let output = output::GuestOutput::new(limits.max_log_bytes);
         // The run stops at the earlier of its handler's deadline and its task's run timeout.
@@ -358,7 +370,17 @@ impl Sandbox {
             let instance = pre.instantiate_async(&mut store).await?;
             instance.call_handle(&mut store, &task).await
         };
-        let result = tokio::time::timeout(allowed.saturating_add(grace), call).await;
+        let stopped = async {
+            match &stop {
+                Some(stop) => stop.notified().await,
+                None => std::future::pending().await,
+            }
+        };
+        // Stopped: the call is dropped here, the store kept, as when the outer timeout fires.
+        let result = tokio::select! {
+            r = tokio::time::timeout(allowed.saturating_add(grace), call) => Some(r),
+            () = stopped => None,
+        };
         let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
         let stopped_for_time = |in_host_call: bool| {
             if run_timeout_first {
@@ -368,8 +390,9 @@ impl Sandbox {
             }
         };
         let outcome = match result {
-            Err(_elapsed) => GuestOutcome::Failed(stopped_for_time(true)),
-            Ok(Err(e)) => {
+            None => GuestOutcome::Stopped,
+            Some(Err(_elapsed)) => GuestOutcome::Failed(stopped_for_time(true)),
+            Some(Ok(Err(e))) => {
                 let f = traps::classify(&e, store.data(), &limits);
                 if f.kind == traps::FailureKind::Timeout {
                     GuestOutcome::Failed(stopped_for_time(false))
@@ -377,8 +400,8 @@ impl Sandbox {
                     GuestOutcome::Failed(f.bounded())
                 }
             }
-            Ok(Ok(Err(he))) => GuestOutcome::Failed(Failure::handler(he)),
-            Ok(Ok(Ok(results))) => traps::check_results(results, &limits),
+            Some(Ok(Ok(Err(he)))) => GuestOutcome::Failed(Failure::handler(he)),
+            Some(Ok(Ok(Ok(results)))) => traps::check_results(results, &limits),
         };
         let mut report = std::mem::take(&mut store.data_mut().report);
         // Dropping the store stops the run's requests still going: their lines say so.

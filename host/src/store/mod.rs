@@ -201,6 +201,9 @@ pub trait Store: Send + Sync + 'static {
     /// due at `at`, without counting a failure: the run and its task are `scheduled` again, as
     /// before the claim. False when the run is no longer running (ended elsewhere).
     async fn put_back(&self, run: RunId, at: DateTime<Utc>) -> Result<bool>;
+    /// Keep what a run stopped from outside logged and used, on its row ended elsewhere (cancelled,
+    /// timed out). False when the row is running or scheduled again, or already has them.
+    async fn keep_stopped(&self, run: &StoppedRun) -> Result<bool>;
     /// The runs `running` on this runner (what its heartbeat checks its in-flight runs against).
     async fn running_runs_of(&self, runner: RunnerId) -> Result<Vec<RunId>>;
     /// Failed tasks (error/timeout, not given up) whose next step is not decided yet.

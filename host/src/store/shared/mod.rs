@@ -233,6 +233,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         runs::put_back(&self.db, run, at).await
     }
 
+    async fn keep_stopped(&self, run: &StoppedRun) -> Result<bool> {
+        runs::keep_stopped(&self.db, run).await
+    }
+
     async fn running_runs_of(&self, runner: RunnerId) -> Result<Vec<RunId>> {
         runs::running_of(&self.db, runner).await
     }

@@ -114,6 +114,15 @@ pub async fn put_back<D: Dialect>(db: &D, run: RunId, at: DateTime<Utc>) -> Resu
     .await
 }
 
+pub async fn keep_stopped<D: Dialect>(db: &D, r: &StoppedRun) -> Result<bool> {
+    let sql = format!(
+        "UPDATE task_runs SET fuel_used = $2, logs = $3, component_digest = coalesce(component_digest, $4)
+         WHERE id = $1 AND status NOT IN ({SCHEDULED}, {RUNNING}) AND fuel_used IS NULL AND logs IS NULL"
+    );
+    let kept = db.exec(None, &sql, args![r.run_id, r.fuel_used, &r.logs, &r.component_digest]).await?;
+    Ok(kept > 0)
+}
+
 pub async fn running_of<D: Dialect>(db: &D, runner: RunnerId) -> Result<Vec<RunId>> {
     let sql = format!("SELECT id FROM task_runs WHERE task_runner_id = $1 AND status = {RUNNING}");
     db.rows(None, &sql, args![runner]).await?.iter().map(|r| rows::id(r, "id")).collect()
