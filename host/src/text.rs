@@ -71,6 +71,23 @@ pub fn floor_char_boundary(s: &str, i: usize) -> usize {
     i
 }
 
+/// A duration written as text: numbers with units ("90s", "5m", "2h 30m", "30days"). The error
+/// quotes the text and says what is expected.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    use humantime::DurationError as E;
+    humantime::parse_duration(s.trim()).map_err(|e| {
+        let why = match e {
+            E::UnknownUnit { unit, .. } => format!("unknown unit \"{unit}\""),
+            E::NumberExpected(_) if s.trim().is_empty() => "empty".to_string(),
+            E::NumberExpected(_) => "a number is expected first".to_string(),
+            E::InvalidCharacter(_) => "unexpected character".to_string(),
+            E::NumberOverflow => "too large".to_string(),
+            E::Empty => "empty".to_string(),
+        };
+        format!("\"{s}\" is not a duration ({why}): write a number and a unit, such as 90s, 5m, 2h or 30days")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,16 +61,37 @@ async fn options_come_from_flags_then_the_environment_then_the_file_then_the_def
     assert_eq!(listed(&taskhost(cwd, &[], &["--plugins", plugins, "list", "--json"])), 0, "the default: ./taskhost.db");
     assert!(cwd.join("taskhost.db").exists());
 
-    // A command's table, and bad values: one line naming the file, the table and the key.
+    // A command's table, and bad values: one line naming the file, the line and column, the table and the key.
     std::fs::write(cwd.join("limit.toml"), format!("[options]\ndatabase_url = \"{}\"\n[list]\nlimit = 2\n", urls[2]))
         .expect("write");
     assert_eq!(listed(&taskhost(cwd, &[], &["--config", "limit.toml", "list", "--json"])), 2);
     assert_eq!(listed(&taskhost(cwd, &[], &["--config", "limit.toml", "list", "--json", "--limit", "3"])), 3);
     for (text, needle) in [
-        ("[worker]\nconcurrency = 0\n", "limit.toml: [worker] concurrency: invalid value '0': must be at least 1"),
-        ("[worker]\nconcurency = 2\n", "limit.toml: [worker] concurency: no such option"),
-        ("[list]\nlimit = \"many\"\n", "limit.toml: [list] limit: invalid value 'many'"),
-        ("[options]\nno_migrate = 1\n", "limit.toml: [options] no_migrate: expected true or false"),
+        (
+            "[worker]\nconcurrency = 0\n",
+            "limit.toml: line 2, column 1: [worker] concurrency: invalid value '0': must be at least 1",
+        ),
+        ("[worker]\nconcurency = 2\n", "limit.toml: line 2, column 1: [worker] concurency: no such option"),
+        ("[list]\nlimit = \"many\"\n", "limit.toml: line 2, column 1: [list] limit: invalid value 'many'"),
+        ("[options]\nno_migrate = 1\n", "limit.toml: line 2, column 1: [options] no_migrate: expected true or false"),
+        (
+            "# limits\n[limits]\nmemory_mb = \"64\"\n",
+            "invalid configuration limit.toml: line 3, column 13: [limits] memory_mb: invalid type: string \"64\"",
+        ),
+        ("[limits]\nmemory_mb = 64\nmemory_mb = 65\n", "limit.toml: line 3, column 1: duplicate key"),
+        ("[limits\nmemory_mb = 64\n", "limit.toml: line 1, column 8: "),
+        (
+            "[overseer.rotation]\nretention = \"banana\"\n",
+            "limit.toml: line 2, column 13: [overseer.rotation] retention: \"banana\" is not a duration",
+        ),
+        (
+            "[overseer.rotation]\ninterval = \"0s\"\n",
+            "limit.toml: [overseer.rotation] interval = \"0s\" is out of range",
+        ),
+        (
+            "[overseer.rotation]\nretension = \"1d\"\n",
+            "limit.toml: line 2, column 1: [overseer.rotation] retension: unknown field",
+        ),
     ] {
         std::fs::write(cwd.join("limit.toml"), text).expect("write");
         let o = taskhost(cwd, &[], &["--config", "limit.toml", "list"]);
@@ -142,4 +163,36 @@ async fn list_watch_shows_a_task_change_as_it_happens_and_stops_on_a_signal() {
     signal(&watch, "INT");
     let out = wait_exit(watch, Duration::from_secs(10)).await;
     assert!(out.status.success(), "a signal ends the watch cleanly: {}", stdout(&out));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotation_keeps_tasks_as_long_as_the_file_or_the_flag_says() {
+    let env = Env::new(&["echo"]).await;
+    let file = env.dir.path().join("retention.toml");
+    let config = file.to_str().expect("utf-8");
+    let env = &env;
+    let finished = |n: usize| async move {
+        let tasks: Vec<_> = (0..n).map(|_| taskhost::NewTask::new("echo", "{}")).collect();
+        env.app.client.add_many(tasks).await.expect("add");
+        env.drain(common::drain_config()).await;
+    };
+    let overseer = |extra: &[&str]| {
+        let o = common::process::run(env, &[&["--config", config, "overseer", "--once"], extra].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    std::fs::write(&file, "[overseer.rotation]\nretention = \"100days\"\n").expect("write");
+    finished(2).await;
+    assert!(overseer(&[]).contains("rotation: nothing to do"), "kept: the file says 100 days");
+    // The flag wins over the file.
+    wait_until(Duration::from_secs(30), "rotation under --retention 10ms", || async {
+        overseer(&["--retention", "10ms"]).contains("rotation: deleted 2 old successful tasks")
+    })
+    .await;
+    std::fs::write(&file, "[overseer.rotation]\nretention = \"10ms\"\n").expect("write");
+    finished(1).await;
+    wait_until(Duration::from_secs(30), "rotation under the file's 10ms", || async {
+        overseer(&[]).contains("rotation: deleted 1 old successful tasks")
+    })
+    .await;
 }

@@ -34,7 +34,7 @@ pub struct Cli {
     #[arg(long, global = true, env = "TASKHOST_CONFIG", help_heading = GLOBAL)]
     pub config: Option<PathBuf>,
     /// How long the first connection to a database server may take.
-    #[arg(long, global = true, value_parser = humantime::parse_duration, default_value = "5s", help_heading = GLOBAL)]
+    #[arg(long, global = true, value_parser = taskhost::text::parse_duration, default_value = "5s", help_heading = GLOBAL)]
     pub connect_timeout: Duration,
     /// Do not create or update the tables at start.
     #[arg(long, global = true, help_heading = GLOBAL)]
@@ -57,7 +57,8 @@ pub enum Command {
     Add(AddArgs),
     /// Claim and run tasks until stopped (SIGINT/SIGTERM; SIGHUP reloads plugins).
     Worker(WorkerArgs),
-    /// Run the maintenance services (liveness, run timeouts, retries, rotation).
+    /// Run the maintenance services: liveness, run timeouts, retries, rotation, schedules,
+    /// statistics compaction and unserved handlers.
     Overseer {
         /// Run each service once and exit. The configuration file's schedules are not applied:
         /// what they would change is shown (with --apply, they are applied).
@@ -66,6 +67,10 @@ pub enum Command {
         /// With --once: make the database's declared schedules the configuration file's.
         #[arg(long, requires = "once")]
         apply: bool,
+        /// Successful and cancelled tasks are deleted this long after they ended [default:
+        /// 30days, or the file's [overseer.rotation] retention].
+        #[arg(long, value_parser = positive_duration, env = "TASKHOST_RETENTION")]
+        retention: Option<Duration>,
     },
     /// List tasks.
     List(ListArgs),
@@ -205,7 +210,7 @@ pub struct AddArgs {
     #[arg(long, conflicts_with = "in_", value_parser = parse_time)]
     pub at: Option<DateTime<Utc>>,
     /// Run after this delay (e.g. 90s, 5m, 1h 30m).
-    #[arg(long = "in", value_parser = humantime::parse_duration)]
+    #[arg(long = "in", value_parser = taskhost::text::parse_duration)]
     pub in_: Option<Duration>,
     /// Runs that may fail in a row before the task is given up on (a dead letter).
     #[arg(long, default_value_t = taskhost::model::DEFAULT_MAX_RETRIES)]
@@ -223,7 +228,7 @@ pub struct AddArgs {
     #[arg(long)]
     pub queued_by: Option<String>,
     /// Time out a run after this long [default: 1 day].
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = taskhost::text::parse_duration)]
     pub run_timeout: Option<Duration>,
 }
 
@@ -242,13 +247,13 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub drain: bool,
     /// With --drain, also wait for runs due within this time (pending retries).
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
+    #[arg(long, value_parser = taskhost::text::parse_duration, default_value = "0s")]
     pub drain_horizon: Duration,
     /// Do not run the maintenance services in this process.
     #[arg(long)]
     pub no_overseer: bool,
     /// Rescan the plugins directory this often ("0s": only on SIGHUP).
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "2s")]
+    #[arg(long, value_parser = taskhost::text::parse_duration, default_value = "2s")]
     pub watch_plugins: Duration,
     /// How often an idle worker looks for due runs (SQLite, MySQL).
     #[arg(long, value_parser = positive_duration, default_value = "50ms")]
@@ -260,7 +265,7 @@ pub struct WorkerArgs {
     #[arg(long, value_parser = positive_duration, default_value = "5s")]
     pub heartbeat_interval: Duration,
     /// Time in-flight runs get to finish after SIGINT/SIGTERM.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "30s")]
+    #[arg(long, value_parser = taskhost::text::parse_duration, default_value = "30s")]
     pub shutdown_grace: Duration,
     /// Guest memory in use at once, in MiB: each run holds its memory limit while it runs
     /// [default: concurrency × the default memory limit].
@@ -272,9 +277,14 @@ pub struct WorkerArgs {
     /// At most this many runners live at once (at least 1).
     #[arg(long, default_value_t = WorkerConfig::DEFAULT_RUNNER_LIMIT, value_parser = clap::value_parser!(u32).range(1..))]
     pub runner_limit: u32,
-    /// A runner whose heartbeat is older than this is declared dead.
-    #[arg(long, value_parser = positive_duration, default_value = "30s")]
-    pub heartbeat_horizon: Duration,
+    /// A runner whose heartbeat is older than this is declared dead [default: 30s, or the file's
+    /// [overseer.liveness] heartbeat_horizon].
+    #[arg(long, value_parser = positive_duration)]
+    pub heartbeat_horizon: Option<Duration>,
+    /// Successful and cancelled tasks are deleted this long after they ended [default: 30days,
+    /// or the file's [overseer.rotation] retention].
+    #[arg(long, value_parser = positive_duration, env = "TASKHOST_RETENTION")]
+    pub retention: Option<Duration>,
 }
 
 #[derive(Debug, Args)]
@@ -346,10 +356,9 @@ fn at_least_one(s: &str) -> Result<usize, String> {
 
 /// A duration longer than zero.
 fn positive_duration(s: &str) -> Result<Duration, String> {
-    match humantime::parse_duration(s) {
-        Ok(d) if d.is_zero() => Err("must be longer than zero".into()),
-        Ok(d) => Ok(d),
-        Err(e) => Err(e.to_string()),
+    match taskhost::text::parse_duration(s)? {
+        d if d.is_zero() => Err("must be longer than zero".into()),
+        d => Ok(d),
     }
 }
 

@@ -72,7 +72,7 @@ pub struct DeleteArgs {
     #[arg(long)]
     pub handler: Option<String>,
     /// Only tasks finished longer ago than this (e.g. 7d, 12h).
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
+    #[arg(long, value_parser = taskhost::text::parse_duration, default_value = "0s")]
     pub older_than: Duration,
 }
 

@@ -7,7 +7,7 @@
 //! plugins = "/srv/taskhost/plugins"
 //! log = "info"
 //!
-//! [worker]                  # `taskhost worker`'s options (likewise [add], [list] and [overseer])
+//! [worker]                  # `taskhost worker`'s options (likewise [add] and [list])
 //! concurrency = 8
 //! queues = ["default", "mail"]
 //! shutdown_grace = "1m"
@@ -22,10 +22,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use clap::{Arg, ArgAction, Command};
+use taskhost::config::located;
 
 /// The commands whose options the file may set, each in its table (the policy reads the file
 /// too, and knows these tables).
-const COMMAND_TABLES: &[&str] = &["worker", "overseer", "add", "list"];
+/// (`[overseer]` is the maintenance services' settings, read by the policy too.)
+const COMMAND_TABLES: &[&str] = &["worker", "add", "list"];
 
 /// The file named by `--config` in `args` or by `TASKHOST_CONFIG`, if any.
 pub fn config_path(args: &[OsString]) -> Option<PathBuf> {
@@ -45,16 +47,33 @@ pub fn config_path(args: &[OsString]) -> Option<PathBuf> {
     std::env::var_os("TASKHOST_CONFIG").filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
-/// `cmd` with the defaults the configuration file at `path` gives.
+/// `cmd` with the defaults the configuration file at `path` gives. An error names the file, and
+/// the line, column, table and key.
 pub fn with_file_defaults(cmd: Command, path: &Path) -> Result<Command, String> {
-    let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the configuration file {shown}: {e}"))?;
-    let table: toml::Table =
-        toml::from_str(&text).map_err(|e| format!("configuration file {shown}: {}", e.message().trim()))?;
-    with_table_defaults(cmd, &table).map_err(|e| format!("configuration file {shown}: {e}"))
+    let bad = |why: String| taskhost::Error::BadConfig { path: path.to_path_buf(), reason: why }.to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| bad(located::describe(&e, &text)))?;
+    with_table_defaults(cmd, &table).map_err(|e| match located::key_position(&text, &[&e.section, &e.key]) {
+        Some(at) => bad(format!("{at}: {e}")),
+        None => bad(e.to_string()),
+    })
 }
 
-fn with_table_defaults(mut cmd: Command, table: &toml::Table) -> Result<Command, String> {
+/// A key of the file's that is no option, or a value the option refuses.
+#[derive(Debug)]
+struct KeyError {
+    section: String,
+    key: String,
+    why: String,
+}
+
+impl std::fmt::Display for KeyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}] {}: {}", self.section, self.key, self.why)
+    }
+}
+
+fn with_table_defaults(mut cmd: Command, table: &toml::Table) -> Result<Command, KeyError> {
     for (section, values) in table {
         let toml::Value::Table(values) = values else { continue };
         if section == "options" {
@@ -81,8 +100,8 @@ fn with_table_defaults(mut cmd: Command, table: &toml::Table) -> Result<Command,
     Ok(cmd)
 }
 
-fn unknown(section: &str, key: &str) -> String {
-    format!("[{section}] {key}: no such option")
+fn unknown(section: &str, key: &str) -> KeyError {
+    KeyError { section: section.into(), key: key.into(), why: "no such option".into() }
 }
 
 /// The option `--KEY` among `args` (global ones for `[options]`), other than `--config` itself.
@@ -92,8 +111,8 @@ fn find<'a>(mut args: impl Iterator<Item = &'a Arg>, key: &str, global: bool) ->
 }
 
 /// The file's value as the option's default values, checked as a flag's value would be.
-fn defaults(section: &str, key: &str, arg: &Arg, value: &toml::Value) -> Result<Vec<String>, String> {
-    let bad = |why: String| format!("[{section}] {key}: {why}");
+fn defaults(section: &str, key: &str, arg: &Arg, value: &toml::Value) -> Result<Vec<String>, KeyError> {
+    let bad = |why: String| KeyError { section: section.into(), key: key.into(), why };
     let flag = matches!(arg.get_action(), ArgAction::SetTrue | ArgAction::SetFalse);
     let values: Vec<String> = match value {
         toml::Value::Boolean(b) if flag => return Ok(vec![b.to_string()]),
@@ -133,7 +152,7 @@ mod tests {
 
     fn parse(file: &str, args: &[&str]) -> Result<Cli, String> {
         let table: toml::Table = toml::from_str(file).map_err(|e| e.to_string())?;
-        let cmd = with_table_defaults(Cli::command(), &table)?;
+        let cmd = with_table_defaults(Cli::command(), &table).map_err(|e| e.to_string())?;
         let matches = cmd.try_get_matches_from(args).map_err(|e| e.to_string())?;
         Cli::from_arg_matches(&matches).map_err(|e| e.to_string())
     }

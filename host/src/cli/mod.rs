@@ -38,11 +38,19 @@ impl Cli {
     }
 }
 
-/// The overseer's settings: the defaults, and the schedules the configuration file declares
-/// (when there is a file: one without schedules declares none).
+/// The overseer's settings: the file's `[overseer]` (or the defaults), the command's flags, and
+/// the schedules the file declares (when there is a file: one without schedules declares none).
 fn overseer_config(cli: &Cli, app: &App) -> OverseerConfig {
-    let mut c = OverseerConfig::default();
-    c.schedules.declared = cli.config.is_some().then(|| app.catalog.policy().schedules.clone());
+    let policy = app.catalog.policy();
+    let mut c = policy.overseer.clone();
+    c.schedules.declared = cli.config.is_some().then(|| policy.schedules.clone());
+    let (retention, horizon) = match &cli.command {
+        Command::Worker(w) => (w.retention, w.heartbeat_horizon),
+        Command::Overseer { retention, .. } => (*retention, None),
+        _ => (None, None),
+    };
+    c.rotation.retention = retention.unwrap_or(c.rotation.retention);
+    c.liveness.heartbeat_horizon = horizon.unwrap_or(c.liveness.heartbeat_horizon);
     c
 }
 
@@ -136,8 +144,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             // letter: a wrong --plugins is refused at start.
             std::fs::read_dir(&cli.plugins_dir)
                 .with_context(|| format!("cannot read the plugins directory {}", cli.plugins_dir.display()))?;
-            let mut overseer = overseer_config;
-            overseer.liveness.heartbeat_horizon = w.heartbeat_horizon;
+            let overseer = overseer_config;
             let cfg = WorkerConfig {
                 concurrency: w.concurrency,
                 claim_batch: w.claim_batch.max(1),
@@ -167,7 +174,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 );
             }
         }
-        Command::Overseer { once, apply } => {
+        Command::Overseer { once, apply, .. } => {
             let mut overseer_config = overseer_config;
             overseer_config.schedules.apply = !once || apply;
             let overseer = Overseer::new(app.store.clone(), app.clock.clone(), overseer_config);

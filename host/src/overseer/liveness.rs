@@ -18,10 +18,13 @@ use crate::error::Result;
 use crate::model::{Runner, RunnerId};
 use crate::store::SharedStore;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
+    #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub interval: Duration,
     /// A heartbeat older than this means the runner is dead. Several heartbeat intervals.
+    #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub heartbeat_horizon: Duration,
     /// Also check PIDs of runners registered from this host.
     pub check_local_pids: bool,

@@ -36,10 +36,13 @@ pub mod schedules;
 pub mod stats_compaction;
 pub mod unserved;
 
-/// Settings of every service.
-#[derive(Debug, Clone)]
+/// Settings of every service: the defaults, or the operator's file's `[overseer]` table, each
+/// service's in its own table (`[overseer.rotation] retention = "90days"`) with its fields' names.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct OverseerConfig {
     /// How long the maintenance lease lasts without renewal.
+    #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub lease_ttl: Duration,
     pub liveness: liveness::Config,
     pub run_timeout: run_timeout::Config,
@@ -54,6 +57,49 @@ impl OverseerConfig {
     pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
     /// The lease's name in `task_leases`.
     pub const LEASE: &'static str = "overseer";
+
+    /// Every setting in range: intervals, horizons and batches above zero (a zero interval would
+    /// spin, a zero retention delete what just finished), durations at most a year... except
+    /// the retention, at most 100 years. The error names the table and the key.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+        let durations = [
+            ("", "lease_ttl", self.lease_ttl, YEAR),
+            (".liveness", "interval", self.liveness.interval, YEAR),
+            (".liveness", "heartbeat_horizon", self.liveness.heartbeat_horizon, YEAR),
+            (".run_timeout", "interval", self.run_timeout.interval, YEAR),
+            (".run_timeout", "margin", self.run_timeout.margin, YEAR),
+            (".retries", "interval", self.retries.interval, YEAR),
+            (".rotation", "interval", self.rotation.interval, YEAR),
+            (".rotation", "retention", self.rotation.retention, YEAR.saturating_mul(100)),
+            (".unserved", "interval", self.unserved.interval, YEAR),
+            (".unserved", "horizon", self.unserved.horizon, YEAR),
+            (".schedules", "interval", self.schedules.interval, YEAR),
+            (".stats_compaction", "interval", self.stats_compaction.interval, YEAR),
+            (".stats_compaction", "keep_minutes_for", self.stats_compaction.keep_minutes_for, YEAR),
+        ];
+        for (table, key, d, max) in durations {
+            if d < Duration::from_millis(10) || d > max {
+                let (d, max) = (humantime::format_duration(d), humantime::format_duration(max));
+                return Err(format!("[overseer{table}] {key} = \"{d}\" is out of range (10ms to {max})"));
+            }
+        }
+        let counts = [
+            (".run_timeout", "batch", self.run_timeout.batch),
+            (".retries", "batch", self.retries.batch),
+            (".rotation", "batch", self.rotation.batch),
+            (".rotation", "max_batches", self.rotation.max_batches),
+            (".unserved", "batch", self.unserved.batch),
+            (".stats_compaction", "batch", self.stats_compaction.batch),
+            (".stats_compaction", "max_batches", self.stats_compaction.max_batches),
+        ];
+        for (table, key, n) in counts {
+            if !(1..=100_000).contains(&n) {
+                return Err(format!("[overseer{table}] {key} = {n} is out of range (1 to 100000)"));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for OverseerConfig {

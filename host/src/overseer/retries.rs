@@ -16,10 +16,13 @@ use crate::model::NextStep;
 use crate::retry::{self, Backoff};
 use crate::store::{RetryCandidate, RetryPlan, SharedStore};
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
+    #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub interval: Duration,
     pub batch: u32,
+    #[serde(skip)]
     pub backoff: Backoff,
 }
 

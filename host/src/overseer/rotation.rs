@@ -11,10 +11,13 @@ use super::Service;
 use crate::error::Result;
 use crate::store::SharedStore;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
+    #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub interval: Duration,
     /// Keep successful and cancelled tasks this long after they finished.
+    #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub retention: Duration,
     /// Tasks deleted per transaction.
     pub batch: u32,

@@ -14,12 +14,15 @@ use super::Service;
 use crate::error::Result;
 use crate::store::SharedStore;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
+    #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub interval: Duration,
     /// Runs timed out per statement.
     pub batch: u32,
     /// How long past its run timeout a run is left to its worker before this service times it out.
+    #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub margin: Duration,
 }
 

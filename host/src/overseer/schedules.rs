@@ -21,14 +21,18 @@ use crate::model::TaskId;
 use crate::schedule::{NewSchedule, Synced};
 use crate::store::SharedStore;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// How often due slots are looked for: the most a slot's task is queued after its time.
+    #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub interval: Duration,
     /// The schedules declared in the configuration file; None: nothing is declared here (the
     /// declared schedules in the database are left as they are).
+    #[serde(skip)]
     pub declared: Option<Vec<NewSchedule>>,
     /// Whether the declarations are applied (true) or only what they would change is told.
+    #[serde(skip)]
     pub apply: bool,
 }
 

@@ -13,10 +13,13 @@ use super::Service;
 use crate::error::Result;
 use crate::store::SharedStore;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
+    #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub interval: Duration,
     /// Rows of minutes at least this old are merged (more than the hour `stats` reads by minute).
+    #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub keep_minutes_for: Duration,
     /// Rows merged per transaction.
     pub batch: u32,

@@ -17,10 +17,13 @@ use super::Service;
 use crate::error::Result;
 use crate::store::SharedStore;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
+    #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub interval: Duration,
     /// How long a due task may wait for a live runner serving its handler.
+    #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub horizon: Duration,
     /// Tasks given up per statement.
     pub batch: u32,

@@ -65,15 +65,7 @@ pub(super) fn toml_error(e: &toml::de::Error, text: &str) -> String {
         }
     }
     let message = crate::text::bounded(&crate::text::one_line(&message), 300, "…");
-    match e.span() {
-        Some(span) => {
-            let before = &text.as_bytes()[..span.start.min(text.len())];
-            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-            let column = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
-            format!("{message} (line {line}, column {column})")
-        }
-        None => message,
-    }
+    crate::config::located::describe_message(e, text, &message)
 }
 
 #[derive(Debug, Deserialize, Default)]

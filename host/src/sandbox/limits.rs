@@ -159,6 +159,12 @@ pub struct LimitOverrides {
     pub max_handles: Option<usize>,
 }
 
+/// A duration written as text ("90s", "5m", "30days").
+pub(crate) fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let s = <String as serde::Deserialize>::deserialize(d)?;
+    crate::text::parse_duration(&s).map_err(serde::de::Error::custom)
+}
+
 /// An optional duration written as text ("90s", "5m").
 pub(crate) fn duration_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     humantime_serde_opt::deserialize(d)
@@ -171,7 +177,7 @@ mod humantime_serde_opt {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let s: Option<String> = Option::deserialize(d)?;
-        s.map(|s| humantime::parse_duration(&s).map_err(serde::de::Error::custom)).transpose()
+        s.map(|s| crate::text::parse_duration(&s).map_err(serde::de::Error::custom)).transpose()
     }
 }
 

@@ -33,8 +33,11 @@
 //! time_zone = "Europe/Paris"    # optional, like queue, priority and missed = "once" | "skip"
 //! ```
 //!
+//! `[overseer]` holds the maintenance services' settings, one table a service with the fields of
+//! its `Config` (see [`crate::overseer`]): `[overseer.rotation] retention = "90days"`.
+//!
 //! The same file may hold the `taskhost` command's options (`[options]`, `[worker]`, `[add]`,
-//! `[list]`, `[overseer]`), which the command reads; they are ignored here.
+//! `[list]`), which the command reads; they are ignored here.
 //!
 //! A plugin's own manifest (`NAME.toml` beside `NAME.wasm`) may only lower these limits. Every
 //! value is checked when the file is loaded; a bad one is one clear error.
@@ -47,12 +50,15 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::model::RunLimits;
+use crate::overseer::OverseerConfig;
 use crate::sandbox::compile::CompileBounds;
 use crate::sandbox::{Grants, GrantsConfig, LimitOverrides, Limits};
 use crate::schedule::NewSchedule;
 
+pub mod located;
+
 /// What the operator allows handlers: limits, grants, and how large a component may be.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Policy {
     /// Limits of a handler the configuration says nothing else about.
     pub limits: Limits,
@@ -68,6 +74,8 @@ pub struct Policy {
     pub schedules: Vec<NewSchedule>,
     /// Runs in flight at once across all workers, per queue and per handler.
     pub run_limits: RunLimits,
+    /// The maintenance services' settings (`[overseer]`), for a worker's overseer or one alone.
+    pub overseer: OverseerConfig,
 }
 
 /// The operator's word on one handler.
@@ -89,7 +97,7 @@ impl Policy {
     pub fn load(path: &Path) -> Result<Policy> {
         let bad = |reason: String| Error::BadConfig { path: path.to_path_buf(), reason };
         let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
-        let file: ConfigFile = toml::from_str(&text).map_err(|e| bad(e.message().trim().to_string()))?;
+        let file: ConfigFile = toml::from_str(&text).map_err(|e| bad(located::describe(&e, &text)))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Policy::from_file(&file, &base).map_err(bad)
     }
@@ -158,6 +166,7 @@ impl Policy {
             handlers,
             schedules,
             run_limits,
+            overseer: checked_overseer(&file.overseer)?,
         })
     }
 
@@ -185,6 +194,7 @@ impl Default for Policy {
             handlers: HashMap::new(),
             schedules: Vec::new(),
             run_limits: RunLimits::default(),
+            overseer: OverseerConfig::default(),
         }
     }
 }
@@ -202,14 +212,14 @@ struct ConfigFile {
     schedules: std::collections::BTreeMap<String, ScheduleSection>,
     #[serde(default)]
     queues: std::collections::BTreeMap<String, QueueSection>,
+    #[serde(default)]
+    overseer: OverseerConfig,
     // The `taskhost` command's options ([options] and one table per command), which the command
     // reads and checks itself (host/src/cli/file.rs).
     #[allow(dead_code)]
     options: Option<toml::Table>,
     #[allow(dead_code)]
     worker: Option<toml::Table>,
-    #[allow(dead_code)]
-    overseer: Option<toml::Table>,
     #[allow(dead_code)]
     add: Option<toml::Table>,
     #[allow(dead_code)]
@@ -241,6 +251,12 @@ struct HandlerSection {
 #[serde(deny_unknown_fields)]
 struct QueueSection {
     max_running: Option<i64>,
+}
+
+/// The `[overseer]` table, checked (the schedules it declares are the file's `[schedules]`).
+fn checked_overseer(o: &OverseerConfig) -> std::result::Result<OverseerConfig, String> {
+    o.check()?;
+    Ok(o.clone())
 }
 
 /// A `max_running` checked: 0 would hold the queue's tasks forever (pausing says so plainly).
@@ -316,7 +332,21 @@ mod tests {
 
     #[test]
     fn an_empty_configuration_is_the_defaults() {
-        assert_eq!(policy("").expect("policy"), Policy::default());
+        let empty = policy("").expect("policy");
+        assert_eq!(format!("{empty:?}"), format!("{:?}", Policy::default()));
+    }
+
+    #[test]
+    fn each_overseer_service_is_set_in_its_table_and_checked() {
+        let p = policy("[overseer]\nlease_ttl = \"1m\"\n[overseer.rotation]\nretention = \"90days\"\nbatch = 10\n")
+            .expect("policy");
+        assert_eq!(p.overseer.lease_ttl, Duration::from_secs(60));
+        assert_eq!((p.overseer.rotation.retention, p.overseer.rotation.batch), (Duration::from_secs(90 * 86400), 10));
+        assert_eq!(p.overseer.rotation.interval, crate::overseer::rotation::Config::DEFAULT_INTERVAL);
+        let err = policy("[overseer.unserved]\nbatch = 0\n").expect_err("refused");
+        assert_eq!(err, "[overseer.unserved] batch = 0 is out of range (1 to 100000)");
+        let err = policy("[overseer.liveness]\ninterval = \"2years\"\n").expect_err("refused");
+        assert!(err.starts_with("[overseer.liveness] interval = \"2years\" is out of range"), "{err}");
     }
 
     #[test]
