@@ -42,27 +42,39 @@ async fn a_javascript_handler_runs_end_to_end() {
     assert_eq!(err.error_code.as_deref(), Some("invalid-input"));
 }
 
-/// A handler's bug: what it printed is in the run's logs, and the exception in the run's error
-/// message, not only "unreachable instruction executed". Python traps after printing its
-/// traceback; the JavaScript example turns an uncaught `Error` into a handler error.
+/// A handler's bug, in Python, JavaScript or Rust, ends the same way: `uncaught-exception`,
+/// retried, its message the exception's type and text then its traceback, without the runtime's
+/// noise ("unreachable instruction executed", the runtime's own panic); what it printed is in the
+/// run's logs. Python and Rust trap after printing; the JavaScript example reports its `Error`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_uncaught_exception_shows_in_the_error_message_and_the_logs() {
-    let env = Env::new(&["py-stats", "js-words"]).await;
-    let py = env.app.client.add(NewTask::new("py-stats", r#"{"crash": "py-boom"}"#).with_max_retries(1)).await;
-    let js = env.app.client.add(NewTask::new("js-words", r#"{"crash": "js-boom"}"#).with_max_retries(1)).await;
+async fn an_uncaught_exception_ends_the_same_way_in_every_language() {
+    let env = Env::new(&["py-stats", "js-words", "trap"]).await;
+    let mut ids = Vec::new();
+    for (handler, data) in
+        [("py-stats", r#"{"crash": "py-boom"}"#), ("js-words", r#"{"crash": "js-boom"}"#), ("trap", r#""panic""#)]
+    {
+        ids.push(env.app.client.add(NewTask::new(handler, data).with_max_retries(2)).await.expect("add").id);
+    }
     env.drain(drain_config()).await;
-    let (_, runs) = env.app.client.show(py.expect("add").id).await.expect("show");
-    let message = runs[0].error_message.as_deref().unwrap_or("");
-    assert_eq!(runs[0].error_code.as_deref(), Some("trap"));
-    assert!(message.contains("RuntimeError: crash requested: py-boom"), "{message}");
-    assert!(message.contains("the guest's last output"), "{message}");
+    let starts = [
+        "RuntimeError: crash requested: py-boom\nTraceback (most recent call last):\n  File \"/0/app.py\"",
+        "Error: crash requested: js-boom\n",
+        "panic: no item 7 among 0\n  at trap/src/lib.rs:",
+    ];
+    for (id, start) in ids.into_iter().zip(starts) {
+        let (task, runs) = env.app.client.show(id).await.expect("show");
+        eprintln!("{}: {:?}", task.handler, runs[0].error_message);
+        let message = runs[0].error_message.as_deref().unwrap_or("");
+        assert_eq!(runs[0].error_code.as_deref(), Some("uncaught-exception"), "{message}");
+        assert_eq!(runs.len(), 2, "retried (max_retries 2): {runs:?}");
+        assert!(message.starts_with(start), "{message}");
+        for noise in ["unreachable", "runtime/src/lib.rs", "RUST_BACKTRACE", "the guest's last output"] {
+            assert!(!message.contains(noise), "{noise} in {message}");
+        }
+    }
+    let (_, runs) = env.app.client.show(1).await.expect("show");
     let logs = runs[0].logs.as_deref().unwrap_or("");
     assert!(logs.contains("[stdout] about to crash\n") && logs.contains("[stderr] Traceback"), "{logs}");
-    let (_, runs) = env.app.client.show(js.expect("add").id).await.expect("show");
-    let message = runs[0].error_message.as_deref().unwrap_or("");
-    assert_eq!(runs[0].error_code.as_deref(), Some("uncaught-error"), "{message}");
-    assert!(message.contains("Error: crash requested: js-boom"), "{message}");
-    assert!(runs[0].logs.as_deref().unwrap_or("").contains("[stdout] about to crash"), "{:?}", runs[0].logs);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,8 +4,8 @@
 // every tenth of the lines, partial results half way, logs a summary, and throws a non-retryable
 // `invalid-input` error on bad data (a thrown {code, message, retryable} is the WIT error).
 // {"crash": "why"} throws an Error, as a handler with a bug would: `handle` turns any other thrown
-// value into an `uncaught-error` with its message and stack (componentize-js would otherwise fail
-// to read it as the WIT error, and the run would trap without saying why).
+// value into an `uncaught-exception` with its message and stack (componentize-js would otherwise
+// fail to read it as the WIT error, and the run would trap without saying why).
 import { setProgress, setResults, log } from "taskhost:plugin/host@0.1.0";
 
 function invalid(message) {
@@ -17,7 +17,7 @@ export function handle(task) {
     return words(task);
   } catch (e) {
     if (e && typeof e.code === "string") throw e;
-    throw { code: "uncaught-error", message: e && e.stack ? `${e}\n${e.stack}` : String(e), retryable: false };
+    throw { code: "uncaught-exception", message: e && e.stack ? `${e}\n${e.stack}` : String(e), retryable: true };
   }
 }
 

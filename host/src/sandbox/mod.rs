@@ -26,6 +26,7 @@ pub mod limits;
 pub mod net;
 mod output;
 mod traps;
+pub mod uncaught;
 
 pub use grants::{Grants, GrantsConfig};
 pub use host::{HostState, ProgressSender, RunReport};
@@ -145,11 +146,19 @@ fn what_it_left(
     max_log_bytes: usize,
 ) -> GuestOutcome {
     report.add_network(net_log.lines());
+    let printed = output.take();
+    // A trap after an exception's report is that exception, whatever the language.
+    let outcome = match outcome {
+        GuestOutcome::Failed(f) if f.code == codes::TRAP => match uncaught::report(printed.stderr_lines()) {
+            Some(report) => GuestOutcome::Failed(Failure::uncaught(report)),
+            None => GuestOutcome::Failed(f),
+        },
+        outcome => outcome,
+    };
     let outcome = match (outcome, net_log.refusal()) {
         (GuestOutcome::Failed(f), Some(r)) => GuestOutcome::Failed(f.after_refusal(&r)),
         (outcome, _) => outcome,
     };
-    let printed = output.take();
     let outcome = match (outcome, printed.tail()) {
         (GuestOutcome::Failed(mut f), Some(tail)) if f.source == ErrorSource::Host => {
             f.message = format!("{}; the guest's last output: {tail}", f.message);

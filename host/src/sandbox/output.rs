@@ -22,6 +22,9 @@ const MAX_LINE_BYTES: usize = 8 << 10;
 /// Lines remembered for a trap's message, and the bytes kept of each.
 const TAIL_LINES: usize = 6;
 const TAIL_LINE_BYTES: usize = 240;
+/// The last stderr lines kept whole (to a bound) for an uncaught exception's report.
+const STDERR_LINES: usize = 64;
+const STDERR_LINE_BYTES: usize = 500;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Which {
@@ -51,6 +54,8 @@ pub struct Printed {
     /// A line too long, being skipped to its end.
     skipping: [bool; 2],
     tail: VecDeque<String>,
+    /// The last lines of stderr, without their label.
+    stderr: VecDeque<String>,
 }
 
 impl Printed {
@@ -88,6 +93,12 @@ impl Printed {
         if cut {
             text.push_str(" …");
         }
+        if which == Which::Stderr {
+            if self.stderr.len() == STDERR_LINES {
+                self.stderr.pop_front();
+            }
+            self.stderr.push_back(crate::text::bounded(&text, STDERR_LINE_BYTES, "…"));
+        }
         let line = format!("[{}] {text}\n", which.label());
         if self.tail.len() == TAIL_LINES {
             self.tail.pop_front();
@@ -107,6 +118,11 @@ impl Printed {
                 self.end_line(which, false);
             }
         }
+    }
+
+    /// The last lines of stderr (up to 64), for [`super::uncaught`].
+    pub fn stderr_lines(&self) -> impl Iterator<Item = &str> {
+        self.stderr.iter().map(String::as_str)
     }
 
     /// The last lines printed, joined on one line, for an error message.

@@ -82,6 +82,9 @@ pub mod codes {
     pub const HOST_BUSY: &str = "host-busy";
     /// An operator cancelled the task (the run's status is `cancelled`).
     pub const CANCELLED: &str = "cancelled";
+    /// An uncaught exception, in any language (see [`super::super::uncaught`]): the host gives
+    /// it to a trap it recognises, and a handler's glue may return it; not reserved.
+    pub const UNCAUGHT_EXCEPTION: &str = "uncaught-exception";
 
     /// Every code the host writes.
     pub const HOST: [&str; 21] = [
@@ -151,8 +154,21 @@ impl Failure {
             message = format!("[the handler returned {code:?}, a code reserved for the host] {message}");
             code = format!("guest-{code}");
         }
-        Failure { code, message, retryable: e.retryable, source: ErrorSource::Guest, kind: FailureKind::Error }
-            .bounded()
+        // One rule for an uncaught exception, however it is reported.
+        let retryable = if code == codes::UNCAUGHT_EXCEPTION { super::uncaught::RETRYABLE } else { e.retryable };
+        Failure { code, message, retryable, source: ErrorSource::Guest, kind: FailureKind::Error }.bounded()
+    }
+
+    /// The guest's uncaught exception, read from what it printed before it trapped.
+    pub(crate) fn uncaught(report: String) -> Self {
+        Failure {
+            code: codes::UNCAUGHT_EXCEPTION.into(),
+            message: text::printable(&report),
+            retryable: super::uncaught::RETRYABLE,
+            source: ErrorSource::Guest,
+            kind: FailureKind::Error,
+        }
+        .bounded()
     }
 
     /// The same failure with its code and message cut to their maxima and free of NUL bytes.

@@ -10,9 +10,10 @@ export function handle(task) {
     return work(task);
   } catch (e) {
     // Only a thrown {code, message, retryable} is a handler error: anything else (an Error)
-    // would trap without its message, so it is turned into one.
+    // would trap without its message, so it is reported as the host reports any language's
+    // uncaught exception (retried; the host applies its rule to this code).
     if (e && typeof e.code === "string") throw e;
-    throw { code: "uncaught-error", message: e && e.stack ? `${e}\n${e.stack}` : String(e), retryable: false };
+    throw { code: "uncaught-exception", message: e && e.stack ? `${e}\n${e.stack}` : String(e), retryable: true };
   }
 }
 
