@@ -34,6 +34,9 @@ pub enum Error {
     #[error("unknown handler {name:?}: there is no {name}.wasm in {}", dir.display())]
     UnknownHandler { name: String, dir: PathBuf },
 
+    #[error("cannot read the plugins directory {}: {reason}", dir.display())]
+    PluginsDir { dir: PathBuf, reason: String },
+
     #[error("no usable plugin in {}: nothing for a worker to run", dir.display())]
     NoPlugins { dir: PathBuf },
 

@@ -111,6 +111,50 @@ impl Synced {
     }
 }
 
+/// The fields of a cron expression, with their ranges, when it has five (or six, seconds first).
+const FIELDS: [(&str, u32, u32); 6] = [
+    ("second", 0, 59),
+    ("minute", 0, 59),
+    ("hour", 0, 23),
+    ("day of month", 1, 31),
+    ("month", 1, 12),
+    ("day of week", 0, 7),
+];
+
+/// Five or six fields, each number within its field's range; the error names the field. (The
+/// rest, names and `L`/`W`/`#`, is croner's to judge.)
+fn check_fields(cron: &str) -> std::result::Result<(), String> {
+    if cron.trim_start().starts_with('@') {
+        return Ok(());
+    }
+    let fields: Vec<&str> = cron.split_whitespace().collect();
+    let named = match fields.len() {
+        5 => &FIELDS[1..],
+        6 => &FIELDS[..],
+        n => {
+            return Err(format!(
+                "{n} fields: a cron expression has 5 (minute hour day-of-month month day-of-week) or 6 (seconds first)"
+            ))
+        }
+    };
+    for (field, &(name, min, max)) in fields.iter().zip(named) {
+        for part in field.split([',', '-']) {
+            let (base, step) = part.split_once('/').map_or((part, None), |(b, s)| (b, Some(s)));
+            if let Ok(n) = base.parse::<u32>() {
+                if n < min || n > max {
+                    return Err(format!("{name} field {field:?}: {n} is out of range ({min} to {max})"));
+                }
+            }
+            if let Some(Ok(n)) = step.map(str::parse::<u32>) {
+                if n == 0 || n > max.max(1) {
+                    return Err(format!("{name} field {field:?}: a step of {n} is out of range (1 to {})", max.max(1)));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A cron expression in a time zone, checked.
 #[derive(Debug, Clone)]
 pub struct Slots {
@@ -123,8 +167,9 @@ impl Slots {
         let zone = time_zone.parse::<chrono_tz::Tz>().map_err(|_| {
             Error::invalid("time zone", format!("{time_zone:?} is not an IANA time zone (e.g. Europe/Paris, UTC)"))
         })?;
-        let cron =
-            croner::Cron::from_str(cron).map_err(|e| Error::invalid("cron expression", format!("{cron:?}: {e}")))?;
+        let bad = |why: String| Error::invalid("cron expression", format!("{cron:?}: {why}"));
+        check_fields(cron).map_err(bad)?;
+        let cron = croner::Cron::from_str(cron).map_err(|e| bad(e.to_string()))?;
         Ok(Slots { cron, zone })
     }
 
@@ -182,8 +227,13 @@ mod tests {
 
     #[test]
     fn a_bad_expression_or_zone_is_named() {
-        let err = Slots::new("61 * * * *", "UTC").err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(err.contains("cron expression"), "{err}");
+        let err = |cron: &str| Slots::new(cron, "UTC").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err("61 * * * *").ends_with(r#""61 * * * *": minute field "61": 61 is out of range (0 to 59)"#));
+        assert!(err("0 9 * 13 *").ends_with(r#"month field "13": 13 is out of range (1 to 12)"#));
+        assert!(err("*/0 * * * * *").ends_with(r#"second field "*/0": a step of 0 is out of range (1 to 59)"#));
+        assert!(err("0 9 * *").contains("4 fields: a cron expression has 5 (minute hour"), "{}", err("0 9 * *"));
+        assert!(err("0 0 9 * * * 2027").contains("7 fields"));
+        assert!(err("0 9 * * MON-FRI").is_empty() && err("@daily").is_empty() && err("0 9 1-5,10 * *").is_empty());
         let err = Slots::new("* * * * *", "Mars/Olympus").err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("Mars/Olympus"), "{err}");
     }

@@ -76,19 +76,21 @@ async fn a_memory_budget_bounds_how_many_hungry_guests_run_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_with_nothing_to_run_refuses_to_start() {
+async fn a_worker_with_nothing_to_run_refuses_to_start_and_a_missing_plugins_directory_is_named() {
     let env = Env::new(&[]).await;
     let o = run(&env, &["worker", "--drain"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("no usable plugin"), "{}", stderr(&o));
-    let o = Command::new(env!("CARGO_BIN_EXE_taskhost"))
-        .args(["--database-url", &env.db_url, "--plugins", "/no/such/plugins", "worker", "--drain"])
-        .env_remove("TASKHOST_PLUGINS")
-        .output()
-        .expect("run");
-    assert!(!o.status.success());
-    let err = stderr(&o);
-    assert!(err.contains("cannot read the plugins directory") && err.lines().count() == 1, "{err}");
+    for args in [&["worker", "--drain"][..], &["plugins"], &["add", "echo"], &["run-once", "echo"]] {
+        let o = Command::new(env!("CARGO_BIN_EXE_taskhost"))
+            .args([&["--database-url", &env.db_url, "--plugins", "/no/such/plugins"][..], args].concat())
+            .env_remove("TASKHOST_PLUGINS")
+            .output()
+            .expect("run");
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert_eq!(err, "error: cannot read the plugins directory /no/such/plugins: it does not exist\n", "{args:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

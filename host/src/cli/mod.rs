@@ -142,8 +142,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             reload_on_hangup(&app);
             // A worker that can run nothing would only turn every task it claims into a dead
             // letter: a wrong --plugins is refused at start.
-            std::fs::read_dir(&cli.plugins_dir)
-                .with_context(|| format!("cannot read the plugins directory {}", cli.plugins_dir.display()))?;
+            app.catalog.check_dir()?;
             let overseer = overseer_config;
             let cfg = WorkerConfig {
                 concurrency: w.concurrency,
@@ -332,6 +331,7 @@ async fn migrate(config: &AppConfig) -> Result<()> {
 /// Load every plugin and say whether each can be used.
 async fn plugins(config: &AppConfig, json: bool) -> Result<()> {
     let catalog = App::open_catalog(config).await?;
+    catalog.check_dir()?;
     let reports = tokio::task::spawn_blocking(move || catalog.reload()).await?;
     if json {
         println!("{}", output::plugins_json(&reports)?);

@@ -299,9 +299,25 @@ impl Catalog {
         }
         let path = self.dir.join(format!("{name}.wasm"));
         if std::fs::symlink_metadata(&path).is_err() {
+            self.check_dir()?;
             return Err(Error::UnknownHandler { name: name.to_string(), dir: self.dir.clone() });
         }
         Ok(path)
+    }
+
+    /// Whether the plugins directory can be read; the error says why not (missing, not a
+    /// directory, not allowed).
+    pub fn check_dir(&self) -> Result<()> {
+        match std::fs::read_dir(&self.dir) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let reason = match e.kind() {
+                    std::io::ErrorKind::NotFound => "it does not exist".to_string(),
+                    _ => e.to_string(),
+                };
+                Err(Error::PluginsDir { dir: self.dir.clone(), reason })
+            }
+        }
     }
 
     /// Compile, or load this host's cached artifact for the same digest and engine settings

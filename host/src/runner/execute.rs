@@ -173,7 +173,7 @@ async fn execute(shared: &Shared, run: ClaimedRun, started: Instant, stop: Arc<N
     };
     let plugin = match plugin {
         Ok(p) => p,
-        Err(Error::UnknownHandler { .. }) | Err(Error::Invalid { .. }) => {
+        Err(Error::UnknownHandler { .. }) | Err(Error::Invalid { .. }) | Err(Error::PluginsDir { .. }) => {
             let failure = Some(Failure::handler_not_found(&run.handler));
             return ended(Ended { failure, ..Ended::default() });
         }
