@@ -15,7 +15,7 @@ pub async fn run(app: &App) -> Result<()> {
     println!("== plugins in {}", app.catalog.dir().display());
     let catalog = app.catalog.clone();
     let reports = tokio::task::spawn_blocking(move || catalog.reload()).await?;
-    print!("{}", output::plugin_table(&reports, app.catalog.dir()));
+    print!("{}", output::plugin_table(&reports, app.catalog.dir(), &app.catalog.policy().run_limits));
     for name in NEEDED {
         if app.catalog.get(name).is_none() {
             bail!("plugin {name:?} is missing from {}: run `make plugins` first", app.catalog.dir().display());
@@ -45,7 +45,8 @@ pub async fn run(app: &App) -> Result<()> {
     ];
     tasks.extend((0..5).map(|_| NewTask::new("noop", "{}").with_priority(1)));
     let added = app.client.add_many(tasks).await?;
-    println!("  queued {} tasks (ids {}..={})", added.len(), added[0].id, added[added.len() - 1].id);
+    let queued = taskhost::text::count(added.len() as u64, "task");
+    println!("  queued {queued} (ids {}..={})", added[0].id, added[added.len() - 1].id);
 
     println!("\n== running a worker until nothing is due (retries included)");
     let started = std::time::Instant::now();

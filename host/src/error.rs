@@ -52,6 +52,9 @@ pub enum Error {
     #[error("task {0} not found")]
     TaskNotFound(TaskId),
 
+    #[error("no schedule named {0:?}")]
+    ScheduleNotFound(String),
+
     #[error("task {id} cannot be retried: {reason}")]
     CannotRetry { id: TaskId, reason: String },
 

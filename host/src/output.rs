@@ -3,7 +3,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use taskhost::model::{Run, Task};
+use taskhost::model::{Run, RunLimits, Task};
 use taskhost::plugins::LoadReport;
 use taskhost::sandbox::{GuestOutcome, RunResult};
 
@@ -217,13 +217,14 @@ pub fn task_detail(t: &Task, runs: &[Run]) -> String {
     out
 }
 
-pub fn plugin_table(reports: &[LoadReport], dir: &Path) -> String {
+/// The plugins as loaded, with each handler's `max_running` from the operator's file.
+pub fn plugin_table(reports: &[LoadReport], dir: &Path, limits: &RunLimits) -> String {
     let mut out = String::new();
     if reports.is_empty() {
         let _ = writeln!(out, "no plugins (*.wasm) in {}", dir.display());
         return out;
     }
-    let _ = writeln!(out, "{:<16} {:<18} {:>9}  STATUS", "PLUGIN", "SHA256", "LOAD");
+    let _ = writeln!(out, "{:<16} {:<18} {:>9} {:>11}  STATUS", "PLUGIN", "SHA256", "LOAD", "MAX RUNNING");
     for r in reports {
         let digest = r.digest.as_deref().map(|d| format!("{}…", &d[..16.min(d.len())])).unwrap_or_default();
         let load = format!("{:.0?}{}", r.load_time, if r.cached { "*" } else { "" });
@@ -231,13 +232,14 @@ pub fn plugin_table(reports: &[LoadReport], dir: &Path) -> String {
             Ok(()) => "ok".to_string(),
             Err(e) => format!("unusable: {}", clip(e, 200)),
         };
-        let _ = writeln!(out, "{:<16} {:<18} {:>9}  {}", clip(&r.name, 16), digest, load, status);
+        let max = limits.handlers.get(&r.name).map_or_else(|| "-".into(), u32::to_string);
+        let _ = writeln!(out, "{:<16} {:<18} {:>9} {:>11}  {}", clip(&r.name, 16), digest, load, max, status);
     }
     let _ = writeln!(out, "(* = compiled code loaded from the cache)");
     out
 }
 
-pub fn plugins_json(reports: &[LoadReport]) -> serde_json::Result<String> {
+pub fn plugins_json(reports: &[LoadReport], limits: &RunLimits) -> serde_json::Result<String> {
     let v: Vec<_> = reports
         .iter()
         .map(|r| {
@@ -245,6 +247,7 @@ pub fn plugins_json(reports: &[LoadReport]) -> serde_json::Result<String> {
                 "name": r.name, "sha256": r.digest, "ok": r.status.is_ok(),
                 "error": r.status.as_ref().err(), "cached": r.cached,
                 "load_ms": (r.load_time.as_secs_f64() * 10_000.0).round() / 10.0,
+                "max_running": limits.handlers.get(&r.name),
             })
         })
         .collect();

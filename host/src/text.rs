@@ -71,6 +71,30 @@ pub fn floor_char_boundary(s: &str, i: usize) -> usize {
     i
 }
 
+/// `n` and the noun, in the plural unless `n` is 1: "1 task", "2 tasks", "3 retries", "1 dead
+/// letter". The noun's last word takes the plural.
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        return format!("1 {noun}");
+    }
+    match noun.strip_suffix('y') {
+        Some(stem) if !stem.ends_with(['a', 'e', 'i', 'o', 'u']) => format!("{n} {stem}ies"),
+        _ => format!("{n} {noun}s"),
+    }
+}
+
+/// A duration for a person to read: whole milliseconds under 10 seconds, whole seconds after
+/// ("1s 989ms", "2m 5s"), never nanoseconds.
+pub fn duration(d: std::time::Duration) -> String {
+    let rounded = if d < std::time::Duration::from_secs(10) {
+        std::time::Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    } else {
+        std::time::Duration::from_secs(d.as_secs() + u64::from(d.subsec_millis() >= 500))
+    };
+    humantime::format_duration(rounded).to_string()
+}
+
 /// A duration written as text: numbers with units ("90s", "5m", "2h 30m", "30days"). The error
 /// quotes the text and says what is expected.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -91,6 +115,21 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_and_durations_read_as_a_person_writes_them() {
+        assert_eq!(
+            (count(1u64, "task"), count(0u64, "task"), count(3u64, "retry")),
+            ("1 task".into(), "0 tasks".into(), "3 retries".into())
+        );
+        assert_eq!(
+            (count(1u32, "dead letter"), count(2u32, "dead letter"), count(2u32, "day")),
+            ("1 dead letter".into(), "2 dead letters".into(), "2 days".into())
+        );
+        let d = std::time::Duration::from_nanos(1_988_618_803);
+        assert_eq!(duration(d), "1s 988ms");
+        assert_eq!(duration(std::time::Duration::from_millis(125_600)), "2m 6s");
+    }
 
     #[test]
     fn a_short_clean_text_is_kept_as_it_is() {

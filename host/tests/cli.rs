@@ -85,6 +85,51 @@ async fn bad_input_is_one_clear_line_and_a_failing_exit() {
     assert_eq!(stderr(&o).lines().count(), 1, "one line: {}", stderr(&o));
 }
 
+/// Each of these once said too little, or too much: now one line says what is wrong and where.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_errors_say_what_is_wrong_once() {
+    let env = Env::new(&["echo"]).await;
+    let lines = env.dir.path().join("at.jsonl");
+    std::fs::write(&lines, "{\"handler\": \"echo\"}\n{\"handler\": \"echo\", \"at\": \"tomorrow\"}\n").expect("write");
+    let lines = lines.to_str().expect("utf-8");
+    for (args, said, code) in [
+        (
+            vec!["delete-finished", "--older-than", "banana"],
+            "error: invalid value 'banana' for '--older-than <OLDER_THAN>': \"banana\" is not a duration (a number is \
+             expected first): write a number and a unit, such as 90s, 5m, 2h or 30days",
+            2,
+        ),
+        (
+            vec!["add", "--many", lines],
+            &*format!("error: {lines}, line 2: \"at\": \"tomorrow\": expected an RFC 3339 time with a zone, e.g. 2026-01-02T03:04:05Z"),
+            1,
+        ),
+        (vec!["schedule", "trigger", "nightly"], "error: no schedule named \"nightly\"", 1),
+        (vec!["schedule", "remove", "nightly"], "error: no schedule named \"nightly\"", 1),
+    ] {
+        let o = run(&env, &args);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).lines().next(), Some(said), "{args:?}");
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_taskhost"))
+        .args(["--database-url", "sqlite:///no/such/dir/q.db", "list"])
+        .output()
+        .expect("run");
+    let said = "error: cannot connect to sqlite:///no/such/dir/q.db: cannot open /no/such/dir/q.db: the directory \
+                /no/such/dir does not exist\n";
+    assert_eq!((o.status.code(), stderr(&o).as_str()), (Some(1), said));
+    assert_eq!(open(&env).await.counts().await.expect("counts").scheduled, 0, "nothing was queued");
+    // A pause of a queue no task uses is done, with a note; counts agree with their nouns.
+    let o = run(&env, &["pause", "emails"]);
+    assert!(o.status.success());
+    assert_eq!(stderr(&o), "note: no task uses queue emails yet (`taskhost queues` lists them): is the name right?\n");
+    add(&env, &["echo"]);
+    let o = run(&env, &["cancel", "--queue", "default"]);
+    assert_eq!(stdout(&o), "1 task cancelled (0 were running: their workers stop them)\n", "{}", stderr(&o));
+    let o = run(&env, &["retry", "--all-cancelled"]);
+    assert_eq!(stdout(&o), "1 cancelled task scheduled again\n", "{}", stderr(&o));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nonsense_values_are_usage_errors_with_exit_status_2() {
     let env = Env::new(&["echo"]).await;
@@ -220,6 +265,17 @@ async fn plugins_lists_each_plugin_with_its_digest_and_status() {
         vec![("broken".into(), false.into()), ("echo".into(), true.into()), ("noop".into(), true.into())]
     );
     assert_eq!(list[1]["sha256"].as_str().expect("digest").len(), 64);
+    // A handler's max_running from the operator's file is shown.
+    let file = env.dir.path().join("limits.toml");
+    std::fs::write(&file, "[handlers.echo]\nmax_running = 3\n").expect("write");
+    let o = run(&env, &["--config", file.to_str().expect("utf-8"), "plugins"]);
+    let table = stdout(&o);
+    assert!(table.starts_with("PLUGIN") && table.contains("MAX RUNNING"), "{table}");
+    let echo = table.lines().find(|l| l.starts_with("echo ")).unwrap_or_default();
+    assert!(echo.contains(" 3  ok"), "{table}");
+    let o = run(&env, &["--config", file.to_str().expect("utf-8"), "plugins", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!((list[1]["max_running"].clone(), list[2]["max_running"].clone()), (3.into(), serde_json::Value::Null));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -186,13 +186,13 @@ async fn rotation_keeps_tasks_as_long_as_the_file_or_the_flag_says() {
     assert!(overseer(&[]).contains("rotation: nothing to do"), "kept: the file says 100 days");
     // The flag wins over the file.
     wait_until(Duration::from_secs(30), "rotation under --retention 10ms", || async {
-        overseer(&["--retention", "10ms"]).contains("rotation: deleted 2 old successful tasks")
+        overseer(&["--retention", "10ms"]).contains("rotation: deleted 2 old finished tasks")
     })
     .await;
     std::fs::write(&file, "[overseer.rotation]\nretention = \"10ms\"\n").expect("write");
     finished(1).await;
     wait_until(Duration::from_secs(30), "rotation under the file's 10ms", || async {
-        overseer(&[]).contains("rotation: deleted 1 old successful tasks")
+        overseer(&[]).contains("rotation: deleted 1 old finished task")
     })
     .await;
 }

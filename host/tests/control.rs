@@ -162,7 +162,7 @@ async fn dead_letters_are_replayed_edited_and_deleted_from_the_command_line() {
     let o = run(&env, &["delete-finished", "--older-than", "1h"]);
     assert_eq!(stdout(&o), "0 finished tasks deleted\n");
     let o = run(&env, &["delete-finished"]);
-    assert_eq!(stdout(&o), "1 finished tasks deleted\n", "the success");
+    assert_eq!(stdout(&o), "1 finished task deleted\n", "the success");
     assert_eq!(env.app.client.show(echo).await.err().map(|e| e.to_string()), Some(format!("task {echo} not found")));
     assert!(env.app.client.show(ids[0]).await.is_ok(), "the replayed task is scheduled, not finished");
 }
@@ -201,7 +201,7 @@ async fn tasks_are_cancelled_replayed_and_deleted_from_the_command_line() {
         assert_eq!(shown["task"]["last_status"], "success", "{shown}");
     }
     let o = run(&env, &["delete-finished", "--cancelled"]);
-    assert_eq!(stdout(&o), "1 finished tasks deleted\n", "{}", stderr(&o));
+    assert_eq!(stdout(&o), "1 finished task deleted\n", "{}", stderr(&o));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -231,7 +231,7 @@ async fn a_schedule_is_added_listed_run_by_the_overseer_paused_and_removed() {
     // Every second has a slot: the overseer queues one once a second has passed.
     common::wait_until(std::time::Duration::from_secs(10), "the overseer queues a slot", || async {
         let o = run(&env, &["overseer", "--once"]);
-        stdout(&o).contains("schedules: queued 1 periodic tasks (tick)")
+        stdout(&o).contains("schedules: queued 1 periodic task (tick)")
     })
     .await;
     let o = run(&env, &["schedule", "pause", "tick"]);
@@ -273,7 +273,7 @@ async fn schedules_declared_in_the_configuration_file_are_kept_in_line_with_it()
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("tick is declared in the configuration file: remove it there"), "{}", stderr(&o));
     common::wait_until(std::time::Duration::from_secs(10), "the overseer queues a slot", || async {
-        stdout(&run(&env, &["overseer", "--once"])).contains("queued 1 periodic tasks (tick)")
+        stdout(&run(&env, &["overseer", "--once"])).contains("queued 1 periodic task (tick)")
     })
     .await;
     let o = run(&env, &["worker", "--drain", "--no-overseer"]);

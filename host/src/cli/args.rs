@@ -329,7 +329,7 @@ pub enum LogFormat {
 const GLOBAL: &str = "Global options";
 
 /// A time with its zone. One without (`2026-01-02T03:04:05`) is refused rather than guessed.
-fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
+pub(crate) fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Ok(t.with_timezone(&Utc));
     }

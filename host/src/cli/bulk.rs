@@ -5,6 +5,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::{ArgGroup, Args, ValueEnum};
 use taskhost::store::{BulkFilter, Finished, Replay, Unfinished};
+use taskhost::text::count;
 use taskhost::App;
 
 #[derive(Debug, Args)]
@@ -84,7 +85,11 @@ pub async fn cancel(app: &App, c: CancelArgs) -> Result<()> {
             Some(CancelStatus::Running) => Unfinished::Running,
         };
         let done = app.client.cancel_matching(&BulkFilter { queue: c.queue, handler: c.handler }, which).await?;
-        println!("{} tasks cancelled ({} were running: their workers stop them)", done.tasks, done.running);
+        let running = match done.running {
+            1 => "1 was running: its worker stops it".to_string(),
+            n => format!("{n} were running: their workers stop them"),
+        };
+        println!("{} cancelled ({running})", count(done.tasks, "task"));
         return Ok(());
     }
     let done = app.client.cancel(&c.ids).await?;
@@ -113,9 +118,9 @@ pub async fn cancel(app: &App, c: CancelArgs) -> Result<()> {
 pub async fn retry(app: &App, r: RetryArgs) -> Result<()> {
     let filter = BulkFilter { queue: r.queue, handler: r.handler };
     if r.all_dead {
-        println!("{} dead letters scheduled again", app.client.replay(Replay::Dead, &filter).await?);
+        println!("{} scheduled again", count(app.client.replay(Replay::Dead, &filter).await?, "dead letter"));
     } else if r.all_cancelled {
-        println!("{} cancelled tasks scheduled again", app.client.replay(Replay::Cancelled, &filter).await?);
+        println!("{} scheduled again", count(app.client.replay(Replay::Cancelled, &filter).await?, "cancelled task"));
     } else if let Some(id) = r.id {
         let run = match &r.data {
             Some(data) => app.client.retry_with_data(id, &super::read_data(data)?).await?,
@@ -135,6 +140,6 @@ pub async fn delete_finished(app: &App, d: DeleteArgs) -> Result<()> {
     };
     let filter = BulkFilter { queue: d.queue, handler: d.handler };
     let n = app.client.delete_finished(which, &filter, d.older_than).await?;
-    println!("{n} finished tasks deleted");
+    println!("{} deleted", count(n, "finished task"));
     Ok(())
 }

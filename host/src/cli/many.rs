@@ -8,7 +8,6 @@
 use std::io::IsTerminal;
 
 use anyhow::{Context, Result};
-use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use taskhost::model::NewTask;
 use taskhost::App;
@@ -27,7 +26,8 @@ struct Line {
     max_retries: Option<u32>,
     unique_key: Option<String>,
     queued_by: Option<String>,
-    at: Option<DateTime<Utc>>,
+    /// Read as `add --at` reads its value, to say what is wrong with it.
+    at: Option<String>,
 }
 
 fn empty_object() -> serde_json::Value {
@@ -35,7 +35,11 @@ fn empty_object() -> serde_json::Value {
 }
 
 impl Line {
-    fn task(self) -> NewTask {
+    fn task(self) -> std::result::Result<NewTask, String> {
+        let at = match &self.at {
+            Some(at) => Some(super::args::parse_time(at).map_err(|e| format!("\"at\": {at:?}: {e}"))?),
+            None => None,
+        };
         let mut t = NewTask::new(self.handler, self.data.to_string());
         if let Some(q) = self.queue {
             t = t.with_queue(q);
@@ -48,8 +52,8 @@ impl Line {
         }
         t.unique_key = self.unique_key;
         t.queued_by = self.queued_by;
-        t.scheduled_on = self.at;
-        t
+        t.scheduled_on = at;
+        Ok(t)
     }
 }
 
@@ -59,7 +63,7 @@ pub async fn add_many(app: &App, path: &str, text: &str) -> Result<()> {
     let mut line_of = Vec::new();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let parsed: Line = serde_json::from_str(line).with_context(|| format!("{path}, line {}: not a task", n + 1))?;
-        tasks.push(parsed.task());
+        tasks.push(parsed.task().map_err(|e| anyhow::anyhow!("{path}, line {}: {e}", n + 1))?);
         line_of.push(n + 1);
     }
     if app.client.validate(&tasks).await.is_err() {
@@ -73,7 +77,10 @@ pub async fn add_many(app: &App, path: &str, text: &str) -> Result<()> {
     for chunk in tasks.chunks(CHUNK) {
         let added = app.client.add_many(chunk.to_vec()).await.with_context(|| {
             let next = line_of.get(done).copied().unwrap_or(0);
-            format!("queued {done} of {} tasks; from line {next} on, nothing was queued", tasks.len())
+            format!(
+                "queued {done} of {}; from line {next} on, nothing was queued",
+                taskhost::text::count(tasks.len() as u64, "task")
+            )
         })?;
         created += added.iter().filter(|a| a.created).count();
         existing += added.iter().filter(|a| !a.created).count();
@@ -85,6 +92,9 @@ pub async fn add_many(app: &App, path: &str, text: &str) -> Result<()> {
     if progress {
         eprintln!();
     }
-    println!("queued {created} tasks ({existing} already queued under their unique keys)");
+    println!(
+        "queued {} ({existing} already queued under their unique keys)",
+        taskhost::text::count(created as u64, "task")
+    );
     Ok(())
 }

@@ -208,8 +208,14 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Pause { queue } => {
+            let known = app.client.queues().await?.iter().any(|q| q.name == queue);
             if app.client.pause_queue(&queue).await? {
                 println!("queue {queue} paused: workers claim nothing more from it");
+                if !known {
+                    eprintln!(
+                        "note: no task uses queue {queue} yet (`taskhost queues` lists them): is the name right?"
+                    );
+                }
             } else {
                 println!("queue {queue} was paused already");
             }
@@ -280,11 +286,7 @@ async fn list(app: &App, l: ListArgs) -> Result<()> {
         let frame = render().await?;
         if terminal {
             // Home and clear, then the frame: the list redrawn in place.
-            print!(
-                "\x1b[H\x1b[2J{} every {}\n{frame}",
-                Utc::now().format("%H:%M:%S"),
-                humantime::format_duration(every)
-            );
+            print!("\x1b[H\x1b[2J{} every {}\n{frame}", Utc::now().format("%H:%M:%S"), taskhost::text::duration(every));
         } else {
             print!("{frame}");
             if !l.json {
@@ -332,11 +334,12 @@ async fn migrate(config: &AppConfig) -> Result<()> {
 async fn plugins(config: &AppConfig, json: bool) -> Result<()> {
     let catalog = App::open_catalog(config).await?;
     catalog.check_dir()?;
+    let limits = catalog.policy().run_limits.clone();
     let reports = tokio::task::spawn_blocking(move || catalog.reload()).await?;
     if json {
-        println!("{}", output::plugins_json(&reports)?);
+        println!("{}", output::plugins_json(&reports, &limits)?);
     } else {
-        print!("{}", output::plugin_table(&reports, &config.plugins_dir));
+        print!("{}", output::plugin_table(&reports, &config.plugins_dir, &limits));
     }
     if reports.iter().any(|r| r.status.is_err()) {
         bail!("some plugins cannot be used");

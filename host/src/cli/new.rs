@@ -21,6 +21,17 @@ pub enum Language {
     C,
 }
 
+impl Language {
+    fn name(self) -> &'static str {
+        match self {
+            Language::Rust => "Rust",
+            Language::Python => "Python",
+            Language::Js => "JavaScript",
+            Language::C => "C",
+        }
+    }
+}
+
 enum Contents {
     /// Text with `{{name}}` (the handler's name), `{{crate}}` (the name as a Rust crate's file
     /// name: `-` becomes `_`) and the variant's settings filled in; a line left empty by a
@@ -206,7 +217,7 @@ pub fn run(language: Language, name: &str, dir: Option<&Path>, http: bool) -> Re
         written.push(relative);
     }
     let shown = dir.display();
-    println!("wrote a {language:?} handler in {shown}/: {}", written.join(", "));
+    println!("wrote a {} handler in {shown}/: {}", language.name(), written.join(", "));
     if http {
         println!("it POSTs its data's payload to its url, where the operator's configuration allows; grant it, e.g.:");
         println!("  [handlers.{name}.grants.http]");

@@ -71,7 +71,7 @@ pub async fn run(app: &App, command: ScheduleCommand) -> Result<()> {
         if ok {
             Ok(())
         } else {
-            Err(anyhow::anyhow!("no schedule named {name:?}"))
+            Err(taskhost::Error::ScheduleNotFound(name.to_string()))
         }
     };
     match command {

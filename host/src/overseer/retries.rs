@@ -89,8 +89,13 @@ impl Service for Retries {
     }
     async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
         let r = self.run_once(now).await?;
-        Ok((r.retries_scheduled + r.given_up > 0)
-            .then(|| format!("scheduled {} retries, gave up on {} tasks", r.retries_scheduled, r.given_up)))
+        Ok((r.retries_scheduled + r.given_up > 0).then(|| {
+            format!(
+                "scheduled {}, gave up on {}",
+                crate::text::count(r.retries_scheduled, "retry"),
+                crate::text::count(r.given_up, "task")
+            )
+        }))
     }
 }
 

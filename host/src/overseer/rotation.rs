@@ -79,6 +79,7 @@ impl Service for Rotation {
     }
     async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
         let r = self.run_once(now).await?;
-        Ok((r.tasks_deleted > 0).then(|| format!("deleted {} old successful tasks", r.tasks_deleted)))
+        Ok((r.tasks_deleted > 0)
+            .then(|| format!("deleted {}", crate::text::count(r.tasks_deleted, "old finished task"))))
     }
 }

@@ -76,6 +76,6 @@ impl Service for RunTimeout {
     }
     async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
         let r = self.run_once(now).await?;
-        Ok((r.runs_timed_out > 0).then(|| format!("timed out {} overdue runs", r.runs_timed_out)))
+        Ok((r.runs_timed_out > 0).then(|| format!("timed out {}", crate::text::count(r.runs_timed_out, "overdue run"))))
     }
 }

@@ -115,7 +115,11 @@ impl Service for Schedules {
         }
         if !r.queued.is_empty() {
             let names: Vec<&str> = r.queued.iter().map(|(n, _)| n.as_str()).collect();
-            said.push(format!("queued {} periodic tasks ({})", r.queued.len(), names.join(", ")));
+            said.push(format!(
+                "queued {} ({})",
+                crate::text::count(r.queued.len() as u64, "periodic task"),
+                names.join(", ")
+            ));
         }
         Ok((!said.is_empty()).then(|| said.join("; ")))
     }

@@ -83,6 +83,7 @@ impl Service for StatsCompaction {
     }
     async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
         let r = self.run_once(now).await?;
-        Ok((r.rows_merged > 0).then(|| format!("merged {} rows of statistics into hours", r.rows_merged)))
+        Ok((r.rows_merged > 0)
+            .then(|| format!("merged {} of statistics into hours", crate::text::count(r.rows_merged, "row"))))
     }
 }

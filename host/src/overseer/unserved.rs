@@ -96,7 +96,8 @@ impl Service for Unserved {
     }
     async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
         let r = self.run_once(now).await?;
-        Ok((r.tasks_given_up > 0)
-            .then(|| format!("gave up {} tasks whose handler no live worker serves", r.tasks_given_up)))
+        Ok((r.tasks_given_up > 0).then(|| {
+            format!("gave up {} whose handler no live worker serves", crate::text::count(r.tasks_given_up, "task"))
+        }))
     }
 }

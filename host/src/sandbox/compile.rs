@@ -159,7 +159,7 @@ impl Compiler {
                     let _ = child.wait();
                     return Err(format!(
                         "compiling it took longer than the bound of {} (the compile was stopped)",
-                        humantime::format_duration(bounds.timeout)
+                        crate::text::duration(bounds.timeout)
                     ));
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(20)),

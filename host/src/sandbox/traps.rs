@@ -194,7 +194,7 @@ impl Failure {
         let where_ = if in_host_call { " (stuck in a host call)" } else { "" };
         Failure::timed_out(
             codes::DEADLINE,
-            format!("the run passed its wall-clock deadline of {}{where_}", humantime::format_duration(limit)),
+            format!("the run passed its wall-clock deadline of {}{where_}", crate::text::duration(limit)),
         )
     }
 
@@ -202,7 +202,7 @@ impl Failure {
     pub fn run_timeout(limit: Duration) -> Self {
         Failure::timed_out(
             codes::RUN_TIMEOUT,
-            format!("the run did not finish within its run timeout ({})", humantime::format_duration(limit)),
+            format!("the run did not finish within its run timeout ({})", crate::text::duration(limit)),
         )
     }
 

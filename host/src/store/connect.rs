@@ -69,7 +69,7 @@ pub(super) async fn first_connection<C: sqlx::Connection>(
         Ok(Err(e)) => Err(connect_error(url, &e)),
         Err(_) => Err(Error::Connect {
             url: redact(url),
-            reason: format!("no answer within {} (--connect-timeout)", humantime::format_duration(timeout)),
+            reason: format!("no answer within {} (--connect-timeout)", crate::text::duration(timeout)),
         }),
     }
 }

@@ -74,10 +74,24 @@ impl SqliteStore {
                     Ok(!conn.is_in_transaction())
                 })
             })
-            .connect_with(opts)
+            .connect_with(opts.clone())
             .await
-            .map_err(|e| Error::Connect { url: super::redact(url), reason: format!("cannot open: {e}") })?;
+            .map_err(|e| Error::Connect { url: super::redact(url), reason: why_not_opened(opts.get_filename(), &e) })?;
         Ok(SqlStore::new(SqliteDb { pool, write_lock: Default::default() }))
+    }
+}
+
+/// Why the file could not be opened, in words: SQLite says only "unable to open database file".
+fn why_not_opened(file: &std::path::Path, e: &sqlx::Error) -> String {
+    let dir = match file.parent() {
+        Some(d) if d.as_os_str().is_empty() => std::path::Path::new("."),
+        Some(d) => d,
+        None => return format!("cannot open {}: {e}", file.display()),
+    };
+    match std::fs::metadata(dir) {
+        Err(_) => format!("cannot open {}: the directory {} does not exist", file.display(), dir.display()),
+        Ok(m) if !m.is_dir() => format!("cannot open {}: {} is not a directory", file.display(), dir.display()),
+        Ok(_) => format!("cannot open {}: {e}", file.display()),
     }
 }
 

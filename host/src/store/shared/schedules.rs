@@ -186,11 +186,7 @@ async fn queue_slot<D: Dialect>(db: &D, name: &str, now: DateTime<Utc>) -> Resul
 /// Queue a task of schedule `name` now, outside its slots (its `last_slot` is left alone).
 pub async fn trigger<D: Dialect>(db: &D, name: &str, now: DateTime<Utc>) -> Result<TaskId> {
     let found = db.rows(None, "SELECT * FROM task_schedules WHERE name = $1", args![name]).await?;
-    let schedule = found
-        .first()
-        .map(read)
-        .transpose()?
-        .ok_or_else(|| Error::invalid("schedule", format!("no schedule named {name:?}")))?;
+    let schedule = found.first().map(read).transpose()?.ok_or_else(|| Error::ScheduleNotFound(name.to_string()))?;
     let mut added = db.add_tasks(&[task_of(&schedule, now)], now).await?;
     added.pop().map(|a| a.id).ok_or_else(|| Error::invalid("schedule", "nothing was queued"))
 }
