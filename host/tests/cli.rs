@@ -500,3 +500,33 @@ async fn a_reader_that_stops_early_ends_a_printing_command_quietly() {
         assert!(quiet && !stderr(&out).contains("panicked"), "{args:?}: {:?} {}", out.status, stderr(&out));
     }
 }
+
+/// A first compile is never a silent wait: on a terminal a spinner names the plugin, its size and
+/// the time so far, then the time it took; in the logs one line at its start and one at its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_compile_says_what_it_compiles_and_how_long_it_took() {
+    let env = Env::new(&["echo"]).await;
+    let cache = env.dir.path().join("fresh-cache");
+    let o = common::taskhost_command_caching_in(&env, &cache).args(["--log", "info", "run-once", "echo"]).output();
+    let err = stderr(&o.expect("run"));
+    let start =
+        err.lines().position(|l| l.contains("compiling echo (0.") && l.contains("MB), once: the result is cached"));
+    let end = err.lines().position(|l| l.contains("compiled echo in ") && l.contains("took_ms="));
+    assert!(start.is_some() && start < end, "{err}");
+    // On a terminal (a pseudo-terminal from `script`), a spinner and the time it took.
+    let cache = env.dir.path().join("fresh-cache-2");
+    let command = format!(
+        "{} --database-url {} --plugins {} --cache-dir {} run-once echo",
+        env!("CARGO_BIN_EXE_taskhost"),
+        env.db_url,
+        env.plugins.display(),
+        cache.display()
+    );
+    let o = Command::new("script").args(["-qec", &command, "/dev/null"]).output().expect("script (util-linux)");
+    let shown = stdout(&o);
+    assert!(shown.contains("⠋ compiling echo (0.") && shown.contains("MB; once, then cached) 0.0s"), "{shown:?}");
+    assert!(shown.contains("\r\u{1b}[2Kcompiled echo in "), "{shown:?}");
+    // Cached: nothing to say.
+    let o = Command::new("script").args(["-qec", &command, "/dev/null"]).output().expect("script");
+    assert!(!stdout(&o).contains("compil"), "{:?}", stdout(&o));
+}

@@ -14,6 +14,7 @@ mod bulk;
 pub mod file;
 mod many;
 mod new;
+mod progress;
 mod schedule;
 pub use args::*;
 
@@ -52,6 +53,13 @@ fn overseer_config(cli: &Cli, app: &App) -> OverseerConfig {
     c.rotation.retention = retention.unwrap_or(c.rotation.retention);
     c.liveness.heartbeat_horizon = horizon.unwrap_or(c.liveness.heartbeat_horizon);
     c
+}
+
+/// A spinner while a plugin compiles, on a terminal.
+fn show_compiles(catalog: &taskhost::plugins::Catalog) {
+    if let Some(p) = progress::on_terminal() {
+        catalog.set_compile_progress(p);
+    }
 }
 
 /// SIGINT or SIGTERM.
@@ -112,6 +120,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         _ => {}
     }
     let app = App::open(&config).await?;
+    show_compiles(&app.catalog);
     let overseer_config = overseer_config(&cli, &app);
     match cli.command {
         Command::Add(a) => {
@@ -333,6 +342,7 @@ async fn migrate(config: &AppConfig) -> Result<()> {
 /// Load every plugin and say whether each can be used.
 async fn plugins(config: &AppConfig, json: bool) -> Result<()> {
     let catalog = App::open_catalog(config).await?;
+    show_compiles(&catalog);
     catalog.check_dir()?;
     let limits = catalog.policy().run_limits.clone();
     let reports = tokio::task::spawn_blocking(move || catalog.reload()).await?;
@@ -363,6 +373,7 @@ impl std::error::Error for Reported {}
 async fn run_once(config: &AppConfig, handler: &str, data: &str) -> Result<()> {
     serde_json::from_str::<serde::de::IgnoredAny>(data).map_err(|e| taskhost::Error::InvalidJson(e.to_string()))?;
     let catalog = App::open_catalog(config).await?;
+    show_compiles(&catalog);
     let plugin = catalog.load(handler)?;
     let input = taskhost::sandbox::RunInput {
         task_id: 0,

@@ -83,7 +83,12 @@ pub struct Catalog {
     policy: Arc<Policy>,
     compiler: Compiler,
     loaded: RwLock<HashMap<String, Arc<Plugin>>>,
+    progress: std::sync::OnceLock<CompileProgress>,
 }
+
+/// Told when a compile starts, with the plugin's name and size in bytes; what it returns is
+/// dropped when the compile ends. The command line shows a spinner on a terminal with it.
+pub type CompileProgress = Arc<dyn Fn(&str, usize) -> Box<dyn std::any::Any + Send> + Send + Sync>;
 
 impl std::fmt::Debug for Catalog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -103,7 +108,13 @@ impl Catalog {
             policy: Arc::new(policy),
             compiler,
             loaded: RwLock::new(HashMap::new()),
+            progress: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Be told of each compile (once; later calls are ignored).
+    pub fn set_compile_progress(&self, progress: CompileProgress) {
+        let _ = self.progress.set(progress);
     }
 
     pub fn dir(&self) -> &Path {
@@ -270,7 +281,7 @@ impl Catalog {
             }
         }
         let Source { bytes, digest, manifest_text, limits, grants } = source;
-        let compiled = self.compiler.one_at_a_time(&digest, || self.compile(&bytes, &digest, may_compile))?;
+        let compiled = self.compiler.one_at_a_time(&digest, || self.compile(name, &bytes, &digest, may_compile))?;
         let Some((component, cached)) = compiled else {
             return Ok(None);
         };
@@ -324,6 +335,7 @@ impl Catalog {
     /// (None: not cached, and not `may_compile`).
     fn compile(
         &self,
+        name: &str,
         bytes: &[u8],
         digest: &str,
         may_compile: bool,
@@ -349,7 +361,23 @@ impl Catalog {
         if !may_compile {
             return Ok(None);
         }
-        let component = self.compiler.compile(engine, bytes, self.sandbox.max_wasm_stack())?;
+        // Tens of seconds for an interpreter's component: said at its start and end.
+        let mb = bytes.len() as f64 / f64::from(1 << 20);
+        tracing::info!(plugin = name, "compiling {name} ({mb:.1} MB), once: the result is cached");
+        let started = std::time::Instant::now();
+        let shown = self.progress.get().map(|p| p(name, bytes.len()));
+        let component = self.compiler.compile(engine, bytes, self.sandbox.max_wasm_stack());
+        drop(shown);
+        let took = crate::text::duration(started.elapsed());
+        match &component {
+            Ok(_) => tracing::info!(
+                plugin = name,
+                took_ms = started.elapsed().as_millis() as u64,
+                "compiled {name} in {took}"
+            ),
+            Err(e) => tracing::info!(plugin = name, "compiling {name} failed after {took}: {e}"),
+        }
+        let component = component?;
         if let Some(path) = &cached {
             if let Err(e) = cache::write(path, &component, self.policy.cache_max_bytes) {
                 tracing::warn!(path = %path.display(), "cannot cache the compiled component: {e}");
