@@ -40,6 +40,20 @@ async fn a_javascript_handler_runs_end_to_end() {
     assert_eq!(ok.percents_completed, 100);
     assert!(ok.logs.as_deref().unwrap_or("").contains("3 distinct words"), "{:?}", ok.logs);
     assert_eq!(err.error_code.as_deref(), Some("invalid-input"));
+    // What the README says the runtime has, used by the example.
+    let id = env.app.client.add(NewTask::new("js-words", r#"{"text": "héllo wörld\nzed", "extras": true}"#)).await;
+    env.drain(drain_config()).await;
+    let (_, runs) = env.app.client.show(id.expect("add").id).await.expect("show");
+    let r: serde_json::Value = serde_json::from_str(runs[0].results.as_deref().unwrap_or("null")).expect("json");
+    let x = &r["extras"];
+    assert_eq!(x["utf8_bytes"], 17, "{r}");
+    assert_eq!(x["by_length"], serde_json::json!({"1": ["h", "w"], "3": ["llo", "rld", "zed"]}), "{r}");
+    assert_eq!(x["sorted"], serde_json::json!(["h", "llo", "rld", "w", "zed"]), "{r}");
+    assert_eq!((x["query"].as_str(), x["base64"].as_str()), (Some("q=h%C3%A9llo+w%C3%B6rld"), Some("aOlsbG8=")), "{r}");
+    assert_eq!(
+        (&x["round_trip"], &x["big"], &x["uuid_length"], &x["year_ok"]),
+        (&true.into(), &"1180591620717411303424".into(), &36.into(), &true.into())
+    );
 }
 
 /// A handler's bug, in Python, JavaScript or Rust, ends the same way: `uncaught-exception`,

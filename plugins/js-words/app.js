@@ -56,5 +56,26 @@ function words(task) {
     .map(([word, count]) => ({ word, count }));
   log("info", `task ${task.taskId} attempt ${task.attempt}: ${counts.size} distinct words`);
   setProgress(100);
+  if (data.extras) return JSON.stringify({ distinct: counts.size, top: ranked, extras: extras(data.text, counts) });
   return JSON.stringify({ distinct: counts.size, top: ranked });
+}
+
+// What the runtime has besides the language itself (README, "What the JavaScript runtime has"),
+// used once each so a test proves it: TextEncoder, Object.groupBy, toSorted, structuredClone,
+// URLSearchParams, btoa/atob, BigInt, crypto.randomUUID, Date and localeCompare.
+function extras(text, counts) {
+  const byLength = Object.groupBy([...counts.keys()], (w) => String(w.length));
+  const copy = structuredClone({ words: [...counts.keys()].toSorted((a, b) => a.localeCompare(b)) });
+  const query = new URLSearchParams({ q: text.split("\n")[0] }).toString();
+  return {
+    utf8_bytes: new TextEncoder().encode(text).length,
+    by_length: byLength,
+    sorted: copy.words,
+    query,
+    base64: btoa(text.slice(0, 5)),
+    round_trip: atob(btoa(text.slice(0, 5))) === text.slice(0, 5),
+    big: (2n ** 70n).toString(),
+    uuid_length: crypto.randomUUID().length,
+    year_ok: new Date().getUTCFullYear() >= 2024,
+  };
 }
