@@ -8,7 +8,7 @@ PLUGINS  := target/plugins
 DEMO_DB  := target/demo.db
 TASKHOST := target/release/taskhost
 
-.PHONY: demo test lint plugins build install install-check bench wasm-target services clean
+.PHONY: demo test lint plugins build install install-check features-check bench wasm-target services clean
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -41,8 +41,14 @@ demo: plugins build
 services:
 	bash scripts/test-services.sh
 
-test: plugins services install-check
+test: plugins services install-check features-check
 	$(CARGO) test --release --workspace
+
+# The library builds with each database alone and without the command line (cargo features).
+features-check:
+	for db in sqlite postgres mysql; do \
+		$(CARGO) check --quiet -p taskhost --lib --no-default-features --features $$db || exit 1; \
+	done
 
 # Formatting and lints, as CI checks them.
 lint:

@@ -1,9 +1,5 @@
 //! Opening a connection to a server, and naming a URL without its password.
 
-use std::time::Duration;
-
-use crate::error::{Error, Result};
-
 /// A database URL without its password, for messages and logs: the password between `:` and
 /// the last `@` (even one holding `/`, `?` or `#`) and any `password=` parameter are masked.
 pub fn redact(url: &str) -> String {
@@ -40,55 +36,63 @@ pub fn redact(url: &str) -> String {
     format!("{prefix}{creds}{tail}")
 }
 
-/// A pool for a database server, once a first connection showed that it answers: at least two
-/// connections (PostgreSQL's LISTEN holds one), each waited for at most ten seconds.
-pub(super) async fn server_pool<DB: sqlx::Database>(
-    url: &str,
-    opts: <DB::Connection as sqlx::Connection>::Options,
-    options: &super::StoreOptions,
-) -> Result<sqlx::Pool<DB>> {
-    first_connection::<DB::Connection>(url, &opts, options.connect_timeout).await?;
-    Ok(sqlx::pool::PoolOptions::<DB>::new()
-        .max_connections(options.max_connections.max(2))
-        .acquire_timeout(Duration::from_secs(10))
-        .connect_lazy_with(opts))
-}
+/// Connecting to a database server (PostgreSQL, MySQL/MariaDB), in builds that have one.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod server {
+    use std::time::Duration;
 
-/// Open a first connection to a server, within `timeout`, so that a server that is down, an
-/// unknown host or wrong credentials are each told apart at once.
-pub(super) async fn first_connection<C: sqlx::Connection>(
-    url: &str,
-    options: &C::Options,
-    timeout: Duration,
-) -> Result<()> {
-    match tokio::time::timeout(timeout, C::connect_with(options)).await {
-        Ok(Ok(conn)) => {
-            let _ = conn.close().await;
-            Ok(())
+    use super::redact;
+    use crate::error::{Error, Result};
+
+    /// A pool for a database server, once a first connection showed that it answers: at least two
+    /// connections (PostgreSQL's LISTEN holds one), each waited for at most ten seconds.
+    pub(in crate::store) async fn server_pool<DB: sqlx::Database>(
+        url: &str,
+        opts: <DB::Connection as sqlx::Connection>::Options,
+        options: &crate::store::StoreOptions,
+    ) -> Result<sqlx::Pool<DB>> {
+        first_connection::<DB::Connection>(url, &opts, options.connect_timeout).await?;
+        Ok(sqlx::pool::PoolOptions::<DB>::new()
+            .max_connections(options.max_connections.max(2))
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_lazy_with(opts))
+    }
+
+    /// Open a first connection to a server, within `timeout`, so that a server that is down, an
+    /// unknown host or wrong credentials are each told apart at once.
+    async fn first_connection<C: sqlx::Connection>(url: &str, options: &C::Options, timeout: Duration) -> Result<()> {
+        match tokio::time::timeout(timeout, C::connect_with(options)).await {
+            Ok(Ok(conn)) => {
+                let _ = conn.close().await;
+                Ok(())
+            }
+            Ok(Err(e)) => Err(connect_error(url, &e)),
+            Err(_) => Err(Error::Connect {
+                url: redact(url),
+                reason: format!("no answer within {} (--connect-timeout)", crate::text::duration(timeout)),
+            }),
         }
-        Ok(Err(e)) => Err(connect_error(url, &e)),
-        Err(_) => Err(Error::Connect {
-            url: redact(url),
-            reason: format!("no answer within {} (--connect-timeout)", crate::text::duration(timeout)),
-        }),
+    }
+
+    fn connect_error(url: &str, e: &sqlx::Error) -> Error {
+        let reason = match e {
+            sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+                "connection refused: no server is listening there".to_string()
+            }
+            sqlx::Error::Io(io) if io.to_string().contains("lookup") => format!("unknown host ({io})"),
+            sqlx::Error::Database(db) => match db.code().as_deref() {
+                Some("28P01") | Some("28000") | Some("1045") => format!("authentication failed: {}", db.message()),
+                Some("3D000") | Some("1049") => format!("no such database: {}", db.message()),
+                _ => db.message().to_string(),
+            },
+            other => other.to_string(),
+        };
+        Error::Connect { url: redact(url), reason }
     }
 }
 
-fn connect_error(url: &str, e: &sqlx::Error) -> Error {
-    let reason = match e {
-        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-            "connection refused: no server is listening there".to_string()
-        }
-        sqlx::Error::Io(io) if io.to_string().contains("lookup") => format!("unknown host ({io})"),
-        sqlx::Error::Database(db) => match db.code().as_deref() {
-            Some("28P01") | Some("28000") | Some("1045") => format!("authentication failed: {}", db.message()),
-            Some("3D000") | Some("1049") => format!("no such database: {}", db.message()),
-            _ => db.message().to_string(),
-        },
-        other => other.to_string(),
-    };
-    Error::Connect { url: redact(url), reason }
-}
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(super) use server::server_pool;
 
 #[cfg(test)]
 mod tests {

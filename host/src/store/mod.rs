@@ -20,15 +20,19 @@ use crate::schedule::{NewSchedule, Schedule};
 
 mod connect;
 pub mod dialect;
+#[cfg(feature = "mysql")]
 pub mod mysql;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 pub(crate) mod rows;
 pub mod schema;
 pub mod shared;
 pub mod sql;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 
 pub use connect::redact;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 use connect::server_pool;
 pub use dialect::ClaimRequest;
 
@@ -342,14 +346,32 @@ impl Default for StoreOptions {
     }
 }
 
+/// A URL of a database this build leaves out (a cargo feature), refused by name.
+#[cfg(not(all(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+fn left_out(url: &str, name: &str, feature: &str) -> Error {
+    Error::BadUrl {
+        url: redact(url),
+        reason: format!("this build of taskhost has no {name} support: build it with the cargo feature {feature:?}"),
+    }
+}
+
 /// Open the store a URL names: `sqlite://PATH`, `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` or
 /// `mysql://` (also `mariadb://`) `USER[:PASSWORD]@HOST[:PORT]/DB`.
 pub async fn open(url: &str, options: &StoreOptions) -> Result<SharedStore> {
     let scheme = url.split_once("://").map(|(s, _)| s).or_else(|| url.split_once(':').map(|(s, _)| s));
     let store: SharedStore = match scheme {
+        #[cfg(feature = "sqlite")]
         Some("sqlite") => Arc::new(sqlite::SqliteStore::connect(url, options).await?),
+        #[cfg(feature = "postgres")]
         Some("postgres") | Some("postgresql") => Arc::new(postgres::PostgresStore::connect(url, options).await?),
+        #[cfg(feature = "mysql")]
         Some("mysql") | Some("mariadb") => Arc::new(mysql::MySqlStore::connect(url, options).await?),
+        #[cfg(not(feature = "sqlite"))]
+        Some("sqlite") => return Err(left_out(url, "SQLite", "sqlite")),
+        #[cfg(not(feature = "postgres"))]
+        Some("postgres") | Some("postgresql") => return Err(left_out(url, "PostgreSQL", "postgres")),
+        #[cfg(not(feature = "mysql"))]
+        Some("mysql") | Some("mariadb") => return Err(left_out(url, "MySQL/MariaDB", "mysql")),
         Some(other) => {
             return Err(Error::BadUrl {
                 url: redact(url),
