@@ -49,6 +49,10 @@ async fn a_run_is_stopped_at_its_run_timeout_by_its_own_worker(mut env: Env) {
     for r in &runs {
         eprintln!("a run with a 2 s run timeout was stopped after {:?} ms", r.duration_ms);
         assert_eq!((r.status, r.error_code.as_deref()), (RunStatus::Timeout, Some("run-timeout")), "{r:?}");
+        // Its time as a person writes it ("1s 988ms"), not to the nanosecond.
+        let message = r.error_message.as_deref().unwrap_or("");
+        let said = message.split_once('(').and_then(|(_, t)| t.split_once(')')).map(|(t, _)| t).unwrap_or("?");
+        assert!(!said.is_empty() && said.chars().all(|c| "0123456789hms ".contains(c)), "{message}");
         // The timeout counts from the claim (`started_on`); the guest's time from after it committed.
         let (start, end) = (r.started_on.expect("started"), r.finished_on.expect("finished"));
         assert!(end - start >= chrono::Duration::milliseconds(1_990), "{r:?}");
