@@ -4,6 +4,8 @@
 #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
 compile_error!("taskhost needs at least one database: enable the cargo feature \"sqlite\", \"postgres\" or \"mysql\"");
 
+#[cfg(feature = "serve")]
+pub mod api;
 pub mod app;
 mod cache;
 pub mod client;

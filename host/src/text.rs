@@ -95,6 +95,17 @@ pub fn duration(d: std::time::Duration) -> String {
     humantime::format_duration(rounded).to_string()
 }
 
+/// A time with its zone. One without (`2026-01-02T03:04:05`) is refused rather than guessed.
+pub fn parse_time(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&chrono::Utc));
+    }
+    if s.parse::<chrono::NaiveDateTime>().is_ok() {
+        return Err("the time has no zone: add Z (UTC) or an offset, e.g. 2026-01-02T03:04:05Z".into());
+    }
+    Err("expected an RFC 3339 time with a zone, e.g. 2026-01-02T03:04:05Z".into())
+}
+
 /// A duration written as text: numbers with units ("90s", "5m", "2h 30m", "30days"). The error
 /// quotes the text and says what is expected.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

@@ -161,6 +161,13 @@ pub enum Command {
         #[arg(long)]
         http: bool,
     },
+    /// Serve the HTTP API (JSON under /api/v1) until stopped (SIGINT/SIGTERM).
+    Serve {
+        /// Where to listen. An address that is not loopback needs [api] tokens in the
+        /// configuration file.
+        #[arg(long, default_value = "127.0.0.1:8080", env = "TASKHOST_LISTEN")]
+        listen: std::net::SocketAddr,
+    },
     /// Print a shell completion script on stdout.
     Completions {
         /// The shell.
@@ -328,16 +335,7 @@ pub enum LogFormat {
 /// The heading global options are listed under in every command's help.
 const GLOBAL: &str = "Global options";
 
-/// A time with its zone. One without (`2026-01-02T03:04:05`) is refused rather than guessed.
-pub(crate) fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
-    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-        return Ok(t.with_timezone(&Utc));
-    }
-    if s.parse::<chrono::NaiveDateTime>().is_ok() {
-        return Err("the time has no zone: add Z (UTC) or an offset, e.g. 2026-01-02T03:04:05Z".into());
-    }
-    Err("expected an RFC 3339 time with a zone, e.g. 2026-01-02T03:04:05Z".into())
-}
+use taskhost::text::parse_time;
 
 /// A log filter tracing can read.
 fn log_filter(s: &str) -> Result<String, String> {

@@ -202,7 +202,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Show { id, json } => {
             let (task, runs) = app.client.show(id).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&output::task_json(&task, &runs)?)?);
+                println!("{}", serde_json::to_string_pretty(&taskhost::model::task_json(&task, &runs)?)?);
             } else {
                 print!("{}", output::task_detail(&task, &runs));
             }
@@ -248,6 +248,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Retry(r) => bulk::retry(&app, r).await?,
         Command::DeleteFinished(d) => bulk::delete_finished(&app, d).await?,
         Command::Demo => crate::demo::run(&app).await?,
+        Command::Serve { listen } => serve(&app, listen).await?,
         // Handled before opening the database.
         Command::RunOnce { .. }
         | Command::Plugins { .. }
@@ -256,6 +257,24 @@ pub async fn run(cli: Cli) -> Result<()> {
         | Command::New { .. }
         | Command::CompileComponent { .. } => {}
     }
+    Ok(())
+}
+
+/// `serve`: the HTTP API until a signal. Listening beyond this machine needs tokens.
+async fn serve(app: &App, listen: std::net::SocketAddr) -> Result<()> {
+    let access = app.catalog.policy().api.clone();
+    if access.tokens.is_empty() && !listen.ip().is_loopback() {
+        bail!(
+            "refusing to listen on {listen} without a token: set [api] tokens in the configuration file, or listen on \
+             127.0.0.1"
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("cannot listen on {listen}"))?;
+    let bound = listener.local_addr()?;
+    let who = if access.tokens.is_empty() { "anyone on this machine" } else { "callers with a token" };
+    eprintln!("serving the API on http://{bound}/api/v1 to {who}");
+    let router = taskhost::api::router(app.client.clone(), access);
+    axum::serve(listener, router).with_graceful_shutdown(shutdown_signal()).await?;
     Ok(())
 }
 
@@ -269,6 +288,7 @@ async fn list(app: &App, l: ListArgs) -> Result<()> {
         limit: Some(l.limit),
         offset: l.offset,
         newest_first: !l.oldest_first,
+        after: None,
     };
     let render = || async {
         let tasks = app.client.list(&filter).await?;

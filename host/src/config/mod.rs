@@ -55,6 +55,7 @@ use crate::sandbox::compile::CompileBounds;
 use crate::sandbox::{Grants, GrantsConfig, LimitOverrides, Limits};
 use crate::schedule::NewSchedule;
 
+pub mod api;
 pub mod located;
 
 /// What the operator allows handlers: limits, grants, and how large a component may be.
@@ -76,6 +77,8 @@ pub struct Policy {
     pub run_limits: RunLimits,
     /// The maintenance services' settings (`[overseer]`), for a worker's overseer or one alone.
     pub overseer: OverseerConfig,
+    /// Who may call the HTTP API (`[api]`).
+    pub api: api::ApiSection,
 }
 
 /// The operator's word on one handler.
@@ -167,6 +170,10 @@ impl Policy {
             schedules,
             run_limits,
             overseer: checked_overseer(&file.overseer)?,
+            api: {
+                file.api.check()?;
+                file.api.clone()
+            },
         })
     }
 
@@ -195,6 +202,7 @@ impl Default for Policy {
             schedules: Vec::new(),
             run_limits: RunLimits::default(),
             overseer: OverseerConfig::default(),
+            api: api::ApiSection::default(),
         }
     }
 }
@@ -214,6 +222,8 @@ struct ConfigFile {
     queues: std::collections::BTreeMap<String, QueueSection>,
     #[serde(default)]
     overseer: OverseerConfig,
+    #[serde(default)]
+    api: api::ApiSection,
     // The `taskhost` command's options ([options] and one table per command), which the command
     // reads and checks itself (host/src/cli/file.rs).
     #[allow(dead_code)]

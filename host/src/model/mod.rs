@@ -7,7 +7,11 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+mod input;
+mod json;
 mod outcome;
+pub use input::TaskInput;
+pub use json::task_json;
 pub use outcome::*;
 
 pub type TaskId = i64;
@@ -337,6 +341,8 @@ pub struct TaskFilter {
     pub limit: Option<u32>,
     /// Skip this many (for paging).
     pub offset: u32,
+    /// A cursor: only tasks after this id in the order asked for (below it, newest first).
+    pub after: Option<TaskId>,
     /// Newest first (by id) instead of oldest first.
     pub newest_first: bool,
 }

@@ -22,8 +22,11 @@ pub async fn tasks_are_listed_by_status_queue_handler_and_death_oldest_first(sto
     assert_eq!(list(TaskFilter { limit: Some(2), ..Default::default() }).await, ids[..2]);
     let newest = TaskFilter { newest_first: true, ..Default::default() };
     assert_eq!(list(newest.clone()).await, ids.iter().rev().copied().collect::<Vec<_>>());
-    assert_eq!(list(TaskFilter { offset: 1, limit: Some(2), ..newest }).await, vec![ids[2], ids[1]]);
+    assert_eq!(list(TaskFilter { offset: 1, limit: Some(2), ..newest.clone() }).await, vec![ids[2], ids[1]]);
     assert_eq!(list(TaskFilter { offset: 3, ..Default::default() }).await, vec![ids[3]]);
+    // A cursor: after an id in the order asked for.
+    assert_eq!(list(TaskFilter { after: Some(ids[1]), ..Default::default() }).await, ids[2..]);
+    assert_eq!(list(TaskFilter { after: Some(ids[2]), limit: Some(1), ..newest }).await, vec![ids[1]]);
     assert_eq!(list(TaskFilter { queue: Some("mail".into()), ..Default::default() }).await, vec![ids[1], ids[2]]);
     assert_eq!(list(TaskFilter { handler: Some("a".into()), ..Default::default() }).await, vec![ids[0], ids[2]]);
     let a_in_mail = TaskFilter { handler: Some("a".into()), queue: Some("mail".into()), ..Default::default() };

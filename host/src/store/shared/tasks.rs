@@ -37,6 +37,10 @@ pub async fn list<D: Dialect>(db: &D, f: &TaskFilter) -> Result<Vec<Task>> {
     if f.dead {
         sql.push_str(" AND gave_up_on IS NOT NULL");
     }
+    if let Some(after) = f.after {
+        values.push(Arg::Int(Some(after)));
+        sql.push_str(&format!(" AND id {} ${}", if f.newest_first { "<" } else { ">" }, values.len()));
+    }
     let order = if f.newest_first { "DESC" } else { "ASC" };
     values.push(Arg::Int(Some(f.limit.map(i64::from).unwrap_or(i64::MAX))));
     values.push(Arg::from(f.offset));

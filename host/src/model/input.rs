@@ -1,0 +1,56 @@
+//! A task as JSON describes it, for `add --many` lines and the HTTP API: `{"handler": "resize",
+//! "data": {...}}` with optional `queue`, `priority`, `max_retries`, `unique_key`, `queued_by`,
+//! `at` (RFC 3339 with a zone) and `run_timeout` ("90s"). Unknown fields are refused.
+
+use serde::Deserialize;
+
+use super::NewTask;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskInput {
+    pub handler: String,
+    #[serde(default = "empty_object")]
+    pub data: serde_json::Value,
+    pub queue: Option<String>,
+    pub priority: Option<i32>,
+    pub max_retries: Option<u32>,
+    pub unique_key: Option<String>,
+    pub queued_by: Option<String>,
+    /// Read as `add --at` reads its value, to say what is wrong with it.
+    pub at: Option<String>,
+    pub run_timeout: Option<String>,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::json!({})
+}
+
+impl TaskInput {
+    /// The task to queue; the error names the field at fault.
+    pub fn task(self) -> Result<NewTask, String> {
+        let at = match &self.at {
+            Some(at) => Some(crate::text::parse_time(at).map_err(|e| format!("\"at\": {at:?}: {e}"))?),
+            None => None,
+        };
+        let run_timeout = match &self.run_timeout {
+            Some(t) => Some(crate::text::parse_duration(t).map_err(|e| format!("\"run_timeout\": {e}"))?),
+            None => None,
+        };
+        let mut t = NewTask::new(self.handler, self.data.to_string());
+        if let Some(q) = self.queue {
+            t = t.with_queue(q);
+        }
+        if let Some(p) = self.priority {
+            t = t.with_priority(p);
+        }
+        if let Some(n) = self.max_retries {
+            t = t.with_max_retries(n);
+        }
+        t.unique_key = self.unique_key;
+        t.queued_by = self.queued_by;
+        t.scheduled_on = at;
+        t.run_timeout = run_timeout;
+        Ok(t)
+    }
+}

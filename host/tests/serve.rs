@@ -1,0 +1,181 @@
+//! `taskhost serve`: the HTTP API as applications use it. A Python program (standard library)
+//! and a Node.js program (fetch) queue tasks through a live server while a worker runs them, and
+//! read their results; bad requests get JSON errors with a 4xx status; tokens and roles are
+//! enforced, and the server will not listen beyond this machine without one. Real processes, a
+//! real SQLite file (and PostgreSQL and MariaDB for the API's answers).
+
+mod common;
+
+use std::io::{BufRead, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::process::{signal, spawn_worker, stderr, stdout, wait_exit};
+use common::{repo_root, taskhost_command, Db, Env};
+use serde_json::{json, Value};
+
+/// A `taskhost serve` process and the API's base URL it printed.
+struct Served {
+    child: Option<Child>,
+    base: String,
+}
+
+impl Served {
+    fn start(env: &Env, listen: &str) -> Served {
+        let mut child = taskhost_command(env)
+            .args(["serve", "--listen", listen])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn serve");
+        let err = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let line = rx.recv_timeout(Duration::from_secs(60)).expect("serve says where it listens");
+        let base = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_string();
+        Served { child: Some(child), base }
+    }
+
+    /// One request: its status and JSON body.
+    fn call(&self, method: &str, path: &str, token: Option<&str>, body: Option<&str>) -> (u16, Value) {
+        let host = self.base.trim_start_matches("http://").split('/').next().unwrap_or_default().to_string();
+        let mut s = TcpStream::connect(&host).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+        let body = body.unwrap_or("");
+        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        let request = format!(
+            "{method} /api/v1{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+             {auth}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(request.as_bytes()).expect("send");
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).expect("read");
+        let (head, rest) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+        assert!(head.to_ascii_lowercase().contains("content-type: application/json"), "{answer}");
+        (status, serde_json::from_str(rest).unwrap_or_else(|e| panic!("{e}: {answer}")))
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn client(program: &str, args: &[&str]) -> Value {
+    let script = repo_root().join("host/tests/clients").join(args[0]);
+    let o = Command::new(program).arg(script).args(&args[1..]).output().expect("run the client");
+    assert!(o.status.success(), "{program} {args:?}: {}{}", stdout(&o), stderr(&o));
+    serde_json::from_str(stdout(&o).trim()).expect("one JSON line")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_and_node_applications_queue_tasks_and_read_their_results() {
+    let env = Env::new(&["echo", "word-count"]).await;
+    let served = Served::start(&env, "127.0.0.1:0");
+    let worker = spawn_worker(&env, &[]);
+    let py = client("python3", &["queue.py", &served.base]);
+    assert_eq!(py["ids"].as_array().map(Vec::len), Some(3), "{py}");
+    assert_eq!(py["results"], json!([{"words": 3, "lines": 1, "chars": 5}, {"n": 0}, {"n": 1}]), "{py}");
+    let node = client("node", &["queue.mjs", &served.base]);
+    assert_eq!(node["results"], json!({"words": 4, "lines": 1, "chars": 7}), "{node}");
+    // What they queued is the queue's, as the command line shows it.
+    let (status, shown) = served.call("GET", &format!("/tasks/{}", node["id"]), None, None);
+    assert_eq!((status, &shown["task"]["queued_by"]), (200, &json!("node")), "{shown}");
+    let (status, page) = served.call("GET", "/tasks?handler=echo&order=oldest&limit=1", None, None);
+    assert_eq!((status, page["tasks"][0]["data"].clone()), (200, json!({"n": 0})), "{page}");
+    let next = page["next"].as_i64().expect("a next page");
+    let (_, page) = served.call("GET", &format!("/tasks?handler=echo&order=oldest&limit=1&after={next}"), None, None);
+    assert_eq!(page["tasks"][0]["data"], json!({"n": 1}), "{page}");
+    signal(&worker, "TERM");
+    wait_exit(worker, Duration::from_secs(30)).await;
+}
+
+async fn bad_requests_get_a_json_error_and_lose_nothing(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let served = Served::start(&env, "127.0.0.1:0");
+    for (method, path, body, status, code) in [
+        ("POST", "/tasks", Some("{nope"), 400, "invalid-json"),
+        ("POST", "/tasks", Some(r#"{"handler": "missing"}"#), 400, "unknown-handler"),
+        ("POST", "/tasks", Some(r#"{"handler": "echo", "at": "tomorrow"}"#), 400, "invalid"),
+        ("POST", "/tasks", Some(r#"{"handler": "echo", "colour": "red"}"#), 400, "invalid"),
+        ("POST", "/tasks", Some(r#"{"tasks": [{"handler": "echo"}, {"handler": "missing"}]}"#), 400, "unknown-handler"),
+        ("GET", "/tasks/12345", None, 404, "not-found"),
+        ("GET", "/tasks/seven", None, 400, "invalid"),
+        ("GET", "/tasks?status=sleeping", None, 400, "invalid"),
+        ("GET", "/tasks?limit=0", None, 400, "invalid"),
+        ("POST", "/tasks/12345/cancel", None, 404, "not-found"),
+        ("GET", "/nothing-here", None, 404, "not-found"),
+    ] {
+        let (got, answer) = served.call(method, path, None, body);
+        assert_eq!((got, answer["error"]["code"].as_str()), (status, Some(code)), "{method} {path}: {answer}");
+        assert!(answer["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{answer}");
+    }
+    let (_, answer) =
+        served.call("POST", "/tasks", None, Some(r#"{"tasks": [{"handler": "echo"}, {"handler": "missing"}]}"#));
+    assert!(answer["error"]["message"].as_str().unwrap_or("").starts_with("tasks[1]: unknown handler"), "{answer}");
+    let (status, _) = served.call("GET", "/health", None, None);
+    assert_eq!(status, 200);
+    assert_eq!(env.app.client.store().counts().await.expect("counts").scheduled, 0, "nothing was queued");
+    // A finished task cannot be cancelled; a cancelled one is retried.
+    let (status, added) = served.call("POST", "/tasks", None, Some(r#"{"handler": "echo", "queue": "api"}"#));
+    assert_eq!(status, 201, "{added}");
+    let id = added["id"].as_i64().expect("id");
+    let (status, _) = served.call("POST", &format!("/tasks/{id}/cancel"), None, None);
+    assert_eq!(status, 200);
+    let (status, answer) = served.call("POST", &format!("/tasks/{id}/cancel"), None, None);
+    assert_eq!((status, answer["error"]["code"].as_str()), (409, Some("conflict")), "{answer}");
+    let (status, answer) = served.call("POST", &format!("/tasks/{id}/retry"), None, None);
+    assert_eq!((status, answer["id"].as_i64()), (200, Some(id)), "{answer}");
+    let (status, answer) = served.call("POST", "/queues/api/pause", None, None);
+    assert_eq!((status, &answer["changed"]), (200, &json!(true)), "{answer}");
+    let (_, answer) = served.call("GET", "/queues", None, None);
+    let api = answer["queues"].as_array().and_then(|q| q.iter().find(|q| q["name"] == "api")).cloned();
+    assert!(api.is_some_and(|q| !q["paused_on"].is_null()), "{answer}");
+}
+
+on_every_database!(bad_requests_get_a_json_error_and_lose_nothing);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_and_roles_are_enforced_and_only_loopback_is_open_without_one() {
+    let mut env = Env::new(&["echo"]).await;
+    let o = taskhost_command(&env).args(["serve", "--listen", "0.0.0.0:0"]).output().expect("run");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with("error: refusing to listen on 0.0.0.0:0 without a token"), "{}", stderr(&o));
+    let (write, read) = ("w-0123456789abcdef", "r-0123456789abcdef");
+    env.set_config(&format!(
+        "[api]\ntokens = [{{ name = \"app\", token = \"{write}\", role = \"write\" }}, \
+         {{ name = \"dash\", token = \"{read}\", role = \"read\" }}]\n"
+    ))
+    .await;
+    let served = Served::start(&env, "127.0.0.1:0");
+    let task = Some(r#"{"handler": "echo"}"#);
+    assert_eq!(served.call("POST", "/tasks", None, task).0, 401);
+    assert_eq!(served.call("POST", "/tasks", Some("wrong-token-0123456789"), task).0, 401);
+    let (status, answer) = served.call("POST", "/tasks", Some(read), task);
+    assert_eq!((status, answer["error"]["code"].as_str()), (403, Some("forbidden")), "{answer}");
+    let (status, added) = served.call("POST", "/tasks", Some(write), task);
+    assert_eq!(status, 201, "{added}");
+    assert_eq!(served.call("GET", &format!("/tasks/{}", added["id"]), Some(read), None).0, 200);
+    assert_eq!(served.call("GET", "/tasks", None, None).0, 401);
+    assert_eq!(served.call("GET", "/health", None, None).0, 200, "health needs no token");
+    // A short token is refused when the file is read.
+    let file = env.config.clone().expect("the configuration file");
+    std::fs::write(&file, "[api]\ntokens = [{ name = \"x\", token = \"short\", role = \"read\" }]\n").expect("write");
+    let o = taskhost_command(&env).args(["serve", "--listen", "127.0.0.1:0"]).output().expect("run");
+    assert!(stderr(&o).contains("[api] tokens[0] (x): a token is at least 16 characters"), "{}", stderr(&o));
+}
