@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::process::{signal, spawn_worker, stderr, stdout, wait_exit};
-use common::{repo_root, taskhost_command, Db, Env};
+use common::{repo_root, taskhost_command, wait_until, Db, Env};
 use serde_json::{json, Value};
 
 /// A `taskhost serve` process and the API's base URL it printed.
@@ -178,4 +178,37 @@ async fn tokens_and_roles_are_enforced_and_only_loopback_is_open_without_one() {
     std::fs::write(&file, "[api]\ntokens = [{ name = \"x\", token = \"short\", role = \"read\" }]\n").expect("write");
     let o = taskhost_command(&env).args(["serve", "--listen", "127.0.0.1:0"]).output().expect("run");
     assert!(stderr(&o).contains("[api] tokens[0] (x): a token is at least 16 characters"), "{}", stderr(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_statistics_and_runners_are_read_and_controlled() {
+    let env = Env::new(&["echo"]).await;
+    let nightly = taskhost::schedule::NewSchedule::new("nightly", "0 3 * * *", "echo");
+    env.app.client.add_schedule(&nightly).await.expect("schedule");
+    let served = Served::start(&env, "127.0.0.1:0");
+    let (status, list) = served.call("GET", "/schedules", None, None);
+    assert_eq!((status, list["schedules"][0]["name"].as_str()), (200, Some("nightly")), "{list}");
+    assert_eq!(served.call("POST", "/schedules/nightly/pause", None, None).0, 200);
+    let (_, list) = served.call("GET", "/schedules", None, None);
+    assert!(!list["schedules"][0]["paused_on"].is_null(), "{list}");
+    let (status, answer) = served.call("POST", "/schedules/nope/pause", None, None);
+    assert_eq!((status, answer["error"]["code"].as_str()), (404, Some("not-found")), "{answer}");
+    let (status, answer) = served.call("POST", "/schedules/nightly/trigger", None, None);
+    assert_eq!(status, 201, "{answer}");
+    let task = answer["task"].as_i64().expect("the task's id");
+    // A worker runs it: the runner is listed, and the statistics count the run.
+    let worker = spawn_worker(&env, &[]);
+    wait_until(Duration::from_secs(30), "the worker is listed", || async {
+        served.call("GET", "/runners", None, None).1["runners"].as_array().is_some_and(|r| r.len() == 1)
+    })
+    .await;
+    wait_until(Duration::from_secs(30), "the triggered task ran", || async {
+        served.call("GET", &format!("/tasks/{task}"), None, None).1["task"]["last_status"] == "success"
+    })
+    .await;
+    let (status, stats) = served.call("GET", "/stats?handler=echo", None, None);
+    assert_eq!((status, &stats["stats"][0]["runs"]["succeeded"]), (200, &json!(1)), "{stats}");
+    assert_eq!(served.call("GET", "/stats?colour=red", None, None).0, 400);
+    signal(&worker, "TERM");
+    wait_exit(worker, Duration::from_secs(30)).await;
 }

@@ -10,6 +10,10 @@
 //! | `POST /api/v1/tasks/{id}/cancel`, `/retry` | cancel an unfinished task; schedule a finished one again | write |
 //! | `GET /api/v1/queues` | each queue's due, later and running tasks, lag, limit, pause | read |
 //! | `POST /api/v1/queues/{queue}/pause`, `/resume` | pause or resume a queue | write |
+//! | `GET /api/v1/schedules` | the periodic tasks, with their next slots and pauses | read |
+//! | `POST /api/v1/schedules/{name}/pause`, `/resume`, `/trigger` | pause, resume, queue one now | write |
+//! | `GET /api/v1/stats` | statistics per handler and queue (`handler`, `queue`), as `taskhost stats` | read |
+//! | `GET /api/v1/runners` | the live runners: host, PID, heartbeat, handlers served | read |
 //!
 //! Every error is JSON, `{"error": {"code": "...", "message": "..."}}`, with a 4xx status for
 //! what the caller can fix and 503 when the database cannot be reached; a 5xx never carries the
@@ -29,6 +33,7 @@ use crate::client::Client;
 use crate::config::api::{ApiSection, Role};
 use crate::error::Error;
 
+mod control;
 mod queues;
 mod tasks;
 
@@ -52,6 +57,12 @@ pub fn router(client: Client, access: ApiSection) -> Router {
         .route("/api/v1/queues", get(queues::list))
         .route("/api/v1/queues/{queue}/pause", post(queues::pause))
         .route("/api/v1/queues/{queue}/resume", post(queues::resume))
+        .route("/api/v1/schedules", get(control::schedules))
+        .route("/api/v1/schedules/{name}/pause", post(control::pause_schedule))
+        .route("/api/v1/schedules/{name}/resume", post(control::resume_schedule))
+        .route("/api/v1/schedules/{name}/trigger", post(control::trigger_schedule))
+        .route("/api/v1/stats", get(control::stats))
+        .route("/api/v1/runners", get(control::runners))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not-found", "no such endpoint under /api/v1") })
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
