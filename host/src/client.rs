@@ -87,6 +87,20 @@ impl Client {
         Ok(())
     }
 
+    /// [`Client::validate`], and when it refuses, which task it refuses (the first refused alone,
+    /// None when none is) and why: a batch's error can then name its line or index.
+    pub async fn validate_each(&self, tasks: &[NewTask]) -> std::result::Result<(), (Option<usize>, Error)> {
+        let Err(all) = self.validate(tasks).await else {
+            return Ok(());
+        };
+        for (i, t) in tasks.iter().enumerate() {
+            if let Err(e) = self.validate(std::slice::from_ref(t)).await {
+                return Err((Some(i), e));
+            }
+        }
+        Err((None, all))
+    }
+
     /// Queue one task. Returns its id (or, with a unique key held by an unfinished task, that
     /// task's id and `created: false`).
     pub async fn add(&self, task: NewTask) -> Result<Added> {

@@ -48,16 +48,15 @@ pub(super) async fn add(
             serde_json::from_value(v).map_err(|e| ApiError::bad("invalid", format!("{}not a task: {e}", at(i))))?;
         tasks.push(input.task().map_err(|e| ApiError::bad("invalid", format!("{}{e}", at(i))))?);
     }
-    if let Err(e) = state.client.validate(&tasks).await {
-        // Name the first task at fault; nothing is queued.
-        for (i, t) in tasks.iter().enumerate() {
-            if let Err(e) = state.client.validate(std::slice::from_ref(t)).await {
-                let mut err = ApiError::from(e);
-                err.message = format!("{}{}", at(i), err.message);
-                return Err(err);
-            }
+    // Name the first task at fault; nothing is queued.
+    match state.client.validate_each(&tasks).await {
+        Ok(()) => {}
+        Err((Some(i), e)) => {
+            let mut err = ApiError::from(e);
+            err.message = format!("{}{}", at(i), err.message);
+            return Err(err);
         }
-        return Err(e.into());
+        Err((None, e)) => return Err(e.into()),
     }
     let added = state.client.add_many(tasks).await?;
     let rows: Vec<Value> = added.iter().map(|a| json!({"id": a.id, "created": a.created})).collect();

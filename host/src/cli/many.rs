@@ -24,11 +24,9 @@ pub async fn add_many(app: &App, path: &str, text: &str) -> Result<()> {
         tasks.push(parsed.task().map_err(|e| anyhow::anyhow!("{path}, line {}: {e}", n + 1))?);
         line_of.push(n + 1);
     }
-    if app.client.validate(&tasks).await.is_err() {
-        // Name the first line at fault; nothing is queued.
-        for (t, n) in tasks.iter().zip(&line_of) {
-            app.client.validate(std::slice::from_ref(t)).await.with_context(|| format!("{path}, line {n}"))?;
-        }
+    // Name the first line at fault; nothing is queued.
+    if let Err((Some(i), e)) = app.client.validate_each(&tasks).await {
+        return Err(anyhow::Error::new(e).context(format!("{path}, line {}", line_of[i])));
     }
     let progress = std::io::stderr().is_terminal();
     let (mut created, mut existing, mut done) = (0, 0, 0);

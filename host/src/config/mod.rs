@@ -342,14 +342,14 @@ mod tests {
 
     #[test]
     fn an_empty_configuration_is_the_defaults() {
-        let empty = policy("").expect("policy");
+        let empty = policy("").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(format!("{empty:?}"), format!("{:?}", Policy::default()));
     }
 
     #[test]
     fn each_overseer_service_is_set_in_its_table_and_checked() {
         let p = policy("[overseer]\nlease_ttl = \"1m\"\n[overseer.rotation]\nretention = \"90days\"\nbatch = 10\n")
-            .expect("policy");
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(p.overseer.lease_ttl, Duration::from_secs(60));
         assert_eq!((p.overseer.rotation.retention, p.overseer.rotation.batch), (Duration::from_secs(90 * 86400), 10));
         assert_eq!(p.overseer.rotation.interval, crate::overseer::rotation::Config::DEFAULT_INTERVAL);
