@@ -53,6 +53,11 @@ impl Client {
         &self.store
     }
 
+    /// The handlers this client checks tasks against.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
     /// Check tasks before they are written: the data must be valid JSON and the handler a
     /// loadable plugin implementing the task-handler world.
     pub async fn validate(&self, tasks: &[NewTask]) -> Result<()> {

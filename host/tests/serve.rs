@@ -25,6 +25,7 @@ impl Served {
     fn start(env: &Env, listen: &str) -> Served {
         let mut child = taskhost_command(env)
             .args(["serve", "--listen", listen])
+            .env("TASKHOST_TEST_SECRET", "hunter2-value")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -47,15 +48,20 @@ impl Served {
 
     /// One request: its status and JSON body.
     fn call(&self, method: &str, path: &str, token: Option<&str>, body: Option<&str>) -> (u16, Value) {
+        let body = body.unwrap_or("");
+        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        let head = format!("{auth}Content-Length: {}\r\n", body.len());
+        self.raw(method, path, &head, body)
+    }
+
+    /// A request with these header lines (each ending in CRLF) and body.
+    fn raw(&self, method: &str, path: &str, headers: &str, body: &str) -> (u16, Value) {
         let host = self.base.trim_start_matches("http://").split('/').next().unwrap_or_default().to_string();
         let mut s = TcpStream::connect(&host).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
-        let body = body.unwrap_or("");
-        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
         let request = format!(
             "{method} /api/v1{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-             {auth}Content-Length: {}\r\n\r\n{body}",
-            body.len()
+             {headers}\r\n{body}"
         );
         s.write_all(request.as_bytes()).expect("send");
         let mut answer = String::new();
@@ -148,7 +154,58 @@ async fn bad_requests_get_a_json_error_and_lose_nothing(db: Db) {
     assert!(api.is_some_and(|q| !q["paused_on"].is_null()), "{answer}");
 }
 
-on_every_database!(bad_requests_get_a_json_error_and_lose_nothing);
+/// Bulk actions by ids or filter and deleting one task apply only where they can; a body over
+/// the limit, a wrong method and an unknown field get JSON errors too.
+async fn bulk_actions_and_deletes_touch_only_the_tasks_they_may(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let served = Served::start(&env, "127.0.0.1:0");
+    let four = r#"{"tasks": [{"handler": "echo", "queue": "bulk"}, {"handler": "echo", "queue": "bulk"},
+                             {"handler": "echo", "queue": "bulk"}, {"handler": "echo", "queue": "bulk"}]}"#;
+    let (status, added) = served.call("POST", "/tasks", None, Some(four));
+    assert_eq!(status, 201, "{added}");
+    let ids: Vec<i64> = added["tasks"].as_array().expect("tasks").iter().filter_map(|t| t["id"].as_i64()).collect();
+    let [a, b, c, _d] = ids[..] else { panic!("four ids: {added}") };
+    let (status, answer) = served.call("POST", "/tasks/cancel", None, Some(&format!(r#"{{"ids": [{a}, {b}]}}"#)));
+    assert_eq!((status, &answer["cancelled"]), (200, &json!(2)), "{answer}");
+    for (body, what) in [
+        ("{}", "name the tasks"),
+        (r#"{"all": true, "queue": "bulk"}"#, "\"all\" goes alone"),
+        (r#"{"ids": []}"#, "\"ids\" is empty"),
+        (r#"{"queue": "bulk", "colour": 1}"#, "unknown field \"colour\""),
+        (r#"{"queue": "bulk", "status": "asleep"}"#, "status \"asleep\""),
+    ] {
+        let (status, answer) = served.call("POST", "/tasks/cancel", None, Some(body));
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(status, 400, "{body}: {answer}");
+        assert!(message.contains(what), "{body}: {answer}");
+    }
+    let (status, answer) = served.call("DELETE", &format!("/tasks/{c}"), None, None);
+    assert_eq!((status, answer["error"]["code"].as_str()), (409, Some("conflict")), "a waiting task stays: {answer}");
+    let (status, answer) = served.call("DELETE", &format!("/tasks/{a}"), None, None);
+    assert_eq!((status, &answer["deleted"]), (200, &json!(true)), "{answer}");
+    assert_eq!(served.call("GET", &format!("/tasks/{a}"), None, None).0, 404);
+    let (status, answer) =
+        served.call("POST", "/tasks/retry", None, Some(&format!(r#"{{"ids": [{b}, {c}], "of": "cancelled"}}"#)));
+    assert_eq!((status, &answer["retried"]), (200, &json!(1)), "only b was cancelled: {answer}");
+    let (_, answer) = served.call("POST", "/tasks/cancel", None, Some(r#"{"queue": "bulk", "handler": "echo"}"#));
+    assert_eq!(answer["cancelled"], json!(3), "{answer}");
+    let (_, answer) = served.call("POST", "/tasks/delete", None, Some(r#"{"queue": "elsewhere", "of": "cancelled"}"#));
+    assert_eq!(answer["deleted"], json!(0), "another queue: {answer}");
+    let (_, answer) = served.call("POST", "/tasks/delete", None, Some(r#"{"queue": "bulk", "of": "cancelled"}"#));
+    assert_eq!(answer["deleted"], json!(3), "{answer}");
+    assert_eq!(env.app.client.store().counts().await.expect("counts").scheduled, 0);
+    // Errors axum itself answers are JSON too; the body's size is refused before it is read.
+    let (status, answer) = served.raw("POST", "/tasks", "Content-Length: 17000000\r\n", "");
+    assert_eq!((status, answer["error"]["code"].as_str()), (413, Some("too-large")), "{answer}");
+    let (status, answer) = served.call("PUT", "/tasks", None, None);
+    assert_eq!((status, answer["error"]["code"].as_str()), (405, Some("method-not-allowed")), "{answer}");
+    assert_eq!(served.call("GET", "/ready", None, None), (200, json!({"status": "ready"})));
+}
+
+on_every_database!(
+    bad_requests_get_a_json_error_and_lose_nothing,
+    bulk_actions_and_deletes_touch_only_the_tasks_they_may
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_and_roles_are_enforced_and_only_loopback_is_open_without_one() {
@@ -159,7 +216,8 @@ async fn tokens_and_roles_are_enforced_and_only_loopback_is_open_without_one() {
     let (write, read) = ("w-0123456789abcdef", "r-0123456789abcdef");
     env.set_config(&format!(
         "[api]\ntokens = [{{ name = \"app\", token = \"{write}\", role = \"write\" }}, \
-         {{ name = \"dash\", token = \"{read}\", role = \"read\" }}]\n"
+         {{ name = \"dash\", token = \"{read}\", role = \"read\" }}]\n\
+         [handlers.echo.grants]\nenv = [\"TASKHOST_TEST_SECRET\"]\n"
     ))
     .await;
     let served = Served::start(&env, "127.0.0.1:0");
@@ -173,6 +231,14 @@ async fn tokens_and_roles_are_enforced_and_only_loopback_is_open_without_one() {
     assert_eq!(served.call("GET", &format!("/tasks/{}", added["id"]), Some(read), None).0, 200);
     assert_eq!(served.call("GET", "/tasks", None, None).0, 401);
     assert_eq!(served.call("GET", "/health", None, None).0, 200, "health needs no token");
+    // A plugin's grants are shown by name: the value of a granted variable never leaves.
+    let (status, plugins) = served.call("GET", "/plugins", Some(read), None);
+    let echo = &plugins["plugins"][0];
+    assert_eq!((status, &echo["name"], &echo["ok"]), (200, &json!("echo"), &json!(true)), "{plugins}");
+    assert_eq!(echo["grants"]["env"], json!(["TASKHOST_TEST_SECRET"]), "{plugins}");
+    assert!(echo["sha256"].as_str().is_some_and(|d| d.len() == 64), "{plugins}");
+    assert_eq!(echo["limits"]["fuel"], json!(taskhost::sandbox::Limits::DEFAULT_FUEL), "{plugins}");
+    assert!(!plugins.to_string().contains("hunter2-value"), "{plugins}");
     // A short token is refused when the file is read.
     let file = env.config.clone().expect("the configuration file");
     std::fs::write(&file, "[api]\ntokens = [{ name = \"x\", token = \"short\", role = \"read\" }]\n").expect("write");

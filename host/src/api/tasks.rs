@@ -135,6 +135,6 @@ pub(super) async fn retry(State(state): State<Arc<ApiState>>, Path(id): Path<Str
     Ok(Json(json!({"id": id, "run": run})))
 }
 
-fn task_id(text: &str) -> Result<TaskId, ApiError> {
+pub(super) fn task_id(text: &str) -> Result<TaskId, ApiError> {
     text.parse().map_err(|_| ApiError::bad("invalid", format!("{text:?} is not a task id")))
 }

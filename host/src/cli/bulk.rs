@@ -84,7 +84,8 @@ pub async fn cancel(app: &App, c: CancelArgs) -> Result<()> {
             Some(CancelStatus::Scheduled) => Unfinished::Waiting,
             Some(CancelStatus::Running) => Unfinished::Running,
         };
-        let done = app.client.cancel_matching(&BulkFilter { queue: c.queue, handler: c.handler }, which).await?;
+        let done =
+            app.client.cancel_matching(&BulkFilter { queue: c.queue, handler: c.handler, ids: None }, which).await?;
         let running = match done.running {
             1 => "1 was running: its worker stops it".to_string(),
             n => format!("{n} were running: their workers stop them"),
@@ -116,7 +117,7 @@ pub async fn cancel(app: &App, c: CancelArgs) -> Result<()> {
 }
 
 pub async fn retry(app: &App, r: RetryArgs) -> Result<()> {
-    let filter = BulkFilter { queue: r.queue, handler: r.handler };
+    let filter = BulkFilter { queue: r.queue, handler: r.handler, ids: None };
     if r.all_dead {
         println!("{} scheduled again", count(app.client.replay(Replay::Dead, &filter).await?, "dead letter"));
     } else if r.all_cancelled {
@@ -138,7 +139,7 @@ pub async fn delete_finished(app: &App, d: DeleteArgs) -> Result<()> {
         (_, _, true) => Finished::Dead,
         _ => Finished::Any,
     };
-    let filter = BulkFilter { queue: d.queue, handler: d.handler };
+    let filter = BulkFilter { queue: d.queue, handler: d.handler, ids: None };
     let n = app.client.delete_finished(which, &filter, d.older_than).await?;
     println!("{} deleted", count(n, "finished task"));
     Ok(())

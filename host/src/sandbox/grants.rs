@@ -61,6 +61,28 @@ pub struct Grants {
     pub sockets: Option<Arc<super::net::SocketPolicy>>,
 }
 
+/// What a handler is granted, as the API shows it: the names of variables, never their values.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GrantsSummary {
+    pub env: Vec<String>,
+    /// `GUEST (ro)` or `GUEST (rw)`; where it is on the host is the operator's business.
+    pub dirs: Vec<String>,
+    pub http: Vec<String>,
+    pub sockets: Vec<String>,
+}
+
+impl Grants {
+    pub fn summary(&self) -> GrantsSummary {
+        let mode = |m: &DirMode| if *m == DirMode::ReadWrite { "rw" } else { "ro" };
+        GrantsSummary {
+            env: self.env.iter().map(|(name, _)| name.clone()).collect(),
+            dirs: self.dirs.iter().map(|(_, guest, m)| format!("{guest} ({})", mode(m))).collect(),
+            http: self.http.iter().flat_map(|p| p.destinations.iter().map(|d| d.to_string())).collect(),
+            sockets: self.sockets.iter().flat_map(|p| p.endpoints.iter().map(|e| e.to_string())).collect(),
+        }
+    }
+}
+
 impl GrantsConfig {
     /// Read granted variables from this process's environment (now, at load) and resolve
     /// granted directories: `base` resolves relative paths, and each must exist and is

@@ -242,11 +242,14 @@ pub trait Store: Send + Sync + 'static {
 
 pub type SharedStore = Arc<dyn Store>;
 
-/// Which tasks a bulk action touches: those of a queue and of a handler (None: any).
+/// Which tasks a bulk action touches: those of a queue, of a handler and among some ids (None:
+/// any). The action's own condition (unfinished, dead, ...) still applies to each.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BulkFilter {
     pub queue: Option<String>,
     pub handler: Option<String>,
+    /// Only these tasks (as a person picks them on a page); the caller bounds how many.
+    pub ids: Option<Vec<crate::model::TaskId>>,
 }
 
 /// Which finished tasks [`Store::delete_finished`] deletes.

@@ -281,7 +281,7 @@ pub async fn dead_letters_are_replayed_and_finished_tasks_deleted_in_bulk(store:
         async move { store.get_task(id).await.expect("get").map(|t| (t.last_status, t.gave_up_on.is_some())) }
     };
 
-    let a_default = BulkFilter { queue: Some("default".into()), handler: Some("a".into()) };
+    let a_default = BulkFilter { queue: Some("default".into()), handler: Some("a".into()), ids: None };
     assert_eq!(
         store.replay(Replay::Dead, &a_default, t0() + secs(1)).await.expect("retry"),
         1,
@@ -307,10 +307,11 @@ pub async fn dead_letters_are_replayed_and_finished_tasks_deleted_in_bulk(store:
     assert_eq!(store.delete_finished(Finished::Dead, &all, t0() + secs(1)).await.expect("delete"), 1);
     assert_eq!(status(ids[1]).await, None);
     assert!(store.runs_of(ids[1]).await.expect("runs").is_empty(), "its runs went with it");
+    let picked = BulkFilter { ids: Some(vec![ids[0], ids[4], ids[3]]), ..Default::default() };
     assert_eq!(
-        store.delete_finished(Finished::Any, &every_a, t0() + secs(10)).await.expect("delete"),
+        store.delete_finished(Finished::Any, &picked, t0() + secs(10)).await.expect("delete"),
         1,
-        "the success"
+        "of the tasks picked by id, only the success had finished"
     );
     assert_eq!(status(ids[4]).await, None);
     for id in [ids[0], ids[2], ids[3], holder[0].id] {

@@ -174,6 +174,17 @@ impl HostPattern {
     }
 }
 
+impl std::fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostPattern::Name(n) => f.write_str(n),
+            HostPattern::Under(n) => write!(f, "*.{n}"),
+            HostPattern::Ip(std::net::IpAddr::V6(ip)) => write!(f, "[{ip}]"),
+            HostPattern::Ip(ip) => write!(f, "{ip}"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Destination {
     pub scheme: Scheme,
@@ -185,6 +196,20 @@ pub struct Destination {
     pub path_prefix: String,
     /// Non-public addresses this destination's name may resolve to.
     pub addresses: Vec<IpNet>,
+}
+
+/// As an operator would read it: `https://api.example.com:443/v1/ (GET, POST)`.
+impl std::fmt::Display for Destination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}://{}:{}{}", self.scheme.as_str(), self.host, self.port, self.path_prefix)?;
+        if self.path_prefix.is_empty() {
+            f.write_str("/*")?;
+        }
+        if !self.methods.is_empty() {
+            write!(f, " ({})", self.methods.join(", "))?;
+        }
+        Ok(())
+    }
 }
 
 /// A request as the policy sees it: its host already checked to be a plain host (no userinfo).

@@ -65,6 +65,13 @@ pub struct SocketPolicy {
     pub max_sockets: u32,
 }
 
+/// As an operator would read it: `tcp db.internal:5432`.
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}:{}", self.protocol.as_str(), self.host, self.port)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
     pub protocol: Protocol,

@@ -14,7 +14,8 @@ use crate::model::TaskId;
 /// Tasks one batch touches at most.
 pub const BATCH: u32 = 1000;
 
-/// ` AND queue = $n AND task_handler_class = $m` for the filter's parts, appended to `values`.
+/// ` AND queue = $n AND task_handler_class = $m AND id IN ($k)` for the filter's parts, appended
+/// to `values`.
 pub(super) fn filtered<'a>(f: &'a BulkFilter, values: &mut Vec<Arg<'a>>) -> String {
     let mut sql = String::new();
     for (column, value) in [("queue", &f.queue), ("task_handler_class", &f.handler)] {
@@ -22,6 +23,10 @@ pub(super) fn filtered<'a>(f: &'a BulkFilter, values: &mut Vec<Arg<'a>>) -> Stri
             values.push(Arg::Text(Some(v)));
             sql.push_str(&format!(" AND {column} = ${}", values.len()));
         }
+    }
+    if let Some(ids) = &f.ids {
+        values.push(Arg::Ints(ids));
+        sql.push_str(&format!(" AND id IN (${})", values.len()));
     }
     sql
 }

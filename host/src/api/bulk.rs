@@ -1,0 +1,160 @@
+//! Actions on many tasks: cancel, retry (replay) and delete, by ids a person picked, by queue
+//! and handler, or every task (`"all": true`). Each applies only where it can: cancelling to
+//! unfinished tasks, replaying to dead letters or cancelled tasks, deleting to finished tasks.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::tasks::{task_id, MAX_TASKS_PER_REQUEST};
+use super::{ApiError, ApiState};
+use crate::model::TaskId;
+use crate::store::{BulkFilter, Finished, Replay, Unfinished};
+
+/// Which tasks: some of `ids`, `queue`, `handler`, or `all` alone.
+#[derive(Debug, Default, Deserialize)]
+struct Selection {
+    ids: Option<Vec<TaskId>>,
+    queue: Option<String>,
+    handler: Option<String>,
+    #[serde(default)]
+    all: bool,
+}
+
+const SELECTION: [&str; 4] = ["ids", "queue", "handler", "all"];
+
+impl Selection {
+    fn filter(self) -> Result<BulkFilter, ApiError> {
+        let named = self.ids.is_some() || self.queue.is_some() || self.handler.is_some();
+        if named == self.all {
+            let why =
+                if self.all { "\"all\" goes alone" } else { "name the tasks: ids, queue, handler, or \"all\": true" };
+            return Err(ApiError::bad("invalid", why));
+        }
+        match &self.ids {
+            Some(ids) if ids.is_empty() => return Err(ApiError::bad("invalid", "\"ids\" is empty")),
+            Some(ids) if ids.len() > MAX_TASKS_PER_REQUEST => {
+                let message = format!("{} ids in one request: at most {MAX_TASKS_PER_REQUEST}", ids.len());
+                return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too-many-tasks", message));
+            }
+            _ => {}
+        }
+        Ok(BulkFilter { queue: self.queue, handler: self.handler, ids: self.ids })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct CancelBody {
+    /// Only tasks waiting (`scheduled`) or `running`; both when absent.
+    status: Option<String>,
+}
+
+/// `POST /api/v1/tasks/cancel`: how many were cancelled and how many of them were running.
+pub(super) async fn cancel(State(state): State<Arc<ApiState>>, body: Bytes) -> Result<Json<Value>, ApiError> {
+    let (picked, body): (_, CancelBody) = parse(&body, &["status"])?;
+    let which = match body.status.as_deref() {
+        None => Unfinished::Any,
+        Some("scheduled") => Unfinished::Waiting,
+        Some("running") => Unfinished::Running,
+        Some(other) => return Err(ApiError::bad("invalid", format!("status {other:?}: scheduled or running"))),
+    };
+    let done = state.client.cancel_matching(&picked, which).await?;
+    Ok(Json(json!({"cancelled": done.tasks, "running": done.running})))
+}
+
+#[derive(Debug, Deserialize)]
+struct RetryBody {
+    /// `dead` (the default) or `cancelled`.
+    of: Option<String>,
+}
+
+/// `POST /api/v1/tasks/retry`: dead letters (or cancelled tasks) scheduled again; how many.
+/// One whose unique key an unfinished task holds stays as it is.
+pub(super) async fn retry(State(state): State<Arc<ApiState>>, body: Bytes) -> Result<Json<Value>, ApiError> {
+    let (picked, body): (_, RetryBody) = parse(&body, &["of"])?;
+    let which = match body.of.as_deref() {
+        None | Some("dead") => Replay::Dead,
+        Some("cancelled") => Replay::Cancelled,
+        Some(other) => return Err(ApiError::bad("invalid", format!("of {other:?}: dead or cancelled"))),
+    };
+    let n = state.client.replay(which, &picked).await?;
+    Ok(Json(json!({ "retried": n })))
+}
+
+#[derive(Debug, Deserialize)]
+struct DeleteBody {
+    /// `succeeded`, `cancelled`, `dead` or `finished` (the default: any of them).
+    of: Option<String>,
+    /// Only tasks finished longer ago than this (`7d`, `12h`).
+    older_than: Option<String>,
+}
+
+/// `POST /api/v1/tasks/delete`: finished tasks deleted with their runs; how many.
+pub(super) async fn delete(State(state): State<Arc<ApiState>>, body: Bytes) -> Result<Json<Value>, ApiError> {
+    let (picked, body): (_, DeleteBody) = parse(&body, &["of", "older_than"])?;
+    let which = finished(body.of.as_deref())?;
+    let older_than = match body.older_than.as_deref() {
+        None => std::time::Duration::ZERO,
+        Some(text) => crate::text::parse_duration(text)
+            .map_err(|e| ApiError::bad("invalid", format!("older_than {text:?}: {e}")))?,
+    };
+    let n = state.client.delete_finished(which, &picked, older_than).await?;
+    Ok(Json(json!({ "deleted": n })))
+}
+
+/// `DELETE /api/v1/tasks/{id}`: a finished task and its runs; 409 while it is unfinished.
+pub(super) async fn delete_one(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = task_id(&id)?;
+    let one = BulkFilter { ids: Some(vec![id]), ..Default::default() };
+    if state.client.delete_finished(Finished::Any, &one, std::time::Duration::ZERO).await? == 1 {
+        return Ok(Json(json!({"id": id, "deleted": true})));
+    }
+    let (task, _) = state.client.show(id).await?;
+    let message = format!("task {id} is {}: only finished tasks can be deleted", task.last_status);
+    Err(ApiError::new(StatusCode::CONFLICT, "conflict", message))
+}
+
+fn finished(of: Option<&str>) -> Result<Finished, ApiError> {
+    Ok(match of {
+        None | Some("finished") => Finished::Any,
+        Some("succeeded") => Finished::Succeeded,
+        Some("cancelled") => Finished::Cancelled,
+        Some("dead") => Finished::Dead,
+        Some(other) => {
+            return Err(ApiError::bad("invalid", format!("of {other:?}: succeeded, cancelled, dead or finished")))
+        }
+    })
+}
+
+/// A JSON object of the [`Selection`]'s keys and the action's `own` keys, or one line saying
+/// what is wrong with it.
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8], own: &[&str]) -> Result<(BulkFilter, T), ApiError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad("invalid-json", format!("the body is not JSON: {e}")))?;
+    let Value::Object(fields) = value else {
+        return Err(ApiError::bad("invalid", "the body is a JSON object"));
+    };
+    let (mut selection, mut action) = (serde_json::Map::new(), serde_json::Map::new());
+    for (key, v) in fields {
+        if SELECTION.contains(&key.as_str()) {
+            selection.insert(key, v);
+        } else if own.contains(&key.as_str()) {
+            action.insert(key, v);
+        } else {
+            let known = SELECTION.iter().chain(own).copied().collect::<Vec<_>>().join(", ");
+            return Err(ApiError::bad("invalid", format!("unknown field {key:?}: expected {known}")));
+        }
+    }
+    let selection: Selection =
+        serde_json::from_value(Value::Object(selection)).map_err(|e| ApiError::bad("invalid", e.to_string()))?;
+    let action = serde_json::from_value(Value::Object(action)).map_err(|e| ApiError::bad("invalid", e.to_string()))?;
+    Ok((selection.filter()?, action))
+}
