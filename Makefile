@@ -8,7 +8,7 @@ PLUGINS  := target/plugins
 DEMO_DB  := target/demo.db
 TASKHOST := target/release/taskhost
 
-.PHONY: demo test lint plugins build install install-check features-check bench wasm-target services clean
+.PHONY: demo test lint plugins build install install-check features-check bench wasm-target services test-tools clean
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -41,7 +41,14 @@ demo: plugins build
 services:
 	bash scripts/test-services.sh
 
-test: plugins services install-check features-check
+# What the tests drive besides the project's own programs: schemathesis (PyPI) checks the live API
+# against its OpenAPI document. Installed once under target/tools.
+SCHEMATHESIS := schemathesis==4.32.5
+test-tools:
+	@test -x target/tools/st/bin/st || { python3 -m venv target/tools/st && \
+		target/tools/st/bin/pip install --quiet --disable-pip-version-check "$(SCHEMATHESIS)"; }
+
+test: plugins services test-tools install-check features-check
 	$(CARGO) test --release --workspace
 
 # The library builds with each database alone and without the command line (cargo features).

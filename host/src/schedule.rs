@@ -24,6 +24,7 @@ pub const SKIP_AFTER: chrono::Duration = chrono::Duration::seconds(60);
 /// What to do with slots missed while no overseer ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub enum Missed {
     /// Queue one task for the latest missed slot.
     #[default]
@@ -54,6 +55,7 @@ impl FromStr for Missed {
 
 /// A schedule to create.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct NewSchedule {
     pub name: String,
     pub cron: String,
@@ -84,6 +86,7 @@ impl NewSchedule {
 
 /// A schedule as stored: what it was made with, and its state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct Schedule {
     #[serde(flatten)]
     pub spec: NewSchedule,

@@ -21,6 +21,7 @@ pub const BUCKETS: usize = DURATION_BOUNDS_MS.len() + 1;
 
 /// The statistics of one handler on one queue.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct HandlerStats {
     pub handler: String,
     pub queue: String,
@@ -42,6 +43,7 @@ pub struct HandlerStats {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct TaskCounts {
     /// Waiting for their first run or a retry.
     pub scheduled: u64,
@@ -53,6 +55,7 @@ pub struct TaskCounts {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct RunCounts {
     pub succeeded: u64,
     pub failed: u64,
@@ -62,6 +65,7 @@ pub struct RunCounts {
 
 /// Average, estimated median and 95th percentile, and maximum.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct Spread {
     pub avg: f64,
     pub p50: f64,
@@ -70,6 +74,7 @@ pub struct Spread {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct FuelUse {
     pub avg: f64,
     pub max: i64,

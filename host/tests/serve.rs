@@ -6,81 +6,13 @@
 
 mod common;
 
-use std::io::{BufRead, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use common::process::{signal, spawn_worker, stderr, stdout, wait_exit};
+use common::served::Served;
 use common::{repo_root, taskhost_command, wait_until, Db, Env};
 use serde_json::{json, Value};
-
-/// A `taskhost serve` process and the API's base URL it printed.
-struct Served {
-    child: Option<Child>,
-    base: String,
-}
-
-impl Served {
-    fn start(env: &Env, listen: &str) -> Served {
-        let mut child = taskhost_command(env)
-            .args(["serve", "--listen", listen])
-            .env("TASKHOST_TEST_SECRET", "hunter2-value")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn serve");
-        let err = child.stderr.take().expect("stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let line = rx.recv_timeout(Duration::from_secs(60)).expect("serve says where it listens");
-        let base = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in {line:?}"))
-            .to_string();
-        Served { child: Some(child), base }
-    }
-
-    /// One request: its status and JSON body.
-    fn call(&self, method: &str, path: &str, token: Option<&str>, body: Option<&str>) -> (u16, Value) {
-        let body = body.unwrap_or("");
-        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-        let head = format!("{auth}Content-Length: {}\r\n", body.len());
-        self.raw(method, path, &head, body)
-    }
-
-    /// A request with these header lines (each ending in CRLF) and body.
-    fn raw(&self, method: &str, path: &str, headers: &str, body: &str) -> (u16, Value) {
-        let host = self.base.trim_start_matches("http://").split('/').next().unwrap_or_default().to_string();
-        let mut s = TcpStream::connect(&host).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
-        let request = format!(
-            "{method} /api/v1{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-             {headers}\r\n{body}"
-        );
-        s.write_all(request.as_bytes()).expect("send");
-        let mut answer = String::new();
-        s.read_to_string(&mut answer).expect("read");
-        let (head, rest) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-        let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-        assert!(head.to_ascii_lowercase().contains("content-type: application/json"), "{answer}");
-        (status, serde_json::from_str(rest).unwrap_or_else(|e| panic!("{e}: {answer}")))
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 fn client(program: &str, args: &[&str]) -> Value {
     let script = repo_root().join("host/tests/clients").join(args[0]);

@@ -8,20 +8,25 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
 
+use super::doc::Errors;
 use super::tasks::{task_id, MAX_TASKS_PER_REQUEST};
 use super::{ApiError, ApiState};
 use crate::model::TaskId;
 use crate::store::{BulkFilter, Finished, Replay, Unfinished};
 
-/// Which tasks: some of `ids`, `queue`, `handler`, or `all` alone.
-#[derive(Debug, Default, Deserialize)]
-struct Selection {
+/// Which tasks: some of `ids`, `queue` and `handler` (all given must match), or `all` alone.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub(super) struct Selection {
+    /// Up to 10,000.
+    #[schema(min_items = 1, max_items = 10000)]
     ids: Option<Vec<TaskId>>,
     queue: Option<String>,
     handler: Option<String>,
+    /// Every task (alone).
     #[serde(default)]
     all: bool,
 }
@@ -48,14 +53,28 @@ impl Selection {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct CancelBody {
+/// A selection, and which of its unfinished tasks.
+#[derive(Debug, Deserialize, ToSchema)]
+pub(super) struct CancelBody {
+    #[serde(flatten)]
+    #[allow(dead_code)] // read apart, by `parse`: here for the document
+    selection: Selection,
     /// Only tasks waiting (`scheduled`) or `running`; both when absent.
+    #[schema(pattern = "^(scheduled|running)$")]
     status: Option<String>,
 }
 
-/// `POST /api/v1/tasks/cancel`: how many were cancelled and how many of them were running.
-pub(super) async fn cancel(State(state): State<Arc<ApiState>>, body: Bytes) -> Result<Json<Value>, ApiError> {
+#[derive(Serialize, ToSchema)]
+pub(super) struct CancelledMany {
+    cancelled: u64,
+    /// Of those, how many were running: their workers stop them.
+    running: u64,
+}
+
+/// Cancel the unfinished tasks of a selection.
+#[utoipa::path(post, path = "/api/v1/tasks/cancel", operation_id = "cancel_tasks", tag = "tasks", request_body = CancelBody,
+    responses((status = 200, description = "Done", body = CancelledMany), Errors))]
+pub(super) async fn cancel(State(state): State<Arc<ApiState>>, body: Bytes) -> Result<Json<CancelledMany>, ApiError> {
     let (picked, body): (_, CancelBody) = parse(&body, &["status"])?;
     let which = match body.status.as_deref() {
         None => Unfinished::Any,
@@ -64,18 +83,30 @@ pub(super) async fn cancel(State(state): State<Arc<ApiState>>, body: Bytes) -> R
         Some(other) => return Err(ApiError::bad("invalid", format!("status {other:?}: scheduled or running"))),
     };
     let done = state.client.cancel_matching(&picked, which).await?;
-    Ok(Json(json!({"cancelled": done.tasks, "running": done.running})))
+    Ok(Json(CancelledMany { cancelled: done.tasks, running: done.running }))
 }
 
-#[derive(Debug, Deserialize)]
-struct RetryBody {
+/// A selection, and which of its finished tasks.
+#[derive(Debug, Deserialize, ToSchema)]
+pub(super) struct RetryBody {
+    #[serde(flatten)]
+    #[allow(dead_code)]
+    selection: Selection,
     /// `dead` (the default) or `cancelled`.
+    #[schema(pattern = "^(dead|cancelled)$")]
     of: Option<String>,
 }
 
-/// `POST /api/v1/tasks/retry`: dead letters (or cancelled tasks) scheduled again; how many.
-/// One whose unique key an unfinished task holds stays as it is.
-pub(super) async fn retry(State(state): State<Arc<ApiState>>, body: Bytes) -> Result<Json<Value>, ApiError> {
+#[derive(Serialize, ToSchema)]
+pub(super) struct RetriedMany {
+    retried: u64,
+}
+
+/// Schedule again the dead letters (or cancelled tasks) of a selection. One whose unique key an
+/// unfinished task holds stays as it is.
+#[utoipa::path(post, path = "/api/v1/tasks/retry", operation_id = "retry_tasks", tag = "tasks", request_body = RetryBody,
+    responses((status = 200, description = "Done", body = RetriedMany), Errors))]
+pub(super) async fn retry(State(state): State<Arc<ApiState>>, body: Bytes) -> Result<Json<RetriedMany>, ApiError> {
     let (picked, body): (_, RetryBody) = parse(&body, &["of"])?;
     let which = match body.of.as_deref() {
         None | Some("dead") => Replay::Dead,
@@ -83,19 +114,31 @@ pub(super) async fn retry(State(state): State<Arc<ApiState>>, body: Bytes) -> Re
         Some(other) => return Err(ApiError::bad("invalid", format!("of {other:?}: dead or cancelled"))),
     };
     let n = state.client.replay(which, &picked).await?;
-    Ok(Json(json!({ "retried": n })))
+    Ok(Json(RetriedMany { retried: n }))
 }
 
-#[derive(Debug, Deserialize)]
-struct DeleteBody {
+/// A selection, and which of its finished tasks.
+#[derive(Debug, Deserialize, ToSchema)]
+pub(super) struct DeleteBody {
+    #[serde(flatten)]
+    #[allow(dead_code)]
+    selection: Selection,
     /// `succeeded`, `cancelled`, `dead` or `finished` (the default: any of them).
+    #[schema(pattern = "^(succeeded|cancelled|dead|finished)$")]
     of: Option<String>,
     /// Only tasks finished longer ago than this (`7d`, `12h`).
     older_than: Option<String>,
 }
 
-/// `POST /api/v1/tasks/delete`: finished tasks deleted with their runs; how many.
-pub(super) async fn delete(State(state): State<Arc<ApiState>>, body: Bytes) -> Result<Json<Value>, ApiError> {
+#[derive(Serialize, ToSchema)]
+pub(super) struct DeletedMany {
+    deleted: u64,
+}
+
+/// Delete the finished tasks of a selection, with their runs.
+#[utoipa::path(post, path = "/api/v1/tasks/delete", operation_id = "delete_tasks", tag = "tasks", request_body = DeleteBody,
+    responses((status = 200, description = "Done", body = DeletedMany), Errors))]
+pub(super) async fn delete(State(state): State<Arc<ApiState>>, body: Bytes) -> Result<Json<DeletedMany>, ApiError> {
     let (picked, body): (_, DeleteBody) = parse(&body, &["of", "older_than"])?;
     let which = finished(body.of.as_deref())?;
     let older_than = match body.older_than.as_deref() {
@@ -104,18 +147,26 @@ pub(super) async fn delete(State(state): State<Arc<ApiState>>, body: Bytes) -> R
             .map_err(|e| ApiError::bad("invalid", format!("older_than {text:?}: {e}")))?,
     };
     let n = state.client.delete_finished(which, &picked, older_than).await?;
-    Ok(Json(json!({ "deleted": n })))
+    Ok(Json(DeletedMany { deleted: n }))
 }
 
-/// `DELETE /api/v1/tasks/{id}`: a finished task and its runs; 409 while it is unfinished.
+#[derive(Serialize, ToSchema)]
+pub(super) struct DeletedOne {
+    id: TaskId,
+    deleted: bool,
+}
+
+/// Delete a finished task and its runs; 409 while it is unfinished.
+#[utoipa::path(delete, path = "/api/v1/tasks/{id}", operation_id = "delete_task", tag = "tasks", params(("id" = TaskId, Path)),
+    responses((status = 200, description = "Done", body = DeletedOne), Errors))]
 pub(super) async fn delete_one(
     State(state): State<Arc<ApiState>>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DeletedOne>, ApiError> {
     let id = task_id(&id)?;
     let one = BulkFilter { ids: Some(vec![id]), ..Default::default() };
     if state.client.delete_finished(Finished::Any, &one, std::time::Duration::ZERO).await? == 1 {
-        return Ok(Json(json!({"id": id, "deleted": true})));
+        return Ok(Json(DeletedOne { id, deleted: true }));
     }
     let (task, _) = state.client.show(id).await?;
     let message = format!("task {id} is {}: only finished tasks can be deleted", task.last_status);

@@ -6,20 +6,51 @@ use std::sync::Arc;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use utoipa::ToSchema;
 
+use super::doc::Errors;
 use super::{ApiError, ApiState};
 use crate::error::Error;
+use crate::model::{Runner, TaskId};
+use crate::schedule::Schedule;
+use crate::stats::HandlerStats;
 
-pub(super) async fn schedules(State(state): State<Arc<ApiState>>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "schedules": state.client.schedules().await? })))
+#[derive(Serialize, ToSchema)]
+pub(super) struct Schedules {
+    schedules: Vec<Schedule>,
 }
 
-pub(super) async fn pause_schedule(state: State<Arc<ApiState>>, name: Path<String>) -> Result<Json<Value>, ApiError> {
+/// The periodic tasks, as `taskhost schedule list --json` shows them.
+#[utoipa::path(get, path = "/api/v1/schedules", operation_id = "list_schedules", tag = "schedules",
+    responses((status = 200, description = "Done", body = Schedules), Errors))]
+pub(super) async fn schedules(State(state): State<Arc<ApiState>>) -> Result<Json<Schedules>, ApiError> {
+    Ok(Json(Schedules { schedules: state.client.schedules().await? }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub(super) struct SchedulePaused {
+    name: String,
+    paused: bool,
+}
+
+/// Pause a schedule: it queues nothing until resumed.
+#[utoipa::path(post, path = "/api/v1/schedules/{name}/pause", operation_id = "pause_schedule", tag = "schedules", params(("name" = String, Path)),
+    responses((status = 200, description = "Done", body = SchedulePaused), Errors))]
+pub(super) async fn pause_schedule(
+    state: State<Arc<ApiState>>,
+    name: Path<String>,
+) -> Result<Json<SchedulePaused>, ApiError> {
     set_schedule_paused(state, name, true).await
 }
 
-pub(super) async fn resume_schedule(state: State<Arc<ApiState>>, name: Path<String>) -> Result<Json<Value>, ApiError> {
+/// Resume a paused schedule.
+#[utoipa::path(post, path = "/api/v1/schedules/{name}/resume", operation_id = "resume_schedule", tag = "schedules", params(("name" = String, Path)),
+    responses((status = 200, description = "Done", body = SchedulePaused), Errors))]
+pub(super) async fn resume_schedule(
+    state: State<Arc<ApiState>>,
+    name: Path<String>,
+) -> Result<Json<SchedulePaused>, ApiError> {
     set_schedule_paused(state, name, false).await
 }
 
@@ -27,35 +58,65 @@ async fn set_schedule_paused(
     State(state): State<Arc<ApiState>>,
     Path(name): Path<String>,
     paused: bool,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SchedulePaused>, ApiError> {
     if !state.client.pause_schedule(&name, paused).await? {
         return Err(Error::ScheduleNotFound(name).into());
     }
-    Ok(Json(json!({ "name": name, "paused": paused })))
+    Ok(Json(SchedulePaused { name, paused }))
 }
 
-/// Queue one of the schedule's tasks now, besides its slots; the task's id.
+#[derive(Serialize, ToSchema)]
+pub(super) struct Triggered {
+    name: String,
+    /// The task queued.
+    task: TaskId,
+}
+
+/// Queue one of the schedule's tasks now, besides its slots.
+#[utoipa::path(post, path = "/api/v1/schedules/{name}/trigger", operation_id = "trigger_schedule", tag = "schedules", params(("name" = String, Path)),
+    responses((status = 201, description = "Created", body = Triggered), Errors))]
 pub(super) async fn trigger_schedule(
     State(state): State<Arc<ApiState>>,
     Path(name): Path<String>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Triggered>), ApiError> {
     let task = state.client.trigger_schedule(&name).await?;
-    Ok((StatusCode::CREATED, Json(json!({ "name": name, "task": task }))))
+    Ok((StatusCode::CREATED, Json(Triggered { name, task })))
 }
 
-/// `GET /api/v1/stats?handler=&queue=`: as `taskhost stats --json`.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // read by hand, to name an unknown one
+pub(super) struct StatsParams {
+    handler: Option<String>,
+    queue: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub(super) struct Statistics {
+    stats: Vec<HandlerStats>,
+}
+
+/// Statistics per handler and queue, as `taskhost stats --json` prints them.
+#[utoipa::path(get, path = "/api/v1/stats", operation_id = "stats", tag = "operations", params(StatsParams),
+    responses((status = 200, description = "Done", body = Statistics), Errors))]
 pub(super) async fn stats(
     State(state): State<Arc<ApiState>>,
     Query(q): Query<BTreeMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Statistics>, ApiError> {
     if let Some(key) = q.keys().find(|k| !matches!(k.as_str(), "handler" | "queue")) {
         return Err(ApiError::bad("invalid", format!("{key}: no such parameter (handler, queue)")));
     }
     let stats = state.client.stats(q.get("handler").map(String::as_str), q.get("queue").map(String::as_str)).await?;
-    Ok(Json(json!({ "stats": stats })))
+    Ok(Json(Statistics { stats }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub(super) struct Runners {
+    runners: Vec<Runner>,
 }
 
 /// The runners alive now: where they run, their heartbeats and the handlers they serve.
-pub(super) async fn runners(State(state): State<Arc<ApiState>>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "runners": state.client.store().live_runners().await? })))
+#[utoipa::path(get, path = "/api/v1/runners", operation_id = "list_runners", tag = "operations", responses((status = 200, description = "Done", body = Runners), Errors))]
+pub(super) async fn runners(State(state): State<Arc<ApiState>>) -> Result<Json<Runners>, ApiError> {
+    Ok(Json(Runners { runners: state.client.store().live_runners().await? }))
 }

@@ -3,6 +3,7 @@
 //!
 //! | method and path | does | role |
 //! |---|---|---|
+//! | `GET /api/openapi.json` | the OpenAPI 3.1 document of all this ([`openapi`]) | none |
 //! | `GET /api/v1/health` | the database answers: `{"status": "ok"}`, else 503 | none |
 //! | `GET /api/v1/ready` | as health, and the tables exist and the plugins directory is readable | none |
 //! | `POST /api/v1/tasks` | queue one task (a [`crate::model::TaskInput`]) or `{"tasks": [...]}` | write |
@@ -30,15 +31,21 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Json, Router};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::client::Client;
 use crate::config::api::{ApiSection, Role};
-use crate::error::Error;
+use doc::{Errors, Status};
+pub use error::ApiError;
 
 mod bulk;
 mod control;
+pub mod doc;
+mod error;
 mod plugins;
 mod queues;
 mod tasks;
@@ -53,37 +60,51 @@ pub(crate) struct ApiState {
     plugin_scan: tokio::sync::Mutex<()>,
 }
 
-/// Paths anyone may ask, token or not: a load balancer's probes.
-const OPEN_PATHS: [&str; 2] = ["/api/v1/health", "/api/v1/ready"];
+/// Paths anyone may ask, token or not: a load balancer's probes and the API's description.
+const OPEN_PATHS: [&str; 3] = ["/api/v1/health", "/api/v1/ready", "/api/openapi.json"];
 
-/// The API's routes over `client`, answering the callers `access` names.
+/// The API's routes over `client`, answering the callers `access` names, with its OpenAPI
+/// document at `/api/openapi.json`.
 pub fn router(client: Client, access: ApiSection) -> Router {
     let state = Arc::new(ApiState { client, access, plugin_scan: Default::default() });
-    Router::new()
-        .route("/api/v1/health", get(health))
-        .route("/api/v1/ready", get(ready))
-        .route("/api/v1/tasks", post(tasks::add).get(tasks::list))
-        .route("/api/v1/tasks/cancel", post(bulk::cancel))
-        .route("/api/v1/tasks/retry", post(bulk::retry))
-        .route("/api/v1/tasks/delete", post(bulk::delete))
-        .route("/api/v1/tasks/{id}", get(tasks::get).delete(bulk::delete_one))
-        .route("/api/v1/tasks/{id}/cancel", post(tasks::cancel))
-        .route("/api/v1/tasks/{id}/retry", post(tasks::retry))
-        .route("/api/v1/queues", get(queues::list))
-        .route("/api/v1/queues/{queue}/pause", post(queues::pause))
-        .route("/api/v1/queues/{queue}/resume", post(queues::resume))
-        .route("/api/v1/schedules", get(control::schedules))
-        .route("/api/v1/schedules/{name}/pause", post(control::pause_schedule))
-        .route("/api/v1/schedules/{name}/resume", post(control::resume_schedule))
-        .route("/api/v1/schedules/{name}/trigger", post(control::trigger_schedule))
-        .route("/api/v1/stats", get(control::stats))
-        .route("/api/v1/runners", get(control::runners))
-        .route("/api/v1/plugins", get(plugins::list))
+    let (routes, doc) = described().split_for_parts();
+    let doc = Arc::new(doc);
+    routes
+        .route("/api/openapi.json", get(move || std::future::ready(Json(doc.clone()))))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not-found", "no such endpoint under /api/v1") })
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(middleware::from_fn(json_errors))
+        .layer(middleware::from_fn(error::json_errors))
         .with_state(state)
+}
+
+/// The OpenAPI 3.1 document [`router`] serves.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    described().into_openapi()
+}
+
+/// Every endpoint with its description: the routes and the document come from the same list.
+fn described() -> OpenApiRouter<Arc<ApiState>> {
+    OpenApiRouter::with_openapi(doc::ApiDoc::openapi())
+        .routes(routes!(health))
+        .routes(routes!(ready))
+        .routes(routes!(tasks::add, tasks::list))
+        .routes(routes!(bulk::cancel))
+        .routes(routes!(bulk::retry))
+        .routes(routes!(bulk::delete))
+        .routes(routes!(tasks::get, bulk::delete_one))
+        .routes(routes!(tasks::cancel))
+        .routes(routes!(tasks::retry))
+        .routes(routes!(queues::list))
+        .routes(routes!(queues::pause))
+        .routes(routes!(queues::resume))
+        .routes(routes!(control::schedules))
+        .routes(routes!(control::pause_schedule))
+        .routes(routes!(control::resume_schedule))
+        .routes(routes!(control::trigger_schedule))
+        .routes(routes!(control::stats))
+        .routes(routes!(control::runners))
+        .routes(routes!(plugins::list))
 }
 
 /// Reads need a token's `read` role, anything else `write`; without tokens, everyone may.
@@ -109,100 +130,23 @@ async fn authorize(State(state): State<Arc<ApiState>>, req: Request, next: Next)
     }
 }
 
-async fn health(State(state): State<Arc<ApiState>>) -> Result<Json<serde_json::Value>, ApiError> {
+/// The database answers.
+#[utoipa::path(get, path = "/api/v1/health", operation_id = "health", tag = "operations", security(()),
+    responses((status = 200, description = "Done", body = Status), Errors))]
+async fn health(State(state): State<Arc<ApiState>>) -> Result<Json<Status>, ApiError> {
     state.client.store().counts().await?;
-    Ok(Json(serde_json::json!({"status": "ok"})))
+    Ok(Json(Status { status: "ok".into() }))
 }
 
-/// The tables exist and the plugins directory can be read: this server can take tasks.
-async fn ready(State(state): State<Arc<ApiState>>) -> Result<Json<serde_json::Value>, ApiError> {
+/// The database answers, its tables exist and the plugins directory can be read: this server can
+/// take tasks.
+#[utoipa::path(get, path = "/api/v1/ready", operation_id = "ready", tag = "operations", security(()),
+    responses((status = 200, description = "Done", body = Status), Errors))]
+async fn ready(State(state): State<Arc<ApiState>>) -> Result<Json<Status>, ApiError> {
     state.client.store().check_migrated().await?;
     state.client.catalog().check_dir().map_err(|e| {
         tracing::warn!("not ready: {e}");
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the plugins directory cannot be read")
     })?;
-    Ok(Json(serde_json::json!({"status": "ready"})))
-}
-
-/// Errors axum answers itself (a body too large, a wrong method, a path it cannot decode) as
-/// JSON like every other error.
-/// A body announced over the limit is refused before it is read.
-async fn json_errors(req: Request, next: Next) -> Response {
-    let method = req.method().clone();
-    let announced = req.headers().get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok());
-    let response = if announced.is_some_and(|n: u64| n > MAX_BODY_BYTES as u64) {
-        StatusCode::PAYLOAD_TOO_LARGE.into_response()
-    } else {
-        next.run(req).await
-    };
-    let status = response.status();
-    let is_json = response
-        .headers()
-        .get(axum::http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if is_json || !(status.is_client_error() || status.is_server_error()) {
-        return response;
-    }
-    let (code, message) = match status {
-        StatusCode::PAYLOAD_TOO_LARGE => ("too-large", format!("the body is over {} MiB", MAX_BODY_BYTES >> 20)),
-        StatusCode::METHOD_NOT_ALLOWED => ("method-not-allowed", format!("this endpoint does not take {method}")),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => ("unsupported-media-type", "the body is JSON".to_string()),
-        s if s.is_client_error() => {
-            let text = axum::body::to_bytes(response.into_body(), 4096).await.unwrap_or_default();
-            ("invalid", String::from_utf8_lossy(&text).trim().to_string())
-        }
-        _ => ("internal", "the server failed: its log says why".to_string()),
-    };
-    ApiError::new(status, code, message).into_response()
-}
-
-/// An error as the API answers it.
-#[derive(Debug)]
-pub struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-}
-
-impl ApiError {
-    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into() }
-    }
-
-    pub(crate) fn bad(code: &'static str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, code, message)
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
-        (self.status, Json(body)).into_response()
-    }
-}
-
-impl From<Error> for ApiError {
-    fn from(e: Error) -> Self {
-        let message = e.to_string();
-        match e {
-            Error::InvalidJson(_) => Self::bad("invalid-json", message),
-            Error::Invalid { .. } => Self::bad("invalid", message),
-            Error::UnknownHandler { .. } => Self::bad("unknown-handler", message),
-            Error::BrokenHandler { .. } => Self::bad("handler-broken", message),
-            Error::TaskNotFound(_) | Error::ScheduleNotFound(_) => {
-                Self::new(StatusCode::NOT_FOUND, "not-found", message)
-            }
-            Error::CannotRetry { .. } => Self::new(StatusCode::CONFLICT, "conflict", message),
-            e => {
-                // The database's own words stay in the server's log.
-                tracing::warn!("the API could not answer: {e}");
-                let (status, code) = if e.is_retryable() || matches!(e, Error::Connect { .. } | Error::NotMigrated) {
-                    (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
-                } else {
-                    (StatusCode::INTERNAL_SERVER_ERROR, "internal")
-                };
-                Self::new(status, code, "the queue could not answer: try again; the server's log says why")
-            }
-        }
-    }
+    Ok(Json(Status { status: "ready".into() }))
 }

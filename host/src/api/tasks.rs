@@ -7,10 +7,13 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
+use super::doc::Errors;
 use super::{ApiError, ApiState};
-use crate::model::{task_json, NewTask, RunStatus, TaskFilter, TaskId, TaskInput};
+use crate::model::{Added, NewTask, RunId, RunStatus, Task, TaskDetail, TaskFilter, TaskId, TaskInput};
 
 /// Most tasks one request may queue.
 pub const MAX_TASKS_PER_REQUEST: usize = 10_000;
@@ -18,11 +21,40 @@ pub const MAX_TASKS_PER_REQUEST: usize = 10_000;
 const MAX_PAGE: u32 = 1_000;
 const DEFAULT_PAGE: u32 = 100;
 
-/// `POST /api/v1/tasks`: one task, or `{"tasks": [...]}`. All are checked before any is queued.
+/// A task, or a batch of them.
+#[derive(serde::Deserialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // the body is read by hand, to name the task at fault
+pub(super) enum AddBody {
+    One(TaskInput),
+    Many(Batch),
+}
+
+#[derive(serde::Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub(super) struct Batch {
+    /// Up to 10,000 tasks.
+    tasks: Vec<TaskInput>,
+}
+
+/// What was queued: the task (`created` false: an unfinished task with its unique key exists, and
+/// `id` is that one's), or each of a batch in order.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub(super) enum AddAnswer {
+    One(Added),
+    Many { tasks: Vec<Added> },
+}
+
+/// Queue one task, or `{"tasks": [...]}`: all are checked before any is queued, and an error
+/// names the first at fault (`tasks[i]: ...`).
+#[utoipa::path(post, path = "/api/v1/tasks", operation_id = "add_tasks", tag = "tasks",
+    request_body(content = inline(AddBody), description = "A task or `{\"tasks\": [...]}`"),
+    responses((status = 201, description = "Created", body = AddAnswer), Errors))]
 pub(super) async fn add(
     State(state): State<Arc<ApiState>>,
     body: Bytes,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<AddAnswer>), ApiError> {
     let value: Value = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad("invalid-json", format!("the body is not JSON: {e}")))?;
     let (many, inputs) = match value {
@@ -59,17 +91,50 @@ pub(super) async fn add(
         Err((None, e)) => return Err(e.into()),
     }
     let added = state.client.add_many(tasks).await?;
-    let rows: Vec<Value> = added.iter().map(|a| json!({"id": a.id, "created": a.created})).collect();
-    let body = if many { json!({ "tasks": rows }) } else { rows.into_iter().next().unwrap_or(Value::Null) };
-    Ok((StatusCode::CREATED, Json(body)))
+    let answer = match (many, added.first()) {
+        (false, Some(one)) => AddAnswer::One(*one),
+        _ => AddAnswer::Many { tasks: added },
+    };
+    Ok((StatusCode::CREATED, Json(answer)))
 }
 
-/// `GET /api/v1/tasks?status=&queue=&handler=&dead=&order=newest|oldest&limit=&after=`: a page of
-/// tasks (without their runs) and the cursor of the next page (`next`, null at the end).
+/// The filters of a page of tasks.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // read by hand, to say which is wrong and why
+pub(super) struct ListParams {
+    /// The status of the task's latest run.
+    #[param(inline)]
+    status: Option<RunStatus>,
+    queue: Option<String>,
+    handler: Option<String>,
+    /// Only dead letters.
+    dead: Option<bool>,
+    /// `newest` (the default) or `oldest` first.
+    #[param(pattern = "^(newest|oldest)$")]
+    order: Option<String>,
+    /// 1 to 1000; 100 when absent.
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<u32>,
+    /// The `next` of the page before.
+    after: Option<TaskId>,
+}
+
+/// A page of tasks, and the cursor of the next one.
+#[derive(Serialize, ToSchema)]
+pub(super) struct TaskPage {
+    tasks: Vec<Task>,
+    /// Pass it as `after` for the next page; null at the end.
+    next: Option<TaskId>,
+}
+
+/// A page of tasks (without their runs), newest first unless `order=oldest`.
+#[utoipa::path(get, path = "/api/v1/tasks", operation_id = "list_tasks", tag = "tasks", params(ListParams),
+    responses((status = 200, description = "Done", body = TaskPage), Errors))]
 pub(super) async fn list(
     State(state): State<Arc<ApiState>>,
     Query(q): Query<BTreeMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TaskPage>, ApiError> {
     let mut f = TaskFilter { newest_first: true, limit: Some(DEFAULT_PAGE), ..Default::default() };
     for (key, value) in &q {
         let bad = |why: &str| ApiError::bad("invalid", format!("{key}={value:?}: {why}"));
@@ -98,41 +163,61 @@ pub(super) async fn list(
         (Some(last), Some(limit)) if found.len() == limit as usize => Some(last.id),
         _ => None,
     };
-    let tasks = found
-        .iter()
-        .map(|t| task_json(t, &[]).map(|mut v| v["task"].take()))
-        .collect::<serde_json::Result<Vec<_>>>()
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
-    Ok(Json(json!({ "tasks": tasks, "next": next })))
+    Ok(Json(TaskPage { tasks: found, next }))
 }
 
-/// `GET /api/v1/tasks/{id}`: the task and its runs, as `taskhost show --json` prints them.
-pub(super) async fn get(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+/// A task and its runs (progress, partial and final results, logs, error, digest, fuel), as
+/// `taskhost show --json` prints them.
+#[utoipa::path(get, path = "/api/v1/tasks/{id}", operation_id = "get_task", tag = "tasks", params(("id" = TaskId, Path)),
+    responses((status = 200, description = "Done", body = TaskDetail), Errors))]
+pub(super) async fn get(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+) -> Result<Json<TaskDetail>, ApiError> {
     let (task, runs) = state.client.show(task_id(&id)?).await?;
-    task_json(&task, &runs)
-        .map(Json)
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))
+    Ok(Json(TaskDetail::new(task, runs)))
 }
 
-/// `POST /api/v1/tasks/{id}/cancel`: 409 when it has finished already.
+#[derive(Serialize, ToSchema)]
+pub(super) struct CancelledOne {
+    id: TaskId,
+    cancelled: bool,
+}
+
+/// Cancel an unfinished task: a waiting one never runs, a running one is stopped by its worker.
+/// 409 when it has finished already.
+#[utoipa::path(post, path = "/api/v1/tasks/{id}/cancel", operation_id = "cancel_task", tag = "tasks", params(("id" = TaskId, Path)),
+    responses((status = 200, description = "Done", body = CancelledOne), Errors))]
 pub(super) async fn cancel(
     State(state): State<Arc<ApiState>>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<CancelledOne>, ApiError> {
     let id = task_id(&id)?;
     if state.client.cancel(&[id]).await?.contains(&id) {
-        return Ok(Json(json!({"id": id, "cancelled": true})));
+        return Ok(Json(CancelledOne { id, cancelled: true }));
     }
     let (task, _) = state.client.show(id).await?;
     let message = format!("task {id} is {}: only unfinished tasks can be cancelled", task.last_status);
     Err(ApiError::new(StatusCode::CONFLICT, "conflict", message))
 }
 
-/// `POST /api/v1/tasks/{id}/retry`: a finished task scheduled again; its new run's id.
-pub(super) async fn retry(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+#[derive(Serialize, ToSchema)]
+pub(super) struct RetriedOne {
+    id: TaskId,
+    /// The new run.
+    run: RunId,
+}
+
+/// Schedule a dead letter or a cancelled task again, now; its new run's id.
+#[utoipa::path(post, path = "/api/v1/tasks/{id}/retry", operation_id = "retry_task", tag = "tasks", params(("id" = TaskId, Path)),
+    responses((status = 200, description = "Done", body = RetriedOne), Errors))]
+pub(super) async fn retry(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+) -> Result<Json<RetriedOne>, ApiError> {
     let id = task_id(&id)?;
     let run = state.client.retry(id).await?;
-    Ok(Json(json!({"id": id, "run": run})))
+    Ok(Json(RetriedOne { id, run }))
 }
 
 pub(super) fn task_id(text: &str) -> Result<TaskId, ApiError> {

@@ -8,9 +8,12 @@ use super::NewTask;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct TaskInput {
     pub handler: String,
+    /// Any JSON; `{}` when absent.
     #[serde(default = "empty_object")]
+    #[cfg_attr(feature = "serve", schema(value_type = serde_json::Value))]
     pub data: serde_json::Value,
     pub queue: Option<String>,
     pub priority: Option<i32>,

@@ -1,34 +1,56 @@
-//! A task and its runs as JSON, the same for `show --json`, `list --json` and the HTTP API.
+//! A task and its runs as JSON, the same for `show --json`, `list --json` and the HTTP API: its
+//! data and each run's results as JSON values (not the strings they are stored as), logs as a
+//! list of lines, and who produced each run's error (`error_source`).
+
+use serde::{Serialize, Serializer};
 
 use super::{Run, Task};
+use crate::sandbox::ErrorSource;
 
-/// A task and its runs as JSON: its data and each run's results as JSON values (not strings),
-/// logs as an array of lines, and who produced each run's error (`error_source`).
-pub fn task_json(t: &Task, runs: &[Run]) -> serde_json::Result<serde_json::Value> {
-    let runs = runs
-        .iter()
-        .map(|r| {
-            let mut v = serde_json::to_value(r)?;
-            if let Some(obj) = v.as_object_mut() {
-                obj.insert("error_source".into(), serde_json::to_value(r.error_source())?);
-                obj.insert("results".into(), json_or_null(r.results.as_deref()));
-                let logs: Vec<&str> = r.logs.as_deref().map(|l| l.lines().collect()).unwrap_or_default();
-                obj.insert("logs".into(), serde_json::to_value(logs)?);
-            }
-            Ok(v)
-        })
-        .collect::<serde_json::Result<Vec<_>>>()?;
-    let mut task = serde_json::to_value(t)?;
-    if let Some(obj) = task.as_object_mut() {
-        obj.insert("data".into(), json_or_null(Some(&t.data)));
+/// A task with its runs, oldest first.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
+pub struct TaskDetail {
+    pub task: Task,
+    pub runs: Vec<RunDetail>,
+}
+
+/// A run, and who produced its error.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
+pub struct RunDetail {
+    #[serde(flatten)]
+    pub run: Run,
+    pub error_source: Option<ErrorSource>,
+}
+
+impl TaskDetail {
+    pub fn new(task: Task, runs: Vec<Run>) -> Self {
+        let runs = runs.into_iter().map(|run| RunDetail { error_source: run.error_source(), run }).collect();
+        TaskDetail { task, runs }
     }
-    Ok(serde_json::json!({"task": task, "runs": runs}))
+}
+
+/// [`TaskDetail`] as a JSON value.
+pub fn task_json(t: &Task, runs: &[Run]) -> serde_json::Result<serde_json::Value> {
+    serde_json::to_value(TaskDetail::new(t.clone(), runs.to_vec()))
 }
 
 /// A stored JSON document as a value; one that does not parse (it always should) stays a string.
-fn json_or_null(text: Option<&str>) -> serde_json::Value {
-    match text {
-        Some(s) => serde_json::from_str(s).unwrap_or_else(|_| serde_json::Value::String(s.to_string())),
-        None => serde_json::Value::Null,
+pub(super) fn stored<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+    match serde_json::from_str::<&serde_json::value::RawValue>(text) {
+        Ok(raw) => raw.serialize(s),
+        Err(_) => s.serialize_str(text),
     }
+}
+
+pub(super) fn stored_or_null<S: Serializer>(text: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match text {
+        Some(t) => stored(t, s),
+        None => s.serialize_none(),
+    }
+}
+
+pub(super) fn lines<S: Serializer>(text: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(text.as_deref().unwrap_or_default().lines())
 }

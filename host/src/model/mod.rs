@@ -11,7 +11,7 @@ mod input;
 mod json;
 mod outcome;
 pub use input::TaskInput;
-pub use json::task_json;
+pub use json::{task_json, RunDetail, TaskDetail};
 pub use outcome::*;
 
 pub type TaskId = i64;
@@ -21,6 +21,7 @@ pub type RunnerId = i64;
 /// Status of a run, and of a task (a task's `last_status` is the status of its latest run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub enum RunStatus {
     /// Created, waiting for a runner (and, for a task, for its `scheduled_on`).
     Scheduled,
@@ -65,6 +66,7 @@ impl RunStatus {
 /// Status of a runner (a worker process).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub enum RunnerStatus {
     Running,
     /// The runner stopped by itself (shutdown, drain, memory cap).
@@ -121,6 +123,7 @@ impl fmt::Display for RunnerStatus {
 
 /// Per-task retry backoff; `None` fields fall back to the worker's [`crate::retry::Backoff`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct BackoffSettings {
     /// Delay before the first retry, in milliseconds; doubles with each further failure.
     pub base_ms: Option<i64>,
@@ -234,6 +237,7 @@ impl RunLimits {
 
 /// The result of adding a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct Added {
     pub id: TaskId,
     /// false when an unfinished task with the same unique key already existed: `id` is that task.
@@ -242,6 +246,7 @@ pub struct Added {
 
 /// A row of `task_queue`.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct Task {
     pub id: TaskId,
     pub queued_on: DateTime<Utc>,
@@ -249,6 +254,9 @@ pub struct Task {
     /// When the next run is due (the original schedule, or the retry time after a failure).
     pub scheduled_on: DateTime<Utc>,
     pub handler: String,
+    /// Stored as text; written out as the JSON it is.
+    #[serde(serialize_with = "json::stored")]
+    #[cfg_attr(feature = "serve", schema(value_type = serde_json::Value))]
     pub data: String,
     pub last_status: RunStatus,
     pub max_retries: u32,
@@ -265,6 +273,7 @@ pub struct Task {
 
 /// A row of `task_runs`.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct Run {
     pub id: RunId,
     pub task_id: TaskId,
@@ -273,6 +282,9 @@ pub struct Run {
     pub started_on: Option<DateTime<Utc>>,
     pub percents_completed: u8,
     pub finished_on: Option<DateTime<Utc>>,
+    /// The final (or latest partial) results, written out as the JSON they are.
+    #[serde(serialize_with = "json::stored_or_null")]
+    #[cfg_attr(feature = "serve", schema(value_type = Option<serde_json::Value>))]
     pub results: Option<String>,
     pub status: RunStatus,
     pub error_code: Option<String>,
@@ -281,6 +293,9 @@ pub struct Run {
     pub duration_ms: Option<i64>,
     pub component_digest: Option<String>,
     pub fuel_used: Option<i64>,
+    /// Written out as a list of lines.
+    #[serde(serialize_with = "json::lines")]
+    #[cfg_attr(feature = "serve", schema(value_type = Vec<String>))]
     pub logs: Option<String>,
 }
 
@@ -299,6 +314,7 @@ impl Run {
 
 /// A row of `task_runners`.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct Runner {
     pub id: RunnerId,
     pub process_id: u32,

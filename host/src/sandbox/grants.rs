@@ -63,6 +63,7 @@ pub struct Grants {
 
 /// What a handler is granted, as the API shows it: the names of variables, never their values.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct GrantsSummary {
     pub env: Vec<String>,
     /// `GUEST (ro)` or `GUEST (rw)`; where it is on the host is the operator's business.

@@ -15,6 +15,7 @@ use crate::text;
 /// Who produced a run's error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub enum ErrorSource {
     /// The host: a limit, a trap, a missing handler, the database. Its codes are [`codes::HOST`].
     Host,

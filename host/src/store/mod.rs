@@ -303,6 +303,7 @@ pub struct Wakeups {
 
 /// A queue as [`Store::queues`] sees it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct QueueInfo {
     pub name: String,
     /// Scheduled tasks due now.

@@ -15,6 +15,7 @@ use tempfile::TempDir;
 
 pub mod http;
 pub mod process;
+pub mod served;
 
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("host/ has a parent").to_path_buf()

@@ -1,0 +1,89 @@
+//! The API's OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` attributes and
+//! the types they take and give: served at `/api/openapi.json`, and what the tests check the
+//! live server against.
+
+use serde::Serialize;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+/// Every error: a stable code and a message for a person.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// `invalid-json`, `invalid`, `unknown-handler`, `handler-broken`, `unauthorized`,
+    /// `forbidden`, `not-found`, `method-not-allowed`, `conflict`, `too-many-tasks`,
+    /// `too-large`, `unavailable`.
+    pub code: String,
+    pub message: String,
+}
+
+/// The errors any endpoint may answer.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // only its description is used
+pub enum Errors {
+    /// Bad input: the message names what is wrong; nothing was changed.
+    #[response(status = 400)]
+    Invalid(ErrorBody),
+    /// No valid bearer token.
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+    /// A read-only token asked for a change.
+    #[response(status = 403)]
+    Forbidden(ErrorBody),
+    /// No such task, schedule or endpoint.
+    #[response(status = 404)]
+    NotFound(ErrorBody),
+    /// The task is not in a state that allows this.
+    #[response(status = 409)]
+    Conflict(ErrorBody),
+    /// Too many tasks or ids, or a body over 16 MiB.
+    #[response(status = 413)]
+    TooLarge(ErrorBody),
+    /// The database cannot answer now: try again.
+    #[response(status = 503)]
+    Unavailable(ErrorBody),
+}
+
+/// `{"status": "ok"}` or `{"status": "ready"}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Status {
+    pub status: String,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "taskhost",
+        description = "A durable SQL task queue whose handlers are sandboxed WebAssembly components.",
+        license(name = "Apache-2.0")
+    ),
+    components(schemas(ErrorBody, ErrorDetail)),
+    modifiers(&BearerTokens),
+    security(("bearer" = [])),
+    tags(
+        (name = "tasks", description = "Queue, read, cancel, retry and delete tasks"),
+        (name = "queues", description = "Depth, lag and pauses"),
+        (name = "schedules", description = "Periodic tasks"),
+        (name = "operations", description = "Health, statistics, runners and plugins"),
+    )
+)]
+pub struct ApiDoc;
+
+struct BearerTokens;
+
+impl Modify for BearerTokens {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let scheme = HttpBuilder::new()
+            .scheme(HttpAuthScheme::Bearer)
+            .description(Some("A token of the operator's `[api] tokens`: `read`, or `write` for changes"))
+            .build();
+        openapi
+            .components
+            .get_or_insert_with(Default::default)
+            .add_security_scheme("bearer", SecurityScheme::Http(scheme));
+    }
+}
