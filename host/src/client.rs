@@ -116,7 +116,14 @@ impl Client {
     /// Queue many tasks in one transaction: all or nothing.
     pub async fn add_many(&self, tasks: Vec<NewTask>) -> Result<Vec<Added>> {
         self.validate(&tasks).await?;
-        self.store.add_tasks(&tasks, self.clock.now()).await
+        let added = self.store.add_tasks(&tasks, self.clock.now()).await?;
+        let metrics = crate::metrics::global();
+        for (task, a) in tasks.iter().zip(&added) {
+            if a.created {
+                metrics.add(crate::metrics::Counter::TasksAdded, &[("queue", &task.queue)], 1);
+            }
+        }
+        Ok(added)
     }
 
     /// A task with its runs, oldest run first.

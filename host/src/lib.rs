@@ -12,6 +12,7 @@ pub mod client;
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod metrics;
 pub mod model;
 pub mod overseer;
 pub mod plugins;

@@ -4,6 +4,7 @@
 //! | method and path | does | role |
 //! |---|---|---|
 //! | `GET /api/openapi.json` | the OpenAPI 3.1 document of all this ([`openapi`]) | none |
+//! | `GET /metrics` | Prometheus metrics (see [`crate::metrics`]) | read |
 //! | `GET /api/v1/health` | the database answers: `{"status": "ok"}`, else 503 | none |
 //! | `GET /api/v1/ready` | as health, and the tables exist and the plugins directory is readable | none |
 //! | `POST /api/v1/tasks` | queue one task (a [`crate::model::TaskInput`]) or `{"tasks": [...]}` | write |
@@ -46,6 +47,7 @@ mod bulk;
 mod control;
 pub mod doc;
 mod error;
+mod metrics;
 mod plugins;
 mod queues;
 mod tasks;
@@ -71,9 +73,21 @@ pub fn router(client: Client, access: ApiSection) -> Router {
     let doc = Arc::new(doc);
     routes
         .route("/api/openapi.json", get(move || std::future::ready(Json(doc.clone()))))
+        .route("/metrics", get(metrics::scrape))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not-found", "no such endpoint under /api/v1") })
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn(error::json_errors))
+        .with_state(state)
+}
+
+/// `/metrics` alone (Prometheus text), for a worker's `--metrics ADDR`: the same tokens rule it.
+pub fn metrics_router(client: Client, access: ApiSection) -> Router {
+    let state = Arc::new(ApiState { client, access, plugin_scan: Default::default() });
+    Router::new()
+        .route("/metrics", get(metrics::scrape))
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not-found", "only /metrics here") })
+        .layer(middleware::from_fn_with_state(state.clone(), authorize))
         .layer(middleware::from_fn(error::json_errors))
         .with_state(state)
 }

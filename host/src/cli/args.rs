@@ -292,6 +292,10 @@ pub struct WorkerArgs {
     /// or the file's [overseer.rotation] retention].
     #[arg(long, value_parser = positive_duration, env = "TASKHOST_RETENTION")]
     pub retention: Option<Duration>,
+    /// Serve Prometheus metrics at http://ADDR/metrics while the worker runs (an address that is
+    /// not loopback needs [api] tokens, as `serve` does).
+    #[arg(long, env = "TASKHOST_METRICS")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Args)]

@@ -153,6 +153,13 @@ pub async fn run(cli: Cli) -> Result<()> {
             // letter: a wrong --plugins is refused at start.
             app.catalog.check_dir()?;
             let overseer = overseer_config;
+            if let Some(addr) = w.metrics {
+                let router = taskhost::api::metrics_router(app.client.clone(), open_to(&app, addr)?);
+                let bound = listen(addr).await?;
+                eprintln!("serving metrics on http://{}/metrics", bound.local_addr()?);
+                // Ends with the process; a scrape never holds up the worker's exit.
+                tokio::spawn(async move { axum::serve(bound, router).await });
+            }
             let cfg = WorkerConfig {
                 concurrency: w.concurrency,
                 claim_batch: w.claim_batch.max(1),
@@ -260,16 +267,26 @@ pub async fn run(cli: Cli) -> Result<()> {
     Ok(())
 }
 
-/// `serve`: the HTTP API until a signal. Listening beyond this machine needs tokens.
-async fn serve(app: &App, listen: std::net::SocketAddr) -> Result<()> {
+/// Who may call what listens on `addr`: the file's tokens; without any, only loopback.
+fn open_to(app: &App, addr: std::net::SocketAddr) -> Result<taskhost::config::api::ApiSection> {
     let access = app.catalog.policy().api.clone();
-    if access.tokens.is_empty() && !listen.ip().is_loopback() {
+    if access.tokens.is_empty() && !addr.ip().is_loopback() {
         bail!(
-            "refusing to listen on {listen} without a token: set [api] tokens in the configuration file, or listen on \
+            "refusing to listen on {addr} without a token: set [api] tokens in the configuration file, or listen on \
              127.0.0.1"
         );
     }
-    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("cannot listen on {listen}"))?;
+    Ok(access)
+}
+
+async fn listen(addr: std::net::SocketAddr) -> Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))
+}
+
+/// `serve`: the HTTP API until a signal. Listening beyond this machine needs tokens.
+async fn serve(app: &App, addr: std::net::SocketAddr) -> Result<()> {
+    let access = open_to(app, addr)?;
+    let listener = listen(addr).await?;
     let bound = listener.local_addr()?;
     let who = if access.tokens.is_empty() { "anyone on this machine" } else { "callers with a token" };
     eprintln!("serving the API on http://{bound}/api/v1 to {who}");

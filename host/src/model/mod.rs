@@ -335,6 +335,9 @@ pub struct ClaimedRun {
     pub task_id: TaskId,
     pub attempt: u32,
     pub handler: String,
+    pub queue: String,
+    /// When the run was due: it waited from then to `started_on`.
+    pub due_on: DateTime<Utc>,
     pub data: String,
     pub queued_by: Option<String>,
     pub max_retries: u32,

@@ -70,6 +70,17 @@ pub struct LoadReport {
     pub load_time: Duration,
 }
 
+/// Count a load, and time a compile.
+fn loaded_metrics(r: &LoadReport) {
+    let m = crate::metrics::global();
+    let source = if r.cached { "cache" } else { "compiled" };
+    let outcome = if r.status.is_ok() { "ok" } else { "refused" };
+    m.add(crate::metrics::Counter::PluginLoads, &[("outcome", outcome), ("source", source)], 1);
+    if r.status.is_ok() && !r.cached {
+        m.observe(crate::metrics::Histogram::CompileTime, &[], r.load_time.as_secs_f64());
+    }
+}
+
 /// Whether `name` can name a plugin: letters, digits, `-` and `_` (no paths).
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 128 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
@@ -262,6 +273,7 @@ impl Catalog {
                 }
             }
         };
+        loaded_metrics(&report);
         each(&report);
         report
     }

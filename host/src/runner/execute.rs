@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, Notify, Semaphore};
 
 use crate::clock::SharedClock;
 use crate::error::Error;
+use crate::metrics::{Counter, Histogram};
 use crate::model::*;
 use crate::plugins::Catalog;
 use crate::retry::{self, Backoff};
@@ -107,7 +108,36 @@ impl RunMeta {
 pub(super) async fn execute_guarded(shared: &Shared, run: ClaimedRun, stop: Arc<Notify>) -> Executed {
     let meta = RunMeta::of(&run);
     let started = Instant::now();
-    let outcome = match guarded(shared, meta, started, execute(shared, run, started, stop)).await {
+    let (handler, queue) = (run.handler.clone(), run.queue.clone());
+    let labels = [("handler", handler.as_str()), ("queue", queue.as_str())];
+    let metrics = crate::metrics::global();
+    metrics.add(Counter::RunsStarted, &labels, 1);
+    let waited = (run.started_on - run.due_on).num_milliseconds().max(0) as f64 / 1000.0;
+    metrics.observe(Histogram::RunWait, &labels, waited);
+    let executed = execute_counted(shared, meta, started, execute(shared, run, started, stop)).await;
+    let ended = match &executed {
+        Executed::Ended(outcome) => {
+            metrics.observe(Histogram::RunDuration, &labels, outcome.duration_ms as f64 / 1000.0);
+            if let Some(fuel) = outcome.fuel_used {
+                metrics.observe(Histogram::RunFuel, &labels[..1], fuel as f64);
+            }
+            outcome.status().as_str()
+        }
+        Executed::PutBack { .. } => "put-back",
+        Executed::Stopped(_) => "stopped",
+    };
+    metrics.add(Counter::RunsEnded, &[labels[0], labels[1], ("outcome", ended)], 1);
+    executed
+}
+
+/// The run's end: ended, put back for later, or stopped.
+async fn execute_counted(
+    shared: &Shared,
+    meta: RunMeta,
+    started: Instant,
+    run: impl std::future::Future<Output = Ran>,
+) -> Executed {
+    let outcome = match guarded(shared, meta, started, run).await {
         Ran::Ended(outcome) => outcome,
         Ran::Stopped(kept) => return Executed::Stopped(kept),
     };

@@ -120,6 +120,7 @@ pub struct ClaimedTask {
     pub priority: i64,
     pub scheduled_on: DateTime<Utc>,
     pub handler: String,
+    pub queue: String,
     pub data: String,
     pub queued_by: Option<String>,
     pub max_retries: u32,
@@ -130,7 +131,7 @@ pub struct ClaimedTask {
 
 /// The columns of `task_queue` a claim returns, in this order.
 pub const CLAIM_COLUMNS: &str = "id, task_handler_class, task_data, queued_by_id, max_retries, task_runs_failed, \
-                                 run_timeout, backoff_base_ms, backoff_max_ms, priority, scheduled_on";
+                                 run_timeout, backoff_base_ms, backoff_max_ms, priority, scheduled_on, queue";
 
 impl ClaimedTask {
     pub fn read(r: &impl Cells) -> Result<Self> {
@@ -139,6 +140,7 @@ impl ClaimedTask {
             priority: int(r, TASKS, "priority")?,
             scheduled_on: time(r, TASKS, "scheduled_on")?,
             handler: text(r, TASKS, "task_handler_class")?,
+            queue: text(r, TASKS, "queue")?,
             data: text(r, TASKS, "task_data")?,
             queued_by: r.text("queued_by_id")?,
             max_retries: n32(int(r, TASKS, "max_retries")?),
@@ -167,6 +169,8 @@ impl ClaimedTask {
             attempt: n32(attempt).max(1),
             timeout_on: self.timeout_on(now, default),
             handler: self.handler,
+            queue: self.queue,
+            due_on: self.scheduled_on,
             data: self.data,
             queued_by: self.queued_by,
             max_retries: self.max_retries,

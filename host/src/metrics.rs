@@ -1,0 +1,235 @@
+//! Prometheus metrics of this process: counters and histograms kept in memory, written in the
+//! text exposition format by [`Metrics::render`]. `taskhost serve` answers them at `/metrics`
+//! with gauges read from the database at each scrape (see `api::metrics`); a worker does with
+//! `--metrics ADDR`.
+//!
+//! Label values come from task submitters (queue names) and plugin names, so a metric keeps at
+//! most [`MAX_SERIES`] label sets: later ones are counted under the value `_other`, and a
+//! hostile queue name cannot grow this process's memory without bound.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::{Mutex, OnceLock};
+
+/// Label sets one metric keeps at most.
+pub const MAX_SERIES: usize = 1000;
+
+/// A counter this process keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Counter {
+    /// Tasks queued by this process (`queue`).
+    TasksAdded,
+    /// Runs a worker started (`handler`, `queue`).
+    RunsStarted,
+    /// Runs a worker ended (`handler`, `queue`, `outcome`: a run status, `put-back` or `stopped`).
+    RunsEnded,
+    /// Plugin files loaded (`outcome`: `ok` or `refused`; `source`: `cache` or `compiled`).
+    PluginLoads,
+}
+
+/// A histogram this process keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Histogram {
+    /// Seconds a run took (`handler`, `queue`).
+    RunDuration,
+    /// Seconds from when a run was due to when it started (`handler`, `queue`).
+    RunWait,
+    /// Fuel a run burned (`handler`).
+    RunFuel,
+    /// Seconds a plugin took to compile.
+    CompileTime,
+}
+
+impl Counter {
+    fn name(self) -> &'static str {
+        match self {
+            Counter::TasksAdded => "taskhost_tasks_added_total",
+            Counter::RunsStarted => "taskhost_runs_started_total",
+            Counter::RunsEnded => "taskhost_runs_total",
+            Counter::PluginLoads => "taskhost_plugin_loads_total",
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            Counter::TasksAdded => "Tasks queued by this process.",
+            Counter::RunsStarted => "Runs this process started.",
+            Counter::RunsEnded => "Runs this process ended, by outcome.",
+            Counter::PluginLoads => "Plugin files loaded, by outcome and source.",
+        }
+    }
+}
+
+impl Histogram {
+    fn name(self) -> &'static str {
+        match self {
+            Histogram::RunDuration => "taskhost_run_duration_seconds",
+            Histogram::RunWait => "taskhost_run_wait_seconds",
+            Histogram::RunFuel => "taskhost_run_fuel",
+            Histogram::CompileTime => "taskhost_plugin_compile_seconds",
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            Histogram::RunDuration => "Seconds a run took.",
+            Histogram::RunWait => "Seconds from when a run was due to when it started.",
+            Histogram::RunFuel => "Fuel a run burned.",
+            Histogram::CompileTime => "Seconds a plugin took to compile.",
+        }
+    }
+
+    fn bounds(self) -> &'static [f64] {
+        const SECONDS: [f64; 14] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0, 300.0];
+        const COMPILE: [f64; 8] = [0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 120.0];
+        const FUEL: [f64; 8] = [1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11];
+        match self {
+            Histogram::RunDuration | Histogram::RunWait => &SECONDS,
+            Histogram::RunFuel => &FUEL,
+            Histogram::CompileTime => &COMPILE,
+        }
+    }
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+#[derive(Debug, Default, Clone)]
+struct Buckets {
+    counts: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    counters: BTreeMap<Counter, BTreeMap<Labels, u64>>,
+    histograms: BTreeMap<Histogram, BTreeMap<Labels, Buckets>>,
+}
+
+/// The metrics of one process.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    inner: Mutex<Inner>,
+}
+
+/// This process's metrics.
+pub fn global() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(Metrics::default)
+}
+
+/// `labels` as kept: as given, or every value `_other` once the metric has [`MAX_SERIES`] sets.
+fn series<V>(map: &BTreeMap<Labels, V>, labels: &[(&'static str, &str)]) -> Labels {
+    let given: Labels = labels.iter().map(|(k, v)| (*k, v.to_string())).collect();
+    if map.len() < MAX_SERIES || map.contains_key(&given) {
+        return given;
+    }
+    labels.iter().map(|(k, _)| (*k, "_other".to_string())).collect()
+}
+
+impl Metrics {
+    pub fn add(&self, counter: Counter, labels: &[(&'static str, &str)], by: u64) {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let map = inner.counters.entry(counter).or_default();
+        let key = series(map, labels);
+        *map.entry(key).or_default() += by;
+    }
+
+    pub fn observe(&self, histogram: Histogram, labels: &[(&'static str, &str)], value: f64) {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let map = inner.histograms.entry(histogram).or_default();
+        let key = series(map, labels);
+        let b = map.entry(key).or_default();
+        let bounds = histogram.bounds();
+        b.counts.resize(bounds.len(), 0);
+        for (i, bound) in bounds.iter().enumerate() {
+            if value <= *bound {
+                b.counts[i] += 1;
+            }
+        }
+        b.sum += value;
+        b.count += 1;
+    }
+
+    /// Every counter and histogram in the text exposition format (version 0.0.4).
+    pub fn render(&self, out: &mut String) {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        for (counter, map) in &inner.counters {
+            let _ = writeln!(out, "# HELP {} {}\n# TYPE {} counter", counter.name(), counter.help(), counter.name());
+            for (labels, n) in map {
+                let _ = writeln!(out, "{}{} {n}", counter.name(), label_text(labels, None));
+            }
+        }
+        for (histogram, map) in &inner.histograms {
+            let name = histogram.name();
+            let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} histogram", histogram.help());
+            for (labels, b) in map {
+                for (bound, n) in histogram.bounds().iter().zip(&b.counts) {
+                    let _ = writeln!(out, "{name}_bucket{} {n}", label_text(labels, Some(&bound.to_string())));
+                }
+                let _ = writeln!(out, "{name}_bucket{} {}", label_text(labels, Some("+Inf")), b.count);
+                let _ = writeln!(out, "{name}_sum{} {}", label_text(labels, None), b.sum);
+                let _ = writeln!(out, "{name}_count{} {}", label_text(labels, None), b.count);
+            }
+        }
+    }
+}
+
+/// One gauge with its help, type and samples, for values read at a scrape.
+pub fn render_gauge(out: &mut String, name: &str, help: &str, samples: &[(Labels, f64)]) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+    for (labels, value) in samples {
+        let _ = writeln!(out, "{name}{} {value}", label_text(labels, None));
+    }
+}
+
+/// `{a="x",b="y"}` (with `le` last for a bucket), values escaped; empty without labels.
+fn label_text(labels: &[(&'static str, String)], le: Option<&str>) -> String {
+    let mut parts: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
+    if let Some(le) = le {
+        parts.push(format!("le=\"{le}\""));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!("{{{}}}", parts.join(","))
+}
+
+fn escape(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_and_histograms_are_written_in_the_text_format() {
+        let m = Metrics::default();
+        m.add(Counter::RunsEnded, &[("handler", "echo"), ("queue", "a\"b"), ("outcome", "success")], 2);
+        m.observe(Histogram::RunDuration, &[("handler", "echo"), ("queue", "q")], 0.03);
+        let mut out = String::new();
+        m.render(&mut out);
+        assert!(out.contains("# TYPE taskhost_runs_total counter\n"), "{out}");
+        assert!(
+            out.contains("taskhost_runs_total{handler=\"echo\",queue=\"a\\\"b\",outcome=\"success\"} 2\n"),
+            "{out}"
+        );
+        assert!(out.contains("taskhost_run_duration_seconds_bucket{handler=\"echo\",queue=\"q\",le=\"0.025\"} 0\n"));
+        assert!(out.contains("taskhost_run_duration_seconds_bucket{handler=\"echo\",queue=\"q\",le=\"0.05\"} 1\n"));
+        assert!(out.contains("taskhost_run_duration_seconds_bucket{handler=\"echo\",queue=\"q\",le=\"+Inf\"} 1\n"));
+        assert!(out.contains("taskhost_run_duration_seconds_count{handler=\"echo\",queue=\"q\"} 1\n"), "{out}");
+    }
+
+    #[test]
+    fn a_metric_keeps_a_bounded_number_of_label_sets() {
+        let m = Metrics::default();
+        for i in 0..MAX_SERIES + 50 {
+            m.add(Counter::TasksAdded, &[("queue", &format!("q{i}"))], 1);
+        }
+        let mut out = String::new();
+        m.render(&mut out);
+        assert_eq!(out.lines().filter(|l| l.starts_with("taskhost_tasks_added_total{")).count(), MAX_SERIES + 1);
+        assert!(out.contains("taskhost_tasks_added_total{queue=\"_other\"} 50\n"), "{out}");
+    }
+}
