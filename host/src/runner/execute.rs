@@ -114,7 +114,12 @@ pub(super) async fn execute_guarded(shared: &Shared, run: ClaimedRun, stop: Arc<
     metrics.add(Counter::RunsStarted, &labels, 1);
     let waited = (run.started_on - run.due_on).num_milliseconds().max(0) as f64 / 1000.0;
     metrics.observe(Histogram::RunWait, &labels, waited);
-    let executed = execute_counted(shared, meta, started, execute(shared, run, started, stop)).await;
+    // Whatever is logged while the run goes (the guest's lines among them) carries the run's
+    // identity; the outcome is recorded on the span as it ends.
+    let span = tracing::info_span!("run", task_id = run.task_id, run_id = run.run_id, handler = %run.handler,
+        queue = %run.queue, attempt = run.attempt, outcome = tracing::field::Empty);
+    let work = execute_counted(shared, meta, started, execute(shared, run, started, stop));
+    let executed = tracing::Instrument::instrument(work, span.clone()).await;
     let ended = match &executed {
         Executed::Ended(outcome) => {
             metrics.observe(Histogram::RunDuration, &labels, outcome.duration_ms as f64 / 1000.0);
@@ -126,6 +131,7 @@ pub(super) async fn execute_guarded(shared: &Shared, run: ClaimedRun, stop: Arc<
         Executed::PutBack { .. } => "put-back",
         Executed::Stopped(_) => "stopped",
     };
+    span.record("outcome", ended);
     metrics.add(Counter::RunsEnded, &[labels[0], labels[1], ("outcome", ended)], 1);
     executed
 }

@@ -1,7 +1,7 @@
-//! Prometheus metrics: `serve` answers `/metrics` with what it queued and gauges read from the
+//! Observability. Prometheus metrics: `serve` answers `/metrics` with what it queued and gauges read from the
 //! database, a worker with `--metrics ADDR` with its runs by outcome, their durations, waits and
 //! fuel, and its plugin loads. Real processes and a real SQLite file; every sample line is
-//! checked to be in the text format.
+//! checked to be in the text format. Tracing: what is logged during a run carries its span.
 
 mod common;
 
@@ -124,4 +124,23 @@ async fn metrics_need_a_read_token_when_the_operator_set_tokens() {
     let (status, answer) = scrape_with(&server, Some("prom-0123456789abcdef"));
     assert_eq!(status, 200, "{answer}");
     assert!(has(&answer, "taskhost_runners 0"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_run_logs_carries_its_task_run_handler_and_attempt() {
+    let env = Env::new(&["word-count"]).await;
+    let id = env.app.client.add(taskhost::NewTask::new("word-count", r#"{"text": "a b c"}"#)).await.expect("add").id;
+    let worker = spawn_worker(&env, &["--drain", "--log", "taskhost=debug", "--log-format", "json"]);
+    let out = wait_exit(worker, Duration::from_secs(60)).await;
+    let logs = String::from_utf8_lossy(&out.stderr);
+    let line = logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|l| l["fields"]["message"].as_str().is_some_and(|m| m.starts_with("guest: counted 3 words")))
+        .unwrap_or_else(|| panic!("the guest's line is logged:\n{logs}"));
+    let span = &line["span"];
+    assert_eq!(span["name"], "run", "{line}");
+    assert_eq!((span["task_id"].as_i64(), span["attempt"].as_i64()), (Some(id), Some(1)), "{line}");
+    assert_eq!((&span["handler"], &span["queue"]), (&serde_json::json!("word-count"), &serde_json::json!("default")));
+    assert!(span["run_id"].as_i64().is_some(), "{line}");
 }
