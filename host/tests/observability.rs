@@ -93,6 +93,10 @@ async fn serve_and_workers_export_what_they_did_and_what_the_queue_holds() {
     }
     assert!(worker_side.contains("taskhost_plugin_loads_total{outcome=\"ok\","), "{worker_side}");
 
+    // The worker counts a run as it ends, a moment before the outcome's write lands.
+    let written = "taskhost_tasks{status=\"success\"} 2";
+    wait_until(Duration::from_secs(60), "both outcomes are written", || async { has(&scrape(&server).1, written) })
+        .await;
     let (status, server_side) = scrape(&server);
     assert_eq!(status, 200);
     for sample in [
