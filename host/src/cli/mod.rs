@@ -154,11 +154,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             app.catalog.check_dir()?;
             let overseer = overseer_config;
             if let Some(addr) = w.metrics {
-                let router = taskhost::api::metrics_router(app.client.clone(), open_to(&app, addr)?);
-                let bound = listen(addr).await?;
-                eprintln!("serving metrics on http://{}/metrics", bound.local_addr()?);
-                // Ends with the process; a scrape never holds up the worker's exit.
-                tokio::spawn(async move { axum::serve(bound, router).await });
+                serve_metrics(&app, addr).await?;
             }
             let cfg = WorkerConfig {
                 concurrency: w.concurrency,
@@ -281,6 +277,16 @@ fn open_to(app: &App, addr: std::net::SocketAddr) -> Result<taskhost::config::ap
 
 async fn listen(addr: std::net::SocketAddr) -> Result<tokio::net::TcpListener> {
     tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))
+}
+
+/// A worker's `--metrics`: `/metrics` served in the background. It ends with the process, so a
+/// scrape never holds up the worker's exit.
+async fn serve_metrics(app: &App, addr: std::net::SocketAddr) -> Result<()> {
+    let router = taskhost::api::metrics_router(app.client.clone(), open_to(app, addr)?);
+    let bound = listen(addr).await?;
+    eprintln!("serving metrics on http://{}/metrics", bound.local_addr()?);
+    tokio::spawn(async move { axum::serve(bound, router).await });
+    Ok(())
 }
 
 /// `serve`: the HTTP API until a signal. Listening beyond this machine needs tokens.
