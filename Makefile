@@ -8,7 +8,7 @@ PLUGINS  := target/plugins
 DEMO_DB  := target/demo.db
 TASKHOST := target/release/taskhost
 
-.PHONY: demo test lint plugins build install install-check features-check bench wasm-target services test-tools clean
+.PHONY: demo dashboard test lint plugins build install install-check features-check bench wasm-target services test-tools clean
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -37,16 +37,22 @@ demo: plugins build
 	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
 	$(TASKHOST) --database-url sqlite://$(DEMO_DB) --plugins $(PLUGINS) demo
 
+# The demo's queue in a browser: `taskhost serve` on 127.0.0.1:8080 (the dashboard at /, the API
+# under /api/v1) with a worker beside it, until Ctrl-C. Runs the demo first when it has not run.
+dashboard: plugins build
+	@test -f $(DEMO_DB) || $(MAKE) --no-print-directory demo
+	$(TASKHOST) --database-url sqlite://$(DEMO_DB) --plugins $(PLUGINS) worker & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
+	$(TASKHOST) --database-url sqlite://$(DEMO_DB) --plugins $(PLUGINS) serve --listen 127.0.0.1:8080
+
 # PostgreSQL for the store suite (installed/started when missing; see scripts/test-services.sh).
 services:
 	bash scripts/test-services.sh
 
-# What the tests drive besides the project's own programs: schemathesis (PyPI) checks the live API
-# against its OpenAPI document. Installed once under target/tools.
-SCHEMATHESIS := schemathesis==4.32.5
+# What the tests drive besides the project's own programs (schemathesis, Chromium,
+# playwright-core): see scripts/test-tools.sh.
 test-tools:
-	@test -x target/tools/st/bin/st || { python3 -m venv target/tools/st && \
-		target/tools/st/bin/pip install --quiet --disable-pip-version-check "$(SCHEMATHESIS)"; }
+	bash scripts/test-tools.sh
 
 test: plugins services test-tools install-check features-check
 	$(CARGO) test --release --workspace

@@ -45,6 +45,9 @@ impl std::fmt::Debug for dyn crate::store::Store {
 }
 
 impl Client {
+    /// The longest text a list's filter may hold.
+    pub const MAX_FILTER_BYTES: usize = 1024;
+
     pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock) -> Self {
         Client { store, catalog, clock }
     }
@@ -133,7 +136,13 @@ impl Client {
         Ok((task, runs))
     }
 
+    /// Tasks as `filter` selects them; a filter's text is at most [`Self::MAX_FILTER_BYTES`].
     pub async fn list(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
+        for (what, value) in [("queue", &filter.queue), ("handler", &filter.handler), ("text", &filter.text)] {
+            if let Some(v) = value {
+                check_text(what, v, Self::MAX_FILTER_BYTES)?;
+            }
+        }
         self.store.list_tasks(filter).await
     }
 
@@ -238,6 +247,16 @@ impl Client {
     /// how they ended, failure rate, processing time, fuel, first and latest run, throughput.
     pub async fn stats(&self, handler: Option<&str>, queue: Option<&str>) -> Result<Vec<crate::stats::HandlerStats>> {
         self.store.stats(handler, queue, self.clock.now()).await
+    }
+
+    /// The runs ended in each of the last `minutes` minutes (this one included), oldest first.
+    pub async fn throughput(
+        &self,
+        handler: Option<&str>,
+        queue: Option<&str>,
+        minutes: u32,
+    ) -> Result<Vec<crate::stats::Minute>> {
+        self.store.throughput(handler, queue, self.clock.now(), minutes).await
     }
 
     /// Pause a queue: workers claim nothing more from it and finish what they run. False when

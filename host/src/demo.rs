@@ -76,5 +76,6 @@ pub async fn run(app: &App) -> Result<()> {
         c.success, c.error, c.timeout, c.scheduled, c.running, c.dead
     );
     println!("Inspect one: taskhost --database-url <url> show ID");
+    println!("In a browser: taskhost --database-url <url> serve, then open the address it prints (`make dashboard`)");
     Ok(())
 }

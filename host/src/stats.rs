@@ -63,6 +63,15 @@ pub struct RunCounts {
     pub cancelled: u64,
 }
 
+/// The runs that ended in one minute, by how: a point of a throughput chart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
+pub struct Minute {
+    /// The minute's start.
+    pub at: DateTime<Utc>,
+    pub runs: RunCounts,
+}
+
 /// Average, estimated median and 95th percentile, and maximum.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]

@@ -60,6 +60,7 @@ async fn add_prints_the_id_and_a_draining_worker_runs_the_tasks() {
     assert_eq!(first_id(&["list"]), Some(c), "newest first");
     assert_eq!(first_id(&["list", "--oldest-first"]), Some(a));
     assert_eq!(first_id(&["list", "--offset", "1"]), Some(b));
+    assert_eq!(first_id(&["list", "--contains", "a b c"]), Some(a), "text in the data");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -56,6 +56,9 @@ async fn bad_requests_get_a_json_error_and_lose_nothing(db: Db) {
         ("GET", "/tasks/seven", None, 400, "invalid"),
         ("GET", "/tasks?status=sleeping", None, 400, "invalid"),
         ("GET", "/tasks?limit=0", None, 400, "invalid"),
+        ("GET", "/tasks?text=a%00b", None, 400, "invalid"),
+        ("GET", "/stats/throughput?minutes=61", None, 400, "invalid"),
+        ("GET", "/stats/throughput?colour=red", None, 400, "invalid"),
         ("POST", "/tasks/12345/cancel", None, 404, "not-found"),
         ("GET", "/nothing-here", None, 404, "not-found"),
     ] {
@@ -207,6 +210,11 @@ async fn schedules_statistics_and_runners_are_read_and_controlled() {
     let (status, stats) = served.call("GET", "/stats?handler=echo", None, None);
     assert_eq!((status, &stats["stats"][0]["runs"]["succeeded"]), (200, &json!(1)), "{stats}");
     assert_eq!(served.call("GET", "/stats?colour=red", None, None).0, 400);
+    // The same run in the chart's series, a minute at a time (it may have crossed a minute).
+    let (status, series) = served.call("GET", "/stats/throughput?minutes=2&handler=echo", None, None);
+    let minutes = series["minutes"].as_array().expect("minutes");
+    let ran: i64 = minutes.iter().filter_map(|m| m["runs"]["succeeded"].as_i64()).sum();
+    assert_eq!((status, minutes.len(), ran), (200, 2, 1), "{series}");
     signal(&worker, "TERM");
     wait_exit(worker, Duration::from_secs(30)).await;
 }

@@ -14,7 +14,7 @@ use super::{ApiError, ApiState};
 use crate::error::Error;
 use crate::model::{Runner, TaskId};
 use crate::schedule::Schedule;
-use crate::stats::HandlerStats;
+use crate::stats::{HandlerStats, Minute};
 
 #[derive(Serialize, ToSchema)]
 pub(super) struct Schedules {
@@ -108,6 +108,53 @@ pub(super) async fn stats(
     }
     let stats = state.client.stats(q.get("handler").map(String::as_str), q.get("queue").map(String::as_str)).await?;
     Ok(Json(Statistics { stats }))
+}
+
+/// The most minutes a throughput series covers: older minutes are merged into hours.
+const MAX_MINUTES: u32 = 60;
+
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // read by hand, to name an unknown one
+pub(super) struct ThroughputParams {
+    handler: Option<String>,
+    queue: Option<String>,
+    /// 1 to 60; 60 when absent.
+    #[param(minimum = 1, maximum = 60)]
+    minutes: Option<u32>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub(super) struct Throughput {
+    /// One point a minute, oldest first, the current minute last.
+    minutes: Vec<Minute>,
+}
+
+/// The runs ended in each of the last minutes, by how: the dashboard's chart.
+#[utoipa::path(get, path = "/api/v1/stats/throughput", operation_id = "throughput", tag = "operations", params(ThroughputParams),
+    responses((status = 200, description = "Done", body = Throughput), Errors))]
+pub(super) async fn throughput(
+    State(state): State<Arc<ApiState>>,
+    Query(q): Query<BTreeMap<String, String>>,
+) -> Result<Json<Throughput>, ApiError> {
+    let mut minutes = MAX_MINUTES;
+    for (key, value) in &q {
+        match key.as_str() {
+            "handler" | "queue" => {}
+            "minutes" => match value.parse::<u32>() {
+                Ok(n) if (1..=MAX_MINUTES).contains(&n) => minutes = n,
+                _ => {
+                    return Err(ApiError::bad(
+                        "invalid",
+                        format!("minutes={value:?}: a number from 1 to {MAX_MINUTES}"),
+                    ))
+                }
+            },
+            _ => return Err(ApiError::bad("invalid", format!("{key}: no such parameter (handler, queue, minutes)"))),
+        }
+    }
+    let (handler, queue) = (q.get("handler").map(String::as_str), q.get("queue").map(String::as_str));
+    Ok(Json(Throughput { minutes: state.client.throughput(handler, queue, minutes).await? }))
 }
 
 #[derive(Serialize, ToSchema)]

@@ -3,12 +3,13 @@
 //!
 //! | method and path | does | role |
 //! |---|---|---|
+//! | `GET /` | the dashboard (see `dashboard.rs`): a page that works through this API | none |
 //! | `GET /api/openapi.json` | the OpenAPI 3.1 document of all this ([`openapi`]) | none |
 //! | `GET /metrics` | Prometheus metrics (see [`crate::metrics`]) | read |
 //! | `GET /api/v1/health` | the database answers: `{"status": "ok"}`, else 503 | none |
 //! | `GET /api/v1/ready` | as health, and the tables exist and the plugins directory is readable | none |
 //! | `POST /api/v1/tasks` | queue one task (a [`crate::model::TaskInput`]) or `{"tasks": [...]}` | write |
-//! | `GET /api/v1/tasks` | list: `status`, `queue`, `handler`, `dead`, `order`, `limit`, `after` (cursor) | read |
+//! | `GET /api/v1/tasks` | list: `status`, `queue`, `handler`, `dead`, `text`, `order`, `limit`, `after` | read |
 //! | `GET /api/v1/tasks/{id}` | a task with its runs (progress, results, logs, error, digest, fuel) | read |
 //! | `POST /api/v1/tasks/{id}/cancel`, `/retry` | cancel an unfinished task; schedule a finished one again | write |
 //! | `DELETE /api/v1/tasks/{id}` | delete a finished task and its runs | write |
@@ -18,13 +19,15 @@
 //! | `GET /api/v1/schedules` | the periodic tasks, with their next slots and pauses | read |
 //! | `POST /api/v1/schedules/{name}/pause`, `/resume`, `/trigger` | pause, resume, queue one now | write |
 //! | `GET /api/v1/stats` | statistics per handler and queue (`handler`, `queue`), as `taskhost stats` | read |
+//! | `GET /api/v1/stats/throughput` | runs ended a minute, by how, over the last `minutes` (≤ 60) | read |
 //! | `GET /api/v1/runners` | the live runners: host, PID, heartbeat, handlers served | read |
 //! | `GET /api/v1/plugins` | each handler: digest, whether it loads, limits, grants (names only) | read |
 //!
 //! Every error is JSON, `{"error": {"code": "...", "message": "..."}}`, with a 4xx status for
 //! what the caller can fix and 503 when the database cannot be reached; a 5xx never carries the
 //! database's own words. Callers present `Authorization: Bearer TOKEN` (see
-//! [`crate::config::api`]); bodies are at most [`MAX_BODY_BYTES`].
+//! [`crate::config::api`]); bodies are at most [`MAX_BODY_BYTES`]. What a browser could be made
+//! to send by another site is refused (see `guard.rs`).
 
 use std::sync::Arc;
 
@@ -45,8 +48,10 @@ pub use error::ApiError;
 
 mod bulk;
 mod control;
+mod dashboard;
 pub mod doc;
 mod error;
+mod guard;
 mod metrics;
 mod plugins;
 mod queues;
@@ -74,8 +79,11 @@ pub fn router(client: Client, access: ApiSection) -> Router {
     routes
         .route("/api/openapi.json", get(move || std::future::ready(Json(doc.clone()))))
         .route("/metrics", get(metrics::scrape))
+        .route("/", get(dashboard::index))
+        .route("/ui/{name}", get(dashboard::asset))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not-found", "no such endpoint under /api/v1") })
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
+        .layer(middleware::from_fn_with_state(state.clone(), guard::same_origin))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn(error::json_errors))
         .with_state(state)
@@ -88,6 +96,7 @@ pub fn metrics_router(client: Client, access: ApiSection) -> Router {
         .route("/metrics", get(metrics::scrape))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not-found", "only /metrics here") })
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
+        .layer(middleware::from_fn_with_state(state.clone(), guard::same_origin))
         .layer(middleware::from_fn(error::json_errors))
         .with_state(state)
 }
@@ -117,13 +126,15 @@ fn described() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(control::resume_schedule))
         .routes(routes!(control::trigger_schedule))
         .routes(routes!(control::stats))
+        .routes(routes!(control::throughput))
         .routes(routes!(control::runners))
         .routes(routes!(plugins::list))
 }
 
 /// Reads need a token's `read` role, anything else `write`; without tokens, everyone may.
 async fn authorize(State(state): State<Arc<ApiState>>, req: Request, next: Next) -> Response {
-    if state.access.tokens.is_empty() || OPEN_PATHS.contains(&req.uri().path()) {
+    let path = req.uri().path();
+    if state.access.tokens.is_empty() || OPEN_PATHS.contains(&path) || dashboard::is_asset(path) {
         return next.run(req).await;
     }
     let needed = if matches!(*req.method(), Method::GET | Method::HEAD) { Role::Read } else { Role::Write };

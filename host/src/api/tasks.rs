@@ -110,6 +110,8 @@ pub(super) struct ListParams {
     handler: Option<String>,
     /// Only dead letters.
     dead: Option<bool>,
+    /// Only tasks whose data contains this text (case-sensitive).
+    text: Option<String>,
     /// `newest` (the default) or `oldest` first.
     #[param(pattern = "^(newest|oldest)$")]
     order: Option<String>,
@@ -143,6 +145,7 @@ pub(super) async fn list(
             "queue" => f.queue = Some(value.clone()),
             "handler" => f.handler = Some(value.clone()),
             "dead" => f.dead = value.parse().map_err(|_| bad("true or false"))?,
+            "text" => f.text = Some(value.clone()),
             "order" => {
                 f.newest_first = match value.as_str() {
                     "newest" => true,
@@ -155,7 +158,7 @@ pub(super) async fn list(
                 _ => return Err(bad(&format!("a number from 1 to {MAX_PAGE}"))),
             },
             "after" => f.after = Some(value.parse::<TaskId>().map_err(|_| bad("a task id (the `next` of a page)"))?),
-            _ => return Err(bad("no such parameter (status, queue, handler, dead, order, limit, after)")),
+            _ => return Err(bad("no such parameter (status, queue, handler, dead, text, order, limit, after)")),
         }
     }
     let found = state.client.list(&f).await?;

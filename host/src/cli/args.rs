@@ -312,6 +312,9 @@ pub struct ListArgs {
     /// Only dead letters: tasks given up on, with their last error.
     #[arg(long)]
     pub dead: bool,
+    /// Only tasks whose data contains TEXT (case-sensitive).
+    #[arg(long, value_name = "TEXT")]
+    pub contains: Option<String>,
     /// Most tasks listed.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: u32,

@@ -308,6 +308,7 @@ async fn list(app: &App, l: ListArgs) -> Result<()> {
         queue: l.queue,
         handler: l.handler,
         dead: l.dead,
+        text: l.contains,
         limit: Some(l.limit),
         offset: l.offset,
         newest_first: !l.oldest_first,

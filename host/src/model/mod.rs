@@ -357,6 +357,8 @@ pub struct TaskFilter {
     pub handler: Option<String>,
     /// Only dead letters (tasks given up on).
     pub dead: bool,
+    /// Only tasks whose data contains this text (case-sensitive).
+    pub text: Option<String>,
     pub limit: Option<u32>,
     /// Skip this many (for paging).
     pub offset: u32,

@@ -243,6 +243,9 @@ pub trait Dialect: Plumbing {
     const INT: &'static str = "BIGINT";
     /// The larger, and the smaller, of two values (SQLite's scalar `max`, `min`).
     const GREATEST: &'static str = "greatest";
+    /// `POSITION(text, part)`: where `part` starts in `text` (from 1), 0 when it is not there;
+    /// case-sensitive on each database (MySQL's tables use a binary collation).
+    const POSITION: &'static str = "instr";
     const LEAST: &'static str = "least";
 
     /// What ends `INSERT INTO table (…) SELECT …` so that a row whose `key` exists already is

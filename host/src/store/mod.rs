@@ -107,6 +107,15 @@ pub trait Store: Send + Sync + 'static {
         queue: Option<&str>,
         now: DateTime<Utc>,
     ) -> Result<Vec<crate::stats::HandlerStats>>;
+    /// The runs ended in each of the `minutes` minutes up to `now`'s (oldest first, one point a
+    /// minute, empty ones included), of one handler, one queue, when given.
+    async fn throughput(
+        &self,
+        handler: Option<&str>,
+        queue: Option<&str>,
+        now: DateTime<Utc>,
+        minutes: u32,
+    ) -> Result<Vec<crate::stats::Minute>>;
 
     // --- runners ---------------------------------------------------------------------------
 

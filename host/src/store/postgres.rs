@@ -187,6 +187,7 @@ impl Dialect for PostgresDb {
     const ADD_CHUNK: usize = 10_000;
     const MS_SINCE_START: &'static str = "round(EXTRACT(EPOCH FROM ($2 - started_on)) * 1000)::bigint";
     const INSERT_TASK_MAKES_RUN: bool = true;
+    const POSITION: &'static str = "strpos";
 
     async fn begin(&self) -> Result<Tx<Postgres>> {
         Ok(Tx::new(self.pool.begin().await?, None))

@@ -49,13 +49,33 @@ impl Served {
         self.raw(method, path, &head, body)
     }
 
-    /// A request with these header lines (each ending in CRLF) and body.
+    /// A request with these header lines (each ending in CRLF) and body: its status and JSON body.
     pub fn raw(&self, method: &str, path: &str, headers: &str, body: &str) -> (u16, Value) {
-        let host = self.base.trim_start_matches("http://").split('/').next().unwrap_or_default().to_string();
+        let (status, head, rest) = self.exchange(method, &format!("/api/v1{path}"), headers, body);
+        assert!(head.to_ascii_lowercase().contains("content-type: application/json"), "{head}\r\n\r\n{rest}");
+        (status, serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{e}: {head}\r\n\r\n{rest}")))
+    }
+
+    /// `host:port` of the server.
+    pub fn host(&self) -> String {
+        self.base.trim_start_matches("http://").split('/').next().unwrap_or_default().to_string()
+    }
+
+    /// GET a path outside the API (`/`, `/ui/app.js`): status, head (lowercase) and body.
+    pub fn page(&self, path: &str) -> (u16, String, String) {
+        let (status, head, body) = self.exchange("GET", path, "", "");
+        (status, head.to_ascii_lowercase(), body)
+    }
+
+    /// One HTTP/1.1 exchange; `Host` is the server's unless `headers` name one.
+    fn exchange(&self, method: &str, path: &str, headers: &str, body: &str) -> (u16, String, String) {
+        let host = self.host();
         let mut s = TcpStream::connect(&host).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+        let named = headers.to_ascii_lowercase().split("\r\n").any(|l| l.starts_with("host:"));
+        let host_line = if named { String::new() } else { format!("Host: {host}\r\n") };
         let request = format!(
-            "{method} /api/v1{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+            "{method} {path} HTTP/1.1\r\n{host_line}Connection: close\r\nContent-Type: application/json\r\n\
              {headers}\r\n{body}"
         );
         s.write_all(request.as_bytes()).expect("send");
@@ -63,8 +83,7 @@ impl Served {
         s.read_to_string(&mut answer).expect("read");
         let (head, rest) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
         let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-        assert!(head.to_ascii_lowercase().contains("content-type: application/json"), "{answer}");
-        (status, serde_json::from_str(rest).unwrap_or_else(|e| panic!("{e}: {answer}")))
+        (status, head.to_string(), rest.to_string())
     }
 }
 

@@ -199,6 +199,17 @@ pub async fn statistics_count_runs_as_they_end_and_outlive_rotation(store: Share
     assert_eq!(store.stats(None, Some("nope"), now).await.expect("stats").len(), 0);
     let later = store.stats(Some("a"), None, now + chrono::Duration::hours(2)).await.expect("stats");
     assert_eq!((later[0].last_minute, later[0].last_hour), (0, 0), "throughput looks back an hour only");
+    // The same runs a minute at a time, empty minutes included.
+    let m0 = chrono::DurationRound::duration_trunc(t0(), chrono::Duration::minutes(1)).expect("a minute");
+    let minute = |n: i64| m0 + chrono::Duration::minutes(n);
+    let series = store.throughput(None, None, now, 3).await.expect("throughput");
+    assert_eq!(series.iter().map(|m| m.at).collect::<Vec<_>>(), [minute(-2), minute(-1), minute(0)]);
+    assert_eq!(series[2].runs, RunCounts { succeeded: 2, failed: 2, timed_out: 1, cancelled: 1 });
+    assert_eq!(series[0].runs, RunCounts::default());
+    let slow = store.throughput(Some("c"), Some("slow"), t0() + secs(605), 11).await.expect("throughput");
+    assert_eq!((slow.len(), slow[0].at, slow[10].at), (11, minute(0), minute(10)));
+    assert_eq!(slow[10].runs, RunCounts { cancelled: 1, ..Default::default() });
+    assert!(slow[..10].iter().all(|m| m.runs == RunCounts::default()), "{slow:?}");
 
     assert_eq!(store.rotate(t0() + chrono::Duration::days(1), 100).await.expect("rotate"), 4);
     let kept = store.stats(None, None, now).await.expect("stats");

@@ -5,9 +5,9 @@ use super::*;
 
 pub async fn tasks_are_listed_by_status_queue_handler_and_death_oldest_first(store: SharedStore) {
     let tasks = vec![
-        NewTask::new("a", "{}"),
+        NewTask::new("a", r#"{"to": "Ann"}"#),
         NewTask::new("b", "{}").with_queue("mail"),
-        NewTask::new("a", "{}").with_queue("mail"),
+        NewTask::new("a", r#"{"to": "ann", "note": "100% <b>"}"#).with_queue("mail"),
         NewTask::new("b", "{}"),
     ];
     let ids: Vec<_> = store.add_tasks(&tasks, t0()).await.expect("add").iter().map(|a| a.id).collect();
@@ -36,6 +36,12 @@ pub async fn tasks_are_listed_by_status_queue_handler_and_death_oldest_first(sto
     assert_eq!(list(TaskFilter { dead: true, ..Default::default() }).await, vec![ids[1]]);
     let dead_a = TaskFilter { dead: true, handler: Some("a".into()), ..Default::default() };
     assert!(list(dead_a).await.is_empty());
+    // Text in the data: case-sensitive, and `%` or `_` are plain characters.
+    let text = |t: &str| TaskFilter { text: Some(t.into()), ..Default::default() };
+    assert_eq!(list(text("Ann")).await, vec![ids[0]]);
+    assert_eq!(list(text("\"to\"")).await, vec![ids[0], ids[2]]);
+    assert_eq!(list(text("100% <b>")).await, vec![ids[2]]);
+    assert!(list(text("0%_")).await.is_empty());
     let c = store.counts().await.expect("counts");
     assert_eq!((c.scheduled, c.running, c.success, c.error, c.timeout, c.dead), (3, 0, 0, 1, 0, 1));
 }

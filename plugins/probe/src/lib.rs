@@ -3,7 +3,8 @@
 //! `"send": TEXT`: writes it, reads the answer to its end), `{"udp": "HOST:PORT", "send": TEXT}`
 //! (one datagram, one answer back),
 //! `{"sleep_ms": N}` (blocks in a host call), `{"hold_ms": N}` (reports 1% progress, then
-//! sleeps: the host can tell it is running), `{"log_lines": N}` (a log flood),
+//! sleeps: the host can tell it is running), `{"steps": N, "step_ms": M}` (N steps of M ms,
+//! reporting progress and logging a line after each: a task that moves while watched), `{"log_lines": N}` (a log flood),
 //! `{"sockets": N}` (creates up to N TCP sockets and holds them; reports how many it got),
 //! `{"pollables": N}` (creates N timers' pollables and holds them all).
 //! A refused capability ends the run with code `refused`.
@@ -61,6 +62,15 @@ impl Guest for Probe {
             let (n, from) = socket.recv_from(&mut buf).map_err(|e| denied("receiving", e))?;
             let received = String::from_utf8_lossy(&buf[..n]).to_string();
             return ok(serde_json::json!({ "sent_to": addr, "from": from.to_string(), "received": received }));
+        }
+        if let Some(steps) = n("steps").filter(|s| *s > 0) {
+            let ms = n("step_ms").unwrap_or(100);
+            for i in 1..=steps {
+                std::thread::sleep(Duration::from_millis(ms));
+                taskhost::plugin::host::set_progress((i * 100 / steps).min(100) as u8);
+                log(LogLevel::Info, &format!("step {i} of {steps}"));
+            }
+            return ok(serde_json::json!({ "steps": steps }));
         }
         if let Some(ms) = n("hold_ms") {
             taskhost::plugin::host::set_progress(1);

@@ -106,6 +106,16 @@ impl<D: Dialect> Store for SqlStore<D> {
         stats::read(&self.db, handler, queue, now).await
     }
 
+    async fn throughput(
+        &self,
+        handler: Option<&str>,
+        queue: Option<&str>,
+        now: DateTime<Utc>,
+        minutes: u32,
+    ) -> Result<Vec<crate::stats::Minute>> {
+        stats::per_minute(&self.db, handler, queue, now, minutes).await
+    }
+
     async fn replay(&self, which: Replay, filter: &BulkFilter, now: DateTime<Utc>) -> Result<u64> {
         bulk::replay(&self.db, which, filter, now).await
     }

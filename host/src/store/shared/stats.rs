@@ -10,7 +10,7 @@ use super::super::rows;
 use super::super::sql::{args, Arg, CANCELLED, ERROR, RUNNING, SCHEDULED, SUCCESS, TIMEOUT};
 use crate::error::{Error, Result};
 use crate::model::{RunId, RunStatus};
-use crate::stats::{quantile, FuelUse, HandlerStats, RunCounts, Spread, BUCKETS, DURATION_BOUNDS_MS};
+use crate::stats::{quantile, FuelUse, HandlerStats, Minute, RunCounts, Spread, BUCKETS, DURATION_BOUNDS_MS};
 
 /// Counters summed when rows meet (the histogram's `d0`… come after these).
 const SUMMED: [&str; 8] =
@@ -251,6 +251,38 @@ pub async fn read<D: Dialect>(
 }
 
 /// ` AND column = $n` for each value given, appended to `values`.
+/// The runs ended in each of the `minutes` minutes up to `now`'s, oldest first, empty ones
+/// included. Rows compacted into hours stand at their hour's first minute.
+pub async fn per_minute<D: Dialect>(
+    db: &D,
+    handler: Option<&str>,
+    queue: Option<&str>,
+    now: DateTime<Utc>,
+    minutes: u32,
+) -> Result<Vec<Minute>> {
+    let int = D::INT;
+    let first = minute(now) - chrono::Duration::minutes(i64::from(minutes.max(1)) - 1);
+    let mut values: Vec<Arg<'_>> = args![first].to_vec();
+    let filter = filtered(("handler", handler), ("queue", queue), &mut values);
+    let sums: Vec<String> = SUMMED[..4].iter().map(|c| format!("CAST(sum({c}) AS {int}) AS {c}")).collect();
+    let sql = format!("SELECT bucket, {} FROM task_stats WHERE bucket >= $1{filter} GROUP BY bucket", sums.join(", "));
+    let mut by_minute: BTreeMap<DateTime<Utc>, RunCounts> = BTreeMap::new();
+    for r in db.rows(None, &sql, &values).await? {
+        let at =
+            r.time("bucket")?.ok_or_else(|| Error::CorruptRow { table: "task_stats", reason: "no bucket".into() })?;
+        let runs = run_counts(&r)?;
+        let slot = by_minute.entry(minute(at)).or_default();
+        slot.succeeded += runs.succeeded;
+        slot.failed += runs.failed;
+        slot.timed_out += runs.timed_out;
+        slot.cancelled += runs.cancelled;
+    }
+    Ok((0..i64::from(minutes.max(1)))
+        .map(|i| first + chrono::Duration::minutes(i))
+        .map(|at| Minute { at, runs: by_minute.get(&at).copied().unwrap_or_default() })
+        .collect())
+}
+
 fn filtered<'a>(a: (&str, Option<&'a str>), b: (&str, Option<&'a str>), values: &mut Vec<Arg<'a>>) -> String {
     let mut sql = String::new();
     for (column, value) in [a, b] {
@@ -262,15 +294,21 @@ fn filtered<'a>(a: (&str, Option<&'a str>), b: (&str, Option<&'a str>), values: 
     sql
 }
 
-/// One row of summed statistics.
-fn runs_of(r: &impl Cells) -> Result<HandlerStats> {
+/// The runs of a row, by how they ended.
+fn run_counts(r: &impl Cells) -> Result<RunCounts> {
     let n = |c: &str| -> Result<u64> { Ok(r.int(c)?.unwrap_or(0).max(0) as u64) };
-    let runs = RunCounts {
+    Ok(RunCounts {
         succeeded: n("succeeded")?,
         failed: n("failed")?,
         timed_out: n("timed_out")?,
         cancelled: n("cancelled")?,
-    };
+    })
+}
+
+/// One row of summed statistics.
+fn runs_of(r: &impl Cells) -> Result<HandlerStats> {
+    let n = |c: &str| -> Result<u64> { Ok(r.int(c)?.unwrap_or(0).max(0) as u64) };
+    let runs = run_counts(r)?;
     let ran = runs.succeeded + runs.failed + runs.timed_out;
     let mut histogram = [0u64; BUCKETS];
     for (i, slot) in histogram.iter_mut().enumerate() {

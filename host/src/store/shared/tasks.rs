@@ -37,6 +37,10 @@ pub async fn list<D: Dialect>(db: &D, f: &TaskFilter) -> Result<Vec<Task>> {
     if f.dead {
         sql.push_str(" AND gave_up_on IS NOT NULL");
     }
+    if let Some(text) = f.text.as_deref() {
+        values.push(Arg::Text(Some(text)));
+        sql.push_str(&format!(" AND {}(task_data, ${}) > 0", D::POSITION, values.len()));
+    }
     if let Some(after) = f.after {
         values.push(Arg::Int(Some(after)));
         sql.push_str(&format!(" AND id {} ${}", if f.newest_first { "<" } else { ">" }, values.len()));

@@ -1,0 +1,156 @@
+// Drives the dashboard in Debian's Chromium (playwright-core) as a person would: each page
+// loads with no console error, a running task's progress bar advances, and cancel, retry,
+// pause, trigger, bulk actions and replay work by clicking. It queues its own tasks through the
+// API (a worker runs them) and prints what it did as one JSON line for the Rust test to check
+// in the database. Screenshots go to the directory given.
+//
+//   node dashboard.mjs http://127.0.0.1:PORT SCREENSHOT_DIR     (PLAYWRIGHT_DIR: where playwright-core is)
+
+import { launch, open as openWith, screenshots, notice, WAIT } from './browser.mjs';
+
+const [base, shots] = process.argv.slice(2);
+const shot = screenshots(shots);
+
+async function call(method, path, body) {
+  const res = await fetch(`${base}/api/v1${path}`, {
+    method, headers: { 'Content-Type': 'application/json' }, body: body && JSON.stringify(body),
+  });
+  const answer = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(answer)}`);
+  return answer;
+}
+
+const later = new Date(Date.now() + 3600_000).toISOString();
+const slow = await call('POST', '/tasks', { handler: 'probe', data: { steps: 100, step_ms: 150 } });
+const held = await call('POST', '/tasks', { handler: 'probe', queue: 'held', data: { hold_ms: 600_000 } });
+const hostile = await call('POST', '/tasks', { handler: 'echo', data: {
+  html: '<img src=x onerror="window.__xss=1">', script: '</script><script>window.__xss=2</script>' } });
+const failing = await call('POST', '/tasks', { handler: 'fail', data: { retryable: false } });
+const mail = await call('POST', '/tasks', { tasks: ['a', 'b', 'needle'].map((to) => ({
+  handler: 'echo', queue: 'mail', at: later, data: { to } })) });
+
+const browser = await launch();
+const problems = [];
+const done = {};
+const open = (viewport) => openWith(browser, viewport, problems);
+
+async function visit(page, hash, ready) {
+  await page.goto(`${base}/${hash}`);
+  await page.waitForSelector(ready, WAIT);
+}
+
+let page;
+try {
+  page = await open({ width: 1280, height: 800 });
+
+  // A running task's progress bar advances without a reload.
+  await visit(page, `#/tasks/${slow.id}`, '[data-run] [role=progressbar]');
+  await page.waitForFunction(() => Number(document.querySelector('[data-run] [role=progressbar]')
+    .getAttribute('aria-valuenow')) > 0, null, WAIT);
+  const first = Number(await page.getAttribute('[data-run] [role=progressbar]', 'aria-valuenow'));
+  await shot(page, 'task-running');
+  await page.waitForFunction((v) => Number(document.querySelector('[data-run] [role=progressbar]')
+    .getAttribute('aria-valuenow')) > v, first, WAIT);
+  await page.waitForSelector('[data-run] pre.logs', WAIT);
+  await shot(page, 'task-done');
+  done.progress = [first, Number(await page.getAttribute('[data-run] [role=progressbar]', 'aria-valuenow'))];
+
+  // Overview: counts, the chart, queues and handlers.
+  await visit(page, '#/', '#chart svg');
+  await page.waitForSelector('#by-queue tr[data-key="mail"]', WAIT);
+  await shot(page, 'overview');
+
+  // Cancel a running task by clicking, retry it, then cancel it again.
+  await visit(page, `#/tasks/${held.id}`, 'h1 [data-status="running"]');
+  await page.click('#cancel');
+  await page.waitForSelector('h1 [data-status="cancelled"]', WAIT);
+  await page.click('#retry');
+  await notice(page, 'scheduled again');
+  await page.waitForFunction(() => document.querySelector('h1 [data-status]')?.dataset.status !== 'cancelled', null, WAIT);
+  await page.click('#cancel');
+  await page.waitForSelector('h1 [data-status="cancelled"]', WAIT);
+  done.cancelled = held.id;
+
+  // Hostile data is shown as text: no element, no script.
+  await visit(page, `#/tasks/${hostile.id}`, '#task-data pre');
+  const shown = await page.textContent('#task-data pre');
+  if (!shown.includes('<img src=x onerror=')) problems.push(`the data is not shown as text: ${shown}`);
+  if (await page.evaluate(() => window.__xss !== undefined || document.querySelector('main img') !== null)) {
+    problems.push('task data became markup');
+  }
+  await page.waitForSelector('#delete', WAIT);
+  await page.click('#delete');
+  await notice(page, `Task ${hostile.id} deleted.`);
+  await page.waitForSelector('#task-list', WAIT);
+  done.deleted = hostile.id;
+
+  // Pause and resume a queue.
+  await visit(page, '#/queues', 'tr[data-key="mail"] [data-action="pause"]');
+  await page.click('tr[data-key="mail"] [data-action="pause"]');
+  await page.waitForSelector('tr[data-key="mail"] .badge.paused', WAIT);
+  done.paused = (await call('GET', '/queues')).queues.find((q) => q.name === 'mail').paused_on !== null;
+  await shot(page, 'queues');
+  await page.click('tr[data-key="mail"] [data-action="resume"]');
+  await page.waitForSelector('tr[data-key="mail"] [data-action="pause"]', WAIT);
+
+  // Trigger and pause a schedule.
+  await visit(page, '#/schedules', 'tr[data-key="nightly"] [data-action="trigger"]');
+  await page.click('tr[data-key="nightly"] [data-action="trigger"]');
+  await notice(page, 'queued task');
+  await page.click('tr[data-key="nightly"] [data-action="pause"]');
+  await page.waitForSelector('tr[data-key="nightly"] [data-action="resume"]', WAIT);
+
+  // Filter by text in the data, then cancel a whole page of tasks at once.
+  await visit(page, '#/tasks?queue=mail', `tr[data-key="${mail.tasks[2].id}"]`);
+  await page.fill('#f-text', 'needle');
+  await page.click('.filters button[type=submit]');
+  await page.waitForFunction(() => document.querySelectorAll('#task-list tbody tr').length === 1, null, WAIT);
+  await page.fill('#f-text', '');
+  await page.click('.filters button[type=submit]');
+  await page.waitForFunction(() => document.querySelectorAll('#task-list tbody tr').length === 3, null, WAIT);
+  await page.click('#select-page');
+  await page.click('#bulk-cancel');
+  await notice(page, 'Cancelled 3');
+  await page.waitForFunction(() => [...document.querySelectorAll('#task-list [data-status]')]
+    .every((b) => b.dataset.status === 'cancelled'), null, WAIT);
+  done.bulk_cancelled = mail.tasks.map((t) => t.id);
+
+  // Replay a dead letter.
+  await visit(page, '#/dead', `tr[data-key="${failing.id}"]`);
+  await shot(page, 'dead-letters');
+  await page.check(`tr[data-key="${failing.id}"] input[type=checkbox]`);
+  await page.click('#bulk-retry');
+  await notice(page, 'Scheduled 1 again');
+  done.replayed = failing.id;
+
+  // Live updates pause and resume.
+  await visit(page, '#/', '#chart svg');
+  await page.click('#live');
+  await page.waitForSelector('body[data-live="off"] #live[aria-pressed="false"]', WAIT);
+  const stamp = await page.getAttribute('body', 'data-updated');
+  await page.click('#live');
+  await page.waitForFunction((s) => document.body.dataset.updated !== s, stamp, WAIT);
+
+  for (const [hash, ready, name] of [['#/runners', '#page-body tr[data-key]', 'runners'],
+    ['#/plugins', '#page-body tr[data-key="probe"]', 'plugins'], ['#/schedules', 'tr[data-key="nightly"]', 'schedules']]) {
+    await visit(page, hash, ready);
+    await shot(page, name);
+  }
+
+  // A phone: the same pages fit its width.
+  const phone = await open({ width: 390, height: 844 });
+  for (const [hash, ready, name] of [['#/', '#chart svg', 'phone-overview'], [`#/tasks/${slow.id}`, '[data-run]', 'phone-task'],
+    ['#/tasks', '#task-list tr[data-key]', 'phone-tasks']]) {
+    await visit(phone, hash, ready);
+    const wide = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    if (wide > 0) problems.push(`${hash} is ${wide} px wider than a phone`);
+    await shot(phone, name);
+  }
+} catch (e) {
+  problems.push(`${e.message}`);
+  if (page) await shot(page, 'failure').catch(() => {});
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify({ problems, ...done }));
+process.exit(problems.length ? 1 : 0);

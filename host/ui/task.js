@@ -1,0 +1,94 @@
+// A task: what it was queued with, its runs newest first (live progress, partial and final
+// results, logs, error, digest, fuel, timings), and what can be done with it now.
+
+import { api, act, leave, notify } from './app.js';
+import { h, fill, put, badge, bar, when, duration, number, json, button, section } from './view.js';
+
+const UNFINISHED = ['scheduled', 'running'];
+
+export function mount(main, id) {
+  const head = h('div', { class: 'task-head' });
+  const facts = h('dl', { class: 'facts', id: 'task-facts' });
+  const data = h('div', { id: 'task-data' });
+  const runs = h('div', { id: 'runs' });
+  put(main, head, facts, section('Data', data), section('Runs', runs));
+  let shownData = null;
+  return {
+    async refresh(current) {
+      const { task, runs: list } = await api('GET', `/tasks/${id}`);
+      if (!current()) return;
+      const unfinished = UNFINISHED.includes(task.last_status);
+      const replayable = task.gave_up_on || task.last_status === 'cancelled';
+      fill(head,
+        h('h1', {}, `Task #${task.id} `, badge(task.last_status, task.gave_up_on)),
+        h('div', { class: 'actions' },
+          unfinished && button('Cancel', () => act(`Task ${id} cancelled.`, () => api('POST', `/tasks/${id}/cancel`)), { id: 'cancel' }),
+          replayable && button(task.gave_up_on ? 'Replay' : 'Retry',
+            () => act((a) => `Task ${id} scheduled again (run ${a.run}).`, () => api('POST', `/tasks/${id}/retry`)), { id: 'retry' }),
+          !unfinished && button('Delete', async () => {
+            if (!confirm(`Delete task ${id} and its runs? This cannot be undone.`)) return;
+            try {
+              await api('DELETE', `/tasks/${id}`);
+              leave('#/tasks');
+              notify(`Task ${id} deleted.`);
+            } catch (e) {
+              notify(e.message, 'error');
+            }
+          }, { id: 'delete', class: 'danger' })));
+      fill(facts, ...fact('Handler', h('a', { href: `#/tasks?handler=${encodeURIComponent(task.handler)}` }, task.handler)),
+        ...fact('Queue', h('a', { href: `#/tasks?queue=${encodeURIComponent(task.queue)}` }, task.queue)),
+        ...fact('Priority', task.priority),
+        ...fact('Queued', when(task.queued_on), task.queued_by ? ` by ${task.queued_by}` : ''),
+        ...fact(unfinished ? 'Due' : 'Last due', when(task.scheduled_on)),
+        ...fact('Failures', `${task.task_runs_failed} of ${task.max_retries + 1} allowed`),
+        ...(task.gave_up_on ? fact('Given up', when(task.gave_up_on)) : []),
+        ...(task.unique_key ? fact('Unique key', h('code', {}, task.unique_key)) : []),
+        ...(task.run_timeout_secs ? fact('Run timeout', duration(task.run_timeout_secs * 1000)) : []));
+      // The data does not change: drawn once, so a reader's selection in it survives updates.
+      const text = JSON.stringify(task.data);
+      if (text !== shownData) {
+        fill(data, json(task.data));
+        shownData = text;
+      }
+      fill(runs, list.length === 0 ? h('p', { class: 'empty' }, 'No run yet.')
+        : [...list].reverse().map(run));
+    },
+  };
+}
+
+// Which result and log blocks a reader opened or closed, kept across updates.
+const opened = new Map();
+
+function details(key, openByDefault, summary, body) {
+  const d = h('details', { open: opened.has(key) ? opened.get(key) : openByDefault }, h('summary', {}, summary), body);
+  d.addEventListener('toggle', () => opened.set(key, d.open));
+  return d;
+}
+
+function fact(term, ...value) {
+  return [h('dt', {}, term), h('dd', {}, value)];
+}
+
+function run(r) {
+  const ended = r.finished_on !== null && r.finished_on !== undefined;
+  const took = r.duration_ms ?? (r.started_on && !ended ? Date.now() - Date.parse(r.started_on) : null);
+  return h('article', { class: 'run card', 'data-run': r.id, 'data-status': r.status },
+    h('header', {},
+      h('h3', {}, `Attempt ${r.attempt} `, h('span', { class: 'muted' }, `run ${r.id}`)), badge(r.status),
+      bar(r.status === 'success' ? 100 : r.percents_completed)),
+    h('dl', { class: 'facts' },
+      fact('Created', when(r.created_on)),
+      fact('Started', when(r.started_on)),
+      fact('Ended', when(r.finished_on)),
+      fact(ended ? 'Took' : 'Running for', duration(took)),
+      fact('Fuel', number(r.fuel_used)),
+      fact('Runner', r.runner_id ?? '—'),
+      fact('Component', r.component_digest ? h('code', { title: r.component_digest }, r.component_digest.slice(0, 16)) : '—')),
+    r.error_code && h('div', { class: 'error-box' },
+      h('strong', {}, r.error_code), r.error_source ? h('span', { class: 'muted' }, ` (from the ${r.error_source})`) : null,
+      h('p', {}, r.error_message || '')),
+    r.results !== null && r.results !== undefined &&
+      details(`${r.id}/results`, true, ended ? 'Results' : 'Partial results', json(r.results)),
+    r.logs && r.logs.length > 0 &&
+      details(`${r.id}/logs`, true, `Logs (${r.logs.length} lines)`, h('pre', { class: 'logs' }, r.logs.join('\n'))));
+}
