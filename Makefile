@@ -57,11 +57,13 @@ test-tools:
 test: plugins services test-tools install-check features-check
 	$(CARGO) test --release --workspace
 
-# The library builds with each database alone and without the command line (cargo features).
+# The library builds with each database alone and without the command line, and the command
+# without OTLP (cargo features).
 features-check:
 	for db in sqlite postgres mysql; do \
 		$(CARGO) check --quiet -p taskhost --lib --no-default-features --features $$db || exit 1; \
 	done
+	$(CARGO) check --quiet -p taskhost --no-default-features --features cli,sqlite
 
 # Formatting and lints, as CI checks them.
 lint:

@@ -32,18 +32,13 @@ fn main() -> std::process::ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
-    // sqlx logs each statement and the server's notices ("relation _sqlx_migrations already exists,
-    // skipping") at info: quiet unless the filter names it.
-    let wanted = if cli.log.contains("sqlx") { cli.log.clone() } else { format!("{},sqlx=warn", cli.log) };
-    let filter =
-        tracing_subscriber::EnvFilter::try_new(&wanted).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // Colours only for a terminal: logs piped to a file or a collector stay plain text.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match cli.log_format {
-        cli::LogFormat::Text => logs.with_ansi(ansi).init(),
-        cli::LogFormat::Json => logs.json().init(),
-    }
+    let _telemetry = match cli::telemetry::init(&cli) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {

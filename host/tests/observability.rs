@@ -1,7 +1,9 @@
 //! Observability. Prometheus metrics: `serve` answers `/metrics` with what it queued and gauges read from the
 //! database, a worker with `--metrics ADDR` with its runs by outcome, their durations, waits and
 //! fuel, and its plugin loads. Real processes and a real SQLite file; every sample line is
-//! checked to be in the text format. Tracing: what is logged during a run carries its span.
+//! checked to be in the text format. Tracing: what is logged during a run carries its span, and
+//! with `--otlp` each run is a span sent to an OpenTelemetry collector (one played here by a
+//! socket that reads OTLP/HTTP JSON).
 
 mod common;
 
@@ -147,4 +149,73 @@ async fn what_a_run_logs_carries_its_task_run_handler_and_attempt() {
     assert_eq!((span["task_id"].as_i64(), span["attempt"].as_i64()), (Some(id), Some(1)), "{line}");
     assert_eq!((&span["handler"], &span["queue"]), (&serde_json::json!("word-count"), &serde_json::json!("default")));
     assert!(span["run_id"].as_i64().is_some(), "{line}");
+}
+
+/// An OTLP/HTTP collector: each request's path and body, as they come.
+fn collector() -> (String, std::sync::mpsc::Receiver<(String, String)>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("address").to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().map_while(Result::ok) {
+            let mut reader = std::io::BufReader::new(stream.try_clone().expect("clone"));
+            let mut head = Vec::new();
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                head.push(std::mem::take(&mut line));
+            }
+            let length = head
+                .iter()
+                .find_map(|h| h.to_ascii_lowercase().strip_prefix("content-length:").map(|n| n.trim().to_string()))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let path = head.first().and_then(|l| l.split_whitespace().nth(1)).unwrap_or_default().to_string();
+            let _ =
+                stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
+            let _ = tx.send((path, String::from_utf8_lossy(&body).into_owned()));
+        }
+    });
+    (addr, rx)
+}
+
+/// An OTLP attribute's value as text, whatever its type.
+fn attribute(attributes: &serde_json::Value, key: &str) -> Option<String> {
+    let value = &attributes.as_array()?.iter().find(|a| a["key"] == key)?["value"];
+    let inner = value.as_object()?.values().next()?;
+    Some(inner.as_str().map_or_else(|| inner.to_string(), str::to_string))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_otlp_each_run_is_a_span_sent_to_the_collector() {
+    let env = Env::new(&["word-count"]).await;
+    let id = env.app.client.add(taskhost::NewTask::new("word-count", r#"{"text": "a b c"}"#)).await.expect("add").id;
+    let (addr, received) = collector();
+    let worker = spawn_worker(&env, &["--drain", "--otlp", &format!("http://{addr}")]);
+    let out = wait_exit(worker, Duration::from_secs(60)).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Spans are batched and the last batch leaves at exit.
+    let (path, body) = received.recv_timeout(Duration::from_secs(10)).expect("spans were sent");
+    assert_eq!(path, "/v1/traces", "{body}");
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let resource = &doc["resourceSpans"][0];
+    assert_eq!(attribute(&resource["resource"]["attributes"], "service.name").as_deref(), Some("taskhost"), "{doc}");
+    let spans: Vec<&serde_json::Value> = resource["scopeSpans"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["spans"].as_array().into_iter().flatten())
+        .collect();
+    let run = spans.iter().find(|s| s["name"] == "run").unwrap_or_else(|| panic!("a run span in {doc}"));
+    let of = |key| attribute(&run["attributes"], key);
+    assert_eq!(of("task_id"), Some(id.to_string()), "{run}");
+    assert_eq!((of("handler").as_deref(), of("queue").as_deref()), (Some("word-count"), Some("default")), "{run}");
+    assert_eq!((of("attempt").as_deref(), of("outcome").as_deref()), (Some("1"), Some("success")), "{run}");
+
+    // A URL it cannot use is one clear line, before anything runs.
+    let o = common::taskhost_command(&env).args(["--otlp", "https://collector.example", "list"]).output().expect("run");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("https is not built in"), "{err}");
 }

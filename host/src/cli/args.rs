@@ -45,6 +45,11 @@ pub struct Cli {
     /// Log lines as text for people, or as JSON objects (one a line) for machines.
     #[arg(long, global = true, env = "TASKHOST_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, help_heading = GLOBAL)]
     pub log_format: LogFormat,
+    /// Send spans (one a run, with task, run, handler, queue, attempt, outcome) to this
+    /// OpenTelemetry collector over OTLP/HTTP (JSON to URL/v1/traces), e.g. http://127.0.0.1:4318.
+    #[cfg(feature = "otlp")]
+    #[arg(long, global = true, env = "TASKHOST_OTLP", value_name = "URL", value_parser = otlp_url, help_heading = GLOBAL)]
+    pub otlp: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -345,6 +350,19 @@ const GLOBAL: &str = "Global options";
 use taskhost::text::parse_time;
 
 /// A log filter tracing can read.
+/// A collector's base URL, over plain HTTP: TLS is not built in (a collector or agent on this
+/// machine, or a sidecar, forwards further).
+#[cfg(feature = "otlp")]
+fn otlp_url(s: &str) -> Result<String, String> {
+    match s.strip_prefix("http://") {
+        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(s.trim_end_matches('/').to_string()),
+        _ if s.starts_with("https://") => {
+            Err("https is not built in: point it at a collector or agent on this machine (http://…)".into())
+        }
+        _ => Err("an http:// URL of an OTLP collector, e.g. http://127.0.0.1:4318".into()),
+    }
+}
+
 fn log_filter(s: &str) -> Result<String, String> {
     tracing_subscriber::EnvFilter::try_new(s).map_err(|e| format!("not a log filter: {e}"))?;
     Ok(s.to_string())

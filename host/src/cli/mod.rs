@@ -16,6 +16,7 @@ mod many;
 mod new;
 mod progress;
 mod schedule;
+pub mod telemetry;
 pub use args::*;
 
 impl Cli {
