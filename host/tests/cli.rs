@@ -71,7 +71,10 @@ async fn bad_input_is_one_clear_line_and_a_failing_exit() {
         (vec!["add", "missing"], "unknown handler \"missing\""),
         (vec!["show", "12345"], "task 12345 not found"),
         (vec!["retry", "12345"], "task 12345 not found"),
-        (vec!["list", "--status", "sleeping"], "sleeping"),
+        (
+            vec!["list", "--status", "sleeping"],
+            "[possible values: scheduled, running, success, error, timeout, cancelled]",
+        ),
     ] {
         let o = run(&env, &args);
         assert!(!o.status.success(), "{args:?} should fail");

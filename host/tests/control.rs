@@ -5,11 +5,11 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::process::{run, spawn_worker, stderr, stdout, wait_exit};
 use common::{drain_config, Db, Env};
-use taskhost::model::{NewTask, RunStatus};
+use taskhost::model::{NewTask, RunStatus, TaskFilter};
 use taskhost::runner::WorkerConfig;
 
 async fn a_paused_queue_is_not_claimed_until_resumed(db: Db) {
@@ -59,7 +59,7 @@ async fn a_paused_queue_is_not_claimed_until_resumed(db: Db) {
 /// reached, and the unlimited tasks run beside them.
 async fn limits_hold_across_worker_processes(db: Db) {
     let mut env = Env::on(db, &["spin", "echo"]).await;
-    // Runs of a second leave wide windows with both limits full, for the sampling below to see.
+    // Runs of a second, so that both limits fill up.
     env.set_config(
         "[handlers.spin]\nmax_running = 3\n[handlers.spin.limits]\ndeadline = \"1s\"\n\
          fuel = 1_000_000_000_000_000\n[queues.api]\nmax_running = 2\n",
@@ -74,22 +74,25 @@ async fn limits_hold_across_worker_processes(db: Db) {
     }
     client.add_many(tasks).await.expect("add");
     let args = ["--concurrency", "4", "--queues", "api,bulk", "--drain"];
-    let mut workers: Vec<_> = (0..3).map(|_| spawn_worker(&env, &args)).collect();
-    let (mut api_max, mut spin_max) = (0, 0);
-    let started = Instant::now();
-    let mut tick = tokio::time::interval(Duration::from_millis(5));
-    while workers.iter_mut().any(|w| w.try_wait().expect("try_wait").is_none()) {
-        assert!(started.elapsed() < Duration::from_secs(180), "the workers did not drain");
-        tick.tick().await;
-        let queues = client.queues().await.expect("queues");
-        api_max = api_max.max(queues.iter().find(|q| q.name == "api").map_or(0, |q| q.running));
-        let spin = client.stats(Some("spin"), None).await.expect("stats");
-        spin_max = spin_max.max(spin.iter().map(|s| s.tasks.running).sum::<u64>());
-    }
+    let workers: Vec<_> = (0..3).map(|_| spawn_worker(&env, &args)).collect();
     for w in workers {
-        let o = wait_exit(w, Duration::from_secs(10)).await;
+        let o = wait_exit(w, Duration::from_secs(180)).await;
         assert!(o.status.success(), "{}", stderr(&o));
     }
+    // How many ran at once, from the runs' own start and end as the database holds them: a
+    // count that cannot miss a moment, as sampling could.
+    let (mut api, mut spin) = (Vec::new(), Vec::new());
+    for task in client.list(&TaskFilter::default()).await.expect("list") {
+        let runs = env.app.store.runs_of(task.id).await.expect("runs");
+        let spans = runs.iter().filter_map(|r| Some((r.started_on?, r.finished_on?)));
+        if task.queue == "api" {
+            api.extend(spans.clone());
+        }
+        if task.handler == "spin" {
+            spin.extend(spans);
+        }
+    }
+    let (api_max, spin_max) = (most_at_once(&api), most_at_once(&spin));
     eprintln!("at most {api_max} runs of the api queue and {spin_max} of spin were seen in flight");
     assert_eq!((api_max, spin_max), (2, 3), "the limits are reached and never passed");
     let counts = env.app.store.counts().await.expect("counts");
@@ -98,6 +101,19 @@ async fn limits_hold_across_worker_processes(db: Db) {
     let text = stdout(&run(&env, &["queues"]));
     let api = text.lines().find(|l| l.starts_with("api ")).unwrap_or_default();
     assert!(text.contains("MAX RUNNING") && api.split_whitespace().nth(4) == Some("2"), "{text}");
+}
+
+/// The most intervals `[start, end)` that overlap at one moment (an end at the moment another
+/// starts frees its place first).
+fn most_at_once(spans: &[(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)]) -> usize {
+    let mut edges: Vec<_> = spans.iter().flat_map(|(s, e)| [(*s, 1i32), (*e, -1)]).collect();
+    edges.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, step) in edges {
+        now += step;
+        most = most.max(now);
+    }
+    most as usize
 }
 
 on_every_database!(a_paused_queue_is_not_claimed_until_resumed, limits_hold_across_worker_processes);
@@ -324,7 +340,10 @@ async fn taskhost_stats_shows_each_handler_in_text_and_json() {
     assert_eq!(by("echo")["runs"]["succeeded"], 3, "{stats}");
     assert_eq!((&by("fail")["runs"]["failed"], &by("fail")["tasks"]["dead"]), (&1.into(), &1.into()), "{stats}");
     assert_eq!(by("fail")["failure_rate"], 1.0);
-    assert!(by("echo")["duration_ms"]["p95"].as_f64().is_some_and(|p| p >= 0.0), "{stats}");
+    let d = &by("echo")["duration_ms"];
+    let (p50, p95, max) = (d["p50"].as_f64(), d["p95"].as_f64(), d["max"].as_f64());
+    let ordered = matches!((p50, p95, max), (Some(a), Some(b), Some(c)) if a <= b && b <= c);
+    assert!(ordered, "the median, 95th percentile and maximum, in order: {stats}");
     let only: serde_json::Value =
         serde_json::from_slice(&run(&env, &["stats", "--handler", "fail", "--json"]).stdout).expect("json");
     assert_eq!(only.as_array().map(Vec::len), Some(1));

@@ -211,7 +211,12 @@ async fn a_component_holding_more_than_one_runs_share_of_the_pools_is_refused_at
     let catalog = env.app.catalog.clone();
     let err = tokio::task::spawn_blocking(move || catalog.load("greedy")).await.expect("join").expect_err("refused");
     assert!(matches!(err, taskhost::Error::BrokenHandler { .. }), "{err}");
-    assert!(err.to_string().contains("core instances") || err.to_string().contains("instance"), "{err}");
+    let text = err.to_string();
+    let bound = format!("maximum of {}", taskhost::sandbox::SandboxConfig::DEFAULT_MAX_CORE_INSTANCES_PER_RUN);
+    assert!(
+        text.contains("400 core module instances") && text.contains(&bound),
+        "names the count and the bound: {text}"
+    );
 }
 
 #[cfg(unix)]

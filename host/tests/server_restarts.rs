@@ -4,7 +4,10 @@
 
 mod common;
 
+use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{wait_until, Env};
@@ -33,10 +36,27 @@ fn spawn_worker(env: &Env) -> Child {
         .expect("spawn worker")
 }
 
+/// Counts the worker's warnings of a failed attempt (a claim, a check for due work) as they come;
+/// reading its stderr also keeps a full pipe from ever blocking it.
+fn failed_attempts(worker: &mut Child) -> Arc<AtomicUsize> {
+    let err = worker.stderr.take().expect("stderr");
+    let failed = Arc::new(AtomicUsize::new(0));
+    let seen = failed.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if line.contains("WARN") && line.contains("failed") {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    failed
+}
+
 async fn survives_a_restart(mut env: Env, stop: &str, start: &str, is_up: &str) {
     // The slow run below must still be running when the server goes: fuel and deadline far beyond.
     env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"1h\"\n").await;
     let mut worker = spawn_worker(&env);
+    let failed = failed_attempts(&mut worker);
     let first: Vec<i64> = env
         .app
         .client
@@ -53,11 +73,12 @@ async fn survives_a_restart(mut env: Env, stop: &str, start: &str, is_up: &str) 
     .await;
     sh(stop);
     assert!(!up(is_up), "the server is down");
-    // Down for a while: the worker keeps failing to claim and must not exit.
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
-    for _ in 0..20 {
-        tick.tick().await;
-    }
+    // Down for a while: the worker keeps failing to claim (three more times) and must not exit.
+    let before = failed.load(Ordering::SeqCst);
+    wait_until(Duration::from_secs(60), "the worker tried three more times", || async {
+        failed.load(Ordering::SeqCst) >= before + 3
+    })
+    .await;
     assert!(worker.try_wait().expect("try_wait").is_none(), "the worker is still up while the database is down");
     sh(start);
     wait_until(Duration::from_secs(60), "the server is back", || async { up(is_up) }).await;
