@@ -78,6 +78,17 @@ pub enum Error {
     CorruptRow { table: &'static str, reason: String },
 }
 
+/// The code a database gave an error, as the classifiers below match it: MySQL's error number
+/// (sqlx's `code()` there is the SQLSTATE, which lumps a lock wait timeout, a bad string and
+/// many more together as `HY000`), every other database's own code.
+pub(crate) fn code_of(db: &dyn sqlx::error::DatabaseError) -> Option<String> {
+    #[cfg(feature = "mysql")]
+    if let Some(mysql) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        return Some(mysql.number().to_string());
+    }
+    db.code().map(|c| c.into_owned())
+}
+
 impl Error {
     /// Whether trying the same operation again later may succeed (a busy or unreachable
     /// database), as opposed to a request that is wrong in itself.
@@ -105,7 +116,10 @@ impl Error {
         };
         // SQLite busy/locked; MySQL deadlock/lock wait; PostgreSQL serialization, deadlock, lock
         // not available (lock_timeout).
-        matches!(db.code().as_deref(), Some("5" | "6" | "517" | "1213" | "1205" | "40001" | "40P01" | "55P03"))
+        matches!(
+            code_of(db.as_ref()).as_deref(),
+            Some("5" | "6" | "517" | "1213" | "1205" | "40001" | "40P01" | "55P03")
+        )
     }
 
     /// Whether the database refused the data itself (a value too long, invalid text, a packet
@@ -116,7 +130,10 @@ impl Error {
         let Error::Database(sqlx::Error::Database(db)) = self else {
             return false;
         };
-        let code = db.code();
+        // The SQLSTATE (PostgreSQL, MySQL), and each database's own code (MySQL's number).
+        let state = db.code();
+        let state = state.as_deref().unwrap_or("");
+        let code = code_of(db.as_ref());
         let code = code.as_deref().unwrap_or("");
         match db.kind() {
             sqlx::error::ErrorKind::UniqueViolation
@@ -125,22 +142,22 @@ impl Error {
             | sqlx::error::ErrorKind::CheckViolation => return true,
             _ => {}
         }
-        // PostgreSQL: data exception (22…), integrity (23…), program limit (54…).
-        code.starts_with("22")
-            || code.starts_with("23")
-            || code.starts_with("54")
+        // SQLSTATE: data exception (22…), integrity (23…), program limit (54…).
+        state.starts_with("22")
+            || state.starts_with("23")
+            || state.starts_with("54")
             // MySQL: data too long, bad string, out of range, null, packet too large.
             || matches!(code, "1406" | "1366" | "1264" | "1048" | "1153" | "1301" | "1292")
             // SQLite: too big, constraint, mismatch.
             || matches!(code, "18" | "19" | "20")
     }
 
-    /// Whether the database said a table does not exist (SQLite, PostgreSQL 42P01, MySQL 42S02).
+    /// Whether the database said a table does not exist (SQLite, PostgreSQL 42P01, MySQL 1146).
     pub fn is_missing_table(&self) -> bool {
         let Error::Database(sqlx::Error::Database(db)) = self else {
             return false;
         };
-        matches!(db.code().as_deref(), Some("42P01" | "42S02" | "1146")) || db.message().starts_with("no such table")
+        matches!(code_of(db.as_ref()).as_deref(), Some("42P01" | "1146")) || db.message().starts_with("no such table")
     }
 
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
