@@ -152,6 +152,11 @@ impl Error {
             || matches!(code, "18" | "19" | "20")
     }
 
+    /// Whether the database refused a row for a unique key another row holds.
+    pub fn is_unique_violation(&self) -> bool {
+        matches!(self, Error::Database(sqlx::Error::Database(db)) if db.is_unique_violation())
+    }
+
     /// Whether the database said a table does not exist (SQLite, PostgreSQL 42P01, MySQL 1146).
     pub fn is_missing_table(&self) -> bool {
         let Error::Database(sqlx::Error::Database(db)) = self else {

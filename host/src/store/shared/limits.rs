@@ -75,7 +75,7 @@ async fn add_lock_rows<D: Dialect>(db: &D, keys: &[String]) -> Result<()> {
         match db.exec(None, "INSERT INTO task_run_limits (name) VALUES ($1)", args![key]).await {
             Ok(_) => {}
             // Made meanwhile by another claim.
-            Err(Error::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => {}
+            Err(e) if e.is_unique_violation() => {}
             Err(e) => return Err(e),
         }
     }

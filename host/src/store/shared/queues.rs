@@ -6,14 +6,14 @@ use super::super::dialect::{retrying, Cells, Dialect};
 use super::super::rows;
 use super::super::sql::{args, RUNNING, SCHEDULED};
 use super::super::QueueInfo;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Pause `queue`; false when it was paused already.
 pub async fn pause<D: Dialect>(db: &D, queue: &str, now: DateTime<Utc>) -> Result<bool> {
     let sql = "INSERT INTO task_queue_pauses (queue, paused_on) VALUES ($1, $2)";
     match db.exec(None, sql, args![queue, now]).await {
         Ok(_) => Ok(true),
-        Err(Error::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => Ok(false),
+        Err(e) if e.is_unique_violation() => Ok(false),
         Err(e) => Err(e),
     }
 }

@@ -14,7 +14,7 @@ use crate::schedule::{plan, NewSchedule, Schedule, Synced};
 pub async fn add<D: Dialect>(db: &D, s: &NewSchedule, now: DateTime<Utc>) -> Result<()> {
     match insert(db, None, s, false, now).await {
         Ok(()) => Ok(()),
-        Err(Error::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => {
+        Err(e) if e.is_unique_violation() => {
             Err(Error::invalid("schedule", format!("a schedule named {:?} exists already", s.name)))
         }
         Err(e) => Err(e),

@@ -92,7 +92,7 @@ pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: Dat
             db.exec(Some(&mut tx), &edit, args![id, data]).await?;
         }
         let updated = match db.exec(Some(&mut tx), &sql, args![id, now]).await {
-            Err(Error::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => {
+            Err(e) if e.is_unique_violation() => {
                 db.rollback(tx).await?;
                 let reason = "another unfinished task holds the same unique key".to_string();
                 return Err(Error::CannotRetry { id, reason });

@@ -8,7 +8,7 @@ use super::super::dialect::{retrying, Cells, Dialect};
 use super::super::rows;
 use super::super::sql::{args, ERROR, SCHEDULED, TIMEOUT};
 use super::super::{RetryCandidate, RetryPlan};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::*;
 use crate::sandbox::codes;
 
@@ -120,7 +120,7 @@ pub async fn try_lease<D: Dialect>(
                 match db.exec(Some(&mut tx), new, args![name, holder, until]).await {
                     Ok(_) => true,
                     // Another overseer took it first.
-                    Err(Error::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => {
+                    Err(e) if e.is_unique_violation() => {
                         db.rollback(tx).await?;
                         return Ok(false);
                     }
