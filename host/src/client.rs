@@ -31,6 +31,16 @@ fn check_text(what: &'static str, value: &str, max: usize) -> Result<()> {
     Ok(())
 }
 
+/// The filters of a read: each at most [`Client::MAX_FILTER_BYTES`], without NUL.
+fn check_filters(filters: &[(&'static str, Option<&str>)]) -> Result<()> {
+    for (what, value) in filters {
+        if let Some(v) = value {
+            check_text(what, v, Client::MAX_FILTER_BYTES)?;
+        }
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone)]
 pub struct Client {
     store: SharedStore,
@@ -45,7 +55,7 @@ impl std::fmt::Debug for dyn crate::store::Store {
 }
 
 impl Client {
-    /// The longest text a list's filter may hold.
+    /// The longest text a filter of a read (list, statistics) may hold.
     pub const MAX_FILTER_BYTES: usize = 1024;
 
     pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock) -> Self {
@@ -138,11 +148,8 @@ impl Client {
 
     /// Tasks as `filter` selects them; a filter's text is at most [`Self::MAX_FILTER_BYTES`].
     pub async fn list(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
-        for (what, value) in [("queue", &filter.queue), ("handler", &filter.handler), ("text", &filter.text)] {
-            if let Some(v) = value {
-                check_text(what, v, Self::MAX_FILTER_BYTES)?;
-            }
-        }
+        let (queue, handler, text) = (filter.queue.as_deref(), filter.handler.as_deref(), filter.text.as_deref());
+        check_filters(&[("queue", queue), ("handler", handler), ("text", text)])?;
         self.store.list_tasks(filter).await
     }
 
@@ -246,6 +253,7 @@ impl Client {
     /// Statistics per handler and queue (of one handler and/or queue): tasks by status, runs by
     /// how they ended, failure rate, processing time, fuel, first and latest run, throughput.
     pub async fn stats(&self, handler: Option<&str>, queue: Option<&str>) -> Result<Vec<crate::stats::HandlerStats>> {
+        check_filters(&[("handler", handler), ("queue", queue)])?;
         self.store.stats(handler, queue, self.clock.now()).await
     }
 
@@ -256,6 +264,7 @@ impl Client {
         queue: Option<&str>,
         minutes: u32,
     ) -> Result<Vec<crate::stats::Minute>> {
+        check_filters(&[("handler", handler), ("queue", queue)])?;
         self.store.throughput(handler, queue, self.clock.now(), minutes).await
     }
 

@@ -59,6 +59,8 @@ async fn bad_requests_get_a_json_error_and_lose_nothing(db: Db) {
         ("GET", "/tasks?text=a%00b", None, 400, "invalid"),
         ("GET", "/stats/throughput?minutes=61", None, 400, "invalid"),
         ("GET", "/stats/throughput?colour=red", None, 400, "invalid"),
+        ("GET", "/stats/throughput?handler=a%00b", None, 400, "invalid"),
+        ("GET", "/stats?queue=a%00b", None, 400, "invalid"),
         ("POST", "/tasks/12345/cancel", None, 404, "not-found"),
         ("GET", "/nothing-here", None, 404, "not-found"),
     ] {
