@@ -2,7 +2,7 @@
 // trigger), the live runners, and the handlers in the plugins directory.
 
 import { api, act } from './app.js';
-import { h, fill, put, table, when, duration, number, bytes, button, taskLink } from './view.js';
+import { h, fill, put, table, when, duration, number, bytes, button, taskLink, pausedSince, lag } from './view.js';
 
 /** A page of one table, read from `path` and drawn by `draw(answer)`. */
 function page(main, title, hint, path, draw) {
@@ -18,6 +18,13 @@ function page(main, title, hint, path, draw) {
 
 const path = (name) => encodeURIComponent(name);
 
+/** Pause or Resume, as `pausedOn` says, of `/{kind}/{name}`. */
+function pauseButton(what, kind, name, pausedOn) {
+  const verb = pausedOn ? 'resume' : 'pause';
+  return button(pausedOn ? 'Resume' : 'Pause',
+    () => act(`${what} ${name} ${verb}d.`, () => api('POST', `/${kind}/${path(name)}/${verb}`)), { 'data-action': verb });
+}
+
 export function queues(main) {
   return page(main, 'Queues', 'A paused queue keeps its tasks: workers start none of them until it is resumed; runs in flight end as usual.',
     '/queues', ({ queues: list }) => table([
@@ -26,11 +33,9 @@ export function queues(main) {
       { label: 'Later', cell: (q) => number(q.later), cls: 'num' },
       { label: 'Running', cell: (q) => number(q.running), cls: 'num' },
       { label: 'Limit', cell: (q) => number(q.max_running), cls: 'num' },
-      { label: 'Lag', cell: (q) => (q.oldest_due ? duration(Date.now() - Date.parse(q.oldest_due)) : '—'), cls: 'num' },
-      { label: 'State', cell: (q) => (q.paused_on ? [h('span', { class: 'badge paused' }, 'paused'), ' ', when(q.paused_on)] : 'active') },
-      { label: '', cell: (q) => (q.paused_on
-        ? button('Resume', () => act(`Queue ${q.name} resumed.`, () => api('POST', `/queues/${path(q.name)}/resume`)), { 'data-action': 'resume' })
-        : button('Pause', () => act(`Queue ${q.name} paused.`, () => api('POST', `/queues/${path(q.name)}/pause`)), { 'data-action': 'pause' })) },
+      { label: 'Lag', cell: lag, cls: 'num' },
+      { label: 'State', cell: (q) => pausedSince(q.paused_on) },
+      { label: '', cell: (q) => pauseButton('Queue', 'queues', q.name, q.paused_on) },
     ], list, { key: (q) => q.name, empty: 'No queue has tasks yet.' }));
 }
 
@@ -44,13 +49,11 @@ export function schedules(main) {
       { label: 'Missed slots', cell: (s) => s.missed },
       { label: 'Latest slot', cell: (s) => when(s.last_slot) },
       { label: 'From', cell: (s) => (s.declared ? 'configuration' : 'command line') },
-      { label: 'State', cell: (s) => (s.paused_on ? [h('span', { class: 'badge paused' }, 'paused'), ' ', when(s.paused_on)] : 'active') },
+      { label: 'State', cell: (s) => pausedSince(s.paused_on) },
       { label: '', cell: (s) => h('span', { class: 'actions' },
         button('Trigger', () => act((a) => h('span', {}, `Schedule ${s.name} queued task `, taskLink(a.task), '.'),
           () => api('POST', `/schedules/${path(s.name)}/trigger`)), { 'data-action': 'trigger' }),
-        s.paused_on
-          ? button('Resume', () => act(`Schedule ${s.name} resumed.`, () => api('POST', `/schedules/${path(s.name)}/resume`)), { 'data-action': 'resume' })
-          : button('Pause', () => act(`Schedule ${s.name} paused.`, () => api('POST', `/schedules/${path(s.name)}/pause`)), { 'data-action': 'pause' })) },
+        pauseButton('Schedule', 'schedules', s.name, s.paused_on)) },
     ], list, { key: (s) => s.name, empty: 'No schedule. Add one with `taskhost schedule add` or in the configuration.' }));
 }
 

@@ -2,7 +2,7 @@
 // handler's statistics.
 
 import { api } from './app.js';
-import { h, fill, put, table, section, duration, number } from './view.js';
+import { h, fill, put, table, section, duration, number, pausedSince, lag } from './view.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 
@@ -48,8 +48,8 @@ export function mount(main) {
         { label: 'Failed', cell: (q) => number(q.runs.failed), cls: 'num' },
         { label: 'Timed out', cell: (q) => number(q.runs.timed_out), cls: 'num' },
         { label: 'Cancelled', cell: (q) => number(q.runs.cancelled), cls: 'num' },
-        { label: 'Lag', cell: (q) => (q.oldest_due ? duration(Date.now() - Date.parse(q.oldest_due)) : '—'), cls: 'num' },
-        { label: 'State', cell: (q) => (q.paused_on ? h('span', { class: 'badge paused' }, 'paused') : 'active') },
+        { label: 'Lag', cell: lag, cls: 'num' },
+        { label: 'State', cell: (q) => pausedSince(q.paused_on) },
       ], all, { key: (q) => q.name, empty: 'No queue has tasks yet.' }));
       fill(handlers, table([
         { label: 'Handler', cell: (s) => h('a', { href: `#/tasks?handler=${encodeURIComponent(s.handler)}` }, s.handler) },

@@ -114,6 +114,16 @@ export function button(label, action, attrs = {}) {
   return b;
 }
 
+/** Paused since when, or active. */
+export function pausedSince(pausedOn) {
+  return pausedOn ? [h('span', { class: 'badge paused' }, 'paused'), ' ', when(pausedOn)] : 'active';
+}
+
+/** How long a queue's longest-waiting due task has waited. */
+export function lag(queue) {
+  return queue.oldest_due ? duration(Date.now() - Date.parse(queue.oldest_due)) : '—';
+}
+
 /** A link to a task's page. */
 export function taskLink(id) {
   return h('a', { href: `#/tasks/${id}` }, `#${id}`);
