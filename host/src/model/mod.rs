@@ -9,9 +9,11 @@ use serde::Serialize;
 
 mod input;
 mod json;
+pub mod lifecycle;
 mod outcome;
 pub use input::TaskInput;
 pub use json::{task_json, RunDetail, TaskDetail};
+pub use lifecycle::{TaskState, Transition};
 pub use outcome::*;
 
 pub type TaskId = i64;
@@ -297,6 +299,13 @@ pub struct Run {
     #[serde(serialize_with = "json::lines")]
     #[cfg_attr(feature = "serve", schema(value_type = Vec<String>))]
     pub logs: Option<String>,
+}
+
+impl Task {
+    /// Where the task is in its life, read from `last_status` and `gave_up_on`.
+    pub fn state(&self) -> TaskState {
+        TaskState::of(self.last_status, self.gave_up_on.is_some())
+    }
 }
 
 impl Run {

@@ -30,6 +30,7 @@ pub mod shared;
 pub mod sql;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod transitions;
 
 pub use connect::redact;
 #[cfg(any(feature = "postgres", feature = "mysql"))]

@@ -16,8 +16,9 @@ use sqlx::{Arguments, MySql, MySqlConnection, QueryBuilder, Row};
 
 use super::dialect::{cells, decoded, retrying, sqlx_plumbing, unchecked, ClaimRequest, Dialect, Plumbing, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
-use super::shared::{runs, SqlStore};
-use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNING, SCHEDULED, SUCCESS};
+use super::shared::SqlStore;
+use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNING};
+use super::transitions::{self, RELEASE_KEY};
 use super::{Backend, StoreOptions};
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -109,8 +110,9 @@ impl MySqlDb {
         let only_these = if only.is_some() { " AND id IN ($5)" } else { "" };
         let pick = format!(
             "SELECT {CLAIM_COLUMNS} FROM task_queue
-             WHERE last_status = {SCHEDULED} AND queue IN ($1){of_handlers}{only_these} AND scheduled_on <= $2
-             ORDER BY priority, scheduled_on, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+             WHERE {} AND queue IN ($1){of_handlers}{only_these} AND scheduled_on <= $2
+             ORDER BY priority, scheduled_on, id LIMIT $3 FOR UPDATE SKIP LOCKED",
+            transitions::is(TaskState::Scheduled)
         );
         let values = [
             Arg::Texts(req.queues),
@@ -124,7 +126,7 @@ impl MySqlDb {
             return Ok(Vec::new());
         }
         let ids: Vec<i64> = claimed.iter().map(|c| c.task_id).collect();
-        let mark = format!("UPDATE task_queue SET last_status = {RUNNING} WHERE id IN ($1)");
+        let mark = format!("UPDATE task_queue SET {} WHERE id IN ($1)", transitions::claimed_task());
         self.exec(Some(&mut *tx), &mark, args![&ids]).await?;
         let starts = serde_json::Value::Array(
             claimed
@@ -139,7 +141,8 @@ impl MySqlDb {
             "UPDATE task_runs r
              JOIN JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$.id', t DATETIME(6) PATH '$.t')) AS j
                ON r.scheduled_task_id = j.id
-             SET r.status = {RUNNING}, r.started_on = ?, r.task_runner_id = ?, r.timeout_on = j.t"
+             SET {}",
+            transitions::started_run("?", "?", "j.t")
         );
         sqlx::query(&start).bind(starts.to_string()).bind(now).bind(req.runner).execute(&mut *tx.tx).await?;
         let started = format!(
@@ -151,7 +154,7 @@ impl MySqlDb {
         for r in &started {
             by_task.insert(r.try_get::<i64, _>("task_queue_id")?, (r.try_get::<i64, _>("id")?, r.try_get("attempt")?));
         }
-        runs::claimed_runs(self, Some(tx), req, claimed, by_task).await
+        transitions::claimed_runs(self, Some(tx), req, claimed, by_task).await
     }
 }
 
@@ -284,14 +287,17 @@ impl Dialect for MySqlDb {
              JOIN JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$.id', f DATETIME(6) PATH '$.f',
                   res LONGTEXT PATH '$.r', ms BIGINT PATH '$.ms', dg VARCHAR(64) PATH '$.dg',
                   fu BIGINT PATH '$.fu', lg LONGTEXT PATH '$.lg')) AS j ON r.id = j.id
-             SET r.status = {SUCCESS}, r.finished_on = j.f, r.results = j.res, r.percents_completed = 100,
-                 r.duration_ms = j.ms, r.component_digest = j.dg, r.fuel_used = j.fu, r.logs = j.lg"
+             SET {}",
+            transitions::succeeded_run(|v| format!("j.{v}"))
         );
         sqlx::query(&runs).bind(&rows).execute(&mut *tx.tx).await?;
         let tasks = format!(
             "UPDATE task_queue q
              JOIN JSON_TABLE(?, '$[*]' COLUMNS (t BIGINT PATH '$.t', f DATETIME(6) PATH '$.f')) AS j ON q.id = j.t
-             SET q.last_status = {SUCCESS}, q.task_runs_failed = 0, q.finished_on = j.f, q.active_unique_key = NULL"
+             SET {}, {RELEASE_KEY}
+             WHERE q.{}",
+            transitions::succeeded_task("j.f"),
+            transitions::from(Transition::Succeed)
         );
         sqlx::query(&tasks).bind(&rows).execute(&mut *tx.tx).await?;
         Ok(ok.iter().map(|o| o.run_id).filter(|r| running.contains(r)).collect())

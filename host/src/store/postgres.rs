@@ -16,8 +16,9 @@ use sqlx::{Arguments, PgConnection, Postgres, Row};
 use super::dialect::{cells, decoded, sqlx_plumbing, ClaimRequest, Dialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::tasks::{add_one, add_tasks_in_tx};
-use super::shared::{runs, SqlStore};
-use super::sql::{new_task_args, render, Arg, Slot, NEW_TASK, RUNNING, SCHEDULED, SUCCESS};
+use super::shared::SqlStore;
+use super::sql::{new_task_args, render, Arg, Slot, NEW_TASK, SCHEDULED};
+use super::transitions::{self, RELEASE_KEY};
 use super::{Backend, StoreOptions, Wakeups};
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -127,17 +128,21 @@ impl PostgresDb {
         // One statement, so one round trip and atomic without an explicit transaction. Every row
         // is reached by a unique key (primary keys, and the unique index of scheduled runs), whose
         // selectivity the planner knows without statistics; on a queue they are always stale.
+        let scheduled = transitions::is(TaskState::Scheduled);
+        let claimed = transitions::claimed_task();
+        let timeout = "$1 + make_interval(secs => least(coalesce(j.run_timeout, $6), 3153600000))";
+        let started = transitions::started_run("$1", "$5", timeout);
         let sql = format!(
             "WITH picked AS (
                  SELECT id FROM task_queue
-                 WHERE last_status = {SCHEDULED} AND {queue_cond} AND scheduled_on <= $1
+                 WHERE {scheduled} AND {queue_cond} AND scheduled_on <= $1
                    AND ($7::text[] IS NULL OR task_handler_class = ANY($7)) {only_cond}
                  ORDER BY priority, scheduled_on, id
                  LIMIT $3
                  FOR UPDATE SKIP LOCKED
              ),
              q AS (
-                 UPDATE task_queue SET last_status = {RUNNING} WHERE id = ANY(ARRAY(SELECT id FROM picked))
+                 UPDATE task_queue SET {claimed} WHERE id = ANY(ARRAY(SELECT id FROM picked))
                  RETURNING {CLAIM_COLUMNS}
              ),
              j AS (
@@ -146,8 +151,7 @@ impl PostgresDb {
                  FROM q
              ),
              r AS (
-                 UPDATE task_runs SET status = {RUNNING}, started_on = $1, task_runner_id = $5,
-                     timeout_on = $1 + make_interval(secs => least(coalesce(j.run_timeout, $6), 3153600000))
+                 UPDATE task_runs SET {started}
                  FROM j
                  WHERE task_runs.id = j.run_id
                  RETURNING task_runs.id, task_runs.attempt
@@ -175,7 +179,7 @@ impl PostgresDb {
                 runs_of.insert(r.try_get::<i64, _>("id")?, (run, attempt));
             }
         }
-        runs::claimed_runs(self, tx, req, ClaimedTask::read_all(&rows)?, runs_of).await
+        transitions::claimed_runs(self, tx, req, ClaimedTask::read_all(&rows)?, runs_of).await
     }
 }
 
@@ -365,19 +369,19 @@ impl Dialect for PostgresDb {
 
 /// Write runs that succeeded, and their tasks, in one statement.
 async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result<Vec<RunId>> {
+    let run = transitions::succeeded_run(|v| format!("t.{v}"));
+    let task = transitions::succeeded_task("r.finished_on");
+    let from = transitions::from(Transition::Succeed);
     let sql = format!(
         "WITH r AS (
-             UPDATE task_runs r SET status = {SUCCESS}, finished_on = t.f, results = t.res,
-                 percents_completed = 100, duration_ms = t.ms, component_digest = t.dg, fuel_used = t.fu,
-                 logs = t.lg
+             UPDATE task_runs r SET {run}
              FROM UNNEST($1::bigint[], $2::timestamptz[], $3::text[], $4::bigint[], $5::text[], $6::bigint[],
                          $7::text[]) AS t(id, f, res, ms, dg, fu, lg)
              WHERE r.id = t.id AND {STILL_RUNNING}
              RETURNING r.id, r.task_queue_id, r.finished_on
          )
-         UPDATE task_queue q SET last_status = {SUCCESS}, task_runs_failed = 0, finished_on = r.finished_on,
-             active_unique_key = NULL
-         FROM r WHERE q.id = r.task_queue_id
+         UPDATE task_queue q SET {task}, {RELEASE_KEY}
+         FROM r WHERE q.id = r.task_queue_id AND q.{from}
          RETURNING r.id"
     );
     let found = sqlx::query(&sql)

@@ -24,8 +24,9 @@ use tokio::sync::Mutex;
 
 use super::dialect::{cells, decoded, sqlx_plumbing, ClaimRequest, Dialect, Plumbing, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
-use super::shared::{runs, SqlStore};
-use super::sql::{json_list, new_task_args, render, Arg, Slot, NEW_TASK, RUNNING, SCHEDULED, SUCCESS};
+use super::shared::SqlStore;
+use super::sql::{json_list, new_task_args, render, Arg, Slot, NEW_TASK, RUNNING, SCHEDULED};
+use super::transitions::{self, RELEASE_KEY};
 use super::{Backend, StoreOptions};
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -214,18 +215,17 @@ impl Dialect for SqliteDb {
         let args = serde_json::Value::Array(
             ok.iter()
                 .map(|o| {
-                    json!({"id": o.run_id, "f": ts(o.finished_on), "r": o.results(), "ms": o.duration_ms,
+                    json!({"id": o.run_id, "f": ts(o.finished_on), "res": o.results(), "ms": o.duration_ms,
                            "dg": o.component_digest, "fu": o.fuel_used, "lg": o.logs})
                 })
                 .collect(),
         );
         let runs = format!(
-            "UPDATE task_runs SET status = {SUCCESS}, finished_on = j.value->>'f', results = j.value->>'r',
-                 percents_completed = 100, duration_ms = j.value->>'ms', component_digest = j.value->>'dg',
-                 fuel_used = j.value->>'fu', logs = j.value->>'lg'
+            "UPDATE task_runs SET {}
              FROM json_each(?1) AS j
              WHERE task_runs.id = j.value->>'id' AND task_runs.status = {RUNNING}
-             RETURNING task_runs.id, task_runs.task_queue_id, task_runs.finished_on"
+             RETURNING task_runs.id, task_runs.task_queue_id, task_runs.finished_on",
+            transitions::succeeded_run(|v| format!("j.value->>'{v}'"))
         );
         let done: Vec<(i64, i64, String)> = sqlx::query_as(&runs).bind(args.to_string()).fetch_all(&mut *tx.tx).await?;
         if done.is_empty() {
@@ -233,15 +233,17 @@ impl Dialect for SqliteDb {
         }
         let args = serde_json::Value::Array(done.iter().map(|(_, t, f)| json!({"t": t, "f": f})).collect()).to_string();
         let tasks = format!(
-            "UPDATE task_queue SET last_status = {SUCCESS}, task_runs_failed = 0, finished_on = j.value->>'f'
-             FROM json_each(?1) AS j WHERE task_queue.id = j.value->>'t'"
+            "UPDATE task_queue SET {}
+             FROM json_each(?1) AS j WHERE task_queue.id = j.value->>'t' AND task_queue.{}",
+            transitions::succeeded_task("j.value->>'f'"),
+            transitions::from(Transition::Succeed)
         );
         sqlx::query(&tasks).bind(&args).execute(&mut *tx.tx).await?;
         // Apart, so rows without a key do not touch the unique index.
-        sqlx::query(
-            "UPDATE task_queue SET active_unique_key = NULL
-             WHERE id IN (SELECT j.value->>'t' FROM json_each(?1) AS j) AND active_unique_key IS NOT NULL",
-        )
+        sqlx::query(&format!(
+            "UPDATE task_queue SET {RELEASE_KEY}
+             WHERE id IN (SELECT j.value->>'t' FROM json_each(?1) AS j) AND active_unique_key IS NOT NULL"
+        ))
         .bind(&args)
         .execute(&mut *tx.tx)
         .await?;
@@ -261,10 +263,12 @@ async fn claim_in(
     let queue_cond = if req.queues.len() == 1 { "queue = $2" } else { "queue IN ($2)" };
     let handler_cond = if req.handlers.is_some() { "AND task_handler_class IN ($4)" } else { "" };
     let only_cond = if only.is_some() { "AND id IN ($5)" } else { "" };
+    let claimed = transitions::claimed_task();
+    let scheduled = transitions::is(TaskState::Scheduled);
     let pick = format!(
-        "UPDATE task_queue SET last_status = {RUNNING}
+        "UPDATE task_queue SET {claimed}
          WHERE id IN (SELECT id FROM task_queue
-                      WHERE last_status = {SCHEDULED} AND {queue_cond} AND scheduled_on <= $1 {handler_cond} {only_cond}
+                      WHERE {scheduled} AND {queue_cond} AND scheduled_on <= $1 {handler_cond} {only_cond}
                       ORDER BY priority, scheduled_on, id LIMIT $3)
          RETURNING {CLAIM_COLUMNS}"
     );
@@ -284,13 +288,14 @@ async fn claim_in(
         claimed.iter().map(|c| json!({"id": c.task_id, "t": ts(c.timeout_on(now, req.default_timeout))})).collect(),
     );
     let start = format!(
-        "UPDATE task_runs SET status = {RUNNING}, started_on = ?1, task_runner_id = ?2, timeout_on = j.value->>'t'
+        "UPDATE task_runs SET {}
          FROM json_each(?3) AS j
          WHERE task_runs.task_queue_id = j.value->>'id' AND task_runs.status = {SCHEDULED}
-         RETURNING task_runs.task_queue_id, task_runs.id, task_runs.attempt"
+         RETURNING task_runs.task_queue_id, task_runs.id, task_runs.attempt",
+        transitions::started_run("?1", "?2", "j.value->>'t'")
     );
     let started: Vec<(i64, i64, i64)> =
         sqlx::query_as(&start).bind(ts(now)).bind(req.runner).bind(starts.to_string()).fetch_all(&mut *tx.tx).await?;
     let by_task = started.into_iter().map(|(t, r, a)| (t, (r, a))).collect();
-    runs::claimed_runs(db, Some(tx), req, claimed, by_task).await
+    transitions::claimed_runs(db, Some(tx), req, claimed, by_task).await
 }

@@ -3,8 +3,10 @@
 #![allow(dead_code)]
 
 mod control;
+mod lifecycle;
 mod reads_and_upkeep;
 pub use control::*;
+pub use lifecycle::*;
 pub use reads_and_upkeep::*;
 
 use std::time::Duration;
@@ -454,6 +456,7 @@ macro_rules! store_suite {
         case!(declared_schedules_follow_the_declaration_and_leave_hand_made_ones);
         case!(statistics_count_runs_as_they_end_and_outlive_rotation);
         case!(claims_keep_runs_in_flight_within_the_queue_and_handler_limits);
+        case!(every_transition_is_made_from_the_states_it_may_start_from_and_refused_from_the_others);
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_claims_never_share_a_run() {

@@ -6,10 +6,11 @@
 use chrono::{DateTime, Utc};
 
 use super::super::dialect::{retrying, Cells, Dialect};
-use super::super::sql::{args, Arg, CANCELLED, DONE, SCHEDULED, SUCCESS};
+use super::super::sql::{args, Arg, DONE};
+use super::super::transitions::{self, is};
 use super::super::{BulkFilter, Finished, Replay};
 use crate::error::Result;
-use crate::model::TaskId;
+use crate::model::{TaskId, TaskState};
 
 /// Tasks one batch touches at most.
 pub const BATCH: u32 = 1000;
@@ -42,11 +43,11 @@ pub async fn delete_finished_batch<D: Dialect>(
 ) -> Result<u64> {
     // DONE stands in each condition on finished_on so that the partial index serves it.
     let finished = match which {
-        Finished::Succeeded => format!("{DONE} AND last_status = {SUCCESS} AND finished_on < $1"),
-        Finished::Cancelled => format!("{DONE} AND last_status = {CANCELLED} AND finished_on < $1"),
-        Finished::Dead => "gave_up_on IS NOT NULL AND gave_up_on < $1".to_string(),
+        Finished::Succeeded => format!("{DONE} AND {} AND finished_on < $1", is(TaskState::Succeeded)),
+        Finished::Cancelled => format!("{DONE} AND {} AND finished_on < $1", is(TaskState::Cancelled)),
+        Finished::Dead => format!("{} AND gave_up_on < $1", is(TaskState::Dead)),
         Finished::Any => {
-            format!("(({DONE} AND finished_on < $1) OR (gave_up_on IS NOT NULL AND gave_up_on < $1))")
+            format!("(({DONE} AND finished_on < $1) OR ({} AND gave_up_on < $1))", is(TaskState::Dead))
         }
     };
     let order = if which == Finished::Dead || which == Finished::Any { "id" } else { "finished_on" };
@@ -109,11 +110,11 @@ pub async fn delete_finished<D: Dialect>(
 }
 
 /// The tasks [`Replay`] picks, as a condition on `task_queue`.
-pub(super) fn replayable(which: Replay) -> String {
-    match which {
-        Replay::Dead => "gave_up_on IS NOT NULL".to_string(),
-        Replay::Cancelled => format!("last_status = {CANCELLED}"),
-    }
+fn replayable(which: Replay) -> String {
+    is(match which {
+        Replay::Dead => TaskState::Dead,
+        Replay::Cancelled => TaskState::Cancelled,
+    })
 }
 
 /// Replay every dead letter (or cancelled task) matching `f`, due `now`, batch by batch; how
@@ -134,18 +135,17 @@ pub async fn replay<D: Dialect>(db: &D, which: Replay, f: &BulkFilter, now: Date
     );
     let mut total = 0;
     loop {
-        let (replayed, last) = retrying::<D, _, _, _>(|| replay_batch(db, &pick, &cond, &values, now)).await?;
+        let (replayed, last) = retrying::<D, _, _, _>(|| replay_batch(db, &pick, &values, now)).await?;
         total += replayed;
         let Some(last) = last else { return Ok(total) };
         values[after - 1] = Arg::Int(Some(last));
     }
 }
 
-/// One batch of [`replay_dead`]: how many were replayed, and the last id picked (None: none).
+/// One batch of [`replay`]: how many were replayed, and the last id picked (None: none).
 async fn replay_batch<D: Dialect>(
     db: &D,
     pick: &str,
-    cond: &str,
     values: &[Arg<'_>],
     now: DateTime<Utc>,
 ) -> Result<(u64, Option<TaskId>)> {
@@ -178,19 +178,9 @@ async fn replay_batch<D: Dialect>(
         db.rollback(tx).await?;
         return Ok((0, Some(last)));
     }
-    let revive = format!(
-        "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2, task_runs_failed = 0,
-             gave_up_on = NULL, finished_on = NULL, active_unique_key = unique_key
-         WHERE id IN ($1) AND {cond}"
-    );
     // (A task queued meanwhile with one of these keys makes this a unique violation: an error,
     // and nothing of the batch is replayed.)
-    let n = db.exec(Some(&mut tx), &revive, args![&ids, now]).await?;
-    let runs = "INSERT INTO task_runs (task_queue_id, attempt, created_on)
-                SELECT q.id, (SELECT coalesce(max(r.attempt), 0) + 1 FROM task_runs r WHERE r.task_queue_id = q.id), $2
-                FROM task_queue q WHERE q.id IN ($1)";
-    db.exec(Some(&mut tx), runs, args![&ids, now]).await?;
-    db.notify_tasks(&mut tx).await?;
+    let n = transitions::tasks::replay(db, &mut tx, &ids, now).await?;
     db.commit(tx).await?;
     Ok((n, Some(last)))
 }

@@ -8,26 +8,19 @@ use chrono::{DateTime, Utc};
 
 use super::super::dialect::{retrying, Cells, Dialect};
 use super::super::rows;
-use super::super::sql::{args, Arg, CANCELLED, ERROR, RUNNING, SCHEDULED, TIMEOUT};
+use super::super::sql::{args, Arg};
+use super::super::transitions::{self, from, is_any};
 use super::super::{BulkFilter, Cancelled, Unfinished};
 use super::bulk::{filtered, BATCH};
 use crate::error::Result;
-use crate::model::{RunStatus, TaskId};
-use crate::sandbox::codes;
-
-/// What a cancelled run's error message says.
-pub const CANCELLED_MESSAGE: &str = "cancelled by an operator";
+use crate::model::{RunStatus, TaskId, TaskState, Transition};
 
 /// The tasks of `which` kind, as a condition on `task_queue`.
 fn unfinished(which: Unfinished) -> String {
     match which {
-        Unfinished::Waiting => {
-            format!("last_status IN ({SCHEDULED}, {ERROR}, {TIMEOUT}) AND gave_up_on IS NULL")
-        }
-        Unfinished::Running => format!("last_status = {RUNNING}"),
-        Unfinished::Any => {
-            format!("last_status IN ({SCHEDULED}, {RUNNING}, {ERROR}, {TIMEOUT}) AND gave_up_on IS NULL")
-        }
+        Unfinished::Waiting => is_any(&[TaskState::Scheduled, TaskState::AwaitingRetry]),
+        Unfinished::Running => is_any(&[TaskState::Running]),
+        Unfinished::Any => from(Transition::Cancel),
     }
 }
 
@@ -87,21 +80,7 @@ async fn batch<D: Dialect>(db: &D, pick: &str, values: &[Arg<'_>], now: DateTime
             running += 1;
         }
     }
-    let ending = format!("SELECT id FROM task_runs WHERE task_queue_id IN ($1) AND status IN ({SCHEDULED}, {RUNNING})");
-    let ended: Vec<i64> =
-        db.rows(Some(&mut tx), &ending, args![&ids]).await?.iter().map(|r| rows::id(r, "id")).collect::<Result<_>>()?;
-    let runs = format!(
-        "UPDATE task_runs SET status = {CANCELLED}, finished_on = $2, error_code = $3, error_message = $4,
-             duration_ms = {}
-         WHERE task_queue_id IN ($1) AND status IN ({SCHEDULED}, {RUNNING})",
-        D::MS_SINCE_START
-    );
-    db.exec(Some(&mut tx), &runs, args![&ids, now, codes::CANCELLED, CANCELLED_MESSAGE]).await?;
-    let tasks = format!(
-        "UPDATE task_queue SET last_status = {CANCELLED}, finished_on = $2, active_unique_key = NULL WHERE id IN ($1)"
-    );
-    db.exec(Some(&mut tx), &tasks, args![&ids, now]).await?;
-    super::stats::record(db, &mut tx, &ended, now).await?;
+    transitions::tasks::cancel(db, &mut tx, &ids, now).await?;
     if running > 0 {
         db.notify_cancelled(&mut tx).await?;
     }

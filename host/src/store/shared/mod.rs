@@ -10,9 +10,9 @@ mod cancel;
 mod limits;
 mod queues;
 mod runners;
-pub(crate) mod runs;
+mod runs;
 mod schedules;
-mod stats;
+pub(super) mod stats;
 pub(crate) mod tasks;
 mod upkeep;
 
@@ -21,7 +21,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::dialect::{ClaimRequest, ConnOf, Dialect, TxOf};
+use super::dialect::{ClaimRequest, ConnOf, Dialect};
+use super::transitions;
 use super::{
     Backend, BulkFilter, Cancelled, Finished, QueueInfo, Replay, RetryCandidate, RetryPlan, Served, Store, Unfinished,
     Wakeups,
@@ -171,7 +172,7 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn finish_runs(&self, outcomes: &[RunOutcome]) -> Result<()> {
-        runs::finish(&self.db, outcomes).await
+        transitions::runs::finish(&self.db, outcomes).await
     }
 
     async fn pause_queue(&self, queue: &str, now: DateTime<Utc>) -> Result<bool> {
@@ -240,7 +241,7 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn put_back(&self, run: RunId, at: DateTime<Utc>) -> Result<bool> {
-        runs::put_back(&self.db, run, at).await
+        transitions::runs::put_back(&self.db, run, at).await
     }
 
     async fn keep_stopped(&self, run: &StoppedRun) -> Result<bool> {
@@ -284,31 +285,4 @@ impl<D: Dialect> Store for SqlStore<D> {
     async fn try_lease(&self, name: &str, holder: &str, now: DateTime<Utc>, ttl: Duration) -> Result<bool> {
         upkeep::try_lease(&self.db, name, holder, now, ttl).await
     }
-}
-
-/// Insert a scheduled run of a task; its id.
-async fn insert_run<D: Dialect>(
-    db: &D,
-    tx: &mut TxOf<D>,
-    task_id: TaskId,
-    attempt: u32,
-    now: DateTime<Utc>,
-) -> Result<RunId> {
-    let sql = "INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES ($1, $2, $3)";
-    db.insert(Some(tx), sql, super::sql::args![task_id, attempt, now]).await
-}
-
-/// The latest attempt number of a task's runs (0 when it has none).
-async fn last_attempt<D: Dialect>(db: &D, tx: Option<&mut TxOf<D>>, task_id: TaskId) -> Result<u32> {
-    let rows = db
-        .rows(
-            tx,
-            "SELECT coalesce(max(attempt), 0) AS last FROM task_runs WHERE task_queue_id = $1",
-            super::sql::args![task_id],
-        )
-        .await?;
-    Ok(match rows.first() {
-        Some(r) => super::rows::n32(super::rows::id(r, "last")?),
-        None => 0,
-    })
 }

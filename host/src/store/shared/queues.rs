@@ -4,9 +4,11 @@ use chrono::{DateTime, Utc};
 
 use super::super::dialect::{retrying, Cells, Dialect};
 use super::super::rows;
-use super::super::sql::{args, RUNNING, SCHEDULED};
+use super::super::sql::args;
+use super::super::transitions::{is, is_any};
 use super::super::QueueInfo;
 use crate::error::Result;
+use crate::model::TaskState;
 
 /// Pause `queue`; false when it was paused already.
 pub async fn pause<D: Dialect>(db: &D, queue: &str, now: DateTime<Utc>) -> Result<bool> {
@@ -39,13 +41,16 @@ pub async fn paused<D: Dialect>(db: &D) -> Result<Vec<String>> {
 
 /// Every queue that holds unfinished tasks or is paused, by name.
 pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<QueueInfo>> {
+    let scheduled = is(TaskState::Scheduled);
+    let running = is(TaskState::Running);
     let sql = format!(
         "SELECT queue,
-             count(CASE WHEN last_status = {SCHEDULED} AND scheduled_on <= $1 THEN 1 END) AS due,
-             count(CASE WHEN last_status = {SCHEDULED} AND scheduled_on > $1 THEN 1 END) AS later,
-             count(CASE WHEN last_status = {RUNNING} THEN 1 END) AS running,
-             min(CASE WHEN last_status = {SCHEDULED} AND scheduled_on <= $1 THEN scheduled_on END) AS oldest_due
-         FROM task_queue WHERE last_status IN ({SCHEDULED}, {RUNNING}) GROUP BY queue"
+             count(CASE WHEN {scheduled} AND scheduled_on <= $1 THEN 1 END) AS due,
+             count(CASE WHEN {scheduled} AND scheduled_on > $1 THEN 1 END) AS later,
+             count(CASE WHEN {running} THEN 1 END) AS running,
+             min(CASE WHEN {scheduled} AND scheduled_on <= $1 THEN scheduled_on END) AS oldest_due
+         FROM task_queue WHERE {} GROUP BY queue",
+        is_any(&[TaskState::Scheduled, TaskState::Running])
     );
     let mut queues = Vec::new();
     for r in &db.rows(None, &sql, args![now]).await? {

@@ -7,14 +7,10 @@ use super::super::sql::{args, RUNNER_RUNNING, RUNNER_TIMEOUT, RUNNING};
 use super::super::{rows, Served};
 use crate::error::{Error, Result};
 use crate::model::*;
-use crate::sandbox::codes;
 
 /// The `task_leases` row whose lock serializes registrations, so that two runners cannot both
 /// take the last place under the limit (migration 0005 writes it).
 const REGISTRATION: &str = "runner-registration";
-
-/// What a run whose runner died ends with.
-pub const RUNNER_LOST_MESSAGE: &str = "the runner running this run stopped (no heartbeat or process gone)";
 
 pub async fn register<D: Dialect>(db: &D, pid: u32, host: &str, now: DateTime<Utc>, limit: u32) -> Result<RunnerId> {
     let lock = format!("SELECT name FROM task_leases WHERE name = $1{}", D::FOR_UPDATE);
@@ -99,7 +95,7 @@ pub async fn time_out<D: Dialect>(db: &D, runners: &[RunnerId], now: DateTime<Ut
         db.exec(Some(&mut tx), &mark, args![runners, now]).await?;
         let lost = db.rows(Some(&mut tx), &runs, args![runners]).await?;
         let lost = super::runs::pairs(&lost)?;
-        super::runs::time_out_runs(db, &mut tx, &lost, now, codes::RUNNER_LOST, RUNNER_LOST_MESSAGE).await?;
+        super::super::transitions::runs::time_out(db, &mut tx, &lost, now, super::super::transitions::LOST).await?;
         db.commit(tx).await?;
         Ok(lost.len() as u64)
     })

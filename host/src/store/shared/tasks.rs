@@ -4,7 +4,8 @@ use chrono::{DateTime, Utc};
 
 use super::super::dialect::{retrying, Cells, ConnOf, Dialect, TxOf};
 use super::super::rows;
-use super::super::sql::{args, Arg, CANCELLED, SCHEDULED};
+use super::super::sql::{args, Arg};
+use super::super::transitions::{self, from, is};
 use crate::error::{Error, Result};
 use crate::model::*;
 
@@ -35,7 +36,7 @@ pub async fn list<D: Dialect>(db: &D, f: &TaskFilter) -> Result<Vec<Task>> {
         }
     }
     if f.dead {
-        sql.push_str(" AND gave_up_on IS NOT NULL");
+        sql.push_str(&format!(" AND {}", is(TaskState::Dead)));
     }
     if let Some(text) = f.text.as_deref() {
         values.push(Arg::Text(Some(text)));
@@ -63,7 +64,8 @@ pub async fn counts<D: Dialect>(db: &D) -> Result<QueueCounts> {
             word.parse::<RunStatus>().map_err(|e| Error::CorruptRow { table: "task_queue", reason: e.to_string() })?;
         c.set(status, rows::id(r, "n")?.max(0) as u64);
     }
-    let dead = db.rows(None, "SELECT count(*) AS n FROM task_queue WHERE gave_up_on IS NOT NULL", &[]).await?;
+    let dead = format!("SELECT count(*) AS n FROM task_queue WHERE {}", is(TaskState::Dead));
+    let dead = db.rows(None, &dead, &[]).await?;
     c.dead = match dead.first() {
         Some(r) => rows::id(r, "n")?.max(0) as u64,
         None => 0,
@@ -71,27 +73,16 @@ pub async fn counts<D: Dialect>(db: &D) -> Result<QueueCounts> {
     Ok(c)
 }
 
-/// Tasks that can be replayed: dead letters and cancelled tasks.
-fn replayable() -> String {
-    format!("(gave_up_on IS NOT NULL OR last_status = {CANCELLED})")
-}
-
 /// Replay a dead letter or a cancelled task: reset its failure count and schedule a new run now, with new data when
 /// `data` is given.
 pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<RunId> {
-    let replayable = replayable();
-    let sql = format!(
-        "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2, task_runs_failed = 0,
-             gave_up_on = NULL, finished_on = NULL, active_unique_key = unique_key
-         WHERE id = $1 AND {replayable}"
-    );
+    let edit = format!("UPDATE task_queue SET task_data = $2 WHERE id = $1 AND {}", from(Transition::Replay));
     retrying::<D, _, _, _>(|| async {
         let mut tx = db.begin().await?;
         if let Some(data) = data {
-            let edit = format!("UPDATE task_queue SET task_data = $2 WHERE id = $1 AND {replayable}");
             db.exec(Some(&mut tx), &edit, args![id, data]).await?;
         }
-        let updated = match db.exec(Some(&mut tx), &sql, args![id, now]).await {
+        let replayed = match transitions::tasks::replay(db, &mut tx, &[id], now).await {
             Err(e) if e.is_unique_violation() => {
                 db.rollback(tx).await?;
                 let reason = "another unfinished task holds the same unique key".to_string();
@@ -99,20 +90,21 @@ pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: Dat
             }
             other => other?,
         };
-        if updated == 0 {
+        let run = match replayed {
+            0 => None,
+            _ => transitions::tasks::scheduled_run(db, &mut tx, id).await?,
+        };
+        let Some(run) = run else {
             let task = get(db, Some(&mut tx), id).await?;
             db.rollback(tx).await?;
             return Err(match task {
                 None => Error::TaskNotFound(id),
                 Some(t) => Error::CannotRetry {
                     id,
-                    reason: format!("it is {} (only tasks given up on or cancelled can be replayed)", t.last_status),
+                    reason: format!("it is {} (only tasks given up on or cancelled can be replayed)", t.state()),
                 },
             });
-        }
-        let attempt = super::last_attempt(db, Some(&mut tx), id).await? + 1;
-        let run = super::insert_run(db, &mut tx, id, attempt, now).await?;
-        db.notify_tasks(&mut tx).await?;
+        };
         db.commit(tx).await?;
         Ok(run)
     })

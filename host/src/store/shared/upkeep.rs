@@ -6,14 +6,11 @@ use chrono::{DateTime, Utc};
 
 use super::super::dialect::{retrying, Cells, Dialect};
 use super::super::rows;
-use super::super::sql::{args, ERROR, SCHEDULED, TIMEOUT};
+use super::super::sql::args;
+use super::super::transitions::{self, is};
 use super::super::{RetryCandidate, RetryPlan};
 use crate::error::Result;
 use crate::model::*;
-use crate::sandbox::codes;
-
-/// The message of a task given up because no live worker serves its handler.
-pub const UNSERVED_MESSAGE: &str = "no live worker has served this handler for the overseer's horizon";
 
 /// Failed tasks (error or timeout, not given up) whose next step is not decided yet.
 pub async fn retry_candidates<D: Dialect>(db: &D, limit: u32) -> Result<Vec<RetryCandidate>> {
@@ -21,8 +18,9 @@ pub async fn retry_candidates<D: Dialect>(db: &D, limit: u32) -> Result<Vec<Retr
         "SELECT q.id, q.task_runs_failed, q.max_retries, q.backoff_base_ms, q.backoff_max_ms,
                 (SELECT max(attempt) FROM task_runs r WHERE r.task_queue_id = q.id) AS last_attempt
          FROM task_queue q
-         WHERE q.last_status IN ({ERROR}, {TIMEOUT}) AND q.gave_up_on IS NULL
-         LIMIT $1"
+         WHERE {}
+         LIMIT $1",
+        is(TaskState::AwaitingRetry)
     );
     db.rows(None, &sql, args![limit]).await?.iter().map(rows::retry_candidate).collect()
 }
@@ -31,21 +29,15 @@ pub async fn apply_retry_plans<D: Dialect>(db: &D, plans: &[RetryPlan], now: Dat
     if plans.is_empty() {
         return Ok(());
     }
-    let failed = format!("id = $1 AND last_status IN ({ERROR}, {TIMEOUT}) AND gave_up_on IS NULL");
-    let retry = format!("UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2 WHERE {failed}");
-    let give_up =
-        format!("UPDATE task_queue SET gave_up_on = $2, finished_on = $2, active_unique_key = NULL WHERE {failed}");
     retrying::<D, _, _, _>(|| async {
         let mut tx = db.begin().await?;
         for p in plans {
             match p.next {
                 NextStep::RetryAt(at) => {
-                    if db.exec(Some(&mut tx), &retry, args![p.task_id, at]).await? == 1 {
-                        super::insert_run(db, &mut tx, p.task_id, p.next_attempt, now).await?;
-                    }
+                    transitions::tasks::retry(db, &mut tx, p.task_id, p.next_attempt, at, now).await?;
                 }
                 NextStep::GiveUp => {
-                    db.exec(Some(&mut tx), &give_up, args![p.task_id, now]).await?;
+                    transitions::tasks::give_up(db, &mut tx, p.task_id, now).await?;
                 }
             }
         }
@@ -65,18 +57,10 @@ pub async fn give_up_unserved<D: Dialect>(
 ) -> Result<u64> {
     let pick = format!(
         "SELECT id FROM task_queue
-         WHERE last_status = {SCHEDULED} AND scheduled_on <= $1 AND task_handler_class NOT IN ($2)
+         WHERE {} AND scheduled_on <= $1 AND task_handler_class NOT IN ($2)
          LIMIT $3{}",
+        is(TaskState::Scheduled),
         D::SKIP_LOCKED
-    );
-    let tasks = format!(
-        "UPDATE task_queue SET last_status = {ERROR}, task_runs_failed = task_runs_failed + 1,
-             finished_on = $2, gave_up_on = $2, active_unique_key = NULL
-         WHERE id IN ($1)"
-    );
-    let runs = format!(
-        "UPDATE task_runs SET status = {ERROR}, finished_on = $2, error_code = $3, error_message = $4
-         WHERE status = {SCHEDULED} AND task_queue_id IN ($1)"
     );
     retrying::<D, _, _, _>(|| async {
         let mut tx = db.begin().await?;
@@ -85,11 +69,7 @@ pub async fn give_up_unserved<D: Dialect>(
             db.rollback(tx).await?;
             return Ok(0);
         }
-        let ending = format!("SELECT id FROM task_runs WHERE status = {SCHEDULED} AND task_queue_id IN ($1)");
-        let ended = self::ids(&db.rows(Some(&mut tx), &ending, args![&ids]).await?)?;
-        db.exec(Some(&mut tx), &tasks, args![&ids, now]).await?;
-        db.exec(Some(&mut tx), &runs, args![&ids, now, codes::HANDLER_NOT_FOUND, UNSERVED_MESSAGE]).await?;
-        super::stats::record(db, &mut tx, &ended, now).await?;
+        transitions::tasks::abandon(db, &mut tx, &ids, now).await?;
         db.commit(tx).await?;
         Ok(ids.len() as u64)
     })

@@ -1,0 +1,258 @@
+//! A task's life: the states it can be in and the moves between them, as types.
+//!
+//! A task's state is read from two columns of `task_queue`: `last_status` (the status of its
+//! latest run) and `gave_up_on` (set once it will not run again). [`TaskState::of`] is that
+//! reading, and every [`Transition`] says from which states it may start and where it ends.
+//! The store writes each transition in one place (`store/transitions.rs`), and refuses one whose
+//! task is not in a state it starts from: a late outcome of a cancelled run, the replay of a
+//! running task. The README's state table is [`table`], checked by a test.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::RunStatus;
+
+/// Where a task is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskState {
+    /// Waiting for its `scheduled_on`, then for a worker to claim it.
+    Scheduled,
+    /// A worker holds its run.
+    Running,
+    /// Its run failed (timed out, or its worker died) and the overseer has not yet decided
+    /// between a retry and giving up.
+    AwaitingRetry,
+    /// Its last run succeeded. Final.
+    Succeeded,
+    /// Given up on: no retries left, a failure that cannot be retried, or a handler no worker
+    /// serves. A dead letter, kept until replayed or deleted.
+    Dead,
+    /// Cancelled by an operator. Final until replayed.
+    Cancelled,
+}
+
+impl TaskState {
+    /// Every state, in the order of a task's life.
+    pub const ALL: [TaskState; 6] = [
+        TaskState::Scheduled,
+        TaskState::Running,
+        TaskState::AwaitingRetry,
+        TaskState::Succeeded,
+        TaskState::Dead,
+        TaskState::Cancelled,
+    ];
+
+    /// The state of a task whose latest run is `last_status`, given up on or not.
+    pub fn of(last_status: RunStatus, given_up: bool) -> TaskState {
+        match (last_status, given_up) {
+            (RunStatus::Scheduled, false) => TaskState::Scheduled,
+            (RunStatus::Running, false) => TaskState::Running,
+            (RunStatus::Success, _) => TaskState::Succeeded,
+            (RunStatus::Cancelled, _) => TaskState::Cancelled,
+            (RunStatus::Error | RunStatus::Timeout, false) => TaskState::AwaitingRetry,
+            // Only a failed task is given up on; a scheduled or running one with the mark would
+            // be a broken row, and reads as what the mark says.
+            (_, true) => TaskState::Dead,
+        }
+    }
+
+    /// Its name, as the README and the API spell it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Scheduled => "scheduled",
+            TaskState::Running => "running",
+            TaskState::AwaitingRetry => "awaiting-retry",
+            TaskState::Succeeded => "succeeded",
+            TaskState::Dead => "dead",
+            TaskState::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the task will not run again unless an operator replays it.
+    pub fn is_final(self) -> bool {
+        matches!(self, TaskState::Succeeded | TaskState::Dead | TaskState::Cancelled)
+    }
+
+    /// Whether `t` may start from this state.
+    pub fn allows(self, t: Transition) -> bool {
+        t.from().contains(&self)
+    }
+}
+
+impl fmt::Display for TaskState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A move of a task from one state to another: each written once, in `store/transitions.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transition {
+    /// A worker takes a due task's scheduled run.
+    Claim,
+    /// The run succeeded.
+    Succeed,
+    /// The run failed and the worker scheduled the next attempt after its backoff.
+    FailAndRetry,
+    /// The run failed for good: no retries left, or a failure that cannot be retried.
+    FailAndGiveUp,
+    /// The run outlived its run timeout, or its worker stopped heartbeating; the overseer ends it.
+    TimeOut,
+    /// The worker returns a run it will not finish (it is stopping, or its memory cap is
+    /// reached), uncounted, to be claimed again.
+    PutBack,
+    /// The overseer schedules the next attempt of a timed-out task.
+    Retry,
+    /// The overseer gives up on a timed-out task that has no retries left.
+    GiveUp,
+    /// The overseer gives up on a due task whose handler no live worker serves.
+    Abandon,
+    /// An operator cancels an unfinished task; a running run is stopped.
+    Cancel,
+    /// An operator schedules a dead or cancelled task again, its failures forgotten.
+    Replay,
+}
+
+impl Transition {
+    /// Every transition, in the order of the README's table.
+    pub const ALL: [Transition; 11] = [
+        Transition::Claim,
+        Transition::Succeed,
+        Transition::FailAndRetry,
+        Transition::FailAndGiveUp,
+        Transition::TimeOut,
+        Transition::PutBack,
+        Transition::Retry,
+        Transition::GiveUp,
+        Transition::Abandon,
+        Transition::Cancel,
+        Transition::Replay,
+    ];
+
+    /// The states it may start from.
+    pub const fn from(self) -> &'static [TaskState] {
+        use TaskState::*;
+        match self {
+            Transition::Claim | Transition::Abandon => &[Scheduled],
+            Transition::Succeed
+            | Transition::FailAndRetry
+            | Transition::FailAndGiveUp
+            | Transition::TimeOut
+            | Transition::PutBack => &[Running],
+            Transition::Retry | Transition::GiveUp => &[AwaitingRetry],
+            Transition::Cancel => &[Scheduled, Running, AwaitingRetry],
+            Transition::Replay => &[Dead, Cancelled],
+        }
+    }
+
+    /// The state it ends in.
+    pub const fn to(self) -> TaskState {
+        match self {
+            Transition::Claim => TaskState::Running,
+            Transition::Succeed => TaskState::Succeeded,
+            Transition::FailAndRetry | Transition::PutBack | Transition::Retry | Transition::Replay => {
+                TaskState::Scheduled
+            }
+            Transition::TimeOut => TaskState::AwaitingRetry,
+            Transition::FailAndGiveUp | Transition::GiveUp | Transition::Abandon => TaskState::Dead,
+            Transition::Cancel => TaskState::Cancelled,
+        }
+    }
+
+    /// Its name in the README's table.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Transition::Claim => "claim",
+            Transition::Succeed => "succeed",
+            Transition::FailAndRetry => "fail, retry",
+            Transition::FailAndGiveUp => "fail, give up",
+            Transition::TimeOut => "time out",
+            Transition::PutBack => "put back",
+            Transition::Retry => "retry",
+            Transition::GiveUp => "give up",
+            Transition::Abandon => "abandon",
+            Transition::Cancel => "cancel",
+            Transition::Replay => "replay",
+        }
+    }
+
+    /// Who makes it.
+    pub const fn by(self) -> &'static str {
+        match self {
+            Transition::Claim
+            | Transition::Succeed
+            | Transition::FailAndRetry
+            | Transition::FailAndGiveUp
+            | Transition::PutBack => "worker",
+            Transition::TimeOut | Transition::Retry | Transition::GiveUp | Transition::Abandon => "overseer",
+            Transition::Cancel | Transition::Replay => "operator (CLI, API, dashboard)",
+        }
+    }
+
+    /// Whether it counts a failed run on the task (`task_runs_failed`).
+    pub const fn counts_a_failure(self) -> bool {
+        matches!(self, Transition::FailAndRetry | Transition::FailAndGiveUp | Transition::TimeOut | Transition::Abandon)
+    }
+}
+
+impl fmt::Display for Transition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The transitions as a Markdown table (the README's, checked against this by a test).
+pub fn table() -> String {
+    let mut out = String::from("| transition | from | to | made by |\n|---|---|---|---|\n");
+    for t in Transition::ALL {
+        let from: Vec<&str> = t.from().iter().map(|s| s.as_str()).collect();
+        out.push_str(&format!("| {} | {} | {} | {} |\n", t, from.join(", "), t.to(), t.by()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_state_is_reached_and_every_state_but_success_can_be_left() {
+        for s in TaskState::ALL {
+            let reached = s == TaskState::Scheduled || Transition::ALL.iter().any(|t| t.to() == s);
+            assert!(reached, "{s} is never reached");
+            let left = Transition::ALL.iter().any(|t| s.allows(*t));
+            assert_eq!(left, s != TaskState::Succeeded, "{s} left or not");
+        }
+    }
+
+    #[test]
+    fn final_states_are_left_only_by_an_operators_replay() {
+        for s in TaskState::ALL.into_iter().filter(|s| s.is_final()) {
+            for t in Transition::ALL.into_iter().filter(|t| s.allows(*t)) {
+                assert_eq!(t, Transition::Replay, "{s} left by {t}");
+            }
+        }
+        assert!(!TaskState::Succeeded.allows(Transition::Replay));
+    }
+
+    #[test]
+    fn the_readme_shows_the_transitions_as_they_are() {
+        let readme = include_str!("../../../README.md");
+        let start = "<!-- transitions: made by model::lifecycle::table -->\n";
+        let Some(at) = readme.find(start) else { panic!("README.md lacks {start:?}") };
+        let shown = &readme[at + start.len()..];
+        let end = shown.find("<!--").unwrap_or(shown.len());
+        assert_eq!(&shown[..end], table(), "README.md's transitions table differs from lifecycle::table()");
+    }
+
+    #[test]
+    fn the_columns_read_as_the_states() {
+        assert_eq!(TaskState::of(RunStatus::Scheduled, false), TaskState::Scheduled);
+        assert_eq!(TaskState::of(RunStatus::Timeout, false), TaskState::AwaitingRetry);
+        assert_eq!(TaskState::of(RunStatus::Error, false), TaskState::AwaitingRetry);
+        assert_eq!(TaskState::of(RunStatus::Error, true), TaskState::Dead);
+        assert_eq!(TaskState::of(RunStatus::Cancelled, false), TaskState::Cancelled);
+    }
+}

@@ -1,0 +1,185 @@
+//! A task's life on every backend: each transition of `model::lifecycle` tried from each state.
+//! From a state it may start from, it ends where the model says, with the runs and the failure
+//! count to match; from any other state it changes nothing at all.
+
+use taskhost::model::*;
+use taskhost::store::{RetryPlan, SharedStore};
+
+use super::{failure, secs, success, t0, DAY};
+
+/// One task of its own: its queue, handler and runner are used by no other case, so a
+/// transition that acts on "every due task" or "a runner's runs" reaches only this one.
+struct Case {
+    n: usize,
+    task: TaskId,
+    runner: RunnerId,
+}
+
+const CASES: usize = TaskState::ALL.len() * Transition::ALL.len();
+
+fn queue(n: usize) -> String {
+    format!("q{n}")
+}
+
+fn handler(n: usize) -> String {
+    format!("h{n}")
+}
+
+fn now() -> chrono::DateTime<chrono::Utc> {
+    t0() + secs(10)
+}
+
+/// What a task looks like from outside: its state, failure count and runs.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    state: TaskState,
+    failed: u32,
+    runs: Vec<(u32, RunStatus)>,
+}
+
+async fn seen(store: &SharedStore, task: TaskId) -> Seen {
+    let t = store.get_task(task).await.expect("get").expect("exists");
+    let runs = store.runs_of(task).await.expect("runs").iter().map(|r| (r.attempt, r.status)).collect();
+    Seen { state: t.state(), failed: t.task_runs_failed, runs }
+}
+
+async fn latest_run(store: &SharedStore, task: TaskId) -> RunId {
+    store.runs_of(task).await.expect("runs").last().expect("a run").id
+}
+
+/// A claimed-run stand-in for the outcome helpers: the task's latest run, running or not.
+async fn as_claimed(store: &SharedStore, c: &Case) -> ClaimedRun {
+    let t = store.get_task(c.task).await.expect("get").expect("exists");
+    ClaimedRun {
+        run_id: latest_run(store, c.task).await,
+        task_id: c.task,
+        attempt: 1,
+        handler: t.handler,
+        queue: t.queue,
+        due_on: t.scheduled_on,
+        data: t.data,
+        queued_by: None,
+        max_retries: t.max_retries,
+        task_runs_failed: t.task_runs_failed,
+        backoff: t.backoff,
+        started_on: now(),
+        timeout_on: now() + secs(60),
+    }
+}
+
+/// A new task brought to `state` by the transitions that lead there.
+async fn task_in(store: &SharedStore, n: usize, state: TaskState) -> Case {
+    let new = NewTask::new(handler(n), "{}").with_queue(queue(n)).with_max_retries(3).with_scheduled_on(t0());
+    let task = store.add_tasks(&[new], t0()).await.expect("add")[0].id;
+    let runner = store.register_runner(1000 + n as u32, "lifecycle", t0(), 100).await.expect("runner");
+    let c = Case { n, task, runner };
+    let path: &[Transition] = match state {
+        TaskState::Scheduled => &[],
+        TaskState::Running => &[Transition::Claim],
+        TaskState::AwaitingRetry => &[Transition::Claim, Transition::TimeOut],
+        TaskState::Succeeded => &[Transition::Claim, Transition::Succeed],
+        TaskState::Dead => &[Transition::Claim, Transition::FailAndGiveUp],
+        TaskState::Cancelled => &[Transition::Cancel],
+    };
+    for t in path {
+        assert!(apply(store, &c, *t).await, "{t} on the way to {state}");
+    }
+    assert_eq!(seen(store, task).await.state, state);
+    c
+}
+
+/// Try `t` on the case's task through the store's own entry point; whether the store says it
+/// acted (for those that say).
+async fn apply(store: &SharedStore, c: &Case, t: Transition) -> bool {
+    let at = now();
+    match t {
+        Transition::Claim => !store.claim(c.runner, &[queue(c.n)], 10, at, DAY).await.expect("claim").is_empty(),
+        Transition::Succeed => {
+            let run = as_claimed(store, c).await;
+            store.finish_runs(&[success(&run, at, "{}")]).await.expect("finish");
+            true
+        }
+        Transition::FailAndRetry | Transition::FailAndGiveUp => {
+            let next = if t == Transition::FailAndRetry { NextStep::RetryAt(at) } else { NextStep::GiveUp };
+            let run = as_claimed(store, c).await;
+            store.finish_runs(&[failure(&run, at, next)]).await.expect("finish");
+            true
+        }
+        Transition::TimeOut => store.time_out_runners(&[c.runner], at).await.expect("time out") > 0,
+        Transition::PutBack => store.put_back(latest_run(store, c.task).await, at).await.expect("put back"),
+        Transition::Retry | Transition::GiveUp => {
+            let next = if t == Transition::Retry { NextStep::RetryAt(at) } else { NextStep::GiveUp };
+            let last = store.runs_of(c.task).await.expect("runs").last().expect("a run").attempt;
+            let plan = RetryPlan { task_id: c.task, next_attempt: last + 1, next };
+            store.apply_retry_plans(&[plan], at).await.expect("plans");
+            true
+        }
+        Transition::Abandon => {
+            let served: Vec<String> = (0..CASES).filter(|i| *i != c.n).map(handler).collect();
+            store.give_up_unserved(&served, at, at, 10).await.expect("give up unserved") > 0
+        }
+        Transition::Cancel => !store.cancel_tasks(&[c.task], at).await.expect("cancel").is_empty(),
+        Transition::Replay => store.retry_task(c.task, None, at).await.is_ok(),
+    }
+}
+
+/// What a legal transition leaves: the model's state, the failure counted (or forgotten), and
+/// exactly one active run while the task is unfinished, numbered after the latest.
+fn check_legal(t: Transition, before: &Seen, after: &Seen) {
+    assert_eq!(after.state, t.to(), "{t} from {}", before.state);
+    let failed = match t {
+        Transition::Succeed | Transition::Replay => 0,
+        _ if t.counts_a_failure() => before.failed + 1,
+        _ => before.failed,
+    };
+    assert_eq!(after.failed, failed, "failures after {t} from {}", before.state);
+    let active: Vec<&(u32, RunStatus)> =
+        after.runs.iter().filter(|(_, s)| matches!(s, RunStatus::Scheduled | RunStatus::Running)).collect();
+    let unfinished = matches!(after.state, TaskState::Scheduled | TaskState::Running);
+    assert_eq!(active.len(), usize::from(unfinished), "active runs after {t}: {:?}", after.runs);
+    let last = before.runs.iter().map(|(a, _)| *a).max().unwrap_or(0);
+    let new_run = matches!(t, Transition::FailAndRetry | Transition::Retry | Transition::Replay);
+    let runs = before.runs.len() + usize::from(new_run);
+    assert_eq!(after.runs.len(), runs, "runs after {t}: {:?}", after.runs);
+    if new_run {
+        assert_eq!(after.runs.last(), Some(&(last + 1, RunStatus::Scheduled)), "the new run after {t}");
+    }
+}
+
+/// Every transition from every state: the legal ones move the task as the model says, the
+/// others are refused and change nothing (a late success after a cancel, a replay of a running
+/// task, a second overseer's retry …).
+pub async fn every_transition_is_made_from_the_states_it_may_start_from_and_refused_from_the_others(
+    store: SharedStore,
+) {
+    let mut n = 0;
+    for state in TaskState::ALL {
+        for t in Transition::ALL {
+            let c = task_in(&store, n, state).await;
+            n += 1;
+            let before = seen(&store, c.task).await;
+            let acted = apply(&store, &c, t).await;
+            let after = seen(&store, c.task).await;
+            if state.allows(t) {
+                assert!(acted, "{t} from {state} said it did nothing");
+                check_legal(t, &before, &after);
+            } else {
+                assert_eq!(after, before, "{t} from {state} changed the task");
+                assert!(!acted || !reports(t), "{t} from {state} said it acted");
+            }
+        }
+    }
+}
+
+/// Whether the store's entry point for `t` says if it acted (outcomes and plans are written or
+/// ignored without a word).
+fn reports(t: Transition) -> bool {
+    !matches!(
+        t,
+        Transition::Succeed
+            | Transition::FailAndRetry
+            | Transition::FailAndGiveUp
+            | Transition::Retry
+            | Transition::GiveUp
+    )
+}
