@@ -109,20 +109,20 @@ pub fn task_table(rows: &[(Task, Vec<Run>)]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>6}  {:<14} {:<9} {:>4} {:<20} {:<10} {:>6} {:>4} {:>5}  RESULTS / LAST ERROR",
-        "ID", "HANDLER", "QUEUE", "PRIO", "DUE (UTC)", "STATUS", "FAILED", "RUNS", "PROG"
+        "{:>6}  {:<14} {:<9} {:>4} {:<20} {:<14} {:>6} {:>4} {:>5}  RESULTS / LAST ERROR",
+        "ID", "HANDLER", "QUEUE", "PRIO", "DUE (UTC)", "STATE", "FAILED", "RUNS", "PROG"
     );
     for (t, runs) in rows {
         let progress = runs.last().map(|r| format!("{}%", r.percents_completed)).unwrap_or_default();
         let _ = writeln!(
             out,
-            "{:>6}  {:<14} {:<9} {:>4} {:<20} {:<10} {:>6} {:>4} {:>5}  {}",
+            "{:>6}  {:<14} {:<9} {:>4} {:<20} {:<14} {:>6} {:>4} {:>5}  {}",
             t.id,
             clip(&t.handler, 14),
             clip(&t.queue, 9),
             t.priority,
             t.scheduled_on.format("%Y-%m-%d %H:%M:%S").to_string(),
-            t.last_status.as_str(),
+            t.state.as_str(),
             format!("{}/{}", t.task_runs_failed, t.max_retries),
             runs.len(),
             progress,
@@ -144,7 +144,11 @@ pub fn tasks_json(rows: &[(Task, Vec<Run>)], pretty: bool) -> serde_json::Result
 pub fn task_detail(t: &Task, runs: &[Run]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "task {}  handler {}  queue {}  priority {}", t.id, t.handler, t.queue, t.priority);
-    let _ = writeln!(out, "  status      {}  (failed {}/{})", t.last_status, t.task_runs_failed, t.max_retries);
+    let _ = writeln!(
+        out,
+        "  state       {}  (last run {}, failed {}/{})",
+        t.state, t.last_status, t.task_runs_failed, t.max_retries
+    );
     let _ = writeln!(out, "  queued      {} by {}", t.queued_on, t.queued_by.as_deref().unwrap_or("-"));
     let _ = writeln!(out, "  scheduled   {}", t.scheduled_on);
     if let Some(g) = t.gave_up_on {

@@ -79,12 +79,18 @@ async fn limits_hold_across_worker_processes(db: Db) {
         let o = wait_exit(w, Duration::from_secs(180)).await;
         assert!(o.status.success(), "{}", stderr(&o));
     }
-    // How many ran at once, from the runs' own start and end as the database holds them: a
-    // count that cannot miss a moment, as sampling could.
+    // How many ran at once, from each run's execution as the database holds it: from its end
+    // back by its duration (measured by its worker from after the claim returned, to the guest's
+    // end: within the time the run counted as in flight, so no false alarm) — a count that cannot
+    // miss a moment, as sampling could. (`started_on` is not used: it is the time the claim was
+    // asked, before it waited for the limits' locks.)
     let (mut api, mut spin) = (Vec::new(), Vec::new());
     for task in client.list(&TaskFilter::default()).await.expect("list") {
         let runs = env.app.store.runs_of(task.id).await.expect("runs");
-        let spans = runs.iter().filter_map(|r| Some((r.started_on?, r.finished_on?)));
+        let spans = runs.iter().filter_map(|r| {
+            let end = r.finished_on?;
+            Some((end - chrono::Duration::milliseconds(r.duration_ms?), end))
+        });
         if task.queue == "api" {
             api.extend(spans.clone());
         }

@@ -4,7 +4,9 @@
 import { api, act, leave, notify } from './app.js';
 import { h, fill, put, badge, bar, when, duration, number, json, button, section } from './view.js';
 
-const UNFINISHED = ['scheduled', 'running'];
+// The task states an operator may cancel and replay (model::lifecycle's Cancel and Replay).
+const UNFINISHED = ['scheduled', 'running', 'awaiting-retry'];
+const REPLAYABLE = ['dead', 'cancelled'];
 
 export function mount(main, id) {
   const head = h('div', { class: 'task-head' });
@@ -17,13 +19,13 @@ export function mount(main, id) {
     async refresh(current) {
       const { task, runs: list } = await api('GET', `/tasks/${id}`);
       if (!current()) return;
-      const unfinished = UNFINISHED.includes(task.last_status);
-      const replayable = task.gave_up_on || task.last_status === 'cancelled';
+      const unfinished = UNFINISHED.includes(task.state);
+      const replayable = REPLAYABLE.includes(task.state);
       fill(head,
-        h('h1', {}, `Task #${task.id} `, badge(task.last_status, task.gave_up_on)),
+        h('h1', {}, `Task #${task.id} `, badge(task.state)),
         h('div', { class: 'actions' },
           unfinished && button('Cancel', () => act(`Task ${id} cancelled.`, () => api('POST', `/tasks/${id}/cancel`)), { id: 'cancel' }),
-          replayable && button(task.gave_up_on ? 'Replay' : 'Retry',
+          replayable && button(task.state === 'dead' ? 'Replay' : 'Retry',
             () => act((a) => `Task ${id} scheduled again (run ${a.run}).`, () => api('POST', `/tasks/${id}/retry`)), { id: 'retry' }),
           !unfinished && button('Delete', async () => {
             if (!confirm(`Delete task ${id} and its runs? This cannot be undone.`)) return;

@@ -85,7 +85,7 @@ export function mount(main, query, { dead = false } = {}) {
       { label: 'Task', cell: (t) => taskLink(t.id) },
       { label: 'Handler', cell: (t) => t.handler },
       { label: 'Queue', cell: (t) => t.queue },
-      { label: 'Status', cell: (t) => badge(t.last_status, t.gave_up_on) },
+      { label: 'State', cell: (t) => badge(t.state) },
       { label: 'Failures', cell: (t) => `${t.task_runs_failed} / ${t.max_retries + 1}`, cls: 'num' },
       { label: 'Data', cell: (t) => h('code', { class: 'data' }, clip(JSON.stringify(t.data))) },
       { label: 'Queued', cell: (t) => when(t.queued_on) },

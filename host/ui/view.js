@@ -55,9 +55,8 @@ export function section(title, ...children) {
 }
 
 /** A status as a coloured word. */
-export function badge(status, dead) {
-  const word = dead ? 'dead' : status;
-  return h('span', { class: `badge ${word}`, 'data-status': word }, word.replace('_', ' '));
+export function badge(word) {
+  return h('span', { class: `badge ${word}`, 'data-status': word }, word.replace('-', ' '));
 }
 
 /** A progress bar of `percent` (0 to 100). */

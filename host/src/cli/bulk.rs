@@ -103,9 +103,7 @@ pub async fn cancel(app: &App, c: CancelArgs) -> Result<()> {
         refused += 1;
         match app.client.show(*id).await {
             Ok((task, _)) => {
-                let state =
-                    if task.gave_up_on.is_some() { "a dead letter".to_string() } else { task.last_status.to_string() };
-                eprintln!("error: task {id} is {state}: only unfinished tasks can be cancelled")
+                eprintln!("error: task {id} is {}: only unfinished tasks can be cancelled", task.state)
             }
             Err(e) => eprintln!("error: {e}"),
         }

@@ -16,6 +16,7 @@ use super::RunStatus;
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub enum TaskState {
     /// Waiting for its `scheduled_on`, then for a worker to claim it.
     Scheduled,

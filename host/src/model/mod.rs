@@ -260,6 +260,8 @@ pub struct Task {
     #[serde(serialize_with = "json::stored")]
     #[cfg_attr(feature = "serve", schema(value_type = serde_json::Value))]
     pub data: String,
+    /// Where the task is in its life ([`TaskState::of`] its `last_status` and `gave_up_on`).
+    pub state: TaskState,
     pub last_status: RunStatus,
     pub max_retries: u32,
     pub task_runs_failed: u32,
@@ -299,13 +301,6 @@ pub struct Run {
     #[serde(serialize_with = "json::lines")]
     #[cfg_attr(feature = "serve", schema(value_type = Vec<String>))]
     pub logs: Option<String>,
-}
-
-impl Task {
-    /// Where the task is in its life, read from `last_status` and `gave_up_on`.
-    pub fn state(&self) -> TaskState {
-        TaskState::of(self.last_status, self.gave_up_on.is_some())
-    }
 }
 
 impl Run {

@@ -44,14 +44,17 @@ fn backoff(r: &impl Cells) -> Result<BackoffSettings> {
 }
 
 pub fn task(r: &impl Cells) -> Result<Task> {
+    let last_status = status(r, TASKS, "last_status")?;
+    let gave_up_on = r.time("gave_up_on")?;
     Ok(Task {
+        state: TaskState::of(last_status, gave_up_on.is_some()),
         id: int(r, TASKS, "id")?,
         queued_on: time(r, TASKS, "queued_on")?,
         queued_by: r.text("queued_by_id")?,
         scheduled_on: time(r, TASKS, "scheduled_on")?,
         handler: text(r, TASKS, "task_handler_class")?,
         data: text(r, TASKS, "task_data")?,
-        last_status: status(r, TASKS, "last_status")?,
+        last_status,
         max_retries: n32(int(r, TASKS, "max_retries")?),
         task_runs_failed: n32(int(r, TASKS, "task_runs_failed")?),
         queue: text(r, TASKS, "queue")?,
@@ -59,7 +62,7 @@ pub fn task(r: &impl Cells) -> Result<Task> {
         unique_key: r.text("unique_key")?,
         run_timeout_secs: r.int("run_timeout")?,
         backoff: backoff(r)?,
-        gave_up_on: r.time("gave_up_on")?,
+        gave_up_on,
     })
 }
 

@@ -40,7 +40,7 @@ struct Seen {
 async fn seen(store: &SharedStore, task: TaskId) -> Seen {
     let t = store.get_task(task).await.expect("get").expect("exists");
     let runs = store.runs_of(task).await.expect("runs").iter().map(|r| (r.attempt, r.status)).collect();
-    Seen { state: t.state(), failed: t.task_runs_failed, runs }
+    Seen { state: t.state, failed: t.task_runs_failed, runs }
 }
 
 async fn latest_run(store: &SharedStore, task: TaskId) -> RunId {

@@ -101,7 +101,7 @@ pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: Dat
                 None => Error::TaskNotFound(id),
                 Some(t) => Error::CannotRetry {
                     id,
-                    reason: format!("it is {} (only tasks given up on or cancelled can be replayed)", t.state()),
+                    reason: format!("it is {} (only tasks given up on or cancelled can be replayed)", t.state),
                 },
             });
         };
