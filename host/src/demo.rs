@@ -57,7 +57,7 @@ pub async fn run(app: &App) -> Result<()> {
         poll_interval: Duration::from_millis(50),
         ..WorkerConfig::default()
     };
-    let report = app.worker(cfg).run(crate::cli::shutdown_signal()).await?;
+    let report = app.worker(cfg).run(crate::shutdown::shutdown_signal()).await?;
     println!("  runner {} finished {} runs in {:.2?}", report.runner_id, report.runs_finished, started.elapsed());
 
     println!("\n== outcome");

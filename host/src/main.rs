@@ -3,6 +3,7 @@
 mod cli;
 mod demo;
 mod output;
+mod shutdown;
 
 use clap::{CommandFactory, FromArgMatches};
 

@@ -22,7 +22,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use clap::{Arg, ArgAction, Command};
-use taskhost::config::located;
+use taskhost::located;
 
 /// The commands whose options the file may set, each in its table (the policy reads the file
 /// too, and knows these tables).

@@ -2,15 +2,16 @@
 
 use anyhow::{bail, Context, Result};
 use chrono::Utc;
-use taskhost::model::{NewTask, TaskFilter};
-use taskhost::overseer::{Overseer, OverseerConfig};
-use taskhost::runner::WorkerConfig;
+use taskhost::model::TaskFilter;
+use taskhost::overseer::OverseerConfig;
 use taskhost::{App, AppConfig};
 
 use crate::output;
+use crate::shutdown::shutdown_signal;
 
 mod args;
 mod bulk;
+mod commands;
 pub mod file;
 mod many;
 mod new;
@@ -63,26 +64,6 @@ fn show_compiles(catalog: &taskhost::plugins::Catalog) {
     }
 }
 
-/// SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
 /// Reload plugins on SIGHUP.
 fn reload_on_hangup(app: &App) {
     #[cfg(unix)]
@@ -124,130 +105,16 @@ pub async fn run(cli: Cli) -> Result<()> {
     show_compiles(&app.catalog);
     let overseer_config = overseer_config(&cli, &app);
     match cli.command {
-        Command::Add(a) => {
-            if let Some(path) = &a.many {
-                let text = read_data(&if path == "-" { "-".to_string() } else { format!("@{path}") })?;
-                return many::add_many(&app, path, &text).await;
-            }
-            let handler = a.handler.context("a handler or --many is needed")?;
-            let mut t = NewTask::new(handler, read_data(&a.data)?)
-                .with_max_retries(a.max_retries)
-                .with_queue(a.queue)
-                .with_priority(a.priority);
-            t.queued_by = a.queued_by;
-            t.unique_key = a.unique_key;
-            t.run_timeout = a.run_timeout;
-            t.scheduled_on = match (a.at, a.in_) {
-                (Some(at), _) => Some(at),
-                (None, Some(d)) => Some(Utc::now() + chrono::Duration::from_std(d).context("--in is too large")?),
-                (None, None) => None,
-            };
-            let added = app.client.add(t).await?;
-            println!("{}", added.id);
-            if !added.created {
-                eprintln!("an unfinished task with that unique key exists already: task {}", added.id);
-            }
-        }
-        Command::Worker(w) => {
-            reload_on_hangup(&app);
-            // A worker that can run nothing would only turn every task it claims into a dead
-            // letter: a wrong --plugins is refused at start.
-            app.catalog.check_dir()?;
-            let overseer = overseer_config;
-            if let Some(addr) = w.metrics {
-                serve_metrics(&app, addr).await?;
-            }
-            let cfg = WorkerConfig {
-                concurrency: w.concurrency,
-                claim_batch: w.claim_batch.max(1),
-                queues: w.queues,
-                drain: w.drain,
-                drain_horizon: w.drain_horizon,
-                overseer: (!w.no_overseer).then_some(overseer),
-                watch_plugins: (!w.watch_plugins.is_zero()).then_some(w.watch_plugins),
-                poll_interval: w.poll_interval,
-                notified_poll_interval: w.notified_poll_interval,
-                heartbeat_interval: w.heartbeat_interval,
-                shutdown_grace: w.shutdown_grace,
-                memory_budget_bytes: w.memory_budget_mb.map(|m| m.saturating_mul(1 << 20)),
-                rss_cap_bytes: w.rss_cap_mb.map(|m| m.saturating_mul(1 << 20)),
-                runner_limit: w.runner_limit,
-                require_plugins: true,
-                ..WorkerConfig::default()
-            };
-            let report = app.worker(cfg).run(shutdown_signal()).await?;
-            let r = &report;
-            let failed = r.runs_finished - r.runs_succeeded.min(r.runs_finished);
-            // In JSON, the `worker stopped` log line carries the same counts.
-            if cli.log_format == LogFormat::Text {
-                eprintln!(
-                    "runner {} stopped ({:?}): {} runs finished ({} succeeded, {failed} failed), {} abandoned",
-                    r.runner_id, r.exit, r.runs_finished, r.runs_succeeded, r.runs_abandoned
-                );
-            }
-        }
-        Command::Overseer { once, apply, .. } => {
-            let mut overseer_config = overseer_config;
-            overseer_config.schedules.apply = !once || apply;
-            let overseer = Overseer::new(app.store.clone(), app.clock.clone(), overseer_config);
-            if once {
-                for (name, summary) in overseer.run_all_once().await? {
-                    println!("{name}: {}", summary.unwrap_or_else(|| "nothing to do".into()));
-                }
-            } else {
-                let (tx, rx) = tokio::sync::watch::channel(false);
-                let handle = tokio::spawn(overseer.run_until(rx));
-                shutdown_signal().await;
-                let _ = tx.send(true);
-                let _ = handle.await;
-            }
-        }
+        Command::Add(a) => commands::add(&app, a).await?,
+        Command::Worker(w) => commands::worker(&app, w, overseer_config, cli.log_format).await?,
+        Command::Overseer { once, apply, .. } => commands::overseer(&app, overseer_config, once, apply).await?,
         Command::List(l) => list(&app, l).await?,
-        Command::Show { id, json } => {
-            let (task, runs) = app.client.show(id).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&taskhost::model::task_json(&task, &runs)?)?);
-            } else {
-                print!("{}", output::task_detail(&task, &runs));
-            }
-        }
+        Command::Show { id, json } => commands::show(&app, id, json).await?,
         Command::Schedule { command } => schedule::run(&app, command).await?,
-        Command::Queues { json } => {
-            let queues = app.client.queues().await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&queues)?);
-            } else {
-                print!("{}", output::queue_table(&queues, Utc::now()));
-            }
-        }
-        Command::Pause { queue } => {
-            let known = app.client.queues().await?.iter().any(|q| q.name == queue);
-            if app.client.pause_queue(&queue).await? {
-                println!("queue {queue} paused: workers claim nothing more from it");
-                if !known {
-                    eprintln!(
-                        "note: no task uses queue {queue} yet (`taskhost queues` lists them): is the name right?"
-                    );
-                }
-            } else {
-                println!("queue {queue} was paused already");
-            }
-        }
-        Command::Resume { queue } => {
-            if app.client.resume_queue(&queue).await? {
-                println!("queue {queue} resumed");
-            } else {
-                println!("queue {queue} was not paused");
-            }
-        }
-        Command::Stats { handler, queue, json } => {
-            let stats = app.client.stats(handler.as_deref(), queue.as_deref()).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&stats)?);
-            } else {
-                print!("{}", output::stats_table(&stats));
-            }
-        }
+        Command::Queues { json } => commands::queues(&app, json).await?,
+        Command::Pause { queue } => commands::pause(&app, &queue).await?,
+        Command::Resume { queue } => commands::resume(&app, &queue).await?,
+        Command::Stats { handler, queue, json } => commands::stats(&app, handler, queue, json).await?,
         Command::Cancel(c) => bulk::cancel(&app, c).await?,
         Command::Retry(r) => bulk::retry(&app, r).await?,
         Command::DeleteFinished(d) => bulk::delete_finished(&app, d).await?,

@@ -49,6 +49,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::located;
 use crate::model::RunLimits;
 use crate::overseer::OverseerConfig;
 use crate::sandbox::compile::CompileBounds;
@@ -56,7 +57,6 @@ use crate::sandbox::{Grants, GrantsConfig, LimitOverrides, Limits};
 use crate::schedule::NewSchedule;
 
 pub mod api;
-pub mod located;
 
 /// What the operator allows handlers: limits, grants, and how large a component may be.
 #[derive(Debug, Clone)]
@@ -93,7 +93,7 @@ pub struct HandlerPolicy {
 impl Policy {
     pub const DEFAULT_MAX_COMPONENT_BYTES: u64 = 64 << 20;
     /// The largest component any configuration may allow.
-    pub const MAX_COMPONENT_BYTES: u64 = 1 << 30;
+    pub const MAX_COMPONENT_BYTES: u64 = crate::sandbox::compile::MAX_COMPONENT_BYTES;
     pub const DEFAULT_CACHE_MAX_BYTES: u64 = 2 << 30;
 
     /// Read and check the configuration file at `path`.
@@ -131,7 +131,7 @@ impl Policy {
         let mut handlers = HashMap::new();
         let mut run_limits = RunLimits::default();
         for (name, h) in &file.handlers {
-            if !crate::plugins::valid_name(name) {
+            if !crate::model::valid_handler_name(name) {
                 return Err(format!("[handlers.{name}]: not a plugin name (letters, digits, '-' and '_')"));
             }
             if let Some(d) = &h.digest {
@@ -300,7 +300,7 @@ impl ScheduleSection {
         }
         crate::schedule::Slots::new(&self.cron, self.time_zone.as_deref().unwrap_or("UTC"))
             .map_err(|e| e.to_string())?;
-        if !crate::plugins::valid_name(&self.handler) {
+        if !crate::model::valid_handler_name(&self.handler) {
             return Err(format!("handler {:?} is not a plugin name (letters, digits, '-' and '_')", self.handler));
         }
         let data = match &self.data {

@@ -4,8 +4,7 @@
 
 use serde::{Serialize, Serializer};
 
-use super::{Run, Task};
-use crate::sandbox::ErrorSource;
+use super::{ErrorSource, Run, Task};
 
 /// A task with its runs, oldest first.
 #[derive(Debug, Clone, Serialize)]

@@ -7,10 +7,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+pub mod failure;
 mod input;
 mod json;
 pub mod lifecycle;
 mod outcome;
+pub use failure::{codes, ErrorSource, Failure, FailureKind};
 pub use input::TaskInput;
 pub use json::{task_json, RunDetail, TaskDetail};
 pub use lifecycle::{TaskState, Transition};
@@ -19,6 +21,12 @@ pub use outcome::*;
 pub type TaskId = i64;
 pub type RunId = i64;
 pub type RunnerId = i64;
+
+/// Whether `name` can name a handler (and its plugin file): letters, digits, `-` and `_`, at
+/// most 128 bytes (no paths).
+pub fn valid_handler_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 128 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
 
 /// Status of a run, and of a task (a task's `last_status` is the status of its latest run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -306,13 +314,9 @@ pub struct Run {
 impl Run {
     /// Who produced this run's error: the host exactly when its code is one of the host's codes,
     /// which handlers cannot return (theirs are stored as `guest-CODE`).
-    pub fn error_source(&self) -> Option<crate::sandbox::ErrorSource> {
+    pub fn error_source(&self) -> Option<ErrorSource> {
         let code = self.error_code.as_deref()?;
-        Some(if crate::sandbox::codes::is_host(code) {
-            crate::sandbox::ErrorSource::Host
-        } else {
-            crate::sandbox::ErrorSource::Guest
-        })
+        Some(if codes::is_host(code) { ErrorSource::Host } else { ErrorSource::Guest })
     }
 }
 

@@ -26,7 +26,7 @@ pub enum RunEnd {
         results: Option<String>,
     },
     Failure {
-        failure: crate::sandbox::Failure,
+        failure: super::Failure,
         /// What the handler reported before it failed.
         partial_results: Option<String>,
         /// Decided by [`crate::retry::decide`].
@@ -50,7 +50,7 @@ impl RunOutcome {
         }
     }
 
-    pub fn failure(&self) -> Option<&crate::sandbox::Failure> {
+    pub fn failure(&self) -> Option<&super::Failure> {
         match &self.end {
             RunEnd::Success { .. } => None,
             RunEnd::Failure { failure, .. } => Some(failure),

@@ -65,7 +65,7 @@ pub(super) fn toml_error(e: &toml::de::Error, text: &str) -> String {
         }
     }
     let message = crate::text::bounded(&crate::text::one_line(&message), 300, "…");
-    crate::config::located::describe_message(e, text, &message)
+    crate::located::describe_message(e, text, &message)
 }
 
 #[derive(Debug, Deserialize, Default)]

@@ -81,10 +81,7 @@ fn loaded_metrics(r: &LoadReport) {
     }
 }
 
-/// Whether `name` can name a plugin: letters, digits, `-` and `_` (no paths).
-pub fn valid_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 128 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
+pub use crate::model::valid_handler_name as valid_name;
 
 /// The plugins of one directory, loaded into one sandbox.
 pub struct Catalog {

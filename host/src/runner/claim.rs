@@ -1,13 +1,18 @@
-//! The claim loop: claims due runs while slots are free, waits for work (polling, or woken by
-//! the database), and stops on a signal or when the runner must exit.
+//! Claiming: one turn ([`Claimer::claim_once`]) waits for a free slot, claims due runs of the
+//! queues not paused and the handlers loaded here, and starts them; an idle worker waits
+//! ([`Claimer::wait_for_work`]) for a wake-up from the database or its poll. Every wait gives
+//! way to a signal or a reason to exit, and a claim under way when one comes is handed back
+//! ([`super::put_back`]).
 
-use std::sync::atomic::Ordering;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
 use super::execute::Shared;
+use super::put_back::{hand_back_cut_claim, CutClaim};
 use super::{ExitReason, RunTasks, Worker};
 use crate::model::*;
 use crate::retry::Backoff;
@@ -16,223 +21,238 @@ use crate::store::ClaimRequest;
 /// Waits between claims while the database fails them.
 const CLAIM_BACKOFF: Backoff = Backoff { base: Duration::from_millis(50), max: Duration::from_secs(5), jitter: 0.5 };
 
-impl Worker {
-    pub(super) async fn claim_loop(
-        &self,
-        shared: &Arc<Shared>,
-        runs: &RunTasks,
-        runner_id: RunnerId,
-        shutdown: &mut (impl std::future::Future<Output = ()> + Unpin),
-        exit_rx: &mut mpsc::UnboundedReceiver<ExitReason>,
-        // PostgreSQL wakes an idle worker when tasks are added; polling stays as the safety net.
-        mut wakeups: Option<mpsc::Receiver<()>>,
-    ) -> ExitReason {
-        let cfg = &self.config;
-        let slots = &runs.slots;
-        let mut claim_failures = 0u32;
-        loop {
-            if let Ok(reason) = exit_rx.try_recv() {
-                return reason;
-            }
-            // Wait for a free slot.
-            if slots.available_permits() == 0 {
-                tokio::select! {
-                    _ = &mut *shutdown => return ExitReason::Shutdown,
-                    r = exit_rx.recv() => return r.unwrap_or(ExitReason::Shutdown),
-                    p = slots.acquire() => drop(p),
-                }
-                // Linger briefly for more slots: one claim of many beats many claims of one.
-                let want = (cfg.concurrency / 2).clamp(1, cfg.claim_batch.max(1)) as u32;
-                let _ = tokio::time::timeout(cfg.batch_linger, slots.acquire_many(want)).await;
-            }
-            let free = slots.available_permits();
-            if free == 0 {
-                continue;
-            }
-            let limit = free.min(cfg.claim_batch.max(1)) as u32;
-            // Paused queues are read before every claim, so a pause holds from the next claim on.
-            // (A signal or an exit already there is taken first: no claim starts after it.)
-            let paused = tokio::select! {
-                biased;
-                r = exit_rx.recv() => return r.unwrap_or(ExitReason::Shutdown),
-                _ = &mut *shutdown => return ExitReason::Shutdown,
-                paused = self.store.paused_queues() => paused,
-            };
-            let queues = match paused {
-                Ok(paused) => cfg.queues.iter().filter(|q| !paused.contains(q)).cloned().collect::<Vec<_>>(),
-                Err(e) => {
-                    claim_failures += 1;
-                    let wait = CLAIM_BACKOFF.wait(claim_failures);
-                    tracing::warn!("reading the paused queues failed, retrying in {wait:?}: {e}");
-                    tokio::select! {
-                        _ = &mut *shutdown => return ExitReason::Shutdown,
-                        _ = tokio::time::sleep(wait) => {}
-                    }
-                    continue;
-                }
-            };
-            let now = self.clock.now();
-            // Whether every plugin had its chance to load, read before the handler names: a drain
-            // judged on names read while the last plugins were loading ended with their tasks due.
-            let loaded = self.loading.as_ref().is_none_or(|l| l.borrow().done);
-            // Only tasks whose handler is loaded here: a worker without a handler leaves its tasks
-            // to workers that have it (or, after a horizon, to the overseer).
-            let handlers = self.catalog.names();
-            let limits = &self.catalog.policy().run_limits;
-            let limited = limits.apply_to(&queues, Some(&handlers));
-            // A signal during a claim: see `hand_back_cut_claim`.
-            let claim = async {
-                if queues.is_empty() {
-                    return Ok(Vec::new());
-                }
-                let req = ClaimRequest {
-                    runner: runner_id,
-                    queues: &queues,
-                    handlers: Some(&handlers),
-                    limit,
-                    now,
-                    default_timeout: cfg.default_run_timeout,
-                    limits: limited.then_some(limits),
-                };
-                self.store.claim_for(&req).await
-            };
-            // A claim waiting on another session's lock must not hold up a runner declared dead.
-            // (Biased: a runner declared dead stops at once; a claim done when the signal comes is
-            // taken, and its runs get the grace.)
-            let mut claim = std::pin::pin!(claim);
-            let cut = tokio::select! {
-                biased;
-                r = exit_rx.recv() => Err(r.unwrap_or(ExitReason::Shutdown)),
-                r = &mut claim => Ok(r),
-                _ = &mut *shutdown => Err(ExitReason::Shutdown),
-            };
-            let claimed = match cut {
-                Ok(claimed) => claimed,
-                Err(reason @ (ExitReason::Shutdown | ExitReason::MemoryCap)) => {
-                    self.hand_back_cut_claim(claim, runs).await;
-                    return reason;
-                }
-                Err(reason) => {
-                    runs.claim_cut.store(true, Ordering::Relaxed);
-                    return reason;
-                }
-            };
-            let claimed = match claimed {
-                Ok(c) => {
-                    claim_failures = 0;
-                    c
-                }
-                Err(e) => {
-                    claim_failures += 1;
-                    let wait = CLAIM_BACKOFF.wait(claim_failures);
-                    tracing::warn!("claim failed, retrying in {wait:?}: {e}");
-                    tokio::select! {
-                        _ = &mut *shutdown => return ExitReason::Shutdown,
-                        _ = tokio::time::sleep(wait) => {}
-                    }
-                    continue;
-                }
-            };
-            let got = claimed.len();
-            for run in claimed {
-                let Ok(permit) = slots.clone().try_acquire_owned() else {
-                    // Cannot happen (we claimed at most the free slots); wait for one anyway.
-                    let Ok(permit) = slots.clone().acquire_owned().await else {
-                        break;
-                    };
-                    runs.spawn(shared, run, permit);
-                    continue;
-                };
-                runs.spawn(shared, run, permit);
-            }
-            if got > 0 {
-                continue;
-            }
-            // A draining worker is done only once every plugin had its chance to load.
-            if cfg.drain && loaded && slots.available_permits() == cfg.concurrency.max(1) {
-                let horizon = chrono::Duration::from_std(cfg.drain_horizon).unwrap_or_default();
-                // Paused queues hold nothing a worker can run: they do not keep it draining.
-                let due = tokio::select! {
-                    r = async {
-                        if queues.is_empty() {
-                            return Ok(false);
-                        }
-                        // Now, not the claim's time: a task due meanwhile keeps the drain going.
-                        self.store.has_due_work_for(&queues, Some(&handlers), self.clock.now() + horizon).await
-                    } => r,
-                    _ = &mut *shutdown => return ExitReason::Shutdown,
-                };
-                match due {
-                    Ok(false) => return ExitReason::Drained,
-                    Ok(true) => {}
-                    Err(e) => tracing::warn!("checking for due work failed: {e}"),
-                }
-            }
-            // Polling at the short interval: without wake-ups; when a limited run may end elsewhere
-            // (nothing notifies that); and when draining, which ends when the last outcomes are
-            // written (nothing notifies that either: waiting for a wake-up added up to the
-            // notified poll interval to every drain on PostgreSQL).
-            let poll = if wakeups.is_some() && !limited && !cfg.drain {
-                cfg.notified_poll_interval
-            } else {
-                cfg.poll_interval
-            };
+/// What one turn of claiming came to.
+pub(super) enum Step {
+    /// Runs were claimed and started: claim again at once (more may be due).
+    Claimed,
+    /// Nothing was claimed: wait for work.
+    Idle,
+    /// Stop claiming; with what handing back a claim cut short cost, if one was.
+    Exit(ExitReason, Option<CutClaim>),
+}
+
+/// The claim loop's state.
+pub(super) struct Claimer<'w> {
+    pub worker: &'w Worker,
+    pub shared: &'w Arc<Shared>,
+    pub runs: &'w RunTasks,
+    pub runner: RunnerId,
+    pub shutdown: Pin<&'w mut (dyn Future<Output = ()> + Send)>,
+    pub exits: &'w mut mpsc::UnboundedReceiver<ExitReason>,
+    /// PostgreSQL wakes an idle worker when tasks are added; polling stays as the safety net.
+    pub wakeups: Option<mpsc::Receiver<()>>,
+    /// Claims failed in a row.
+    pub failures: u32,
+    /// Whether the last claim touched a concurrency limit (a limited run may end elsewhere, and
+    /// nothing notifies that: such a worker polls at the short interval).
+    pub limited: bool,
+}
+
+/// What a claim asks for, read fresh before each one.
+struct Ask {
+    queues: Vec<String>,
+    handlers: Vec<String>,
+    /// Whether every plugin had its chance to load (read before the handler names: a drain
+    /// judged on names read while the last plugins were loading ended with their tasks due).
+    loaded: bool,
+    limit: u32,
+}
+
+impl Claimer<'_> {
+    /// Wait for a free slot, claim due runs and start them.
+    pub async fn claim_once(&mut self) -> Step {
+        if let Ok(reason) = self.exits.try_recv() {
+            return Step::Exit(reason, None);
+        }
+        let free = match self.free_slots().await {
+            Ok(0) => return Step::Claimed,
+            Ok(free) => free,
+            Err(reason) => return Step::Exit(reason, None),
+        };
+        let ask = match self.ask(free).await {
+            Ok(Some(ask)) => ask,
+            Ok(None) => return Step::Claimed,
+            Err(reason) => return Step::Exit(reason, None),
+        };
+        let claimed = match self.claim(&ask).await {
+            Ok(Ok(claimed)) => claimed,
+            Ok(Err(e)) => return self.back_off(&format!("claim failed: {e}")).await,
+            Err(step) => return step,
+        };
+        self.failures = 0;
+        if !claimed.is_empty() {
+            self.start(claimed).await;
+            return Step::Claimed;
+        }
+        self.idle_or_drained(&ask).await
+    }
+
+    /// Free slots, waiting for one (and lingering briefly for more: one claim of many beats
+    /// many claims of one).
+    async fn free_slots(&mut self) -> Result<usize, ExitReason> {
+        let cfg = &self.worker.config;
+        let slots = &self.runs.slots;
+        if slots.available_permits() == 0 {
             tokio::select! {
-                _ = &mut *shutdown => return ExitReason::Shutdown,
-                r = exit_rx.recv() => return r.unwrap_or(ExitReason::Shutdown),
-                _ = tokio::time::sleep(poll) => {}
-                woke = super::heartbeat::next(&mut wakeups) => {
-                    if !woke {
-                        wakeups = None; // the listener is gone: poll only
-                    }
+                _ = &mut self.shutdown => return Err(ExitReason::Shutdown),
+                r = self.exits.recv() => return Err(r.unwrap_or(ExitReason::Shutdown)),
+                p = slots.acquire() => drop(p),
+            }
+            let want = (cfg.concurrency / 2).clamp(1, cfg.claim_batch.max(1)) as u32;
+            let _ = tokio::time::timeout(cfg.batch_linger, slots.acquire_many(want)).await;
+        }
+        Ok(slots.available_permits())
+    }
+
+    /// The queues to claim from (paused ones left out: read before every claim, so a pause
+    /// holds from the next claim on), the handlers loaded, and how many runs; None when the
+    /// paused queues could not be read (after a wait).
+    async fn ask(&mut self, free: usize) -> Result<Option<Ask>, ExitReason> {
+        let cfg = &self.worker.config;
+        // A signal or an exit already there is taken first: no claim starts after it.
+        let paused = tokio::select! {
+            biased;
+            r = self.exits.recv() => return Err(r.unwrap_or(ExitReason::Shutdown)),
+            _ = &mut self.shutdown => return Err(ExitReason::Shutdown),
+            paused = self.worker.store.paused_queues() => paused,
+        };
+        let paused = match paused {
+            Ok(paused) => paused,
+            Err(e) => {
+                return match self.back_off(&format!("reading the paused queues failed: {e}")).await {
+                    Step::Exit(reason, _) => Err(reason),
+                    _ => Ok(None),
                 }
+            }
+        };
+        let queues = cfg.queues.iter().filter(|q| !paused.contains(q)).cloned().collect();
+        let loaded = self.worker.loading.as_ref().is_none_or(|l| l.borrow().done);
+        // Only tasks whose handler is loaded here: a worker without a handler leaves its tasks
+        // to workers that have it (or, after a horizon, to the overseer).
+        let handlers = self.worker.catalog.names();
+        Ok(Some(Ask { queues, handlers, loaded, limit: free.min(cfg.claim_batch.max(1)) as u32 }))
+    }
+
+    /// The claim itself; Err when a signal or a reason to exit came while it was under way.
+    async fn claim(&mut self, ask: &Ask) -> Result<crate::Result<Vec<ClaimedRun>>, Step> {
+        let worker = self.worker;
+        let limits = &worker.catalog.policy().run_limits;
+        self.limited = limits.apply_to(&ask.queues, Some(&ask.handlers));
+        let req = ClaimRequest {
+            runner: self.runner,
+            queues: &ask.queues,
+            handlers: Some(&ask.handlers),
+            limit: ask.limit,
+            now: worker.clock.now(),
+            default_timeout: worker.config.default_run_timeout,
+            limits: self.limited.then_some(limits),
+        };
+        let claim = async {
+            if ask.queues.is_empty() {
+                return Ok(Vec::new());
+            }
+            worker.store.claim_for(&req).await
+        };
+        // A claim waiting on another session's lock must not hold up a runner declared dead.
+        // (Biased: a runner declared dead stops at once; a claim done when the signal comes is
+        // taken, and its runs get the grace.)
+        let mut claim = std::pin::pin!(claim);
+        let cut = tokio::select! {
+            biased;
+            r = self.exits.recv() => r.unwrap_or(ExitReason::Shutdown),
+            r = &mut claim => return Ok(r),
+            _ = &mut self.shutdown => ExitReason::Shutdown,
+        };
+        Err(match cut {
+            ExitReason::Shutdown | ExitReason::MemoryCap => {
+                let grace = worker.config.shutdown_grace;
+                Step::Exit(cut, Some(hand_back_cut_claim(&worker.store, &worker.clock, grace, claim).await))
+            }
+            // A runner declared dead: its claim is cut off, its runs timed out with it.
+            reason => Step::Exit(reason, Some(CutClaim { spent: Duration::ZERO, all_back: false })),
+        })
+    }
+
+    /// Start each claimed run in its own task, on a slot of its own.
+    async fn start(&mut self, claimed: Vec<ClaimedRun>) {
+        let slots = &self.runs.slots;
+        for run in claimed {
+            // A slot is free for each (at most the free slots were claimed); wait for one anyway.
+            let permit = match slots.clone().try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(_) => match slots.clone().acquire_owned().await {
+                    Ok(permit) => permit,
+                    Err(_) => return,
+                },
+            };
+            self.runs.spawn(self.shared, run, permit);
+        }
+    }
+
+    /// Nothing was claimed: a draining worker with nothing in flight and nothing due is done.
+    async fn idle_or_drained(&mut self, ask: &Ask) -> Step {
+        let cfg = &self.worker.config;
+        let all_free = self.runs.slots.available_permits() == cfg.concurrency.max(1);
+        if !(cfg.drain && ask.loaded && all_free) {
+            return Step::Idle;
+        }
+        let horizon = chrono::Duration::from_std(cfg.drain_horizon).unwrap_or_default();
+        // Paused queues hold nothing a worker can run: they do not keep it draining.
+        let due = tokio::select! {
+            r = async {
+                if ask.queues.is_empty() {
+                    return Ok(false);
+                }
+                // Now, not the claim's time: a task due meanwhile keeps the drain going.
+                let until = self.worker.clock.now() + horizon;
+                self.worker.store.has_due_work_for(&ask.queues, Some(&ask.handlers), until).await
+            } => r,
+            _ = &mut self.shutdown => return Step::Exit(ExitReason::Shutdown, None),
+        };
+        match due {
+            Ok(false) => Step::Exit(ExitReason::Drained, None),
+            Ok(true) => Step::Idle,
+            Err(e) => {
+                tracing::warn!("checking for due work failed: {e}");
+                Step::Idle
             }
         }
     }
-}
 
-impl Worker {
-    /// A signal (or the memory cap) came during a claim: the claim may finish within the grace
-    /// period (what this takes of it is taken from the runs' share), and what it claimed goes
-    /// back to the queue unrun and uncounted. (Cut off, its runs would be timed out at exit as
-    /// lost, each counting as a failure of its task.) A run that cannot go back is left to the exit.
-    async fn hand_back_cut_claim(
-        &self,
-        claim: impl std::future::Future<Output = crate::error::Result<Vec<ClaimedRun>>>,
-        runs: &RunTasks,
-    ) {
-        let started = std::time::Instant::now();
-        // How many runs went back, and whether every one did.
-        let handed_back = tokio::time::timeout(self.config.shutdown_grace, async {
-            let claimed = match claim.await {
-                Ok(claimed) => claimed,
-                Err(e) => {
-                    tracing::warn!("a claim cut short by a signal failed: {e}");
-                    return (0, false);
-                }
-            };
-            let now = self.clock.now();
-            let mut back = 0;
-            for run in &claimed {
-                // Each on its own: one that fails is left to the exit, the others still go back.
-                match self.store.put_back(run.run_id, now).await {
-                    Ok(_) => back += 1,
-                    Err(e) => {
-                        tracing::warn!(run_id = run.run_id, "could not put back a run claimed as the signal came: {e}")
-                    }
-                }
-            }
-            (back, back == claimed.len())
-        })
-        .await;
-        let spent = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        runs.grace_spent_ms.store(spent, Ordering::Relaxed);
-        let (back, all) = handed_back.unwrap_or((0, false));
-        if back > 0 {
-            tracing::info!(runs = back, "runs claimed as the signal came are back in the queue");
+    /// Wait, longer each time, after the database failed us; Claimed to try again.
+    async fn back_off(&mut self, what: &str) -> Step {
+        self.failures += 1;
+        let wait = CLAIM_BACKOFF.wait(self.failures);
+        tracing::warn!("{what}; retrying in {wait:?}");
+        tokio::select! {
+            _ = &mut self.shutdown => Step::Exit(ExitReason::Shutdown, None),
+            _ = tokio::time::sleep(wait) => Step::Claimed,
         }
-        if !all {
-            runs.claim_cut.store(true, Ordering::Relaxed);
+    }
+
+    /// Wait for work: a wake-up from the database, the poll interval, a signal or a reason to
+    /// exit (Some).
+    pub async fn wait_for_work(&mut self) -> Option<ExitReason> {
+        let cfg = &self.worker.config;
+        // Polling at the short interval: without wake-ups; when a limited run may end elsewhere;
+        // and when draining, which ends when the last outcomes are written (nothing notifies
+        // that: waiting for a wake-up added up to the notified poll interval to every drain on
+        // PostgreSQL).
+        let poll = if self.wakeups.is_some() && !self.limited && !cfg.drain {
+            cfg.notified_poll_interval
+        } else {
+            cfg.poll_interval
+        };
+        tokio::select! {
+            _ = &mut self.shutdown => Some(ExitReason::Shutdown),
+            r = self.exits.recv() => Some(r.unwrap_or(ExitReason::Shutdown)),
+            _ = tokio::time::sleep(poll) => None,
+            woke = super::heartbeat::next(&mut self.wakeups) => {
+                if !woke {
+                    self.wakeups = None; // the listener is gone: poll only
+                }
+                None
+            }
         }
     }
 }

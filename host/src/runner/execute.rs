@@ -2,13 +2,13 @@
 //! run timeout, and decide what comes next. A panic inside the host while doing so ends the run
 //! with `host-error`; it never takes the worker down.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use tokio::sync::{mpsc, Notify, Semaphore};
 
+use super::put_back::PutBacks;
 use crate::clock::SharedClock;
 use crate::error::Error;
 use crate::metrics::{Counter, Histogram};
@@ -27,14 +27,9 @@ pub(super) struct Shared {
     /// Guest memory, in MiB: a run holds its memory limit while it runs.
     pub memory: Arc<Semaphore>,
     pub memory_budget_mib: u32,
-    /// How long a run that cannot start (`host-busy`) is put back before it fails.
-    pub put_back_limit: Duration,
-    /// Runs this worker put back: when first, and how many times.
-    pub put_backs: std::sync::Mutex<HashMap<RunId, (Instant, u32)>>,
+    /// Runs put back because they could not start (`host-busy`).
+    pub put_backs: PutBacks,
 }
-
-/// How long a run put back waits before it is due again, by how many times it was put back.
-const PUT_BACK_BACKOFF: Backoff = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(30), jitter: 0.1 };
 
 /// What became of a claimed run.
 pub(super) enum Executed {
@@ -55,29 +50,6 @@ pub(super) enum Executed {
 enum Ran {
     Ended(RunOutcome),
     Stopped(Option<StoppedRun>),
-}
-
-impl Shared {
-    /// Whether a run that could not start is put back (Some: when it is due again) or, having
-    /// been put back for `put_back_limit` already, fails. Forgets runs past twice the limit.
-    fn put_back_at(&self, run: RunId) -> Option<chrono::DateTime<chrono::Utc>> {
-        let now = Instant::now();
-        let mut put_backs = self.put_backs.lock().unwrap_or_else(|p| p.into_inner());
-        put_backs.retain(|_, (first, _)| now.duration_since(*first) < self.put_back_limit.saturating_mul(2));
-        let (first, count) = put_backs.entry(run).or_insert((now, 0));
-        if now.duration_since(*first) >= self.put_back_limit {
-            put_backs.remove(&run);
-            return None;
-        }
-        *count += 1;
-        // 1 s, 2 s, 4 s ... up to 30 s between tries, spread by jitter.
-        let delay = PUT_BACK_BACKOFF.delay(*count, retry::jitter_unit());
-        Some(self.clock.now() + chrono::Duration::from_std(delay).unwrap_or_default())
-    }
-
-    fn forget_put_back(&self, run: RunId) {
-        self.put_backs.lock().unwrap_or_else(|p| p.into_inner()).remove(&run);
-    }
 }
 
 /// What a run's outcome needs of its claim (kept apart from the task's data, which moves into
@@ -148,10 +120,10 @@ async fn execute_counted(
         Ran::Stopped(kept) => return Executed::Stopped(kept),
     };
     let busy = outcome.failure().filter(|f| f.code == codes::HOST_BUSY).map(|f| f.message.clone());
-    match busy.and_then(|reason| Some((reason, shared.put_back_at(meta.run_id)?))) {
+    match busy.and_then(|reason| Some((reason, shared.put_backs.due_again(meta.run_id)?))) {
         Some((reason, at)) => Executed::PutBack { at, reason, fallback: outcome },
         None => {
-            shared.forget_put_back(meta.run_id);
+            shared.put_backs.forget(meta.run_id);
             Executed::Ended(outcome)
         }
     }
@@ -305,8 +277,7 @@ mod tests {
             progress_tx,
             memory: Arc::new(Semaphore::new(1)),
             memory_budget_mib: 1,
-            put_back_limit: Duration::from_secs(600),
-            put_backs: Default::default(),
+            put_backs: PutBacks::new(Duration::from_secs(600), Arc::new(crate::clock::SystemClock)),
         };
         let meta =
             RunMeta { run_id: 7, task_id: 3, task_runs_failed: 0, max_retries: 5, backoff: BackoffSettings::default() };

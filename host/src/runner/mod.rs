@@ -13,33 +13,41 @@
 //! for the overseer to time out (its task runs again), and the worker exits. The grace is an
 //! upper bound even while the database is down: every call made after it is bounded in time.
 //!
-//! The parts: [`execute`] runs one claimed run, [`writer`] writes outcomes, [`progress`] progress reports,
-//! [`heartbeat`] keeps the runner alive and watches memory, [`claim`] claims due runs; this file
-//! starts and stops them.
+//! [`Worker::run`] reads as the worker works: fit the concurrency to the sandbox, load the
+//! plugins and register the runner, start the background parts ([`parts`]), claim one turn
+//! after another ([`claim`]: `claim_once` → claimed, idle or exit), then stop the parts within
+//! the grace period and mark the runner. The rest: [`execute`] runs one claimed run, [`writer`]
+//! writes outcomes, [`progress`] progress reports, [`heartbeat`] keeps the runner alive and
+//! watches memory, [`put_back`] returns runs to the queue unrun.
 
 mod claim;
 mod config;
 mod execute;
 mod heartbeat;
+mod parts;
 mod progress;
+mod put_back;
 mod writer;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch, Semaphore};
 
+use claim::{Claimer, Step};
 pub use config::{ExitReason, WorkerConfig, WorkerReport};
 use execute::{Executed, Shared};
 pub use heartbeat::process_rss;
-use heartbeat::{Heartbeat, InFlight, RunWatch};
-use writer::{OutcomeWriter, WriterHealth};
+use heartbeat::InFlight;
+use parts::{Started, Stopped};
+use put_back::CutClaim;
 
 use crate::clock::SharedClock;
 use crate::error::Result;
 use crate::model::*;
-use crate::overseer::Overseer;
 use crate::plugins::Catalog;
 use crate::store::SharedStore;
 
@@ -85,11 +93,8 @@ struct RunTasks {
     done_tx: mpsc::UnboundedSender<(RunOutcome, tokio::sync::OwnedSemaphorePermit)>,
     /// Turns true when the grace period is over: runs still going are dropped.
     abort: watch::Receiver<bool>,
+    /// Runs stopped because they ended elsewhere (counted by the run tasks).
     ended_elsewhere: Arc<std::sync::atomic::AtomicU64>,
-    /// A claim was cut short by a signal: it may have claimed runs no task executes.
-    claim_cut: std::sync::atomic::AtomicBool,
-    /// Milliseconds of the grace period spent on a claim under way when the signal came.
-    grace_spent_ms: std::sync::atomic::AtomicU64,
     /// One permit a run at once; a run holds its permit until its outcome is written.
     slots: Arc<Semaphore>,
 }
@@ -118,7 +123,7 @@ impl RunTasks {
                             let _ = done_tx.send((outcome, permit));
                         }
                         Executed::PutBack { at, reason, fallback } => {
-                            if !put_back(&shared, run_id, at, &reason).await {
+                            if !put_back::put_back(&shared.store, run_id, at, &reason).await {
                                 let _ = done_tx.send((fallback, permit));
                             }
                         }
@@ -165,197 +170,112 @@ async fn keep_stopped(shared: &Shared, kept: &StoppedRun) {
     }
 }
 
-/// Put a run that could not start back in the queue; false when that failed (its `host-busy`
-/// failure is written instead).
-async fn put_back(shared: &Shared, run: RunId, at: chrono::DateTime<chrono::Utc>, reason: &str) -> bool {
-    match tokio::time::timeout(LAST_CALL_TIMEOUT, shared.store.put_back(run, at)).await {
-        Ok(Ok(true)) => {
-            tracing::info!(run_id = run, %at, "run put back, it could not start: {reason}");
-            true
-        }
-        // Ended elsewhere meanwhile: nothing to write either.
-        Ok(Ok(false)) => true,
-        Ok(Err(e)) => {
-            tracing::warn!(run_id = run, "could not put back a run that could not start: {e}");
-            false
-        }
-        Err(_) => false,
-    }
-}
-
 impl Worker {
     pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock, config: WorkerConfig) -> Self {
         Worker { store, catalog, clock, config, loading: None }
     }
 
     /// Work until `shutdown` completes (or, with `drain`, until nothing is left).
-    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()> + Send) -> Result<WorkerReport> {
-        tokio::pin!(shutdown);
-        // One pool slot per run at once: a run never waits for (or fails on) another's slot.
+    pub async fn run(mut self, shutdown: impl Future<Output = ()> + Send) -> Result<WorkerReport> {
+        let shutdown = std::pin::pin!(shutdown);
+        let mut shutdown: Pin<&mut (dyn Future<Output = ()> + Send)> = shutdown;
+        self.fit_concurrency();
+        let Some(runner) = self.register(&mut shutdown).await? else {
+            // Stopped before anything could run: nothing was claimed, nothing to hand back.
+            return Ok(WorkerReport::nothing_run(ExitReason::Shutdown));
+        };
+        let Started { parts, shared, runs, mut exits, wakeups } = parts::start(&self, runner).await;
+        let mut claimer = Claimer {
+            worker: &self,
+            shared: &shared,
+            runs: &runs,
+            runner,
+            shutdown,
+            exits: &mut exits,
+            wakeups,
+            failures: 0,
+            limited: false,
+        };
+        let (exit, cut) = loop {
+            match claimer.claim_once().await {
+                Step::Claimed => {}
+                Step::Idle => {
+                    if let Some(reason) = claimer.wait_for_work().await {
+                        break (reason, None);
+                    }
+                }
+                Step::Exit(reason, cut) => break (reason, cut),
+            }
+        };
+        tracing::info!(runner_id = runner, ?exit, "worker stopping");
+        // In-flight runs finish, and their outcomes are written, within the grace period (less
+        // what handing back a cut claim took); a runner declared dead stops its runs at once
+        // (they run again elsewhere).
+        let spent = cut.map_or(Duration::ZERO, |c| c.spent);
+        let grace = match exit {
+            ExitReason::RunnerLost => Duration::ZERO,
+            _ => self.config.shutdown_grace.saturating_sub(spent),
+        };
+        let health = parts.health.clone();
+        let stopped = parts.stop(runs, shared, grace, self.config.concurrency).await;
+        let abandoned = stopped.in_flight_left.max(health.abandoned.load(Ordering::Relaxed));
+        self.mark_stopped(runner, exit, abandoned, cut).await;
+        Ok(self.report(runner, exit, abandoned, &stopped, &health))
+    }
+
+    /// One pool slot per run at once: a run never waits for (or fails on) another's slot.
+    fn fit_concurrency(&mut self) {
         let capacity = self.catalog.sandbox().capacity() as usize;
         if self.config.concurrency > capacity {
-            tracing::warn!(
-                concurrency = self.config.concurrency,
-                capacity,
-                "concurrency lowered to the sandbox's pool of instances"
-            );
+            let concurrency = self.config.concurrency;
+            tracing::warn!(concurrency, capacity, "concurrency lowered to the sandbox's pool of instances");
             self.config.concurrency = capacity;
         }
-        let cfg = self.config.clone();
-        let concurrency = cfg.concurrency.max(1);
-        let default_memory = self.catalog.policy().limits.memory_bytes;
-        let memory_budget = cfg.memory_budget(default_memory);
-        let rss_cap = cfg.rss_cap(memory_budget);
-        let host = crate::overseer::liveness::local_identity();
-        let pid = std::process::id();
-        // Load the plugins directory in the background: the worker claims tasks of the handlers
-        // it has ready while others still compile.
+        self.config.concurrency = self.config.concurrency.max(1);
+    }
+
+    /// Guest memory the runs may hold together, and the resident memory past which the worker
+    /// exits.
+    fn memory(&self) -> (u64, u64) {
+        let budget = self.config.memory_budget(self.catalog.policy().limits.memory_bytes);
+        (budget, self.config.rss_cap(budget))
+    }
+
+    /// Load the plugins directory in the background (the worker claims tasks of the handlers it
+    /// has ready while others still compile) and register the runner once one is usable; None
+    /// when `shutdown` came first.
+    async fn register(
+        &mut self,
+        shutdown: &mut Pin<&mut (dyn Future<Output = ()> + Send)>,
+    ) -> Result<Option<RunnerId>> {
         let mut loading = load_plugins(self.catalog.clone());
         let usable = tokio::select! {
             l = loading.wait_for(|l| l.usable > 0 || l.done) => l.map_or(0, |l| l.usable),
-            // Stopped before anything could run: nothing was claimed, nothing to hand back.
-            _ = &mut shutdown => return Ok(WorkerReport::nothing_run(ExitReason::Shutdown)),
+            _ = shutdown => return Ok(None),
         };
-        if usable == 0 && cfg.require_plugins {
+        self.loading = Some(loading);
+        if usable == 0 && self.config.require_plugins {
             return Err(crate::Error::NoPlugins { dir: self.catalog.dir().to_path_buf() });
         }
-        let runner_id = self.store.register_runner(pid, &host, self.clock.now(), cfg.runner_limit).await?;
+        let host = crate::overseer::liveness::local_identity();
+        let (pid, now) = (std::process::id(), self.clock.now());
+        let runner_id = self.store.register_runner(pid, &host, now, self.config.runner_limit).await?;
         if let Err(e) = self.store.set_runner_handlers(runner_id, &self.catalog.served()).await {
             tracing::warn!(runner_id, "could not record the handlers this runner serves: {e}");
         }
+        let (memory_budget, rss_cap) = self.memory();
+        let concurrency = self.config.concurrency;
         tracing::info!(runner_id, pid, host = %host, concurrency, memory_budget, rss_cap, "worker started");
+        Ok(Some(runner_id))
+    }
 
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let (abort_tx, abort_rx) = watch::channel(false);
-        let (exit_tx, mut exit_rx) = mpsc::unbounded_channel::<ExitReason>();
-        let health = Arc::new(WriterHealth::default());
-        let in_flight = Arc::new(InFlight::default());
-
-        let heartbeat = tokio::spawn(
-            Heartbeat {
-                store: self.store.clone(),
-                catalog: self.catalog.clone(),
-                clock: self.clock.clone(),
-                runner: runner_id,
-                interval: cfg.heartbeat_interval,
-                writer_stuck_limit: cfg.writer_stuck_limit,
-                health: health.clone(),
-                exit_tx: exit_tx.clone(),
-            }
-            .run(stop_rx.clone()),
-        );
-        let (task_wakeups, cancels) = match self.store.wakeups().await {
-            Ok(Some(w)) => (Some(w.tasks), Some(w.cancels)),
-            Ok(None) => (None, None),
-            Err(e) => {
-                tracing::warn!("no wake-ups from the database, polling only: {e}");
-                (None, None)
-            }
-        };
-        let run_watch = tokio::spawn(
-            RunWatch {
-                store: self.store.clone(),
-                runner: runner_id,
-                in_flight: in_flight.clone(),
-                interval: cfg.run_check_interval,
-                cancels,
-            }
-            .run(stop_rx.clone()),
-        );
-        let memory_watch =
-            tokio::spawn(heartbeat::memory_watch(rss_cap, cfg.rss_check_interval, exit_tx.clone(), stop_rx.clone()));
-        let overseer = cfg.overseer.clone().map(|oc| {
-            let o = Overseer::new(self.store.clone(), self.clock.clone(), oc);
-            let rx = stop_rx.clone();
-            tokio::spawn(async move { o.run_until(rx).await })
-        });
-        let watcher = cfg.watch_plugins.map(|every| tokio::spawn(self.catalog.clone().watch(every, stop_rx.clone())));
-
-        // At most 1,024 reports of at most 64 KiB partial results each are queued.
-        let (progress_tx, progress_rx) = mpsc::channel(1024);
-        let progress = tokio::spawn(progress::progress_loop(self.store.clone(), progress_rx));
-        let (done_tx, done_rx) = mpsc::unbounded_channel();
-        let outcome_writer = tokio::spawn(
-            OutcomeWriter {
-                store: self.store.clone(),
-                batch: cfg.finish_batch,
-                batch_bytes: cfg.finish_batch_bytes,
-                linger: cfg.batch_linger,
-                write_timeout: cfg.write_timeout,
-                health: health.clone(),
-                give_up: abort_rx.clone(),
-            }
-            .run(done_rx),
-        );
-
-        let budget_mib = u32::try_from(memory_budget.div_ceil(1 << 20)).unwrap_or(u32::MAX >> 4).min(u32::MAX >> 4);
-        let shared = Arc::new(Shared {
-            catalog: self.catalog.clone(),
-            clock: self.clock.clone(),
-            backoff: cfg.backoff,
-            progress_tx,
-            memory: Arc::new(Semaphore::new(budget_mib.max(1) as usize)),
-            memory_budget_mib: budget_mib,
-            store: self.store.clone(),
-            put_back_limit: cfg.put_back_limit,
-            put_backs: Default::default(),
-        });
-        self.loading = Some(loading);
-        let runs = RunTasks {
-            in_flight,
-            done_tx,
-            abort: abort_rx,
-            ended_elsewhere: Arc::new(std::sync::atomic::AtomicU64::new(0)),
-            claim_cut: std::sync::atomic::AtomicBool::new(false),
-            grace_spent_ms: std::sync::atomic::AtomicU64::new(0),
-            slots: Arc::new(Semaphore::new(concurrency)),
-        };
-        let slots = runs.slots.clone();
-        let exit = self.claim_loop(&shared, &runs, runner_id, &mut shutdown, &mut exit_rx, task_wakeups).await;
-        tracing::info!(runner_id, ?exit, "worker stopping");
-
-        // In-flight runs finish, and their outcomes are written, within the grace period; a
-        // runner declared dead stops its runs at once (they run again elsewhere).
-        let spent = Duration::from_millis(runs.grace_spent_ms.load(Ordering::Relaxed));
-        let grace =
-            if exit == ExitReason::RunnerLost { Duration::ZERO } else { cfg.shutdown_grace.saturating_sub(spent) };
-        let total = concurrency as u32;
-        let drained = tokio::time::timeout(grace, slots.acquire_many(total)).await.is_ok();
-        // Runs still going, or whose outcome is not written yet (a slot is held until then).
-        let in_flight_left =
-            if drained { 0 } else { u64::from(total).saturating_sub(slots.available_permits() as u64) };
-        let _ = abort_tx.send(true);
-        let ended_elsewhere = runs.ended_elsewhere.load(Ordering::Relaxed);
-        let claim_cut = runs.claim_cut.load(Ordering::Relaxed);
-        drop(runs);
-        drop(shared);
-        let _ = stop_tx.send(true);
-        // Each part ends promptly now; together they get LAST_CALL_TIMEOUT, then the rest are
-        // cancelled: none may hold the process past the grace (a part may be waiting on a
-        // database that is down).
-        let parts: Vec<(&str, tokio::task::JoinHandle<()>)> = [
-            ("outcome writer", outcome_writer),
-            ("progress writer", progress),
-            ("heartbeat", heartbeat),
-            ("run watch", run_watch),
-            ("memory watch", memory_watch),
-        ]
-        .into_iter()
-        .chain(overseer.map(|o| ("overseer", o)))
-        .chain(watcher.map(|w| ("plugin watcher", w)))
-        .collect();
-        let aborts: Vec<_> = parts.iter().map(|(name, t)| (*name, t.abort_handle())).collect();
-        let all = futures::future::join_all(parts.into_iter().map(|(_, t)| t));
-        if tokio::time::timeout(LAST_CALL_TIMEOUT, all).await.is_err() {
-            for (name, abort) in aborts.iter().filter(|(_, a)| !a.is_finished()) {
-                tracing::warn!("the {name} did not stop in time: cancelled");
-                abort.abort();
-            }
-        }
-        let abandoned = in_flight_left.max(health.abandoned.load(Ordering::Relaxed));
+    /// Mark the runner: stopped, or timed out with its runs when some were left running (runs
+    /// not finished in the grace period, or a claim cut short whose runs did not all go back).
+    async fn mark_stopped(&self, runner_id: RunnerId, exit: ExitReason, abandoned: u64, cut: Option<CutClaim>) {
         let now = self.clock.now();
+        let lost_a_claim = cut.is_some_and(|c| !c.all_back);
         let last = async {
-            if abandoned > 0 || claim_cut {
+            if abandoned > 0 || lost_a_claim {
                 tracing::warn!(runner_id, abandoned, "runs not finished within the grace period: timing them out");
                 self.store.time_out_runners(&[runner_id], now).await.map(|_| ())
             } else if exit != ExitReason::RunnerLost {
@@ -370,17 +290,27 @@ impl Worker {
             Ok(Err(e)) => tracing::warn!(runner_id, "could not mark the runner stopped: {e}"),
             Err(_) => tracing::warn!(runner_id, "could not mark the runner stopped: the database did not answer"),
         }
+    }
+
+    fn report(
+        &self,
+        runner_id: RunnerId,
+        exit: ExitReason,
+        abandoned: u64,
+        stopped: &Stopped,
+        health: &writer::WriterHealth,
+    ) -> WorkerReport {
         let report = WorkerReport {
             runner_id,
             exit,
             runs_finished: health.finished.load(Ordering::Relaxed),
             runs_succeeded: health.succeeded.load(Ordering::Relaxed),
             runs_abandoned: abandoned,
-            runs_ended_elsewhere: ended_elsewhere,
+            runs_ended_elsewhere: stopped.ended_elsewhere,
             outcomes_rejected: health.rejected.load(Ordering::Relaxed),
         };
         let (runs, succeeded) = (report.runs_finished, report.runs_succeeded);
         tracing::info!(runner_id, runs, succeeded, failed = runs - succeeded.min(runs), "worker stopped");
-        Ok(report)
+        report
     }
 }

@@ -102,36 +102,7 @@ impl Compiler {
         max_wasm_stack: usize,
     ) -> Result<Component, String> {
         let bounds = &self.bounds;
-        let mut command = Command::new(program);
-        command
-            .arg("compile-component")
-            .arg("--max-wasm-stack")
-            .arg(max_wasm_stack.to_string())
-            .env_clear()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            let limit = bounds.memory_bytes;
-            // CPU seconds as a backstop of the wall-clock bound (parallel compiles use several).
-            let cpu = bounds.timeout.as_secs().saturating_mul(4).saturating_add(1);
-            // SAFETY: setrlimit and prctl are async-signal-safe and touch no memory of the parent.
-            unsafe {
-                command.pre_exec(move || {
-                    let rl = libc::rlimit { rlim_cur: limit as libc::rlim_t, rlim_max: limit as libc::rlim_t };
-                    let cpu = libc::rlimit { rlim_cur: cpu as libc::rlim_t, rlim_max: cpu as libc::rlim_t };
-                    if libc::setrlimit(libc::RLIMIT_AS, &rl) != 0 || libc::setrlimit(libc::RLIMIT_CPU, &cpu) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    // Dies with the thread that waits for it, should the worker exit first.
-                    #[cfg(target_os = "linux")]
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-        }
+        let mut command = child_command(program, max_wasm_stack, bounds);
         let mut child = command.spawn().map_err(|e| format!("cannot start the compiler {}: {e}", program.display()))?;
         let (mut stdin, mut stdout, mut stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
             (Some(i), Some(o), Some(e)) => (i, o, e),
@@ -150,50 +121,96 @@ impl Compiler {
             let _ = (&mut stderr).take(4096).read_to_string(&mut out);
             out
         });
-        let started = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if started.elapsed() >= bounds.timeout => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!(
-                        "compiling it took longer than the bound of {} (the compile was stopped)",
-                        crate::text::duration(bounds.timeout)
-                    ));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(e) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!("waiting for the compiler: {e}"));
-                }
-            }
-        };
+        let status = wait_bounded(&mut child, bounds.timeout)?;
         let _ = writer.join();
         let artifact = reader.join().map_err(|_| "the compiler's output was lost".to_string())?;
         let artifact = artifact.map_err(|e| format!("reading the compiler's output: {e}"))?;
         if artifact.len() as u64 > most {
             return Err(format!("the compiled artifact is over {most} bytes: refused"));
         }
-        let errors = errors.join().unwrap_or_default();
         if !status.success() {
-            let why = errors.trim().lines().last().unwrap_or("").to_string();
-            if let Some(at) = why.find("invalid component") {
-                return Err(crate::text::bounded(&why[at..], 2048, "…"));
-            }
-            return Err(format!(
-                "compiling it failed within the memory bound of {} MiB ({}){}",
-                bounds.memory_bytes >> 20,
-                status,
-                if why.is_empty() { String::new() } else { format!(": {}", crate::text::bounded(&why, 512, "…")) }
-            ));
+            return Err(failed(status, &errors.join().unwrap_or_default(), bounds));
         }
         // SAFETY: the bytes are an artifact this host's own binary produced just now, for an
         // engine with this engine's compilation settings (deserialize checks the settings).
         unsafe { Component::deserialize(engine, &artifact) }
             .map_err(|e| format!("the compiled artifact is unusable: {e:#}"))
     }
+}
+
+/// The compiling child: this binary's `compile-component`, with no environment, its memory
+/// and CPU bounded, dying with its parent.
+fn child_command(program: &std::path::Path, max_wasm_stack: usize, bounds: &CompileBounds) -> Command {
+    let mut command = Command::new(program);
+    command
+        .arg("compile-component")
+        .arg("--max-wasm-stack")
+        .arg(max_wasm_stack.to_string())
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let limit = bounds.memory_bytes;
+        // CPU seconds as a backstop of the wall-clock bound (parallel compiles use several).
+        let cpu = bounds.timeout.as_secs().saturating_mul(4).saturating_add(1);
+        // SAFETY: setrlimit and prctl are async-signal-safe and touch no memory of the parent.
+        unsafe {
+            command.pre_exec(move || {
+                let rl = libc::rlimit { rlim_cur: limit as libc::rlim_t, rlim_max: limit as libc::rlim_t };
+                let cpu = libc::rlimit { rlim_cur: cpu as libc::rlim_t, rlim_max: cpu as libc::rlim_t };
+                if libc::setrlimit(libc::RLIMIT_AS, &rl) != 0 || libc::setrlimit(libc::RLIMIT_CPU, &cpu) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // Dies with the thread that waits for it, should the worker exit first.
+                #[cfg(target_os = "linux")]
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+    }
+    command
+}
+
+/// Wait for the child at most `timeout`; killed past it.
+fn wait_bounded(child: &mut std::process::Child, timeout: Duration) -> Result<std::process::ExitStatus, String> {
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) if started.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "compiling it took longer than the bound of {} (the compile was stopped)",
+                    crate::text::duration(timeout)
+                ));
+            }
+            // A blocking thread of its own: polling the child is the portable way to bound it.
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("waiting for the compiler: {e}"));
+            }
+        }
+    }
+}
+
+/// Why a compile failed, from the child's status and the last line it printed.
+fn failed(status: std::process::ExitStatus, errors: &str, bounds: &CompileBounds) -> String {
+    let why = errors.trim().lines().last().unwrap_or("").to_string();
+    if let Some(at) = why.find("invalid component") {
+        return crate::text::bounded(&why[at..], 2048, "…");
+    }
+    format!(
+        "compiling it failed within the memory bound of {} MiB ({}){}",
+        bounds.memory_bytes >> 20,
+        status,
+        if why.is_empty() { String::new() } else { format!(": {}", crate::text::bounded(&why, 512, "…")) }
+    )
 }
 
 struct SlotGuard<'a>(&'a Compiler);
@@ -206,12 +223,15 @@ impl Drop for SlotGuard<'_> {
     }
 }
 
+/// The largest component any configuration may allow: the compiling child reads no more.
+pub const MAX_COMPONENT_BYTES: u64 = 1 << 30;
+
 /// The child's side (`taskhost compile-component`): read a component on stdin, write its
 /// compiled artifact on stdout.
 pub fn compile_stdin_to_stdout(max_wasm_stack: usize) -> crate::Result<()> {
     let mut bytes = Vec::new();
     std::io::stdin()
-        .take(crate::config::Policy::MAX_COMPONENT_BYTES + 1)
+        .take(MAX_COMPONENT_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| crate::Error::io("reading the component", e))?;
     let engine =

@@ -350,21 +350,7 @@ impl Sandbox {
             }
         };
         let net_log = net.log().clone();
-        let mut store = Store::new(&self.engine, HostState::new(wasi, limits, input.run_id, progress, deadline, net));
-        store.limiter(|s| &mut s.limiter);
-        // Bounds every string or list the guest hands the host, checked before copying.
-        store.set_hostcall_fuel(limits.transfer_bytes());
-        let _ = store.fuel_async_yield_interval(Some(FUEL_STEP));
-        let _ = store.set_fuel(limits.fuel);
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(|ctx| {
-            if Instant::now() >= ctx.data().deadline {
-                Ok(UpdateDeadline::Interrupt)
-            } else {
-                // Give the tokio worker back to other runs and the heartbeat.
-                Ok(UpdateDeadline::Yield(1))
-            }
-        });
+        let mut store = self.store(HostState::new(wasi, limits, input.run_id, progress, deadline, net), &limits);
         let task = bindings::Task {
             task_id: input.task_id,
             run_id: input.run_id,
@@ -391,31 +377,63 @@ impl Sandbox {
             () = stopped => None,
         };
         let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
-        let stopped_for_time = |in_host_call: bool| {
-            if run_timeout_first {
-                Failure::run_timeout(allowed)
-            } else {
-                Failure::deadline(limits.deadline, in_host_call)
-            }
+        // Stopped for time: by the run timeout when it came first, else by the deadline.
+        let for_time = |in_host_call: bool| match run_timeout_first {
+            true => Failure::run_timeout(allowed),
+            false => Failure::deadline(limits.deadline, in_host_call),
         };
         let outcome = match result {
             None => GuestOutcome::Stopped,
-            Some(Err(_elapsed)) => GuestOutcome::Failed(stopped_for_time(true)),
-            Some(Ok(Err(e))) => {
-                let f = traps::classify(&e, store.data(), &limits);
-                if f.kind == traps::FailureKind::Timeout {
-                    GuestOutcome::Failed(stopped_for_time(false))
-                } else {
-                    GuestOutcome::Failed(f.bounded())
-                }
-            }
-            Some(Ok(Ok(Err(he)))) => GuestOutcome::Failed(Failure::handler(he)),
-            Some(Ok(Ok(Ok(results)))) => traps::check_results(results, &limits),
+            Some(Err(_elapsed)) => GuestOutcome::Failed(for_time(true)),
+            Some(Ok(called)) => outcome_of(called, store.data(), &limits, for_time),
         };
         let mut report = std::mem::take(&mut store.data_mut().report);
         // Dropping the store stops the run's requests still going: their lines say so.
         drop(store);
         let outcome = what_it_left(outcome, &mut report, &net_log, &output, limits.max_log_bytes);
         RunResult { outcome, fuel_used, report, elapsed: started.elapsed() }
+    }
+
+    /// A fresh store for one run, bounded by `limits`: memory and tables by its limiter, what the
+    /// guest hands the host by hostcall fuel, instructions by fuel, time by the epoch deadline.
+    fn store(&self, state: HostState, limits: &Limits) -> Store<HostState> {
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        // Bounds every string or list the guest hands the host, checked before copying.
+        store.set_hostcall_fuel(limits.transfer_bytes());
+        let _ = store.fuel_async_yield_interval(Some(FUEL_STEP));
+        let _ = store.set_fuel(limits.fuel);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|ctx| {
+            if Instant::now() >= ctx.data().deadline {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                // Give the tokio worker back to other runs and the heartbeat.
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        store
+    }
+}
+
+/// What a call that returned (in time) came to; `for_time` makes the failure of a run stopped
+/// for time.
+fn outcome_of(
+    called: wasmtime::Result<std::result::Result<Option<String>, bindings::HandlerError>>,
+    state: &HostState,
+    limits: &Limits,
+    for_time: impl Fn(bool) -> Failure,
+) -> GuestOutcome {
+    match called {
+        Err(e) => {
+            let f = traps::classify(&e, state, limits);
+            if f.kind == traps::FailureKind::Timeout {
+                GuestOutcome::Failed(for_time(false))
+            } else {
+                GuestOutcome::Failed(f.bounded())
+            }
+        }
+        Ok(Err(he)) => GuestOutcome::Failed(Failure::handler(he)),
+        Ok(Ok(results)) => traps::check_results(results, limits),
     }
 }

@@ -34,13 +34,12 @@ use super::dialect::{ClaimRequest, Dialect, TxOf};
 use super::rows::{self, ClaimedTask};
 use super::sql::{args, CANCELLED, ERROR, RUNNING, SCHEDULED, SUCCESS, TIMEOUT};
 use crate::error::Result;
-use crate::model::{ClaimedRun, RunId, RunnerId, TaskId, TaskState, Transition};
-use crate::sandbox::codes;
+use crate::model::{codes, ClaimedRun, RunId, RunnerId, TaskId, TaskState, Transition};
 
 /// Why a run ended that its handler did not end: the error code and message it is given.
 #[derive(Debug, Clone, Copy)]
 pub struct Why<'a> {
-    /// One of the host's codes (`crate::sandbox::codes`).
+    /// One of the host's [`codes`].
     pub code: &'a str,
     pub message: &'a str,
 }

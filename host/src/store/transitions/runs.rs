@@ -8,7 +8,6 @@ use super::super::sql::{args, RUNNING, SCHEDULED, TIMEOUT};
 use super::{from, insert_run, Why, RELEASE_KEY};
 use crate::error::Result;
 use crate::model::*;
-use crate::sandbox::Failure;
 
 /// Write finished runs and move their tasks on (succeed, fail and retry, fail and give up), in
 /// one transaction. A run no longer running (timed out, cancelled or put back meanwhile) is left

@@ -1,0 +1,154 @@
+//! The commands that act on the queue through the client, one function each (`list`, the bulk
+//! actions and schedules have files of their own).
+
+use anyhow::{Context, Result};
+use chrono::Utc;
+use taskhost::model::NewTask;
+use taskhost::overseer::{Overseer, OverseerConfig};
+use taskhost::runner::WorkerConfig;
+use taskhost::App;
+
+use super::{read_data, reload_on_hangup, serve_metrics, AddArgs, LogFormat, WorkerArgs};
+use crate::output;
+use crate::shutdown::shutdown_signal;
+
+/// `add`: one task, or (`--many`) many from a file or standard input.
+pub async fn add(app: &App, a: AddArgs) -> Result<()> {
+    if let Some(path) = &a.many {
+        let text = read_data(&if path == "-" { "-".to_string() } else { format!("@{path}") })?;
+        return super::many::add_many(app, path, &text).await;
+    }
+    let handler = a.handler.context("a handler or --many is needed")?;
+    let mut t = NewTask::new(handler, read_data(&a.data)?)
+        .with_max_retries(a.max_retries)
+        .with_queue(a.queue)
+        .with_priority(a.priority);
+    t.queued_by = a.queued_by;
+    t.unique_key = a.unique_key;
+    t.run_timeout = a.run_timeout;
+    t.scheduled_on = match (a.at, a.in_) {
+        (Some(at), _) => Some(at),
+        (None, Some(d)) => Some(Utc::now() + chrono::Duration::from_std(d).context("--in is too large")?),
+        (None, None) => None,
+    };
+    let added = app.client.add(t).await?;
+    println!("{}", added.id);
+    if !added.created {
+        eprintln!("an unfinished task with that unique key exists already: task {}", added.id);
+    }
+    Ok(())
+}
+
+/// `worker`: work until a signal (or, with `--drain`, until nothing is left).
+pub async fn worker(app: &App, w: WorkerArgs, overseer: OverseerConfig, log_format: LogFormat) -> Result<()> {
+    reload_on_hangup(app);
+    // A worker that can run nothing would only turn every task it claims into a dead letter: a
+    // wrong --plugins is refused at start.
+    app.catalog.check_dir()?;
+    if let Some(addr) = w.metrics {
+        serve_metrics(app, addr).await?;
+    }
+    let cfg = WorkerConfig {
+        concurrency: w.concurrency,
+        claim_batch: w.claim_batch.max(1),
+        queues: w.queues,
+        drain: w.drain,
+        drain_horizon: w.drain_horizon,
+        overseer: (!w.no_overseer).then_some(overseer),
+        watch_plugins: (!w.watch_plugins.is_zero()).then_some(w.watch_plugins),
+        poll_interval: w.poll_interval,
+        notified_poll_interval: w.notified_poll_interval,
+        heartbeat_interval: w.heartbeat_interval,
+        shutdown_grace: w.shutdown_grace,
+        memory_budget_bytes: w.memory_budget_mb.map(|m| m.saturating_mul(1 << 20)),
+        rss_cap_bytes: w.rss_cap_mb.map(|m| m.saturating_mul(1 << 20)),
+        runner_limit: w.runner_limit,
+        require_plugins: true,
+        ..WorkerConfig::default()
+    };
+    let r = app.worker(cfg).run(shutdown_signal()).await?;
+    let failed = r.runs_finished - r.runs_succeeded.min(r.runs_finished);
+    // In JSON, the `worker stopped` log line carries the same counts.
+    if log_format == LogFormat::Text {
+        eprintln!(
+            "runner {} stopped ({:?}): {} runs finished ({} succeeded, {failed} failed), {} abandoned",
+            r.runner_id, r.exit, r.runs_finished, r.runs_succeeded, r.runs_abandoned
+        );
+    }
+    Ok(())
+}
+
+/// `overseer`: its services until a signal, or (`--once`) each once.
+pub async fn overseer(app: &App, mut config: OverseerConfig, once: bool, apply: bool) -> Result<()> {
+    config.schedules.apply = !once || apply;
+    let overseer = Overseer::new(app.store.clone(), app.clock.clone(), config);
+    if once {
+        for (name, summary) in overseer.run_all_once().await? {
+            println!("{name}: {}", summary.unwrap_or_else(|| "nothing to do".into()));
+        }
+        return Ok(());
+    }
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let handle = tokio::spawn(overseer.run_until(rx));
+    shutdown_signal().await;
+    let _ = tx.send(true);
+    let _ = handle.await;
+    Ok(())
+}
+
+/// `show ID`: a task and its runs.
+pub async fn show(app: &App, id: i64, json: bool) -> Result<()> {
+    let (task, runs) = app.client.show(id).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&taskhost::model::task_json(&task, &runs)?)?);
+    } else {
+        print!("{}", output::task_detail(&task, &runs));
+    }
+    Ok(())
+}
+
+/// `queues`: every queue with tasks or paused.
+pub async fn queues(app: &App, json: bool) -> Result<()> {
+    let queues = app.client.queues().await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&queues)?);
+    } else {
+        print!("{}", output::queue_table(&queues, Utc::now()));
+    }
+    Ok(())
+}
+
+/// `pause QUEUE`.
+pub async fn pause(app: &App, queue: &str) -> Result<()> {
+    let known = app.client.queues().await?.iter().any(|q| q.name == queue);
+    if !app.client.pause_queue(queue).await? {
+        println!("queue {queue} was paused already");
+        return Ok(());
+    }
+    println!("queue {queue} paused: workers claim nothing more from it");
+    if !known {
+        eprintln!("note: no task uses queue {queue} yet (`taskhost queues` lists them): is the name right?");
+    }
+    Ok(())
+}
+
+/// `resume QUEUE`.
+pub async fn resume(app: &App, queue: &str) -> Result<()> {
+    if app.client.resume_queue(queue).await? {
+        println!("queue {queue} resumed");
+    } else {
+        println!("queue {queue} was not paused");
+    }
+    Ok(())
+}
+
+/// `stats`: runs per handler.
+pub async fn stats(app: &App, handler: Option<String>, queue: Option<String>, json: bool) -> Result<()> {
+    let stats = app.client.stats(handler.as_deref(), queue.as_deref()).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&stats)?);
+    } else {
+        print!("{}", output::stats_table(&stats));
+    }
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! A worker's background parts — heartbeat, run watch, memory watch, overseer, plugin watcher,
+//! progress and outcome writers — started together ([`start`]) and stopped together
+//! ([`Parts::stop`]) within the grace period.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::task::JoinHandle;
+
+use super::execute::Shared;
+use super::heartbeat::{self, Heartbeat, InFlight, RunWatch};
+use super::put_back::PutBacks;
+use super::writer::{OutcomeWriter, WriterHealth};
+use super::{progress, ExitReason, RunTasks, Worker, LAST_CALL_TIMEOUT};
+use crate::model::RunnerId;
+use crate::overseer::Overseer;
+
+/// The parts running beside the claim loop, and how to stop them.
+pub(super) struct Parts {
+    /// Turns true when the parts must stop.
+    stop: watch::Sender<bool>,
+    /// Turns true when the grace period is over: runs still going are dropped, the writer gives up.
+    abort: watch::Sender<bool>,
+    pub health: Arc<WriterHealth>,
+    handles: Vec<(&'static str, JoinHandle<()>)>,
+}
+
+/// What the claim loop and the runs get from the parts.
+pub(super) struct Started {
+    pub parts: Parts,
+    pub shared: Arc<Shared>,
+    pub runs: RunTasks,
+    /// Reasons to exit the parts find (a lost runner, the memory cap).
+    pub exits: mpsc::UnboundedReceiver<ExitReason>,
+    pub wakeups: Option<mpsc::Receiver<()>>,
+}
+
+/// Start every part for the runner `runner`.
+pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
+    let cfg = &w.config;
+    let (stop, stop_rx) = watch::channel(false);
+    let (abort, abort_rx) = watch::channel(false);
+    let (exit_tx, exits) = mpsc::unbounded_channel::<ExitReason>();
+    let health = Arc::new(WriterHealth::default());
+    let in_flight = Arc::new(InFlight::default());
+    let mut handles = Vec::new();
+    let beat = Heartbeat {
+        store: w.store.clone(),
+        catalog: w.catalog.clone(),
+        clock: w.clock.clone(),
+        runner,
+        interval: cfg.heartbeat_interval,
+        writer_stuck_limit: cfg.writer_stuck_limit,
+        health: health.clone(),
+        exit_tx: exit_tx.clone(),
+    };
+    handles.push(("heartbeat", tokio::spawn(beat.run(stop_rx.clone()))));
+    let (wakeups, cancels) = match w.store.wakeups().await {
+        Ok(Some(w)) => (Some(w.tasks), Some(w.cancels)),
+        Ok(None) => (None, None),
+        Err(e) => {
+            tracing::warn!("no wake-ups from the database, polling only: {e}");
+            (None, None)
+        }
+    };
+    let watch_runs = RunWatch {
+        store: w.store.clone(),
+        runner,
+        in_flight: in_flight.clone(),
+        interval: cfg.run_check_interval,
+        cancels,
+    };
+    handles.push(("run watch", tokio::spawn(watch_runs.run(stop_rx.clone()))));
+    let (_, rss_cap) = w.memory();
+    let memory = heartbeat::memory_watch(rss_cap, cfg.rss_check_interval, exit_tx, stop_rx.clone());
+    handles.push(("memory watch", tokio::spawn(memory)));
+    if let Some(oc) = cfg.overseer.clone() {
+        let o = Overseer::new(w.store.clone(), w.clock.clone(), oc);
+        let rx = stop_rx.clone();
+        handles.push(("overseer", tokio::spawn(async move { o.run_until(rx).await })));
+    }
+    if let Some(every) = cfg.watch_plugins {
+        handles.push(("plugin watcher", tokio::spawn(w.catalog.clone().watch(every, stop_rx.clone()))));
+    }
+    // At most 1,024 reports of at most 64 KiB partial results each are queued.
+    let (progress_tx, progress_rx) = mpsc::channel(1024);
+    handles.push(("progress writer", tokio::spawn(progress::progress_loop(w.store.clone(), progress_rx))));
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let writer = OutcomeWriter {
+        store: w.store.clone(),
+        batch: cfg.finish_batch,
+        batch_bytes: cfg.finish_batch_bytes,
+        linger: cfg.batch_linger,
+        write_timeout: cfg.write_timeout,
+        health: health.clone(),
+        give_up: abort_rx.clone(),
+    };
+    // The writer first: stopping, its last batch is the one that matters most.
+    handles.insert(0, ("outcome writer", tokio::spawn(writer.run(done_rx))));
+    let runs = RunTasks {
+        in_flight,
+        done_tx,
+        abort: abort_rx,
+        ended_elsewhere: Arc::default(),
+        slots: Arc::new(Semaphore::new(cfg.concurrency.max(1))),
+    };
+    Started { parts: Parts { stop, abort, health, handles }, shared: shared(w, progress_tx), runs, exits, wakeups }
+}
+
+/// What every run shares: the catalog, the memory budget, the progress channel, the put-backs.
+fn shared(w: &Worker, progress_tx: mpsc::Sender<crate::model::ProgressUpdate>) -> Arc<Shared> {
+    let (budget, _) = w.memory();
+    let budget_mib = u32::try_from(budget.div_ceil(1 << 20)).unwrap_or(u32::MAX >> 4).min(u32::MAX >> 4);
+    Arc::new(Shared {
+        catalog: w.catalog.clone(),
+        clock: w.clock.clone(),
+        backoff: w.config.backoff,
+        progress_tx,
+        memory: Arc::new(Semaphore::new(budget_mib.max(1) as usize)),
+        memory_budget_mib: budget_mib,
+        store: w.store.clone(),
+        put_backs: PutBacks::new(w.config.put_back_limit, w.clock.clone()),
+    })
+}
+
+/// What stopping found.
+pub(super) struct Stopped {
+    /// Runs still going, or whose outcome was not written, when the grace period ended.
+    pub in_flight_left: u64,
+    /// Runs stopped because the database said they had ended elsewhere (cancelled, timed out).
+    pub ended_elsewhere: u64,
+}
+
+impl Parts {
+    /// Let the runs in flight finish and their outcomes be written within `grace`, then stop
+    /// every part: together they get [`LAST_CALL_TIMEOUT`], then the rest are cancelled (a part
+    /// may be waiting on a database that is down: none may hold the process past the grace).
+    pub async fn stop(self, runs: RunTasks, shared: Arc<Shared>, grace: Duration, concurrency: usize) -> Stopped {
+        // A run holds its slot until its outcome is written.
+        let total = concurrency.max(1) as u32;
+        let drained = tokio::time::timeout(grace, runs.slots.acquire_many(total)).await.is_ok();
+        let in_flight_left =
+            if drained { 0 } else { u64::from(total).saturating_sub(runs.slots.available_permits() as u64) };
+        let _ = self.abort.send(true);
+        let ended_elsewhere = runs.ended_elsewhere.load(Ordering::Relaxed);
+        drop(runs);
+        drop(shared);
+        let _ = self.stop.send(true);
+        let aborts: Vec<_> = self.handles.iter().map(|(name, t)| (*name, t.abort_handle())).collect();
+        let all = futures::future::join_all(self.handles.into_iter().map(|(_, t)| t));
+        if tokio::time::timeout(LAST_CALL_TIMEOUT, all).await.is_err() {
+            for (name, abort) in aborts.iter().filter(|(_, a)| !a.is_finished()) {
+                tracing::warn!("the {name} did not stop in time: cancelled");
+                abort.abort();
+            }
+        }
+        Stopped { in_flight_left, ended_elsewhere }
+    }
+}

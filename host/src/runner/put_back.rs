@@ -1,0 +1,122 @@
+//! The put-back policy, in one place. A run goes back to the queue unrun and uncounted (the
+//! store's put-back transition) in two cases:
+//! - it could not start for want of a host resource (the sandbox's pool was full): it is due
+//!   again after 1 s, 2 s, 4 s … up to 30 s, for at most the worker's `put_back_limit`, then it
+//!   fails as `host-busy`, as it does when it cannot be put back;
+//! - a signal (or the memory cap) came while its claim was under way: the claim may finish
+//!   within the grace period, and every run it claimed goes back. One that cannot is left to the
+//!   exit, which times it out with its runner.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+
+use super::LAST_CALL_TIMEOUT;
+use crate::clock::SharedClock;
+use crate::model::{ClaimedRun, RunId};
+use crate::retry::{self, Backoff};
+use crate::store::SharedStore;
+
+/// How long a run put back waits before it is due again, by how many times it was put back.
+const PUT_BACK_BACKOFF: Backoff = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(30), jitter: 0.1 };
+
+/// The runs this worker put back because they could not start: when first, and how often.
+pub(super) struct PutBacks {
+    limit: Duration,
+    clock: SharedClock,
+    seen: Mutex<HashMap<RunId, (Instant, u32)>>,
+}
+
+impl PutBacks {
+    pub fn new(limit: Duration, clock: SharedClock) -> Self {
+        PutBacks { limit, clock, seen: Mutex::default() }
+    }
+
+    /// When a run that could not start is due again, or None when it has been put back for the
+    /// limit already (it fails). Forgets runs past twice the limit.
+    pub fn due_again(&self, run: RunId) -> Option<DateTime<Utc>> {
+        let now = Instant::now();
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.retain(|_, (first, _)| now.duration_since(*first) < self.limit.saturating_mul(2));
+        let (first, count) = seen.entry(run).or_insert((now, 0));
+        if now.duration_since(*first) >= self.limit {
+            seen.remove(&run);
+            return None;
+        }
+        *count += 1;
+        let delay = PUT_BACK_BACKOFF.delay(*count, retry::jitter_unit());
+        Some(self.clock.now() + chrono::Duration::from_std(delay).unwrap_or_default())
+    }
+
+    /// The run started (or ended otherwise): it starts afresh if it is ever put back again.
+    pub fn forget(&self, run: RunId) {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).remove(&run);
+    }
+}
+
+/// Put a run that could not start back in the queue; false when that failed (its `host-busy`
+/// failure is written instead).
+pub(super) async fn put_back(store: &SharedStore, run: RunId, at: DateTime<Utc>, reason: &str) -> bool {
+    match tokio::time::timeout(LAST_CALL_TIMEOUT, store.put_back(run, at)).await {
+        Ok(Ok(true)) => {
+            tracing::info!(run_id = run, %at, "run put back, it could not start: {reason}");
+            true
+        }
+        // Ended elsewhere meanwhile: nothing to write either.
+        Ok(Ok(false)) => true,
+        Ok(Err(e)) => {
+            tracing::warn!(run_id = run, "could not put back a run that could not start: {e}");
+            false
+        }
+        Err(_) => false,
+    }
+}
+
+/// What handing back a claim cut short by a signal took, and whether every run went back.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct CutClaim {
+    /// Of the grace period; the runs in flight get the rest.
+    pub spent: Duration,
+    /// False: a run claimed may be left running with no task executing it.
+    pub all_back: bool,
+}
+
+/// Let a claim cut short by a signal finish within `grace`, and put back what it claimed.
+/// (Cut off, its runs would be timed out at exit as lost, each counting as a failure of its task.)
+pub(super) async fn hand_back_cut_claim(
+    store: &SharedStore,
+    clock: &SharedClock,
+    grace: Duration,
+    claim: impl std::future::Future<Output = crate::error::Result<Vec<ClaimedRun>>>,
+) -> CutClaim {
+    let started = Instant::now();
+    let handed_back = tokio::time::timeout(grace, async {
+        let claimed = match claim.await {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                tracing::warn!("a claim cut short by a signal failed: {e}");
+                return (0, false);
+            }
+        };
+        let now = clock.now();
+        let mut back = 0;
+        for run in &claimed {
+            // Each on its own: one that fails is left to the exit, the others still go back.
+            match store.put_back(run.run_id, now).await {
+                Ok(_) => back += 1,
+                Err(e) => {
+                    tracing::warn!(run_id = run.run_id, "could not put back a run claimed as the signal came: {e}")
+                }
+            }
+        }
+        (back, back == claimed.len())
+    })
+    .await;
+    let (back, all_back) = handed_back.unwrap_or((0, false));
+    if back > 0 {
+        tracing::info!(runs = back, "runs claimed as the signal came are back in the queue");
+    }
+    CutClaim { spent: started.elapsed(), all_back }
+}
