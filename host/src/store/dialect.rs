@@ -363,6 +363,66 @@ const DEADLOCK_RETRIES: u32 = 8;
 const DEADLOCK_BACKOFF: Backoff =
     Backoff { base: Duration::from_millis(4), max: Duration::from_millis(128), jitter: 0.5 };
 
+/// A transaction [`transaction`] hands its function; `'a` is what that function may borrow
+/// (the type says it outlives the borrow of the transaction, so the function's future may hold
+/// both).
+pub struct InTx<'a, D: Dialect + ?Sized> {
+    pub tx: TxOf<D>,
+    scope: std::marker::PhantomData<&'a ()>,
+}
+
+/// Run `f` in a transaction of its own: committed when `f` returns a value, rolled back when it
+/// returns an error (by `?` or otherwise), and run again from the start, in a new transaction,
+/// after a deadlock. `f` may run more than once: it must not keep what it did outside `tx`.
+pub async fn transaction<'a, D, T, F>(db: &D, f: F) -> Result<T>
+where
+    D: Dialect + ?Sized,
+    T: Send,
+    F: for<'t> FnMut(&'t mut InTx<'a, D>) -> futures::future::BoxFuture<'t, Result<T>> + Send,
+{
+    run_transaction(db, false, f).await
+}
+
+/// [`transaction`], READ COMMITTED whatever the server's default
+/// ([`Dialect::begin_read_committed`]).
+pub async fn transaction_read_committed<'a, D, T, F>(db: &D, f: F) -> Result<T>
+where
+    D: Dialect + ?Sized,
+    T: Send,
+    F: for<'t> FnMut(&'t mut InTx<'a, D>) -> futures::future::BoxFuture<'t, Result<T>> + Send,
+{
+    run_transaction(db, true, f).await
+}
+
+async fn run_transaction<'a, D, T, F>(db: &D, read_committed: bool, mut f: F) -> Result<T>
+where
+    D: Dialect + ?Sized,
+    T: Send,
+    F: for<'t> FnMut(&'t mut InTx<'a, D>) -> futures::future::BoxFuture<'t, Result<T>> + Send,
+{
+    let mut attempt = 0;
+    loop {
+        let tx = if read_committed { db.begin_read_committed().await? } else { db.begin().await? };
+        let mut tx = InTx { tx, scope: std::marker::PhantomData };
+        let done = match f(&mut tx).await {
+            Ok(value) => db.commit(tx.tx).await.map(|()| value),
+            Err(e) => {
+                // The error is what matters; a failed rollback ends with the connection.
+                let _ = db.rollback(tx.tx).await;
+                Err(e)
+            }
+        };
+        match done {
+            Err(e) if attempt < DEADLOCK_RETRIES && D::is_deadlock(&e) => {
+                attempt += 1;
+                tracing::debug!(attempt, "deadlock, trying again: {e}");
+                tokio::time::sleep(DEADLOCK_BACKOFF.wait(attempt)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Run the transaction `f` makes, again from the start after a deadlock.
 pub async fn retrying<D, T, F, Fut>(mut f: F) -> Result<T>
 where

@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{retrying, Cells, Dialect};
+use super::super::dialect::{transaction, Cells, Dialect, TxOf};
 use super::super::sql::{args, Arg, DONE};
 use super::super::transitions::{self, is};
 use super::super::{BulkFilter, Finished, Replay};
@@ -77,17 +77,17 @@ async fn delete_batch<D: Dialect>(
         values.len(),
         D::SKIP_LOCKED
     );
-    retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
-        let ids = ids(&db.rows(Some(&mut tx), &pick, &values).await?)?;
-        if ids.is_empty() {
-            db.rollback(tx).await?;
-            return Ok(0);
-        }
-        db.exec(Some(&mut tx), "DELETE FROM task_runs WHERE task_queue_id IN ($1)", args![&ids]).await?;
-        let n = db.exec(Some(&mut tx), "DELETE FROM task_queue WHERE id IN ($1)", args![&ids]).await?;
-        db.commit(tx).await?;
-        Ok(n)
+    let (pick, values) = (&pick, &values);
+    transaction(db, |tx| {
+        Box::pin(async move {
+            let ids = ids(&db.rows(Some(&mut tx.tx), pick, values).await?)?;
+            if ids.is_empty() {
+                return Ok(0);
+            }
+            db.exec(Some(&mut tx.tx), "DELETE FROM task_runs WHERE task_queue_id IN ($1)", args![&ids]).await?;
+            let n = db.exec(Some(&mut tx.tx), "DELETE FROM task_queue WHERE id IN ($1)", args![&ids]).await?;
+            Ok(n)
+        })
     })
     .await
 }
@@ -135,7 +135,8 @@ pub async fn replay<D: Dialect>(db: &D, which: Replay, f: &BulkFilter, now: Date
     );
     let mut total = 0;
     loop {
-        let (replayed, last) = retrying::<D, _, _, _>(|| replay_batch(db, &pick, &values, now)).await?;
+        let (pick, batch) = (&pick, &values);
+        let (replayed, last) = transaction(db, |tx| Box::pin(replay_batch(db, &mut tx.tx, pick, batch, now))).await?;
         total += replayed;
         let Some(last) = last else { return Ok(total) };
         values[after - 1] = Arg::Int(Some(last));
@@ -145,14 +146,13 @@ pub async fn replay<D: Dialect>(db: &D, which: Replay, f: &BulkFilter, now: Date
 /// One batch of [`replay`]: how many were replayed, and the last id picked (None: none).
 async fn replay_batch<D: Dialect>(
     db: &D,
+    tx: &mut TxOf<D>,
     pick: &str,
     values: &[Arg<'_>],
     now: DateTime<Utc>,
 ) -> Result<(u64, Option<TaskId>)> {
-    let mut tx = db.begin().await?;
-    let picked = db.rows(Some(&mut tx), pick, values).await?;
+    let picked = db.rows(Some(&mut *tx), pick, values).await?;
     let Some(last) = picked.last().map(|r| super::super::rows::id(r, "id")).transpose()? else {
-        db.rollback(tx).await?;
         return Ok((0, None));
     };
     // Keys an unfinished task holds, and a key two of these share: those stay dead letters.
@@ -160,7 +160,7 @@ async fn replay_batch<D: Dialect>(
     let mut held: std::collections::HashSet<String> = std::collections::HashSet::new();
     if !keys.is_empty() {
         let sql = "SELECT active_unique_key FROM task_queue WHERE active_unique_key IN ($1)";
-        for r in db.rows(Some(&mut tx), sql, args![keys.as_slice()]).await? {
+        for r in db.rows(Some(&mut *tx), sql, args![keys.as_slice()]).await? {
             held.extend(r.text("active_unique_key")?);
         }
     }
@@ -175,13 +175,11 @@ async fn replay_batch<D: Dialect>(
         }
     }
     if ids.is_empty() {
-        db.rollback(tx).await?;
         return Ok((0, Some(last)));
     }
     // (A task queued meanwhile with one of these keys makes this a unique violation: an error,
     // and nothing of the batch is replayed.)
-    let n = transitions::tasks::replay(db, &mut tx, &ids, now).await?;
-    db.commit(tx).await?;
+    let n = transitions::tasks::replay(db, tx, &ids, now).await?;
     Ok((n, Some(last)))
 }
 

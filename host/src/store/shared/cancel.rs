@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{retrying, Cells, Dialect};
+use super::super::dialect::{transaction, Cells, Dialect, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg};
 use super::super::transitions::{self, from, is_any};
@@ -34,7 +34,8 @@ pub async fn by_ids<D: Dialect>(db: &D, ids: &[TaskId], now: DateTime<Utc>) -> R
     let mut done = Vec::new();
     for chunk in ids.chunks(BATCH as usize) {
         let values = args![chunk];
-        let (ids, _) = retrying::<D, _, _, _>(|| batch(db, &pick, values, now)).await?;
+        let pick = &pick;
+        let (ids, _) = transaction(db, |tx| Box::pin(batch(db, &mut tx.tx, pick, values, now))).await?;
         done.extend(ids);
     }
     Ok(done)
@@ -53,8 +54,9 @@ pub async fn matching<D: Dialect>(db: &D, f: &BulkFilter, which: Unfinished, now
         D::FOR_UPDATE
     );
     let mut total = Cancelled::default();
+    let (pick, values) = (&pick, &values);
     loop {
-        let (ids, running) = retrying::<D, _, _, _>(|| batch(db, &pick, &values, now)).await?;
+        let (ids, running) = transaction(db, |tx| Box::pin(batch(db, &mut tx.tx, pick, values, now))).await?;
         total.tasks += ids.len() as u64;
         total.running += running;
         if ids.len() < BATCH as usize {
@@ -63,13 +65,17 @@ pub async fn matching<D: Dialect>(db: &D, f: &BulkFilter, which: Unfinished, now
     }
 }
 
-/// One transaction: lock the tasks `pick` finds, end their scheduled or running run as
+/// In one transaction: lock the tasks `pick` finds, end their scheduled or running run as
 /// `cancelled` and finish them; the ids, and how many were running.
-async fn batch<D: Dialect>(db: &D, pick: &str, values: &[Arg<'_>], now: DateTime<Utc>) -> Result<(Vec<TaskId>, u64)> {
-    let mut tx = db.begin().await?;
-    let picked = db.rows(Some(&mut tx), pick, values).await?;
+async fn batch<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    pick: &str,
+    values: &[Arg<'_>],
+    now: DateTime<Utc>,
+) -> Result<(Vec<TaskId>, u64)> {
+    let picked = db.rows(Some(&mut *tx), pick, values).await?;
     if picked.is_empty() {
-        db.rollback(tx).await?;
         return Ok((Vec::new(), 0));
     }
     let mut ids = Vec::with_capacity(picked.len());
@@ -80,10 +86,9 @@ async fn batch<D: Dialect>(db: &D, pick: &str, values: &[Arg<'_>], now: DateTime
             running += 1;
         }
     }
-    transitions::tasks::cancel(db, &mut tx, &ids, now).await?;
+    transitions::tasks::cancel(db, tx, &ids, now).await?;
     if running > 0 {
-        db.notify_cancelled(&mut tx).await?;
+        db.notify_cancelled(tx).await?;
     }
-    db.commit(tx).await?;
     Ok((ids, running))
 }

@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::super::dialect::{retrying, Cells, ClaimRequest, Dialect, TxOf};
+use super::super::dialect::{transaction_read_committed, Cells, ClaimRequest, Dialect, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg, RUNNING, SCHEDULED};
 use crate::error::{Error, Result};
@@ -45,21 +45,20 @@ pub async fn claim<D: Dialect>(db: &D, req: &ClaimRequest<'_>) -> Result<Vec<Cla
     let keys: Vec<String> = if D::FOR_UPDATE.is_empty() { Vec::new() } else { keys.into_iter().collect() };
     // A limit's row is made by the first claim that needs it (then kept for good).
     for _ in 0..2 {
-        let done = retrying::<D, _, _, _>(|| async {
-            let mut tx = db.begin_read_committed().await?;
-            if !keys.is_empty() && lock(db, &mut tx, &keys).await? < keys.len() {
-                db.rollback(tx).await?;
-                return Ok(None);
-            }
-            let out = claim_within(db, &mut tx, req, &queues, &handlers).await?;
-            db.commit(tx).await?;
-            Ok(Some(out))
+        let (keys, queues, handlers) = (&keys, &queues, &handlers);
+        let done = transaction_read_committed(db, |tx| {
+            Box::pin(async move {
+                if !keys.is_empty() && lock(db, &mut tx.tx, keys).await? < keys.len() {
+                    return Ok(None);
+                }
+                Ok(Some(claim_within(db, &mut tx.tx, req, queues, handlers).await?))
+            })
         })
         .await?;
         if let Some(out) = done {
             return Ok(out);
         }
-        add_lock_rows(db, &keys).await?;
+        add_lock_rows(db, keys).await?;
     }
     Err(Error::invalid("claim", "the rows of the concurrency limits could not be made"))
 }

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{retrying, Cells, Dialect};
+use super::super::dialect::{transaction, Cells, Dialect};
 use super::super::rows;
 use super::super::sql::args;
 use super::super::transitions::{is, is_any};
@@ -22,14 +22,15 @@ pub async fn pause<D: Dialect>(db: &D, queue: &str, now: DateTime<Utc>) -> Resul
 
 /// Resume `queue`; false when it was not paused.
 pub async fn resume<D: Dialect>(db: &D, queue: &str) -> Result<bool> {
-    retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
-        let resumed = db.exec(Some(&mut tx), "DELETE FROM task_queue_pauses WHERE queue = $1", args![queue]).await? > 0;
-        if resumed {
-            db.notify_tasks(&mut tx).await?;
-        }
-        db.commit(tx).await?;
-        Ok(resumed)
+    transaction(db, |tx| {
+        Box::pin(async move {
+            let resumed =
+                db.exec(Some(&mut tx.tx), "DELETE FROM task_queue_pauses WHERE queue = $1", args![queue]).await? > 0;
+            if resumed {
+                db.notify_tasks(&mut tx.tx).await?;
+            }
+            Ok(resumed)
+        })
     })
     .await
 }

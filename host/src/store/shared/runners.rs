@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{retrying, Dialect};
+use super::super::dialect::{transaction, Dialect};
 use super::super::sql::{args, RUNNER_RUNNING, RUNNER_TIMEOUT, RUNNING};
 use super::super::{rows, Served};
 use crate::error::{Error, Result};
@@ -19,23 +19,23 @@ pub async fn register<D: Dialect>(db: &D, pid: u32, host: &str, now: DateTime<Ut
         "INSERT INTO task_runners (process_id, host_name, started_on, status, heartbeat_on)
          VALUES ($1, $2, $3, {RUNNER_RUNNING}, $3)"
     );
-    retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
-        if db.rows(Some(&mut tx), &lock, args![REGISTRATION]).await?.is_empty() {
-            let restore = "INSERT INTO task_leases (name, holder, expires_on) VALUES ($1, '', $2)";
-            db.exec(Some(&mut tx), restore, args![REGISTRATION, now]).await?;
-        }
-        let live = match db.rows(Some(&mut tx), &count, &[]).await?.first() {
-            Some(r) => rows::id(r, "n")?.max(0) as u64,
-            None => 0,
-        };
-        if live >= u64::from(limit) {
-            db.rollback(tx).await?;
-            return Err(Error::RunnerLimit { live, limit });
-        }
-        let id = db.insert(Some(&mut tx), &insert, args![i64::from(pid), host, now]).await?;
-        db.commit(tx).await?;
-        Ok(id)
+    let (count, insert, lock) = (&count, &insert, &lock);
+    transaction(db, |tx| {
+        Box::pin(async move {
+            if db.rows(Some(&mut tx.tx), lock, args![REGISTRATION]).await?.is_empty() {
+                let restore = "INSERT INTO task_leases (name, holder, expires_on) VALUES ($1, '', $2)";
+                db.exec(Some(&mut tx.tx), restore, args![REGISTRATION, now]).await?;
+            }
+            let live = match db.rows(Some(&mut tx.tx), count, &[]).await?.first() {
+                Some(r) => rows::id(r, "n")?.max(0) as u64,
+                None => 0,
+            };
+            if live >= u64::from(limit) {
+                return Err(Error::RunnerLimit { live, limit });
+            }
+            let id = db.insert(Some(&mut tx.tx), insert, args![i64::from(pid), host, now]).await?;
+            Ok(id)
+        })
     })
     .await
 }
@@ -72,9 +72,9 @@ pub async fn seen_since<D: Dialect>(db: &D, since: DateTime<Utc>) -> Result<Vec<
 /// Record the handlers a runner serves: a JSON object of name → component digest.
 pub async fn set_handlers<D: Dialect>(db: &D, runner: RunnerId, handlers: &Served) -> Result<()> {
     let json = serde_json::to_string(handlers).map_err(|e| Error::invalid("handlers", e.to_string()))?;
-    let mut tx = db.begin().await?;
-    db.exec(Some(&mut tx), "UPDATE task_runners SET handlers = $1 WHERE id = $2", args![&json, runner]).await?;
-    db.commit(tx).await
+    let (sql, json) = ("UPDATE task_runners SET handlers = $1 WHERE id = $2", &json);
+    transaction(db, |tx| Box::pin(async move { db.exec(Some(&mut tx.tx), sql, args![json, runner]).await.map(drop) }))
+        .await
 }
 
 /// Mark runners timed out, and their running runs with them; how many runs.
@@ -90,14 +90,16 @@ pub async fn time_out<D: Dialect>(db: &D, runners: &[RunnerId], now: DateTime<Ut
         "SELECT id, task_queue_id FROM task_runs WHERE task_runner_id IN ($1) AND status = {RUNNING}{}",
         D::FOR_UPDATE
     );
-    retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
-        db.exec(Some(&mut tx), &mark, args![runners, now]).await?;
-        let lost = db.rows(Some(&mut tx), &runs, args![runners]).await?;
-        let lost = super::runs::pairs(&lost)?;
-        super::super::transitions::runs::time_out(db, &mut tx, &lost, now, super::super::transitions::LOST).await?;
-        db.commit(tx).await?;
-        Ok(lost.len() as u64)
+    let (mark, runs) = (&mark, &runs);
+    transaction(db, |tx| {
+        Box::pin(async move {
+            db.exec(Some(&mut tx.tx), mark, args![runners, now]).await?;
+            let lost = db.rows(Some(&mut tx.tx), runs, args![runners]).await?;
+            let lost = super::runs::pairs(&lost)?;
+            super::super::transitions::runs::time_out(db, &mut tx.tx, &lost, now, super::super::transitions::LOST)
+                .await?;
+            Ok(lost.len() as u64)
+        })
     })
     .await
 }

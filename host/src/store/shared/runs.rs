@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{retrying, Cells, Dialect};
+use super::super::dialect::{transaction, Cells, Dialect};
 use super::super::rows;
 use super::super::sql::{args, Arg, RUNNING, SCHEDULED};
 use super::super::transitions;
@@ -50,12 +50,13 @@ pub async fn time_out_overdue<D: Dialect>(
         "SELECT id, task_queue_id FROM task_runs WHERE status = {RUNNING} AND timeout_on <= $1 LIMIT $2{}",
         D::SKIP_LOCKED
     );
-    retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
-        let runs = pairs(&db.rows(Some(&mut tx), &overdue, args![cutoff, limit]).await?)?;
-        transitions::runs::time_out(db, &mut tx, &runs, now, transitions::TIMED_OUT).await?;
-        db.commit(tx).await?;
-        Ok(runs.len() as u64)
+    let (overdue,) = (&overdue,);
+    transaction(db, |tx| {
+        Box::pin(async move {
+            let runs = pairs(&db.rows(Some(&mut tx.tx), overdue, args![cutoff, limit]).await?)?;
+            transitions::runs::time_out(db, &mut tx.tx, &runs, now, transitions::TIMED_OUT).await?;
+            Ok(runs.len() as u64)
+        })
     })
     .await
 }

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{retrying, Cells, Dialect, TxOf};
+use super::super::dialect::{retrying, transaction, Cells, Dialect, TxOf};
 use super::super::sql::args;
 use super::tasks::add_one;
 use crate::error::{Error, Result};
@@ -60,6 +60,7 @@ pub async fn sync<D: Dialect>(db: &D, declared: &[NewSchedule], now: DateTime<Ut
                       cron = $2, time_zone = $3, task_handler_class = $4, task_data = $5, queue = $6,
                       priority = $7, missed = $8, declared = 1
                   WHERE name = $1";
+    // Not `transaction`: a plan (`apply` false) makes the same writes and rolls them back.
     retrying::<D, _, _, _>(|| async {
         let mut tx = db.begin().await?;
         let current: Vec<Schedule> =
@@ -159,26 +160,25 @@ pub async fn queue_due<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<(St
 /// Queue `name`'s due slot, if it has one no one queued yet.
 async fn queue_slot<D: Dialect>(db: &D, name: &str, now: DateTime<Utc>) -> Result<Option<TaskId>> {
     let pick = format!("SELECT * FROM task_schedules WHERE name = $1 AND paused_on IS NULL{}", D::FOR_UPDATE);
-    retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
-        let found = db.rows(Some(&mut tx), &pick, args![name]).await?;
-        let Some(schedule) = found.first().map(read).transpose()? else {
-            db.rollback(tx).await?;
-            return Ok(None);
-        };
-        let plan = plan(&schedule, now)?;
-        let Some(last) = plan.last_slot else {
-            db.rollback(tx).await?;
-            return Ok(None);
-        };
-        let task = match plan.queue {
-            Some(slot) => Some(add_one::<D>(D::conn(&mut tx), &task_of(&schedule, slot), now).await?.id),
-            None => None,
-        };
-        let moved = "UPDATE task_schedules SET last_slot = $2 WHERE name = $1";
-        db.exec(Some(&mut tx), moved, args![name, last]).await?;
-        db.commit(tx).await?;
-        Ok(task)
+    let (pick,) = (&pick,);
+    transaction(db, |tx| {
+        Box::pin(async move {
+            let found = db.rows(Some(&mut tx.tx), pick, args![name]).await?;
+            let Some(schedule) = found.first().map(read).transpose()? else {
+                return Ok(None);
+            };
+            let plan = plan(&schedule, now)?;
+            let Some(last) = plan.last_slot else {
+                return Ok(None);
+            };
+            let task = match plan.queue {
+                Some(slot) => Some(add_one::<D>(D::conn(&mut tx.tx), &task_of(&schedule, slot), now).await?.id),
+                None => None,
+            };
+            let moved = "UPDATE task_schedules SET last_slot = $2 WHERE name = $1";
+            db.exec(Some(&mut tx.tx), moved, args![name, last]).await?;
+            Ok(task)
+        })
     })
     .await
 }

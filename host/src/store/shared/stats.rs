@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, DurationRound, Utc};
 
-use super::super::dialect::{retrying, Cells, Dialect, TxOf};
+use super::super::dialect::{transaction_read_committed, Cells, Dialect, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg, CANCELLED, ERROR, RUNNING, SCHEDULED, SUCCESS, TIMEOUT};
 use crate::error::{Error, Result};
@@ -98,61 +98,62 @@ const GREATEST: [&str; 3] = ["duration_max", "fuel_max", "last_on"];
 pub async fn compact<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) -> Result<u64> {
     let mut summed: Vec<String> = SUMMED.iter().map(|c| c.to_string()).collect();
     summed.extend(histogram_columns());
-    retrying::<D, _, _, _>(|| async {
-        // READ COMMITTED: on MySQL, the scan (no index leads with the bucket) then locks only
-        // the old rows it takes, not every row and gap, which would hold up outcome writes.
-        let mut tx = db.begin_read_committed().await?;
-        let sql = format!(
-            "SELECT handler, queue, bucket, runner, {}, {}, first_on FROM task_stats
+    let summed = &summed;
+    // READ COMMITTED: on MySQL, the scan (no index leads with the bucket) then locks only the old
+    // rows it takes, not every row and gap, which would hold up outcome writes.
+    transaction_read_committed(db, |tx| {
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT handler, queue, bucket, runner, {}, {}, first_on FROM task_stats
              WHERE bucket < $1 AND runner <> {MERGED} ORDER BY bucket LIMIT $2{}",
-            summed.join(", "),
-            GREATEST.join(", "),
-            D::FOR_UPDATE
-        );
-        let found = db.rows(Some(&mut tx), &sql, args![before, batch]).await?;
-        if found.is_empty() {
-            db.rollback(tx).await?;
-            return Ok(0);
-        }
-        // (handler, queue, hour) → the merged row; (handler, queue, minute) → its runners.
-        let mut merged: BTreeMap<(String, String, DateTime<Utc>), Merged> = BTreeMap::new();
-        let mut keys: BTreeMap<(String, String, DateTime<Utc>), Vec<i64>> = BTreeMap::new();
-        for r in &found {
-            let (handler, queue) = (r.text("handler")?.unwrap_or_default(), r.text("queue")?.unwrap_or_default());
-            let bucket = r.time("bucket")?.unwrap_or(before);
-            let hour = bucket.duration_trunc(chrono::Duration::hours(1)).unwrap_or(bucket);
-            merged.entry((handler.clone(), queue.clone(), hour)).or_default().add(r, &summed)?;
-            keys.entry((handler, queue, bucket)).or_default().push(rows::id(r, "runner")?);
-        }
-        let upsert = D::upsert(
-            "task_stats",
-            &["handler", "queue", "bucket", "runner"],
-            &summed.iter().map(String::as_str).collect::<Vec<_>>(),
-            &GREATEST,
-            &["first_on"],
-        );
-        let columns = ["handler", "queue", "bucket", "runner"]
-            .into_iter()
-            .chain(summed.iter().map(String::as_str))
-            .chain(GREATEST)
-            .chain(["first_on"])
-            .collect::<Vec<_>>();
-        let slots: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
-        let insert = format!("INSERT INTO task_stats ({}) VALUES ({}) {upsert}", columns.join(", "), slots.join(", "));
-        for ((handler, queue, hour), m) in &merged {
-            let mut values: Vec<Arg<'_>> =
-                vec![Arg::from(handler), Arg::from(queue), Arg::Time(*hour), Arg::from(MERGED)];
-            values.extend(m.sums.iter().chain(&m.greatest).map(|v| Arg::from(*v)));
-            values.push(Arg::Time(m.last_on.unwrap_or(*hour)));
-            values.push(Arg::Time(m.first_on.unwrap_or(*hour)));
-            db.exec(Some(&mut tx), &insert, &values).await?;
-        }
-        let delete = "DELETE FROM task_stats WHERE handler = $1 AND queue = $2 AND bucket = $3 AND runner IN ($4)";
-        for ((handler, queue, bucket), runners) in &keys {
-            db.exec(Some(&mut tx), delete, args![handler, queue, *bucket, runners]).await?;
-        }
-        db.commit(tx).await?;
-        Ok(found.len() as u64)
+                summed.join(", "),
+                GREATEST.join(", "),
+                D::FOR_UPDATE
+            );
+            let found = db.rows(Some(&mut tx.tx), &sql, args![before, batch]).await?;
+            if found.is_empty() {
+                return Ok(0);
+            }
+            // (handler, queue, hour) → the merged row; (handler, queue, minute) → its runners.
+            let mut merged: BTreeMap<(String, String, DateTime<Utc>), Merged> = BTreeMap::new();
+            let mut keys: BTreeMap<(String, String, DateTime<Utc>), Vec<i64>> = BTreeMap::new();
+            for r in &found {
+                let (handler, queue) = (r.text("handler")?.unwrap_or_default(), r.text("queue")?.unwrap_or_default());
+                let bucket = r.time("bucket")?.unwrap_or(before);
+                let hour = bucket.duration_trunc(chrono::Duration::hours(1)).unwrap_or(bucket);
+                merged.entry((handler.clone(), queue.clone(), hour)).or_default().add(r, summed)?;
+                keys.entry((handler, queue, bucket)).or_default().push(rows::id(r, "runner")?);
+            }
+            let upsert = D::upsert(
+                "task_stats",
+                &["handler", "queue", "bucket", "runner"],
+                &summed.iter().map(String::as_str).collect::<Vec<_>>(),
+                &GREATEST,
+                &["first_on"],
+            );
+            let columns = ["handler", "queue", "bucket", "runner"]
+                .into_iter()
+                .chain(summed.iter().map(String::as_str))
+                .chain(GREATEST)
+                .chain(["first_on"])
+                .collect::<Vec<_>>();
+            let slots: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
+            let insert =
+                format!("INSERT INTO task_stats ({}) VALUES ({}) {upsert}", columns.join(", "), slots.join(", "));
+            for ((handler, queue, hour), m) in &merged {
+                let mut values: Vec<Arg<'_>> =
+                    vec![Arg::from(handler), Arg::from(queue), Arg::Time(*hour), Arg::from(MERGED)];
+                values.extend(m.sums.iter().chain(&m.greatest).map(|v| Arg::from(*v)));
+                values.push(Arg::Time(m.last_on.unwrap_or(*hour)));
+                values.push(Arg::Time(m.first_on.unwrap_or(*hour)));
+                db.exec(Some(&mut tx.tx), &insert, &values).await?;
+            }
+            let delete = "DELETE FROM task_stats WHERE handler = $1 AND queue = $2 AND bucket = $3 AND runner IN ($4)";
+            for ((handler, queue, bucket), runners) in &keys {
+                db.exec(Some(&mut tx.tx), delete, args![handler, queue, *bucket, runners]).await?;
+            }
+            Ok(found.len() as u64)
+        })
     })
     .await
 }

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{retrying, Cells, ConnOf, Dialect, TxOf};
+use super::super::dialect::{transaction, Cells, ConnOf, Dialect, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg};
 use super::super::transitions::{self, from, is};
@@ -77,36 +77,35 @@ pub async fn counts<D: Dialect>(db: &D) -> Result<QueueCounts> {
 /// `data` is given.
 pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<RunId> {
     let edit = format!("UPDATE task_queue SET task_data = $2 WHERE id = $1 AND {}", from(Transition::Replay));
-    retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
-        if let Some(data) = data {
-            db.exec(Some(&mut tx), &edit, args![id, data]).await?;
-        }
-        let replayed = match transitions::tasks::replay(db, &mut tx, &[id], now).await {
-            Err(e) if e.is_unique_violation() => {
-                db.rollback(tx).await?;
-                let reason = "another unfinished task holds the same unique key".to_string();
-                return Err(Error::CannotRetry { id, reason });
+    let edit = &edit;
+    transaction(db, |tx| {
+        Box::pin(async move {
+            if let Some(data) = data {
+                db.exec(Some(&mut tx.tx), edit, args![id, data]).await?;
             }
-            other => other?,
-        };
-        let run = match replayed {
-            0 => None,
-            _ => transitions::tasks::scheduled_run(db, &mut tx, id).await?,
-        };
-        let Some(run) = run else {
-            let task = get(db, Some(&mut tx), id).await?;
-            db.rollback(tx).await?;
-            return Err(match task {
-                None => Error::TaskNotFound(id),
-                Some(t) => Error::CannotRetry {
-                    id,
-                    reason: format!("it is {} (only tasks given up on or cancelled can be replayed)", t.state),
-                },
-            });
-        };
-        db.commit(tx).await?;
-        Ok(run)
+            let replayed = match transitions::tasks::replay(db, &mut tx.tx, &[id], now).await {
+                Err(e) if e.is_unique_violation() => {
+                    let reason = "another unfinished task holds the same unique key".to_string();
+                    return Err(Error::CannotRetry { id, reason });
+                }
+                other => other?,
+            };
+            let run = match replayed {
+                0 => None,
+                _ => transitions::tasks::scheduled_run(db, &mut tx.tx, id).await?,
+            };
+            let Some(run) = run else {
+                let task = get(db, Some(&mut tx.tx), id).await?;
+                return Err(match task {
+                    None => Error::TaskNotFound(id),
+                    Some(t) => Error::CannotRetry {
+                        id,
+                        reason: format!("it is {} (only tasks given up on or cancelled can be replayed)", t.state),
+                    },
+                });
+            };
+            Ok(run)
+        })
     })
     .await
 }
@@ -162,11 +161,11 @@ pub(crate) async fn add_tasks_in_tx<D: Dialect + ?Sized>(
     tasks: &[NewTask],
     now: DateTime<Utc>,
 ) -> Result<Vec<Added>> {
-    retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
-        let added = add_tasks_in::<D>(D::conn(&mut tx), tasks, now).await?;
-        db.commit(tx).await?;
-        Ok(added)
+    transaction(db, |tx| {
+        Box::pin(async move {
+            let added = add_tasks_in::<D>(D::conn(&mut tx.tx), tasks, now).await?;
+            Ok(added)
+        })
     })
     .await
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{retrying, Cells, Dialect};
+use super::super::dialect::{transaction, Cells, Dialect};
 use super::super::rows;
 use super::super::sql::args;
 use super::super::transitions::{self, is};
@@ -29,19 +29,20 @@ pub async fn apply_retry_plans<D: Dialect>(db: &D, plans: &[RetryPlan], now: Dat
     if plans.is_empty() {
         return Ok(());
     }
-    retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
-        for p in plans {
-            match p.next {
-                NextStep::RetryAt(at) => {
-                    transitions::tasks::retry(db, &mut tx, p.task_id, p.next_attempt, at, now).await?;
-                }
-                NextStep::GiveUp => {
-                    transitions::tasks::give_up(db, &mut tx, p.task_id, now).await?;
+    transaction(db, |tx| {
+        Box::pin(async move {
+            for p in plans {
+                match p.next {
+                    NextStep::RetryAt(at) => {
+                        transitions::tasks::retry(db, &mut tx.tx, p.task_id, p.next_attempt, at, now).await?;
+                    }
+                    NextStep::GiveUp => {
+                        transitions::tasks::give_up(db, &mut tx.tx, p.task_id, now).await?;
+                    }
                 }
             }
-        }
-        db.commit(tx).await
+            Ok(())
+        })
     })
     .await
 }
@@ -62,16 +63,16 @@ pub async fn give_up_unserved<D: Dialect>(
         is(TaskState::Scheduled),
         D::SKIP_LOCKED
     );
-    retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
-        let ids = ids(&db.rows(Some(&mut tx), &pick, args![due_before, served, limit]).await?)?;
-        if ids.is_empty() {
-            db.rollback(tx).await?;
-            return Ok(0);
-        }
-        transitions::tasks::abandon(db, &mut tx, &ids, now).await?;
-        db.commit(tx).await?;
-        Ok(ids.len() as u64)
+    let (pick,) = (&pick,);
+    transaction(db, |tx| {
+        Box::pin(async move {
+            let ids = ids(&db.rows(Some(&mut tx.tx), pick, args![due_before, served, limit]).await?)?;
+            if ids.is_empty() {
+                return Ok(0);
+            }
+            transitions::tasks::abandon(db, &mut tx.tx, &ids, now).await?;
+            Ok(ids.len() as u64)
+        })
     })
     .await
 }
@@ -86,32 +87,31 @@ pub async fn try_lease<D: Dialect>(
     ttl: Duration,
 ) -> Result<bool> {
     let until = now + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::days(1));
-    retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
-        let take = "UPDATE task_leases SET holder = $2, expires_on = $3
+    let taken = transaction(db, |tx| {
+        Box::pin(async move {
+            let take = "UPDATE task_leases SET holder = $2, expires_on = $3
                     WHERE name = $1 AND (holder = $2 OR expires_on < $4)";
-        db.exec(Some(&mut tx), take, args![name, holder, until, now]).await?;
-        let found = db.rows(Some(&mut tx), "SELECT holder FROM task_leases WHERE name = $1", args![name]).await?;
-        let held = match found.first() {
-            // Read back rather than counted: MySQL counts a renewal to the same time as no change.
-            Some(r) => r.text("holder")?.as_deref() == Some(holder),
-            None => {
-                let new = "INSERT INTO task_leases (name, holder, expires_on) VALUES ($1, $2, $3)";
-                match db.exec(Some(&mut tx), new, args![name, holder, until]).await {
-                    Ok(_) => true,
-                    // Another overseer took it first.
-                    Err(e) if e.is_unique_violation() => {
-                        db.rollback(tx).await?;
-                        return Ok(false);
-                    }
-                    Err(e) => return Err(e),
+            db.exec(Some(&mut tx.tx), take, args![name, holder, until, now]).await?;
+            let found =
+                db.rows(Some(&mut tx.tx), "SELECT holder FROM task_leases WHERE name = $1", args![name]).await?;
+            let held = match found.first() {
+                // Read back rather than counted: MySQL counts a renewal to the same time as no change.
+                Some(r) => r.text("holder")?.as_deref() == Some(holder),
+                None => {
+                    let new = "INSERT INTO task_leases (name, holder, expires_on) VALUES ($1, $2, $3)";
+                    db.exec(Some(&mut tx.tx), new, args![name, holder, until]).await?;
+                    true
                 }
-            }
-        };
-        db.commit(tx).await?;
-        Ok(held)
+            };
+            Ok(held)
+        })
     })
-    .await
+    .await;
+    match taken {
+        // Another overseer made the lease first (its transaction rolled back).
+        Err(e) if e.is_unique_violation() => Ok(false),
+        other => other,
+    }
 }
 
 fn ids<R: Cells>(found: &[R]) -> Result<Vec<i64>> {

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{retrying, Dialect, TxOf};
+use super::super::dialect::{transaction, Dialect, TxOf};
 use super::super::rows;
 use super::super::sql::{args, RUNNING, SCHEDULED, TIMEOUT};
 use super::{from, insert_run, Why, RELEASE_KEY};
@@ -29,23 +29,26 @@ pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
     let ids: Vec<RunId> = failed.iter().map(|f| f.o.run_id).collect();
     let running = format!("SELECT id, attempt FROM task_runs WHERE id IN ($1) AND status = {RUNNING}{}", D::FOR_UPDATE);
     let latest = outcomes.iter().map(|o| o.finished_on).max().unwrap_or_default();
-    retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
-        // The runs this transaction ends, for the statistics.
-        let mut ended = if ok.is_empty() { Vec::new() } else { db.finish_successes(&mut tx, &ok).await? };
-        if !failed.is_empty() {
-            let attempts = db.rows(Some(&mut tx), &running, args![&ids]).await?;
-            let attempts: std::collections::HashMap<RunId, i64> =
-                attempts.iter().map(|r| Ok((rows::id(r, "id")?, rows::id(r, "attempt")?))).collect::<Result<_>>()?;
-            for f in &failed {
-                if let Some(attempt) = attempts.get(&f.o.run_id) {
-                    fail(db, &mut tx, f, rows::n32(*attempt)).await?;
-                    ended.push(f.o.run_id);
+    let (ok, failed, running, ids) = (&ok, &failed, &running, &ids);
+    transaction(db, |tx| {
+        Box::pin(async move {
+            // The runs this transaction ends, for the statistics.
+            let mut ended = if ok.is_empty() { Vec::new() } else { db.finish_successes(&mut tx.tx, ok).await? };
+            if !failed.is_empty() {
+                let attempts = db.rows(Some(&mut tx.tx), running, args![ids]).await?;
+                let attempts: std::collections::HashMap<RunId, i64> = attempts
+                    .iter()
+                    .map(|r| Ok((rows::id(r, "id")?, rows::id(r, "attempt")?)))
+                    .collect::<Result<_>>()?;
+                for f in failed {
+                    if let Some(attempt) = attempts.get(&f.o.run_id) {
+                        fail(db, &mut tx.tx, f, rows::n32(*attempt)).await?;
+                        ended.push(f.o.run_id);
+                    }
                 }
             }
-        }
-        super::super::shared::stats::record(db, &mut tx, &ended, latest).await?;
-        db.commit(tx).await
+            super::super::shared::stats::record(db, &mut tx.tx, &ended, latest).await
+        })
     })
     .await
 }
@@ -145,17 +148,17 @@ pub async fn put_back<D: Dialect>(db: &D, run: RunId, at: DateTime<Utc>) -> Resu
         "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2 WHERE id = $1 AND {}",
         from(Transition::PutBack)
     );
-    retrying::<D, _, _, _>(|| async {
-        let mut tx = db.begin().await?;
-        let Some(found) = db.rows(Some(&mut tx), &find, args![run]).await?.into_iter().next() else {
-            db.rollback(tx).await?;
-            return Ok(false);
-        };
-        let task_id = rows::id(&found, "task_queue_id")?;
-        db.exec(Some(&mut tx), &unclaim, args![run]).await?;
-        db.exec(Some(&mut tx), &task, args![task_id, at]).await?;
-        db.commit(tx).await?;
-        Ok(true)
+    let (find, task, unclaim) = (&find, &task, &unclaim);
+    transaction(db, |tx| {
+        Box::pin(async move {
+            let Some(found) = db.rows(Some(&mut tx.tx), find, args![run]).await?.into_iter().next() else {
+                return Ok(false);
+            };
+            let task_id = rows::id(&found, "task_queue_id")?;
+            db.exec(Some(&mut tx.tx), unclaim, args![run]).await?;
+            db.exec(Some(&mut tx.tx), task, args![task_id, at]).await?;
+            Ok(true)
+        })
     })
     .await
 }
