@@ -65,10 +65,12 @@ features-check:
 	done
 	$(CARGO) check --quiet -p taskhost --no-default-features --features cli,sqlite
 
-# Formatting and lints, as CI checks them.
+# Formatting, lints and the library's documentation (every public item documented:
+# `#![warn(missing_docs)]`; no broken link), as CI checks them.
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --release --no-deps -p taskhost --all-features
 
 bench: plugins build
 	$(CARGO) bench -p taskhost

@@ -12,15 +12,18 @@ use crate::runner::{Worker, WorkerConfig};
 use crate::sandbox::{Sandbox, SandboxConfig};
 use crate::store::{self, SharedStore, StoreOptions};
 
+/// What [`App::open`] needs: the database, the plugins directory, the sandbox and the operator's policy.
 #[derive(Clone)]
 pub struct AppConfig {
     /// `sqlite://PATH`.
     pub database_url: String,
+    /// The plugins directory (`NAME.wasm`, `NAME.toml`).
     pub plugins_dir: PathBuf,
     /// Compiled-artifact cache; None = [`plugins::default_cache_dir`].
     pub cache_dir: Option<PathBuf>,
     /// Apply migrations when opening the database.
     pub migrate: bool,
+    /// The sandbox's engine and pool.
     pub sandbox: SandboxConfig,
     /// The operator's limits and grants ([`Policy::load`] reads them from a file).
     pub policy: Policy,
@@ -40,6 +43,7 @@ impl std::fmt::Debug for AppConfig {
 }
 
 impl AppConfig {
+    /// The defaults, with this database and plugins directory.
     pub fn new(database_url: impl Into<String>, plugins_dir: impl Into<PathBuf>) -> Self {
         AppConfig {
             database_url: database_url.into(),
@@ -53,11 +57,16 @@ impl AppConfig {
     }
 }
 
+/// An open host: the store, the plugins, the clock and the client over them.
 #[derive(Debug, Clone)]
 pub struct App {
+    /// The database.
     pub store: SharedStore,
+    /// The plugins loaded into the sandbox.
     pub catalog: Arc<Catalog>,
+    /// The time every part reads.
     pub clock: SharedClock,
+    /// Queueing and reading tasks, checked.
     pub client: Client,
 }
 
@@ -68,6 +77,7 @@ impl App {
         Self::open_with_clock(config, Arc::new(SystemClock)).await
     }
 
+    /// [`App::open`], every part reading the time from `clock` (tests move it).
     pub async fn open_with_clock(config: &AppConfig, clock: SharedClock) -> Result<App> {
         let store = store::open(
             &config.database_url,
@@ -93,6 +103,7 @@ impl App {
         Ok(Arc::new(Catalog::new(Arc::new(sandbox), &config.plugins_dir, cache, config.policy.clone())))
     }
 
+    /// A worker over this app's store and plugins.
     pub fn worker(&self, config: WorkerConfig) -> Worker {
         Worker::new(self.store.clone(), self.catalog.clone(), self.clock.clone(), config)
     }

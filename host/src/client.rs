@@ -41,6 +41,8 @@ fn check_filters(filters: &[(&'static str, Option<&str>)]) -> Result<()> {
     Ok(())
 }
 
+/// Queueing and reading tasks, each input checked first (JSON, handler, sizes): what the CLI,
+/// the API and a library user call.
 #[derive(Debug, Clone)]
 pub struct Client {
     store: SharedStore,
@@ -58,10 +60,12 @@ impl Client {
     /// The longest text a filter of a read (list, statistics) may hold.
     pub const MAX_FILTER_BYTES: usize = 1024;
 
+    /// A client over `store`, checking handlers against `catalog`.
     pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock) -> Self {
         Client { store, catalog, clock }
     }
 
+    /// The store underneath.
     pub fn store(&self) -> &SharedStore {
         &self.store
     }
@@ -217,6 +221,7 @@ impl Client {
         self.validate(std::slice::from_ref(&task)).await
     }
 
+    /// Every schedule, by name.
     pub async fn schedules(&self) -> Result<Vec<crate::schedule::Schedule>> {
         self.store.schedules().await
     }

@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 
+/// Where the time comes from.
 pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// The time now.
     fn now(&self) -> DateTime<Utc>;
 }
 
@@ -24,14 +26,17 @@ impl Clock for SystemClock {
 pub struct ManualClock(Arc<Mutex<DateTime<Utc>>>);
 
 impl ManualClock {
+    /// A clock standing at `start`.
     pub fn new(start: DateTime<Utc>) -> Self {
         ManualClock(Arc::new(Mutex::new(start)))
     }
 
+    /// Move it to `to`.
     pub fn set(&self, to: DateTime<Utc>) {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = to;
     }
 
+    /// Move it on by `by`.
     pub fn advance(&self, by: chrono::Duration) {
         let mut t = self.0.lock().unwrap_or_else(|p| p.into_inner());
         *t += by;
@@ -44,4 +49,5 @@ impl Clock for ManualClock {
     }
 }
 
+/// A clock shared by the parts of a process.
 pub type SharedClock = Arc<dyn Clock>;

@@ -4,78 +4,159 @@ use std::path::PathBuf;
 
 use crate::model::TaskId;
 
+/// A result of the library: its [`Error`] by default.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Everything the library can fail with, each one clear line (`Display`). Retryable or not:
+/// [`Error::is_retryable`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A database call failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
 
+    /// A migration failed.
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
 
+    /// The database has no tables yet.
     #[error(
         "the database has no taskhost tables: create them with `taskhost migrate` (or open it without --no-migrate)"
     )]
     NotMigrated,
 
-    /// `url` has its password left out.
+    /// A database URL that cannot be used (`url` has its password left out).
     #[error("invalid database URL {url:?}: {reason}")]
-    BadUrl { url: String, reason: String },
+    BadUrl {
+        /// The URL, its password left out.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 
-    /// `url` has its password left out.
+    /// The database server did not answer (`url` has its password left out).
     #[error("cannot connect to {url}: {reason}")]
-    Connect { url: String, reason: String },
+    Connect {
+        /// The URL, its password left out.
+        url: String,
+        /// What the connection said.
+        reason: String,
+    },
 
+    /// Task data that is not JSON.
     #[error("task data is not valid JSON: {0}")]
     InvalidJson(String),
 
+    /// No plugin of that name in the plugins directory.
     #[error("unknown handler {name:?}: there is no {name}.wasm in {}", dir.display())]
-    UnknownHandler { name: String, dir: PathBuf },
+    UnknownHandler {
+        /// The handler asked for.
+        name: String,
+        /// The plugins directory.
+        dir: PathBuf,
+    },
 
+    /// The plugins directory cannot be read.
     #[error("cannot read the plugins directory {}: {reason}", dir.display())]
-    PluginsDir { dir: PathBuf, reason: String },
+    PluginsDir {
+        /// The directory.
+        dir: PathBuf,
+        /// Why it cannot be read.
+        reason: String,
+    },
 
+    /// A worker found nothing it could run.
     #[error("no usable plugin in {}: nothing for a worker to run", dir.display())]
-    NoPlugins { dir: PathBuf },
+    NoPlugins {
+        /// The plugins directory.
+        dir: PathBuf,
+    },
 
+    /// A plugin that exists but cannot be used.
     #[error("handler {name:?} cannot be used: {reason}")]
-    BrokenHandler { name: String, reason: String },
+    BrokenHandler {
+        /// The handler.
+        name: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
 
+    /// A plugin's manifest is wrong.
     #[error("invalid manifest {}: {reason}", path.display())]
-    BadManifest { path: PathBuf, reason: String },
+    BadManifest {
+        /// The manifest.
+        path: PathBuf,
+        /// What is wrong, and where.
+        reason: String,
+    },
 
+    /// The operator's configuration file is wrong.
     #[error("invalid configuration {}: {reason}", path.display())]
-    BadConfig { path: PathBuf, reason: String },
+    BadConfig {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and where.
+        reason: String,
+    },
 
+    /// No task with that id.
     #[error("task {0} not found")]
     TaskNotFound(TaskId),
 
+    /// No schedule with that name.
     #[error("no schedule named {0:?}")]
     ScheduleNotFound(String),
 
+    /// A task that cannot be replayed (it is not dead or cancelled, or its key is held).
     #[error("task {id} cannot be retried: {reason}")]
-    CannotRetry { id: TaskId, reason: String },
+    CannotRetry {
+        /// The task.
+        id: TaskId,
+        /// Why it cannot.
+        reason: String,
+    },
 
+    /// As many runners as allowed are live already.
     #[error("runner limit reached: {live} runners are already running (limit {limit})")]
-    RunnerLimit { live: u64, limit: u32 },
+    RunnerLimit {
+        /// Runners live now.
+        live: u64,
+        /// Runners allowed.
+        limit: u32,
+    },
 
+    /// A value that is not valid: `what` names it.
     #[error("invalid {what}: {reason}")]
-    Invalid { what: &'static str, reason: String },
+    Invalid {
+        /// What the value is.
+        what: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
 
+    /// A file or process could not be read or written.
     #[error("{context}: {source}")]
     Io {
+        /// What was being done.
         context: String,
+        /// What the system said.
         #[source]
         source: std::io::Error,
     },
 
+    /// wasmtime refused a component or could not start.
     #[error("wasm engine: {0}")]
     Engine(String),
 
+    /// A row the host cannot read (it should never happen).
     #[error("corrupt row in {table}: {reason}")]
-    CorruptRow { table: &'static str, reason: String },
+    CorruptRow {
+        /// The table.
+        table: &'static str,
+        /// What is wrong with the row.
+        reason: String,
+    },
 }
 
 /// The code a database gave an error, as the classifiers below match it: MySQL's error number

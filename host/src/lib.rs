@@ -1,6 +1,8 @@
 //! taskhost: a durable task queue kept in SQL whose handlers are sandboxed WebAssembly
 //! components. See the README for the manual.
 
+#![warn(missing_docs)]
+
 #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
 compile_error!("taskhost needs at least one database: enable the cargo feature \"sqlite\", \"postgres\" or \"mysql\"");
 

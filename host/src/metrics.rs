@@ -128,6 +128,7 @@ fn series<V>(map: &BTreeMap<Labels, V>, labels: &[(&'static str, &str)]) -> Labe
 }
 
 impl Metrics {
+    /// Add `by` to `counter` with these labels.
     pub fn add(&self, counter: Counter, labels: &[(&'static str, &str)], by: u64) {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let map = inner.counters.entry(counter).or_default();
@@ -135,6 +136,7 @@ impl Metrics {
         *map.entry(key).or_default() += by;
     }
 
+    /// Count `value` in `histogram` with these labels.
     pub fn observe(&self, histogram: Histogram, labels: &[(&'static str, &str)], value: f64) {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let map = inner.histograms.entry(histogram).or_default();

@@ -11,15 +11,20 @@ use crate::model::{BackoffSettings, NextStep};
 /// then spread by ±`jitter` so retries of many tasks do not arrive together.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backoff {
+    /// The first delay.
     pub base: Duration,
+    /// The longest delay.
     pub max: Duration,
     /// Fraction of the delay, 0.0..=1.0.
     pub jitter: f64,
 }
 
 impl Backoff {
+    /// The default first delay.
     pub const DEFAULT_BASE: Duration = Duration::from_secs(1);
+    /// The default longest delay.
     pub const DEFAULT_MAX: Duration = Duration::from_secs(3600);
+    /// The default spread.
     pub const DEFAULT_JITTER: f64 = 0.1;
 
     /// The task's own settings where it has them, these otherwise.

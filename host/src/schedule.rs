@@ -34,6 +34,7 @@ pub enum Missed {
 }
 
 impl Missed {
+    /// The word stored and written in the configuration.
     pub const fn as_str(self) -> &'static str {
         match self {
             Missed::Once => "once",
@@ -57,14 +58,21 @@ impl FromStr for Missed {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct NewSchedule {
+    /// Its name, unique.
     pub name: String,
+    /// When: a cron expression (five fields, or six with seconds).
     pub cron: String,
     /// An IANA time zone (`Europe/Paris`), or `UTC`.
     pub time_zone: String,
+    /// The handler of the tasks it queues.
     pub handler: String,
+    /// Their data (a JSON document).
     pub data: String,
+    /// Their queue.
     pub queue: String,
+    /// Their priority.
     pub priority: i32,
+    /// What to do about slots missed while no overseer ran.
     pub missed: Missed,
 }
 
@@ -88,6 +96,7 @@ impl NewSchedule {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct Schedule {
+    /// What it was made with.
     #[serde(flatten)]
     pub spec: NewSchedule,
     /// Since when it is paused (it queues nothing); None: it is not.
@@ -97,18 +106,23 @@ pub struct Schedule {
     pub declared: bool,
     /// The latest slot queued or passed over.
     pub last_slot: DateTime<Utc>,
+    /// When it was made.
     pub created_on: DateTime<Utc>,
 }
 
 /// What [`crate::store::Store::sync_schedules`] changed, by schedule name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Synced {
+    /// Schedules made.
     pub added: Vec<String>,
+    /// Schedules changed.
     pub updated: Vec<String>,
+    /// Schedules removed.
     pub removed: Vec<String>,
 }
 
 impl Synced {
+    /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
         self.added.is_empty() && self.updated.is_empty() && self.removed.is_empty()
     }
@@ -166,6 +180,7 @@ pub struct Slots {
 }
 
 impl Slots {
+    /// Check `cron` and `time_zone`; one line naming what is wrong otherwise.
     pub fn new(cron: &str, time_zone: &str) -> Result<Slots> {
         let zone = time_zone.parse::<chrono_tz::Tz>().map_err(|_| {
             Error::invalid("time zone", format!("{time_zone:?} is not an IANA time zone (e.g. Europe/Paris, UTC)"))

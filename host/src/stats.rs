@@ -23,7 +23,9 @@ pub const BUCKETS: usize = DURATION_BOUNDS_MS.len() + 1;
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct HandlerStats {
+    /// The handler.
     pub handler: String,
+    /// The queue.
     pub queue: String,
     /// Unfinished tasks and dead letters now in the database (finished tasks are counted by
     /// their runs, below).
@@ -32,21 +34,27 @@ pub struct HandlerStats {
     pub runs: RunCounts,
     /// Failed and timed-out runs over those that ran to an end (cancelled ones aside); 0 when none.
     pub failure_rate: f64,
+    /// How long runs took, in milliseconds (None: no run timed yet).
     pub duration_ms: Option<Spread>,
+    /// The fuel runs burnt (None: none counted yet).
     pub fuel: Option<FuelUse>,
     /// When the first counted run started, and when the latest ended.
     pub first_run: Option<DateTime<Utc>>,
+    /// When the latest counted run ended.
     pub last_run: Option<DateTime<Utc>>,
     /// Runs ended in the current and previous minute, and in the last hour (by minute).
     pub last_minute: u64,
+    /// Runs ended in the last hour.
     pub last_hour: u64,
 }
 
+/// Tasks now in the database, by state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct TaskCounts {
     /// Waiting for their first run or a retry.
     pub scheduled: u64,
+    /// Held by a worker.
     pub running: u64,
     /// Failed, their next run not decided yet (an overseer's time-out, a moment ago).
     pub awaiting_retry: u64,
@@ -54,12 +62,17 @@ pub struct TaskCounts {
     pub dead: u64,
 }
 
+/// Runs ended, by how.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct RunCounts {
+    /// Succeeded.
     pub succeeded: u64,
+    /// Failed (`error`).
     pub failed: u64,
+    /// Timed out.
     pub timed_out: u64,
+    /// Cancelled.
     pub cancelled: u64,
 }
 
@@ -69,6 +82,7 @@ pub struct RunCounts {
 pub struct Minute {
     /// The minute's start.
     pub at: DateTime<Utc>,
+    /// Runs that ended in it.
     pub runs: RunCounts,
 }
 
@@ -76,16 +90,23 @@ pub struct Minute {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct Spread {
+    /// The mean.
     pub avg: f64,
+    /// The median, estimated from the histogram.
     pub p50: f64,
+    /// The 95th percentile, estimated from the histogram.
     pub p95: f64,
+    /// The largest.
     pub max: i64,
 }
 
+/// Fuel burnt by runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct FuelUse {
+    /// The mean per run.
     pub avg: f64,
+    /// The most one run burnt.
     pub max: i64,
 }
 

@@ -9,15 +9,18 @@ use utoipa::{Modify, OpenApi, ToSchema};
 /// Every error: a stable code and a message for a person.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorBody {
+    /// What went wrong.
     pub error: ErrorDetail,
 }
 
+/// An error's code and words.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// `invalid-json`, `invalid`, `unknown-handler`, `handler-broken`, `unauthorized`,
     /// `forbidden`, `not-found`, `method-not-allowed`, `conflict`, `too-many-tasks`,
     /// `too-large`, `unavailable`.
     pub code: String,
+    /// What went wrong, for a person.
     pub message: String,
 }
 
@@ -51,6 +54,7 @@ pub enum Errors {
 /// `{"status": "ok"}` or `{"status": "ready"}`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Status {
+    /// `ok`.
     pub status: String,
 }
 
@@ -71,6 +75,7 @@ pub struct Status {
         (name = "operations", description = "Health, statistics, runners and plugins"),
     )
 )]
+/// The OpenAPI document of the API, made from the handlers and types.
 pub struct ApiDoc;
 
 struct BearerTokens;

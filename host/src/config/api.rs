@@ -18,7 +18,9 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// May read.
     Read,
+    /// May read and act (queue, cancel, retry, delete, pause).
     Write,
 }
 
@@ -28,7 +30,9 @@ pub enum Role {
 pub struct ApiToken {
     /// Who it is for, in logs.
     pub name: String,
+    /// The secret the caller presents (`Authorization: Bearer`).
     pub token: String,
+    /// What it may do.
     pub role: Role,
 }
 
@@ -38,9 +42,11 @@ impl std::fmt::Debug for ApiToken {
     }
 }
 
+/// The `[api]` table: who may call the HTTP API.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApiSection {
+    /// The tokens; none: only loopback callers, without a token.
     #[serde(default)]
     pub tokens: Vec<ApiToken>,
 }
@@ -49,6 +55,7 @@ impl ApiSection {
     /// Shortest token accepted: a guessable one is refused at start.
     pub const MIN_TOKEN_BYTES: usize = 16;
 
+    /// Check the tokens (length, no duplicates); one line naming what is wrong otherwise.
     pub fn check(&self) -> Result<(), String> {
         for (i, t) in self.tokens.iter().enumerate() {
             if t.token.len() < Self::MIN_TOKEN_BYTES || t.token.chars().any(|c| c.is_whitespace() || c.is_control()) {

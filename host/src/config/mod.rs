@@ -70,6 +70,7 @@ pub struct Policy {
     /// How compiling a component is bounded. `program` (the binary that compiles in a child
     /// process) is set by whoever starts the host, not by the file.
     pub compile: CompileBounds,
+    /// Handler name → the operator's word on it.
     pub handlers: HashMap<String, HandlerPolicy>,
     /// The periodic tasks the file declares, by name.
     pub schedules: Vec<NewSchedule>,
@@ -86,14 +87,18 @@ pub struct Policy {
 pub struct HandlerPolicy {
     /// When set, the handler is usable only as the component with this sha256 (hex).
     pub digest: Option<String>,
+    /// Its limits at most.
     pub limits: Limits,
+    /// What it may reach.
     pub grants: Grants,
 }
 
 impl Policy {
+    /// The largest component read, unless the file says otherwise.
     pub const DEFAULT_MAX_COMPONENT_BYTES: u64 = 64 << 20;
     /// The largest component any configuration may allow.
     pub const MAX_COMPONENT_BYTES: u64 = crate::sandbox::compile::MAX_COMPONENT_BYTES;
+    /// The compiled-code cache's size, unless the file says otherwise.
     pub const DEFAULT_CACHE_MAX_BYTES: u64 = 2 << 30;
 
     /// Read and check the configuration file at `path`.

@@ -21,9 +21,13 @@ pub enum ErrorSource {
 /// A failed run: the error code and message stored on the run, and whether a retry may help.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
+    /// A stable error code: one of [`codes`] (the host's) or the handler's own.
     pub code: String,
+    /// What happened, for a person.
     pub message: String,
+    /// Whether another run may succeed (a non-retryable failure gives the task up at once).
     pub retryable: bool,
+    /// Who produced it.
     pub source: ErrorSource,
     /// Stopped for time (status `timeout`) or failed (`error`); only the host stops a run for time.
     pub kind: FailureKind,
@@ -39,6 +43,7 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
+    /// The status a run failing this way ends with.
     pub const fn status(self) -> RunStatus {
         match self {
             FailureKind::Error => RunStatus::Error,
@@ -48,29 +53,46 @@ impl FailureKind {
 }
 
 /// Error codes the host itself produces. They are reserved: a handler returning one of them
-/// has it stored as `guest-CODE` (see `Failure::handler`, in the sandbox), so a code in [`HOST`] always
-/// means the host ended the run.
+/// has it stored as `guest-CODE` (see `Failure::handler`, in the sandbox), so a code in
+/// [`codes::HOST`] always means the host ended the run.
 pub mod codes {
+    /// The run used all of its fuel.
     pub const FUEL_EXHAUSTED: &str = "fuel-exhausted";
+    /// The run passed its handler's wall-clock deadline.
     pub const DEADLINE: &str = "deadline";
+    /// The guest tried to grow its memory past its limit.
     pub const MEMORY_LIMIT: &str = "memory-limit";
+    /// The guest tried to grow a table past its limit.
     pub const TABLE_LIMIT: &str = "table-limit";
+    /// The guest held more handles (files, streams, pollables) than its limit.
     pub const HANDLE_LIMIT: &str = "handle-limit";
+    /// The guest overflowed its stack.
     pub const STACK_OVERFLOW: &str = "stack-overflow";
+    /// The guest trapped (or the call failed otherwise).
     pub const TRAP: &str = "trap";
+    /// The results were larger than their limit.
     pub const OUTPUT_TOO_LARGE: &str = "output-too-large";
+    /// The guest handed the host more bytes in one call than it may.
     pub const TRANSFER_TOO_LARGE: &str = "transfer-too-large";
+    /// The results were not valid JSON.
     pub const INVALID_RESULTS: &str = "invalid-results";
+    /// No usable plugin of that name is loaded (or none serves it).
     pub const HANDLER_NOT_FOUND: &str = "handler-not-found";
+    /// The plugin exists but cannot be used (it does not compile, or implements the wrong world).
     pub const HANDLER_BROKEN: &str = "handler-broken";
+    /// The host refused a request past the handler's grants.
     pub const DENIED: &str = "denied";
     /// A request went past a bound of the handler's HTTP grant (count, concurrency, body size).
     pub const HTTP_LIMIT: &str = "http-limit";
     /// A run created more sockets and name lookups than its socket grant's `max_sockets`.
     pub const SOCKET_LIMIT: &str = "socket-limit";
+    /// The host itself failed while running the task (a bug).
     pub const HOST_ERROR: &str = "host-error";
+    /// The database refused the run's outcome; this failure, which says why, is written instead.
     pub const OUTCOME_REJECTED: &str = "outcome-rejected";
+    /// The run's runner stopped heartbeating (or its process vanished).
     pub const RUNNER_LOST: &str = "runner-lost";
+    /// The run passed its task's run timeout.
     pub const RUN_TIMEOUT: &str = "run-timeout";
     /// The run could not start for want of a host resource (the sandbox's pool was full). The
     /// worker puts such a run back in the queue, uncounted; this code is stored only when it
@@ -152,6 +174,7 @@ impl Failure {
         self.kind.status()
     }
 
+    /// The run passed its handler's deadline `limit` (stuck in a host call, or not).
     pub fn deadline(limit: Duration, in_host_call: bool) -> Self {
         let where_ = if in_host_call { " (stuck in a host call)" } else { "" };
         Failure::timed_out(
@@ -173,6 +196,7 @@ impl Failure {
         Failure::host(codes::DENIED, message, true)
     }
 
+    /// No usable plugin named `name` is loaded.
     pub fn handler_not_found(name: &str) -> Self {
         Failure::host(
             codes::HANDLER_NOT_FOUND,
@@ -181,6 +205,7 @@ impl Failure {
         )
     }
 
+    /// The plugin `name` cannot be used, for `reason`.
     pub fn handler_broken(name: &str, reason: &str) -> Self {
         Failure::host(codes::HANDLER_BROKEN, format!("handler {name:?} cannot be used: {reason}"), false)
     }

@@ -6,22 +6,30 @@ use serde::Deserialize;
 
 use super::NewTask;
 
+/// A task as JSON (`add --many`, the API), before it is checked.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct TaskInput {
+    /// The handler.
     pub handler: String,
     /// Any JSON; `{}` when absent.
     #[serde(default = "empty_object")]
     #[cfg_attr(feature = "serve", schema(value_type = serde_json::Value))]
     pub data: serde_json::Value,
+    /// Its queue (the default's when absent).
     pub queue: Option<String>,
+    /// Its priority (lower runs first).
     pub priority: Option<i32>,
+    /// Failed runs in a row after which it is given up.
     pub max_retries: Option<u32>,
+    /// Its unique key.
     pub unique_key: Option<String>,
+    /// Who queues it.
     pub queued_by: Option<String>,
     /// Read as `add --at` reads its value, to say what is wrong with it.
     pub at: Option<String>,
+    /// A run's time at most, as text ("90s").
     pub run_timeout: Option<String>,
 }
 

@@ -10,7 +10,9 @@ use super::{ErrorSource, Run, Task};
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct TaskDetail {
+    /// The task.
     pub task: Task,
+    /// Its runs, oldest first.
     pub runs: Vec<RunDetail>,
 }
 
@@ -18,12 +20,15 @@ pub struct TaskDetail {
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct RunDetail {
+    /// The run.
     #[serde(flatten)]
     pub run: Run,
+    /// Who produced its error: the host or the handler.
     pub error_source: Option<ErrorSource>,
 }
 
 impl TaskDetail {
+    /// A task and its runs, each run's error source read from its code.
     pub fn new(task: Task, runs: Vec<Run>) -> Self {
         let runs = runs.into_iter().map(|run| RunDetail { error_source: run.error_source(), run }).collect();
         TaskDetail { task, runs }

@@ -18,8 +18,11 @@ pub use json::{task_json, RunDetail, TaskDetail};
 pub use lifecycle::{TaskState, Transition};
 pub use outcome::*;
 
+/// A task's id (`task_queue.id`).
 pub type TaskId = i64;
+/// A run's id (`task_runs.id`).
 pub type RunId = i64;
+/// A runner's id (`task_runners.id`): one worker process.
 pub type RunnerId = i64;
 
 /// Whether `name` can name a handler (and its plugin file): letters, digits, `-` and `_`, at
@@ -37,6 +40,7 @@ pub enum RunStatus {
     Scheduled,
     /// Claimed by a runner.
     Running,
+    /// Ended well.
     Success,
     /// A known failure: the handler returned an error, trapped or broke a limit.
     Error,
@@ -47,6 +51,7 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Every status, in the order of a run's life.
     pub const ALL: [RunStatus; 6] = [
         RunStatus::Scheduled,
         RunStatus::Running,
@@ -56,6 +61,7 @@ impl RunStatus {
         RunStatus::Cancelled,
     ];
 
+    /// The word stored in the database and shown to people.
     pub const fn as_str(self) -> &'static str {
         match self {
             RunStatus::Scheduled => "scheduled",
@@ -78,6 +84,7 @@ impl RunStatus {
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub enum RunnerStatus {
+    /// Working.
     Running,
     /// The runner stopped by itself (shutdown, drain, memory cap).
     Success,
@@ -86,6 +93,7 @@ pub enum RunnerStatus {
 }
 
 impl RunnerStatus {
+    /// The word stored in the database and shown to people.
     pub const fn as_str(self) -> &'static str {
         match self {
             RunnerStatus::Running => "running",
@@ -144,13 +152,17 @@ pub struct BackoffSettings {
 /// What a caller asks to queue. Build one with [`NewTask::new`] and the `with_*` methods.
 #[derive(Debug, Clone)]
 pub struct NewTask {
+    /// The handler (plugin name) that runs it.
     pub handler: String,
     /// The task's data, a JSON document (validated by the client before it is written).
     pub data: String,
     /// When to run it; `None` = now.
     pub scheduled_on: Option<DateTime<Utc>>,
+    /// Failed runs in a row after which the task is given up ([`DEFAULT_MAX_RETRIES`]).
     pub max_retries: u32,
+    /// Who queued it, for people reading the queue (free text).
     pub queued_by: Option<String>,
+    /// The queue it is claimed from ([`DEFAULT_QUEUE`]).
     pub queue: String,
     /// Lower runs first.
     pub priority: i32,
@@ -158,18 +170,25 @@ pub struct NewTask {
     pub unique_key: Option<String>,
     /// `None` = the system-wide default (1 day).
     pub run_timeout: Option<Duration>,
+    /// This task's retry backoff; unset parts are the worker's.
     pub backoff: BackoffSettings,
 }
 
+/// Failed runs in a row after which a task is given up, unless it says otherwise.
 pub const DEFAULT_MAX_RETRIES: u32 = 5;
 /// Longest handler name, queue name, unique key and `queued_by`, in bytes, on every database.
 pub const MAX_HANDLER_BYTES: usize = 128;
+/// Longest queue name, in bytes.
 pub const MAX_QUEUE_BYTES: usize = 128;
+/// Longest unique key, in bytes.
 pub const MAX_UNIQUE_KEY_BYTES: usize = 255;
+/// Longest `queued_by`, in bytes.
 pub const MAX_QUEUED_BY_BYTES: usize = 255;
+/// The queue of a task that names none.
 pub const DEFAULT_QUEUE: &str = "default";
 
 impl NewTask {
+    /// A task for `handler` with `data` (a JSON document), due now, in the default queue.
     pub fn new(handler: impl Into<String>, data: impl Into<String>) -> Self {
         NewTask {
             handler: handler.into(),
@@ -184,34 +203,42 @@ impl NewTask {
             backoff: BackoffSettings::default(),
         }
     }
+    /// Due at `at` instead of now.
     pub fn with_scheduled_on(mut self, at: DateTime<Utc>) -> Self {
         self.scheduled_on = Some(at);
         self
     }
+    /// Given up after `n` failed runs in a row.
     pub fn with_max_retries(mut self, n: u32) -> Self {
         self.max_retries = n;
         self
     }
+    /// Who queued it.
     pub fn with_queued_by(mut self, who: impl Into<String>) -> Self {
         self.queued_by = Some(who.into());
         self
     }
+    /// In `queue` instead of the default.
     pub fn with_queue(mut self, queue: impl Into<String>) -> Self {
         self.queue = queue.into();
         self
     }
+    /// Claimed before tasks of a higher `priority` (lower runs first).
     pub fn with_priority(mut self, priority: i32) -> Self {
         self.priority = priority;
         self
     }
+    /// Not added while an unfinished task holds `key` (that task is returned).
     pub fn with_unique_key(mut self, key: impl Into<String>) -> Self {
         self.unique_key = Some(key.into());
         self
     }
+    /// Each run may take at most `timeout`.
     pub fn with_run_timeout(mut self, timeout: Duration) -> Self {
         self.run_timeout = Some(timeout);
         self
     }
+    /// Its own retry backoff.
     pub fn with_backoff(mut self, backoff: BackoffSettings) -> Self {
         self.backoff = backoff;
         self
@@ -223,7 +250,9 @@ impl NewTask {
 /// claim (see [`crate::store::shared`]'s limited claim).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunLimits {
+    /// Queue name → runs of it in flight at most.
     pub queues: std::collections::BTreeMap<String, u32>,
+    /// Handler name → runs of it in flight at most.
     pub handlers: std::collections::BTreeMap<String, u32>,
 }
 
@@ -231,6 +260,7 @@ impl RunLimits {
     /// The largest limit a configuration may set.
     pub const MAX: u32 = 1_000_000;
 
+    /// Whether no limit is set.
     pub fn is_empty(&self) -> bool {
         self.queues.is_empty() && self.handlers.is_empty()
     }
@@ -249,6 +279,7 @@ impl RunLimits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct Added {
+    /// The task queued, or the unfinished task that holds its unique key.
     pub id: TaskId,
     /// false when an unfinished task with the same unique key already existed: `id` is that task.
     pub created: bool,
@@ -258,11 +289,15 @@ pub struct Added {
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct Task {
+    /// Its id.
     pub id: TaskId,
+    /// When it was queued.
     pub queued_on: DateTime<Utc>,
+    /// Who queued it (free text).
     pub queued_by: Option<String>,
     /// When the next run is due (the original schedule, or the retry time after a failure).
     pub scheduled_on: DateTime<Utc>,
+    /// The handler (plugin name) that runs it.
     pub handler: String,
     /// Stored as text; written out as the JSON it is.
     #[serde(serialize_with = "json::stored")]
@@ -270,13 +305,21 @@ pub struct Task {
     pub data: String,
     /// Where the task is in its life ([`TaskState::of`] its `last_status` and `gave_up_on`).
     pub state: TaskState,
+    /// The status of its latest run.
     pub last_status: RunStatus,
+    /// Failed runs in a row after which it is given up.
     pub max_retries: u32,
+    /// Failed runs in a row (0 after a success or a replay).
     pub task_runs_failed: u32,
+    /// The queue it is claimed from.
     pub queue: String,
+    /// Lower runs first.
     pub priority: i32,
+    /// While the task is unfinished, no other task with this key is added.
     pub unique_key: Option<String>,
+    /// Seconds a run may take (None: the worker's default).
     pub run_timeout_secs: Option<i64>,
+    /// Its own retry backoff, if any.
     pub backoff: BackoffSettings,
     /// Set when the task will not be retried again (a dead letter): max retries reached, a
     /// non-retryable error or a missing handler.
@@ -287,23 +330,37 @@ pub struct Task {
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct Run {
+    /// Its id.
     pub id: RunId,
+    /// Its task.
     pub task_id: TaskId,
+    /// Its number among its task's runs (1: the first).
     pub attempt: u32,
+    /// When it was created (scheduled).
     pub created_on: DateTime<Utc>,
+    /// When a runner claimed it.
     pub started_on: Option<DateTime<Utc>>,
+    /// 0 to 100, as the handler reported it; 100 on success.
     pub percents_completed: u8,
+    /// When it ended.
     pub finished_on: Option<DateTime<Utc>>,
     /// The final (or latest partial) results, written out as the JSON they are.
     #[serde(serialize_with = "json::stored_or_null")]
     #[cfg_attr(feature = "serve", schema(value_type = Option<serde_json::Value>))]
     pub results: Option<String>,
+    /// Where it is: scheduled, running, or how it ended.
     pub status: RunStatus,
+    /// Why it failed: a host code ([`codes`]) or the handler's own.
     pub error_code: Option<String>,
+    /// The failure, in words.
     pub error_message: Option<String>,
+    /// The runner that claimed it.
     pub runner_id: Option<RunnerId>,
+    /// How long it ran, in milliseconds.
     pub duration_ms: Option<i64>,
+    /// The sha256 (hex) of the component that ran it.
     pub component_digest: Option<String>,
+    /// The fuel it burnt.
     pub fuel_used: Option<i64>,
     /// Written out as a list of lines.
     #[serde(serialize_with = "json::lines")]
@@ -324,12 +381,19 @@ impl Run {
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct Runner {
+    /// Its id.
     pub id: RunnerId,
+    /// Its process id on its host.
     pub process_id: u32,
+    /// Its host: name, boot id and PID namespace (which processes it can see).
     pub host_name: String,
+    /// When it registered.
     pub started_on: DateTime<Utc>,
+    /// When it stopped or was found dead.
     pub finished_on: Option<DateTime<Utc>>,
+    /// Running, stopped by itself, or found dead.
     pub status: RunnerStatus,
+    /// Its latest heartbeat.
     pub heartbeat_on: DateTime<Utc>,
     /// The handlers it serves (claims tasks of), each with the sha256 of its component; None when
     /// it has not said.
@@ -339,18 +403,29 @@ pub struct Runner {
 /// A run a runner has just claimed, with what it needs to execute it.
 #[derive(Debug, Clone)]
 pub struct ClaimedRun {
+    /// The run claimed.
     pub run_id: RunId,
+    /// Its task.
     pub task_id: TaskId,
+    /// Its attempt number.
     pub attempt: u32,
+    /// The handler that runs it.
     pub handler: String,
+    /// Its task's queue.
     pub queue: String,
     /// When the run was due: it waited from then to `started_on`.
     pub due_on: DateTime<Utc>,
+    /// Its task's data (a JSON document).
     pub data: String,
+    /// Who queued its task.
     pub queued_by: Option<String>,
+    /// Its task's retries, for the decision after a failure.
     pub max_retries: u32,
+    /// Its task's failed runs in a row so far.
     pub task_runs_failed: u32,
+    /// Its task's own backoff.
     pub backoff: BackoffSettings,
+    /// When it was claimed.
     pub started_on: DateTime<Utc>,
     /// When the run times out (its task's run timeout, or the default): the worker stops it
     /// then, before the overseer would.
@@ -360,13 +435,17 @@ pub struct ClaimedRun {
 /// A filter for listing tasks.
 #[derive(Debug, Clone, Default)]
 pub struct TaskFilter {
+    /// Only tasks whose latest run has this status.
     pub status: Option<RunStatus>,
+    /// Only tasks of this queue.
     pub queue: Option<String>,
+    /// Only tasks of this handler.
     pub handler: Option<String>,
     /// Only dead letters (tasks given up on).
     pub dead: bool,
     /// Only tasks whose data contains this text (case-sensitive).
     pub text: Option<String>,
+    /// At most this many (None: all).
     pub limit: Option<u32>,
     /// Skip this many (for paging).
     pub offset: u32,
@@ -379,12 +458,19 @@ pub struct TaskFilter {
 /// Counts of tasks by status, for the demo and monitoring.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct QueueCounts {
+    /// Waiting for their time or a worker.
     pub scheduled: u64,
+    /// Held by a worker.
     pub running: u64,
+    /// Succeeded.
     pub success: u64,
+    /// Whose latest run failed (awaiting a retry, or dead).
     pub error: u64,
+    /// Whose latest run timed out (awaiting a retry, or dead).
     pub timeout: u64,
+    /// Cancelled.
     pub cancelled: u64,
+    /// Given up on (counted in `error` or `timeout` too).
     pub dead: u64,
 }
 

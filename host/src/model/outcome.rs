@@ -7,14 +7,23 @@ use super::{RunId, RunStatus, TaskId};
 /// How a run ended, as the runner reports it to the store.
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
+    /// The run that ended.
     pub run_id: RunId,
+    /// Its task.
     pub task_id: TaskId,
+    /// How it ended, and what comes next.
     pub end: RunEnd,
+    /// The handler's last progress report, if any.
     pub percents_completed: Option<u8>,
+    /// When it ended.
     pub finished_on: DateTime<Utc>,
+    /// How long it ran (from the worker's start of it), in milliseconds.
     pub duration_ms: i64,
+    /// The sha256 (hex) of the component that ran it.
     pub component_digest: Option<String>,
+    /// The fuel it burnt.
     pub fuel_used: Option<i64>,
+    /// What the guest printed, size-capped, one line each.
     pub logs: Option<String>,
 }
 
@@ -22,10 +31,14 @@ pub struct RunOutcome {
 /// and the decided next step. No other combination can be built.
 #[derive(Debug, Clone)]
 pub enum RunEnd {
+    /// The handler returned results (or none).
     Success {
+        /// The final results, a JSON document.
         results: Option<String>,
     },
+    /// It failed.
     Failure {
+        /// How.
         failure: super::Failure,
         /// What the handler reported before it failed.
         partial_results: Option<String>,
@@ -35,6 +48,7 @@ pub enum RunEnd {
 }
 
 impl RunOutcome {
+    /// The status the run ends with.
     pub fn status(&self) -> RunStatus {
         match &self.end {
             RunEnd::Success { .. } => RunStatus::Success,
@@ -50,6 +64,7 @@ impl RunOutcome {
         }
     }
 
+    /// How it failed; `None` for a success.
     pub fn failure(&self) -> Option<&super::Failure> {
         match &self.end {
             RunEnd::Success { .. } => None,
@@ -70,9 +85,13 @@ impl RunOutcome {
 /// row: the lines the guest logged and the fuel it used up to the stop.
 #[derive(Debug, Clone)]
 pub struct StoppedRun {
+    /// The run stopped.
     pub run_id: RunId,
+    /// The sha256 (hex) of the component that ran it.
     pub component_digest: Option<String>,
+    /// The fuel it burnt up to the stop.
     pub fuel_used: Option<i64>,
+    /// What the guest printed up to the stop.
     pub logs: Option<String>,
 }
 
@@ -88,7 +107,10 @@ pub enum NextStep {
 /// A progress report from a running handler.
 #[derive(Debug, Clone)]
 pub struct ProgressUpdate {
+    /// The run reporting.
     pub run_id: RunId,
+    /// How far it is, 0 to 100.
     pub percent: Option<u8>,
+    /// Partial results so far (a JSON document).
     pub results: Option<String>,
 }

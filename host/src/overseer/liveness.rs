@@ -18,9 +18,11 @@ use crate::error::Result;
 use crate::model::{Runner, RunnerId};
 use crate::store::SharedStore;
 
+/// The `[overseer.liveness]` settings.
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// How often it runs.
     #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub interval: Duration,
     /// A heartbeat older than this means the runner is dead. Several heartbeat intervals.
@@ -31,7 +33,9 @@ pub struct Config {
 }
 
 impl Config {
+    /// Its default interval.
     pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
+    /// Its default heartbeat horizon.
     pub const DEFAULT_HEARTBEAT_HORIZON: Duration = Duration::from_secs(30);
 }
 
@@ -45,10 +49,14 @@ impl Default for Config {
     }
 }
 
+/// What [`judge`] finds of a runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
+    /// It heartbeats, and its process (when this host can see it) runs.
     Alive,
+    /// Its latest heartbeat is older than the horizon.
     HeartbeatStale,
+    /// Its process, on this host, is gone.
     ProcessGone,
 }
 
@@ -72,9 +80,12 @@ pub fn judge(
     Verdict::Alive
 }
 
+/// What one pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
+    /// The runners found dead.
     pub runners_timed_out: Vec<RunnerId>,
+    /// Their runs, timed out.
     pub runs_timed_out: u64,
 }
 
@@ -99,6 +110,7 @@ fn machine_and_namespace() -> Option<(String, String)> {
     (boot.len() == 8 && !ns.is_empty()).then_some((boot, ns))
 }
 
+/// The service (see the module's documentation).
 pub struct Liveness {
     store: SharedStore,
     config: Config,
@@ -107,12 +119,14 @@ pub struct Liveness {
 }
 
 impl Liveness {
+    /// The service over `store`, set by `config`.
     pub fn new(store: SharedStore, config: Config) -> Self {
         let identity = local_identity();
         let host = (!identity.ends_with("(unverified)")).then_some(identity);
         Liveness { store, config, host }
     }
 
+    /// One pass at `now`.
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let runners = self.store.live_runners().await?;
         let me = std::process::id();

@@ -44,16 +44,24 @@ pub struct OverseerConfig {
     /// How long the maintenance lease lasts without renewal.
     #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub lease_ttl: Duration,
+    /// `[overseer.liveness]`: dead runners.
     pub liveness: liveness::Config,
+    /// `[overseer.run_timeout]`: runs past their timeout.
     pub run_timeout: run_timeout::Config,
+    /// `[overseer.retries]`: the next step of timed-out tasks.
     pub retries: retries::Config,
+    /// `[overseer.rotation]`: old finished tasks.
     pub rotation: rotation::Config,
+    /// `[overseer.unserved]`: tasks no worker serves.
     pub unserved: unserved::Config,
+    /// `[overseer.schedules]`: periodic tasks.
     pub schedules: schedules::Config,
+    /// `[overseer.stats_compaction]`: old statistics merged.
     pub stats_compaction: stats_compaction::Config,
 }
 
 impl OverseerConfig {
+    /// The lease's default time.
     pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
     /// The lease's name in `task_leases`.
     pub const LEASE: &'static str = "overseer";
@@ -145,12 +153,15 @@ where
 /// A service as the loop sees it.
 #[async_trait]
 pub trait Service: Send + Sync {
+    /// Its name in logs and summaries.
     fn name(&self) -> &'static str;
+    /// How often it runs.
     fn interval(&self) -> Duration;
     /// Run once; a one-line summary of what was done, or None when there was nothing to do.
     async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>>;
 }
 
+/// The maintenance services, run by whichever overseer holds the lease.
 pub struct Overseer {
     services: Vec<Arc<dyn Service>>,
     clock: SharedClock,
@@ -161,6 +172,7 @@ pub struct Overseer {
 }
 
 impl Overseer {
+    /// Every service over `store`, set by `config`.
     pub fn new(store: SharedStore, clock: SharedClock, config: OverseerConfig) -> Self {
         let services: Vec<Arc<dyn Service>> = vec![
             Arc::new(liveness::Liveness::new(store.clone(), config.liveness)),

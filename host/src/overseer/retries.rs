@@ -16,18 +16,24 @@ use crate::model::NextStep;
 use crate::retry::{self, Backoff};
 use crate::store::{RetryCandidate, RetryPlan, SharedStore};
 
+/// The `[overseer.retries]` settings.
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// How often it runs.
     #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub interval: Duration,
+    /// Tasks decided per pass.
     pub batch: u32,
+    /// The backoff of tasks that set none.
     #[serde(skip)]
     pub backoff: Backoff,
 }
 
 impl Config {
+    /// Its default interval.
     pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+    /// Its default batch.
     pub const DEFAULT_BATCH: u32 = 1_000;
 }
 
@@ -37,9 +43,12 @@ impl Default for Config {
     }
 }
 
+/// What one pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
+    /// Tasks scheduled again.
     pub retries_scheduled: u64,
+    /// Tasks given up on.
     pub given_up: u64,
 }
 
@@ -49,16 +58,19 @@ pub fn plan(c: &RetryCandidate, backoff: &Backoff, now: DateTime<Utc>, unit: f64
     RetryPlan { task_id: c.task_id, next_attempt: c.last_attempt + 1, next }
 }
 
+/// The service (see the module's documentation).
 pub struct Retries {
     store: SharedStore,
     config: Config,
 }
 
 impl Retries {
+    /// The service over `store`, set by `config`.
     pub fn new(store: SharedStore, config: Config) -> Self {
         Retries { store, config }
     }
 
+    /// One pass at `now`.
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut report = Report::default();
         loop {

@@ -11,9 +11,11 @@ use super::Service;
 use crate::error::Result;
 use crate::store::SharedStore;
 
+/// The `[overseer.rotation]` settings.
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// How often it runs.
     #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub interval: Duration,
     /// Keep successful and cancelled tasks this long after they finished.
@@ -26,9 +28,13 @@ pub struct Config {
 }
 
 impl Config {
+    /// Its default interval.
     pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(600);
+    /// Its default retention.
     pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+    /// Its default batch.
     pub const DEFAULT_BATCH: u32 = 1_000;
+    /// Its default batches a pass.
     pub const DEFAULT_MAX_BATCHES: u32 = 100;
 }
 
@@ -43,22 +49,28 @@ impl Default for Config {
     }
 }
 
+/// What one pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
+    /// Tasks deleted.
     pub tasks_deleted: u64,
+    /// Transactions it took.
     pub batches: u32,
 }
 
+/// The service (see the module's documentation).
 pub struct Rotation {
     store: SharedStore,
     config: Config,
 }
 
 impl Rotation {
+    /// The service over `store`, set by `config`.
     pub fn new(store: SharedStore, config: Config) -> Self {
         Rotation { store, config }
     }
 
+    /// One pass at `now`.
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let before = super::ago(now, self.config.retention);
         let (tasks_deleted, batches) = super::in_batches(self.config.batch, self.config.max_batches, || {

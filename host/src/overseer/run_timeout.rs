@@ -14,9 +14,11 @@ use super::Service;
 use crate::error::Result;
 use crate::store::SharedStore;
 
+/// The `[overseer.run_timeout]` settings.
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// How often it runs.
     #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub interval: Duration,
     /// Runs timed out per statement.
@@ -27,8 +29,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// Its default interval.
     pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
+    /// Its default batch.
     pub const DEFAULT_BATCH: u32 = 1_000;
+    /// Its default margin.
     pub const DEFAULT_MARGIN: Duration = Duration::from_secs(30);
 }
 
@@ -38,21 +43,26 @@ impl Default for Config {
     }
 }
 
+/// What one pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
+    /// Runs timed out.
     pub runs_timed_out: u64,
 }
 
+/// The service (see the module's documentation).
 pub struct RunTimeout {
     store: SharedStore,
     config: Config,
 }
 
 impl RunTimeout {
+    /// The service over `store`, set by `config`.
     pub fn new(store: SharedStore, config: Config) -> Self {
         RunTimeout { store, config }
     }
 
+    /// One pass at `now`.
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut report = Report::default();
         let cutoff = super::ago(now, self.config.margin);

@@ -21,6 +21,7 @@ use crate::model::TaskId;
 use crate::schedule::{NewSchedule, Synced};
 use crate::store::SharedStore;
 
+/// The `[overseer.schedules]` settings.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -37,6 +38,7 @@ pub struct Config {
 }
 
 impl Config {
+    /// Its default interval.
     pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 }
 
@@ -50,12 +52,15 @@ impl Default for Config {
 /// schedules' names.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
+    /// Declared schedules added, changed, removed.
     pub synced: Synced,
     /// False when `synced` is what would change, not what changed.
     pub applied: bool,
+    /// Tasks queued: schedule name and task.
     pub queued: Vec<(String, TaskId)>,
 }
 
+/// The service (see the module's documentation).
 pub struct Schedules {
     store: SharedStore,
     config: Config,
@@ -63,10 +68,12 @@ pub struct Schedules {
 }
 
 impl Schedules {
+    /// The service over `store`, set by `config`.
     pub fn new(store: SharedStore, config: Config) -> Self {
         Schedules { store, config, synced: AtomicBool::new(false) }
     }
 
+    /// One pass at `now`.
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut synced = Synced::default();
         let applied = self.config.apply;

@@ -13,9 +13,11 @@ use super::Service;
 use crate::error::Result;
 use crate::store::SharedStore;
 
+/// The `[overseer.stats_compaction]` settings.
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// How often it runs.
     #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub interval: Duration,
     /// Rows of minutes at least this old are merged (more than the hour `stats` reads by minute).
@@ -28,9 +30,13 @@ pub struct Config {
 }
 
 impl Config {
+    /// Its default interval.
     pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(600);
+    /// Its default time minute rows are kept.
     pub const DEFAULT_KEEP_MINUTES_FOR: Duration = Duration::from_secs(2 * 3600);
+    /// Its default batch.
     pub const DEFAULT_BATCH: u32 = 1_000;
+    /// Its default batches a pass.
     pub const DEFAULT_MAX_BATCHES: u32 = 100;
 }
 
@@ -45,22 +51,28 @@ impl Default for Config {
     }
 }
 
+/// What one pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
+    /// Minute rows merged into hour rows.
     pub rows_merged: u64,
+    /// Transactions it took.
     pub batches: u32,
 }
 
+/// The service (see the module's documentation).
 pub struct StatsCompaction {
     store: SharedStore,
     config: Config,
 }
 
 impl StatsCompaction {
+    /// The service over `store`, set by `config`.
     pub fn new(store: SharedStore, config: Config) -> Self {
         StatsCompaction { store, config }
     }
 
+    /// One pass at `now`.
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         // Never less than the two hours the statistics read by minute (the last minute and hour).
         let keep = self.config.keep_minutes_for.max(Config::DEFAULT_KEEP_MINUTES_FOR);

@@ -17,9 +17,11 @@ use super::Service;
 use crate::error::Result;
 use crate::store::SharedStore;
 
+/// The `[overseer.unserved]` settings.
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// How often it runs.
     #[serde(deserialize_with = "crate::sandbox::limits::duration")]
     pub interval: Duration,
     /// How long a due task may wait for a live runner serving its handler.
@@ -30,8 +32,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// Its default interval.
     pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(30);
+    /// Its default horizon.
     pub const DEFAULT_HORIZON: Duration = Duration::from_secs(600);
+    /// Its default batch.
     pub const DEFAULT_BATCH: u32 = 1_000;
 }
 
@@ -41,21 +46,26 @@ impl Default for Config {
     }
 }
 
+/// What one pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
+    /// Tasks given up on.
     pub tasks_given_up: u64,
 }
 
+/// The service (see the module's documentation).
 pub struct Unserved {
     store: SharedStore,
     config: Config,
 }
 
 impl Unserved {
+    /// The service over `store`, set by `config`.
     pub fn new(store: SharedStore, config: Config) -> Self {
         Unserved { store, config }
     }
 
+    /// One pass at `now`.
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut report = Report::default();
         let live = self.store.live_runners().await?;

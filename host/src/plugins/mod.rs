@@ -41,13 +41,17 @@ use crate::sandbox::{Grants, HostState, Limits, Sandbox, TaskHandlerPre};
 
 /// A loaded, checked handler.
 pub struct Plugin {
+    /// Its name: the file's stem.
     pub name: String,
+    /// Its file.
     pub path: PathBuf,
     /// sha256 of the component file, hex.
     pub digest: String,
+    /// The limits its runs get (the operator's, lowered by its manifest).
     pub limits: Limits,
     /// What the manifest grants; nothing by default.
     pub grants: Grants,
+    /// The component, checked and ready to instantiate.
     pub pre: TaskHandlerPre<HostState>,
     manifest_text: Option<String>,
 }
@@ -61,12 +65,15 @@ impl std::fmt::Debug for Plugin {
 /// What loading one plugin file gave.
 #[derive(Debug, Clone)]
 pub struct LoadReport {
+    /// The plugin.
     pub name: String,
+    /// The sha256 of its file, when it could be read.
     pub digest: Option<String>,
     /// Ok, or why the plugin cannot be used.
     pub status: std::result::Result<(), String>,
     /// The compiled artifact came from the cache.
     pub cached: bool,
+    /// How long loading it took.
     pub load_time: Duration,
 }
 
@@ -125,10 +132,12 @@ impl Catalog {
         let _ = self.progress.set(progress);
     }
 
+    /// The plugins directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// The sandbox the plugins run in.
     pub fn sandbox(&self) -> &Arc<Sandbox> {
         &self.sandbox
     }

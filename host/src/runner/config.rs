@@ -6,6 +6,8 @@ use crate::model::{RunnerId, DEFAULT_QUEUE};
 use crate::overseer::OverseerConfig;
 use crate::retry::Backoff;
 
+/// How a worker works: concurrency, queues, intervals, the grace period, memory, batches.
+/// The defaults ([`WorkerConfig::default`]) are the `DEFAULT_*` constants below.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
     /// Runs executed at once (at most the sandbox's pool of instances).
@@ -17,6 +19,7 @@ pub struct WorkerConfig {
     /// The same, on a database that wakes idle workers when tasks are added (PostgreSQL's
     /// LISTEN/NOTIFY): a slow safety net.
     pub notified_poll_interval: Duration,
+    /// How often the worker tells the database it is alive.
     pub heartbeat_interval: Duration,
     /// How often, while runs are in flight, the worker asks the database which of them are
     /// still running, and stops those cancelled or timed out elsewhere (PostgreSQL also wakes it
@@ -41,6 +44,7 @@ pub struct WorkerConfig {
     pub runner_limit: u32,
     /// Run timeout of tasks that have none of their own.
     pub default_run_timeout: Duration,
+    /// The retry backoff of tasks that set none of their own.
     pub backoff: Backoff,
     /// Rescan the plugins directory this often for new, replaced or removed plugins (None = only
     /// on SIGHUP or first use).
@@ -73,25 +77,42 @@ pub struct WorkerConfig {
 }
 
 impl WorkerConfig {
+    /// Runs at once.
     pub const DEFAULT_CONCURRENCY: usize = 16;
+    /// An idle worker's look for due runs.
     pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(50);
+    /// The same, woken by the database when tasks are added.
     pub const DEFAULT_NOTIFIED_POLL_INTERVAL: Duration = Duration::from_secs(2);
+    /// Between heartbeats.
     pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
+    /// Between checks of which runs in flight still run.
     pub const DEFAULT_RUN_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+    /// For runs in flight to finish after a signal.
     pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
     /// Resident memory allowed for the host itself (engine, compiled code, buffers) on top of
     /// the guests' memory budget.
     pub const HOST_MEMORY_BYTES: u64 = 512 << 20;
+    /// Between checks of resident memory.
     pub const DEFAULT_RSS_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+    /// Live runners at most across all machines.
     pub const DEFAULT_RUNNER_LIMIT: u32 = 8;
+    /// A run's time when its task sets none.
     pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+    /// Runs one claim takes at most.
     pub const DEFAULT_CLAIM_BATCH: usize = 256;
+    /// Outcomes one write takes at most.
     pub const DEFAULT_FINISH_BATCH: usize = 512;
+    /// Bytes of outcomes one write takes at most.
     pub const DEFAULT_FINISH_BATCH_BYTES: usize = 4 << 20;
+    /// How long a claim or a write waits to gather more.
     pub const DEFAULT_BATCH_LINGER: Duration = Duration::from_millis(2);
+    /// Between looks at the plugins directory.
     pub const DEFAULT_WATCH_PLUGINS: Duration = Duration::from_secs(2);
+    /// Outcomes unwritable this long stop the heartbeat (others take over).
     pub const DEFAULT_WRITER_STUCK_LIMIT: Duration = Duration::from_secs(60);
+    /// Longest one write of outcomes may take.
     pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+    /// How long a run that cannot start is put back before it fails.
     pub const DEFAULT_PUT_BACK_LIMIT: Duration = Duration::from_secs(600);
 
     /// The memory budget given the default per-run memory limit.
@@ -150,10 +171,14 @@ pub enum ExitReason {
     RunnerLost,
 }
 
+/// What a worker did, told when it stops.
 #[derive(Debug, Clone)]
 pub struct WorkerReport {
+    /// The runner it registered.
     pub runner_id: RunnerId,
+    /// Why it stopped.
     pub exit: ExitReason,
+    /// Runs whose outcome it wrote.
     pub runs_finished: u64,
     /// Of the finished, those that succeeded (the others failed or timed out).
     pub runs_succeeded: u64,

@@ -14,11 +14,11 @@
 //! upper bound even while the database is down: every call made after it is bounded in time.
 //!
 //! [`Worker::run`] reads as the worker works: fit the concurrency to the sandbox, load the
-//! plugins and register the runner, start the background parts ([`parts`]), claim one turn
-//! after another ([`claim`]: `claim_once` → claimed, idle or exit), then stop the parts within
-//! the grace period and mark the runner. The rest: [`execute`] runs one claimed run, [`writer`]
-//! writes outcomes, [`progress`] progress reports, [`heartbeat`] keeps the runner alive and
-//! watches memory, [`put_back`] returns runs to the queue unrun.
+//! plugins and register the runner, start the background parts (`parts`), claim one turn
+//! after another (`claim`: `claim_once` → claimed, idle or exit), then stop the parts within
+//! the grace period and mark the runner. The rest: `execute` runs one claimed run, `writer`
+//! writes outcomes, `progress` progress reports, `heartbeat` keeps the runner alive and
+//! watches memory, `put_back` returns runs to the queue unrun.
 
 mod claim;
 mod config;
@@ -51,6 +51,7 @@ use crate::model::*;
 use crate::plugins::Catalog;
 use crate::store::SharedStore;
 
+/// A worker: see the module's documentation.
 pub struct Worker {
     store: SharedStore,
     catalog: Arc<Catalog>,
@@ -171,6 +172,7 @@ async fn keep_stopped(shared: &Shared, kept: &StoppedRun) {
 }
 
 impl Worker {
+    /// A worker over `store`, running the plugins of `catalog`.
     pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock, config: WorkerConfig) -> Self {
         Worker { store, catalog, clock, config, loading: None }
     }

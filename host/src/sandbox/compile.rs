@@ -31,8 +31,11 @@ pub struct CompileBounds {
 }
 
 impl CompileBounds {
+    /// Longest a compile may take.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+    /// Memory a compiling child may use.
     pub const DEFAULT_MEMORY_BYTES: u64 = 3 << 30;
+    /// Compiles at once.
     pub const DEFAULT_CONCURRENCY: usize = 1;
 }
 

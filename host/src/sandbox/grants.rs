@@ -24,8 +24,10 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GrantsConfig {
+    /// Environment variables of the host the handler may read.
     #[serde(default)]
     pub env: Vec<String>,
+    /// Directories the handler may read (or write).
     #[serde(default)]
     pub dirs: Vec<DirGrant>,
     /// Outbound HTTP: where to, and the bounds of each run.
@@ -34,20 +36,27 @@ pub struct GrantsConfig {
     pub sockets: Option<super::net::SocketGrantConfig>,
 }
 
+/// A directory of the host, seen by the guest at a path of its own.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DirGrant {
+    /// The host's directory.
     pub host: PathBuf,
+    /// Where the guest sees it.
     pub guest: String,
+    /// Read only, or read and write.
     #[serde(default)]
     pub mode: DirMode,
 }
 
+/// What the guest may do in a granted directory.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 pub enum DirMode {
+    /// Read (`ro`, the default).
     #[default]
     #[serde(rename = "ro")]
     ReadOnly,
+    /// Read and write (`rw`).
     #[serde(rename = "rw")]
     ReadWrite,
 }
@@ -55,9 +64,13 @@ pub enum DirMode {
 /// Grants resolved for use: values of granted variables, absolute directories.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Grants {
+    /// Variables and their values.
     pub env: Vec<(String, String)>,
+    /// Host directory, guest path, mode.
     pub dirs: Vec<(PathBuf, String, DirMode)>,
+    /// Outbound HTTP, when granted.
     pub http: Option<Arc<super::net::HttpPolicy>>,
+    /// Plain sockets, when granted.
     pub sockets: Option<Arc<super::net::SocketPolicy>>,
 }
 
@@ -65,14 +78,18 @@ pub struct Grants {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct GrantsSummary {
+    /// Variable names.
     pub env: Vec<String>,
     /// `GUEST (ro)` or `GUEST (rw)`; where it is on the host is the operator's business.
     pub dirs: Vec<String>,
+    /// HTTP destinations.
     pub http: Vec<String>,
+    /// Socket endpoints.
     pub sockets: Vec<String>,
 }
 
 impl Grants {
+    /// What is granted, for people (no values).
     pub fn summary(&self) -> GrantsSummary {
         let mode = |m: &DirMode| if *m == DirMode::ReadWrite { "rw" } else { "ro" };
         GrantsSummary {

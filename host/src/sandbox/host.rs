@@ -26,6 +26,7 @@ const MAX_FORWARDED_RESULTS_BYTES: usize = 64 << 10;
 /// Minimum time between two partial-results reports forwarded for one run.
 const RESULTS_REPORT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// What a run's store holds: its WASI context, limits, network, progress and report.
 pub struct HostState {
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
@@ -43,10 +44,13 @@ pub struct HostState {
 /// What a handler reported while it ran.
 #[derive(Debug, Default, Clone)]
 pub struct RunReport {
+    /// The latest progress, 0 to 100.
     pub percent: Option<u8>,
+    /// The latest partial results.
     pub partial_results: Option<String>,
     /// The guest's log lines, `[LEVEL] text` each, within the run's log cap.
     pub logs: String,
+    /// Log lines dropped past the cap.
     pub logs_dropped: u64,
     /// The host's own lines about the run (`[host] text`), few and short.
     host_lines: Vec<String>,

@@ -26,21 +26,34 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// Fuel of a run (about instructions).
     pub const DEFAULT_FUEL: u64 = 10_000_000_000;
+    /// Linear memory of a guest.
     pub const DEFAULT_MEMORY_BYTES: u64 = 256 << 20;
+    /// Wall-clock time of a run.
     pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
+    /// Elements of a guest's tables.
     pub const DEFAULT_TABLE_ELEMENTS: u64 = 20_000;
+    /// Bytes of a run's results.
     pub const DEFAULT_MAX_RESULTS_BYTES: usize = 1 << 20;
+    /// Bytes of a run's logs kept.
     pub const DEFAULT_MAX_LOG_BYTES: usize = 64 << 10;
+    /// Handles (files, streams, pollables) a guest holds at once.
     pub const DEFAULT_MAX_HANDLES: usize = 1024;
 
     /// The largest value each limit may have, whoever sets it.
     pub const MAX_FUEL: u64 = 1_000_000_000_000_000;
+    /// The most memory any configuration may give a guest.
     pub const MAX_MEMORY_BYTES: u64 = 4 << 30;
+    /// The longest deadline any configuration may give.
     pub const MAX_DEADLINE: Duration = Duration::from_secs(24 * 3600);
+    /// The most table elements any configuration may give.
     pub const MAX_TABLE_ELEMENTS: u64 = 100_000;
+    /// The largest results any configuration may allow.
     pub const MAX_RESULTS_BYTES: usize = 64 << 20;
+    /// The most log bytes any configuration may keep.
     pub const MAX_LOG_BYTES: usize = 16 << 20;
+    /// The most handles any configuration may allow.
     pub const MAX_HANDLES: usize = 1 << 20;
 
     /// Bytes a guest may hand the host in one call (a string or list argument, or its returned
@@ -149,13 +162,20 @@ impl Default for Limits {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitOverrides {
+    /// Fuel of a run.
     pub fuel: Option<u64>,
+    /// Linear memory, in MiB.
     pub memory_mb: Option<u64>,
+    /// Wall-clock time of a run ("90s").
     #[serde(default, with = "humantime_serde_opt")]
     pub deadline: Option<Duration>,
+    /// Table elements.
     pub table_elements: Option<u64>,
+    /// Bytes of results.
     pub max_results_bytes: Option<usize>,
+    /// Bytes of logs kept.
     pub max_log_bytes: Option<usize>,
+    /// Handles held at once.
     pub max_handles: Option<usize>,
 }
 
@@ -193,6 +213,7 @@ pub struct GuestLimiter {
 }
 
 impl GuestLimiter {
+    /// A limiter for a run with these limits.
     pub fn new(limits: &Limits) -> Self {
         GuestLimiter {
             memory_bytes: limits.memory_bytes,

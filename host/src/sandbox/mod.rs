@@ -33,7 +33,8 @@ pub use host::{HostState, ProgressSender, RunReport};
 pub use limits::{LimitOverrides, Limits};
 pub use traps::{codes, ErrorSource, Failure, FailureKind};
 
-/// Bindings generated from `wit/task-handler.wit`.
+/// Bindings generated from `wit/task-handler.wit` (the contract documents them).
+#[allow(missing_docs)]
 pub mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit",
@@ -63,19 +64,29 @@ pub struct SandboxConfig {
     /// component. The pools hold `pool_instances` times each, so one run can never take
     /// another's share; a component needing more is refused when it is loaded.
     pub max_core_instances_per_run: u32,
+    /// Linear memories one run may hold.
     pub max_memories_per_run: u32,
+    /// Tables one run may hold.
     pub max_tables_per_run: u32,
 }
 
 impl SandboxConfig {
+    /// How often the engine's epoch moves (the deadline's resolution).
     pub const DEFAULT_EPOCH_TICK: Duration = Duration::from_millis(10);
+    /// Runs the pool holds at once.
     pub const DEFAULT_POOL_INSTANCES: u32 = 100;
+    /// The largest memory a pool slot reserves.
     pub const DEFAULT_MAX_MEMORY_BYTES: u64 = Limits::MAX_MEMORY_BYTES;
+    /// A guest's stack.
     pub const DEFAULT_MAX_WASM_STACK: usize = 512 << 10;
+    /// Memory of a freed slot kept resident.
     pub const DEFAULT_KEEP_RESIDENT_BYTES: usize = 2 << 20;
     // A Python component (componentize-py) has 14 core instances and one memory.
+    /// Core instances one run may hold.
     pub const DEFAULT_MAX_CORE_INSTANCES_PER_RUN: u32 = 32;
+    /// Linear memories one run may hold.
     pub const DEFAULT_MAX_MEMORIES_PER_RUN: u32 = 4;
+    /// Tables one run may hold.
     pub const DEFAULT_MAX_TABLES_PER_RUN: u32 = 32;
 }
 
@@ -97,11 +108,17 @@ impl Default for SandboxConfig {
 /// The task as the handler receives it.
 #[derive(Debug, Clone)]
 pub struct RunInput {
+    /// The task.
     pub task_id: TaskId,
+    /// The run.
     pub run_id: RunId,
+    /// The run's attempt number.
     pub attempt: u32,
+    /// The handler.
     pub handler: String,
+    /// The task's data (a JSON document).
     pub data: String,
+    /// Who queued the task.
     pub queued_by: Option<String>,
 }
 
@@ -121,17 +138,24 @@ pub enum GuestOutcome {
 /// ended elsewhere). A run stopped so keeps what it logged and the fuel it used.
 #[derive(Debug, Default, Clone)]
 pub struct RunControl {
+    /// Where progress reports go (None: dropped).
     pub progress: Option<ProgressSender>,
     /// The run stops at the earlier of this and its handler's deadline.
     pub time_left: Option<Duration>,
+    /// Notified to stop the run at once (cancelled, or ended elsewhere).
     pub stop: Option<Arc<tokio::sync::Notify>>,
 }
 
+/// How a run in the sandbox went.
 #[derive(Debug, Clone)]
 pub struct RunResult {
+    /// How it ended.
     pub outcome: GuestOutcome,
+    /// The fuel it burnt.
     pub fuel_used: u64,
+    /// What it reported and logged.
     pub report: RunReport,
+    /// How long it took.
     pub elapsed: Duration,
 }
 
@@ -240,6 +264,7 @@ impl std::fmt::Debug for Sandbox {
 }
 
 impl Sandbox {
+    /// The engine and its pool, as `config` says; the one place an engine is built.
     pub fn new(config: &SandboxConfig) -> Result<Self> {
         let mut cfg = engine_config(config.max_wasm_stack);
         let mut pool = PoolingAllocationConfig::default();
@@ -299,6 +324,7 @@ impl Sandbox {
         self.max_wasm_stack
     }
 
+    /// The engine, for compiling components.
     pub fn engine(&self) -> &Engine {
         &self.engine
     }

@@ -23,8 +23,11 @@ use crate::retry::Backoff;
 
 /// A row as the shared code reads it: each column by name, NULL as `None`.
 pub trait Cells {
+    /// An integer cell.
     fn int(&self, col: &str) -> Result<Option<i64>>;
+    /// A text cell.
     fn text(&self, col: &str) -> Result<Option<String>>;
+    /// A time cell.
     fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>>;
 }
 
@@ -71,11 +74,15 @@ where
 /// A claim, as the worker asks for it.
 #[derive(Debug, Clone, Copy)]
 pub struct ClaimRequest<'a> {
+    /// The runner claiming.
     pub runner: RunnerId,
+    /// The queues it claims from.
     pub queues: &'a [String],
     /// Only tasks of these handlers (None: any).
     pub handlers: Option<&'a [String]>,
+    /// Runs it takes at most.
     pub limit: u32,
+    /// The claim's time: due tasks are those scheduled at or before it.
     pub now: DateTime<Utc>,
     /// For tasks without their own run timeout.
     pub default_timeout: Duration,
@@ -97,6 +104,7 @@ pub struct Tx<DB: sqlx::Database> {
 }
 
 impl<DB: sqlx::Database> Tx<DB> {
+    /// A transaction, holding `writing` (SQLite's write lock of this process) while it lasts.
     pub fn new(tx: sqlx::Transaction<'static, DB>, writing: Option<tokio::sync::OwnedMutexGuard<()>>) -> Self {
         Tx { tx, _writing: writing }
     }
@@ -108,16 +116,19 @@ pub type ConnOf<D> = <<D as Plumbing>::Db as sqlx::Database>::Connection;
 pub type TxOf<D> = Tx<<D as Plumbing>::Db>;
 
 /// Running a shared statement through sqlx: the same on every database but for the types, so
-/// written once, in [`sqlx_plumbing!`]. Each database gives only `bind`, which spells the
+/// written once, in `sqlx_plumbing!`. Each database gives only `bind`, which spells the
 /// statement its way ([`super::sql::render`]) and binds its arguments.
 #[async_trait]
 pub trait Plumbing: Send + Sync + 'static {
+    /// The sqlx database.
     type Db: sqlx::Database;
+    /// A row it returns.
     type Row: Cells + Send + Sync;
 
     /// Create or update the tables from this database's migrations folder; the migrations
     /// applied now, as `0005 registration`.
     async fn migrate(&self) -> Result<Vec<String>>;
+    /// Commit `tx`.
     async fn commit(&self, tx: TxOf<Self>) -> Result<()>;
     /// Roll back at once. (A transaction merely dropped is rolled back too, but only when its
     /// connection next goes back to the pool: until then its locks, and on SQLite the write
@@ -125,9 +136,11 @@ pub trait Plumbing: Send + Sync + 'static {
     async fn rollback(&self, tx: TxOf<Self>) -> Result<()>;
     /// Run a shared statement on `tx` (None: on a pooled connection); rows changed.
     async fn exec(&self, tx: Option<&mut TxOf<Self>>, sql: &str, args: &[Arg<'_>]) -> Result<u64>;
+    /// Run a shared statement, in `tx` or on the pool; the rows.
     async fn rows(&self, tx: Option<&mut TxOf<Self>>, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Self::Row>>;
     /// The same on a connection (the caller's own transaction, for instance).
     async fn exec_on(conn: &mut ConnOf<Self>, sql: &str, args: &[Arg<'_>]) -> Result<u64>;
+    /// [`Plumbing::rows`], on a connection of the caller's.
     async fn rows_on(conn: &mut ConnOf<Self>, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Self::Row>>;
 }
 
@@ -224,8 +237,11 @@ macro_rules! sqlx_plumbing {
 }
 pub(crate) use sqlx_plumbing;
 
+/// What each database gives the store written once: its spelling, its claim, its batched
+/// success, its wake-ups. A fourth database is one more implementation (and its migrations).
 #[async_trait]
 pub trait Dialect: Plumbing {
+    /// Which database.
     const BACKEND: Backend;
     /// Ends a SELECT of rows about to be changed, so that concurrent writers skip each other's
     /// rows (nothing on SQLite, whose write transactions exclude each other).
@@ -246,6 +262,7 @@ pub trait Dialect: Plumbing {
     /// `POSITION(text, part)`: where `part` starts in `text` (from 1), 0 when it is not there;
     /// case-sensitive on each database (MySQL's tables use a binary collation).
     const POSITION: &'static str = "instr";
+    /// Its `least` function.
     const LEAST: &'static str = "least";
 
     /// What ends `INSERT INTO table (…) SELECT …` so that a row whose `key` exists already is
@@ -257,6 +274,7 @@ pub trait Dialect: Plumbing {
         format!("ON CONFLICT ({}) DO UPDATE SET {}", key.join(", "), set.join(", "))
     }
 
+    /// Begin a transaction (on SQLite, taking this process's write lock).
     async fn begin(&self) -> Result<TxOf<Self>>;
 
     /// A transaction whose every statement sees what was committed before it, whatever the
@@ -265,6 +283,7 @@ pub trait Dialect: Plumbing {
         self.begin().await
     }
 
+    /// The connection of a transaction.
     fn conn(tx: &mut TxOf<Self>) -> &mut ConnOf<Self> {
         &mut tx.tx
     }
@@ -367,6 +386,7 @@ const DEADLOCK_BACKOFF: Backoff =
 /// (the type says it outlives the borrow of the transaction, so the function's future may hold
 /// both).
 pub struct InTx<'a, D: Dialect + ?Sized> {
+    /// The transaction.
     pub tx: TxOf<D>,
     scope: std::marker::PhantomData<&'a ()>,
 }

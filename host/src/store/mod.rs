@@ -40,17 +40,24 @@ pub use dialect::ClaimRequest;
 /// Which database a store talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
+    /// A SQLite file.
     Sqlite,
+    /// A PostgreSQL server.
     Postgres,
+    /// A MySQL or MariaDB server.
     MySql,
 }
 
 /// A failed task that needs its next run created (or to be given up on).
 #[derive(Debug, Clone)]
 pub struct RetryCandidate {
+    /// The task.
     pub task_id: TaskId,
+    /// Its failed runs in a row.
     pub failures: u32,
+    /// Failed runs in a row after which it is given up.
     pub max_retries: u32,
+    /// Its own backoff, if any.
     pub backoff: BackoffSettings,
     /// The latest run's attempt number; the next run gets this plus one.
     pub last_attempt: u32,
@@ -59,14 +66,21 @@ pub struct RetryCandidate {
 /// A decision about a [`RetryCandidate`].
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPlan {
+    /// The task.
     pub task_id: TaskId,
+    /// The attempt number of the run a retry creates.
     pub next_attempt: u32,
     /// `RetryAt` or `GiveUp`.
     pub next: NextStep,
 }
 
+/// Everything the host keeps: tasks, runs, runners, queues, schedules, statistics, leases.
+/// Written once for every database ([`shared::SqlStore`] over a [`dialect::Dialect`]); each
+/// change of a task's state is one of [`transitions`]. Every method is one transaction (or a
+/// series of bounded ones), run again after a deadlock.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
+    /// Which database this is.
     fn backend(&self) -> Backend;
 
     /// Create or update the tables (idempotent); the migrations applied now (`0005 registration`).
@@ -78,9 +92,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// Queue tasks with their first run, in one transaction. Inputs are already validated.
     async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>>;
+    /// A task, if it exists.
     async fn get_task(&self, id: TaskId) -> Result<Option<Task>>;
+    /// A task's runs, oldest first.
     async fn runs_of(&self, task_id: TaskId) -> Result<Vec<Run>>;
+    /// Tasks matching `filter`.
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>>;
+    /// Tasks by status, and dead letters.
     async fn counts(&self) -> Result<QueueCounts>;
     /// Replay a dead letter: reset its failure count and schedule a new run now; with `data`,
     /// the task's data is replaced first (in the same transaction).
@@ -124,7 +142,9 @@ pub trait Store: Send + Sync + 'static {
     async fn register_runner(&self, pid: u32, host: &str, now: DateTime<Utc>, limit: u32) -> Result<RunnerId>;
     /// Returns false when the runner is no longer `running` (the overseer timed it out).
     async fn heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<bool>;
+    /// Mark a runner stopped (`status`) at `now`.
     async fn finish_runner(&self, runner: RunnerId, status: RunnerStatus, now: DateTime<Utc>) -> Result<()>;
+    /// Runners still running.
     async fn live_runners(&self) -> Result<Vec<Runner>>;
     /// Runners (live or not) whose latest heartbeat is at or after `since`.
     async fn runners_seen_since(&self, since: DateTime<Utc>) -> Result<Vec<Runner>>;
@@ -186,6 +206,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// Create a schedule; its first slot is the first after `now`.
     async fn add_schedule(&self, schedule: &NewSchedule, now: DateTime<Utc>) -> Result<()>;
+    /// Every schedule, by name.
     async fn schedules(&self) -> Result<Vec<Schedule>>;
     /// False when there is no such schedule; an error for one declared in the configuration file
     /// (the overseer keeps those in line with the file).
@@ -222,6 +243,7 @@ pub trait Store: Send + Sync + 'static {
     async fn running_runs_of(&self, runner: RunnerId) -> Result<Vec<RunId>>;
     /// Failed tasks (error/timeout, not given up) whose next step is not decided yet.
     async fn retry_candidates(&self, limit: u32) -> Result<Vec<RetryCandidate>>;
+    /// Apply the overseer's decisions: retry (a new run) or give up, each guarded by the task's state.
     async fn apply_retry_plans(&self, plans: &[RetryPlan], now: DateTime<Utc>) -> Result<()>;
     /// Give up (as `handler-not-found`) up to `limit` scheduled tasks due at or before `due_before`
     /// whose handler is not in `served`. Returns how many.
@@ -250,13 +272,16 @@ pub trait Store: Send + Sync + 'static {
     async fn try_lease(&self, name: &str, holder: &str, now: DateTime<Utc>, ttl: Duration) -> Result<bool>;
 }
 
+/// A store shared by the parts of a process.
 pub type SharedStore = Arc<dyn Store>;
 
 /// Which tasks a bulk action touches: those of a queue, of a handler and among some ids (None:
 /// any). The action's own condition (unfinished, dead, ...) still applies to each.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BulkFilter {
+    /// Only tasks of this queue.
     pub queue: Option<String>,
+    /// Only tasks of this handler.
     pub handler: Option<String>,
     /// Only these tasks (as a person picks them on a page); the caller bounds how many.
     pub ids: Option<Vec<crate::model::TaskId>>,
@@ -280,6 +305,7 @@ pub enum Finished {
 pub enum Replay {
     /// Dead letters: tasks given up on.
     Dead,
+    /// Cancelled tasks.
     Cancelled,
 }
 
@@ -288,6 +314,7 @@ pub enum Replay {
 pub enum Unfinished {
     /// Waiting for a run: scheduled, or failed and awaiting the retry.
     Waiting,
+    /// Running tasks.
     Running,
     /// Both.
     #[default]
@@ -297,6 +324,7 @@ pub enum Unfinished {
 /// What [`Store::cancel_matching`] cancelled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Cancelled {
+    /// Tasks cancelled.
     pub tasks: u64,
     /// Of those, how many were running (their workers stop them).
     pub running: u64,
@@ -315,11 +343,13 @@ pub struct Wakeups {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct QueueInfo {
+    /// The queue's name.
     pub name: String,
     /// Scheduled tasks due now.
     pub due: u64,
     /// Scheduled tasks due later.
     pub later: u64,
+    /// Tasks of it running.
     pub running: u64,
     /// When the longest-waiting due task was due: how far behind the queue is.
     pub oldest_due: Option<DateTime<Utc>>,
@@ -345,12 +375,14 @@ pub type Served = std::collections::BTreeMap<String, String>;
 pub struct StoreOptions {
     /// Apply migrations on open.
     pub migrate: bool,
+    /// Connections to a database server at most.
     pub max_connections: u32,
     /// How long the first connection to a server may take before opening fails.
     pub connect_timeout: Duration,
 }
 
 impl StoreOptions {
+    /// How long a first connection may take.
     pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 }
 

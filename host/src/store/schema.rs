@@ -23,25 +23,37 @@
 /// A column's kind; see the module's table for each database's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A 64-bit key, generated.
     Id,
+    /// A 64-bit integer.
     Int,
+    /// A UTC time, to the microsecond.
     Time,
+    /// Text of at most this many characters (indexed on MySQL).
     Str(u32),
+    /// Text of any length.
     Text,
 }
 
+/// A column, as every database must have it.
 #[derive(Debug, Clone, Copy)]
 pub struct Column {
+    /// Its name.
     pub name: &'static str,
+    /// Its kind.
     pub kind: Kind,
+    /// Whether it may be NULL.
     pub nullable: bool,
     /// The default, as SQL text without quotes or casts (`'running'` is `running`).
     pub default: Option<&'static str>,
 }
 
+/// A table, as every database must have it.
 #[derive(Debug, Clone, Copy)]
 pub struct Table {
+    /// Its name.
     pub name: &'static str,
+    /// Its columns, in order.
     pub columns: &'static [Column],
 }
 
@@ -53,19 +65,30 @@ pub enum OnMySql {
     /// These columns instead (the filter's status column first).
     Columns(&'static [&'static str]),
     /// A unique index on this generated column, NULL outside the filter.
-    Generated { column: &'static str, expression: &'static str },
+    Generated {
+        /// The generated column.
+        column: &'static str,
+        /// What it holds.
+        expression: &'static str,
+    },
     /// Split in several indexes of these names and columns.
     Split(&'static [(&'static str, &'static [&'static str])]),
 }
 
+/// An index, as every database must have it.
 #[derive(Debug, Clone, Copy)]
 pub struct Index {
+    /// Its name.
     pub name: &'static str,
+    /// Its table.
     pub table: &'static str,
+    /// Its columns, in order.
     pub columns: &'static [&'static str],
+    /// Whether it is unique.
     pub unique: bool,
     /// PostgreSQL and SQLite: the partial index's condition, as written in the migrations.
     pub filter: Option<&'static str>,
+    /// What stands for it on MySQL, which has no partial indexes.
     pub mysql: OnMySql,
 }
 
@@ -88,6 +111,7 @@ const STATUS: Kind = Str(16);
 /// Names, queues, unique keys, host names: at most 255 characters.
 const NAME: Kind = Str(255);
 
+/// Every table, on every database.
 pub const TABLES: &[Table] = &[
     Table {
         name: "task_runners",
@@ -207,6 +231,7 @@ pub const TABLES: &[Table] = &[
     },
 ];
 
+/// Every index, on every database.
 pub const INDEXES: &[Index] = &[
     Index {
         name: "task_runners_live",

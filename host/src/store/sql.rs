@@ -21,8 +21,11 @@ use crate::model::{RunStatus, RunnerStatus};
 /// One argument of a shared statement.
 #[derive(Debug, Clone, Copy)]
 pub enum Arg<'a> {
+    /// An integer, or NULL.
     Int(Option<i64>),
+    /// A text, or NULL.
     Text(Option<&'a str>),
+    /// A time.
     Time(DateTime<Utc>),
     /// A list, allowed only as `IN ($N)` or `NOT IN ($N)`.
     Ints(&'a [i64]),
@@ -121,8 +124,15 @@ pub fn new_task_args(t: &crate::model::NewTask, now: DateTime<Utc>) -> Vec<Arg<'
 /// A placeholder of a shared statement, as [`render`] meets it (indexes from 0).
 #[derive(Debug, Clone, Copy)]
 pub enum Slot {
+    /// `$N`: argument N.
     One(usize),
-    List { index: usize, negated: bool },
+    /// `IN ($N)` or `NOT IN ($N)`: the list argument N.
+    List {
+        /// Which argument.
+        index: usize,
+        /// `NOT IN`.
+        negated: bool,
+    },
 }
 
 /// Copy `sql`, letting `write` spell each placeholder (it appends to the text so far).
@@ -178,10 +188,15 @@ impl fmt::Display for Lit {
 
 /// Statuses of runs, and of tasks (`last_status`).
 pub const SCHEDULED: Lit = Lit(RunStatus::Scheduled.as_str());
+/// See [`SCHEDULED`].
 pub const RUNNING: Lit = Lit(RunStatus::Running.as_str());
+/// See [`SCHEDULED`].
 pub const SUCCESS: Lit = Lit(RunStatus::Success.as_str());
+/// See [`SCHEDULED`].
 pub const ERROR: Lit = Lit(RunStatus::Error.as_str());
+/// See [`SCHEDULED`].
 pub const TIMEOUT: Lit = Lit(RunStatus::Timeout.as_str());
+/// See [`SCHEDULED`].
 pub const CANCELLED: Lit = Lit(RunStatus::Cancelled.as_str());
 /// A task that finished without being given up on: rotation deletes these by age, and this
 /// condition is repeated word for word where the partial index `task_queue_done` must serve
@@ -189,6 +204,7 @@ pub const CANCELLED: Lit = Lit(RunStatus::Cancelled.as_str());
 pub const DONE: &str = "last_status IN ('success', 'cancelled')";
 /// Statuses of runners.
 pub const RUNNER_RUNNING: Lit = Lit(RunnerStatus::Running.as_str());
+/// See [`RUNNER_RUNNING`].
 pub const RUNNER_TIMEOUT: Lit = Lit(RunnerStatus::Timeout.as_str());
 
 /// A list as the JSON array SQLite's `json_each` and MySQL's `JSON_TABLE` read.

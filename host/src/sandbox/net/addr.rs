@@ -19,6 +19,7 @@ pub struct IpNet {
 }
 
 impl IpNet {
+    /// Whether `ip` is in this network.
     pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.addr, canonical(ip)) {
             (IpAddr::V4(net), IpAddr::V4(ip)) => prefix_eq(&net.octets(), &ip.octets(), self.prefix),

@@ -9,10 +9,10 @@
 //!    header equal to the checked authority and no user in it (`denied`);
 //! 3. every address the name resolves to: public, or named by the grant (`denied`); the
 //!    connection then goes to a checked address ([`addr`]);
-//! 4. then [`send`] bounds the rest: timeouts ending at the run's deadline, both bodies capped.
+//! 4. then `send` bounds the rest: timeouts ending at the run's deadline, both bodies capped.
 //!
 //! A refusal fails the guest's request with a wasi:http error code, says why in the run's logs,
-//! and, if the run then fails, is the run's error (see [`record`]). Redirects are not followed by the host: a guest that follows one makes a new
+//! and, if the run then fails, is the run's error (see `record`). Redirects are not followed by the host: a guest that follows one makes a new
 //! request, checked again.
 
 pub mod addr;
@@ -63,6 +63,7 @@ pub struct RunNet {
 }
 
 impl RunNet {
+    /// The network of one run of `handler`, as `grants` allow, ending at `deadline`.
     pub fn new(handler: &str, grants: &crate::sandbox::Grants, deadline: std::time::Instant) -> Self {
         let policy = grants.http.clone();
         let concurrent = policy.as_ref().map_or(0, |p| p.bounds.max_concurrent);
@@ -84,10 +85,12 @@ impl RunNet {
         &self.sockets
     }
 
+    /// What the run asked for and got.
     pub fn log(&self) -> &NetLog {
         &self.log
     }
 
+    /// The handler the run belongs to.
     pub fn handler(&self) -> &str {
         &self.handler
     }

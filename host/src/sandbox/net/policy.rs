@@ -34,17 +34,26 @@ use super::addr::IpNet;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HttpGrantConfig {
+    /// Where requests may go.
     pub allow: Vec<DestinationConfig>,
+    /// Requests a run may make.
     pub max_requests: Option<u32>,
+    /// Requests a run may have open at once.
     pub max_concurrent: Option<u32>,
+    /// Bytes of one request's body.
     pub max_request_bytes: Option<u64>,
+    /// Bytes of one response's body.
     pub max_response_bytes: Option<u64>,
+    /// Longest a connection may take ("5s").
     #[serde(default, deserialize_with = "crate::sandbox::limits::duration_opt")]
     pub connect_timeout: Option<Duration>,
+    /// Longest the first byte of a response may take.
     #[serde(default, deserialize_with = "crate::sandbox::limits::duration_opt")]
     pub first_byte_timeout: Option<Duration>,
+    /// Longest a pause between bytes may be.
     #[serde(default, deserialize_with = "crate::sandbox::limits::duration_opt")]
     pub between_bytes_timeout: Option<Duration>,
+    /// More roots to trust, in a PEM file (besides the system's).
     pub ca_file: Option<std::path::PathBuf>,
 }
 
@@ -52,11 +61,16 @@ pub struct HttpGrantConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
 pub enum DestinationConfig {
+    /// A URL: any method.
     Url(String),
+    /// A URL with more to say.
     Table {
+        /// The URL (scheme, host or `*.` pattern, port).
         url: String,
+        /// The methods allowed (none: any).
         #[serde(default)]
         methods: Vec<String>,
+        /// Addresses it may resolve to besides public ones (e.g. `10.0.0.0/8`).
         #[serde(default)]
         addresses: Vec<String>,
     },
@@ -65,7 +79,9 @@ pub enum DestinationConfig {
 /// A checked HTTP grant: where a handler's requests may go, and the bounds of each run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpPolicy {
+    /// Where requests may go.
     pub destinations: Vec<Destination>,
+    /// How much and how long.
     pub bounds: HttpBounds,
     /// Extra trusted roots from `ca_file`, read and checked when the configuration was loaded.
     pub roots: Option<ExtraRoots>,
@@ -74,6 +90,7 @@ pub struct HttpPolicy {
 /// The grant's own roots (DER) and the TLS settings trusting them, built once.
 #[derive(Clone)]
 pub struct ExtraRoots {
+    /// The certificates, DER-encoded.
     pub der: Vec<Vec<u8>>,
     pub(super) config: std::sync::Arc<tokio_rustls::rustls::ClientConfig>,
 }
@@ -95,16 +112,24 @@ impl std::fmt::Debug for ExtraRoots {
 /// What one run may do over HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HttpBounds {
+    /// Requests a run may make.
     pub max_requests: u32,
+    /// Requests open at once.
     pub max_concurrent: u32,
+    /// Bytes of one request's body.
     pub max_request_bytes: u64,
+    /// Bytes of one response's body.
     pub max_response_bytes: u64,
+    /// Longest a connection may take.
     pub connect_timeout: Duration,
+    /// Longest the first byte of a response may take.
     pub first_byte_timeout: Duration,
+    /// Longest a pause between bytes of a response may be.
     pub between_bytes_timeout: Duration,
 }
 
 impl HttpBounds {
+    /// The bounds of a grant that sets none.
     pub const DEFAULT: HttpBounds = HttpBounds {
         max_requests: 100,
         max_concurrent: 8,
@@ -119,13 +144,17 @@ impl HttpBounds {
     const MAX_BYTES: u64 = 1 << 30;
 }
 
+/// A URL's scheme a grant names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
+    /// Plain HTTP.
     Http,
+    /// HTTP over TLS.
     Https,
 }
 
 impl Scheme {
+    /// As written in a URL.
     pub fn as_str(self) -> &'static str {
         match self {
             Scheme::Http => "http",
@@ -185,10 +214,14 @@ impl std::fmt::Display for HostPattern {
     }
 }
 
+/// Where a grant lets requests go: a scheme, a host (or a pattern of hosts) and a port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Destination {
+    /// Its scheme.
     pub scheme: Scheme,
+    /// Its host, or pattern of hosts.
     pub host: HostPattern,
+    /// Its port.
     pub port: u16,
     /// Upper case; empty: any method.
     pub methods: Vec<String>,
@@ -215,10 +248,15 @@ impl std::fmt::Display for Destination {
 /// A request as the policy sees it: its host already checked to be a plain host (no userinfo).
 #[derive(Debug, Clone, Copy)]
 pub struct Target<'a> {
+    /// The request's scheme.
     pub scheme: Scheme,
+    /// Its host.
     pub host: &'a str,
+    /// Its port.
     pub port: u16,
+    /// Its method.
     pub method: &'a str,
+    /// Its path.
     pub path: &'a str,
 }
 

@@ -20,7 +20,9 @@ fn bounded(s: String) -> String {
 /// Why the host refused a request: not granted (`denied`) or over a bound (`http-limit`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
+    /// The run's error code for it.
     pub code: &'static str,
+    /// Why, for a person.
     pub message: String,
 }
 
@@ -115,6 +117,7 @@ impl NetLog {
         RequestRecord { log: self.clone(), index }
     }
 
+    /// The first request the host refused, if any.
     pub fn refusal(&self) -> Option<Refusal> {
         self.with(|e| e.refusal.clone())
     }

@@ -27,7 +27,9 @@ use super::policy::HostPattern;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SocketGrantConfig {
+    /// Where sockets may connect.
     pub allow: Vec<EndpointConfig>,
+    /// Sockets and lookups a run may make.
     pub max_sockets: Option<u32>,
 }
 
@@ -35,21 +37,29 @@ pub struct SocketGrantConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
 pub enum EndpointConfig {
+    /// A `tcp://` or `udp://` URL.
     Url(String),
+    /// A URL with more to say.
     Table {
+        /// The URL.
         url: String,
+        /// Addresses it may resolve to besides public ones.
         #[serde(default)]
         addresses: Vec<String>,
     },
 }
 
+/// A socket's protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
+    /// TCP.
     Tcp,
+    /// UDP.
     Udp,
 }
 
 impl Protocol {
+    /// As written in a grant.
     pub fn as_str(self) -> &'static str {
         match self {
             Protocol::Tcp => "tcp",
@@ -61,7 +71,9 @@ impl Protocol {
 /// A checked socket grant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SocketPolicy {
+    /// Where sockets may connect.
     pub endpoints: Vec<Endpoint>,
+    /// Sockets and lookups a run may make.
     pub max_sockets: u32,
 }
 
@@ -72,20 +84,25 @@ impl std::fmt::Display for Endpoint {
     }
 }
 
+/// One place a socket may connect to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
+    /// Its protocol.
     pub protocol: Protocol,
     /// An IP literal or an exact name, never a wildcard.
     pub host: HostPattern,
+    /// Its port.
     pub port: u16,
     /// Non-public addresses the name may resolve to.
     pub addresses: Vec<IpNet>,
 }
 
 impl SocketPolicy {
+    /// Sockets a grant allows when it says nothing.
     pub const DEFAULT_MAX_SOCKETS: u32 = 16;
     const MAX_SOCKETS: u32 = 1024;
 
+    /// Whether any endpoint is of `protocol`.
     pub fn allows(&self, protocol: Protocol) -> bool {
         self.endpoints.iter().any(|e| e.protocol == protocol)
     }
@@ -98,6 +115,7 @@ impl SocketPolicy {
 }
 
 impl SocketGrantConfig {
+    /// Check the grant; one line naming what is wrong otherwise.
     pub fn resolve(&self) -> Result<SocketPolicy, String> {
         let endpoints = self.allow.iter().map(Endpoint::parse).collect::<Result<Vec<_>, _>>()?;
         let max_sockets = self.max_sockets.unwrap_or(SocketPolicy::DEFAULT_MAX_SOCKETS);

@@ -57,6 +57,7 @@ pub struct SocketRun {
 type Answer<T> = wasmtime::Result<(Result<T, ErrorCode>,)>;
 
 impl SocketRun {
+    /// The sockets of one run, as `policy` allows.
     pub fn new(
         handler: Arc<str>,
         policy: Option<Arc<SocketPolicy>>,
@@ -74,6 +75,7 @@ impl SocketRun {
         }
     }
 
+    /// The grant, if any.
     pub fn policy(&self) -> Option<&SocketPolicy> {
         self.policy.as_deref()
     }

@@ -38,6 +38,7 @@ pub struct SqlStore<D> {
 }
 
 impl<D: Dialect> SqlStore<D> {
+    /// The store over `db`.
     pub fn new(db: D) -> Self {
         SqlStore { db }
     }

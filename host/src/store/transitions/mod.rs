@@ -41,6 +41,7 @@ use crate::model::{codes, ClaimedRun, RunId, RunnerId, TaskId, TaskState, Transi
 pub struct Why<'a> {
     /// One of the host's [`codes`].
     pub code: &'a str,
+    /// Why, for a person.
     pub message: &'a str,
 }
 
