@@ -159,91 +159,13 @@ pub enum Error {
     },
 }
 
-/// The code a database gave an error, as the classifiers below match it: MySQL's error number
-/// (sqlx's `code()` there is the SQLSTATE, which lumps a lock wait timeout, a bad string and
-/// many more together as `HY000`), every other database's own code.
-pub(crate) fn code_of(db: &dyn sqlx::error::DatabaseError) -> Option<String> {
-    #[cfg(feature = "mysql")]
-    if let Some(mysql) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
-        return Some(mysql.number().to_string());
-    }
-    db.code().map(|c| c.into_owned())
-}
-
 impl Error {
-    /// Whether trying the same operation again later may succeed (a busy or unreachable
-    /// database), as opposed to a request that is wrong in itself.
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            Error::Database(e) => match e {
-                sqlx::Error::Io(_)
-                | sqlx::Error::PoolTimedOut
-                | sqlx::Error::PoolClosed
-                | sqlx::Error::WorkerCrashed
-                | sqlx::Error::Protocol(_) => true,
-                sqlx::Error::Database(_) => self.is_contention(),
-                _ => false,
-            },
-            Error::Io { .. } => true,
-            _ => false,
-        }
-    }
-
-    /// Whether the database refused for want of a lock another session holds (busy, lock wait
-    /// timeout, deadlock, serialization failure): waiting and trying again is the cure.
-    pub fn is_contention(&self) -> bool {
-        let Error::Database(sqlx::Error::Database(db)) = self else {
-            return false;
-        };
-        // SQLite busy/locked; MySQL deadlock/lock wait; PostgreSQL serialization, deadlock, lock
-        // not available (lock_timeout).
-        matches!(
-            code_of(db.as_ref()).as_deref(),
-            Some("5" | "6" | "517" | "1213" | "1205" | "40001" | "40P01" | "55P03")
-        )
-    }
-
-    /// Whether the database refused the data itself (a value too long, invalid text, a packet
-    /// over the server's limit, a constraint): writing the same again cannot succeed. Anything
-    /// else that fails a write (the server down, read-only, out of connections, timeouts) is the
-    /// database's state, and is waited out.
-    pub fn is_data_error(&self) -> bool {
-        let Error::Database(sqlx::Error::Database(db)) = self else {
-            return false;
-        };
-        // The SQLSTATE (PostgreSQL, MySQL), and each database's own code (MySQL's number).
-        let state = db.code();
-        let state = state.as_deref().unwrap_or("");
-        let code = code_of(db.as_ref());
-        let code = code.as_deref().unwrap_or("");
-        match db.kind() {
-            sqlx::error::ErrorKind::UniqueViolation
-            | sqlx::error::ErrorKind::ForeignKeyViolation
-            | sqlx::error::ErrorKind::NotNullViolation
-            | sqlx::error::ErrorKind::CheckViolation => return true,
-            _ => {}
-        }
-        // SQLSTATE: data exception (22…), integrity (23…), program limit (54…).
-        state.starts_with("22")
-            || state.starts_with("23")
-            || state.starts_with("54")
-            // MySQL: data too long, bad string, out of range, null, packet too large.
-            || matches!(code, "1406" | "1366" | "1264" | "1048" | "1153" | "1301" | "1292")
-            // SQLite: too big, constraint, mismatch.
-            || matches!(code, "18" | "19" | "20")
-    }
+    // Whether an error is worth trying again, and what a database's refusal means, are the
+    // store's to say (each database's codes in its own file): `store/refusal.rs`.
 
     /// Whether the database refused a row for a unique key another row holds.
     pub fn is_unique_violation(&self) -> bool {
         matches!(self, Error::Database(sqlx::Error::Database(db)) if db.is_unique_violation())
-    }
-
-    /// Whether the database said a table does not exist (SQLite, PostgreSQL 42P01, MySQL 1146).
-    pub fn is_missing_table(&self) -> bool {
-        let Error::Database(sqlx::Error::Database(db)) = self else {
-            return false;
-        };
-        matches!(code_of(db.as_ref()).as_deref(), Some("42P01" | "1146")) || db.message().starts_with("no such table")
     }
 
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {

@@ -80,9 +80,9 @@ mod server {
                 "connection refused: no server is listening there".to_string()
             }
             sqlx::Error::Io(io) if io.to_string().contains("lookup") => format!("unknown host ({io})"),
-            sqlx::Error::Database(db) => match crate::error::code_of(db.as_ref()).as_deref() {
-                Some("28P01") | Some("28000") | Some("1045") => format!("authentication failed: {}", db.message()),
-                Some("3D000") | Some("1049") => format!("no such database: {}", db.message()),
+            sqlx::Error::Database(db) => match crate::store::refusal::refusal(db.as_ref()) {
+                crate::store::refusal::Refusal::Authentication => format!("authentication failed: {}", db.message()),
+                crate::store::refusal::Refusal::NoDatabase => format!("no such database: {}", db.message()),
                 _ => db.message().to_string(),
             },
             other => other.to_string(),

@@ -248,6 +248,9 @@ pub trait Dialect: Plumbing {
     const SKIP_LOCKED: &'static str;
     /// Ends a SELECT of rows about to be changed, waiting for other writers' locks.
     const FOR_UPDATE: &'static str;
+    /// Whether write transactions exclude each other already (SQLite: one writer at a time),
+    /// so that a claim within concurrency limits needs no row to lock.
+    const ONE_WRITER: bool = false;
     /// Tasks per statement when adding in bulk (MySQL: 11 placeholders a task, 65,535 at most).
     const ADD_CHUNK: usize;
     /// Whether `INSERT … RETURNING id` works (else `LAST_INSERT_ID()` is read after it).

@@ -24,6 +24,7 @@ pub mod dialect;
 pub mod mysql;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+pub(crate) mod refusal;
 pub(crate) mod rows;
 pub mod schema;
 pub mod shared;

@@ -303,3 +303,20 @@ impl Dialect for MySqlDb {
         Ok(ok.iter().map(|o| o.run_id).filter(|r| running.contains(r)).collect())
     }
 }
+
+/// What a MySQL or MariaDB refusal means, by its error number (its SQLSTATE lumps a lock wait
+/// timeout, a bad string and many more together as `HY000`).
+pub(crate) fn refusal(db: &dyn sqlx::error::DatabaseError) -> Option<super::refusal::Refusal> {
+    use super::refusal::Refusal;
+    let e = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()?;
+    Some(match e.number() {
+        // Deadlock, lock wait timeout.
+        1213 | 1205 => Refusal::Contention,
+        // Data too long, bad string, out of range, null, packet too large, bad value.
+        1406 | 1366 | 1264 | 1048 | 1153 | 1301 | 1292 => Refusal::Data,
+        1146 => Refusal::MissingTable,
+        1045 => Refusal::Authentication,
+        1049 => Refusal::NoDatabase,
+        _ => super::refusal::by_kind(db).unwrap_or(Refusal::Other),
+    })
+}

@@ -396,3 +396,17 @@ async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result
         .await?;
     found.iter().map(|r| r.try_get::<i64, _>("id").map_err(Into::into)).collect()
 }
+
+/// What a PostgreSQL refusal means (by its SQLSTATE): serialization failure, deadlock and lock
+/// not available are contention; classes 22, 23 and 54 the data.
+pub(crate) fn refusal(db: &dyn sqlx::error::DatabaseError) -> Option<super::refusal::Refusal> {
+    use super::refusal::Refusal;
+    let e = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()?;
+    Some(match e.code() {
+        "40001" | "40P01" | "55P03" => Refusal::Contention,
+        "42P01" => Refusal::MissingTable,
+        "28P01" | "28000" => Refusal::Authentication,
+        "3D000" => Refusal::NoDatabase,
+        _ => super::refusal::by_kind(db).unwrap_or(Refusal::Other),
+    })
+}

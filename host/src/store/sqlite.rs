@@ -141,6 +141,7 @@ impl Dialect for SqliteDb {
     const BACKEND: Backend = Backend::Sqlite;
     const SKIP_LOCKED: &'static str = "";
     const FOR_UPDATE: &'static str = "";
+    const ONE_WRITER: bool = true;
     const ADD_CHUNK: usize = 5_000;
     // Rounded: julianday's doubles are exact to about 20 µs.
     const MS_SINCE_START: &'static str = "CAST(round((julianday($2) - julianday(started_on)) * 86400000.0) AS INTEGER)";
@@ -298,4 +299,19 @@ async fn claim_in(
         sqlx::query_as(&start).bind(ts(now)).bind(req.runner).bind(starts.to_string()).fetch_all(&mut *tx.tx).await?;
     let by_task = started.into_iter().map(|(t, r, a)| (t, (r, a))).collect();
     transitions::claimed_runs(db, Some(tx), req, claimed, by_task).await
+}
+
+/// What a SQLite refusal means (by its primary result code): busy and locked are contention;
+/// too big, constraint and mismatch are the data; "no such table" is not migrated.
+pub(crate) fn refusal(db: &dyn sqlx::error::DatabaseError) -> Option<super::refusal::Refusal> {
+    use super::refusal::Refusal;
+    db.try_downcast_ref::<sqlx::sqlite::SqliteError>()?;
+    let primary = db.code().and_then(|c| c.parse::<i32>().ok()).map(|c| c & 0xff);
+    Some(match primary {
+        Some(5 | 6) => Refusal::Contention,
+        // Too big, constraint, mismatch.
+        Some(18..=20) => Refusal::Data,
+        _ if db.message().starts_with("no such table") => Refusal::MissingTable,
+        _ => super::refusal::by_kind(db).unwrap_or(Refusal::Other),
+    })
 }

@@ -41,8 +41,7 @@ pub async fn claim<D: Dialect>(db: &D, req: &ClaimRequest<'_>) -> Result<Vec<Cla
         .map(|(q, _)| format!("queue:{q}"))
         .chain(handlers.iter().map(|(h, _)| format!("handler:{h}")))
         .collect();
-    // SQLite: one writer at a time, no row to lock.
-    let keys: Vec<String> = if D::FOR_UPDATE.is_empty() { Vec::new() } else { keys.into_iter().collect() };
+    let keys: Vec<String> = if D::ONE_WRITER { Vec::new() } else { keys.into_iter().collect() };
     // A limit's row is made by the first claim that needs it (then kept for good).
     for _ in 0..2 {
         let (keys, queues, handlers) = (&keys, &queues, &handlers);
