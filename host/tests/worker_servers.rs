@@ -80,6 +80,7 @@ async fn an_idle_worker_is_woken_by_notify_rather_than_its_poll_on_postgres() {
         ..drain_config()
     };
     let worker = env.app.worker(cfg);
+    let mut idle = worker.idle_turns();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let handle = tokio::spawn(worker.run(async move {
         let _ = stopped.await;
@@ -89,10 +90,11 @@ async fn an_idle_worker_is_woken_by_notify_rather_than_its_poll_on_postgres() {
         !store.live_runners().await.expect("runners").is_empty()
     })
     .await;
-    // Let it find nothing and go idle.
-    let mut tick = tokio::time::interval(std::time::Duration::from_millis(300));
-    tick.tick().await;
-    tick.tick().await;
+    // It found nothing and waits (for 600 s, or a wake-up).
+    tokio::time::timeout(std::time::Duration::from_secs(60), idle.wait_for(|n| *n >= 1))
+        .await
+        .expect("the worker went idle in time")
+        .expect("the worker is running");
     let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
     let ran = |id: i64| {
         let store = store.clone();

@@ -16,7 +16,7 @@
 //! its time to live (default 30 s) and taken over by another node when its holder stops renewing
 //! it. Every service is idempotent besides (each update is guarded by the state it expects).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -168,7 +168,33 @@ pub struct Overseer {
     store: SharedStore,
     lease_ttl: Duration,
     holder: String,
-    leader: Arc<AtomicBool>,
+    leader: Leadership,
+}
+
+/// What an overseer knows of its lease, every change counted (so a test or a dashboard can tell
+/// that nothing happened between two looks).
+#[derive(Debug, Clone, Default)]
+pub struct Leadership {
+    held: Arc<AtomicBool>,
+    tries: Arc<AtomicU64>,
+    gained: Arc<AtomicU64>,
+}
+
+impl Leadership {
+    /// Whether it holds the lease now (and so runs the services).
+    pub fn is_leader(&self) -> bool {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    /// How many times it has tried to take or renew the lease.
+    pub fn tries(&self) -> u64 {
+        self.tries.load(Ordering::SeqCst)
+    }
+
+    /// How many times it took the lease (from no one, or from an overseer whose lease expired).
+    pub fn times_gained(&self) -> u64 {
+        self.gained.load(Ordering::SeqCst)
+    }
 }
 
 impl Overseer {
@@ -188,8 +214,8 @@ impl Overseer {
         Overseer { services, clock, store, lease_ttl: config.lease_ttl, holder, leader: Default::default() }
     }
 
-    /// True while this overseer holds the lease (and so runs the services).
-    pub fn leader_flag(&self) -> Arc<AtomicBool> {
+    /// Its lease, as it changes.
+    pub fn leadership(&self) -> Leadership {
         self.leader.clone()
     }
 
@@ -203,9 +229,14 @@ impl Overseer {
                 false
             }
         };
-        if held != self.leader.swap(held, Ordering::SeqCst) {
+        if held != self.leader.held.swap(held, Ordering::SeqCst) {
+            if held {
+                self.leader.gained.fetch_add(1, Ordering::SeqCst);
+            }
             tracing::info!(holder = %self.holder, held, "maintenance lease changed hands");
         }
+        // Counted last: a look that sees this try sees its outcome.
+        self.leader.tries.fetch_add(1, Ordering::SeqCst);
         held
     }
 
@@ -240,7 +271,7 @@ impl Overseer {
         };
         let loops = this.services.iter().cloned().map(|s| {
             let clock = this.clock.clone();
-            let leader = this.leader.clone();
+            let leader = this.leader.held.clone();
             let mut stop = stop.clone();
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(s.interval());

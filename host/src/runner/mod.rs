@@ -59,6 +59,8 @@ pub struct Worker {
     config: WorkerConfig,
     /// How loading the plugins directory at start goes.
     loading: Option<watch::Receiver<Loading>>,
+    /// Turns the claim loop found nothing to claim and waited for work.
+    idle: watch::Sender<u64>,
 }
 
 /// How far the first load of the plugins directory has gone.
@@ -174,7 +176,13 @@ async fn keep_stopped(shared: &Shared, kept: &StoppedRun) {
 impl Worker {
     /// A worker over `store`, running the plugins of `catalog`.
     pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock, config: WorkerConfig) -> Self {
-        Worker { store, catalog, clock, config, loading: None }
+        Worker { store, catalog, clock, config, loading: None, idle: watch::Sender::new(0) }
+    }
+
+    /// How many times the worker found nothing to claim and waited for work (a wake-up from
+    /// the database or its poll): what a test waits on to know the worker is idle.
+    pub fn idle_turns(&self) -> watch::Receiver<u64> {
+        self.idle.subscribe()
     }
 
     /// Work until `shutdown` completes (or, with `drain`, until nothing is left).
@@ -202,6 +210,7 @@ impl Worker {
             match claimer.claim_once().await {
                 Step::Claimed => {}
                 Step::Idle => {
+                    self.idle.send_modify(|n| *n += 1);
                     if let Some(reason) = claimer.wait_for_work().await {
                         break (reason, None);
                     }
