@@ -50,7 +50,7 @@ pub async fn time_out_overdue<D: Dialect>(
         "SELECT id, task_queue_id FROM task_runs WHERE status = {RUNNING} AND timeout_on <= $1 LIMIT $2{}",
         D::SKIP_LOCKED
     );
-    let (overdue,) = (&overdue,);
+    let overdue = &overdue;
     transaction(db, |tx| {
         Box::pin(async move {
             let runs = pairs(&db.rows(Some(&mut tx.tx), overdue, args![cutoff, limit]).await?)?;

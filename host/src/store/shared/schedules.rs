@@ -160,7 +160,7 @@ pub async fn queue_due<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<(St
 /// Queue `name`'s due slot, if it has one no one queued yet.
 async fn queue_slot<D: Dialect>(db: &D, name: &str, now: DateTime<Utc>) -> Result<Option<TaskId>> {
     let pick = format!("SELECT * FROM task_schedules WHERE name = $1 AND paused_on IS NULL{}", D::FOR_UPDATE);
-    let (pick,) = (&pick,);
+    let pick = &pick;
     transaction(db, |tx| {
         Box::pin(async move {
             let found = db.rows(Some(&mut tx.tx), pick, args![name]).await?;

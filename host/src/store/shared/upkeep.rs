@@ -63,7 +63,7 @@ pub async fn give_up_unserved<D: Dialect>(
         is(TaskState::Scheduled),
         D::SKIP_LOCKED
     );
-    let (pick,) = (&pick,);
+    let pick = &pick;
     transaction(db, |tx| {
         Box::pin(async move {
             let ids = ids(&db.rows(Some(&mut tx.tx), pick, args![due_before, served, limit]).await?)?;
