@@ -1,5 +1,5 @@
 //! taskhost: a durable task queue kept in SQL whose handlers are sandboxed WebAssembly
-//! components. See the README for the manual.
+//! components. The manual is the README and `docs/`.
 
 #![warn(missing_docs)]
 

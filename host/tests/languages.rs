@@ -40,7 +40,7 @@ async fn a_javascript_handler_runs_end_to_end() {
     assert_eq!(ok.percents_completed, 100);
     assert!(ok.logs.as_deref().unwrap_or("").contains("3 distinct words"), "{:?}", ok.logs);
     assert_eq!(err.error_code.as_deref(), Some("invalid-input"));
-    // What the README says the runtime has, used by the example.
+    // What docs/handlers.md says the runtime has, used by the example.
     let id = env.app.client.add(NewTask::new("js-words", r#"{"text": "héllo wörld\nzed", "extras": true}"#)).await;
     env.drain(drain_config()).await;
     let (_, runs) = env.app.client.show(id.expect("add").id).await.expect("show");

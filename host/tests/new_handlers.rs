@@ -1,7 +1,7 @@
-//! A new user's first hour, as the README tells it: `taskhost new LANGUAGE hello` writes a handler,
+//! A new user's first hour, as docs/handlers.md tells it: `taskhost new LANGUAGE hello` writes a handler,
 //! its `build.sh` builds it (installing its tools the first time), `run-once` runs it without a
-//! database, and a worker runs it from the queue. The README shows the files `taskhost new`
-//! writes, and a test fails when the two differ, so the README cannot drift from what is tested.
+//! database, and a worker runs it from the queue. The page shows the files `taskhost new`
+//! writes, and a test fails when the two differ, so it cannot drift from what is tested.
 
 mod common;
 
@@ -30,7 +30,7 @@ fn new_handler(language: &str, name: &str, parent: &Path) -> PathBuf {
     parent.join(name)
 }
 
-/// Run the handler's `build.sh` as the README says, with the tools plugins/build.sh installed
+/// Run the handler's `build.sh` as the docs say, with the tools plugins/build.sh installed
 /// (the script installs its own when they are missing) and a shared cargo target directory.
 fn build(dir: &Path) {
     built_plugins();
@@ -45,7 +45,7 @@ fn build(dir: &Path) {
     assert!(o.status.success(), "{}/build.sh failed:\n{}\n{}", dir.display(), stdout(&o), stderr(&o));
 }
 
-/// Every file a new handler is made of, relative to its directory, with the ones the README
+/// Every file a new handler is made of, relative to its directory, with the ones the page
 /// does not show (the WIT, generated bindings, binaries) left out.
 fn shown_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
@@ -68,37 +68,9 @@ fn shown_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The README's Status names each capability documented under Workers as done, and no "not yet"
-/// clause names one of them: the status stays true as sections are added.
 #[test]
-fn the_readme_status_does_not_call_a_documented_capability_not_done() {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
-    let section = |title: &str| {
-        let start = readme.find(&format!("\n## {title}\n")).unwrap_or_else(|| panic!("## {title}"));
-        let rest = &readme[start + 1..];
-        rest[3..].find("\n## ").map_or(rest, |end| &rest[..end + 3]).to_string()
-    };
-    let (workers, status) = (section("Workers"), section("Status"));
-    let capabilities: Vec<String> = workers
-        .lines()
-        .filter_map(|l| l.strip_prefix("### "))
-        .filter_map(|h| h.split_whitespace().next().map(str::to_lowercase))
-        .collect();
-    assert!(capabilities.len() >= 6, "{capabilities:?}");
-    let lower = status.to_lowercase();
-    let not_yet: Vec<&str> = lower.split(['.', ';']).filter(|clause| clause.contains("not yet")).collect();
-    for word in &capabilities {
-        assert!(lower.contains(word.as_str()), "Status says nothing of {word}");
-        assert!(
-            !not_yet.iter().any(|clause| clause.contains(word.as_str())),
-            "Status calls {word} not done: {not_yet:?}"
-        );
-    }
-}
-
-#[test]
-fn the_readme_shows_every_file_taskhost_new_writes() {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
+fn the_handlers_page_shows_every_file_taskhost_new_writes() {
+    let page = std::fs::read_to_string(repo_root().join("docs/handlers.md")).expect("docs/handlers.md");
     let tmp = tempfile::tempdir().expect("temp dir");
     let mut missing = Vec::new();
     for language in ["rust", "python", "js", "c"] {
@@ -109,24 +81,14 @@ fn the_readme_shows_every_file_taskhost_new_writes() {
         assert!(files.iter().any(|f| f.ends_with("build.sh")), "{language}: {files:?}");
         for file in files {
             let text = std::fs::read_to_string(dir.join(&file)).expect("text file");
-            if !readme.contains(&text) {
+            if !page.contains(&text) {
                 missing.push(format!("{language} {}", file.display()));
             }
         }
     }
     assert!(
         missing.is_empty(),
-        "README.md does not show these files as `taskhost new LANGUAGE hello` writes them (host/templates/): {missing:?}"
-    );
-}
-
-#[test]
-fn the_readme_shows_the_library_example_as_it_compiles() {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
-    let example = std::fs::read_to_string(repo_root().join("host/examples/library.rs")).expect("example");
-    assert!(
-        readme.contains(&format!("```rust\n{example}```")),
-        "README.md's Library use differs from host/examples/library.rs"
+        "docs/handlers.md does not show these files as `taskhost new LANGUAGE hello` writes them (host/templates/): {missing:?}"
     );
 }
 

@@ -60,7 +60,7 @@ function words(task) {
   return JSON.stringify({ distinct: counts.size, top: ranked });
 }
 
-// What the runtime has besides the language itself (README, "What the JavaScript runtime has"),
+// What the runtime has besides the language itself (docs/handlers.md, "What the JavaScript runtime has"),
 // used once each so a test proves it: TextEncoder, Object.groupBy, toSorted, structuredClone,
 // URLSearchParams, btoa/atob, BigInt, crypto.randomUUID, Date and localeCompare.
 function extras(text, counts) {

@@ -30,7 +30,7 @@ pub struct Cli {
     #[arg(long, global = true, env = "TASKHOST_CACHE_DIR", help_heading = GLOBAL)]
     pub cache_dir: Option<PathBuf>,
     /// The operator's configuration file: handler grants, limits above the defaults, plugin
-    /// size and cache limits (see the README's Trust model).
+    /// size and cache limits (see docs/trust.md).
     #[arg(long, global = true, env = "TASKHOST_CONFIG", help_heading = GLOBAL)]
     pub config: Option<PathBuf>,
     /// How long the first connection to a database server may take.

@@ -1,6 +1,6 @@
 //! `taskhost new LANGUAGE NAME`: a ready-to-build handler in a new directory, with the WIT, a
 //! `build.sh` that installs what it needs and builds `plugins/NAME.wasm`, and (for C) the
-//! bindings and the WASI preview 1 adapter. The files are `host/templates/`; the README shows
+//! bindings and the WASI preview 1 adapter. The files are `host/templates/`; docs/handlers.md shows
 //! them as `taskhost new LANGUAGE hello` writes them, and a test fails when the two differ.
 //!
 //! `--http` writes a handler that makes a request instead: the webhook example of its language

@@ -5,7 +5,7 @@
 //! reading, and every [`Transition`] says from which states it may start and where it ends.
 //! The store writes each transition in one place (`store/transitions.rs`), and refuses one whose
 //! task is not in a state it starts from: a late outcome of a cancelled run, the replay of a
-//! running task. The README's state table is [`table`], checked by a test.
+//! running task. The state table of docs/queue.md is [`table`], checked by a test.
 
 use std::fmt;
 
@@ -59,7 +59,7 @@ impl TaskState {
         }
     }
 
-    /// Its name, as the README and the API spell it.
+    /// Its name, as the docs and the API spell it.
     pub const fn as_str(self) -> &'static str {
         match self {
             TaskState::Scheduled => "scheduled",
@@ -117,7 +117,7 @@ pub enum Transition {
 }
 
 impl Transition {
-    /// Every transition, in the order of the README's table.
+    /// Every transition, in the order of the docs' table.
     pub const ALL: [Transition; 11] = [
         Transition::Claim,
         Transition::Succeed,
@@ -162,7 +162,7 @@ impl Transition {
         }
     }
 
-    /// Its name in the README's table.
+    /// Its name in the docs' table.
     pub const fn as_str(self) -> &'static str {
         match self {
             Transition::Claim => "claim",
@@ -204,7 +204,7 @@ impl fmt::Display for Transition {
     }
 }
 
-/// The transitions as a Markdown table (the README's, checked against this by a test).
+/// The transitions as a Markdown table (docs/queue.md's, checked against this by a test).
 pub fn table() -> String {
     let mut out = String::from("| transition | from | to | made by |\n|---|---|---|---|\n");
     for t in Transition::ALL {
@@ -240,12 +240,12 @@ mod tests {
 
     #[test]
     fn the_readme_shows_the_transitions_as_they_are() {
-        let readme = include_str!("../../../README.md");
+        let readme = include_str!("../../../docs/queue.md");
         let start = "<!-- transitions: made by model::lifecycle::table -->\n";
-        let Some(at) = readme.find(start) else { panic!("README.md lacks {start:?}") };
+        let Some(at) = readme.find(start) else { panic!("docs/queue.md lacks {start:?}") };
         let shown = &readme[at + start.len()..];
         let end = shown.find("<!--").unwrap_or(shown.len());
-        assert_eq!(&shown[..end], table(), "README.md's transitions table differs from lifecycle::table()");
+        assert_eq!(&shown[..end], table(), "docs/queue.md's transitions table differs from lifecycle::table()");
     }
 
     #[test]
