@@ -22,6 +22,7 @@ mod connect;
 pub mod dialect;
 #[cfg(feature = "mysql")]
 pub mod mysql;
+pub mod plumbing;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub(crate) mod refusal;

@@ -14,7 +14,10 @@ use serde_json::json;
 use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlPool, MySqlRow};
 use sqlx::{Arguments, MySql, MySqlConnection, QueryBuilder, Row};
 
-use super::dialect::{cells, decoded, retrying, sqlx_plumbing, unchecked, ClaimRequest, Dialect, Plumbing, Tx};
+use sqlx::migrate::Migrator;
+
+use super::dialect::{retrying, ClaimRequest, Dialect};
+use super::plumbing::{decoded, unchecked, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
 use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNING};
@@ -85,11 +88,33 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, MySqlArguments)> {
     Ok((sql, bound))
 }
 
-sqlx_plumbing!(MySqlDb, MySql, "../migrations/mysql");
+impl SqlxDialect for MySqlDb {
+    type Db = MySql;
+    fn pool(&self) -> &sqlx::Pool<MySql> {
+        &self.pool
+    }
+    fn migrator() -> &'static Migrator {
+        static MIGRATOR: Migrator = sqlx::migrate!("../migrations/mysql");
+        &MIGRATOR
+    }
+    fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <MySql as sqlx::Database>::Arguments<'a>)> {
+        bind(sql, args)
+    }
+}
 
 // Unchecked: MySQL reports binary-collated (case-sensitive) VARCHARs as VARBINARY though they
 // hold UTF-8 text, and expressions as integers of any width.
-cells!(MySqlRow { int: unchecked, text: unchecked, time: decoded });
+impl Cells for MySqlRow {
+    fn int(&self, col: &str) -> Result<Option<i64>> {
+        unchecked(self, col)
+    }
+    fn text(&self, col: &str) -> Result<Option<String>> {
+        unchecked(self, col)
+    }
+    fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>> {
+        decoded(self, col)
+    }
+}
 
 impl MySqlDb {
     async fn claim_once(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {

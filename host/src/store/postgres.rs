@@ -13,7 +13,10 @@ use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgRow};
 use sqlx::{Arguments, PgConnection, Postgres, Row};
 
-use super::dialect::{cells, decoded, sqlx_plumbing, ClaimRequest, Dialect, Tx};
+use sqlx::migrate::Migrator;
+
+use super::dialect::{ClaimRequest, Dialect};
+use super::plumbing::{decoded, Cells, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::tasks::{add_one, add_tasks_in_tx};
 use super::shared::SqlStore;
@@ -97,9 +100,31 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, PgArguments)> {
     Ok((sql, bound))
 }
 
-sqlx_plumbing!(PostgresDb, Postgres, "../migrations/postgres");
+impl SqlxDialect for PostgresDb {
+    type Db = Postgres;
+    fn pool(&self) -> &sqlx::Pool<Postgres> {
+        &self.pool
+    }
+    fn migrator() -> &'static Migrator {
+        static MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
+        &MIGRATOR
+    }
+    fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <Postgres as sqlx::Database>::Arguments<'a>)> {
+        bind(sql, args)
+    }
+}
 
-cells!(PgRow { int: int_of, text: decoded, time: decoded });
+impl Cells for PgRow {
+    fn int(&self, col: &str) -> Result<Option<i64>> {
+        int_of(self, col)
+    }
+    fn text(&self, col: &str) -> Result<Option<String>> {
+        decoded(self, col)
+    }
+    fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>> {
+        decoded(self, col)
+    }
+}
 
 /// Expressions (`CASE … THEN 1`) are INTEGER; columns and counts BIGINT.
 fn int_of(row: &PgRow, col: &str) -> Result<Option<i64>> {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::dialect::Cells;
+use super::plumbing::Cells;
 use super::RetryCandidate;
 use crate::error::{Error, Result};
 use crate::model::*;

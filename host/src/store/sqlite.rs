@@ -22,7 +22,10 @@ use sqlx::sqlite::{
 use sqlx::{Arguments, Connection, Row, Sqlite, SqliteConnection};
 use tokio::sync::Mutex;
 
-use super::dialect::{cells, decoded, sqlx_plumbing, ClaimRequest, Dialect, Plumbing, Tx};
+use sqlx::migrate::Migrator;
+
+use super::dialect::{ClaimRequest, Dialect};
+use super::plumbing::{decoded, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
 use super::sql::{json_list, new_task_args, render, Arg, Slot, NEW_TASK, RUNNING, SCHEDULED};
@@ -122,9 +125,31 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, SqliteArguments<'a>)
     Ok((sql, bound))
 }
 
-sqlx_plumbing!(SqliteDb, Sqlite, "../migrations/sqlite");
+impl SqlxDialect for SqliteDb {
+    type Db = Sqlite;
+    fn pool(&self) -> &sqlx::Pool<Sqlite> {
+        &self.pool
+    }
+    fn migrator() -> &'static Migrator {
+        static MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
+        &MIGRATOR
+    }
+    fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <Sqlite as sqlx::Database>::Arguments<'a>)> {
+        bind(sql, args)
+    }
+}
 
-cells!(SqliteRow { int: decoded, text: decoded, time: time_of });
+impl Cells for SqliteRow {
+    fn int(&self, col: &str) -> Result<Option<i64>> {
+        decoded(self, col)
+    }
+    fn text(&self, col: &str) -> Result<Option<String>> {
+        decoded(self, col)
+    }
+    fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>> {
+        time_of(self, col)
+    }
+}
 
 /// Times are stored as text in [`TS_WRITE`]'s format.
 fn time_of(row: &SqliteRow, col: &str) -> Result<Option<DateTime<Utc>>> {

@@ -5,7 +5,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{transaction, Cells, Dialect, TxOf};
+use super::super::dialect::{transaction, Dialect};
+use super::super::plumbing::{Cells, TxOf};
 use super::super::sql::{args, Arg, DONE};
 use super::super::transitions::{self, is};
 use super::super::{BulkFilter, Finished, Replay};

@@ -6,7 +6,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{transaction, Cells, Dialect, TxOf};
+use super::super::dialect::{transaction, Dialect};
+use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg};
 use super::super::transitions::{self, from, is_any};

@@ -20,7 +20,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::super::dialect::{transaction_read_committed, Cells, ClaimRequest, Dialect, TxOf};
+use super::super::dialect::{transaction_read_committed, ClaimRequest, Dialect};
+use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg, RUNNING, SCHEDULED};
 use crate::error::{Error, Result};

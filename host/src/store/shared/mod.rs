@@ -21,7 +21,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::dialect::{ClaimRequest, ConnOf, Dialect};
+use super::dialect::{ClaimRequest, Dialect};
+use super::plumbing::{ConnOf, SqlxDialect};
 use super::transitions;
 use super::{
     Backend, BulkFilter, Cancelled, Finished, QueueInfo, Replay, RetryCandidate, RetryPlan, Served, Store, Unfinished,
@@ -46,6 +47,15 @@ impl<D: Dialect> SqlStore<D> {
     /// The database's part (its pool, for queueing tasks in a transaction of your own).
     pub fn dialect(&self) -> &D {
         &self.db
+    }
+
+    /// The connection pool, for callers that queue tasks inside their own transaction
+    /// ([`SqlStore::add_tasks_in`]).
+    pub fn pool(&self) -> &sqlx::Pool<<D as SqlxDialect>::Db>
+    where
+        D: SqlxDialect,
+    {
+        self.db.pool()
     }
 
     /// Queue validated tasks on the caller's connection or transaction: they are committed

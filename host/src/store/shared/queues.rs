@@ -2,7 +2,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{transaction, Cells, Dialect};
+use super::super::dialect::{transaction, Dialect};
+use super::super::plumbing::Cells;
 use super::super::rows;
 use super::super::sql::args;
 use super::super::transitions::{is, is_any};

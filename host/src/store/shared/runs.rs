@@ -3,7 +3,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{transaction, Cells, Dialect};
+use super::super::dialect::{transaction, Dialect};
+use super::super::plumbing::Cells;
 use super::super::rows;
 use super::super::sql::{args, Arg, RUNNING, SCHEDULED};
 use super::super::transitions;

@@ -4,7 +4,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{retrying, transaction, Cells, Dialect, TxOf};
+use super::super::dialect::{retrying, transaction, Dialect};
+use super::super::plumbing::{Cells, TxOf};
 use super::super::sql::args;
 use super::tasks::add_one;
 use crate::error::{Error, Result};

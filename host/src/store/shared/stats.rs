@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, DurationRound, Utc};
 
-use super::super::dialect::{transaction_read_committed, Cells, Dialect, TxOf};
+use super::super::dialect::{transaction_read_committed, Dialect};
+use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg, CANCELLED, ERROR, RUNNING, SCHEDULED, SUCCESS, TIMEOUT};
 use crate::error::{Error, Result};

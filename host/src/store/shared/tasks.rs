@@ -2,7 +2,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{transaction, Cells, ConnOf, Dialect, TxOf};
+use super::super::dialect::{transaction, Dialect};
+use super::super::plumbing::{Cells, ConnOf, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg};
 use super::super::transitions::{self, from, is};

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{transaction, Cells, Dialect};
+use super::super::dialect::{transaction, Dialect};
+use super::super::plumbing::Cells;
 use super::super::rows;
 use super::super::sql::args;
 use super::super::transitions::{self, is};

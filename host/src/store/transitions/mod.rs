@@ -30,7 +30,8 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
-use super::dialect::{ClaimRequest, Dialect, TxOf};
+use super::dialect::{ClaimRequest, Dialect};
+use super::plumbing::TxOf;
 use super::rows::{self, ClaimedTask};
 use super::sql::{args, CANCELLED, ERROR, RUNNING, SCHEDULED, SUCCESS, TIMEOUT};
 use crate::error::Result;

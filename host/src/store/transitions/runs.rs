@@ -2,7 +2,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{transaction, Dialect, TxOf};
+use super::super::dialect::{transaction, Dialect};
+use super::super::plumbing::TxOf;
 use super::super::rows;
 use super::super::sql::{args, RUNNING, SCHEDULED, TIMEOUT};
 use super::{from, insert_run, Why, RELEASE_KEY};

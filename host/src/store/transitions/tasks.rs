@@ -3,7 +3,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{Dialect, TxOf};
+use super::super::dialect::Dialect;
+use super::super::plumbing::TxOf;
 use super::super::rows;
 use super::super::sql::{args, Lit, CANCELLED, ERROR, RUNNING, SCHEDULED};
 use super::{from, insert_run, is, Why, CANCELLED_BY_OPERATOR, RELEASE_KEY, UNSERVED};
@@ -119,6 +120,6 @@ pub async fn scheduled_run<D: Dialect>(db: &D, tx: &mut TxOf<D>, task: TaskId) -
     db.rows(Some(tx), &sql, args![task]).await?.first().map(|r| rows::id(r, "id")).transpose()
 }
 
-fn ids<R: super::super::dialect::Cells>(found: &[R]) -> Result<Vec<i64>> {
+fn ids<R: super::super::plumbing::Cells>(found: &[R]) -> Result<Vec<i64>> {
     found.iter().map(|r| rows::id(r, "id")).collect()
 }

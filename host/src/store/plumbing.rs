@@ -1,0 +1,192 @@
+//! Running shared statements through sqlx, written once for every database.
+//!
+//! A database's part gives a [`SqlxDialect`]: its sqlx database, its pool, its migrations and
+//! `bind`, which spells a shared statement its way ([`super::sql::render`]) and binds its
+//! arguments. [`Plumbing`] (transactions, statements on a transaction, the pool or a caller's
+//! connection, migrations) follows for every such dialect, and [`Cells`] reads a row.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::migrate::{Migrate, Migrator};
+use sqlx::{Database, Executor, IntoArguments};
+
+use super::sql::Arg;
+use crate::error::Result;
+
+/// A row as the shared code reads it: each column by name, NULL as `None`.
+pub trait Cells {
+    /// An integer cell.
+    fn int(&self, col: &str) -> Result<Option<i64>>;
+    /// A text cell.
+    fn text(&self, col: &str) -> Result<Option<String>>;
+    /// A time cell.
+    fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>>;
+}
+
+/// A cell as sqlx decodes it, its type checked.
+pub fn decoded<'r, R, T>(row: &'r R, col: &str) -> Result<Option<T>>
+where
+    R: sqlx::Row,
+    for<'c> &'c str: sqlx::ColumnIndex<R>,
+    Option<T>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    Ok(row.try_get(col)?)
+}
+
+/// A cell as sqlx decodes it, its type not checked (for drivers that report a column's type
+/// otherwise than it is stored).
+pub fn unchecked<'r, R, T>(row: &'r R, col: &str) -> Result<Option<T>>
+where
+    R: sqlx::Row,
+    for<'c> &'c str: sqlx::ColumnIndex<R>,
+    Option<T>: sqlx::Decode<'r, R::Database>,
+{
+    Ok(row.try_get_unchecked(col)?)
+}
+
+/// A write transaction (on SQLite, with this process's write lock held while it lasts).
+pub struct Tx<DB: sqlx::Database> {
+    pub(crate) tx: sqlx::Transaction<'static, DB>,
+    pub(crate) _writing: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl<DB: sqlx::Database> Tx<DB> {
+    /// A transaction, holding `writing` (SQLite's write lock of this process) while it lasts.
+    pub fn new(tx: sqlx::Transaction<'static, DB>, writing: Option<tokio::sync::OwnedMutexGuard<()>>) -> Self {
+        Tx { tx, _writing: writing }
+    }
+}
+
+/// A dialect's connection type.
+pub type ConnOf<D> = <<D as Plumbing>::Db as sqlx::Database>::Connection;
+/// A dialect's transaction type.
+pub type TxOf<D> = Tx<<D as Plumbing>::Db>;
+
+/// Running a shared statement: the same on every database but for the types, so written once,
+/// for every [`SqlxDialect`].
+#[async_trait]
+pub trait Plumbing: Send + Sync + 'static {
+    /// The sqlx database.
+    type Db: sqlx::Database;
+    /// A row it returns.
+    type Row: Cells + Send + Sync;
+
+    /// Create or update the tables from this database's migrations folder; the migrations
+    /// applied now, as `0005 registration`.
+    async fn migrate(&self) -> Result<Vec<String>>;
+    /// Commit `tx`.
+    async fn commit(&self, tx: TxOf<Self>) -> Result<()>;
+    /// Roll back at once. (A transaction merely dropped is rolled back too, but only when its
+    /// connection next goes back to the pool: until then its locks, and on SQLite the write
+    /// lock, stay held.)
+    async fn rollback(&self, tx: TxOf<Self>) -> Result<()>;
+    /// Run a shared statement on `tx` (None: on a pooled connection); rows changed.
+    async fn exec(&self, tx: Option<&mut TxOf<Self>>, sql: &str, args: &[Arg<'_>]) -> Result<u64>;
+    /// Run a shared statement, in `tx` or on the pool; the rows.
+    async fn rows(&self, tx: Option<&mut TxOf<Self>>, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Self::Row>>;
+    /// The same on a connection (the caller's own transaction, for instance).
+    async fn exec_on(conn: &mut ConnOf<Self>, sql: &str, args: &[Arg<'_>]) -> Result<u64>;
+    /// [`Plumbing::rows`], on a connection of the caller's.
+    async fn rows_on(conn: &mut ConnOf<Self>, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Self::Row>>;
+}
+
+/// What a database's part gives for its [`Plumbing`] to be written once.
+pub trait SqlxDialect: Send + Sync + 'static {
+    /// The sqlx database.
+    type Db: Database;
+    /// Its connection pool.
+    fn pool(&self) -> &sqlx::Pool<Self::Db>;
+    /// Its migrations folder, embedded.
+    fn migrator() -> &'static Migrator;
+    /// A shared statement in this database's spelling, with its arguments bound.
+    fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <Self::Db as Database>::Arguments<'a>)>;
+}
+
+/// The rows a statement changed: each sqlx database's result has the method, but no trait
+/// names it.
+pub trait RowsAffected {
+    /// How many.
+    fn rows_affected(&self) -> u64;
+}
+
+#[cfg(feature = "sqlite")]
+impl RowsAffected for sqlx::sqlite::SqliteQueryResult {
+    fn rows_affected(&self) -> u64 {
+        self.rows_affected()
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl RowsAffected for sqlx::postgres::PgQueryResult {
+    fn rows_affected(&self) -> u64 {
+        self.rows_affected()
+    }
+}
+
+#[cfg(feature = "mysql")]
+impl RowsAffected for sqlx::mysql::MySqlQueryResult {
+    fn rows_affected(&self) -> u64 {
+        self.rows_affected()
+    }
+}
+
+#[async_trait]
+impl<D> Plumbing for D
+where
+    D: SqlxDialect,
+    <D::Db as Database>::Row: Cells + Send + Sync,
+    <D::Db as Database>::Connection: Migrate,
+    for<'c> &'c mut <D::Db as Database>::Connection: Executor<'c, Database = D::Db>,
+    for<'q> <D::Db as Database>::Arguments<'q>: IntoArguments<'q, D::Db>,
+    <D::Db as Database>::QueryResult: RowsAffected,
+{
+    type Db = D::Db;
+    type Row = <D::Db as Database>::Row;
+
+    async fn migrate(&self) -> Result<Vec<String>> {
+        let migrator = D::migrator();
+        let before: Vec<i64> = {
+            let mut conn = self.pool().acquire().await?;
+            conn.ensure_migrations_table().await?;
+            conn.list_applied_migrations().await?.into_iter().map(|m| m.version).collect()
+        };
+        migrator.run(self.pool()).await?;
+        Ok(migrator
+            .iter()
+            .filter(|m| !m.migration_type.is_down_migration() && !before.contains(&m.version))
+            .map(|m| format!("{:04} {}", m.version, m.description))
+            .collect())
+    }
+
+    async fn commit(&self, tx: TxOf<Self>) -> Result<()> {
+        Ok(tx.tx.commit().await?)
+    }
+
+    async fn rollback(&self, tx: TxOf<Self>) -> Result<()> {
+        Ok(tx.tx.rollback().await?)
+    }
+
+    async fn exec(&self, tx: Option<&mut TxOf<Self>>, sql: &str, args: &[Arg<'_>]) -> Result<u64> {
+        match tx {
+            Some(tx) => Self::exec_on(&mut tx.tx, sql, args).await,
+            None => Self::exec_on(&mut *self.pool().acquire().await?, sql, args).await,
+        }
+    }
+
+    async fn rows(&self, tx: Option<&mut TxOf<Self>>, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Self::Row>> {
+        match tx {
+            Some(tx) => Self::rows_on(&mut tx.tx, sql, args).await,
+            None => Self::rows_on(&mut *self.pool().acquire().await?, sql, args).await,
+        }
+    }
+
+    async fn exec_on(conn: &mut ConnOf<Self>, sql: &str, args: &[Arg<'_>]) -> Result<u64> {
+        let (sql, args) = D::bind(sql, args)?;
+        Ok(sqlx::query_with(&sql, args).execute(&mut *conn).await?.rows_affected())
+    }
+
+    async fn rows_on(conn: &mut ConnOf<Self>, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Self::Row>> {
+        let (sql, args) = D::bind(sql, args)?;
+        Ok(sqlx::query_with(&sql, args).fetch_all(&mut *conn).await?)
+    }
+}
