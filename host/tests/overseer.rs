@@ -8,7 +8,7 @@ use std::time::Duration;
 use common::{drain_config, Db, Env};
 use taskhost::clock::Clock;
 use taskhost::model::{NewTask, RunStatus, TaskFilter};
-use taskhost::overseer::{liveness, retries, rotation, run_timeout, stats_compaction, OverseerConfig};
+use taskhost::overseer::{liveness, retries, rotation, run_timeout, stats_compaction, OverseerConfig, Service};
 use taskhost::retry::Backoff;
 use taskhost::runner::WorkerConfig;
 

@@ -178,6 +178,7 @@ async fn names_and_keys_have_one_maximum_length_everywhere(env: Env) {
 
 async fn tasks_of_a_handler_no_worker_serves_wait_then_are_given_up(env: Env) {
     use taskhost::overseer::unserved::{Config, Unserved};
+    use taskhost::overseer::Service;
     env.copy_plugin("echo", "ghost");
     let ghost = env.app.client.add(NewTask::new("ghost", "{}")).await.expect("add").id;
     let echo = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
@@ -265,6 +266,7 @@ where
     }
     // What another worker's overseer does to a runner whose heartbeat stopped.
     use taskhost::overseer::liveness::{Config, Liveness};
+    use taskhost::overseer::Service;
     let overseer =
         Liveness::new(store.clone(), Config { heartbeat_horizon: Duration::from_secs(1), ..Config::default() });
     overseer.run_once(chrono::Utc::now()).await.expect("liveness");

@@ -13,7 +13,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::Service;
+use super::{Service, Summary};
 use crate::error::Result;
 use crate::model::{Runner, RunnerId};
 use crate::store::SharedStore;
@@ -125,9 +125,24 @@ impl Liveness {
         let host = (!identity.ends_with("(unverified)")).then_some(identity);
         Liveness { store, config, host }
     }
+}
 
-    /// One pass at `now`.
-    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
+fn process_exists(pid: sysinfo::Pid) -> bool {
+    let mut sys = sysinfo::System::new();
+    sys.refresh_processes_specifics(
+        sysinfo::ProcessesToUpdate::Some(&[pid]),
+        true,
+        sysinfo::ProcessRefreshKind::nothing(),
+    );
+    sys.process(pid)
+        .is_some_and(|p| !matches!(p.status(), sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead))
+}
+
+#[async_trait]
+impl Service for Liveness {
+    type Report = Report;
+
+    async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let runners = self.store.live_runners().await?;
         let me = std::process::id();
         let pid_alive = |pid: u32| {
@@ -148,29 +163,11 @@ impl Liveness {
     }
 }
 
-fn process_exists(pid: sysinfo::Pid) -> bool {
-    let mut sys = sysinfo::System::new();
-    sys.refresh_processes_specifics(
-        sysinfo::ProcessesToUpdate::Some(&[pid]),
-        true,
-        sysinfo::ProcessRefreshKind::nothing(),
-    );
-    sys.process(pid)
-        .is_some_and(|p| !matches!(p.status(), sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead))
-}
-
-#[async_trait]
-impl Service for Liveness {
-    fn name(&self) -> &'static str {
-        "liveness"
-    }
-    fn interval(&self) -> Duration {
-        self.config.interval
-    }
-    async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
-        let r = self.run_once(now).await?;
-        Ok((!r.runners_timed_out.is_empty())
-            .then(|| format!("timed out runners {:?} and {} of their runs", r.runners_timed_out, r.runs_timed_out)))
+impl Summary for Report {
+    fn summary(&self) -> Option<String> {
+        (!self.runners_timed_out.is_empty()).then(|| {
+            format!("timed out runners {:?} and {} of their runs", self.runners_timed_out, self.runs_timed_out)
+        })
     }
 }
 

@@ -150,20 +150,49 @@ where
     Ok((done, batches))
 }
 
-/// A service as the loop sees it.
+/// A maintenance service: one pass at a time, on the time it is given.
 #[async_trait]
 pub trait Service: Send + Sync {
-    /// Its name in logs and summaries.
-    fn name(&self) -> &'static str;
-    /// How often it runs.
-    fn interval(&self) -> Duration;
-    /// Run once; a one-line summary of what was done, or None when there was nothing to do.
-    async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>>;
+    /// What a pass did.
+    type Report: Summary + Send;
+    /// One pass at `now`.
+    async fn run_once(&self, now: DateTime<Utc>) -> Result<Self::Report>;
+}
+
+/// What a pass did, in one line for the log; None when it did nothing.
+pub trait Summary {
+    /// The line.
+    fn summary(&self) -> Option<String>;
+}
+
+/// A pass, summarised: what the loop runs, whatever the service.
+#[async_trait]
+trait Pass: Send + Sync {
+    async fn pass(&self, now: DateTime<Utc>) -> Result<Option<String>>;
+}
+
+#[async_trait]
+impl<S: Service> Pass for S {
+    async fn pass(&self, now: DateTime<Utc>) -> Result<Option<String>> {
+        Ok(self.run_once(now).await?.summary())
+    }
+}
+
+/// A service as the loop sees it: its name in logs, how often it runs, and its pass.
+#[derive(Clone)]
+struct Every {
+    name: &'static str,
+    interval: Duration,
+    service: Arc<dyn Pass>,
+}
+
+fn every(name: &'static str, interval: Duration, service: impl Service + 'static) -> Every {
+    Every { name, interval, service: Arc::new(service) }
 }
 
 /// The maintenance services, run by whichever overseer holds the lease.
 pub struct Overseer {
-    services: Vec<Arc<dyn Service>>,
+    services: Vec<Every>,
     clock: SharedClock,
     store: SharedStore,
     lease_ttl: Duration,
@@ -200,14 +229,19 @@ impl Leadership {
 impl Overseer {
     /// Every service over `store`, set by `config`.
     pub fn new(store: SharedStore, clock: SharedClock, config: OverseerConfig) -> Self {
-        let services: Vec<Arc<dyn Service>> = vec![
-            Arc::new(liveness::Liveness::new(store.clone(), config.liveness)),
-            Arc::new(run_timeout::RunTimeout::new(store.clone(), config.run_timeout)),
-            Arc::new(retries::Retries::new(store.clone(), config.retries)),
-            Arc::new(rotation::Rotation::new(store.clone(), config.rotation)),
-            Arc::new(unserved::Unserved::new(store.clone(), config.unserved)),
-            Arc::new(schedules::Schedules::new(store.clone(), config.schedules)),
-            Arc::new(stats_compaction::StatsCompaction::new(store.clone(), config.stats_compaction)),
+        let c = &config;
+        let services = vec![
+            every("liveness", c.liveness.interval, liveness::Liveness::new(store.clone(), c.liveness)),
+            every("run-timeout", c.run_timeout.interval, run_timeout::RunTimeout::new(store.clone(), c.run_timeout)),
+            every("retries", c.retries.interval, retries::Retries::new(store.clone(), c.retries)),
+            every("rotation", c.rotation.interval, rotation::Rotation::new(store.clone(), c.rotation)),
+            every("unserved", c.unserved.interval, unserved::Unserved::new(store.clone(), c.unserved)),
+            every("schedules", c.schedules.interval, schedules::Schedules::new(store.clone(), c.schedules.clone())),
+            every(
+                "stats-compaction",
+                c.stats_compaction.interval,
+                stats_compaction::StatsCompaction::new(store.clone(), c.stats_compaction),
+            ),
         ];
         let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
         let holder = format!("{host}:{}:{:08x}", std::process::id(), rand::random::<u32>());
@@ -244,7 +278,7 @@ impl Overseer {
     pub async fn run_all_once(&self) -> Result<Vec<(String, Option<String>)>> {
         let mut out = Vec::new();
         for s in &self.services {
-            out.push((s.name().to_string(), s.tick(self.clock.now()).await?));
+            out.push((s.name.to_string(), s.service.pass(self.clock.now()).await?));
         }
         Ok(out)
     }
@@ -274,7 +308,7 @@ impl Overseer {
             let leader = this.leader.held.clone();
             let mut stop = stop.clone();
             tokio::spawn(async move {
-                let mut tick = tokio::time::interval(s.interval());
+                let mut tick = tokio::time::interval(s.interval);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
                     tokio::select! {
@@ -287,10 +321,10 @@ impl Overseer {
                     if !leader.load(Ordering::SeqCst) {
                         continue;
                     }
-                    match s.tick(clock.now()).await {
-                        Ok(Some(summary)) => tracing::info!(service = s.name(), "{summary}"),
+                    match s.service.pass(clock.now()).await {
+                        Ok(Some(summary)) => tracing::info!(service = s.name, "{summary}"),
                         Ok(None) => {}
-                        Err(e) => tracing::warn!(service = s.name(), "failed: {e}"),
+                        Err(e) => tracing::warn!(service = s.name, "failed: {e}"),
                     }
                 }
             })

@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::Service;
+use super::{Service, Summary};
 use crate::error::Result;
 use crate::model::NextStep;
 use crate::retry::{self, Backoff};
@@ -69,9 +69,13 @@ impl Retries {
     pub fn new(store: SharedStore, config: Config) -> Self {
         Retries { store, config }
     }
+}
 
-    /// One pass at `now`.
-    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
+#[async_trait]
+impl Service for Retries {
+    type Report = Report;
+
+    async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut report = Report::default();
         loop {
             let candidates = self.store.retry_candidates(self.config.batch).await?;
@@ -91,23 +95,15 @@ impl Retries {
     }
 }
 
-#[async_trait]
-impl Service for Retries {
-    fn name(&self) -> &'static str {
-        "retries"
-    }
-    fn interval(&self) -> Duration {
-        self.config.interval
-    }
-    async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
-        let r = self.run_once(now).await?;
-        Ok((r.retries_scheduled + r.given_up > 0).then(|| {
+impl Summary for Report {
+    fn summary(&self) -> Option<String> {
+        (self.retries_scheduled + self.given_up > 0).then(|| {
             format!(
                 "scheduled {}, gave up on {}",
-                crate::text::count(r.retries_scheduled, "retry"),
-                crate::text::count(r.given_up, "task")
+                crate::text::count(self.retries_scheduled, "retry"),
+                crate::text::count(self.given_up, "task")
             )
-        }))
+        })
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::Service;
+use super::{Service, Summary};
 use crate::error::Result;
 use crate::store::SharedStore;
 
@@ -69,9 +69,13 @@ impl Rotation {
     pub fn new(store: SharedStore, config: Config) -> Self {
         Rotation { store, config }
     }
+}
 
-    /// One pass at `now`.
-    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
+#[async_trait]
+impl Service for Rotation {
+    type Report = Report;
+
+    async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let before = super::ago(now, self.config.retention);
         let (tasks_deleted, batches) = super::in_batches(self.config.batch, self.config.max_batches, || {
             self.store.rotate(before, self.config.batch)
@@ -81,17 +85,9 @@ impl Rotation {
     }
 }
 
-#[async_trait]
-impl Service for Rotation {
-    fn name(&self) -> &'static str {
-        "rotation"
-    }
-    fn interval(&self) -> Duration {
-        self.config.interval
-    }
-    async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
-        let r = self.run_once(now).await?;
-        Ok((r.tasks_deleted > 0)
-            .then(|| format!("deleted {}", crate::text::count(r.tasks_deleted, "old finished task"))))
+impl Summary for Report {
+    fn summary(&self) -> Option<String> {
+        (self.tasks_deleted > 0)
+            .then(|| format!("deleted {}", crate::text::count(self.tasks_deleted, "old finished task")))
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::Service;
+use super::{Service, Summary};
 use crate::error::Result;
 use crate::store::SharedStore;
 
@@ -61,9 +61,13 @@ impl RunTimeout {
     pub fn new(store: SharedStore, config: Config) -> Self {
         RunTimeout { store, config }
     }
+}
 
-    /// One pass at `now`.
-    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
+#[async_trait]
+impl Service for RunTimeout {
+    type Report = Report;
+
+    async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut report = Report::default();
         let cutoff = super::ago(now, self.config.margin);
         loop {
@@ -76,16 +80,9 @@ impl RunTimeout {
     }
 }
 
-#[async_trait]
-impl Service for RunTimeout {
-    fn name(&self) -> &'static str {
-        "run-timeout"
-    }
-    fn interval(&self) -> Duration {
-        self.config.interval
-    }
-    async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
-        let r = self.run_once(now).await?;
-        Ok((r.runs_timed_out > 0).then(|| format!("timed out {}", crate::text::count(r.runs_timed_out, "overdue run"))))
+impl Summary for Report {
+    fn summary(&self) -> Option<String> {
+        (self.runs_timed_out > 0)
+            .then(|| format!("timed out {}", crate::text::count(self.runs_timed_out, "overdue run")))
     }
 }

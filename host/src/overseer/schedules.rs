@@ -15,7 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::Service;
+use super::{Service, Summary};
 use crate::error::Result;
 use crate::model::TaskId;
 use crate::schedule::{NewSchedule, Synced};
@@ -72,9 +72,13 @@ impl Schedules {
     pub fn new(store: SharedStore, config: Config) -> Self {
         Schedules { store, config, synced: AtomicBool::new(false) }
     }
+}
 
-    /// One pass at `now`.
-    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
+#[async_trait]
+impl Service for Schedules {
+    type Report = Report;
+
+    async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut synced = Synced::default();
         let applied = self.config.apply;
         if let Some(declared) = self.config.declared.as_deref() {
@@ -91,43 +95,35 @@ impl Schedules {
     }
 }
 
-#[async_trait]
-impl Service for Schedules {
-    fn name(&self) -> &'static str {
-        "schedules"
-    }
-    fn interval(&self) -> Duration {
-        self.config.interval
-    }
-    async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
-        let r = self.run_once(now).await?;
+impl Summary for Report {
+    fn summary(&self) -> Option<String> {
         let mut said = Vec::new();
-        let s = &r.synced;
+        let s = &self.synced;
         for (what, names) in [("added", &s.added), ("updated", &s.updated), ("removed", &s.removed)] {
             if names.is_empty() {
                 continue;
             }
-            if r.applied {
+            if self.applied {
                 said.push(format!("declared schedules {what}: {}", names.join(", ")));
             } else {
                 said.push(format!("declared schedules to be {what} (not applied): {}", names.join(", ")));
             }
         }
-        if !r.applied && !s.is_empty() {
+        if !self.applied && !s.is_empty() {
             said.push(
                 "the configuration file's schedules differ from the database's: `overseer --once --apply` \
                        makes them the file's"
                     .to_string(),
             );
         }
-        if !r.queued.is_empty() {
-            let names: Vec<&str> = r.queued.iter().map(|(n, _)| n.as_str()).collect();
+        if !self.queued.is_empty() {
+            let names: Vec<&str> = self.queued.iter().map(|(n, _)| n.as_str()).collect();
             said.push(format!(
                 "queued {} ({})",
-                crate::text::count(r.queued.len() as u64, "periodic task"),
+                crate::text::count(self.queued.len() as u64, "periodic task"),
                 names.join(", ")
             ));
         }
-        Ok((!said.is_empty()).then(|| said.join("; ")))
+        (!said.is_empty()).then(|| said.join("; "))
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::Service;
+use super::{Service, Summary};
 use crate::error::Result;
 use crate::store::SharedStore;
 
@@ -71,9 +71,13 @@ impl StatsCompaction {
     pub fn new(store: SharedStore, config: Config) -> Self {
         StatsCompaction { store, config }
     }
+}
 
-    /// One pass at `now`.
-    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
+#[async_trait]
+impl Service for StatsCompaction {
+    type Report = Report;
+
+    async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         // Never less than the two hours the statistics read by minute (the last minute and hour).
         let keep = self.config.keep_minutes_for.max(Config::DEFAULT_KEEP_MINUTES_FOR);
         let before = super::ago(now, keep);
@@ -85,17 +89,9 @@ impl StatsCompaction {
     }
 }
 
-#[async_trait]
-impl Service for StatsCompaction {
-    fn name(&self) -> &'static str {
-        "stats-compaction"
-    }
-    fn interval(&self) -> Duration {
-        self.config.interval
-    }
-    async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
-        let r = self.run_once(now).await?;
-        Ok((r.rows_merged > 0)
-            .then(|| format!("merged {} of statistics into hours", crate::text::count(r.rows_merged, "row"))))
+impl Summary for Report {
+    fn summary(&self) -> Option<String> {
+        (self.rows_merged > 0)
+            .then(|| format!("merged {} of statistics into hours", crate::text::count(self.rows_merged, "row")))
     }
 }

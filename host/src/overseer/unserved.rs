@@ -13,7 +13,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::Service;
+use super::{Service, Summary};
 use crate::error::Result;
 use crate::store::SharedStore;
 
@@ -64,9 +64,13 @@ impl Unserved {
     pub fn new(store: SharedStore, config: Config) -> Self {
         Unserved { store, config }
     }
+}
 
-    /// One pass at `now`.
-    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
+#[async_trait]
+impl Service for Unserved {
+    type Report = Report;
+
+    async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut report = Report::default();
         let live = self.store.live_runners().await?;
         let since = super::ago(now, self.config.horizon);
@@ -96,18 +100,10 @@ impl Unserved {
     }
 }
 
-#[async_trait]
-impl Service for Unserved {
-    fn name(&self) -> &'static str {
-        "unserved"
-    }
-    fn interval(&self) -> Duration {
-        self.config.interval
-    }
-    async fn tick(&self, now: DateTime<Utc>) -> Result<Option<String>> {
-        let r = self.run_once(now).await?;
-        Ok((r.tasks_given_up > 0).then(|| {
-            format!("gave up {} whose handler no live worker serves", crate::text::count(r.tasks_given_up, "task"))
-        }))
+impl Summary for Report {
+    fn summary(&self) -> Option<String> {
+        (self.tasks_given_up > 0).then(|| {
+            format!("gave up {} whose handler no live worker serves", crate::text::count(self.tasks_given_up, "task"))
+        })
     }
 }
