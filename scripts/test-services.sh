@@ -24,6 +24,9 @@ wait_for() { # what, command...
     return 1
 }
 
+# --- faketime: worker processes with their clocks set apart (host/tests/clocks.rs) -------
+command -v faketime >/dev/null || apt_install faketime
+
 # --- PostgreSQL ----------------------------------------------------------------------------
 command -v pg_ctlcluster >/dev/null || apt_install postgresql
 ver=$(ls /etc/postgresql | sort -V | tail -n 1)

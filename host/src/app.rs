@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::client::Client;
-use crate::clock::{SharedClock, SystemClock};
+use crate::clock::{ServerClock, SharedClock, SystemClock};
 use crate::config::Policy;
 use crate::error::{Error, Result};
 use crate::plugins::{self, Catalog};
@@ -72,12 +72,15 @@ pub struct App {
 
 impl App {
     /// Open the database (migrating it unless told not to) and build the sandbox. Plugins are
-    /// loaded lazily; call [`Catalog::reload`] to load them all.
+    /// loaded lazily; call [`Catalog::reload`] to load them all. On a database server every part
+    /// reads the server's time ([`ServerClock`], read now and at each heartbeat); on SQLite,
+    /// this machine's.
     pub async fn open(config: &AppConfig) -> Result<App> {
-        Self::open_with_clock(config, Arc::new(SystemClock)).await
+        Self::open_with_clock(config, Arc::new(ServerClock::new(Arc::new(SystemClock)))).await
     }
 
-    /// [`App::open`], every part reading the time from `clock` (tests move it).
+    /// [`App::open`], every part reading the time from `clock` (tests move it; a
+    /// [`ServerClock`] is set from the database's time before anything reads it).
     pub async fn open_with_clock(config: &AppConfig, clock: SharedClock) -> Result<App> {
         let store = store::open(
             &config.database_url,
@@ -87,6 +90,7 @@ impl App {
         if !config.migrate {
             store.check_migrated().await?;
         }
+        store::sync_clock(&*store, &*clock).await?;
         let catalog = Self::open_catalog(config).await?;
         let client = Client::new(store.clone(), catalog.clone(), clock.clone());
         Ok(App { store, catalog, clock, client })
@@ -101,6 +105,21 @@ impl App {
             .map_err(|e| Error::Engine(format!("building the engine panicked: {e}")))??;
         let cache = config.cache_dir.clone().or_else(plugins::default_cache_dir);
         Ok(Arc::new(Catalog::new(Arc::new(sandbox), &config.plugins_dir, cache, config.policy.clone())))
+    }
+
+    /// Read the database's time again every `every`, for a long-lived process that neither
+    /// heartbeats nor holds a lease (`serve`); ends when the returned handle is aborted.
+    pub fn follow_server_time(&self, every: std::time::Duration) -> tokio::task::JoinHandle<()> {
+        let (store, clock) = (self.store.clone(), self.clock.clone());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                if let Err(e) = store::sync_clock(&*store, &*clock).await {
+                    tracing::warn!("reading the database's time failed: {e}");
+                }
+            }
+        })
     }
 
     /// A worker over this app's store and plugins.

@@ -14,6 +14,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
+
 use crate::clock::SharedClock;
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -63,6 +65,11 @@ impl Client {
     /// A client over `store`, checking handlers against `catalog`.
     pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock) -> Self {
         Client { store, catalog, clock }
+    }
+
+    /// The time as this client reads it: the database server's, on a server.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
     }
 
     /// The store underneath.

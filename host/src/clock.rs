@@ -1,7 +1,13 @@
 //! Time, injected: services and the runner read the time through a [`Clock`] so tests can
 //! move it instead of sleeping.
+//!
+//! On a database server, whose workers may run on many machines, the time is the server's
+//! ([`ServerClock`]): what is due, heartbeats, leases, timeouts and slots are all judged on one
+//! clock, whatever each machine's says.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
@@ -9,6 +15,83 @@ use chrono::{DateTime, Utc};
 pub trait Clock: Send + Sync + std::fmt::Debug {
     /// The time now.
     fn now(&self) -> DateTime<Utc>;
+    /// The clock to set from the database's readings, when this one follows the database's.
+    fn follows_server(&self) -> Option<&ServerClock> {
+        None
+    }
+}
+
+/// The database server's time, read from here: the server's time at the latest reading plus the
+/// time elapsed since on this machine's monotonic clock. This machine's wall clock, how far off
+/// it is and how it jumps, changes nothing; until the first reading, it is what there is.
+#[derive(Debug)]
+pub struct ServerClock {
+    /// This machine's wall clock: before the first reading, and to say how far off it is.
+    local: SharedClock,
+    /// The server's time at the latest reading, and when that was here.
+    reading: Mutex<Option<(DateTime<Utc>, Instant)>>,
+    /// The server's time less this machine's, in milliseconds, as last read.
+    skew_ms: AtomicI64,
+    /// The skew last warned of (i64::MIN: none).
+    warned_ms: AtomicI64,
+}
+
+impl ServerClock {
+    /// A skew past this is logged as a warning (once, and again when it changes by as much).
+    pub const WARN_SKEW: Duration = Duration::from_secs(1);
+
+    /// A clock following the database's, `local` standing in until the first reading.
+    pub fn new(local: SharedClock) -> Self {
+        ServerClock {
+            local,
+            reading: Mutex::new(None),
+            skew_ms: AtomicI64::new(0),
+            warned_ms: AtomicI64::new(i64::MIN),
+        }
+    }
+
+    /// The server said `server` to a question sent at `sent` and answered at `received`: it
+    /// read its clock about halfway, so that is when `server` was, here.
+    pub fn observe(&self, sent: Instant, server: DateTime<Utc>, received: Instant) {
+        let half_trip = received.saturating_duration_since(sent) / 2;
+        let at = sent + half_trip;
+        let now_here = self.local.now() - chrono::Duration::from_std(received - at).unwrap_or_default();
+        *self.reading.lock().unwrap_or_else(|p| p.into_inner()) = Some((server, at));
+        let skew = (server - now_here).num_milliseconds();
+        self.skew_ms.store(skew, Ordering::Relaxed);
+        let warned = self.warned_ms.load(Ordering::Relaxed);
+        let limit = Self::WARN_SKEW.as_millis() as i64;
+        let moved = warned == i64::MIN || skew.abs_diff(warned) > limit as u64;
+        if skew.abs() > limit && moved {
+            self.warned_ms.store(skew, Ordering::Relaxed);
+            let (by, side) = (Duration::from_millis(skew.unsigned_abs()), if skew > 0 { "behind" } else { "ahead of" });
+            tracing::warn!(
+                skew_ms = -skew,
+                "this machine's clock is {} {side} the database's; the database's time is used",
+                crate::text::duration(by)
+            );
+        } else if skew.abs() <= limit && warned != i64::MIN {
+            self.warned_ms.store(i64::MIN, Ordering::Relaxed);
+        }
+    }
+
+    /// This machine's clock less the server's, as last read (positive: this machine is ahead).
+    pub fn local_ahead_by(&self) -> chrono::Duration {
+        chrono::Duration::milliseconds(-self.skew_ms.load(Ordering::Relaxed))
+    }
+}
+
+impl Clock for ServerClock {
+    fn now(&self) -> DateTime<Utc> {
+        match *self.reading.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some((server, at)) => server + chrono::Duration::from_std(at.elapsed()).unwrap_or_default(),
+            None => self.local.now(),
+        }
+    }
+
+    fn follows_server(&self) -> Option<&ServerClock> {
+        Some(self)
+    }
 }
 
 /// The real wall clock.

@@ -41,7 +41,7 @@ pub async fn run(app: &App) -> Result<()> {
         NewTask::new("fail", "{}").with_max_retries(3).with_backoff(quick_retries),
         NewTask::new("fail", r#"{"retryable": false}"#),
         NewTask::new("word-count", r#"{"text": 42}"#),
-        NewTask::new("noop", "{}").with_scheduled_on(chrono::Utc::now() + chrono::Duration::hours(1)),
+        NewTask::new("noop", "{}").with_scheduled_on(app.client.now() + chrono::Duration::hours(1)),
     ];
     tasks.extend((0..5).map(|_| NewTask::new("noop", "{}").with_priority(1)));
     let added = app.client.add_many(tasks).await?;

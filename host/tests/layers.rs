@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 /// The library's modules, lowest first.
 const LIBRARY: &[&[&str]] = &[
-    &["text", "clock"],
-    &["located", "model"],
+    &["text"],
+    &["clock", "located", "model"],
     &["error"],
     &["retry", "schedule", "stats", "metrics", "cache"],
     &["store", "sandbox"],

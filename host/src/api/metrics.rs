@@ -7,7 +7,6 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
-use chrono::Utc;
 
 use super::{ApiError, ApiState};
 use crate::metrics::{render_gauge, MAX_SERIES};
@@ -39,7 +38,7 @@ pub(super) async fn scrape(State(state): State<Arc<ApiState>>) -> Result<impl In
         }
     }
     render_gauge(&mut out, "taskhost_queue_depth", "Unfinished tasks of a queue: due now, due later, running.", &depth);
-    let now = Utc::now();
+    let now = state.client.now();
     let lag: Vec<_> = queues
         .iter()
         .map(|q| {

@@ -2,7 +2,6 @@
 //! actions and schedules have files of their own).
 
 use anyhow::{Context, Result};
-use chrono::Utc;
 use taskhost::model::NewTask;
 use taskhost::overseer::{Overseer, OverseerConfig};
 use taskhost::runner::WorkerConfig;
@@ -28,7 +27,7 @@ pub async fn add(app: &App, a: AddArgs) -> Result<()> {
     t.run_timeout = a.run_timeout;
     t.scheduled_on = match (a.at, a.in_) {
         (Some(at), _) => Some(at),
-        (None, Some(d)) => Some(Utc::now() + chrono::Duration::from_std(d).context("--in is too large")?),
+        (None, Some(d)) => Some(app.client.now() + chrono::Duration::from_std(d).context("--in is too large")?),
         (None, None) => None,
     };
     let added = app.client.add(t).await?;
@@ -54,6 +53,7 @@ pub async fn worker(app: &App, w: WorkerArgs, overseer: OverseerConfig, log_form
         queues: w.queues,
         drain: w.drain,
         drain_horizon: w.drain_horizon,
+        heartbeat_horizon: overseer.liveness.heartbeat_horizon,
         overseer: (!w.no_overseer).then_some(overseer),
         watch_plugins: (!w.watch_plugins.is_zero()).then_some(w.watch_plugins),
         poll_interval: w.poll_interval,
@@ -113,7 +113,7 @@ pub async fn queues(app: &App, json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(&queues)?);
     } else {
-        print!("{}", output::queue_table(&queues, Utc::now()));
+        print!("{}", output::queue_table(&queues, app.client.now()));
     }
     Ok(())
 }

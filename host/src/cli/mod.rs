@@ -165,8 +165,10 @@ async fn serve(app: &App, addr: std::net::SocketAddr) -> Result<()> {
     let who = if access.tokens.is_empty() { "anyone on this machine" } else { "callers with a token" };
     eprintln!("serving the API on http://{bound}/api/v1 to {who}");
     let router = taskhost::api::router(app.client.clone(), access);
-    axum::serve(listener, router).with_graceful_shutdown(shutdown_signal()).await?;
-    Ok(())
+    let clock = app.follow_server_time(std::time::Duration::from_secs(30));
+    let served = axum::serve(listener, router).with_graceful_shutdown(shutdown_signal()).await;
+    clock.abort();
+    Ok(served?)
 }
 
 /// `list`, once or (`--watch`) again and again until a signal.

@@ -3,7 +3,6 @@
 use std::fmt::Write;
 
 use anyhow::Result;
-use chrono::Utc;
 use clap::Subcommand;
 use taskhost::schedule::{Missed, NewSchedule, Slots};
 use taskhost::App;
@@ -80,7 +79,7 @@ pub async fn run(app: &App, command: ScheduleCommand) -> Result<()> {
             let missed: Missed = missed.parse()?;
             let s = NewSchedule { name, cron, time_zone, handler, data, queue, priority, missed };
             client.add_schedule(&s).await?;
-            let next = Slots::new(&s.cron, &s.time_zone)?.next(Utc::now());
+            let next = Slots::new(&s.cron, &s.time_zone)?.next(client.now());
             let next = next.map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_else(|| "never".into());
             println!("schedule {} added: next slot {next}", s.name);
         }
@@ -96,7 +95,7 @@ pub async fn run(app: &App, command: ScheduleCommand) -> Result<()> {
                 "{:<20} {:<16} {:<14} {:<14} {:<10} {:<20} {:<8}  PAUSED",
                 "NAME", "CRON", "TIME ZONE", "HANDLER", "QUEUE", "NEXT (UTC)", "FROM"
             );
-            let now = Utc::now();
+            let now = client.now();
             for schedule in schedules {
                 let s = &schedule.spec;
                 let next = Slots::new(&s.cron, &s.time_zone).ok().and_then(|slots| slots.next(now));

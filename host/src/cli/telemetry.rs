@@ -41,23 +41,23 @@ pub fn init(cli: &Cli) -> anyhow::Result<Telemetry> {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     let logs: Boxed = match cli.log_format {
-        LogFormat::Text => logs.with_ansi(ansi).with_filter(filter).boxed(),
-        LogFormat::Json => logs.json().with_filter(filter).boxed(),
+        LogFormat::Text => logs.with_ansi(ansi).boxed(),
+        LogFormat::Json => logs.json().boxed(),
     };
-    #[cfg_attr(not(feature = "otlp"), allow(unused_mut))]
-    let mut layers = vec![logs];
+    #[cfg(feature = "otlp")]
+    if let Some(url) = &cli.otlp {
+        // Spans go to the collector whatever the log filter: each layer filters for itself.
+        let (spans, provider) = otlp::layer(url)?;
+        tracing_subscriber::registry().with(vec![logs.with_filter(filter).boxed(), spans]).init();
+        return Ok(Telemetry { provider: Some(provider) });
+    }
+    // One filter for the whole subscriber: a filter of the log layer alone dropped the event
+    // that came right after one it filtered out (a statement sqlx logs, say).
+    tracing_subscriber::registry().with(logs).with(filter).init();
     let telemetry = Telemetry {
         #[cfg(feature = "otlp")]
-        provider: match &cli.otlp {
-            Some(url) => {
-                let (layer, provider) = otlp::layer(url)?;
-                layers.push(layer);
-                Some(provider)
-            }
-            None => None,
-        },
+        provider: None,
     };
-    tracing_subscriber::registry().with(layers).init();
     Ok(telemetry)
 }
 

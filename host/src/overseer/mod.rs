@@ -255,6 +255,9 @@ impl Overseer {
 
     /// Take or renew the lease; returns whether this overseer holds it.
     async fn renew(&self) -> bool {
+        if let Err(e) = crate::store::sync_clock(&*self.store, &*self.clock).await {
+            tracing::warn!("reading the database's time failed: {e}");
+        }
         let now = self.clock.now();
         let held = match self.store.try_lease(OverseerConfig::LEASE, &self.holder, now, self.lease_ttl).await {
             Ok(held) => held,

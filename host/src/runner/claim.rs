@@ -64,6 +64,9 @@ impl Claimer<'_> {
         if let Ok(reason) = self.exits.try_recv() {
             return Step::Exit(reason, None);
         }
+        if self.runs.fence.is_fenced() {
+            return Step::Idle;
+        }
         let free = match self.free_slots().await {
             Ok(0) => return Step::Claimed,
             Ok(free) => free,

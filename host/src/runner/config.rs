@@ -21,6 +21,9 @@ pub struct WorkerConfig {
     pub notified_poll_interval: Duration,
     /// How often the worker tells the database it is alive.
     pub heartbeat_interval: Duration,
+    /// After how long without a heartbeat overseers declare a runner dead (theirs, not only
+    /// this worker's own overseer's): the worker stops its runs well before (see `fence.rs`).
+    pub heartbeat_horizon: Duration,
     /// How often, while runs are in flight, the worker asks the database which of them are
     /// still running, and stops those cancelled or timed out elsewhere (PostgreSQL also wakes it
     /// at once on a cancellation).
@@ -134,6 +137,7 @@ impl Default for WorkerConfig {
             poll_interval: Self::DEFAULT_POLL_INTERVAL,
             notified_poll_interval: Self::DEFAULT_NOTIFIED_POLL_INTERVAL,
             heartbeat_interval: Self::DEFAULT_HEARTBEAT_INTERVAL,
+            heartbeat_horizon: crate::overseer::liveness::Config::DEFAULT_HEARTBEAT_HORIZON,
             run_check_interval: Self::DEFAULT_RUN_CHECK_INTERVAL,
             shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
             memory_budget_bytes: None,

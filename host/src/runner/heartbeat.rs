@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch, Notify};
 
+use super::fence::Fence;
 use super::writer::{unix_ms, WriterHealth};
 use super::ExitReason;
 use crate::clock::SharedClock;
@@ -38,11 +39,11 @@ impl InFlight {
         self.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(&run);
     }
 
-    fn ids(&self) -> Vec<RunId> {
+    pub fn ids(&self) -> Vec<RunId> {
         self.runs.lock().unwrap_or_else(|p| p.into_inner()).keys().copied().collect()
     }
 
-    fn stop(&self, run: RunId) {
+    pub fn stop(&self, run: RunId) {
         if let Some(n) = self.runs.lock().unwrap_or_else(|p| p.into_inner()).get(&run) {
             n.notify_one();
         }
@@ -59,6 +60,8 @@ pub(super) struct Heartbeat {
     pub writer_stuck_limit: Duration,
     pub health: Arc<WriterHealth>,
     pub exit_tx: mpsc::UnboundedSender<ExitReason>,
+    /// Told of every heartbeat that succeeded.
+    pub fence: Arc<Fence>,
 }
 
 impl Heartbeat {
@@ -96,10 +99,12 @@ impl Heartbeat {
                 }
                 continue;
             }
+            let sent = std::time::Instant::now();
             let beat = tokio::time::timeout(self.interval.max(Duration::from_secs(1)), self.beat(&mut reported)).await;
             match beat {
                 Ok(Ok(true)) => {
                     self.health.db_ok_ms.store(unix_ms(), Ordering::Relaxed);
+                    self.put_back(self.fence.alive(sent)).await;
                 }
                 Ok(Ok(false)) => {
                     tracing::error!(runner = self.runner, "this runner was timed out by the overseer; stopping");
@@ -111,8 +116,21 @@ impl Heartbeat {
         }
     }
 
+    /// Put back the runs the fence stopped: their runner is alive after all, so nobody else
+    /// would run them before their run timeout.
+    async fn put_back(&self, runs: Vec<RunId>) {
+        for run in runs {
+            match self.store.put_back(run, self.clock.now()).await {
+                Ok(true) => tracing::info!(run_id = run, "a run the fence stopped is back in the queue"),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(run_id = run, "could not put back a run the fence stopped: {e}"),
+            }
+        }
+    }
+
     /// One heartbeat; report the handlers served when they changed.
     async fn beat(&self, reported: &mut Option<crate::store::Served>) -> crate::Result<bool> {
+        crate::store::sync_clock(&*self.store, &*self.clock).await?;
         if !self.store.heartbeat(self.runner, self.clock.now()).await? {
             return Ok(false);
         }

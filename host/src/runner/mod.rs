@@ -23,6 +23,7 @@
 mod claim;
 mod config;
 mod execute;
+mod fence;
 mod heartbeat;
 mod parts;
 mod progress;
@@ -93,6 +94,8 @@ const LAST_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Spawns run tasks and knows which are in flight.
 struct RunTasks {
     in_flight: Arc<InFlight>,
+    /// Stops the runs, and the claims, of a worker whose heartbeats fail.
+    fence: Arc<fence::Fence>,
     done_tx: mpsc::UnboundedSender<(RunOutcome, tokio::sync::OwnedSemaphorePermit)>,
     /// Turns true when the grace period is over: runs still going are dropped.
     abort: watch::Receiver<bool>,
@@ -113,6 +116,7 @@ impl RunTasks {
         let in_flight = self.in_flight.clone();
         let done_tx = self.done_tx.clone();
         let ended_elsewhere = self.ended_elsewhere.clone();
+        let fence = self.fence.clone();
         let run_id = run.run_id;
         let handler = run.handler.clone();
         let stop = in_flight.enter(run_id);
@@ -130,6 +134,8 @@ impl RunTasks {
                                 let _ = done_tx.send((fallback, permit));
                             }
                         }
+                        // Put back when heartbeats are back (see fence.rs).
+                        Executed::Stopped(_) if fence.stopped(run_id) => {}
                         Executed::Stopped(kept) => {
                             ended_elsewhere.fetch_add(1, Ordering::Relaxed);
                             if let Some(kept) = kept {

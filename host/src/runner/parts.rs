@@ -1,4 +1,4 @@
-//! A worker's background parts — heartbeat, run watch, memory watch, overseer, plugin watcher,
+//! A worker's background parts — heartbeat, fence, run watch, memory watch, overseer, plugin watcher,
 //! progress and outcome writers — started together ([`start`]) and stopped together
 //! ([`Parts::stop`]) within the grace period.
 
@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
 
 use super::execute::Shared;
+use super::fence::Fence;
 use super::heartbeat::{self, Heartbeat, InFlight, RunWatch};
 use super::put_back::PutBacks;
 use super::writer::{OutcomeWriter, WriterHealth};
@@ -45,7 +46,8 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
     let (exit_tx, exits) = mpsc::unbounded_channel::<ExitReason>();
     let health = Arc::new(WriterHealth::default());
     let in_flight = Arc::new(InFlight::default());
-    let mut handles = Vec::new();
+    let fence = Arc::new(Fence::new(cfg.heartbeat_interval, cfg.heartbeat_horizon));
+    let mut handles = vec![("fence", tokio::spawn(fence.clone().watch(in_flight.clone(), stop_rx.clone())))];
     let beat = Heartbeat {
         store: w.store.clone(),
         catalog: w.catalog.clone(),
@@ -55,6 +57,7 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
         writer_stuck_limit: cfg.writer_stuck_limit,
         health: health.clone(),
         exit_tx: exit_tx.clone(),
+        fence: fence.clone(),
     };
     handles.push(("heartbeat", tokio::spawn(beat.run(stop_rx.clone()))));
     let (wakeups, cancels) = match w.store.wakeups().await {
@@ -101,6 +104,7 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
     handles.insert(0, ("outcome writer", tokio::spawn(writer.run(done_rx))));
     let runs = RunTasks {
         in_flight,
+        fence,
         done_tx,
         abort: abort_rx,
         ended_elsewhere: Arc::default(),

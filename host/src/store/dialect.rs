@@ -78,6 +78,9 @@ pub trait Dialect: Plumbing {
     const POSITION: &'static str = "instr";
     /// Its `least` function.
     const LEAST: &'static str = "least";
+    /// A statement reading the server's time now as `t` (None: the database has no clock of its
+    /// own).
+    const SERVER_TIME: Option<&'static str> = None;
 
     /// What ends `INSERT INTO table (…) SELECT …` so that a row whose `key` exists already is
     /// updated instead: `add` columns summed, `greatest` and `least` ones kept at their extreme.

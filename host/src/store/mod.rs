@@ -142,6 +142,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// Register a runner unless `limit` runners are already live.
     async fn register_runner(&self, pid: u32, host: &str, now: DateTime<Utc>, limit: u32) -> Result<RunnerId>;
+    /// The database server's time now; None when the database has no clock of its own (SQLite:
+    /// it is this machine's).
+    async fn server_time(&self) -> Result<Option<DateTime<Utc>>>;
     /// Returns false when the runner is no longer `running` (the overseer timed it out).
     async fn heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<bool>;
     /// Mark a runner stopped (`status`) at `now`.
@@ -272,6 +275,17 @@ pub trait Store: Send + Sync + 'static {
     /// Take or renew the lease `name` for `holder` until `now + ttl`. True when `holder` has it:
     /// it was free, expired, or already its own.
     async fn try_lease(&self, name: &str, holder: &str, now: DateTime<Utc>, ttl: Duration) -> Result<bool>;
+}
+
+/// Set `clock` from the database's time, when it follows the database's (a [`ServerClock`](crate::clock::ServerClock)) and
+/// the database has a clock of its own; one round trip.
+pub async fn sync_clock(store: &dyn Store, clock: &dyn crate::clock::Clock) -> Result<()> {
+    let Some(server_clock) = clock.follows_server() else { return Ok(()) };
+    let sent = std::time::Instant::now();
+    if let Some(server) = store.server_time().await? {
+        server_clock.observe(sent, server, std::time::Instant::now());
+    }
+    Ok(())
 }
 
 /// A store shared by the parts of a process.

@@ -186,6 +186,8 @@ impl MySqlDb {
 #[async_trait]
 impl Dialect for MySqlDb {
     const BACKEND: Backend = Backend::MySql;
+    // UTC whatever the session's time zone.
+    const SERVER_TIME: Option<&'static str> = Some("SELECT UTC_TIMESTAMP(6) AS t");
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const ADD_CHUNK: usize = 2_000;

@@ -211,6 +211,8 @@ impl PostgresDb {
 #[async_trait]
 impl Dialect for PostgresDb {
     const BACKEND: Backend = Backend::Postgres;
+    // The time now, not the transaction's start (`now()`).
+    const SERVER_TIME: Option<&'static str> = Some("SELECT clock_timestamp() AS t");
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const ADD_CHUNK: usize = 10_000;

@@ -148,6 +148,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         runners::register(&self.db, pid, host, now, limit).await
     }
 
+    async fn server_time(&self) -> Result<Option<DateTime<Utc>>> {
+        runners::server_time(&self.db).await
+    }
+
     async fn heartbeat(&self, runner: RunnerId, now: DateTime<Utc>) -> Result<bool> {
         runners::heartbeat(&self.db, runner, now).await
     }

@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 
 use super::super::dialect::{transaction, Dialect};
+use super::super::plumbing::Cells;
 use super::super::sql::{args, RUNNER_RUNNING, RUNNER_TIMEOUT, RUNNING};
 use super::super::{rows, Served};
 use crate::error::{Error, Result};
@@ -11,6 +12,15 @@ use crate::model::*;
 /// The `task_leases` row whose lock serializes registrations, so that two runners cannot both
 /// take the last place under the limit (migration 0005 writes it).
 const REGISTRATION: &str = "runner-registration";
+
+/// The server's time, when the database has a clock of its own.
+pub async fn server_time<D: Dialect>(db: &D) -> Result<Option<DateTime<Utc>>> {
+    let Some(sql) = D::SERVER_TIME else { return Ok(None) };
+    match db.rows(None, sql, &[]).await?.first() {
+        Some(row) => row.time("t"),
+        None => Err(Error::invalid("server time", "the database said nothing")),
+    }
+}
 
 pub async fn register<D: Dialect>(db: &D, pid: u32, host: &str, now: DateTime<Utc>, limit: u32) -> Result<RunnerId> {
     let lock = format!("SELECT name FROM task_leases WHERE name = $1{}", D::FOR_UPDATE);
