@@ -84,7 +84,12 @@ impl App {
     pub async fn open_with_clock(config: &AppConfig, clock: SharedClock) -> Result<App> {
         let store = store::open(
             &config.database_url,
-            &StoreOptions { migrate: config.migrate, connect_timeout: config.connect_timeout, ..Default::default() },
+            &StoreOptions {
+                migrate: config.migrate,
+                connect_timeout: config.connect_timeout,
+                max_value_bytes: config.policy.largest_value_bytes(),
+                ..Default::default()
+            },
         )
         .await?;
         if !config.migrate {

@@ -82,14 +82,12 @@ impl Client {
         &self.catalog
     }
 
-    /// Check tasks before they are written: the data must be valid JSON and the handler a
-    /// loadable plugin implementing the task-handler world.
+    /// Check tasks before they are written: the data must be valid JSON within the operator's
+    /// size limit and the handler a loadable plugin implementing the task-handler world.
     pub async fn validate(&self, tasks: &[NewTask]) -> Result<()> {
         let mut handlers = HashSet::new();
         for t in tasks {
-            if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&t.data) {
-                return Err(Error::InvalidJson(e.to_string()));
-            }
+            self.check_data(&t.data)?;
             if t.queue.is_empty() {
                 return Err(Error::invalid("queue", "the queue name is empty"));
             }
@@ -113,6 +111,20 @@ impl Client {
                 .await
                 .map_err(|e| Error::Engine(format!("plugin loader panicked: {e}")))??;
         }
+        Ok(())
+    }
+
+    /// A task's data: at most the operator's `[tasks] max_data_bytes` (measured before it is
+    /// parsed, so the same on every database), and valid JSON.
+    fn check_data(&self, data: &str) -> Result<()> {
+        let max = self.catalog.policy().max_data_bytes;
+        if data.len() > max {
+            return Err(Error::invalid(
+                "task data",
+                format!("{} bytes, over the limit of {max} bytes ([tasks] max_data_bytes)", data.len()),
+            ));
+        }
+        serde_json::from_str::<serde::de::IgnoredAny>(data).map_err(|e| Error::InvalidJson(e.to_string()))?;
         Ok(())
     }
 
@@ -172,9 +184,7 @@ impl Client {
 
     /// Replay a dead letter or cancelled task with new data (checked as JSON first).
     pub async fn retry_with_data(&self, id: TaskId, data: &str) -> Result<RunId> {
-        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(data) {
-            return Err(Error::InvalidJson(e.to_string()));
-        }
+        self.check_data(data)?;
         self.store.retry_task(id, Some(data), self.clock.now()).await
     }
 

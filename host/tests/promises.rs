@@ -1,7 +1,8 @@
 //! The queue's promises on SQLite, PostgreSQL and MariaDB: one active run per task (a run is
 //! stopped at its run timeout by its own worker, and at once when it was ended elsewhere or
 //! cancelled), an
-//! outcome the database refuses never wedges a worker, and the same length limits everywhere.
+//! outcome the database refuses never wedges a worker, and the same length and size limits
+//! everywhere.
 
 mod common;
 
@@ -176,6 +177,48 @@ async fn names_and_keys_have_one_maximum_length_everywhere(env: Env) {
     assert_eq!((again.id, again.created), (at_max.id, false), "the full key is kept and matched");
 }
 
+async fn task_data_has_one_limit_checked_before_the_database(env: Env) {
+    // 40 MiB: over the default limit of 1 MiB. The same line on every database (MariaDB, whose
+    // packet is 16 MiB, used to reset the connection three times over), and nothing queued.
+    let big = format!("\"{}\"", "x".repeat(40 << 20));
+    let err = env.app.client.add(NewTask::new("echo", big.clone())).await.expect_err("over the limit");
+    let said = err.to_string();
+    assert!(said.contains("task data") && said.contains("over the limit of 1048576 bytes"), "{said}");
+    assert!(said.contains("[tasks] max_data_bytes") && !said.contains('\n'), "{said}");
+    let batch = vec![NewTask::new("echo", "{}"), NewTask::new("echo", big)];
+    env.app.client.add_many(batch).await.expect_err("a batch with one over the limit");
+    assert!(env.app.client.list(&Default::default()).await.expect("list").is_empty(), "nothing was queued");
+
+    // Twenty at the limit in one call: 20 MiB, written in statements the server takes.
+    let at_limit = format!(r#"{{"blob": "{}"}}"#, "x".repeat((1 << 20) - 12));
+    assert_eq!(at_limit.len(), 1 << 20);
+    let added = env.app.client.add_many(vec![NewTask::new("echo", &at_limit); 20]).await.expect("at the limit");
+    for a in [added[0], added[19]] {
+        assert_eq!(env.app.client.show(a.id).await.expect("show").0.data, at_limit);
+    }
+
+    // The operator may raise it; a server that cannot take it is refused when the store opens,
+    // with what to set, rather than at the first large task.
+    let path = env.dir.path().join("operator.toml");
+    std::fs::write(&path, "[tasks]\nmax_data_bytes = 33554432\n").expect("write config");
+    let mut config = common::app_config(&env.db_url, &env.plugins);
+    config.policy = taskhost::config::Policy::load(&path).expect("valid configuration");
+    let packet_limited = env.db_url.starts_with("mysql");
+    match taskhost::App::open(&config).await {
+        Err(e) if packet_limited => {
+            let said = e.to_string();
+            assert!(said.contains("max_allowed_packet") && said.contains("set max_allowed_packet = 33M"), "{said}");
+        }
+        Ok(app) if !packet_limited => {
+            let data = format!("\"{}\"", "y".repeat((32 << 20) - 2));
+            let id = app.client.add(NewTask::new("echo", &data)).await.expect("32 MiB when allowed").id;
+            assert_eq!(app.client.show(id).await.expect("show").0.data.len(), 32 << 20);
+        }
+        Err(e) => panic!("opening with a 32 MiB limit: {e}"),
+        Ok(_) => panic!("a server whose packet is under 33 MiB was accepted"),
+    }
+}
+
 async fn tasks_of_a_handler_no_worker_serves_wait_then_are_given_up(env: Env) {
     use taskhost::overseer::unserved::{Config, Unserved};
     use taskhost::overseer::Service;
@@ -319,6 +362,7 @@ on_every_database!(poison_outcomes_never_wedge_the_worker, ["flood", "echo"]);
 on_every_database!(large_results_are_written_in_batches_the_server_takes, ["echo"]);
 on_every_database!(names_and_keys_have_one_maximum_length_everywhere, ["echo"]);
 on_every_database!(tasks_of_a_handler_no_worker_serves_wait_then_are_given_up, ["echo"]);
+on_every_database!(task_data_has_one_limit_checked_before_the_database, ["echo"]);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outcome_the_database_refuses_ends_as_outcome_rejected_on_mysql() {

@@ -26,6 +26,9 @@
 //! [queues.payments]
 //! max_running = 2               # the same for a queue
 //!
+//! [tasks]
+//! max_data_bytes = 1048576      # a task's data at most, on every database (checked before it)
+//!
 //! [schedules.nightly]           # a periodic task (see crate::schedule), kept in the database
 //! cron = "0 3 * * *"            # by the overseer holding the lease, which adds, updates and
 //! handler = "report"            # removes the schedules the file declares
@@ -65,6 +68,8 @@ pub struct Policy {
     pub limits: Limits,
     /// Component files larger than this are refused before they are read.
     pub max_component_bytes: u64,
+    /// The largest task data queued (`[tasks] max_data_bytes`), the same on every database.
+    pub max_data_bytes: usize,
     /// The compiled-code cache is kept under this size (least recently used artifacts go).
     pub cache_max_bytes: u64,
     /// How compiling a component is bounded. `program` (the binary that compiles in a child
@@ -100,6 +105,10 @@ impl Policy {
     pub const MAX_COMPONENT_BYTES: u64 = crate::sandbox::compile::MAX_COMPONENT_BYTES;
     /// The compiled-code cache's size, unless the file says otherwise.
     pub const DEFAULT_CACHE_MAX_BYTES: u64 = 2 << 30;
+    /// A task's data at most, unless the file says otherwise (as a cloud task queue's limit).
+    pub const DEFAULT_MAX_DATA_BYTES: usize = 1 << 20;
+    /// The largest task data any configuration may allow (as the largest results).
+    pub const MAX_DATA_BYTES: usize = Limits::MAX_RESULTS_BYTES;
 
     /// Read and check the configuration file at `path`.
     pub fn load(path: &Path) -> Result<Policy> {
@@ -117,6 +126,13 @@ impl Policy {
             return Err(format!(
                 "[plugins] max_component_mb = {max_mb} is out of range (1 to {})",
                 Self::MAX_COMPONENT_BYTES >> 20
+            ));
+        }
+        let max_data_bytes = file.tasks.max_data_bytes.unwrap_or(Self::DEFAULT_MAX_DATA_BYTES);
+        if !(2..=Self::MAX_DATA_BYTES).contains(&max_data_bytes) {
+            return Err(format!(
+                "[tasks] max_data_bytes = {max_data_bytes} is out of range (2 to {})",
+                Self::MAX_DATA_BYTES
             ));
         }
         let cache_mb = file.plugins.cache_max_mb.unwrap_or(Self::DEFAULT_CACHE_MAX_BYTES >> 20);
@@ -164,11 +180,19 @@ impl Policy {
         }
         let mut schedules = Vec::with_capacity(file.schedules.len());
         for (name, entry) in &file.schedules {
-            schedules.push(entry.check(name).map_err(|e| format!("[schedules.{name}]: {e}"))?);
+            let s = entry.check(name).map_err(|e| format!("[schedules.{name}]: {e}"))?;
+            if s.data.len() > max_data_bytes {
+                return Err(format!(
+                    "[schedules.{name}]: its data is {} bytes, over [tasks] max_data_bytes = {max_data_bytes}",
+                    s.data.len()
+                ));
+            }
+            schedules.push(s);
         }
         Ok(Policy {
             limits,
             max_component_bytes: max_mb << 20,
+            max_data_bytes,
             cache_max_bytes: cache_mb.saturating_mul(1 << 20),
             compile,
             handlers,
@@ -194,6 +218,16 @@ impl Policy {
             },
         }
     }
+
+    /// The largest text this host writes to the database in one value: a task's data, or a
+    /// run's results with its logs, under the most generous limits of the file. A server must
+    /// take statements of this size (checked when a store opens, see
+    /// [`crate::store::StoreOptions::max_value_bytes`]).
+    pub fn largest_value_bytes(&self) -> usize {
+        let outcome = |l: &Limits| l.max_results_bytes + l.max_log_bytes;
+        let handlers = self.handlers.values().map(|h| outcome(&h.limits));
+        handlers.chain([outcome(&self.limits), self.max_data_bytes]).max().unwrap_or(self.max_data_bytes)
+    }
 }
 
 impl Default for Policy {
@@ -201,6 +235,7 @@ impl Default for Policy {
         Policy {
             limits: Limits::default(),
             max_component_bytes: Self::DEFAULT_MAX_COMPONENT_BYTES,
+            max_data_bytes: Self::DEFAULT_MAX_DATA_BYTES,
             cache_max_bytes: Self::DEFAULT_CACHE_MAX_BYTES,
             compile: CompileBounds::default(),
             handlers: HashMap::new(),
@@ -219,6 +254,8 @@ struct ConfigFile {
     limits: LimitOverrides,
     #[serde(default)]
     plugins: PluginsSection,
+    #[serde(default)]
+    tasks: TasksSection,
     #[serde(default)]
     handlers: HashMap<String, HandlerSection>,
     #[serde(default)]
@@ -249,6 +286,12 @@ struct PluginsSection {
     #[serde(default, deserialize_with = "crate::sandbox::limits::duration_opt")]
     compile_timeout: Option<Duration>,
     compile_memory_mb: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TasksSection {
+    max_data_bytes: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -362,6 +405,22 @@ mod tests {
         assert_eq!(err, "[overseer.unserved] batch = 0 is out of range (1 to 100000)");
         let err = policy("[overseer.liveness]\ninterval = \"2years\"\n").expect_err("refused");
         assert!(err.starts_with("[overseer.liveness] interval = \"2years\" is out of range"), "{err}");
+    }
+
+    #[test]
+    fn the_task_data_limit_is_set_in_its_table_and_bounds_what_the_file_declares() {
+        let file = "[tasks]\nmax_data_bytes = 4096\n[limits]\nmax_results_bytes = 2048\n\
+                    [handlers.h.limits]\nmax_results_bytes = 8192\n";
+        let p = policy(file).expect("ok");
+        assert_eq!(p.max_data_bytes, 4096);
+        assert_eq!(p.largest_value_bytes(), 8192 + Limits::DEFAULT_MAX_LOG_BYTES);
+        assert_eq!(Policy::default().largest_value_bytes(), crate::store::StoreOptions::DEFAULT_MAX_VALUE_BYTES);
+        let err = policy("[tasks]\nmax_data_bytes = 67108865\n").expect_err("refused");
+        assert_eq!(err, "[tasks] max_data_bytes = 67108865 is out of range (2 to 67108864)");
+        let big = "x".repeat(5000);
+        let err = policy(&format!("[tasks]\nmax_data_bytes = 4096\n[schedules.s]\ncron = \"* * * * *\"\nhandler = \"h\"\ndata = {{ a = \"{big}\" }}\n"))
+            .expect_err("refused");
+        assert_eq!(err, "[schedules.s]: its data is 5008 bytes, over [tasks] max_data_bytes = 4096");
     }
 
     #[test]

@@ -106,7 +106,7 @@ impl WorkerConfig {
     /// Outcomes one write takes at most.
     pub const DEFAULT_FINISH_BATCH: usize = 512;
     /// Bytes of outcomes one write takes at most.
-    pub const DEFAULT_FINISH_BATCH_BYTES: usize = 4 << 20;
+    pub const DEFAULT_FINISH_BATCH_BYTES: usize = crate::store::StoreOptions::BATCH_BYTES;
     /// How long a claim or a write waits to gather more.
     pub const DEFAULT_BATCH_LINGER: Duration = Duration::from_millis(2);
     /// Between looks at the plugins directory.

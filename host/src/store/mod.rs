@@ -395,16 +395,34 @@ pub struct StoreOptions {
     pub max_connections: u32,
     /// How long the first connection to a server may take before opening fails.
     pub connect_timeout: Duration,
+    /// The largest value the host will write (task data, or results with logs): a server whose
+    /// statements cannot hold it with [`StoreOptions::STATEMENT_MARGIN`] besides (MySQL's
+    /// `max_allowed_packet`) is refused when the store opens, with what to set.
+    pub max_value_bytes: usize,
 }
 
 impl StoreOptions {
     /// How long a first connection may take.
     pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+    /// The default limits' largest value: results of 1 MiB with 64 KiB of logs.
+    pub const DEFAULT_MAX_VALUE_BYTES: usize = (1 << 20) + (64 << 10);
+    /// Room in a statement for everything besides its largest value (other columns, an error
+    /// message, a few small outcomes batched with a large one).
+    pub const STATEMENT_MARGIN: usize = 1 << 20;
+    /// Most bytes of values written together in one statement by default: a chunk of a bulk
+    /// add, a batch of outcomes (the worker's `finish_batch_bytes`). One value larger than this
+    /// is written alone.
+    pub const BATCH_BYTES: usize = 4 << 20;
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        StoreOptions { migrate: true, max_connections: 4, connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT }
+        StoreOptions {
+            migrate: true,
+            max_connections: 4,
+            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            max_value_bytes: Self::DEFAULT_MAX_VALUE_BYTES,
+        }
     }
 }
 

@@ -42,8 +42,32 @@ impl MySqlStore {
         let opts: MySqlConnectOptions =
             url_.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: super::redact(url), reason: e.to_string() })?;
         let pool = super::server_pool(url, opts, options).await?;
+        check_packet(&pool, url, options).await?;
         Ok(SqlStore::new(MySqlDb { pool }))
     }
+}
+
+/// Refuse a server whose statements cannot hold the largest value this host writes: it would
+/// drop the connection at the first such write (MariaDB resets it) instead of saying why.
+async fn check_packet(pool: &MySqlPool, url: &str, options: &StoreOptions) -> Result<()> {
+    let packet: i64 = sqlx::query_scalar("SELECT CAST(@@max_allowed_packet AS SIGNED)").fetch_one(pool).await?;
+    let needed = options.max_value_bytes.max(StoreOptions::BATCH_BYTES) + StoreOptions::STATEMENT_MARGIN;
+    if usize::try_from(packet).unwrap_or(0) >= needed {
+        return Ok(());
+    }
+    let mib = |n: usize| n.div_ceil(1 << 20);
+    Err(Error::Connect {
+        url: super::redact(url),
+        reason: format!(
+            "the server takes statements of at most {packet} bytes (max_allowed_packet), but this host writes \
+             values of up to {} bytes (the larger of [tasks] max_data_bytes and a handler's max_results_bytes + \
+             max_log_bytes) with up to {} bytes besides: set max_allowed_packet = {}M or more in the server's \
+             configuration, or lower those limits",
+            options.max_value_bytes,
+            StoreOptions::STATEMENT_MARGIN,
+            mib(needed)
+        ),
+    })
 }
 
 /// JSON time format for JSON_TABLE's DATETIME(6) columns.

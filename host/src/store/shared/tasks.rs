@@ -137,7 +137,8 @@ pub(crate) async fn add_one<D: Dialect + ?Sized>(
 }
 
 /// Queue validated tasks on `conn`: one by one when any has a unique key (each may clash),
-/// else in bulk statements of [`Dialect::ADD_CHUNK`].
+/// else in bulk statements of at most [`Dialect::ADD_CHUNK`] tasks and
+/// [`StoreOptions::BATCH_BYTES`](crate::store::StoreOptions::BATCH_BYTES) of data.
 pub(crate) async fn add_tasks_in<D: Dialect + ?Sized>(
     conn: &mut ConnOf<D>,
     tasks: &[NewTask],
@@ -150,10 +151,25 @@ pub(crate) async fn add_tasks_in<D: Dialect + ?Sized>(
         }
         return Ok(out);
     }
-    for chunk in tasks.chunks(D::ADD_CHUNK) {
+    let mut rest = tasks;
+    while !rest.is_empty() {
+        let n = chunk_len(rest, D::ADD_CHUNK, crate::store::StoreOptions::BATCH_BYTES);
+        let (chunk, after) = rest.split_at(n);
         out.extend(D::add_bulk(conn, chunk, now).await?);
+        rest = after;
     }
     Ok(out)
+}
+
+/// How many of `tasks` (at least one) go in one statement: at most `count`, and no more data
+/// than `bytes` unless the first task alone has more.
+fn chunk_len(tasks: &[NewTask], count: usize, bytes: usize) -> usize {
+    let mut total = 0;
+    let fits = tasks.iter().take(count).take_while(|t| {
+        total += t.data.len();
+        total <= bytes
+    });
+    fits.count().max(1)
 }
 
 /// Queue tasks in a transaction of their own.
@@ -169,4 +185,21 @@ pub(crate) async fn add_tasks_in_tx<D: Dialect + ?Sized>(
         })
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunk_len;
+    use crate::model::NewTask;
+
+    #[test]
+    fn a_bulk_statement_holds_at_most_its_count_and_bytes_but_always_one_task() {
+        let tasks = |sizes: &[usize]| -> Vec<NewTask> {
+            sizes.iter().map(|n| NewTask::new("h", format!("\"{}\"", "x".repeat(n - 2)))).collect()
+        };
+        assert_eq!(chunk_len(&tasks(&[10; 9]), 4, 1000), 4);
+        assert_eq!(chunk_len(&tasks(&[400, 400, 400]), 10, 1000), 2);
+        assert_eq!(chunk_len(&tasks(&[5000, 10]), 10, 1000), 1);
+        assert_eq!(chunk_len(&tasks(&[10, 5000]), 10, 1000), 1);
+    }
 }
