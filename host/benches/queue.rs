@@ -64,6 +64,11 @@ async fn run() {
         std::fs::write(&operator_file, format!("[queues.default]\nmax_running = {queue_limit}\n")).expect("config");
     }
     let app = App::open(&config).await.expect("open");
+    // Every plugin of the directory compiled (or read from the cache) before anything is timed:
+    // a worker loads them all when it starts, and with a cold cache it would compile them (a
+    // Python component takes seconds) on the same cores as the drain being measured.
+    let catalog = app.catalog.clone();
+    tokio::task::spawn_blocking(move || catalog.reload()).await.expect("load the plugins");
     let noop = app.catalog.load("noop").expect("noop plugin");
 
     println!(
