@@ -26,6 +26,9 @@ wait_for() { # what, command...
 
 # --- faketime: worker processes with their clocks set apart (host/tests/clocks.rs) -------
 command -v faketime >/dev/null || apt_install faketime
+# --- ip and iptables: workers in network namespaces, partitions (host/tests/chaos.rs) -----
+command -v ip >/dev/null || apt_install iproute2
+command -v iptables >/dev/null || apt_install iptables
 
 # --- PostgreSQL ----------------------------------------------------------------------------
 command -v pg_ctlcluster >/dev/null || apt_install postgresql

@@ -4,41 +4,12 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use common::process::{add, signal, stderr, wait_exit};
+use common::process::{add, signal, skewed, stderr, wait_exit, Killed};
 use common::{taskhost_command, wait_until, Db, Env};
 use taskhost::model::RunStatus;
-
-/// `cmd` run with its wall clock moved by `offset` (`+1h`, `-2m`) by Debian's libfaketime,
-/// loaded into the process itself (the `faketime` command would stand between the test and
-/// it); its monotonic clock, which no machine's time setting moves, is left alone.
-fn skewed(offset: &str, mut cmd: Command) -> Command {
-    let lib = format!("/usr/lib/{}-linux-gnu/faketime/libfaketimeMT.so.1", std::env::consts::ARCH);
-    assert!(std::path::Path::new(&lib).exists(), "{lib} is missing: apt-get install faketime");
-    cmd.env("LD_PRELOAD", lib).env("FAKETIME", offset).env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
-    cmd
-}
-
-/// A process killed if the test ends before it does (a failing assertion must not leave a
-/// worker holding locks on the scratch database, which is dropped next).
-struct Killed(Option<std::process::Child>);
-
-impl Killed {
-    fn take(mut self) -> std::process::Child {
-        self.0.take().expect("taken once")
-    }
-}
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        if let Some(child) = &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
 
 fn skewed_worker(env: &Env, offset: &str, args: &[&str]) -> std::process::Child {
     let mut cmd = taskhost_command(env);

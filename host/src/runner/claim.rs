@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::execute::Shared;
 use super::put_back::{hand_back_cut_claim, CutClaim};
-use super::{ExitReason, RunTasks, Worker};
+use super::{ExitReason, Held, RunTasks, Worker};
 use crate::model::*;
 use crate::retry::Backoff;
 use crate::store::ClaimRequest;
@@ -84,7 +84,20 @@ impl Claimer<'_> {
         };
         self.failures = 0;
         if !claimed.is_empty() {
-            self.start(claimed).await;
+            // Held from its answer on: the run watch takes a run this worker does not hold for
+            // an orphan and puts it back (then it must not start here).
+            let in_flight = &self.runs.in_flight;
+            let held = claimed.into_iter().filter_map(|run| match in_flight.hold(run.run_id) {
+                Some(held) => Some((run, held)),
+                None => {
+                    tracing::warn!(
+                        run_id = run.run_id,
+                        "a claim's answer came after its run was put back: not started"
+                    );
+                    None
+                }
+            });
+            self.start(held.collect()).await;
             return Step::Claimed;
         }
         self.idle_or_drained(&ask).await
@@ -177,9 +190,9 @@ impl Claimer<'_> {
     }
 
     /// Start each claimed run in its own task, on a slot of its own.
-    async fn start(&mut self, claimed: Vec<ClaimedRun>) {
+    async fn start(&mut self, claimed: Vec<(ClaimedRun, Held)>) {
         let slots = &self.runs.slots;
-        for run in claimed {
+        for (run, held) in claimed {
             // A slot is free for each (at most the free slots were claimed); wait for one anyway.
             let permit = match slots.clone().try_acquire_owned() {
                 Ok(permit) => permit,
@@ -188,7 +201,7 @@ impl Claimer<'_> {
                     Err(_) => return,
                 },
             };
-            self.runs.spawn(self.shared, run, permit);
+            self.runs.spawn(self.shared, run, (permit, held));
         }
     }
 
@@ -250,7 +263,7 @@ impl Claimer<'_> {
             _ = &mut self.shutdown => Some(ExitReason::Shutdown),
             r = self.exits.recv() => Some(r.unwrap_or(ExitReason::Shutdown)),
             _ = tokio::time::sleep(poll) => None,
-            woke = super::heartbeat::next(&mut self.wakeups) => {
+            woke = super::run_watch::next(&mut self.wakeups) => {
                 if !woke {
                     self.wakeups = None; // the listener is gone: poll only
                 }

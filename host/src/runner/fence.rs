@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::heartbeat::InFlight;
+use super::run_watch::InFlight;
 use crate::model::RunId;
 
 /// How often the fence looks at the time since the last heartbeat.

@@ -2,17 +2,14 @@
 //!
 //! Every interval the heartbeat tells the database the runner is alive. While outcomes cannot be
 //! written for longer than the writer's limit the heartbeat stops, so that another worker's
-//! overseer times this runner out and its tasks run again elsewhere. The run watch asks, every
-//! second while runs are in flight (and at once when PostgreSQL notifies a cancellation), which
-//! of them are still `running` in the database: a run cancelled, or timed out by an overseer, is
-//! stopped at once. The memory watch checks resident memory against the cap every second.
+//! overseer times this runner out and its tasks run again elsewhere. The memory watch checks
+//! resident memory against the cap every second.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{mpsc, watch};
 
 use super::fence::Fence;
 use super::writer::{unix_ms, WriterHealth};
@@ -20,35 +17,6 @@ use super::ExitReason;
 use crate::clock::SharedClock;
 use crate::model::{RunId, RunnerId};
 use crate::store::SharedStore;
-
-/// The runs this worker is executing, each with a way to stop it.
-#[derive(Debug, Default)]
-pub(super) struct InFlight {
-    runs: Mutex<HashMap<RunId, Arc<Notify>>>,
-}
-
-impl InFlight {
-    /// Register a run; the returned handle is notified if the run must stop.
-    pub fn enter(&self, run: RunId) -> Arc<Notify> {
-        let stop = Arc::new(Notify::new());
-        self.runs.lock().unwrap_or_else(|p| p.into_inner()).insert(run, stop.clone());
-        stop
-    }
-
-    pub fn leave(&self, run: RunId) {
-        self.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(&run);
-    }
-
-    pub fn ids(&self) -> Vec<RunId> {
-        self.runs.lock().unwrap_or_else(|p| p.into_inner()).keys().copied().collect()
-    }
-
-    pub fn stop(&self, run: RunId) {
-        if let Some(n) = self.runs.lock().unwrap_or_else(|p| p.into_inner()).get(&run) {
-            n.notify_one();
-        }
-    }
-}
 
 pub(super) struct Heartbeat {
     pub store: SharedStore,
@@ -140,60 +108,6 @@ impl Heartbeat {
             *reported = Some(handlers);
         }
         Ok(true)
-    }
-}
-
-/// Watches the runs in flight: stops those the database no longer has running on this runner.
-pub(super) struct RunWatch {
-    pub store: SharedStore,
-    pub runner: RunnerId,
-    pub in_flight: Arc<InFlight>,
-    /// How often to look while runs are in flight.
-    pub interval: Duration,
-    /// Woken when running tasks were cancelled anywhere (PostgreSQL); None: poll only.
-    pub cancels: Option<mpsc::Receiver<()>>,
-}
-
-impl RunWatch {
-    pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
-        let mut tick = tokio::time::interval(self.interval);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                woke = next(&mut self.cancels) => if !woke { self.cancels = None },
-                _ = stop.changed() => return,
-            }
-            // Listed before asking: a run that starts after this is not judged by this answer.
-            let mine = self.in_flight.ids();
-            if mine.is_empty() {
-                continue;
-            }
-            let asked = tokio::time::timeout(
-                self.interval.max(Duration::from_secs(1)),
-                self.store.running_runs_of(self.runner),
-            );
-            let running = match asked.await {
-                Ok(Ok(running)) => running.into_iter().collect::<std::collections::HashSet<_>>(),
-                Ok(Err(e)) => {
-                    tracing::warn!(runner = self.runner, "could not check the runs in flight: {e}");
-                    continue;
-                }
-                Err(_) => continue,
-            };
-            for run in mine.into_iter().filter(|r| !running.contains(r)) {
-                tracing::warn!(runner = self.runner, run, "this run was cancelled or ended elsewhere: stopping it");
-                self.in_flight.stop(run);
-            }
-        }
-    }
-}
-
-/// The next message; pending forever without a channel. False when the channel closed.
-pub(super) async fn next(rx: &mut Option<mpsc::Receiver<()>>) -> bool {
-    match rx {
-        Some(rx) => rx.recv().await.is_some(),
-        None => std::future::pending().await,
     }
 }
 

@@ -28,6 +28,7 @@ mod heartbeat;
 mod parts;
 mod progress;
 mod put_back;
+mod run_watch;
 mod writer;
 
 use std::future::Future;
@@ -42,7 +43,10 @@ use claim::{Claimer, Step};
 pub use config::{ExitReason, WorkerConfig, WorkerReport};
 use execute::{Executed, Shared};
 pub use heartbeat::process_rss;
-use heartbeat::InFlight;
+use run_watch::{Held, InFlight};
+
+/// What a run holds until its outcome is in the database: its slot, and this worker's claim on it.
+type Slot = (tokio::sync::OwnedSemaphorePermit, Held);
 use parts::{Started, Stopped};
 use put_back::CutClaim;
 
@@ -96,7 +100,7 @@ struct RunTasks {
     in_flight: Arc<InFlight>,
     /// Stops the runs, and the claims, of a worker whose heartbeats fail.
     fence: Arc<fence::Fence>,
-    done_tx: mpsc::UnboundedSender<(RunOutcome, tokio::sync::OwnedSemaphorePermit)>,
+    done_tx: mpsc::UnboundedSender<(RunOutcome, Slot)>,
     /// Turns true when the grace period is over: runs still going are dropped.
     abort: watch::Receiver<bool>,
     /// Runs stopped because they ended elsewhere (counted by the run tasks).
@@ -110,7 +114,7 @@ impl RunTasks {
     /// grace period ends or the database says it was cancelled or ended elsewhere (then what the
     /// guest logged and the fuel it used are kept on its row); its slot is released once its
     /// outcome is written.
-    fn spawn(&self, shared: &Arc<Shared>, run: ClaimedRun, permit: tokio::sync::OwnedSemaphorePermit) {
+    fn spawn(&self, shared: &Arc<Shared>, run: ClaimedRun, slot: Slot) {
         let shared = shared.clone();
         let mut abort = self.abort.clone();
         let in_flight = self.in_flight.clone();
@@ -127,11 +131,11 @@ impl RunTasks {
                     match executed {
                         Executed::Ended(outcome) => {
                             log_outcome(&handler, &outcome);
-                            let _ = done_tx.send((outcome, permit));
+                            let _ = done_tx.send((outcome, slot));
                         }
                         Executed::PutBack { at, reason, fallback } => {
                             if !put_back::put_back(&shared.store, run_id, at, &reason).await {
-                                let _ = done_tx.send((fallback, permit));
+                                let _ = done_tx.send((fallback, slot));
                             }
                         }
                         // Put back when heartbeats are back (see fence.rs).

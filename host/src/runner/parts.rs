@@ -11,8 +11,9 @@ use tokio::task::JoinHandle;
 
 use super::execute::Shared;
 use super::fence::Fence;
-use super::heartbeat::{self, Heartbeat, InFlight, RunWatch};
+use super::heartbeat::{self, Heartbeat};
 use super::put_back::PutBacks;
+use super::run_watch::{InFlight, RunWatch};
 use super::writer::{OutcomeWriter, WriterHealth};
 use super::{progress, ExitReason, RunTasks, Worker, LAST_CALL_TIMEOUT};
 use crate::model::RunnerId;
@@ -70,8 +71,10 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
     };
     let watch_runs = RunWatch {
         store: w.store.clone(),
+        clock: w.clock.clone(),
         runner,
         in_flight: in_flight.clone(),
+        fence: fence.clone(),
         interval: cfg.run_check_interval,
         cancels,
     };

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, watch};
 
 use crate::error::Error;
 use crate::model::{NextStep, RunEnd, RunOutcome};
@@ -65,7 +65,7 @@ enum Written {
 
 impl OutcomeWriter {
     /// Write outcomes as they come; a run's slot is released once its outcome is written.
-    pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<(RunOutcome, OwnedSemaphorePermit)>) {
+    pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<(RunOutcome, super::Slot)>) {
         let batch = self.batch.max(1);
         let mut buf = Vec::with_capacity(batch);
         while rx.recv_many(&mut buf, batch).await > 0 {

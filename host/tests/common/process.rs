@@ -54,3 +54,32 @@ pub async fn wait_exit(mut child: Child, within: Duration) -> Output {
         assert!(start.elapsed() < within, "the process did not exit within {within:?}");
     }
 }
+
+/// `cmd` run with its wall clock moved by `offset` (`+1h`, `-2m`) by Debian's libfaketime,
+/// loaded into the process itself (the `faketime` command would stand between the test and
+/// it); its monotonic clock, which no machine's time setting moves, is left alone.
+pub fn skewed(offset: &str, mut cmd: Command) -> Command {
+    let lib = format!("/usr/lib/{}-linux-gnu/faketime/libfaketimeMT.so.1", std::env::consts::ARCH);
+    assert!(std::path::Path::new(&lib).exists(), "{lib} is missing: apt-get install faketime");
+    cmd.env("LD_PRELOAD", lib).env("FAKETIME", offset).env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    cmd
+}
+
+/// A process killed if the test ends before it does (a failing assertion must not leave a
+/// worker holding locks on the scratch database, which is dropped next).
+pub struct Killed(pub Option<std::process::Child>);
+
+impl Killed {
+    pub fn take(mut self) -> std::process::Child {
+        self.0.take().expect("taken once")
+    }
+}
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
