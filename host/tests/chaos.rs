@@ -1,7 +1,7 @@
 //! Chaos with real partitions: three `taskhost worker` processes, each on a host of its own (a
 //! network namespace; see `common/netns.rs`), two of them with clocks set apart, run tasks while
-//! the test cuts a worker's link (packets dropped both ways), slows one, kills one with SIGKILL
-//! and restarts the database server. Tasks keep coming throughout. Then everything heals and the
+//! the test cuts a worker's link (packets dropped both ways), slows one, makes one drop a tenth
+//! of its packets, kills one with SIGKILL and restarts the database server. Tasks keep coming throughout. Then everything heals and the
 //! queue drains, and the test checks what the issue promised:
 //!
 //! - every task finished exactly once by its accounting: one successful run, or dead with its
@@ -45,6 +45,7 @@ enum Fault {
     None,
     Partitioned,
     Slowed,
+    Lossy,
     Killed,
 }
 
@@ -245,7 +246,7 @@ async fn chaos(db: Db) {
 
     // The faults, one new every 3 s on a worker that has none, at most two at once; the server
     // restarted once, halfway. Tasks added all along.
-    let (mut partitions, mut slowed, mut kills, mut exits) = (0, 0, 0, 0);
+    let (mut partitions, mut slowed, mut lossy, mut kills, mut exits) = (0, 0, 0, 0, 0);
     let started = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     let mut next_fault = Instant::now() + Duration::from_secs(3);
@@ -265,6 +266,7 @@ async fn chaos(db: Db) {
                 match w.fault {
                     Fault::Partitioned => w.host.heal(),
                     Fault::Slowed => w.forwarder.set_delay(Duration::ZERO),
+                    Fault::Lossy => w.host.heal(),
                     _ => {}
                 }
                 w.fault = Fault::None;
@@ -280,7 +282,7 @@ async fn chaos(db: Db) {
             // Taken in turn, so that every run sees each kind of fault.
             let w = &mut workers[healthy[faults % healthy.len()]];
             faults += 1;
-            match faults % 3 {
+            match faults % 4 {
                 1 => {
                     // Longer than the fence (4 s) and the horizon (6 s): declared dead meanwhile.
                     w.host.partition();
@@ -290,6 +292,10 @@ async fn chaos(db: Db) {
                 2 => {
                     w.forwarder.set_delay(Duration::from_millis(250));
                     (w.fault, w.until, slowed) = (Fault::Slowed, now + Duration::from_secs(6), slowed + 1);
+                }
+                3 => {
+                    w.host.lossy(0.1);
+                    (w.fault, w.until, lossy) = (Fault::Lossy, now + Duration::from_secs(6), lossy + 1);
                 }
                 _ => {
                     if let Some(c) = &mut w.child {
@@ -410,7 +416,7 @@ async fn chaos(db: Db) {
     }
     eprintln!(
         "chaos on {db:?} for {seconds} s: {added} tasks ({succeeded} succeeded, {dead} dead), {runs_total} runs \
-         ({lost} runner-lost); {partitions} partitions, {slowed} slowed links, {kills} kills, {exits} worker exits, \
+         ({lost} runner-lost); {partitions} partitions, {slowed} slowed links, {lossy} lossy links, {kills} kills, {exits} worker exits, \
          1 server restart; {fences} fences; {orphans} lost claims put back; {samples} samples of the database, \
          at most {max_running} tasks running; closest start of a task's run after another's last sign of life: \
          {} ms",

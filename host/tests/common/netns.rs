@@ -84,6 +84,17 @@ impl Host {
         self.exec(&["iptables", "-A", "INPUT", "-i", &self.inside, "-j", "DROP"]);
     }
 
+    /// Make the link lossy: each packet, either way, is dropped with probability `p` (TCP
+    /// retransmits: connections slow down and stall now and then).
+    pub fn lossy(&self, p: f64) {
+        let p = format!("{p}");
+        for (chain, dir) in [("OUTPUT", "-o"), ("INPUT", "-i")] {
+            let rule =
+                [chain, dir, &self.inside, "-m", "statistic", "--mode", "random", "--probability", &p, "-j", "DROP"];
+            self.exec(&[&["iptables", "-A"][..], &rule[..]].concat());
+        }
+    }
+
     /// Mend the link.
     pub fn heal(&self) {
         self.exec(&["iptables", "-F"]);
