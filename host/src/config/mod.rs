@@ -136,19 +136,7 @@ impl Policy {
             ));
         }
         let cache_mb = file.plugins.cache_max_mb.unwrap_or(Self::DEFAULT_CACHE_MAX_BYTES >> 20);
-        let mut compile = CompileBounds::default();
-        if let Some(t) = file.plugins.compile_timeout {
-            if t.is_zero() || t > Duration::from_secs(3600) {
-                return Err("[plugins] compile_timeout is out of range (1s to 1h)".into());
-            }
-            compile.timeout = t;
-        }
-        if let Some(mb) = file.plugins.compile_memory_mb {
-            if !(256..=65536).contains(&mb) {
-                return Err(format!("[plugins] compile_memory_mb = {mb} is out of range (256 to 65536)"));
-            }
-            compile.memory_bytes = mb << 20;
-        }
+        let compile = compile_bounds(file)?;
         let mut handlers = HashMap::new();
         let mut run_limits = RunLimits::default();
         for (name, h) in &file.handlers {
@@ -377,6 +365,24 @@ impl ScheduleSection {
         }
         Ok(s)
     }
+}
+
+/// The compiler's bounds from `[plugins]`, each checked against its range.
+fn compile_bounds(file: &ConfigFile) -> std::result::Result<CompileBounds, String> {
+    let mut compile = CompileBounds::default();
+    if let Some(t) = file.plugins.compile_timeout {
+        if t.is_zero() || t > Duration::from_secs(3600) {
+            return Err("[plugins] compile_timeout is out of range (1s to 1h)".into());
+        }
+        compile.timeout = t;
+    }
+    if let Some(mb) = file.plugins.compile_memory_mb {
+        if !(256..=65536).contains(&mb) {
+            return Err(format!("[plugins] compile_memory_mb = {mb} is out of range (256 to 65536)"));
+        }
+        compile.memory_bytes = mb << 20;
+    }
+    Ok(compile)
 }
 
 #[cfg(test)]
