@@ -344,9 +344,15 @@ async fn chaos(db: Db) {
         }
         if drained.elapsed() > Duration::from_secs(180) {
             // What the operator would look at: the unfinished tasks, their runs, the workers' logs.
+            let mut runners = std::collections::BTreeSet::new();
             for t in open.iter().take(5) {
                 let runs = env.app.store.runs_of(t.id).await.expect("runs");
+                runners.extend(runs.iter().filter_map(|r| r.runner_id));
                 eprintln!("unfinished: {t:?}\n  runs: {runs:?}");
+            }
+            let ever = env.app.store.runners_seen_since(chrono::DateTime::UNIX_EPOCH).await.expect("runners");
+            for r in ever.iter().filter(|r| runners.contains(&r.id)) {
+                eprintln!("their runner: {r:?}");
             }
             for w in &workers {
                 let text = std::fs::read_to_string(&w.log).unwrap_or_default();

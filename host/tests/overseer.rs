@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::{drain_config, Db, Env};
 use taskhost::clock::Clock;
-use taskhost::model::{NewTask, RunStatus, TaskFilter};
+use taskhost::model::{NewTask, RunStatus, RunnerStatus, TaskFilter};
 use taskhost::overseer::{liveness, retries, rotation, run_timeout, stats_compaction, OverseerConfig, Service};
 use taskhost::retry::Backoff;
 use taskhost::runner::WorkerConfig;
@@ -42,7 +42,7 @@ async fn a_runner_with_a_stale_heartbeat_is_timed_out_and_its_task_retried(db: D
     assert!(svc.run_once(clock.now()).await.expect("liveness").runners_timed_out.is_empty(), "not stale yet");
     clock.advance(chrono::Duration::seconds(2));
     let report = svc.run_once(clock.now()).await.expect("liveness");
-    assert_eq!(report, liveness::Report { runners_timed_out: vec![ghost], runs_timed_out: 1 });
+    assert_eq!(report, liveness::Report { runners_timed_out: vec![ghost], runs_timed_out: 1, orphans_timed_out: 0 });
     let (task, runs) = env.app.client.show(id).await.expect("show");
     assert_eq!((task.last_status, task.task_runs_failed), (RunStatus::Timeout, 1));
     assert_eq!(runs[0].status, RunStatus::Timeout);
@@ -70,6 +70,29 @@ async fn a_runner_whose_process_is_gone_from_this_host_is_timed_out_at_once(db: 
     assert_eq!(report.runs_timed_out, 1);
     let live: Vec<_> = store.live_runners().await.expect("live").iter().map(|r| r.id).collect();
     assert_eq!(live, vec![alive]);
+}
+
+async fn a_run_left_running_under_a_runner_no_longer_running_is_timed_out_and_retried(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["echo"]).await;
+    let store = env.app.store.clone();
+    let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    let gone = store.register_runner(1, "another-machine", clock.now(), 8).await.expect("register");
+    let claimed = store.claim(gone, &["default".into()], 1, clock.now(), DAY).await.expect("claim");
+    assert_eq!(claimed.len(), 1);
+    // Its runner ended without its run (as a crash between the two would leave it): no live
+    // runner holds the run, so no time-out of runners would ever reach it.
+    store.finish_runner(gone, RunnerStatus::Success, clock.now()).await.expect("finish");
+    let svc = liveness::Liveness::new(store.clone(), liveness::Config::default());
+    let report = svc.run_once(clock.now()).await.expect("liveness");
+    assert_eq!(report, liveness::Report { orphans_timed_out: 1, ..Default::default() });
+    assert_eq!(svc.run_once(clock.now()).await.expect("liveness"), liveness::Report::default(), "once");
+    let (task, runs) = env.app.client.show(id).await.expect("show");
+    assert_eq!((task.last_status, task.task_runs_failed), (RunStatus::Timeout, 1));
+    assert_eq!(runs[0].error_code.as_deref(), Some("runner-lost"));
+    retries::Retries::new(store.clone(), no_jitter()).run_once(clock.now()).await.expect("retries");
+    clock.advance(chrono::Duration::seconds(1));
+    env.drain(drain_config()).await;
+    assert_eq!(env.app.client.show(id).await.expect("show").0.last_status, RunStatus::Success);
 }
 
 async fn a_runner_of_the_same_host_name_in_another_pid_namespace_is_not_judged_by_its_pid(db: Db) {
@@ -222,6 +245,7 @@ on_every_database!(
     a_runner_with_a_stale_heartbeat_is_timed_out_and_its_task_retried,
     a_runner_whose_process_is_gone_from_this_host_is_timed_out_at_once,
     a_runner_of_the_same_host_name_in_another_pid_namespace_is_not_judged_by_its_pid,
+    a_run_left_running_under_a_runner_no_longer_running_is_timed_out_and_retried,
     a_run_past_its_run_timeout_is_timed_out_and_retried,
     timeouts_past_max_retries_make_a_dead_letter,
     rotation_deletes_old_successful_tasks_and_keeps_the_rest,

@@ -9,7 +9,13 @@ use taskhost::store::{self, SharedStore, StoreOptions};
 
 mod common;
 
-server_store_suite!(common::mysql_scratch(), taskhost::store::mysql::MySqlStore, "mysql://taskhost@127.0.0.1:1/test");
+server_store_suite!(
+    common::mysql_scratch(),
+    taskhost::store::mysql::MySqlStore,
+    "mysql://taskhost@127.0.0.1:1/test",
+    "SELECT count(*) FROM information_schema.innodb_trx
+     WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE '%task_runners%LOCK IN SHARE MODE%'"
+);
 
 /// MySQL's errors are told apart by their numbers: sqlx's `code()` there is the SQLSTATE, under
 /// which a lock wait timeout is the same `HY000` as many a permanent error.

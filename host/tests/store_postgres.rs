@@ -12,5 +12,6 @@ mod common;
 server_store_suite!(
     common::postgres_scratch(),
     taskhost::store::postgres::PostgresStore,
-    "postgres://postgres@127.0.0.1:1/test"
+    "postgres://postgres@127.0.0.1:1/test",
+    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%task_runners%FOR SHARE%'"
 );

@@ -1,6 +1,7 @@
 //! Runner liveness: a runner whose heartbeat is older than the horizon, or whose process is gone
 //! from this machine, becomes `timeout`, and so do its running runs (the retries service then
-//! schedules their tasks again).
+//! schedules their tasks again). Each pass also times out any run still running under a runner
+//! that is no longer running: none should be, and nothing else would end one.
 //!
 //! A PID means something only in its own PID namespace on its own boot of its own machine, and
 //! host names are shared (containers, clones). So a runner records where it runs as its host name
@@ -87,7 +88,12 @@ pub struct Report {
     pub runners_timed_out: Vec<RunnerId>,
     /// Their runs, timed out.
     pub runs_timed_out: u64,
+    /// Runs found running under a runner no longer running, timed out.
+    pub orphans_timed_out: u64,
 }
+
+/// At most this many orphaned runs are timed out a pass (there should be none).
+const ORPHANS_A_PASS: u32 = 1_000;
 
 /// Where this process runs, as runners record it (`task_runners.host_name`): the host name, the
 /// boot id and the PID namespace, e.g. `web-1 boot:4b7c8a1e pidns:4026531836`. None part of it
@@ -159,15 +165,25 @@ impl Service for Liveness {
             .map(|r| r.id)
             .collect();
         let runs = self.store.time_out_runners(&dead, now).await?;
-        Ok(Report { runners_timed_out: dead, runs_timed_out: runs })
+        let orphans = self.store.time_out_orphaned_runs(now, ORPHANS_A_PASS).await?;
+        if orphans > 0 {
+            tracing::warn!(orphans, "timed out runs left running under runners no longer running");
+        }
+        Ok(Report { runners_timed_out: dead, runs_timed_out: runs, orphans_timed_out: orphans })
     }
 }
 
 impl Summary for Report {
     fn summary(&self) -> Option<String> {
-        (!self.runners_timed_out.is_empty()).then(|| {
+        let runners = (!self.runners_timed_out.is_empty()).then(|| {
             format!("timed out runners {:?} and {} of their runs", self.runners_timed_out, self.runs_timed_out)
-        })
+        });
+        let orphans = (self.orphans_timed_out > 0)
+            .then(|| format!("timed out {} runs of runners no longer running", self.orphans_timed_out));
+        match (runners, orphans) {
+            (Some(r), Some(o)) => Some(format!("{r}; {o}")),
+            (r, o) => r.or(o),
+        }
     }
 }
 

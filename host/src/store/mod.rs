@@ -234,6 +234,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// Mark runners `timeout`, and their running runs with them. Returns the runs timed out.
     async fn time_out_runners(&self, runners: &[RunnerId], now: DateTime<Utc>) -> Result<u64>;
+    /// Time out, as lost, up to `limit` runs still running under a runner that is no longer
+    /// running (none should be; see the liveness service). Returns how many.
+    async fn time_out_orphaned_runs(&self, now: DateTime<Utc>, limit: u32) -> Result<u64>;
     /// Time out running runs whose `timeout_on` is at or before `cutoff`, as finished at `now`.
     /// Returns how many.
     async fn time_out_overdue_runs(&self, cutoff: DateTime<Utc>, now: DateTime<Utc>, limit: u32) -> Result<u64>;

@@ -20,7 +20,7 @@ use super::dialect::{retrying, ClaimRequest, Dialect};
 use super::plumbing::{decoded, unchecked, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
-use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNING};
+use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING};
 use super::transitions::{self, RELEASE_KEY};
 use super::{Backend, StoreOptions};
 use crate::error::{Error, Result};
@@ -154,6 +154,13 @@ impl MySqlDb {
         req: &ClaimRequest<'_>,
         only: Option<&[TaskId]>,
     ) -> Result<Vec<ClaimedRun>> {
+        // Its runner's row, shared-locked and only while it is running: a claim that reaches the
+        // server after an overseer timed the runner out (a retransmission after a partition)
+        // claims nothing, and one before makes the time-out wait for it and then see its runs.
+        let me = format!("SELECT id FROM task_runners WHERE id = $1 AND status = {RUNNER_RUNNING} LOCK IN SHARE MODE");
+        if self.rows(Some(&mut *tx), &me, args![req.runner]).await?.is_empty() {
+            return Ok(Vec::new());
+        }
         let now = req.now;
         let of_handlers = if req.handlers.is_some() { " AND task_handler_class IN ($4)" } else { "" };
         let only_these = if only.is_some() { " AND id IN ($5)" } else { "" };

@@ -20,7 +20,7 @@ use super::plumbing::{decoded, Cells, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::tasks::{add_one, add_tasks_in_tx};
 use super::shared::SqlStore;
-use super::sql::{new_task_args, render, Arg, Slot, NEW_TASK, SCHEDULED};
+use super::sql::{new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, SCHEDULED};
 use super::transitions::{self, RELEASE_KEY};
 use super::{Backend, StoreOptions, Wakeups};
 use crate::error::{Error, Result};
@@ -157,11 +157,16 @@ impl PostgresDb {
         let claimed = transitions::claimed_task();
         let timeout = "$1 + make_interval(secs => least(coalesce(j.run_timeout, $6), 3153600000))";
         let started = transitions::started_run("$1", "$5", timeout);
+        // Its runner's row, shared-locked and only while it is running: a claim that reaches the
+        // server after an overseer timed the runner out (a retransmission after a partition)
+        // claims nothing, and one before makes the time-out wait for it and then see its runs.
         let sql = format!(
-            "WITH picked AS (
+            "WITH me AS (SELECT id FROM task_runners WHERE id = $5 AND status = {RUNNER_RUNNING} FOR SHARE),
+             picked AS (
                  SELECT id FROM task_queue
                  WHERE {scheduled} AND {queue_cond} AND scheduled_on <= $1
                    AND ($7::text[] IS NULL OR task_handler_class = ANY($7)) {only_cond}
+                   AND EXISTS (SELECT 1 FROM me)
                  ORDER BY priority, scheduled_on, id
                  LIMIT $3
                  FOR UPDATE SKIP LOCKED

@@ -28,7 +28,7 @@ use super::dialect::{ClaimRequest, Dialect};
 use super::plumbing::{decoded, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
-use super::sql::{json_list, new_task_args, render, Arg, Slot, NEW_TASK, RUNNING, SCHEDULED};
+use super::sql::{json_list, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING, SCHEDULED};
 use super::transitions::{self, RELEASE_KEY};
 use super::{Backend, StoreOptions};
 use crate::error::{Error, Result};
@@ -296,6 +296,7 @@ async fn claim_in(
          WHERE id IN (SELECT id FROM task_queue
                       WHERE {scheduled} AND {queue_cond} AND scheduled_on <= $1 {handler_cond} {only_cond}
                       ORDER BY priority, scheduled_on, id LIMIT $3)
+           AND EXISTS (SELECT 1 FROM task_runners WHERE id = $6 AND status = {RUNNER_RUNNING})
          RETURNING {CLAIM_COLUMNS}"
     );
     let queues = if req.queues.len() == 1 { Arg::from(&req.queues[0]) } else { Arg::Texts(req.queues) };
@@ -305,6 +306,7 @@ async fn claim_in(
         Arg::from(req.limit),
         Arg::Texts(req.handlers.unwrap_or_default()),
         Arg::Ints(only.unwrap_or_default()),
+        Arg::from(req.runner),
     ];
     let claimed = ClaimedTask::read_all(&db.rows(Some(&mut *tx), &pick, &args).await?)?;
     if claimed.is_empty() {

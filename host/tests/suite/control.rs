@@ -299,6 +299,12 @@ pub async fn claims_keep_runs_in_flight_within_the_queue_and_handler_limits(stor
     assert!(store.claim_for(&limited(a, &queues, Some(&only_h), 20, &limits)).await.expect("claim").is_empty());
     let counts = store.counts().await.expect("counts");
     assert_eq!((counts.running, counts.scheduled), (9, 1), "{counts:?}");
+    // A runner no longer running claims nothing, limited or not, though room was made for it.
+    store.finish_runs(&[success(&third[0], t0(), "{}")]).await.expect("finish");
+    store.time_out_runners(&[a], t0()).await.expect("time out");
+    assert!(store.claim_for(&limited(a, &queues, None, 20, &limits)).await.expect("claim").is_empty());
+    assert_eq!(store.counts().await.expect("counts").scheduled, 1);
+    assert_eq!(store.claim_for(&limited(b, &queues, None, 20, &limits)).await.expect("claim").len(), 1);
 }
 
 /// Claims racing on two connections never put more runs of a limited queue in flight than its

@@ -323,6 +323,9 @@ pub async fn timed_out_runners_take_their_runs_with_them(store: SharedStore) {
     assert!(cands.iter().all(|c| c.failures == 1 && c.last_attempt == 1));
     store.apply_retry_plans(&plans, t0() + secs(60)).await.expect("plans");
     assert!(store.retry_candidates(100).await.expect("candidates").is_empty());
+    // Its claims (one sent before it was timed out and delayed, say) take nothing.
+    let late = store.claim(dead, &["default".into()], 10, t0() + secs(61), DAY).await.expect("claim");
+    assert!(late.is_empty(), "a timed-out runner claimed {late:?}");
     let again = store.claim(alive, &["default".into()], 10, t0() + secs(61), DAY).await.expect("claim");
     assert_eq!(again.len(), 2);
     assert!(again.iter().all(|c| c.attempt == 2));
@@ -476,10 +479,11 @@ macro_rules! store_suite {
 
 /// The tests a database server's store runs besides the suite: migrating twice, an unreachable
 /// server, and queueing inside the caller's transaction. `$scratch` yields a fresh database's
-/// URL (a guard), `$store` is the backend's store type, `$nowhere` a URL where nothing listens.
+/// URL (a guard), `$store` is the backend's store type, `$nowhere` a URL where nothing listens,
+/// `$waiting` a query counting claims that wait on a runner's row lock.
 #[macro_export]
 macro_rules! server_store_suite {
-    ($scratch:expr, $store:ty, $nowhere:literal) => {
+    ($scratch:expr, $store:ty, $nowhere:literal, $waiting:literal) => {
         async fn open() -> (SharedStore, common::ScratchDb) {
             let scratch = $scratch.await;
             (open_same(&scratch).await, scratch)
@@ -529,6 +533,40 @@ macro_rules! server_store_suite {
                 }
             })
             .await;
+        }
+
+        /// A claim that reaches the server while its runner is being timed out (sent before a
+        /// partition, say, and delivered after it healed) waits for the time-out, then claims
+        /// nothing: before, it took runs for a dead runner that nothing would ever end.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_claim_that_meets_its_runners_time_out_waits_for_it_and_then_claims_nothing() {
+            use taskhost::model::NewTask;
+            let scratch = $scratch.await;
+            let raw = <$store>::connect(&scratch, &StoreOptions::default()).await.expect("connect");
+            taskhost::store::Store::migrate(&raw).await.expect("migrate");
+            let store: SharedStore = std::sync::Arc::new(raw.clone());
+            let now = chrono::Utc::now();
+            store.add_tasks(&[NewTask::new("h", "{}")], now).await.expect("add");
+            let runner = store.register_runner(1, "elsewhere", now, 10).await.expect("register");
+            // The overseer's time-out, held open: the runner's row is changed, not yet committed.
+            let mut tx = raw.pool().begin().await.expect("begin");
+            let mark = format!("UPDATE task_runners SET status = 'timeout' WHERE id = {runner}");
+            sqlx::query(&mark).execute(&mut *tx).await.expect("mark");
+            let claim = tokio::spawn({
+                let store = store.clone();
+                async move { store.claim(runner, &["default".into()], 10, now, std::time::Duration::from_secs(60)).await }
+            });
+            common::wait_until(std::time::Duration::from_secs(30), "the claim waits on its runner's row", || async {
+                assert!(!claim.is_finished(), "the claim did not wait for its runner's time-out");
+                sqlx::query_scalar::<_, i64>($waiting).fetch_one(raw.pool()).await.expect("waiting") > 0
+            })
+            .await;
+            tx.commit().await.expect("commit");
+            let claimed = claim.await.expect("join").expect("claim");
+            assert!(claimed.is_empty(), "claimed {claimed:?} for a runner timed out");
+            let other = store.register_runner(2, "elsewhere", now, 10).await.expect("register");
+            let runs = store.claim(other, &["default".into()], 10, now, std::time::Duration::from_secs(60)).await;
+            assert_eq!(runs.expect("claim").len(), 1, "the task waits for a live runner");
         }
     };
 }

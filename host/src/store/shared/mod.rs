@@ -251,6 +251,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         runners::time_out(&self.db, runners, now).await
     }
 
+    async fn time_out_orphaned_runs(&self, now: DateTime<Utc>, limit: u32) -> Result<u64> {
+        runners::time_out_orphans(&self.db, now, limit).await
+    }
+
     async fn time_out_overdue_runs(&self, cutoff: DateTime<Utc>, now: DateTime<Utc>, limit: u32) -> Result<u64> {
         runs::time_out_overdue(&self.db, cutoff, now, limit).await
     }

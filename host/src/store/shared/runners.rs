@@ -113,3 +113,27 @@ pub async fn time_out<D: Dialect>(db: &D, runners: &[RunnerId], now: DateTime<Ut
     })
     .await
 }
+
+/// Time out, as lost, up to `limit` runs still running under a runner that is not running; how
+/// many. None should be there: a claim takes nothing for a runner no longer running, and a
+/// runner is timed out with its runs. This sweeps up what a crash between the two, or an older
+/// host's claim, may have left, which nothing else would ever end (a run's own timeout aside).
+pub async fn time_out_orphans<D: Dialect>(db: &D, now: DateTime<Utc>, limit: u32) -> Result<u64> {
+    let orphans = format!(
+        "SELECT id, task_queue_id FROM task_runs
+         WHERE status = {RUNNING} AND NOT EXISTS (
+             SELECT 1 FROM task_runners w WHERE w.id = task_runs.task_runner_id AND w.status = {RUNNER_RUNNING})
+         LIMIT $1{}",
+        D::SKIP_LOCKED
+    );
+    let orphans = &orphans;
+    transaction(db, |tx| {
+        Box::pin(async move {
+            let lost = super::runs::pairs(&db.rows(Some(&mut tx.tx), orphans, args![limit]).await?)?;
+            super::super::transitions::runs::time_out(db, &mut tx.tx, &lost, now, super::super::transitions::LOST)
+                .await?;
+            Ok(lost.len() as u64)
+        })
+    })
+    .await
+}
