@@ -1,8 +1,9 @@
 //! Chaos with real partitions: three `taskhost worker` processes, each on a host of its own (a
 //! network namespace; see `common/netns.rs`), two of them with clocks set apart, run tasks while
 //! the test cuts a worker's link (packets dropped both ways), slows one, makes one drop a tenth
-//! of its packets, kills one with SIGKILL and restarts the database server. Tasks keep coming throughout. Then everything heals and the
-//! queue drains, and the test checks what the issue promised:
+//! of its packets, kills one with SIGKILL and restarts the database server. Tasks keep coming
+//! throughout. Then everything heals and the queue drains, and the test checks what the issue
+//! promised:
 //!
 //! - every task finished exactly once by its accounting: one successful run, or dead with its
 //!   failures counted; nothing left running;
@@ -13,7 +14,8 @@
 //!   with the fence disabled the test fails within 30 s);
 //! - while the faults go on, a checker samples the database every 500 ms (no task with two runs
 //!   running), and at the end reads the workers' logs (no panic; every partition fenced its
-//!   worker).
+//!   worker; the overseer never had to sweep up a run left under a runner no longer running,
+//!   which a claim landing after its runner's time-out once left).
 //!
 //! `TASKHOST_CHAOS_SECONDS` (default 45) sets how long the faults go on, per server; CI runs the
 //! default, a longer run is `TASKHOST_CHAOS_SECONDS=600 cargo test --release --test chaos`. Each
@@ -368,7 +370,7 @@ async fn chaos(db: Db) {
         }
     }
     let asked = Instant::now();
-    let (mut fences, mut orphans) = (0, 0);
+    let (mut fences, mut orphans, mut swept) = (0, 0, 0);
     let mut poll = tokio::time::interval(Duration::from_millis(50));
     for w in &mut workers {
         while !w.exited() {
@@ -379,7 +381,10 @@ async fn chaos(db: Db) {
         assert!(!text.contains("panicked"), "worker {} panicked: {text}", w.index);
         fences += text.matches("stopping every run and claiming nothing").count();
         orphans += text.matches("its claim's answer never came").count();
+        swept += text.matches("timed out runs left running under runners no longer running").count();
     }
+    // A claim never lands for a runner already timed out, so the overseer's sweep finds nothing.
+    assert_eq!(swept, 0, "runs were left running under runners no longer running");
 
     // A partition (10 s) outlasts the fence (4 s): each one fenced its worker, by its own log.
     assert!(fences >= partitions, "{partitions} partitions but {fences} fences in the workers' logs");
