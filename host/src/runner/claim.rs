@@ -103,21 +103,27 @@ impl Claimer<'_> {
         self.idle_or_drained(&ask).await
     }
 
-    /// Free slots, waiting for one (and lingering briefly for more: one claim of many beats
-    /// many claims of one).
+    /// Free slots (a slot is free when its guest is done, and while fewer than
+    /// [`super::unwritten_limit`] runs await their outcome's write), waiting for one and
+    /// lingering briefly for more: one claim of many beats many claims of one.
     async fn free_slots(&mut self) -> Result<usize, ExitReason> {
         let cfg = &self.worker.config;
-        let slots = &self.runs.slots;
-        if slots.available_permits() == 0 {
+        let (slots, unwritten) = (&self.runs.slots, &self.runs.unwritten);
+        let free = || slots.available_permits().min(unwritten.available_permits());
+        if free() == 0 {
+            let wait = |n: u32| async move {
+                drop(slots.acquire_many(n).await);
+                drop(unwritten.acquire_many(n).await);
+            };
             tokio::select! {
                 _ = &mut self.shutdown => return Err(ExitReason::Shutdown),
                 r = self.exits.recv() => return Err(r.unwrap_or(ExitReason::Shutdown)),
-                p = slots.acquire() => drop(p),
+                _ = wait(1) => {}
             }
             let want = (cfg.concurrency / 2).clamp(1, cfg.claim_batch.max(1)) as u32;
-            let _ = tokio::time::timeout(cfg.batch_linger, slots.acquire_many(want)).await;
+            let _ = tokio::time::timeout(cfg.batch_linger, wait(want)).await;
         }
-        Ok(slots.available_permits())
+        Ok(free())
     }
 
     /// The queues to claim from (paused ones left out: read before every claim, so a pause
@@ -191,24 +197,20 @@ impl Claimer<'_> {
 
     /// Start each claimed run in its own task, on a slot of its own.
     async fn start(&mut self, claimed: Vec<(ClaimedRun, Held)>) {
-        let slots = &self.runs.slots;
         for (run, held) in claimed {
-            // A slot is free for each (at most the free slots were claimed); wait for one anyway.
-            let permit = match slots.clone().try_acquire_owned() {
-                Ok(permit) => permit,
-                Err(_) => match slots.clone().acquire_owned().await {
-                    Ok(permit) => permit,
-                    Err(_) => return,
-                },
+            // A slot and a place are free for each (at most the free ones were claimed); wait
+            // for them anyway.
+            let (Some(place), Some(slot)) = (permit(&self.runs.unwritten).await, permit(&self.runs.slots).await) else {
+                return;
             };
-            self.runs.spawn(self.shared, run, (permit, held));
+            self.runs.spawn(self.shared, run, (slot, (place, held)));
         }
     }
 
     /// Nothing was claimed: a draining worker with nothing in flight and nothing due is done.
     async fn idle_or_drained(&mut self, ask: &Ask) -> Step {
         let cfg = &self.worker.config;
-        let all_free = self.runs.slots.available_permits() == cfg.concurrency.max(1);
+        let all_free = self.runs.unwritten.available_permits() == super::unwritten_limit(cfg.concurrency);
         if !(cfg.drain && ask.loaded && all_free) {
             return Step::Idle;
         }
@@ -270,5 +272,13 @@ impl Claimer<'_> {
                 None
             }
         }
+    }
+}
+
+/// A permit of `semaphore`, at once when one is free; None when it is closed.
+async fn permit(semaphore: &Arc<tokio::sync::Semaphore>) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    match semaphore.clone().try_acquire_owned() {
+        Ok(permit) => Some(permit),
+        Err(_) => semaphore.clone().acquire_owned().await.ok(),
     }
 }

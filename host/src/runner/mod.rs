@@ -45,8 +45,18 @@ use execute::{Executed, Shared};
 pub use heartbeat::process_rss;
 use run_watch::{Held, InFlight};
 
-/// What a run holds until its outcome is in the database: its slot, and this worker's claim on it.
-type Slot = (tokio::sync::OwnedSemaphorePermit, Held);
+/// What a run holds until its outcome is in the database: its place among the runs not yet
+/// written ([`RunTasks::unwritten`]), and this worker's claim on it.
+type Pending = (tokio::sync::OwnedSemaphorePermit, Held);
+/// What a run holds while its guest runs: its slot ([`RunTasks::slots`]), and what it holds
+/// until written.
+type Slot = (tokio::sync::OwnedSemaphorePermit, Pending);
+
+/// Runs claimed and not yet written, at most: twice the concurrency, so that a full set of
+/// slots runs again while the outcomes of the set before are written.
+fn unwritten_limit(concurrency: usize) -> usize {
+    concurrency.max(1).saturating_mul(2)
+}
 use parts::{Started, Stopped};
 use put_back::CutClaim;
 
@@ -100,20 +110,23 @@ struct RunTasks {
     in_flight: Arc<InFlight>,
     /// Stops the runs, and the claims, of a worker whose heartbeats fail.
     fence: Arc<fence::Fence>,
-    done_tx: mpsc::UnboundedSender<(RunOutcome, Slot)>,
+    done_tx: mpsc::UnboundedSender<(RunOutcome, Pending)>,
     /// Turns true when the grace period is over: runs still going are dropped.
     abort: watch::Receiver<bool>,
     /// Runs stopped because they ended elsewhere (counted by the run tasks).
     ended_elsewhere: Arc<std::sync::atomic::AtomicU64>,
-    /// One permit a run at once; a run holds its permit until its outcome is written.
+    /// One permit a guest running: a run holds its permit until its guest is done.
     slots: Arc<Semaphore>,
+    /// One permit a run claimed and not yet written ([`unwritten_limit`]): a run holds it until
+    /// its outcome is in the database (or put back).
+    unwritten: Arc<Semaphore>,
 }
 
 impl RunTasks {
     /// Run one claimed run in its own task. The run stops at once (its store dropped) when the
     /// grace period ends or the database says it was cancelled or ended elsewhere (then what the
-    /// guest logged and the fuel it used are kept on its row); its slot is released once its
-    /// outcome is written.
+    /// guest logged and the fuel it used are kept on its row). Its slot is free once the guest
+    /// is done; its place among the unwritten runs once its outcome is written.
     fn spawn(&self, shared: &Arc<Shared>, run: ClaimedRun, slot: Slot) {
         let shared = shared.clone();
         let mut abort = self.abort.clone();
@@ -128,6 +141,8 @@ impl RunTasks {
             tokio::select! {
                 executed = execute::execute_guarded(&shared, run, stop) => {
                     in_flight.leave(run_id);
+                    let (guest_slot, slot) = slot;
+                    drop(guest_slot);
                     match executed {
                         Executed::Ended(outcome) => {
                             log_outcome(&handler, &outcome);

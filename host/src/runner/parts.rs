@@ -112,6 +112,7 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
         abort: abort_rx,
         ended_elsewhere: Arc::default(),
         slots: Arc::new(Semaphore::new(cfg.concurrency.max(1))),
+        unwritten: Arc::new(Semaphore::new(super::unwritten_limit(cfg.concurrency))),
     };
     Started { parts: Parts { stop, abort, health, handles }, shared: shared(w, progress_tx), runs, exits, wakeups }
 }
@@ -145,11 +146,11 @@ impl Parts {
     /// every part: together they get [`LAST_CALL_TIMEOUT`], then the rest are cancelled (a part
     /// may be waiting on a database that is down: none may hold the process past the grace).
     pub async fn stop(self, runs: RunTasks, shared: Arc<Shared>, grace: Duration, concurrency: usize) -> Stopped {
-        // A run holds its slot until its outcome is written.
-        let total = concurrency.max(1) as u32;
-        let drained = tokio::time::timeout(grace, runs.slots.acquire_many(total)).await.is_ok();
+        // A run holds its place among the unwritten until its outcome is written.
+        let total = u32::try_from(super::unwritten_limit(concurrency)).unwrap_or(u32::MAX);
+        let drained = tokio::time::timeout(grace, runs.unwritten.acquire_many(total)).await.is_ok();
         let in_flight_left =
-            if drained { 0 } else { u64::from(total).saturating_sub(runs.slots.available_permits() as u64) };
+            if drained { 0 } else { u64::from(total).saturating_sub(runs.unwritten.available_permits() as u64) };
         let _ = self.abort.send(true);
         let ended_elsewhere = runs.ended_elsewhere.load(Ordering::Relaxed);
         drop(runs);

@@ -64,8 +64,9 @@ enum Written {
 }
 
 impl OutcomeWriter {
-    /// Write outcomes as they come; a run's slot is released once its outcome is written.
-    pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<(RunOutcome, super::Slot)>) {
+    /// Write outcomes as they come; a run's place among the unwritten is released once its
+    /// outcome is written.
+    pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<(RunOutcome, super::Pending)>) {
         let batch = self.batch.max(1);
         let mut buf = Vec::with_capacity(batch);
         while rx.recv_many(&mut buf, batch).await > 0 {
@@ -90,7 +91,7 @@ impl OutcomeWriter {
                 chunk.push(outcome.clone());
             }
             self.write_all(chunk).await;
-            buf.clear(); // releases the slots
+            buf.clear(); // releases their places
         }
     }
 

@@ -14,7 +14,7 @@
 //! default isolation. SQLite's write transactions exclude each other already: no lock rows there.
 //!
 //! A run counts from its claim until its outcome is written, so a worker whose run just ended
-//! claims its successor only once the outcome is in. (A run cancelled or timed out elsewhere
+//! finds room for its successor only once the outcome is in (its own slot is free before). (A run cancelled or timed out elsewhere
 //! stops counting at once, while its guest may run on until its worker's next check, within a
 //! second.)
 
