@@ -310,6 +310,28 @@ async fn progress_and_partial_results_are_visible_while_the_run_is_running() {
     assert_eq!(runs[0].percents_completed, 60, "progress stays on the run");
 }
 
+/// Concurrency caps the guests running at once, not the runs a claim takes: with one slot and
+/// short runs, claims take runs ahead of the slot (all of a claim's runs share its start time),
+/// and every run still runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_slot_claims_short_runs_ahead_of_it() {
+    let env = Env::new(&["echo"]).await;
+    let tasks: Vec<_> = (0..300).map(|i| NewTask::new("echo", format!(r#"{{"i": {i}}}"#))).collect();
+    env.app.client.add_many(tasks).await.expect("add");
+    let report = env.drain(WorkerConfig { concurrency: 1, ..drain_config() }).await;
+    assert_eq!(report.runs_finished, 300);
+    let all = TaskFilter { limit: Some(1_000), ..Default::default() };
+    let mut per_claim = std::collections::HashMap::new();
+    for t in env.app.client.list(&all).await.expect("list") {
+        let runs = env.app.store.runs_of(t.id).await.expect("runs");
+        assert_eq!((runs.len(), runs[0].status), (1, RunStatus::Success), "task {}", t.id);
+        *per_claim.entry(runs[0].started_on.expect("started")).or_insert(0) += 1;
+    }
+    let most = per_claim.values().copied().max().unwrap_or(0);
+    assert!(most > 1, "every claim took one run: {} claims for 300 runs", per_claim.len());
+    eprintln!("{} claims for 300 runs, at most {most} in one", per_claim.len());
+}
+
 // On a manual clock, on every database.
 on_every_database!(
     a_handler_error_is_retried_with_backoff_until_max_retries,

@@ -97,15 +97,14 @@ impl Claimer<'_> {
                     None
                 }
             });
-            self.start(held.collect()).await;
-            return Step::Claimed;
+            return self.start(held.collect()).await.unwrap_or(Step::Claimed);
         }
         self.idle_or_drained(&ask).await
     }
 
     /// Free slots (a slot is free when its guest is done, and while fewer than
-    /// [`super::unwritten_limit`] runs await their outcome's write), waiting for one and
-    /// lingering briefly for more: one claim of many beats many claims of one.
+    /// [`super::run_tasks::unwritten_limit`] runs await their outcome's write), waiting for one
+    /// and lingering briefly for more: one claim of many beats many claims of one.
     async fn free_slots(&mut self) -> Result<usize, ExitReason> {
         let cfg = &self.worker.config;
         let (slots, unwritten) = (&self.runs.slots, &self.runs.unwritten);
@@ -152,7 +151,11 @@ impl Claimer<'_> {
         // Only tasks whose handler is loaded here: a worker without a handler leaves its tasks
         // to workers that have it (or, after a horizon, to the overseer).
         let handlers = self.worker.catalog.names();
-        Ok(Some(Ask { queues, handlers, loaded, limit: free.min(cfg.claim_batch.max(1)) as u32 }))
+        // Beyond the free slots, as many as the slots finish in a moment at their recent pace:
+        // concurrency caps the guests running, not the runs a round trip claims.
+        let room = self.runs.unwritten.available_permits();
+        let limit = free.saturating_add(self.runs.pace.ahead(cfg.concurrency)).min(room).min(cfg.claim_batch.max(1));
+        Ok(Some(Ask { queues, handlers, loaded, limit: limit.max(1) as u32 }))
     }
 
     /// The claim itself; Err when a signal or a reason to exit came while it was under way.
@@ -195,22 +198,41 @@ impl Claimer<'_> {
         })
     }
 
-    /// Start each claimed run in its own task, on a slot of its own.
-    async fn start(&mut self, claimed: Vec<(ClaimedRun, Held)>) {
-        for (run, held) in claimed {
-            // A slot and a place are free for each (at most the free ones were claimed); wait
-            // for them anyway.
-            let (Some(place), Some(slot)) = (permit(&self.runs.unwritten).await, permit(&self.runs.slots).await) else {
-                return;
+    /// Start each claimed run in its own task, on a slot of its own, as slots free (runs
+    /// claimed ahead wait for one). While the fence is up a run is not started but held back,
+    /// to be put back when heartbeats are back; a signal or a reason to exit puts back the runs
+    /// not started (Some: the step it came to).
+    async fn start(&mut self, claimed: Vec<(ClaimedRun, Held)>) -> Option<Step> {
+        let mut claimed = claimed.into_iter();
+        while let Some((run, held)) = claimed.next() {
+            let (unwritten, slots) = (&self.runs.unwritten, &self.runs.slots);
+            let permits = async { (permit(unwritten).await, permit(slots).await) };
+            let cut = tokio::select! {
+                biased;
+                r = self.exits.recv() => r.unwrap_or(ExitReason::Shutdown),
+                _ = &mut self.shutdown => ExitReason::Shutdown,
+                p = permits => match p {
+                    (Some(place), Some(slot)) if !self.runs.fence.is_fenced() => {
+                        self.runs.spawn(self.shared, run, slot, (place, held, None));
+                        continue;
+                    }
+                    (Some(_), Some(_)) => {
+                        self.runs.fence.hold_back(run.run_id);
+                        continue;
+                    }
+                    _ => return None,
+                },
             };
-            self.runs.spawn(self.shared, run, (slot, (place, held)));
+            let rest: Vec<ClaimedRun> = std::iter::once(run).chain(claimed.map(|(r, _)| r)).collect();
+            return Some(hand_back(self.worker, cut, rest).await);
         }
+        None
     }
 
     /// Nothing was claimed: a draining worker with nothing in flight and nothing due is done.
     async fn idle_or_drained(&mut self, ask: &Ask) -> Step {
         let cfg = &self.worker.config;
-        let all_free = self.runs.unwritten.available_permits() == super::unwritten_limit(cfg.concurrency);
+        let all_free = self.runs.unwritten.available_permits() == self.runs.unwritten_limit;
         if !(cfg.drain && ask.loaded && all_free) {
             return Step::Idle;
         }
@@ -281,4 +303,19 @@ async fn permit(semaphore: &Arc<tokio::sync::Semaphore>) -> Option<tokio::sync::
         Ok(permit) => Some(permit),
         Err(_) => semaphore.clone().acquire_owned().await.ok(),
     }
+}
+
+/// Put back runs claimed and not started when a signal or a reason to exit came.
+async fn hand_back(worker: &Worker, cut: ExitReason, rest: Vec<ClaimedRun>) -> Step {
+    Step::Exit(
+        cut,
+        Some(match cut {
+            ExitReason::Shutdown | ExitReason::MemoryCap => {
+                let (grace, claim) = (worker.config.shutdown_grace, async { Ok(rest) });
+                hand_back_cut_claim(&worker.store, &worker.clock, grace, claim).await
+            }
+            // A runner declared dead: its runs are timed out with it.
+            _ => CutClaim { spent: Duration::ZERO, all_back: false },
+        }),
+    )
 }

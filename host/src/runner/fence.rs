@@ -73,6 +73,14 @@ impl Fence {
         self.fenced.load(Ordering::SeqCst)
     }
 
+    /// A run claimed and not started because the fence is up: put back with the runs it stopped.
+    pub fn hold_back(&self, run: RunId) {
+        let mut stopped = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
+        if !stopped.contains(&run) {
+            stopped.push(run);
+        }
+    }
+
     /// Whether the fence stopped this run (then it is put back, not counted as ended elsewhere).
     pub fn stopped(&self, run: RunId) -> bool {
         self.stopped.lock().unwrap_or_else(|p| p.into_inner()).contains(&run)

@@ -28,6 +28,7 @@ mod heartbeat;
 mod parts;
 mod progress;
 mod put_back;
+mod run_tasks;
 mod run_watch;
 mod writer;
 
@@ -37,26 +38,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::watch;
 
 use claim::{Claimer, Step};
 pub use config::{ExitReason, WorkerConfig, WorkerReport};
-use execute::{Executed, Shared};
 pub use heartbeat::process_rss;
-use run_watch::{Held, InFlight};
+use run_tasks::RunTasks;
+use run_watch::Held;
 
-/// What a run holds until its outcome is in the database: its place among the runs not yet
-/// written ([`RunTasks::unwritten`]), and this worker's claim on it.
-type Pending = (tokio::sync::OwnedSemaphorePermit, Held);
-/// What a run holds while its guest runs: its slot ([`RunTasks::slots`]), and what it holds
-/// until written.
-type Slot = (tokio::sync::OwnedSemaphorePermit, Pending);
-
-/// Runs claimed and not yet written, at most: twice the concurrency, so that a full set of
-/// slots runs again while the outcomes of the set before are written.
-fn unwritten_limit(concurrency: usize) -> usize {
-    concurrency.max(1).saturating_mul(2)
-}
 use parts::{Started, Stopped};
 use put_back::CutClaim;
 
@@ -104,99 +93,6 @@ fn load_plugins(catalog: Arc<Catalog>) -> watch::Receiver<Loading> {
 /// Longest the last calls of a stopping worker (marking its runner) may take: past the grace
 /// period nothing may hold the process up.
 const LAST_CALL_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Spawns run tasks and knows which are in flight.
-struct RunTasks {
-    in_flight: Arc<InFlight>,
-    /// Stops the runs, and the claims, of a worker whose heartbeats fail.
-    fence: Arc<fence::Fence>,
-    done_tx: mpsc::UnboundedSender<(RunOutcome, Pending)>,
-    /// Turns true when the grace period is over: runs still going are dropped.
-    abort: watch::Receiver<bool>,
-    /// Runs stopped because they ended elsewhere (counted by the run tasks).
-    ended_elsewhere: Arc<std::sync::atomic::AtomicU64>,
-    /// One permit a guest running: a run holds its permit until its guest is done.
-    slots: Arc<Semaphore>,
-    /// One permit a run claimed and not yet written ([`unwritten_limit`]): a run holds it until
-    /// its outcome is in the database (or put back).
-    unwritten: Arc<Semaphore>,
-}
-
-impl RunTasks {
-    /// Run one claimed run in its own task. The run stops at once (its store dropped) when the
-    /// grace period ends or the database says it was cancelled or ended elsewhere (then what the
-    /// guest logged and the fuel it used are kept on its row). Its slot is free once the guest
-    /// is done; its place among the unwritten runs once its outcome is written.
-    fn spawn(&self, shared: &Arc<Shared>, run: ClaimedRun, slot: Slot) {
-        let shared = shared.clone();
-        let mut abort = self.abort.clone();
-        let in_flight = self.in_flight.clone();
-        let done_tx = self.done_tx.clone();
-        let ended_elsewhere = self.ended_elsewhere.clone();
-        let fence = self.fence.clone();
-        let run_id = run.run_id;
-        let handler = run.handler.clone();
-        let stop = in_flight.enter(run_id);
-        tokio::spawn(async move {
-            tokio::select! {
-                executed = execute::execute_guarded(&shared, run, stop) => {
-                    in_flight.leave(run_id);
-                    let (guest_slot, slot) = slot;
-                    drop(guest_slot);
-                    match executed {
-                        Executed::Ended(outcome) => {
-                            log_outcome(&handler, &outcome);
-                            let _ = done_tx.send((outcome, slot));
-                        }
-                        Executed::PutBack { at, reason, fallback } => {
-                            if !put_back::put_back(&shared.store, run_id, at, &reason).await {
-                                let _ = done_tx.send((fallback, slot));
-                            }
-                        }
-                        // Put back when heartbeats are back (see fence.rs).
-                        Executed::Stopped(_) if fence.stopped(run_id) => {}
-                        Executed::Stopped(kept) => {
-                            ended_elsewhere.fetch_add(1, Ordering::Relaxed);
-                            if let Some(kept) = kept {
-                                keep_stopped(&shared, &kept).await;
-                            }
-                        }
-                    }
-                }
-                _ = async { let _ = abort.wait_for(|a| *a).await; } => in_flight.leave(run_id),
-            }
-        });
-    }
-}
-
-/// One line a run at `info`, for the operator following a worker's log.
-fn log_outcome(handler: &str, o: &RunOutcome) {
-    let (task, run, ms, fuel) = (o.task_id, o.run_id, o.duration_ms, o.fuel_used.unwrap_or(0));
-    match &o.end {
-        RunEnd::Success { .. } => {
-            tracing::info!(task, run, handler, outcome = "success", duration_ms = ms, fuel, "run ended")
-        }
-        RunEnd::Failure { failure, next, .. } => {
-            let next = match next {
-                NextStep::RetryAt(at) => format!("retry at {}", at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-                NextStep::GiveUp => "give up".to_string(),
-            };
-            let (outcome, code) = (o.status().as_str(), failure.code.as_str());
-            tracing::info!(task, run, handler, outcome, code, next, duration_ms = ms, fuel, "run ended")
-        }
-    }
-}
-
-/// Keep what a run stopped from outside left on its row; a failure here loses only those lines.
-async fn keep_stopped(shared: &Shared, kept: &StoppedRun) {
-    match tokio::time::timeout(LAST_CALL_TIMEOUT, shared.store.keep_stopped(kept)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => tracing::warn!(run_id = kept.run_id, "could not keep a stopped run's logs: {e}"),
-        Err(_) => {
-            tracing::warn!(run_id = kept.run_id, "could not keep a stopped run's logs: the database did not answer")
-        }
-    }
-}
 
 impl Worker {
     /// A worker over `store`, running the plugins of `catalog`.
@@ -253,7 +149,7 @@ impl Worker {
             _ => self.config.shutdown_grace.saturating_sub(spent),
         };
         let health = parts.health.clone();
-        let stopped = parts.stop(runs, shared, grace, self.config.concurrency).await;
+        let stopped = parts.stop(runs, shared, grace).await;
         let abandoned = stopped.in_flight_left.max(health.abandoned.load(Ordering::Relaxed));
         self.mark_stopped(runner, exit, abandoned, cut).await;
         Ok(self.report(runner, exit, abandoned, &stopped, &health))

@@ -105,6 +105,7 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
     };
     // The writer first: stopping, its last batch is the one that matters most.
     handles.insert(0, ("outcome writer", tokio::spawn(writer.run(done_rx))));
+    let unwritten_limit = super::run_tasks::unwritten_limit(cfg.concurrency, cfg.claim_batch);
     let runs = RunTasks {
         in_flight,
         fence,
@@ -112,7 +113,10 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
         abort: abort_rx,
         ended_elsewhere: Arc::default(),
         slots: Arc::new(Semaphore::new(cfg.concurrency.max(1))),
-        unwritten: Arc::new(Semaphore::new(super::unwritten_limit(cfg.concurrency))),
+        unwritten: Arc::new(Semaphore::new(unwritten_limit)),
+        unwritten_limit,
+        outcome_bytes: Arc::new(Semaphore::new(super::run_tasks::OUTCOME_BYTES / 1024)),
+        pace: Arc::default(),
     };
     Started { parts: Parts { stop, abort, health, handles }, shared: shared(w, progress_tx), runs, exits, wakeups }
 }
@@ -145,9 +149,9 @@ impl Parts {
     /// Let the runs in flight finish and their outcomes be written within `grace`, then stop
     /// every part: together they get [`LAST_CALL_TIMEOUT`], then the rest are cancelled (a part
     /// may be waiting on a database that is down: none may hold the process past the grace).
-    pub async fn stop(self, runs: RunTasks, shared: Arc<Shared>, grace: Duration, concurrency: usize) -> Stopped {
+    pub async fn stop(self, runs: RunTasks, shared: Arc<Shared>, grace: Duration) -> Stopped {
         // A run holds its place among the unwritten until its outcome is written.
-        let total = u32::try_from(super::unwritten_limit(concurrency)).unwrap_or(u32::MAX);
+        let total = u32::try_from(runs.unwritten_limit).unwrap_or(u32::MAX);
         let drained = tokio::time::timeout(grace, runs.unwritten.acquire_many(total)).await.is_ok();
         let in_flight_left =
             if drained { 0 } else { u64::from(total).saturating_sub(runs.unwritten.available_permits() as u64) };

@@ -50,7 +50,7 @@ pub(super) struct OutcomeWriter {
 }
 
 /// Bytes an outcome adds to a batch.
-fn size_of(o: &RunOutcome) -> usize {
+pub(super) fn size_of(o: &RunOutcome) -> usize {
     let failure = o.failure().map_or(0, |f| f.code.len() + f.message.len());
     256 + o.results().map_or(0, str::len) + o.logs.as_ref().map_or(0, String::len) + failure
 }
@@ -66,7 +66,7 @@ enum Written {
 impl OutcomeWriter {
     /// Write outcomes as they come; a run's place among the unwritten is released once its
     /// outcome is written.
-    pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<(RunOutcome, super::Pending)>) {
+    pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<(RunOutcome, super::run_tasks::Pending)>) {
         let batch = self.batch.max(1);
         let mut buf = Vec::with_capacity(batch);
         while rx.recv_many(&mut buf, batch).await > 0 {

@@ -1,0 +1,197 @@
+//! The runs of one worker: each claimed run in a task of its own, on a slot of its own.
+//!
+//! Three bounds hold what runs may take. A *slot* ([`RunTasks::slots`], the concurrency) is
+//! held while a guest runs, and is free as soon as it is done. A *place* among the runs claimed
+//! and not yet written ([`RunTasks::unwritten`], [`unwritten_limit`]) is held from the claim
+//! until the outcome is in the database: it bounds the outcomes waiting for the writer and the
+//! runs claimed ahead of a free slot. *Outcome bytes* ([`OUTCOME_BYTES`]) are taken by an
+//! outcome before its guest's slot is given up, so however large a guest's results, the
+//! outcomes waiting for the writer hold at most that much memory (besides one outcome per slot).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+
+use super::execute::{self, Executed, Shared};
+use super::fence;
+use super::put_back;
+use super::run_watch::{Held, InFlight};
+use super::LAST_CALL_TIMEOUT;
+use crate::model::*;
+
+/// What a run holds until its outcome is in the database: its place among the runs not yet
+/// written, this worker's claim on it, and (once it has one) its outcome's bytes.
+pub(super) type Pending = (OwnedSemaphorePermit, Held, Option<OwnedSemaphorePermit>);
+
+/// Runs claimed and not yet written, at most: a full set of slots running, the outcomes of the
+/// set before being written, and a claim's worth claimed ahead of free slots.
+pub(super) fn unwritten_limit(concurrency: usize, claim_batch: usize) -> usize {
+    concurrency.max(1).saturating_mul(2).saturating_add(claim_batch)
+}
+
+/// Outcomes waiting for the writer hold at most this many bytes of results, logs and errors
+/// (counted in KiB).
+pub(super) const OUTCOME_BYTES: usize = 64 << 20;
+
+/// How long a run claimed ahead of a free slot may expect to wait for one: the claim takes as
+/// many runs beyond its free slots as the slots finish in this time, by their recent pace.
+pub(super) const AHEAD_WINDOW: Duration = Duration::from_millis(2);
+
+/// The recent time a guest takes, from the start of its run to its end (a moving average).
+#[derive(Debug, Default)]
+pub(super) struct Pace {
+    nanos: AtomicU64,
+}
+
+impl Pace {
+    fn record(&self, took: Duration) {
+        let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1);
+        let old = self.nanos.load(Ordering::Relaxed);
+        // One sixteenth of each new run: a few slow runs move it, one does not.
+        let new = if old == 0 { took } else { old - old / 16 + took / 16 };
+        self.nanos.store(new.max(1), Ordering::Relaxed);
+    }
+
+    /// How many runs `slots` slots finish within [`AHEAD_WINDOW`] at this pace (0 before any ran).
+    pub fn ahead(&self, slots: usize) -> usize {
+        let nanos = self.nanos.load(Ordering::Relaxed);
+        if nanos == 0 {
+            return 0;
+        }
+        let per_slot = AHEAD_WINDOW.as_nanos() / u128::from(nanos);
+        usize::try_from(per_slot.saturating_mul(slots as u128)).unwrap_or(usize::MAX)
+    }
+}
+
+/// Spawns run tasks and knows which are in flight.
+pub(super) struct RunTasks {
+    pub in_flight: Arc<InFlight>,
+    /// Stops the runs, and the claims, of a worker whose heartbeats fail.
+    pub fence: Arc<fence::Fence>,
+    pub done_tx: mpsc::UnboundedSender<(RunOutcome, Pending)>,
+    /// Turns true when the grace period is over: runs still going are dropped.
+    pub abort: watch::Receiver<bool>,
+    /// Runs stopped because they ended elsewhere (counted by the run tasks).
+    pub ended_elsewhere: Arc<AtomicU64>,
+    /// One permit a guest running: a run holds its permit until its guest is done.
+    pub slots: Arc<Semaphore>,
+    /// One permit a run claimed and not yet written: a run holds it until its outcome is in
+    /// the database (or put back).
+    pub unwritten: Arc<Semaphore>,
+    /// How many permits `unwritten` has ([`unwritten_limit`]).
+    pub unwritten_limit: usize,
+    /// One permit a KiB of outcomes waiting for the writer ([`OUTCOME_BYTES`]).
+    pub outcome_bytes: Arc<Semaphore>,
+    /// How long guests take lately.
+    pub pace: Arc<Pace>,
+}
+
+impl RunTasks {
+    /// Run one claimed run in its own task. The run stops at once (its store dropped) when the
+    /// grace period ends or the database says it was cancelled or ended elsewhere (then what the
+    /// guest logged and the fuel it used are kept on its row). Its slot is free once the guest
+    /// is done; its place among the unwritten runs once its outcome is written.
+    pub fn spawn(&self, shared: &Arc<Shared>, run: ClaimedRun, slot: OwnedSemaphorePermit, pending: Pending) {
+        let shared = shared.clone();
+        let mut abort = self.abort.clone();
+        let in_flight = self.in_flight.clone();
+        let done_tx = self.done_tx.clone();
+        let ended_elsewhere = self.ended_elsewhere.clone();
+        let fence = self.fence.clone();
+        let (pace, outcome_bytes) = (self.pace.clone(), self.outcome_bytes.clone());
+        let run_id = run.run_id;
+        let handler = run.handler.clone();
+        let stop = in_flight.enter(run_id);
+        let began = Instant::now();
+        tokio::spawn(async move {
+            tokio::select! {
+                executed = execute::execute_guarded(&shared, run, stop) => {
+                    in_flight.leave(run_id);
+                    pace.record(began.elapsed());
+                    let (place, held, _) = pending;
+                    match executed {
+                        Executed::Ended(outcome) => {
+                            log_outcome(&handler, &outcome);
+                            // Bytes for the outcome before the slot goes to another guest.
+                            let bytes = outcome_kib(&outcome);
+                            let bytes = outcome_bytes.acquire_many_owned(bytes).await.ok();
+                            drop(slot);
+                            let _ = done_tx.send((outcome, (place, held, bytes)));
+                        }
+                        Executed::PutBack { at, reason, fallback } => {
+                            drop(slot);
+                            if !put_back::put_back(&shared.store, run_id, at, &reason).await {
+                                let _ = done_tx.send((fallback, (place, held, None)));
+                            }
+                        }
+                        // Put back when heartbeats are back (see fence.rs).
+                        Executed::Stopped(_) if fence.stopped(run_id) => {}
+                        Executed::Stopped(kept) => {
+                            ended_elsewhere.fetch_add(1, Ordering::Relaxed);
+                            if let Some(kept) = kept {
+                                keep_stopped(&shared, &kept).await;
+                            }
+                        }
+                    }
+                }
+                _ = async { let _ = abort.wait_for(|a| *a).await; } => in_flight.leave(run_id),
+            }
+        });
+    }
+}
+
+/// The KiB an outcome takes of [`OUTCOME_BYTES`] (all of them at most).
+fn outcome_kib(o: &RunOutcome) -> u32 {
+    let kib = super::writer::size_of(o).div_ceil(1024);
+    u32::try_from(kib.min(OUTCOME_BYTES / 1024)).unwrap_or(u32::MAX)
+}
+
+/// One line a run at `info`, for the operator following a worker's log.
+fn log_outcome(handler: &str, o: &RunOutcome) {
+    let (task, run, ms, fuel) = (o.task_id, o.run_id, o.duration_ms, o.fuel_used.unwrap_or(0));
+    match &o.end {
+        RunEnd::Success { .. } => {
+            tracing::info!(task, run, handler, outcome = "success", duration_ms = ms, fuel, "run ended")
+        }
+        RunEnd::Failure { failure, next, .. } => {
+            let next = match next {
+                NextStep::RetryAt(at) => format!("retry at {}", at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                NextStep::GiveUp => "give up".to_string(),
+            };
+            let (outcome, code) = (o.status().as_str(), failure.code.as_str());
+            tracing::info!(task, run, handler, outcome, code, next, duration_ms = ms, fuel, "run ended")
+        }
+    }
+}
+
+/// Keep what a run stopped from outside left on its row; a failure here loses only those lines.
+async fn keep_stopped(shared: &Shared, kept: &StoppedRun) {
+    match tokio::time::timeout(LAST_CALL_TIMEOUT, shared.store.keep_stopped(kept)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::warn!(run_id = kept.run_id, "could not keep a stopped run's logs: {e}"),
+        Err(_) => {
+            tracing::warn!(run_id = kept.run_id, "could not keep a stopped run's logs: the database did not answer")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_claimed_ahead_only_as_far_as_the_slots_finish_them_within_the_window() {
+        let pace = Pace::default();
+        assert_eq!(pace.ahead(16), 0, "nothing ran yet: no guess");
+        pace.record(Duration::from_micros(20));
+        assert_eq!(pace.ahead(16), 16 * 100, "20 µs runs: a hundred a slot in 2 ms");
+        let slow = Pace::default();
+        slow.record(Duration::from_millis(50));
+        assert_eq!(slow.ahead(16), 0, "runs longer than the window are never claimed ahead");
+        // One slow run among fast ones moves the pace a sixteenth of the way.
+        pace.record(Duration::from_millis(10));
+        assert!(pace.ahead(1) < 100 && pace.ahead(1) > 0, "{}", pace.ahead(1));
+    }
+}
