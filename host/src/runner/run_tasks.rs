@@ -25,10 +25,11 @@ use crate::model::*;
 /// written, this worker's claim on it, and (once it has one) its outcome's bytes.
 pub(super) type Pending = (OwnedSemaphorePermit, Held, Option<OwnedSemaphorePermit>);
 
-/// Runs claimed and not yet written, at most: a full set of slots running, the outcomes of the
-/// set before being written, and a claim's worth claimed ahead of free slots.
+/// Runs claimed and not yet written, at most: twice a full set of slots and a claim's worth
+/// claimed ahead of them, so that one such set runs while the outcomes of the set before are
+/// written.
 pub(super) fn unwritten_limit(concurrency: usize, claim_batch: usize) -> usize {
-    concurrency.max(1).saturating_mul(2).saturating_add(claim_batch)
+    concurrency.max(1).saturating_add(claim_batch).saturating_mul(2)
 }
 
 /// Outcomes waiting for the writer hold at most this many bytes of results, logs and errors
