@@ -154,13 +154,6 @@ impl MySqlDb {
         req: &ClaimRequest<'_>,
         only: Option<&[TaskId]>,
     ) -> Result<Vec<ClaimedRun>> {
-        // Its runner's row, shared-locked and only while it is running: a claim that reaches the
-        // server after an overseer timed the runner out (a retransmission after a partition)
-        // claims nothing, and one before makes the time-out wait for it and then see its runs.
-        let me = format!("SELECT id FROM task_runners WHERE id = $1 AND status = {RUNNER_RUNNING} LOCK IN SHARE MODE");
-        if self.rows(Some(&mut *tx), &me, args![req.runner]).await?.is_empty() {
-            return Ok(Vec::new());
-        }
         let now = req.now;
         let of_handlers = if req.handlers.is_some() { " AND task_handler_class IN ($4)" } else { "" };
         let only_these = if only.is_some() { " AND id IN ($5)" } else { "" };
@@ -179,6 +172,15 @@ impl MySqlDb {
         ];
         let claimed = ClaimedTask::read_all(&self.rows(Some(&mut *tx), &pick, &values).await?)?;
         if claimed.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Its runner's row, shared-locked and only while it is running: a claim that reaches the
+        // server after an overseer timed the runner out (a retransmission after a partition)
+        // claims nothing, and one before makes the time-out wait for it and then see its runs.
+        // After the pick, which may wait on another session's locks: the runner's heartbeats
+        // must not wait behind it.
+        let me = format!("SELECT id FROM task_runners WHERE id = $1 AND status = {RUNNER_RUNNING} LOCK IN SHARE MODE");
+        if self.rows(Some(&mut *tx), &me, args![req.runner]).await?.is_empty() {
             return Ok(Vec::new());
         }
         let ids: Vec<i64> = claimed.iter().map(|c| c.task_id).collect();
