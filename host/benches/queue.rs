@@ -17,18 +17,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use taskhost::bench;
 use taskhost::model::NewTask;
 use taskhost::runner::WorkerConfig;
 use taskhost::sandbox::{GuestOutcome, RunInput};
 use taskhost::{App, AppConfig};
-
-/// CPU time (user + system) this process has used, from /proc (Linux), in seconds.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
-}
 
 fn env_num(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -92,11 +85,9 @@ async fn run() {
         println!("prefill        {prefill} finished tasks kept in the tables ({:.1?})", t.elapsed());
     }
 
-    // Bulk add.
-    let batch: Vec<_> = (0..tasks).map(|_| NewTask::new("noop", "{}")).collect();
-    let t = Instant::now();
-    app.client.add_many(batch).await.expect("add");
-    let add = t.elapsed();
+    // Bulk add (as `taskhost bench` does it).
+    let quiet = |_: bench::Phase, _: u64, _: u64| {};
+    let add = bench::add(&app, "default", "noop", "{}", tasks, &quiet).await.expect("add");
     println!("bulk add       {:>10.0} tasks/s  ({tasks} in {add:.2?})", tasks as f64 / add.as_secs_f64());
 
     // Drain.
@@ -110,16 +101,13 @@ async fn run() {
     };
     let workers = env_num("BENCH_WORKERS", 0);
     if workers == 0 {
-        let t = Instant::now();
-        let cpu = cpu_seconds();
-        let report = app.worker(cfg).run(std::future::pending()).await.expect("worker");
-        let drain = t.elapsed();
-        let cpu = cpu_seconds() - cpu;
-        assert_eq!(report.runs_finished as usize, tasks);
+        let drained = bench::drain(&app, "default", cfg, tasks as u64, &quiet).await.expect("worker");
+        assert_eq!(drained.report.runs_finished as usize, tasks);
         println!(
-            "drain          {:>10.0} tasks/s  ({tasks} in {drain:.2?}; CPU {:.0} µs/task)",
-            tasks as f64 / drain.as_secs_f64(),
-            cpu * 1e6 / tasks as f64
+            "drain          {:>10.0} tasks/s  ({tasks} in {:.2?}; CPU {:.0} µs/task)",
+            tasks as f64 / drained.took.as_secs_f64(),
+            drained.took,
+            drained.cpu.as_secs_f64() * 1e6 / tasks as f64
         );
     } else {
         let t = Instant::now();
@@ -168,34 +156,12 @@ async fn run() {
     // Enqueue → start latency with an idle worker: single adds, one at a time.
     let latency_runs = env_num("BENCH_LATENCY_RUNS", 200);
     if latency_runs > 0 {
-        let cfg = WorkerConfig { concurrency: 16, overseer: None, ..WorkerConfig::default() };
-        let worker = app.worker(cfg);
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(worker.run(async move {
-            let _ = stopped.await;
-        }));
-        tokio::time::sleep(Duration::from_millis(500)).await; // let it register and go idle
-        let mut lat = Vec::with_capacity(latency_runs);
-        for _ in 0..latency_runs {
-            let t0 = chrono::Utc::now();
-            let id = app.client.add(NewTask::new("noop", "{}")).await.expect("add").id;
-            let started = loop {
-                let runs = app.store.runs_of(id).await.expect("runs");
-                if let Some(s) = runs.first().and_then(|r| r.started_on) {
-                    break s;
-                }
-                tokio::task::yield_now().await;
-            };
-            lat.push((started - t0).num_microseconds().unwrap_or(0) as f64 / 1000.0);
-        }
-        let _ = stop.send(());
-        let _ = handle.await;
-        lat.sort_by(|a, b| a.total_cmp(b));
-        let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+        let lat = bench::latency(&app, "default", "noop", "{}", latency_runs, &quiet).await.expect("latency");
+        let ms = |q: f64| bench::quantile(&lat, q).as_secs_f64() * 1e3;
         println!(
             "enqueue→start  p50 {:.2} ms, p90 {:.2} ms  ({latency_runs} single adds, idle worker, default poll)",
-            pct(0.5),
-            pct(0.9)
+            ms(0.5),
+            ms(0.9)
         );
     }
 

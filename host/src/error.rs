@@ -149,6 +149,10 @@ pub enum Error {
     #[error("wasm engine: {0}")]
     Engine(String),
 
+    /// A benchmark could not finish a phase (a task that never ran, a worker that failed).
+    #[error("benchmark: {0}")]
+    Bench(String),
+
     /// A row the host cannot read (it should never happen).
     #[error("corrupt row in {table}: {reason}")]
     CorruptRow {

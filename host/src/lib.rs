@@ -9,6 +9,7 @@ compile_error!("taskhost needs at least one database: enable the cargo feature \
 #[cfg(feature = "serve")]
 pub mod api;
 pub mod app;
+pub mod bench;
 mod cache;
 pub mod client;
 pub mod clock;

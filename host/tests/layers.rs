@@ -18,6 +18,7 @@ const LIBRARY: &[&[&str]] = &[
     &["plugins"],
     &["runner", "client"],
     &["app", "api"],
+    &["bench"],
 ];
 
 /// The binary's modules (`main.rs` and what it declares), lowest first.

@@ -332,6 +332,100 @@ async fn one_slot_claims_short_runs_ahead_of_it() {
     eprintln!("{} claims for 300 runs, at most {most} in one", per_claim.len());
 }
 
+/// Runs claimed ahead of a slot do not wait behind a long run that took it: past a moment they
+/// go back to the queue, uncounted and in their place, and a worker with a free slot runs them.
+/// (Worker a, of one slot, learns that echo runs are short; then one claim takes a run that
+/// spins for a minute, first by its priority, and echo runs ahead of the slot it takes; worker b
+/// runs them.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_claimed_ahead_of_a_long_run_go_back_for_a_free_slot() {
+    let mut env = Env::new(&["echo", "spin"]).await;
+    // Fuel for a minute of spinning: only its deadline (or the cancel below) ends it.
+    env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n").await;
+    let client = &env.app.client;
+    let echo = |i: usize| NewTask::new("echo", format!(r#"{{"i": {i}}}"#));
+    let echoes = |status| TaskFilter { handler: Some("echo".into()), status, limit: Some(1_000), ..Default::default() };
+    let succeeded =
+        |n: usize| async move { client.list(&echoes(Some(RunStatus::Success))).await.expect("list").len() == n };
+    let one_slot = || WorkerConfig { concurrency: 1, ..drain_config() };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let a = env.app.worker(WorkerConfig { drain: false, ..one_slot() });
+    let a = tokio::spawn(a.run(async move {
+        let _ = stopped.await;
+    }));
+    client.add_many((0..100).map(echo).collect()).await.expect("add");
+    common::wait_until(std::time::Duration::from_secs(60), "a ran the first echo runs", || succeeded(100)).await;
+    let spin = NewTask::new("spin", "{}").with_priority(-10).with_run_timeout(std::time::Duration::from_secs(60));
+    let spin = client.add_many(std::iter::once(spin).chain((100..300).map(echo)).collect()).await.expect("add")[0].id;
+    let running = || async { client.show(spin).await.expect("show").0.last_status == RunStatus::Running };
+    common::wait_until(std::time::Duration::from_secs(60), "a runs the long run", running).await;
+    let b = tokio::spawn(env.app.worker(one_slot()).run(std::future::pending()));
+    // Without the put-back, the runs a claimed with the long one would wait for it (a minute).
+    common::wait_until(std::time::Duration::from_secs(30), "every echo run succeeded", || succeeded(300)).await;
+    assert!(running().await, "the long run still holds a's slot");
+    client.cancel(&[spin]).await.expect("cancel");
+    assert_eq!(b.await.expect("join").expect("worker b").exit, ExitReason::Drained);
+    let _ = stop.send(());
+    a.await.expect("join").expect("worker a");
+    for t in client.list(&echoes(None)).await.expect("list") {
+        let runs = env.app.store.runs_of(t.id).await.expect("runs");
+        assert_eq!((runs.len(), runs[0].status), (1, RunStatus::Success), "task {}: put back uncounted", t.id);
+    }
+    let runs = env.app.store.runs_of(spin).await.expect("runs");
+    assert_eq!((runs.len(), runs[0].status), (1, RunStatus::Cancelled));
+}
+
+/// A worker of this process starts what this process queues at once, on any database, not at
+/// its next poll: tasks added, a resumed queue's, a replayed one. (Its polls here are ten minutes
+/// apart; PostgreSQL's LISTEN would wake it anyway, so SQLite and MariaDB show it.)
+async fn an_idle_worker_is_woken_by_what_its_own_process_queues(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let ten_minutes = std::time::Duration::from_secs(600);
+    let cfg = WorkerConfig {
+        drain: false,
+        poll_interval: ten_minutes,
+        notified_poll_interval: ten_minutes,
+        ..drain_config()
+    };
+    let worker = env.app.worker(cfg);
+    let mut idle = worker.idle_turns();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let handle = tokio::spawn(worker.run(async move {
+        let _ = stopped.await;
+    }));
+    let ran = |id: i64| {
+        let store = env.app.store.clone();
+        async move { store.get_task(id).await.expect("get").map(|t| t.last_status) == Some(RunStatus::Success) }
+    };
+    let client = &env.app.client;
+    // Idle: it found nothing and waits (ten minutes, or a wake-up).
+    tokio::time::timeout(ten_minutes, idle.wait_for(|n| *n >= 1)).await.expect("idle in time").expect("running");
+    let id = client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    common::wait_until(std::time::Duration::from_secs(60), "the added task ran", || ran(id)).await;
+    client.pause_queue("default").await.expect("pause");
+    let held = client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    let cancelled = client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    client.cancel(&[cancelled]).await.expect("cancel");
+    client.resume_queue("default").await.expect("resume");
+    common::wait_until(std::time::Duration::from_secs(60), "the resumed queue's task ran", || ran(held)).await;
+    client.retry(cancelled).await.expect("replay");
+    common::wait_until(std::time::Duration::from_secs(60), "the replayed task ran", || ran(cancelled)).await;
+    let _ = stop.send(());
+    handle.await.expect("join").expect("worker");
+}
+
+mod woken_by_its_own_process {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn on_sqlite() {
+        super::an_idle_worker_is_woken_by_what_its_own_process_queues(super::Db::Sqlite).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn on_mysql() {
+        super::an_idle_worker_is_woken_by_what_its_own_process_queues(super::Db::MySql).await
+    }
+}
+
 // On a manual clock, on every database.
 on_every_database!(
     a_handler_error_is_retried_with_backoff_until_max_retries,

@@ -150,6 +150,10 @@ pub enum Command {
     },
     /// Queue a few example tasks, run a worker until they are done and show the outcome.
     Demo,
+    /// Measure the queue on this database: bulk add, drain, enqueue-to-start latency and CPU a
+    /// task, with the built-in no-op handler (or --handler), in a queue of its own that is
+    /// removed at the end.
+    Bench(super::bench::BenchArgs),
     /// Write a new handler, ready to build, into ./NAME (or --dir): its source, the WIT and a
     /// build.sh that builds plugins/NAME.wasm.
     New {
@@ -369,7 +373,7 @@ fn log_filter(s: &str) -> Result<String, String> {
 }
 
 /// A count of at least 1.
-fn at_least_one(s: &str) -> Result<usize, String> {
+pub(super) fn at_least_one(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(0) => Err("must be at least 1".into()),
         Ok(n) => Ok(n),

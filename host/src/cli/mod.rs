@@ -10,6 +10,7 @@ use crate::output;
 use crate::shutdown::shutdown_signal;
 
 mod args;
+mod bench;
 mod bulk;
 mod commands;
 pub mod file;
@@ -33,9 +34,14 @@ impl Cli {
         c.policy.compile.program = if this.exists() { Some(this.to_path_buf()) } else { std::env::current_exe().ok() };
         c.cache_dir = self.cache_dir.clone();
         c.migrate = !self.no_migrate;
-        if let Command::Worker(w) = &self.command {
+        let concurrency = match &self.command {
+            Command::Worker(w) => Some(w.concurrency),
+            Command::Bench(b) => Some(b.concurrency),
+            _ => None,
+        };
+        if let Some(concurrency) = concurrency {
             // One pool slot per concurrent run, with room to spare.
-            c.sandbox.pool_instances = c.sandbox.pool_instances.max((w.concurrency as u32).saturating_mul(2));
+            c.sandbox.pool_instances = c.sandbox.pool_instances.max((concurrency as u32).saturating_mul(2));
         }
         Ok(c)
     }
@@ -89,6 +95,10 @@ pub async fn run(cli: Cli) -> Result<()> {
         return new::run(*language, name, dir.as_deref(), *http);
     }
     let config = cli.app_config()?;
+    if let Command::Bench(b) = cli.command {
+        // It opens the database itself: with no handler named, on a plugins directory of its own.
+        return bench::run(config, cli.config.as_deref(), b).await;
+    }
     // Commands that need no database do not open one.
     match &cli.command {
         Command::RunOnce { handler, data } => return run_once(&config, handler, &read_data(data)?).await,
@@ -126,6 +136,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         | Command::Migrate
         | Command::Completions { .. }
         | Command::New { .. }
+        | Command::Bench(_)
         | Command::CompileComponent { .. } => {}
     }
     Ok(())

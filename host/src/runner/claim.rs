@@ -13,7 +13,8 @@ use tokio::sync::mpsc;
 
 use super::execute::Shared;
 use super::put_back::{hand_back_cut_claim, CutClaim};
-use super::{ExitReason, Held, RunTasks, Worker};
+use super::run_tasks::AHEAD_WAIT_LIMIT;
+use super::{ExitReason, Held, RunTasks, Worker, LAST_CALL_TIMEOUT};
 use crate::model::*;
 use crate::retry::Backoff;
 use crate::store::ClaimRequest;
@@ -41,6 +42,8 @@ pub(super) struct Claimer<'w> {
     pub exits: &'w mut mpsc::UnboundedReceiver<ExitReason>,
     /// PostgreSQL wakes an idle worker when tasks are added; polling stays as the safety net.
     pub wakeups: Option<mpsc::Receiver<()>>,
+    /// Changes when this process queued tasks on this store ([`crate::store::Store::added_here`]).
+    pub local_adds: Option<tokio::sync::watch::Receiver<u64>>,
     /// Claims failed in a row.
     pub failures: u32,
     /// Whether the last claim touched a concurrency limit (a limited run may end elsewhere, and
@@ -146,6 +149,10 @@ impl Claimer<'_> {
                 }
             }
         };
+        // Tasks this process queued from here on wake the next wait; those before, this claim sees.
+        if let Some(adds) = &mut self.local_adds {
+            adds.borrow_and_update();
+        }
         let queues = cfg.queues.iter().filter(|q| !paused.contains(q)).cloned().collect();
         let loaded = self.worker.loading.as_ref().is_none_or(|l| l.borrow().done);
         // Only tasks whose handler is loaded here: a worker without a handler leaves its tasks
@@ -203,6 +210,9 @@ impl Claimer<'_> {
     /// to be put back when heartbeats are back; a signal or a reason to exit puts back the runs
     /// not started (Some: the step it came to).
     async fn start(&mut self, claimed: Vec<(ClaimedRun, Held)>) -> Option<Step> {
+        // Runs claimed ahead were expected to find a slot within the window: past this, the pace
+        // misled (a long run took the slots), and they go back for a worker with a free slot.
+        let give_up = tokio::time::Instant::now() + AHEAD_WAIT_LIMIT;
         let mut claimed = claimed.into_iter();
         while let Some((run, held)) = claimed.next() {
             let (unwritten, slots) = (&self.runs.unwritten, &self.runs.slots);
@@ -222,6 +232,11 @@ impl Claimer<'_> {
                     }
                     _ => return None,
                 },
+                _ = tokio::time::sleep_until(give_up) => {
+                    let rest: Vec<_> = std::iter::once((run, held)).chain(claimed).collect();
+                    put_back_waiting(self.worker, rest).await;
+                    return None;
+                }
             };
             let rest: Vec<ClaimedRun> = std::iter::once(run).chain(claimed.map(|(r, _)| r)).collect();
             return Some(hand_back(self.worker, cut, rest).await);
@@ -275,18 +290,34 @@ impl Claimer<'_> {
     pub async fn wait_for_work(&mut self) -> Option<ExitReason> {
         let cfg = &self.worker.config;
         // Polling at the short interval: without wake-ups; when a limited run may end elsewhere;
-        // and when draining, which ends when the last outcomes are written (nothing notifies
-        // that: waiting for a wake-up added up to the notified poll interval to every drain on
-        // PostgreSQL).
+        // and when draining, whose tasks may also be left by another worker (waiting for a
+        // wake-up added up to the notified poll interval to every drain on PostgreSQL).
         let poll = if self.wakeups.is_some() && !self.limited && !cfg.drain {
             cfg.notified_poll_interval
         } else {
             cfg.poll_interval
         };
+        // A draining worker whose last outcomes are being written is done once they are: the
+        // writer says so, rather than the next poll.
+        let runs = self.runs;
+        let written = async move {
+            if cfg.drain && runs.unwritten.available_permits() < runs.unwritten_limit {
+                runs.written.notified().await
+            } else {
+                std::future::pending().await
+            }
+        };
         tokio::select! {
             _ = &mut self.shutdown => Some(ExitReason::Shutdown),
             r = self.exits.recv() => Some(r.unwrap_or(ExitReason::Shutdown)),
             _ = tokio::time::sleep(poll) => None,
+            _ = written => None,
+            open = added_here(&mut self.local_adds) => {
+                if !open {
+                    self.local_adds = None;
+                }
+                None
+            }
             woke = super::run_watch::next(&mut self.wakeups) => {
                 if !woke {
                     self.wakeups = None; // the listener is gone: poll only
@@ -297,12 +328,35 @@ impl Claimer<'_> {
     }
 }
 
+/// When this process queues tasks again (false: it never will); never without the signal.
+async fn added_here(adds: &mut Option<tokio::sync::watch::Receiver<u64>>) -> bool {
+    match adds {
+        Some(adds) => adds.changed().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}
+
 /// A permit of `semaphore`, at once when one is free; None when it is closed.
 async fn permit(semaphore: &Arc<tokio::sync::Semaphore>) -> Option<tokio::sync::OwnedSemaphorePermit> {
     match semaphore.clone().try_acquire_owned() {
         Ok(permit) => Some(permit),
         Err(_) => semaphore.clone().acquire_owned().await.ok(),
     }
+}
+
+/// Put back, uncounted and in their place in line (due when they were), runs claimed ahead
+/// that waited [`AHEAD_WAIT_LIMIT`] for a slot; they are held until then, so the run watch does
+/// not take them for orphans. One that cannot go back is left to the run watch.
+async fn put_back_waiting(worker: &Worker, rest: Vec<(ClaimedRun, Held)>) {
+    let mut back = 0;
+    for (run, _held) in &rest {
+        match tokio::time::timeout(LAST_CALL_TIMEOUT, worker.store.put_back(run.run_id, run.due_on)).await {
+            Ok(Ok(_)) => back += 1,
+            Ok(Err(e)) => tracing::warn!(run_id = run.run_id, "could not put back a run claimed ahead: {e}"),
+            Err(_) => tracing::warn!(run_id = run.run_id, "could not put back a run claimed ahead: no answer"),
+        }
+    }
+    tracing::debug!(runs = back, "runs claimed ahead found no slot in time: back in the queue");
 }
 
 /// Put back runs claimed and not started when a signal or a reason to exit came.

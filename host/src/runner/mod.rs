@@ -124,6 +124,7 @@ impl Worker {
             shutdown,
             exits: &mut exits,
             wakeups,
+            local_adds: self.store.added_here(),
             failures: 0,
             limited: false,
         };

@@ -94,6 +94,7 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
     let (progress_tx, progress_rx) = mpsc::channel(1024);
     handles.push(("progress writer", tokio::spawn(progress::progress_loop(w.store.clone(), progress_rx))));
     let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let written = Arc::new(tokio::sync::Notify::new());
     let writer = OutcomeWriter {
         store: w.store.clone(),
         batch: cfg.finish_batch,
@@ -102,6 +103,7 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
         write_timeout: cfg.write_timeout,
         health: health.clone(),
         give_up: abort_rx.clone(),
+        written: written.clone(),
     };
     // The writer first: stopping, its last batch is the one that matters most.
     handles.insert(0, ("outcome writer", tokio::spawn(writer.run(done_rx))));
@@ -117,6 +119,7 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
         unwritten_limit,
         outcome_bytes: Arc::new(Semaphore::new(super::run_tasks::OUTCOME_BYTES / 1024)),
         pace: Arc::default(),
+        written,
     };
     Started { parts: Parts { stop, abort, health, handles }, shared: shared(w, progress_tx), runs, exits, wakeups }
 }

@@ -40,6 +40,12 @@ pub(super) const OUTCOME_BYTES: usize = 64 << 20;
 /// many runs beyond its free slots as the slots finish in this time, by their recent pace.
 pub(super) const AHEAD_WINDOW: Duration = Duration::from_millis(2);
 
+/// How long runs claimed ahead wait for a slot at most: past it, the pace misled (say, a long
+/// run of another handler took the slots) and those not started go back to the queue,
+/// uncounted, for a worker with a free slot. Far above [`AHEAD_WINDOW`]: a moment's noise does
+/// not send them back.
+pub(super) const AHEAD_WAIT_LIMIT: Duration = Duration::from_millis(50);
+
 /// The recent time a guest takes, from the start of its run to its end (a moving average).
 #[derive(Debug, Default)]
 pub(super) struct Pace {
@@ -87,6 +93,8 @@ pub(super) struct RunTasks {
     pub outcome_bytes: Arc<Semaphore>,
     /// How long guests take lately.
     pub pace: Arc<Pace>,
+    /// Told by the writer after each batch it wrote (one permit kept when no one waits).
+    pub written: Arc<tokio::sync::Notify>,
 }
 
 impl RunTasks {

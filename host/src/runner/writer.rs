@@ -47,6 +47,8 @@ pub(super) struct OutcomeWriter {
     pub health: Arc<WriterHealth>,
     /// Turns true when the grace period is over: stop retrying.
     pub give_up: watch::Receiver<bool>,
+    /// Told after each batch: a draining worker waits for its last outcomes on it, not a poll.
+    pub written: Arc<tokio::sync::Notify>,
 }
 
 /// Bytes an outcome adds to a batch.
@@ -92,6 +94,7 @@ impl OutcomeWriter {
             }
             self.write_all(chunk).await;
             buf.clear(); // releases their places
+            self.written.notify_one();
         }
     }
 

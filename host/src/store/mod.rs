@@ -268,6 +268,17 @@ pub trait Store: Send + Sync + 'static {
     /// handler, queue and hour; the rows merged (0: nothing left to merge). The statistics read
     /// the same after, but for the runs of the last minute and hour, which must be after `before`.
     async fn compact_stats(&self, before: DateTime<Utc>, batch: u32) -> Result<u64>;
+    /// Delete every statistic of `queue` (a queue whose tasks are gone and whose counts should
+    /// go with them, as `taskhost bench` leaves nothing behind); the rows deleted.
+    async fn forget_stats(&self, queue: &str) -> Result<u64>;
+
+    /// Changes each time this store (this process) queued tasks: added, replayed, or a
+    /// schedule's slot. A worker of this process on this store claims at once rather than at its
+    /// next poll, on every database (tasks queued by other processes wait for [`Store::wakeups`]
+    /// or the poll). None: no such signal.
+    fn added_here(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
 
     /// Channels woken soon after tasks are added, or running tasks cancelled, anywhere
     /// (PostgreSQL: LISTEN/NOTIFY), so a worker need not wait for its next poll. None: poll only.

@@ -36,12 +36,21 @@ use crate::schedule::{NewSchedule, Schedule};
 #[derive(Debug, Clone)]
 pub struct SqlStore<D> {
     db: D,
+    /// Counts the times this store queued tasks ([`Store::added_here`]).
+    added: tokio::sync::watch::Sender<u64>,
 }
 
 impl<D: Dialect> SqlStore<D> {
     /// The store over `db`.
     pub fn new(db: D) -> Self {
-        SqlStore { db }
+        SqlStore { db, added: tokio::sync::watch::Sender::new(0) }
+    }
+
+    /// Tell this process's workers that tasks were queued (when `queued`).
+    fn tell_added(&self, queued: bool) {
+        if queued {
+            self.added.send_modify(|n| *n = n.wrapping_add(1));
+        }
     }
 
     /// The database's part (its pool, for queueing tasks in a transaction of your own).
@@ -86,7 +95,9 @@ impl<D: Dialect> Store for SqlStore<D> {
         if tasks.is_empty() {
             return Ok(Vec::new());
         }
-        self.db.add_tasks(tasks, now).await
+        let added = self.db.add_tasks(tasks, now).await?;
+        self.tell_added(added.iter().any(|a| a.created));
+        Ok(added)
     }
 
     async fn get_task(&self, id: TaskId) -> Result<Option<Task>> {
@@ -106,7 +117,9 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn retry_task(&self, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<RunId> {
-        tasks::replay(&self.db, id, data, now).await
+        let run = tasks::replay(&self.db, id, data, now).await?;
+        self.tell_added(true);
+        Ok(run)
     }
 
     async fn stats(
@@ -129,7 +142,9 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn replay(&self, which: Replay, filter: &BulkFilter, now: DateTime<Utc>) -> Result<u64> {
-        bulk::replay(&self.db, which, filter, now).await
+        let replayed = bulk::replay(&self.db, which, filter, now).await?;
+        self.tell_added(replayed > 0);
+        Ok(replayed)
     }
 
     async fn cancel_tasks(&self, ids: &[TaskId], now: DateTime<Utc>) -> Result<Vec<TaskId>> {
@@ -195,7 +210,9 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn resume_queue(&self, queue: &str) -> Result<bool> {
-        queues::resume(&self.db, queue).await
+        let resumed = queues::resume(&self.db, queue).await?;
+        self.tell_added(resumed);
+        Ok(resumed)
     }
 
     async fn paused_queues(&self) -> Result<Vec<String>> {
@@ -223,7 +240,9 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn queue_due_slots(&self, now: DateTime<Utc>) -> Result<Vec<(String, TaskId)>> {
-        schedules::queue_due(&self.db, now).await
+        let queued = schedules::queue_due(&self.db, now).await?;
+        self.tell_added(!queued.is_empty());
+        Ok(queued)
     }
 
     async fn sync_schedules(&self, declared: &[NewSchedule], now: DateTime<Utc>) -> Result<crate::schedule::Synced> {
@@ -235,7 +254,9 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn trigger_schedule(&self, name: &str, now: DateTime<Utc>) -> Result<TaskId> {
-        schedules::trigger(&self.db, name, now).await
+        let task = schedules::trigger(&self.db, name, now).await?;
+        self.tell_added(true);
+        Ok(task)
     }
 
     async fn has_due_work_for(
@@ -297,8 +318,16 @@ impl<D: Dialect> Store for SqlStore<D> {
         stats::compact(&self.db, before, batch).await
     }
 
+    async fn forget_stats(&self, queue: &str) -> Result<u64> {
+        stats::forget(&self.db, queue).await
+    }
+
     async fn wakeups(&self) -> Result<Option<Wakeups>> {
         self.db.wakeups().await
+    }
+
+    fn added_here(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.added.subscribe())
     }
 
     async fn try_lease(&self, name: &str, holder: &str, now: DateTime<Utc>, ttl: Duration) -> Result<bool> {

@@ -92,6 +92,11 @@ const MERGED: i64 = -1;
 /// Columns kept at their largest, and at their smallest, when rows meet.
 const GREATEST: [&str; 3] = ["duration_max", "fuel_max", "last_on"];
 
+/// Delete the statistics of `queue` (every handler's, every minute's); the rows deleted.
+pub async fn forget<D: Dialect>(db: &D, queue: &str) -> Result<u64> {
+    db.exec(None, "DELETE FROM task_stats WHERE queue = $1", args![queue]).await
+}
+
 /// Merge up to `batch` rows of minutes before `before` into one row per handler, queue and hour
 /// (runner [`MERGED`]); the rows merged. The rows merged are read under lock and deleted by
 /// their keys, so a count written meanwhile is never lost; summing is exact (every column is a
