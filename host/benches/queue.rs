@@ -86,8 +86,7 @@ async fn run() {
     }
 
     // Bulk add (as `taskhost bench` does it).
-    let quiet = |_: bench::Phase, _: u64, _: u64| {};
-    let add = bench::add(&app, "default", "noop", "{}", tasks, &quiet).await.expect("add");
+    let add = bench::add(&app, "default", "noop", "{}", tasks, None).await.expect("add");
     println!("bulk add       {:>10.0} tasks/s  ({tasks} in {add:.2?})", tasks as f64 / add.as_secs_f64());
 
     // Drain.
@@ -101,7 +100,7 @@ async fn run() {
     };
     let workers = env_num("BENCH_WORKERS", 0);
     if workers == 0 {
-        let drained = bench::drain(&app, "default", cfg, tasks as u64, &quiet).await.expect("worker");
+        let drained = bench::drain(&app, "default", cfg, tasks as u64, None).await.expect("worker");
         assert_eq!(drained.report.runs_finished as usize, tasks);
         println!(
             "drain          {:>10.0} tasks/s  ({tasks} in {:.2?}; CPU {:.0} µs/task)",
@@ -156,7 +155,7 @@ async fn run() {
     // Enqueue → start latency with an idle worker: single adds, one at a time.
     let latency_runs = env_num("BENCH_LATENCY_RUNS", 200);
     if latency_runs > 0 {
-        let lat = bench::latency(&app, "default", "noop", "{}", latency_runs, &quiet).await.expect("latency");
+        let lat = bench::latency(&app, "default", "noop", "{}", latency_runs, None).await.expect("latency");
         let ms = |q: f64| bench::quantile(&lat, q).as_secs_f64() * 1e3;
         println!(
             "enqueue→start  p50 {:.2} ms, p90 {:.2} ms  ({latency_runs} single adds, idle worker, default poll)",

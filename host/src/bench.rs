@@ -35,8 +35,15 @@ pub fn noop_component() -> Result<Vec<u8>> {
 /// Tasks queued a call.
 pub const ADD_CHUNK: usize = 10_000;
 
-/// What the phases report as they go: the phase, how far, out of how many.
-pub type Progress<'a> = &'a (dyn Fn(Phase, u64, u64) + Sync);
+/// What the phases report as they go: the phase, how far, out of how many. None: nothing is
+/// shown, and the drain does not look at the queue to show it.
+pub type Progress<'a> = Option<&'a (dyn Fn(Phase, u64, u64) + Sync)>;
+
+fn report(progress: Progress<'_>, phase: Phase, done: u64, total: u64) {
+    if let Some(show) = progress {
+        show(phase, done, total);
+    }
+}
 
 /// A benchmark's phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +88,7 @@ pub async fn add(
         let chunk = (0..n).map(|_| NewTask::new(handler, data).with_queue(queue)).collect();
         app.client.add_many(chunk).await?;
         done += n;
-        progress(Phase::Add, done as u64, tasks as u64);
+        report(progress, Phase::Add, done as u64, tasks as u64);
     }
     Ok(started.elapsed())
 }
@@ -113,7 +120,8 @@ pub async fn drain(
     Ok(Drained { took: started.elapsed(), cpu: cpu_time().saturating_sub(cpu), report })
 }
 
-/// Await `work`, reporting meanwhile, twice a second, how many tasks of `queue` are done.
+/// Await `work`, reporting meanwhile, twice a second, how many tasks of `queue` are done (a look
+/// at every queue's counts, which costs the database a scan: only while a bar is shown).
 pub async fn watch_progress<T>(
     app: &App,
     queue: &str,
@@ -121,19 +129,22 @@ pub async fn watch_progress<T>(
     progress: Progress<'_>,
     work: impl std::future::Future<Output = Result<T>>,
 ) -> Result<T> {
+    let Some(show) = progress else {
+        return work.await;
+    };
     let mut work = std::pin::pin!(work);
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tokio::select! {
             done = &mut work => {
-                progress(Phase::Drain, tasks, tasks);
+                show(Phase::Drain, tasks, tasks);
                 return done;
             }
             _ = tick.tick() => {
                 // A failed look only skips a tick of the bar.
                 if let Ok(queues) = app.store.queues(app.clock.now()).await {
                     let left = queues.iter().find(|q| q.name == queue).map_or(0, |q| q.due + q.later + q.running);
-                    progress(Phase::Drain, tasks.saturating_sub(left), tasks);
+                    show(Phase::Drain, tasks.saturating_sub(left), tasks);
                 }
             }
         }
@@ -161,7 +172,7 @@ pub async fn latency(
         let mut took = Vec::with_capacity(runs);
         for i in 0..runs {
             took.push(one_start(app, queue, handler, data).await?);
-            progress(Phase::Latency, i as u64 + 1, runs as u64);
+            report(progress, Phase::Latency, i as u64 + 1, runs as u64);
         }
         Ok::<_, Error>(took)
     };

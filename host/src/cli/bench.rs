@@ -123,18 +123,19 @@ async fn measure(
     handler: &str,
     data: &str,
 ) -> Result<Figures> {
-    let progress = progress_bar();
+    let bar = progress_bar();
+    let progress = bar.as_ref().map(|b| b as &(dyn Fn(Phase, u64, u64) + Sync));
     let mut f = Figures { tasks: b.tasks, ..Default::default() };
-    let add = bench::add(app, queue, handler, data, b.tasks, &progress).await?;
+    let add = bench::add(app, queue, handler, data, b.tasks, progress).await?;
     f.bulk_add_per_s = b.tasks as f64 / add.as_secs_f64();
     line(b, &format!("bulk add   {:>10.0} tasks/s   {} in {}", f.bulk_add_per_s, b.tasks, secs(add)));
 
     let worker = WorkerConfig { concurrency: b.concurrency, claim_batch: b.claim_batch, ..WorkerConfig::default() };
     let (took, cpu) = if b.processes == 0 {
-        let d = bench::drain(app, queue, worker, b.tasks as u64, &progress).await?;
+        let d = bench::drain(app, queue, worker, b.tasks as u64, progress).await?;
         (d.took, d.cpu)
     } else {
-        drain_in_processes(app, config, cli_config, b, queue, &progress).await?
+        drain_in_processes(app, config, cli_config, b, queue, progress).await?
     };
     let succeeded: u64 = app.client.stats(None, Some(queue)).await?.iter().map(|s| s.runs.succeeded).sum();
     if succeeded != b.tasks as u64 {
@@ -159,7 +160,7 @@ async fn measure(
     );
 
     if b.latency_runs > 0 {
-        let took = bench::latency(app, queue, handler, data, b.latency_runs, &progress).await?;
+        let took = bench::latency(app, queue, handler, data, b.latency_runs, progress).await?;
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let (p50, p90) = (ms(bench::quantile(&took, 0.5)), ms(bench::quantile(&took, 0.9)));
         (f.latency_p50_ms, f.latency_p90_ms) = (Some(p50), Some(p90));
@@ -241,11 +242,13 @@ fn line(b: &BenchArgs, text: &str) {
     }
 }
 
-/// A bar on standard error while it is a terminal; nothing otherwise.
-fn progress_bar() -> impl Fn(Phase, u64, u64) + Sync {
-    let tty = std::io::stderr().is_terminal();
-    move |phase: Phase, done: u64, total: u64| {
-        if !tty || total == 0 {
+/// A bar on standard error when it is a terminal; None otherwise.
+fn progress_bar() -> Option<impl Fn(Phase, u64, u64) + Sync> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    Some(move |phase: Phase, done: u64, total: u64| {
+        if total == 0 {
             return;
         }
         let filled = (done.min(total) * 30 / total) as usize;
@@ -253,7 +256,7 @@ fn progress_bar() -> impl Fn(Phase, u64, u64) + Sync {
         let mut err = std::io::stderr();
         let _ = write!(err, "\r\x1b[2K{:<9} [{bar}] {done}/{total}", phase.as_str());
         let _ = err.flush();
-    }
+    })
 }
 
 /// End the bar's line, if one is shown.
