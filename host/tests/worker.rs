@@ -376,42 +376,11 @@ async fn runs_claimed_ahead_of_a_long_run_go_back_for_a_free_slot() {
 }
 
 /// A worker of this process starts what this process queues at once, on any database, not at
-/// its next poll: tasks added, a resumed queue's, a replayed one. (Its polls here are ten minutes
-/// apart; PostgreSQL's LISTEN would wake it anyway, so SQLite and MariaDB show it.)
+/// its next poll: tasks added, a resumed queue's, a replayed one. (PostgreSQL's LISTEN would
+/// wake it anyway, so SQLite and MariaDB show it.)
 async fn an_idle_worker_is_woken_by_what_its_own_process_queues(db: Db) {
     let env = Env::on(db, &["echo"]).await;
-    let ten_minutes = std::time::Duration::from_secs(600);
-    let cfg = WorkerConfig {
-        drain: false,
-        poll_interval: ten_minutes,
-        notified_poll_interval: ten_minutes,
-        ..drain_config()
-    };
-    let worker = env.app.worker(cfg);
-    let mut idle = worker.idle_turns();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let handle = tokio::spawn(worker.run(async move {
-        let _ = stopped.await;
-    }));
-    let ran = |id: i64| {
-        let store = env.app.store.clone();
-        async move { store.get_task(id).await.expect("get").map(|t| t.last_status) == Some(RunStatus::Success) }
-    };
-    let client = &env.app.client;
-    // Idle: it found nothing and waits (ten minutes, or a wake-up).
-    tokio::time::timeout(ten_minutes, idle.wait_for(|n| *n >= 1)).await.expect("idle in time").expect("running");
-    let id = client.add(NewTask::new("echo", "{}")).await.expect("add").id;
-    common::wait_until(std::time::Duration::from_secs(60), "the added task ran", || ran(id)).await;
-    client.pause_queue("default").await.expect("pause");
-    let held = client.add(NewTask::new("echo", "{}")).await.expect("add").id;
-    let cancelled = client.add(NewTask::new("echo", "{}")).await.expect("add").id;
-    client.cancel(&[cancelled]).await.expect("cancel");
-    client.resume_queue("default").await.expect("resume");
-    common::wait_until(std::time::Duration::from_secs(60), "the resumed queue's task ran", || ran(held)).await;
-    client.retry(cancelled).await.expect("replay");
-    common::wait_until(std::time::Duration::from_secs(60), "the replayed task ran", || ran(cancelled)).await;
-    let _ = stop.send(());
-    handle.await.expect("join").expect("worker");
+    common::wakeups::an_idle_worker_runs_what_is_queued_without_a_poll(&env, &env.app).await;
 }
 
 mod woken_by_its_own_process {

@@ -68,51 +68,13 @@ async fn two_workers_on_mysql_never_run_the_same_run() {
     two_workers_never_run_the_same_run(Env::mysql(&["echo"]).await).await;
 }
 
+/// Queued by another process (here another store on the same database, whose adds do not wake
+/// this process's workers in-process): LISTEN/NOTIFY wakes an idle worker, not its poll.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_worker_is_woken_by_notify_rather_than_its_poll_on_postgres() {
-    // For tasks added, in a resumed queue, and replayed.
     let env = Env::postgres(&["echo"]).await;
-    // Poll intervals far longer than the test's deadline: only LISTEN/NOTIFY can wake it.
-    let cfg = WorkerConfig {
-        drain: false,
-        poll_interval: std::time::Duration::from_secs(600),
-        notified_poll_interval: std::time::Duration::from_secs(600),
-        ..drain_config()
-    };
-    let worker = env.app.worker(cfg);
-    let mut idle = worker.idle_turns();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let handle = tokio::spawn(worker.run(async move {
-        let _ = stopped.await;
-    }));
-    let store = env.app.store.clone();
-    common::wait_until(std::time::Duration::from_secs(60), "the worker registered", || async {
-        !store.live_runners().await.expect("runners").is_empty()
-    })
-    .await;
-    // It found nothing and waits (for 600 s, or a wake-up).
-    tokio::time::timeout(std::time::Duration::from_secs(60), idle.wait_for(|n| *n >= 1))
-        .await
-        .expect("the worker went idle in time")
-        .expect("the worker is running");
-    let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
-    let ran = |id: i64| {
-        let store = store.clone();
-        async move { store.get_task(id).await.expect("get").map(|t| t.last_status) == Some(RunStatus::Success) }
-    };
-    common::wait_until(std::time::Duration::from_secs(60), "the task ran", || ran(id)).await;
-    // A resumed queue and a replayed task wake it too.
-    let client = &env.app.client;
-    client.pause_queue("default").await.expect("pause");
-    let held = client.add(NewTask::new("echo", "{}")).await.expect("add").id;
-    let cancelled = client.add(NewTask::new("echo", "{}")).await.expect("add").id;
-    client.cancel(&[cancelled]).await.expect("cancel");
-    client.resume_queue("default").await.expect("resume");
-    common::wait_until(std::time::Duration::from_secs(60), "the resumed queue's task ran", || ran(held)).await;
-    client.retry(cancelled).await.expect("replay");
-    common::wait_until(std::time::Duration::from_secs(60), "the replayed task ran", || ran(cancelled)).await;
-    let _ = stop.send(());
-    handle.await.expect("join").expect("worker");
+    let other = env.second_app().await;
+    common::wakeups::an_idle_worker_runs_what_is_queued_without_a_poll(&env, &other).await;
 }
 
 /// A worker asked to stop while its claim waits on another session's lock (here on the rows of

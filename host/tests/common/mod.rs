@@ -17,6 +17,7 @@ pub mod http;
 pub mod netns;
 pub mod process;
 pub mod served;
+pub mod wakeups;
 
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("host/ has a parent").to_path_buf()
