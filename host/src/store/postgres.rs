@@ -399,7 +399,12 @@ impl Dialect for PostgresDb {
     }
 }
 
-/// Write runs that succeeded, and their tasks, in one statement.
+/// Write runs that succeed, and their tasks, in one statement. The tasks' guard is written
+/// `(…) IS TRUE` (the same for a status never NULL) so that it does not match the partial index
+/// of running tasks: the planner estimates that index at a row or so (its statistics see few
+/// running among many finished tasks) and, planned with it, scanned every running task for each
+/// run of the batch (20 ms a batch of 250 with 300 running and a million tasks kept; 7 ms by the
+/// primary key).
 async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result<Vec<RunId>> {
     let run = transitions::succeeded_run(|v| format!("t.{v}"));
     let task = transitions::succeeded_task("r.finished_on");
@@ -413,7 +418,7 @@ async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result
              RETURNING r.id, r.task_queue_id, r.finished_on
          )
          UPDATE task_queue q SET {task}, {RELEASE_KEY}
-         FROM r WHERE q.id = r.task_queue_id AND q.{from}
+         FROM r WHERE q.id = r.task_queue_id AND (q.{from}) IS TRUE
          RETURNING r.id"
     );
     let found = sqlx::query(&sql)
