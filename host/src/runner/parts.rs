@@ -61,14 +61,7 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
         fence: fence.clone(),
     };
     handles.push(("heartbeat", tokio::spawn(beat.run(stop_rx.clone()))));
-    let (wakeups, cancels) = match w.store.wakeups().await {
-        Ok(Some(w)) => (Some(w.tasks), Some(w.cancels)),
-        Ok(None) => (None, None),
-        Err(e) => {
-            tracing::warn!("no wake-ups from the database, polling only: {e}");
-            (None, None)
-        }
-    };
+    let (wakeups, cancels) = wakeups(w).await;
     let watch_runs = RunWatch {
         store: w.store.clone(),
         clock: w.clock.clone(),
@@ -122,6 +115,19 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
         written,
     };
     Started { parts: Parts { stop, abort, health, handles }, shared: shared(w, progress_tx), runs, exits, wakeups }
+}
+
+/// The database's wake-ups (tasks added, tasks cancelled), if it gives any; polling only when it
+/// does not, or cannot.
+async fn wakeups(w: &Worker) -> (Option<mpsc::Receiver<()>>, Option<mpsc::Receiver<()>>) {
+    match w.store.wakeups().await {
+        Ok(Some(w)) => (Some(w.tasks), Some(w.cancels)),
+        Ok(None) => (None, None),
+        Err(e) => {
+            tracing::warn!("no wake-ups from the database, polling only: {e}");
+            (None, None)
+        }
+    }
 }
 
 /// What every run shares: the catalog, the memory budget, the progress channel, the put-backs.
