@@ -127,8 +127,8 @@ pub async fn watch_progress<T>(
     queue: &str,
     tasks: u64,
     progress: Progress<'_>,
-    work: impl std::future::Future<Output = Result<T>>,
-) -> Result<T> {
+    work: impl std::future::Future<Output = T>,
+) -> T {
     let Some(show) = progress else {
         return work.await;
     };

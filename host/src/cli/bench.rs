@@ -209,12 +209,9 @@ async fn drain_in_processes(
                 bail!("a worker process failed ({status})");
             }
         }
-        Ok(())
+        anyhow::Ok(())
     };
-    bench::watch_progress(app, queue, b.tasks as u64, progress, async {
-        all.await.map_err(|e| taskhost::Error::Bench(e.to_string()))
-    })
-    .await?;
+    bench::watch_progress(app, queue, b.tasks as u64, progress, all).await?;
     Ok((started.elapsed(), bench::children_cpu_time().saturating_sub(cpu)))
 }
 

@@ -346,15 +346,21 @@ async fn permit(semaphore: &Arc<tokio::sync::Semaphore>) -> Option<tokio::sync::
 
 /// Put back, uncounted and in their place in line (due when they were), runs claimed ahead
 /// that waited [`AHEAD_WAIT_LIMIT`] for a slot; they are held until then, so the run watch does
-/// not take them for orphans. One that cannot go back is left to the run watch.
+/// not take them for orphans. All within [`LAST_CALL_TIMEOUT`] (a database that does not answer
+/// holds up the claim loop that long, not that long a run); one that cannot go back is left to
+/// the run watch, which puts back what this worker no longer holds.
 async fn put_back_waiting(worker: &Worker, rest: Vec<(ClaimedRun, Held)>) {
     let mut back = 0;
-    for (run, _held) in &rest {
-        match tokio::time::timeout(LAST_CALL_TIMEOUT, worker.store.put_back(run.run_id, run.due_on)).await {
-            Ok(Ok(_)) => back += 1,
-            Ok(Err(e)) => tracing::warn!(run_id = run.run_id, "could not put back a run claimed ahead: {e}"),
-            Err(_) => tracing::warn!(run_id = run.run_id, "could not put back a run claimed ahead: no answer"),
+    let all = async {
+        for (run, _held) in &rest {
+            match worker.store.put_back(run.run_id, run.due_on).await {
+                Ok(_) => back += 1,
+                Err(e) => tracing::warn!(run_id = run.run_id, "could not put back a run claimed ahead: {e}"),
+            }
         }
+    };
+    if tokio::time::timeout(LAST_CALL_TIMEOUT, all).await.is_err() {
+        tracing::warn!("putting back runs claimed ahead: the database did not answer; the run watch will");
     }
     tracing::debug!(runs = back, "runs claimed ahead found no slot in time: back in the queue");
 }
