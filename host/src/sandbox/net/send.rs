@@ -310,7 +310,13 @@ impl Body for Timed {
 impl Drop for Timed {
     fn drop(&mut self) {
         if !self.done && !self.inner.is_end_stream() {
-            self.record.end(Some("the handler did not read the body to its end".into()));
+            // The run's own deadline may drop the body before this body's timer is polled: say why.
+            let why = if Instant::now() >= self.deadline.deadline() {
+                "cut at the run's deadline"
+            } else {
+                "the handler did not read the body to its end"
+            };
+            self.record.end(Some(why.into()));
         }
     }
 }
