@@ -89,7 +89,7 @@ fn described(db: Db) -> Facts {
             _ => facts.insert(index(i.table, i.name, i.columns, i.unique, i.filter)),
         };
     }
-    facts.insert("foreign-key task_runs.task_queue_id -> task_queue.id".into());
+    // No foreign keys: migrations 0012 dropped the last one (a run's task), whose check cost more than the insert.
     facts
 }
 
@@ -302,7 +302,7 @@ async fn migrations_are_reported_and_missing_tables_are_one_clear_error() {
         assert!(matches!(err, taskhost::Error::NotMigrated), "{url}: {err}");
         let applied = store.migrate().await.expect("migrate");
         assert_eq!(applied.first().map(String::as_str), Some("0001 tables"), "{url}");
-        assert_eq!(applied.last().map(String::as_str), Some("0011 run limits"), "{url}");
+        assert_eq!(applied.last().map(String::as_str), Some("0012 runs without task key"), "{url}");
         store.check_migrated().await.expect("the tables exist now");
         assert_eq!(store.migrate().await.expect("again"), Vec::<String>::new(), "{url}: nothing left");
     }

@@ -5,7 +5,8 @@
 //! queue instead of failing to upgrade a read lock; such a transaction excludes every other
 //! writer, so rows need no locks. Times are stored as text (`2026-01-02 03:04:05.000000`,
 //! which sorts as it compares). Lists and batches travel as one JSON parameter unpacked with
-//! `json_each`, so a claim or a batch of finished runs costs a few statements, not one per run.
+//! `json_each`, so a claim or a batch of finished runs costs a few statements, not one per run;
+//! a bulk add binds its values instead (reading them from JSON was half its time).
 
 use std::fmt::Write as _;
 use std::str::FromStr;
@@ -19,7 +20,7 @@ use sqlx::sqlite::{
     SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
 };
-use sqlx::{Arguments, Connection, Row, Sqlite, SqliteConnection};
+use sqlx::{Arguments, Connection, QueryBuilder, Row, Sqlite, SqliteConnection};
 use tokio::sync::Mutex;
 
 use sqlx::migrate::Migrator;
@@ -167,7 +168,8 @@ impl Dialect for SqliteDb {
     const SKIP_LOCKED: &'static str = "";
     const FOR_UPDATE: &'static str = "";
     const ONE_WRITER: bool = true;
-    const ADD_CHUNK: usize = 5_000;
+    // Eleven values a task, under SQLite's 32,766 at most.
+    const ADD_CHUNK: usize = 2_500;
     // Rounded: julianday's doubles are exact to about 20 µs.
     const MS_SINCE_START: &'static str = "CAST(round((julianday($2) - julianday(started_on)) * 86400000.0) AS INTEGER)";
     const INT: &'static str = "INTEGER";
@@ -189,37 +191,46 @@ impl Dialect for SqliteDb {
     }
 
     async fn add_bulk(conn: &mut SqliteConnection, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
-        let rows: Vec<_> = tasks
-            .iter()
-            .map(|t| {
-                json!({
-                    "q": ts(now), "b": t.queued_by, "s": ts(t.scheduled_on.unwrap_or(now)), "h": t.handler,
-                    "d": t.data, "m": t.max_retries, "qu": t.queue, "p": t.priority,
-                    "rt": t.run_timeout.map(|d| d.as_secs() as i64), "bb": t.backoff.base_ms, "bm": t.backoff.max_ms,
-                })
-            })
-            .collect();
-        let mut ids: Vec<i64> = sqlx::query_scalar(
+        // Bound values, not a JSON document unpacked with json_each: SQLite re-read the document
+        // for each of a row's eleven values, half the time of a bulk add.
+        let at = ts(now);
+        let mut qb = QueryBuilder::<Sqlite>::new(
             "INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
-                 max_retries, queue, priority, run_timeout, backoff_base_ms, backoff_max_ms)
-             SELECT j.value->>'q', j.value->>'b', j.value->>'s', j.value->>'h', j.value->>'d',
-                    j.value->>'m', j.value->>'qu', j.value->>'p', j.value->>'rt', j.value->>'bb', j.value->>'bm'
-             FROM json_each(?1) AS j ORDER BY j.key
-             RETURNING id",
-        )
-        .bind(serde_json::Value::Array(rows).to_string())
-        .fetch_all(&mut *conn)
-        .await?;
-        // Ids are handed out in insertion order, which is the input order.
-        ids.sort_unstable();
+                 max_retries, queue, priority, run_timeout, backoff_base_ms, backoff_max_ms) ",
+        );
+        qb.push_values(tasks, |mut b, t| {
+            let scheduled = t.scheduled_on.map(ts).map_or(std::borrow::Cow::Borrowed(at.as_str()), Into::into);
+            b.push_bind(at.as_str())
+                .push_bind(t.queued_by.as_deref())
+                .push_bind(scheduled)
+                .push_bind(t.handler.as_str())
+                .push_bind(t.data.as_str())
+                .push_bind(i64::from(t.max_retries))
+                .push_bind(t.queue.as_str())
+                .push_bind(i64::from(t.priority))
+                .push_bind(t.run_timeout.map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)))
+                .push_bind(t.backoff.base_ms)
+                .push_bind(t.backoff.max_ms);
+        });
+        let done = qb.build().execute(&mut *conn).await?;
+        // SQLite runs one writing statement at a time, so AUTOINCREMENT hands this one's rows
+        // consecutive ids, in the order of the values, ending at the last inserted.
+        let (last, n) = (done.last_insert_rowid(), tasks.len() as i64);
+        if done.rows_affected() != tasks.len() as u64 {
+            let reason = format!("a bulk add of {n} tasks inserted {}", done.rows_affected());
+            return Err(Error::CorruptRow { table: "task_queue", reason });
+        }
+        let first = last - n + 1;
         sqlx::query(
-            "INSERT INTO task_runs (task_queue_id, attempt, created_on) SELECT value, 1, ?2 FROM json_each(?1)",
+            "INSERT INTO task_runs (task_queue_id, attempt, created_on)
+             SELECT id, 1, ?3 FROM task_queue WHERE id BETWEEN ?1 AND ?2",
         )
-        .bind(json_list(&ids).map_err(|e| Error::invalid("ids", e))?)
-        .bind(ts(now))
+        .bind(first)
+        .bind(last)
+        .bind(&at)
         .execute(&mut *conn)
         .await?;
-        Ok(ids.into_iter().map(|id| Added { id, created: true }).collect())
+        Ok((first..=last).map(|id| Added { id, created: true }).collect())
     }
 
     async fn claim(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {

@@ -84,16 +84,49 @@ pub async fn adds_a_task_with_one_scheduled_run(store: SharedStore) {
     assert_eq!(runs[0].percents_completed, 0);
 }
 
+/// Several bulk statements' worth (each database caps the tasks of one), every field varying.
 pub async fn adds_many_tasks_in_order(store: SharedStore) {
-    let tasks: Vec<_> = (0..2500).map(|i| NewTask::new("noop", format!("{{\"i\":{i}}}"))).collect();
+    let n = 6_000;
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let t = NewTask::new(format!("h{}", i % 3), format!("{{\"i\":{i}}}"))
+                .with_queue(format!("q{}", i % 2))
+                .with_priority(i as i32 % 5 - 2)
+                .with_max_retries(i as u32 % 4);
+            match i % 3 {
+                0 => t.with_queued_by(format!("by{i}")).with_scheduled_on(t0() + secs(i as i64)),
+                1 => t
+                    .with_run_timeout(Duration::from_secs(1 + i as u64))
+                    .with_backoff(BackoffSettings { base_ms: Some(i as i64), max_ms: Some(2 * i as i64) }),
+                _ => t,
+            }
+        })
+        .collect();
     let added = store.add_tasks(&tasks, t0()).await.expect("add");
-    assert_eq!(added.len(), 2500);
+    assert_eq!(added.len(), n);
     for w in added.windows(2) {
         assert!(w[0].id < w[1].id, "ids follow input order");
     }
-    let last = store.get_task(added[2499].id).await.expect("get").expect("exists");
-    assert_eq!(last.data, r#"{"i":2499}"#);
-    assert_eq!(store.counts().await.expect("counts").scheduled, 2500);
+    for (i, (t, a)) in tasks.iter().zip(&added).enumerate().filter(|(i, _)| i % 997 < 3) {
+        let got = store.get_task(a.id).await.expect("get").expect("exists");
+        let what = format!("task {i}");
+        assert_eq!(
+            (&got.handler, &got.data, &got.queue, got.priority),
+            (&t.handler, &t.data, &t.queue, t.priority),
+            "{what}"
+        );
+        assert_eq!((got.max_retries, &got.queued_by, got.queued_on), (t.max_retries, &t.queued_by, t0()), "{what}");
+        assert_eq!(got.scheduled_on, t.scheduled_on.unwrap_or(t0()), "{what}");
+        assert_eq!(got.run_timeout_secs, t.run_timeout.map(|d| d.as_secs() as i64), "{what}");
+        assert_eq!((got.backoff.base_ms, got.backoff.max_ms), (t.backoff.base_ms, t.backoff.max_ms), "{what}");
+        let runs = store.runs_of(a.id).await.expect("runs");
+        assert_eq!(
+            runs.iter().map(|r| (r.status, r.attempt)).collect::<Vec<_>>(),
+            [(RunStatus::Scheduled, 1)],
+            "{what}"
+        );
+    }
+    assert_eq!(store.counts().await.expect("counts").scheduled, n as u64);
 }
 
 pub async fn claims_in_priority_then_fifo_order(store: SharedStore) {
