@@ -74,7 +74,7 @@ async fn a_run_ended_elsewhere_is_stopped_at_once(mut env: Env) {
     let worker = InProcess::start(&env, cfg);
     let store = env.app.store.clone();
     wait_until(Duration::from_secs(30), "the run started", || async {
-        store.runs_of(id).await.expect("runs")[0].status == RunStatus::Running
+        store.runs_of(id).await.expect("runs").first().is_some_and(|r| r.status == RunStatus::Running)
     })
     .await;
     // What an overseer does to a run it judges overdue.
@@ -96,7 +96,7 @@ async fn a_cancelled_run_is_stopped_within_a_second_and_never_retried(mut env: E
     let worker = InProcess::start(&env, cfg);
     let store = env.app.store.clone();
     wait_until(Duration::from_secs(30), "the run started", || async {
-        store.runs_of(id).await.expect("runs")[0].status == RunStatus::Running
+        store.runs_of(id).await.expect("runs").first().is_some_and(|r| r.status == RunStatus::Running)
     })
     .await;
     let next = client.add(NewTask::new("echo", "{}")).await.expect("add").id;
@@ -286,7 +286,7 @@ where
     let watcher = env.second_app().await;
     let store = watcher.store.clone();
     wait_until(Duration::from_secs(30), "the run started", || async {
-        store.runs_of(id).await.expect("runs")[0].status == RunStatus::Running
+        store.runs_of(id).await.expect("runs").first().is_some_and(|r| r.status == RunStatus::Running)
     })
     .await;
     let mut locker = C::connect(&env.db_url).await.expect("connect");

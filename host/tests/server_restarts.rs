@@ -94,7 +94,7 @@ async fn survives_a_restart(mut env: Env, stop: &str, start: &str, is_up: &str) 
     // worker is asked to stop. Its grace (2 s) bounds the shutdown all the same.
     let slow = env.app.client.add(NewTask::new("spin", "{}")).await.expect("add").id;
     wait_until(Duration::from_secs(60), "the slow run started", || async {
-        store.runs_of(slow).await.map(|r| r[0].status == RunStatus::Running).unwrap_or(false)
+        store.runs_of(slow).await.is_ok_and(|r| r.first().is_some_and(|r| r.status == RunStatus::Running))
     })
     .await;
     sh(stop);

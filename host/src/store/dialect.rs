@@ -9,6 +9,7 @@
 //! - defaults a database may replace with something faster (progress in one statement, adding
 //!   one task without a transaction).
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::plumbing::{Cells, ConnOf, Plumbing, TxOf};
+use super::rows::ClaimedTask;
 use super::sql::{args, Arg, RUNNING};
 use super::Backend;
 use crate::error::{Error, Result};
@@ -128,12 +130,11 @@ pub trait Dialect: Plumbing {
         false
     }
 
-    /// Whether [`Dialect::insert_task`] also inserts the task's first run.
-    const INSERT_TASK_MAKES_RUN: bool = false;
     /// Insert one task ([`super::sql::NEW_TASK`]); None when an unfinished task holds its
     /// unique key.
     async fn insert_task(conn: &mut ConnOf<Self>, task: &NewTask, now: DateTime<Utc>) -> Result<Option<TaskId>>;
-    /// Queue tasks without unique keys with their first runs; ids in input order.
+    /// Queue tasks without unique keys (their first runs are made when they are claimed); ids in
+    /// input order.
     async fn add_bulk(conn: &mut ConnOf<Self>, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>>;
 
     /// Claim up to `limit` due scheduled runs atomically, in claim order (priority, then due
@@ -146,6 +147,16 @@ pub trait Dialect: Plumbing {
     /// Write these successful runs and their tasks, leaving any run no longer running as it is;
     /// the runs written.
     async fn finish_successes(&self, tx: &mut TxOf<Self>, ok: &[&RunOutcome]) -> Result<Vec<RunId>>;
+    /// Start a first run of each of these claimed tasks, which have no scheduled run; each
+    /// task's run and attempt. (MySQL's own: its `INSERT … SELECT` takes a table lock.)
+    async fn start_first_runs(
+        &self,
+        tx: Option<&mut TxOf<Self>>,
+        req: &ClaimRequest<'_>,
+        tasks: &[&ClaimedTask],
+    ) -> Result<HashMap<TaskId, (RunId, i64)>> {
+        super::transitions::start_first_runs(self, tx, req, tasks).await
+    }
 
     /// Queue tasks in one transaction.
     async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {

@@ -20,7 +20,7 @@ use super::dialect::{retrying, ClaimRequest, Dialect};
 use super::plumbing::{decoded, unchecked, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
-use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING};
+use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING, SCHEDULED};
 use super::transitions::{self, RELEASE_KEY};
 use super::{Backend, StoreOptions};
 use crate::error::{Error, Result};
@@ -186,31 +186,35 @@ impl MySqlDb {
         let ids: Vec<i64> = claimed.iter().map(|c| c.task_id).collect();
         let mark = format!("UPDATE task_queue SET {} WHERE id IN ($1)", transitions::claimed_task());
         self.exec(Some(&mut *tx), &mark, args![&ids]).await?;
-        let starts = serde_json::Value::Array(
-            claimed
-                .iter()
-                .map(|c| json!({"id": c.task_id, "t": jts(c.timeout_on(now, req.default_timeout))}))
-                .collect(),
-        );
-        // Each task's scheduled run by the unique index of scheduled runs (its generated column
-        // holds the task's id while the run is scheduled): joined by `task_queue_id`, MariaDB
-        // scanned all of task_runs, locking every row, once the table held some 100,000 runs.
-        let start = format!(
-            "UPDATE task_runs r
-             JOIN JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$.id', t DATETIME(6) PATH '$.t')) AS j
-               ON r.scheduled_task_id = j.id
-             SET {}",
-            transitions::started_run("?", "?", "j.t")
-        );
-        sqlx::query(&start).bind(starts.to_string()).bind(now).bind(req.runner).execute(&mut *tx.tx).await?;
-        let started = format!(
-            "SELECT task_queue_id, id, attempt FROM task_runs
-             WHERE status = {RUNNING} AND task_runner_id = $1 AND task_queue_id IN ($2)"
-        );
-        let started = self.rows(Some(&mut *tx), &started, args![req.runner, &ids]).await?;
-        let mut by_task = std::collections::HashMap::with_capacity(started.len());
-        for r in &started {
-            by_task.insert(r.try_get::<i64, _>("task_queue_id")?, (r.try_get::<i64, _>("id")?, r.try_get("attempt")?));
+        // The scheduled runs (of retries, replays, runs put back) by the unique index of scheduled
+        // runs, whose generated column holds the task's id while the run is scheduled: joined by
+        // `task_queue_id`, MariaDB scanned all of task_runs, locking every row, once the table held
+        // some 100,000 runs. A task's first run is made by `claimed_runs`.
+        let scheduled = "SELECT scheduled_task_id, id, attempt FROM task_runs WHERE scheduled_task_id IN ($1)";
+        let mut by_task = std::collections::HashMap::new();
+        for r in &self.rows(Some(&mut *tx), scheduled, args![&ids]).await? {
+            by_task
+                .insert(r.try_get::<i64, _>("scheduled_task_id")?, (r.try_get::<i64, _>("id")?, r.try_get("attempt")?));
+        }
+        if !by_task.is_empty() {
+            let starts = serde_json::Value::Array(
+                claimed
+                    .iter()
+                    .filter_map(|c| {
+                        let (run, _) = by_task.get(&c.task_id)?;
+                        Some(json!({"id": run, "t": jts(c.timeout_on(now, req.default_timeout))}))
+                    })
+                    .collect(),
+            );
+            let start = format!(
+                "UPDATE task_runs r
+                 JOIN JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$.id', t DATETIME(6) PATH '$.t')) AS j
+                   ON r.id = j.id
+                 SET {}
+                 WHERE r.status = {SCHEDULED}",
+                transitions::started_run("?", "?", "j.t")
+            );
+            sqlx::query(&start).bind(starts.to_string()).bind(now).bind(req.runner).execute(&mut *tx.tx).await?;
         }
         transitions::claimed_runs(self, Some(tx), req, claimed, by_task).await
     }
@@ -250,14 +254,15 @@ impl Dialect for MySqlDb {
         match e {
             Error::Database(sqlx::Error::Database(db)) => db
                 .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
-                // Deadlock, lock wait timeout, and MariaDB 11.6+'s "record has changed since
-                // last read" (innodb_snapshot_isolation).
-                .is_some_and(|m| matches!(m.number(), 1213 | 1205 | 1020)),
+                // Deadlock, lock wait timeout, MariaDB 11.6+'s "record has changed since last
+                // read" (innodb_snapshot_isolation), and a deadlock on the auto-increment lock
+                // an `INSERT … SELECT` holds ("failed to read auto-increment value").
+                .is_some_and(|m| matches!(m.number(), 1213 | 1205 | 1020 | 1467)),
             _ => false,
         }
     }
 
-    /// One task and its first run. Only a duplicate unique key is tolerated (it returns the task
+    /// One task. Only a duplicate unique key is tolerated (it returns the task
     /// holding the key): every other error is an error (no `INSERT IGNORE`, which turns
     /// over-long values into silent truncation).
     async fn insert_task(conn: &mut MySqlConnection, t: &NewTask, now: DateTime<Utc>) -> Result<Option<TaskId>> {
@@ -294,13 +299,7 @@ impl Dialect for MySqlDb {
             .fetch_one(&mut *conn)
             .await?;
         let first = r.last_insert_id() as i64;
-        let ids: Vec<i64> = (0..tasks.len() as i64).map(|i| first + i * step.max(1)).collect();
-        let mut qb = QueryBuilder::<MySql>::new("INSERT INTO task_runs (task_queue_id, attempt, created_on) ");
-        qb.push_values(&ids, |mut b, id| {
-            b.push_bind(*id).push_bind(1i64).push_bind(now);
-        });
-        qb.build().execute(&mut *conn).await?;
-        Ok(ids.into_iter().map(|id| Added { id, created: true }).collect())
+        Ok((0..tasks.len() as i64).map(|i| Added { id: first + i * step.max(1), created: true }).collect())
     }
 
     async fn claim(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {
@@ -309,6 +308,44 @@ impl Dialect for MySqlDb {
 
     async fn claim_these(&self, tx: &mut Tx<MySql>, req: &ClaimRequest<'_>, ids: &[TaskId]) -> Result<Vec<ClaimedRun>> {
         self.claim_in(tx, req, Some(ids)).await
+    }
+
+    /// A multi-row `VALUES`, not the shared `INSERT … SELECT`: InnoDB holds a lock on the
+    /// table's auto-increment counter through an `INSERT … SELECT` (its row count unknown), and
+    /// two claims at once failed on it (error 1467); rows given by value take their ids at once.
+    async fn start_first_runs(
+        &self,
+        mut tx: Option<&mut Tx<MySql>>,
+        req: &ClaimRequest<'_>,
+        tasks: &[&ClaimedTask],
+    ) -> Result<std::collections::HashMap<TaskId, (RunId, i64)>> {
+        let ids: Vec<i64> = tasks.iter().map(|c| c.task_id).collect();
+        let last = "SELECT task_queue_id, max(attempt) AS last FROM task_runs WHERE task_queue_id IN ($1)
+                    GROUP BY task_queue_id";
+        let mut last_of = std::collections::HashMap::new();
+        for r in &self.rows(tx.as_deref_mut(), last, args![&ids]).await? {
+            last_of.insert(r.try_get::<i64, _>("task_queue_id")?, r.try_get::<i64, _>("last")?);
+        }
+        let mut qb = QueryBuilder::<MySql>::new(format!("INSERT INTO {} ", transitions::FIRST_RUN));
+        qb.push_values(tasks, |mut b, c| {
+            let attempt = last_of.get(&c.task_id).copied().unwrap_or(0) + 1;
+            b.push_bind(c.task_id).push_bind(attempt).push_bind(req.now).push_bind(req.now);
+            b.push(RUNNING).push_bind(req.runner).push_bind(c.timeout_on(req.now, req.default_timeout));
+        });
+        match tx.as_deref_mut() {
+            Some(tx) => qb.build().execute(&mut *tx.tx).await?,
+            None => qb.build().execute(&self.pool).await?,
+        };
+        // By the index of runs by task: MariaDB preferred that of running runs, all of them.
+        let read = format!(
+            "SELECT task_queue_id, id, attempt FROM task_runs FORCE INDEX (task_runs_task)
+             WHERE task_queue_id IN ($1) AND status = {RUNNING}"
+        );
+        let mut found = std::collections::HashMap::with_capacity(ids.len());
+        for r in &self.rows(tx, &read, args![&ids]).await? {
+            found.insert(r.try_get::<i64, _>("task_queue_id")?, (r.try_get::<i64, _>("id")?, r.try_get("attempt")?));
+        }
+        Ok(found)
     }
 
     async fn finish_successes(&self, tx: &mut Tx<MySql>, ok: &[&RunOutcome]) -> Result<Vec<RunId>> {
@@ -370,8 +407,8 @@ pub(crate) fn refusal(db: &dyn sqlx::error::DatabaseError) -> Option<super::refu
     use super::refusal::Refusal;
     let e = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()?;
     Some(match e.number() {
-        // Deadlock, lock wait timeout.
-        1213 | 1205 => Refusal::Contention,
+        // Deadlock, lock wait timeout, a deadlock on the auto-increment lock.
+        1213 | 1205 | 1467 => Refusal::Contention,
         // Data too long, bad string, out of range, null, packet too large, bad value.
         1406 | 1366 | 1264 | 1048 | 1153 | 1301 | 1292 => Refusal::Data,
         1146 => Refusal::MissingTable,

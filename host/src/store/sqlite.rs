@@ -220,17 +220,7 @@ impl Dialect for SqliteDb {
             let reason = format!("a bulk add of {n} tasks inserted {}", done.rows_affected());
             return Err(Error::CorruptRow { table: "task_queue", reason });
         }
-        let first = last - n + 1;
-        sqlx::query(
-            "INSERT INTO task_runs (task_queue_id, attempt, created_on)
-             SELECT id, 1, ?3 FROM task_queue WHERE id BETWEEN ?1 AND ?2",
-        )
-        .bind(first)
-        .bind(last)
-        .bind(&at)
-        .execute(&mut *conn)
-        .await?;
-        Ok((first..=last).map(|id| Added { id, created: true }).collect())
+        Ok((last - n + 1..=last).map(|id| Added { id, created: true }).collect())
     }
 
     async fn claim(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {

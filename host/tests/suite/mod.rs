@@ -60,7 +60,7 @@ fn failure(c: &ClaimedRun, now: DateTime<Utc>, next: NextStep) -> RunOutcome {
     }
 }
 
-pub async fn adds_a_task_with_one_scheduled_run(store: SharedStore) {
+pub async fn adds_a_task_whose_first_run_is_made_by_its_claim(store: SharedStore) {
     let added = store
         .add_tasks(&[NewTask::new("echo", r#"{"a":1}"#).with_queued_by("alice").with_max_retries(3)], t0())
         .await
@@ -77,10 +77,18 @@ pub async fn adds_a_task_with_one_scheduled_run(store: SharedStore) {
     assert_eq!(task.queue, "default");
     assert_eq!(task.queued_on, t0());
     assert_eq!(task.scheduled_on, t0());
+    assert!(store.runs_of(task.id).await.expect("runs").is_empty(), "no run before its claim");
+    let r = runner(&store, t0()).await;
+    let claimed = store.claim(r, &["default".into()], 10, t0() + secs(1), DAY).await.expect("claim");
+    assert_eq!(claimed.iter().map(|c| (c.task_id, c.attempt)).collect::<Vec<_>>(), [(task.id, 1)]);
     let runs = store.runs_of(task.id).await.expect("runs");
     assert_eq!(runs.len(), 1);
-    assert_eq!(runs[0].status, RunStatus::Scheduled);
-    assert_eq!(runs[0].attempt, 1);
+    assert_eq!((runs[0].id, runs[0].status, runs[0].attempt), (claimed[0].run_id, RunStatus::Running, 1));
+    assert_eq!(
+        (runs[0].created_on, runs[0].started_on, runs[0].runner_id),
+        (t0() + secs(1), Some(t0() + secs(1)), Some(r))
+    );
+    assert_eq!(claimed[0].timeout_on, t0() + secs(1) + chrono::Duration::from_std(DAY).expect("a day"));
     assert_eq!(runs[0].percents_completed, 0);
 }
 
@@ -119,12 +127,7 @@ pub async fn adds_many_tasks_in_order(store: SharedStore) {
         assert_eq!(got.scheduled_on, t.scheduled_on.unwrap_or(t0()), "{what}");
         assert_eq!(got.run_timeout_secs, t.run_timeout.map(|d| d.as_secs() as i64), "{what}");
         assert_eq!((got.backoff.base_ms, got.backoff.max_ms), (t.backoff.base_ms, t.backoff.max_ms), "{what}");
-        let runs = store.runs_of(a.id).await.expect("runs");
-        assert_eq!(
-            runs.iter().map(|r| (r.status, r.attempt)).collect::<Vec<_>>(),
-            [(RunStatus::Scheduled, 1)],
-            "{what}"
-        );
+        assert!(store.runs_of(a.id).await.expect("runs").is_empty(), "{what}: no run before its claim");
     }
     assert_eq!(store.counts().await.expect("counts").scheduled, n as u64);
 }
@@ -461,7 +464,7 @@ macro_rules! store_suite {
                 }
             };
         }
-        case!(adds_a_task_with_one_scheduled_run);
+        case!(adds_a_task_whose_first_run_is_made_by_its_claim);
         case!(adds_many_tasks_in_order);
         case!(claims_in_priority_then_fifo_order);
         case!(claims_only_due_tasks_of_the_given_queues);

@@ -111,18 +111,14 @@ pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: Dat
     .await
 }
 
-/// Queue one task with its first run; a task with an unfinished task's unique key is not added,
-/// and that task is returned.
+/// Queue one task (its first run is made when it is claimed); a task with an unfinished task's
+/// unique key is not added, and that task is returned.
 pub(crate) async fn add_one<D: Dialect + ?Sized>(
     conn: &mut ConnOf<D>,
     t: &NewTask,
     now: DateTime<Utc>,
 ) -> Result<Added> {
     if let Some(id) = D::insert_task(conn, t, now).await? {
-        if !D::INSERT_TASK_MAKES_RUN {
-            let run = "INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES ($1, 1, $2)";
-            D::exec_on(conn, run, args![id, now]).await?;
-        }
         return Ok(Added { id, created: true });
     }
     let holder =

@@ -35,7 +35,7 @@ use super::plumbing::TxOf;
 use super::rows::{self, ClaimedTask};
 use super::sql::{args, CANCELLED, ERROR, RUNNING, SCHEDULED, SUCCESS, TIMEOUT};
 use crate::error::Result;
-use crate::model::{codes, ClaimedRun, RunId, RunnerId, TaskId, TaskState, Transition};
+use crate::model::{codes, ClaimedRun, RunId, TaskId, TaskState, Transition};
 
 /// Why a run ended that its handler did not end: the error code and message it is given.
 #[derive(Debug, Clone, Copy)]
@@ -137,44 +137,72 @@ pub fn succeeded_task(finished: &str) -> String {
 pub const RELEASE_KEY: &str = "active_unique_key = NULL";
 
 /// The claimed runs, in claim order: each task's run as the claim started it (`started`: task
-/// id → run id and attempt), or one created already running for a task that had no scheduled
-/// run (which should not happen).
+/// id → run id and attempt), or, for a task without a scheduled run, its run made now, already
+/// running. A task's first run is made here, not when it is added: one row written a run
+/// instead of two (an insert, then its update at the claim). Its attempt follows the task's
+/// latest run, if any.
 pub async fn claimed_runs<D: Dialect>(
     db: &D,
-    mut tx: Option<&mut TxOf<D>>,
+    tx: Option<&mut TxOf<D>>,
     req: &ClaimRequest<'_>,
     claimed: Vec<ClaimedTask>,
     mut started: HashMap<TaskId, (RunId, i64)>,
 ) -> Result<Vec<ClaimedRun>> {
+    let first: Vec<&ClaimedTask> = claimed.iter().filter(|c| !started.contains_key(&c.task_id)).collect();
+    if !first.is_empty() {
+        started.extend(db.start_first_runs(tx, req, &first).await?);
+    }
     let mut out = Vec::with_capacity(claimed.len());
     for c in claimed {
-        let (run_id, attempt) = match started.remove(&c.task_id) {
-            Some(found) => found,
-            None => {
-                let timeout_on = c.timeout_on(req.now, req.default_timeout);
-                insert_running(db, tx.as_deref_mut(), c.task_id, req.runner, req.now, timeout_on).await?
-            }
+        let Some((run_id, attempt)) = started.remove(&c.task_id) else {
+            let reason = format!("claimed task {} has no running run", c.task_id);
+            return Err(crate::error::Error::CorruptRow { table: "task_runs", reason });
         };
         out.push(c.into_run(run_id, attempt, req.now, req.default_timeout));
     }
     Ok(out)
 }
 
-async fn insert_running<D: Dialect>(
+/// The table and columns of a run a claim starts without a scheduled one; see [`first_run`].
+pub const FIRST_RUN: &str =
+    "task_runs (task_queue_id, attempt, created_on, started_on, status, task_runner_id, timeout_on)";
+
+/// The values of [`FIRST_RUN`] for the task whose id is `task`, started at `now` by `runner`,
+/// timing out at `timeout` (each an SQL expression): numbered after the task's latest run.
+pub fn first_run(task: &str, now: &str, runner: &str, timeout: &str) -> String {
+    format!(
+        "{task}, 1 + coalesce((SELECT max(p.attempt) FROM task_runs p WHERE p.task_queue_id = {task}), 0),
+         {now}, {now}, {RUNNING}, {runner}, {timeout}"
+    )
+}
+
+/// Insert a running run of each of `tasks` (claimed, without a scheduled run): one statement
+/// a distinct timeout (most claims have one), then one read of their ids.
+pub async fn start_first_runs<D: Dialect + ?Sized>(
     db: &D,
     mut tx: Option<&mut TxOf<D>>,
-    task_id: TaskId,
-    runner: RunnerId,
-    now: DateTime<Utc>,
-    timeout_on: DateTime<Utc>,
-) -> Result<(RunId, i64)> {
-    let attempt = i64::from(last_attempt(db, tx.as_deref_mut(), task_id).await?) + 1;
-    let sql = format!(
-        "INSERT INTO task_runs (task_queue_id, attempt, created_on, started_on, status, task_runner_id, timeout_on)
-         VALUES ($1, $2, $3, $3, {RUNNING}, $4, $5)"
+    req: &ClaimRequest<'_>,
+    tasks: &[&ClaimedTask],
+) -> Result<HashMap<TaskId, (RunId, i64)>> {
+    let mut by_timeout: std::collections::BTreeMap<DateTime<Utc>, Vec<TaskId>> = Default::default();
+    for c in tasks {
+        by_timeout.entry(c.timeout_on(req.now, req.default_timeout)).or_default().push(c.task_id);
+    }
+    let insert = format!(
+        "INSERT INTO {FIRST_RUN} SELECT {} FROM task_queue q WHERE q.id IN ($1)",
+        first_run("q.id", "$2", "$3", "$4")
     );
-    let id = db.insert(tx, &sql, args![task_id, attempt, now, runner, timeout_on]).await?;
-    Ok((id, attempt))
+    for (timeout_on, ids) in &by_timeout {
+        db.exec(tx.as_deref_mut(), &insert, args![ids, req.now, req.runner, *timeout_on]).await?;
+    }
+    let ids: Vec<TaskId> = tasks.iter().map(|c| c.task_id).collect();
+    let read =
+        format!("SELECT task_queue_id, id, attempt FROM task_runs WHERE task_queue_id IN ($1) AND status = {RUNNING}");
+    let mut found = HashMap::with_capacity(ids.len());
+    for r in &db.rows(tx, &read, args![&ids]).await? {
+        found.insert(rows::id(r, "task_queue_id")?, (rows::id(r, "id")?, rows::id(r, "attempt")?));
+    }
+    Ok(found)
 }
 
 /// Insert a scheduled run of a task; its id.
@@ -187,16 +215,6 @@ async fn insert_run<D: Dialect>(
 ) -> Result<RunId> {
     let sql = "INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES ($1, $2, $3)";
     db.insert(Some(tx), sql, args![task_id, attempt, now]).await
-}
-
-/// The latest attempt number of a task's runs (0 when it has none).
-async fn last_attempt<D: Dialect>(db: &D, tx: Option<&mut TxOf<D>>, task_id: TaskId) -> Result<u32> {
-    let sql = "SELECT coalesce(max(attempt), 0) AS last FROM task_runs WHERE task_queue_id = $1";
-    let found = db.rows(tx, sql, args![task_id]).await?;
-    Ok(match found.first() {
-        Some(r) => rows::n32(rows::id(r, "last")?),
-        None => 0,
-    })
 }
 
 #[cfg(test)]

@@ -66,7 +66,8 @@ pub async fn cancel<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now:
 }
 
 /// End the active run (scheduled or running) of each of these tasks as `status`, for `why`,
-/// timed from its start when it had one, and count it in the statistics.
+/// timed from its start when it had one, and count it in the statistics. A task never claimed
+/// has no run yet (its first is made by its claim): it gets its first, to record why it ended.
 async fn end_active_runs<D: Dialect>(
     db: &D,
     tx: &mut TxOf<D>,
@@ -75,6 +76,13 @@ async fn end_active_runs<D: Dialect>(
     now: DateTime<Utc>,
     why: Why<'_>,
 ) -> Result<()> {
+    let first = format!(
+        "INSERT INTO task_runs (task_queue_id, attempt, created_on)
+         SELECT q.id, 1, $2 FROM task_queue q
+         WHERE q.id IN ($1) AND q.last_status = {status}
+           AND NOT EXISTS (SELECT 1 FROM task_runs r WHERE r.task_queue_id = q.id)"
+    );
+    db.exec(Some(&mut *tx), &first, args![tasks, now]).await?;
     let active = format!("SELECT id FROM task_runs WHERE task_queue_id IN ($1) AND status IN ({SCHEDULED}, {RUNNING})");
     let ended = ids(&db.rows(Some(&mut *tx), &active, args![tasks]).await?)?;
     let end = format!(
