@@ -10,7 +10,7 @@
 //!
 //! | transition | written by |
 //! |---|---|
-//! | claim | each database's claim statement, with [`claimed_task`] and [`started_run`]; [`claimed_runs`] |
+//! | claim | each database's claim statement, with [`claimed_task`], [`started_run`] and [`first_run`]; [`claimed_runs`] |
 //! | succeed | each database's batched success, with [`succeeded_run`] and [`succeeded_task`] |
 //! | fail, retry / fail, give up | [`runs::finish`] |
 //! | time out | [`runs::time_out`] |
