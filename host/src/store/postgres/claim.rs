@@ -12,60 +12,7 @@ impl PostgresDb {
         limit: u32,
         only: Option<&[TaskId]>,
     ) -> Result<Vec<ClaimedRun>> {
-        // One queue: an equality, so the claim index yields rows already in claim order (with
-        // `= ANY(array)` the planner scans and sorts every due task instead).
-        let queue_cond = if req.queues.len() == 1 { "queue = $2" } else { "queue = ANY($4)" };
-        // Its own statement (not `$8 IS NULL OR …`): the plan is generic, and must stay the
-        // fast one for the claims without it.
-        let only_cond = if only.is_some() { "AND id = ANY($8)" } else { "" };
-        // One statement, so one round trip and atomic without an explicit transaction. Every row
-        // is reached by a unique key (primary keys, and the unique index of scheduled runs), whose
-        // selectivity the planner knows without statistics; on a queue they are always stale.
-        let scheduled = transitions::is(TaskState::Scheduled);
-        let claimed = transitions::claimed_task();
-        let timeout = "$1 + make_interval(secs => least(coalesce(j.run_timeout, $6), 3153600000))";
-        let started = transitions::started_run("$1", "$5", timeout);
-        // A task's first run is made here (see `transitions::claimed_runs`). Scheduled runs are
-        // reached by their ids as a list as well as by the join: priced as a join alone, with
-        // `task_runs` empty when first planned, the update hashed all of task_runs each claim.
-        let first = transitions::first_run("j.id", "$1", "$5", timeout);
-        // Its runner's row, shared-locked and only while it is running: a claim that reaches the
-        // server after an overseer timed the runner out (a retransmission after a partition)
-        // claims nothing, and one before makes the time-out wait for it and then see its runs.
-        let sql = format!(
-            "WITH me AS (SELECT id FROM task_runners WHERE id = $5 AND status = {RUNNER_RUNNING} FOR SHARE),
-             picked AS (
-                 SELECT id FROM task_queue
-                 WHERE {scheduled} AND {queue_cond} AND scheduled_on <= $1
-                   AND ($7::text[] IS NULL OR task_handler_class = ANY($7)) {only_cond}
-                   AND EXISTS (SELECT 1 FROM me)
-                 ORDER BY priority, scheduled_on, id
-                 LIMIT $3
-                 FOR UPDATE SKIP LOCKED
-             ),
-             q AS (
-                 UPDATE task_queue SET {claimed} WHERE id = ANY(ARRAY(SELECT id FROM picked))
-                 RETURNING {CLAIM_COLUMNS}
-             ),
-             j AS (
-                 SELECT q.*, (SELECT s.id FROM task_runs s WHERE s.task_queue_id = q.id AND s.status = {SCHEDULED})
-                            AS run_id
-                 FROM q
-             ),
-             r AS (
-                 UPDATE task_runs SET {started}
-                 FROM j
-                 WHERE task_runs.id = j.run_id
-                   AND task_runs.id = ANY(ARRAY(SELECT run_id FROM j WHERE run_id IS NOT NULL))
-                 RETURNING task_runs.id, task_runs.attempt
-             ),
-             f AS (
-                 INSERT INTO {FIRST_RUN} SELECT {first} FROM j WHERE j.run_id IS NULL
-                 RETURNING task_runs.id, task_runs.task_queue_id, task_runs.attempt
-             )
-             SELECT j.*, coalesce(r.id, f.id) AS started_id, coalesce(r.attempt, f.attempt) AS attempt
-             FROM j LEFT JOIN r ON r.id = j.run_id LEFT JOIN f ON f.task_queue_id = j.id"
-        );
+        let sql = claim_sql(req.queues.len() == 1, only.is_some());
         let mut q = sqlx::query(&sql)
             .bind(req.now)
             .bind(&req.queues[0])
@@ -89,4 +36,64 @@ impl PostgresDb {
         }
         transitions::claimed_runs(self, tx, req, ClaimedTask::read_all(&rows)?, runs_of).await
     }
+}
+
+/// The claim statement: `$1` now, `$2` the queue (`one_queue`) or `$4` the queues, `$3` the
+/// limit, `$5` the runner, `$6` the default timeout in seconds, `$7` the handlers or NULL, `$8`
+/// the tasks to claim among (`of_these`).
+fn claim_sql(one_queue: bool, of_these: bool) -> String {
+    // One queue: an equality, so the claim index yields rows already in claim order (with
+    // `= ANY(array)` the planner scans and sorts every due task instead).
+    let queue_cond = if one_queue { "queue = $2" } else { "queue = ANY($4)" };
+    // Its own statement (not `$8 IS NULL OR …`): the plan is generic, and must stay the
+    // fast one for the claims without it.
+    let only_cond = if of_these { "AND id = ANY($8)" } else { "" };
+    // One statement, so one round trip and atomic without an explicit transaction. Every row
+    // is reached by a unique key (primary keys, and the unique index of scheduled runs), whose
+    // selectivity the planner knows without statistics; on a queue they are always stale.
+    let scheduled = transitions::is(TaskState::Scheduled);
+    let claimed = transitions::claimed_task();
+    let timeout = "$1 + make_interval(secs => least(coalesce(j.run_timeout, $6), 3153600000))";
+    let started = transitions::started_run("$1", "$5", timeout);
+    // A task's first run is made here (see `transitions::claimed_runs`). Scheduled runs are
+    // reached by their ids as a list as well as by the join: priced as a join alone, with
+    // `task_runs` empty when first planned, the update hashed all of task_runs each claim.
+    let first = transitions::first_run("j.id", "$1", "$5", timeout);
+    // Its runner's row, shared-locked and only while it is running: a claim that reaches the
+    // server after an overseer timed the runner out (a retransmission after a partition)
+    // claims nothing, and one before makes the time-out wait for it and then see its runs.
+    format!(
+        "WITH me AS (SELECT id FROM task_runners WHERE id = $5 AND status = {RUNNER_RUNNING} FOR SHARE),
+         picked AS (
+             SELECT id FROM task_queue
+             WHERE {scheduled} AND {queue_cond} AND scheduled_on <= $1
+               AND ($7::text[] IS NULL OR task_handler_class = ANY($7)) {only_cond}
+               AND EXISTS (SELECT 1 FROM me)
+             ORDER BY priority, scheduled_on, id
+             LIMIT $3
+             FOR UPDATE SKIP LOCKED
+         ),
+         q AS (
+             UPDATE task_queue SET {claimed} WHERE id = ANY(ARRAY(SELECT id FROM picked))
+             RETURNING {CLAIM_COLUMNS}
+         ),
+         j AS (
+             SELECT q.*, (SELECT s.id FROM task_runs s WHERE s.task_queue_id = q.id AND s.status = {SCHEDULED})
+                        AS run_id
+             FROM q
+         ),
+         r AS (
+             UPDATE task_runs SET {started}
+             FROM j
+             WHERE task_runs.id = j.run_id
+               AND task_runs.id = ANY(ARRAY(SELECT run_id FROM j WHERE run_id IS NOT NULL))
+             RETURNING task_runs.id, task_runs.attempt
+         ),
+         f AS (
+             INSERT INTO {FIRST_RUN} SELECT {first} FROM j WHERE j.run_id IS NULL
+             RETURNING task_runs.id, task_runs.task_queue_id, task_runs.attempt
+         )
+         SELECT j.*, coalesce(r.id, f.id) AS started_id, coalesce(r.attempt, f.attempt) AS attempt
+         FROM j LEFT JOIN r ON r.id = j.run_id LEFT JOIN f ON f.task_queue_id = j.id"
+    )
 }
