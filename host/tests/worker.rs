@@ -397,6 +397,26 @@ mod woken_by_its_own_process {
     }
 }
 
+/// Another process's tasks (another store on the same database) are found by the idle worker's
+/// probe of the newest task's id, not its poll. (PostgreSQL's LISTEN wakes it instead.)
+async fn an_idle_worker_finds_what_another_process_adds_by_its_probe(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let other = env.second_app().await;
+    common::wakeups::an_idle_worker_probes_for_what_another_process_adds(&env, &other).await;
+}
+
+mod finds_other_processes_tasks_by_its_probe {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn on_sqlite() {
+        super::an_idle_worker_finds_what_another_process_adds_by_its_probe(super::Db::Sqlite).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn on_mysql() {
+        super::an_idle_worker_finds_what_another_process_adds_by_its_probe(super::Db::MySql).await
+    }
+}
+
 // On a manual clock, on every database.
 on_every_database!(
     a_handler_error_is_retried_with_backoff_until_max_retries,

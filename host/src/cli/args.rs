@@ -277,6 +277,10 @@ pub struct WorkerArgs {
     /// The same on PostgreSQL, where LISTEN/NOTIFY wakes idle workers: a safety net.
     #[arg(long, value_parser = positive_duration, default_value = "2s")]
     pub notified_poll_interval: Duration,
+    /// How often an idle worker on SQLite or MySQL looks at the newest task's id, to claim tasks
+    /// other processes add before its next poll ("0s": never).
+    #[arg(long, value_parser = taskhost::text::parse_duration, default_value = "10ms")]
+    pub probe_interval: Duration,
     /// How often the worker records that it is alive.
     #[arg(long, value_parser = positive_duration, default_value = "5s")]
     pub heartbeat_interval: Duration,

@@ -58,6 +58,7 @@ pub async fn worker(app: &App, w: WorkerArgs, overseer: OverseerConfig, log_form
         watch_plugins: (!w.watch_plugins.is_zero()).then_some(w.watch_plugins),
         poll_interval: w.poll_interval,
         notified_poll_interval: w.notified_poll_interval,
+        probe_interval: w.probe_interval,
         heartbeat_interval: w.heartbeat_interval,
         shutdown_grace: w.shutdown_grace,
         memory_budget_bytes: w.memory_budget_mb.map(|m| m.saturating_mul(1 << 20)),

@@ -44,6 +44,9 @@ pub(super) struct Claimer<'w> {
     pub wakeups: Option<mpsc::Receiver<()>>,
     /// Changes when this process queued tasks on this store ([`crate::store::Store::added_here`]).
     pub local_adds: Option<tokio::sync::watch::Receiver<u64>>,
+    /// The newest task's id at the last probe ([`crate::store::Store::newest_task_id`]) that
+    /// saw it change; a claim follows each such probe, so none of those tasks waits for a poll.
+    pub newest: TaskId,
     /// Claims failed in a row.
     pub failures: u32,
     /// Whether the last claim touched a concurrency limit (a limited run may end elsewhere, and
@@ -307,10 +310,14 @@ impl Claimer<'_> {
                 std::future::pending().await
             }
         };
+        // Without wake-ups, tasks other processes add are seen by a probe far cheaper than a
+        // claim, taken only while idle.
+        let probe = if self.wakeups.is_none() { cfg.probe_interval } else { Duration::ZERO };
         tokio::select! {
             _ = &mut self.shutdown => Some(ExitReason::Shutdown),
             r = self.exits.recv() => Some(r.unwrap_or(ExitReason::Shutdown)),
             _ = tokio::time::sleep(poll) => None,
+            _ = newer_task(self.worker.store.as_ref(), probe, &mut self.newest) => None,
             _ = written => None,
             open = added_here(&mut self.local_adds) => {
                 if !open {
@@ -324,6 +331,25 @@ impl Claimer<'_> {
                 }
                 None
             }
+        }
+    }
+}
+
+/// When the newest task's id moves on from `newest`, looking every `every` (never when zero); a
+/// failed look is left to the poll.
+async fn newer_task(store: &dyn crate::store::Store, every: Duration, newest: &mut TaskId) {
+    if every.is_zero() {
+        return std::future::pending().await;
+    }
+    loop {
+        tokio::time::sleep(every).await;
+        match store.newest_task_id().await {
+            Ok(id) if id != *newest => {
+                *newest = id;
+                return;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::debug!("looking for new tasks: {e}"),
         }
     }
 }

@@ -19,6 +19,10 @@ pub struct WorkerConfig {
     /// The same, on a database that wakes idle workers when tasks are added (PostgreSQL's
     /// LISTEN/NOTIFY): a slow safety net.
     pub notified_poll_interval: Duration,
+    /// How often an idle worker that has no wake-ups from the database (SQLite, MySQL) looks at
+    /// the newest task's id, to claim tasks other processes add without waiting for its poll
+    /// (zero: never; tasks this process adds wake it at once regardless).
+    pub probe_interval: Duration,
     /// How often the worker tells the database it is alive.
     pub heartbeat_interval: Duration,
     /// After how long without a heartbeat overseers declare a runner dead (theirs, not only
@@ -86,6 +90,8 @@ impl WorkerConfig {
     pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(50);
     /// The same, woken by the database when tasks are added.
     pub const DEFAULT_NOTIFIED_POLL_INTERVAL: Duration = Duration::from_secs(2);
+    /// An idle worker's look at the newest task's id, without wake-ups.
+    pub const DEFAULT_PROBE_INTERVAL: Duration = Duration::from_millis(10);
     /// Between heartbeats.
     pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
     /// Between checks of which runs in flight still run.
@@ -136,6 +142,7 @@ impl Default for WorkerConfig {
             queues: vec![DEFAULT_QUEUE.to_string()],
             poll_interval: Self::DEFAULT_POLL_INTERVAL,
             notified_poll_interval: Self::DEFAULT_NOTIFIED_POLL_INTERVAL,
+            probe_interval: Self::DEFAULT_PROBE_INTERVAL,
             heartbeat_interval: Self::DEFAULT_HEARTBEAT_INTERVAL,
             heartbeat_horizon: crate::overseer::liveness::Config::DEFAULT_HEARTBEAT_HORIZON,
             run_check_interval: Self::DEFAULT_RUN_CHECK_INTERVAL,

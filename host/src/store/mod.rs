@@ -280,6 +280,11 @@ pub trait Store: Send + Sync + 'static {
         None
     }
 
+    /// The newest task's id (0 when there is none): one index lookup, which an idle worker
+    /// without [`Store::wakeups`] takes often to claim tasks other processes add without waiting
+    /// for its poll.
+    async fn newest_task_id(&self) -> Result<TaskId>;
+
     /// Channels woken soon after tasks are added, or running tasks cancelled, anywhere
     /// (PostgreSQL: LISTEN/NOTIFY), so a worker need not wait for its next poll. None: poll only.
     async fn wakeups(&self) -> Result<Option<Wakeups>> {

@@ -466,6 +466,7 @@ macro_rules! store_suite {
         }
         case!(adds_a_task_whose_first_run_is_made_by_its_claim);
         case!(adds_many_tasks_in_order);
+        case!(the_newest_task_id_follows_every_add);
         case!(claims_in_priority_then_fifo_order);
         case!(claims_only_due_tasks_of_the_given_queues);
         case!(respects_the_claim_limit);

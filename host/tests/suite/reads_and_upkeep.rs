@@ -46,6 +46,19 @@ pub async fn tasks_are_listed_by_status_queue_handler_and_death_oldest_first(sto
     assert_eq!((c.scheduled, c.running, c.success, c.error, c.timeout, c.dead), (3, 0, 0, 1, 0, 1));
 }
 
+/// What an idle worker probes for tasks other processes add: 0 on an empty queue, then the newest
+/// task's id after each add, single or bulk, whatever the task's queue or time.
+pub async fn the_newest_task_id_follows_every_add(store: SharedStore) {
+    assert_eq!(store.newest_task_id().await.expect("newest"), 0, "no task yet");
+    let one = store.add_tasks(&[NewTask::new("a", "{}")], t0()).await.expect("add");
+    assert_eq!(store.newest_task_id().await.expect("newest"), one[0].id);
+    let later = NewTask::new("b", "{}").with_queue("mail").with_scheduled_on(t0() + secs(3600));
+    let many = store.add_tasks(&[NewTask::new("a", "{}"), later], t0()).await.expect("add");
+    let newest = many.iter().map(|a| a.id).max().expect("two ids");
+    assert!(newest > one[0].id);
+    assert_eq!(store.newest_task_id().await.expect("newest"), newest);
+}
+
 pub async fn progress_counts_while_running_and_not_after_the_end(store: SharedStore) {
     let id = store.add_tasks(&[NewTask::new("h", "{}")], t0()).await.expect("add")[0].id;
     let r = runner(&store, t0()).await;

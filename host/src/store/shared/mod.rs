@@ -322,6 +322,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         stats::forget(&self.db, queue).await
     }
 
+    async fn newest_task_id(&self) -> Result<TaskId> {
+        tasks::newest_id(&self.db).await
+    }
+
     async fn wakeups(&self) -> Result<Option<Wakeups>> {
         self.db.wakeups().await
     }

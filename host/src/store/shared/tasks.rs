@@ -15,6 +15,12 @@ pub async fn get<D: Dialect>(db: &D, tx: Option<&mut TxOf<D>>, id: TaskId) -> Re
     found.first().map(rows::task).transpose()
 }
 
+/// The newest task's id, 0 for none: the primary key's last entry.
+pub async fn newest_id<D: Dialect>(db: &D) -> Result<TaskId> {
+    let found = db.rows(None, "SELECT COALESCE(MAX(id), 0) AS id FROM task_queue", &[]).await?;
+    found.first().map_or(Ok(0), |r| rows::id(r, "id"))
+}
+
 pub async fn runs_of<D: Dialect>(db: &D, task_id: TaskId) -> Result<Vec<Run>> {
     let found = db.rows(None, "SELECT * FROM task_runs WHERE task_queue_id = $1 ORDER BY id", args![task_id]).await?;
     found.iter().map(rows::run).collect()
