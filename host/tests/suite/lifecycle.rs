@@ -5,7 +5,7 @@
 use taskhost::model::*;
 use taskhost::store::{RetryPlan, SharedStore};
 
-use super::{failure, secs, success, t0, DAY};
+use super::{failure, runner, secs, success, t0, DAY};
 
 /// One task of its own: its queue, handler and runner are used by no other case, so a
 /// transition that acts on "every due task" or "a runner's runs" reaches only this one.
@@ -198,4 +198,46 @@ fn reports(t: Transition) -> bool {
             | Transition::Retry
             | Transition::GiveUp
     )
+}
+
+/// One finish of 4,500 runs, more than one statement's worth on any database, with every
+/// field varying: each run and task is written once, with its own values, and every unique key
+/// is freed.
+pub async fn a_large_finish_writes_each_run_and_task_with_its_own_values(store: SharedStore) {
+    let tasks: Vec<_> = (0..4_500).map(|i| NewTask::new("h", "{}").with_unique_key(format!("k{i}"))).collect();
+    store.add_tasks(&tasks, t0()).await.expect("add");
+    let r = runner(&store, t0()).await;
+    let mut claimed = Vec::new();
+    while claimed.len() < tasks.len() {
+        claimed.extend(store.claim(r, &["default".into()], 1_000, t0(), DAY).await.expect("claim"));
+    }
+    let outcomes: Vec<_> = claimed
+        .iter()
+        .enumerate()
+        .map(|(i, c)| RunOutcome {
+            duration_ms: i as i64,
+            fuel_used: Some(i as i64 * 10),
+            logs: (i % 2 == 0).then(|| format!("log {i}")),
+            component_digest: (i % 3 != 0).then(|| format!("{i:064}")),
+            ..success(c, t0() + secs(1 + i as i64 % 50), &format!(r#"{{"i":{i}}}"#))
+        })
+        .collect();
+    store.finish_runs(&outcomes).await.expect("finish");
+    assert_eq!(store.counts().await.expect("counts").running, 0);
+    for (i, o) in outcomes.iter().enumerate().step_by(149) {
+        let task = store.get_task(o.task_id).await.expect("get").expect("task");
+        assert_eq!(task.last_status, RunStatus::Success);
+        let runs = store.runs_of(o.task_id).await.expect("runs");
+        assert_eq!(runs.len(), 1);
+        let run = &runs[0];
+        assert_eq!((run.id, run.status, run.finished_on), (o.run_id, RunStatus::Success, Some(o.finished_on)));
+        assert_eq!((run.duration_ms, run.fuel_used), (Some(i as i64), Some(i as i64 * 10)));
+        assert_eq!(
+            (run.logs.as_deref(), run.component_digest.as_deref()),
+            (o.logs.as_deref(), o.component_digest.as_deref())
+        );
+        assert_eq!(run.results.as_deref(), Some(format!(r#"{{"i":{i}}}"#).as_str()));
+    }
+    let again = store.add_tasks(&[NewTask::new("h", "{}").with_unique_key("k4499")], t0()).await.expect("add");
+    assert!(again[0].created, "the finished task's key is free");
 }

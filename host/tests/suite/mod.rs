@@ -473,6 +473,7 @@ macro_rules! store_suite {
         case!(a_large_claim_takes_each_task_once_with_its_own_run);
         case!(unique_key_returns_the_unfinished_task);
         case!(success_updates_the_run_and_the_task);
+        case!(a_large_finish_writes_each_run_and_task_with_its_own_values);
         case!(a_failure_with_retry_schedules_the_next_attempt);
         case!(giving_up_makes_a_dead_letter_that_can_be_replayed);
         case!(a_late_outcome_does_not_override_a_timeout);
