@@ -79,8 +79,7 @@ impl Claimer<'_> {
             Err(reason) => return Step::Exit(reason, None),
         };
         let ask = match self.ask(free).await {
-            Ok(Some(ask)) => ask,
-            Ok(None) => return Step::Claimed,
+            Ok(ask) => ask,
             Err(reason) => return Step::Exit(reason, None),
         };
         let claimed = match self.claim(&ask).await {
@@ -131,32 +130,22 @@ impl Claimer<'_> {
         Ok(free())
     }
 
-    /// The queues to claim from (paused ones left out: read before every claim, so a pause
-    /// holds from the next claim on), the handlers loaded, and how many runs; None when the
-    /// paused queues could not be read (after a wait).
-    async fn ask(&mut self, free: usize) -> Result<Option<Ask>, ExitReason> {
+    /// The queues to claim from (the claim itself leaves paused ones out, so a pause holds
+    /// from the next claim on), the handlers loaded, and how many runs.
+    async fn ask(&mut self, free: usize) -> Result<Ask, ExitReason> {
         let cfg = &self.worker.config;
         // A signal or an exit already there is taken first: no claim starts after it.
-        let paused = tokio::select! {
+        tokio::select! {
             biased;
             r = self.exits.recv() => return Err(r.unwrap_or(ExitReason::Shutdown)),
             _ = &mut self.shutdown => return Err(ExitReason::Shutdown),
-            paused = self.worker.store.paused_queues() => paused,
-        };
-        let paused = match paused {
-            Ok(paused) => paused,
-            Err(e) => {
-                return match self.back_off(&format!("reading the paused queues failed: {e}")).await {
-                    Step::Exit(reason, _) => Err(reason),
-                    _ => Ok(None),
-                }
-            }
-        };
+            _ = std::future::ready(()) => {}
+        }
         // Tasks this process queued from here on wake the next wait; those before, this claim sees.
         if let Some(adds) = &mut self.local_adds {
             adds.borrow_and_update();
         }
-        let queues = cfg.queues.iter().filter(|q| !paused.contains(q)).cloned().collect();
+        let queues = cfg.queues.clone();
         let loaded = self.worker.loading.as_ref().is_none_or(|l| l.borrow().done);
         // Only tasks whose handler is loaded here: a worker without a handler leaves its tasks
         // to workers that have it (or, after a horizon, to the overseer).
@@ -165,7 +154,7 @@ impl Claimer<'_> {
         // concurrency caps the guests running, not the runs a round trip claims.
         let room = self.runs.unwritten.available_permits();
         let limit = free.saturating_add(self.runs.pace.ahead(cfg.concurrency)).min(room).min(cfg.claim_batch.max(1));
-        Ok(Some(Ask { queues, handlers, loaded, limit: limit.max(1) as u32 }))
+        Ok(Ask { queues, handlers, loaded, limit: limit.max(1) as u32 })
     }
 
     /// The claim itself; Err when a signal or a reason to exit came while it was under way.

@@ -181,8 +181,8 @@ pub trait Store: Send + Sync + 'static {
     /// Write finished runs and update their tasks, in one transaction. A run that is no longer
     /// `running` (timed out meanwhile) is left as it is.
     async fn finish_runs(&self, outcomes: &[RunOutcome]) -> Result<()>;
-    /// Whether a scheduled run of `queues` is due, one is running (on any runner), or a failed
-    /// task awaits its retry run: what keeps a draining worker going.
+    /// Whether a scheduled run of `queues` not paused is due, one is running (on any runner), or
+    /// a failed task awaits its retry run: what keeps a draining worker going.
     async fn has_due_work(&self, queues: &[String], now: DateTime<Utc>) -> Result<bool> {
         self.has_due_work_for(queues, None, now).await
     }

@@ -159,9 +159,10 @@ impl MySqlDb {
         let only_these = if only.is_some() { " AND id IN ($5)" } else { "" };
         let pick = format!(
             "SELECT {CLAIM_COLUMNS} FROM task_queue
-             WHERE {} AND queue IN ($1){of_handlers}{only_these} AND scheduled_on <= $2
+             WHERE {} AND queue IN ($1){of_handlers}{only_these} AND scheduled_on <= $2 AND {}
              ORDER BY priority, scheduled_on, id LIMIT $3 FOR UPDATE SKIP LOCKED",
-            transitions::is(TaskState::Scheduled)
+            transitions::is(TaskState::Scheduled),
+            transitions::NOT_PAUSED
         );
         let values = [
             Arg::Texts(req.queues),

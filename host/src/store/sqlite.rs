@@ -305,10 +305,12 @@ async fn claim_in(
     let only_cond = if only.is_some() { "AND id IN ($5)" } else { "" };
     let claimed = transitions::claimed_task();
     let scheduled = transitions::is(TaskState::Scheduled);
+    let not_paused = transitions::NOT_PAUSED;
     let pick = format!(
         "UPDATE task_queue SET {claimed}
          WHERE id IN (SELECT id FROM task_queue
-                      WHERE {scheduled} AND {queue_cond} AND scheduled_on <= $1 {handler_cond} {only_cond}
+                      WHERE {scheduled} AND {queue_cond} AND scheduled_on <= $1 AND {not_paused}
+                        {handler_cond} {only_cond}
                       ORDER BY priority, scheduled_on, id LIMIT $3)
            AND EXISTS (SELECT 1 FROM task_runners WHERE id = $6 AND status = {RUNNER_RUNNING})
          RETURNING {CLAIM_COLUMNS}"

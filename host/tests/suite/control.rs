@@ -243,7 +243,7 @@ pub async fn statistics_count_runs_as_they_end_and_outlive_rotation(store: Share
     assert_eq!(after[0].runs.succeeded, 3);
 }
 
-fn limited<'a>(
+pub fn limited<'a>(
     r: RunnerId,
     queues: &'a [String],
     handlers: Option<&'a [String]>,

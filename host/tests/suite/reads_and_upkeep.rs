@@ -89,6 +89,9 @@ pub async fn due_work_counts_due_running_and_retry_awaiting_tasks_of_the_handler
     assert!(store.has_due_work_for(&queues, only("a").as_deref(), t0()).await.expect("due"));
     assert!(!store.has_due_work_for(&queues, only("b").as_deref(), t0()).await.expect("due"), "not b's");
     assert!(!store.has_due_work_for(&queues, Some(&[]), t0()).await.expect("due"), "no handler");
+    store.pause_queue("default", t0()).await.expect("pause");
+    assert!(!store.has_due_work(&queues, t0()).await.expect("due"), "a paused queue's tasks wait");
+    store.resume_queue("default").await.expect("resume");
     let r = runner(&store, t0()).await;
     let c = store.claim(r, &queues, 1, t0(), DAY).await.expect("claim");
     assert!(store.has_due_work_for(&queues, only("b").as_deref(), t0()).await.expect("due"), "running counts");
@@ -267,9 +270,17 @@ pub async fn queues_are_paused_resumed_and_listed(store: SharedStore) {
     assert_eq!((idle.due, idle.running, idle.oldest_due, idle.paused_on), (0, 0, None, Some(t0())));
     assert_eq!((mail.due, mail.later, mail.running), (2, 1, 0));
     assert_eq!((mail.oldest_due, mail.paused_on), (Some(t0() - secs(30)), Some(t0())), "the first pause's time");
+    // A claim takes nothing from a paused queue, with limits or without, and its due tasks
+    // once resumed.
+    let both = ["mail".to_string(), "default".to_string()];
+    assert!(store.claim(r, &both, 10, t0(), DAY).await.expect("claim").is_empty(), "mail is paused");
+    let limits = RunLimits { queues: [("mail".to_string(), 5)].into_iter().collect(), ..RunLimits::default() };
+    let limited = super::limited(r, &both, None, 10, &limits);
+    assert!(store.claim_for(&limited).await.expect("limited claim").is_empty(), "mail is paused");
     assert!(store.resume_queue("mail").await.expect("resume"));
     assert!(!store.resume_queue("mail").await.expect("resume again"));
     assert_eq!(store.paused_queues().await.expect("paused"), vec!["idle".to_string()]);
+    assert_eq!(store.claim(r, &both, 10, t0(), DAY).await.expect("claim").len(), 2, "mail's due tasks");
 }
 
 /// Bulk actions: the dead letters of a queue and handler replayed at once (one whose unique key an

@@ -53,6 +53,7 @@ fn claim_sql(one_queue: bool, of_these: bool) -> String {
     // selectivity the planner knows without statistics; on a queue they are always stale.
     let scheduled = transitions::is(TaskState::Scheduled);
     let claimed = transitions::claimed_task();
+    let not_paused = transitions::NOT_PAUSED;
     let timeout = "$1 + make_interval(secs => least(coalesce(j.run_timeout, $6), 3153600000))";
     let started = transitions::started_run("$1", "$5", timeout);
     // A task's first run is made here (see `transitions::claimed_runs`). Scheduled runs are
@@ -66,7 +67,7 @@ fn claim_sql(one_queue: bool, of_these: bool) -> String {
         "WITH me AS (SELECT id FROM task_runners WHERE id = $5 AND status = {RUNNER_RUNNING} FOR SHARE),
          picked AS (
              SELECT id FROM task_queue
-             WHERE {scheduled} AND {queue_cond} AND scheduled_on <= $1
+             WHERE {scheduled} AND {queue_cond} AND scheduled_on <= $1 AND {not_paused}
                AND ($7::text[] IS NULL OR task_handler_class = ANY($7)) {only_cond}
                AND EXISTS (SELECT 1 FROM me)
              ORDER BY priority, scheduled_on, id

@@ -24,6 +24,7 @@ use super::super::dialect::{transaction_read_committed, ClaimRequest, Dialect};
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg, RUNNING, SCHEDULED};
+use super::super::transitions;
 use crate::error::{Error, Result};
 use crate::model::*;
 
@@ -107,8 +108,9 @@ async fn claim_within<D: Dialect>(
     };
     let sql = format!(
         "SELECT id, queue, task_handler_class FROM task_queue
-         WHERE last_status = {SCHEDULED} AND queue IN ($1) AND scheduled_on <= $2 {of_handlers}
+         WHERE last_status = {SCHEDULED} AND queue IN ($1) AND scheduled_on <= $2 AND {} {of_handlers}
          ORDER BY priority, scheduled_on, id LIMIT $3{}",
+        transitions::NOT_PAUSED,
         D::SKIP_LOCKED
     );
     let values = [

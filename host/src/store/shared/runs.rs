@@ -87,13 +87,14 @@ pub async fn has_due_work<D: Dialect>(
 ) -> Result<bool> {
     let scheduled = transitions::is(TaskState::Scheduled);
     let awaiting_retry = transitions::is(TaskState::AwaitingRetry);
+    let not_paused = transitions::NOT_PAUSED;
     let of_handlers = if handlers.is_some() { " AND task_handler_class IN ($3)" } else { "" };
     let sql = format!(
         "SELECT CASE WHEN
              EXISTS (SELECT 1 FROM task_queue
-                     WHERE {scheduled} AND scheduled_on <= $1 AND queue IN ($2){of_handlers})
+                     WHERE {scheduled} AND scheduled_on <= $1 AND queue IN ($2) AND {not_paused}{of_handlers})
              OR EXISTS (SELECT 1 FROM task_runs r JOIN task_queue q ON q.id = r.task_queue_id
-                        WHERE r.status = {RUNNING} AND q.queue IN ($2))
+                        WHERE r.status = {RUNNING} AND q.queue IN ($2) AND q.{not_paused})
              OR EXISTS (SELECT 1 FROM task_queue WHERE {awaiting_retry}{of_handlers})
          THEN 1 ELSE 0 END AS due"
     );

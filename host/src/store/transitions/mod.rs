@@ -59,6 +59,10 @@ pub const UNSERVED: Why = Why {
     message: "no live worker has served this handler for the overseer's horizon",
 };
 
+/// The condition on `task_queue` of the tasks of queues not paused: part of every claim's pick,
+/// so a pause holds from the next claim on without a read of its own before each claim.
+pub const NOT_PAUSED: &str = "queue NOT IN (SELECT queue FROM task_queue_pauses)";
+
 /// The condition on `task_queue` (unaliased) of the tasks in `state`.
 pub fn is(state: TaskState) -> String {
     is_any(&[state])
