@@ -84,6 +84,19 @@ pub trait Dialect: Plumbing {
     /// own).
     const SERVER_TIME: Option<&'static str> = None;
 
+    /// The condition on `task_queue` (unaliased) of a failed task awaiting the overseer's retry,
+    /// spelled as the database indexes it: the filter of the partial index `task_queue_failed`
+    /// (PostgreSQL, SQLite; see [`super::schema`]).
+    const AWAITING_RETRY: &'static str = "last_status IN ('error', 'timeout') AND gave_up_on IS NULL";
+    /// The condition on `task_runs` (unaliased) of a running run, spelled as the database
+    /// indexes it: the filter of the partial index `task_runs_running`.
+    const RUNNING_RUN: &'static str = "status = 'running'";
+    /// The condition on `task_runs` (unaliased) of a running run whose `timeout_on` is at or
+    /// before `cutoff` (an SQL expression), as the database's index of running runs finds it.
+    fn overdue_run(cutoff: &str) -> String {
+        format!("{} AND timeout_on <= {cutoff}", Self::RUNNING_RUN)
+    }
+
     /// What ends `INSERT INTO table (…) SELECT …` so that a row whose `key` exists already is
     /// updated instead: `add` columns summed, `greatest` and `least` ones kept at their extreme.
     fn upsert(table: &str, key: &[&str], add: &[&str], greatest: &[&str], least: &[&str]) -> String {

@@ -161,7 +161,7 @@ impl MySqlDb {
             "SELECT {CLAIM_COLUMNS} FROM task_queue
              WHERE {} AND queue IN ($1){of_handlers}{only_these} AND scheduled_on <= $2 AND {}
              ORDER BY priority, scheduled_on, id LIMIT $3 FOR UPDATE SKIP LOCKED",
-            transitions::is(TaskState::Scheduled),
+            transitions::is::<MySqlDb>(TaskState::Scheduled),
             transitions::NOT_PAUSED
         );
         let values = [
@@ -231,6 +231,14 @@ impl Dialect for MySqlDb {
     const ADD_CHUNK: usize = 2_000;
     const MS_SINCE_START: &'static str = "TIMESTAMPDIFF(MICROSECOND, started_on, $2) DIV 1000";
     const INT: &'static str = "SIGNED";
+    // Generated columns stand for the partial indexes (see `store::schema`): MariaDB uses an
+    // index of a generated column only when the query names the column.
+    const AWAITING_RETRY: &'static str = "failed_scheduled_on IS NOT NULL";
+    const RUNNING_RUN: &'static str = "running_timeout_on IS NOT NULL";
+
+    fn overdue_run(cutoff: &str) -> String {
+        format!("running_timeout_on <= {cutoff}")
+    }
 
     fn upsert(t: &str, _key: &[&str], add: &[&str], greatest: &[&str], least: &[&str]) -> String {
         // Qualified: the selected rows' columns have the same names.
@@ -395,7 +403,7 @@ impl Dialect for MySqlDb {
              SET {}, {RELEASE_KEY}
              WHERE q.{}",
             transitions::succeeded_task("j.f"),
-            transitions::from(Transition::Succeed)
+            transitions::from::<MySqlDb>(Transition::Succeed)
         );
         sqlx::query(&tasks).bind(&rows).execute(&mut *tx.tx).await?;
         Ok(ok.iter().map(|o| o.run_id).filter(|r| running.contains(r)).collect())

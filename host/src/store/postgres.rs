@@ -339,7 +339,7 @@ impl Dialect for PostgresDb {
 async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result<Vec<RunId>> {
     let run = transitions::succeeded_run(|v| format!("t.{v}"));
     let task = transitions::succeeded_task("r.finished_on");
-    let from = transitions::from(Transition::Succeed);
+    let from = transitions::from::<PostgresDb>(Transition::Succeed);
     let sql = format!(
         "WITH r AS (
              UPDATE task_runs r SET {run}

@@ -278,7 +278,7 @@ async fn finish_chunk(tx: &mut Tx<Sqlite>, ok: &[&RunOutcome]) -> Result<Vec<Run
     tasks.push(format!(
         ") UPDATE task_queue SET {} FROM j WHERE task_queue.id = j.t AND task_queue.{}",
         transitions::succeeded_task("j.f"),
-        transitions::from(Transition::Succeed)
+        transitions::from::<SqliteDb>(Transition::Succeed)
     ));
     tasks.build().execute(&mut *tx.tx).await?;
     // Apart, so rows without a key do not touch the unique index.
@@ -304,7 +304,7 @@ async fn claim_in(
     let handler_cond = if req.handlers.is_some() { "AND task_handler_class IN ($4)" } else { "" };
     let only_cond = if only.is_some() { "AND id IN ($5)" } else { "" };
     let claimed = transitions::claimed_task();
-    let scheduled = transitions::is(TaskState::Scheduled);
+    let scheduled = transitions::is::<SqliteDb>(TaskState::Scheduled);
     let not_paused = transitions::NOT_PAUSED;
     let pick = format!(
         "UPDATE task_queue SET {claimed}

@@ -51,7 +51,7 @@ fn claim_sql(one_queue: bool, of_these: bool) -> String {
     // One statement, so one round trip and atomic without an explicit transaction. Every row
     // is reached by a unique key (primary keys, and the unique index of scheduled runs), whose
     // selectivity the planner knows without statistics; on a queue they are always stale.
-    let scheduled = transitions::is(TaskState::Scheduled);
+    let scheduled = transitions::is::<PostgresDb>(TaskState::Scheduled);
     let claimed = transitions::claimed_task();
     let not_paused = transitions::NOT_PAUSED;
     let timeout = "$1 + make_interval(secs => least(coalesce(j.run_timeout, $6), 3153600000))";

@@ -44,11 +44,11 @@ pub async fn delete_finished_batch<D: Dialect>(
 ) -> Result<u64> {
     // DONE stands in each condition on finished_on so that the partial index serves it.
     let finished = match which {
-        Finished::Succeeded => format!("{DONE} AND {} AND finished_on < $1", is(TaskState::Succeeded)),
-        Finished::Cancelled => format!("{DONE} AND {} AND finished_on < $1", is(TaskState::Cancelled)),
-        Finished::Dead => format!("{} AND gave_up_on < $1", is(TaskState::Dead)),
+        Finished::Succeeded => format!("{DONE} AND {} AND finished_on < $1", is::<D>(TaskState::Succeeded)),
+        Finished::Cancelled => format!("{DONE} AND {} AND finished_on < $1", is::<D>(TaskState::Cancelled)),
+        Finished::Dead => format!("{} AND gave_up_on < $1", is::<D>(TaskState::Dead)),
         Finished::Any => {
-            format!("(({DONE} AND finished_on < $1) OR ({} AND gave_up_on < $1))", is(TaskState::Dead))
+            format!("(({DONE} AND finished_on < $1) OR ({} AND gave_up_on < $1))", is::<D>(TaskState::Dead))
         }
     };
     let order = if which == Finished::Dead || which == Finished::Any { "id" } else { "finished_on" };
@@ -111,8 +111,8 @@ pub async fn delete_finished<D: Dialect>(
 }
 
 /// The tasks [`Replay`] picks, as a condition on `task_queue`.
-fn replayable(which: Replay) -> String {
-    is(match which {
+fn replayable<D: Dialect>(which: Replay) -> String {
+    is::<D>(match which {
         Replay::Dead => TaskState::Dead,
         Replay::Cancelled => TaskState::Cancelled,
     })
@@ -122,7 +122,7 @@ fn replayable(which: Replay) -> String {
 /// many. One whose unique key an unfinished task holds is left as it is (as `retry` would
 /// refuse it).
 pub async fn replay<D: Dialect>(db: &D, which: Replay, f: &BulkFilter, now: DateTime<Utc>) -> Result<u64> {
-    let cond = replayable(which);
+    let cond = replayable::<D>(which);
     let mut values: Vec<Arg<'_>> = Vec::new();
     let filter = filtered(f, &mut values);
     values.push(Arg::Int(Some(0))); // the last id seen: batches move forward past refused ones

@@ -17,11 +17,11 @@ use crate::error::Result;
 use crate::model::{RunStatus, TaskId, TaskState, Transition};
 
 /// The tasks of `which` kind, as a condition on `task_queue`.
-fn unfinished(which: Unfinished) -> String {
+fn unfinished<D: Dialect>(which: Unfinished) -> String {
     match which {
-        Unfinished::Waiting => is_any(&[TaskState::Scheduled, TaskState::AwaitingRetry]),
-        Unfinished::Running => is_any(&[TaskState::Running]),
-        Unfinished::Any => from(Transition::Cancel),
+        Unfinished::Waiting => is_any::<D>(&[TaskState::Scheduled, TaskState::AwaitingRetry]),
+        Unfinished::Running => is_any::<D>(&[TaskState::Running]),
+        Unfinished::Any => from::<D>(Transition::Cancel),
     }
 }
 
@@ -29,7 +29,7 @@ fn unfinished(which: Unfinished) -> String {
 pub async fn by_ids<D: Dialect>(db: &D, ids: &[TaskId], now: DateTime<Utc>) -> Result<Vec<TaskId>> {
     let pick = format!(
         "SELECT id, last_status FROM task_queue WHERE id IN ($1) AND {} ORDER BY id{}",
-        unfinished(Unfinished::Any),
+        unfinished::<D>(Unfinished::Any),
         D::FOR_UPDATE
     );
     let mut done = Vec::new();
@@ -50,7 +50,7 @@ pub async fn matching<D: Dialect>(db: &D, f: &BulkFilter, which: Unfinished, now
     // Rows locked by a claim or an outcome are waited for, not skipped: every match is cancelled.
     let pick = format!(
         "SELECT id, last_status FROM task_queue WHERE {}{filter} ORDER BY id LIMIT ${}{}",
-        unfinished(which),
+        unfinished::<D>(which),
         values.len(),
         D::FOR_UPDATE
     );

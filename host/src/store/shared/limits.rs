@@ -4,7 +4,7 @@
 //! A claim that touches a limited queue or handler is one transaction that
 //! 1. locks one row per limit it touches (`task_run_limits`, in name order, so two claims never
 //!    deadlock on them): claims of the same limits take turns, others never wait on them;
-//! 2. counts the runs in flight of each limit (by the index `task_queue_running`);
+//! 2. counts the runs in flight of each limit (by the index `task_queue_running`; MySQL's claim index);
 //! 3. reads due tasks in claim order, leaving out queues and handlers with no room left, and
 //!    keeps those that fit the room of both their queue and their handler;
 //! 4. claims exactly those ([`Dialect::claim_these`]).

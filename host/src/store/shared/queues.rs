@@ -43,8 +43,8 @@ pub async fn paused<D: Dialect>(db: &D) -> Result<Vec<String>> {
 
 /// Every queue that holds unfinished tasks or is paused, by name.
 pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<QueueInfo>> {
-    let scheduled = is(TaskState::Scheduled);
-    let running = is(TaskState::Running);
+    let scheduled = is::<D>(TaskState::Scheduled);
+    let running = is::<D>(TaskState::Running);
     let sql = format!(
         "SELECT queue,
              count(CASE WHEN {scheduled} AND scheduled_on <= $1 THEN 1 END) AS due,
@@ -52,7 +52,7 @@ pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<QueueInf
              count(CASE WHEN {running} THEN 1 END) AS running,
              min(CASE WHEN {scheduled} AND scheduled_on <= $1 THEN scheduled_on END) AS oldest_due
          FROM task_queue WHERE {} GROUP BY queue",
-        is_any(&[TaskState::Scheduled, TaskState::Running])
+        is_any::<D>(&[TaskState::Scheduled, TaskState::Running])
     );
     let mut queues = Vec::new();
     for r in &db.rows(None, &sql, args![now]).await? {

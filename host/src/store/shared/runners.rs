@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 
 use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::Cells;
-use super::super::sql::{args, RUNNER_RUNNING, RUNNER_TIMEOUT, RUNNING};
+use super::super::sql::{args, RUNNER_RUNNING, RUNNER_TIMEOUT};
 use super::super::{rows, Served};
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -97,7 +97,8 @@ pub async fn time_out<D: Dialect>(db: &D, runners: &[RunnerId], now: DateTime<Ut
          WHERE id IN ($1) AND status = {RUNNER_RUNNING}"
     );
     let runs = format!(
-        "SELECT id, task_queue_id FROM task_runs WHERE task_runner_id IN ($1) AND status = {RUNNING}{}",
+        "SELECT id, task_queue_id FROM task_runs WHERE task_runner_id IN ($1) AND {}{}",
+        D::RUNNING_RUN,
         D::FOR_UPDATE
     );
     let (mark, runs) = (&mark, &runs);
@@ -121,9 +122,10 @@ pub async fn time_out<D: Dialect>(db: &D, runners: &[RunnerId], now: DateTime<Ut
 pub async fn time_out_orphans<D: Dialect>(db: &D, now: DateTime<Utc>, limit: u32) -> Result<u64> {
     let orphans = format!(
         "SELECT id, task_queue_id FROM task_runs
-         WHERE status = {RUNNING} AND NOT EXISTS (
+         WHERE {} AND NOT EXISTS (
              SELECT 1 FROM task_runners w WHERE w.id = task_runs.task_runner_id AND w.status = {RUNNER_RUNNING})
          LIMIT $1{}",
+        D::RUNNING_RUN,
         D::SKIP_LOCKED
     );
     let orphans = &orphans;

@@ -47,10 +47,8 @@ pub async fn time_out_overdue<D: Dialect>(
     now: DateTime<Utc>,
     limit: u32,
 ) -> Result<u64> {
-    let overdue = format!(
-        "SELECT id, task_queue_id FROM task_runs WHERE status = {RUNNING} AND timeout_on <= $1 LIMIT $2{}",
-        D::SKIP_LOCKED
-    );
+    let overdue =
+        format!("SELECT id, task_queue_id FROM task_runs WHERE {} LIMIT $2{}", D::overdue_run("$1"), D::SKIP_LOCKED);
     let overdue = &overdue;
     transaction(db, |tx| {
         Box::pin(async move {
@@ -72,7 +70,7 @@ pub async fn keep_stopped<D: Dialect>(db: &D, r: &StoppedRun) -> Result<bool> {
 }
 
 pub async fn running_of<D: Dialect>(db: &D, runner: RunnerId) -> Result<Vec<RunId>> {
-    let sql = format!("SELECT id FROM task_runs WHERE task_runner_id = $1 AND status = {RUNNING}");
+    let sql = format!("SELECT id FROM task_runs WHERE task_runner_id = $1 AND {}", D::RUNNING_RUN);
     db.rows(None, &sql, args![runner]).await?.iter().map(|r| rows::id(r, "id")).collect()
 }
 
@@ -85,16 +83,18 @@ pub async fn has_due_work<D: Dialect>(
     handlers: Option<&[String]>,
     now: DateTime<Utc>,
 ) -> Result<bool> {
-    let scheduled = transitions::is(TaskState::Scheduled);
-    let awaiting_retry = transitions::is(TaskState::AwaitingRetry);
+    let scheduled = transitions::is::<D>(TaskState::Scheduled);
+    let awaiting_retry = transitions::is::<D>(TaskState::AwaitingRetry);
     let not_paused = transitions::NOT_PAUSED;
+    // Unqualified: task_queue has none of task_runs' status columns.
+    let running = D::RUNNING_RUN;
     let of_handlers = if handlers.is_some() { " AND task_handler_class IN ($3)" } else { "" };
     let sql = format!(
         "SELECT CASE WHEN
              EXISTS (SELECT 1 FROM task_queue
                      WHERE {scheduled} AND scheduled_on <= $1 AND queue IN ($2) AND {not_paused}{of_handlers})
              OR EXISTS (SELECT 1 FROM task_runs r JOIN task_queue q ON q.id = r.task_queue_id
-                        WHERE r.status = {RUNNING} AND q.queue IN ($2) AND q.{not_paused})
+                        WHERE {running} AND q.queue IN ($2) AND q.{not_paused})
              OR EXISTS (SELECT 1 FROM task_queue WHERE {awaiting_retry}{of_handlers})
          THEN 1 ELSE 0 END AS due"
     );

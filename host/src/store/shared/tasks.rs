@@ -43,7 +43,7 @@ pub async fn list<D: Dialect>(db: &D, f: &TaskFilter) -> Result<Vec<Task>> {
         }
     }
     if f.dead {
-        sql.push_str(&format!(" AND {}", is(TaskState::Dead)));
+        sql.push_str(&format!(" AND {}", is::<D>(TaskState::Dead)));
     }
     if let Some(text) = f.text.as_deref() {
         values.push(Arg::Text(Some(text)));
@@ -71,7 +71,7 @@ pub async fn counts<D: Dialect>(db: &D) -> Result<QueueCounts> {
             word.parse::<RunStatus>().map_err(|e| Error::CorruptRow { table: "task_queue", reason: e.to_string() })?;
         c.set(status, rows::id(r, "n")?.max(0) as u64);
     }
-    let dead = format!("SELECT count(*) AS n FROM task_queue WHERE {}", is(TaskState::Dead));
+    let dead = format!("SELECT count(*) AS n FROM task_queue WHERE {}", is::<D>(TaskState::Dead));
     let dead = db.rows(None, &dead, &[]).await?;
     c.dead = match dead.first() {
         Some(r) => rows::id(r, "n")?.max(0) as u64,
@@ -83,7 +83,7 @@ pub async fn counts<D: Dialect>(db: &D) -> Result<QueueCounts> {
 /// Replay a dead letter or a cancelled task: reset its failure count and schedule a new run now, with new data when
 /// `data` is given.
 pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<RunId> {
-    let edit = format!("UPDATE task_queue SET task_data = $2 WHERE id = $1 AND {}", from(Transition::Replay));
+    let edit = format!("UPDATE task_queue SET task_data = $2 WHERE id = $1 AND {}", from::<D>(Transition::Replay));
     let edit = &edit;
     transaction(db, |tx| {
         Box::pin(async move {

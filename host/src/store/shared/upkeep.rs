@@ -21,7 +21,7 @@ pub async fn retry_candidates<D: Dialect>(db: &D, limit: u32) -> Result<Vec<Retr
          FROM task_queue q
          WHERE {}
          LIMIT $1",
-        is(TaskState::AwaitingRetry)
+        is::<D>(TaskState::AwaitingRetry)
     );
     db.rows(None, &sql, args![limit]).await?.iter().map(rows::retry_candidate).collect()
 }
@@ -61,7 +61,7 @@ pub async fn give_up_unserved<D: Dialect>(
         "SELECT id FROM task_queue
          WHERE {} AND scheduled_on <= $1 AND task_handler_class NOT IN ($2)
          LIMIT $3{}",
-        is(TaskState::Scheduled),
+        is::<D>(TaskState::Scheduled),
         D::SKIP_LOCKED
     );
     let pick = &pick;

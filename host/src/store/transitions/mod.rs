@@ -33,7 +33,7 @@ use chrono::{DateTime, Utc};
 use super::dialect::{ClaimRequest, Dialect};
 use super::plumbing::TxOf;
 use super::rows::{self, ClaimedTask};
-use super::sql::{args, CANCELLED, ERROR, RUNNING, SCHEDULED, SUCCESS, TIMEOUT};
+use super::sql::{args, CANCELLED, RUNNING, SCHEDULED, SUCCESS};
 use crate::error::Result;
 use crate::model::{codes, ClaimedRun, RunId, TaskId, TaskState, Transition};
 
@@ -64,14 +64,15 @@ pub const UNSERVED: Why = Why {
 pub const NOT_PAUSED: &str = "queue NOT IN (SELECT queue FROM task_queue_pauses)";
 
 /// The condition on `task_queue` (unaliased) of the tasks in `state`.
-pub fn is(state: TaskState) -> String {
-    is_any(&[state])
+pub fn is<D: Dialect + ?Sized>(state: TaskState) -> String {
+    is_any::<D>(&[state])
 }
 
 /// The condition on `task_queue` of the tasks in any of `states`. States that are one
 /// `last_status` each are one `IN` list (spelled as the partial indexes' conditions are, so that
-/// SQLite uses them); the others are alternatives.
-pub fn is_any(states: &[TaskState]) -> String {
+/// SQLite uses them); the others are alternatives, a failed task awaiting its retry spelled as
+/// the database indexes it ([`Dialect::AWAITING_RETRY`]).
+pub fn is_any<D: Dialect + ?Sized>(states: &[TaskState]) -> String {
     let mut plain = Vec::new();
     let mut other = Vec::new();
     for s in states {
@@ -80,9 +81,7 @@ pub fn is_any(states: &[TaskState]) -> String {
             TaskState::Running => plain.push(RUNNING),
             TaskState::Succeeded => plain.push(SUCCESS),
             TaskState::Cancelled => plain.push(CANCELLED),
-            TaskState::AwaitingRetry => {
-                other.push(format!("last_status IN ({ERROR}, {TIMEOUT}) AND gave_up_on IS NULL"))
-            }
+            TaskState::AwaitingRetry => other.push(D::AWAITING_RETRY.to_string()),
             TaskState::Dead => other.push("gave_up_on IS NOT NULL".to_string()),
         }
     }
@@ -100,8 +99,8 @@ pub fn is_any(states: &[TaskState]) -> String {
 }
 
 /// The condition on `task_queue` of the tasks `t` may start from.
-pub fn from(t: Transition) -> String {
-    is_any(t.from())
+pub fn from<D: Dialect + ?Sized>(t: Transition) -> String {
+    is_any::<D>(t.from())
 }
 
 /// What a claim writes to its task.
@@ -221,23 +220,49 @@ async fn insert_run<D: Dialect>(
     db.insert(Some(tx), sql, args![task_id, attempt, now]).await
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "sqlite", feature = "postgres", feature = "mysql"))]
 mod tests {
     use super::*;
+    use crate::store::mysql::MySqlDb;
+    use crate::store::postgres::PostgresDb;
+    use crate::store::schema::{OnMySql, INDEXES};
     use crate::store::sql::DONE;
+    use crate::store::sqlite::SqliteDb;
+
+    fn index(name: &str) -> &'static crate::store::schema::Index {
+        INDEXES.iter().find(|i| i.name == name).expect("index")
+    }
 
     #[test]
     fn the_finished_tasks_condition_is_the_partial_indexs_own() {
-        assert_eq!(is_any(&[TaskState::Succeeded, TaskState::Cancelled]), DONE);
+        assert_eq!(is_any::<PostgresDb>(&[TaskState::Succeeded, TaskState::Cancelled]), DONE);
+    }
+
+    #[test]
+    fn a_failed_task_and_a_running_run_are_found_as_each_database_indexes_them() {
+        for (awaiting, running) in
+            [(PostgresDb::AWAITING_RETRY, PostgresDb::RUNNING_RUN), (SqliteDb::AWAITING_RETRY, SqliteDb::RUNNING_RUN)]
+        {
+            assert_eq!(Some(awaiting), index("task_queue_failed").filter);
+            assert_eq!(Some(running), index("task_runs_running").filter);
+        }
+        // MySQL's stand-ins are generated columns, NULL outside the partial index's filter.
+        for (condition, name) in
+            [(MySqlDb::AWAITING_RETRY, "task_queue_failed"), (MySqlDb::RUNNING_RUN, "task_runs_running")]
+        {
+            let OnMySql::Generated { column, .. } = index(name).mysql else { panic!("{name} is not generated") };
+            assert_eq!(condition, format!("{column} IS NOT NULL"));
+        }
+        assert_eq!(MySqlDb::overdue_run("$1"), "running_timeout_on <= $1");
     }
 
     #[test]
     fn states_of_several_columns_are_alternatives() {
         assert_eq!(
-            from(Transition::Cancel),
+            from::<PostgresDb>(Transition::Cancel),
             "((last_status IN ('scheduled', 'running')) OR (last_status IN ('error', 'timeout') AND gave_up_on IS NULL))"
         );
-        assert_eq!(from(Transition::Replay), "((last_status = 'cancelled') OR (gave_up_on IS NOT NULL))");
-        assert_eq!(is(TaskState::Running), "last_status = 'running'");
+        assert_eq!(from::<PostgresDb>(Transition::Replay), "((last_status = 'cancelled') OR (gave_up_on IS NOT NULL))");
+        assert_eq!(is::<SqliteDb>(TaskState::Running), "last_status = 'running'");
     }
 }

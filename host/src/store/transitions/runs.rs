@@ -90,7 +90,7 @@ async fn fail<D: Dialect>(db: &D, tx: &mut TxOf<D>, f: &Failed<'_>, attempt: u32
                 "UPDATE task_queue SET last_status = {SCHEDULED}, task_runs_failed = task_runs_failed + 1,
                      scheduled_on = $2
                  WHERE id = $1 AND {}",
-                from(Transition::FailAndRetry)
+                from::<D>(Transition::FailAndRetry)
             );
             if db.exec(Some(&mut *tx), &task, args![o.task_id, at]).await? == 1 {
                 insert_run(db, tx, o.task_id, attempt + 1, o.finished_on).await?;
@@ -101,7 +101,7 @@ async fn fail<D: Dialect>(db: &D, tx: &mut TxOf<D>, f: &Failed<'_>, attempt: u32
                 "UPDATE task_queue SET last_status = $2, task_runs_failed = task_runs_failed + 1,
                      finished_on = $3, gave_up_on = $3, {RELEASE_KEY}
                  WHERE id = $1 AND {}",
-                from(Transition::FailAndGiveUp)
+                from::<D>(Transition::FailAndGiveUp)
             );
             db.exec(Some(tx), &task, args![o.task_id, status, o.finished_on]).await?;
         }
@@ -132,7 +132,7 @@ pub async fn time_out<D: Dialect>(
     let count = format!(
         "UPDATE task_queue SET last_status = {TIMEOUT}, task_runs_failed = task_runs_failed + 1
          WHERE id IN ($1) AND {}",
-        from(Transition::TimeOut)
+        from::<D>(Transition::TimeOut)
     );
     db.exec(Some(&mut *tx), &count, args![&task_ids]).await?;
     super::super::shared::stats::record(db, tx, &run_ids, now).await
@@ -147,7 +147,7 @@ pub async fn put_back<D: Dialect>(db: &D, run: RunId, at: DateTime<Utc>) -> Resu
     );
     let task = format!(
         "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2 WHERE id = $1 AND {}",
-        from(Transition::PutBack)
+        from::<D>(Transition::PutBack)
     );
     let (find, task, unclaim) = (&find, &task, &unclaim);
     transaction(db, |tx| {

@@ -23,7 +23,7 @@ pub async fn retry<D: Dialect>(
 ) -> Result<bool> {
     let sql = format!(
         "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2 WHERE id = $1 AND {}",
-        from(Transition::Retry)
+        from::<D>(Transition::Retry)
     );
     if db.exec(Some(&mut *tx), &sql, args![task, at]).await? != 1 {
         return Ok(false);
@@ -36,7 +36,7 @@ pub async fn retry<D: Dialect>(
 pub async fn give_up<D: Dialect>(db: &D, tx: &mut TxOf<D>, task: TaskId, now: DateTime<Utc>) -> Result<bool> {
     let sql = format!(
         "UPDATE task_queue SET gave_up_on = $2, finished_on = $2, {RELEASE_KEY} WHERE id = $1 AND {}",
-        from(Transition::GiveUp)
+        from::<D>(Transition::GiveUp)
     );
     Ok(db.exec(Some(tx), &sql, args![task, now]).await? == 1)
 }
@@ -48,7 +48,7 @@ pub async fn abandon<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now
         "UPDATE task_queue SET last_status = {ERROR}, task_runs_failed = task_runs_failed + 1,
              finished_on = $2, gave_up_on = $2, {RELEASE_KEY}
          WHERE id IN ($1) AND {}",
-        from(Transition::Abandon)
+        from::<D>(Transition::Abandon)
     );
     db.exec(Some(&mut *tx), &task, args![tasks, now]).await?;
     end_active_runs(db, tx, tasks, ERROR, now, UNSERVED).await
@@ -59,7 +59,7 @@ pub async fn abandon<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now
 pub async fn cancel<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now: DateTime<Utc>) -> Result<()> {
     let task = format!(
         "UPDATE task_queue SET last_status = {CANCELLED}, finished_on = $2, {RELEASE_KEY} WHERE id IN ($1) AND {}",
-        from(Transition::Cancel)
+        from::<D>(Transition::Cancel)
     );
     db.exec(Some(&mut *tx), &task, args![tasks, now]).await?;
     end_active_runs(db, tx, tasks, CANCELLED, now, CANCELLED_BY_OPERATOR).await
@@ -105,7 +105,7 @@ pub async fn replay<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now:
         "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2, task_runs_failed = 0,
              gave_up_on = NULL, finished_on = NULL, active_unique_key = unique_key
          WHERE id IN ($1) AND {}",
-        from(Transition::Replay)
+        from::<D>(Transition::Replay)
     );
     let n = db.exec(Some(&mut *tx), &revive, args![tasks, now]).await?;
     if n == 0 {
@@ -115,7 +115,7 @@ pub async fn replay<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now:
         "INSERT INTO task_runs (task_queue_id, attempt, created_on)
          SELECT q.id, (SELECT coalesce(max(r.attempt), 0) + 1 FROM task_runs r WHERE r.task_queue_id = q.id), $2
          FROM task_queue q WHERE q.id IN ($1) AND q.{}",
-        is(TaskState::Scheduled)
+        is::<D>(TaskState::Scheduled)
     );
     db.exec(Some(&mut *tx), &runs, args![tasks, now]).await?;
     db.notify_tasks(tx).await?;
