@@ -50,6 +50,43 @@ impl ClaimRequest<'_> {
     }
 }
 
+/// A run a batched success ended, and what the statistics count it under when the finish read
+/// that along (None: the statistics read it back, see [`super::shared::stats::record`]).
+#[derive(Debug, Clone)]
+pub struct Ended {
+    /// The run.
+    pub run_id: RunId,
+    /// Its task's handler and queue, its own runner and start.
+    pub of: Option<RunOf>,
+}
+
+/// What the statistics count a run under.
+#[derive(Debug, Clone)]
+pub struct RunOf {
+    /// Its task's handler.
+    pub handler: String,
+    /// Its task's queue.
+    pub queue: String,
+    /// Its runner (0 if none).
+    pub runner: i64,
+    /// When it started.
+    pub started_on: Option<DateTime<Utc>>,
+}
+
+impl Ended {
+    /// From a row of `id` (the run's), `task_runner_id`, `started_on`, `task_handler_class` and
+    /// `queue`.
+    pub fn read(r: &impl Cells) -> Result<Self> {
+        let of = RunOf {
+            handler: r.text("task_handler_class")?.unwrap_or_default(),
+            queue: r.text("queue")?.unwrap_or_default(),
+            runner: r.int("task_runner_id")?.unwrap_or(0),
+            started_on: r.time("started_on")?,
+        };
+        Ok(Ended { run_id: super::rows::id(r, "id")?, of: Some(of) })
+    }
+}
+
 /// What each database gives the store written once: its spelling, its claim, its batched
 /// success, its wake-ups. A fourth database is one more implementation (and its migrations).
 #[async_trait]
@@ -158,8 +195,9 @@ pub trait Dialect: Plumbing {
     async fn claim_these(&self, tx: &mut TxOf<Self>, req: &ClaimRequest<'_>, ids: &[TaskId])
         -> Result<Vec<ClaimedRun>>;
     /// Write these successful runs and their tasks, leaving any run no longer running as it is;
-    /// the runs written.
-    async fn finish_successes(&self, tx: &mut TxOf<Self>, ok: &[&RunOutcome]) -> Result<Vec<RunId>>;
+    /// the runs written, with what their statistics are counted under (read by the writes
+    /// themselves where the database returns what it wrote).
+    async fn finish_successes(&self, tx: &mut TxOf<Self>, ok: &[&RunOutcome]) -> Result<Vec<Ended>>;
     /// Start a first run of each of these claimed tasks, which have no scheduled run; each
     /// task's run and attempt. (MySQL's own: its `INSERT … SELECT` takes a table lock.)
     async fn start_first_runs(

@@ -16,7 +16,7 @@ use sqlx::{Arguments, MySql, MySqlConnection, QueryBuilder, Row};
 
 use sqlx::migrate::Migrator;
 
-use super::dialect::{retrying, ClaimRequest, Dialect};
+use super::dialect::{retrying, ClaimRequest, Dialect, Ended};
 use super::plumbing::{decoded, unchecked, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
@@ -357,12 +357,18 @@ impl Dialect for MySqlDb {
         Ok(found)
     }
 
-    async fn finish_successes(&self, tx: &mut Tx<MySql>, ok: &[&RunOutcome]) -> Result<Vec<RunId>> {
+    async fn finish_successes(&self, tx: &mut Tx<MySql>, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
         let ids: Vec<i64> = ok.iter().map(|o| o.run_id).collect();
-        let lock = format!("SELECT id FROM task_runs WHERE status = {RUNNING} AND id IN ($1) FOR UPDATE");
-        let running = self.rows(Some(&mut *tx), &lock, args![&ids]).await?;
-        let running: std::collections::HashSet<i64> =
-            running.iter().map(|r| r.try_get::<i64, _>("id")).collect::<std::result::Result<_, _>>()?;
+        // The runs and their tasks, locked (runs first, as every finish), with what the
+        // statistics need: no read of them after the writes.
+        let lock = format!(
+            "SELECT r.id, r.task_runner_id, r.started_on, q.task_handler_class, q.queue
+             FROM task_runs r JOIN task_queue q ON q.id = r.task_queue_id
+             WHERE r.status = {RUNNING} AND r.id IN ($1) FOR UPDATE"
+        );
+        let ended =
+            self.rows(Some(&mut *tx), &lock, args![&ids]).await?.iter().map(Ended::read).collect::<Result<Vec<_>>>()?;
+        let running: std::collections::HashSet<i64> = ended.iter().map(|e| e.run_id).collect();
         let rows: Vec<serde_json::Value> = ok
             .iter()
             .filter(|o| running.contains(&o.run_id))
@@ -406,7 +412,7 @@ impl Dialect for MySqlDb {
             transitions::from::<MySqlDb>(Transition::Succeed)
         );
         sqlx::query(&tasks).bind(&rows).execute(&mut *tx.tx).await?;
-        Ok(ok.iter().map(|o| o.run_id).filter(|r| running.contains(r)).collect())
+        Ok(ended)
     }
 }
 

@@ -15,7 +15,7 @@ use sqlx::{Arguments, PgConnection, Postgres, Row};
 
 use sqlx::migrate::Migrator;
 
-use super::dialect::{ClaimRequest, Dialect};
+use super::dialect::{ClaimRequest, Dialect, Ended};
 use super::plumbing::{decoded, Cells, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::tasks::{add_one, add_tasks_in_tx};
@@ -265,7 +265,7 @@ impl Dialect for PostgresDb {
         self.claim_some(Some(tx), req, req.limit, Some(ids)).await
     }
 
-    async fn finish_successes(&self, tx: &mut Tx<Postgres>, ok: &[&RunOutcome]) -> Result<Vec<RunId>> {
+    async fn finish_successes(&self, tx: &mut Tx<Postgres>, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
         finish_successes(&mut tx.tx, ok).await
     }
 
@@ -336,7 +336,7 @@ impl Dialect for PostgresDb {
 /// running among many finished tasks) and, planned with it, scanned every running task for each
 /// run of the batch (20 ms a batch of 250 with 300 running and a million tasks kept; 7 ms by the
 /// primary key).
-async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result<Vec<RunId>> {
+async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
     let run = transitions::succeeded_run(|v| format!("t.{v}"));
     let task = transitions::succeeded_task("r.finished_on");
     let from = transitions::from::<PostgresDb>(Transition::Succeed);
@@ -346,11 +346,11 @@ async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result
              FROM UNNEST($1::bigint[], $2::timestamptz[], $3::text[], $4::bigint[], $5::text[], $6::bigint[],
                          $7::text[]) AS t(id, f, res, ms, dg, fu, lg)
              WHERE r.id = t.id AND {STILL_RUNNING}
-             RETURNING r.id, r.task_queue_id, r.finished_on
+             RETURNING r.id, r.task_queue_id, r.finished_on, r.task_runner_id, r.started_on
          )
          UPDATE task_queue q SET {task}, {RELEASE_KEY}
          FROM r WHERE q.id = r.task_queue_id AND (q.{from}) IS TRUE
-         RETURNING r.id"
+         RETURNING r.id, r.task_runner_id, r.started_on, q.task_handler_class, q.queue"
     );
     let found = sqlx::query(&sql)
         .bind(ok.iter().map(|o| o.run_id).collect::<Vec<_>>())
@@ -362,7 +362,7 @@ async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result
         .bind(ok.iter().map(|o| o.logs.clone()).collect::<Vec<_>>())
         .fetch_all(&mut *conn)
         .await?;
-    found.iter().map(|r| r.try_get::<i64, _>("id").map_err(Into::into)).collect()
+    found.iter().map(Ended::read).collect()
 }
 
 /// What a PostgreSQL refusal means (by its SQLSTATE): serialization failure, deadlock and lock

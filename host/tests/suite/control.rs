@@ -243,6 +243,55 @@ pub async fn statistics_count_runs_as_they_end_and_outlive_rotation(store: Share
     assert_eq!(after[0].runs.succeeded, 3);
 }
 
+pub async fn a_batch_of_successes_is_counted_under_each_runs_handler_queue_and_runner(store: SharedStore) {
+    let tasks = [
+        NewTask::new("a", "{}"),
+        NewTask::new("a", "{}"),
+        NewTask::new("a", "{}"),
+        NewTask::new("b", "{}").with_queue("mail"),
+    ];
+    store.add_tasks(&tasks, t0()).await.expect("add");
+    let r1 = runner(&store, t0()).await;
+    let r2 = store.register_runner(4343, "other-host", t0(), 100).await.expect("register");
+    let mut claimed = store.claim(r1, &["default".to_string()], 2, t0(), DAY).await.expect("claim");
+    let queues = ["default".to_string(), "mail".to_string()];
+    claimed.extend(store.claim(r2, &queues, 10, t0() + secs(1), DAY).await.expect("claim"));
+    assert_eq!(claimed.len(), 4);
+    // Durations in three histogram buckets, fuel reported by three runs of four, one finishing later.
+    let ends = [(3, Some(100), 10), (700, None, 10), (40_000, Some(300), 12), (10, Some(7), 10)];
+    let outcomes: Vec<RunOutcome> = claimed
+        .iter()
+        .zip(ends)
+        .map(|(c, (ms, fuel, at))| RunOutcome { duration_ms: ms, fuel_used: fuel, ..success(c, t0() + secs(at), "{}") })
+        .collect();
+    store.finish_runs(&outcomes).await.expect("finish, one batch");
+    store.finish_runs(&outcomes).await.expect("the same outcomes again are ignored");
+
+    let stats = store.stats(None, None, t0() + secs(30)).await.expect("stats");
+    assert_eq!(stats.len(), 2);
+    let (a, b) = (&stats[0], &stats[1]);
+    assert_eq!(
+        (a.handler.as_str(), a.queue.as_str(), b.handler.as_str(), b.queue.as_str()),
+        ("a", "default", "b", "mail")
+    );
+    assert_eq!(a.runs, taskhost::stats::RunCounts { succeeded: 3, ..Default::default() });
+    let d = a.duration_ms.expect("timed");
+    assert_eq!((d.max, d.avg), (40_000, (3.0 + 700.0 + 40_000.0) / 3.0));
+    let fuel = a.fuel.expect("fuel");
+    assert_eq!((fuel.avg, fuel.max), (200.0, 300), "two of the three runs reported fuel");
+    assert_eq!((a.first_run, a.last_run), (Some(t0()), Some(t0() + secs(12))), "from the first start to the last end");
+    assert_eq!(b.runs, taskhost::stats::RunCounts { succeeded: 1, ..Default::default() });
+    assert_eq!(b.duration_ms.map(|d| d.max), Some(10));
+    assert_eq!(b.fuel.map(|f| (f.avg, f.max)), Some((7.0, 7)));
+    assert_eq!((b.first_run, b.last_run), (Some(t0() + secs(1)), Some(t0() + secs(10))), "its claim's start");
+    // One row a handler, queue and runner: a's runs of each runner, and b's.
+    let far = t0() + chrono::Duration::days(2);
+    assert_eq!(store.compact_stats(far, 100).await.expect("compact"), 3);
+    let merged = store.stats(None, None, far).await.expect("stats");
+    assert_eq!((merged[0].runs.succeeded, merged[1].runs.succeeded), (3, 1));
+    assert_eq!(merged[0].duration_ms.map(|d| d.max), Some(40_000));
+}
+
 pub fn limited<'a>(
     r: RunnerId,
     queues: &'a [String],

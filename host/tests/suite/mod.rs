@@ -496,6 +496,7 @@ macro_rules! store_suite {
         case!(cancelled_tasks_never_run_and_their_late_outcomes_are_ignored);
         case!(declared_schedules_follow_the_declaration_and_leave_hand_made_ones);
         case!(statistics_count_runs_as_they_end_and_outlive_rotation);
+        case!(a_batch_of_successes_is_counted_under_each_runs_handler_queue_and_runner);
         case!(claims_keep_runs_in_flight_within_the_queue_and_handler_limits);
         case!(every_transition_is_made_from_the_states_it_may_start_from_and_refused_from_the_others);
 

@@ -33,8 +33,12 @@ pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
     let (ok, failed, running, ids) = (&ok, &failed, &running, &ids);
     transaction(db, |tx| {
         Box::pin(async move {
-            // The runs this transaction ends, for the statistics.
-            let mut ended = if ok.is_empty() { Vec::new() } else { db.finish_successes(&mut tx.tx, ok).await? };
+            if !ok.is_empty() {
+                let done = db.finish_successes(&mut tx.tx, ok).await?;
+                super::super::shared::stats::record_successes(db, &mut tx.tx, &done, ok, latest).await?;
+            }
+            // The failed runs this transaction ends, for the statistics.
+            let mut ended = Vec::new();
             if !failed.is_empty() {
                 let attempts = db.rows(Some(&mut tx.tx), running, args![ids]).await?;
                 let attempts: std::collections::HashMap<RunId, i64> = attempts
