@@ -11,6 +11,9 @@
 -- task_queue_running: dropped; task_queue_claim, which leads with the status, serves its queries.
 -- task_runs_task: a task's runs, without the status.
 -- task_runs_running (with task_runs_timeout): running runs by their timeout, by a generated column.
+--
+-- Stored, not virtual: the drain measured a few per cent faster. Adding a stored column copies
+-- the table (ALGORITHM=COPY): on tables of millions of rows, migrate while the queue is quiet.
 ALTER TABLE task_queue
     DROP INDEX task_queue_failed,
     DROP INDEX task_queue_done,
