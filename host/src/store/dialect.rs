@@ -51,7 +51,7 @@ impl ClaimRequest<'_> {
 }
 
 /// A run a batched success ended, and what the statistics count it under when the finish read
-/// that along (None: the statistics read it back, see [`super::shared::stats::record`]).
+/// that along (None: the statistics read it back, by `stats::record` of the shared store).
 #[derive(Debug, Clone)]
 pub struct Ended {
     /// The run.
