@@ -112,29 +112,49 @@ pub async fn record_successes<D: Dialect>(
     if rows.is_empty() {
         return Ok(());
     }
-    let hist = histogram_columns();
-    let mut columns: Vec<&str> = vec!["handler", "queue", "bucket", "runner"];
-    columns.extend(SUMMED);
-    columns.extend(hist.iter().map(String::as_str));
-    columns.extend(GREATEST);
-    columns.push("first_on");
-    let mut values: Vec<Arg<'_>> = Vec::with_capacity(rows.len() * columns.len());
-    let mut tuples = Vec::with_capacity(rows.len());
+    let mut values: Vec<Arg<'_>> = Vec::new();
     for ((handler, queue, runner), m) in &rows {
-        let at = values.len();
-        tuples
-            .push(format!("({})", (1..=columns.len()).map(|i| format!("${}", at + i)).collect::<Vec<_>>().join(", ")));
-        values.extend([Arg::from(*handler), Arg::from(*queue), Arg::Time(minute(now)), Arg::from(*runner)]);
-        let summed = [m.runs, 0, 0, 0, m.runs, m.duration_sum, m.fueled, m.fuel_sum];
-        values.extend(summed.into_iter().chain(m.hist).map(Arg::from));
-        values.extend([Arg::from(m.duration_max), Arg::from(m.fuel_max), Arg::Time(m.last_on), Arg::Time(m.first_on)]);
+        let sums = [m.runs, 0, 0, 0, m.runs, m.duration_sum, m.fueled, m.fuel_sum].into_iter().chain(m.hist);
+        let greatest = [m.duration_max, m.fuel_max];
+        values.extend(by_value(handler, queue, minute(now), *runner, sums, greatest, m.last_on, m.first_on));
     }
-    let mut summed: Vec<&str> = SUMMED.to_vec();
-    summed.extend(hist.iter().map(String::as_str));
-    let upsert = D::upsert("task_stats", &["handler", "queue", "bucket", "runner"], &summed, &GREATEST, &["first_on"]);
-    let sql = format!("INSERT INTO task_stats ({}) VALUES {} {upsert}", columns.join(", "), tuples.join(", "));
-    db.exec(Some(tx), &sql, &values).await?;
+    db.exec(Some(tx), &insert_by_value::<D>(rows.len()), &values).await?;
     Ok(())
+}
+
+/// An `INSERT` of `rows` rows of statistics by value, each as [`by_value`] lists it, adding to
+/// (or keeping the extreme of) a row already there.
+fn insert_by_value<D: Dialect>(rows: usize) -> String {
+    let key = ["handler", "queue", "bucket", "runner"];
+    let hist = histogram_columns();
+    let summed: Vec<&str> = SUMMED.into_iter().chain(hist.iter().map(String::as_str)).collect();
+    let upsert = D::upsert("task_stats", &key, &summed, &GREATEST, &["first_on"]);
+    let columns: Vec<&str> =
+        key.into_iter().chain(summed.iter().copied()).chain(GREATEST).chain(["first_on"]).collect();
+    let n = columns.len();
+    let tuples: Vec<String> = (0..rows)
+        .map(|r| format!("({})", (1..=n).map(|i| format!("${}", r * n + i)).collect::<Vec<_>>().join(", ")))
+        .collect();
+    format!("INSERT INTO task_stats ({}) VALUES {} {upsert}", columns.join(", "), tuples.join(", "))
+}
+
+/// One row's values for [`insert_by_value`]: its key, the summed columns ([`SUMMED`], then the
+/// histogram's), `duration_max` and `fuel_max`, `last_on`, `first_on`.
+#[allow(clippy::too_many_arguments)]
+fn by_value<'a>(
+    handler: &'a str,
+    queue: &'a str,
+    bucket: DateTime<Utc>,
+    runner: i64,
+    sums: impl IntoIterator<Item = i64>,
+    greatest: [i64; 2],
+    last_on: DateTime<Utc>,
+    first_on: DateTime<Utc>,
+) -> Vec<Arg<'a>> {
+    let mut values = vec![Arg::from(handler), Arg::from(queue), Arg::Time(bucket), Arg::from(runner)];
+    values.extend(sums.into_iter().chain(greatest).map(Arg::from));
+    values.extend([Arg::Time(last_on), Arg::Time(first_on)]);
+    values
 }
 
 /// The statistics of successful runs of one handler, queue and runner, as [`record`] sums them.
@@ -225,28 +245,11 @@ pub async fn compact<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) -> R
                 merged.entry((handler.clone(), queue.clone(), hour)).or_default().add(r, summed)?;
                 keys.entry((handler, queue, bucket)).or_default().push(rows::id(r, "runner")?);
             }
-            let upsert = D::upsert(
-                "task_stats",
-                &["handler", "queue", "bucket", "runner"],
-                &summed.iter().map(String::as_str).collect::<Vec<_>>(),
-                &GREATEST,
-                &["first_on"],
-            );
-            let columns = ["handler", "queue", "bucket", "runner"]
-                .into_iter()
-                .chain(summed.iter().map(String::as_str))
-                .chain(GREATEST)
-                .chain(["first_on"])
-                .collect::<Vec<_>>();
-            let slots: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
-            let insert =
-                format!("INSERT INTO task_stats ({}) VALUES ({}) {upsert}", columns.join(", "), slots.join(", "));
+            let insert = insert_by_value::<D>(1);
             for ((handler, queue, hour), m) in &merged {
-                let mut values: Vec<Arg<'_>> =
-                    vec![Arg::from(handler), Arg::from(queue), Arg::Time(*hour), Arg::from(MERGED)];
-                values.extend(m.sums.iter().chain(&m.greatest).map(|v| Arg::from(*v)));
-                values.push(Arg::Time(m.last_on.unwrap_or(*hour)));
-                values.push(Arg::Time(m.first_on.unwrap_or(*hour)));
+                let (last_on, first_on) = (m.last_on.unwrap_or(*hour), m.first_on.unwrap_or(*hour));
+                let values =
+                    by_value(handler, queue, *hour, MERGED, m.sums.iter().copied(), m.greatest, last_on, first_on);
                 db.exec(Some(&mut tx.tx), &insert, &values).await?;
             }
             let delete = "DELETE FROM task_stats WHERE handler = $1 AND queue = $2 AND bucket = $3 AND runner IN ($4)";
@@ -264,7 +267,7 @@ pub async fn compact<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) -> R
 #[derive(Default)]
 struct Merged {
     sums: Vec<i64>,
-    greatest: Vec<i64>,
+    greatest: [i64; 2],
     last_on: Option<DateTime<Utc>>,
     first_on: Option<DateTime<Utc>>,
 }
@@ -275,7 +278,6 @@ impl Merged {
         for (sum, c) in self.sums.iter_mut().zip(summed) {
             *sum += r.int(c)?.unwrap_or(0);
         }
-        self.greatest.resize(2, 0);
         for (max, c) in self.greatest.iter_mut().zip(["duration_max", "fuel_max"]) {
             *max = (*max).max(r.int(c)?.unwrap_or(0));
         }
