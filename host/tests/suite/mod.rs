@@ -474,6 +474,7 @@ macro_rules! store_suite {
         case!(unique_key_returns_the_unfinished_task);
         case!(success_updates_the_run_and_the_task);
         case!(a_large_finish_writes_each_run_and_task_with_its_own_values);
+        case!(a_finish_of_runs_in_as_many_queues_counts_each_queue);
         case!(a_failure_with_retry_schedules_the_next_attempt);
         case!(giving_up_makes_a_dead_letter_that_can_be_replayed);
         case!(a_late_outcome_does_not_override_a_timeout);

@@ -112,15 +112,23 @@ pub async fn record_successes<D: Dialect>(
     if rows.is_empty() {
         return Ok(());
     }
-    let mut values: Vec<Arg<'_>> = Vec::new();
-    for ((handler, queue, runner), m) in &rows {
-        let sums = [m.runs, 0, 0, 0, m.runs, m.duration_sum, m.fueled, m.fuel_sum].into_iter().chain(m.hist);
-        let greatest = [m.duration_max, m.fuel_max];
-        values.extend(by_value(handler, queue, minute(now), *runner, sums, greatest, m.last_on, m.first_on));
+    // Queues come from task data, so a batch may hold as many rows as runs: a statement binds 28
+    // values a row, within the 65,535 PostgreSQL and MySQL bind at most.
+    let rows: Vec<_> = rows.into_iter().collect();
+    for chunk in rows.chunks(STATS_CHUNK) {
+        let mut values: Vec<Arg<'_>> = Vec::new();
+        for ((handler, queue, runner), m) in chunk {
+            let sums = [m.runs, 0, 0, 0, m.runs, m.duration_sum, m.fueled, m.fuel_sum].into_iter().chain(m.hist);
+            let greatest = [m.duration_max, m.fuel_max];
+            values.extend(by_value(handler, queue, minute(now), *runner, sums, greatest, m.last_on, m.first_on));
+        }
+        db.exec(Some(&mut *tx), &insert_by_value::<D>(chunk.len()), &values).await?;
     }
-    db.exec(Some(tx), &insert_by_value::<D>(rows.len()), &values).await?;
     Ok(())
 }
+
+/// Rows of statistics a statement writes by value at most.
+const STATS_CHUNK: usize = 1_000;
 
 /// An `INSERT` of `rows` rows of statistics by value, each as [`by_value`] lists it, adding to
 /// (or keeping the extreme of) a row already there.
