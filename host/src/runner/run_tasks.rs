@@ -38,13 +38,15 @@ pub(super) const OUTCOME_BYTES: usize = 64 << 20;
 
 /// How long a run claimed ahead of a free slot may expect to wait for one: the claim takes as
 /// many runs beyond its free slots as the slots finish in this time, by their recent pace.
-pub(super) const AHEAD_WINDOW: Duration = Duration::from_millis(2);
+/// (2 ms claimed about a hundred no-op runs at the default concurrency, and SQLite's drain was
+/// then a tenth slower than at a high one: the database's time a claim is spread over fewer.)
+pub(super) const AHEAD_WINDOW: Duration = Duration::from_millis(10);
 
 /// How long runs claimed ahead wait for a slot at most: past it, the pace misled (say, a long
 /// run of another handler took the slots) and those not started go back to the queue,
 /// uncounted, for a worker with a free slot. Far above [`AHEAD_WINDOW`]: a moment's noise does
 /// not send them back.
-pub(super) const AHEAD_WAIT_LIMIT: Duration = Duration::from_millis(50);
+pub(super) const AHEAD_WAIT_LIMIT: Duration = Duration::from_millis(100);
 
 /// The recent time a guest takes, from the start of its run to its end (a moving average).
 #[derive(Debug, Default)]
@@ -195,7 +197,7 @@ mod tests {
         let pace = Pace::default();
         assert_eq!(pace.ahead(16), 0, "nothing ran yet: no guess");
         pace.record(Duration::from_micros(20));
-        assert_eq!(pace.ahead(16), 16 * 100, "20 µs runs: a hundred a slot in 2 ms");
+        assert_eq!(pace.ahead(16), 16 * 500, "20 µs runs: five hundred a slot in 10 ms");
         let slow = Pace::default();
         slow.record(Duration::from_millis(50));
         assert_eq!(slow.ahead(16), 0, "runs longer than the window are never claimed ahead");

@@ -180,7 +180,8 @@ pub fn first_run(task: &str, now: &str, runner: &str, timeout: &str) -> String {
 }
 
 /// Insert a running run of each of `tasks` (claimed, without a scheduled run): one statement
-/// a distinct timeout (most claims have one), then one read of their ids.
+/// a distinct timeout (most claims have one), returning the runs' ids (MySQL, which cannot
+/// return them, has its own).
 pub async fn start_first_runs<D: Dialect + ?Sized>(
     db: &D,
     mut tx: Option<&mut TxOf<D>>,
@@ -192,18 +193,15 @@ pub async fn start_first_runs<D: Dialect + ?Sized>(
         by_timeout.entry(c.timeout_on(req.now, req.default_timeout)).or_default().push(c.task_id);
     }
     let insert = format!(
-        "INSERT INTO {FIRST_RUN} SELECT {} FROM task_queue q WHERE q.id IN ($1)",
+        "INSERT INTO {FIRST_RUN} SELECT {} FROM task_queue q WHERE q.id IN ($1)
+         RETURNING task_queue_id, id, attempt",
         first_run("q.id", "$2", "$3", "$4")
     );
+    let mut found = HashMap::with_capacity(tasks.len());
     for (timeout_on, ids) in &by_timeout {
-        db.exec(tx.as_deref_mut(), &insert, args![ids, req.now, req.runner, *timeout_on]).await?;
-    }
-    let ids: Vec<TaskId> = tasks.iter().map(|c| c.task_id).collect();
-    let read =
-        format!("SELECT task_queue_id, id, attempt FROM task_runs WHERE task_queue_id IN ($1) AND status = {RUNNING}");
-    let mut found = HashMap::with_capacity(ids.len());
-    for r in &db.rows(tx, &read, args![&ids]).await? {
-        found.insert(rows::id(r, "task_queue_id")?, (rows::id(r, "id")?, rows::id(r, "attempt")?));
+        for r in &db.rows(tx.as_deref_mut(), &insert, args![ids, req.now, req.runner, *timeout_on]).await? {
+            found.insert(rows::id(r, "task_queue_id")?, (rows::id(r, "id")?, rows::id(r, "attempt")?));
+        }
     }
     Ok(found)
 }
