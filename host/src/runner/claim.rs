@@ -198,42 +198,44 @@ impl Claimer<'_> {
     }
 
     /// Start each claimed run in its own task, on a slot of its own, as slots free (runs
-    /// claimed ahead wait for one). While the fence is up a run is not started but held back,
-    /// to be put back when heartbeats are back; a signal or a reason to exit puts back the runs
-    /// not started (Some: the step it came to).
+    /// claimed ahead wait for one, and a run's task whose guest is done takes the next of them
+    /// itself). While the fence is up a run is not started but held back, to be put back when
+    /// heartbeats are back; a signal or a reason to exit puts back the runs not started (Some:
+    /// the step it came to).
     async fn start(&mut self, claimed: Vec<(ClaimedRun, Held)>) -> Option<Step> {
         // Runs claimed ahead were expected to find a slot within the window: past this, the pace
         // misled (a long run took the slots), and they go back for a worker with a free slot.
         let give_up = tokio::time::Instant::now() + AHEAD_WAIT_LIMIT;
-        let mut claimed = claimed.into_iter();
-        while let Some((run, held)) = claimed.next() {
+        let ahead = &self.runs.ahead;
+        ahead.push(claimed, give_up);
+        let cut = loop {
             let (unwritten, slots) = (&self.runs.unwritten, &self.runs.slots);
             let permits = async { (permit(unwritten).await, permit(slots).await) };
-            let cut = tokio::select! {
+            tokio::select! {
                 biased;
-                r = self.exits.recv() => r.unwrap_or(ExitReason::Shutdown),
-                _ = &mut self.shutdown => ExitReason::Shutdown,
-                p = permits => match p {
-                    (Some(place), Some(slot)) if !self.runs.fence.is_fenced() => {
+                r = self.exits.recv() => break r.unwrap_or(ExitReason::Shutdown),
+                _ = &mut self.shutdown => break ExitReason::Shutdown,
+                p = permits => match (p, ahead.pop()) {
+                    // Run tasks took the rest.
+                    (_, None) => return None,
+                    ((Some(place), Some(slot)), Some((run, held))) if !self.runs.fence.is_fenced() => {
                         self.runs.spawn(self.shared, run, slot, (place, held, None));
-                        continue;
                     }
-                    (Some(_), Some(_)) => {
-                        self.runs.fence.hold_back(run.run_id);
-                        continue;
+                    ((Some(_), Some(_)), Some((run, _held))) => self.runs.fence.hold_back(run.run_id),
+                    // Closed (the semaphores never are): nothing can start.
+                    (_, Some(_)) => {
+                        drop(ahead.drain());
+                        return None;
                     }
-                    _ => return None,
                 },
                 _ = tokio::time::sleep_until(give_up) => {
-                    let rest: Vec<_> = std::iter::once((run, held)).chain(claimed).collect();
-                    put_back_waiting(self.worker, rest).await;
+                    put_back_waiting(self.worker, ahead.drain()).await;
                     return None;
                 }
-            };
-            let rest: Vec<ClaimedRun> = std::iter::once(run).chain(claimed.map(|(r, _)| r)).collect();
-            return Some(hand_back(self.worker, cut, rest).await);
-        }
-        None
+            }
+        };
+        let rest: Vec<ClaimedRun> = ahead.drain().into_iter().map(|(r, _)| r).collect();
+        Some(hand_back(self.worker, cut, rest).await)
     }
 
     /// Nothing was claimed: a draining worker with nothing in flight and nothing due is done.

@@ -68,6 +68,14 @@ impl Fence {
         std::mem::take(&mut *self.stopped.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// A fence already up (for tests of what it stops).
+    #[cfg(test)]
+    pub fn up() -> Self {
+        let fence = Fence::new(Duration::from_secs(1), Duration::from_secs(3));
+        fence.fenced.store(true, Ordering::SeqCst);
+        fence
+    }
+
     /// Whether runs must not start.
     pub fn is_fenced(&self) -> bool {
         self.fenced.load(Ordering::SeqCst)

@@ -113,6 +113,7 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
         outcome_bytes: Arc::new(Semaphore::new(super::run_tasks::OUTCOME_BYTES / 1024)),
         pace: Arc::default(),
         written,
+        ahead: Arc::default(),
     };
     Started { parts: Parts { stop, abort, health, handles }, shared: shared(w, progress_tx), runs, exits, wakeups }
 }

@@ -97,13 +97,17 @@ pub(super) struct RunTasks {
     pub pace: Arc<Pace>,
     /// Told by the writer after each batch it wrote (one permit kept when no one waits).
     pub written: Arc<tokio::sync::Notify>,
+    /// Runs claimed ahead of a free slot.
+    pub ahead: Arc<Ahead>,
 }
 
 impl RunTasks {
-    /// Run one claimed run in its own task. The run stops at once (its store dropped) when the
-    /// grace period ends or the database says it was cancelled or ended elsewhere (then what the
-    /// guest logged and the fuel it used are kept on its row). Its slot is free once the guest
-    /// is done; its place among the unwritten runs once its outcome is written.
+    /// Run one claimed run in its own task, then, while runs claimed ahead wait
+    /// ([`RunTasks::ahead`]), the next of them on the same slot: a guest done hands its slot on
+    /// without waking the claim loop or spawning a task. A run stops at once (its store dropped)
+    /// when the grace period ends or the database says it was cancelled or ended elsewhere (then
+    /// what the guest logged and the fuel it used are kept on its row). Its slot is free once
+    /// the guest is done; its place among the unwritten runs once its outcome is written.
     pub fn spawn(&self, shared: &Arc<Shared>, run: ClaimedRun, slot: OwnedSemaphorePermit, pending: Pending) {
         let shared = shared.clone();
         let mut abort = self.abort.clone();
@@ -112,44 +116,100 @@ impl RunTasks {
         let ended_elsewhere = self.ended_elsewhere.clone();
         let fence = self.fence.clone();
         let (pace, outcome_bytes) = (self.pace.clone(), self.outcome_bytes.clone());
-        let run_id = run.run_id;
-        let handler = run.handler.clone();
-        let stop = in_flight.enter(run_id);
-        let began = Instant::now();
+        let (ahead, unwritten) = (self.ahead.clone(), self.unwritten.clone());
         tokio::spawn(async move {
-            tokio::select! {
-                executed = execute::execute_guarded(&shared, run, stop) => {
-                    in_flight.leave(run_id);
-                    pace.record(began.elapsed());
-                    let (place, held, _) = pending;
-                    match executed {
-                        Executed::Ended(outcome) => {
-                            log_outcome(&handler, &outcome);
-                            // Bytes for the outcome before the slot goes to another guest.
-                            let bytes = outcome_kib(&outcome);
-                            let bytes = outcome_bytes.acquire_many_owned(bytes).await.ok();
-                            drop(slot);
-                            let _ = done_tx.send((outcome, (place, held, bytes)));
-                        }
-                        Executed::PutBack { at, reason, fallback } => {
-                            drop(slot);
-                            if !put_back::put_back(&shared.store, run_id, at, &reason).await {
-                                let _ = done_tx.send((fallback, (place, held, None)));
+            let (mut run, mut pending) = (run, pending);
+            loop {
+                let run_id = run.run_id;
+                let handler = run.handler.clone();
+                let stop = in_flight.enter(run_id);
+                let began = Instant::now();
+                tokio::select! {
+                    executed = execute::execute_guarded(&shared, run, stop) => {
+                        in_flight.leave(run_id);
+                        pace.record(began.elapsed());
+                        let (place, held, _) = pending;
+                        match executed {
+                            Executed::Ended(outcome) => {
+                                log_outcome(&handler, &outcome);
+                                // Bytes for the outcome before the slot goes to another guest.
+                                let bytes = outcome_kib(&outcome);
+                                let bytes = outcome_bytes.clone().acquire_many_owned(bytes).await.ok();
+                                let _ = done_tx.send((outcome, (place, held, bytes)));
+                                if let Some((next, held, place)) = ahead.take(&unwritten, &fence) {
+                                    (run, pending) = (next, (place, held, None));
+                                    continue;
+                                }
                             }
-                        }
-                        // Put back when heartbeats are back (see fence.rs).
-                        Executed::Stopped(_) if fence.stopped(run_id) => {}
-                        Executed::Stopped(kept) => {
-                            ended_elsewhere.fetch_add(1, Ordering::Relaxed);
-                            if let Some(kept) = kept {
-                                keep_stopped(&shared, &kept).await;
+                            Executed::PutBack { at, reason, fallback } => {
+                                drop(slot);
+                                if !put_back::put_back(&shared.store, run_id, at, &reason).await {
+                                    let _ = done_tx.send((fallback, (place, held, None)));
+                                }
+                            }
+                            // Put back when heartbeats are back (see fence.rs).
+                            Executed::Stopped(_) if fence.stopped(run_id) => {}
+                            Executed::Stopped(kept) => {
+                                ended_elsewhere.fetch_add(1, Ordering::Relaxed);
+                                if let Some(kept) = kept {
+                                    keep_stopped(&shared, &kept).await;
+                                }
                             }
                         }
                     }
+                    _ = async { let _ = abort.wait_for(|a| *a).await; } => in_flight.leave(run_id),
                 }
-                _ = async { let _ = abort.wait_for(|a| *a).await; } => in_flight.leave(run_id),
+                break;
             }
         });
+    }
+}
+
+/// Runs claimed ahead of a free slot, first claimed first, each with when it goes back to the
+/// queue if not started. The claim loop starts them as slots free (and puts back the rest past
+/// their time, or when the worker stops); a run's task whose guest is done takes the next.
+#[derive(Default)]
+pub(super) struct Ahead {
+    runs: std::sync::Mutex<std::collections::VecDeque<(ClaimedRun, Held, tokio::time::Instant)>>,
+}
+
+impl Ahead {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<(ClaimedRun, Held, tokio::time::Instant)>> {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A claim's runs, after any waiting, to start by `give_up`.
+    pub fn push(&self, claimed: Vec<(ClaimedRun, Held)>, give_up: tokio::time::Instant) {
+        self.lock().extend(claimed.into_iter().map(|(run, held)| (run, held, give_up)));
+    }
+
+    /// The next waiting run, for the claim loop, which holds a slot and a place for it.
+    pub fn pop(&self) -> Option<(ClaimedRun, Held)> {
+        self.lock().pop_front().map(|(run, held, _)| (run, held))
+    }
+
+    /// Every waiting run (to put back).
+    pub fn drain(&self) -> Vec<(ClaimedRun, Held)> {
+        self.lock().drain(..).map(|(run, held, _)| (run, held)).collect()
+    }
+
+    /// The next waiting run for a slot whose guest is done, with its place among the unwritten
+    /// runs; None when none waits, none is in time, no place is free or the fence is up (the
+    /// claim loop then deals with them).
+    fn take(
+        &self,
+        unwritten: &Arc<Semaphore>,
+        fence: &fence::Fence,
+    ) -> Option<(ClaimedRun, Held, OwnedSemaphorePermit)> {
+        if fence.is_fenced() {
+            return None;
+        }
+        let mut runs = self.lock();
+        if runs.front()?.2 <= tokio::time::Instant::now() {
+            return None;
+        }
+        let place = unwritten.clone().try_acquire_owned().ok()?;
+        runs.pop_front().map(|(run, held, _)| (run, held, place))
     }
 }
 
@@ -191,6 +251,45 @@ async fn keep_stopped(shared: &Shared, kept: &StoppedRun) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn claimed(run_id: RunId) -> ClaimedRun {
+        let now = chrono::Utc::now();
+        ClaimedRun {
+            run_id,
+            task_id: run_id,
+            attempt: 1,
+            handler: "echo".into(),
+            queue: DEFAULT_QUEUE.into(),
+            due_on: now,
+            data: "{}".into(),
+            queued_by: None,
+            max_retries: 0,
+            task_runs_failed: 0,
+            backoff: BackoffSettings::default(),
+            started_on: now,
+            timeout_on: now,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_slot_whose_guest_is_done_takes_the_next_run_claimed_ahead_in_time_with_a_place_unfenced() {
+        let (ahead, in_flight) = (Ahead::default(), Arc::new(InFlight::default()));
+        let fence = fence::Fence::new(Duration::from_secs(1), Duration::from_secs(30));
+        let held = |id| (claimed(id), in_flight.hold(id).expect("held"));
+        let now = tokio::time::Instant::now();
+        ahead.push(vec![held(1), held(2), held(3)], now + Duration::from_secs(60));
+        let places = Arc::new(Semaphore::new(1));
+        let (run, _held, place) = ahead.take(&places, &fence).expect("the first run");
+        assert_eq!(run.run_id, 1, "first claimed, first taken");
+        assert!(ahead.take(&places, &fence).is_none(), "no place free among the unwritten runs");
+        drop(place);
+        assert_eq!(ahead.take(&places, &fence).map(|(r, ..)| r.run_id), Some(2));
+        assert!(ahead.take(&places, &fence::Fence::up()).is_none(), "the fence is up: the claim loop holds it back");
+        let late = Ahead::default();
+        late.push(vec![held(4)], now);
+        assert!(late.take(&places, &fence).is_none(), "past its time: the claim loop puts it back");
+        assert_eq!(ahead.drain().into_iter().map(|(r, _)| r.run_id).collect::<Vec<_>>(), vec![3]);
+    }
 
     #[test]
     fn runs_are_claimed_ahead_only_as_far_as_the_slots_finish_them_within_the_window() {
