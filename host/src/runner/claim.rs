@@ -367,6 +367,10 @@ async fn permit(semaphore: &Arc<tokio::sync::Semaphore>) -> Option<tokio::sync::
 /// holds up the claim loop that long, not that long a run); one that cannot go back is left to
 /// the run watch, which puts back what this worker no longer holds.
 async fn put_back_waiting(worker: &Worker, rest: Vec<(ClaimedRun, Held)>) {
+    // Slots whose guests were done may have taken them all meanwhile.
+    if rest.is_empty() {
+        return;
+    }
     let mut back = 0;
     let all = async {
         for (run, _held) in &rest {
