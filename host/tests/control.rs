@@ -167,7 +167,7 @@ async fn dead_letters_are_replayed_edited_and_deleted_from_the_command_line() {
     let id = ids[0].to_string();
     let o = run(&env, &["retry", &id, "--data", r#"{"retryable": false, "fixed": 1}"#]);
     assert!(
-        o.status.success() && stdout(&o).starts_with(&format!("task {id} scheduled again as run ")),
+        o.status.success() && stdout(&o).starts_with(&format!("task {id} scheduled again, as attempt ")),
         "{}",
         stderr(&o)
     );

@@ -358,8 +358,9 @@ async fn a_claim_whose_answer_was_lost_is_put_back_uncounted(env: Env) {
         limits: None,
     };
     assert_eq!(store.claim_for(&req).await.expect("claim").len(), 1, "claimed on the worker's behalf");
-    wait_until(Duration::from_secs(30), "the run is back in the queue", || async {
-        store.runs_of(id).await.expect("runs")[0].status == RunStatus::Scheduled
+    wait_until(Duration::from_secs(30), "the task is back in the queue, its run gone", || async {
+        let (task, runs) = env.app.client.show(id).await.expect("show");
+        task.last_status == RunStatus::Scheduled && runs.is_empty()
     })
     .await;
     worker.stop("the worker stops").await;

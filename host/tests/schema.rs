@@ -293,9 +293,9 @@ async fn migrations_are_reported_and_missing_tables_are_one_clear_error() {
     let sqlite = format!("sqlite://{}", dir.path().join("queue.db").display());
     let (pg, my) = (common::postgres_scratch().await, common::mysql_scratch().await);
     for (url, last) in [
-        (sqlite.as_str(), "0012 runs without task key"),
-        (&*pg, "0012 runs without task key"),
-        (&*my, "0013 status indexes"),
+        (sqlite.as_str(), "0013 runs made by claims"),
+        (&*pg, "0013 runs made by claims"),
+        (&*my, "0014 runs made by claims"),
     ] {
         let options = StoreOptions { migrate: false, ..StoreOptions::default() };
         let store = store::open(url, &options).await.expect("open");
@@ -319,4 +319,70 @@ fn a_drifted_catalog_is_reported_line_by_line() {
     let diff = differences(&want, &got);
     assert_eq!(diff.len(), 2, "{diff:?}");
     assert!(diff[0].starts_with("missing:") && diff[1].starts_with("unexpected:"), "{diff:?}");
+}
+
+/// Versions before `runs made by claims` kept a scheduled run for each retry: an upgrade drops
+/// those runs, and the task is claimed as its next attempt, its run made by the claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_drops_the_scheduled_runs_earlier_versions_kept_and_their_tasks_run_as_the_next_attempt() {
+    use taskhost::model::{NewTask, RunStatus};
+    use taskhost::store::{self, StoreOptions};
+    const DAY: std::time::Duration = std::time::Duration::from_secs(86_400);
+    let t0 = chrono::Utc::now();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sqlite = format!("sqlite://{}?mode=rwc", dir.path().join("queue.db").display());
+    let (pg, my) = (common::postgres_scratch().await, common::mysql_scratch().await);
+    for (url, folder, before) in
+        [(sqlite.as_str(), "sqlite", "0013"), (&*pg, "postgres", "0013"), (&*my, "mysql", "0014")]
+    {
+        // The migrations up to the one before, from a copy of the folder holding only them.
+        let old = tempfile::tempdir().expect("temp dir");
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations").join(folder);
+        for f in std::fs::read_dir(&src).expect("migrations") {
+            let f = f.expect("entry").path();
+            let name = f.file_name().and_then(|n| n.to_str()).expect("name").to_string();
+            if name.as_str() < before {
+                std::fs::copy(&f, old.path().join(&name)).expect("copy");
+            }
+        }
+        let old = sqlx::migrate::Migrator::new(old.path()).await.expect("old migrations");
+        match folder {
+            "sqlite" => old.run(&mut sqlx::SqliteConnection::connect(url).await.expect("connect")).await,
+            "postgres" => old.run(&mut sqlx::PgConnection::connect(url).await.expect("connect")).await,
+            _ => old.run(&mut sqlx::MySqlConnection::connect(url).await.expect("connect")).await,
+        }
+        .expect("the old migrations");
+        // A task as the old versions left it after a failure: its failed run and a scheduled one.
+        let unmigrated = StoreOptions { migrate: false, ..StoreOptions::default() };
+        let store = store::open(url, &unmigrated).await.expect("open");
+        let id = store.add_tasks(&[NewTask::new("h", "{}")], t0).await.expect("add")[0].id;
+        let r = store.register_runner(1, "old", t0, 10).await.expect("runner");
+        let c = store.claim(r, &["default".into()], 1, t0, DAY).await.expect("claim");
+        assert_eq!(c.len(), 1, "{url}");
+        for sql in [
+            "UPDATE task_runs SET status = 'error'",
+            "INSERT INTO task_runs (task_queue_id, attempt, created_on) SELECT task_queue_id, 2, created_on FROM task_runs",
+            "UPDATE task_queue SET last_status = 'scheduled', task_runs_failed = 1",
+        ] {
+            match folder {
+                "sqlite" => sqlx::query(sql).execute(&mut sqlx::SqliteConnection::connect(url).await.expect("c")).await.map(|_| ()),
+                "postgres" => sqlx::query(sql).execute(&mut sqlx::PgConnection::connect(url).await.expect("c")).await.map(|_| ()),
+                _ => sqlx::query(sql).execute(&mut sqlx::MySqlConnection::connect(url).await.expect("c")).await.map(|_| ()),
+            }
+            .expect("the old state");
+        }
+        drop(store);
+        let store = store::open(url, &StoreOptions::default()).await.expect("open and migrate");
+        let runs = store.runs_of(id).await.expect("runs");
+        assert_eq!(runs.iter().map(|r| (r.attempt, r.status)).collect::<Vec<_>>(), [(1, RunStatus::Error)], "{url}");
+        let r = store.register_runner(2, "new", t0, 10).await.expect("runner");
+        let c = store.claim(r, &["default".into()], 1, t0 + chrono::Duration::seconds(1), DAY).await.expect("claim");
+        assert_eq!(c.iter().map(|c| (c.task_id, c.attempt)).collect::<Vec<_>>(), [(id, 2)], "{url}");
+        let runs = store.runs_of(id).await.expect("runs");
+        assert_eq!(
+            runs.iter().map(|r| (r.attempt, r.status)).collect::<Vec<_>>(),
+            [(1, RunStatus::Error), (2, RunStatus::Running)],
+            "{url}"
+        );
+    }
 }

@@ -130,8 +130,8 @@ where
     let runner = store.runners_seen_since(since).await.expect("runners");
     let runner = runner.iter().find(|r| r.id == report.runner_id).expect("the runner");
     assert_eq!(runner.status, RunnerStatus::Success, "ended by itself, not found lost: {runner:?}");
-    let runs = store.runs_of(id).await.expect("runs");
-    assert_eq!((runs.len(), runs[0].status, runs[0].runner_id), (1, RunStatus::Scheduled, None), "{runs:?}");
+    let (task, runs) = env.app.client.show(id).await.expect("show");
+    assert_eq!((task.last_status, runs.len()), (RunStatus::Scheduled, 0), "put back, its run gone: {runs:?}");
     env.drain(drain_config()).await;
     let (task, runs) = env.app.client.show(id).await.expect("show");
     assert_eq!((task.last_status, task.task_runs_failed, runs.len()), (RunStatus::Success, 0, 1), "{runs:?}");

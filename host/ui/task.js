@@ -26,7 +26,7 @@ export function mount(main, id) {
         h('div', { class: 'actions' },
           unfinished && button('Cancel', () => act(`Task ${id} cancelled.`, () => api('POST', `/tasks/${id}/cancel`)), { id: 'cancel' }),
           replayable && button(task.state === 'dead' ? 'Replay' : 'Retry',
-            () => act((a) => `Task ${id} scheduled again (run ${a.run}).`, () => api('POST', `/tasks/${id}/retry`)), { id: 'retry' }),
+            () => act((a) => `Task ${id} scheduled again (attempt ${a.attempt}).`, () => api('POST', `/tasks/${id}/retry`)), { id: 'retry' }),
           !unfinished && button('Delete', async () => {
             if (!confirm(`Delete task ${id} and its runs? This cannot be undone.`)) return;
             try {

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 
 use super::doc::Errors;
 use super::{ApiError, ApiState};
-use crate::model::{Added, NewTask, RunId, RunStatus, Task, TaskDetail, TaskFilter, TaskId, TaskInput};
+use crate::model::{Added, NewTask, RunStatus, Task, TaskDetail, TaskFilter, TaskId, TaskInput};
 
 /// Most tasks one request may queue.
 pub const MAX_TASKS_PER_REQUEST: usize = 10_000;
@@ -207,11 +207,11 @@ pub(super) async fn cancel(
 #[derive(Serialize, ToSchema)]
 pub(super) struct RetriedOne {
     id: TaskId,
-    /// The new run.
-    run: RunId,
+    /// The attempt its next run will be (the run is made when a worker starts it).
+    attempt: u32,
 }
 
-/// Schedule a dead letter or a cancelled task again, now; its new run's id.
+/// Schedule a dead letter or a cancelled task again, now; the attempt its next run will be.
 #[utoipa::path(post, path = "/api/v1/tasks/{id}/retry", operation_id = "retry_task", tag = "tasks", params(("id" = TaskId, Path)),
     responses((status = 200, description = "Done", body = RetriedOne), Errors))]
 pub(super) async fn retry(
@@ -219,8 +219,8 @@ pub(super) async fn retry(
     Path(id): Path<String>,
 ) -> Result<Json<RetriedOne>, ApiError> {
     let id = task_id(&id)?;
-    let run = state.client.retry(id).await?;
-    Ok(Json(RetriedOne { id, run }))
+    let attempt = state.client.retry(id).await?;
+    Ok(Json(RetriedOne { id, attempt }))
 }
 
 pub(super) fn task_id(text: &str) -> Result<TaskId, ApiError> {

@@ -121,11 +121,11 @@ pub async fn retry(app: &App, r: RetryArgs) -> Result<()> {
     } else if r.all_cancelled {
         println!("{} scheduled again", count(app.client.replay(Replay::Cancelled, &filter).await?, "cancelled task"));
     } else if let Some(id) = r.id {
-        let run = match &r.data {
+        let attempt = match &r.data {
             Some(data) => app.client.retry_with_data(id, &super::read_data(data)?).await?,
             None => app.client.retry(id).await?,
         };
-        println!("task {id} scheduled again as run {run}");
+        println!("task {id} scheduled again, as attempt {attempt}");
     }
     Ok(())
 }

@@ -91,7 +91,7 @@ impl fmt::Display for TaskState {
 /// A move of a task from one state to another: each written once, in `store/transitions.rs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Transition {
-    /// A worker takes a due task and starts its run (its scheduled run, or its first).
+    /// A worker takes a due task and starts its run, made by the claim.
     Claim,
     /// The run succeeded.
     Succeed,

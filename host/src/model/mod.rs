@@ -46,7 +46,7 @@ pub enum RunStatus {
     Error,
     /// Not finished in time, or its runner died.
     Timeout,
-    /// Cancelled by an operator: a scheduled run never starts, a running one is stopped.
+    /// Cancelled by an operator: a scheduled task never starts, a running run is stopped.
     Cancelled,
 }
 

@@ -98,7 +98,7 @@ pub struct StoppedRun {
 /// What a task does after a failed run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NextStep {
-    /// Create a new scheduled run due at this time.
+    /// Schedule the task again, due at this time (its next run is made by the claim that starts it).
     RetryAt(DateTime<Utc>),
     /// Do not run again: the task becomes a dead letter.
     GiveUp,

@@ -1,5 +1,5 @@
-//! Retries: a task whose latest run failed (error or timeout) and is not given up on gets its
-//! next scheduled run, due after the backoff — or is given up on (a dead letter) once it has
+//! Retries: a task whose latest run failed (error or timeout) and is not given up on is
+//! scheduled again, due after the backoff — or is given up on (a dead letter) once it has
 //! failed `max_retries` times in a row.
 //!
 //! Workers schedule the retry of runs they finish themselves; this service covers runs that
@@ -55,7 +55,7 @@ pub struct Report {
 /// The plan for one candidate: timeouts are always retryable.
 pub fn plan(c: &RetryCandidate, backoff: &Backoff, now: DateTime<Utc>, unit: f64) -> RetryPlan {
     let next = retry::decide(c.failures, c.max_retries, true, &backoff.for_task(&c.backoff), now, unit);
-    RetryPlan { task_id: c.task_id, next_attempt: c.last_attempt + 1, next }
+    RetryPlan { task_id: c.task_id, next }
 }
 
 /// The service (see the module's documentation).
@@ -113,13 +113,7 @@ mod tests {
     use crate::model::BackoffSettings;
 
     fn candidate(failures: u32, max_retries: u32) -> RetryCandidate {
-        RetryCandidate {
-            task_id: 7,
-            failures,
-            max_retries,
-            backoff: BackoffSettings::default(),
-            last_attempt: failures,
-        }
+        RetryCandidate { task_id: 7, failures, max_retries, backoff: BackoffSettings::default() }
     }
 
     #[test]
@@ -128,7 +122,6 @@ mod tests {
         let b = Backoff { jitter: 0.0, ..Backoff::default() };
         let p = plan(&candidate(1, 5), &b, now, 0.5);
         assert_eq!(p.next, NextStep::RetryAt(now + chrono::Duration::seconds(1)));
-        assert_eq!(p.next_attempt, 2);
     }
 
     #[test]

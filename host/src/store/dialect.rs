@@ -187,7 +187,7 @@ pub trait Dialect: Plumbing {
     /// input order.
     async fn add_bulk(conn: &mut ConnOf<Self>, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>>;
 
-    /// Claim up to `limit` due scheduled runs atomically, in claim order (priority, then due
+    /// Claim up to `limit` due scheduled tasks atomically, making their runs, in claim order (priority, then due
     /// time, then id). (Limits are not this function's business: see [`super::shared`].)
     async fn claim(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>>;
     /// The same inside the caller's transaction, of these tasks only (which it holds locked):
@@ -198,15 +198,15 @@ pub trait Dialect: Plumbing {
     /// the runs written, with what their statistics are counted under (read by the writes
     /// themselves where the database returns what it wrote).
     async fn finish_successes(&self, tx: &mut TxOf<Self>, ok: &[&RunOutcome]) -> Result<Vec<Ended>>;
-    /// Start a first run of each of these claimed tasks, which have no scheduled run; each
+    /// Make the running run of each of these claimed tasks, numbered after its latest; each
     /// task's run and attempt. (MySQL's own: its `INSERT … SELECT` takes a table lock.)
-    async fn start_first_runs(
+    async fn start_runs(
         &self,
         tx: Option<&mut TxOf<Self>>,
         req: &ClaimRequest<'_>,
         tasks: &[&ClaimedTask],
     ) -> Result<HashMap<TaskId, (RunId, i64)>> {
-        super::transitions::start_first_runs(self, tx, req, tasks).await
+        super::transitions::start_runs(self, tx, req, tasks).await
     }
 
     /// Queue tasks in one transaction.

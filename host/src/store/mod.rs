@@ -61,8 +61,6 @@ pub struct RetryCandidate {
     pub max_retries: u32,
     /// Its own backoff, if any.
     pub backoff: BackoffSettings,
-    /// The latest run's attempt number; the next run gets this plus one.
-    pub last_attempt: u32,
 }
 
 /// A decision about a [`RetryCandidate`].
@@ -70,8 +68,6 @@ pub struct RetryCandidate {
 pub struct RetryPlan {
     /// The task.
     pub task_id: TaskId,
-    /// The attempt number of the run a retry creates.
-    pub next_attempt: u32,
     /// `RetryAt` or `GiveUp`.
     pub next: NextStep,
 }
@@ -102,9 +98,9 @@ pub trait Store: Send + Sync + 'static {
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>>;
     /// Tasks by status, and dead letters.
     async fn counts(&self) -> Result<QueueCounts>;
-    /// Replay a dead letter: reset its failure count and schedule a new run now; with `data`,
-    /// the task's data is replaced first (in the same transaction).
-    async fn retry_task(&self, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<RunId>;
+    /// Replay a dead letter: reset its failure count and schedule it now; with `data`, the
+    /// task's data is replaced first (in the same transaction). The attempt its next run will be.
+    async fn retry_task(&self, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<u32>;
     /// Replay every dead letter (or cancelled task) matching `filter`, in batches; how many.
     /// Those whose unique key an unfinished task holds are left as they are.
     async fn replay(&self, which: Replay, filter: &BulkFilter, now: DateTime<Utc>) -> Result<u64>;
@@ -158,7 +154,8 @@ pub trait Store: Send + Sync + 'static {
 
     // --- runs ------------------------------------------------------------------------------
 
-    /// Atomically claim up to `limit` due scheduled runs of `queues` (priority, then FIFO).
+    /// Atomically claim up to `limit` due scheduled tasks of `queues` (priority, then FIFO),
+    /// making their runs.
     /// `default_timeout` applies to tasks without their own run timeout.
     async fn claim(
         &self,
@@ -181,8 +178,8 @@ pub trait Store: Send + Sync + 'static {
     /// Write finished runs and update their tasks, in one transaction. A run that is no longer
     /// `running` (timed out meanwhile) is left as it is.
     async fn finish_runs(&self, outcomes: &[RunOutcome]) -> Result<()>;
-    /// Whether a scheduled run of `queues` not paused is due, one is running (on any runner), or
-    /// a failed task awaits its retry run: what keeps a draining worker going.
+    /// Whether a scheduled task of `queues` not paused is due, a run is running (on any runner),
+    /// or a failed task awaits its retry: what keeps a draining worker going.
     async fn has_due_work(&self, queues: &[String], now: DateTime<Utc>) -> Result<bool> {
         self.has_due_work_for(queues, None, now).await
     }
@@ -251,7 +248,7 @@ pub trait Store: Send + Sync + 'static {
     async fn running_runs_of(&self, runner: RunnerId) -> Result<Vec<RunId>>;
     /// Failed tasks (error/timeout, not given up) whose next step is not decided yet.
     async fn retry_candidates(&self, limit: u32) -> Result<Vec<RetryCandidate>>;
-    /// Apply the overseer's decisions: retry (a new run) or give up, each guarded by the task's state.
+    /// Apply the overseer's decisions: retry (scheduled again) or give up, each guarded by the task's state.
     async fn apply_retry_plans(&self, plans: &[RetryPlan], now: DateTime<Utc>) -> Result<()>;
     /// Give up (as `handler-not-found`) up to `limit` scheduled tasks due at or before `due_before`
     /// whose handler is not in `served`. Returns how many.

@@ -20,7 +20,7 @@ use super::dialect::{retrying, ClaimRequest, Dialect, Ended};
 use super::plumbing::{decoded, unchecked, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
-use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING, SCHEDULED};
+use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING};
 use super::transitions::{self, RELEASE_KEY};
 use super::{Backend, StoreOptions};
 use crate::error::{Error, Result};
@@ -187,37 +187,7 @@ impl MySqlDb {
         let ids: Vec<i64> = claimed.iter().map(|c| c.task_id).collect();
         let mark = format!("UPDATE task_queue SET {} WHERE id IN ($1)", transitions::claimed_task());
         self.exec(Some(&mut *tx), &mark, args![&ids]).await?;
-        // The scheduled runs (of retries, replays, runs put back) by the unique index of scheduled
-        // runs, whose generated column holds the task's id while the run is scheduled: joined by
-        // `task_queue_id`, MariaDB scanned all of task_runs, locking every row, once the table held
-        // some 100,000 runs. A task's first run is made by `claimed_runs`.
-        let scheduled = "SELECT scheduled_task_id, id, attempt FROM task_runs WHERE scheduled_task_id IN ($1)";
-        let mut by_task = std::collections::HashMap::new();
-        for r in &self.rows(Some(&mut *tx), scheduled, args![&ids]).await? {
-            by_task
-                .insert(r.try_get::<i64, _>("scheduled_task_id")?, (r.try_get::<i64, _>("id")?, r.try_get("attempt")?));
-        }
-        if !by_task.is_empty() {
-            let starts = serde_json::Value::Array(
-                claimed
-                    .iter()
-                    .filter_map(|c| {
-                        let (run, _) = by_task.get(&c.task_id)?;
-                        Some(json!({"id": run, "t": jts(c.timeout_on(now, req.default_timeout))}))
-                    })
-                    .collect(),
-            );
-            let start = format!(
-                "UPDATE task_runs r
-                 JOIN JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$.id', t DATETIME(6) PATH '$.t')) AS j
-                   ON r.id = j.id
-                 SET {}
-                 WHERE r.status = {SCHEDULED}",
-                transitions::started_run("?", "?", "j.t")
-            );
-            sqlx::query(&start).bind(starts.to_string()).bind(now).bind(req.runner).execute(&mut *tx.tx).await?;
-        }
-        transitions::claimed_runs(self, Some(tx), req, claimed, by_task).await
+        transitions::claimed_runs(self, Some(tx), req, claimed, Default::default()).await
     }
 }
 
@@ -322,7 +292,7 @@ impl Dialect for MySqlDb {
     /// A multi-row `VALUES`, not the shared `INSERT … SELECT`: InnoDB holds a lock on the
     /// table's auto-increment counter through an `INSERT … SELECT` (its row count unknown), and
     /// two claims at once failed on it (error 1467); rows given by value take their ids at once.
-    async fn start_first_runs(
+    async fn start_runs(
         &self,
         mut tx: Option<&mut Tx<MySql>>,
         req: &ClaimRequest<'_>,
@@ -335,7 +305,7 @@ impl Dialect for MySqlDb {
         for r in &self.rows(tx.as_deref_mut(), last, args![&ids]).await? {
             last_of.insert(r.try_get::<i64, _>("task_queue_id")?, r.try_get::<i64, _>("last")?);
         }
-        let mut qb = QueryBuilder::<MySql>::new(format!("INSERT INTO {} ", transitions::FIRST_RUN));
+        let mut qb = QueryBuilder::<MySql>::new(format!("INSERT INTO {} ", transitions::NEW_RUN));
         qb.push_values(tasks, |mut b, c| {
             let attempt = last_of.get(&c.task_id).copied().unwrap_or(0) + 1;
             b.push_bind(c.task_id).push_bind(attempt).push_bind(req.now).push_bind(req.now);

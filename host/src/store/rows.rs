@@ -106,7 +106,6 @@ pub fn retry_candidate(r: &impl Cells) -> Result<RetryCandidate> {
         failures: n32(int(r, TASKS, "task_runs_failed")?),
         max_retries: n32(int(r, TASKS, "max_retries")?),
         backoff: backoff(r)?,
-        last_attempt: n32(r.int("last_attempt")?.unwrap_or(0)),
     })
 }
 

@@ -316,20 +316,6 @@ pub const INDEXES: &[Index] = &[
             then: &["task_runner_id"],
         },
     },
-    // At most one scheduled run per task.
-    Index {
-        name: "task_runs_scheduled",
-        table: "task_runs",
-        columns: &["task_queue_id"],
-        unique: true,
-        filter: Some("status = 'scheduled'"),
-        mysql: OnMySql::Generated {
-            column: "scheduled_task_id",
-            kind: Int,
-            expression: "CASE WHEN status = 'scheduled' THEN task_queue_id END",
-            then: &[],
-        },
-    },
     // Runs in flight, counted by queue and by handler for the concurrency limits.
     Index {
         name: "task_queue_running",

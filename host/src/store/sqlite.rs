@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use serde_json::json;
 use sqlx::sqlite::{
     SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
@@ -29,7 +28,7 @@ use super::dialect::{ClaimRequest, Dialect, Ended};
 use super::plumbing::{decoded, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
-use super::sql::{json_list, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING, SCHEDULED};
+use super::sql::{json_list, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING};
 use super::transitions::{self, RELEASE_KEY};
 use super::{Backend, StoreOptions};
 use crate::error::{Error, Result};
@@ -330,20 +329,7 @@ async fn claim_in(
     if claimed.is_empty() {
         return Ok(Vec::new());
     }
-    let starts = serde_json::Value::Array(
-        claimed.iter().map(|c| json!({"id": c.task_id, "t": ts(c.timeout_on(now, req.default_timeout))})).collect(),
-    );
-    let start = format!(
-        "UPDATE task_runs SET {}
-         FROM json_each(?3) AS j
-         WHERE task_runs.task_queue_id = j.value->>'id' AND task_runs.status = {SCHEDULED}
-         RETURNING task_runs.task_queue_id, task_runs.id, task_runs.attempt",
-        transitions::started_run("?1", "?2", "j.value->>'t'")
-    );
-    let started: Vec<(i64, i64, i64)> =
-        sqlx::query_as(&start).bind(ts(now)).bind(req.runner).bind(starts.to_string()).fetch_all(&mut *tx.tx).await?;
-    let by_task = started.into_iter().map(|(t, r, a)| (t, (r, a))).collect();
-    transitions::claimed_runs(db, Some(tx), req, claimed, by_task).await
+    transitions::claimed_runs(db, Some(tx), req, claimed, Default::default()).await
 }
 
 /// What a SQLite refusal means (by its primary result code): busy and locked are contention;

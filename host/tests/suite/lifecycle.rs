@@ -110,8 +110,7 @@ async fn apply(store: &SharedStore, c: &Case, t: Transition) -> bool {
         Transition::PutBack => store.put_back(latest_run(store, c.task).await, at).await.expect("put back"),
         Transition::Retry | Transition::GiveUp => {
             let next = if t == Transition::Retry { NextStep::RetryAt(at) } else { NextStep::GiveUp };
-            let last = store.runs_of(c.task).await.expect("runs").last().map_or(0, |r| r.attempt);
-            let plan = RetryPlan { task_id: c.task, next_attempt: last + 1, next };
+            let plan = RetryPlan { task_id: c.task, next };
             store.apply_retry_plans(&[plan], at).await.expect("plans");
             true
         }
@@ -125,8 +124,9 @@ async fn apply(store: &SharedStore, c: &Case, t: Transition) -> bool {
 }
 
 /// What a legal transition leaves: the model's state, the failure counted (or forgotten), one
-/// active run while the task runs, or is scheduled after a run (a task's first run is made by its
-/// claim, or by a cancel or an abandon to record why it ended), each new one numbered after the latest.
+/// running run while the task runs and none otherwise (a task's runs are made by its claims,
+/// or by a cancel or an abandon to record why it ended, each numbered after the latest; a run
+/// put back is gone).
 fn check_legal(t: Transition, before: &Seen, after: &Seen) {
     assert_eq!(after.state, t.to(), "{t} from {}", before.state);
     let failed = match t {
@@ -137,28 +137,22 @@ fn check_legal(t: Transition, before: &Seen, after: &Seen) {
     assert_eq!(after.failed, failed, "failures after {t} from {}", before.state);
     let active: Vec<&(u32, RunStatus)> =
         after.runs.iter().filter(|(_, s)| matches!(s, RunStatus::Scheduled | RunStatus::Running)).collect();
-    let active_wanted = match after.state {
-        TaskState::Running => 1,
-        TaskState::Scheduled => usize::from(!after.runs.is_empty()),
-        _ => 0,
-    };
+    let active_wanted = usize::from(after.state == TaskState::Running);
     assert_eq!(active.len(), active_wanted, "active runs after {t}: {:?}", after.runs);
     let last = before.runs.iter().map(|(a, _)| *a).max().unwrap_or(0);
-    let first = match t {
-        _ if !before.runs.is_empty() => None,
+    let made = match t {
         Transition::Claim => Some(RunStatus::Running),
-        Transition::Cancel => Some(RunStatus::Cancelled),
+        Transition::Cancel if before.state != TaskState::Running => Some(RunStatus::Cancelled),
         Transition::Abandon => Some(RunStatus::Error),
         _ => None,
     };
-    let new_run = matches!(t, Transition::FailAndRetry | Transition::Retry | Transition::Replay);
-    let runs = before.runs.len() + usize::from(new_run || first.is_some());
+    let runs = match t {
+        Transition::PutBack => before.runs.len() - 1,
+        _ => before.runs.len() + usize::from(made.is_some()),
+    };
     assert_eq!(after.runs.len(), runs, "runs after {t}: {:?}", after.runs);
-    if new_run {
-        assert_eq!(after.runs.last(), Some(&(last + 1, RunStatus::Scheduled)), "the new run after {t}");
-    }
-    if let Some(status) = first {
-        assert_eq!(after.runs, [(1, status)], "the first run, made by {t}");
+    if let Some(status) = made {
+        assert_eq!(after.runs.last(), Some(&(last + 1, status)), "the run made by {t}");
     }
 }
 

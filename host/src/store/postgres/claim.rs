@@ -49,17 +49,14 @@ fn claim_sql(one_queue: bool, of_these: bool) -> String {
     // fast one for the claims without it.
     let only_cond = if of_these { "AND id = ANY($8)" } else { "" };
     // One statement, so one round trip and atomic without an explicit transaction. Every row
-    // is reached by a unique key (primary keys, and the unique index of scheduled runs), whose
-    // selectivity the planner knows without statistics; on a queue they are always stale.
+    // is reached by a unique key (primary keys), whose selectivity the planner knows without
+    // statistics; on a queue they are always stale.
     let scheduled = transitions::is::<PostgresDb>(TaskState::Scheduled);
     let claimed = transitions::claimed_task();
     let not_paused = transitions::NOT_PAUSED;
-    let timeout = "$1 + make_interval(secs => least(coalesce(j.run_timeout, $6), 3153600000))";
-    let started = transitions::started_run("$1", "$5", timeout);
-    // A task's first run is made here (see `transitions::claimed_runs`). Scheduled runs are
-    // reached by their ids as a list as well as by the join: priced as a join alone, with
-    // `task_runs` empty when first planned, the update hashed all of task_runs each claim.
-    let first = transitions::first_run("j.id", "$1", "$5", timeout);
+    let timeout = "$1 + make_interval(secs => least(coalesce(q.run_timeout, $6), 3153600000))";
+    // Each task's run is made here (see `transitions::claimed_runs`).
+    let run = transitions::new_run("q.id", "$1", "$5", timeout);
     // Its runner's row, shared-locked and only while it is running: a claim that reaches the
     // server after an overseer timed the runner out (a retransmission after a partition)
     // claims nothing, and one before makes the time-out wait for it and then see its runs.
@@ -78,23 +75,10 @@ fn claim_sql(one_queue: bool, of_these: bool) -> String {
              UPDATE task_queue SET {claimed} WHERE id = ANY(ARRAY(SELECT id FROM picked))
              RETURNING {CLAIM_COLUMNS}
          ),
-         j AS (
-             SELECT q.*, (SELECT s.id FROM task_runs s WHERE s.task_queue_id = q.id AND s.status = {SCHEDULED})
-                        AS run_id
-             FROM q
-         ),
-         r AS (
-             UPDATE task_runs SET {started}
-             FROM j
-             WHERE task_runs.id = j.run_id
-               AND task_runs.id = ANY(ARRAY(SELECT run_id FROM j WHERE run_id IS NOT NULL))
-             RETURNING task_runs.id, task_runs.attempt
-         ),
          f AS (
-             INSERT INTO {FIRST_RUN} SELECT {first} FROM j WHERE j.run_id IS NULL
+             INSERT INTO {NEW_RUN} SELECT {run} FROM q
              RETURNING task_runs.id, task_runs.task_queue_id, task_runs.attempt
          )
-         SELECT j.*, coalesce(r.id, f.id) AS started_id, coalesce(r.attempt, f.attempt) AS attempt
-         FROM j LEFT JOIN r ON r.id = j.run_id LEFT JOIN f ON f.task_queue_id = j.id"
+         SELECT q.*, f.id AS started_id, f.attempt FROM q JOIN f ON f.task_queue_id = q.id"
     )
 }

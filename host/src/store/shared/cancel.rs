@@ -1,4 +1,4 @@
-//! Cancelling tasks, by id or by filter. A cancelled task's scheduled run never starts; its
+//! Cancelling tasks, by id or by filter. A cancelled scheduled task never starts; its
 //! running run is marked `cancelled` at once, and the worker executing it stops the guest when
 //! it next checks its runs (woken at once on PostgreSQL by a notification sent with the commit).
 //! The outcome that worker may still send is ignored: outcomes are written only to runs still

@@ -116,10 +116,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         tasks::counts(&self.db).await
     }
 
-    async fn retry_task(&self, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<RunId> {
-        let run = tasks::replay(&self.db, id, data, now).await?;
+    async fn retry_task(&self, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<u32> {
+        let attempt = tasks::replay(&self.db, id, data, now).await?;
         self.tell_added(true);
-        Ok(run)
+        Ok(attempt)
     }
 
     async fn stats(

@@ -74,8 +74,8 @@ pub async fn running_of<D: Dialect>(db: &D, runner: RunnerId) -> Result<Vec<RunI
     db.rows(None, &sql, args![runner]).await?.iter().map(|r| rows::id(r, "id")).collect()
 }
 
-/// Whether a scheduled run of `queues` is due, a run of them is running, or a failed task
-/// awaits its retry run. Three probes, each of a partial index (on PostgreSQL an OR of
+/// Whether a scheduled task of `queues` is due, a run of them is running, or a failed task
+/// awaits its retry. Three probes, each of a partial index (on PostgreSQL an OR of
 /// statuses scanned the whole table).
 pub async fn has_due_work<D: Dialect>(
     db: &D,

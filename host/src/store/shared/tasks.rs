@@ -80,9 +80,9 @@ pub async fn counts<D: Dialect>(db: &D) -> Result<QueueCounts> {
     Ok(c)
 }
 
-/// Replay a dead letter or a cancelled task: reset its failure count and schedule a new run now, with new data when
-/// `data` is given.
-pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<RunId> {
+/// Replay a dead letter or a cancelled task: reset its failure count and schedule it now, with new data when `data`
+/// is given; the attempt its next run will be.
+pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<u32> {
     let edit = format!("UPDATE task_queue SET task_data = $2 WHERE id = $1 AND {}", from::<D>(Transition::Replay));
     let edit = &edit;
     transaction(db, |tx| {
@@ -99,7 +99,7 @@ pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: Dat
             };
             let run = match replayed {
                 0 => None,
-                _ => transitions::tasks::scheduled_run(db, &mut tx.tx, id).await?,
+                _ => transitions::tasks::next_attempt(db, &mut tx.tx, id).await?,
             };
             let Some(run) = run else {
                 let task = get(db, Some(&mut tx.tx), id).await?;

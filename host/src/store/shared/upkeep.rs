@@ -16,8 +16,7 @@ use crate::model::*;
 /// Failed tasks (error or timeout, not given up) whose next step is not decided yet.
 pub async fn retry_candidates<D: Dialect>(db: &D, limit: u32) -> Result<Vec<RetryCandidate>> {
     let sql = format!(
-        "SELECT q.id, q.task_runs_failed, q.max_retries, q.backoff_base_ms, q.backoff_max_ms,
-                (SELECT max(attempt) FROM task_runs r WHERE r.task_queue_id = q.id) AS last_attempt
+        "SELECT q.id, q.task_runs_failed, q.max_retries, q.backoff_base_ms, q.backoff_max_ms
          FROM task_queue q
          WHERE {}
          LIMIT $1",
@@ -35,7 +34,7 @@ pub async fn apply_retry_plans<D: Dialect>(db: &D, plans: &[RetryPlan], now: Dat
             for p in plans {
                 match p.next {
                     NextStep::RetryAt(at) => {
-                        transitions::tasks::retry(db, &mut tx.tx, p.task_id, p.next_attempt, at, now).await?;
+                        transitions::tasks::retry(db, &mut tx.tx, p.task_id, at).await?;
                     }
                     NextStep::GiveUp => {
                         transitions::tasks::give_up(db, &mut tx.tx, p.task_id, now).await?;

@@ -10,7 +10,7 @@
 //!
 //! | transition | written by |
 //! |---|---|
-//! | claim | each database's claim statement, with [`claimed_task`], [`started_run`] and [`first_run`]; [`claimed_runs`] |
+//! | claim | each database's claim statement, with [`claimed_task`] and [`new_run`]; [`claimed_runs`] |
 //! | succeed | each database's batched success, with [`succeeded_run`] and [`succeeded_task`] |
 //! | fail, retry / fail, give up | [`runs::finish`] |
 //! | time out | [`runs::time_out`] |
@@ -108,12 +108,6 @@ pub fn claimed_task() -> String {
     format!("last_status = {RUNNING}")
 }
 
-/// What a claim writes to its run: started at `now` by `runner`, timing out at `timeout` (each
-/// an SQL expression of the database's statement).
-pub fn started_run(now: &str, runner: &str, timeout: &str) -> String {
-    format!("status = {RUNNING}, started_on = {now}, task_runner_id = {runner}, timeout_on = {timeout}")
-}
-
 /// What a success writes to its run; `v` spells the database's expression of each value of the
 /// outcome: `f` (finished), `res` (results), `ms` (duration), `dg` (digest), `fu` (fuel), `lg`
 /// (logs). Only a run still running may succeed: the statement's own condition.
@@ -139,11 +133,11 @@ pub fn succeeded_task(finished: &str) -> String {
 /// Frees a finished task's unique key for a new task.
 pub const RELEASE_KEY: &str = "active_unique_key = NULL";
 
-/// The claimed runs, in claim order: each task's run as the claim started it (`started`: task
-/// id → run id and attempt), or, for a task without a scheduled run, its run made now, already
-/// running. A task's first run is made here, not when it is added: one row written a run
-/// instead of two (an insert, then its update at the claim). Its attempt follows the task's
-/// latest run, if any.
+/// The claimed runs, in claim order: each task's run, made now, already running (`started`:
+/// task id → run id and attempt, when the database's claim statement made them itself). A run is
+/// made by its claim, never before: a task awaiting its first run or a retry has no run row, so
+/// a claim writes one row a run (no insert at the add or the failure, then its update here).
+/// Its attempt follows the task's latest run, if any.
 pub async fn claimed_runs<D: Dialect>(
     db: &D,
     tx: Option<&mut TxOf<D>>,
@@ -151,9 +145,9 @@ pub async fn claimed_runs<D: Dialect>(
     claimed: Vec<ClaimedTask>,
     mut started: HashMap<TaskId, (RunId, i64)>,
 ) -> Result<Vec<ClaimedRun>> {
-    let first: Vec<&ClaimedTask> = claimed.iter().filter(|c| !started.contains_key(&c.task_id)).collect();
-    if !first.is_empty() {
-        started.extend(db.start_first_runs(tx, req, &first).await?);
+    let unstarted: Vec<&ClaimedTask> = claimed.iter().filter(|c| !started.contains_key(&c.task_id)).collect();
+    if !unstarted.is_empty() {
+        started.extend(db.start_runs(tx, req, &unstarted).await?);
     }
     let mut out = Vec::with_capacity(claimed.len());
     for c in claimed {
@@ -166,23 +160,23 @@ pub async fn claimed_runs<D: Dialect>(
     Ok(out)
 }
 
-/// The table and columns of a run a claim starts without a scheduled one; see [`first_run`].
-pub const FIRST_RUN: &str =
+/// The table and columns of the run a claim starts; see [`new_run`].
+pub const NEW_RUN: &str =
     "task_runs (task_queue_id, attempt, created_on, started_on, status, task_runner_id, timeout_on)";
 
-/// The values of [`FIRST_RUN`] for the task whose id is `task`, started at `now` by `runner`,
+/// The values of [`NEW_RUN`] for the task whose id is `task`, started at `now` by `runner`,
 /// timing out at `timeout` (each an SQL expression): numbered after the task's latest run.
-pub fn first_run(task: &str, now: &str, runner: &str, timeout: &str) -> String {
+pub fn new_run(task: &str, now: &str, runner: &str, timeout: &str) -> String {
     format!(
         "{task}, 1 + coalesce((SELECT max(p.attempt) FROM task_runs p WHERE p.task_queue_id = {task}), 0),
          {now}, {now}, {RUNNING}, {runner}, {timeout}"
     )
 }
 
-/// Insert a running run of each of `tasks` (claimed, without a scheduled run): one statement
+/// Insert a running run of each of `tasks` (claimed): one statement
 /// a distinct timeout (most claims have one), returning the runs' ids (MySQL, which cannot
 /// return them, has its own).
-pub async fn start_first_runs<D: Dialect + ?Sized>(
+pub async fn start_runs<D: Dialect + ?Sized>(
     db: &D,
     mut tx: Option<&mut TxOf<D>>,
     req: &ClaimRequest<'_>,
@@ -193,9 +187,9 @@ pub async fn start_first_runs<D: Dialect + ?Sized>(
         by_timeout.entry(c.timeout_on(req.now, req.default_timeout)).or_default().push(c.task_id);
     }
     let insert = format!(
-        "INSERT INTO {FIRST_RUN} SELECT {} FROM task_queue q WHERE q.id IN ($1)
+        "INSERT INTO {NEW_RUN} SELECT {} FROM task_queue q WHERE q.id IN ($1)
          RETURNING task_queue_id, id, attempt",
-        first_run("q.id", "$2", "$3", "$4")
+        new_run("q.id", "$2", "$3", "$4")
     );
     let mut found = HashMap::with_capacity(tasks.len());
     for (timeout_on, ids) in &by_timeout {
@@ -204,18 +198,6 @@ pub async fn start_first_runs<D: Dialect + ?Sized>(
         }
     }
     Ok(found)
-}
-
-/// Insert a scheduled run of a task; its id.
-async fn insert_run<D: Dialect>(
-    db: &D,
-    tx: &mut TxOf<D>,
-    task_id: TaskId,
-    attempt: u32,
-    now: DateTime<Utc>,
-) -> Result<RunId> {
-    let sql = "INSERT INTO task_runs (task_queue_id, attempt, created_on) VALUES ($1, $2, $3)";
-    db.insert(Some(tx), sql, args![task_id, attempt, now]).await
 }
 
 #[cfg(all(test, feature = "sqlite", feature = "postgres", feature = "mysql"))]

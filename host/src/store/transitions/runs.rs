@@ -6,7 +6,7 @@ use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::TxOf;
 use super::super::rows;
 use super::super::sql::{args, RUNNING, SCHEDULED, TIMEOUT};
-use super::{from, insert_run, Why, RELEASE_KEY};
+use super::{from, Why, RELEASE_KEY};
 use crate::error::Result;
 use crate::model::*;
 
@@ -28,7 +28,7 @@ pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
         }
     }
     let ids: Vec<RunId> = failed.iter().map(|f| f.o.run_id).collect();
-    let running = format!("SELECT id, attempt FROM task_runs WHERE id IN ($1) AND status = {RUNNING}{}", D::FOR_UPDATE);
+    let running = format!("SELECT id FROM task_runs WHERE id IN ($1) AND status = {RUNNING}{}", D::FOR_UPDATE);
     let latest = outcomes.iter().map(|o| o.finished_on).max().unwrap_or_default();
     let (ok, failed, running, ids) = (&ok, &failed, &running, &ids);
     transaction(db, |tx| {
@@ -40,14 +40,12 @@ pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
             // The failed runs this transaction ends, for the statistics.
             let mut ended = Vec::new();
             if !failed.is_empty() {
-                let attempts = db.rows(Some(&mut tx.tx), running, args![ids]).await?;
-                let attempts: std::collections::HashMap<RunId, i64> = attempts
-                    .iter()
-                    .map(|r| Ok((rows::id(r, "id")?, rows::id(r, "attempt")?)))
-                    .collect::<Result<_>>()?;
+                let still = db.rows(Some(&mut tx.tx), running, args![ids]).await?;
+                let still: std::collections::HashSet<RunId> =
+                    still.iter().map(|r| rows::id(r, "id")).collect::<Result<_>>()?;
                 for f in failed {
-                    if let Some(attempt) = attempts.get(&f.o.run_id) {
-                        fail(db, &mut tx.tx, f, rows::n32(*attempt)).await?;
+                    if still.contains(&f.o.run_id) {
+                        fail(db, &mut tx.tx, f).await?;
                         ended.push(f.o.run_id);
                     }
                 }
@@ -66,8 +64,9 @@ struct Failed<'a> {
     next: NextStep,
 }
 
-/// End a locked running run as failed, and retry its task or give up on it.
-async fn fail<D: Dialect>(db: &D, tx: &mut TxOf<D>, f: &Failed<'_>, attempt: u32) -> Result<()> {
+/// End a locked running run as failed, and retry its task or give up on it. A retry is the task
+/// scheduled again: its next run is made by the claim that starts it.
+async fn fail<D: Dialect>(db: &D, tx: &mut TxOf<D>, f: &Failed<'_>) -> Result<()> {
     let o = f.o;
     let status = f.failure.status().as_str();
     let run = "UPDATE task_runs SET status = $2, finished_on = $3, results = coalesce($4, results),
@@ -96,9 +95,7 @@ async fn fail<D: Dialect>(db: &D, tx: &mut TxOf<D>, f: &Failed<'_>, attempt: u32
                  WHERE id = $1 AND {}",
                 from::<D>(Transition::FailAndRetry)
             );
-            if db.exec(Some(&mut *tx), &task, args![o.task_id, at]).await? == 1 {
-                insert_run(db, tx, o.task_id, attempt + 1, o.finished_on).await?;
-            }
+            db.exec(Some(tx), &task, args![o.task_id, at]).await?;
         }
         NextStep::GiveUp => {
             let task = format!(
@@ -142,18 +139,18 @@ pub async fn time_out<D: Dialect>(
     super::super::shared::stats::record(db, tx, &run_ids, now).await
 }
 
-/// Return a running run to the queue, due at `at`, uncounted; false when it is not running.
+/// Return a running run to the queue, due at `at`, uncounted; false when it is not running. The
+/// run is deleted, not kept: it ran no guest to its end (it waited for a slot, or its worker lost
+/// its claim's answer or its heartbeat), and the claim that starts the task again makes the run
+/// anew, with the same attempt.
 pub async fn put_back<D: Dialect>(db: &D, run: RunId, at: DateTime<Utc>) -> Result<bool> {
     let find = format!("SELECT task_queue_id FROM task_runs WHERE id = $1 AND status = {RUNNING}{}", D::FOR_UPDATE);
-    let unclaim = format!(
-        "UPDATE task_runs SET status = {SCHEDULED}, started_on = NULL, task_runner_id = NULL, timeout_on = NULL
-         WHERE id = $1"
-    );
+    let unclaim = "DELETE FROM task_runs WHERE id = $1";
     let task = format!(
         "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2 WHERE id = $1 AND {}",
         from::<D>(Transition::PutBack)
     );
-    let (find, task, unclaim) = (&find, &task, &unclaim);
+    let (find, task) = (&find, &task);
     transaction(db, |tx| {
         Box::pin(async move {
             let Some(found) = db.rows(Some(&mut tx.tx), find, args![run]).await?.into_iter().next() else {

@@ -7,29 +7,19 @@ use super::super::dialect::Dialect;
 use super::super::plumbing::TxOf;
 use super::super::rows;
 use super::super::sql::{args, Lit, CANCELLED, ERROR, RUNNING, SCHEDULED};
-use super::{from, insert_run, is, Why, CANCELLED_BY_OPERATOR, RELEASE_KEY, UNSERVED};
+use super::{from, Why, CANCELLED_BY_OPERATOR, RELEASE_KEY, UNSERVED};
 use crate::error::Result;
-use crate::model::{RunId, TaskId, TaskState, Transition};
+use crate::model::{TaskId, Transition};
 
-/// Schedule attempt `attempt` of a task awaiting its retry, due at `at`; false when it awaits
-/// none (another overseer decided first, or an operator cancelled it).
-pub async fn retry<D: Dialect>(
-    db: &D,
-    tx: &mut TxOf<D>,
-    task: TaskId,
-    attempt: u32,
-    at: DateTime<Utc>,
-    now: DateTime<Utc>,
-) -> Result<bool> {
+/// Schedule a task awaiting its retry again, due at `at` (its next run is made by the claim
+/// that starts it); false when it awaits none (another overseer decided first, or an operator
+/// cancelled it).
+pub async fn retry<D: Dialect>(db: &D, tx: &mut TxOf<D>, task: TaskId, at: DateTime<Utc>) -> Result<bool> {
     let sql = format!(
         "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2 WHERE id = $1 AND {}",
         from::<D>(Transition::Retry)
     );
-    if db.exec(Some(&mut *tx), &sql, args![task, at]).await? != 1 {
-        return Ok(false);
-    }
-    insert_run(db, tx, task, attempt, now).await?;
-    Ok(true)
+    Ok(db.exec(Some(tx), &sql, args![task, at]).await? == 1)
 }
 
 /// Give up on a task awaiting its retry: it becomes a dead letter; false when it awaits none.
@@ -41,9 +31,10 @@ pub async fn give_up<D: Dialect>(db: &D, tx: &mut TxOf<D>, task: TaskId, now: Da
     Ok(db.exec(Some(tx), &sql, args![task, now]).await? == 1)
 }
 
-/// Give up on these scheduled tasks without running them: their scheduled runs end in error
-/// ([`UNSERVED`]), and count as failed.
+/// Give up on these scheduled tasks without running them: each gets a run ended in error
+/// ([`UNSERVED`]), counted as failed.
 pub async fn abandon<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now: DateTime<Utc>) -> Result<()> {
+    let tasks = &moving(db, tx, tasks, Transition::Abandon).await?;
     let task = format!(
         "UPDATE task_queue SET last_status = {ERROR}, task_runs_failed = task_runs_failed + 1,
              finished_on = $2, gave_up_on = $2, {RELEASE_KEY}
@@ -54,9 +45,11 @@ pub async fn abandon<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now
     end_active_runs(db, tx, tasks, ERROR, now, UNSERVED).await
 }
 
-/// Cancel these unfinished tasks: their scheduled or running run ends as cancelled ([`CANCELLED_BY_OPERATOR`]) (a
-/// running guest is stopped by its worker), and they finish.
+/// Cancel these unfinished tasks: their running run, or a run made for the purpose when none
+/// runs, ends as cancelled ([`CANCELLED_BY_OPERATOR`]) (a running guest is stopped by its
+/// worker), and they finish.
 pub async fn cancel<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now: DateTime<Utc>) -> Result<()> {
+    let tasks = &moving(db, tx, tasks, Transition::Cancel).await?;
     let task = format!(
         "UPDATE task_queue SET last_status = {CANCELLED}, finished_on = $2, {RELEASE_KEY} WHERE id IN ($1) AND {}",
         from::<D>(Transition::Cancel)
@@ -65,9 +58,18 @@ pub async fn cancel<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now:
     end_active_runs(db, tx, tasks, CANCELLED, now, CANCELLED_BY_OPERATOR).await
 }
 
-/// End the active run (scheduled or running) of each of these tasks as `status`, for `why`,
-/// timed from its start when it had one, and count it in the statistics. A task never claimed
-/// has no run yet (its first is made by its claim): it gets its first, to record why it ended.
+/// Those of `tasks` that `t` moves on (the caller holds them locked).
+async fn moving<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], t: Transition) -> Result<Vec<TaskId>> {
+    if tasks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!("SELECT id FROM task_queue WHERE id IN ($1) AND {}", from::<D>(t));
+    ids(&db.rows(Some(tx), &sql, args![tasks]).await?)
+}
+
+/// End the running run of each of these tasks as `status`, for `why`, timed from its start, and
+/// count it in the statistics. A task not running has no run now (a task's runs are made by
+/// its claims): it gets one, numbered after its latest, to record why it ended.
 async fn end_active_runs<D: Dialect>(
     db: &D,
     tx: &mut TxOf<D>,
@@ -76,15 +78,11 @@ async fn end_active_runs<D: Dialect>(
     now: DateTime<Utc>,
     why: Why<'_>,
 ) -> Result<()> {
-    let first = format!(
-        "INSERT INTO task_runs (task_queue_id, attempt, created_on)
-         SELECT q.id, 1, $2 FROM task_queue q
-         WHERE q.id IN ($1) AND q.last_status = {status}
-           AND NOT EXISTS (SELECT 1 FROM task_runs r WHERE r.task_queue_id = q.id)"
-    );
-    db.exec(Some(&mut *tx), &first, args![tasks, now]).await?;
-    let active = format!("SELECT id FROM task_runs WHERE task_queue_id IN ($1) AND status IN ({SCHEDULED}, {RUNNING})");
-    let ended = ids(&db.rows(Some(&mut *tx), &active, args![tasks]).await?)?;
+    if tasks.is_empty() {
+        return Ok(());
+    }
+    let running = format!("SELECT id FROM task_runs WHERE task_queue_id IN ($1) AND status = {RUNNING}");
+    let mut ended = ids(&db.rows(Some(&mut *tx), &running, args![tasks]).await?)?;
     let end = format!(
         "UPDATE task_runs SET status = {status}, finished_on = $2, error_code = $3, error_message = $4,
              duration_ms = {}
@@ -92,11 +90,27 @@ async fn end_active_runs<D: Dialect>(
         D::MS_SINCE_START
     );
     db.exec(Some(&mut *tx), &end, args![&ended, now, why.code, why.message]).await?;
+    // The runs made here are those of these tasks past the latest id before: the tasks are
+    // locked, so no other transaction makes runs of them meanwhile.
+    let before = db.rows(Some(&mut *tx), "SELECT coalesce(max(id), 0) AS id FROM task_runs", args![]).await?;
+    let before = before.first().map(|r| rows::id(r, "id")).transpose()?.unwrap_or(0);
+    let first = format!(
+        "INSERT INTO task_runs (task_queue_id, attempt, created_on, finished_on, status, error_code, error_message)
+         SELECT q.id, {NEXT_ATTEMPT}, $2, $2, {status}, $3, $4 FROM task_queue q
+         WHERE q.id IN ($1) AND NOT EXISTS (SELECT 1 FROM task_runs r WHERE r.task_queue_id = q.id AND r.id IN ($5))"
+    );
+    if db.exec(Some(&mut *tx), &first, args![tasks, now, why.code, why.message, &ended]).await? > 0 {
+        let made = "SELECT id FROM task_runs WHERE task_queue_id IN ($1) AND id > $2";
+        ended.extend(ids(&db.rows(Some(&mut *tx), made, args![tasks, before]).await?)?);
+    }
     super::super::shared::stats::record(db, tx, &ended, now).await
 }
 
+/// The attempt of a task's next run (of task `q`): after its latest.
+const NEXT_ATTEMPT: &str = "(SELECT coalesce(max(p.attempt), 0) + 1 FROM task_runs p WHERE p.task_queue_id = q.id)";
+
 /// Schedule these dead or cancelled tasks again, due `now`, their failures forgotten and their
-/// unique keys held again; each gets a run numbered after its latest. How many.
+/// unique keys held again (each task's next run is made by the claim that starts it). How many.
 ///
 /// A key an unfinished task holds meanwhile is a unique violation: an error, and the caller's
 /// transaction is rolled back.
@@ -111,21 +125,14 @@ pub async fn replay<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now:
     if n == 0 {
         return Ok(0);
     }
-    let runs = format!(
-        "INSERT INTO task_runs (task_queue_id, attempt, created_on)
-         SELECT q.id, (SELECT coalesce(max(r.attempt), 0) + 1 FROM task_runs r WHERE r.task_queue_id = q.id), $2
-         FROM task_queue q WHERE q.id IN ($1) AND q.{}",
-        is::<D>(TaskState::Scheduled)
-    );
-    db.exec(Some(&mut *tx), &runs, args![tasks, now]).await?;
     db.notify_tasks(tx).await?;
     Ok(n)
 }
 
-/// The scheduled run of a task (the one [`replay`] made).
-pub async fn scheduled_run<D: Dialect>(db: &D, tx: &mut TxOf<D>, task: TaskId) -> Result<Option<RunId>> {
-    let sql = format!("SELECT id FROM task_runs WHERE task_queue_id = $1 AND status = {SCHEDULED}");
-    db.rows(Some(tx), &sql, args![task]).await?.first().map(|r| rows::id(r, "id")).transpose()
+/// The attempt a task's next run will be (after [`replay`]).
+pub async fn next_attempt<D: Dialect>(db: &D, tx: &mut TxOf<D>, task: TaskId) -> Result<Option<u32>> {
+    let sql = format!("SELECT {NEXT_ATTEMPT} AS attempt FROM task_queue q WHERE q.id = $1");
+    db.rows(Some(tx), &sql, args![task]).await?.first().map(|r| Ok(rows::n32(rows::id(r, "attempt")?))).transpose()
 }
 
 fn ids<R: super::super::plumbing::Cells>(found: &[R]) -> Result<Vec<i64>> {
