@@ -147,7 +147,8 @@ pub trait Dialect: Plumbing {
     async fn begin(&self) -> Result<TxOf<Self>>;
 
     /// A transaction whose every statement sees what was committed before it, whatever the
-    /// server's default isolation (MySQL's is REPEATABLE READ): for reads made after a lock.
+    /// server's default isolation (on MySQL every transaction of the store's is): for reads made
+    /// after a lock.
     async fn begin_read_committed(&self) -> Result<TxOf<Self>> {
         self.begin().await
     }

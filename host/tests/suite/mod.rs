@@ -607,5 +607,44 @@ macro_rules! server_store_suite {
             let runs = store.claim(other, &["default".into()], 10, now, std::time::Duration::from_secs(60)).await;
             assert_eq!(runs.expect("claim").len(), 1, "the task waits for a live runner");
         }
+
+        /// A claim held up after its pick (here by a lock on its runner's row; in the chaos test by
+        /// a partition) holds up no enqueue: on MySQL, under REPEATABLE READ, the pick that reached
+        /// the end of the due tasks locked the gap every new task goes into, until its commit.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn an_enqueue_does_not_wait_for_a_claim_in_flight() {
+            use taskhost::model::NewTask;
+            let scratch = $scratch.await;
+            let raw = <$store>::connect(&scratch, &StoreOptions::default()).await.expect("connect");
+            taskhost::store::Store::migrate(&raw).await.expect("migrate");
+            let store: SharedStore = std::sync::Arc::new(raw.clone());
+            let now = chrono::Utc::now();
+            store.add_tasks(&[NewTask::new("h", "{}")], now).await.expect("add");
+            let runner = store.register_runner(1, "elsewhere", now, 10).await.expect("register");
+            let mut tx = raw.pool().begin().await.expect("begin");
+            let hold = format!("UPDATE task_runners SET heartbeat_on = heartbeat_on WHERE id = {runner}");
+            sqlx::query(&hold).execute(&mut *tx).await.expect("hold the runner's row");
+            let claim = tokio::spawn({
+                let store = store.clone();
+                async move { store.claim(runner, &["default".into()], 10, now, std::time::Duration::from_secs(60)).await }
+            });
+            common::wait_until(std::time::Duration::from_secs(30), "the claim waits on its runner's row", || async {
+                assert!(!claim.is_finished(), "the claim did not wait for its runner's row");
+                sqlx::query_scalar::<_, i64>($waiting).fetch_one(raw.pool()).await.expect("waiting") > 0
+            })
+            .await;
+            // Well within the server's lock wait timeout (50 s by default), which it waited before.
+            let added = tokio::time::timeout(
+                std::time::Duration::from_secs(20),
+                store.add_tasks(&[NewTask::new("h", "{}"), NewTask::new("h", "{}")], now),
+            )
+            .await
+            .expect("the enqueue waited for the claim")
+            .expect("add");
+            assert_eq!(added.len(), 2);
+            tx.commit().await.expect("commit");
+            let claimed = claim.await.expect("join").expect("claim");
+            assert_eq!(claimed.len(), 1, "the claim goes on once its runner's row is free: {claimed:?}");
+        }
     };
 }
