@@ -574,11 +574,8 @@ macro_rules! server_store_suite {
             .await;
         }
 
-        /// A claim that reaches the server while its runner is being timed out (sent before a
-        /// partition, say, and delivered after it healed) waits for the time-out, then claims
-        /// nothing: before, it took runs for a dead runner that nothing would ever end.
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn a_claim_that_meets_its_runners_time_out_waits_for_it_and_then_claims_nothing() {
+        /// A store on a new database holding one due task, and a runner registered for it.
+        async fn one_task_and_a_runner() -> (common::ScratchDb, $store, SharedStore, chrono::DateTime<chrono::Utc>, i64) {
             use taskhost::model::NewTask;
             let scratch = $scratch.await;
             let raw = <$store>::connect(&scratch, &StoreOptions::default()).await.expect("connect");
@@ -587,19 +584,39 @@ macro_rules! server_store_suite {
             let now = chrono::Utc::now();
             store.add_tasks(&[NewTask::new("h", "{}")], now).await.expect("add");
             let runner = store.register_runner(1, "elsewhere", now, 10).await.expect("register");
-            // The overseer's time-out, held open: the runner's row is changed, not yet committed.
-            let mut tx = raw.pool().begin().await.expect("begin");
-            let mark = format!("UPDATE task_runners SET status = 'timeout' WHERE id = {runner}");
-            sqlx::query(&mark).execute(&mut *tx).await.expect("mark");
+            (scratch, raw, store, now, runner)
+        }
+
+        /// A claim for `runner`, once it waits on its runner's row (which the caller holds locked).
+        async fn claim_waiting_on_its_runner(
+            raw: &$store,
+            store: &SharedStore,
+            runner: i64,
+            now: chrono::DateTime<chrono::Utc>,
+        ) -> tokio::task::JoinHandle<taskhost::Result<Vec<taskhost::model::ClaimedRun>>> {
             let claim = tokio::spawn({
                 let store = store.clone();
                 async move { store.claim(runner, &["default".into()], 10, now, std::time::Duration::from_secs(60)).await }
             });
             common::wait_until(std::time::Duration::from_secs(30), "the claim waits on its runner's row", || async {
-                assert!(!claim.is_finished(), "the claim did not wait for its runner's time-out");
+                assert!(!claim.is_finished(), "the claim did not wait on its runner's row");
                 sqlx::query_scalar::<_, i64>($waiting).fetch_one(raw.pool()).await.expect("waiting") > 0
             })
             .await;
+            claim
+        }
+
+        /// A claim that reaches the server while its runner is being timed out (sent before a
+        /// partition, say, and delivered after it healed) waits for the time-out, then claims
+        /// nothing: before, it took runs for a dead runner that nothing would ever end.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_claim_that_meets_its_runners_time_out_waits_for_it_and_then_claims_nothing() {
+            let (_scratch, raw, store, now, runner) = one_task_and_a_runner().await;
+            // The overseer's time-out, held open: the runner's row is changed, not yet committed.
+            let mut tx = raw.pool().begin().await.expect("begin");
+            let mark = format!("UPDATE task_runners SET status = 'timeout' WHERE id = {runner}");
+            sqlx::query(&mark).execute(&mut *tx).await.expect("mark");
+            let claim = claim_waiting_on_its_runner(&raw, &store, runner, now).await;
             tx.commit().await.expect("commit");
             let claimed = claim.await.expect("join").expect("claim");
             assert!(claimed.is_empty(), "claimed {claimed:?} for a runner timed out");
@@ -614,25 +631,11 @@ macro_rules! server_store_suite {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn an_enqueue_does_not_wait_for_a_claim_in_flight() {
             use taskhost::model::NewTask;
-            let scratch = $scratch.await;
-            let raw = <$store>::connect(&scratch, &StoreOptions::default()).await.expect("connect");
-            taskhost::store::Store::migrate(&raw).await.expect("migrate");
-            let store: SharedStore = std::sync::Arc::new(raw.clone());
-            let now = chrono::Utc::now();
-            store.add_tasks(&[NewTask::new("h", "{}")], now).await.expect("add");
-            let runner = store.register_runner(1, "elsewhere", now, 10).await.expect("register");
+            let (_scratch, raw, store, now, runner) = one_task_and_a_runner().await;
             let mut tx = raw.pool().begin().await.expect("begin");
             let hold = format!("UPDATE task_runners SET heartbeat_on = heartbeat_on WHERE id = {runner}");
             sqlx::query(&hold).execute(&mut *tx).await.expect("hold the runner's row");
-            let claim = tokio::spawn({
-                let store = store.clone();
-                async move { store.claim(runner, &["default".into()], 10, now, std::time::Duration::from_secs(60)).await }
-            });
-            common::wait_until(std::time::Duration::from_secs(30), "the claim waits on its runner's row", || async {
-                assert!(!claim.is_finished(), "the claim did not wait for its runner's row");
-                sqlx::query_scalar::<_, i64>($waiting).fetch_one(raw.pool()).await.expect("waiting") > 0
-            })
-            .await;
+            let claim = claim_waiting_on_its_runner(&raw, &store, runner, now).await;
             // Well within the server's lock wait timeout (50 s by default), which it waited before.
             let added = tokio::time::timeout(
                 std::time::Duration::from_secs(20),
