@@ -293,9 +293,9 @@ async fn migrations_are_reported_and_missing_tables_are_one_clear_error() {
     let sqlite = format!("sqlite://{}", dir.path().join("queue.db").display());
     let (pg, my) = (common::postgres_scratch().await, common::mysql_scratch().await);
     for (url, last) in [
-        (sqlite.as_str(), "0013 runs made by claims"),
-        (&*pg, "0013 runs made by claims"),
-        (&*my, "0014 runs made by claims"),
+        (sqlite.as_str(), "0014 running run on its task"),
+        (&*pg, "0014 running run on its task"),
+        (&*my, "0015 running run on its task"),
     ] {
         let options = StoreOptions { migrate: false, ..StoreOptions::default() };
         let store = store::open(url, &options).await.expect("open");
@@ -321,11 +321,13 @@ fn a_drifted_catalog_is_reported_line_by_line() {
     assert!(diff[0].starts_with("missing:") && diff[1].starts_with("unexpected:"), "{diff:?}");
 }
 
-/// Versions before `runs made by claims` kept a scheduled run for each retry: an upgrade drops
-/// those runs, and the task is claimed as its next attempt, its run made by the claim.
+/// Versions before `runs made by claims` kept a scheduled run for each retry, and those before
+/// `running run on its task` kept a running run in `task_runs`. An upgrade from before both
+/// drops the scheduled run, so its task is claimed as its next attempt, and moves the running
+/// run onto its task, where its worker (knowing only its id) still finishes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upgrade_drops_the_scheduled_runs_earlier_versions_kept_and_their_tasks_run_as_the_next_attempt() {
-    use taskhost::model::{NewTask, RunStatus};
+async fn an_upgrade_keeps_every_run_and_its_numbering_and_a_running_run_still_finishes() {
+    use taskhost::model::{RunEnd, RunOutcome, RunStatus};
     use taskhost::store::{self, StoreOptions};
     const DAY: std::time::Duration = std::time::Duration::from_secs(86_400);
     let t0 = chrono::Utc::now();
@@ -352,37 +354,64 @@ async fn an_upgrade_drops_the_scheduled_runs_earlier_versions_kept_and_their_tas
             _ => old.run(&mut sqlx::MySqlConnection::connect(url).await.expect("connect")).await,
         }
         .expect("the old migrations");
-        // A task as the old versions left it after a failure: its failed run and a scheduled one.
-        let unmigrated = StoreOptions { migrate: false, ..StoreOptions::default() };
-        let store = store::open(url, &unmigrated).await.expect("open");
-        let id = store.add_tasks(&[NewTask::new("h", "{}")], t0).await.expect("add")[0].id;
-        let r = store.register_runner(1, "old", t0, 10).await.expect("runner");
-        let c = store.claim(r, &["default".into()], 1, t0, DAY).await.expect("claim");
-        assert_eq!(c.len(), 1, "{url}");
-        for sql in [
-            "UPDATE task_runs SET status = 'error'",
-            "INSERT INTO task_runs (task_queue_id, attempt, created_on) SELECT task_queue_id, 2, created_on FROM task_runs",
-            "UPDATE task_queue SET last_status = 'scheduled', task_runs_failed = 1",
-        ] {
-            match folder {
-                "sqlite" => sqlx::query(sql).execute(&mut sqlx::SqliteConnection::connect(url).await.expect("c")).await.map(|_| ()),
-                "postgres" => sqlx::query(sql).execute(&mut sqlx::PgConnection::connect(url).await.expect("c")).await.map(|_| ()),
-                _ => sqlx::query(sql).execute(&mut sqlx::MySqlConnection::connect(url).await.expect("c")).await.map(|_| ()),
-            }
-            .expect("the old state");
+        // As the old versions left them: task 1 failed once, its retry a scheduled run; task 2
+        // running its first run (id 3), 40 % done.
+        let at = "'2026-01-01 00:00:00.000000'";
+        let mut old_state = vec![
+            format!("INSERT INTO task_runners (id, process_id, host_name, started_on, heartbeat_on) VALUES (7, 1, 'old', {at}, {at})"),
+            format!("INSERT INTO task_queue (id, queued_on, scheduled_on, task_handler_class, task_data, last_status, task_runs_failed) VALUES (1, {at}, {at}, 'h', '{{}}', 'scheduled', 1)"),
+            format!("INSERT INTO task_runs (id, task_queue_id, attempt, created_on, started_on, finished_on, status, task_runner_id) VALUES (1, 1, 1, {at}, {at}, {at}, 'error', 7)"),
+            format!("INSERT INTO task_runs (id, task_queue_id, attempt, created_on, status) VALUES (2, 1, 2, {at}, 'scheduled')"),
+            format!("INSERT INTO task_queue (id, queued_on, scheduled_on, task_handler_class, task_data, last_status) VALUES (2, {at}, {at}, 'h', '{{}}', 'running')"),
+            format!("INSERT INTO task_runs (id, task_queue_id, attempt, created_on, started_on, status, task_runner_id, timeout_on, percents_completed) VALUES (3, 2, 1, {at}, {at}, 'running', 7, '2100-01-01 00:00:00.000000', 40)"),
+        ];
+        if folder == "postgres" {
+            // Ids given by hand do not move the sequences, as those the old versions took did.
+            old_state.push("SELECT setval('task_runs_id_seq', 3), setval('task_queue_id_seq', 2)".into());
         }
-        drop(store);
+        for sql in &old_state {
+            match folder {
+                "sqlite" => sqlx::query(sql)
+                    .execute(&mut sqlx::SqliteConnection::connect(url).await.expect("c"))
+                    .await
+                    .map(|_| ()),
+                "postgres" => {
+                    sqlx::query(sql).execute(&mut sqlx::PgConnection::connect(url).await.expect("c")).await.map(|_| ())
+                }
+                _ => sqlx::query(sql)
+                    .execute(&mut sqlx::MySqlConnection::connect(url).await.expect("c"))
+                    .await
+                    .map(|_| ()),
+            }
+            .unwrap_or_else(|e| panic!("{url}: the old state: {sql}: {e}"));
+        }
         let store = store::open(url, &StoreOptions::default()).await.expect("open and migrate");
-        let runs = store.runs_of(id).await.expect("runs");
-        assert_eq!(runs.iter().map(|r| (r.attempt, r.status)).collect::<Vec<_>>(), [(1, RunStatus::Error)], "{url}");
+        let of = |runs: &[taskhost::model::Run]| runs.iter().map(|r| (r.id, r.attempt, r.status)).collect::<Vec<_>>();
+        assert_eq!(of(&store.runs_of(1).await.expect("runs")), [(1, 1, RunStatus::Error)], "{url}");
+        let running = store.runs_of(2).await.expect("runs");
+        assert_eq!(of(&running), [(3, 1, RunStatus::Running)], "{url}");
+        assert_eq!((running[0].percents_completed, running[0].runner_id), (40, Some(7)), "{url}");
+        // The old worker's success, by run id.
+        let ok = RunOutcome {
+            run_id: 3,
+            task_id: 2,
+            end: RunEnd::Success { results: Some("[1]".into()) },
+            percents_completed: None,
+            finished_on: t0,
+            duration_ms: 5,
+            component_digest: None,
+            fuel_used: None,
+            logs: None,
+        };
+        store.finish_runs(&[ok]).await.expect("finish");
+        let done = store.runs_of(2).await.expect("runs");
+        assert_eq!(of(&done), [(3, 1, RunStatus::Success)], "{url}");
+        assert_eq!(done[0].results.as_deref(), Some("[1]"), "{url}");
         let r = store.register_runner(2, "new", t0, 10).await.expect("runner");
         let c = store.claim(r, &["default".into()], 1, t0 + chrono::Duration::seconds(1), DAY).await.expect("claim");
-        assert_eq!(c.iter().map(|c| (c.task_id, c.attempt)).collect::<Vec<_>>(), [(id, 2)], "{url}");
-        let runs = store.runs_of(id).await.expect("runs");
-        assert_eq!(
-            runs.iter().map(|r| (r.attempt, r.status)).collect::<Vec<_>>(),
-            [(1, RunStatus::Error), (2, RunStatus::Running)],
-            "{url}"
-        );
+        assert_eq!(c.iter().map(|c| (c.task_id, c.attempt)).collect::<Vec<_>>(), [(1, 2)], "{url}");
+        assert!(c[0].run_id > 3, "{url}: a new run id, past the old ones: {}", c[0].run_id);
+        let runs = store.runs_of(1).await.expect("runs");
+        assert_eq!(of(&runs), [(1, 1, RunStatus::Error), (c[0].run_id, 2, RunStatus::Running)], "{url}");
     }
 }

@@ -107,6 +107,8 @@ pub enum NextStep {
 /// A progress report from a running handler.
 #[derive(Debug, Clone)]
 pub struct ProgressUpdate {
+    /// The task whose run reports.
+    pub task_id: TaskId,
     /// The run reporting.
     pub run_id: RunId,
     /// How far it is, 0 to 100.

@@ -13,7 +13,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::taskhost::plugin::{host, types};
 use super::limits::{GuestLimiter, Limits};
-use crate::model::{ProgressUpdate, RunId};
+use crate::model::{ProgressUpdate, RunId, TaskId};
 
 /// Where a run's progress reports go. `try_send`: a full channel drops the report, and the
 /// final outcome carries the latest progress anyway.
@@ -32,6 +32,7 @@ pub struct HostState {
     pub(crate) table: ResourceTable,
     pub(crate) limiter: GuestLimiter,
     pub(crate) limits: Limits,
+    pub(crate) task_id: TaskId,
     pub(crate) run_id: RunId,
     pub(crate) deadline: Instant,
     pub(crate) progress_tx: Option<ProgressSender>,
@@ -110,7 +111,7 @@ impl HostState {
     pub(crate) fn new(
         wasi: WasiCtx,
         limits: Limits,
-        run_id: RunId,
+        (task_id, run_id): (TaskId, RunId),
         progress_tx: Option<ProgressSender>,
         deadline: Instant,
         net: super::net::RunNet,
@@ -124,6 +125,7 @@ impl HostState {
             },
             limiter: GuestLimiter::new(&limits),
             limits,
+            task_id,
             run_id,
             deadline,
             progress_tx,
@@ -141,7 +143,7 @@ impl HostState {
 
     fn forward(&mut self, percent: Option<u8>, results: Option<String>) {
         if let Some(tx) = &self.progress_tx {
-            let _ = tx.try_send(ProgressUpdate { run_id: self.run_id, percent, results });
+            let _ = tx.try_send(ProgressUpdate { task_id: self.task_id, run_id: self.run_id, percent, results });
         }
     }
 }

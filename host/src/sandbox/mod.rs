@@ -376,7 +376,8 @@ impl Sandbox {
             }
         };
         let net_log = net.log().clone();
-        let mut store = self.store(HostState::new(wasi, limits, input.run_id, progress, deadline, net), &limits);
+        let mut store =
+            self.store(HostState::new(wasi, limits, (input.task_id, input.run_id), progress, deadline, net), &limits);
         let task = bindings::Task {
             task_id: input.task_id,
             run_id: input.run_id,

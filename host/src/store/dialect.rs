@@ -9,7 +9,6 @@
 //! - defaults a database may replace with something faster (progress in one statement, adding
 //!   one task without a transaction).
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
 
@@ -17,7 +16,6 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::plumbing::{Cells, ConnOf, Plumbing, TxOf};
-use super::rows::ClaimedTask;
 use super::sql::{args, Arg, RUNNING};
 use super::Backend;
 use crate::error::{Error, Result};
@@ -125,15 +123,6 @@ pub trait Dialect: Plumbing {
     /// spelled as the database indexes it: the filter of the partial index `task_queue_failed`
     /// (PostgreSQL, SQLite; see [`super::schema`]).
     const AWAITING_RETRY: &'static str = "last_status IN ('error', 'timeout') AND gave_up_on IS NULL";
-    /// The condition on `task_runs` (unaliased) of a running run, spelled as the database
-    /// indexes it: the filter of the partial index `task_runs_running`.
-    const RUNNING_RUN: &'static str = "status = 'running'";
-    /// The condition on `task_runs` (unaliased) of a running run whose `timeout_on` is at or
-    /// before `cutoff` (an SQL expression), as the database's index of running runs finds it.
-    fn overdue_run(cutoff: &str) -> String {
-        format!("{} AND timeout_on <= {cutoff}", Self::RUNNING_RUN)
-    }
-
     /// What ends `INSERT INTO table (…) SELECT …` so that a row whose `key` exists already is
     /// updated instead: `add` columns summed, `greatest` and `least` ones kept at their extreme.
     fn upsert(table: &str, key: &[&str], add: &[&str], greatest: &[&str], least: &[&str]) -> String {
@@ -199,15 +188,23 @@ pub trait Dialect: Plumbing {
     /// the runs written, with what their statistics are counted under (read by the writes
     /// themselves where the database returns what it wrote).
     async fn finish_successes(&self, tx: &mut TxOf<Self>, ok: &[&RunOutcome]) -> Result<Vec<Ended>>;
-    /// Make the running run of each of these claimed tasks, numbered after its latest; each
-    /// task's run and attempt. (MySQL's own: its `INSERT … SELECT` takes a table lock.)
-    async fn start_runs(
-        &self,
-        tx: Option<&mut TxOf<Self>>,
-        req: &ClaimRequest<'_>,
-        tasks: &[&ClaimedTask],
-    ) -> Result<HashMap<TaskId, (RunId, i64)>> {
-        super::transitions::start_runs(self, tx, req, tasks).await
+    /// Take `n` run ids, consecutive, from the `task_runs` counter of `task_counters`; the
+    /// first. (Run ids are handed out by claims, before their rows exist: see
+    /// [`super::transitions`].)
+    async fn take_run_ids(&self, tx: &mut TxOf<Self>, n: usize) -> Result<RunId> {
+        let sql = "UPDATE task_counters SET v = v + $1 WHERE name = 'task_runs' RETURNING v";
+        match self.rows(Some(tx), sql, args![n as i64]).await?.first() {
+            Some(r) => Ok(super::rows::id(r, "v")? - n as i64 + 1),
+            None => Err(Error::CorruptRow { table: "task_counters", reason: "no task_runs counter".into() }),
+        }
+    }
+
+    /// The SQL expression of a new run id for each of `n` rows an `INSERT … SELECT` makes from
+    /// `task_queue q`: ids taken by [`Self::take_run_ids`], numbered in the order of `q.id`
+    /// (PostgreSQL: the table's sequence).
+    async fn new_run_ids(&self, tx: &mut TxOf<Self>, n: usize) -> Result<String> {
+        let first = self.take_run_ids(tx, n).await?;
+        Ok(format!("({} + row_number() OVER (ORDER BY q.id))", first - 1))
     }
 
     /// Queue tasks in one transaction.
@@ -215,16 +212,16 @@ pub trait Dialect: Plumbing {
         super::shared::tasks::add_tasks_in_tx(self, tasks, now).await
     }
 
-    /// Progress of running runs, in one transaction.
+    /// Progress of running runs (kept on their tasks), in one transaction.
     async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()> {
         let sql = format!(
-            "UPDATE task_runs SET percents_completed = coalesce($2, percents_completed),
-                 results = coalesce($3, results)
-             WHERE id = $1 AND status = {RUNNING}"
+            "UPDATE task_queue SET run_percent = coalesce($3, run_percent), run_results = coalesce($4, run_results)
+             WHERE id = $1 AND run_id = $2 AND last_status = {RUNNING}"
         );
         let mut tx = self.begin().await?;
         for u in updates {
-            self.exec(Some(&mut tx), &sql, args![u.run_id, u.percent.map(i64::from), &u.results]).await?;
+            let values = args![u.task_id, u.run_id, u.percent.map(i64::from), &u.results];
+            self.exec(Some(&mut tx), &sql, values).await?;
         }
         self.commit(tx).await
     }

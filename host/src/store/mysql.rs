@@ -20,7 +20,7 @@ use super::dialect::{retrying, ClaimRequest, Dialect, Ended};
 use super::plumbing::{decoded, unchecked, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
-use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING};
+use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, SUCCESS};
 use super::transitions::{self, RELEASE_KEY};
 use super::{Backend, StoreOptions};
 use crate::error::{Error, Result};
@@ -158,7 +158,7 @@ impl MySqlDb {
         let of_handlers = if req.handlers.is_some() { " AND task_handler_class IN ($4)" } else { "" };
         let only_these = if only.is_some() { " AND id IN ($5)" } else { "" };
         let pick = format!(
-            "SELECT {CLAIM_COLUMNS} FROM task_queue
+            "SELECT {CLAIM_COLUMNS}, run_attempt FROM task_queue
              WHERE {} AND queue IN ($1){of_handlers}{only_these} AND scheduled_on <= $2 AND {}
              ORDER BY priority, scheduled_on, id LIMIT $3 FOR UPDATE SKIP LOCKED",
             transitions::is::<MySqlDb>(TaskState::Scheduled),
@@ -171,7 +171,8 @@ impl MySqlDb {
             Arg::Texts(req.handlers.unwrap_or_default()),
             Arg::Ints(only.unwrap_or_default()),
         ];
-        let claimed = ClaimedTask::read_all(&self.rows(Some(&mut *tx), &pick, &values).await?)?;
+        let picked = self.rows(Some(&mut *tx), &pick, &values).await?;
+        let claimed = ClaimedTask::read_all(&picked)?;
         if claimed.is_empty() {
             return Ok(Vec::new());
         }
@@ -184,10 +185,29 @@ impl MySqlDb {
         if self.rows(Some(&mut *tx), &me, args![req.runner]).await?.is_empty() {
             return Ok(Vec::new());
         }
-        let ids: Vec<i64> = claimed.iter().map(|c| c.task_id).collect();
-        let mark = format!("UPDATE task_queue SET {} WHERE id IN ($1)", transitions::claimed_task());
-        self.exec(Some(&mut *tx), &mark, args![&ids]).await?;
-        transitions::claimed_runs(self, Some(tx), req, claimed, Default::default()).await
+        // Each task's run is made here, on the task's row (see `store::transitions`), its id
+        // taken from the counter and its timeout reckoned here.
+        let first = self.take_run_ids(tx, claimed.len()).await?;
+        let mut last = std::collections::HashMap::with_capacity(picked.len());
+        for r in &picked {
+            last.insert(r.try_get::<i64, _>("id")?, r.try_get::<i64, _>("run_attempt")?);
+        }
+        let mut started = std::collections::HashMap::with_capacity(claimed.len());
+        let mut runs = Vec::with_capacity(claimed.len());
+        for (c, run) in claimed.iter().zip(first..) {
+            started.insert(c.task_id, (run, last.get(&c.task_id).copied().unwrap_or(0) + 1));
+            runs.push(json!({"t": c.task_id, "r": run, "o": jts(c.timeout_on(now, req.default_timeout))}));
+        }
+        let mark = format!(
+            "UPDATE task_queue q
+             JOIN JSON_TABLE($1, '$[*]' COLUMNS (t BIGINT PATH '$.t', r BIGINT PATH '$.r',
+                  o DATETIME(6) PATH '$.o')) AS j ON q.id = j.t
+             SET {}",
+            transitions::claimed_task("j.r", "$2", "$3", "j.o")
+        );
+        let runs = serde_json::Value::Array(runs).to_string();
+        self.exec(Some(&mut *tx), &mark, args![&runs, req.runner, now]).await?;
+        transitions::claimed_runs(req, claimed, started)
     }
 }
 
@@ -204,12 +224,6 @@ impl Dialect for MySqlDb {
     // Generated columns stand for the partial indexes (see `store::schema`): MariaDB uses an
     // index of a generated column only when the query names the column.
     const AWAITING_RETRY: &'static str = "failed_scheduled_on IS NOT NULL";
-    const RUNNING_RUN: &'static str = "running_timeout_on IS NOT NULL";
-
-    fn overdue_run(cutoff: &str) -> String {
-        format!("running_timeout_on <= {cutoff}")
-    }
-
     fn upsert(t: &str, _key: &[&str], add: &[&str], greatest: &[&str], least: &[&str]) -> String {
         // Qualified: the selected rows' columns have the same names.
         let mut set: Vec<String> = add.iter().map(|c| format!("{t}.{c} = {t}.{c} + VALUES({c})")).collect();
@@ -290,90 +304,68 @@ impl Dialect for MySqlDb {
         self.claim_in(tx, req, Some(ids)).await
     }
 
-    /// A multi-row `VALUES`, not the shared `INSERT … SELECT`: InnoDB holds a lock on the
-    /// table's auto-increment counter through an `INSERT … SELECT` (its row count unknown), and
-    /// two claims at once failed on it (error 1467); rows given by value take their ids at once.
-    async fn start_runs(
-        &self,
-        mut tx: Option<&mut Tx<MySql>>,
-        req: &ClaimRequest<'_>,
-        tasks: &[&ClaimedTask],
-    ) -> Result<std::collections::HashMap<TaskId, (RunId, i64)>> {
-        let ids: Vec<i64> = tasks.iter().map(|c| c.task_id).collect();
-        let last = "SELECT task_queue_id, max(attempt) AS last FROM task_runs WHERE task_queue_id IN ($1)
-                    GROUP BY task_queue_id";
-        let mut last_of = std::collections::HashMap::new();
-        for r in &self.rows(tx.as_deref_mut(), last, args![&ids]).await? {
-            last_of.insert(r.try_get::<i64, _>("task_queue_id")?, r.try_get::<i64, _>("last")?);
+    /// `LAST_INSERT_ID(expr)` sets what the statement's answer carries back: the counter as
+    /// this statement left it, without a read.
+    async fn take_run_ids(&self, tx: &mut Tx<MySql>, n: usize) -> Result<RunId> {
+        let sql = "UPDATE task_counters SET v = LAST_INSERT_ID(v + ?) WHERE name = 'task_runs'";
+        let taken = sqlx::query(sql).bind(n as i64).execute(&mut *tx.tx).await?;
+        if taken.rows_affected() != 1 {
+            return Err(Error::CorruptRow { table: "task_counters", reason: "no task_runs counter".into() });
         }
-        let mut qb = QueryBuilder::<MySql>::new(format!("INSERT INTO {} ", transitions::NEW_RUN));
-        qb.push_values(tasks, |mut b, c| {
-            let attempt = last_of.get(&c.task_id).copied().unwrap_or(0) + 1;
-            b.push_bind(c.task_id).push_bind(attempt).push_bind(req.now).push_bind(req.now);
-            b.push(RUNNING).push_bind(req.runner).push_bind(c.timeout_on(req.now, req.default_timeout));
-        });
-        match tx.as_deref_mut() {
-            Some(tx) => qb.build().execute(&mut *tx.tx).await?,
-            None => qb.build().execute(&self.pool).await?,
-        };
-        // By the index of runs by task: MariaDB preferred that of running runs, all of them.
-        let read = format!(
-            "SELECT task_queue_id, id, attempt FROM task_runs FORCE INDEX (task_runs_task)
-             WHERE task_queue_id IN ($1) AND status = {RUNNING}"
-        );
-        let mut found = std::collections::HashMap::with_capacity(ids.len());
-        for r in &self.rows(tx, &read, args![&ids]).await? {
-            found.insert(r.try_get::<i64, _>("task_queue_id")?, (r.try_get::<i64, _>("id")?, r.try_get("attempt")?));
-        }
-        Ok(found)
+        Ok(taken.last_insert_id() as i64 - n as i64 + 1)
     }
 
+    /// The runs' rows are made from their tasks' (see `store::transitions`): the tasks locked
+    /// and read first, with what the statistics need, then the runs inserted by value (an
+    /// `INSERT … SELECT` holds the table's auto-increment lock), then the tasks moved on.
     async fn finish_successes(&self, tx: &mut Tx<MySql>, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
-        let ids: Vec<i64> = ok.iter().map(|o| o.run_id).collect();
-        // The runs and their tasks, locked (runs first, as every finish), with what the
-        // statistics need: no read of them after the writes.
+        let tasks: Vec<i64> = ok.iter().map(|o| o.task_id).collect();
         let lock = format!(
-            "SELECT r.id, r.task_runner_id, r.started_on, q.task_handler_class, q.queue
-             FROM task_runs r JOIN task_queue q ON q.id = r.task_queue_id
-             WHERE r.status = {RUNNING} AND r.id IN ($1) FOR UPDATE"
+            "SELECT run_id AS id, id AS task, run_attempt, run_runner_id AS task_runner_id,
+                 run_started_on AS started_on, run_timeout_on, task_handler_class, queue
+             FROM task_queue WHERE id IN ($1) AND {} FOR UPDATE",
+            transitions::from::<MySqlDb>(Transition::Succeed)
         );
-        let ended =
-            self.rows(Some(&mut *tx), &lock, args![&ids]).await?.iter().map(Ended::read).collect::<Result<Vec<_>>>()?;
-        let running: std::collections::HashSet<i64> = ended.iter().map(|e| e.run_id).collect();
-        let rows: Vec<serde_json::Value> = ok
-            .iter()
-            .filter(|o| running.contains(&o.run_id))
-            .map(|o| {
-                let mut v = json!({"id": o.run_id, "t": o.task_id, "f": jts(o.finished_on), "ms": o.duration_ms});
-                // Absent keys read as NULL; JSON null might read as the text "null".
-                if let Some(r) = o.results() {
-                    v["r"] = json!(r);
-                }
-                if let Some(d) = &o.component_digest {
-                    v["dg"] = json!(d);
-                }
-                if let Some(f) = o.fuel_used {
-                    v["fu"] = json!(f);
-                }
-                if let Some(l) = &o.logs {
-                    v["lg"] = json!(l);
-                }
-                v
-            })
-            .collect();
+        let found = self.rows(Some(&mut *tx), &lock, args![&tasks]).await?;
+        let by_run: std::collections::HashMap<(i64, i64), &&RunOutcome> =
+            ok.iter().map(|o| ((o.task_id, o.run_id), o)).collect();
+        let (mut ended, mut rows) = (Vec::new(), Vec::new());
+        for r in &found {
+            let (task, run): (i64, i64) = (r.try_get("task")?, r.try_get("id")?);
+            let Some(o) = by_run.get(&(task, run)) else { continue };
+            ended.push(Ended::read(r)?);
+            let started: DateTime<Utc> = r.try_get("started_on")?;
+            let timeout: Option<DateTime<Utc>> = r.try_get("run_timeout_on")?;
+            rows.push((
+                run,
+                task,
+                r.try_get::<i64, _>("run_attempt")?,
+                started,
+                r.try_get::<Option<i64>, _>("task_runner_id")?,
+                timeout,
+                *o,
+            ));
+        }
         if rows.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = serde_json::Value::Array(rows).to_string();
-        let runs = format!(
-            "UPDATE task_runs r
-             JOIN JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$.id', f DATETIME(6) PATH '$.f',
-                  res LONGTEXT PATH '$.r', ms BIGINT PATH '$.ms', dg VARCHAR(64) PATH '$.dg',
-                  fu BIGINT PATH '$.fu', lg LONGTEXT PATH '$.lg')) AS j ON r.id = j.id
-             SET {}",
-            transitions::succeeded_run(|v| format!("j.{v}"))
-        );
-        sqlx::query(&runs).bind(&rows).execute(&mut *tx.tx).await?;
+        // Fourteen values a run, within MySQL's 65,535 a statement.
+        for chunk in rows.chunks(4_000) {
+            let mut runs = QueryBuilder::<MySql>::new(format!(
+                "INSERT INTO task_runs ({}, status, finished_on, results, percents_completed, duration_ms,
+                     component_digest, fuel_used, logs) ",
+                transitions::RUN_COLUMNS
+            ));
+            runs.push_values(chunk, |mut b, (run, task, attempt, started, runner, timeout, o)| {
+                b.push_bind(*run).push_bind(*task).push_bind(*attempt).push_bind(*started).push_bind(*started);
+                b.push_bind(*runner).push_bind(*timeout).push(SUCCESS).push_bind(o.finished_on);
+                b.push_bind(o.results()).push_bind(100_i64).push_bind(o.duration_ms);
+                b.push_bind(o.component_digest.as_deref()).push_bind(o.fuel_used).push_bind(o.logs.as_deref());
+            });
+            runs.build().execute(&mut *tx.tx).await?;
+        }
+        let done: Vec<serde_json::Value> =
+            rows.iter().map(|(_, task, .., o)| json!({"t": task, "f": jts(o.finished_on)})).collect();
         let tasks = format!(
             "UPDATE task_queue q
              JOIN JSON_TABLE(?, '$[*]' COLUMNS (t BIGINT PATH '$.t', f DATETIME(6) PATH '$.f')) AS j ON q.id = j.t
@@ -382,7 +374,7 @@ impl Dialect for MySqlDb {
             transitions::succeeded_task("j.f"),
             transitions::from::<MySqlDb>(Transition::Succeed)
         );
-        sqlx::query(&tasks).bind(&rows).execute(&mut *tx.tx).await?;
+        sqlx::query(&tasks).bind(serde_json::Value::Array(done).to_string()).execute(&mut *tx.tx).await?;
         Ok(ended)
     }
 }

@@ -145,12 +145,12 @@ where
 
     async fn migrate(&self) -> Result<Vec<String>> {
         let migrator = D::migrator();
-        let before: Vec<i64> = {
-            let mut conn = self.pool().acquire().await?;
-            conn.ensure_migrations_table().await?;
-            conn.list_applied_migrations().await?.into_iter().map(|m| m.version).collect()
-        };
-        migrator.run(self.pool()).await?;
+        // On one connection: a SQLite connection that read the tables before another changed
+        // them prepares `SELECT *` with the old columns, which sqlx then reads past.
+        let mut conn = self.pool().acquire().await?;
+        conn.ensure_migrations_table().await?;
+        let before: Vec<i64> = conn.list_applied_migrations().await?.into_iter().map(|m| m.version).collect();
+        migrator.run_direct(&mut *conn).await?;
         Ok(migrator
             .iter()
             .filter(|m| !m.migration_type.is_down_migration() && !before.contains(&m.version))

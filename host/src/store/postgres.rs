@@ -20,8 +20,8 @@ use super::plumbing::{decoded, Cells, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::tasks::{add_one, add_tasks_in_tx};
 use super::shared::SqlStore;
-use super::sql::{new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING};
-use super::transitions::{self, NEW_RUN, RELEASE_KEY};
+use super::sql::{new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING, SUCCESS};
+use super::transitions::{self, RELEASE_KEY, RUN_COLUMNS, RUN_FROM_TASK};
 use super::{Backend, StoreOptions, Wakeups};
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -78,12 +78,6 @@ const CANCEL_CHANNEL: &str = "taskhost_cancels";
 
 /// Waits between attempts to listen again after the LISTEN connection is lost.
 const LISTEN_BACKOFF: Backoff = Backoff { base: Duration::from_millis(500), max: Duration::from_secs(30), jitter: 0.5 };
-
-/// A run still running, spelled without its status: a status test lets the planner scan the
-/// partial index of running runs (which stale statistics price as empty) instead of reaching
-/// the batch's rows by primary key. Claimed runs have a runner until they finish or are put
-/// back.
-const STILL_RUNNING: &str = "r.finished_on IS NULL AND r.task_runner_id IS NOT NULL";
 
 /// A shared statement in PostgreSQL's spelling, with its arguments (those up to the highest
 /// placeholder it uses: PostgreSQL refuses arguments a statement does not use).
@@ -269,17 +263,24 @@ impl Dialect for PostgresDb {
         finish_successes(&mut tx.tx, ok).await
     }
 
+    /// The sequence of `task_runs`, as the claims' (no counter row: concurrent claims would
+    /// queue on it).
+    async fn new_run_ids(&self, _tx: &mut Tx<Postgres>, _n: usize) -> Result<String> {
+        Ok("nextval('task_runs_id_seq')".into())
+    }
+
     async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()> {
         let sql = format!(
-            "UPDATE task_runs r SET percents_completed = coalesce(t.p, r.percents_completed),
-                 results = coalesce(t.res, r.results)
-             FROM UNNEST($1::bigint[], $2::bigint[], $3::text[]) AS t(id, p, res)
-             WHERE r.id = t.id AND {STILL_RUNNING}"
+            "UPDATE task_queue q SET run_percent = coalesce(t.p, q.run_percent),
+                 run_results = coalesce(t.res, q.run_results)
+             FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::bigint[]) AS t(id, p, res, task)
+             WHERE q.id = t.task AND q.run_id = t.id AND (q.last_status = {RUNNING}) IS TRUE"
         );
         sqlx::query(&sql)
             .bind(updates.iter().map(|u| u.run_id).collect::<Vec<_>>())
             .bind(updates.iter().map(|u| u.percent.map(i64::from)).collect::<Vec<_>>())
             .bind(updates.iter().map(|u| u.results.clone()).collect::<Vec<_>>())
+            .bind(updates.iter().map(|u| u.task_id).collect::<Vec<_>>())
             .execute(&self.pool)
             .await?;
         Ok(())
@@ -332,25 +333,31 @@ impl Dialect for PostgresDb {
 
 /// Write runs that succeed, and their tasks, in one statement. The tasks' guard is written
 /// `(…) IS TRUE` (the same for a status never NULL) so that it does not match the partial index
-/// of running tasks: the planner estimates that index at a row or so (its statistics see few
+/// of running tasks (nor does progress's): the planner estimates that index at a row or so (its statistics see few
 /// running among many finished tasks) and, planned with it, scanned every running task for each
 /// run of the batch (20 ms a batch of 250 with 300 running and a million tasks kept; 7 ms by the
 /// primary key).
 async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
-    let run = transitions::succeeded_run(|v| format!("t.{v}"));
-    let task = transitions::succeeded_task("r.finished_on");
+    let task = transitions::succeeded_task("t.f");
     let from = transitions::from::<PostgresDb>(Transition::Succeed);
+    // Each run's row is made here, from its task's (see `store::transitions`).
     let sql = format!(
-        "WITH r AS (
-             UPDATE task_runs r SET {run}
+        "WITH q AS (
+             UPDATE task_queue q SET {task}, {RELEASE_KEY}
              FROM UNNEST($1::bigint[], $2::timestamptz[], $3::text[], $4::bigint[], $5::text[], $6::bigint[],
-                         $7::text[]) AS t(id, f, res, ms, dg, fu, lg)
-             WHERE r.id = t.id AND {STILL_RUNNING}
-             RETURNING r.id, r.task_queue_id, r.finished_on, r.task_runner_id, r.started_on
+                         $7::text[], $8::bigint[]) AS t(id, f, res, ms, dg, fu, lg, task)
+             WHERE q.id = t.task AND q.run_id = t.id AND (q.{from}) IS TRUE
+             RETURNING q.id, q.run_id, q.run_attempt, q.run_runner_id, q.run_started_on, q.run_timeout_on,
+                       q.task_handler_class, q.queue, t.f, t.res, t.ms, t.dg, t.fu, t.lg
+         ),
+         r AS (
+             INSERT INTO task_runs ({RUN_COLUMNS}, status, finished_on, results, percents_completed, duration_ms,
+                 component_digest, fuel_used, logs)
+             SELECT {RUN_FROM_TASK}, {SUCCESS}, q.f, q.res, 100, q.ms, q.dg, q.fu, q.lg FROM q
          )
-         UPDATE task_queue q SET {task}, {RELEASE_KEY}
-         FROM r WHERE q.id = r.task_queue_id AND (q.{from}) IS TRUE
-         RETURNING r.id, r.task_runner_id, r.started_on, q.task_handler_class, q.queue"
+         SELECT run_id AS id, run_runner_id AS task_runner_id, run_started_on AS started_on, task_handler_class,
+             queue
+         FROM q"
     );
     let found = sqlx::query(&sql)
         .bind(ok.iter().map(|o| o.run_id).collect::<Vec<_>>())
@@ -360,6 +367,7 @@ async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result
         .bind(ok.iter().map(|o| o.component_digest.clone()).collect::<Vec<_>>())
         .bind(ok.iter().map(|o| o.fuel_used).collect::<Vec<_>>())
         .bind(ok.iter().map(|o| o.logs.clone()).collect::<Vec<_>>())
+        .bind(ok.iter().map(|o| o.task_id).collect::<Vec<_>>())
         .fetch_all(&mut *conn)
         .await?;
     found.iter().map(Ended::read).collect()

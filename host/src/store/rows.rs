@@ -87,6 +87,29 @@ pub fn run(r: &impl Cells) -> Result<Run> {
     })
 }
 
+/// The running run of a running task, from its task's row (see `store::transitions`).
+pub fn running_run(r: &impl Cells) -> Result<Run> {
+    let started_on = time(r, TASKS, "run_started_on")?;
+    Ok(Run {
+        id: int(r, TASKS, "run_id")?,
+        task_id: int(r, TASKS, "id")?,
+        attempt: n32(int(r, TASKS, "run_attempt")?),
+        created_on: started_on,
+        started_on: Some(started_on),
+        percents_completed: r.int("run_percent")?.unwrap_or(0).clamp(0, 100) as u8,
+        finished_on: None,
+        results: r.text("run_results")?,
+        status: RunStatus::Running,
+        error_code: None,
+        error_message: None,
+        runner_id: r.int("run_runner_id")?,
+        duration_ms: None,
+        component_digest: None,
+        fuel_used: None,
+        logs: None,
+    })
+}
+
 pub fn runner(r: &impl Cells) -> Result<Runner> {
     Ok(Runner {
         id: int(r, RUNNERS, "id")?,

@@ -158,6 +158,15 @@ pub const TABLES: &[Table] = &[
             null("backoff_max_ms", Int),
             null("finished_on", Time),
             null("gave_up_on", Time),
+            // The running run, kept on its task while it runs (meaningful only while the task is
+            // running; see `store::transitions`), and the attempt of the task's latest run.
+            null("run_id", Int),
+            def("run_attempt", Int, "0"),
+            null("run_runner_id", Int),
+            null("run_started_on", Time),
+            null("run_timeout_on", Time),
+            null("run_percent", Int),
+            null("run_results", Text),
         ],
     },
     Table {
@@ -182,6 +191,9 @@ pub const TABLES: &[Table] = &[
             null("logs", Text),
         ],
     },
+    // Counters: `task_runs`, the last run id handed out (SQLite and MySQL; PostgreSQL takes
+    // run ids from the table's sequence).
+    Table { name: "task_counters", columns: &[col("name", Str(64)), col("v", Int)] },
     Table { name: "task_leases", columns: &[col("name", Str(64)), col("holder", NAME), col("expires_on", Time)] },
     Table { name: "task_queue_pauses", columns: &[col("queue", NAME), col("paused_on", Time)] },
     // One lock row per concurrency limit (`queue:NAME`, `handler:NAME`).
@@ -300,23 +312,8 @@ pub const INDEXES: &[Index] = &[
         filter: None,
         mysql: OnMySql::Same,
     },
-    Index {
-        name: "task_runs_running",
-        table: "task_runs",
-        columns: &["task_runner_id", "timeout_on"],
-        unique: false,
-        filter: Some("status = 'running'"),
-        // By timeout first: the overseer looks for overdue runs every tick, for a lost runner's
-        // runs only when one is lost (among the running runs, which are few). Every claim gives
-        // its run a timeout, so a running run's is never NULL.
-        mysql: OnMySql::Generated {
-            column: "running_timeout_on",
-            kind: Time,
-            expression: "CASE WHEN status = 'running' THEN timeout_on END",
-            then: &["task_runner_id"],
-        },
-    },
-    // Runs in flight, counted by queue and by handler for the concurrency limits.
+    // Runs in flight, counted by queue and by handler for the concurrency limits, and found by
+    // the overseer (overdue, or of a lost runner) and by their workers: they are few.
     Index {
         name: "task_queue_running",
         table: "task_queue",

@@ -28,8 +28,8 @@ use super::dialect::{ClaimRequest, Dialect, Ended};
 use super::plumbing::{decoded, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
-use super::sql::{json_list, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING};
-use super::transitions::{self, RELEASE_KEY};
+use super::sql::{json_list, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, SUCCESS};
+use super::transitions::{self, RELEASE_KEY, RUN_COLUMNS, RUN_FROM_TASK};
 use super::{Backend, StoreOptions};
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -250,11 +250,13 @@ impl Dialect for SqliteDb {
 }
 
 /// [`Dialect::finish_successes`] of at most 2,000 runs, by bound values, not a JSON document:
-/// SQLite re-read the document for each `->>`, seven a run.
+/// SQLite re-read the document for each `->>`, seven a run. The runs' rows are made from their
+/// tasks' (see `store::transitions`) before the tasks move on.
 async fn finish_chunk(tx: &mut Tx<Sqlite>, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
-    let mut runs = QueryBuilder::<Sqlite>::new("WITH j (id, f, res, ms, dg, fu, lg) AS (");
+    let mut runs = QueryBuilder::<Sqlite>::new("WITH j (id, t, f, res, ms, dg, fu, lg) AS (");
     runs.push_values(ok, |mut b, o| {
         b.push_bind(o.run_id)
+            .push_bind(o.task_id)
             .push_bind(ts(o.finished_on))
             .push_bind(o.results())
             .push_bind(o.duration_ms)
@@ -263,10 +265,13 @@ async fn finish_chunk(tx: &mut Tx<Sqlite>, ok: &[&RunOutcome]) -> Result<Vec<End
             .push_bind(o.logs.as_deref());
     });
     runs.push(format!(
-        ") UPDATE task_runs SET {} FROM j
-             WHERE task_runs.id = j.id AND task_runs.status = {RUNNING}
-             RETURNING task_runs.id, task_runs.task_queue_id, task_runs.finished_on",
-        transitions::succeeded_run(|v| format!("j.{v}"))
+        ") INSERT INTO task_runs ({RUN_COLUMNS}, status, finished_on, results, percents_completed, duration_ms,
+              component_digest, fuel_used, logs)
+           SELECT {RUN_FROM_TASK}, {SUCCESS}, j.f, j.res, 100, j.ms, j.dg, j.fu, j.lg
+           FROM j JOIN task_queue q ON q.id = j.t AND q.run_id = j.id
+           WHERE q.{}
+           RETURNING id, task_queue_id, finished_on",
+        transitions::from::<SqliteDb>(Transition::Succeed)
     ));
     let done: Vec<(i64, i64, String)> = runs.build_query_as().fetch_all(&mut *tx.tx).await?;
     if done.is_empty() {
@@ -304,18 +309,30 @@ async fn claim_in(
     let queue_cond = if req.queues.len() == 1 { "queue = $2" } else { "queue IN ($2)" };
     let handler_cond = if req.handlers.is_some() { "AND task_handler_class IN ($4)" } else { "" };
     let only_cond = if only.is_some() { "AND id IN ($5)" } else { "" };
-    let claimed = transitions::claimed_task();
     let scheduled = transitions::is::<SqliteDb>(TaskState::Scheduled);
     let not_paused = transitions::NOT_PAUSED;
+    // Run ids follow the counter, in claim order; the counter is moved past them after (this
+    // transaction is the only writer). A task's own timeout is added to the claim's time, whose
+    // fraction of a second strftime would cut to milliseconds: it is carried over from `$1`.
+    let timeout = "CASE WHEN task_queue.run_timeout IS NULL THEN $8
+                   ELSE strftime('%Y-%m-%d %H:%M:%S', $1, '+' || min(task_queue.run_timeout, 3153600000) || ' seconds')
+                        || substr($1, 20) END";
+    let claimed = transitions::claimed_task("$7 + picked.n", "$6", "$1", timeout);
     let pick = format!(
-        "UPDATE task_queue SET {claimed}
-         WHERE id IN (SELECT id FROM task_queue
-                      WHERE {scheduled} AND {queue_cond} AND scheduled_on <= $1 AND {not_paused}
-                        {handler_cond} {only_cond}
-                      ORDER BY priority, scheduled_on, id LIMIT $3)
+        "WITH picked AS (
+             SELECT id, row_number() OVER (ORDER BY priority, scheduled_on, id) AS n FROM task_queue
+             WHERE {scheduled} AND {queue_cond} AND scheduled_on <= $1 AND {not_paused} {handler_cond} {only_cond}
+             ORDER BY priority, scheduled_on, id LIMIT $3)
+         UPDATE task_queue SET {claimed}
+         FROM picked WHERE task_queue.id = picked.id
            AND EXISTS (SELECT 1 FROM task_runners WHERE id = $6 AND status = {RUNNER_RUNNING})
-         RETURNING {CLAIM_COLUMNS}"
+         RETURNING {CLAIM_COLUMNS}, run_id, run_attempt"
     );
+    let last = "SELECT v FROM task_counters WHERE name = 'task_runs'";
+    let Some(last) = db.rows(Some(&mut *tx), last, &[]).await?.first().map(|r| super::rows::id(r, "v")).transpose()?
+    else {
+        return Err(Error::CorruptRow { table: "task_counters", reason: "no task_runs counter".into() });
+    };
     let queues = if req.queues.len() == 1 { Arg::from(&req.queues[0]) } else { Arg::Texts(req.queues) };
     let args = [
         Arg::Time(now),
@@ -324,12 +341,20 @@ async fn claim_in(
         Arg::Texts(req.handlers.unwrap_or_default()),
         Arg::Ints(only.unwrap_or_default()),
         Arg::from(req.runner),
+        Arg::from(last),
+        Arg::Time(super::rows::timeout_on(now, None, req.default_timeout)),
     ];
-    let claimed = ClaimedTask::read_all(&db.rows(Some(&mut *tx), &pick, &args).await?)?;
-    if claimed.is_empty() {
+    let found = db.rows(Some(&mut *tx), &pick, &args).await?;
+    if found.is_empty() {
         return Ok(Vec::new());
     }
-    transitions::claimed_runs(db, Some(tx), req, claimed, Default::default()).await
+    let mut started = std::collections::HashMap::with_capacity(found.len());
+    for r in &found {
+        let (task, run, attempt) = (super::rows::id(r, "id")?, super::rows::id(r, "run_id")?, r.int("run_attempt")?);
+        started.insert(task, (run, attempt.unwrap_or(1)));
+    }
+    db.take_run_ids(tx, found.len()).await?;
+    transitions::claimed_runs(req, ClaimedTask::read_all(&found)?, started)
 }
 
 /// What a SQLite refusal means (by its primary result code): busy and locked are contention;

@@ -250,3 +250,57 @@ pub async fn a_large_finish_writes_each_run_and_task_with_its_own_values(store: 
     let again = store.add_tasks(&[NewTask::new("h", "{}").with_unique_key("k4999")], t0()).await.expect("add");
     assert!(again[0].created, "the finished task's key is free");
 }
+
+/// A running run is kept on its task's row and written to `task_runs` once, as it ended,
+/// whichever way it ends; run ids, handed out by claims, are never given twice, and attempts
+/// count on across retries, put backs and runs made by a cancel.
+pub async fn a_running_run_is_written_once_as_it_ended_and_ids_are_never_given_twice(store: SharedStore) {
+    let r = runner(&store, t0()).await;
+    let tasks: Vec<NewTask> = (0..4).map(|_| NewTask::new("h", "{}")).collect();
+    let ids: Vec<TaskId> = store.add_tasks(&tasks, t0()).await.expect("add").iter().map(|a| a.id).collect();
+    let queues = ["default".to_string()];
+    let first = store.claim(r, &queues, 3, t0(), DAY).await.expect("claim");
+    let [a, b, c] = [&first[0], &first[1], &first[2]];
+    let mut given: Vec<RunId> = first.iter().map(|c| c.run_id).collect();
+    let progress =
+        ProgressUpdate { task_id: a.task_id, run_id: a.run_id, percent: Some(50), results: Some("[p]".into()) };
+    store.record_progress(&[progress]).await.expect("progress");
+    let running = store.runs_of(a.task_id).await.expect("runs");
+    assert_eq!(
+        running.iter().map(|r| (r.id, r.attempt, r.status, r.percents_completed)).collect::<Vec<_>>(),
+        [(a.run_id, 1, RunStatus::Running, 50)],
+        "read from the task's row"
+    );
+    store.finish_runs(&[failure(a, t0() + secs(1), NextStep::RetryAt(t0() + secs(2)))]).await.expect("fail");
+    assert!(store.put_back(b.run_id, t0() + secs(2)).await.expect("put back"));
+    assert_eq!(store.cancel_tasks(&[c.task_id, ids[3]], t0() + secs(1)).await.expect("cancel").len(), 2);
+    let failed = &store.runs_of(a.task_id).await.expect("runs")[0];
+    assert_eq!(
+        (failed.id, failed.status, failed.percents_completed, failed.results.as_deref(), failed.runner_id),
+        (a.run_id, RunStatus::Error, 40, Some("[p]"), Some(r)),
+        "the failed run keeps its partial results and runner, its progress as its outcome last saw it"
+    );
+    assert!(store.runs_of(b.task_id).await.expect("runs").is_empty(), "a run put back leaves no row");
+    let cancelled = store.runs_of(c.task_id).await.expect("runs");
+    assert_eq!(
+        cancelled.iter().map(|r| (r.id, r.attempt, r.status)).collect::<Vec<_>>(),
+        [(c.run_id, 1, RunStatus::Cancelled)]
+    );
+    let made = store.runs_of(ids[3]).await.expect("runs");
+    assert_eq!(made.iter().map(|r| (r.attempt, r.status)).collect::<Vec<_>>(), [(1, RunStatus::Cancelled)]);
+    given.push(made[0].id);
+    let again = store.claim(r, &queues, 10, t0() + secs(2), DAY).await.expect("claim");
+    let attempts: Vec<(TaskId, u32)> = again.iter().map(|c| (c.task_id, c.attempt)).collect();
+    assert_eq!(attempts, [(a.task_id, 2), (b.task_id, 1)], "a retry counts on; a put back does not");
+    given.extend(again.iter().map(|c| c.run_id));
+    store.finish_runs(&again.iter().map(|c| success(c, t0() + secs(3), "[]")).collect::<Vec<_>>()).await.expect("ok");
+    let mut unique = given.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), given.len(), "every run id given once: {given:?}");
+    let runs = store.runs_of(a.task_id).await.expect("runs");
+    assert_eq!(
+        runs.iter().map(|r| (r.id, r.attempt, r.status)).collect::<Vec<_>>(),
+        [(a.run_id, 1, RunStatus::Error), (again[0].run_id, 2, RunStatus::Success)]
+    );
+}

@@ -229,6 +229,7 @@ pub async fn success_updates_the_run_and_the_task(store: SharedStore) {
     let c = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
     store
         .record_progress(&[ProgressUpdate {
+            task_id: c[0].task_id,
             run_id: c[0].run_id,
             percent: Some(40),
             results: Some(r#"{"partial":1}"#.into()),
@@ -499,6 +500,7 @@ macro_rules! store_suite {
         case!(a_batch_of_successes_is_counted_under_each_runs_handler_queue_and_runner);
         case!(claims_keep_runs_in_flight_within_the_queue_and_handler_limits);
         case!(every_transition_is_made_from_the_states_it_may_start_from_and_refused_from_the_others);
+        case!(a_running_run_is_written_once_as_it_ended_and_ids_are_never_given_twice);
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_claims_never_share_a_run() {

@@ -64,6 +64,7 @@ pub async fn progress_counts_while_running_and_not_after_the_end(store: SharedSt
     let r = runner(&store, t0()).await;
     let c = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
     let progress = |percent: u8, results: &str| ProgressUpdate {
+        task_id: c[0].task_id,
         run_id: c[0].run_id,
         percent: Some(percent),
         results: Some(results.into()),
@@ -71,7 +72,7 @@ pub async fn progress_counts_while_running_and_not_after_the_end(store: SharedSt
     store.record_progress(&[progress(10, "[1]"), progress(20, "[2]")]).await.expect("progress");
     let run = &store.runs_of(id).await.expect("runs")[0];
     assert_eq!((run.percents_completed, run.results.as_deref()), (20, Some("[2]")), "the latest wins");
-    let only_percent = ProgressUpdate { run_id: c[0].run_id, percent: Some(30), results: None };
+    let only_percent = ProgressUpdate { task_id: c[0].task_id, run_id: c[0].run_id, percent: Some(30), results: None };
     store.record_progress(&[only_percent]).await.expect("progress");
     let run = &store.runs_of(id).await.expect("runs")[0];
     assert_eq!((run.percents_completed, run.results.as_deref()), (30, Some("[2]")), "absent results kept");
@@ -219,7 +220,8 @@ pub async fn a_late_outcome_of_a_run_put_back_is_ignored(store: SharedStore) {
     assert!(store.put_back(c[0].run_id, t0() + secs(5)).await.expect("put back"));
     store.finish_runs(&[success(&c[0], t0() + secs(1), "{}")]).await.expect("late success");
     store.finish_runs(&[failure(&c[0], t0() + secs(1), NextStep::GiveUp)]).await.expect("late failure");
-    let progress = ProgressUpdate { run_id: c[0].run_id, percent: Some(50), results: Some("[1]".into()) };
+    let progress =
+        ProgressUpdate { task_id: c[0].task_id, run_id: c[0].run_id, percent: Some(50), results: Some("[1]".into()) };
     store.record_progress(&[progress]).await.expect("late progress");
     assert!(store.runs_of(id).await.expect("runs").is_empty(), "the run put back is gone, outcomes or not");
     let task = store.get_task(id).await.expect("get").expect("task");

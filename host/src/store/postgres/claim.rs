@@ -7,7 +7,7 @@ impl PostgresDb {
     /// when given, and of the tasks `only` when given (the limited claim holds them locked).
     pub(super) async fn claim_some(
         &self,
-        mut tx: Option<&mut Tx<Postgres>>,
+        tx: Option<&mut Tx<Postgres>>,
         req: &ClaimRequest<'_>,
         limit: u32,
         only: Option<&[TaskId]>,
@@ -24,7 +24,7 @@ impl PostgresDb {
         if let Some(ids) = only {
             q = q.bind(ids);
         }
-        let rows = match tx.as_deref_mut() {
+        let rows = match tx {
             Some(tx) => q.fetch_all(&mut *tx.tx).await?,
             None => q.fetch_all(&self.claims).await?,
         };
@@ -34,7 +34,7 @@ impl PostgresDb {
                 runs_of.insert(r.try_get::<i64, _>("id")?, (run, attempt));
             }
         }
-        transitions::claimed_runs(self, tx, req, ClaimedTask::read_all(&rows)?, runs_of).await
+        transitions::claimed_runs(req, ClaimedTask::read_all(&rows)?, runs_of)
     }
 }
 
@@ -52,11 +52,10 @@ fn claim_sql(one_queue: bool, of_these: bool) -> String {
     // is reached by a unique key (primary keys), whose selectivity the planner knows without
     // statistics; on a queue they are always stale.
     let scheduled = transitions::is::<PostgresDb>(TaskState::Scheduled);
-    let claimed = transitions::claimed_task();
     let not_paused = transitions::NOT_PAUSED;
-    let timeout = "$1 + make_interval(secs => least(coalesce(q.run_timeout, $6), 3153600000))";
-    // Each task's run is made here (see `transitions::claimed_runs`).
-    let run = transitions::new_run("q.id", "$1", "$5", timeout);
+    let timeout = "$1 + make_interval(secs => least(coalesce(run_timeout, $6), 3153600000))";
+    // Each task's run is made here, on the task's row (see `store::transitions`).
+    let claimed = transitions::claimed_task("nextval('task_runs_id_seq')", "$5", "$1", timeout);
     // Its runner's row, shared-locked and only while it is running: a claim that reaches the
     // server after an overseer timed the runner out (a retransmission after a partition)
     // claims nothing, and one before makes the time-out wait for it and then see its runs.
@@ -73,12 +72,8 @@ fn claim_sql(one_queue: bool, of_these: bool) -> String {
          ),
          q AS (
              UPDATE task_queue SET {claimed} WHERE id = ANY(ARRAY(SELECT id FROM picked))
-             RETURNING {CLAIM_COLUMNS}
-         ),
-         f AS (
-             INSERT INTO {NEW_RUN} SELECT {run} FROM q
-             RETURNING task_runs.id, task_runs.task_queue_id, task_runs.attempt
+             RETURNING {CLAIM_COLUMNS}, run_id AS started_id, run_attempt AS attempt
          )
-         SELECT q.*, f.id AS started_id, f.attempt FROM q JOIN f ON f.task_queue_id = q.id"
+         SELECT * FROM q"
     )
 }

@@ -4,8 +4,9 @@ use chrono::{DateTime, Utc};
 
 use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::Cells;
-use super::super::sql::{args, RUNNER_RUNNING, RUNNER_TIMEOUT};
+use super::super::sql::{args, RUNNER_RUNNING, RUNNER_TIMEOUT, RUNNING};
 use super::super::{rows, Served};
+use super::runs::RUNNING_TASK_RUN;
 use crate::error::{Error, Result};
 use crate::model::*;
 
@@ -97,8 +98,7 @@ pub async fn time_out<D: Dialect>(db: &D, runners: &[RunnerId], now: DateTime<Ut
          WHERE id IN ($1) AND status = {RUNNER_RUNNING}"
     );
     let runs = format!(
-        "SELECT id, task_queue_id FROM task_runs WHERE task_runner_id IN ($1) AND {}{}",
-        D::RUNNING_RUN,
+        "SELECT {RUNNING_TASK_RUN} FROM task_queue WHERE last_status = {RUNNING} AND run_runner_id IN ($1){}",
         D::FOR_UPDATE
     );
     let (mark, runs) = (&mark, &runs);
@@ -106,7 +106,7 @@ pub async fn time_out<D: Dialect>(db: &D, runners: &[RunnerId], now: DateTime<Ut
         Box::pin(async move {
             db.exec(Some(&mut tx.tx), mark, args![runners, now]).await?;
             let lost = db.rows(Some(&mut tx.tx), runs, args![runners]).await?;
-            let lost = super::runs::pairs(&lost)?;
+            let lost = super::super::transitions::runs::pairs(&lost)?;
             super::super::transitions::runs::time_out(db, &mut tx.tx, &lost, now, super::super::transitions::LOST)
                 .await?;
             Ok(lost.len() as u64)
@@ -121,17 +121,17 @@ pub async fn time_out<D: Dialect>(db: &D, runners: &[RunnerId], now: DateTime<Ut
 /// host's claim, may have left, which nothing else would ever end (a run's own timeout aside).
 pub async fn time_out_orphans<D: Dialect>(db: &D, now: DateTime<Utc>, limit: u32) -> Result<u64> {
     let orphans = format!(
-        "SELECT id, task_queue_id FROM task_runs
-         WHERE {} AND NOT EXISTS (
-             SELECT 1 FROM task_runners w WHERE w.id = task_runs.task_runner_id AND w.status = {RUNNER_RUNNING})
+        "SELECT {RUNNING_TASK_RUN} FROM task_queue
+         WHERE last_status = {RUNNING} AND NOT EXISTS (
+             SELECT 1 FROM task_runners w WHERE w.id = task_queue.run_runner_id AND w.status = {RUNNER_RUNNING})
          LIMIT $1{}",
-        D::RUNNING_RUN,
         D::SKIP_LOCKED
     );
     let orphans = &orphans;
     transaction(db, |tx| {
         Box::pin(async move {
-            let lost = super::runs::pairs(&db.rows(Some(&mut tx.tx), orphans, args![limit]).await?)?;
+            let lost =
+                super::super::transitions::runs::pairs(&db.rows(Some(&mut tx.tx), orphans, args![limit]).await?)?;
             super::super::transitions::runs::time_out(db, &mut tx.tx, &lost, now, super::super::transitions::LOST)
                 .await?;
             Ok(lost.len() as u64)

@@ -4,17 +4,11 @@
 use chrono::{DateTime, Utc};
 
 use super::super::dialect::{transaction, Dialect};
-use super::super::plumbing::Cells;
 use super::super::rows;
 use super::super::sql::{args, Arg, RUNNING, SCHEDULED};
 use super::super::transitions;
 use crate::error::Result;
 use crate::model::*;
-
-/// `(id, task_queue_id)` rows.
-pub(super) fn pairs<R: Cells>(found: &[R]) -> Result<Vec<(RunId, TaskId)>> {
-    found.iter().map(|r| Ok((rows::id(r, "id")?, rows::id(r, "task_queue_id")?))).collect()
-}
 
 /// One update a run, the later reports of a run overriding the earlier (a report without
 /// percent or results keeps the earlier's): a batch statement that met one run twice would
@@ -40,6 +34,10 @@ pub fn coalesce_progress(updates: &[ProgressUpdate]) -> Vec<ProgressUpdate> {
     merged
 }
 
+/// The columns of a running task's row naming its run as `(id, task_queue_id)`, for
+/// [`transitions::runs::pairs`].
+pub(super) const RUNNING_TASK_RUN: &str = "run_id AS id, id AS task_queue_id";
+
 /// Time out up to `limit` running runs whose `timeout_on` is at or before `cutoff`.
 pub async fn time_out_overdue<D: Dialect>(
     db: &D,
@@ -47,12 +45,14 @@ pub async fn time_out_overdue<D: Dialect>(
     now: DateTime<Utc>,
     limit: u32,
 ) -> Result<u64> {
-    let overdue =
-        format!("SELECT id, task_queue_id FROM task_runs WHERE {} LIMIT $2{}", D::overdue_run("$1"), D::SKIP_LOCKED);
+    let overdue = format!(
+        "SELECT {RUNNING_TASK_RUN} FROM task_queue WHERE last_status = {RUNNING} AND run_timeout_on <= $1 LIMIT $2{}",
+        D::SKIP_LOCKED
+    );
     let overdue = &overdue;
     transaction(db, |tx| {
         Box::pin(async move {
-            let runs = pairs(&db.rows(Some(&mut tx.tx), overdue, args![cutoff, limit]).await?)?;
+            let runs = transitions::runs::pairs(&db.rows(Some(&mut tx.tx), overdue, args![cutoff, limit]).await?)?;
             transitions::runs::time_out(db, &mut tx.tx, &runs, now, transitions::TIMED_OUT).await?;
             Ok(runs.len() as u64)
         })
@@ -70,11 +70,11 @@ pub async fn keep_stopped<D: Dialect>(db: &D, r: &StoppedRun) -> Result<bool> {
 }
 
 pub async fn running_of<D: Dialect>(db: &D, runner: RunnerId) -> Result<Vec<RunId>> {
-    let sql = format!("SELECT id FROM task_runs WHERE task_runner_id = $1 AND {}", D::RUNNING_RUN);
+    let sql = format!("SELECT run_id AS id FROM task_queue WHERE last_status = {RUNNING} AND run_runner_id = $1");
     db.rows(None, &sql, args![runner]).await?.iter().map(|r| rows::id(r, "id")).collect()
 }
 
-/// Whether a scheduled task of `queues` is due, a run of them is running, or a failed task
+/// Whether a scheduled task of `queues` is due, a task of them is running, or a failed task
 /// awaits its retry. Three probes, each of a partial index (on PostgreSQL an OR of
 /// statuses scanned the whole table).
 pub async fn has_due_work<D: Dialect>(
@@ -86,15 +86,13 @@ pub async fn has_due_work<D: Dialect>(
     let scheduled = transitions::is::<D>(TaskState::Scheduled);
     let awaiting_retry = transitions::is::<D>(TaskState::AwaitingRetry);
     let not_paused = transitions::NOT_PAUSED;
-    // Unqualified: task_queue has none of task_runs' status columns.
-    let running = D::RUNNING_RUN;
+    let running = transitions::is::<D>(TaskState::Running);
     let of_handlers = if handlers.is_some() { " AND task_handler_class IN ($3)" } else { "" };
     let sql = format!(
         "SELECT CASE WHEN
              EXISTS (SELECT 1 FROM task_queue
                      WHERE {scheduled} AND scheduled_on <= $1 AND queue IN ($2) AND {not_paused}{of_handlers})
-             OR EXISTS (SELECT 1 FROM task_runs r JOIN task_queue q ON q.id = r.task_queue_id
-                        WHERE {running} AND q.queue IN ($2) AND q.{not_paused})
+             OR EXISTS (SELECT 1 FROM task_queue WHERE {running} AND queue IN ($2) AND {not_paused})
              OR EXISTS (SELECT 1 FROM task_queue WHERE {awaiting_retry}{of_handlers})
          THEN 1 ELSE 0 END AS due"
     );

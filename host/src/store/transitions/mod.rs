@@ -4,14 +4,25 @@
 //! The shared store's files pick and lock the rows a transition applies to (one task by id, a
 //! batch by filter, the overdue runs); the functions here write the change. Each task update is
 //! guarded by the condition of the states its transition starts from ([`from`], made from
-//! [`Transition::from`]), and each run update by the run's own status, so a transition whose
-//! task moved on meanwhile changes nothing: the late outcome of a cancelled run, the replay of a
-//! running task, a second overseer's retry.
+//! [`Transition::from`]), and a running run by its task's status and run id, so a transition
+//! whose task moved on meanwhile changes nothing: the late outcome of a cancelled run, the
+//! replay of a running task, a second overseer's retry.
+//!
+//! **A running run lives on its task's row.** The claim writes it there ([`claimed_task`]: the
+//! `run_*` columns of `task_queue`, with the task's status in one row written), and progress
+//! updates it there. Its `task_runs` row is inserted once, when it ends, with how it ended: a
+//! success in the same statement as its task's ([`RUN_COLUMNS`], [`RUN_FROM_TASK`]); the rarer
+//! ends (fail, time out, cancel) write the running run to `task_runs` first
+//! ([`runs::write_running`]) and then end it as any run. A run put back leaves no row. Run ids
+//! are handed out by the claims (from the sequence of `task_runs` on PostgreSQL, from the
+//! counter in `task_counters` elsewhere), so a worker knows its run's id from the start; the
+//! `run_*` columns mean something only while the task is running, except `run_attempt`, the
+//! attempt of the task's latest run, which the next claim counts on from.
 //!
 //! | transition | written by |
 //! |---|---|
-//! | claim | each database's claim statement, with [`claimed_task`] and [`new_run`]; [`claimed_runs`] |
-//! | succeed | each database's batched success, with [`succeeded_run`] and [`succeeded_task`] |
+//! | claim | each database's claim statement, with [`claimed_task`]; [`claimed_runs`] |
+//! | succeed | each database's batched success, with [`RUN_FROM_TASK`] and [`succeeded_task`] |
 //! | fail, retry / fail, give up | [`runs::finish`] |
 //! | time out | [`runs::time_out`] |
 //! | put back | [`runs::put_back`] |
@@ -28,12 +39,9 @@ pub mod tasks;
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Utc};
-
 use super::dialect::{ClaimRequest, Dialect};
-use super::plumbing::TxOf;
-use super::rows::{self, ClaimedTask};
-use super::sql::{args, CANCELLED, RUNNING, SCHEDULED, SUCCESS};
+use super::rows::ClaimedTask;
+use super::sql::{CANCELLED, RUNNING, SCHEDULED, SUCCESS};
 use crate::error::Result;
 use crate::model::{codes, ClaimedRun, RunId, TaskId, TaskState, Transition};
 
@@ -103,26 +111,22 @@ pub fn from<D: Dialect + ?Sized>(t: Transition) -> String {
     is_any::<D>(t.from())
 }
 
-/// What a claim writes to its task.
-pub fn claimed_task() -> String {
-    format!("last_status = {RUNNING}")
-}
-
-/// What a success writes to its run; `v` spells the database's expression of each value of the
-/// outcome: `f` (finished), `res` (results), `ms` (duration), `dg` (digest), `fu` (fuel), `lg`
-/// (logs). Only a run still running may succeed: the statement's own condition.
-pub fn succeeded_run(v: impl Fn(&str) -> String) -> String {
+/// What a claim writes to its task: running, with its run's id, runner, start and timeout
+/// (each an SQL expression), its attempt counted on from the latest, no progress yet.
+pub fn claimed_task(run_id: &str, runner: &str, now: &str, timeout: &str) -> String {
     format!(
-        "status = {SUCCESS}, finished_on = {}, results = {}, percents_completed = 100, duration_ms = {},
-         component_digest = {}, fuel_used = {}, logs = {}",
-        v("f"),
-        v("res"),
-        v("ms"),
-        v("dg"),
-        v("fu"),
-        v("lg")
+        "last_status = {RUNNING}, run_id = {run_id}, run_attempt = run_attempt + 1, run_runner_id = {runner},
+         run_started_on = {now}, run_timeout_on = {timeout}, run_percent = 0, run_results = NULL"
     )
 }
+
+/// The columns of `task_runs` a run row takes from its task's running run, as [`RUN_FROM_TASK`]
+/// gives them; each insert of a run ended adds the columns of its end.
+pub const RUN_COLUMNS: &str = "id, task_queue_id, attempt, created_on, started_on, task_runner_id, timeout_on";
+
+/// The values of [`RUN_COLUMNS`] from the running task `q` (a row of `task_queue`).
+pub const RUN_FROM_TASK: &str =
+    "q.run_id, q.id, q.run_attempt, q.run_started_on, q.run_started_on, q.run_runner_id, q.run_timeout_on";
 
 /// What a success writes to its task, finished at `finished`, and the condition its task must
 /// meet. The unique key is released by [`RELEASE_KEY`], in the same statement or apart.
@@ -133,71 +137,23 @@ pub fn succeeded_task(finished: &str) -> String {
 /// Frees a finished task's unique key for a new task.
 pub const RELEASE_KEY: &str = "active_unique_key = NULL";
 
-/// The claimed runs, in claim order: each task's run, made now, already running (`started`:
-/// task id → run id and attempt, when the database's claim statement made them itself). A run is
-/// made by its claim, never before: a task awaiting its first run or a retry has no run row, so
-/// a claim writes one row a run (no insert at the add or the failure, then its update here).
-/// Its attempt follows the task's latest run, if any.
-pub async fn claimed_runs<D: Dialect>(
-    db: &D,
-    tx: Option<&mut TxOf<D>>,
+/// The claimed runs, in claim order: each task's run (`started`: task id → run id and attempt,
+/// as the claim statement wrote them on the task). A run is made by its claim, never before, and
+/// lives on its task's row until it ends (see the module's documentation).
+pub fn claimed_runs(
     req: &ClaimRequest<'_>,
     claimed: Vec<ClaimedTask>,
     mut started: HashMap<TaskId, (RunId, i64)>,
 ) -> Result<Vec<ClaimedRun>> {
-    let unstarted: Vec<&ClaimedTask> = claimed.iter().filter(|c| !started.contains_key(&c.task_id)).collect();
-    if !unstarted.is_empty() {
-        started.extend(db.start_runs(tx, req, &unstarted).await?);
-    }
     let mut out = Vec::with_capacity(claimed.len());
     for c in claimed {
         let Some((run_id, attempt)) = started.remove(&c.task_id) else {
-            let reason = format!("claimed task {} has no running run", c.task_id);
-            return Err(crate::error::Error::CorruptRow { table: "task_runs", reason });
+            let reason = format!("claimed task {} has no run", c.task_id);
+            return Err(crate::error::Error::CorruptRow { table: "task_queue", reason });
         };
         out.push(c.into_run(run_id, attempt, req.now, req.default_timeout));
     }
     Ok(out)
-}
-
-/// The table and columns of the run a claim starts; see [`new_run`].
-pub const NEW_RUN: &str =
-    "task_runs (task_queue_id, attempt, created_on, started_on, status, task_runner_id, timeout_on)";
-
-/// The values of [`NEW_RUN`] for the task whose id is `task`, started at `now` by `runner`,
-/// timing out at `timeout` (each an SQL expression): numbered after the task's latest run.
-pub fn new_run(task: &str, now: &str, runner: &str, timeout: &str) -> String {
-    format!(
-        "{task}, 1 + coalesce((SELECT max(p.attempt) FROM task_runs p WHERE p.task_queue_id = {task}), 0),
-         {now}, {now}, {RUNNING}, {runner}, {timeout}"
-    )
-}
-
-/// Insert a running run of each of `tasks` (claimed): one statement
-/// a distinct timeout (most claims have one), returning the runs' ids (MySQL, which cannot
-/// return them, has its own).
-pub async fn start_runs<D: Dialect + ?Sized>(
-    db: &D,
-    mut tx: Option<&mut TxOf<D>>,
-    req: &ClaimRequest<'_>,
-    tasks: &[&ClaimedTask],
-) -> Result<HashMap<TaskId, (RunId, i64)>> {
-    let mut by_timeout: std::collections::BTreeMap<DateTime<Utc>, Vec<TaskId>> = Default::default();
-    for c in tasks {
-        by_timeout.entry(c.timeout_on(req.now, req.default_timeout)).or_default().push(c.task_id);
-    }
-    let insert = format!(
-        "INSERT INTO {NEW_RUN} SELECT {} FROM task_queue q WHERE q.id IN ($1)
-         RETURNING task_queue_id, id, attempt",
-        new_run("q.id", "$2", "$3", "$4")
-    );
-    let mut found = HashMap::with_capacity(tasks.len());
-    for (timeout_on, ids) in &by_timeout {
-        for r in &db.rows(tx.as_deref_mut(), &insert, args![ids, req.now, req.runner, *timeout_on]).await? {
-            found.insert(rows::id(r, "task_queue_id")?, (rows::id(r, "id")?, rows::id(r, "attempt")?));
-        }
-    }
-    Ok(found)
 }
 
 #[cfg(all(test, feature = "sqlite", feature = "postgres", feature = "mysql"))]
@@ -219,21 +175,13 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_task_and_a_running_run_are_found_as_each_database_indexes_them() {
-        for (awaiting, running) in
-            [(PostgresDb::AWAITING_RETRY, PostgresDb::RUNNING_RUN), (SqliteDb::AWAITING_RETRY, SqliteDb::RUNNING_RUN)]
-        {
+    fn a_failed_task_is_found_as_each_database_indexes_it() {
+        for awaiting in [PostgresDb::AWAITING_RETRY, SqliteDb::AWAITING_RETRY] {
             assert_eq!(Some(awaiting), index("task_queue_failed").filter);
-            assert_eq!(Some(running), index("task_runs_running").filter);
         }
-        // MySQL's stand-ins are generated columns, NULL outside the partial index's filter.
-        for (condition, name) in
-            [(MySqlDb::AWAITING_RETRY, "task_queue_failed"), (MySqlDb::RUNNING_RUN, "task_runs_running")]
-        {
-            let OnMySql::Generated { column, .. } = index(name).mysql else { panic!("{name} is not generated") };
-            assert_eq!(condition, format!("{column} IS NOT NULL"));
-        }
-        assert_eq!(MySqlDb::overdue_run("$1"), "running_timeout_on <= $1");
+        // MySQL's stand-in is a generated column, NULL outside the partial index's filter.
+        let OnMySql::Generated { column, .. } = index("task_queue_failed").mysql else { panic!("not generated") };
+        assert_eq!(MySqlDb::AWAITING_RETRY, format!("{column} IS NOT NULL"));
     }
 
     #[test]

@@ -3,10 +3,10 @@
 use chrono::{DateTime, Utc};
 
 use super::super::dialect::{transaction, Dialect};
-use super::super::plumbing::TxOf;
+use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, RUNNING, SCHEDULED, TIMEOUT};
-use super::{from, Why, RELEASE_KEY};
+use super::{from, Why, RELEASE_KEY, RUN_COLUMNS, RUN_FROM_TASK};
 use crate::error::Result;
 use crate::model::*;
 
@@ -27,8 +27,12 @@ pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
             }
         }
     }
-    let ids: Vec<RunId> = failed.iter().map(|f| f.o.run_id).collect();
-    let running = format!("SELECT id FROM task_runs WHERE id IN ($1) AND status = {RUNNING}{}", D::FOR_UPDATE);
+    let ids: Vec<TaskId> = failed.iter().map(|f| f.o.task_id).collect();
+    // The tasks still running the runs that failed, locked.
+    let running = format!(
+        "SELECT run_id AS id, id AS task_queue_id FROM task_queue WHERE id IN ($1) AND last_status = {RUNNING}{}",
+        D::FOR_UPDATE
+    );
     let latest = outcomes.iter().map(|o| o.finished_on).max().unwrap_or_default();
     let (ok, failed, running, ids) = (&ok, &failed, &running, &ids);
     transaction(db, |tx| {
@@ -40,9 +44,13 @@ pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
             // The failed runs this transaction ends, for the statistics.
             let mut ended = Vec::new();
             if !failed.is_empty() {
-                let still = db.rows(Some(&mut tx.tx), running, args![ids]).await?;
-                let still: std::collections::HashSet<RunId> =
-                    still.iter().map(|r| rows::id(r, "id")).collect::<Result<_>>()?;
+                let still = pairs(&db.rows(Some(&mut tx.tx), running, args![ids]).await?)?;
+                let still: Vec<(RunId, TaskId)> = still
+                    .into_iter()
+                    .filter(|(run, task)| failed.iter().any(|f| f.o.run_id == *run && f.o.task_id == *task))
+                    .collect();
+                write_running(db, &mut tx.tx, &still).await?;
+                let still: std::collections::HashSet<RunId> = still.iter().map(|(run, _)| *run).collect();
                 for f in failed {
                     if still.contains(&f.o.run_id) {
                         fail(db, &mut tx.tx, f).await?;
@@ -110,6 +118,27 @@ async fn fail<D: Dialect>(db: &D, tx: &mut TxOf<D>, f: &Failed<'_>) -> Result<()
     Ok(())
 }
 
+/// Write these running runs (run id, task id; their tasks locked and running them) from their
+/// tasks' rows to `task_runs`, as running, for the transition that ends them.
+pub async fn write_running<D: Dialect>(db: &D, tx: &mut TxOf<D>, runs: &[(RunId, TaskId)]) -> Result<()> {
+    if runs.is_empty() {
+        return Ok(());
+    }
+    let tasks: Vec<TaskId> = runs.iter().map(|(_, task)| *task).collect();
+    let sql = format!(
+        "INSERT INTO task_runs ({RUN_COLUMNS}, status, percents_completed, results)
+         SELECT {RUN_FROM_TASK}, {RUNNING}, coalesce(q.run_percent, 0), q.run_results FROM task_queue q
+         WHERE q.id IN ($1) AND q.last_status = {RUNNING}"
+    );
+    db.exec(Some(tx), &sql, args![&tasks]).await?;
+    Ok(())
+}
+
+/// `(id, task_queue_id)` rows.
+pub fn pairs<R: Cells>(found: &[R]) -> Result<Vec<(RunId, TaskId)>> {
+    found.iter().map(|r| Ok((rows::id(r, "id")?, rows::id(r, "task_queue_id")?))).collect()
+}
+
 /// Time out these locked running runs for `why`, and count the failure on their tasks, which
 /// await the overseer's decision (retry or give up); the statistics record them.
 pub async fn time_out<D: Dialect>(
@@ -122,6 +151,7 @@ pub async fn time_out<D: Dialect>(
     if runs.is_empty() {
         return Ok(());
     }
+    write_running(db, tx, runs).await?;
     let (run_ids, task_ids): (Vec<RunId>, Vec<TaskId>) = runs.iter().copied().unzip();
     let end = format!(
         "UPDATE task_runs SET status = {TIMEOUT}, finished_on = $2, error_code = $3, error_message = $4,
@@ -139,28 +169,17 @@ pub async fn time_out<D: Dialect>(
     super::super::shared::stats::record(db, tx, &run_ids, now).await
 }
 
-/// Return a running run to the queue, due at `at`, uncounted; false when it is not running. The
-/// run is deleted, not kept: it ran no guest to its end (it waited for a slot, or its worker lost
-/// its claim's answer or its heartbeat), and the claim that starts the task again makes the run
+/// Return a running run to the queue, due at `at`, uncounted; false when it is not running. It
+/// leaves no run row: it ran no guest to its end (it waited for a slot, or its worker lost its
+/// claim's answer or its heartbeat), and the claim that starts the task again makes the run
 /// anew, with the same attempt.
 pub async fn put_back<D: Dialect>(db: &D, run: RunId, at: DateTime<Utc>) -> Result<bool> {
-    let find = format!("SELECT task_queue_id FROM task_runs WHERE id = $1 AND status = {RUNNING}{}", D::FOR_UPDATE);
-    let unclaim = "DELETE FROM task_runs WHERE id = $1";
-    let task = format!(
-        "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2 WHERE id = $1 AND {}",
+    // By the running tasks (few, and indexed), not an index of run ids on every task.
+    let sql = format!(
+        "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2, run_attempt = run_attempt - 1
+         WHERE run_id = $1 AND {}",
         from::<D>(Transition::PutBack)
     );
-    let (find, task) = (&find, &task);
-    transaction(db, |tx| {
-        Box::pin(async move {
-            let Some(found) = db.rows(Some(&mut tx.tx), find, args![run]).await?.into_iter().next() else {
-                return Ok(false);
-            };
-            let task_id = rows::id(&found, "task_queue_id")?;
-            db.exec(Some(&mut tx.tx), unclaim, args![run]).await?;
-            db.exec(Some(&mut tx.tx), task, args![task_id, at]).await?;
-            Ok(true)
-        })
-    })
-    .await
+    let sql = &sql;
+    transaction(db, |tx| Box::pin(async move { Ok(db.exec(Some(&mut tx.tx), sql, args![run, at]).await? == 1) })).await
 }

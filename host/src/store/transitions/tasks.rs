@@ -4,12 +4,13 @@
 use chrono::{DateTime, Utc};
 
 use super::super::dialect::Dialect;
+use super::super::plumbing::Cells;
 use super::super::plumbing::TxOf;
 use super::super::rows;
-use super::super::sql::{args, Lit, CANCELLED, ERROR, RUNNING, SCHEDULED};
+use super::super::sql::{args, Lit, CANCELLED, ERROR, SCHEDULED};
 use super::{from, Why, CANCELLED_BY_OPERATOR, RELEASE_KEY, UNSERVED};
 use crate::error::Result;
-use crate::model::{TaskId, Transition};
+use crate::model::{RunId, RunStatus, TaskId, Transition};
 
 /// Schedule a task awaiting its retry again, due at `at` (its next run is made by the claim
 /// that starts it); false when it awaits none (another overseer decided first, or an operator
@@ -34,7 +35,8 @@ pub async fn give_up<D: Dialect>(db: &D, tx: &mut TxOf<D>, task: TaskId, now: Da
 /// Give up on these scheduled tasks without running them: each gets a run ended in error
 /// ([`UNSERVED`]), counted as failed.
 pub async fn abandon<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now: DateTime<Utc>) -> Result<()> {
-    let tasks = &moving(db, tx, tasks, Transition::Abandon).await?;
+    let (tasks, running) = &moving(db, tx, tasks, Transition::Abandon).await?;
+    super::runs::write_running(db, tx, running).await?;
     let task = format!(
         "UPDATE task_queue SET last_status = {ERROR}, task_runs_failed = task_runs_failed + 1,
              finished_on = $2, gave_up_on = $2, {RELEASE_KEY}
@@ -42,38 +44,55 @@ pub async fn abandon<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now
         from::<D>(Transition::Abandon)
     );
     db.exec(Some(&mut *tx), &task, args![tasks, now]).await?;
-    end_active_runs(db, tx, tasks, ERROR, now, UNSERVED).await
+    end_active_runs(db, tx, tasks, running, ERROR, now, UNSERVED).await
 }
 
 /// Cancel these unfinished tasks: their running run, or a run made for the purpose when none
 /// runs, ends as cancelled ([`CANCELLED_BY_OPERATOR`]) (a running guest is stopped by its
 /// worker), and they finish.
 pub async fn cancel<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now: DateTime<Utc>) -> Result<()> {
-    let tasks = &moving(db, tx, tasks, Transition::Cancel).await?;
+    let (tasks, running) = &moving(db, tx, tasks, Transition::Cancel).await?;
+    super::runs::write_running(db, tx, running).await?;
     let task = format!(
         "UPDATE task_queue SET last_status = {CANCELLED}, finished_on = $2, {RELEASE_KEY} WHERE id IN ($1) AND {}",
         from::<D>(Transition::Cancel)
     );
     db.exec(Some(&mut *tx), &task, args![tasks, now]).await?;
-    end_active_runs(db, tx, tasks, CANCELLED, now, CANCELLED_BY_OPERATOR).await
+    end_active_runs(db, tx, tasks, running, CANCELLED, now, CANCELLED_BY_OPERATOR).await
 }
 
-/// Those of `tasks` that `t` moves on (the caller holds them locked).
-async fn moving<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], t: Transition) -> Result<Vec<TaskId>> {
+/// Those of `tasks` that `t` moves on (the caller holds them locked), and the runs running among
+/// them (run id, task id).
+async fn moving<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    tasks: &[TaskId],
+    t: Transition,
+) -> Result<(Vec<TaskId>, Vec<(RunId, TaskId)>)> {
     if tasks.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Default::default());
     }
-    let sql = format!("SELECT id FROM task_queue WHERE id IN ($1) AND {}", from::<D>(t));
-    ids(&db.rows(Some(tx), &sql, args![tasks]).await?)
+    let sql = format!("SELECT id, last_status, run_id FROM task_queue WHERE id IN ($1) AND {}", from::<D>(t));
+    let (mut moving, mut running) = (Vec::new(), Vec::new());
+    for r in &db.rows(Some(tx), &sql, args![tasks]).await? {
+        let id = rows::id(r, "id")?;
+        moving.push(id);
+        if r.text("last_status")?.as_deref() == Some(RunStatus::Running.as_str()) {
+            running.push((rows::id(r, "run_id")?, id));
+        }
+    }
+    Ok((moving, running))
 }
 
-/// End the running run of each of these tasks as `status`, for `why`, timed from its start, and
-/// count it in the statistics. A task not running has no run now (a task's runs are made by
-/// its claims): it gets one, numbered after its latest, to record why it ended.
+/// End the running run of each of these tasks (`running`: run id, task id; written to
+/// `task_runs` already) as `status`, for `why`, timed from its start, and count it in the
+/// statistics. A task not running has no run now (a task's runs are made by its claims): it
+/// gets one, numbered after its latest, to record why it ended.
 async fn end_active_runs<D: Dialect>(
     db: &D,
     tx: &mut TxOf<D>,
     tasks: &[TaskId],
+    running: &[(RunId, TaskId)],
     status: Lit,
     now: DateTime<Utc>,
     why: Why<'_>,
@@ -81,8 +100,7 @@ async fn end_active_runs<D: Dialect>(
     if tasks.is_empty() {
         return Ok(());
     }
-    let running = format!("SELECT id FROM task_runs WHERE task_queue_id IN ($1) AND status = {RUNNING}");
-    let mut ended = ids(&db.rows(Some(&mut *tx), &running, args![tasks]).await?)?;
+    let mut ended: Vec<RunId> = running.iter().map(|(run, _)| *run).collect();
     let end = format!(
         "UPDATE task_runs SET status = {status}, finished_on = $2, error_code = $3, error_message = $4,
              duration_ms = {}
@@ -90,24 +108,27 @@ async fn end_active_runs<D: Dialect>(
         D::MS_SINCE_START
     );
     db.exec(Some(&mut *tx), &end, args![&ended, now, why.code, why.message]).await?;
-    // The runs made here are those of these tasks past the latest id before: the tasks are
-    // locked, so no other transaction makes runs of them meanwhile.
-    let before = db.rows(Some(&mut *tx), "SELECT coalesce(max(id), 0) AS id FROM task_runs", args![]).await?;
-    let before = before.first().map(|r| rows::id(r, "id")).transpose()?.unwrap_or(0);
-    let first = format!(
-        "INSERT INTO task_runs (task_queue_id, attempt, created_on, finished_on, status, error_code, error_message)
-         SELECT q.id, {NEXT_ATTEMPT}, $2, $2, {status}, $3, $4 FROM task_queue q
-         WHERE q.id IN ($1) AND NOT EXISTS (SELECT 1 FROM task_runs r WHERE r.task_queue_id = q.id AND r.id IN ($5))"
-    );
-    if db.exec(Some(&mut *tx), &first, args![tasks, now, why.code, why.message, &ended]).await? > 0 {
+    let idle: Vec<TaskId> = tasks.iter().copied().filter(|t| !running.iter().any(|(_, r)| r == t)).collect();
+    if !idle.is_empty() {
+        // The runs made here are those of these tasks past the latest id before: ids are handed
+        // out in increasing order, and the tasks are locked, so no other transaction writes runs
+        // of them meanwhile.
+        let before = db.rows(Some(&mut *tx), "SELECT coalesce(max(id), 0) AS id FROM task_runs", args![]).await?;
+        let before = before.first().map(|r| rows::id(r, "id")).transpose()?.unwrap_or(0);
+        let new_id = db.new_run_ids(tx, idle.len()).await?;
+        let make = format!(
+            "INSERT INTO task_runs (id, task_queue_id, attempt, created_on, finished_on, status, error_code,
+                 error_message)
+             SELECT {new_id}, q.id, q.run_attempt + 1, $2, $2, {status}, $3, $4 FROM task_queue q WHERE q.id IN ($1)"
+        );
+        db.exec(Some(&mut *tx), &make, args![&idle, now, why.code, why.message]).await?;
+        let counted = "UPDATE task_queue SET run_attempt = run_attempt + 1 WHERE id IN ($1)";
+        db.exec(Some(&mut *tx), counted, args![&idle]).await?;
         let made = "SELECT id FROM task_runs WHERE task_queue_id IN ($1) AND id > $2";
-        ended.extend(ids(&db.rows(Some(&mut *tx), made, args![tasks, before]).await?)?);
+        ended.extend(ids(&db.rows(Some(&mut *tx), made, args![&idle, before]).await?)?);
     }
     super::super::shared::stats::record(db, tx, &ended, now).await
 }
-
-/// The attempt of a task's next run (of task `q`): after its latest.
-const NEXT_ATTEMPT: &str = "(SELECT coalesce(max(p.attempt), 0) + 1 FROM task_runs p WHERE p.task_queue_id = q.id)";
 
 /// Schedule these dead or cancelled tasks again, due `now`, their failures forgotten and their
 /// unique keys held again (each task's next run is made by the claim that starts it). How many.
@@ -131,8 +152,8 @@ pub async fn replay<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now:
 
 /// The attempt a task's next run will be (after [`replay`]).
 pub async fn next_attempt<D: Dialect>(db: &D, tx: &mut TxOf<D>, task: TaskId) -> Result<Option<u32>> {
-    let sql = format!("SELECT {NEXT_ATTEMPT} AS attempt FROM task_queue q WHERE q.id = $1");
-    db.rows(Some(tx), &sql, args![task]).await?.first().map(|r| Ok(rows::n32(rows::id(r, "attempt")?))).transpose()
+    let sql = "SELECT run_attempt + 1 AS attempt FROM task_queue WHERE id = $1";
+    db.rows(Some(tx), sql, args![task]).await?.first().map(|r| Ok(rows::n32(rows::id(r, "attempt")?))).transpose()
 }
 
 fn ids<R: super::super::plumbing::Cells>(found: &[R]) -> Result<Vec<i64>> {
