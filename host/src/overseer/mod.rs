@@ -306,9 +306,14 @@ impl Overseer {
                 }
             })
         };
+        // One pass at a time: a pass waiting on a lock (a migration's, an operator's) holds one
+        // of the pool's connections, not one a service, which left none for the worker's own
+        // heartbeats, outcomes and handler reports.
+        let one_at_a_time = Arc::new(tokio::sync::Semaphore::new(1));
         let loops = this.services.iter().cloned().map(|s| {
             let clock = this.clock.clone();
             let leader = this.leader.held.clone();
+            let one_at_a_time = one_at_a_time.clone();
             let mut stop = stop.clone();
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(s.interval);
@@ -324,6 +329,13 @@ impl Overseer {
                     if !leader.load(Ordering::SeqCst) {
                         continue;
                     }
+                    let _turn = tokio::select! {
+                        turn = one_at_a_time.clone().acquire_owned() => match turn {
+                            Ok(turn) => turn,
+                            Err(_) => return,
+                        },
+                        _ = stop.changed() => return,
+                    };
                     match s.service.pass(clock.now()).await {
                         Ok(Some(summary)) => tracing::info!(service = s.name, "{summary}"),
                         Ok(None) => {}
