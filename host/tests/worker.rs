@@ -192,12 +192,34 @@ async fn progress_and_partial_results_reach_the_run_row() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_workers_on_one_database_never_run_the_same_run() {
     let env = Env::new(&["echo"]).await;
+    let other = env.second_app().await;
+    // Both workers run (not drain) and serve `echo` before the tasks exist, so each is claiming
+    // when they come: a worker still loading its plugins while the other drained all of them
+    // left it nothing to take.
+    let cfg = WorkerConfig { concurrency: 8, claim_batch: 16, drain: false, ..drain_config() };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let run = |app: &taskhost::App| {
+        let (worker, mut stopped) = (app.worker(cfg.clone()), stopped.clone());
+        tokio::spawn(worker.run(async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        }))
+    };
+    let (a, b) = (run(&env.app), run(&other));
+    let store = env.app.store.clone();
+    common::wait_until(std::time::Duration::from_secs(60), "both runners serve echo", || async {
+        let runners = store.live_runners().await.expect("runners");
+        runners.iter().filter(|r| r.handlers.as_ref().is_some_and(|h| h.contains_key("echo"))).count() == 2
+    })
+    .await;
     let tasks: Vec<_> =
         (0..1500).map(|i| NewTask::new("echo", format!(r#"{{"attempt_echo": true, "i": {i}}}"#))).collect();
     env.app.client.add_many(tasks).await.expect("add");
-    let other = env.second_app().await;
-    let cfg = WorkerConfig { concurrency: 8, claim_batch: 16, ..drain_config() };
-    let (a, b) = tokio::join!(common::drain_app(&env.app, cfg.clone()), common::drain_app(&other, cfg));
+    common::wait_until(std::time::Duration::from_secs(120), "the 1,500 tasks succeeded", || async {
+        store.counts().await.expect("counts").success == 1500
+    })
+    .await;
+    stop.send_replace(true);
+    let (a, b) = (a.await.expect("join").expect("worker a"), b.await.expect("join").expect("worker b"));
     assert_eq!(a.runs_finished + b.runs_finished, 1500);
     assert!(
         a.runs_finished > 0 && b.runs_finished > 0,
