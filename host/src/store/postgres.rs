@@ -338,7 +338,7 @@ impl Dialect for PostgresDb {
 /// run of the batch (20 ms a batch of 250 with 300 running and a million tasks kept; 7 ms by the
 /// primary key).
 async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
-    let task = transitions::succeeded_task("t.f");
+    let task = transitions::succeeded_task("", "t.f");
     let from = transitions::from::<PostgresDb>(Transition::Succeed);
     // Each run's row is made here, from its task's (see `store::transitions`).
     let sql = format!(

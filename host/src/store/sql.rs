@@ -207,7 +207,7 @@ pub const RUNNER_RUNNING: Lit = Lit(RunnerStatus::Running.as_str());
 /// See [`RUNNER_RUNNING`].
 pub const RUNNER_TIMEOUT: Lit = Lit(RunnerStatus::Timeout.as_str());
 
-/// A list as the JSON array SQLite's `json_each` and MySQL's `JSON_TABLE` read.
+/// A list as the JSON array SQLite's `json_each` reads.
 pub fn json_list<T: serde::Serialize>(values: &[T]) -> std::result::Result<String, String> {
     serde_json::to_string(values).map_err(|e| e.to_string())
 }

@@ -304,3 +304,74 @@ pub async fn a_running_run_is_written_once_as_it_ended_and_ids_are_never_given_t
         [(a.run_id, 1, RunStatus::Error), (again[0].run_id, 2, RunStatus::Success)]
     );
 }
+
+/// One claim of tasks with different run timeouts gives each run its own, the same as its
+/// worker is told and as the overseer times it out; a batch of successes gives each task its
+/// own run's finish time.
+pub async fn one_claim_gives_each_run_its_own_timeout_and_each_success_its_own_finish_time(store: SharedStore) {
+    let r = runner(&store, t0()).await;
+    let timeouts: [Option<i64>; 6] = [None, Some(10), Some(20), Some(10), None, Some(30)];
+    let tasks: Vec<NewTask> = timeouts
+        .iter()
+        .map(|t| match t {
+            Some(s) => NewTask::new("h", "{}").with_run_timeout(std::time::Duration::from_secs(s.unsigned_abs())),
+            None => NewTask::new("h", "{}"),
+        })
+        .collect();
+    let ids: Vec<TaskId> = store.add_tasks(&tasks, t0()).await.expect("add").iter().map(|a| a.id).collect();
+    let claimed = store.claim(r, &["default".into()], 10, t0(), DAY).await.expect("claim");
+    assert_eq!(claimed.iter().map(|c| c.task_id).collect::<Vec<_>>(), ids, "all, in order");
+    let day = chrono::Duration::from_std(DAY).expect("a day");
+    for (c, t) in claimed.iter().zip(timeouts) {
+        assert_eq!(c.timeout_on, t0() + t.map_or(day, secs), "task {}", c.task_id);
+        let runs = store.runs_of(c.task_id).await.expect("runs");
+        assert_eq!(runs.iter().map(|r| (r.id, r.status)).collect::<Vec<_>>(), [(c.run_id, RunStatus::Running)]);
+    }
+    for (at, due) in [(9, 0), (10, 2), (19, 0), (20, 1), (30, 1)] {
+        let now = t0() + secs(at);
+        assert_eq!(store.time_out_overdue_runs(now, now, 100).await.expect("time out"), due, "at {at} s");
+    }
+    for (i, t) in timeouts.iter().enumerate() {
+        let want = if t.is_some() { RunStatus::Timeout } else { RunStatus::Running };
+        assert_eq!(store.get_task(ids[i]).await.expect("get").expect("exists").last_status, want, "task {i}");
+    }
+    let ok = [success(&claimed[0], t0() + secs(31), "[]"), success(&claimed[4], t0() + secs(32), "[]")];
+    store.finish_runs(&ok).await.expect("finish");
+    for (i, at) in [(0, 31), (4, 32)] {
+        let runs = store.runs_of(ids[i]).await.expect("runs");
+        assert_eq!(
+            runs.iter().map(|r| (r.id, r.status, r.finished_on)).collect::<Vec<_>>(),
+            [(claimed[i].run_id, RunStatus::Success, Some(t0() + secs(at)))]
+        );
+    }
+    let all = taskhost::store::BulkFilter::default();
+    let succeeded = taskhost::store::Finished::Succeeded;
+    let before = t0() + secs(31) + chrono::Duration::milliseconds(500);
+    assert_eq!(store.delete_finished(succeeded, &all, before).await.expect("delete"), 1, "finished at 31 s");
+    assert!(store.get_task(ids[0]).await.expect("get").is_none());
+    let kept = store.get_task(ids[4]).await.expect("get").expect("finished at 32 s, kept");
+    assert_eq!(kept.last_status, RunStatus::Success);
+}
+
+/// A claim of more tasks than one statement of a database takes (MySQL's is cut into several)
+/// gives every task one run of its own.
+pub async fn a_claim_of_ten_thousand_and_more_gives_every_task_a_run_of_its_own(store: SharedStore) {
+    let n = 10_050;
+    let tasks: Vec<NewTask> = (0..n).map(|_| NewTask::new("h", "{}")).collect();
+    store.add_tasks(&tasks, t0()).await.expect("add");
+    let r = runner(&store, t0()).await;
+    let claimed = store.claim(r, &["default".into()], n as u32, t0(), DAY).await.expect("claim");
+    assert_eq!(claimed.len(), n);
+    let mut runs: Vec<RunId> = claimed.iter().map(|c| c.run_id).collect();
+    runs.sort_unstable();
+    runs.dedup();
+    assert_eq!(runs.len(), n, "every run id given once");
+    for c in [&claimed[0], &claimed[9_999], &claimed[10_000], &claimed[n - 1]] {
+        let on_task = store.runs_of(c.task_id).await.expect("runs");
+        assert_eq!(
+            on_task.iter().map(|r| (r.id, r.attempt, r.status)).collect::<Vec<_>>(),
+            [(c.run_id, 1, RunStatus::Running)]
+        );
+    }
+    assert_eq!(store.counts().await.expect("counts").running, n as u64);
+}

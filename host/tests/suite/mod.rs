@@ -501,6 +501,8 @@ macro_rules! store_suite {
         case!(claims_keep_runs_in_flight_within_the_queue_and_handler_limits);
         case!(every_transition_is_made_from_the_states_it_may_start_from_and_refused_from_the_others);
         case!(a_running_run_is_written_once_as_it_ended_and_ids_are_never_given_twice);
+        case!(one_claim_gives_each_run_its_own_timeout_and_each_success_its_own_finish_time);
+        case!(a_claim_of_ten_thousand_and_more_gives_every_task_a_run_of_its_own);
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_claims_never_share_a_run() {

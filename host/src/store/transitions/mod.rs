@@ -129,9 +129,10 @@ pub const RUN_FROM_TASK: &str =
     "q.run_id, q.id, q.run_attempt, q.run_started_on, q.run_started_on, q.run_runner_id, q.run_timeout_on";
 
 /// What a success writes to its task, finished at `finished`, and the condition its task must
-/// meet. The unique key is released by [`RELEASE_KEY`], in the same statement or apart.
-pub fn succeeded_task(finished: &str) -> String {
-    format!("last_status = {SUCCESS}, task_runs_failed = 0, finished_on = {finished}")
+/// meet. The unique key is released by [`RELEASE_KEY`], in the same statement or apart. `q` is
+/// what the columns written are qualified with: empty, or MySQL's `q.` in an update of two tables.
+pub fn succeeded_task(q: &str, finished: &str) -> String {
+    format!("{q}last_status = {SUCCESS}, {q}task_runs_failed = 0, {q}finished_on = {finished}")
 }
 
 /// Frees a finished task's unique key for a new task.
