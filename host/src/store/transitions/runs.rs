@@ -44,11 +44,10 @@ pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
             // The failed runs this transaction ends, for the statistics.
             let mut ended = Vec::new();
             if !failed.is_empty() {
+                let outcomes: std::collections::HashSet<(RunId, TaskId)> =
+                    failed.iter().map(|f| (f.o.run_id, f.o.task_id)).collect();
                 let still = pairs(&db.rows(Some(&mut tx.tx), running, args![ids]).await?)?;
-                let still: Vec<(RunId, TaskId)> = still
-                    .into_iter()
-                    .filter(|(run, task)| failed.iter().any(|f| f.o.run_id == *run && f.o.task_id == *task))
-                    .collect();
+                let still: Vec<(RunId, TaskId)> = still.into_iter().filter(|pair| outcomes.contains(pair)).collect();
                 write_running(db, &mut tx.tx, &still).await?;
                 let still: std::collections::HashSet<RunId> = still.iter().map(|(run, _)| *run).collect();
                 for f in failed {

@@ -108,7 +108,8 @@ async fn end_active_runs<D: Dialect>(
         D::MS_SINCE_START
     );
     db.exec(Some(&mut *tx), &end, args![&ended, now, why.code, why.message]).await?;
-    let idle: Vec<TaskId> = tasks.iter().copied().filter(|t| !running.iter().any(|(_, r)| r == t)).collect();
+    let busy: std::collections::HashSet<TaskId> = running.iter().map(|(_, task)| *task).collect();
+    let idle: Vec<TaskId> = tasks.iter().copied().filter(|t| !busy.contains(t)).collect();
     if !idle.is_empty() {
         // The runs made here are those of these tasks past the latest id before: ids are handed
         // out in increasing order, and the tasks are locked, so no other transaction writes runs
