@@ -58,15 +58,9 @@ impl MySqlDb {
         // One statement for each timeout the runs have (almost always one), the run ids given by
         // each task's place in its list: a `JSON_TABLE` of ids and timeouts joined to the tasks
         // cost the server about a quarter more a row.
-        let mut groups: Vec<(DateTime<Utc>, Vec<TaskId>)> = Vec::new();
-        let mut group_of = std::collections::HashMap::new();
+        let mut groups: std::collections::BTreeMap<DateTime<Utc>, Vec<TaskId>> = Default::default();
         for c in &claimed {
-            let timeout = c.timeout_on(now, req.default_timeout);
-            let g = *group_of.entry(timeout).or_insert_with(|| {
-                groups.push((timeout, Vec::new()));
-                groups.len() - 1
-            });
-            groups[g].1.push(c.task_id);
+            groups.entry(c.timeout_on(now, req.default_timeout)).or_default().push(c.task_id);
         }
         let mark = format!(
             "UPDATE task_queue SET {} WHERE id IN ($6)",
