@@ -241,7 +241,42 @@ async fn one_overseer_at_a_time_holds_the_lease_and_another_takes_over(db: Db) {
     run_b.await.expect("b stopped");
 }
 
+/// A stopped overseer hands its lease back: A, a `taskhost overseer` process holding a 30 s
+/// lease, gets a SIGTERM; B, waiting for the lease, takes it over within a few seconds, not when
+/// A's lease would have lapsed.
+async fn an_overseer_stopped_by_a_signal_hands_its_lease_to_a_waiting_one_at_once(db: Db) {
+    use common::process::{signal, stderr, wait_exit, Killed};
+    use taskhost::overseer::Overseer;
+    let mut env = Env::on(db, &[]).await;
+    env.set_config("[overseer]\nlease_ttl = \"30s\"\n[overseer.liveness]\ninterval = \"200ms\"\n").await;
+    let store = env.app.store.clone();
+    // A leads once its liveness pass times out a runner whose process is gone.
+    let gone = store.register_runner(dead_pid(), &this_host(), chrono::Utc::now(), 8).await.expect("register");
+    let a = Killed(Some(
+        common::taskhost_command(&env).arg("overseer").stderr(std::process::Stdio::piped()).spawn().expect("spawn"),
+    ));
+    common::wait_until(Duration::from_secs(60), "A leads and times out the runner", || async {
+        !store.live_runners().await.expect("live").iter().any(|r| r.id == gone)
+    })
+    .await;
+    let cfg = OverseerConfig { lease_ttl: Duration::from_secs(30), ..Default::default() };
+    let b = Overseer::new(store.clone(), env.app.clock.clone(), cfg);
+    let lead_b = b.leadership();
+    let (stop_b, rx_b) = tokio::sync::watch::channel(false);
+    let run_b = tokio::spawn(b.run_until(rx_b));
+    common::wait_until(Duration::from_secs(30), "B tried the lease twice", || async { lead_b.tries() >= 2 }).await;
+    assert!(!lead_b.is_leader(), "A holds the lease");
+    let a = a.take();
+    signal(&a, "TERM");
+    let out = wait_exit(a, Duration::from_secs(30)).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    common::wait_until(Duration::from_secs(5), "B takes the lease over", || async { lead_b.is_leader() }).await;
+    stop_b.send(true).expect("stop b");
+    run_b.await.expect("b stopped");
+}
+
 on_every_database!(
+    an_overseer_stopped_by_a_signal_hands_its_lease_to_a_waiting_one_at_once,
     a_runner_with_a_stale_heartbeat_is_timed_out_and_its_task_retried,
     a_runner_whose_process_is_gone_from_this_host_is_timed_out_at_once,
     a_runner_of_the_same_host_name_in_another_pid_namespace_is_not_judged_by_its_pid,

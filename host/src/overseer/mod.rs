@@ -13,8 +13,9 @@
 //!
 //! Workers run the overseer too unless told not to. Only one node at a time runs the services:
 //! the holder of the `overseer` lease in the database (`task_leases`), renewed every third of
-//! its time to live (default 30 s) and taken over by another node when its holder stops renewing
-//! it. Every service is idempotent besides (each update is guarded by the state it expects).
+//! its time to live (default 30 s). A holder that stops cleanly hands the lease back after its
+//! last pass, and the others, trying every half second, take it over at once; one that dies is
+//! taken over from when its lease expires. Every service is idempotent besides (each update is guarded by the state it expects).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -65,6 +66,9 @@ impl OverseerConfig {
     pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
     /// The lease's name in `task_leases`.
     pub const LEASE: &'static str = "overseer";
+    /// How soon an overseer that does not hold the lease tries it again (at most a third of the
+    /// lease's time): a lease handed back by a stopping overseer is taken over within this.
+    pub const LEASE_RETRY: Duration = Duration::from_millis(500);
 
     /// Every setting in range: intervals, horizons and batches above zero (a zero interval would
     /// spin, a zero retention delete what just finished), durations at most a year... except
@@ -295,11 +299,13 @@ impl Overseer {
             let this = this.clone();
             let mut stop = stop.clone();
             tokio::spawn(async move {
-                let mut tick = tokio::time::interval(this.lease_ttl / 3);
-                tick.tick().await;
                 loop {
+                    // The holder renews every third of the lease's time; the others try again
+                    // sooner, to take over at once a lease handed back (see `release`).
+                    let third = this.lease_ttl / 3;
+                    let wait = if this.leader.is_leader() { third } else { third.min(OverseerConfig::LEASE_RETRY) };
                     tokio::select! {
-                        _ = tick.tick() => {}
+                        _ = tokio::time::sleep(wait) => {}
                         _ = stop.changed() => return,
                     }
                     this.renew().await;
@@ -348,8 +354,27 @@ impl Overseer {
             let _ = l.await;
         }
         let _ = lease.await;
+        // No pass runs any more, nor will: hand the lease back, so that another overseer takes
+        // over at its next try rather than when the lease would have expired.
+        this.release().await;
+    }
+
+    /// Hand the lease back if this overseer still holds it, once its last pass has ended. Tried
+    /// even when the last renewal failed: the database may still name this holder.
+    async fn release(&self) {
+        let released = self.store.release_lease(OverseerConfig::LEASE, &self.holder, self.clock.now());
+        match tokio::time::timeout(RELEASE_TIMEOUT, released).await {
+            Ok(Ok(true)) => tracing::info!(holder = %self.holder, "maintenance lease released"),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => tracing::warn!("releasing the maintenance lease failed: {e}"),
+            Err(_) => tracing::warn!("releasing the maintenance lease failed: the database did not answer"),
+        }
+        self.leader.held.store(false, Ordering::SeqCst);
     }
 }
+
+/// How long handing the lease back may take; past it the lease expires as it would have.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[cfg(test)]
 mod tests {

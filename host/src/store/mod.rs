@@ -291,6 +291,10 @@ pub trait Store: Send + Sync + 'static {
     /// Take or renew the lease `name` for `holder` until `now + ttl`. True when `holder` has it:
     /// it was free, expired, or already its own.
     async fn try_lease(&self, name: &str, holder: &str, now: DateTime<Utc>, ttl: Duration) -> Result<bool>;
+
+    /// Hand the lease `name` back: it expires at `now` if `holder` still holds it (another's is
+    /// left alone), so another's next try takes it. True when it was `holder`'s.
+    async fn release_lease(&self, name: &str, holder: &str, now: DateTime<Utc>) -> Result<bool>;
 }
 
 /// Set `clock` from the database's time, when it follows the database's (a [`ServerClock`](crate::clock::ServerClock)) and

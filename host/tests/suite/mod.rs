@@ -430,6 +430,21 @@ pub async fn a_lease_has_one_holder_until_it_expires(store: SharedStore) {
     assert!(!store.try_lease("overseer", "a", t0() + secs(17), ttl).await.expect("lease"), "a lost it");
 }
 
+pub async fn a_lease_handed_back_is_free_at_once_and_only_by_its_holder(store: SharedStore) {
+    let ttl = Duration::from_secs(10);
+    assert!(store.try_lease("overseer", "a", t0(), ttl).await.expect("lease"), "free: a takes it");
+    assert!(store.try_lease("other", "a", t0(), ttl).await.expect("lease"), "and another lease");
+    assert!(!store.release_lease("overseer", "b", t0() + secs(1)).await.expect("release"), "not b's to hand back");
+    assert!(!store.try_lease("overseer", "b", t0() + secs(2), ttl).await.expect("lease"), "still a's");
+    assert!(store.release_lease("overseer", "a", t0() + secs(3)).await.expect("release"), "a hands it back");
+    let taken = store.try_lease("overseer", "b", t0() + secs(4), ttl).await.expect("lease");
+    assert!(taken, "b takes it 6 s before it would have expired");
+    assert!(!store.try_lease("other", "b", t0() + secs(4), ttl).await.expect("lease"), "leases are by name");
+    let again = store.release_lease("overseer", "a", t0() + secs(5)).await.expect("release");
+    assert!(!again, "a's second release leaves b's lease alone");
+    assert!(!store.try_lease("overseer", "a", t0() + secs(6), ttl).await.expect("lease"), "b holds it");
+}
+
 pub async fn a_run_put_back_is_scheduled_again_uncounted(store: SharedStore) {
     let r = runner(&store, t0()).await;
     let added = store.add_tasks(&[NewTask::new("h", "{}")], t0()).await.expect("add");
@@ -482,6 +497,7 @@ macro_rules! store_suite {
         case!(the_runner_limit_is_enforced);
         case!(rotation_deletes_only_old_successes_in_batches);
         case!(a_lease_has_one_holder_until_it_expires);
+        case!(a_lease_handed_back_is_free_at_once_and_only_by_its_holder);
         case!(a_run_put_back_is_scheduled_again_uncounted);
         case!(tasks_are_listed_by_status_queue_handler_and_death_oldest_first);
         case!(progress_counts_while_running_and_not_after_the_end);

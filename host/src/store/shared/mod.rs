@@ -337,4 +337,8 @@ impl<D: Dialect> Store for SqlStore<D> {
     async fn try_lease(&self, name: &str, holder: &str, now: DateTime<Utc>, ttl: Duration) -> Result<bool> {
         upkeep::try_lease(&self.db, name, holder, now, ttl).await
     }
+
+    async fn release_lease(&self, name: &str, holder: &str, now: DateTime<Utc>) -> Result<bool> {
+        upkeep::release_lease(&self.db, name, holder, now).await
+    }
 }
