@@ -27,9 +27,13 @@ use crate::store::{BulkFilter, Finished};
 /// handed to it holds strings, which the host copies into its memory; it never reads them.)
 pub const NOOP: &str = include_str!("bench/noop.wat");
 
+/// [`NOOP`] assembled (`wasm-tools parse noop.wat -o noop.wasm`): carried as bytes, so the build
+/// needs no WebAssembly text parser; a test checks they are the text's.
+const NOOP_BYTES: &[u8] = include_bytes!("bench/noop.wasm");
+
 /// [`NOOP`] as component bytes, ready for a plugins directory.
 pub fn noop_component() -> Result<Vec<u8>> {
-    wat::parse_str(NOOP).map_err(|e| Error::Engine(format!("the built-in no-op: {e}")))
+    Ok(NOOP_BYTES.to_vec())
 }
 
 /// Tasks queued a call.
@@ -239,4 +243,13 @@ fn rusage(who: libc::c_int) -> Duration {
     }
     let time = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
     time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+#[cfg(test)]
+mod noop_tests {
+    #[test]
+    fn the_carried_no_op_is_its_text_assembled() {
+        let assembled = wat::parse_str(super::NOOP).map_err(|e| e.to_string());
+        assert_eq!(assembled.as_deref(), Ok(super::NOOP_BYTES), "run: wasm-tools parse noop.wat -o noop.wasm");
+    }
 }

@@ -43,6 +43,23 @@ fn check_filters(filters: &[(&'static str, Option<&str>)]) -> Result<()> {
     Ok(())
 }
 
+/// A task's retries and run timeout within the documented ranges: a run timeout under a second
+/// would end every run at once, and the database holds retries as a 32-bit signed integer.
+fn check_numbers(t: &NewTask) -> Result<()> {
+    if i32::try_from(t.max_retries).is_err() {
+        return Err(Error::invalid("max_retries", format!("{} is over the maximum of {}", t.max_retries, i32::MAX)));
+    }
+    if let Some(timeout) = t.run_timeout {
+        let (min, max) = (Client::MIN_RUN_TIMEOUT, Client::MAX_RUN_TIMEOUT);
+        if !(min..=max).contains(&timeout) {
+            let shown = crate::text::duration;
+            let reason = format!("{} is out of range ({} to {})", shown(timeout), shown(min), shown(max));
+            return Err(Error::invalid("run_timeout", reason));
+        }
+    }
+    Ok(())
+}
+
 /// Queueing and reading tasks, each input checked first (JSON, handler, sizes): what the CLI,
 /// the API and a library user call.
 #[derive(Debug, Clone)]
@@ -61,6 +78,10 @@ impl std::fmt::Debug for dyn crate::store::Store {
 impl Client {
     /// The longest text a filter of a read (list, statistics) may hold.
     pub const MAX_FILTER_BYTES: usize = 1024;
+    /// The shortest run timeout a task may have.
+    pub const MIN_RUN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+    /// The longest run timeout a task may have: a year (365.25 days).
+    pub const MAX_RUN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(31_557_600);
 
     /// A client over `store`, checking handlers against `catalog`.
     pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock) -> Self {
@@ -102,6 +123,7 @@ impl Client {
             if let Some(q) = &t.queued_by {
                 check_text("queued-by", q, MAX_QUEUED_BY_BYTES)?;
             }
+            check_numbers(t)?;
             handlers.insert(t.handler.clone());
         }
         for name in handlers {

@@ -73,13 +73,13 @@ export function runners(main) {
 }
 
 export function plugins(main) {
-  return page(main, 'Plugins', 'The handlers in the plugins directory, as a worker started now would load them. Grants show names only.',
+  return page(main, 'Plugins', 'The handlers in the plugins directory, as queueing checks them (nothing is compiled here). Grants show names only.',
     '/plugins', ({ plugins: list }) => table([
       { label: 'Handler', cell: (p) => h('a', { href: `#/tasks?handler=${path(p.name)}` }, p.name) },
-      { label: 'Loads', cell: (p) => (p.ok ? h('span', { class: 'badge success' }, 'ok')
+      { label: 'Queueable', cell: (p) => (p.ok ? h('span', { class: 'badge success' }, 'ok')
         : [h('span', { class: 'badge error' }, 'broken'), ' ', h('span', { class: 'error-text' }, p.error || '')]) },
       { label: 'sha256', cell: (p) => (p.sha256 ? h('code', { title: p.sha256 }, p.sha256.slice(0, 12)) : '—') },
-      { label: 'Load', cell: (p) => `${duration(p.load_ms)}${p.cached ? ' (cached)' : ''}` },
+      { label: 'Workers', cell: (p) => `${number(p.served_by)}${p.compiled ? ' (compiled here)' : ''}`, cls: 'num' },
       { label: 'At once', cell: (p) => number(p.max_running), cls: 'num' },
       { label: 'Limits', cell: (p) => (p.limits ? h('ul', { class: 'plain' },
         h('li', {}, `fuel ${number(p.limits.fuel)}`), h('li', {}, `memory ${bytes(p.limits.memory_bytes)}`),

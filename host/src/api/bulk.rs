@@ -204,8 +204,7 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8], own: &[&str]) -> Result<(B
             return Err(ApiError::bad("invalid", format!("unknown field {key:?}: expected {known}")));
         }
     }
-    let selection: Selection =
-        serde_json::from_value(Value::Object(selection)).map_err(|e| ApiError::bad("invalid", e.to_string()))?;
-    let action = serde_json::from_value(Value::Object(action)).map_err(|e| ApiError::bad("invalid", e.to_string()))?;
+    let selection: Selection = super::error::from_json(Value::Object(selection))?;
+    let action = super::error::from_json(Value::Object(action))?;
     Ok((selection.filter()?, action))
 }

@@ -33,6 +33,7 @@ pub(super) async fn json_errors(req: Request, next: Next) -> Response {
         StatusCode::PAYLOAD_TOO_LARGE => ("too-large", format!("the body is over {} MiB", MAX_BODY_BYTES >> 20)),
         StatusCode::METHOD_NOT_ALLOWED => ("method-not-allowed", format!("this endpoint does not take {method}")),
         StatusCode::UNSUPPORTED_MEDIA_TYPE => ("unsupported-media-type", "the body is JSON".to_string()),
+        StatusCode::NOT_FOUND => ("not-found", "no such page".to_string()),
         s if s.is_client_error() => {
             let text = axum::body::to_bytes(response.into_body(), 4096).await.unwrap_or_default();
             ("invalid", String::from_utf8_lossy(&text).trim().to_string())
@@ -40,6 +41,17 @@ pub(super) async fn json_errors(req: Request, next: Next) -> Response {
         _ => ("internal", "the server failed: its log says why".to_string()),
     };
     ApiError::new(status, code, message).into_response()
+}
+
+/// A JSON value read as `T`, or an `invalid` error naming the field at fault
+/// (`"tasks[0].at": invalid type: integer 123, expected a string`).
+pub(super) fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let message = if path == "." { inner.to_string() } else { format!("\"{path}\": {inner}") };
+        ApiError::bad("invalid", message)
+    })
 }
 
 /// An error as the API answers it.
@@ -73,7 +85,11 @@ impl From<Error> for ApiError {
         match e {
             Error::InvalidJson(_) => Self::bad("invalid-json", message),
             Error::Invalid { .. } => Self::bad("invalid", message),
-            Error::UnknownHandler { .. } => Self::bad("unknown-handler", message),
+            // Without the server's plugins directory: callers need not know its paths.
+            Error::UnknownHandler { name, .. } => Self::bad(
+                "unknown-handler",
+                format!("unknown handler {name:?}: there is no {name}.wasm in the plugins directory"),
+            ),
             Error::BrokenHandler { .. } => Self::bad("handler-broken", message),
             Error::TaskNotFound(_) | Error::ScheduleNotFound(_) => {
                 Self::new(StatusCode::NOT_FOUND, "not-found", message)

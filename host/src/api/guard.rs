@@ -7,7 +7,10 @@
 //! - Without tokens, a request whose `Host` is not a loopback name or address is refused: a name
 //!   of another site that resolves to 127.0.0.1 would otherwise let its page read the answers
 //!   (DNS rebinding). With tokens, the token itself is the proof, and a browser never adds one
-//!   on its own.
+//!   on its own. The `Host` is exactly such a name with an optional port: `localhost:evil.example`
+//!   is not loopback.
+//! - A request whose target is an absolute URL (`GET http://elsewhere/...`, a proxy's form) is
+//!   refused: it would name a host the check above never sees.
 //!
 //! Programs (curl, Python, Node) send no `Origin` and name the address they call as `Host`, so
 //! this changes nothing for them.
@@ -30,6 +33,11 @@ pub(super) async fn same_origin(State(state): State<Arc<ApiState>>, req: Request
 }
 
 fn refusal(req: &Request, open: bool) -> Option<ApiError> {
+    if req.uri().scheme().is_some() || req.uri().authority().is_some() {
+        // `GET http://elsewhere/...`: a proxy's request, which could name any host past the check below.
+        let message = "a request names its target by path alone (origin form), not as an absolute URL";
+        return Some(ApiError::new(StatusCode::BAD_REQUEST, "absolute-target", message));
+    }
     let text = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
     let host = text(header::HOST);
     if open && !host.is_some_and(is_loopback) {
@@ -45,13 +53,31 @@ fn refusal(req: &Request, open: bool) -> Option<ApiError> {
     (write && foreign).then(|| ApiError::new(StatusCode::FORBIDDEN, "cross-origin", message))
 }
 
-/// `host[:port]` names this machine: `localhost` or a loopback address.
+/// `host[:port]` names this machine, and nothing follows: `localhost`, a loopback IPv4 address, or
+/// `[` a loopback IPv6 address `]`, each with an optional port of digits.
 fn is_loopback(authority: &str) -> bool {
-    let name = match authority.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or_default(),
-        None => authority.rsplit_once(':').map_or(authority, |(name, _)| name),
+    let (name, port) = match authority.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((name, "")) => (name, None),
+            Some((name, after)) => match after.strip_prefix(':') {
+                Some(port) => (name, Some(port)),
+                None => return false,
+            },
+            None => return false,
+        },
+        None => match authority.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (authority, None),
+        },
     };
-    name.eq_ignore_ascii_case("localhost") || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    let port_ok = port.is_none_or(|p| (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()));
+    let v6 = authority.starts_with('[');
+    let name_ok = match name.parse::<IpAddr>() {
+        Ok(IpAddr::V6(ip)) => v6 && ip.is_loopback(),
+        Ok(IpAddr::V4(ip)) => !v6 && ip.is_loopback(),
+        Err(_) => !v6 && name.eq_ignore_ascii_case("localhost"),
+    };
+    port_ok && name_ok
 }
 
 /// An `Origin` (`scheme://host[:port]`) names the same host and port as `Host`.
@@ -84,6 +110,25 @@ mod tests {
             assert!(is_loopback(a), "{a}");
         }
         for a in ["example.com", "evil.example:8080", "10.0.0.1:80", "localhost.evil.example", "[::2]:80", ""] {
+            assert!(!is_loopback(a), "{a}");
+        }
+    }
+
+    #[test]
+    fn a_loopback_name_followed_by_anything_but_a_port_is_not_loopback() {
+        for a in [
+            "localhost:evil.example",
+            "127.0.0.1:8080.evil.example",
+            "[::1].evil.example",
+            "[::1]:80.evil.example",
+            "[::1]x",
+            "localhost:",
+            "localhost:123456",
+            "127.0.0.1:80:80",
+            "[127.0.0.1]",
+            "::1",
+            "[localhost]",
+        ] {
             assert!(!is_loopback(a), "{a}");
         }
     }

@@ -26,8 +26,10 @@
 //! Every error is JSON, `{"error": {"code": "...", "message": "..."}}`, with a 4xx status for
 //! what the caller can fix and 503 when the database cannot be reached; a 5xx never carries the
 //! database's own words. Callers present `Authorization: Bearer TOKEN` (see
-//! [`crate::config::api`]); bodies are at most [`MAX_BODY_BYTES`]. What a browser could be made
-//! to send by another site is refused (see `guard.rs`).
+//! [`crate::config::api`]); bodies are at most [`MAX_BODY_BYTES`], and at most
+//! [`BODIES_IN_FLIGHT_BYTES`] of them are read at once. What a browser could be made to send by
+//! another site is refused (see `guard.rs`). [`serve`] serves a router, bounded against slow,
+//! idle and many clients ([`ServerLimits`]).
 
 use std::sync::Arc;
 
@@ -46,6 +48,7 @@ use crate::config::api::{ApiSection, Role};
 use doc::{Errors, Status};
 pub use error::ApiError;
 
+mod bounds;
 mod bulk;
 mod control;
 mod dashboard;
@@ -55,7 +58,12 @@ mod guard;
 mod metrics;
 mod plugins;
 mod queues;
+pub mod server;
 mod tasks;
+
+pub use bounds::BODIES_IN_FLIGHT_BYTES;
+pub use server::{serve, ServerLimits};
+pub use tasks::PAGE_BYTES;
 
 /// Largest request body: room for a batch of tasks with their data.
 pub const MAX_BODY_BYTES: usize = 16 << 20;
@@ -65,6 +73,17 @@ pub(crate) struct ApiState {
     access: ApiSection,
     /// One scan of the plugins directory at a time.
     plugin_scan: tokio::sync::Mutex<()>,
+    /// The bytes of request bodies read at once (see `bounds.rs`).
+    bodies: tokio::sync::Semaphore,
+    /// Pages of tasks made at once (see `tasks::page`).
+    pages: tokio::sync::Semaphore,
+}
+
+impl ApiState {
+    fn new(client: Client, access: ApiSection) -> Arc<Self> {
+        let pages = tokio::sync::Semaphore::new(tasks::PAGES_AT_ONCE);
+        Arc::new(ApiState { client, access, plugin_scan: Default::default(), bodies: bounds::body_budget(), pages })
+    }
 }
 
 /// Paths anyone may ask, token or not: a load balancer's probes and the API's description.
@@ -73,7 +92,7 @@ const OPEN_PATHS: [&str; 3] = ["/api/v1/health", "/api/v1/ready", "/api/openapi.
 /// The API's routes over `client`, answering the callers `access` names, with its OpenAPI
 /// document at `/api/openapi.json`.
 pub fn router(client: Client, access: ApiSection) -> Router {
-    let state = Arc::new(ApiState { client, access, plugin_scan: Default::default() });
+    let state = ApiState::new(client, access);
     let (routes, doc) = described().split_for_parts();
     let doc = Arc::new(doc);
     routes
@@ -82,22 +101,25 @@ pub fn router(client: Client, access: ApiSection) -> Router {
         .route("/", get(dashboard::index))
         .route("/ui/{name}", get(dashboard::asset))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not-found", "no such endpoint under /api/v1") })
+        .layer(middleware::from_fn_with_state(state.clone(), bounds::bodies))
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
         .layer(middleware::from_fn_with_state(state.clone(), guard::same_origin))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn(error::json_errors))
+        .layer(middleware::from_fn(bounds::nosniff))
         .with_state(state)
 }
 
 /// `/metrics` alone (Prometheus text), for a worker's `--metrics ADDR`: the same tokens rule it.
 pub fn metrics_router(client: Client, access: ApiSection) -> Router {
-    let state = Arc::new(ApiState { client, access, plugin_scan: Default::default() });
+    let state = ApiState::new(client, access);
     Router::new()
         .route("/metrics", get(metrics::scrape))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not-found", "only /metrics here") })
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
         .layer(middleware::from_fn_with_state(state.clone(), guard::same_origin))
         .layer(middleware::from_fn(error::json_errors))
+        .layer(middleware::from_fn(bounds::nosniff))
         .with_state(state)
 }
 

@@ -1,5 +1,5 @@
-//! Plugins: each handler in the plugins directory with its digest, limits, grants and whether
-//! it loads, as `taskhost plugins --json` says and more.
+//! Plugins: each handler in the plugins directory with its digest, limits, grants, whether it
+//! can be queued and which workers serve it. Answered without compiling anything.
 
 use std::sync::Arc;
 
@@ -24,15 +24,17 @@ pub(super) struct PluginInfo {
     name: String,
     /// Of the component file, hex; null when it could not be read.
     sha256: Option<String>,
-    /// Whether it loads; when not, `error` says why.
+    /// Whether queueing accepts it (its files can be read and it implements the world); when
+    /// not, `error` says why.
     ok: bool,
     error: Option<String>,
-    /// Its compiled code came from the cache.
-    cached: bool,
-    load_ms: u64,
+    /// This server's cache holds its compiled code (a worker sharing the cache loads it at once).
+    compiled: bool,
+    /// Live workers that serve this version (this digest) of it.
+    served_by: u32,
     /// Runs in flight allowed across all workers, by the operator's configuration.
     max_running: Option<u32>,
-    /// Of the version loaded (null when none loads).
+    /// What its runs get (null when its files cannot be used).
     limits: Option<LimitsInfo>,
     grants: Option<GrantsSummary>,
 }
@@ -61,36 +63,44 @@ impl From<&Limits> for LimitsInfo {
     }
 }
 
-/// Each handler in the plugins directory, scanned again now (a changed file is loaded again, a
-/// compiled one comes from the cache; one scan at a time): digest, whether it loads, limits, and
-/// grants by name only.
+/// Each handler in the plugins directory as queueing sees it: digest, whether it implements the
+/// world (checked from its types, once per version of its files; nothing is compiled), how many
+/// live workers serve that version, limits, and grants by name only.
 #[utoipa::path(get, path = "/api/v1/plugins", operation_id = "list_plugins", tag = "operations", responses((status = 200, description = "Done", body = Plugins), Errors))]
 pub(super) async fn list(State(state): State<Arc<ApiState>>) -> Result<Json<Plugins>, ApiError> {
     let _one_at_a_time = state.plugin_scan.lock().await;
     let catalog = state.client.catalog().clone();
     catalog.check_dir()?;
-    let scanned = tokio::task::spawn_blocking(move || {
-        let reports = catalog.reload();
-        let loaded: Vec<_> = reports.iter().map(|r| catalog.get(&r.name)).collect();
-        (reports, loaded, catalog)
-    })
-    .await
-    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("the scan failed: {e}")))?;
-    let (reports, loaded, catalog) = scanned;
-    let running = &catalog.policy().run_limits.handlers;
-    let plugins = reports
+    let runners = state.client.store().live_runners().await?;
+    let surveyed = tokio::task::spawn_blocking(move || catalog.survey())
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("the scan failed: {e}")))??;
+    let running = &state.client.catalog().policy().run_limits.handlers;
+    let serving = |name: &str, digest: &str| {
+        let served = runners.iter().filter_map(|r| r.handlers.as_ref()?.get(name)).filter(|d| *d == digest);
+        u32::try_from(served.count()).unwrap_or(u32::MAX)
+    };
+    let plugins = surveyed
         .into_iter()
-        .zip(loaded)
-        .map(|(r, plugin)| PluginInfo {
-            max_running: running.get(&r.name).copied(),
-            sha256: r.digest,
-            ok: r.status.is_ok(),
-            error: r.status.err(),
-            cached: r.cached,
-            load_ms: u64::try_from(r.load_time.as_millis()).unwrap_or(u64::MAX),
-            limits: plugin.as_ref().map(|p| LimitsInfo::from(&p.limits)),
-            grants: plugin.map(|p| p.grants.summary()),
-            name: r.name,
+        .map(|s| {
+            let (checked, error) = match s.checked {
+                Ok(c) => {
+                    let error = c.types.clone().err();
+                    (Some(c), error)
+                }
+                Err(e) => (None, Some(e)),
+            };
+            PluginInfo {
+                max_running: running.get(&s.name).copied(),
+                sha256: checked.as_ref().map(|c| c.digest.clone()),
+                ok: error.is_none(),
+                error,
+                compiled: s.compiled,
+                served_by: checked.as_ref().map_or(0, |c| serving(&s.name, &c.digest)),
+                limits: checked.as_ref().map(|c| LimitsInfo::from(&c.limits)),
+                grants: checked.map(|c| c.grants.summary()),
+                name: s.name,
+            }
         })
         .collect();
     Ok(Json(Plugins { plugins }))

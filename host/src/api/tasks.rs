@@ -20,6 +20,12 @@ pub const MAX_TASKS_PER_REQUEST: usize = 10_000;
 /// Most tasks one page lists, and how many when `limit` is not given.
 const MAX_PAGE: u32 = 1_000;
 const DEFAULT_PAGE: u32 = 100;
+/// Most bytes of task data one page holds (it holds at least one task).
+pub const PAGE_BYTES: usize = 4 << 20;
+/// Tasks read from the database at a time while a page is made.
+const PAGE_CHUNK: usize = 25;
+/// Pages made at once; more wait.
+pub(super) const PAGES_AT_ONCE: usize = 4;
 
 /// A task, or a batch of them.
 #[derive(serde::Deserialize, ToSchema)]
@@ -76,8 +82,10 @@ pub(super) async fn add(
     let at = |i: usize| if many { format!("tasks[{i}]: ") } else { String::new() };
     let mut tasks: Vec<NewTask> = Vec::with_capacity(inputs.len());
     for (i, v) in inputs.into_iter().enumerate() {
-        let input: TaskInput =
-            serde_json::from_value(v).map_err(|e| ApiError::bad("invalid", format!("{}not a task: {e}", at(i))))?;
+        let input: TaskInput = super::error::from_json(v).map_err(|mut e| {
+            e.message = format!("{}{}", at(i), e.message);
+            e
+        })?;
         tasks.push(input.task().map_err(|e| ApiError::bad("invalid", format!("{}{e}", at(i))))?);
     }
     // Name the first task at fault; nothing is queued.
@@ -161,12 +169,39 @@ pub(super) async fn list(
             _ => return Err(bad("no such parameter (status, queue, handler, dead, text, order, limit, after)")),
         }
     }
-    let found = state.client.list(&f).await?;
-    let next = match (found.last(), f.limit) {
-        (Some(last), Some(limit)) if found.len() == limit as usize => Some(last.id),
-        _ => None,
-    };
-    Ok(Json(TaskPage { tasks: found, next }))
+    let (tasks, next) = page(&state, f).await?;
+    Ok(Json(TaskPage { tasks, next }))
+}
+
+/// The tasks of a page, read a few at a time, until `limit` or until their data fills
+/// [`PAGE_BYTES`] (at least one task): a page of large tasks is shorter, its `next` where it
+/// ended. At most [`PAGES_AT_ONCE`] pages are read at once.
+async fn page(state: &ApiState, mut f: TaskFilter) -> Result<(Vec<Task>, Option<TaskId>), ApiError> {
+    let _turn = state.pages.acquire().await.ok();
+    let limit = f.limit.unwrap_or(DEFAULT_PAGE) as usize;
+    let (mut tasks, mut bytes) = (Vec::new(), 0usize);
+    loop {
+        let asked = (limit - tasks.len()).min(PAGE_CHUNK);
+        f.limit = Some(asked as u32);
+        let found = state.client.list(&f).await?;
+        let ended = found.len() < asked;
+        for t in found {
+            bytes += t.data.len();
+            if bytes > PAGE_BYTES && !tasks.is_empty() {
+                let next = tasks.last().map(|t: &Task| t.id);
+                return Ok((tasks, next));
+            }
+            tasks.push(t);
+        }
+        let last = tasks.last().map(|t| t.id);
+        if ended {
+            return Ok((tasks, None));
+        }
+        if tasks.len() == limit {
+            return Ok((tasks, last));
+        }
+        f.after = last;
+    }
 }
 
 /// A task and its runs (progress, partial and final results, logs, error, digest, fuel), as

@@ -176,6 +176,16 @@ pub enum Command {
         /// configuration file.
         #[arg(long, default_value = "127.0.0.1:8080", env = "TASKHOST_LISTEN")]
         listen: std::net::SocketAddr,
+        /// Most time for a request's head to arrive, on a new connection or between requests on
+        /// a kept-alive one; then the connection is closed.
+        #[arg(long, value_parser = server_timeout, default_value = "10s")]
+        header_timeout: Duration,
+        /// Most time for a whole request (its body read, its answer made); then a 408.
+        #[arg(long, value_parser = server_timeout, default_value = "30s")]
+        request_timeout: Duration,
+        /// Most connections open at once; more wait until one closes.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000), default_value = "4096")]
+        max_connections: u32,
     },
     /// Print a shell completion script on stdout.
     Completions {
@@ -389,6 +399,15 @@ pub(super) fn at_least_one(s: &str) -> Result<usize, String> {
 fn positive_duration(s: &str) -> Result<Duration, String> {
     match taskhost::text::parse_duration(s)? {
         d if d.is_zero() => Err("must be longer than zero".into()),
+        d => Ok(d),
+    }
+}
+
+/// A timeout of `serve`'s: at least [`taskhost::api::ServerLimits::MIN_TIMEOUT`].
+fn server_timeout(s: &str) -> Result<Duration, String> {
+    let min = taskhost::api::ServerLimits::MIN_TIMEOUT;
+    match taskhost::text::parse_duration(s)? {
+        d if d < min => Err(format!("must be at least {}", taskhost::text::duration(min))),
         d => Ok(d),
     }
 }

@@ -7,7 +7,7 @@
 //! plugins = "/srv/taskhost/plugins"
 //! log = "info"
 //!
-//! [worker]                  # `taskhost worker`'s options (likewise [add] and [list])
+//! [worker]                  # `taskhost worker`'s options (likewise [add], [list] and [serve])
 //! concurrency = 8
 //! queues = ["default", "mail"]
 //! shutdown_grace = "1m"
@@ -27,7 +27,7 @@ use taskhost::located;
 /// The commands whose options the file may set, each in its table (the policy reads the file
 /// too, and knows these tables).
 /// (`[overseer]` is the maintenance services' settings, read by the policy too.)
-const COMMAND_TABLES: &[&str] = &["worker", "add", "list"];
+const COMMAND_TABLES: &[&str] = &["worker", "add", "list", "serve"];
 
 /// The file named by `--config` in `args` or by `TASKHOST_CONFIG`, if any.
 pub fn config_path(args: &[OsString]) -> Option<PathBuf> {

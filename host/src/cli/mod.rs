@@ -111,6 +111,10 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         _ => {}
     }
+    if matches!(cli.command, Command::Worker(_) | Command::Demo) {
+        // Said before the database is opened: opening a SQLite file makes it.
+        taskhost::plugins::check_dir(&config.plugins_dir)?;
+    }
     let app = App::open(&config).await?;
     show_compiles(&app.catalog);
     let overseer_config = overseer_config(&cli, &app);
@@ -129,7 +133,14 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Retry(r) => bulk::retry(&app, r).await?,
         Command::DeleteFinished(d) => bulk::delete_finished(&app, d).await?,
         Command::Demo => crate::demo::run(&app).await?,
-        Command::Serve { listen } => serve(&app, listen).await?,
+        Command::Serve { listen, header_timeout, request_timeout, max_connections } => {
+            let limits = taskhost::api::ServerLimits {
+                header_timeout,
+                request_timeout,
+                max_connections: max_connections as usize,
+            };
+            serve(&app, listen, limits).await?
+        }
         // Handled before opening the database.
         Command::RunOnce { .. }
         | Command::Plugins { .. }
@@ -164,12 +175,13 @@ async fn serve_metrics(app: &App, addr: std::net::SocketAddr) -> Result<()> {
     let router = taskhost::api::metrics_router(app.client.clone(), open_to(app, addr)?);
     let bound = listen(addr).await?;
     eprintln!("serving metrics on http://{}/metrics", bound.local_addr()?);
-    tokio::spawn(async move { axum::serve(bound, router).await });
+    let limits = taskhost::api::ServerLimits::default();
+    tokio::spawn(taskhost::api::serve(bound, router, limits, std::future::pending()));
     Ok(())
 }
 
 /// `serve`: the HTTP API until a signal. Listening beyond this machine needs tokens.
-async fn serve(app: &App, addr: std::net::SocketAddr) -> Result<()> {
+async fn serve(app: &App, addr: std::net::SocketAddr, limits: taskhost::api::ServerLimits) -> Result<()> {
     let access = open_to(app, addr)?;
     let listener = listen(addr).await?;
     let bound = listener.local_addr()?;
@@ -177,7 +189,7 @@ async fn serve(app: &App, addr: std::net::SocketAddr) -> Result<()> {
     eprintln!("serving the API on http://{bound}/api/v1 to {who}");
     let router = taskhost::api::router(app.client.clone(), access);
     let clock = app.follow_server_time(std::time::Duration::from_secs(30));
-    let served = axum::serve(listener, router).with_graceful_shutdown(shutdown_signal()).await;
+    let served = taskhost::api::serve(listener, router, limits, shutdown_signal()).await;
     clock.abort();
     Ok(served?)
 }

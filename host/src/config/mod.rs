@@ -264,6 +264,8 @@ struct ConfigFile {
     add: Option<toml::Table>,
     #[allow(dead_code)]
     list: Option<toml::Table>,
+    #[allow(dead_code)]
+    serve: Option<toml::Table>,
 }
 
 #[derive(Debug, Default, Deserialize)]

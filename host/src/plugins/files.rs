@@ -1,7 +1,7 @@
 //! Reading files of the plugins directory, which are untrusted: never through a link, never more
 //! than a bound, and never quoted back in an error.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -9,11 +9,26 @@ use sha2::{Digest, Sha256};
 use crate::config::Policy;
 use crate::sandbox::{Grants, LimitOverrides, Limits};
 
+/// The `NAME.wasm` files of the plugins directory, by name. Symbolic links are listed too, to be
+/// reported as refused.
+pub(super) fn list_dir(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
+    let mut files: Vec<(String, PathBuf)> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir()))
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+        .filter_map(|p| Some((p.file_stem()?.to_str()?.to_string(), p)))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
 /// Read a file of the plugins directory: a regular file, never through a symbolic link, at most
 /// `max` bytes (checked before reading). None when there is no such file.
 pub(super) fn read_plugin_file(path: &Path, max: u64) -> std::result::Result<Option<Vec<u8>>, String> {
     use std::io::Read;
-    let shown = path.display();
+    // The file's name alone: these reasons reach API callers, who need not know the server's paths.
+    let shown = file_name(path);
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -47,6 +62,11 @@ pub(super) fn read_plugin_file(path: &Path, max: u64) -> std::result::Result<Opt
         return Err(too_large(bytes.len() as u64));
     }
     Ok(Some(bytes))
+}
+
+/// A file's name without its directory.
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 /// A manifest's parse error without quoting the manifest: the message with quoted values left
@@ -93,10 +113,10 @@ const MAX_MANIFEST_BYTES: u64 = 64 << 10;
 /// and grants.
 pub(super) fn read_source(policy: &Policy, name: &str, path: &Path) -> std::result::Result<Source, String> {
     let bytes =
-        read_plugin_file(path, policy.max_component_bytes)?.ok_or_else(|| format!("{} is gone", path.display()))?;
+        read_plugin_file(path, policy.max_component_bytes)?.ok_or_else(|| format!("{} is gone", file_name(path)))?;
     let digest = hex::encode(Sha256::digest(&bytes));
     let manifest_path = path.with_extension("toml");
-    let bad_manifest = |reason: String| format!("invalid manifest {}: {reason}", manifest_path.display());
+    let bad_manifest = |reason: String| format!("invalid manifest {}: {reason}", file_name(&manifest_path));
     let manifest_text = match read_plugin_file(&manifest_path, MAX_MANIFEST_BYTES).map_err(bad_manifest)? {
         Some(b) => Some(String::from_utf8(b).map_err(|_| bad_manifest("not UTF-8 text".into()))?),
         None => None,

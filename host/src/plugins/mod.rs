@@ -27,11 +27,14 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
+mod checked;
 mod files;
 mod watch;
 pub mod world;
 
-use files::{read_plugin_file, read_source, Source};
+use checked::CheckCache;
+pub use checked::{Checked, Surveyed};
+use files::{list_dir, read_plugin_file, read_source, Source};
 
 use crate::cache;
 use crate::config::Policy;
@@ -99,6 +102,7 @@ pub struct Catalog {
     compiler: Compiler,
     loaded: RwLock<HashMap<String, Arc<Plugin>>>,
     progress: std::sync::OnceLock<CompileProgress>,
+    checks: CheckCache,
 }
 
 /// Told when a compile starts, with the plugin's name and size in bytes; what it returns is
@@ -124,6 +128,7 @@ impl Catalog {
             compiler,
             loaded: RwLock::new(HashMap::new()),
             progress: std::sync::OnceLock::new(),
+            checks: CheckCache::default(),
         }
     }
 
@@ -195,22 +200,13 @@ impl Catalog {
     /// is usable as soon as it is ready.
     pub fn reload_with(&self, each: &dyn Fn(&LoadReport)) -> Vec<LoadReport> {
         let mut reports = Vec::new();
-        let entries = match std::fs::read_dir(&self.dir) {
-            Ok(e) => e,
+        let files = match list_dir(&self.dir) {
+            Ok(files) => files,
             Err(e) => {
                 tracing::error!(dir = %self.dir.display(), "cannot read the plugins directory: {e}");
                 return reports;
             }
         };
-        // Symbolic links are listed too, to be reported as refused.
-        let mut files: Vec<(String, PathBuf)> = entries
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir()))
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
-            .filter_map(|p| Some((p.file_stem()?.to_str()?.to_string(), p)))
-            .collect();
-        files.sort();
         let present: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
         let mut to_compile = Vec::new();
         for (name, path) in files {
@@ -304,20 +300,24 @@ impl Catalog {
             return Ok(None);
         };
         let pre = self.sandbox.prepare(&component)?;
+        for variable in &grants.unset_env {
+            tracing::warn!(plugin = name, %variable, "granted environment variable is not set on this host");
+        }
         let plugin =
             Plugin { name: name.to_string(), path: path.to_path_buf(), digest, limits, grants, pre, manifest_text };
         Ok(Some((Arc::new(plugin), cached)))
     }
 
     /// Check that a handler exists and implements the world without compiling it (see
-    /// [`world`]): what queueing a task needs. A loaded plugin passes at once. Blocking (it reads
-    /// and validates the file).
+    /// [`world`]): what queueing a task needs. A loaded plugin passes at once, and so does one
+    /// whose files did not change since they were last checked (see `checked.rs`). Blocking (it
+    /// may read and validate the file).
     pub fn check(&self, name: &str) -> Result<()> {
         if self.get(name).is_some() {
             return Ok(());
         }
         let path = self.path_of(name)?;
-        let checked = read_source(&self.policy, name, &path).and_then(|source| world::check_types(&source.bytes));
+        let checked = self.checks.check(&self.policy, name, &path).and_then(|c| c.types);
         checked.map_err(|reason| Error::BrokenHandler { name: name.into(), reason })
     }
 
@@ -337,16 +337,7 @@ impl Catalog {
     /// Whether the plugins directory can be read; the error says why not (missing, not a
     /// directory, not allowed).
     pub fn check_dir(&self) -> Result<()> {
-        match std::fs::read_dir(&self.dir) {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                let reason = match e.kind() {
-                    std::io::ErrorKind::NotFound => "it does not exist".to_string(),
-                    _ => e.to_string(),
-                };
-                Err(Error::PluginsDir { dir: self.dir.clone(), reason })
-            }
-        }
+        check_dir(&self.dir)
     }
 
     /// Compile, or load this host's cached artifact for the same digest and engine settings
@@ -402,6 +393,21 @@ impl Catalog {
             }
         }
         Ok(Some((component, false)))
+    }
+}
+
+/// Whether `dir` can be read as a plugins directory; the error says why not (missing, not a
+/// directory, not allowed).
+pub fn check_dir(dir: &Path) -> Result<()> {
+    match std::fs::read_dir(dir) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let reason = match e.kind() {
+                std::io::ErrorKind::NotFound => "it does not exist".to_string(),
+                _ => e.to_string(),
+            };
+            Err(Error::PluginsDir { dir: dir.to_path_buf(), reason })
+        }
     }
 }
 

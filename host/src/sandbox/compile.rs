@@ -208,6 +208,22 @@ fn failed(status: std::process::ExitStatus, errors: &str, bounds: &CompileBounds
     if let Some(at) = why.find("invalid component") {
         return crate::text::bounded(&why[at..], 2048, "…");
     }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        // A stop signal (Ctrl-C reaches the compiler too, as one of the worker's process group),
+        // not the memory bound: nothing is wrong with the component.
+        let stopped_by = match status.signal() {
+            Some(libc::SIGTERM) => Some("SIGTERM"),
+            Some(libc::SIGINT) => Some("SIGINT"),
+            Some(libc::SIGHUP) => Some("SIGHUP"),
+            Some(libc::SIGQUIT) => Some("SIGQUIT"),
+            _ => None,
+        };
+        if let Some(signal) = stopped_by {
+            return format!("the compile was stopped by {signal}: this process is stopping");
+        }
+    }
     format!(
         "compiling it failed within the memory bound of {} MiB ({}){}",
         bounds.memory_bytes >> 20,
@@ -243,4 +259,21 @@ pub fn compile_stdin_to_stdout(max_wasm_stack: usize) -> crate::Result<()> {
         Component::new(&engine, &bytes).map_err(|e| crate::Error::Engine(format!("invalid component: {e:#}")))?;
     let artifact = component.serialize().map_err(|e| crate::Error::Engine(format!("{e:#}")))?;
     std::io::stdout().write_all(&artifact).map_err(|e| crate::Error::io("writing the artifact", e))
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    #[test]
+    fn a_compile_stopped_by_a_signal_is_not_blamed_on_the_memory_bound() {
+        let bounds = CompileBounds::default();
+        // A wait status of a signal number alone: killed by that signal.
+        let stopped = failed(std::process::ExitStatus::from_raw(libc::SIGTERM), "", &bounds);
+        assert_eq!(stopped, "the compile was stopped by SIGTERM: this process is stopping");
+        let aborted = failed(std::process::ExitStatus::from_raw(libc::SIGABRT), "memory allocation failed", &bounds);
+        assert!(aborted.contains("within the memory bound"), "{aborted}");
+    }
 }

@@ -72,6 +72,9 @@ pub struct Grants {
     pub http: Option<Arc<super::net::HttpPolicy>>,
     /// Plain sockets, when granted.
     pub sockets: Option<Arc<super::net::SocketPolicy>>,
+    /// Granted variables this host does not set: said when a worker loads the handler, not by
+    /// every command that reads the file (one that only queues or reads never hands them over).
+    pub unset_env: Vec<String>,
 }
 
 /// What a handler is granted, as the API shows it: the names of variables, never their values.
@@ -106,14 +109,14 @@ impl GrantsConfig {
     /// granted directories: `base` resolves relative paths, and each must exist and is
     /// canonicalised (symbolic links resolved once, by the operator's word).
     pub fn resolve(&self, base: &Path) -> Result<Grants, String> {
-        let mut env = Vec::new();
+        let (mut env, mut unset_env) = (Vec::new(), Vec::new());
         for name in &self.env {
             if name.is_empty() || name.contains('=') || name.contains('\0') {
                 return Err(format!("invalid environment variable name {name:?}"));
             }
             match std::env::var(name) {
                 Ok(v) => env.push((name.clone(), v)),
-                Err(_) => tracing::warn!(variable = %name, "granted environment variable is not set on this host"),
+                Err(_) => unset_env.push(name.clone()),
             }
         }
         let mut dirs = Vec::new();
@@ -137,7 +140,7 @@ impl GrantsConfig {
             None => None,
             Some(s) => Some(Arc::new(s.resolve().map_err(|e| format!("sockets: {e}"))?)),
         };
-        Ok(Grants { env, dirs, http, sockets })
+        Ok(Grants { env, dirs, http, sockets, unset_env })
     }
 }
 

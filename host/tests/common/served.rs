@@ -18,13 +18,32 @@ pub struct Served {
 
 impl Served {
     pub fn start(env: &Env, listen: &str) -> Served {
-        let mut child = taskhost_command(env)
-            .args(["serve", "--listen", listen])
-            .env("TASKHOST_TEST_SECRET", "hunter2-value")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn serve");
+        Self::start_with(env, &["--listen", listen], None)
+    }
+
+    /// `serve` with these arguments, started under this soft limit of open files if one is given.
+    pub fn start_with(env: &Env, args: &[&str], soft_open_files: Option<u64>) -> Served {
+        let mut command = taskhost_command(env);
+        command.arg("serve").args(args).env("TASKHOST_TEST_SECRET", "hunter2-value");
+        if let Some(soft) = soft_open_files {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: only setrlimit runs between fork and exec, on a struct of this closure's.
+            unsafe {
+                command.pre_exec(move || {
+                    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+                    libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+                    limit.rlim_cur = soft;
+                    libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+                    Ok(())
+                });
+            }
+        }
+        Self::spawn(&mut command)
+    }
+
+    /// `serve` as `command` starts it.
+    pub fn spawn(command: &mut std::process::Command) -> Served {
+        let mut child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn serve");
         let err = child.stderr.take().expect("stderr");
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -68,7 +87,7 @@ impl Served {
     }
 
     /// One HTTP/1.1 exchange; `Host` is the server's unless `headers` name one.
-    fn exchange(&self, method: &str, path: &str, headers: &str, body: &str) -> (u16, String, String) {
+    pub fn exchange(&self, method: &str, path: &str, headers: &str, body: &str) -> (u16, String, String) {
         let host = self.host();
         let mut s = TcpStream::connect(&host).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");

@@ -1,0 +1,50 @@
+//! What any caller may make the server hold: request bodies are read a bounded number of bytes
+//! at a time across all requests, and every answer says what it is (`nosniff`), so a browser
+//! never runs an answer as a page or script of another kind.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method};
+use axum::middleware::Next;
+use axum::response::Response;
+use tokio::sync::Semaphore;
+
+use super::{ApiState, MAX_BODY_BYTES};
+
+/// The bytes of request bodies read at once, across all requests: three of the largest.
+pub const BODIES_IN_FLIGHT_BYTES: usize = 3 * MAX_BODY_BYTES;
+
+/// Permits are KiB, so a semaphore's `u32` counts cover every budget.
+const UNIT: usize = 1024;
+
+/// The budget of body bytes: one per router.
+pub(super) fn body_budget() -> Semaphore {
+    Semaphore::new(BODIES_IN_FLIGHT_BYTES / UNIT)
+}
+
+/// A request with a body waits until its bytes fit the budget (a body of unknown length counts as
+/// the largest allowed), and holds them until its answer is made.
+pub(super) async fn bodies(State(state): State<Arc<ApiState>>, req: Request, next: Next) -> Response {
+    let announced = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    let chunked = req.headers().contains_key(header::TRANSFER_ENCODING);
+    let bytes = match announced {
+        Some(n) if !chunked => n.min(MAX_BODY_BYTES),
+        _ if chunked || !matches!(*req.method(), Method::GET | Method::HEAD) => MAX_BODY_BYTES,
+        _ => 0,
+    };
+    if bytes == 0 {
+        return next.run(req).await;
+    }
+    let units = u32::try_from(bytes.div_ceil(UNIT)).unwrap_or(u32::MAX);
+    // The semaphore is never closed; should it be, the request goes on unbounded rather than fail.
+    let _held = state.bodies.acquire_many(units).await.ok();
+    next.run(req).await
+}
+
+/// `X-Content-Type-Options: nosniff` on every answer.
+pub(super) async fn nosniff(req: Request, next: Next) -> Response {
+    let mut response = next.run(req).await;
+    response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
+}

@@ -1,0 +1,164 @@
+//! The HTTP server under `taskhost serve` (and a worker's `--metrics`): the [`super::router`] on
+//! HTTP/1.1, bounded against clients that are slow, idle or many, none of whom need a token to
+//! connect.
+//!
+//! - A request's head must arrive within [`ServerLimits::header_timeout`], on a new connection
+//!   and between requests on a kept-alive one: a client that trickles its head (slowloris), sends
+//!   half a request line or keeps an idle connection open is cut off then.
+//! - A whole request (its body read, its answer made) gets [`ServerLimits::request_timeout`], then
+//!   a 408: a body sent a byte at a time holds nothing longer.
+//! - At most [`ServerLimits::max_connections`] are open at once (further ones wait in the
+//!   listen backlog until one closes), below the open-file limit, which is raised to its hard
+//!   maximum at start: running out of file descriptors would stop every caller, health probes too.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+
+use super::ApiError;
+
+/// How long and how many: see the module's documentation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Most time for a request's head to arrive, on a new connection or an idle kept-alive one.
+    pub header_timeout: Duration,
+    /// Most time for a whole request: its body read and its answer made.
+    pub request_timeout: Duration,
+    /// Most connections open at once (lowered to fit the open-file limit).
+    pub max_connections: usize,
+}
+
+impl ServerLimits {
+    /// The shortest timeout accepted: below it, ordinary clients on a slow link would be cut off.
+    pub const MIN_TIMEOUT: Duration = Duration::from_millis(100);
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            header_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(30),
+            max_connections: 4096,
+        }
+    }
+}
+
+/// File descriptors kept for everything but connections: the database pool, plugin files, logs.
+const RESERVED_FILES: usize = 128;
+
+/// Serve `router` on `listener` until `shutdown` completes; then stop accepting, let requests in
+/// flight finish (at most one request timeout) and return.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ServerLimits,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let open_files = raise_open_files_limit();
+    let cap = limits.max_connections.min(open_files.saturating_sub(RESERVED_FILES)).max(1);
+    if cap < limits.max_connections {
+        tracing::warn!("serving at most {cap} connections at once: the open-file limit is {open_files}");
+    }
+    let request_timeout = limits.request_timeout;
+    let router = router.layer(middleware::from_fn(move |req: Request, next: Next| within(request_timeout, req, next)));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(Some(limits.header_timeout)).keep_alive(true);
+    let slots = Arc::new(Semaphore::new(cap));
+    let (stop, stopping) = watch::channel(false);
+    tokio::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            _ = &mut shutdown => break,
+            slot = slots.clone().acquire_owned() => slot.map_err(std::io::Error::other)?,
+        };
+        let stream = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    accept_failed(e).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let connection = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router.clone()));
+        let mut stopping = stopping.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                _ = stopping.changed() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+        });
+    }
+    drop(listener);
+    let _ = stop.send(true);
+    // Requests in flight finish; kept-alive connections close after their answer.
+    let all = u32::try_from(cap).unwrap_or(u32::MAX);
+    let _ = tokio::time::timeout(request_timeout, slots.acquire_many(all)).await;
+    Ok(())
+}
+
+/// A request, cut off with a 408 once `limit` has passed.
+async fn within(limit: Duration, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => {
+            let message = format!("the request took over {}: send it whole and at once", crate::text::duration(limit));
+            let mut response = ApiError::new(StatusCode::REQUEST_TIMEOUT, "request-timeout", message).into_response();
+            response
+                .headers_mut()
+                .insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+            response
+        }
+    }
+}
+
+/// An accept that failed: out of file descriptors (or memory) is waited out briefly rather than
+/// retried at once in a busy loop; a connection reset before it was accepted is nothing.
+async fn accept_failed(e: std::io::Error) {
+    match e.raw_os_error() {
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM) => {
+            tracing::warn!("cannot accept a connection: {e}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        _ => tracing::debug!("a connection failed before it was accepted: {e}"),
+    }
+}
+
+/// Raise the soft limit on open files to the hard one (the usual soft limit, 1,024, is a few
+/// hundred idle clients away); the limit in force.
+fn raise_open_files_limit() -> usize {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed, which lives here.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return usize::MAX;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit = raised;
+            }
+        }
+    }
+    if limit.rlim_cur == libc::RLIM_INFINITY {
+        return usize::MAX;
+    }
+    usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
+}

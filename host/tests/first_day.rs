@@ -1,0 +1,45 @@
+//! An operator's first day, without misleading lines: a command that only queues says nothing of
+//! granted variables this host does not set (a worker loading the handler does), and a worker
+//! pointed at a missing plugins directory fails before it makes a database file. Real processes
+//! on real SQLite files.
+
+mod common;
+
+use common::process::stderr;
+use common::{taskhost_command, Env};
+
+const UNSET: &str = "TASKHOST_TEST_NEVER_SET_ON_ANY_HOST";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_process_that_loads_the_handler_warns_of_a_granted_variable_it_lacks() {
+    let mut env = Env::new(&["echo"]).await;
+    env.set_config(&format!("[handlers.echo.grants]\nenv = [\"{UNSET}\"]\n")).await;
+    let warning = "granted environment variable is not set on this host";
+    for args in [&["add", "echo"][..], &["list"], &["queues"]] {
+        let o = taskhost_command(&env).env_remove(UNSET).args(args).output().expect("run");
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains(warning), "{args:?}: {}", stderr(&o));
+    }
+    let o = taskhost_command(&env).env_remove(UNSET).args(["run-once", "echo", "--data", "{}"]).output().expect("run");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains(warning) && stderr(&o).contains(UNSET), "{}", stderr(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_without_its_plugins_directory_fails_before_it_makes_a_database_file() {
+    let env = Env::new(&[]).await;
+    let db = env.dir.path().join("never-made.db");
+    let missing = env.dir.path().join("no-plugins-here");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_taskhost"))
+        .arg("--database-url")
+        .arg(format!("sqlite://{}", db.display()))
+        .arg("--plugins")
+        .arg(&missing)
+        .args(["worker", "--drain"])
+        .env_remove("TASKHOST_CONFIG")
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot read the plugins directory") && stderr(&o).contains("it does not exist"));
+    assert!(!db.exists(), "the database file was made: {}", db.display());
+}
