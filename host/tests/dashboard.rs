@@ -50,6 +50,15 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
     assert!(schedules[0].paused_on.is_some(), "the schedule was paused");
     let all = client.list(&taskhost::model::TaskFilter::default()).await.expect("list");
     assert!(all.iter().any(|t| t.queued_by.as_deref() == Some("schedule:nightly")), "the schedule was triggered");
+    // `fail` with retryable false: given up at its first failure, of the default three allowed;
+    // the time beside how long ago (hh:mm:ss today).
+    let row = done["dead_row"].as_str().unwrap_or_default();
+    let failures = format!("1 / {}", taskhost::model::DEFAULT_MAX_RETRIES);
+    assert!(row.contains(&failures), "{row}");
+    let chars: Vec<char> = row.chars().collect();
+    let is_clock =
+        |w: &[char]| w.iter().enumerate().all(|(i, c)| if i % 3 == 2 { *c == ':' } else { c.is_ascii_digit() });
+    assert!(chars.windows(8).any(is_clock), "no time of day beside how long ago: {row}");
     let replayed = client.show(done["replayed"].as_i64().expect("id")).await.expect("show");
     assert!(replayed.1.len() >= 2 && replayed.0.task_runs_failed <= 1, "replayed from its first attempt: {replayed:?}");
     for name in

@@ -1,12 +1,17 @@
 //! An operator's first day, without misleading lines: a command that only queues says nothing of
 //! granted variables this host does not set (a worker loading the handler does), and a worker
-//! pointed at a missing plugins directory fails before it makes a database file. Real processes
-//! on real SQLite files.
+//! pointed at a missing plugins directory fails before it makes a database file, and a task of
+//! a plugin that finishes compiling after the worker started is claimed as it is ready, not at
+//! the next poll. Real processes on real SQLite files (and PostgreSQL and MariaDB for the last).
 
 mod common;
 
-use common::process::stderr;
-use common::{taskhost_command, Env};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::process::{signal, stderr, wait_exit, Killed};
+use common::{taskhost_command, taskhost_command_caching_in, wait_until, Db, Env};
+use taskhost::model::{NewTask, RunStatus};
 
 const UNSET: &str = "TASKHOST_TEST_NEVER_SET_ON_ANY_HOST";
 
@@ -43,3 +48,25 @@ async fn a_worker_without_its_plugins_directory_fails_before_it_makes_a_database
     assert!(stderr(&o).contains("cannot read the plugins directory") && stderr(&o).contains("it does not exist"));
     assert!(!db.exists(), "the database file was made: {}", db.display());
 }
+
+async fn a_task_of_a_plugin_ready_after_the_worker_started_is_claimed_as_it_is_ready(db: Db) {
+    let env = Env::on(db, &["noop", "echo"]).await;
+    let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    // A cache of its own: both compile, the smaller (noop) first, and the worker starts with it.
+    let cache = env.dir.path().join("fresh-cache");
+    let polls = ["--poll-interval", "60s", "--notified-poll-interval", "60s", "--probe-interval", "0s"];
+    let mut command = taskhost_command_caching_in(&env, &cache);
+    command.arg("worker").args(polls).stdout(Stdio::null()).stderr(Stdio::piped());
+    let worker = Killed(Some(command.spawn().expect("spawn worker")));
+    let client = env.app.client.clone();
+    wait_until(Duration::from_secs(30), "the echo task ran, long before the next poll", || async {
+        client.show(id).await.is_ok_and(|(t, _)| t.last_status == RunStatus::Success)
+    })
+    .await;
+    let worker = worker.take();
+    signal(&worker, "TERM");
+    let out = wait_exit(worker, Duration::from_secs(30)).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+on_every_database!(a_task_of_a_plugin_ready_after_the_worker_started_is_claimed_as_it_is_ready);

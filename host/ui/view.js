@@ -68,7 +68,7 @@ export function bar(percent) {
     title: `${p}%` }, inner);
 }
 
-/** A time as "12 s ago" or "in 3 min", with the exact time on hover. */
+/** A time as "12 s ago 14:02:07" or "in 3 min 2026-12-01 09:00:00", with the locale's own form on hover. */
 export function when(iso) {
   if (!iso) return '—';
   const t = new Date(iso);
@@ -76,7 +76,16 @@ export function when(iso) {
   const a = Math.abs(s);
   const text = a < 2 ? 'now' : a < 90 ? `${Math.round(a)} s` : a < 5400 ? `${Math.round(a / 60)} min`
     : a < 172800 ? `${Math.round(a / 3600)} h` : `${Math.round(a / 86400)} d`;
-  return h('time', { datetime: iso, title: t.toLocaleString() }, text === 'now' ? text : s < 0 ? `${text} ago` : `in ${text}`);
+  const relative = text === 'now' ? text : s < 0 ? `${text} ago` : `in ${text}`;
+  return h('time', { datetime: iso, title: t.toLocaleString() }, relative, ' ', h('span', { class: 'muted abs' }, absolute(t)));
+}
+
+// The time itself beside how long ago: the time of day today, the date and time otherwise.
+const pad = (n) => String(n).padStart(2, '0');
+const ymd = (d) => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+function absolute(t) {
+  const clock = `${pad(t.getHours())}:${pad(t.getMinutes())}:${pad(t.getSeconds())}`;
+  return ymd(t) === ymd(new Date()) ? clock : `${ymd(t)} ${clock}`;
 }
 
 export function duration(ms) {

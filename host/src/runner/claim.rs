@@ -44,6 +44,9 @@ pub(super) struct Claimer<'w> {
     pub wakeups: Option<mpsc::Receiver<()>>,
     /// Changes when this process queued tasks on this store ([`crate::store::Store::added_here`]).
     pub local_adds: Option<tokio::sync::watch::Receiver<u64>>,
+    /// Changes as each plugin of the first load is ready: its due tasks are claimed then, not
+    /// at the next poll.
+    pub loading: Option<tokio::sync::watch::Receiver<super::Loading>>,
     /// The newest task's id at the last probe ([`crate::store::Store::newest_task_id`]) that
     /// saw it change; a claim follows each such probe, so none of those tasks waits for a poll.
     pub newest: TaskId,
@@ -310,9 +313,15 @@ impl Claimer<'_> {
             _ = tokio::time::sleep(poll) => None,
             _ = newer_task(self.worker.store.as_ref(), probe, &mut self.newest) => None,
             _ = written => None,
-            open = added_here(&mut self.local_adds) => {
+            open = changed(&mut self.local_adds) => {
                 if !open {
                     self.local_adds = None;
+                }
+                None
+            }
+            open = changed(&mut self.loading) => {
+                if !open {
+                    self.loading = None; // the first load is over
                 }
                 None
             }
@@ -345,10 +354,10 @@ async fn newer_task(store: &dyn crate::store::Store, every: Duration, newest: &m
     }
 }
 
-/// When this process queues tasks again (false: it never will); never without the signal.
-async fn added_here(adds: &mut Option<tokio::sync::watch::Receiver<u64>>) -> bool {
-    match adds {
-        Some(adds) => adds.changed().await.is_ok(),
+/// When `watched` changes again (false: it never will, its sender is gone); never without one.
+async fn changed<T>(watched: &mut Option<tokio::sync::watch::Receiver<T>>) -> bool {
+    match watched {
+        Some(w) => w.changed().await.is_ok(),
         None => std::future::pending().await,
     }
 }

@@ -125,6 +125,7 @@ impl Worker {
             exits: &mut exits,
             wakeups,
             local_adds: self.store.added_here(),
+            loading: self.loading.clone(),
             newest: 0,
             failures: 0,
             limited: false,

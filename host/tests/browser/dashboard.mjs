@@ -118,6 +118,8 @@ try {
   // Replay a dead letter.
   await visit(page, '#/dead', `tr[data-key="${failing.id}"]`);
   await shot(page, 'dead-letters');
+  // Its failures against the number allowed, and when it was given up: how long ago and the time.
+  done.dead_row = await page.textContent(`tr[data-key="${failing.id}"]`);
   await page.check(`tr[data-key="${failing.id}"] input[type=checkbox]`);
   await page.click('#bulk-retry');
   await notice(page, 'Scheduled 1 again');
