@@ -38,6 +38,7 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
         async move { client.show(id).await.expect("show").0.last_status }
     };
     assert_eq!(status_of(&done["cancelled"]).await, RunStatus::Cancelled);
+    assert!(done["handler_cancelled"].as_u64().is_some_and(|n| n >= 1), "the handlers table counts it: {done}");
     for id in done["bulk_cancelled"].as_array().expect("ids") {
         assert_eq!(status_of(id).await, RunStatus::Cancelled, "{id}");
     }

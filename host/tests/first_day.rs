@@ -49,6 +49,17 @@ async fn a_worker_without_its_plugins_directory_fails_before_it_makes_a_database
     assert!(!db.exists(), "the database file was made: {}", db.display());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_of_an_empty_queue_ends_without_waiting_for_every_plugin_to_compile() {
+    let env = Env::new(&["noop", "py-stats"]).await;
+    // A cache of its own: the Python component (18 MB) would take many seconds to compile.
+    let cache = env.dir.path().join("fresh-cache");
+    let o = taskhost_command_caching_in(&env, &cache).args(["worker", "--drain"]).output().expect("run");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let compiled = std::fs::read_dir(&cache).map_or(0, |d| d.filter_map(Result::ok).count());
+    assert!(compiled < 2, "the drain waited for the Python component to compile: {compiled} artifacts");
+}
+
 async fn a_task_of_a_plugin_ready_after_the_worker_started_is_claimed_as_it_is_ready(db: Db) {
     let env = Env::on(db, &["noop", "echo"]).await;
     let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;

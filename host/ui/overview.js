@@ -56,6 +56,7 @@ export function mount(main) {
         { label: 'Queue', cell: (s) => s.queue },
         { label: 'Succeeded', cell: (s) => number(s.runs.succeeded), cls: 'num' },
         { label: 'Failed', cell: (s) => number(s.runs.failed + s.runs.timed_out), cls: 'num' },
+        { label: 'Cancelled', cell: (s) => number(s.runs.cancelled), cls: 'num' },
         { label: 'Failure rate', cell: (s) => `${(s.failure_rate * 100).toFixed(1)} %`, cls: 'num' },
         { label: 'p50', cell: (s) => duration(s.duration_ms && s.duration_ms.p50), cls: 'num' },
         { label: 'p95', cell: (s) => duration(s.duration_ms && s.duration_ms.p95), cls: 'num' },

@@ -24,7 +24,7 @@ pub struct Cli {
     #[arg(long, global = true, env = "TASKHOST_DATABASE_URL", default_value = "sqlite://taskhost.db", help_heading = GLOBAL)]
     pub database_url: String,
     /// Directory of handler components (NAME.wasm, optional NAME.toml manifest).
-    #[arg(long = "plugins", global = true, env = "TASKHOST_PLUGINS", default_value = "target/plugins", help_heading = GLOBAL)]
+    #[arg(long = "plugins", global = true, env = "TASKHOST_PLUGINS", default_value = "plugins", help_heading = GLOBAL)]
     pub plugins_dir: PathBuf,
     /// Where compiled components are cached [default: $XDG_CACHE_HOME/taskhost or ~/.cache/taskhost].
     #[arg(long, global = true, env = "TASKHOST_CACHE_DIR", help_heading = GLOBAL)]

@@ -245,9 +245,12 @@ impl Claimer<'_> {
     async fn idle_or_drained(&mut self, ask: &Ask) -> Step {
         let cfg = &self.worker.config;
         let all_free = self.runs.unwritten.available_permits() == self.runs.unwritten_limit;
-        if !(cfg.drain && ask.loaded && all_free) {
+        if !(cfg.drain && all_free) {
             return Step::Idle;
         }
+        // While plugins still load, only a queue with nothing due for any handler ends the drain
+        // (it need not wait for every compile); once loaded, nothing due for the loaded ones.
+        let handlers = ask.loaded.then_some(&ask.handlers[..]);
         let horizon = chrono::Duration::from_std(cfg.drain_horizon).unwrap_or_default();
         // Paused queues hold nothing a worker can run: they do not keep it draining.
         let due = tokio::select! {
@@ -257,7 +260,7 @@ impl Claimer<'_> {
                 }
                 // Now, not the claim's time: a task due meanwhile keeps the drain going.
                 let until = self.worker.clock.now() + horizon;
-                self.worker.store.has_due_work_for(&ask.queues, Some(&ask.handlers), until).await
+                self.worker.store.has_due_work_for(&ask.queues, handlers, until).await
             } => r,
             _ = &mut self.shutdown => return Step::Exit(ExitReason::Shutdown, None),
         };

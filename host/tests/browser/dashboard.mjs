@@ -70,6 +70,17 @@ try {
   await page.click('#cancel');
   await page.waitForSelector('h1 [data-status="cancelled"]', WAIT);
   done.cancelled = held.id;
+  // The handlers table counts its cancelled runs (statistics are kept as runs end).
+  await visit(page, '#/', '#chart svg');
+  const cancelledRuns = () => {
+    const table = document.querySelector('#by-handler table');
+    const col = table ? [...table.querySelectorAll('th')].findIndex((th) => th.textContent === 'Cancelled') : -1;
+    const row = table && [...table.querySelectorAll('tr')]
+      .find((tr) => tr.children[0]?.textContent === 'probe' && tr.children[1]?.textContent === 'held');
+    return col < 0 || !row ? 0 : Number(row.children[col].textContent);
+  };
+  await page.waitForFunction(cancelledRuns, null, WAIT);
+  done.handler_cancelled = await page.evaluate(cancelledRuns);
 
   // Hostile data is shown as text: no element, no script.
   await visit(page, `#/tasks/${hostile.id}`, '#task-data pre');
