@@ -91,7 +91,8 @@ impl Histogram {
     }
 }
 
-type Labels = Vec<(&'static str, String)>;
+/// A series's labels, in order.
+pub type Labels = Vec<(&'static str, String)>;
 
 #[derive(Debug, Default, Clone)]
 struct Buckets {
@@ -179,7 +180,16 @@ impl Metrics {
 
 /// One gauge with its help, type and samples, for values read at a scrape.
 pub fn render_gauge(out: &mut String, name: &str, help: &str, samples: &[(Labels, f64)]) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+    render_samples(out, name, help, "gauge", samples);
+}
+
+/// A counter read from elsewhere (the database), in the text format, as [`render_gauge`].
+pub fn render_counter(out: &mut String, name: &str, help: &str, samples: &[(Labels, f64)]) {
+    render_samples(out, name, help, "counter", samples);
+}
+
+fn render_samples(out: &mut String, name: &str, help: &str, kind: &str, samples: &[(Labels, f64)]) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
     for (labels, value) in samples {
         let _ = writeln!(out, "{name}{} {value}", label_text(labels, None));
     }

@@ -107,8 +107,12 @@ async fn serve_and_workers_export_what_they_did_and_what_the_queue_holds() {
         "taskhost_tasks{status=\"success\"} 2",
         "taskhost_tasks{status=\"scheduled\"} 1",
         "taskhost_queue_depth{queue=\"held\",state=\"due\"} 1",
+        "taskhost_queue_depth{queue=\"default\",state=\"due\"} 0",
         "taskhost_queue_paused{queue=\"held\"} 1",
-        "taskhost_dead_letters 0",
+        "taskhost_dead_letters{handler=\"echo\",queue=\"default\"} 0",
+        "taskhost_runs_ended_total{handler=\"echo\",queue=\"default\",outcome=\"success\"} 2",
+        "taskhost_handler_tasks{handler=\"echo\",queue=\"default\",state=\"scheduled\"} 0",
+        "# TYPE taskhost_runs_ended_total counter",
         "taskhost_runners 1",
     ] {
         assert!(has(&server_side, sample), "{sample} in:\n{server_side}");
