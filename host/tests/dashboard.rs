@@ -56,6 +56,7 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
     let row = done["dead_row"].as_str().unwrap_or_default();
     let failures = format!("1 / {}", taskhost::model::DEFAULT_MAX_RETRIES);
     assert!(row.contains(&failures), "{row}");
+    assert!(row.contains("demo-failure: "), "the dead letters page shows the last error: {row}");
     let chars: Vec<char> = row.chars().collect();
     let is_clock =
         |w: &[char]| w.iter().enumerate().all(|(i, c)| if i % 3 == 2 { *c == ':' } else { c.is_ascii_digit() });

@@ -324,6 +324,9 @@ pub struct Task {
     /// Set when the task will not be retried again (a dead letter): max retries reached, a
     /// non-retryable error or a missing handler.
     pub gave_up_on: Option<DateTime<Utc>>,
+    /// A dead letter's last error, as `code: message`, in a list of dead letters only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }
 
 /// A row of `task_runs`.

@@ -63,6 +63,7 @@ pub fn task(r: &impl Cells) -> Result<Task> {
         run_timeout_secs: r.int("run_timeout")?,
         backoff: backoff(r)?,
         gave_up_on,
+        last_error: None,
     })
 }
 

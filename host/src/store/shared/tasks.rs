@@ -38,7 +38,18 @@ pub async fn runs_of<D: Dialect>(db: &D, task_id: TaskId) -> Result<Vec<Run>> {
 /// Tasks matching a filter, oldest or newest first. Only the filter's own tests are in the statement, so
 /// each is a plain comparison an index can serve.
 pub async fn list<D: Dialect>(db: &D, f: &TaskFilter) -> Result<Vec<Task>> {
-    let mut sql = String::from("SELECT * FROM task_queue WHERE 1 = 1");
+    // A dead letter's last error, from its latest run (runs are found by their task's index).
+    let latest = |column| {
+        format!("(SELECT r.{column} FROM task_runs r WHERE r.task_queue_id = task_queue.id ORDER BY r.id DESC LIMIT 1)")
+    };
+    let mut sql = match f.dead {
+        true => format!(
+            "SELECT task_queue.*, {} AS last_error_code, {} AS last_error_message FROM task_queue WHERE 1 = 1",
+            latest("error_code"),
+            latest("error_message")
+        ),
+        false => String::from("SELECT * FROM task_queue WHERE 1 = 1"),
+    };
     let mut values: Vec<Arg<'_>> = Vec::new();
     let tests = [
         ("last_status", f.status.map(|s| s.as_str())),
@@ -67,7 +78,17 @@ pub async fn list<D: Dialect>(db: &D, f: &TaskFilter) -> Result<Vec<Task>> {
     values.push(Arg::from(f.offset));
     sql.push_str(&format!(" ORDER BY id {order} LIMIT ${} OFFSET ${}", values.len() - 1, values.len()));
     let found = db.rows(None, &sql, &values).await?;
-    found.iter().map(rows::task).collect()
+    let read = |r: &D::Row| -> Result<Task> {
+        let mut task = rows::task(r)?;
+        if f.dead {
+            task.last_error = match (r.text("last_error_code")?, r.text("last_error_message")?) {
+                (Some(code), Some(message)) => Some(format!("{code}: {message}")),
+                (code, message) => code.or(message),
+            };
+        }
+        Ok(task)
+    };
+    found.iter().map(read).collect()
 }
 
 pub async fn counts<D: Dialect>(db: &D) -> Result<QueueCounts> {
