@@ -78,6 +78,33 @@ async fn slow_idle_and_half_sent_requests_are_cut_off_and_a_thousand_of_them_sto
     assert_eq!(env.app.client.store().counts().await.expect("counts").scheduled, 0, "nothing was queued");
 }
 
+/// A client that sends many requests and reads none of the answers holds its connection only
+/// until its answers have waited the request timeout: with one connection allowed, the next
+/// client is answered then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_reads_none_of_its_answers_loses_its_connection() {
+    let env = Env::new(&["echo"]).await;
+    let args = ["--listen", "127.0.0.1:0", "--request-timeout", "1s", "--max-connections", "1"];
+    let served = Served::start_with(&env, &args, None);
+    let host = served.host();
+    let mut greedy = TcpStream::connect(&host).expect("connect");
+    let one = format!("GET /api/openapi.json HTTP/1.1\r\nHost: {host}\r\n\r\n");
+    let pipeline = one.repeat(5_000);
+    // Sent from a thread: the server stops reading them once its answers back up.
+    let writer = {
+        let mut greedy = greedy.try_clone().expect("clone");
+        std::thread::spawn(move || greedy.write_all(pipeline.as_bytes()).is_ok())
+    };
+    let (status, answer) = served.call("GET", "/health", None, None);
+    assert_eq!((status, &answer), (200, &json!({"status": "ok"})), "the next client is answered");
+    let mut rest = Vec::new();
+    greedy.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    let _ = greedy.read_to_end(&mut rest);
+    let answered = String::from_utf8_lossy(&rest).matches("HTTP/1.1 200 OK").count();
+    assert!(answered < 5_000, "the greedy client's connection was dropped before all its answers");
+    let _ = writer.join();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_that_only_starts_like_loopback_and_an_absolute_target_are_refused() {
     let env = Env::new(&["echo"]).await;

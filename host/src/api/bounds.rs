@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method};
+use axum::http::{header, HeaderValue};
 use axum::middleware::Next;
 use axum::response::Response;
 use tokio::sync::Semaphore;
@@ -26,12 +26,11 @@ pub(super) fn body_budget() -> Semaphore {
 /// A request with a body waits until its bytes fit the budget (a body of unknown length counts as
 /// the largest allowed), and holds them until its answer is made.
 pub(super) async fn bodies(State(state): State<Arc<ApiState>>, req: Request, next: Next) -> Response {
-    let announced = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    let chunked = req.headers().contains_key(header::TRANSFER_ENCODING);
-    let bytes = match announced {
-        Some(n) if !chunked => n.min(MAX_BODY_BYTES),
-        _ if chunked || !matches!(*req.method(), Method::GET | Method::HEAD) => MAX_BODY_BYTES,
-        _ => 0,
+    // The body's own account: exactly 0 without one, its Content-Length when it has one; a
+    // chunked body counts as the largest allowed.
+    let bytes = match http_body::Body::size_hint(req.body()).exact() {
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX).min(MAX_BODY_BYTES),
+        None => MAX_BODY_BYTES,
     };
     if bytes == 0 {
         return next.run(req).await;

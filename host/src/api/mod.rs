@@ -59,6 +59,7 @@ mod metrics;
 mod plugins;
 mod queues;
 pub mod server;
+mod slow;
 mod tasks;
 
 pub use bounds::BODIES_IN_FLIGHT_BYTES;

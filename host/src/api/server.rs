@@ -5,8 +5,9 @@
 //! - A request's head must arrive within [`ServerLimits::header_timeout`], on a new connection
 //!   and between requests on a kept-alive one: a client that trickles its head (slowloris), sends
 //!   half a request line or keeps an idle connection open is cut off then.
-//! - A whole request (its body read, its answer made) gets [`ServerLimits::request_timeout`], then
-//!   a 408: a body sent a byte at a time holds nothing longer.
+//! - A request's body must arrive within [`ServerLimits::request_timeout`] of its start, then a
+//!   408: a body sent a byte at a time holds nothing longer; and a client that takes no byte of
+//!   its answer for that long loses its connection (see `slow.rs`).
 //! - At most [`ServerLimits::max_connections`] are open at once (further ones wait in the
 //!   listen backlog until one closes), below the open-file limit, which is raised to its hard
 //!   maximum at start: running out of file descriptors would stop every caller, health probes too.
@@ -16,23 +17,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::Request;
-use axum::http::StatusCode;
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
-use super::ApiError;
-
 /// How long and how many: see the module's documentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerLimits {
     /// Most time for a request's head to arrive, on a new connection or an idle kept-alive one.
     pub header_timeout: Duration,
-    /// Most time for a whole request: its body read and its answer made.
+    /// Most time for a request's body to arrive, and for a client to take the next byte of its
+    /// answer.
     pub request_timeout: Duration,
     /// Most connections open at once (lowered to fit the open-file limit).
     pub max_connections: usize,
@@ -41,6 +39,8 @@ pub struct ServerLimits {
 impl ServerLimits {
     /// The shortest timeout accepted: below it, ordinary clients on a slow link would be cut off.
     pub const MIN_TIMEOUT: Duration = Duration::from_millis(100);
+    /// The longest timeout accepted: an hour.
+    pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 }
 
 impl Default for ServerLimits {
@@ -70,7 +70,8 @@ pub async fn serve(
         tracing::warn!("serving at most {cap} connections at once: the open-file limit is {open_files}");
     }
     let request_timeout = limits.request_timeout;
-    let router = router.layer(middleware::from_fn(move |req: Request, next: Next| within(request_timeout, req, next)));
+    let router = router
+        .layer(middleware::from_fn(move |req: Request, next: Next| super::slow::within(request_timeout, req, next)));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(Some(limits.header_timeout)).keep_alive(true);
     let slots = Arc::new(Semaphore::new(cap));
@@ -92,6 +93,7 @@ pub async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
+        let stream = super::slow::WriteStall::new(stream, request_timeout);
         let connection = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router.clone()));
         let mut stopping = stopping.clone();
         tokio::spawn(async move {
@@ -112,21 +114,6 @@ pub async fn serve(
     let all = u32::try_from(cap).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(request_timeout, slots.acquire_many(all)).await;
     Ok(())
-}
-
-/// A request, cut off with a 408 once `limit` has passed.
-async fn within(limit: Duration, req: Request, next: Next) -> Response {
-    match tokio::time::timeout(limit, next.run(req)).await {
-        Ok(response) => response,
-        Err(_) => {
-            let message = format!("the request took over {}: send it whole and at once", crate::text::duration(limit));
-            let mut response = ApiError::new(StatusCode::REQUEST_TIMEOUT, "request-timeout", message).into_response();
-            response
-                .headers_mut()
-                .insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
-            response
-        }
-    }
 }
 
 /// An accept that failed: out of file descriptors (or memory) is waited out briefly rather than

@@ -405,9 +405,10 @@ fn positive_duration(s: &str) -> Result<Duration, String> {
 
 /// A timeout of `serve`'s: at least [`taskhost::api::ServerLimits::MIN_TIMEOUT`].
 fn server_timeout(s: &str) -> Result<Duration, String> {
-    let min = taskhost::api::ServerLimits::MIN_TIMEOUT;
+    let (min, max) = (taskhost::api::ServerLimits::MIN_TIMEOUT, taskhost::api::ServerLimits::MAX_TIMEOUT);
     match taskhost::text::parse_duration(s)? {
         d if d < min => Err(format!("must be at least {}", taskhost::text::duration(min))),
+        d if d > max => Err(format!("must be at most {}", taskhost::text::duration(max))),
         d => Ok(d),
     }
 }

@@ -23,7 +23,19 @@ use crate::sandbox::{Grants, Limits};
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Stamp(Option<[i64; 7]>);
 
+/// How long after a file's last change its stamp is trusted to tell a later change apart.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Stamp {
+    /// Changed (or made) long enough ago that a change now would move its times; a missing file
+    /// is settled (a component missing when stamped is never cached).
+    fn settled(&self) -> bool {
+        let Some(s) = self.0 else { return true };
+        let changed =
+            std::time::UNIX_EPOCH + std::time::Duration::new(s[5].max(0) as u64, s[6].clamp(0, 999_999_999) as u32);
+        std::time::SystemTime::now().duration_since(changed).is_ok_and(|ago| ago >= SETTLE)
+    }
+
     fn of(path: &Path) -> Stamp {
         use std::os::unix::fs::MetadataExt;
         Stamp(std::fs::symlink_metadata(path).ok().map(|m| {
@@ -79,8 +91,14 @@ impl CheckCache {
         let known = self.lock().get(name).filter(|e| same(e)).map(|e| e.checked.types.clone());
         let types = known.unwrap_or_else(|| super::world::check_types(&bytes));
         let checked = Checked { digest, limits, grants, types };
-        let entry = Entry { stamps, manifest_text, checked: checked.clone() };
-        self.lock().insert(name.to_string(), entry);
+        // Not remembered while a file may still change unseen: file times move in coarse ticks,
+        // so one rewritten in the same tick as this read would keep its stamp (git's "racy" rule).
+        if stamps.0 .0.is_some() && stamps.0.settled() && stamps.1.settled() {
+            let entry = Entry { stamps, manifest_text, checked: checked.clone() };
+            self.lock().insert(name.to_string(), entry);
+        } else {
+            self.lock().remove(name);
+        }
         Ok(checked)
     }
 
