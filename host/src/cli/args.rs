@@ -180,7 +180,8 @@ pub enum Command {
         /// a kept-alive one; then the connection is closed.
         #[arg(long, value_parser = server_timeout, default_value = "10s")]
         header_timeout: Duration,
-        /// Most time for a whole request (its body read, its answer made); then a 408.
+        /// Most time for a request's body to arrive (then a 408), and for a client to take the
+        /// next byte of its answer (then its connection is dropped).
         #[arg(long, value_parser = server_timeout, default_value = "30s")]
         request_timeout: Duration,
         /// Most connections open at once; more wait until one closes.
