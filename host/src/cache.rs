@@ -5,7 +5,7 @@
 //! not used (the component is compiled in memory instead). Its size is bounded: after each
 //! write the least recently used artifacts are removed until it fits.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use wasmtime::component::Component;
 
@@ -132,4 +132,14 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     {
         std::fs::create_dir_all(dir)
     }
+}
+
+/// The default place for compiled artifacts: `$XDG_CACHE_HOME/taskhost`, else
+/// `~/.cache/taskhost`; None (compile on every load) when neither is set: a shared fallback such
+/// as `/tmp` could be planted by another user.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(x).join("taskhost"));
+    }
+    std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache").join("taskhost"))
 }

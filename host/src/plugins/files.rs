@@ -23,6 +23,21 @@ pub(super) fn list_dir(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
     Ok(files)
 }
 
+/// Whether `dir` can be read as a plugins directory; the error says why not (missing, not a
+/// directory, not allowed).
+pub fn check_dir(dir: &Path) -> crate::error::Result<()> {
+    match std::fs::read_dir(dir) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let reason = match e.kind() {
+                std::io::ErrorKind::NotFound => "it does not exist".to_string(),
+                _ => e.to_string(),
+            };
+            Err(crate::Error::PluginsDir { dir: dir.to_path_buf(), reason })
+        }
+    }
+}
+
 /// Read a file of the plugins directory: a regular file, never through a symbolic link, at most
 /// `max` bytes (checked before reading). None when there is no such file.
 pub(super) fn read_plugin_file(path: &Path, max: u64) -> std::result::Result<Option<Vec<u8>>, String> {

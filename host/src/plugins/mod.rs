@@ -32,8 +32,10 @@ mod files;
 mod watch;
 pub mod world;
 
+pub use crate::cache::default_cache_dir;
 use checked::CheckCache;
 pub use checked::{Checked, Surveyed};
+pub use files::check_dir;
 use files::{list_dir, read_plugin_file, read_source, Source};
 
 use crate::cache;
@@ -394,29 +396,4 @@ impl Catalog {
         }
         Ok(Some((component, false)))
     }
-}
-
-/// Whether `dir` can be read as a plugins directory; the error says why not (missing, not a
-/// directory, not allowed).
-pub fn check_dir(dir: &Path) -> Result<()> {
-    match std::fs::read_dir(dir) {
-        Ok(_) => Ok(()),
-        Err(e) => {
-            let reason = match e.kind() {
-                std::io::ErrorKind::NotFound => "it does not exist".to_string(),
-                _ => e.to_string(),
-            };
-            Err(Error::PluginsDir { dir: dir.to_path_buf(), reason })
-        }
-    }
-}
-
-/// The default place for compiled artifacts: `$XDG_CACHE_HOME/taskhost`, else
-/// `~/.cache/taskhost`; None (compile on every load) when neither is set: a shared fallback such
-/// as `/tmp` could be planted by another user.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(x).join("taskhost"));
-    }
-    std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache").join("taskhost"))
 }
