@@ -112,6 +112,9 @@ impl Client {
             if t.queue.is_empty() {
                 return Err(Error::invalid("queue", "the queue name is empty"));
             }
+            if t.queue == EVERY_QUEUE {
+                return Err(Error::invalid("queue", "* is not a queue's name: to workers it means every queue"));
+            }
             if t.unique_key.as_deref() == Some("") {
                 return Err(Error::invalid("unique key", "the unique key is empty"));
             }
@@ -324,15 +327,19 @@ impl Client {
         self.store.resume_queue(queue).await
     }
 
-    /// Every queue with scheduled or running tasks, or paused: depth, running, lag, pause.
-    /// Every queue that holds unfinished tasks, is paused or has a concurrency limit, by name.
+    /// Every queue that holds unfinished tasks, is paused or has a concurrency limit, by name:
+    /// depth, running, lag, pause, limit and the live workers that claim from it.
     pub async fn queues(&self) -> Result<Vec<crate::store::QueueInfo>> {
         let mut queues = self.store.queues(self.clock.now()).await?;
-        for (name, max) in &self.catalog.policy().run_limits.queues {
+        let limits = &self.catalog.policy().run_limits.queues;
+        let unlisted = limits.keys().filter(|name| !queues.iter().any(|q| &q.name == *name)).count();
+        let live = if unlisted > 0 { self.store.live_runners().await? } else { Vec::new() };
+        for (name, max) in limits {
             match queues.iter_mut().find(|q| &q.name == name) {
                 Some(q) => q.max_running = Some(*max),
                 None => queues.push(crate::store::QueueInfo {
                     max_running: Some(*max),
+                    served_by: live.iter().filter(|r| r.claims_from(name)).count() as u32,
                     ..crate::store::QueueInfo::empty(name.clone())
                 }),
             }

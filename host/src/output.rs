@@ -35,13 +35,13 @@ fn outcome_of(task: &Task, runs: &[Run]) -> String {
 }
 
 /// `taskhost queues`: each queue's due, later and running tasks, its concurrency limit, how far
-/// behind it is, and whether it is paused.
+/// behind it is, the live workers that claim from it, and whether it is paused.
 pub fn queue_table(queues: &[taskhost::store::QueueInfo], now: chrono::DateTime<chrono::Utc>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<20} {:>8} {:>8} {:>8} {:>11} {:>10}  PAUSED",
-        "QUEUE", "DUE", "LATER", "RUNNING", "MAX RUNNING", "LAG"
+        "{:<20} {:>8} {:>8} {:>8} {:>11} {:>10} {:>7}  PAUSED",
+        "QUEUE", "DUE", "LATER", "RUNNING", "MAX RUNNING", "LAG", "WORKERS"
     );
     for q in queues {
         let lag = q
@@ -51,13 +51,14 @@ pub fn queue_table(queues: &[taskhost::store::QueueInfo], now: chrono::DateTime<
         let paused = q.paused_on.map(|t| format!("paused since {}", t.format("%Y-%m-%d %H:%M:%S"))).unwrap_or_default();
         let _ = writeln!(
             out,
-            "{:<20} {:>8} {:>8} {:>8} {:>11} {:>10}  {paused}",
+            "{:<20} {:>8} {:>8} {:>8} {:>11} {:>10} {:>7}  {paused}",
             clip(&q.name, 20),
             q.due,
             q.later,
             q.running,
             q.max_running.map_or_else(|| "-".into(), |n| n.to_string()),
-            lag.unwrap_or_else(|| "-".into())
+            lag.unwrap_or_else(|| "-".into()),
+            q.served_by
         );
     }
     out

@@ -43,6 +43,7 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
         assert_eq!(status_of(id).await, RunStatus::Cancelled, "{id}");
     }
     assert_eq!(done["paused"], Value::Bool(true), "{done}");
+    assert_eq!(done["unclaimed"], "none claims it", "a queue with a due task and no worker of it: {done}");
     let deleted = client.show(done["deleted"].as_i64().expect("id")).await;
     assert!(matches!(deleted, Err(taskhost::Error::TaskNotFound(_))), "{deleted:?}");
     let queues = client.queues().await.expect("queues");

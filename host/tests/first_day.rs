@@ -2,7 +2,9 @@
 //! granted variables this host does not set (a worker loading the handler does), and a worker
 //! pointed at a missing plugins directory fails before it makes a database file, and a task of
 //! a plugin that finishes compiling after the worker started is claimed as it is ready, not at
-//! the next poll. Real processes on real SQLite files (and PostgreSQL and MariaDB for the last).
+//! the next poll. A worker given no queues claims from every queue, and a queue with due tasks
+//! no live worker claims from is named. Real processes on real SQLite files (and PostgreSQL and
+//! MariaDB where the database's part differs).
 
 mod common;
 
@@ -80,4 +82,84 @@ async fn a_task_of_a_plugin_ready_after_the_worker_started_is_claimed_as_it_is_r
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
-on_every_database!(a_task_of_a_plugin_ready_after_the_worker_started_is_claimed_as_it_is_ready);
+async fn a_worker_given_no_queues_claims_from_every_queue_even_one_first_used_while_it_runs(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let client = env.app.client.clone();
+    let first = [client.add(NewTask::new("echo", "{}").with_queue("mail")).await.expect("add").id];
+    let mut command = taskhost_command(&env);
+    command.arg("worker").stdout(Stdio::null()).stderr(Stdio::piped());
+    let worker = Killed(Some(command.spawn().expect("spawn worker")));
+    let succeeded = |ids: Vec<i64>| {
+        let client = client.clone();
+        async move {
+            for id in ids {
+                if !client.show(id).await.is_ok_and(|(t, _)| t.last_status == RunStatus::Success) {
+                    return false;
+                }
+            }
+            true
+        }
+    };
+    wait_until(Duration::from_secs(30), "the mail task ran", || succeeded(first.to_vec())).await;
+    let later = [
+        client.add(NewTask::new("echo", "{}").with_queue("reports")).await.expect("add").id,
+        client.add(NewTask::new("echo", "{}")).await.expect("add").id,
+    ];
+    wait_until(Duration::from_secs(30), "tasks of a queue first used now ran", || succeeded(later.to_vec())).await;
+    let live = env.app.store.live_runners().await.expect("runners");
+    assert_eq!(live.iter().map(|r| r.queues.clone()).collect::<Vec<_>>(), [Some(vec!["*".to_string()])]);
+    let queues = client.queues().await.expect("queues");
+    assert!(queues.is_empty(), "nothing left: {queues:?}");
+    let worker = worker.take();
+    signal(&worker, "TERM");
+    let out = wait_exit(worker, Duration::from_secs(30)).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_with_due_tasks_no_live_worker_claims_from_is_named_by_taskhost_queues() {
+    let env = Env::new(&["echo"]).await;
+    env.app.client.add(NewTask::new("echo", "{}").with_queue("mail")).await.expect("add");
+    let warning = "warning: queue mail has 1 task due and no live worker claims from it: start one with --queues \
+                   mail, or with none for every queue\n";
+    let o = taskhost_command(&env).arg("queues").output().expect("run");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), warning, "no worker at all");
+    let mut command = taskhost_command(&env);
+    command.args(["worker", "--queues", "default,held"]).stdout(Stdio::null()).stderr(Stdio::piped());
+    let worker = Killed(Some(command.spawn().expect("spawn worker")));
+    let store = env.app.store.clone();
+    wait_until(Duration::from_secs(30), "the worker says what it claims from", || async {
+        store.live_runners().await.expect("runners").iter().any(|r| r.queues.is_some())
+    })
+    .await;
+    let o = taskhost_command(&env).arg("queues").output().expect("run");
+    assert_eq!(stderr(&o), warning, "a worker of other queues");
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    let header = text.lines().next().unwrap_or_default();
+    assert!(header.split_whitespace().any(|w| w == "WORKERS"), "{text}");
+    let mail = text.lines().find(|l| l.starts_with("mail")).unwrap_or_default();
+    let workers = mail.split_whitespace().nth(6);
+    assert_eq!(workers, Some("0"), "{text}");
+    drop(worker);
+    // Paused, it is not a worker's to claim: nothing to warn of.
+    assert!(taskhost_command(&env).args(["pause", "mail"]).output().expect("run").status.success());
+    assert_eq!(stderr(&taskhost_command(&env).arg("queues").output().expect("run")), "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_queue_is_spelled_alone_and_is_no_queue_s_name() {
+    let env = Env::new(&["echo"]).await;
+    let o = taskhost_command(&env).args(["worker", "--drain", "--queues", "*,mail"]).output().expect("run");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "error: --queues: * (every queue) cannot be listed with queue names\n");
+    let o = taskhost_command(&env).args(["add", "echo", "--queue", "*"]).output().expect("run");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("* is not a queue's name: to workers it means every queue"), "{}", stderr(&o));
+    assert!(env.app.client.queues().await.expect("queues").is_empty(), "nothing was queued");
+}
+
+on_every_database!(
+    a_task_of_a_plugin_ready_after_the_worker_started_is_claimed_as_it_is_ready,
+    a_worker_given_no_queues_claims_from_every_queue_even_one_first_used_while_it_runs,
+);

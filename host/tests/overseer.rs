@@ -8,7 +8,9 @@ use std::time::Duration;
 use common::{drain_config, Db, Env};
 use taskhost::clock::Clock;
 use taskhost::model::{NewTask, RunStatus, RunnerStatus, TaskFilter};
-use taskhost::overseer::{liveness, retries, rotation, run_timeout, stats_compaction, OverseerConfig, Service};
+use taskhost::overseer::{
+    liveness, retries, rotation, run_timeout, stats_compaction, unserved, OverseerConfig, Service, Summary,
+};
 use taskhost::retry::Backoff;
 use taskhost::runner::WorkerConfig;
 
@@ -275,7 +277,33 @@ async fn an_overseer_stopped_by_a_signal_hands_its_lease_to_a_waiting_one_at_onc
     run_b.await.expect("b stopped");
 }
 
+/// A queue whose due tasks no live runner claims from is warned of once they have waited
+/// `warn_after`; a runner of every queue silences it. Its tasks are left as they are.
+async fn a_queue_no_live_runner_claims_from_is_warned_of_once_its_tasks_have_waited(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["echo"]).await;
+    let store = env.app.store.clone();
+    let id = env.app.client.add(NewTask::new("echo", "{}").with_queue("mail")).await.expect("add").id;
+    let runner = store.register_runner(std::process::id(), &this_host(), clock.now(), 8).await.expect("register");
+    store.set_runner_queues(runner, &["default".into()]).await.expect("queues");
+    let svc = unserved::Unserved::new(store.clone(), unserved::Config::default());
+    let wait = chrono::Duration::from_std(unserved::Config::DEFAULT_WARN_AFTER).expect("wait");
+    clock.advance(wait - chrono::Duration::seconds(1));
+    let early = svc.run_once(clock.now()).await.expect("pass");
+    assert!(early.unclaimed_queues.is_empty() && !early.warns(), "not yet: {early:?}");
+    clock.advance(chrono::Duration::seconds(1));
+    let report = svc.run_once(clock.now()).await.expect("pass");
+    assert_eq!(report.unclaimed_queues, [("mail".to_string(), 1)]);
+    assert!(report.warns());
+    let line = report.summary().unwrap_or_default();
+    assert!(line.contains("queue mail has 1 task due and no live worker claims from it"), "{line}");
+    store.set_runner_queues(runner, &["*".into()]).await.expect("queues");
+    let later = svc.run_once(clock.now()).await.expect("pass");
+    assert!(later.unclaimed_queues.is_empty(), "a runner of every queue claims from it: {later:?}");
+    assert_eq!(env.app.client.show(id).await.expect("show").0.last_status, RunStatus::Scheduled);
+}
+
 on_every_database!(
+    a_queue_no_live_runner_claims_from_is_warned_of_once_its_tasks_have_waited,
     an_overseer_stopped_by_a_signal_hands_its_lease_to_a_waiting_one_at_once,
     a_runner_with_a_stale_heartbeat_is_timed_out_and_its_task_retried,
     a_runner_whose_process_is_gone_from_this_host_is_timed_out_at_once,

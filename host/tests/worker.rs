@@ -245,7 +245,7 @@ async fn claims_respect_queues_and_priority() {
     let low = env.app.client.add(NewTask::new("echo", "{}").with_priority(10)).await.expect("add").id;
     let high = env.app.client.add(NewTask::new("echo", "{}").with_priority(-10)).await.expect("add").id;
     let mail = env.app.client.add(NewTask::new("echo", "{}").with_queue("mail")).await.expect("add").id;
-    env.drain(WorkerConfig { concurrency: 1, ..drain_config() }).await;
+    env.drain(WorkerConfig { concurrency: 1, queues: vec!["default".into()], ..drain_config() }).await;
     let run_of = |id| {
         let store = env.app.store.clone();
         async move { store.runs_of(id).await.expect("runs").first().cloned() }

@@ -34,9 +34,17 @@ export function queues(main) {
       { label: 'Running', cell: (q) => number(q.running), cls: 'num' },
       { label: 'Limit', cell: (q) => number(q.max_running), cls: 'num' },
       { label: 'Lag', cell: lag, cls: 'num' },
+      { label: 'Workers', cell: workers, cls: 'num' },
       { label: 'State', cell: (q) => pausedSince(q.paused_on) },
       { label: '', cell: (q) => pauseButton('Queue', 'queues', q.name, q.paused_on) },
     ], list, { key: (q) => q.name, empty: 'No queue has tasks yet.' }));
+}
+
+/** Live workers claiming from a queue; a warning when it has due tasks and none does. */
+function workers(q) {
+  if (q.served_by > 0 || q.due === 0 || q.paused_on) return number(q.served_by);
+  return h('span', { class: 'badge unclaimed', title: `No live worker claims from ${q.name}: start one with --queues ${q.name}, or with none for every queue.` },
+    'none claims it');
 }
 
 export function schedules(main) {

@@ -264,8 +264,8 @@ pub struct WorkerArgs {
     /// Runs executed at once (at least 1).
     #[arg(long, default_value_t = WorkerConfig::DEFAULT_CONCURRENCY, value_parser = at_least_one)]
     pub concurrency: usize,
-    /// Queues to claim from, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = taskhost::model::DEFAULT_QUEUE, value_parser = non_empty)]
+    /// Queues to claim from, comma-separated; * (the default) claims from every queue.
+    #[arg(long, value_delimiter = ',', default_value = taskhost::model::EVERY_QUEUE, value_parser = non_empty)]
     pub queues: Vec<String>,
     /// Most runs claimed in one round trip (at least 1).
     #[arg(long, default_value_t = WorkerConfig::DEFAULT_CLAIM_BATCH, value_parser = at_least_one)]

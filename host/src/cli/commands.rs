@@ -44,6 +44,9 @@ pub async fn worker(app: &App, w: WorkerArgs, overseer: OverseerConfig, log_form
     // A worker that can run nothing would only turn every task it claims into a dead letter: a
     // wrong --plugins is refused at start.
     app.catalog.check_dir()?;
+    if w.queues.len() > 1 && w.queues.iter().any(|q| q == taskhost::model::EVERY_QUEUE) {
+        anyhow::bail!("--queues: * (every queue) cannot be listed with queue names");
+    }
     if let Some(addr) = w.metrics {
         serve_metrics(app, addr).await?;
     }
@@ -115,6 +118,13 @@ pub async fn queues(app: &App, json: bool) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&queues)?);
     } else {
         print!("{}", output::queue_table(&queues, app.client.now()));
+    }
+    for q in queues.iter().filter(|q| q.due > 0 && q.paused_on.is_none() && q.served_by == 0) {
+        eprintln!(
+            "warning: queue {} has {} due and no live worker claims from it: start one with --queues {0}, or with none for every queue",
+            q.name,
+            taskhost::text::count(q.due, "task")
+        );
     }
     Ok(())
 }

@@ -186,6 +186,8 @@ pub const MAX_UNIQUE_KEY_BYTES: usize = 255;
 pub const MAX_QUEUED_BY_BYTES: usize = 255;
 /// The queue of a task that names none.
 pub const DEFAULT_QUEUE: &str = "default";
+/// A worker's queue list that means every queue (and a name no task may have).
+pub const EVERY_QUEUE: &str = "*";
 
 impl NewTask {
     /// A task for `handler` with `data` (a JSON document), due now, in the default queue.
@@ -401,6 +403,16 @@ pub struct Runner {
     /// The handlers it serves (claims tasks of), each with the sha256 of its component; None when
     /// it has not said.
     pub handlers: Option<std::collections::BTreeMap<String, String>>,
+    /// The queues it claims from (`["*"]`: every queue); None when it has not said.
+    pub queues: Option<Vec<String>>,
+}
+
+impl Runner {
+    /// Whether it claims tasks of `queue`. One that has not said (an older host) is taken to
+    /// claim from every queue: a warning that no worker serves a queue must never be false.
+    pub fn claims_from(&self, queue: &str) -> bool {
+        self.queues.as_ref().is_none_or(|qs| qs.iter().any(|q| q == queue || q == EVERY_QUEUE))
+    }
 }
 
 /// A run a runner has just claimed, with what it needs to execute it.

@@ -202,6 +202,7 @@ mod tests {
             status: RunnerStatus::Running,
             heartbeat_on,
             handlers: None,
+            queues: None,
         }
     }
 

@@ -9,7 +9,7 @@
 //! | [`rotation`] | successful tasks finished more than 30 days ago → deleted with their runs, in batches | 10 min |
 //! | [`stats_compaction`] | rows of statistics (per minute and runner) older than 2 h → one row per handler, queue and hour | 10 min |
 //! | [`schedules`] | periodic tasks: each schedule's due slot → one task, however many overseers race | 1 s |
-//! | [`unserved`] | scheduled tasks whose handler no live runner has served for 10 min → given up (`handler-not-found`) | 30 s |
+//! | [`unserved`] | scheduled tasks whose handler no live runner has served for 10 min → given up (`handler-not-found`); a warning for each queue whose due tasks no live runner claims from | 30 s |
 //!
 //! Workers run the overseer too unless told not to. Only one node at a time runs the services:
 //! the holder of the `overseer` lease in the database (`task_leases`), renewed every third of
@@ -86,6 +86,7 @@ impl OverseerConfig {
             (".rotation", "retention", self.rotation.retention, YEAR.saturating_mul(100)),
             (".unserved", "interval", self.unserved.interval, YEAR),
             (".unserved", "horizon", self.unserved.horizon, YEAR),
+            (".unserved", "warn_after", self.unserved.warn_after, YEAR),
             (".schedules", "interval", self.schedules.interval, YEAR),
             (".stats_compaction", "interval", self.stats_compaction.interval, YEAR),
             (".stats_compaction", "keep_minutes_for", self.stats_compaction.keep_minutes_for, YEAR),
@@ -167,18 +168,24 @@ pub trait Service: Send + Sync {
 pub trait Summary {
     /// The line.
     fn summary(&self) -> Option<String>;
+    /// Whether the line is a warning: something an operator must act on.
+    fn warns(&self) -> bool {
+        false
+    }
 }
 
 /// A pass, summarised: what the loop runs, whatever the service.
 #[async_trait]
 trait Pass: Send + Sync {
-    async fn pass(&self, now: DateTime<Utc>) -> Result<Option<String>>;
+    /// The pass's line, and whether it is a warning.
+    async fn pass(&self, now: DateTime<Utc>) -> Result<Option<(String, bool)>>;
 }
 
 #[async_trait]
 impl<S: Service> Pass for S {
-    async fn pass(&self, now: DateTime<Utc>) -> Result<Option<String>> {
-        Ok(self.run_once(now).await?.summary())
+    async fn pass(&self, now: DateTime<Utc>) -> Result<Option<(String, bool)>> {
+        let report = self.run_once(now).await?;
+        Ok(report.summary().map(|line| (line, report.warns())))
     }
 }
 
@@ -285,7 +292,7 @@ impl Overseer {
     pub async fn run_all_once(&self) -> Result<Vec<(String, Option<String>)>> {
         let mut out = Vec::new();
         for s in &self.services {
-            out.push((s.name.to_string(), s.service.pass(self.clock.now()).await?));
+            out.push((s.name.to_string(), s.service.pass(self.clock.now()).await?.map(|(line, _)| line)));
         }
         Ok(out)
     }
@@ -343,7 +350,8 @@ impl Overseer {
                         _ = stop.changed() => return,
                     };
                     match s.service.pass(clock.now()).await {
-                        Ok(Some(summary)) => tracing::info!(service = s.name, "{summary}"),
+                        Ok(Some((summary, true))) => tracing::warn!(service = s.name, "{summary}"),
+                        Ok(Some((summary, false))) => tracing::info!(service = s.name, "{summary}"),
                         Ok(None) => {}
                         Err(e) => tracing::warn!(service = s.name, "failed: {e}"),
                     }

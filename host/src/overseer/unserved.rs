@@ -4,6 +4,10 @@
 //! leaves such tasks alone rather than dead-lettering them; this service decides only when the
 //! whole fleet has gone without the handler for the horizon.
 //!
+//! It also warns of each queue whose due tasks no live runner claims from (a worker given
+//! `--queues` that leaves it out), once its oldest due task has waited `warn_after`: such tasks
+//! are not given up, they wait for a worker of their queue.
+//!
 //! A handler counts as served when any runner, live or since stopped, that heartbeated within the
 //! horizon serves it. It judges only when every live runner has said what it serves, and at least
 //! one of them has been up for the horizon (a fleet that has just started has not had its chance).
@@ -29,6 +33,9 @@ pub struct Config {
     pub horizon: Duration,
     /// Tasks given up per statement.
     pub batch: u32,
+    /// How long a queue's due tasks wait, with no live runner claiming from it, before a warning.
+    #[serde(deserialize_with = "crate::sandbox::limits::duration")]
+    pub warn_after: Duration,
 }
 
 impl Config {
@@ -38,11 +45,18 @@ impl Config {
     pub const DEFAULT_HORIZON: Duration = Duration::from_secs(600);
     /// Its default batch.
     pub const DEFAULT_BATCH: u32 = 1_000;
+    /// Its default wait before warning of a queue no runner claims from.
+    pub const DEFAULT_WARN_AFTER: Duration = Duration::from_secs(30);
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { interval: Self::DEFAULT_INTERVAL, horizon: Self::DEFAULT_HORIZON, batch: Self::DEFAULT_BATCH }
+        Config {
+            interval: Self::DEFAULT_INTERVAL,
+            horizon: Self::DEFAULT_HORIZON,
+            batch: Self::DEFAULT_BATCH,
+            warn_after: Self::DEFAULT_WARN_AFTER,
+        }
     }
 }
 
@@ -51,6 +65,8 @@ impl Default for Config {
 pub struct Report {
     /// Tasks given up on.
     pub tasks_given_up: u64,
+    /// Queues with due tasks that no live runner claims from: name and due tasks.
+    pub unclaimed_queues: Vec<(String, u64)>,
 }
 
 /// The service (see the module's documentation).
@@ -72,6 +88,13 @@ impl Service for Unserved {
 
     async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut report = Report::default();
+        let waited = super::ago(now, self.config.warn_after);
+        for q in self.store.queues(now).await? {
+            let long = q.oldest_due.is_some_and(|t| t <= waited);
+            if q.due > 0 && long && q.paused_on.is_none() && q.served_by == 0 {
+                report.unclaimed_queues.push((q.name, q.due));
+            }
+        }
         let live = self.store.live_runners().await?;
         let since = super::ago(now, self.config.horizon);
         let judged =
@@ -102,8 +125,21 @@ impl Service for Unserved {
 
 impl Summary for Report {
     fn summary(&self) -> Option<String> {
-        (self.tasks_given_up > 0).then(|| {
-            format!("gave up {} whose handler no live worker serves", crate::text::count(self.tasks_given_up, "task"))
-        })
+        let mut lines = Vec::new();
+        if self.tasks_given_up > 0 {
+            let n = crate::text::count(self.tasks_given_up, "task");
+            lines.push(format!("gave up {n} whose handler no live worker serves"));
+        }
+        for (name, due) in &self.unclaimed_queues {
+            lines.push(format!(
+                "queue {name} has {} due and no live worker claims from it: start one with --queues {name}, or * for every queue",
+                crate::text::count(*due, "task")
+            ));
+        }
+        (!lines.is_empty()).then(|| lines.join("; "))
+    }
+
+    fn warns(&self) -> bool {
+        !self.unclaimed_queues.is_empty()
     }
 }

@@ -50,6 +50,8 @@ pub(super) struct Claimer<'w> {
     /// The newest task's id at the last probe ([`crate::store::Store::newest_task_id`]) that
     /// saw it change; a claim follows each such probe, so none of those tasks waits for a poll.
     pub newest: TaskId,
+    /// The queues it claims from.
+    pub queues: super::queues::QueueChoice,
     /// Claims failed in a row.
     pub failures: u32,
     /// Whether the last claim touched a concurrency limit (a limited run may end elsewhere, and
@@ -91,7 +93,9 @@ impl Claimer<'_> {
             Err(step) => return step,
         };
         self.failures = 0;
-        if !claimed.is_empty() {
+        if claimed.is_empty() {
+            self.queues.found_nothing();
+        } else {
             // Held from its answer on: the run watch takes a run this worker does not hold for
             // an orphan and puts it back (then it must not start here).
             let in_flight = &self.runs.in_flight;
@@ -148,7 +152,13 @@ impl Claimer<'_> {
         if let Some(adds) = &mut self.local_adds {
             adds.borrow_and_update();
         }
-        let queues = cfg.queues.clone();
+        let (store, choice) = (self.worker.store.as_ref(), &mut self.queues);
+        let queues = tokio::select! {
+            biased;
+            r = self.exits.recv() => return Err(r.unwrap_or(ExitReason::Shutdown)),
+            _ = &mut self.shutdown => return Err(ExitReason::Shutdown),
+            q = choice.current(store) => q,
+        };
         let loaded = self.worker.loading.as_ref().is_none_or(|l| l.borrow().done);
         // Only tasks whose handler is loaded here: a worker without a handler leaves its tasks
         // to workers that have it (or, after a horizon, to the overseer).
@@ -255,12 +265,13 @@ impl Claimer<'_> {
         // Paused queues hold nothing a worker can run: they do not keep it draining.
         let due = tokio::select! {
             r = async {
-                if ask.queues.is_empty() {
+                if cfg.queues.is_empty() {
                     return Ok(false);
                 }
-                // Now, not the claim's time: a task due meanwhile keeps the drain going.
+                // Now, not the claim's time: a task due meanwhile keeps the drain going. The
+                // queues as given (`*` too), not as last read: a new queue keeps it going.
                 let until = self.worker.clock.now() + horizon;
-                self.worker.store.has_due_work_for(&ask.queues, handlers, until).await
+                self.worker.store.has_due_work_for(&cfg.queues, handlers, until).await
             } => r,
             _ = &mut self.shutdown => return Step::Exit(ExitReason::Shutdown, None),
         };

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::model::{RunnerId, DEFAULT_QUEUE};
+use crate::model::{RunnerId, EVERY_QUEUE};
 use crate::overseer::OverseerConfig;
 use crate::retry::Backoff;
 
@@ -12,7 +12,7 @@ use crate::retry::Backoff;
 pub struct WorkerConfig {
     /// Runs executed at once (at most the sandbox's pool of instances).
     pub concurrency: usize,
-    /// Queues to claim from.
+    /// Queues to claim from; `["*"]` ([`EVERY_QUEUE`], the default): every queue.
     pub queues: Vec<String>,
     /// How long an idle worker waits before looking for due runs again.
     pub poll_interval: Duration,
@@ -139,7 +139,7 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         WorkerConfig {
             concurrency: Self::DEFAULT_CONCURRENCY,
-            queues: vec![DEFAULT_QUEUE.to_string()],
+            queues: vec![EVERY_QUEUE.to_string()],
             poll_interval: Self::DEFAULT_POLL_INTERVAL,
             notified_poll_interval: Self::DEFAULT_NOTIFIED_POLL_INTERVAL,
             probe_interval: Self::DEFAULT_PROBE_INTERVAL,

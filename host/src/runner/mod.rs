@@ -28,6 +28,7 @@ mod heartbeat;
 mod parts;
 mod progress;
 mod put_back;
+mod queues;
 mod run_tasks;
 mod run_watch;
 mod writer;
@@ -127,6 +128,7 @@ impl Worker {
             local_adds: self.store.added_here(),
             loading: self.loading.clone(),
             newest: 0,
+            queues: queues::QueueChoice::new(&self.config.queues),
             failures: 0,
             limited: false,
         };
@@ -195,6 +197,9 @@ impl Worker {
         let host = crate::overseer::liveness::local_identity();
         let (pid, now) = (std::process::id(), self.clock.now());
         let runner_id = self.store.register_runner(pid, &host, now, self.config.runner_limit).await?;
+        if let Err(e) = self.store.set_runner_queues(runner_id, &self.config.queues).await {
+            tracing::warn!(runner_id, "could not record the queues this runner claims from: {e}");
+        }
         if let Err(e) = self.store.set_runner_handlers(runner_id, &self.catalog.served()).await {
             tracing::warn!(runner_id, "could not record the handlers this runner serves: {e}");
         }

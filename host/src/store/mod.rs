@@ -149,6 +149,10 @@ pub trait Store: Send + Sync + 'static {
     async fn live_runners(&self) -> Result<Vec<Runner>>;
     /// Runners (live or not) whose latest heartbeat is at or after `since`.
     async fn runners_seen_since(&self, since: DateTime<Utc>) -> Result<Vec<Runner>>;
+    /// Record the queues a runner claims from (`["*"]`: every queue).
+    async fn set_runner_queues(&self, runner: RunnerId, queues: &[String]) -> Result<()>;
+    /// The queues holding scheduled tasks, by name, at most `limit` of them.
+    async fn scheduled_queues(&self, limit: u32) -> Result<Vec<String>>;
     /// Record the handlers a runner serves, each with its component's digest.
     async fn set_runner_handlers(&self, runner: RunnerId, handlers: &Served) -> Result<()>;
 
@@ -394,12 +398,23 @@ pub struct QueueInfo {
     /// Runs in flight allowed across all workers, as this process's configuration says (the
     /// store leaves it None; [`crate::Client::queues`] fills it in).
     pub max_running: Option<u32>,
+    /// Live workers that claim from it (a worker of an older host, which does not say, counts).
+    pub served_by: u32,
 }
 
 impl QueueInfo {
     /// A queue that holds nothing.
     pub fn empty(name: String) -> Self {
-        QueueInfo { name, due: 0, later: 0, running: 0, oldest_due: None, paused_on: None, max_running: None }
+        QueueInfo {
+            name,
+            due: 0,
+            later: 0,
+            running: 0,
+            oldest_due: None,
+            paused_on: None,
+            max_running: None,
+            served_by: 0,
+        }
     }
 }
 

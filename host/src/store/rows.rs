@@ -121,6 +121,7 @@ pub fn runner(r: &impl Cells) -> Result<Runner> {
         status: status(r, RUNNERS, "status")?,
         heartbeat_on: time(r, RUNNERS, "heartbeat_on")?,
         handlers: r.text("handlers")?.and_then(|t| serde_json::from_str(&t).ok()),
+        queues: r.text("queues")?.and_then(|t| serde_json::from_str(&t).ok()),
     })
 }
 

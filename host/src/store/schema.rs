@@ -135,6 +135,7 @@ pub const TABLES: &[Table] = &[
             def("status", STATUS, "running"),
             col("heartbeat_on", Time),
             null("handlers", Text),
+            null("queues", Text),
         ],
     },
     Table {

@@ -305,8 +305,6 @@ async fn claim_in(
     only: Option<&[TaskId]>,
 ) -> Result<Vec<ClaimedRun>> {
     let now = req.now;
-    // One queue: an equality the claim index can seek on; several: a list.
-    let queue_cond = if req.queues.len() == 1 { "queue = $2" } else { "queue IN ($2)" };
     let handler_cond = if req.handlers.is_some() { "AND task_handler_class IN ($4)" } else { "" };
     let only_cond = if only.is_some() { "AND id IN ($5)" } else { "" };
     let scheduled = transitions::is::<SqliteDb>(TaskState::Scheduled);
@@ -318,10 +316,29 @@ async fn claim_in(
                    ELSE strftime('%Y-%m-%d %H:%M:%S', $1, '+' || min(task_queue.run_timeout, 3153600000) || ' seconds')
                         || substr($1, 20) END";
     let claimed = transitions::claimed_task("$7 + picked.n", "$6", "$1", timeout);
+    let first_due = |queue: &str| {
+        format!(
+            "SELECT id, priority, scheduled_on FROM task_queue
+             WHERE {scheduled} AND {queue} AND scheduled_on <= $1 AND {not_paused} {handler_cond} {only_cond}
+             ORDER BY priority, scheduled_on, id LIMIT $3"
+        )
+    };
+    // One queue: an equality the claim index seeks on, in claim order. A few: each queue's
+    // first due tasks so (`$9` on), then the first of them all; `queue IN (…)` sorted every due
+    // task of the queues instead (52 ms a claim against 0.1 ms, three queues holding 200,000),
+    // as it still does past `UNION_MOST` queues (SQLite allows 500 terms in a compound select).
+    const UNION_MOST: usize = 100;
+    let candidates = match req.queues.len() {
+        1 => first_due("queue = $2"),
+        n if n <= UNION_MOST => {
+            let each = (0..n).map(|i| format!("SELECT * FROM ({})", first_due(&format!("queue = ${}", 9 + i))));
+            each.collect::<Vec<_>>().join(" UNION ALL ")
+        }
+        _ => first_due("queue IN ($2)"),
+    };
     let pick = format!(
         "WITH picked AS (
-             SELECT id, row_number() OVER (ORDER BY priority, scheduled_on, id) AS n FROM task_queue
-             WHERE {scheduled} AND {queue_cond} AND scheduled_on <= $1 AND {not_paused} {handler_cond} {only_cond}
+             SELECT id, row_number() OVER (ORDER BY priority, scheduled_on, id) AS n FROM ({candidates})
              ORDER BY priority, scheduled_on, id LIMIT $3)
          UPDATE task_queue SET {claimed}
          FROM picked WHERE task_queue.id = picked.id
@@ -334,7 +351,7 @@ async fn claim_in(
         return Err(Error::CorruptRow { table: "task_counters", reason: "no task_runs counter".into() });
     };
     let queues = if req.queues.len() == 1 { Arg::from(&req.queues[0]) } else { Arg::Texts(req.queues) };
-    let args = [
+    let mut args = vec![
         Arg::Time(now),
         queues,
         Arg::from(req.limit),
@@ -344,6 +361,9 @@ async fn claim_in(
         Arg::from(last),
         Arg::Time(super::rows::timeout_on(now, None, req.default_timeout)),
     ];
+    if (2..=UNION_MOST).contains(&req.queues.len()) {
+        args.extend(req.queues.iter().map(Arg::from));
+    }
     let found = db.rows(Some(&mut *tx), &pick, &args).await?;
     if found.is_empty() {
         return Ok(Vec::new());

@@ -28,6 +28,8 @@ const hostile = await call('POST', '/tasks', { handler: 'echo', data: {
 const failing = await call('POST', '/tasks', { handler: 'fail', data: { retryable: false } });
 const mail = await call('POST', '/tasks', { tasks: ['a', 'b', 'needle'].map((to) => ({
   handler: 'echo', queue: 'mail', at: later, data: { to } })) });
+// Due in a queue the worker was not given.
+await call('POST', '/tasks', { handler: 'echo', queue: 'nobody' });
 
 const browser = await launch();
 const problems = [];
@@ -100,6 +102,8 @@ try {
   await page.click('tr[data-key="mail"] [data-action="pause"]');
   await page.waitForSelector('tr[data-key="mail"] .badge.paused', WAIT);
   done.paused = (await call('GET', '/queues')).queues.find((q) => q.name === 'mail').paused_on !== null;
+  await page.waitForSelector('tr[data-key="nobody"] .badge.unclaimed', WAIT);
+  done.unclaimed = await page.textContent('tr[data-key="nobody"] .badge.unclaimed');
   await shot(page, 'queues');
   await page.click('tr[data-key="mail"] [data-action="resume"]');
   await page.waitForSelector('tr[data-key="mail"] [data-action="pause"]', WAIT);

@@ -4,9 +4,11 @@
 
 mod control;
 mod lifecycle;
+mod queues;
 mod reads_and_upkeep;
 pub use control::*;
 pub use lifecycle::*;
+pub use queues::*;
 pub use reads_and_upkeep::*;
 
 use std::time::Duration;
@@ -509,6 +511,7 @@ macro_rules! store_suite {
         case!(failed_tasks_are_planned_once);
         case!(a_late_outcome_of_a_run_put_back_is_ignored);
         case!(queues_are_paused_resumed_and_listed);
+        case!(queues_holding_scheduled_tasks_are_listed_and_each_counts_the_live_runners_claiming_from_it);
         case!(dead_letters_are_replayed_and_finished_tasks_deleted_in_bulk);
         case!(schedules_queue_each_slot_once_even_when_overseers_race);
         case!(cancelled_tasks_never_run_and_their_late_outcomes_are_ignored);

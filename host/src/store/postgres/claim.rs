@@ -42,9 +42,6 @@ impl PostgresDb {
 /// limit, `$5` the runner, `$6` the default timeout in seconds, `$7` the handlers or NULL, `$8`
 /// the tasks to claim among (`of_these`).
 fn claim_sql(one_queue: bool, of_these: bool) -> String {
-    // One queue: an equality, so the claim index yields rows already in claim order (with
-    // `= ANY(array)` the planner scans and sorts every due task instead).
-    let queue_cond = if one_queue { "queue = $2" } else { "queue = ANY($4)" };
     // Its own statement (not `$8 IS NULL OR …`): the plan is generic, and must stay the
     // fast one for the claims without it.
     let only_cond = if of_these { "AND id = ANY($8)" } else { "" };
@@ -59,17 +56,36 @@ fn claim_sql(one_queue: bool, of_these: bool) -> String {
     // Its runner's row, shared-locked and only while it is running: a claim that reaches the
     // server after an overseer timed the runner out (a retransmission after a partition)
     // claims nothing, and one before makes the time-out wait for it and then see its runs.
-    format!(
-        "WITH me AS (SELECT id FROM task_runners WHERE id = $5 AND status = {RUNNER_RUNNING} FOR SHARE),
-         picked AS (
-             SELECT id FROM task_queue
-             WHERE {scheduled} AND {queue_cond} AND scheduled_on <= $1 AND {not_paused}
+    let first_due = |queue: &str, lock: &str| {
+        format!(
+            "SELECT id, priority, scheduled_on FROM task_queue
+             WHERE {scheduled} AND queue = {queue} AND scheduled_on <= $1 AND {not_paused}
                AND ($7::text[] IS NULL OR task_handler_class = ANY($7)) {only_cond}
                AND EXISTS (SELECT 1 FROM me)
              ORDER BY priority, scheduled_on, id
-             LIMIT $3
-             FOR UPDATE SKIP LOCKED
-         ),
+             LIMIT $3 {lock}"
+        )
+    };
+    // One queue: an equality, so the claim index yields rows already in claim order. Several:
+    // each queue's first due tasks so (a seek each), in claim order, locked one by one as they
+    // are taken (so a claim beside it skips only what this one takes); with `queue = ANY($4)`
+    // the planner sorted every due task of the queues instead (105 ms a claim against 0.5 ms,
+    // three queues holding 200,000). A row taken meanwhile is seen again as it is now.
+    let picked = if one_queue {
+        first_due("$2", "FOR UPDATE SKIP LOCKED")
+    } else {
+        format!(
+            "SELECT task_queue.id FROM unnest($4::text[]) AS qn (name)
+             CROSS JOIN LATERAL ({}) t JOIN task_queue ON task_queue.id = t.id
+             WHERE {scheduled}
+             ORDER BY t.priority, t.scheduled_on, t.id LIMIT $3
+             FOR UPDATE OF task_queue SKIP LOCKED",
+            first_due("qn.name", "")
+        )
+    };
+    format!(
+        "WITH me AS (SELECT id FROM task_runners WHERE id = $5 AND status = {RUNNER_RUNNING} FOR SHARE),
+         picked AS ({picked}),
          q AS (
              UPDATE task_queue SET {claimed} WHERE id = ANY(ARRAY(SELECT id FROM picked))
              RETURNING {CLAIM_COLUMNS}, run_id AS started_id, run_attempt AS attempt

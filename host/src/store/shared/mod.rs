@@ -183,6 +183,14 @@ impl<D: Dialect> Store for SqlStore<D> {
         runners::seen_since(&self.db, since).await
     }
 
+    async fn set_runner_queues(&self, runner: RunnerId, queues: &[String]) -> Result<()> {
+        runners::set_queues(&self.db, runner, queues).await
+    }
+
+    async fn scheduled_queues(&self, limit: u32) -> Result<Vec<String>> {
+        queues::scheduled_names(&self.db, limit).await
+    }
+
     async fn set_runner_handlers(&self, runner: RunnerId, handlers: &Served) -> Result<()> {
         runners::set_handlers(&self.db, runner, handlers).await
     }

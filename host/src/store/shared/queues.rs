@@ -41,6 +41,23 @@ pub async fn paused<D: Dialect>(db: &D) -> Result<Vec<String>> {
     found.iter().map(|r| Ok(r.text("queue")?.unwrap_or_default())).collect()
 }
 
+/// The queues that hold scheduled tasks (due or not, paused or not), by name, at most `limit`:
+/// what a worker of every queue claims from. One index seek a queue (a loose scan of the claim
+/// index), however many tasks each holds.
+pub async fn scheduled_names<D: Dialect>(db: &D, limit: u32) -> Result<Vec<String>> {
+    let scheduled = is::<D>(TaskState::Scheduled);
+    let sql = format!(
+        "WITH RECURSIVE q (name) AS (
+             SELECT min(queue) FROM task_queue WHERE {scheduled}
+             UNION ALL
+             SELECT (SELECT min(queue) FROM task_queue WHERE {scheduled} AND queue > q.name)
+             FROM q WHERE q.name IS NOT NULL)
+         SELECT name FROM q WHERE name IS NOT NULL LIMIT $1"
+    );
+    let found = db.rows(None, &sql, args![limit]).await?;
+    found.iter().map(|r| Ok(r.text("name")?.unwrap_or_default())).collect()
+}
+
 /// Every queue that holds unfinished tasks or is paused, by name.
 pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<QueueInfo>> {
     let scheduled = is::<D>(TaskState::Scheduled);
@@ -64,6 +81,7 @@ pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<QueueInf
             oldest_due: r.time("oldest_due")?,
             paused_on: None,
             max_running: None,
+            served_by: 0,
         });
     }
     let pauses = db.rows(None, "SELECT queue, paused_on FROM task_queue_pauses", &[]).await?;
@@ -74,6 +92,10 @@ pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<QueueInf
             Some(q) => q.paused_on = paused_on,
             None => queues.push(QueueInfo { paused_on, ..QueueInfo::empty(name) }),
         }
+    }
+    let live = super::runners::live(db).await?;
+    for q in &mut queues {
+        q.served_by = live.iter().filter(|r| r.claims_from(&q.name)).count() as u32;
     }
     queues.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(queues)

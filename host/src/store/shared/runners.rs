@@ -88,6 +88,13 @@ pub async fn set_handlers<D: Dialect>(db: &D, runner: RunnerId, handlers: &Serve
         .await
 }
 
+/// Record the queues a runner claims from (`["*"]`: every queue).
+pub async fn set_queues<D: Dialect>(db: &D, runner: RunnerId, queues: &[String]) -> Result<()> {
+    let json = serde_json::to_string(queues).map_err(|e| Error::invalid("queues", e.to_string()))?;
+    let sql = "UPDATE task_runners SET queues = $1 WHERE id = $2";
+    db.exec(None, sql, args![json.as_str(), runner]).await.map(drop)
+}
+
 /// Mark runners timed out, and their running runs with them; how many runs.
 pub async fn time_out<D: Dialect>(db: &D, runners: &[RunnerId], now: DateTime<Utc>) -> Result<u64> {
     if runners.is_empty() {

@@ -74,7 +74,7 @@ pub async fn running_of<D: Dialect>(db: &D, runner: RunnerId) -> Result<Vec<RunI
     db.rows(None, &sql, args![runner]).await?.iter().map(|r| rows::id(r, "id")).collect()
 }
 
-/// Whether a scheduled task of `queues` is due, a task of them is running, or a failed task
+/// Whether a scheduled task of `queues` (as a worker names them: `*` is every queue) is due, a task of them is running, or a failed task
 /// awaits its retry. Three probes, each of a partial index (on PostgreSQL an OR of
 /// statuses scanned the whole table).
 pub async fn has_due_work<D: Dialect>(
@@ -88,11 +88,13 @@ pub async fn has_due_work<D: Dialect>(
     let not_paused = transitions::NOT_PAUSED;
     let running = transitions::is::<D>(TaskState::Running);
     let of_handlers = if handlers.is_some() { " AND task_handler_class IN ($3)" } else { "" };
+    let every = queues.iter().any(|q| q == crate::model::EVERY_QUEUE);
+    let of_queues = if every { "" } else { " AND queue IN ($2)" };
     let sql = format!(
         "SELECT CASE WHEN
              EXISTS (SELECT 1 FROM task_queue
-                     WHERE {scheduled} AND scheduled_on <= $1 AND queue IN ($2) AND {not_paused}{of_handlers})
-             OR EXISTS (SELECT 1 FROM task_queue WHERE {running} AND queue IN ($2) AND {not_paused})
+                     WHERE {scheduled} AND scheduled_on <= $1{of_queues} AND {not_paused}{of_handlers})
+             OR EXISTS (SELECT 1 FROM task_queue WHERE {running}{of_queues} AND {not_paused})
              OR EXISTS (SELECT 1 FROM task_queue WHERE {awaiting_retry}{of_handlers})
          THEN 1 ELSE 0 END AS due"
     );

@@ -1,0 +1,59 @@
+//! The queues a worker claims from: the names it was given, or, given `*` (the default), every
+//! queue that holds scheduled tasks, as the database lists them ([`Store::scheduled_queues`],
+//! one index seek a queue). The list is read again before the claim that follows an empty one
+//! (so a task in a new queue is claimed as soon as an idle worker wakes for it) and at least
+//! every [`QueueChoice::REFRESH`] while the worker is busy; each claim stays one statement over
+//! named queues, which the claim index serves in order.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::model::EVERY_QUEUE;
+use crate::store::Store;
+
+/// The queues of a worker, as given and as last read.
+pub(super) struct QueueChoice {
+    every: bool,
+    /// The names given, or the queues read when `every`.
+    names: Vec<String>,
+    /// When `every`: until when `names` is taken as current (None: read before the next claim).
+    fresh_until: Option<Instant>,
+}
+
+impl QueueChoice {
+    /// How long a busy worker of every queue claims from the queues it read, at most.
+    pub const REFRESH: Duration = Duration::from_secs(1);
+    /// Most queues a worker of every queue claims from (a claim names each).
+    pub const MOST: u32 = 10_000;
+
+    /// The queues `given` (`["*"]`: every queue).
+    pub fn new(given: &[String]) -> Self {
+        let every = given.iter().any(|q| q == EVERY_QUEUE);
+        let mut names = if every { Vec::new() } else { given.to_vec() };
+        // Each once: a claim seeks each queue it names.
+        names.sort();
+        names.dedup();
+        QueueChoice { every, names, fresh_until: None }
+    }
+
+    /// The queues to claim from now, read again when due. When the database fails the read,
+    /// the last list stands (the claim then meets the same failure and backs off).
+    pub async fn current(&mut self, store: &dyn Store) -> Vec<String> {
+        if self.every && self.fresh_until.is_none_or(|t| Instant::now() >= t) {
+            match store.scheduled_queues(Self::MOST).await {
+                Ok(names) => {
+                    self.names = names;
+                    self.fresh_until = Some(Instant::now() + Self::REFRESH);
+                }
+                Err(e) => tracing::debug!("listing the queues failed: {e}"),
+            }
+        }
+        self.names.clone()
+    }
+
+    /// The last claim found nothing: read the queues again before the next one.
+    pub fn found_nothing(&mut self) {
+        self.fresh_until = None;
+    }
+}
