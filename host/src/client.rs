@@ -43,11 +43,14 @@ fn check_filters(filters: &[(&'static str, Option<&str>)]) -> Result<()> {
     Ok(())
 }
 
-/// A task's retries and run timeout within the documented ranges: a run timeout under a second
-/// would end every run at once, and the database holds retries as a 32-bit signed integer.
+/// A task's attempts and run timeout within the documented ranges: a run timeout under a second
+/// would end every run at once, and the database holds attempts as a 32-bit signed integer.
 fn check_numbers(t: &NewTask) -> Result<()> {
-    if i32::try_from(t.max_retries).is_err() {
-        return Err(Error::invalid("max_retries", format!("{} is over the maximum of {}", t.max_retries, i32::MAX)));
+    if t.max_attempts == 0 {
+        return Err(Error::invalid("max_attempts", "0 is under the minimum of 1 (the first run is an attempt)"));
+    }
+    if i32::try_from(t.max_attempts).is_err() {
+        return Err(Error::invalid("max_attempts", format!("{} is over the maximum of {}", t.max_attempts, i32::MAX)));
     }
     if let Some(timeout) = t.run_timeout {
         let (min, max) = (Client::MIN_RUN_TIMEOUT, Client::MAX_RUN_TIMEOUT);

@@ -38,7 +38,7 @@ pub async fn run(app: &App) -> Result<()> {
         NewTask::new("word-count", r#"{"text": "the quick brown fox jumps over the lazy dog"}"#).with_queued_by("demo"),
         NewTask::new("echo", r#"{"progress": [25, 50, 75], "partial": {"step": "halfway"}, "hello": "world"}"#),
         NewTask::new("noop", "{}").with_priority(-5),
-        NewTask::new("fail", "{}").with_max_retries(3).with_backoff(quick_retries),
+        NewTask::new("fail", "{}").with_max_attempts(3).with_backoff(quick_retries),
         NewTask::new("fail", r#"{"retryable": false}"#),
         NewTask::new("word-count", r#"{"text": 42}"#),
         NewTask::new("noop", "{}").with_scheduled_on(app.client.now() + chrono::Duration::hours(1)),

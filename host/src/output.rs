@@ -124,7 +124,7 @@ pub fn task_table(rows: &[(Task, Vec<Run>)]) -> String {
             t.priority,
             t.scheduled_on.format("%Y-%m-%d %H:%M:%S").to_string(),
             t.state.as_str(),
-            format!("{}/{}", t.task_runs_failed, t.max_retries),
+            format!("{}/{}", t.task_runs_failed, t.max_attempts),
             runs.len(),
             progress,
             clip(&outcome_of(t, runs), 70)
@@ -147,8 +147,8 @@ pub fn task_detail(t: &Task, runs: &[Run]) -> String {
     let _ = writeln!(out, "task {}  handler {}  queue {}  priority {}", t.id, t.handler, t.queue, t.priority);
     let _ = writeln!(
         out,
-        "  state       {}  (last run {}, failed {}/{})",
-        t.state, t.last_status, t.task_runs_failed, t.max_retries
+        "  state       {}  (last run {}, {} of {} attempts failed)",
+        t.state, t.last_status, t.task_runs_failed, t.max_attempts
     );
     let _ = writeln!(out, "  queued      {} by {}", t.queued_on, t.queued_by.as_deref().unwrap_or("-"));
     let _ = writeln!(out, "  scheduled   {}", t.scheduled_on);

@@ -59,16 +59,16 @@ impl Default for Backoff {
 /// What happens after a failed run.
 ///
 /// `failures` counts the consecutive failures including this one. The task gives up when the
-/// error is not retryable or when it has failed `max_retries` times in a row.
+/// error is not retryable or when it has failed `max_attempts` times in a row.
 pub fn decide(
     failures: u32,
-    max_retries: u32,
+    max_attempts: u32,
     retryable: bool,
     backoff: &Backoff,
     now: DateTime<Utc>,
     unit: f64,
 ) -> NextStep {
-    if !retryable || failures >= max_retries {
+    if !retryable || failures >= max_attempts {
         return NextStep::GiveUp;
     }
     let delay = backoff.delay(failures, unit);
@@ -113,7 +113,7 @@ mod tests {
     }
 
     #[test]
-    fn gives_up_at_max_retries() {
+    fn gives_up_at_max_attempts() {
         let now = Utc::now();
         assert_eq!(decide(5, 5, true, &no_jitter(), now, 0.5), NextStep::GiveUp);
         assert_eq!(decide(0, 0, true, &no_jitter(), now, 0.5), NextStep::GiveUp);

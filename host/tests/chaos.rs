@@ -184,7 +184,7 @@ async fn add_tasks(env: &Env, n: usize) {
                 0 => 4_000 + rand::random::<u64>() % 10_000,
                 _ => 100 + rand::random::<u64>() % 500,
             };
-            NewTask::new("witness", format!(r#"{{"dir": "/out", "ms": {ms}}}"#)).with_max_retries(20)
+            NewTask::new("witness", format!(r#"{{"dir": "/out", "ms": {ms}}}"#)).with_max_attempts(20)
         })
         .collect();
     env.app.client.add_many(tasks).await.expect("add");

@@ -22,7 +22,7 @@ async fn run_status(store: &SharedStore, task: i64) -> Option<RunStatus> {
 async fn add_prints_the_id_and_a_draining_worker_runs_the_tasks() {
     let env = Env::new(&["word-count", "echo"]).await;
     let a = add(&env, &["word-count", "--data", r#"{"text": "a b c"}"#, "--queued-by", "cli-test"]);
-    let b = add(&env, &["echo", "--priority", "-3", "--max-retries", "2"]);
+    let b = add(&env, &["echo", "--priority", "-3", "--max-attempts", "2"]);
     assert_eq!(b, a + 1);
     let o = run(&env, &["worker", "--drain", "--concurrency", "2", "--log", "info"]);
     let err = stderr(&o);
@@ -314,7 +314,7 @@ async fn run_once_and_plugins_run_without_a_database() {
 async fn sigterm_lets_the_in_flight_run_finish_then_the_runner_ends_cleanly() {
     let mut env = Env::new(&["spin"]).await;
     env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"1500ms\"\n").await;
-    let id = add(&env, &["spin", "--max-retries", "1"]);
+    let id = add(&env, &["spin", "--max-attempts", "1"]);
     let store = open(&env).await;
     let worker = spawn_worker(&env, &["--shutdown-grace", "30s"]);
     wait_until(Duration::from_secs(30), "the run is running", || async {
@@ -424,10 +424,10 @@ async fn hostile_guests_leave_the_worker_up_with_bounded_memory() {
     env.write_manifest("spin", "[limits]\nfuel = 50_000_000\n");
     let mut hostile = Vec::new();
     for _ in 0..8 {
-        hostile.push(add(&env, &["memory-hog", "--max-retries", "1"]));
+        hostile.push(add(&env, &["memory-hog", "--max-attempts", "1"]));
     }
     for name in ["spin", "stack-overflow", "trap", "spin", "stack-overflow", "trap"] {
-        hostile.push(add(&env, &[name, "--max-retries", "1"]));
+        hostile.push(add(&env, &[name, "--max-attempts", "1"]));
     }
     hostile.push(add(&env, &["probe", "--data", r#"{"log_lines": 50000}"#]));
     let good: Vec<i64> =

@@ -24,7 +24,7 @@ fn peak_rss(pid: u32) -> u64 {
 /// Run hogs (each grows to the default 256 MiB limit) and good tasks through one worker with
 /// `args`; returns its peak resident memory and its stderr once the tasks are done.
 async fn hogs_through_a_worker(env: &Env, hogs: usize, args: &[&str]) -> (u64, String) {
-    let mut ids: Vec<i64> = (0..hogs).map(|_| add(env, &["memory-hog", "--max-retries", "1"])).collect();
+    let mut ids: Vec<i64> = (0..hogs).map(|_| add(env, &["memory-hog", "--max-attempts", "1"])).collect();
     ids.extend((0..5).map(|i| add(env, &["echo", "--data", &format!(r#"{{"i": {i}}}"#)])));
     let mut child = common::taskhost_command(env)
         .arg("worker")

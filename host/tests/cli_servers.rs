@@ -82,7 +82,7 @@ async fn a_worker_process_sheds_poison_outcomes_and_stops_on_sigterm(env: Env) {
     let mut tasks = Vec::new();
     for round in 0..4 {
         for data in &poison_data {
-            tasks.push(NewTask::new("flood", data.to_string()).with_max_retries(0));
+            tasks.push(NewTask::new("flood", data.to_string()).with_max_attempts(1));
         }
         tasks.extend((0..20).map(|i| NewTask::new("echo", format!(r#"{{"round": {round}, "i": {i}}}"#))));
     }

@@ -51,7 +51,7 @@ async fn a_live_worker_two_minutes_slow_is_not_declared_dead(db: Db) {
          [overseer.liveness]\ninterval = \"1s\"\nheartbeat_horizon = \"4s\"\n",
     )
     .await;
-    let id = add(&env, &["spin", "--data", "{}", "--max-retries", "0"]);
+    let id = add(&env, &["spin", "--data", "{}", "--max-attempts", "1"]);
     let args = ["--no-overseer", "--heartbeat-interval", "1s", "--heartbeat-horizon", "4s", "--log", "info"];
     let worker = Killed(Some(skewed_worker(&env, "-2m", &args)));
     let overseer =

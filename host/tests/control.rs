@@ -68,8 +68,8 @@ async fn limits_hold_across_worker_processes(db: Db) {
     let client = &env.app.client;
     let mut tasks = Vec::new();
     for _ in 0..6 {
-        tasks.push(NewTask::new("spin", "{}").with_queue("api").with_max_retries(0));
-        tasks.push(NewTask::new("spin", "{}").with_queue("bulk").with_max_retries(0));
+        tasks.push(NewTask::new("spin", "{}").with_queue("api").with_max_attempts(1));
+        tasks.push(NewTask::new("spin", "{}").with_queue("bulk").with_max_attempts(1));
         tasks.push(NewTask::new("echo", "{}").with_queue("bulk"));
     }
     client.add_many(tasks).await.expect("add");

@@ -52,10 +52,10 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
     assert!(schedules[0].paused_on.is_some(), "the schedule was paused");
     let all = client.list(&taskhost::model::TaskFilter::default()).await.expect("list");
     assert!(all.iter().any(|t| t.queued_by.as_deref() == Some("schedule:nightly")), "the schedule was triggered");
-    // `fail` with retryable false: given up at its first failure, of the default three allowed;
+    // `fail` with retryable false: given up at its first failure, of the default attempts;
     // the time beside how long ago (hh:mm:ss today).
     let row = done["dead_row"].as_str().unwrap_or_default();
-    let failures = format!("1 / {}", taskhost::model::DEFAULT_MAX_RETRIES);
+    let failures = format!("1 / {}", taskhost::model::DEFAULT_MAX_ATTEMPTS);
     assert!(row.contains(&failures), "{row}");
     assert!(row.contains("demo-failure: "), "the dead letters page shows the last error: {row}");
     let chars: Vec<char> = row.chars().collect();

@@ -159,6 +159,35 @@ async fn every_queue_is_spelled_alone_and_is_no_queue_s_name() {
     assert!(env.app.client.queues().await.expect("queues").is_empty(), "nothing was queued");
 }
 
+/// One name for attempts: `--max-attempts` counts the runs a task may have, the first included;
+/// the old `--max-retries` (and `max_retries` in a `--many` line) is read as the same number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attempts_have_one_name_and_the_old_one_is_read_as_the_same_number() {
+    let env = Env::new(&["echo"]).await;
+    let attempts_of = |args: &[&str]| {
+        let id = common::process::add(&env, args).to_string();
+        let o = taskhost_command(&env).args(["show", &id, "--json"]).output().expect("run");
+        let shown: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        shown["task"]["max_attempts"].as_u64()
+    };
+    let default = u64::from(taskhost::model::DEFAULT_MAX_ATTEMPTS);
+    assert_eq!(attempts_of(&["echo"]), Some(default));
+    assert_eq!(attempts_of(&["echo", "--max-attempts", "3"]), Some(3));
+    assert_eq!(attempts_of(&["echo", "--max-retries", "3"]), Some(3));
+    assert_eq!(attempts_of(&["echo", "--max-retries", "0"]), Some(1), "0 allowed one run");
+    let o = taskhost_command(&env).args(["add", "echo", "--max-attempts", "0"]).output().expect("run");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("max_attempts: 0 is under the minimum of 1"), "{}", stderr(&o));
+    let both = ["add", "echo", "--max-attempts", "3", "--max-retries", "3"];
+    assert_eq!(taskhost_command(&env).args(both).output().expect("run").status.code(), Some(2));
+    let lines = env.dir.path().join("lines.jsonl");
+    std::fs::write(&lines, "{\"handler\": \"echo\", \"max_retries\": 7}\n").expect("write");
+    let o = taskhost_command(&env).args(["add", "--many"]).arg(&lines).output().expect("run");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = env.app.client.list(&taskhost::model::TaskFilter::default()).await.expect("list");
+    assert!(listed.iter().any(|t| t.max_attempts == 7), "{listed:?}");
+}
+
 on_every_database!(
     a_task_of_a_plugin_ready_after_the_worker_started_is_claimed_as_it_is_ready,
     a_worker_given_no_queues_claims_from_every_queue_even_one_first_used_while_it_runs,

@@ -11,7 +11,7 @@ use taskhost::sandbox::{Limits, RunControl};
 
 /// Queue one `flood` task with `data`, drain, and return its only run.
 async fn flood(env: &Env, data: serde_json::Value) -> taskhost::model::Run {
-    let id = env.app.client.add(NewTask::new("flood", data.to_string()).with_max_retries(1)).await.expect("add").id;
+    let id = env.app.client.add(NewTask::new("flood", data.to_string()).with_max_attempts(1)).await.expect("add").id;
     env.drain(drain_config()).await;
     env.app.client.show(id).await.expect("show").1.remove(0)
 }
@@ -276,7 +276,7 @@ async fn a_guest_holding_too_many_handles_is_stopped() {
         let data = serde_json::json!({ "pollables": n }).to_string();
         let env = &env;
         async move {
-            let id = env.app.client.add(NewTask::new("probe", data).with_max_retries(1)).await.expect("add").id;
+            let id = env.app.client.add(NewTask::new("probe", data).with_max_attempts(1)).await.expect("add").id;
             env.drain(drain_config()).await;
             env.app.client.show(id).await.expect("show").1.remove(0)
         }

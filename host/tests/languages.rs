@@ -69,7 +69,7 @@ async fn an_uncaught_exception_ends_the_same_way_in_every_language() {
         [("py-stats", r#"{"crash": "py-boom"}"#), ("js-words", r#"{"crash": "js-boom"}"#), ("trap", r#""panic""#)]
     {
         // The retry is an hour away, so the drain cannot run it however slow the first runs are.
-        let task = NewTask::new(handler, data).with_max_retries(2).with_backoff(an_hour);
+        let task = NewTask::new(handler, data).with_max_attempts(2).with_backoff(an_hour);
         ids.push(env.app.client.add(task).await.expect("add").id);
     }
     env.drain(drain_config()).await;
@@ -84,7 +84,7 @@ async fn an_uncaught_exception_ends_the_same_way_in_every_language() {
         let message = runs[0].error_message.as_deref().unwrap_or("");
         assert_eq!(runs[0].error_code.as_deref(), Some("uncaught-exception"), "{message}");
         assert_eq!(runs.len(), 1, "{runs:?}");
-        assert_eq!((task.last_status, task.task_runs_failed), (RunStatus::Scheduled, 1), "retried (max_retries 2)");
+        assert_eq!((task.last_status, task.task_runs_failed), (RunStatus::Scheduled, 1), "retried (max_attempts 2)");
         assert!(message.starts_with(start), "{message}");
         for noise in ["unreachable", "runtime/src/lib.rs", "RUST_BACKTRACE", "the guest's last output"] {
             assert!(!message.contains(noise), "{noise} in {message}");

@@ -36,7 +36,7 @@ async fn fetch(env: &Env, data: serde_json::Value) -> Run {
 }
 
 async fn run_once(env: &Env, handler: &str, data: serde_json::Value) -> Run {
-    let id = env.app.client.add(NewTask::new(handler, data.to_string()).with_max_retries(1)).await.expect("add").id;
+    let id = env.app.client.add(NewTask::new(handler, data.to_string()).with_max_attempts(1)).await.expect("add").id;
     let next = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
     let report = env.drain(drain_config()).await;
     assert_eq!(report.runs_finished, 2, "{report:?}");
@@ -181,6 +181,21 @@ async fn a_huge_response_or_request_ends_with_http_limit() {
         let run = fetch(&env, data.clone()).await;
         assert_eq!((run.status, code(&run)), (RunStatus::Error, Some("http-limit")), "{data}: {run:?}");
         assert!(run.error_message.as_deref().unwrap_or("").contains(says), "{data}: {:?}", run.error_message);
+    }
+}
+
+/// 20 MB sent under the default bound (1 MiB), with a length or without: the host's limit, named,
+/// not the guest's own connection error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_body_of_20_mb_under_the_default_bound_ends_with_http_limit() {
+    let server = HttpServer::start("127.0.0.1").await;
+    let env = env_with(&grant(&format!("[\"{}\"]", server.url("")), "")).await;
+    for chunked in [false, true] {
+        let data = json!({"url": server.url("/echo"), "method": "POST", "body_bytes": 20_000_000, "chunked": chunked});
+        let run = fetch(&env, data.clone()).await;
+        assert_eq!((run.status, code(&run)), (RunStatus::Error, Some("http-limit")), "{data}: {run:?}");
+        let message = run.error_message.as_deref().unwrap_or("");
+        assert!(message.contains("max_request_bytes of 1048576"), "{data}: {message}");
     }
 }
 

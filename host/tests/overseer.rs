@@ -134,10 +134,10 @@ async fn a_run_past_its_run_timeout_is_timed_out_and_retried(db: Db) {
     assert_eq!(env.app.client.show(id).await.expect("show").0.last_status, RunStatus::Success);
 }
 
-async fn timeouts_past_max_retries_make_a_dead_letter(db: Db) {
+async fn timeouts_past_max_attempts_make_a_dead_letter(db: Db) {
     let (env, clock) = Env::manual_on(db, &["echo"]).await;
     let store = env.app.store.clone();
-    let id = env.app.client.add(NewTask::new("echo", "{}").with_max_retries(1)).await.expect("add").id;
+    let id = env.app.client.add(NewTask::new("echo", "{}").with_max_attempts(1)).await.expect("add").id;
     let ghost = store.register_runner(1, "another-machine", clock.now(), 8).await.expect("register");
     store.claim(ghost, &["default".into()], 1, clock.now(), DAY).await.expect("claim");
     store.time_out_runners(&[ghost], clock.now()).await.expect("timeout");
@@ -310,7 +310,7 @@ on_every_database!(
     a_runner_of_the_same_host_name_in_another_pid_namespace_is_not_judged_by_its_pid,
     a_run_left_running_under_a_runner_no_longer_running_is_timed_out_and_retried,
     a_run_past_its_run_timeout_is_timed_out_and_retried,
-    timeouts_past_max_retries_make_a_dead_letter,
+    timeouts_past_max_attempts_make_a_dead_letter,
     rotation_deletes_old_successful_tasks_and_keeps_the_rest,
     statistics_older_than_two_hours_are_merged_into_hours_and_read_the_same,
     a_worker_runs_the_overseer_and_recovers_a_dead_runners_task,

@@ -40,7 +40,7 @@ const LONG_SPIN: &str = "[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\nd
 async fn a_run_is_stopped_at_its_run_timeout_by_its_own_worker(mut env: Env) {
     env.set_config(LONG_SPIN).await;
     let quick = BackoffSettings { base_ms: Some(1), max_ms: Some(1) };
-    let task = NewTask::new("spin", "{}").with_run_timeout(Duration::from_secs(2)).with_max_retries(2);
+    let task = NewTask::new("spin", "{}").with_run_timeout(Duration::from_secs(2)).with_max_attempts(2);
     let id = env.app.client.add(task.with_backoff(quick)).await.expect("add").id;
     let started = Instant::now();
     env.drain(WorkerConfig { drain_horizon: Duration::from_secs(5), ..drain_config() }).await;
@@ -126,7 +126,7 @@ async fn poison_outcomes_never_wedge_the_worker(env: Env) {
         serde_json::json!({"log": "a\u{0}b", "code": "x\u{0}y", "message": "m\u{0}"}),
         serde_json::json!({"log_bytes": 70_000, "code": "after-a-long-line"}),
     ] {
-        let t = NewTask::new("flood", data.to_string()).with_max_retries(1);
+        let t = NewTask::new("flood", data.to_string()).with_max_attempts(1);
         poison.push(env.app.client.add(t).await.expect("add").id);
     }
     let good: Vec<_> = (0..20).map(|i| NewTask::new("echo", format!(r#"{{"i": {i}}}"#))).collect::<Vec<_>>();

@@ -8,7 +8,7 @@ use taskhost::model::{NewTask, RunStatus};
 use taskhost::sandbox::{GuestOutcome, RunControl, RunInput};
 
 async fn run_one(env: &Env, handler: &str, data: &str) -> taskhost::model::Run {
-    let id = env.app.client.add(NewTask::new(handler, data).with_max_retries(1)).await.expect("add").id;
+    let id = env.app.client.add(NewTask::new(handler, data).with_max_attempts(1)).await.expect("add").id;
     // A good task after the bad one: the worker must still run it.
     let next = env.app.client.add(NewTask::new("echo", r#"{"after": true}"#)).await.expect("add").id;
     let report = env.drain(drain_config()).await;
@@ -141,7 +141,7 @@ async fn a_broken_replacement_keeps_the_previous_good_version() {
 
 /// Run one probe task to its end and return its only run.
 async fn probe(env: &Env, data: serde_json::Value) -> taskhost::model::Run {
-    let id = env.app.client.add(NewTask::new("probe", data.to_string()).with_max_retries(1)).await.expect("add").id;
+    let id = env.app.client.add(NewTask::new("probe", data.to_string()).with_max_attempts(1)).await.expect("add").id;
     env.drain(drain_config()).await;
     env.app.client.show(id).await.expect("show").1.remove(0)
 }

@@ -153,8 +153,10 @@ async fn field_errors_name_the_field_and_numbers_are_held_to_their_ranges() {
         (r#"{"handler": "echo", "priority": "high"}"#, "\"priority\": invalid type"),
         (r#"{"handler": "echo", "run_timeout": "0s"}"#, "invalid run_timeout: 0s is out of range (1s to 1year)"),
         (r#"{"handler": "echo", "run_timeout": "1ns"}"#, "invalid run_timeout"),
-        (r#"{"handler": "echo", "max_retries": 2147483648}"#, "invalid max_retries: 2147483648 is over the maximum"),
-        (r#"{"handler": "echo", "max_retries": 4294967296}"#, "\"max_retries\": invalid value"),
+        (r#"{"handler": "echo", "max_attempts": 2147483648}"#, "invalid max_attempts: 2147483648 is over the maximum"),
+        (r#"{"handler": "echo", "max_attempts": 4294967296}"#, "\"max_attempts\": invalid value"),
+        (r#"{"handler": "echo", "max_attempts": 0}"#, "invalid max_attempts: 0 is under the minimum of 1"),
+        (r#"{"handler": "echo", "max_attempts": 2, "max_retries": 2}"#, "or its old name \"max_retries\", not both"),
         (r#"{"tasks": [{"handler": "echo"}, {"handler": "echo", "queue": 7}]}"#, "tasks[1]: \"queue\": invalid type"),
     ] {
         let (status, answer) = served.call("POST", "/tasks", None, Some(body));
@@ -166,8 +168,16 @@ async fn field_errors_name_the_field_and_numbers_are_held_to_their_ranges() {
     let message = answer["error"]["message"].as_str().unwrap_or_default();
     assert!(status == 400 && message.starts_with("\"queue\": invalid type"), "{answer}");
     assert_eq!(env.app.client.store().counts().await.expect("counts").scheduled, 0, "nothing was queued");
-    let ok = r#"{"handler": "echo", "run_timeout": "1s", "max_retries": 2147483647}"#;
+    let ok = r#"{"handler": "echo", "run_timeout": "1s", "max_attempts": 2147483647}"#;
     assert_eq!(served.call("POST", "/tasks", None, Some(ok)).0, 201, "the bounds themselves are accepted");
+    // The old name is read as the same number (0, which allowed one run, as 1).
+    for (old, attempts) in [(4, 4), (0, 1)] {
+        let body = format!(r#"{{"handler": "echo", "max_retries": {old}}}"#);
+        let (status, answer) = served.call("POST", "/tasks", None, Some(&body));
+        assert_eq!(status, 201, "{answer}");
+        let (_, shown) = served.call("GET", &format!("/tasks/{}", answer["id"]), None, None);
+        assert_eq!(shown["task"]["max_attempts"], attempts, "{shown}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,7 +15,7 @@ use taskhost::model::{NewTask, Run, RunStatus};
 
 /// Run one probe task to its end, then a good task the worker must also run.
 async fn probe(env: &Env, data: serde_json::Value) -> Run {
-    let id = env.app.client.add(NewTask::new("probe", data.to_string()).with_max_retries(1)).await.expect("add").id;
+    let id = env.app.client.add(NewTask::new("probe", data.to_string()).with_max_attempts(1)).await.expect("add").id;
     let next = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
     let report = env.drain(drain_config()).await;
     assert_eq!(report.runs_finished, 2, "{report:?}");

@@ -89,9 +89,9 @@ async fn a_worker_without_the_handler_leaves_its_task_queued() {
     assert!(runs.is_empty(), "never claimed, so no run: {runs:?}");
 }
 
-async fn a_handler_error_is_retried_with_backoff_until_max_retries(db: Db) {
+async fn a_handler_error_is_retried_with_backoff_until_max_attempts(db: Db) {
     let (env, clock) = Env::manual_on(db, &["fail"]).await;
-    let id = env.app.client.add(NewTask::new("fail", "{}").with_max_retries(3)).await.expect("add").id;
+    let id = env.app.client.add(NewTask::new("fail", "{}").with_max_attempts(3)).await.expect("add").id;
     let mut cfg = drain_config();
     cfg.backoff.jitter = 0.0;
     env.drain(cfg.clone()).await;
@@ -150,7 +150,7 @@ async fn a_dead_letter_is_listed_with_its_error_and_can_be_replayed() {
     let id = env
         .app
         .client
-        .add(NewTask::new("fail-until", r#"{"succeed_on_attempt": 2}"#).with_max_retries(1))
+        .add(NewTask::new("fail-until", r#"{"succeed_on_attempt": 2}"#).with_max_attempts(1))
         .await
         .expect("add")
         .id;
@@ -170,7 +170,7 @@ async fn a_dead_letter_is_listed_with_its_error_and_can_be_replayed() {
 async fn progress_and_partial_results_reach_the_run_row() {
     let env = Env::new(&["trap", "echo"]).await;
     // The trap handler reports 50% and then traps: the progress stays on the failed run.
-    let trap = env.app.client.add(NewTask::new("trap", "{}").with_max_retries(1)).await.expect("add").id;
+    let trap = env.app.client.add(NewTask::new("trap", "{}").with_max_attempts(1)).await.expect("add").id;
     let echo = env
         .app
         .client
@@ -302,7 +302,7 @@ async fn progress_and_partial_results_are_visible_while_the_run_is_running() {
         .client
         .add(
             NewTask::new("echo", r#"{"progress": [30, 60], "partial": {"rows": 10}, "spin_after": true}"#)
-                .with_max_retries(1),
+                .with_max_attempts(1),
         )
         .await
         .expect("add")
@@ -441,7 +441,7 @@ mod finds_other_processes_tasks_by_its_probe {
 
 // On a manual clock, on every database.
 on_every_database!(
-    a_handler_error_is_retried_with_backoff_until_max_retries,
+    a_handler_error_is_retried_with_backoff_until_max_attempts,
     a_task_that_succeeds_on_a_later_attempt_resets_its_failure_count,
     a_scheduled_task_waits_for_its_time,
 );

@@ -86,7 +86,7 @@ export function mount(main, query, { dead = false } = {}) {
       { label: 'Handler', cell: (t) => t.handler },
       { label: 'Queue', cell: (t) => t.queue },
       { label: 'State', cell: (t) => badge(t.state) },
-      { label: 'Failures', cell: (t) => `${t.task_runs_failed} / ${t.max_retries}`, cls: 'num' },
+      { label: 'Attempts failed', cell: (t) => `${t.task_runs_failed} / ${t.max_attempts}`, cls: 'num' },
       ...(dead ? [{ label: 'Last error', cell: (t) => h('span', { class: 'error-text', title: t.last_error || '' }, clip(t.last_error || '—')) }] : []),
       { label: 'Data', cell: (t) => h('code', { class: 'data' }, clip(JSON.stringify(t.data))) },
       { label: 'Queued', cell: (t) => when(t.queued_on) },

@@ -226,7 +226,7 @@ pub struct AddArgs {
     #[arg(required_unless_present = "many")]
     pub handler: Option<String>,
     /// Queue the tasks of a file instead, one JSON object a line ({"handler": …, "data": …,
-    /// "queue", "priority", "max_retries", "unique_key", "queued_by", "at"}); - reads standard
+    /// "queue", "priority", "max_attempts", "unique_key", "queued_by", "at"}); - reads standard
     /// input. Every line is checked before any task is queued.
     #[arg(long, conflicts_with = "handler", value_name = "FILE")]
     pub many: Option<String>,
@@ -239,9 +239,13 @@ pub struct AddArgs {
     /// Run after this delay (e.g. 90s, 5m, 1h 30m).
     #[arg(long = "in", value_parser = taskhost::text::parse_duration)]
     pub in_: Option<Duration>,
-    /// Runs that may fail in a row before the task is given up on (a dead letter).
-    #[arg(long, default_value_t = taskhost::model::DEFAULT_MAX_RETRIES)]
-    pub max_retries: u32,
+    /// Runs the task may have, the first included, before it is given up on (a dead letter):
+    /// each failed run in a row is an attempt. At least 1 (1: no retry).
+    #[arg(long, default_value_t = taskhost::model::DEFAULT_MAX_ATTEMPTS)]
+    pub max_attempts: u32,
+    /// The old name of --max-attempts: the same number, 0 taken as 1.
+    #[arg(long, hide = true, conflicts_with = "max_attempts")]
+    pub max_retries: Option<u32>,
     /// The queue: workers claim from the queues they are given.
     #[arg(long, default_value = taskhost::model::DEFAULT_QUEUE, value_parser = non_empty)]
     pub queue: String,

@@ -19,7 +19,7 @@ pub async fn add(app: &App, a: AddArgs) -> Result<()> {
     }
     let handler = a.handler.context("a handler or --many is needed")?;
     let mut t = NewTask::new(handler, read_data(&a.data)?)
-        .with_max_retries(a.max_retries)
+        .with_max_attempts(a.max_retries.map_or(a.max_attempts, |n| n.max(1)))
         .with_queue(a.queue)
         .with_priority(a.priority);
     t.queued_by = a.queued_by;

@@ -1,6 +1,7 @@
 //! A task as JSON describes it, for `add --many` lines and the HTTP API: `{"handler": "resize",
-//! "data": {...}}` with optional `queue`, `priority`, `max_retries`, `unique_key`, `queued_by`,
-//! `at` (RFC 3339 with a zone) and `run_timeout` ("90s"). Unknown fields are refused.
+//! "data": {...}}` with optional `queue`, `priority`, `max_attempts`, `unique_key`, `queued_by`,
+//! `at` (RFC 3339 with a zone) and `run_timeout` ("90s"). Unknown fields are refused;
+//! `max_retries`, the old name of `max_attempts`, is still read (the same number, 0 taken as 1).
 
 use serde::Deserialize;
 
@@ -21,7 +22,10 @@ pub struct TaskInput {
     pub queue: Option<String>,
     /// Its priority (lower runs first).
     pub priority: Option<i32>,
-    /// Failed runs in a row after which it is given up.
+    /// Runs it may have, the first included, before it is given up on (at least 1).
+    pub max_attempts: Option<u32>,
+    /// The old name of `max_attempts`: the same number, 0 taken as 1.
+    #[cfg_attr(feature = "serve", schema(deprecated))]
     pub max_retries: Option<u32>,
     /// Its unique key.
     pub unique_key: Option<String>,
@@ -55,8 +59,11 @@ impl TaskInput {
         if let Some(p) = self.priority {
             t = t.with_priority(p);
         }
-        if let Some(n) = self.max_retries {
-            t = t.with_max_retries(n);
+        match (self.max_attempts, self.max_retries) {
+            (Some(_), Some(_)) => return Err("give \"max_attempts\" or its old name \"max_retries\", not both".into()),
+            (Some(n), None) => t = t.with_max_attempts(n),
+            (None, Some(n)) => t = t.with_max_attempts(n.max(1)),
+            (None, None) => {}
         }
         t.unique_key = self.unique_key;
         t.queued_by = self.queued_by;

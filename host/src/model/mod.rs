@@ -158,8 +158,10 @@ pub struct NewTask {
     pub data: String,
     /// When to run it; `None` = now.
     pub scheduled_on: Option<DateTime<Utc>>,
-    /// Failed runs in a row after which the task is given up ([`DEFAULT_MAX_RETRIES`]).
-    pub max_retries: u32,
+    /// Runs it may have before it is given up on, the first included: each failed run in a row is
+    /// an attempt, and the task is a dead letter once this many have failed ([`DEFAULT_MAX_ATTEMPTS`];
+    /// at least 1). Celery's `max_retries=N` is `max_attempts` N + 1.
+    pub max_attempts: u32,
     /// Who queued it, for people reading the queue (free text).
     pub queued_by: Option<String>,
     /// The queue it is claimed from ([`DEFAULT_QUEUE`]).
@@ -174,8 +176,9 @@ pub struct NewTask {
     pub backoff: BackoffSettings,
 }
 
-/// Failed runs in a row after which a task is given up, unless it says otherwise.
-pub const DEFAULT_MAX_RETRIES: u32 = 5;
+/// Runs a task may have (each failed run in a row an attempt) before it is given up on, unless
+/// it says otherwise.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
 /// Longest handler name, queue name, unique key and `queued_by`, in bytes, on every database.
 pub const MAX_HANDLER_BYTES: usize = 128;
 /// Longest queue name, in bytes.
@@ -196,7 +199,7 @@ impl NewTask {
             handler: handler.into(),
             data: data.into(),
             scheduled_on: None,
-            max_retries: DEFAULT_MAX_RETRIES,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
             queued_by: None,
             queue: DEFAULT_QUEUE.to_string(),
             priority: 0,
@@ -210,10 +213,15 @@ impl NewTask {
         self.scheduled_on = Some(at);
         self
     }
-    /// Given up after `n` failed runs in a row.
-    pub fn with_max_retries(mut self, n: u32) -> Self {
-        self.max_retries = n;
+    /// Given up on after `n` failed runs in a row (at least 1: the first run is an attempt).
+    pub fn with_max_attempts(mut self, n: u32) -> Self {
+        self.max_attempts = n;
         self
+    }
+    /// The old name of [`NewTask::with_max_attempts`], the same number (0 is taken as 1).
+    #[deprecated(note = "the same number is `with_max_attempts`")]
+    pub fn with_max_retries(self, n: u32) -> Self {
+        self.with_max_attempts(n.max(1))
     }
     /// Who queued it.
     pub fn with_queued_by(mut self, who: impl Into<String>) -> Self {
@@ -309,8 +317,8 @@ pub struct Task {
     pub state: TaskState,
     /// The status of its latest run.
     pub last_status: RunStatus,
-    /// Failed runs in a row after which it is given up.
-    pub max_retries: u32,
+    /// Runs it may have before it is given up on: a dead letter once this many in a row failed.
+    pub max_attempts: u32,
     /// Failed runs in a row (0 after a success or a replay).
     pub task_runs_failed: u32,
     /// The queue it is claimed from.
@@ -434,8 +442,8 @@ pub struct ClaimedRun {
     pub data: String,
     /// Who queued its task.
     pub queued_by: Option<String>,
-    /// Its task's retries, for the decision after a failure.
-    pub max_retries: u32,
+    /// Its task's attempts, for the decision after a failure.
+    pub max_attempts: u32,
     /// Its task's failed runs in a row so far.
     pub task_runs_failed: u32,
     /// Its task's own backoff.

@@ -1,6 +1,6 @@
 //! Retries: a task whose latest run failed (error or timeout) and is not given up on is
 //! scheduled again, due after the backoff — or is given up on (a dead letter) once it has
-//! failed `max_retries` times in a row.
+//! failed `max_attempts` times in a row.
 //!
 //! Workers schedule the retry of runs they finish themselves; this service covers runs that
 //! ended without their worker: timed out by [`super::liveness`] or [`super::run_timeout`].
@@ -54,7 +54,7 @@ pub struct Report {
 
 /// The plan for one candidate: timeouts are always retryable.
 pub fn plan(c: &RetryCandidate, backoff: &Backoff, now: DateTime<Utc>, unit: f64) -> RetryPlan {
-    let next = retry::decide(c.failures, c.max_retries, true, &backoff.for_task(&c.backoff), now, unit);
+    let next = retry::decide(c.failures, c.max_attempts, true, &backoff.for_task(&c.backoff), now, unit);
     RetryPlan { task_id: c.task_id, next }
 }
 
@@ -112,12 +112,12 @@ mod tests {
     use super::*;
     use crate::model::BackoffSettings;
 
-    fn candidate(failures: u32, max_retries: u32) -> RetryCandidate {
-        RetryCandidate { task_id: 7, failures, max_retries, backoff: BackoffSettings::default() }
+    fn candidate(failures: u32, max_attempts: u32) -> RetryCandidate {
+        RetryCandidate { task_id: 7, failures, max_attempts, backoff: BackoffSettings::default() }
     }
 
     #[test]
-    fn a_timed_out_task_below_max_retries_is_retried_after_the_backoff() {
+    fn a_timed_out_task_below_max_attempts_is_retried_after_the_backoff() {
         let now = Utc::now();
         let b = Backoff { jitter: 0.0, ..Backoff::default() };
         let p = plan(&candidate(1, 5), &b, now, 0.5);
@@ -125,7 +125,7 @@ mod tests {
     }
 
     #[test]
-    fn a_task_at_max_retries_is_given_up() {
+    fn a_task_at_max_attempts_is_given_up() {
         let p = plan(&candidate(5, 5), &Backoff::default(), Utc::now(), 0.5);
         assert_eq!(p.next, NextStep::GiveUp);
     }

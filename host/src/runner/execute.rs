@@ -59,7 +59,7 @@ pub(super) struct RunMeta {
     pub run_id: RunId,
     pub task_id: TaskId,
     pub task_runs_failed: u32,
-    pub max_retries: u32,
+    pub max_attempts: u32,
     pub backoff: BackoffSettings,
 }
 
@@ -69,7 +69,7 @@ impl RunMeta {
             run_id: run.run_id,
             task_id: run.task_id,
             task_runs_failed: run.task_runs_failed,
-            max_retries: run.max_retries,
+            max_attempts: run.max_attempts,
             backoff: run.backoff,
         }
     }
@@ -235,7 +235,7 @@ fn outcome(shared: &Shared, meta: RunMeta, started: Instant, ended: Ended) -> Ru
             let backoff = shared.backoff.for_task(&meta.backoff);
             let next = retry::decide(
                 meta.task_runs_failed + 1,
-                meta.max_retries,
+                meta.max_attempts,
                 failure.retryable,
                 &backoff,
                 now,
@@ -281,8 +281,13 @@ mod tests {
             memory_budget_mib: 1,
             put_backs: PutBacks::new(Duration::from_secs(600), Arc::new(crate::clock::SystemClock)),
         };
-        let meta =
-            RunMeta { run_id: 7, task_id: 3, task_runs_failed: 0, max_retries: 5, backoff: BackoffSettings::default() };
+        let meta = RunMeta {
+            run_id: 7,
+            task_id: 3,
+            task_runs_failed: 0,
+            max_attempts: 5,
+            backoff: BackoffSettings::default(),
+        };
         let Ran::Ended(o) = guarded(&shared, meta, Instant::now(), async { panic!("boom") }).await else {
             panic!("a panic ends the run")
         };

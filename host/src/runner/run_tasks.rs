@@ -263,7 +263,7 @@ mod tests {
             due_on: now,
             data: "{}".into(),
             queued_by: None,
-            max_retries: 0,
+            max_attempts: 0,
             task_runs_failed: 0,
             backoff: BackoffSettings::default(),
             started_on: now,

@@ -1,6 +1,6 @@
 //! An uncaught exception, in any language, ends a run the same way: code `uncaught-exception`,
 //! retried (as Oban and Sidekiq retry a raised error: most are a dependency's hiccup, and
-//! `max_retries` bounds the rest; a handler that knows its input is bad returns its own
+//! `max_attempts` bounds the rest; a handler that knows its input is bad returns its own
 //! non-retryable error instead). The message starts with the exception's type and text, then
 //! its traceback, without the language runtime's own lines.
 //!

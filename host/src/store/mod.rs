@@ -58,7 +58,7 @@ pub struct RetryCandidate {
     /// Its failed runs in a row.
     pub failures: u32,
     /// Failed runs in a row after which it is given up.
-    pub max_retries: u32,
+    pub max_attempts: u32,
     /// Its own backoff, if any.
     pub backoff: BackoffSettings,
 }

@@ -206,7 +206,7 @@ impl Dialect for MySqlDb {
                 .push_bind(t.scheduled_on.unwrap_or(now))
                 .push_bind(t.handler.clone())
                 .push_bind(t.data.clone())
-                .push_bind(t.max_retries as i64)
+                .push_bind(t.max_attempts as i64)
                 .push_bind(t.queue.clone())
                 .push_bind(t.priority as i64)
                 .push_bind(t.run_timeout.map(|d| d.as_secs() as i64))

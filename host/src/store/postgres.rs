@@ -204,7 +204,7 @@ impl Dialect for PostgresDb {
         .bind(tasks.iter().map(|t| t.scheduled_on.unwrap_or(now)).collect::<Vec<_>>())
         .bind(tasks.iter().map(|t| t.handler.clone()).collect::<Vec<_>>())
         .bind(tasks.iter().map(|t| t.data.clone()).collect::<Vec<_>>())
-        .bind(tasks.iter().map(|t| t.max_retries as i64).collect::<Vec<_>>())
+        .bind(tasks.iter().map(|t| t.max_attempts as i64).collect::<Vec<_>>())
         .bind(tasks.iter().map(|t| t.queue.clone()).collect::<Vec<_>>())
         .bind(tasks.iter().map(|t| t.priority as i64).collect::<Vec<_>>())
         .bind(tasks.iter().map(|t| t.run_timeout.map(|d| d.as_secs() as i64)).collect::<Vec<_>>())

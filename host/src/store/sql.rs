@@ -110,7 +110,7 @@ pub fn new_task_args(t: &crate::model::NewTask, now: DateTime<Utc>) -> Vec<Arg<'
         t.scheduled_on.unwrap_or(now),
         &t.handler,
         &t.data,
-        t.max_retries,
+        t.max_attempts,
         &t.queue,
         i64::from(t.priority),
         &t.unique_key,

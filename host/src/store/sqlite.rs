@@ -204,7 +204,7 @@ impl Dialect for SqliteDb {
                 .push_bind(scheduled)
                 .push_bind(t.handler.as_str())
                 .push_bind(t.data.as_str())
-                .push_bind(i64::from(t.max_retries))
+                .push_bind(i64::from(t.max_attempts))
                 .push_bind(t.queue.as_str())
                 .push_bind(i64::from(t.priority))
                 .push_bind(t.run_timeout.map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)))

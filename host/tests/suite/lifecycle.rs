@@ -60,7 +60,7 @@ async fn as_claimed(store: &SharedStore, c: &Case) -> ClaimedRun {
         due_on: t.scheduled_on,
         data: t.data,
         queued_by: None,
-        max_retries: t.max_retries,
+        max_attempts: t.max_attempts,
         task_runs_failed: t.task_runs_failed,
         backoff: t.backoff,
         started_on: now(),
@@ -70,7 +70,7 @@ async fn as_claimed(store: &SharedStore, c: &Case) -> ClaimedRun {
 
 /// A new task brought to `state` by the transitions that lead there.
 async fn task_in(store: &SharedStore, n: usize, state: TaskState) -> Case {
-    let new = NewTask::new(handler(n), "{}").with_queue(queue(n)).with_max_retries(3).with_scheduled_on(t0());
+    let new = NewTask::new(handler(n), "{}").with_queue(queue(n)).with_max_attempts(3).with_scheduled_on(t0());
     let task = store.add_tasks(&[new], t0()).await.expect("add")[0].id;
     let runner = store.register_runner(1000 + n as u32, "lifecycle", t0(), 100).await.expect("runner");
     let c = Case { n, task, runner };

@@ -64,7 +64,7 @@ fn failure(c: &ClaimedRun, now: DateTime<Utc>, next: NextStep) -> RunOutcome {
 
 pub async fn adds_a_task_whose_first_run_is_made_by_its_claim(store: SharedStore) {
     let added = store
-        .add_tasks(&[NewTask::new("echo", r#"{"a":1}"#).with_queued_by("alice").with_max_retries(3)], t0())
+        .add_tasks(&[NewTask::new("echo", r#"{"a":1}"#).with_queued_by("alice").with_max_attempts(3)], t0())
         .await
         .expect("add");
     assert_eq!(added.len(), 1);
@@ -74,7 +74,7 @@ pub async fn adds_a_task_whose_first_run_is_made_by_its_claim(store: SharedStore
     assert_eq!(task.data, r#"{"a":1}"#);
     assert_eq!(task.queued_by.as_deref(), Some("alice"));
     assert_eq!(task.last_status, RunStatus::Scheduled);
-    assert_eq!(task.max_retries, 3);
+    assert_eq!(task.max_attempts, 3);
     assert_eq!(task.task_runs_failed, 0);
     assert_eq!(task.queue, "default");
     assert_eq!(task.queued_on, t0());
@@ -102,7 +102,7 @@ pub async fn adds_many_tasks_in_order(store: SharedStore) {
             let t = NewTask::new(format!("h{}", i % 3), format!("{{\"i\":{i}}}"))
                 .with_queue(format!("q{}", i % 2))
                 .with_priority(i as i32 % 5 - 2)
-                .with_max_retries(i as u32 % 4);
+                .with_max_attempts(i as u32 % 4);
             match i % 3 {
                 0 => t.with_queued_by(format!("by{i}")).with_scheduled_on(t0() + secs(i as i64)),
                 1 => t
@@ -125,7 +125,7 @@ pub async fn adds_many_tasks_in_order(store: SharedStore) {
             (&t.handler, &t.data, &t.queue, t.priority),
             "{what}"
         );
-        assert_eq!((got.max_retries, &got.queued_by, got.queued_on), (t.max_retries, &t.queued_by, t0()), "{what}");
+        assert_eq!((got.max_attempts, &got.queued_by, got.queued_on), (t.max_attempts, &t.queued_by, t0()), "{what}");
         assert_eq!(got.scheduled_on, t.scheduled_on.unwrap_or(t0()), "{what}");
         assert_eq!(got.run_timeout_secs, t.run_timeout.map(|d| d.as_secs() as i64), "{what}");
         assert_eq!((got.backoff.base_ms, got.backoff.max_ms), (t.backoff.base_ms, t.backoff.max_ms), "{what}");
@@ -257,7 +257,7 @@ pub async fn success_updates_the_run_and_the_task(store: SharedStore) {
 }
 
 pub async fn a_failure_with_retry_schedules_the_next_attempt(store: SharedStore) {
-    let id = store.add_tasks(&[NewTask::new("h", "{}").with_max_retries(3)], t0()).await.expect("add")[0].id;
+    let id = store.add_tasks(&[NewTask::new("h", "{}").with_max_attempts(3)], t0()).await.expect("add")[0].id;
     let r = runner(&store, t0()).await;
     let c = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
     store.finish_runs(&[failure(&c[0], t0(), NextStep::RetryAt(t0() + secs(2)))]).await.expect("finish");

@@ -86,7 +86,7 @@ pub async fn due_work_counts_due_running_and_retry_awaiting_tasks_of_the_handler
     let queues = ["default".to_string()];
     let only = |h: &str| Some(vec![h.to_string()]);
     assert!(!store.has_due_work(&queues, t0()).await.expect("due"), "an empty queue");
-    store.add_tasks(&[NewTask::new("a", "{}").with_max_retries(5)], t0()).await.expect("add");
+    store.add_tasks(&[NewTask::new("a", "{}").with_max_attempts(5)], t0()).await.expect("add");
     assert!(store.has_due_work_for(&queues, only("a").as_deref(), t0()).await.expect("due"));
     assert!(!store.has_due_work_for(&queues, only("b").as_deref(), t0()).await.expect("due"), "not b's");
     assert!(!store.has_due_work_for(&queues, Some(&[]), t0()).await.expect("due"), "no handler");
@@ -179,7 +179,7 @@ pub async fn due_tasks_nobody_serves_are_given_up(store: SharedStore) {
 }
 
 pub async fn failed_tasks_are_planned_once(store: SharedStore) {
-    let tasks = vec![NewTask::new("h", "{}").with_max_retries(3), NewTask::new("h", "{}").with_unique_key("k")];
+    let tasks = vec![NewTask::new("h", "{}").with_max_attempts(3), NewTask::new("h", "{}").with_unique_key("k")];
     let ids: Vec<_> = store.add_tasks(&tasks, t0()).await.expect("add").iter().map(|a| a.id).collect();
     let r = runner(&store, t0()).await;
     store.claim(r, &["default".into()], 2, t0(), DAY).await.expect("claim");
@@ -188,7 +188,7 @@ pub async fn failed_tasks_are_planned_once(store: SharedStore) {
     let mut found = store.retry_candidates(10).await.expect("candidates");
     found.sort_by_key(|c| c.task_id);
     assert_eq!(found.iter().map(|c| (c.task_id, c.failures)).collect::<Vec<_>>(), vec![(ids[0], 1), (ids[1], 1)]);
-    assert_eq!(found[0].max_retries, 3);
+    assert_eq!(found[0].max_attempts, 3);
     assert_eq!(store.retry_candidates(1).await.expect("candidates").len(), 1, "the limit holds");
     let plans = [
         RetryPlan { task_id: ids[0], next: NextStep::RetryAt(t0() + secs(10)) },
