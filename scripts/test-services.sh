@@ -24,7 +24,7 @@ wait_for() { # what, command...
     return 1
 }
 
-# --- faketime: worker processes with their clocks set apart (host/tests/clocks.rs) -------
+# --- faketime: worker processes with their clocks set apart (host/tests/it/clocks.rs) -------
 command -v faketime >/dev/null || apt_install faketime
 # --- ip and iptables: workers in network namespaces, partitions (host/tests/chaos.rs) -----
 command -v ip >/dev/null || apt_install iproute2

@@ -2,8 +2,8 @@
 # What the tests drive besides the project's own programs, installed once under target/tools
 # (and Debian's Chromium system-wide). Idempotent.
 #
-#   schemathesis (PyPI)      checks the live API against its OpenAPI document (tests/openapi.rs)
-#   chromium (Debian)        a real browser for the dashboard's tests (tests/dashboard.rs)
+#   schemathesis (PyPI)      checks the live API against its OpenAPI document (tests/it/openapi.rs)
+#   chromium (Debian)        a real browser for the dashboard's tests (tests/it/dashboard.rs)
 #   playwright-core (npm)    drives it; it downloads no browser of its own
 set -euo pipefail
 

@@ -30,11 +30,11 @@ export function mount(main) {
       const all = [...byQueue.values()];
       const sum = (f) => all.reduce((n, q) => n + f(q), 0);
       fill(totals,
-        card('Waiting', sum((q) => q.due + q.later), '#/tasks?status=scheduled'),
-        card('Running', sum((q) => q.running), '#/tasks?status=running'),
-        card('Awaiting retry', sum((q) => q.tasks.awaiting_retry), '#/tasks?status=error'),
+        card('Waiting', sum((q) => q.due + q.later), '#/tasks?state=scheduled'),
+        card('Running', sum((q) => q.running), '#/tasks?state=running'),
+        card('Awaiting retry', sum((q) => q.tasks.awaiting_retry), '#/tasks?state=awaiting-retry'),
         card('Dead letters', sum((q) => q.tasks.dead), '#/dead', 'dead'),
-        card('Succeeded', sum((q) => q.runs.succeeded), '#/tasks?status=success'),
+        card('Succeeded', sum((q) => q.runs.succeeded), '#/tasks?state=succeeded'),
         card('Failed runs', sum((q) => q.runs.failed + q.runs.timed_out), '#/tasks?status=error', 'error'));
       fill(chart, draw(series.minutes));
       fill(queues, table([

@@ -4,8 +4,11 @@
 import { api, act } from './app.js';
 import { h, fill, put, table, badge, when, button, taskLink } from './view.js';
 
-const STATUSES = ['scheduled', 'running', 'success', 'error', 'timeout', 'cancelled'];
-const FILTERS = ['status', 'queue', 'handler', 'text'];
+// A task's states, as the API names them (its `state` field and filter).
+const STATES = ['scheduled', 'running', 'awaiting-retry', 'succeeded', 'dead', 'cancelled'];
+const FILTERS = ['state', 'queue', 'handler', 'text'];
+// Read from the address too, without a field of their own (a link may filter by a run's status).
+const PASSED = ['status'];
 
 export function mount(main, query, { dead = false } = {}) {
   const selected = new Set();
@@ -16,15 +19,15 @@ export function mount(main, query, { dead = false } = {}) {
   const base = dead ? '#/dead' : '#/tasks';
 
   const inputs = {
-    status: h('select', { name: 'status', id: 'f-status' }, h('option', { value: '' }, 'any status'),
-      STATUSES.map((s) => h('option', { value: s }, s))),
+    state: h('select', { name: 'state', id: 'f-state' }, h('option', { value: '' }, 'any state'),
+      STATES.map((s) => h('option', { value: s }, s.replace('-', ' ')))),
     queue: h('input', { name: 'queue', id: 'f-queue', placeholder: 'queue', autocomplete: 'off' }),
     handler: h('input', { name: 'handler', id: 'f-handler', placeholder: 'handler', autocomplete: 'off' }),
     text: h('input', { name: 'text', id: 'f-text', type: 'search', placeholder: 'text in data', autocomplete: 'off' }),
   };
   for (const k of FILTERS) inputs[k].value = query.get(k) || '';
   const form = h('form', { class: 'filters', role: 'search' },
-    FILTERS.filter((k) => !(dead && k === 'status')).map((k) => h('label', {}, h('span', { class: 'sr' }, k), inputs[k])),
+    FILTERS.filter((k) => !(dead && k === 'state')).map((k) => h('label', {}, h('span', { class: 'sr' }, k), inputs[k])),
     h('button', { type: 'submit' }, 'Filter'),
     h('a', { href: base, class: 'link' }, 'Clear'));
   form.addEventListener('submit', (e) => {
@@ -58,7 +61,7 @@ export function mount(main, query, { dead = false } = {}) {
 
   const params = () => {
     const q = new URLSearchParams({ limit: '50' });
-    for (const k of FILTERS) if (query.get(k)) q.set(k, query.get(k));
+    for (const k of [...FILTERS, ...PASSED]) if (query.get(k)) q.set(k, query.get(k));
     if (dead) q.set('dead', 'true');
     if (after !== null) q.set('after', String(after));
     return q;

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 
 use super::doc::Errors;
 use super::{ApiError, ApiState};
-use crate::model::{Added, NewTask, RunStatus, Task, TaskDetail, TaskFilter, TaskId, TaskInput};
+use crate::model::{Added, NewTask, RunStatus, Task, TaskDetail, TaskFilter, TaskId, TaskInput, TaskState};
 
 /// Most tasks one request may queue.
 pub const MAX_TASKS_PER_REQUEST: usize = 10_000;
@@ -114,6 +114,10 @@ pub(super) struct ListParams {
     /// The status of the task's latest run.
     #[param(inline)]
     status: Option<RunStatus>,
+    /// Where the task is in its life (`awaiting-retry` leaves dead letters out, whose latest run
+    /// also failed).
+    #[param(inline)]
+    state: Option<TaskState>,
     queue: Option<String>,
     handler: Option<String>,
     /// Only dead letters.
@@ -150,6 +154,7 @@ pub(super) async fn list(
         let bad = |why: &str| ApiError::bad("invalid", format!("{key}={value:?}: {why}"));
         match key.as_str() {
             "status" => f.status = Some(value.parse::<RunStatus>().map_err(|e| bad(&e.to_string()))?),
+            "state" => f.state = Some(value.parse::<TaskState>().map_err(|_| bad(&states()))?),
             "queue" => f.queue = Some(value.clone()),
             "handler" => f.handler = Some(value.clone()),
             "dead" => f.dead = value.parse().map_err(|_| bad("true or false"))?,
@@ -166,11 +171,17 @@ pub(super) async fn list(
                 _ => return Err(bad(&format!("a number from 1 to {MAX_PAGE}"))),
             },
             "after" => f.after = Some(value.parse::<TaskId>().map_err(|_| bad("a task id (the `next` of a page)"))?),
-            _ => return Err(bad("no such parameter (status, queue, handler, dead, text, order, limit, after)")),
+            _ => return Err(bad("no such parameter (status, state, queue, handler, dead, text, order, limit, after)")),
         }
     }
     let (tasks, next) = page(&state, f).await?;
     Ok(Json(TaskPage { tasks, next }))
+}
+
+/// What a `state` may be, for the error that names a wrong one.
+fn states() -> String {
+    let all: Vec<&str> = TaskState::ALL.iter().map(|s| s.as_str()).collect();
+    format!("one of {}", all.join(", "))
 }
 
 /// The tasks of a page, read a few at a time, until `limit` or until their data fills

@@ -9,7 +9,7 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 
 pub use super::bulk::{CancelArgs, DeleteArgs, RetryArgs};
-use taskhost::model::RunStatus;
+use taskhost::model::{RunStatus, TaskState};
 use taskhost::runner::WorkerConfig;
 
 // No Debug: the database URL may hold a password.
@@ -240,9 +240,9 @@ pub struct AddArgs {
     #[arg(long = "in", value_parser = taskhost::text::parse_duration)]
     pub in_: Option<Duration>,
     /// Runs the task may have, the first included, before it is given up on (a dead letter):
-    /// each failed run in a row is an attempt. At least 1 (1: no retry).
-    #[arg(long, default_value_t = taskhost::model::DEFAULT_MAX_ATTEMPTS)]
-    pub max_attempts: u32,
+    /// each failed run in a row is an attempt. At least 1 (1: no retry) [default: 5].
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
     /// The old name of --max-attempts: the same number, 0 taken as 1.
     #[arg(long, hide = true, conflicts_with = "max_attempts")]
     pub max_retries: Option<u32>,
@@ -331,6 +331,10 @@ pub struct ListArgs {
     /// Only tasks whose latest run has this status.
     #[arg(long, value_parser = status())]
     pub status: Option<RunStatus>,
+    /// Only tasks in this state (awaiting-retry leaves dead letters out, whose latest run also
+    /// failed).
+    #[arg(long, value_parser = state())]
+    pub state: Option<TaskState>,
     /// Only tasks of this queue.
     #[arg(long)]
     pub queue: Option<String>,
@@ -429,6 +433,11 @@ fn non_empty(s: &str) -> Result<String, String> {
 /// A run status, its possible values listed in the help.
 pub(super) fn status() -> impl TypedValueParser<Value = RunStatus> {
     PossibleValuesParser::new(RunStatus::ALL.map(RunStatus::as_str)).try_map(|s| s.parse::<RunStatus>())
+}
+
+/// A task's state, its possible values listed in the help.
+pub(super) fn state() -> impl TypedValueParser<Value = TaskState> {
+    PossibleValuesParser::new(TaskState::ALL.map(TaskState::as_str)).try_map(|s| s.parse::<TaskState>())
 }
 
 #[cfg(test)]

@@ -19,7 +19,10 @@ pub async fn add(app: &App, a: AddArgs) -> Result<()> {
     }
     let handler = a.handler.context("a handler or --many is needed")?;
     let mut t = NewTask::new(handler, read_data(&a.data)?)
-        .with_max_attempts(a.max_retries.map_or(a.max_attempts, |n| n.max(1)))
+        // The new name first, wherever it comes from (a flag or the file), then the old one.
+        .with_max_attempts(
+            a.max_attempts.or(a.max_retries.map(|n| n.max(1))).unwrap_or(taskhost::model::DEFAULT_MAX_ATTEMPTS),
+        )
         .with_queue(a.queue)
         .with_priority(a.priority);
     t.queued_by = a.queued_by;

@@ -198,6 +198,7 @@ async fn serve(app: &App, addr: std::net::SocketAddr, limits: taskhost::api::Ser
 async fn list(app: &App, l: ListArgs) -> Result<()> {
     let filter = TaskFilter {
         status: l.status,
+        state: l.state,
         queue: l.queue,
         handler: l.handler,
         dead: l.dead,

@@ -88,6 +88,13 @@ impl fmt::Display for TaskState {
     }
 }
 
+impl std::str::FromStr for TaskState {
+    type Err = super::UnknownStatus;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        TaskState::ALL.into_iter().find(|st| st.as_str() == s).ok_or_else(|| super::UnknownStatus(s.to_string()))
+    }
+}
+
 /// A move of a task from one state to another: each written once, in `store/transitions.rs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Transition {

@@ -331,7 +331,7 @@ pub struct Task {
     pub run_timeout_secs: Option<i64>,
     /// Its own retry backoff, if any.
     pub backoff: BackoffSettings,
-    /// Set when the task will not be retried again (a dead letter): max retries reached, a
+    /// Set when the task will not be retried again (a dead letter): its attempts spent, a
     /// non-retryable error or a missing handler.
     pub gave_up_on: Option<DateTime<Utc>>,
     /// A dead letter's last error, as `code: message`, in a list of dead letters only.
@@ -460,6 +460,9 @@ pub struct ClaimedRun {
 pub struct TaskFilter {
     /// Only tasks whose latest run has this status.
     pub status: Option<RunStatus>,
+    /// Only tasks in this state (a dead letter is `dead`, not `awaiting-retry`, although its
+    /// latest run failed).
+    pub state: Option<TaskState>,
     /// Only tasks of this queue.
     pub queue: Option<String>,
     /// Only tasks of this handler.

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | [`liveness`] | runners with a stale heartbeat, or a vanished process on this host → `timeout`, with their running runs | 5 s |
 //! | [`run_timeout`] | running runs past their task's run timeout → `timeout` | 5 s |
-//! | [`retries`] | failed (error/timeout) tasks → scheduled again after the backoff, or given up at max retries | 1 s |
+//! | [`retries`] | failed (error/timeout) tasks → scheduled again after the backoff, or given up once their attempts are spent | 1 s |
 //! | [`rotation`] | successful tasks finished more than 30 days ago → deleted with their runs, in batches | 10 min |
 //! | [`stats_compaction`] | rows of statistics (per minute and runner) older than 2 h → one row per handler, queue and hour | 10 min |
 //! | [`schedules`] | periodic tasks: each schedule's due slot → one task, however many overseers race | 1 s |

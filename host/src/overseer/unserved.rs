@@ -132,7 +132,7 @@ impl Summary for Report {
         }
         for (name, due) in &self.unclaimed_queues {
             lines.push(format!(
-                "queue {name} has {} due and no live worker claims from it: start one with --queues {name}, or * for every queue",
+                "queue {name} has {} due and no live worker claims from it: start one with --queues {name}, or with none for every queue",
                 crate::text::count(*due, "task")
             ));
         }

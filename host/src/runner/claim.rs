@@ -83,7 +83,12 @@ impl Claimer<'_> {
             Ok(free) => free,
             Err(reason) => return Step::Exit(reason, None),
         };
-        let ask = match self.ask(free).await {
+        let queues = match self.queues_now().await {
+            Ok(Ok(queues)) => queues,
+            Ok(Err(e)) => return self.back_off(&format!("listing the queues failed: {e}")).await,
+            Err(reason) => return Step::Exit(reason, None),
+        };
+        let ask = match self.ask(free, queues).await {
             Ok(ask) => ask,
             Err(reason) => return Step::Exit(reason, None),
         };
@@ -137,9 +142,20 @@ impl Claimer<'_> {
         Ok(free())
     }
 
-    /// The queues to claim from (the claim itself leaves paused ones out, so a pause holds
-    /// from the next claim on), the handlers loaded, and how many runs.
-    async fn ask(&mut self, free: usize) -> Result<Ask, ExitReason> {
+    /// The queues to claim from now (the claim itself leaves paused ones out, so a pause holds
+    /// from the next claim on); Err when a signal or a reason to exit came meanwhile.
+    async fn queues_now(&mut self) -> Result<crate::Result<Vec<String>>, ExitReason> {
+        let (store, choice) = (self.worker.store.as_ref(), &mut self.queues);
+        tokio::select! {
+            biased;
+            r = self.exits.recv() => Err(r.unwrap_or(ExitReason::Shutdown)),
+            _ = &mut self.shutdown => Err(ExitReason::Shutdown),
+            q = choice.current(store) => Ok(q),
+        }
+    }
+
+    /// What to claim from `queues`: the handlers loaded, and how many runs.
+    async fn ask(&mut self, free: usize, queues: Vec<String>) -> Result<Ask, ExitReason> {
         let cfg = &self.worker.config;
         // A signal or an exit already there is taken first: no claim starts after it.
         tokio::select! {
@@ -152,13 +168,6 @@ impl Claimer<'_> {
         if let Some(adds) = &mut self.local_adds {
             adds.borrow_and_update();
         }
-        let (store, choice) = (self.worker.store.as_ref(), &mut self.queues);
-        let queues = tokio::select! {
-            biased;
-            r = self.exits.recv() => return Err(r.unwrap_or(ExitReason::Shutdown)),
-            _ = &mut self.shutdown => return Err(ExitReason::Shutdown),
-            q = choice.current(store) => q,
-        };
         let loaded = self.worker.loading.as_ref().is_none_or(|l| l.borrow().done);
         // Only tasks whose handler is loaded here: a worker without a handler leaves its tasks
         // to workers that have it (or, after a horizon, to the overseer).

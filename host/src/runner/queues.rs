@@ -2,8 +2,9 @@
 //! queue that holds scheduled tasks, as the database lists them ([`Store::scheduled_queues`],
 //! one index seek a queue). The list is read again before the claim that follows an empty one
 //! (so a task in a new queue is claimed as soon as an idle worker wakes for it) and at least
-//! every [`QueueChoice::REFRESH`] while the worker is busy; each claim stays one statement over
-//! named queues, which the claim index serves in order.
+//! every [`QueueChoice::REFRESH`] while the worker is busy; each claim names the queues, which
+//! the claim index serves in order. A worker of every queue claims from the first
+//! [`QueueChoice::MOST`] by name, and says so when there are more.
 
 use std::time::Duration;
 
@@ -19,6 +20,8 @@ pub(super) struct QueueChoice {
     names: Vec<String>,
     /// When `every`: until when `names` is taken as current (None: read before the next claim).
     fresh_until: Option<Instant>,
+    /// Whether it said that it reads only the first [`QueueChoice::MOST`] queues.
+    warned: bool,
 }
 
 impl QueueChoice {
@@ -34,22 +37,28 @@ impl QueueChoice {
         // Each once: a claim seeks each queue it names.
         names.sort();
         names.dedup();
-        QueueChoice { every, names, fresh_until: None }
+        QueueChoice { every, names, fresh_until: None, warned: false }
     }
 
-    /// The queues to claim from now, read again when due. When the database fails the read,
-    /// the last list stands (the claim then meets the same failure and backs off).
-    pub async fn current(&mut self, store: &dyn Store) -> Vec<String> {
+    /// The queues to claim from now, read again when due (a failed read is the caller's to
+    /// back off from, as from a failed claim).
+    pub async fn current(&mut self, store: &dyn Store) -> crate::Result<Vec<String>> {
         if self.every && self.fresh_until.is_none_or(|t| Instant::now() >= t) {
-            match store.scheduled_queues(Self::MOST).await {
-                Ok(names) => {
-                    self.names = names;
-                    self.fresh_until = Some(Instant::now() + Self::REFRESH);
-                }
-                Err(e) => tracing::debug!("listing the queues failed: {e}"),
+            let names = store.scheduled_queues(Self::MOST).await?;
+            if names.len() >= Self::MOST as usize && !self.warned {
+                self.warned = true;
+                let last = names.last().map_or("", String::as_str);
+                tracing::warn!(
+                    "at least {} queues hold scheduled tasks: this worker of every queue claims from the first {} by \
+                     name (up to {last}); give the others workers of their own with --queues",
+                    Self::MOST,
+                    Self::MOST
+                );
             }
+            self.names = names;
+            self.fresh_until = Some(Instant::now() + Self::REFRESH);
         }
-        self.names.clone()
+        Ok(self.names.clone())
     }
 
     /// The last claim found nothing: read the queues again before the next one.

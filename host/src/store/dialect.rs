@@ -118,6 +118,10 @@ pub trait Dialect: Plumbing {
     /// A statement reading the server's time now as `t` (None: the database has no clock of its
     /// own).
     const SERVER_TIME: Option<&'static str> = None;
+    /// Whether `SELECT DISTINCT` of an index's second column, the first held equal, is a loose
+    /// index scan (MySQL: one seek a value), so the queues holding scheduled tasks are listed so
+    /// rather than by a recursive statement (whose iterations MySQL and MariaDB cap at 1,000).
+    const LOOSE_DISTINCT: bool = false;
 
     /// The condition on `task_queue` (unaliased) of a failed task awaiting the overseer's retry,
     /// spelled as the database indexes it: the filter of the partial index `task_queue_failed`

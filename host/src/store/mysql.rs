@@ -145,6 +145,7 @@ impl Dialect for MySqlDb {
     const SERVER_TIME: Option<&'static str> = Some("SELECT UTC_TIMESTAMP(6) AS t");
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const LOOSE_DISTINCT: bool = true;
     const ADD_CHUNK: usize = 2_000;
     const MS_SINCE_START: &'static str = "TIMESTAMPDIFF(MICROSECOND, started_on, $2) DIV 1000";
     const INT: &'static str = "SIGNED";

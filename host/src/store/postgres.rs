@@ -228,7 +228,8 @@ impl Dialect for PostgresDb {
     }
 
     async fn claim(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {
-        if req.limit < CLAIM_SPLIT_AT {
+        // (Not a claim of several queues: each half would hold rows the other then skips.)
+        if req.limit < CLAIM_SPLIT_AT || req.queues.len() > 1 {
             return self.claim_some(None, req, req.limit, None).await;
         }
         // A large claim as two statements on two connections at once: SKIP LOCKED keeps their rows

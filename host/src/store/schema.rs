@@ -1,5 +1,5 @@
 //! The schema, described once: every table, column, index and unique constraint the migrations
-//! of each database must produce. `tests/schema.rs` reads each live database's catalog and checks
+//! of each database must produce. `tests/it/schema.rs` reads each live database's catalog and checks
 //! it against this description, so the three folders of migrations cannot drift apart.
 //!
 //! Column kinds map to one type per database:

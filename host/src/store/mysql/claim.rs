@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Most queues a claim picks from one by one; past it, one pick of them all (sorted).
+const PICK_EACH_MOST: usize = 32;
+
 impl MySqlDb {
     pub(super) async fn claim_once(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {
         let mut tx = self.begin().await?;
@@ -27,15 +30,26 @@ impl MySqlDb {
             transitions::is::<MySqlDb>(TaskState::Scheduled),
             transitions::NOT_PAUSED
         );
-        let values = [
-            Arg::Texts(req.queues),
-            Arg::Time(now),
-            Arg::from(req.limit),
-            Arg::Texts(req.handlers.unwrap_or_default()),
-            Arg::Ints(only.unwrap_or_default()),
-        ];
-        let picked = self.rows(Some(&mut *tx), &pick, &values).await?;
-        let claimed = ClaimedTask::read_all(&picked)?;
+        // A few queues: each picked apart, in claim order by the claim index, then the first of
+        // them all taken; `queue IN (…)` of several sorted, and locked, every due task of them.
+        // The rows picked and not taken (at most the limit a queue) stay locked until the end
+        // of this short transaction.
+        let each = (2..=PICK_EACH_MOST).contains(&req.queues.len());
+        let lists: Vec<&[String]> = if each { req.queues.chunks(1).collect() } else { vec![req.queues] };
+        let mut picked = Vec::new();
+        for queues in lists {
+            let values = [
+                Arg::Texts(queues),
+                Arg::Time(now),
+                Arg::from(req.limit),
+                Arg::Texts(req.handlers.unwrap_or_default()),
+                Arg::Ints(only.unwrap_or_default()),
+            ];
+            picked.extend(self.rows(Some(&mut *tx), &pick, &values).await?);
+        }
+        // In claim order (read_all sorts), the first `limit` of them all.
+        let mut claimed = ClaimedTask::read_all(&picked)?;
+        claimed.truncate(req.limit as usize);
         if claimed.is_empty() {
             return Ok(Vec::new());
         }

@@ -46,14 +46,18 @@ pub async fn paused<D: Dialect>(db: &D) -> Result<Vec<String>> {
 /// index), however many tasks each holds.
 pub async fn scheduled_names<D: Dialect>(db: &D, limit: u32) -> Result<Vec<String>> {
     let scheduled = is::<D>(TaskState::Scheduled);
-    let sql = format!(
-        "WITH RECURSIVE q (name) AS (
+    let sql = if D::LOOSE_DISTINCT {
+        format!("SELECT DISTINCT queue AS name FROM task_queue WHERE {scheduled} ORDER BY queue LIMIT $1")
+    } else {
+        format!(
+            "WITH RECURSIVE q (name) AS (
              SELECT min(queue) FROM task_queue WHERE {scheduled}
              UNION ALL
              SELECT (SELECT min(queue) FROM task_queue WHERE {scheduled} AND queue > q.name)
              FROM q WHERE q.name IS NOT NULL)
          SELECT name FROM q WHERE name IS NOT NULL LIMIT $1"
-    );
+        )
+    };
     let found = db.rows(None, &sql, args![limit]).await?;
     found.iter().map(|r| Ok(r.text("name")?.unwrap_or_default())).collect()
 }

@@ -65,6 +65,9 @@ pub async fn list<D: Dialect>(db: &D, f: &TaskFilter) -> Result<Vec<Task>> {
     if f.dead {
         sql.push_str(&format!(" AND {}", is::<D>(TaskState::Dead)));
     }
+    if let Some(state) = f.state {
+        sql.push_str(&format!(" AND {}", is::<D>(state)));
+    }
     if let Some(text) = f.text.as_deref() {
         values.push(Arg::Text(Some(text)));
         sql.push_str(&format!(" AND {}(task_data, ${}) > 0", D::POSITION, values.len()));

@@ -1,0 +1,42 @@
+//! The integration tests, in one binary: one link of wasmtime, Cranelift and sqlx instead of one
+//! a file, and the example handlers built once. A module an area; a test runs alone by its path
+//! (`cargo test --release --test it worker::runs_a_task_and_stores_its_results`), an area by its
+//! module (`--test it worker::`). The tests that stop the shared database servers live apart, in
+//! binaries of their own, which cargo runs one at a time: `chaos` and `server_restarts`.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+#[macro_use]
+mod suite;
+
+mod bench;
+mod cli;
+mod cli_config;
+mod cli_limits;
+mod cli_servers;
+mod clocks;
+mod control;
+mod dashboard;
+mod docs;
+mod docs_api;
+mod first_day;
+mod hostile;
+mod languages;
+mod layers;
+mod network;
+mod new_handlers;
+mod observability;
+mod openapi;
+mod overseer;
+mod promises;
+mod sandbox;
+mod schema;
+mod serve;
+mod serve_limits;
+mod sockets;
+mod store_mysql;
+mod store_postgres;
+mod store_sqlite;
+mod worker;
+mod worker_servers;

@@ -1,0 +1,222 @@
+//! `taskhost serve`: the HTTP API as applications use it. A Python program (standard library)
+//! and a Node.js program (fetch) queue tasks through a live server while a worker runs them, and
+//! read their results; bad requests get JSON errors with a 4xx status; tokens and roles are
+//! enforced, and the server will not listen beyond this machine without one. Real processes, a
+//! real SQLite file (and PostgreSQL and MariaDB for the API's answers).
+
+use crate::common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::process::{signal, spawn_worker, stderr, stdout, wait_exit};
+use common::served::Served;
+use common::{repo_root, taskhost_command, wait_until, Db, Env};
+use serde_json::{json, Value};
+
+fn client(program: &str, args: &[&str]) -> Value {
+    let script = repo_root().join("host/tests/clients").join(args[0]);
+    let o = Command::new(program).arg(script).args(&args[1..]).output().expect("run the client");
+    assert!(o.status.success(), "{program} {args:?}: {}{}", stdout(&o), stderr(&o));
+    serde_json::from_str(stdout(&o).trim()).expect("one JSON line")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_and_node_applications_queue_tasks_and_read_their_results() {
+    let env = Env::new(&["echo", "word-count"]).await;
+    let served = Served::start(&env, "127.0.0.1:0");
+    let worker = spawn_worker(&env, &[]);
+    let py = client("python3", &["queue.py", &served.base]);
+    assert_eq!(py["ids"].as_array().map(Vec::len), Some(3), "{py}");
+    assert_eq!(py["results"], json!([{"words": 3, "lines": 1, "chars": 5}, {"n": 0}, {"n": 1}]), "{py}");
+    let node = client("node", &["queue.mjs", &served.base]);
+    assert_eq!(node["results"], json!({"words": 4, "lines": 1, "chars": 7}), "{node}");
+    // What they queued is the queue's, as the command line shows it.
+    let (status, shown) = served.call("GET", &format!("/tasks/{}", node["id"]), None, None);
+    assert_eq!((status, &shown["task"]["queued_by"]), (200, &json!("node")), "{shown}");
+    let (status, page) = served.call("GET", "/tasks?handler=echo&order=oldest&limit=1", None, None);
+    assert_eq!((status, page["tasks"][0]["data"].clone()), (200, json!({"n": 0})), "{page}");
+    let next = page["next"].as_i64().expect("a next page");
+    let (_, page) = served.call("GET", &format!("/tasks?handler=echo&order=oldest&limit=1&after={next}"), None, None);
+    assert_eq!(page["tasks"][0]["data"], json!({"n": 1}), "{page}");
+    signal(&worker, "TERM");
+    wait_exit(worker, Duration::from_secs(30)).await;
+}
+
+async fn bad_requests_get_a_json_error_and_lose_nothing(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let served = Served::start(&env, "127.0.0.1:0");
+    for (method, path, body, status, code) in [
+        ("POST", "/tasks", Some("{nope"), 400, "invalid-json"),
+        ("POST", "/tasks", Some(r#"{"handler": "missing"}"#), 400, "unknown-handler"),
+        ("POST", "/tasks", Some(r#"{"handler": "echo", "at": "tomorrow"}"#), 400, "invalid"),
+        ("POST", "/tasks", Some(r#"{"handler": "echo", "colour": "red"}"#), 400, "invalid"),
+        ("POST", "/tasks", Some(r#"{"tasks": [{"handler": "echo"}, {"handler": "missing"}]}"#), 400, "unknown-handler"),
+        ("GET", "/tasks/12345", None, 404, "not-found"),
+        ("GET", "/tasks/seven", None, 400, "invalid"),
+        ("GET", "/tasks?status=sleeping", None, 400, "invalid"),
+        ("GET", "/tasks?limit=0", None, 400, "invalid"),
+        ("GET", "/tasks?text=a%00b", None, 400, "invalid"),
+        ("GET", "/stats/throughput?minutes=61", None, 400, "invalid"),
+        ("GET", "/stats/throughput?colour=red", None, 400, "invalid"),
+        ("GET", "/stats/throughput?handler=a%00b", None, 400, "invalid"),
+        ("GET", "/stats?queue=a%00b", None, 400, "invalid"),
+        ("POST", "/tasks/12345/cancel", None, 404, "not-found"),
+        ("GET", "/nothing-here", None, 404, "not-found"),
+    ] {
+        let (got, answer) = served.call(method, path, None, body);
+        assert_eq!((got, answer["error"]["code"].as_str()), (status, Some(code)), "{method} {path}: {answer}");
+        assert!(answer["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{answer}");
+    }
+    let (_, answer) =
+        served.call("POST", "/tasks", None, Some(r#"{"tasks": [{"handler": "echo"}, {"handler": "missing"}]}"#));
+    assert!(answer["error"]["message"].as_str().unwrap_or("").starts_with("tasks[1]: unknown handler"), "{answer}");
+    let (status, _) = served.call("GET", "/health", None, None);
+    assert_eq!(status, 200);
+    assert_eq!(env.app.client.store().counts().await.expect("counts").scheduled, 0, "nothing was queued");
+    // A finished task cannot be cancelled; a cancelled one is retried.
+    let (status, added) = served.call("POST", "/tasks", None, Some(r#"{"handler": "echo", "queue": "api"}"#));
+    assert_eq!(status, 201, "{added}");
+    let id = added["id"].as_i64().expect("id");
+    let (status, _) = served.call("POST", &format!("/tasks/{id}/cancel"), None, None);
+    assert_eq!(status, 200);
+    let (status, answer) = served.call("POST", &format!("/tasks/{id}/cancel"), None, None);
+    assert_eq!((status, answer["error"]["code"].as_str()), (409, Some("conflict")), "{answer}");
+    let (status, answer) = served.call("POST", &format!("/tasks/{id}/retry"), None, None);
+    assert_eq!((status, answer["id"].as_i64()), (200, Some(id)), "{answer}");
+    let (status, answer) = served.call("POST", "/queues/api/pause", None, None);
+    assert_eq!((status, &answer["changed"]), (200, &json!(true)), "{answer}");
+    let (_, answer) = served.call("GET", "/queues", None, None);
+    let api = answer["queues"].as_array().and_then(|q| q.iter().find(|q| q["name"] == "api")).cloned();
+    assert!(api.is_some_and(|q| !q["paused_on"].is_null()), "{answer}");
+}
+
+/// Bulk actions by ids or filter and deleting one task apply only where they can; a body over
+/// the limit, a wrong method and an unknown field get JSON errors too.
+async fn bulk_actions_and_deletes_touch_only_the_tasks_they_may(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let served = Served::start(&env, "127.0.0.1:0");
+    let four = r#"{"tasks": [{"handler": "echo", "queue": "bulk"}, {"handler": "echo", "queue": "bulk"},
+                             {"handler": "echo", "queue": "bulk"}, {"handler": "echo", "queue": "bulk"}]}"#;
+    let (status, added) = served.call("POST", "/tasks", None, Some(four));
+    assert_eq!(status, 201, "{added}");
+    let ids: Vec<i64> = added["tasks"].as_array().expect("tasks").iter().filter_map(|t| t["id"].as_i64()).collect();
+    let [a, b, c, _d] = ids[..] else { panic!("four ids: {added}") };
+    let (status, answer) = served.call("POST", "/tasks/cancel", None, Some(&format!(r#"{{"ids": [{a}, {b}]}}"#)));
+    assert_eq!((status, &answer["cancelled"]), (200, &json!(2)), "{answer}");
+    for (body, what) in [
+        ("{}", "name the tasks"),
+        (r#"{"all": true, "queue": "bulk"}"#, "\"all\" goes alone"),
+        (r#"{"ids": []}"#, "\"ids\" is empty"),
+        (r#"{"queue": "bulk", "colour": 1}"#, "unknown field \"colour\""),
+        (r#"{"queue": "bulk", "status": "asleep"}"#, "status \"asleep\""),
+    ] {
+        let (status, answer) = served.call("POST", "/tasks/cancel", None, Some(body));
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(status, 400, "{body}: {answer}");
+        assert!(message.contains(what), "{body}: {answer}");
+    }
+    let (status, answer) = served.call("DELETE", &format!("/tasks/{c}"), None, None);
+    assert_eq!((status, answer["error"]["code"].as_str()), (409, Some("conflict")), "a waiting task stays: {answer}");
+    let (status, answer) = served.call("DELETE", &format!("/tasks/{a}"), None, None);
+    assert_eq!((status, &answer["deleted"]), (200, &json!(true)), "{answer}");
+    assert_eq!(served.call("GET", &format!("/tasks/{a}"), None, None).0, 404);
+    let (status, answer) =
+        served.call("POST", "/tasks/retry", None, Some(&format!(r#"{{"ids": [{b}, {c}], "of": "cancelled"}}"#)));
+    assert_eq!((status, &answer["retried"]), (200, &json!(1)), "only b was cancelled: {answer}");
+    let (_, answer) = served.call("POST", "/tasks/cancel", None, Some(r#"{"queue": "bulk", "handler": "echo"}"#));
+    assert_eq!(answer["cancelled"], json!(3), "{answer}");
+    let (_, answer) = served.call("POST", "/tasks/delete", None, Some(r#"{"queue": "elsewhere", "of": "cancelled"}"#));
+    assert_eq!(answer["deleted"], json!(0), "another queue: {answer}");
+    let (_, answer) = served.call("POST", "/tasks/delete", None, Some(r#"{"queue": "bulk", "of": "cancelled"}"#));
+    assert_eq!(answer["deleted"], json!(3), "{answer}");
+    assert_eq!(env.app.client.store().counts().await.expect("counts").scheduled, 0);
+    // Errors axum itself answers are JSON too; the body's size is refused before it is read.
+    let (status, answer) = served.raw("POST", "/tasks", "Content-Length: 17000000\r\n", "");
+    assert_eq!((status, answer["error"]["code"].as_str()), (413, Some("too-large")), "{answer}");
+    let (status, answer) = served.call("PUT", "/tasks", None, None);
+    assert_eq!((status, answer["error"]["code"].as_str()), (405, Some("method-not-allowed")), "{answer}");
+    assert_eq!(served.call("GET", "/ready", None, None), (200, json!({"status": "ready"})));
+}
+
+on_every_database!(
+    bad_requests_get_a_json_error_and_lose_nothing,
+    bulk_actions_and_deletes_touch_only_the_tasks_they_may
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_and_roles_are_enforced_and_only_loopback_is_open_without_one() {
+    let mut env = Env::new(&["echo"]).await;
+    let o = taskhost_command(&env).args(["serve", "--listen", "0.0.0.0:0"]).output().expect("run");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with("error: refusing to listen on 0.0.0.0:0 without a token"), "{}", stderr(&o));
+    let (write, read) = ("w-0123456789abcdef", "r-0123456789abcdef");
+    env.set_config(&format!(
+        "[api]\ntokens = [{{ name = \"app\", token = \"{write}\", role = \"write\" }}, \
+         {{ name = \"dash\", token = \"{read}\", role = \"read\" }}]\n\
+         [handlers.echo.grants]\nenv = [\"TASKHOST_TEST_SECRET\"]\n"
+    ))
+    .await;
+    let served = Served::start(&env, "127.0.0.1:0");
+    let task = Some(r#"{"handler": "echo"}"#);
+    assert_eq!(served.call("POST", "/tasks", None, task).0, 401);
+    assert_eq!(served.call("POST", "/tasks", Some("wrong-token-0123456789"), task).0, 401);
+    let (status, answer) = served.call("POST", "/tasks", Some(read), task);
+    assert_eq!((status, answer["error"]["code"].as_str()), (403, Some("forbidden")), "{answer}");
+    let (status, added) = served.call("POST", "/tasks", Some(write), task);
+    assert_eq!(status, 201, "{added}");
+    assert_eq!(served.call("GET", &format!("/tasks/{}", added["id"]), Some(read), None).0, 200);
+    assert_eq!(served.call("GET", "/tasks", None, None).0, 401);
+    assert_eq!(served.call("GET", "/health", None, None).0, 200, "health needs no token");
+    // A plugin's grants are shown by name: the value of a granted variable never leaves.
+    let (status, plugins) = served.call("GET", "/plugins", Some(read), None);
+    let echo = &plugins["plugins"][0];
+    assert_eq!((status, &echo["name"], &echo["ok"]), (200, &json!("echo"), &json!(true)), "{plugins}");
+    assert_eq!(echo["grants"]["env"], json!(["TASKHOST_TEST_SECRET"]), "{plugins}");
+    assert!(echo["sha256"].as_str().is_some_and(|d| d.len() == 64), "{plugins}");
+    assert_eq!(echo["limits"]["fuel"], json!(taskhost::sandbox::Limits::DEFAULT_FUEL), "{plugins}");
+    assert!(!plugins.to_string().contains("hunter2-value"), "{plugins}");
+    // A short token is refused when the file is read.
+    let file = env.config.clone().expect("the configuration file");
+    std::fs::write(&file, "[api]\ntokens = [{ name = \"x\", token = \"short\", role = \"read\" }]\n").expect("write");
+    let o = taskhost_command(&env).args(["serve", "--listen", "127.0.0.1:0"]).output().expect("run");
+    assert!(stderr(&o).contains("[api] tokens[0] (x): a token is at least 16 characters"), "{}", stderr(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_statistics_and_runners_are_read_and_controlled() {
+    let env = Env::new(&["echo"]).await;
+    let nightly = taskhost::schedule::NewSchedule::new("nightly", "0 3 * * *", "echo");
+    env.app.client.add_schedule(&nightly).await.expect("schedule");
+    let served = Served::start(&env, "127.0.0.1:0");
+    let (status, list) = served.call("GET", "/schedules", None, None);
+    assert_eq!((status, list["schedules"][0]["name"].as_str()), (200, Some("nightly")), "{list}");
+    assert_eq!(served.call("POST", "/schedules/nightly/pause", None, None).0, 200);
+    let (_, list) = served.call("GET", "/schedules", None, None);
+    assert!(!list["schedules"][0]["paused_on"].is_null(), "{list}");
+    let (status, answer) = served.call("POST", "/schedules/nope/pause", None, None);
+    assert_eq!((status, answer["error"]["code"].as_str()), (404, Some("not-found")), "{answer}");
+    let (status, answer) = served.call("POST", "/schedules/nightly/trigger", None, None);
+    assert_eq!(status, 201, "{answer}");
+    let task = answer["task"].as_i64().expect("the task's id");
+    // A worker runs it: the runner is listed, and the statistics count the run.
+    let worker = spawn_worker(&env, &[]);
+    wait_until(Duration::from_secs(30), "the worker is listed", || async {
+        served.call("GET", "/runners", None, None).1["runners"].as_array().is_some_and(|r| r.len() == 1)
+    })
+    .await;
+    wait_until(Duration::from_secs(30), "the triggered task ran", || async {
+        served.call("GET", &format!("/tasks/{task}"), None, None).1["task"]["last_status"] == "success"
+    })
+    .await;
+    let (status, stats) = served.call("GET", "/stats?handler=echo", None, None);
+    assert_eq!((status, &stats["stats"][0]["runs"]["succeeded"]), (200, &json!(1)), "{stats}");
+    assert_eq!(served.call("GET", "/stats?colour=red", None, None).0, 400);
+    // The same run in the chart's series, a minute at a time (it may have crossed a minute).
+    let (status, series) = served.call("GET", "/stats/throughput?minutes=2&handler=echo", None, None);
+    let minutes = series["minutes"].as_array().expect("minutes");
+    let ran: i64 = minutes.iter().filter_map(|m| m["runs"]["succeeded"].as_i64()).sum();
+    assert_eq!((status, minutes.len(), ran), (200, 2, 1), "{series}");
+    signal(&worker, "TERM");
+    wait_exit(worker, Duration::from_secs(30)).await;
+}
