@@ -183,21 +183,36 @@ impl Claimer<'_> {
     async fn claim(&mut self, ask: &Ask) -> Result<crate::Result<Vec<ClaimedRun>>, Step> {
         let worker = self.worker;
         let limits = &worker.catalog.policy().run_limits;
-        self.limited = limits.apply_to(&ask.queues, Some(&ask.handlers));
-        let req = ClaimRequest {
-            runner: self.runner,
-            queues: &ask.queues,
-            handlers: Some(&ask.handlers),
-            limit: ask.limit,
-            now: worker.clock.now(),
-            default_timeout: worker.config.default_run_timeout,
-            limits: self.limited.then_some(limits),
-        };
+        let parts = super::queues::claims_of(&ask.queues, &ask.handlers, limits);
+        self.limited = parts.iter().any(|(_, limited)| *limited);
+        let (runner, now) = (self.runner, worker.clock.now());
         let claim = async {
-            if ask.queues.is_empty() {
-                return Ok(Vec::new());
+            let mut all: Vec<ClaimedRun> = Vec::new();
+            for (queues, limited) in &parts {
+                let left = ask.limit.saturating_sub(all.len() as u32);
+                if left == 0 {
+                    break;
+                }
+                let req = ClaimRequest {
+                    runner,
+                    queues,
+                    handlers: Some(&ask.handlers),
+                    limit: left,
+                    now,
+                    default_timeout: worker.config.default_run_timeout,
+                    limits: limited.then_some(limits),
+                };
+                match worker.store.claim_for(&req).await {
+                    Ok(runs) => all.extend(runs),
+                    Err(e) if all.is_empty() => return Err(e),
+                    // The runs the first part claimed are this worker's: run them.
+                    Err(e) => {
+                        tracing::warn!("part of a claim failed: {e}");
+                        break;
+                    }
+                }
             }
-            worker.store.claim_for(&req).await
+            Ok(all)
         };
         // A claim waiting on another session's lock must not hold up a runner declared dead.
         // (Biased: a runner declared dead stops at once; a claim done when the signal comes is

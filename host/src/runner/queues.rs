@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::model::EVERY_QUEUE;
+use crate::model::{RunLimits, EVERY_QUEUE};
 use crate::store::Store;
 
 /// The queues of a worker, as given and as last read.
@@ -64,5 +64,45 @@ impl QueueChoice {
     /// The last claim found nothing: read the queues again before the next one.
     pub fn found_nothing(&mut self) {
         self.fresh_until = None;
+    }
+}
+
+/// The claims a claim of `queues` is made of, each with whether it is the limited claim: the
+/// queues with a concurrency limit through the limited claim (a transaction that counts runs in
+/// flight), the others by the plain one, so that one limited queue does not slow every claim of
+/// a worker of every queue. A limit on a handler of `handlers` spans every queue: then one
+/// limited claim of them all.
+pub(super) fn claims_of(queues: &[String], handlers: &[String], limits: &RunLimits) -> Vec<(Vec<String>, bool)> {
+    if queues.is_empty() {
+        return Vec::new();
+    }
+    if limits.apply_to(&[], Some(handlers)) {
+        return vec![(queues.to_vec(), true)];
+    }
+    let (limited, free): (Vec<String>, Vec<String>) =
+        queues.iter().cloned().partition(|q| limits.queues.contains_key(q));
+    [(limited, true), (free, false)].into_iter().filter(|(qs, _)| !qs.is_empty()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(all: &[&str]) -> Vec<String> {
+        all.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn only_the_limited_queues_take_the_limited_claim_unless_a_handler_is_limited() {
+        let mut limits = RunLimits::default();
+        let (queues, handlers) = (names(&["api", "bulk", "mail"]), names(&["echo", "fetch"]));
+        assert_eq!(claims_of(&queues, &handlers, &limits), [(queues.clone(), false)]);
+        limits.queues.insert("api".into(), 2);
+        let parts = claims_of(&queues, &handlers, &limits);
+        assert_eq!(parts, [(names(&["api"]), true), (names(&["bulk", "mail"]), false)]);
+        assert_eq!(claims_of(&names(&["api"]), &handlers, &limits), [(names(&["api"]), true)]);
+        limits.handlers.insert("fetch".into(), 1);
+        assert_eq!(claims_of(&queues, &handlers, &limits), [(queues.clone(), true)]);
+        assert!(claims_of(&[], &handlers, &limits).is_empty());
     }
 }
