@@ -155,6 +155,11 @@ where
     Ok((done, batches))
 }
 
+/// Most full batches one pass of a service takes: the services run one at a time, so a pass that
+/// went on while work kept coming (a flood of failures, say) would hold up the others, liveness
+/// among them. The rest is the next pass's, an interval later.
+pub const MAX_BATCHES_A_PASS: u32 = 100;
+
 /// A maintenance service: one pass at a time, on the time it is given.
 #[async_trait]
 pub trait Service: Send + Sync {

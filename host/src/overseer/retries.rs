@@ -77,7 +77,7 @@ impl Service for Retries {
 
     async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut report = Report::default();
-        loop {
+        for _ in 0..super::MAX_BATCHES_A_PASS {
             let candidates = self.store.retry_candidates(self.config.batch).await?;
             let plans: Vec<RetryPlan> =
                 candidates.iter().map(|c| plan(c, &self.config.backoff, now, retry::jitter_unit())).collect();
@@ -89,9 +89,10 @@ impl Service for Retries {
             }
             self.store.apply_retry_plans(&plans, now).await?;
             if candidates.len() < self.config.batch as usize {
-                return Ok(report);
+                break;
             }
         }
+        Ok(report)
     }
 }
 

@@ -70,13 +70,14 @@ impl Service for RunTimeout {
     async fn run_once(&self, now: DateTime<Utc>) -> Result<Report> {
         let mut report = Report::default();
         let cutoff = super::ago(now, self.config.margin);
-        loop {
+        for _ in 0..super::MAX_BATCHES_A_PASS {
             let n = self.store.time_out_overdue_runs(cutoff, now, self.config.batch).await?;
             report.runs_timed_out += n;
             if n < u64::from(self.config.batch) {
-                return Ok(report);
+                break;
             }
         }
+        Ok(report)
     }
 }
 

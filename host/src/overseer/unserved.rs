@@ -113,13 +113,14 @@ impl Service for Unserved {
             .collect();
         served.sort();
         served.dedup();
-        loop {
+        for _ in 0..super::MAX_BATCHES_A_PASS {
             let n = self.store.give_up_unserved(&served, since, now, self.config.batch).await?;
             report.tasks_given_up += n;
             if n < u64::from(self.config.batch) {
-                return Ok(report);
+                break;
             }
         }
+        Ok(report)
     }
 }
 

@@ -134,6 +134,25 @@ async fn a_run_past_its_run_timeout_is_timed_out_and_retried(db: Db) {
     assert_eq!(env.app.client.show(id).await.expect("show").0.last_status, RunStatus::Success);
 }
 
+/// A pass takes at most `MAX_BATCHES_A_PASS` full batches, so a flood cannot hold up the other
+/// services (they run one at a time); the rest is the next pass's.
+async fn a_pass_takes_at_most_its_batches_and_leaves_the_rest_to_the_next(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["echo"]).await;
+    let store = env.app.store.clone();
+    let most = taskhost::overseer::MAX_BATCHES_A_PASS as usize;
+    let tasks: Vec<_> =
+        (0..most + 20).map(|_| NewTask::new("echo", "{}").with_run_timeout(Duration::from_secs(10))).collect();
+    env.app.client.add_many(tasks).await.expect("add");
+    let runner = store.register_runner(std::process::id(), &this_host(), clock.now(), 8).await.expect("register");
+    let claimed = store.claim(runner, &["default".into()], 1_000, clock.now(), DAY).await.expect("claim");
+    assert_eq!(claimed.len(), most + 20);
+    let margin = chrono::Duration::from_std(run_timeout::Config::DEFAULT_MARGIN).expect("margin");
+    clock.advance(chrono::Duration::seconds(11) + margin);
+    let svc = run_timeout::RunTimeout::new(store.clone(), run_timeout::Config { batch: 1, ..Default::default() });
+    assert_eq!(svc.run_once(clock.now()).await.expect("pass").runs_timed_out, most as u64);
+    assert_eq!(svc.run_once(clock.now()).await.expect("pass").runs_timed_out, 20, "the rest, at the next pass");
+}
+
 async fn timeouts_past_max_attempts_make_a_dead_letter(db: Db) {
     let (env, clock) = Env::manual_on(db, &["echo"]).await;
     let store = env.app.store.clone();
@@ -303,6 +322,7 @@ async fn a_queue_no_live_runner_claims_from_is_warned_of_once_its_tasks_have_wai
 }
 
 on_every_database!(
+    a_pass_takes_at_most_its_batches_and_leaves_the_rest_to_the_next,
     a_queue_no_live_runner_claims_from_is_warned_of_once_its_tasks_have_waited,
     an_overseer_stopped_by_a_signal_hands_its_lease_to_a_waiting_one_at_once,
     a_runner_with_a_stale_heartbeat_is_timed_out_and_its_task_retried,
