@@ -21,32 +21,7 @@ impl MySqlDb {
         only: Option<&[TaskId]>,
     ) -> Result<Vec<ClaimedRun>> {
         let now = req.now;
-        let of_handlers = if req.handlers.is_some() { " AND task_handler_class IN ($4)" } else { "" };
-        let only_these = if only.is_some() { " AND id IN ($5)" } else { "" };
-        let pick = format!(
-            "SELECT {CLAIM_COLUMNS}, run_attempt FROM task_queue
-             WHERE {} AND queue IN ($1){of_handlers}{only_these} AND scheduled_on <= $2 AND {}
-             ORDER BY priority, scheduled_on, id LIMIT $3 FOR UPDATE SKIP LOCKED",
-            transitions::is::<MySqlDb>(TaskState::Scheduled),
-            transitions::NOT_PAUSED
-        );
-        // A few queues: each picked apart, in claim order by the claim index, then the first of
-        // them all taken; `queue IN (…)` of several sorted, and locked, every due task of them.
-        // The rows picked and not taken (at most the limit a queue) stay locked until the end
-        // of this short transaction.
-        let each = (2..=PICK_EACH_MOST).contains(&req.queues.len());
-        let lists: Vec<&[String]> = if each { req.queues.chunks(1).collect() } else { vec![req.queues] };
-        let mut picked = Vec::new();
-        for queues in lists {
-            let values = [
-                Arg::Texts(queues),
-                Arg::Time(now),
-                Arg::from(req.limit),
-                Arg::Texts(req.handlers.unwrap_or_default()),
-                Arg::Ints(only.unwrap_or_default()),
-            ];
-            picked.extend(self.rows(Some(&mut *tx), &pick, &values).await?);
-        }
+        let picked = self.pick(tx, req, only).await?;
         // In claim order (read_all sorts), the first `limit` of them all.
         let mut claimed = ClaimedTask::read_all(&picked)?;
         claimed.truncate(req.limit as usize);
@@ -95,5 +70,40 @@ impl MySqlDb {
             }
         }
         transitions::claimed_runs(req, claimed, started)
+    }
+
+    /// The due tasks a claim may take, locked: of each of a few queues apart, in claim order by
+    /// the claim index (`queue IN (…)` of several sorted, and locked, every due task of them), or
+    /// of them all at once. The rows picked and not taken (at most the limit a queue) stay locked
+    /// until the end of this short transaction.
+    async fn pick(
+        &self,
+        tx: &mut Tx<MySql>,
+        req: &ClaimRequest<'_>,
+        only: Option<&[TaskId]>,
+    ) -> Result<Vec<<MySql as sqlx::Database>::Row>> {
+        let of_handlers = if req.handlers.is_some() { " AND task_handler_class IN ($4)" } else { "" };
+        let only_these = if only.is_some() { " AND id IN ($5)" } else { "" };
+        let pick = format!(
+            "SELECT {CLAIM_COLUMNS}, run_attempt FROM task_queue
+             WHERE {} AND queue IN ($1){of_handlers}{only_these} AND scheduled_on <= $2 AND {}
+             ORDER BY priority, scheduled_on, id LIMIT $3 FOR UPDATE SKIP LOCKED",
+            transitions::is::<MySqlDb>(TaskState::Scheduled),
+            transitions::NOT_PAUSED
+        );
+        let each = (2..=PICK_EACH_MOST).contains(&req.queues.len());
+        let lists: Vec<&[String]> = if each { req.queues.chunks(1).collect() } else { vec![req.queues] };
+        let mut picked = Vec::new();
+        for queues in lists {
+            let values = [
+                Arg::Texts(queues),
+                Arg::Time(req.now),
+                Arg::from(req.limit),
+                Arg::Texts(req.handlers.unwrap_or_default()),
+                Arg::Ints(only.unwrap_or_default()),
+            ];
+            picked.extend(self.rows(Some(&mut *tx), &pick, &values).await?);
+        }
+        Ok(picked)
     }
 }
