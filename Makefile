@@ -58,12 +58,13 @@ test: plugins services test-tools install-check features-check
 	$(CARGO) test --release --workspace
 
 # The library builds with each database alone and without the command line, and the command
-# without OTLP (cargo features).
+# without OTLP (cargo features). Checked in the release profile, as `make lint` checks: the
+# dependencies' checked metadata is then made once for both.
 features-check:
 	for db in sqlite postgres mysql; do \
-		$(CARGO) check --quiet -p taskhost --lib --no-default-features --features $$db || exit 1; \
+		$(CARGO) check --release --quiet -p taskhost --lib --no-default-features --features $$db || exit 1; \
 	done
-	$(CARGO) check --quiet -p taskhost --no-default-features --features cli,sqlite
+	$(CARGO) check --release --quiet -p taskhost --no-default-features --features cli,sqlite
 
 # Formatting, lints and the library's documentation (every public item documented:
 # `#![warn(missing_docs)]`; no broken link), as CI checks them.

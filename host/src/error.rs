@@ -57,6 +57,10 @@ pub enum Error {
         dir: PathBuf,
     },
 
+    /// A handler name no plugin can have (a plugin's name is its file's, `NAME.wasm`).
+    #[error("invalid handler name {0:?}: use letters, digits, '-' and '_'")]
+    HandlerName(String),
+
     /// The plugins directory cannot be read.
     #[error("cannot read the plugins directory {}: {reason}", dir.display())]
     PluginsDir {

@@ -2,6 +2,7 @@
 //! components. The manual is the README and `docs/`.
 
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
 compile_error!("taskhost needs at least one database: enable the cargo feature \"sqlite\", \"postgres\" or \"mysql\"");

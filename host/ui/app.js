@@ -20,6 +20,8 @@ const state = {
   // The generation whose refresh is under way, and whether another was asked for meanwhile.
   busy: null,
   again: false,
+  // The read under way (settled when none is).
+  reading: Promise.resolve(),
 };
 
 /** An answer of the API that is not a success: its status, code and message. */
@@ -132,17 +134,34 @@ export async function refresh({ tick = false } = {}) {
     return;
   }
   state.busy = generation;
-  try {
-    do {
-      state.again = false;
-      await view.refresh(() => generation === state.generation);
-      document.body.dataset.updated = String(Date.now());
-    } while (state.again && generation === state.generation);
-  } catch (e) {
-    if (e.status !== 401) notify(e.message, 'error');
-  } finally {
-    if (state.busy === generation) state.busy = null;
-  }
+  state.reading = (async () => {
+    try {
+      do {
+        state.again = false;
+        await view.refresh(() => generation === state.generation);
+        document.body.dataset.updated = String(Date.now());
+      } while (state.again && generation === state.generation);
+    } catch (e) {
+      if (e.status !== 401) notify(e.message, 'error');
+    } finally {
+      if (state.busy === generation) state.busy = null;
+    }
+  })();
+  await state.reading;
+}
+
+/**
+ * Stop reading the current view, once a read under way has ended: before an action that removes
+ * what it reads (a task deleted), so no read of it is answered 404. Gives back a function that
+ * resumes it (the action failed).
+ */
+export async function hold() {
+  const view = state.view;
+  state.view = null;
+  await state.reading;
+  return () => {
+    if (state.view === null) state.view = view;
+  };
 }
 
 /** Go to `hash`, dropping the current view first (it may be gone, as a deleted task). */

@@ -35,7 +35,9 @@ export function mount(main) {
         card('Awaiting retry', sum((q) => q.tasks.awaiting_retry), '#/tasks?state=awaiting-retry'),
         card('Dead letters', sum((q) => q.tasks.dead), '#/dead', 'dead'),
         card('Succeeded', sum((q) => q.runs.succeeded), '#/tasks?state=succeeded'),
-        card('Failed runs', sum((q) => q.runs.failed + q.runs.timed_out), '#/tasks?status=error', 'error'));
+        // Runs, not tasks: a task with a failed run may since have succeeded, so no task filter
+        // lists them; the handlers' table below breaks them down.
+        card('Failed runs', sum((q) => q.runs.failed + q.runs.timed_out), null, 'error'));
       fill(chart, draw(series.minutes));
       fill(queues, table([
         { label: 'Queue', cell: (q) => h('a', { href: `#/tasks?queue=${encodeURIComponent(q.name)}` }, q.name) },
@@ -77,7 +79,7 @@ function add(into, from) {
 }
 
 function card(label, value, href, kind = '') {
-  return h('a', { class: `card stat ${kind}`, href, 'data-stat': label },
+  return h(href ? 'a' : 'div', { class: `card stat ${kind}`, href, 'data-stat': label },
     h('span', { class: 'value' }, number(value)), h('span', { class: 'label' }, label));
 }
 

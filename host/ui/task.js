@@ -1,12 +1,8 @@
 // A task: what it was queued with, its runs newest first (live progress, partial and final
 // results, logs, error, digest, fuel, timings), and what can be done with it now.
 
-import { api, act, leave, notify } from './app.js';
+import { api, act, hold, leave, notify } from './app.js';
 import { h, fill, put, badge, bar, when, duration, number, json, button, section } from './view.js';
-
-// The task states an operator may cancel and replay (model::lifecycle's Cancel and Replay).
-const UNFINISHED = ['scheduled', 'running', 'awaiting-retry'];
-const REPLAYABLE = ['dead', 'cancelled'];
 
 export function mount(main, id) {
   const head = h('div', { class: 'task-head' });
@@ -17,23 +13,26 @@ export function mount(main, id) {
   let shownData = null;
   return {
     async refresh(current) {
-      const { task, runs: list } = await api('GET', `/tasks/${id}`);
+      // What may be done with it now is the server's to say (by its state).
+      const { task, runs: list, allows } = await api('GET', `/tasks/${id}`);
       if (!current()) return;
-      const unfinished = UNFINISHED.includes(task.state);
-      const replayable = REPLAYABLE.includes(task.state);
+      const unfinished = allows.includes('cancel');
+      const replayable = allows.includes('replay');
       fill(head,
         h('h1', {}, `Task #${task.id} `, badge(task.state)),
         h('div', { class: 'actions' },
           unfinished && button('Cancel', () => act(`Task ${id} cancelled.`, () => api('POST', `/tasks/${id}/cancel`)), { id: 'cancel' }),
           replayable && button(task.state === 'dead' ? 'Replay' : 'Retry',
             () => act((a) => `Task ${id} scheduled again (attempt ${a.attempt}).`, () => api('POST', `/tasks/${id}/retry`)), { id: 'retry' }),
-          !unfinished && button('Delete', async () => {
+          allows.includes('delete') && button('Delete', async () => {
             if (!confirm(`Delete task ${id} and its runs? This cannot be undone.`)) return;
+            const resume = await hold();
             try {
               await api('DELETE', `/tasks/${id}`);
               leave('#/tasks');
               notify(`Task ${id} deleted.`);
             } catch (e) {
+              resume();
               notify(e.message, 'error');
             }
           }, { id: 'delete', class: 'danger' })));

@@ -7,8 +7,6 @@ import { h, fill, put, table, badge, when, button, taskLink } from './view.js';
 // A task's states, as the API names them (its `state` field and filter).
 const STATES = ['scheduled', 'running', 'awaiting-retry', 'succeeded', 'dead', 'cancelled'];
 const FILTERS = ['state', 'queue', 'handler', 'text'];
-// Read from the address too, without a field of their own (a link may filter by a run's status).
-const PASSED = ['status'];
 
 export function mount(main, query, { dead = false } = {}) {
   const selected = new Set();
@@ -61,7 +59,7 @@ export function mount(main, query, { dead = false } = {}) {
 
   const params = () => {
     const q = new URLSearchParams({ limit: '50' });
-    for (const k of [...FILTERS, ...PASSED]) if (query.get(k)) q.set(k, query.get(k));
+    for (const k of FILTERS) if (query.get(k)) q.set(k, query.get(k));
     if (dead) q.set('dead', 'true');
     if (after !== null) q.set('after', String(after));
     return q;

@@ -46,11 +46,25 @@ pub(super) async fn json_errors(req: Request, next: Next) -> Response {
 /// A JSON value read as `T`, or an `invalid` error naming the field at fault
 /// (`"tasks[0].at": invalid type: integer 123, expected a string`).
 pub(super) fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
+    read_fields(value).map_err(|message| ApiError::bad("invalid", message))
+}
+
+/// `T` read from JSON, or one line naming the field at fault (`"at": invalid type: ...`), as
+/// the API and `add --many` say it.
+pub fn read_fields<'de, D, T>(json: D) -> Result<T, String>
+where
+    D: serde::Deserializer<'de>,
+    D::Error: std::fmt::Display,
+    T: serde::Deserialize<'de>,
+{
+    serde_path_to_error::deserialize(json).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        let message = if path == "." { inner.to_string() } else { format!("\"{path}\": {inner}") };
-        ApiError::bad("invalid", message)
+        if path == "." {
+            inner.to_string()
+        } else {
+            format!("\"{path}\": {inner}")
+        }
     })
 }
 
@@ -84,7 +98,7 @@ impl From<Error> for ApiError {
         let message = e.to_string();
         match e {
             Error::InvalidJson(_) => Self::bad("invalid-json", message),
-            Error::Invalid { .. } => Self::bad("invalid", message),
+            Error::Invalid { .. } | Error::HandlerName(_) => Self::bad("invalid", message),
             // Without the server's plugins directory: callers need not know its paths.
             Error::UnknownHandler { name, .. } => Self::bad(
                 "unknown-handler",

@@ -46,7 +46,7 @@ use utoipa_axum::routes;
 use crate::client::Client;
 use crate::config::api::{ApiSection, Role};
 use doc::{Errors, Status};
-pub use error::ApiError;
+pub use error::{read_fields, ApiError};
 
 mod bounds;
 mod bulk;

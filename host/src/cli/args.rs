@@ -5,12 +5,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use clap::builder::{PossibleValuesParser, TypedValueParser};
+
 use clap::{Args, Parser, Subcommand};
 
 pub use super::bulk::{CancelArgs, DeleteArgs, RetryArgs};
 use taskhost::model::{RunStatus, TaskState};
 use taskhost::runner::WorkerConfig;
+
+use super::values::*;
 
 // No Debug: the database URL may hold a password.
 #[derive(Parser)]
@@ -376,99 +378,6 @@ const GLOBAL: &str = "Global options";
 
 use taskhost::text::parse_time;
 
-/// A log filter tracing can read.
-/// A collector's base URL, over plain HTTP: TLS is not built in (a collector or agent on this
-/// machine, or a sidecar, forwards further).
-#[cfg(feature = "otlp")]
-fn otlp_url(s: &str) -> Result<String, String> {
-    match s.strip_prefix("http://") {
-        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(s.trim_end_matches('/').to_string()),
-        _ if s.starts_with("https://") => {
-            Err("https is not built in: point it at a collector or agent on this machine (http://…)".into())
-        }
-        _ => Err("an http:// URL of an OTLP collector, e.g. http://127.0.0.1:4318".into()),
-    }
-}
-
-fn log_filter(s: &str) -> Result<String, String> {
-    tracing_subscriber::EnvFilter::try_new(s).map_err(|e| format!("not a log filter: {e}"))?;
-    Ok(s.to_string())
-}
-
-/// A count of at least 1.
-pub(super) fn at_least_one(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(0) => Err("must be at least 1".into()),
-        Ok(n) => Ok(n),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-/// A duration longer than zero.
-fn positive_duration(s: &str) -> Result<Duration, String> {
-    match taskhost::text::parse_duration(s)? {
-        d if d.is_zero() => Err("must be longer than zero".into()),
-        d => Ok(d),
-    }
-}
-
-/// A timeout of `serve`'s: at least [`taskhost::api::ServerLimits::MIN_TIMEOUT`].
-fn server_timeout(s: &str) -> Result<Duration, String> {
-    let (min, max) = (taskhost::api::ServerLimits::MIN_TIMEOUT, taskhost::api::ServerLimits::MAX_TIMEOUT);
-    match taskhost::text::parse_duration(s)? {
-        d if d < min => Err(format!("must be at least {}", taskhost::text::duration(min))),
-        d if d > max => Err(format!("must be at most {}", taskhost::text::duration(max))),
-        d => Ok(d),
-    }
-}
-
-/// A name that is not empty or blank.
-fn non_empty(s: &str) -> Result<String, String> {
-    if s.trim().is_empty() {
-        return Err("must not be empty".into());
-    }
-    Ok(s.to_string())
-}
-
-/// A run status, its possible values listed in the help.
-pub(super) fn status() -> impl TypedValueParser<Value = RunStatus> {
-    PossibleValuesParser::new(RunStatus::ALL.map(RunStatus::as_str)).try_map(|s| s.parse::<RunStatus>())
-}
-
-/// A task's state, its possible values listed in the help.
-pub(super) fn state() -> impl TypedValueParser<Value = TaskState> {
-    PossibleValuesParser::new(TaskState::ALL.map(TaskState::as_str)).try_map(|s| s.parse::<TaskState>())
-}
-
 #[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    use super::*;
-
-    /// `--help` tells what every option and argument is for.
-    #[test]
-    fn every_option_and_argument_has_help() {
-        let mut missing = Vec::new();
-        let root = Cli::command();
-        let mut commands = vec![root.clone()];
-        commands.extend(root.get_subcommands().cloned());
-        for cmd in &commands {
-            for arg in cmd.get_arguments() {
-                let builtin = matches!(arg.get_id().as_str(), "help" | "version");
-                if !builtin && arg.get_help().is_none() {
-                    missing.push(format!("{} {}", cmd.get_name(), arg.get_id()));
-                }
-            }
-        }
-        assert!(missing.is_empty(), "options without help: {missing:?}");
-    }
-
-    #[test]
-    fn a_time_without_a_zone_is_refused_with_the_fix() {
-        assert!(parse_time("2026-01-02T03:04:05Z").is_ok());
-        assert!(parse_time("2026-01-02T03:04:05+01:00").is_ok());
-        let err = parse_time("2026-01-02T03:04:05").err().unwrap_or_default();
-        assert!(err.contains("add Z"), "{err}");
-    }
-}
+#[path = "args_tests.rs"]
+mod tests;

@@ -18,7 +18,7 @@ use crate::shutdown::shutdown_signal;
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Tasks to queue and drain.
-    #[arg(long, default_value_t = 20_000, value_parser = super::args::at_least_one)]
+    #[arg(long, default_value_t = 20_000, value_parser = super::values::at_least_one)]
     pub tasks: usize,
     /// A handler of the plugins directory to run instead of the built-in no-op.
     #[arg(long)]
@@ -27,10 +27,10 @@ pub struct BenchArgs {
     #[arg(long, default_value = "{}")]
     pub data: String,
     /// Guests running at once in each worker (a worker's --concurrency).
-    #[arg(long, default_value_t = WorkerConfig::DEFAULT_CONCURRENCY, value_parser = super::args::at_least_one)]
+    #[arg(long, default_value_t = WorkerConfig::DEFAULT_CONCURRENCY, value_parser = super::values::at_least_one)]
     pub concurrency: usize,
     /// Runs a claim takes at most (a worker's --claim-batch).
-    #[arg(long, default_value_t = WorkerConfig::DEFAULT_CLAIM_BATCH, value_parser = super::args::at_least_one)]
+    #[arg(long, default_value_t = WorkerConfig::DEFAULT_CLAIM_BATCH, value_parser = super::values::at_least_one)]
     pub claim_batch: usize,
     /// Drain with this many `taskhost worker --drain` processes (timed from their start to the
     /// last one's exit) instead of one worker in this process.

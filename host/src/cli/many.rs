@@ -14,13 +14,21 @@ use taskhost::App;
 /// Tasks per transaction: a failure loses none of the chunks before it.
 const CHUNK: usize = 10_000;
 
+/// One line as a task; an error names the field at fault.
+fn read_line(line: &str) -> std::result::Result<TaskInput, String> {
+    let mut json = serde_json::Deserializer::from_str(line);
+    let task = taskhost::api::read_fields(&mut json)?;
+    json.end().map_err(|e| e.to_string())?;
+    Ok(task)
+}
+
 /// Read, check and queue the tasks of `path` (`-`: standard input).
 pub async fn add_many(app: &App, path: &str, text: &str) -> Result<()> {
     let mut tasks = Vec::new();
     let mut line_of = Vec::new();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let parsed: TaskInput =
-            serde_json::from_str(line).with_context(|| format!("{path}, line {}: not a task", n + 1))?;
+            read_line(line).map_err(|e| anyhow::anyhow!("{path}, line {}: not a task: {e}", n + 1))?;
         tasks.push(parsed.task().map_err(|e| anyhow::anyhow!("{path}, line {}: {e}", n + 1))?);
         line_of.push(n + 1);
     }

@@ -19,6 +19,7 @@ mod new;
 mod progress;
 mod schedule;
 pub mod telemetry;
+mod values;
 pub use args::*;
 
 impl Cli {

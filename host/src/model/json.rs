@@ -4,7 +4,7 @@
 
 use serde::{Serialize, Serializer};
 
-use super::{ErrorSource, Run, Task};
+use super::{ErrorSource, Run, Task, Transition};
 
 /// A task with its runs, oldest first.
 #[derive(Debug, Clone, Serialize)]
@@ -14,6 +14,9 @@ pub struct TaskDetail {
     pub task: Task,
     /// Its runs, oldest first.
     pub runs: Vec<RunDetail>,
+    /// What an operator may do with it in its state: `cancel` (unfinished), `replay` (dead or
+    /// cancelled), `delete` (finished).
+    pub allows: Vec<&'static str>,
 }
 
 /// A run, and who produced its error.
@@ -31,7 +34,14 @@ impl TaskDetail {
     /// A task and its runs, each run's error source read from its code.
     pub fn new(task: Task, runs: Vec<Run>) -> Self {
         let runs = runs.into_iter().map(|run| RunDetail { error_source: run.error_source(), run }).collect();
-        TaskDetail { task, runs }
+        let state = task.state;
+        let allows = [
+            (state.allows(Transition::Cancel), "cancel"),
+            (state.allows(Transition::Replay), "replay"),
+            (state.is_final(), "delete"),
+        ];
+        let allows = allows.into_iter().filter(|(yes, _)| *yes).map(|(_, name)| name).collect();
+        TaskDetail { task, runs, allows }
     }
 }
 

@@ -1,9 +1,5 @@
 //! The records of the three tables and their statuses.
 
-use std::fmt;
-use std::str::FromStr;
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -11,12 +7,16 @@ pub mod failure;
 mod input;
 mod json;
 pub mod lifecycle;
+mod new_task;
 mod outcome;
+mod status;
 pub use failure::{codes, ErrorSource, Failure, FailureKind};
 pub use input::TaskInput;
 pub use json::{task_json, RunDetail, TaskDetail};
 pub use lifecycle::{TaskState, Transition};
+pub use new_task::*;
 pub use outcome::*;
+pub use status::*;
 
 /// A task's id (`task_queue.id`).
 pub type TaskId = i64;
@@ -29,260 +29,6 @@ pub type RunnerId = i64;
 /// most 128 bytes (no paths).
 pub fn valid_handler_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 128 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-/// Status of a run, and of a task (a task's `last_status` is the status of its latest run).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
-pub enum RunStatus {
-    /// Created, waiting for a runner (and, for a task, for its `scheduled_on`).
-    Scheduled,
-    /// Claimed by a runner.
-    Running,
-    /// Ended well.
-    Success,
-    /// A known failure: the handler returned an error, trapped or broke a limit.
-    Error,
-    /// Not finished in time, or its runner died.
-    Timeout,
-    /// Cancelled by an operator: a scheduled task never starts, a running run is stopped.
-    Cancelled,
-}
-
-impl RunStatus {
-    /// Every status, in the order of a run's life.
-    pub const ALL: [RunStatus; 6] = [
-        RunStatus::Scheduled,
-        RunStatus::Running,
-        RunStatus::Success,
-        RunStatus::Error,
-        RunStatus::Timeout,
-        RunStatus::Cancelled,
-    ];
-
-    /// The word stored in the database and shown to people.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Scheduled => "scheduled",
-            RunStatus::Running => "running",
-            RunStatus::Success => "success",
-            RunStatus::Error => "error",
-            RunStatus::Timeout => "timeout",
-            RunStatus::Cancelled => "cancelled",
-        }
-    }
-
-    /// A finished run counts as failed when it ended in error or timeout.
-    pub fn is_failure(self) -> bool {
-        matches!(self, RunStatus::Error | RunStatus::Timeout)
-    }
-}
-
-/// Status of a runner (a worker process).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
-pub enum RunnerStatus {
-    /// Working.
-    Running,
-    /// The runner stopped by itself (shutdown, drain, memory cap).
-    Success,
-    /// The overseer found it dead: stale heartbeat or a vanished process.
-    Timeout,
-}
-
-impl RunnerStatus {
-    /// The word stored in the database and shown to people.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            RunnerStatus::Running => "running",
-            RunnerStatus::Success => "success",
-            RunnerStatus::Timeout => "timeout",
-        }
-    }
-}
-
-/// A status word read from the database or the command line that is not one we know.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("unknown status {0:?}")]
-pub struct UnknownStatus(pub String);
-
-impl FromStr for RunStatus {
-    type Err = UnknownStatus;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        RunStatus::ALL.into_iter().find(|st| st.as_str() == s).ok_or_else(|| UnknownStatus(s.to_string()))
-    }
-}
-
-impl FromStr for RunnerStatus {
-    type Err = UnknownStatus;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "running" => Ok(RunnerStatus::Running),
-            "success" => Ok(RunnerStatus::Success),
-            "timeout" => Ok(RunnerStatus::Timeout),
-            other => Err(UnknownStatus(other.to_string())),
-        }
-    }
-}
-
-impl fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl fmt::Display for RunnerStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Per-task retry backoff; `None` fields fall back to the worker's [`crate::retry::Backoff`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
-pub struct BackoffSettings {
-    /// Delay before the first retry, in milliseconds; doubles with each further failure.
-    pub base_ms: Option<i64>,
-    /// Upper bound of the delay, in milliseconds.
-    pub max_ms: Option<i64>,
-}
-
-/// What a caller asks to queue. Build one with [`NewTask::new`] and the `with_*` methods.
-#[derive(Debug, Clone)]
-pub struct NewTask {
-    /// The handler (plugin name) that runs it.
-    pub handler: String,
-    /// The task's data, a JSON document (validated by the client before it is written).
-    pub data: String,
-    /// When to run it; `None` = now.
-    pub scheduled_on: Option<DateTime<Utc>>,
-    /// Runs it may have before it is given up on, the first included: each failed run in a row is
-    /// an attempt, and the task is a dead letter once this many have failed ([`DEFAULT_MAX_ATTEMPTS`];
-    /// at least 1). Celery's `max_retries=N` is `max_attempts` N + 1.
-    pub max_attempts: u32,
-    /// Who queued it, for people reading the queue (free text).
-    pub queued_by: Option<String>,
-    /// The queue it is claimed from ([`DEFAULT_QUEUE`]).
-    pub queue: String,
-    /// Lower runs first.
-    pub priority: i32,
-    /// While a task with this key is unfinished, adding another returns the existing one.
-    pub unique_key: Option<String>,
-    /// `None` = the system-wide default (1 day).
-    pub run_timeout: Option<Duration>,
-    /// This task's retry backoff; unset parts are the worker's.
-    pub backoff: BackoffSettings,
-}
-
-/// Runs a task may have (each failed run in a row an attempt) before it is given up on, unless
-/// it says otherwise.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
-/// Longest handler name, queue name, unique key and `queued_by`, in bytes, on every database.
-pub const MAX_HANDLER_BYTES: usize = 128;
-/// Longest queue name, in bytes.
-pub const MAX_QUEUE_BYTES: usize = 128;
-/// Longest unique key, in bytes.
-pub const MAX_UNIQUE_KEY_BYTES: usize = 255;
-/// Longest `queued_by`, in bytes.
-pub const MAX_QUEUED_BY_BYTES: usize = 255;
-/// The queue of a task that names none.
-pub const DEFAULT_QUEUE: &str = "default";
-/// A worker's queue list that means every queue (and a name no task may have).
-pub const EVERY_QUEUE: &str = "*";
-
-impl NewTask {
-    /// A task for `handler` with `data` (a JSON document), due now, in the default queue.
-    pub fn new(handler: impl Into<String>, data: impl Into<String>) -> Self {
-        NewTask {
-            handler: handler.into(),
-            data: data.into(),
-            scheduled_on: None,
-            max_attempts: DEFAULT_MAX_ATTEMPTS,
-            queued_by: None,
-            queue: DEFAULT_QUEUE.to_string(),
-            priority: 0,
-            unique_key: None,
-            run_timeout: None,
-            backoff: BackoffSettings::default(),
-        }
-    }
-    /// Due at `at` instead of now.
-    pub fn with_scheduled_on(mut self, at: DateTime<Utc>) -> Self {
-        self.scheduled_on = Some(at);
-        self
-    }
-    /// Given up on after `n` failed runs in a row (at least 1: the first run is an attempt).
-    pub fn with_max_attempts(mut self, n: u32) -> Self {
-        self.max_attempts = n;
-        self
-    }
-    /// The old name of [`NewTask::with_max_attempts`], the same number (0 is taken as 1).
-    #[deprecated(note = "the same number is `with_max_attempts`")]
-    pub fn with_max_retries(self, n: u32) -> Self {
-        self.with_max_attempts(n.max(1))
-    }
-    /// Who queued it.
-    pub fn with_queued_by(mut self, who: impl Into<String>) -> Self {
-        self.queued_by = Some(who.into());
-        self
-    }
-    /// In `queue` instead of the default.
-    pub fn with_queue(mut self, queue: impl Into<String>) -> Self {
-        self.queue = queue.into();
-        self
-    }
-    /// Claimed before tasks of a higher `priority` (lower runs first).
-    pub fn with_priority(mut self, priority: i32) -> Self {
-        self.priority = priority;
-        self
-    }
-    /// Not added while an unfinished task holds `key` (that task is returned).
-    pub fn with_unique_key(mut self, key: impl Into<String>) -> Self {
-        self.unique_key = Some(key.into());
-        self
-    }
-    /// Each run may take at most `timeout`.
-    pub fn with_run_timeout(mut self, timeout: Duration) -> Self {
-        self.run_timeout = Some(timeout);
-        self
-    }
-    /// Its own retry backoff.
-    pub fn with_backoff(mut self, backoff: BackoffSettings) -> Self {
-        self.backoff = backoff;
-        self
-    }
-}
-
-/// Runs in flight allowed at once across all workers, per queue and per handler: the
-/// operator's `[queues.NAME] max_running` and `[handlers.NAME] max_running`, enforced in the
-/// claim (see [`crate::store::shared`]'s limited claim).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RunLimits {
-    /// Queue name → runs of it in flight at most.
-    pub queues: std::collections::BTreeMap<String, u32>,
-    /// Handler name → runs of it in flight at most.
-    pub handlers: std::collections::BTreeMap<String, u32>,
-}
-
-impl RunLimits {
-    /// The largest limit a configuration may set.
-    pub const MAX: u32 = 1_000_000;
-
-    /// Whether no limit is set.
-    pub fn is_empty(&self) -> bool {
-        self.queues.is_empty() && self.handlers.is_empty()
-    }
-
-    /// Whether a claim of `queues` and `handlers` (None: any) touches a limit.
-    pub fn apply_to(&self, queues: &[String], handlers: Option<&[String]>) -> bool {
-        queues.iter().any(|q| self.queues.contains_key(q))
-            || match handlers {
-                Some(hs) => hs.iter().any(|h| self.handlers.contains_key(h)),
-                None => !self.handlers.is_empty(),
-            }
-    }
 }
 
 /// The result of adding a task.

@@ -326,7 +326,7 @@ impl Catalog {
     /// `NAME.wasm` in the directory, if the name is a plugin name and the file is there.
     fn path_of(&self, name: &str) -> Result<PathBuf> {
         if !valid_name(name) {
-            return Err(Error::invalid("handler name", format!("{name:?}: use letters, digits, '-' and '_'")));
+            return Err(Error::HandlerName(name.to_string()));
         }
         let path = self.dir.join(format!("{name}.wasm"));
         if std::fs::symlink_metadata(&path).is_err() {

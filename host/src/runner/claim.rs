@@ -13,11 +13,14 @@ use tokio::sync::mpsc;
 
 use super::execute::Shared;
 use super::put_back::{hand_back_cut_claim, CutClaim};
+use super::release::{Holding, PutBackWhy, Release, Releases};
 use super::run_tasks::AHEAD_WAIT_LIMIT;
-use super::{ExitReason, Held, RunTasks, Worker, LAST_CALL_TIMEOUT};
+use super::{ExitReason, Held, RunTasks, Worker};
 use crate::model::*;
 use crate::retry::Backoff;
 use crate::store::ClaimRequest;
+
+mod idle;
 
 /// Waits between claims while the database fails them.
 const CLAIM_BACKOFF: Backoff = Backoff { base: Duration::from_millis(50), max: Duration::from_secs(5), jitter: 0.5 };
@@ -227,7 +230,8 @@ impl Claimer<'_> {
         Err(match cut {
             ExitReason::Shutdown | ExitReason::MemoryCap => {
                 let grace = worker.config.shutdown_grace;
-                Step::Exit(cut, Some(hand_back_cut_claim(&worker.store, &worker.clock, grace, claim).await))
+                let releases = &self.runs.releases;
+                Step::Exit(cut, Some(hand_back_cut_claim(releases, &worker.clock, grace, claim).await))
             }
             // A runner declared dead: its claim is cut off, its runs timed out with it.
             reason => Step::Exit(reason, Some(CutClaim { spent: Duration::ZERO, all_back: false })),
@@ -256,7 +260,8 @@ impl Claimer<'_> {
                     // Run tasks took the rest.
                     (_, None) => return None,
                     ((Some(place), Some(slot)), Some((run, held))) if !self.runs.fence.is_fenced() => {
-                        self.runs.spawn(self.shared, run, slot, (place, held, None));
+                        let holding = Holding { place: Some(place), held: Some(held), bytes: None };
+                        self.runs.spawn(self.shared, run, slot, holding);
                     }
                     ((Some(_), Some(_)), Some((run, _held))) => self.runs.fence.hold_back(run.run_id),
                     // Closed (the semaphores never are): nothing can start.
@@ -266,13 +271,13 @@ impl Claimer<'_> {
                     }
                 },
                 _ = tokio::time::sleep_until(give_up) => {
-                    put_back_waiting(self.worker, ahead.drain()).await;
+                    put_back_waiting(&self.runs.releases, ahead.drain());
                     return None;
                 }
             }
         };
         let rest: Vec<ClaimedRun> = ahead.drain().into_iter().map(|(r, _)| r).collect();
-        Some(hand_back(self.worker, cut, rest).await)
+        Some(hand_back(self.worker, &self.runs.releases, cut, rest).await)
     }
 
     /// Nothing was claimed: a draining worker with nothing in flight and nothing due is done.
@@ -319,85 +324,6 @@ impl Claimer<'_> {
             _ = tokio::time::sleep(wait) => Step::Claimed,
         }
     }
-
-    /// Wait for work: a wake-up from the database, the poll interval, a signal or a reason to
-    /// exit (Some).
-    pub async fn wait_for_work(&mut self) -> Option<ExitReason> {
-        let cfg = &self.worker.config;
-        // Polling at the short interval: without wake-ups; when a limited run may end elsewhere;
-        // and when draining, whose tasks may also be left by another worker (waiting for a
-        // wake-up added up to the notified poll interval to every drain on PostgreSQL).
-        let poll = if self.wakeups.is_some() && !self.limited && !cfg.drain {
-            cfg.notified_poll_interval
-        } else {
-            cfg.poll_interval
-        };
-        // A draining worker whose last outcomes are being written is done once they are: the
-        // writer says so, rather than the next poll.
-        let runs = self.runs;
-        let written = async move {
-            if cfg.drain && runs.unwritten.available_permits() < runs.unwritten_limit {
-                runs.written.notified().await
-            } else {
-                std::future::pending().await
-            }
-        };
-        // Without wake-ups, tasks other processes add are seen by a probe far cheaper than a
-        // claim, taken only while idle.
-        let probe = if self.wakeups.is_none() { cfg.probe_interval } else { Duration::ZERO };
-        tokio::select! {
-            _ = &mut self.shutdown => Some(ExitReason::Shutdown),
-            r = self.exits.recv() => Some(r.unwrap_or(ExitReason::Shutdown)),
-            _ = tokio::time::sleep(poll) => None,
-            _ = newer_task(self.worker.store.as_ref(), probe, &mut self.newest) => None,
-            _ = written => None,
-            open = changed(&mut self.local_adds) => {
-                if !open {
-                    self.local_adds = None;
-                }
-                None
-            }
-            open = changed(&mut self.loading) => {
-                if !open {
-                    self.loading = None; // the first load is over
-                }
-                None
-            }
-            woke = super::run_watch::next(&mut self.wakeups) => {
-                if !woke {
-                    self.wakeups = None; // the listener is gone: poll only
-                }
-                None
-            }
-        }
-    }
-}
-
-/// When the newest task's id moves on from `newest`, looking every `every` (never when zero); a
-/// failed look is left to the poll.
-async fn newer_task(store: &dyn crate::store::Store, every: Duration, newest: &mut TaskId) {
-    if every.is_zero() {
-        return std::future::pending().await;
-    }
-    loop {
-        tokio::time::sleep(every).await;
-        match store.newest_task_id().await {
-            Ok(id) if id != *newest => {
-                *newest = id;
-                return;
-            }
-            Ok(_) => {}
-            Err(e) => tracing::debug!("looking for new tasks: {e}"),
-        }
-    }
-}
-
-/// When `watched` changes again (false: it never will, its sender is gone); never without one.
-async fn changed<T>(watched: &mut Option<tokio::sync::watch::Receiver<T>>) -> bool {
-    match watched {
-        Some(w) => w.changed().await.is_ok(),
-        None => std::future::pending().await,
-    }
 }
 
 /// A permit of `semaphore`, at once when one is free; None when it is closed.
@@ -409,38 +335,25 @@ async fn permit(semaphore: &Arc<tokio::sync::Semaphore>) -> Option<tokio::sync::
 }
 
 /// Put back, uncounted and in their place in line (due when they were), runs claimed ahead
-/// that waited [`AHEAD_WAIT_LIMIT`] for a slot; they are held until then, so the run watch does
-/// not take them for orphans. All within [`LAST_CALL_TIMEOUT`] (a database that does not answer
-/// holds up the claim loop that long, not that long a run); one that cannot go back is left to
-/// the run watch, which puts back what this worker no longer holds.
-async fn put_back_waiting(worker: &Worker, rest: Vec<(ClaimedRun, Held)>) {
+/// that waited [`AHEAD_WAIT_LIMIT`] for a slot; each is held until its release is applied, so
+/// the run watch does not take it for an orphan (one that cannot go back is then the run
+/// watch's, which puts back what this worker no longer holds).
+fn put_back_waiting(releases: &Releases, rest: Vec<(ClaimedRun, Held)>) {
     // Slots whose guests were done may have taken them all meanwhile.
-    if rest.is_empty() {
-        return;
+    for (run, held) in rest {
+        let release = Release::PutBack { run: run.run_id, at: run.due_on, why: PutBackWhy::NoSlot, otherwise: None };
+        releases.send(release, Holding { held: Some(held), ..Holding::default() });
     }
-    let mut back = 0;
-    let all = async {
-        for (run, _held) in &rest {
-            match worker.store.put_back(run.run_id, run.due_on).await {
-                Ok(_) => back += 1,
-                Err(e) => tracing::warn!(run_id = run.run_id, "could not put back a run claimed ahead: {e}"),
-            }
-        }
-    };
-    if tokio::time::timeout(LAST_CALL_TIMEOUT, all).await.is_err() {
-        tracing::warn!("putting back runs claimed ahead: the database did not answer; the run watch will");
-    }
-    tracing::debug!(runs = back, "runs claimed ahead found no slot in time: back in the queue");
 }
 
 /// Put back runs claimed and not started when a signal or a reason to exit came.
-async fn hand_back(worker: &Worker, cut: ExitReason, rest: Vec<ClaimedRun>) -> Step {
+async fn hand_back(worker: &Worker, releases: &Releases, cut: ExitReason, rest: Vec<ClaimedRun>) -> Step {
     Step::Exit(
         cut,
         Some(match cut {
             ExitReason::Shutdown | ExitReason::MemoryCap => {
                 let (grace, claim) = (worker.config.shutdown_grace, async { Ok(rest) });
-                hand_back_cut_claim(&worker.store, &worker.clock, grace, claim).await
+                hand_back_cut_claim(releases, &worker.clock, grace, claim).await
             }
             // A runner declared dead: its runs are timed out with it.
             _ => CutClaim { spent: Duration::ZERO, all_back: false },

@@ -19,7 +19,6 @@ use crate::sandbox::{codes, Failure, GuestOutcome, RunControl, RunInput, RunRepo
 
 /// What every run of a worker shares.
 pub(super) struct Shared {
-    pub store: crate::store::SharedStore,
     pub catalog: Arc<Catalog>,
     pub clock: SharedClock,
     pub backoff: Backoff,
@@ -183,7 +182,7 @@ async fn execute(shared: &Shared, run: ClaimedRun, started: Instant, stop: Arc<N
     };
     let plugin = match plugin {
         Ok(p) => p,
-        Err(Error::UnknownHandler { .. }) | Err(Error::Invalid { .. }) | Err(Error::PluginsDir { .. }) => {
+        Err(Error::UnknownHandler { .. } | Error::HandlerName(_) | Error::PluginsDir { .. }) => {
             let failure = Some(Failure::handler_not_found(&run.handler));
             return ended(Ended { failure, ..Ended::default() });
         }
@@ -268,11 +267,7 @@ mod tests {
             crate::sandbox::Sandbox::new(&crate::sandbox::SandboxConfig { pool_instances: 1, ..Default::default() })
                 .expect("sandbox");
         let catalog = Arc::new(Catalog::new(Arc::new(sandbox), "/nonexistent", None, Default::default()));
-        let dir = tempfile::tempdir().expect("tempdir");
-        let url = format!("sqlite://{}", dir.path().join("q.db").display());
-        let store = crate::store::open(&url, &Default::default()).await.expect("store");
         let shared = Shared {
-            store,
             catalog,
             clock: Arc::new(crate::clock::SystemClock),
             backoff: Backoff::default(),

@@ -12,10 +12,11 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use super::fence::Fence;
+use super::release::{PutBackWhy, Releases};
 use super::writer::{unix_ms, WriterHealth};
 use super::ExitReason;
 use crate::clock::SharedClock;
-use crate::model::{RunId, RunnerId};
+use crate::model::RunnerId;
 use crate::store::SharedStore;
 
 pub(super) struct Heartbeat {
@@ -30,6 +31,8 @@ pub(super) struct Heartbeat {
     pub exit_tx: mpsc::UnboundedSender<ExitReason>,
     /// Told of every heartbeat that succeeded.
     pub fence: Arc<Fence>,
+    /// Where the runs the fence stopped are put back (the writer).
+    pub releases: Releases,
 }
 
 impl Heartbeat {
@@ -72,7 +75,10 @@ impl Heartbeat {
             match beat {
                 Ok(Ok(true)) => {
                     self.health.db_ok_ms.store(unix_ms(), Ordering::Relaxed);
-                    self.put_back(self.fence.alive(sent)).await;
+                    // The runs the fence stopped: their runner is alive after all, so nobody else
+                    // would run them before their run timeout.
+                    let runs = self.fence.alive(sent).into_iter().map(|run| (run, None));
+                    self.releases.put_back(runs, self.clock.now(), PutBackWhy::Fenced);
                 }
                 Ok(Ok(false)) => {
                     tracing::error!(runner = self.runner, "this runner was timed out by the overseer; stopping");
@@ -80,18 +86,6 @@ impl Heartbeat {
                 }
                 Ok(Err(e)) => tracing::warn!(runner = self.runner, "heartbeat failed: {e}"),
                 Err(_) => tracing::warn!(runner = self.runner, "heartbeat timed out"),
-            }
-        }
-    }
-
-    /// Put back the runs the fence stopped: their runner is alive after all, so nobody else
-    /// would run them before their run timeout.
-    async fn put_back(&self, runs: Vec<RunId>) {
-        for run in runs {
-            match self.store.put_back(run, self.clock.now()).await {
-                Ok(true) => tracing::info!(run_id = run, "a run the fence stopped is back in the queue"),
-                Ok(false) => {}
-                Err(e) => tracing::warn!(run_id = run, "could not put back a run the fence stopped: {e}"),
             }
         }
     }

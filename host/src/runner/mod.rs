@@ -17,8 +17,9 @@
 //! plugins and register the runner, start the background parts (`parts`), claim one turn
 //! after another (`claim`: `claim_once` → claimed, idle or exit), then stop the parts within
 //! the grace period and mark the runner. The rest: `execute` runs one claimed run, `writer`
-//! writes outcomes, `progress` progress reports, `heartbeat` keeps the runner alive and
-//! watches memory, `put_back` returns runs to the queue unrun.
+//! applies every end of a claimed run (`release`: ended, put back, stopped), `progress` writes
+//! progress reports, `heartbeat` keeps the runner alive and watches memory, `put_back` holds the
+//! put-back policy.
 
 mod claim;
 mod config;
@@ -29,6 +30,7 @@ mod parts;
 mod progress;
 mod put_back;
 mod queues;
+mod release;
 mod run_tasks;
 mod run_watch;
 mod writer;
@@ -155,7 +157,10 @@ impl Worker {
         };
         let health = parts.health.clone();
         let stopped = parts.stop(runs, shared, grace).await;
-        let abandoned = stopped.in_flight_left.max(health.abandoned.load(Ordering::Relaxed));
+        // Runs left running: places not let go, runs the writer could not put back, and releases
+        // sent without a place that it never applied.
+        let unreleased = health.unreleased.load(Ordering::Relaxed);
+        let abandoned = stopped.in_flight_left.max(health.abandoned.load(Ordering::Relaxed)) + unreleased;
         self.mark_stopped(runner, exit, abandoned, cut).await;
         Ok(self.report(runner, exit, abandoned, &stopped, &health))
     }

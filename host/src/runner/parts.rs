@@ -13,6 +13,7 @@ use super::execute::Shared;
 use super::fence::Fence;
 use super::heartbeat::{self, Heartbeat};
 use super::put_back::PutBacks;
+use super::release::Releases;
 use super::run_watch::{InFlight, RunWatch};
 use super::writer::{OutcomeWriter, WriterHealth};
 use super::{progress, ExitReason, RunTasks, Worker, LAST_CALL_TIMEOUT};
@@ -48,6 +49,8 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
     let health = Arc::new(WriterHealth::default());
     let in_flight = Arc::new(InFlight::default());
     let fence = Arc::new(Fence::new(cfg.heartbeat_interval, cfg.heartbeat_horizon));
+    // Every end of a claimed run goes to the outcome writer (see release.rs).
+    let (releases, releases_rx) = Releases::channel(health.clone());
     let mut handles = vec![("fence", tokio::spawn(fence.clone().watch(in_flight.clone(), stop_rx.clone())))];
     let beat = Heartbeat {
         store: w.store.clone(),
@@ -59,6 +62,7 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
         health: health.clone(),
         exit_tx: exit_tx.clone(),
         fence: fence.clone(),
+        releases: releases.clone(),
     };
     handles.push(("heartbeat", tokio::spawn(beat.run(stop_rx.clone()))));
     let (wakeups, cancels) = wakeups(w).await;
@@ -70,6 +74,7 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
         fence: fence.clone(),
         interval: cfg.run_check_interval,
         cancels,
+        releases: releases.clone(),
     };
     handles.push(("run watch", tokio::spawn(watch_runs.run(stop_rx.clone()))));
     let (_, rss_cap) = w.memory();
@@ -86,7 +91,6 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
     // At most 1,024 reports of at most 64 KiB partial results each are queued.
     let (progress_tx, progress_rx) = mpsc::channel(1024);
     handles.push(("progress writer", tokio::spawn(progress::progress_loop(w.store.clone(), progress_rx))));
-    let (done_tx, done_rx) = mpsc::unbounded_channel();
     let written = Arc::new(tokio::sync::Notify::new());
     let writer = OutcomeWriter {
         store: w.store.clone(),
@@ -99,12 +103,12 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
         written: written.clone(),
     };
     // The writer first: stopping, its last batch is the one that matters most.
-    handles.insert(0, ("outcome writer", tokio::spawn(writer.run(done_rx))));
+    handles.insert(0, ("outcome writer", tokio::spawn(writer.run(releases_rx))));
     let unwritten_limit = super::run_tasks::unwritten_limit(cfg.concurrency, cfg.claim_batch);
     let runs = RunTasks {
         in_flight,
         fence,
-        done_tx,
+        releases,
         abort: abort_rx,
         ended_elsewhere: Arc::default(),
         slots: Arc::new(Semaphore::new(cfg.concurrency.max(1))),
@@ -142,7 +146,6 @@ fn shared(w: &Worker, progress_tx: mpsc::Sender<crate::model::ProgressUpdate>) -
         progress_tx,
         memory: Arc::new(Semaphore::new(budget_mib.max(1) as usize)),
         memory_budget_mib: budget_mib,
-        store: w.store.clone(),
         put_backs: PutBacks::new(w.config.put_back_limit, w.clock.clone()),
     })
 }

@@ -1,11 +1,14 @@
-//! The put-back policy, in one place. A run goes back to the queue unrun and uncounted (the
-//! store's put-back transition) in two cases:
+//! When a run goes back to the queue unrun and uncounted (the store's put-back transition,
+//! applied by the writer as a [`super::release::Release::PutBack`]), for the two cases that take
+//! a policy:
 //! - it could not start for want of a host resource (the sandbox's pool was full): it is due
 //!   again after 1 s, 2 s, 4 s … up to 30 s, for at most the worker's `put_back_limit`, then it
 //!   fails as `host-busy`, as it does when it cannot be put back;
 //! - a signal (or the memory cap) came while its claim was under way: the claim may finish
 //!   within the grace period, and every run it claimed goes back. One that cannot is left to the
 //!   exit, which times it out with its runner.
+//!
+//! The others (claimed ahead and found no slot, an orphan, fenced) are put back as they are found.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -13,11 +16,10 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use super::LAST_CALL_TIMEOUT;
+use super::release::{PutBackWhy, Releases};
 use crate::clock::SharedClock;
 use crate::model::{ClaimedRun, RunId};
 use crate::retry::{self, Backoff};
-use crate::store::SharedStore;
 
 /// How long a run put back waits before it is due again, by how many times it was put back.
 const PUT_BACK_BACKOFF: Backoff = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(30), jitter: 0.1 };
@@ -56,25 +58,8 @@ impl PutBacks {
     }
 }
 
-/// Put a run that could not start back in the queue; false when that failed (its `host-busy`
-/// failure is written instead).
-pub(super) async fn put_back(store: &SharedStore, run: RunId, at: DateTime<Utc>, reason: &str) -> bool {
-    match tokio::time::timeout(LAST_CALL_TIMEOUT, store.put_back(run, at)).await {
-        Ok(Ok(true)) => {
-            tracing::info!(run_id = run, %at, "run put back, it could not start: {reason}");
-            true
-        }
-        // Ended elsewhere meanwhile: nothing to write either.
-        Ok(Ok(false)) => true,
-        Ok(Err(e)) => {
-            tracing::warn!(run_id = run, "could not put back a run that could not start: {e}");
-            false
-        }
-        Err(_) => false,
-    }
-}
-
-/// What handing back a claim cut short by a signal took, and whether every run went back.
+/// What handing back a claim cut short by a signal took, and whether every run it claimed was
+/// handed to the writer to put back (the writer counts those it could not).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct CutClaim {
     /// Of the grace period; the runs in flight get the rest.
@@ -83,40 +68,29 @@ pub(super) struct CutClaim {
     pub all_back: bool,
 }
 
-/// Let a claim cut short by a signal finish within `grace`, and put back what it claimed.
-/// (Cut off, its runs would be timed out at exit as lost, each counting as a failure of its task.)
+/// Let a claim cut short by a signal finish within `grace`, and put back what it claimed (the
+/// writer does, while the runs in flight finish). Cut off, its runs would be timed out at exit as
+/// lost, each counting as a failure of its task.
 pub(super) async fn hand_back_cut_claim(
-    store: &SharedStore,
+    releases: &Releases,
     clock: &SharedClock,
     grace: Duration,
     claim: impl std::future::Future<Output = crate::error::Result<Vec<ClaimedRun>>>,
 ) -> CutClaim {
     let started = Instant::now();
-    let handed_back = tokio::time::timeout(grace, async {
-        let claimed = match claim.await {
-            Ok(claimed) => claimed,
-            Err(e) => {
-                tracing::warn!("a claim cut short by a signal failed: {e}");
-                return (0, false);
+    let answered = match tokio::time::timeout(grace, claim).await {
+        Ok(Ok(claimed)) => {
+            if !claimed.is_empty() {
+                tracing::info!(runs = claimed.len(), "runs claimed as the signal came go back to the queue");
             }
-        };
-        let now = clock.now();
-        let mut back = 0;
-        for run in &claimed {
-            // Each on its own: one that fails is left to the exit, the others still go back.
-            match store.put_back(run.run_id, now).await {
-                Ok(_) => back += 1,
-                Err(e) => {
-                    tracing::warn!(run_id = run.run_id, "could not put back a run claimed as the signal came: {e}")
-                }
-            }
+            releases.put_back(claimed.into_iter().map(|run| (run.run_id, None)), clock.now(), PutBackWhy::Exit);
+            true
         }
-        (back, back == claimed.len())
-    })
-    .await;
-    let (back, all_back) = handed_back.unwrap_or((0, false));
-    if back > 0 {
-        tracing::info!(runs = back, "runs claimed as the signal came are back in the queue");
-    }
-    CutClaim { spent: started.elapsed(), all_back }
+        Ok(Err(e)) => {
+            tracing::warn!("a claim cut short by a signal failed: {e}");
+            false
+        }
+        Err(_) => false,
+    };
+    CutClaim { spent: started.elapsed(), all_back: answered }
 }

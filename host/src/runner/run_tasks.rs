@@ -12,18 +12,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use super::execute::{self, Executed, Shared};
 use super::fence;
-use super::put_back;
+use super::release::{Holding, PutBackWhy, Release, Releases};
 use super::run_watch::{Held, InFlight};
-use super::LAST_CALL_TIMEOUT;
 use crate::model::*;
-
-/// What a run holds until its outcome is in the database: its place among the runs not yet
-/// written, this worker's claim on it, and (once it has one) its outcome's bytes.
-pub(super) type Pending = (OwnedSemaphorePermit, Held, Option<OwnedSemaphorePermit>);
 
 /// Runs claimed and not yet written, at most: twice a full set of slots and a claim's worth
 /// claimed ahead of them, so that one such set runs while the outcomes of the set before are
@@ -79,7 +74,8 @@ pub(super) struct RunTasks {
     pub in_flight: Arc<InFlight>,
     /// Stops the runs, and the claims, of a worker whose heartbeats fail.
     pub fence: Arc<fence::Fence>,
-    pub done_tx: mpsc::UnboundedSender<(RunOutcome, Pending)>,
+    /// Where every run's end goes: the outcome writer.
+    pub releases: Releases,
     /// Turns true when the grace period is over: runs still going are dropped.
     pub abort: watch::Receiver<bool>,
     /// Runs stopped because they ended elsewhere (counted by the run tasks).
@@ -108,17 +104,17 @@ impl RunTasks {
     /// when the grace period ends or the database says it was cancelled or ended elsewhere (then
     /// what the guest logged and the fuel it used are kept on its row). Its slot is free once
     /// the guest is done; its place among the unwritten runs once its outcome is written.
-    pub fn spawn(&self, shared: &Arc<Shared>, run: ClaimedRun, slot: OwnedSemaphorePermit, pending: Pending) {
+    pub fn spawn(&self, shared: &Arc<Shared>, run: ClaimedRun, slot: OwnedSemaphorePermit, holding: Holding) {
         let shared = shared.clone();
         let mut abort = self.abort.clone();
         let in_flight = self.in_flight.clone();
-        let done_tx = self.done_tx.clone();
+        let releases = self.releases.clone();
         let ended_elsewhere = self.ended_elsewhere.clone();
         let fence = self.fence.clone();
         let (pace, outcome_bytes) = (self.pace.clone(), self.outcome_bytes.clone());
         let (ahead, unwritten) = (self.ahead.clone(), self.unwritten.clone());
         tokio::spawn(async move {
-            let (mut run, mut pending) = (run, pending);
+            let (mut run, mut holding) = (run, holding);
             loop {
                 let run_id = run.run_id;
                 let handler = run.handler.clone();
@@ -128,31 +124,31 @@ impl RunTasks {
                     executed = execute::execute_guarded(&shared, run, stop) => {
                         in_flight.leave(run_id);
                         pace.record(began.elapsed());
-                        let (place, held, _) = pending;
                         match executed {
                             Executed::Ended(outcome) => {
                                 log_outcome(&handler, &outcome);
                                 // Bytes for the outcome before the slot goes to another guest.
                                 let bytes = outcome_kib(&outcome);
-                                let bytes = outcome_bytes.clone().acquire_many_owned(bytes).await.ok();
-                                let _ = done_tx.send((outcome, (place, held, bytes)));
+                                holding.bytes = outcome_bytes.clone().acquire_many_owned(bytes).await.ok();
+                                releases.send(Release::Ended(outcome), holding);
                                 if let Some((next, held, place)) = ahead.take(&unwritten, &fence) {
-                                    (run, pending) = (next, (place, held, None));
+                                    run = next;
+                                    holding = Holding { place: Some(place), held: Some(held), bytes: None };
                                     continue;
                                 }
                             }
                             Executed::PutBack { at, reason, fallback } => {
                                 drop(slot);
-                                if !put_back::put_back(&shared.store, run_id, at, &reason).await {
-                                    let _ = done_tx.send((fallback, (place, held, None)));
-                                }
+                                let why = PutBackWhy::HostBusy(reason);
+                                let otherwise = Some(Box::new(fallback));
+                                releases.send(Release::PutBack { run: run_id, at, why, otherwise }, holding);
                             }
                             // Put back when heartbeats are back (see fence.rs).
                             Executed::Stopped(_) if fence.stopped(run_id) => {}
                             Executed::Stopped(kept) => {
                                 ended_elsewhere.fetch_add(1, Ordering::Relaxed);
                                 if let Some(kept) = kept {
-                                    keep_stopped(&shared, &kept).await;
+                                    releases.send(Release::Stopped(kept), holding);
                                 }
                             }
                         }
@@ -233,17 +229,6 @@ fn log_outcome(handler: &str, o: &RunOutcome) {
             };
             let (outcome, code) = (o.status().as_str(), failure.code.as_str());
             tracing::info!(task, run, handler, outcome, code, next, duration_ms = ms, fuel, "run ended")
-        }
-    }
-}
-
-/// Keep what a run stopped from outside left on its row; a failure here loses only those lines.
-async fn keep_stopped(shared: &Shared, kept: &StoppedRun) {
-    match tokio::time::timeout(LAST_CALL_TIMEOUT, shared.store.keep_stopped(kept)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => tracing::warn!(run_id = kept.run_id, "could not keep a stopped run's logs: {e}"),
-        Err(_) => {
-            tracing::warn!(run_id = kept.run_id, "could not keep a stopped run's logs: the database did not answer")
         }
     }
 }

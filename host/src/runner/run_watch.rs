@@ -26,7 +26,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch, Notify};
 
 use super::fence::Fence;
-use super::put_back::put_back;
+use super::release::{PutBackWhy, Releases};
 use crate::clock::SharedClock;
 use crate::model::{RunId, RunnerId};
 use crate::store::SharedStore;
@@ -146,6 +146,8 @@ pub(super) struct RunWatch {
     pub interval: Duration,
     /// Woken when running tasks were cancelled anywhere (PostgreSQL); None: poll only.
     pub cancels: Option<mpsc::Receiver<()>>,
+    /// Where orphans are put back (the writer).
+    pub releases: Releases,
 }
 
 impl RunWatch {
@@ -191,7 +193,7 @@ impl RunWatch {
                         run,
                         "the database has this run running here but its claim's answer never came: putting it back"
                     );
-                    put_back(&self.store, run, self.clock.now(), "its claim's answer was lost").await;
+                    self.releases.put_back([(run, None)], self.clock.now(), PutBackWhy::AnswerLost);
                 }
             }
         }

@@ -1,6 +1,7 @@
-//! The outcome writer and the progress writer of one worker.
+//! The outcome writer of one worker: it applies every [`Release`] of a claimed run.
 //!
-//! Outcomes are written in batches bounded by count and by bytes. Only transient errors
+//! Outcomes are written in batches bounded by count and by bytes; a run put back or stopped
+//! from outside is applied on its own, each database call bounded in time. Only transient errors
 //! (connection lost, deadlock, lock timeout, serialization failure) are retried, with backoff
 //! and jitter. Any other error splits the batch, so the rest is written, down to the one
 //! outcome the database refuses: that run is ended `error` with code `outcome-rejected`, naming
@@ -13,8 +14,10 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
+use super::release::{Holding, PutBackWhy, Release};
+use super::LAST_CALL_TIMEOUT;
 use crate::error::Error;
-use crate::model::{NextStep, RunEnd, RunOutcome};
+use crate::model::{NextStep, RunEnd, RunId, RunOutcome, StoppedRun};
 use crate::retry::Backoff;
 use crate::sandbox::Failure;
 use crate::store::SharedStore;
@@ -30,7 +33,10 @@ pub(super) struct WriterHealth {
     /// Of the finished, those that succeeded.
     pub succeeded: AtomicU64,
     pub rejected: AtomicU64,
+    /// Runs left running: outcomes not written, and runs of a stopping worker not put back.
     pub abandoned: AtomicU64,
+    /// Releases sent without a place and not yet applied (see `release.rs`).
+    pub unreleased: AtomicU64,
 }
 
 pub(super) fn unix_ms() -> i64 {
@@ -66,9 +72,8 @@ enum Written {
 }
 
 impl OutcomeWriter {
-    /// Write outcomes as they come; a run's place among the unwritten is released once its
-    /// outcome is written.
-    pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<(RunOutcome, super::run_tasks::Pending)>) {
+    /// Apply releases as they come; what a run holds is let go once its release is applied.
+    pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<(Release, Holding)>) {
         let batch = self.batch.max(1);
         let mut buf = Vec::with_capacity(batch);
         while rx.recv_many(&mut buf, batch).await > 0 {
@@ -81,20 +86,82 @@ impl OutcomeWriter {
                     _ => break,
                 }
             }
+            let mut outcomes = Vec::new();
+            // Every call of this batch's put-backs and stops within one bound: a database that
+            // does not answer holds up the outcomes that long, not that long a run.
+            let deadline = tokio::time::Instant::now() + LAST_CALL_TIMEOUT;
+            for (release, _) in &buf {
+                match release {
+                    Release::Ended(outcome) => outcomes.push(outcome.clone()),
+                    Release::PutBack { run, at, why, otherwise } => {
+                        if !self.put_back(*run, *at, why, deadline).await {
+                            match otherwise {
+                                Some(outcome) => outcomes.push((**outcome).clone()),
+                                // Nobody else puts it back once this worker is gone.
+                                None if *why == PutBackWhy::Exit => {
+                                    self.health.abandoned.fetch_add(1, Ordering::Relaxed);
+                                }
+                                // The run watch (or the next heartbeat) finds it again.
+                                None => {}
+                            }
+                        }
+                    }
+                    Release::Stopped(kept) => self.keep_stopped(kept, deadline).await,
+                }
+            }
             let mut chunk = Vec::new();
             let mut bytes = 0;
-            for (outcome, _) in &buf {
-                let size = size_of(outcome);
+            for outcome in outcomes {
+                let size = size_of(&outcome);
                 if !chunk.is_empty() && bytes + size > self.batch_bytes {
                     self.write_all(std::mem::take(&mut chunk)).await;
                     bytes = 0;
                 }
                 bytes += size;
-                chunk.push(outcome.clone());
+                chunk.push(outcome);
             }
             self.write_all(chunk).await;
-            buf.clear(); // releases their places
+            let placeless = buf.iter().filter(|(_, holding)| holding.place.is_none()).count();
+            buf.clear(); // lets go of what the runs held
+            self.health.unreleased.fetch_sub(placeless as u64, Ordering::Relaxed);
             self.written.notify_one();
+        }
+    }
+
+    /// Put a run back in the queue; false when that failed (nothing was changed). A run no
+    /// longer running (ended elsewhere meanwhile) needs nothing: true.
+    async fn put_back(
+        &self,
+        run: RunId,
+        at: chrono::DateTime<chrono::Utc>,
+        why: &PutBackWhy,
+        by: tokio::time::Instant,
+    ) -> bool {
+        match tokio::time::timeout_at(by, self.store.put_back(run, at)).await {
+            Ok(Ok(true)) => {
+                tracing::info!(run_id = run, %at, "run put back in the queue: {why}");
+                true
+            }
+            Ok(Ok(false)) => true,
+            Ok(Err(e)) => {
+                tracing::warn!(run_id = run, "could not put back a run ({why}): {e}");
+                false
+            }
+            Err(_) => {
+                tracing::warn!(run_id = run, "could not put back a run ({why}): the database did not answer");
+                false
+            }
+        }
+    }
+
+    /// Keep what a run stopped from outside left on its row; a failure here loses only those lines.
+    async fn keep_stopped(&self, kept: &StoppedRun, by: tokio::time::Instant) {
+        match tokio::time::timeout_at(by, self.store.keep_stopped(kept)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(run_id = kept.run_id, "could not keep a stopped run's logs: {e}"),
+            Err(_) => {
+                tracing::warn!(run_id = kept.run_id, "could not keep a stopped run's logs: the database did not answer")
+            }
         }
     }
 

@@ -6,15 +6,12 @@
 //! host calls. The guest sees WASI with nothing granted: no files, no environment, no
 //! network. The sandbox knows no SQL.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
+
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{
-    Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Store, UpdateDeadline,
-};
+use wasmtime::{Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline};
 
 use crate::error::{Error, Result};
 use crate::model::{RunId, TaskId};
@@ -25,12 +22,16 @@ pub mod host;
 pub mod limits;
 pub mod net;
 mod output;
+mod settings;
 mod traps;
 pub mod uncaught;
 
 pub use grants::{Grants, GrantsConfig};
 pub use host::{HostState, ProgressSender, RunReport};
 pub use limits::{LimitOverrides, Limits};
+pub(crate) use settings::engine_config;
+use settings::EpochTicker;
+pub use settings::SandboxConfig;
 pub use traps::{codes, ErrorSource, Failure, FailureKind};
 
 /// Bindings generated from `wit/task-handler.wit` (the contract documents them).
@@ -44,66 +45,6 @@ pub mod bindings {
 }
 
 pub use bindings::TaskHandlerPre;
-
-/// Engine-wide settings. Changing any of them changes [`Sandbox::engine_fingerprint`], so
-/// compiled artifacts made under other settings are never loaded.
-#[derive(Debug, Clone)]
-pub struct SandboxConfig {
-    /// How often the epoch advances; the granularity of deadlines and of yielding to tokio.
-    pub epoch_tick: Duration,
-    /// Component instances the pooling allocator reserves room for (concurrent runs).
-    pub pool_instances: u32,
-    /// Largest linear memory any handler may be granted.
-    pub max_memory_bytes: u64,
-    /// Native stack a guest may use before it traps with a stack overflow.
-    pub max_wasm_stack: usize,
-    /// Bytes of each pooled linear memory reset by memset (only resident pages, where the
-    /// kernel can tell) rather than returned to the kernel.
-    pub keep_resident_bytes: usize,
-    /// What one run may hold of the shared pools: core instances, memories and tables of one
-    /// component. The pools hold `pool_instances` times each, so one run can never take
-    /// another's share; a component needing more is refused when it is loaded.
-    pub max_core_instances_per_run: u32,
-    /// Linear memories one run may hold.
-    pub max_memories_per_run: u32,
-    /// Tables one run may hold.
-    pub max_tables_per_run: u32,
-}
-
-impl SandboxConfig {
-    /// How often the engine's epoch moves (the deadline's resolution).
-    pub const DEFAULT_EPOCH_TICK: Duration = Duration::from_millis(10);
-    /// Runs the pool holds at once.
-    pub const DEFAULT_POOL_INSTANCES: u32 = 100;
-    /// The largest memory a pool slot reserves.
-    pub const DEFAULT_MAX_MEMORY_BYTES: u64 = Limits::MAX_MEMORY_BYTES;
-    /// A guest's stack.
-    pub const DEFAULT_MAX_WASM_STACK: usize = 512 << 10;
-    /// Memory of a freed slot kept resident.
-    pub const DEFAULT_KEEP_RESIDENT_BYTES: usize = 2 << 20;
-    // A Python component (componentize-py) has 14 core instances and one memory.
-    /// Core instances one run may hold.
-    pub const DEFAULT_MAX_CORE_INSTANCES_PER_RUN: u32 = 32;
-    /// Linear memories one run may hold.
-    pub const DEFAULT_MAX_MEMORIES_PER_RUN: u32 = 4;
-    /// Tables one run may hold.
-    pub const DEFAULT_MAX_TABLES_PER_RUN: u32 = 32;
-}
-
-impl Default for SandboxConfig {
-    fn default() -> Self {
-        SandboxConfig {
-            epoch_tick: Self::DEFAULT_EPOCH_TICK,
-            pool_instances: Self::DEFAULT_POOL_INSTANCES,
-            max_memory_bytes: Self::DEFAULT_MAX_MEMORY_BYTES,
-            max_wasm_stack: Self::DEFAULT_MAX_WASM_STACK,
-            keep_resident_bytes: Self::DEFAULT_KEEP_RESIDENT_BYTES,
-            max_core_instances_per_run: Self::DEFAULT_MAX_CORE_INSTANCES_PER_RUN,
-            max_memories_per_run: Self::DEFAULT_MAX_MEMORIES_PER_RUN,
-            max_tables_per_run: Self::DEFAULT_MAX_TABLES_PER_RUN,
-        }
-    }
-}
 
 /// The task as the handler receives it.
 #[derive(Debug, Clone)]
@@ -194,58 +135,12 @@ fn what_it_left(
     outcome
 }
 
-/// Advances the engine's epoch from its own OS thread, so a busy tokio runtime cannot delay
-/// deadlines.
-struct EpochTicker {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl EpochTicker {
-    fn start(engine: Engine, tick: Duration) -> Result<Self> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("taskhost-epoch".into())
-            .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
-                    std::thread::sleep(tick);
-                    engine.increment_epoch();
-                }
-            })
-            .map_err(|e| Error::io("starting the epoch thread", e))?;
-        Ok(EpochTicker { stop, thread: Some(thread) })
-    }
-}
-
-impl Drop for EpochTicker {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 /// Fuel a run gets at a time; a yield to tokio comes with each step. Compiled code keeps its
 /// fuel count in a register and stores it only when it leaves wasm for the fuel check, so a run
 /// interrupted for time would report the fuel of its last store (often a few hundred units).
 /// Refuelling in steps stores it every step: a run stopped by its deadline then reports what it
 /// burnt, short by less than one step.
 const FUEL_STEP: u64 = 1_000_000;
-
-/// The settings that decide compiled code, shared by the sandbox and the compiler process (whose
-/// artifacts the sandbox loads).
-pub(crate) fn engine_config(max_wasm_stack: usize) -> Config {
-    let mut cfg = Config::new();
-    cfg.consume_fuel(true)
-        .epoch_interruption(true)
-        .cranelift_opt_level(OptLevel::Speed)
-        .max_wasm_stack(max_wasm_stack)
-        // Fibers need room for the wasm stack plus host frames.
-        .async_stack_size(max_wasm_stack + (1 << 20));
-    cfg
-}
 
 /// The wasmtime engine and linker shared by every run.
 pub struct Sandbox {

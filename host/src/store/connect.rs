@@ -1,4 +1,11 @@
-//! Opening a connection to a server, and naming a URL without its password.
+//! Opening a store from its URL, a connection to a server, and naming a URL without its
+//! password.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::SharedStore;
+use crate::error::{Error, Result};
 
 /// A database URL without its password, for messages and logs: the password between `:` and
 /// the last `@` (even one holding `/`, `?` or `#`) and any `password=` parameter are masked.
@@ -109,4 +116,94 @@ mod tests {
         assert_eq!(redact("sqlite://queue.db"), "sqlite://queue.db");
         assert!(!redact("foo://u:sekrit@host/db").contains("sekrit"));
     }
+}
+
+/// Options for opening a store.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Apply migrations on open.
+    pub migrate: bool,
+    /// Connections to a database server at most.
+    pub max_connections: u32,
+    /// How long the first connection to a server may take before opening fails.
+    pub connect_timeout: Duration,
+    /// The largest value the host will write (task data, or results with logs): a server whose
+    /// statements cannot hold it with [`StoreOptions::STATEMENT_MARGIN`] besides (MySQL's
+    /// `max_allowed_packet`) is refused when the store opens, with what to set.
+    pub max_value_bytes: usize,
+}
+
+impl StoreOptions {
+    /// How long a first connection may take.
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+    /// The default limits' largest value: results of 1 MiB with 64 KiB of logs.
+    pub const DEFAULT_MAX_VALUE_BYTES: usize = (1 << 20) + (64 << 10);
+    /// Room in a statement for everything besides its largest value (other columns, an error
+    /// message, a few small outcomes batched with a large one).
+    pub const STATEMENT_MARGIN: usize = 1 << 20;
+    /// Most bytes of values written together in one statement by default: a chunk of a bulk
+    /// add, a batch of outcomes (the worker's `finish_batch_bytes`). One value larger than this
+    /// is written alone.
+    pub const BATCH_BYTES: usize = 4 << 20;
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            migrate: true,
+            max_connections: 4,
+            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            max_value_bytes: Self::DEFAULT_MAX_VALUE_BYTES,
+        }
+    }
+}
+
+/// A URL of a database this build leaves out (a cargo feature), refused by name.
+#[cfg(not(all(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+fn left_out(url: &str, name: &str, feature: &str) -> Error {
+    Error::BadUrl {
+        url: redact(url),
+        reason: format!("this build of taskhost has no {name} support: build it with the cargo feature {feature:?}"),
+    }
+}
+
+/// Open the store a URL names: `sqlite://PATH`, `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` or
+/// `mysql://` (also `mariadb://`) `USER[:PASSWORD]@HOST[:PORT]/DB`.
+pub async fn open(url: &str, options: &StoreOptions) -> Result<SharedStore> {
+    let scheme = url.split_once("://").map(|(s, _)| s).or_else(|| url.split_once(':').map(|(s, _)| s));
+    let store: SharedStore = match scheme {
+        #[cfg(feature = "sqlite")]
+        Some("sqlite") => Arc::new(super::sqlite::SqliteStore::connect(url, options).await?),
+        #[cfg(feature = "postgres")]
+        Some("postgres") | Some("postgresql") => Arc::new(super::postgres::PostgresStore::connect(url, options).await?),
+        #[cfg(feature = "mysql")]
+        Some("mysql") | Some("mariadb") => Arc::new(super::mysql::MySqlStore::connect(url, options).await?),
+        #[cfg(not(feature = "sqlite"))]
+        Some("sqlite") => return Err(left_out(url, "SQLite", "sqlite")),
+        #[cfg(not(feature = "postgres"))]
+        Some("postgres") | Some("postgresql") => return Err(left_out(url, "PostgreSQL", "postgres")),
+        #[cfg(not(feature = "mysql"))]
+        Some("mysql") | Some("mariadb") => return Err(left_out(url, "MySQL/MariaDB", "mysql")),
+        Some(other) => {
+            return Err(Error::BadUrl {
+                url: redact(url),
+                reason: format!(
+                    "unknown scheme {other:?}; use sqlite://PATH, postgres://USER@HOST/DB or mysql://USER@HOST/DB"
+                ),
+            })
+        }
+        None => {
+            return Err(Error::BadUrl {
+                url: redact(url),
+                reason: "expected a URL such as sqlite://taskhost.db".into(),
+            })
+        }
+    };
+    if options.migrate {
+        let applied = store.migrate().await?;
+        if !applied.is_empty() {
+            tracing::info!(?applied, "migrations applied");
+        }
+    }
+    Ok(store)
 }

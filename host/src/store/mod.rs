@@ -14,7 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::*;
 use crate::schedule::{NewSchedule, Schedule};
 
@@ -33,44 +33,13 @@ pub mod sql;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod transitions;
+mod types;
 
-pub use connect::redact;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 use connect::server_pool;
+pub use connect::{open, redact, StoreOptions};
 pub use dialect::ClaimRequest;
-
-/// Which database a store talks to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// A SQLite file.
-    Sqlite,
-    /// A PostgreSQL server.
-    Postgres,
-    /// A MySQL or MariaDB server.
-    MySql,
-}
-
-/// A failed task that needs its next run created (or to be given up on).
-#[derive(Debug, Clone)]
-pub struct RetryCandidate {
-    /// The task.
-    pub task_id: TaskId,
-    /// Its failed runs in a row.
-    pub failures: u32,
-    /// Failed runs in a row after which it is given up.
-    pub max_attempts: u32,
-    /// Its own backoff, if any.
-    pub backoff: BackoffSettings,
-}
-
-/// A decision about a [`RetryCandidate`].
-#[derive(Debug, Clone, Copy)]
-pub struct RetryPlan {
-    /// The task.
-    pub task_id: TaskId,
-    /// `RetryAt` or `GiveUp`.
-    pub next: NextStep,
-}
+pub use types::*;
 
 /// Everything the host keeps: tasks, runs, runners, queues, schedules, statistics, leases.
 /// Written once for every database ([`shared::SqlStore`] over a [`dialect::Dialect`]); each
@@ -83,7 +52,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// Create or update the tables (idempotent); the migrations applied now (`0005 registration`).
     async fn migrate(&self) -> Result<Vec<String>>;
-    /// Fails with [`Error::NotMigrated`] when the tables do not exist.
+    /// Fails with [`Error::NotMigrated`](crate::error::Error::NotMigrated) when the tables do not exist.
     async fn check_migrated(&self) -> Result<()>;
 
     // --- tasks -----------------------------------------------------------------------------
@@ -314,199 +283,3 @@ pub async fn sync_clock(store: &dyn Store, clock: &dyn crate::clock::Clock) -> R
 
 /// A store shared by the parts of a process.
 pub type SharedStore = Arc<dyn Store>;
-
-/// Which tasks a bulk action touches: those of a queue, of a handler and among some ids (None:
-/// any). The action's own condition (unfinished, dead, ...) still applies to each.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct BulkFilter {
-    /// Only tasks of this queue.
-    pub queue: Option<String>,
-    /// Only tasks of this handler.
-    pub handler: Option<String>,
-    /// Only these tasks (as a person picks them on a page); the caller bounds how many.
-    pub ids: Option<Vec<crate::model::TaskId>>,
-}
-
-/// Which finished tasks [`Store::delete_finished`] deletes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Finished {
-    /// Tasks that succeeded.
-    Succeeded,
-    /// Tasks cancelled.
-    Cancelled,
-    /// Dead letters: tasks given up on.
-    Dead,
-    /// All three.
-    Any,
-}
-
-/// Which ended tasks [`Store::replay`] schedules again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Replay {
-    /// Dead letters: tasks given up on.
-    Dead,
-    /// Cancelled tasks.
-    Cancelled,
-}
-
-/// Which unfinished tasks [`Store::cancel_matching`] cancels.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Unfinished {
-    /// Waiting for a run: scheduled, or failed and awaiting the retry.
-    Waiting,
-    /// Running tasks.
-    Running,
-    /// Both.
-    #[default]
-    Any,
-}
-
-/// What [`Store::cancel_matching`] cancelled.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Cancelled {
-    /// Tasks cancelled.
-    pub tasks: u64,
-    /// Of those, how many were running (their workers stop them).
-    pub running: u64,
-}
-
-/// What [`Store::wakeups`] delivers: each channel receives a message soon after its event.
-#[derive(Debug)]
-pub struct Wakeups {
-    /// Tasks were added.
-    pub tasks: tokio::sync::mpsc::Receiver<()>,
-    /// Running tasks were cancelled.
-    pub cancels: tokio::sync::mpsc::Receiver<()>,
-}
-
-/// A queue as [`Store::queues`] sees it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
-pub struct QueueInfo {
-    /// The queue's name.
-    pub name: String,
-    /// Scheduled tasks due now.
-    pub due: u64,
-    /// Scheduled tasks due later.
-    pub later: u64,
-    /// Tasks of it running.
-    pub running: u64,
-    /// When the longest-waiting due task was due: how far behind the queue is.
-    pub oldest_due: Option<DateTime<Utc>>,
-    /// Since when it is paused; None: it is not.
-    pub paused_on: Option<DateTime<Utc>>,
-    /// Runs in flight allowed across all workers, as this process's configuration says (the
-    /// store leaves it None; [`crate::Client::queues`] fills it in).
-    pub max_running: Option<u32>,
-    /// Live workers that claim from it (a worker of an older host, which does not say, counts).
-    pub served_by: u32,
-}
-
-impl QueueInfo {
-    /// A queue that holds nothing.
-    pub fn empty(name: String) -> Self {
-        QueueInfo {
-            name,
-            due: 0,
-            later: 0,
-            running: 0,
-            oldest_due: None,
-            paused_on: None,
-            max_running: None,
-            served_by: 0,
-        }
-    }
-}
-
-/// The handlers a runner serves: name → sha256 of the component.
-pub type Served = std::collections::BTreeMap<String, String>;
-
-/// Options for opening a store.
-#[derive(Debug, Clone)]
-pub struct StoreOptions {
-    /// Apply migrations on open.
-    pub migrate: bool,
-    /// Connections to a database server at most.
-    pub max_connections: u32,
-    /// How long the first connection to a server may take before opening fails.
-    pub connect_timeout: Duration,
-    /// The largest value the host will write (task data, or results with logs): a server whose
-    /// statements cannot hold it with [`StoreOptions::STATEMENT_MARGIN`] besides (MySQL's
-    /// `max_allowed_packet`) is refused when the store opens, with what to set.
-    pub max_value_bytes: usize,
-}
-
-impl StoreOptions {
-    /// How long a first connection may take.
-    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-    /// The default limits' largest value: results of 1 MiB with 64 KiB of logs.
-    pub const DEFAULT_MAX_VALUE_BYTES: usize = (1 << 20) + (64 << 10);
-    /// Room in a statement for everything besides its largest value (other columns, an error
-    /// message, a few small outcomes batched with a large one).
-    pub const STATEMENT_MARGIN: usize = 1 << 20;
-    /// Most bytes of values written together in one statement by default: a chunk of a bulk
-    /// add, a batch of outcomes (the worker's `finish_batch_bytes`). One value larger than this
-    /// is written alone.
-    pub const BATCH_BYTES: usize = 4 << 20;
-}
-
-impl Default for StoreOptions {
-    fn default() -> Self {
-        StoreOptions {
-            migrate: true,
-            max_connections: 4,
-            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
-            max_value_bytes: Self::DEFAULT_MAX_VALUE_BYTES,
-        }
-    }
-}
-
-/// A URL of a database this build leaves out (a cargo feature), refused by name.
-#[cfg(not(all(feature = "sqlite", feature = "postgres", feature = "mysql")))]
-fn left_out(url: &str, name: &str, feature: &str) -> Error {
-    Error::BadUrl {
-        url: redact(url),
-        reason: format!("this build of taskhost has no {name} support: build it with the cargo feature {feature:?}"),
-    }
-}
-
-/// Open the store a URL names: `sqlite://PATH`, `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` or
-/// `mysql://` (also `mariadb://`) `USER[:PASSWORD]@HOST[:PORT]/DB`.
-pub async fn open(url: &str, options: &StoreOptions) -> Result<SharedStore> {
-    let scheme = url.split_once("://").map(|(s, _)| s).or_else(|| url.split_once(':').map(|(s, _)| s));
-    let store: SharedStore = match scheme {
-        #[cfg(feature = "sqlite")]
-        Some("sqlite") => Arc::new(sqlite::SqliteStore::connect(url, options).await?),
-        #[cfg(feature = "postgres")]
-        Some("postgres") | Some("postgresql") => Arc::new(postgres::PostgresStore::connect(url, options).await?),
-        #[cfg(feature = "mysql")]
-        Some("mysql") | Some("mariadb") => Arc::new(mysql::MySqlStore::connect(url, options).await?),
-        #[cfg(not(feature = "sqlite"))]
-        Some("sqlite") => return Err(left_out(url, "SQLite", "sqlite")),
-        #[cfg(not(feature = "postgres"))]
-        Some("postgres") | Some("postgresql") => return Err(left_out(url, "PostgreSQL", "postgres")),
-        #[cfg(not(feature = "mysql"))]
-        Some("mysql") | Some("mariadb") => return Err(left_out(url, "MySQL/MariaDB", "mysql")),
-        Some(other) => {
-            return Err(Error::BadUrl {
-                url: redact(url),
-                reason: format!(
-                    "unknown scheme {other:?}; use sqlite://PATH, postgres://USER@HOST/DB or mysql://USER@HOST/DB"
-                ),
-            })
-        }
-        None => {
-            return Err(Error::BadUrl {
-                url: redact(url),
-                reason: "expected a URL such as sqlite://taskhost.db".into(),
-            })
-        }
-    };
-    if options.migrate {
-        let applied = store.migrate().await?;
-        if !applied.is_empty() {
-            tracing::info!(?applied, "migrations applied");
-        }
-    }
-    Ok(store)
-}

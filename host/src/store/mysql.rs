@@ -22,7 +22,7 @@ use super::plumbing::{decoded, unchecked, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
 use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, SUCCESS};
-use super::transitions::{self, RELEASE_KEY};
+use super::transitions;
 use super::{Backend, StoreOptions};
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -297,9 +297,9 @@ impl Dialect for MySqlDb {
         let ids: Vec<i64> = rows.iter().map(|(_, task, ..)| *task).collect();
         let tasks = format!(
             "UPDATE task_queue q JOIN task_runs r ON r.id = q.run_id
-             SET {}, q.{RELEASE_KEY}
+             SET {}
              WHERE q.id IN ($1) AND q.{}",
-            transitions::succeeded_task("q.", "r.finished_on"),
+            transitions::Set::of(Transition::Succeed, "r.finished_on").qualified("q."),
             transitions::from::<MySqlDb>(Transition::Succeed)
         );
         self.exec(Some(&mut *tx), &tasks, args![&ids]).await?;

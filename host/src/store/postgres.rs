@@ -21,7 +21,7 @@ use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::tasks::{add_one, add_tasks_in_tx};
 use super::shared::SqlStore;
 use super::sql::{new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING, SUCCESS};
-use super::transitions::{self, RELEASE_KEY, RUN_COLUMNS, RUN_FROM_TASK};
+use super::transitions::{self, RUN_COLUMNS, RUN_FROM_TASK};
 use super::{Backend, StoreOptions, Wakeups};
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -339,12 +339,12 @@ impl Dialect for PostgresDb {
 /// run of the batch (20 ms a batch of 250 with 300 running and a million tasks kept; 7 ms by the
 /// primary key).
 async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
-    let task = transitions::succeeded_task("", "t.f");
+    let task = transitions::Set::of(Transition::Succeed, "t.f");
     let from = transitions::from::<PostgresDb>(Transition::Succeed);
     // Each run's row is made here, from its task's (see `store::transitions`).
     let sql = format!(
         "WITH q AS (
-             UPDATE task_queue q SET {task}, {RELEASE_KEY}
+             UPDATE task_queue q SET {task}
              FROM UNNEST($1::bigint[], $2::timestamptz[], $3::text[], $4::bigint[], $5::text[], $6::bigint[],
                          $7::text[], $8::bigint[]) AS t(id, f, res, ms, dg, fu, lg, task)
              WHERE q.id = t.task AND q.run_id = t.id AND (q.{from}) IS TRUE

@@ -283,7 +283,7 @@ async fn finish_chunk(tx: &mut Tx<Sqlite>, ok: &[&RunOutcome]) -> Result<Vec<End
     });
     tasks.push(format!(
         ") UPDATE task_queue SET {} FROM j WHERE task_queue.id = j.t AND task_queue.{}",
-        transitions::succeeded_task("", "j.f"),
+        transitions::Set::of(Transition::Succeed, "j.f").key_apart(),
         transitions::from::<SqliteDb>(Transition::Succeed)
     ));
     tasks.build().execute(&mut *tx.tx).await?;

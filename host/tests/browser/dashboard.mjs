@@ -133,6 +133,8 @@ try {
   // The overview's "Awaiting retry" lists by state: the dead letter, whose latest run also
   // failed, is not among them; filtered as dead, it is.
   await visit(page, '#/', '#chart svg');
+  // Every card that links to a list filters by what the list's form shows.
+  done.card_links = await page.$$eval('.card.stat[href]', (cards) => cards.map((c) => c.getAttribute('href')));
   await page.click('a[href="#/tasks?state=awaiting-retry"]');
   await page.waitForSelector('#task-list p.empty, #task-list table', WAIT);
   done.awaiting_retry = await page.$$eval('#task-list tr[data-key]', (rows) => rows.map((r) => Number(r.dataset.key)));

@@ -155,6 +155,14 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(conn: S, seen: Arc<Mutex<Vec<S
             _ => {}
         }
     }
+    if target.starts_with("/unread") {
+        // As a server that refuses a method (Python's http.server answers 501): it answers at once
+        // and closes without reading the body.
+        let mut conn = reader.into_inner();
+        let _ = conn.write_all(b"HTTP/1.1 501 Not Implemented\r\nconnection: close\r\ncontent-length: 0\r\n\r\n").await;
+        let _ = conn.shutdown().await;
+        return;
+    }
     let mut body = Vec::new();
     if chunked {
         loop {

@@ -33,8 +33,11 @@ async fn bench_measures_the_no_op_it_carries_and_leaves_the_database_as_it_found
     assert!(figure(&out, "bulk add") > 0.0, "{out}");
     assert!(figure(&out, "drain") > 0.0, "{out}");
     assert!(out.contains("CPU "), "{out}");
-    let (p50, p90) = (figure(&out, "latency"), out.split("p90 ").nth(1).expect("p90"));
-    assert!(p50 >= 0.0 && p90.contains(" ms"), "{out}");
+    let p90 = out.split("p90 ").nth(1).expect("p90");
+    let p90_ms: f64 = p90.split_whitespace().next().and_then(|n| n.parse().ok()).expect("a p90 figure");
+    // A run's start takes some time, and no more at the median than at the 90th percentile.
+    let p50 = figure(&out, "latency");
+    assert!(p50 > 0.0 && p50 <= p90_ms && p90.contains(" ms"), "{out}");
     // 300, one to make the latency worker idle, and 5 timed.
     assert!(out.contains("removed       306 tasks of queue taskhost-bench-"), "{out}");
     assert_eq!(left_behind(&env).await, (vec![mine], false), "only the task that was there before");

@@ -45,6 +45,7 @@ async fn add_prints_the_id_and_a_draining_worker_runs_the_tasks() {
     let o = run(&env, &["show", &a.to_string(), "--json"]);
     let shown: serde_json::Value = serde_json::from_slice(&o.stdout).expect("show --json");
     assert_eq!(shown["task"]["last_status"], "success");
+    assert_eq!(shown["allows"], serde_json::json!(["delete"]), "a succeeded task may only be deleted: {shown}");
     assert_eq!(shown["task"]["queued_by"], "cli-test");
     assert_eq!(shown["runs"][0]["results"], serde_json::json!({"words": 3, "lines": 1, "chars": 5}));
     assert_eq!(shown["task"]["data"], serde_json::json!({"text": "a b c"}), "data is a JSON value");
@@ -228,6 +229,9 @@ async fn add_many_checks_every_line_before_queueing_any() {
         ("{\"handler\": \"echo\"}\n{\"handler\": \"echo\", \"data\": oops}\n", "line 2: not a task"),
         ("{\"handler\": \"echo\"}\n\n{\"handler\": \"missing\"}\n", "line 3: unknown handler \"missing\""),
         ("{\"handler\": \"echo\", \"colour\": \"red\"}\n", "line 1: not a task"),
+        // A field's error names the field, as the API's does.
+        ("{\"handler\": \"echo\", \"at\": 123}\n", "line 1: not a task: \"at\": invalid type: integer `123`"),
+        ("{\"handler\": \"echo\"} x\n", "line 1: not a task: trailing characters"),
     ] {
         let o = run(&env, &["add", "--many", &write("bad.jsonl", text)]);
         assert_eq!(o.status.code(), Some(1), "{text}");

@@ -45,6 +45,15 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
     assert_eq!(done["paused"], Value::Bool(true), "{done}");
     assert_eq!(done["unclaimed"], "none claims it", "a queue with a due task and no worker of it: {done}");
     assert_eq!(done["awaiting_retry"], serde_json::json!([]), "nothing awaits a retry: {done}");
+    // A card's filter is one the list's form shows (a run status it cannot show is not one).
+    let links = done["card_links"].as_array().expect("the overview's card links");
+    assert!(links.len() >= 5, "{done}");
+    for link in links.iter().filter_map(|l| l.as_str()) {
+        let query = link.split_once('?').map_or("", |(_, q)| q);
+        for key in query.split('&').filter(|p| !p.is_empty()).map(|p| p.split('=').next().unwrap_or(p)) {
+            assert!(["state", "queue", "handler", "text"].contains(&key), "{link} filters by {key}: {done}");
+        }
+    }
     assert_eq!(done["dead_by_state"], serde_json::json!([done["replayed"]]), "the one dead letter: {done}");
     let deleted = client.show(done["deleted"].as_i64().expect("id")).await;
     assert!(matches!(deleted, Err(taskhost::Error::TaskNotFound(_))), "{deleted:?}");

@@ -199,6 +199,34 @@ async fn a_request_body_of_20_mb_under_the_default_bound_ends_with_http_limit() 
     }
 }
 
+/// A server that answers without reading the body (as Python's http.server does for a method it
+/// lacks) and closes: a body over the bound with a length is refused before it goes, as
+/// `http-limit`; one sent without a length ends at the bound or where the server closed, which the
+/// run's log says (the guest sees `connection-terminated`, not a protocol error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_body_to_a_server_that_does_not_read_it_is_refused_by_its_length_or_told_as_the_servers_close() {
+    let server = HttpServer::start("127.0.0.1").await;
+    let env = env_with(&grant(&format!("[\"{}\"]", server.url("")), "")).await;
+    let post =
+        |chunked| json!({"url": server.url("/unread"), "method": "POST", "body_bytes": 20_000_000, "chunked": chunked});
+    let run = fetch(&env, post(false)).await;
+    assert_eq!((run.status, code(&run)), (RunStatus::Error, Some("http-limit")), "{run:?}");
+    assert!(run.error_message.as_deref().unwrap_or("").contains("max_request_bytes of 1048576"), "{run:?}");
+    // Without a length, whichever comes first: the bound passed (the host's buffers took more than
+    // 1 MiB before the server closed), or the server's close.
+    for _ in 0..5 {
+        let run = fetch(&env, post(true)).await;
+        let message = run.error_message.as_deref().unwrap_or("");
+        if code(&run) == Some("http-limit") {
+            assert!(message.contains("max_request_bytes of 1048576"), "{run:?}");
+            continue;
+        }
+        assert_eq!(code(&run), Some("request-failed"), "the handler's own error: {run:?}");
+        assert!(message.contains("ConnectionTerminated"), "{message}");
+        assert!(logs(&run).contains("the server closed the connection"), "{}", logs(&run));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_requests_at_once_or_in_all_end_with_http_limit() {
     let server = HttpServer::start("127.0.0.1").await;

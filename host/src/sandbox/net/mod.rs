@@ -16,6 +16,7 @@
 //! request, checked again.
 
 pub mod addr;
+mod destination;
 mod dial;
 pub mod policy;
 mod record;

@@ -130,7 +130,8 @@ pub(super) async fn send(
         }
     })
     .await
-    .map_err(|_| Error::ConnectionReadTimeout)??;
+    .map_err(|_| Error::ConnectionReadTimeout)?
+    .map_err(|e| failed(e, &record))?;
 
     record.status(response.status().as_u16());
     if let Some(n) = content_length(response.headers()).filter(|n| *n > plan.max_response_bytes) {
@@ -189,6 +190,27 @@ async fn drain<B: Body + Unpin>(mut body: B) {
 enum Direction {
     Out,
     In,
+}
+
+/// A request that failed on its connection. A server that closed it early (it answered without
+/// reading the body, or refused it) is told as that, to the guest (`connection-terminated`) and in
+/// the run's log, not as a protocol error.
+fn failed(e: hyper::Error, record: &RequestRecord) -> Error {
+    let sending = std::iter::successors(std::error::Error::source(&e), |s| s.source())
+        .filter_map(|s| s.downcast_ref::<std::io::Error>())
+        .any(|io| {
+            use std::io::ErrorKind::*;
+            matches!(io.kind(), BrokenPipe | ConnectionReset | ConnectionAborted)
+        });
+    let why = if sending {
+        "the server closed the connection while the request body was being sent (it did not read all of it)"
+    } else if e.is_incomplete_message() {
+        "the server closed the connection before its answer was complete"
+    } else {
+        return Error::from(e);
+    };
+    record.end(Some(why.to_string()));
+    Error::ConnectionTerminated
 }
 
 /// A body that counts its bytes into the request's record and fails past `cap`.

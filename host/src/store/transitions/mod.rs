@@ -22,7 +22,7 @@
 //! | transition | written by |
 //! |---|---|
 //! | claim | each database's claim statement, with [`claimed_task`]; [`claimed_runs`] |
-//! | succeed | each database's batched success, with [`RUN_FROM_TASK`] and [`succeeded_task`] |
+//! | succeed | each database's batched success, with [`RUN_FROM_TASK`] and [`Set`] |
 //! | fail, retry / fail, give up | [`runs::finish`] |
 //! | time out | [`runs::time_out`] |
 //! | put back | [`runs::put_back`] |
@@ -32,10 +32,14 @@
 //! | replay | [`tasks::replay`] |
 //!
 //! Claims and successes are the hot path: each database writes a batch of them in one or two
-//! statements of its own, whose `SET` lists come from here.
+//! statements of its own. Every `SET` list on `task_queue`, theirs too, comes from [`Set`],
+//! which makes it from the state the transition enters.
 
 pub mod runs;
+mod set;
 pub mod tasks;
+
+pub use set::{Set, RELEASE_KEY};
 
 use std::collections::HashMap;
 
@@ -111,12 +115,13 @@ pub fn from<D: Dialect + ?Sized>(t: Transition) -> String {
     is_any::<D>(t.from())
 }
 
-/// What a claim writes to its task: running, with its run's id, runner, start and timeout
-/// (each an SQL expression), its attempt counted on from the latest, no progress yet.
+/// What a claim writes to its task: running ([`Set`]), with its run's id, runner, start and
+/// timeout (each an SQL expression), no progress yet.
 pub fn claimed_task(run_id: &str, runner: &str, now: &str, timeout: &str) -> String {
     format!(
-        "last_status = {RUNNING}, run_id = {run_id}, run_attempt = run_attempt + 1, run_runner_id = {runner},
-         run_started_on = {now}, run_timeout_on = {timeout}, run_percent = 0, run_results = NULL"
+        "{}, run_id = {run_id}, run_runner_id = {runner}, run_started_on = {now}, run_timeout_on = {timeout},
+         run_percent = 0, run_results = NULL",
+        Set::of(Transition::Claim, now)
     )
 }
 
@@ -127,16 +132,6 @@ pub const RUN_COLUMNS: &str = "id, task_queue_id, attempt, created_on, started_o
 /// The values of [`RUN_COLUMNS`] from the running task `q` (a row of `task_queue`).
 pub const RUN_FROM_TASK: &str =
     "q.run_id, q.id, q.run_attempt, q.run_started_on, q.run_started_on, q.run_runner_id, q.run_timeout_on";
-
-/// What a success writes to its task, finished at `finished`, and the condition its task must
-/// meet. The unique key is released by [`RELEASE_KEY`], in the same statement or apart. `q` is
-/// what the columns written are qualified with: empty, or MySQL's `q.` in an update of two tables.
-pub fn succeeded_task(q: &str, finished: &str) -> String {
-    format!("{q}last_status = {SUCCESS}, {q}task_runs_failed = 0, {q}finished_on = {finished}")
-}
-
-/// Frees a finished task's unique key for a new task.
-pub const RELEASE_KEY: &str = "active_unique_key = NULL";
 
 /// The claimed runs, in claim order: each task's run (`started`: task id → run id and attempt,
 /// as the claim statement wrote them on the task). A run is made by its claim, never before, and

@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
-use super::super::sql::{args, RUNNING, SCHEDULED, TIMEOUT};
-use super::{from, Why, RELEASE_KEY, RUN_COLUMNS, RUN_FROM_TASK};
+use super::super::sql::{args, RUNNING, TIMEOUT};
+use super::{from, Set, Why, RUN_COLUMNS, RUN_FROM_TASK};
 use crate::error::Result;
 use crate::model::*;
 
@@ -96,21 +96,14 @@ async fn fail<D: Dialect>(db: &D, tx: &mut TxOf<D>, f: &Failed<'_>) -> Result<()
     db.exec(Some(&mut *tx), run, values).await?;
     match f.next {
         NextStep::RetryAt(at) => {
-            let task = format!(
-                "UPDATE task_queue SET last_status = {SCHEDULED}, task_runs_failed = task_runs_failed + 1,
-                     scheduled_on = $2
-                 WHERE id = $1 AND {}",
-                from::<D>(Transition::FailAndRetry)
-            );
+            let t = Transition::FailAndRetry;
+            let task = format!("UPDATE task_queue SET {} WHERE id = $1 AND {}", Set::of(t, "$2"), from::<D>(t));
             db.exec(Some(tx), &task, args![o.task_id, at]).await?;
         }
         NextStep::GiveUp => {
-            let task = format!(
-                "UPDATE task_queue SET last_status = $2, task_runs_failed = task_runs_failed + 1,
-                     finished_on = $3, gave_up_on = $3, {RELEASE_KEY}
-                 WHERE id = $1 AND {}",
-                from::<D>(Transition::FailAndGiveUp)
-            );
+            let t = Transition::FailAndGiveUp;
+            let set = Set::of(t, "$3").ended_as("$2");
+            let task = format!("UPDATE task_queue SET {set} WHERE id = $1 AND {}", from::<D>(t));
             db.exec(Some(tx), &task, args![o.task_id, status, o.finished_on]).await?;
         }
     }
@@ -159,11 +152,10 @@ pub async fn time_out<D: Dialect>(
         D::MS_SINCE_START
     );
     db.exec(Some(&mut *tx), &end, args![&run_ids, now, why.code, why.message]).await?;
-    let count = format!(
-        "UPDATE task_queue SET last_status = {TIMEOUT}, task_runs_failed = task_runs_failed + 1
-         WHERE id IN ($1) AND {}",
-        from::<D>(Transition::TimeOut)
-    );
+    let timeout = TIMEOUT.to_string();
+    // It enters no state that is timed (awaiting retry): no time is written.
+    let set = Set::of(Transition::TimeOut, "NULL").ended_as(&timeout);
+    let count = format!("UPDATE task_queue SET {set} WHERE id IN ($1) AND {}", from::<D>(Transition::TimeOut));
     db.exec(Some(&mut *tx), &count, args![&task_ids]).await?;
     super::super::shared::stats::record(db, tx, &run_ids, now).await
 }
@@ -174,11 +166,8 @@ pub async fn time_out<D: Dialect>(
 /// anew, with the same attempt.
 pub async fn put_back<D: Dialect>(db: &D, run: RunId, at: DateTime<Utc>) -> Result<bool> {
     // By the running tasks (few, and indexed), not an index of run ids on every task.
-    let sql = format!(
-        "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2, run_attempt = run_attempt - 1
-         WHERE run_id = $1 AND {}",
-        from::<D>(Transition::PutBack)
-    );
+    let t = Transition::PutBack;
+    let sql = format!("UPDATE task_queue SET {} WHERE run_id = $1 AND {}", Set::of(t, "$2"), from::<D>(t));
     let sql = &sql;
     transaction(db, |tx| Box::pin(async move { Ok(db.exec(Some(&mut tx.tx), sql, args![run, at]).await? == 1) })).await
 }

@@ -7,8 +7,8 @@ use super::super::dialect::Dialect;
 use super::super::plumbing::Cells;
 use super::super::plumbing::TxOf;
 use super::super::rows;
-use super::super::sql::{args, Lit, CANCELLED, ERROR, SCHEDULED};
-use super::{from, Why, CANCELLED_BY_OPERATOR, RELEASE_KEY, UNSERVED};
+use super::super::sql::{args, Lit, CANCELLED, ERROR};
+use super::{from, Set, Why, CANCELLED_BY_OPERATOR, UNSERVED};
 use crate::error::Result;
 use crate::model::{RunId, RunStatus, TaskId, Transition};
 
@@ -16,19 +16,15 @@ use crate::model::{RunId, RunStatus, TaskId, Transition};
 /// that starts it); false when it awaits none (another overseer decided first, or an operator
 /// cancelled it).
 pub async fn retry<D: Dialect>(db: &D, tx: &mut TxOf<D>, task: TaskId, at: DateTime<Utc>) -> Result<bool> {
-    let sql = format!(
-        "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2 WHERE id = $1 AND {}",
-        from::<D>(Transition::Retry)
-    );
+    let t = Transition::Retry;
+    let sql = format!("UPDATE task_queue SET {} WHERE id = $1 AND {}", Set::of(t, "$2"), from::<D>(t));
     Ok(db.exec(Some(tx), &sql, args![task, at]).await? == 1)
 }
 
 /// Give up on a task awaiting its retry: it becomes a dead letter; false when it awaits none.
 pub async fn give_up<D: Dialect>(db: &D, tx: &mut TxOf<D>, task: TaskId, now: DateTime<Utc>) -> Result<bool> {
-    let sql = format!(
-        "UPDATE task_queue SET gave_up_on = $2, finished_on = $2, {RELEASE_KEY} WHERE id = $1 AND {}",
-        from::<D>(Transition::GiveUp)
-    );
+    let t = Transition::GiveUp;
+    let sql = format!("UPDATE task_queue SET {} WHERE id = $1 AND {}", Set::of(t, "$2"), from::<D>(t));
     Ok(db.exec(Some(tx), &sql, args![task, now]).await? == 1)
 }
 
@@ -37,12 +33,9 @@ pub async fn give_up<D: Dialect>(db: &D, tx: &mut TxOf<D>, task: TaskId, now: Da
 pub async fn abandon<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now: DateTime<Utc>) -> Result<()> {
     let (tasks, running) = &moving(db, tx, tasks, Transition::Abandon).await?;
     super::runs::write_running(db, tx, running).await?;
-    let task = format!(
-        "UPDATE task_queue SET last_status = {ERROR}, task_runs_failed = task_runs_failed + 1,
-             finished_on = $2, gave_up_on = $2, {RELEASE_KEY}
-         WHERE id IN ($1) AND {}",
-        from::<D>(Transition::Abandon)
-    );
+    let error = ERROR.to_string();
+    let set = Set::of(Transition::Abandon, "$2").ended_as(&error);
+    let task = format!("UPDATE task_queue SET {set} WHERE id IN ($1) AND {}", from::<D>(Transition::Abandon));
     db.exec(Some(&mut *tx), &task, args![tasks, now]).await?;
     end_active_runs(db, tx, tasks, running, ERROR, now, UNSERVED).await
 }
@@ -53,10 +46,8 @@ pub async fn abandon<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now
 pub async fn cancel<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now: DateTime<Utc>) -> Result<()> {
     let (tasks, running) = &moving(db, tx, tasks, Transition::Cancel).await?;
     super::runs::write_running(db, tx, running).await?;
-    let task = format!(
-        "UPDATE task_queue SET last_status = {CANCELLED}, finished_on = $2, {RELEASE_KEY} WHERE id IN ($1) AND {}",
-        from::<D>(Transition::Cancel)
-    );
+    let t = Transition::Cancel;
+    let task = format!("UPDATE task_queue SET {} WHERE id IN ($1) AND {}", Set::of(t, "$2"), from::<D>(t));
     db.exec(Some(&mut *tx), &task, args![tasks, now]).await?;
     end_active_runs(db, tx, tasks, running, CANCELLED, now, CANCELLED_BY_OPERATOR).await
 }
@@ -137,12 +128,8 @@ async fn end_active_runs<D: Dialect>(
 /// A key an unfinished task holds meanwhile is a unique violation: an error, and the caller's
 /// transaction is rolled back.
 pub async fn replay<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now: DateTime<Utc>) -> Result<u64> {
-    let revive = format!(
-        "UPDATE task_queue SET last_status = {SCHEDULED}, scheduled_on = $2, task_runs_failed = 0,
-             gave_up_on = NULL, finished_on = NULL, active_unique_key = unique_key
-         WHERE id IN ($1) AND {}",
-        from::<D>(Transition::Replay)
-    );
+    let t = Transition::Replay;
+    let revive = format!("UPDATE task_queue SET {} WHERE id IN ($1) AND {}", Set::of(t, "$2"), from::<D>(t));
     let n = db.exec(Some(&mut *tx), &revive, args![tasks, now]).await?;
     if n == 0 {
         return Ok(0);

@@ -10,7 +10,7 @@ use super::super::super::rows;
 use super::super::super::sql::{args, Arg, ERROR, RUNNING, SCHEDULED, TIMEOUT};
 use super::{histogram_columns, minute, SUMMED};
 use crate::error::{Error, Result};
-use crate::model::RunStatus;
+use crate::model::{RunStatus, TaskState};
 use crate::stats::{quantile, FuelUse, HandlerStats, Minute, RunCounts, Spread, BUCKETS};
 
 /// The statistics of every handler and queue (or of one handler, one queue), at `now`.
@@ -67,11 +67,13 @@ pub async fn read<D: Dialect>(
             ..Default::default()
         });
         let t = &mut entry.tasks;
-        match status {
-            _ if rows::id(&r, "dead")? != 0 => t.dead += n,
-            RunStatus::Scheduled => t.scheduled += n,
-            RunStatus::Running => t.running += n,
-            _ => t.awaiting_retry += n,
+        match TaskState::of(status, rows::id(&r, "dead")? != 0) {
+            TaskState::Scheduled => t.scheduled += n,
+            TaskState::Running => t.running += n,
+            TaskState::AwaitingRetry => t.awaiting_retry += n,
+            TaskState::Dead => t.dead += n,
+            // Not read: the finished are counted from their runs.
+            TaskState::Succeeded | TaskState::Cancelled => {}
         }
     }
     Ok(out.into_values().collect())
