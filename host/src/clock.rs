@@ -28,8 +28,9 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
 pub struct ServerClock {
     /// This machine's wall clock: before the first reading, and to say how far off it is.
     local: SharedClock,
-    /// The server's time at the latest reading, and when that was here.
-    reading: Mutex<Option<(DateTime<Utc>, Instant)>>,
+    /// The server's time at the reading kept, when that was here, and half its round trip (how
+    /// far off it may be).
+    reading: Mutex<Option<(DateTime<Utc>, Instant, Duration)>>,
     /// The server's time less this machine's, in milliseconds, as last read.
     skew_ms: AtomicI64,
     /// The skew last warned of (i64::MIN: none).
@@ -39,6 +40,10 @@ pub struct ServerClock {
 impl ServerClock {
     /// A skew past this is logged as a warning (once, and again when it changes by as much).
     pub const WARN_SKEW: Duration = Duration::from_secs(1);
+    /// A reading is kept over a later one whose round trip was more than twice as long (and a
+    /// few milliseconds), for this long at most: a slow answer (a wait for a connection, a busy
+    /// server) says less about when the server read its clock, up to half its round trip.
+    pub const KEEP_PRECISE: Duration = Duration::from_secs(60);
 
     /// A clock following the database's, `local` standing in until the first reading.
     pub fn new(local: SharedClock) -> Self {
@@ -56,7 +61,16 @@ impl ServerClock {
         let half_trip = received.saturating_duration_since(sent) / 2;
         let at = sent + half_trip;
         let now_here = self.local.now() - chrono::Duration::from_std(received - at).unwrap_or_default();
-        *self.reading.lock().unwrap_or_else(|p| p.into_inner()) = Some((server, at));
+        {
+            let mut reading = self.reading.lock().unwrap_or_else(|p| p.into_inner());
+            let keep = reading.is_some_and(|(_, kept_at, kept_half)| {
+                half_trip > kept_half * 2 + Duration::from_millis(5) && kept_at.elapsed() < Self::KEEP_PRECISE
+            });
+            if keep {
+                return;
+            }
+            *reading = Some((server, at, half_trip));
+        }
         let skew = (server - now_here).num_milliseconds();
         self.skew_ms.store(skew, Ordering::Relaxed);
         let warned = self.warned_ms.load(Ordering::Relaxed);
@@ -84,7 +98,7 @@ impl ServerClock {
 impl Clock for ServerClock {
     fn now(&self) -> DateTime<Utc> {
         match *self.reading.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some((server, at)) => server + chrono::Duration::from_std(at.elapsed()).unwrap_or_default(),
+            Some((server, at, _)) => server + chrono::Duration::from_std(at.elapsed()).unwrap_or_default(),
             None => self.local.now(),
         }
     }
@@ -134,3 +148,24 @@ impl Clock for ManualClock {
 
 /// A clock shared by the parts of a process.
 pub type SharedClock = Arc<dyn Clock>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slow_answer_does_not_replace_a_precise_reading_of_the_servers_clock() {
+        let clock = ServerClock::new(Arc::new(SystemClock));
+        let server = Utc::now() + chrono::Duration::hours(1);
+        let now = Instant::now();
+        clock.observe(now - Duration::from_millis(2), server, now);
+        // Two seconds in all: the server may have read its clock anywhere in them.
+        clock.observe(now - Duration::from_secs(2), server + chrono::Duration::seconds(5), now);
+        let off = (clock.now() - server).num_milliseconds();
+        assert!((0..1_000).contains(&off), "the precise reading is kept: {off} ms");
+        // As precise, or nearly: the later reading is taken.
+        clock.observe(now - Duration::from_millis(6), server + chrono::Duration::seconds(5), now);
+        let off = (clock.now() - server).num_milliseconds();
+        assert!((4_000..6_000).contains(&off), "the later reading is taken: {off} ms");
+    }
+}

@@ -124,7 +124,7 @@ impl NewTask {
 
 /// Runs in flight allowed at once across all workers, per queue and per handler: the
 /// operator's `[queues.NAME] max_running` and `[handlers.NAME] max_running`, enforced in the
-/// claim (see [`crate::store::shared`]'s limited claim).
+/// claim (see the store's limited claim, `store/shared/limits.rs`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunLimits {
     /// Queue name → runs of it in flight at most.

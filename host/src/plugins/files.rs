@@ -33,7 +33,7 @@ pub fn check_dir(dir: &Path) -> crate::error::Result<()> {
                 std::io::ErrorKind::NotFound => "it does not exist".to_string(),
                 _ => e.to_string(),
             };
-            Err(crate::Error::PluginsDir { dir: dir.to_path_buf(), reason })
+            Err(crate::error::Error::PluginsDir { dir: dir.to_path_buf(), reason })
         }
     }
 }

@@ -147,7 +147,7 @@ impl Claimer<'_> {
 
     /// The queues to claim from now (the claim itself leaves paused ones out, so a pause holds
     /// from the next claim on); Err when a signal or a reason to exit came meanwhile.
-    async fn queues_now(&mut self) -> Result<crate::Result<Vec<String>>, ExitReason> {
+    async fn queues_now(&mut self) -> Result<crate::error::Result<Vec<String>>, ExitReason> {
         let (store, choice) = (self.worker.store.as_ref(), &mut self.queues);
         tokio::select! {
             biased;
@@ -183,7 +183,7 @@ impl Claimer<'_> {
     }
 
     /// The claim itself; Err when a signal or a reason to exit came while it was under way.
-    async fn claim(&mut self, ask: &Ask) -> Result<crate::Result<Vec<ClaimedRun>>, Step> {
+    async fn claim(&mut self, ask: &Ask) -> Result<crate::error::Result<Vec<ClaimedRun>>, Step> {
         let worker = self.worker;
         let limits = &worker.catalog.policy().run_limits;
         let parts = super::queues::claims_of(&ask.queues, &ask.handlers, limits);

@@ -74,7 +74,7 @@ pub struct WorkerConfig {
     /// Longest one write of outcomes may take before it counts as a failed try (then retried):
     /// a write waiting on another session's lock is waited out, never taken for a refusal.
     pub write_timeout: Duration,
-    /// Refuse to start ([`crate::Error::NoPlugins`]) when no plugin of the directory is usable:
+    /// Refuse to start ([`crate::error::Error::NoPlugins`]) when no plugin of the directory is usable:
     /// a worker that can run nothing is a misconfiguration (the CLI sets it).
     pub require_plugins: bool,
     /// A run that cannot start for want of a host resource (`host-busy`: the sandbox's pool is

@@ -91,7 +91,7 @@ impl Heartbeat {
     }
 
     /// One heartbeat; report the handlers served when they changed.
-    async fn beat(&self, reported: &mut Option<crate::store::Served>) -> crate::Result<bool> {
+    async fn beat(&self, reported: &mut Option<crate::store::Served>) -> crate::error::Result<bool> {
         crate::store::sync_clock(&*self.store, &*self.clock).await?;
         if !self.store.heartbeat(self.runner, self.clock.now()).await? {
             return Ok(false);

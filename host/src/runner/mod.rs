@@ -197,7 +197,7 @@ impl Worker {
         };
         self.loading = Some(loading);
         if usable == 0 && self.config.require_plugins {
-            return Err(crate::Error::NoPlugins { dir: self.catalog.dir().to_path_buf() });
+            return Err(crate::error::Error::NoPlugins { dir: self.catalog.dir().to_path_buf() });
         }
         let host = crate::overseer::liveness::local_identity();
         let (pid, now) = (std::process::id(), self.clock.now());

@@ -42,7 +42,7 @@ impl QueueChoice {
 
     /// The queues to claim from now, read again when due (a failed read is the caller's to
     /// back off from, as from a failed claim).
-    pub async fn current(&mut self, store: &dyn Store) -> crate::Result<Vec<String>> {
+    pub async fn current(&mut self, store: &dyn Store) -> crate::error::Result<Vec<String>> {
         if self.every && self.fresh_until.is_none_or(|t| Instant::now() >= t) {
             let names = store.scheduled_queues(Self::MOST).await?;
             if names.len() >= Self::MOST as usize && !self.warned {

@@ -247,18 +247,18 @@ pub const MAX_COMPONENT_BYTES: u64 = 1 << 30;
 
 /// The child's side (`taskhost compile-component`): read a component on stdin, write its
 /// compiled artifact on stdout.
-pub fn compile_stdin_to_stdout(max_wasm_stack: usize) -> crate::Result<()> {
+pub fn compile_stdin_to_stdout(max_wasm_stack: usize) -> crate::error::Result<()> {
     let mut bytes = Vec::new();
     std::io::stdin()
         .take(MAX_COMPONENT_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| crate::Error::io("reading the component", e))?;
-    let engine =
-        Engine::new(&super::engine_config(max_wasm_stack)).map_err(|e| crate::Error::Engine(format!("{e:#}")))?;
-    let component =
-        Component::new(&engine, &bytes).map_err(|e| crate::Error::Engine(format!("invalid component: {e:#}")))?;
-    let artifact = component.serialize().map_err(|e| crate::Error::Engine(format!("{e:#}")))?;
-    std::io::stdout().write_all(&artifact).map_err(|e| crate::Error::io("writing the artifact", e))
+        .map_err(|e| crate::error::Error::io("reading the component", e))?;
+    let engine = Engine::new(&super::engine_config(max_wasm_stack))
+        .map_err(|e| crate::error::Error::Engine(format!("{e:#}")))?;
+    let component = Component::new(&engine, &bytes)
+        .map_err(|e| crate::error::Error::Engine(format!("invalid component: {e:#}")))?;
+    let artifact = component.serialize().map_err(|e| crate::error::Error::Engine(format!("{e:#}")))?;
+    std::io::stdout().write_all(&artifact).map_err(|e| crate::error::Error::io("writing the artifact", e))
 }
 
 #[cfg(all(test, unix))]

@@ -1,11 +1,7 @@
-//! Opening a store from its URL, a connection to a server, and naming a URL without its
+//! The options of opening a store, a connection to a server, and naming a URL without its
 //! password.
 
-use std::sync::Arc;
 use std::time::Duration;
-
-use super::SharedStore;
-use crate::error::{Error, Result};
 
 /// A database URL without its password, for messages and logs: the password between `:` and
 /// the last `@` (even one holding `/`, `?` or `#`) and any `password=` parameter are masked.
@@ -48,15 +44,15 @@ pub fn redact(url: &str) -> String {
 mod server {
     use std::time::Duration;
 
-    use super::redact;
     use crate::error::{Error, Result};
+    use crate::store::connect::redact;
 
     /// A pool for a database server, once a first connection showed that it answers: at least two
     /// connections (PostgreSQL's LISTEN holds one), each waited for at most ten seconds.
     pub(in crate::store) async fn server_pool<DB: sqlx::Database>(
         url: &str,
         opts: <DB::Connection as sqlx::Connection>::Options,
-        options: &crate::store::StoreOptions,
+        options: &crate::store::connect::StoreOptions,
     ) -> Result<sqlx::Pool<DB>> {
         first_connection::<DB::Connection>(url, &opts, options.connect_timeout).await?;
         Ok(sqlx::pool::PoolOptions::<DB>::new()
@@ -103,7 +99,7 @@ pub(super) use server::server_pool;
 
 #[cfg(test)]
 mod tests {
-    use super::redact;
+    use crate::store::connect::redact;
 
     #[test]
     fn passwords_are_masked_wherever_they_stand() {
@@ -156,54 +152,4 @@ impl Default for StoreOptions {
             max_value_bytes: Self::DEFAULT_MAX_VALUE_BYTES,
         }
     }
-}
-
-/// A URL of a database this build leaves out (a cargo feature), refused by name.
-#[cfg(not(all(feature = "sqlite", feature = "postgres", feature = "mysql")))]
-fn left_out(url: &str, name: &str, feature: &str) -> Error {
-    Error::BadUrl {
-        url: redact(url),
-        reason: format!("this build of taskhost has no {name} support: build it with the cargo feature {feature:?}"),
-    }
-}
-
-/// Open the store a URL names: `sqlite://PATH`, `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` or
-/// `mysql://` (also `mariadb://`) `USER[:PASSWORD]@HOST[:PORT]/DB`.
-pub async fn open(url: &str, options: &StoreOptions) -> Result<SharedStore> {
-    let scheme = url.split_once("://").map(|(s, _)| s).or_else(|| url.split_once(':').map(|(s, _)| s));
-    let store: SharedStore = match scheme {
-        #[cfg(feature = "sqlite")]
-        Some("sqlite") => Arc::new(super::sqlite::SqliteStore::connect(url, options).await?),
-        #[cfg(feature = "postgres")]
-        Some("postgres") | Some("postgresql") => Arc::new(super::postgres::PostgresStore::connect(url, options).await?),
-        #[cfg(feature = "mysql")]
-        Some("mysql") | Some("mariadb") => Arc::new(super::mysql::MySqlStore::connect(url, options).await?),
-        #[cfg(not(feature = "sqlite"))]
-        Some("sqlite") => return Err(left_out(url, "SQLite", "sqlite")),
-        #[cfg(not(feature = "postgres"))]
-        Some("postgres") | Some("postgresql") => return Err(left_out(url, "PostgreSQL", "postgres")),
-        #[cfg(not(feature = "mysql"))]
-        Some("mysql") | Some("mariadb") => return Err(left_out(url, "MySQL/MariaDB", "mysql")),
-        Some(other) => {
-            return Err(Error::BadUrl {
-                url: redact(url),
-                reason: format!(
-                    "unknown scheme {other:?}; use sqlite://PATH, postgres://USER@HOST/DB or mysql://USER@HOST/DB"
-                ),
-            })
-        }
-        None => {
-            return Err(Error::BadUrl {
-                url: redact(url),
-                reason: "expected a URL such as sqlite://taskhost.db".into(),
-            })
-        }
-    };
-    if options.migrate {
-        let applied = store.migrate().await?;
-        if !applied.is_empty() {
-            tracing::info!(?applied, "migrations applied");
-        }
-    }
-    Ok(store)
 }

@@ -3,7 +3,7 @@
 //! Everything else (reads, decoding, replay, runners and heartbeats, leases, time-outs,
 //! retries, rotation) is written once in [`super::shared`], over this trait. A [`Dialect`] holds
 //! the connection pool and gives:
-//! - plumbing: transactions, and running a shared statement ([`super::sql`]) with its arguments;
+//! - plumbing: transactions, and running a shared statement (`sql.rs`) with its arguments;
 //! - what truly differs between databases: adding tasks (one with a unique key, many in bulk),
 //!   the claim, the batched write of successful runs, and wake-ups;
 //! - defaults a database may replace with something faster (progress in one statement, adding
@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 
 use super::plumbing::{Cells, ConnOf, Plumbing, TxOf};
 use super::sql::{args, Arg, RUNNING};
-use super::Backend;
+use super::types::{Backend, Wakeups};
 use crate::error::{Error, Result};
 use crate::model::*;
 use crate::retry::Backoff;
@@ -174,7 +174,7 @@ pub trait Dialect: Plumbing {
         false
     }
 
-    /// Insert one task ([`super::sql::NEW_TASK`]); None when an unfinished task holds its
+    /// Insert one task (`sql::NEW_TASK`); None when an unfinished task holds its
     /// unique key.
     async fn insert_task(conn: &mut ConnOf<Self>, task: &NewTask, now: DateTime<Utc>) -> Result<Option<TaskId>>;
     /// Queue tasks without unique keys (their first runs are made when they are claimed); ids in
@@ -194,7 +194,7 @@ pub trait Dialect: Plumbing {
     async fn finish_successes(&self, tx: &mut TxOf<Self>, ok: &[&RunOutcome]) -> Result<Vec<Ended>>;
     /// Take `n` run ids, consecutive, from the `task_runs` counter of `task_counters`; the
     /// first. (Run ids are handed out by claims, before their rows exist: see
-    /// [`super::transitions`].)
+    /// `store/transitions/`.)
     async fn take_run_ids(&self, tx: &mut TxOf<Self>, n: usize) -> Result<RunId> {
         let sql = "UPDATE task_counters SET v = v + $1 WHERE name = 'task_runs' RETURNING v";
         match self.rows(Some(tx), sql, args![n as i64]).await?.first() {
@@ -211,10 +211,8 @@ pub trait Dialect: Plumbing {
         Ok(format!("({} + row_number() OVER (ORDER BY q.id))", first - 1))
     }
 
-    /// Queue tasks in one transaction.
-    async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
-        super::shared::tasks::add_tasks_in_tx(self, tasks, now).await
-    }
+    /// Queue tasks in one transaction (most databases: `shared::tasks::add_tasks_in_tx`).
+    async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>>;
 
     /// Progress of running runs (kept on their tasks), in one transaction.
     async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()> {
@@ -231,7 +229,7 @@ pub trait Dialect: Plumbing {
     }
 
     /// Channels woken soon after tasks are added or running tasks cancelled anywhere; None: poll only.
-    async fn wakeups(&self) -> Result<Option<super::Wakeups>> {
+    async fn wakeups(&self) -> Result<Option<Wakeups>> {
         Ok(None)
     }
 

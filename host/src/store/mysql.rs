@@ -17,13 +17,14 @@ use sqlx::{Arguments, MySql, MySqlConnection, QueryBuilder, Row};
 
 use sqlx::migrate::Migrator;
 
+use super::connect::{redact, StoreOptions};
 use super::dialect::{retrying, ClaimRequest, Dialect, Ended};
 use super::plumbing::{decoded, unchecked, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
 use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, SUCCESS};
 use super::transitions;
-use super::{Backend, StoreOptions};
+use super::types::Backend;
 use crate::error::{Error, Result};
 use crate::model::*;
 
@@ -41,8 +42,8 @@ impl MySqlStore {
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
         let url_ = url.replacen("mariadb://", "mysql://", 1);
         let opts: MySqlConnectOptions =
-            url_.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: super::redact(url), reason: e.to_string() })?;
-        let pool = super::server_pool(url, opts, options).await?;
+            url_.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: redact(url), reason: e.to_string() })?;
+        let pool = super::connect::server_pool(url, opts, options).await?;
         check_packet(&pool, url, options).await?;
         Ok(SqlStore::new(MySqlDb { pool }))
     }
@@ -58,7 +59,7 @@ async fn check_packet(pool: &MySqlPool, url: &str, options: &StoreOptions) -> Re
     }
     let mib = |n: usize| n.div_ceil(1 << 20);
     Err(Error::Connect {
-        url: super::redact(url),
+        url: redact(url),
         reason: format!(
             "the server takes statements of at most {packet} bytes (max_allowed_packet), but this host writes \
              values of up to {} bytes (the larger of [tasks] max_data_bytes and a handler's max_results_bytes + \
@@ -140,6 +141,10 @@ mod claim;
 
 #[async_trait]
 impl Dialect for MySqlDb {
+    async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
+        super::shared::tasks::add_tasks_in_tx(self, tasks, now).await
+    }
+
     const BACKEND: Backend = Backend::MySql;
     // UTC whatever the session's time zone.
     const SERVER_TIME: Option<&'static str> = Some("SELECT UTC_TIMESTAMP(6) AS t");
@@ -305,21 +310,4 @@ impl Dialect for MySqlDb {
         self.exec(Some(&mut *tx), &tasks, args![&ids]).await?;
         Ok(ended)
     }
-}
-
-/// What a MySQL or MariaDB refusal means, by its error number (its SQLSTATE lumps a lock wait
-/// timeout, a bad string and many more together as `HY000`).
-pub(crate) fn refusal(db: &dyn sqlx::error::DatabaseError) -> Option<super::refusal::Refusal> {
-    use super::refusal::Refusal;
-    let e = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()?;
-    Some(match e.number() {
-        // Deadlock, lock wait timeout, a deadlock on the auto-increment lock.
-        1213 | 1205 | 1467 => Refusal::Contention,
-        // Data too long, bad string, out of range, null, packet too large, bad value.
-        1406 | 1366 | 1264 | 1048 | 1153 | 1301 | 1292 => Refusal::Data,
-        1146 => Refusal::MissingTable,
-        1045 => Refusal::Authentication,
-        1049 => Refusal::NoDatabase,
-        _ => super::refusal::by_kind(db).unwrap_or(Refusal::Other),
-    })
 }

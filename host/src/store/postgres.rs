@@ -15,6 +15,7 @@ use sqlx::{Arguments, PgConnection, Postgres, Row};
 
 use sqlx::migrate::Migrator;
 
+use super::connect::{redact, StoreOptions};
 use super::dialect::{ClaimRequest, Dialect, Ended};
 use super::plumbing::{decoded, Cells, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
@@ -22,7 +23,7 @@ use super::shared::tasks::{add_one, add_tasks_in_tx};
 use super::shared::SqlStore;
 use super::sql::{new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING, SUCCESS};
 use super::transitions::{self, RUN_COLUMNS, RUN_FROM_TASK};
-use super::{Backend, StoreOptions, Wakeups};
+use super::types::{Backend, Wakeups};
 use crate::error::{Error, Result};
 use crate::model::*;
 use crate::retry::Backoff;
@@ -44,14 +45,14 @@ impl PostgresStore {
     /// Connect to the database a `postgres://` URL names.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
         let opts: PgConnectOptions =
-            url.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: super::redact(url), reason: e.to_string() })?;
+            url.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: redact(url), reason: e.to_string() })?;
         // Generic plans: they take a batch array as a handful of rows, so batches are joined by
         // index lookups whatever the statistics say (a queue's statistics are always stale:
         // custom plans, priced from them, scanned all of task_runs per claim, 20x slower at
         // 100,000 rows). And statements are no longer re-planned on every call.
         let opts = opts.options([("plan_cache_mode", "force_generic_plan")]);
         let claims = opts.clone().options([("enable_seqscan", "off")]);
-        let pool = super::server_pool(url, opts, options).await?;
+        let pool = super::connect::server_pool(url, opts, options).await?;
         // Two: a large claim is two statements at once.
         let claims = sqlx::postgres::PgPoolOptions::new()
             .max_connections(2)
@@ -372,18 +373,4 @@ async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result
         .fetch_all(&mut *conn)
         .await?;
     found.iter().map(Ended::read).collect()
-}
-
-/// What a PostgreSQL refusal means (by its SQLSTATE): serialization failure, deadlock and lock
-/// not available are contention; classes 22, 23 and 54 the data.
-pub(crate) fn refusal(db: &dyn sqlx::error::DatabaseError) -> Option<super::refusal::Refusal> {
-    use super::refusal::Refusal;
-    let e = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()?;
-    Some(match e.code() {
-        "40001" | "40P01" | "55P03" => Refusal::Contention,
-        "42P01" => Refusal::MissingTable,
-        "28P01" | "28000" => Refusal::Authentication,
-        "3D000" => Refusal::NoDatabase,
-        _ => super::refusal::by_kind(db).unwrap_or(Refusal::Other),
-    })
 }

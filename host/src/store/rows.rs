@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::plumbing::Cells;
-use super::RetryCandidate;
+use super::types::RetryCandidate;
 use crate::error::{Error, Result};
 use crate::model::*;
 

@@ -24,13 +24,14 @@ use tokio::sync::Mutex;
 
 use sqlx::migrate::Migrator;
 
+use super::connect::{redact, StoreOptions};
 use super::dialect::{ClaimRequest, Dialect, Ended};
 use super::plumbing::{decoded, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
 use super::sql::{json_list, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, SUCCESS};
 use super::transitions::{self, RELEASE_KEY, RUN_COLUMNS, RUN_FROM_TASK};
-use super::{Backend, StoreOptions};
+use super::types::Backend;
 use crate::error::{Error, Result};
 use crate::model::*;
 
@@ -58,7 +59,7 @@ impl SqliteStore {
     /// Open (creating if missing) the database file a `sqlite://PATH` URL names.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
         let opts = SqliteConnectOptions::from_str(url)
-            .map_err(|e| Error::BadUrl { url: super::redact(url), reason: e.to_string() })?
+            .map_err(|e| Error::BadUrl { url: redact(url), reason: e.to_string() })?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
@@ -80,7 +81,7 @@ impl SqliteStore {
             })
             .connect_with(opts.clone())
             .await
-            .map_err(|e| Error::Connect { url: super::redact(url), reason: why_not_opened(opts.get_filename(), &e) })?;
+            .map_err(|e| Error::Connect { url: redact(url), reason: why_not_opened(opts.get_filename(), &e) })?;
         Ok(SqlStore::new(SqliteDb { pool, write_lock: Default::default() }))
     }
 }
@@ -163,6 +164,10 @@ fn time_of(row: &SqliteRow, col: &str) -> Result<Option<DateTime<Utc>>> {
 
 #[async_trait]
 impl Dialect for SqliteDb {
+    async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
+        super::shared::tasks::add_tasks_in_tx(self, tasks, now).await
+    }
+
     const BACKEND: Backend = Backend::Sqlite;
     const SKIP_LOCKED: &'static str = "";
     const FOR_UPDATE: &'static str = "";
@@ -375,19 +380,4 @@ async fn claim_in(
     }
     db.take_run_ids(tx, found.len()).await?;
     transitions::claimed_runs(req, ClaimedTask::read_all(&found)?, started)
-}
-
-/// What a SQLite refusal means (by its primary result code): busy and locked are contention;
-/// too big, constraint and mismatch are the data; "no such table" is not migrated.
-pub(crate) fn refusal(db: &dyn sqlx::error::DatabaseError) -> Option<super::refusal::Refusal> {
-    use super::refusal::Refusal;
-    db.try_downcast_ref::<sqlx::sqlite::SqliteError>()?;
-    let primary = db.code().and_then(|c| c.parse::<i32>().ok()).map(|c| c & 0xff);
-    Some(match primary {
-        Some(5 | 6) => Refusal::Contention,
-        // Too big, constraint, mismatch.
-        Some(18..=20) => Refusal::Data,
-        _ if db.message().starts_with("no such table") => Refusal::MissingTable,
-        _ => super::refusal::by_kind(db).unwrap_or(Refusal::Other),
-    })
 }

@@ -1,4 +1,4 @@
-//! The values the [`Store`](super::Store) trait takes and gives besides the model's: which
+//! The values the [`Store`](super::interface::Store) trait takes and gives besides the model's: which
 //! database, retry decisions, bulk filters, queues as listed, wake-up channels.
 
 use chrono::{DateTime, Utc};
@@ -50,7 +50,7 @@ pub struct BulkFilter {
     pub ids: Option<Vec<crate::model::TaskId>>,
 }
 
-/// Which finished tasks [`Store::delete_finished`](super::Store::delete_finished) deletes.
+/// Which finished tasks [`Store::delete_finished`](super::interface::Store::delete_finished) deletes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Finished {
     /// Tasks that succeeded.
@@ -63,7 +63,7 @@ pub enum Finished {
     Any,
 }
 
-/// Which ended tasks [`Store::replay`](super::Store::replay) schedules again.
+/// Which ended tasks [`Store::replay`](super::interface::Store::replay) schedules again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Replay {
     /// Dead letters: tasks given up on.
@@ -72,7 +72,7 @@ pub enum Replay {
     Cancelled,
 }
 
-/// Which unfinished tasks [`Store::cancel_matching`](super::Store::cancel_matching) cancels.
+/// Which unfinished tasks [`Store::cancel_matching`](super::interface::Store::cancel_matching) cancels.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Unfinished {
     /// Waiting for a run: scheduled, or failed and awaiting the retry.
@@ -84,7 +84,7 @@ pub enum Unfinished {
     Any,
 }
 
-/// What [`Store::cancel_matching`](super::Store::cancel_matching) cancelled.
+/// What [`Store::cancel_matching`](super::interface::Store::cancel_matching) cancelled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Cancelled {
     /// Tasks cancelled.
@@ -93,7 +93,7 @@ pub struct Cancelled {
     pub running: u64,
 }
 
-/// What [`Store::wakeups`](super::Store::wakeups) delivers: each channel receives a message soon after its event.
+/// What [`Store::wakeups`](super::interface::Store::wakeups) delivers: each channel receives a message soon after its event.
 #[derive(Debug)]
 pub struct Wakeups {
     /// Tasks were added.
@@ -102,7 +102,7 @@ pub struct Wakeups {
     pub cancels: tokio::sync::mpsc::Receiver<()>,
 }
 
-/// A queue as [`Store::queues`](super::Store::queues) sees it.
+/// A queue as [`Store::queues`](super::interface::Store::queues) sees it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct QueueInfo {

@@ -9,7 +9,7 @@ use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::{Cells, TxOf};
 use super::super::sql::{args, Arg, DONE};
 use super::super::transitions::{self, is};
-use super::super::{BulkFilter, Finished, Replay};
+use super::super::types::{BulkFilter, Finished, Replay};
 use crate::error::Result;
 use crate::model::{TaskId, TaskState};
 

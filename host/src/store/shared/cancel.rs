@@ -11,7 +11,7 @@ use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg};
 use super::super::transitions::{self, from, is_any};
-use super::super::{BulkFilter, Cancelled, Unfinished};
+use super::super::types::{BulkFilter, Cancelled, Unfinished};
 use super::bulk::{filtered, BATCH};
 use crate::error::Result;
 use crate::model::{RunStatus, TaskId, TaskState, Transition};

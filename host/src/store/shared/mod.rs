@@ -12,7 +12,6 @@ mod queues;
 mod runners;
 mod runs;
 mod schedules;
-pub(super) mod stats;
 pub(crate) mod tasks;
 mod upkeep;
 
@@ -22,11 +21,12 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::dialect::{ClaimRequest, Dialect};
+use super::interface::Store;
 use super::plumbing::{ConnOf, SqlxDialect};
+use super::stats;
 use super::transitions;
-use super::{
-    Backend, BulkFilter, Cancelled, Finished, QueueInfo, Replay, RetryCandidate, RetryPlan, Served, Store, Unfinished,
-    Wakeups,
+use super::types::{
+    Backend, BulkFilter, Cancelled, Finished, QueueInfo, Replay, RetryCandidate, RetryPlan, Served, Unfinished, Wakeups,
 };
 use crate::error::{Error, Result};
 use crate::model::*;

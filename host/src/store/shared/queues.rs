@@ -7,7 +7,7 @@ use super::super::plumbing::Cells;
 use super::super::rows;
 use super::super::sql::args;
 use super::super::transitions::{is, is_any};
-use super::super::QueueInfo;
+use super::super::types::QueueInfo;
 use crate::error::Result;
 use crate::model::TaskState;
 

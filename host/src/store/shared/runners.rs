@@ -4,8 +4,9 @@ use chrono::{DateTime, Utc};
 
 use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::Cells;
+use super::super::rows;
 use super::super::sql::{args, RUNNER_RUNNING, RUNNER_TIMEOUT, RUNNING};
-use super::super::{rows, Served};
+use super::super::types::Served;
 use super::runs::RUNNING_TASK_RUN;
 use crate::error::{Error, Result};
 use crate::model::*;

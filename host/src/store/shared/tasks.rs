@@ -188,7 +188,7 @@ pub(crate) async fn add_tasks_in<D: Dialect + ?Sized>(
     }
     let mut rest = tasks;
     while !rest.is_empty() {
-        let n = chunk_len(rest, D::ADD_CHUNK, crate::store::StoreOptions::BATCH_BYTES);
+        let n = chunk_len(rest, D::ADD_CHUNK, super::super::connect::StoreOptions::BATCH_BYTES);
         let (chunk, after) = rest.split_at(n);
         out.extend(D::add_bulk(conn, chunk, now).await?);
         rest = after;

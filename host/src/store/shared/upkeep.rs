@@ -9,7 +9,7 @@ use super::super::plumbing::Cells;
 use super::super::rows;
 use super::super::sql::args;
 use super::super::transitions::{self, is};
-use super::super::{RetryCandidate, RetryPlan};
+use super::super::types::{RetryCandidate, RetryPlan};
 use crate::error::Result;
 use crate::model::*;
 

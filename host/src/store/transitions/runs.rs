@@ -39,7 +39,7 @@ pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
         Box::pin(async move {
             if !ok.is_empty() {
                 let done = db.finish_successes(&mut tx.tx, ok).await?;
-                super::super::shared::stats::record_successes(db, &mut tx.tx, &done, ok, latest).await?;
+                super::super::stats::record_successes(db, &mut tx.tx, &done, ok, latest).await?;
             }
             // The failed runs this transaction ends, for the statistics.
             let mut ended = Vec::new();
@@ -57,7 +57,7 @@ pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
                     }
                 }
             }
-            super::super::shared::stats::record(db, &mut tx.tx, &ended, latest).await
+            super::super::stats::record(db, &mut tx.tx, &ended, latest).await
         })
     })
     .await
@@ -157,7 +157,7 @@ pub async fn time_out<D: Dialect>(
     let set = Set::of(Transition::TimeOut, "NULL").ended_as(&timeout);
     let count = format!("UPDATE task_queue SET {set} WHERE id IN ($1) AND {}", from::<D>(Transition::TimeOut));
     db.exec(Some(&mut *tx), &count, args![&task_ids]).await?;
-    super::super::shared::stats::record(db, tx, &run_ids, now).await
+    super::super::stats::record(db, tx, &run_ids, now).await
 }
 
 /// Return a running run to the queue, due at `at`, uncounted; false when it is not running. It

@@ -119,7 +119,7 @@ async fn end_active_runs<D: Dialect>(
         let made = "SELECT id FROM task_runs WHERE task_queue_id IN ($1) AND id > $2";
         ended.extend(ids(&db.rows(Some(&mut *tx), made, args![&idle, before]).await?)?);
     }
-    super::super::shared::stats::record(db, tx, &ended, now).await
+    super::super::stats::record(db, tx, &ended, now).await
 }
 
 /// Schedule these dead or cancelled tasks again, due `now`, their failures forgotten and their

@@ -1,11 +1,18 @@
 //! What a database's refusal means to the host: contention (wait and try again), the data
 //! itself (writing it again cannot succeed), a missing table, a refused login, an unknown
-//! database. Each database's codes are in its own file (`refusal` there); this file asks the
-//! databases compiled in, and gives [`Error`] its questions.
+//! database. Each database's codes are in a file of their own here; this file asks those of
+//! the databases compiled in, and gives [`Error`] its questions.
 
 use sqlx::error::{DatabaseError, ErrorKind};
 
 use crate::error::Error;
+
+#[cfg(feature = "mysql")]
+mod mysql;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 
 /// What a database's refusal means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,15 +38,15 @@ pub(crate) enum Refusal {
 /// What `db`'s refusal means, as the database that gave it says.
 pub(crate) fn refusal(db: &dyn DatabaseError) -> Refusal {
     #[cfg(feature = "sqlite")]
-    if let Some(r) = super::sqlite::refusal(db) {
+    if let Some(r) = sqlite::refusal(db) {
         return r;
     }
     #[cfg(feature = "postgres")]
-    if let Some(r) = super::postgres::refusal(db) {
+    if let Some(r) = postgres::refusal(db) {
         return r;
     }
     #[cfg(feature = "mysql")]
-    if let Some(r) = super::mysql::refusal(db) {
+    if let Some(r) = mysql::refusal(db) {
         return r;
     }
     by_kind(db).unwrap_or(Refusal::Other)
@@ -47,7 +54,7 @@ pub(crate) fn refusal(db: &dyn DatabaseError) -> Refusal {
 
 /// The refusals every database reports alike (constraints), and the SQLSTATE classes of data
 /// exceptions (22), integrity (23) and program limits (54).
-pub(crate) fn by_kind(db: &dyn DatabaseError) -> Option<Refusal> {
+fn by_kind(db: &dyn DatabaseError) -> Option<Refusal> {
     match db.kind() {
         ErrorKind::UniqueViolation
         | ErrorKind::ForeignKeyViolation

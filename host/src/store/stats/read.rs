@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
-use super::super::super::dialect::Dialect;
-use super::super::super::plumbing::Cells;
-use super::super::super::rows;
-use super::super::super::sql::{args, Arg, ERROR, RUNNING, SCHEDULED, TIMEOUT};
+use super::super::dialect::Dialect;
+use super::super::plumbing::Cells;
+use super::super::rows;
+use super::super::sql::{args, Arg, ERROR, RUNNING, SCHEDULED, TIMEOUT};
 use super::{histogram_columns, minute, SUMMED};
 use crate::error::{Error, Result};
 use crate::model::{RunStatus, TaskState};

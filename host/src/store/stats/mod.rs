@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, DurationRound, Utc};
 
-use super::super::dialect::{transaction_read_committed, Dialect, Ended};
-use super::super::plumbing::{Cells, TxOf};
-use super::super::rows;
-use super::super::sql::{args, Arg, CANCELLED, ERROR, SUCCESS, TIMEOUT};
+use super::dialect::{transaction_read_committed, Dialect, Ended};
+use super::plumbing::{Cells, TxOf};
+use super::rows;
+use super::sql::{args, Arg, CANCELLED, ERROR, SUCCESS, TIMEOUT};
 use crate::error::Result;
 use crate::model::{RunId, RunOutcome};
 use crate::stats::{BUCKETS, DURATION_BOUNDS_MS};

@@ -1,0 +1,19 @@
+//! What this database's refusals mean.
+
+use super::Refusal;
+
+/// What a MySQL or MariaDB refusal means, by its error number (its SQLSTATE lumps a lock wait
+/// timeout, a bad string and many more together as `HY000`).
+pub(super) fn refusal(db: &dyn sqlx::error::DatabaseError) -> Option<Refusal> {
+    let e = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()?;
+    Some(match e.number() {
+        // Deadlock, lock wait timeout, a deadlock on the auto-increment lock.
+        1213 | 1205 | 1467 => Refusal::Contention,
+        // Data too long, bad string, out of range, null, packet too large, bad value.
+        1406 | 1366 | 1264 | 1048 | 1153 | 1301 | 1292 => Refusal::Data,
+        1146 => Refusal::MissingTable,
+        1045 => Refusal::Authentication,
+        1049 => Refusal::NoDatabase,
+        _ => super::by_kind(db).unwrap_or(Refusal::Other),
+    })
+}
