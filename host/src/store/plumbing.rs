@@ -35,6 +35,7 @@ where
 
 /// A cell as sqlx decodes it, its type not checked (for drivers that report a column's type
 /// otherwise than it is stored).
+#[cfg_attr(not(feature = "mysql"), allow(dead_code))]
 pub fn unchecked<'r, R, T>(row: &'r R, col: &str) -> Result<Option<T>>
 where
     R: sqlx::Row,

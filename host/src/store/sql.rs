@@ -208,6 +208,7 @@ pub const RUNNER_RUNNING: Lit = Lit(RunnerStatus::Running.as_str());
 pub const RUNNER_TIMEOUT: Lit = Lit(RunnerStatus::Timeout.as_str());
 
 /// A list as the JSON array SQLite's `json_each` reads.
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 pub fn json_list<T: serde::Serialize>(values: &[T]) -> std::result::Result<String, String> {
     serde_json::to_string(values).map_err(|e| e.to_string())
 }

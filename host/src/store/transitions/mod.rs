@@ -39,7 +39,9 @@ pub mod runs;
 mod set;
 pub mod tasks;
 
-pub use set::{Set, RELEASE_KEY};
+pub use set::Set;
+#[cfg(feature = "sqlite")]
+pub use set::RELEASE_KEY;
 
 use std::collections::HashMap;
 

@@ -44,12 +44,14 @@ impl<'a> Set<'a> {
     }
 
     /// Each column qualified with `q` (MySQL's `q.` in an update of two tables).
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
     pub fn qualified(self, q: &'a str) -> Self {
         Set { q, ..self }
     }
 
     /// Without the unique key, which the caller writes apart (only on the rows that have one,
     /// so the others do not touch its index).
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     pub fn key_apart(self) -> Self {
         Set { key: false, ..self }
     }
@@ -109,6 +111,7 @@ impl fmt::Display for Set<'_> {
 }
 
 /// The statement that releases the unique keys a [`Set::key_apart`] left out.
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 pub const RELEASE_KEY: &str = "active_unique_key = NULL";
 
 #[cfg(test)]
