@@ -165,7 +165,7 @@ impl RunWatch {
             // Listed before asking: a run that starts after this is not judged by this answer.
             let mine = self.in_flight.ids();
             let busy = !mine.is_empty() || self.in_flight.holds_any() || !suspects.0.is_empty();
-            if self.fence.is_fenced() || (!busy && ticks % IDLE_LOOKS != 0) {
+            if self.fence.is_fenced() || (!busy && !ticks.is_multiple_of(IDLE_LOOKS)) {
                 continue;
             }
             let asked = tokio::time::timeout(

@@ -45,15 +45,18 @@ where
     Ok(row.try_get_unchecked(col)?)
 }
 
-/// A write transaction (on SQLite, with this process's write lock held while it lasts).
+/// What a writer holds while it writes, given up when dropped (SQLite's write turn).
+pub type Held = Box<dyn Send + Sync>;
+
+/// A write transaction (on SQLite, with the write turn held while it lasts).
 pub struct Tx<DB: sqlx::Database> {
     pub(crate) tx: sqlx::Transaction<'static, DB>,
-    pub(crate) _writing: Option<tokio::sync::OwnedMutexGuard<()>>,
+    pub(crate) _writing: Option<Held>,
 }
 
 impl<DB: sqlx::Database> Tx<DB> {
-    /// A transaction, holding `writing` (SQLite's write lock of this process) while it lasts.
-    pub fn new(tx: sqlx::Transaction<'static, DB>, writing: Option<tokio::sync::OwnedMutexGuard<()>>) -> Self {
+    /// A transaction, holding `writing` (SQLite's write turn) while it lasts.
+    pub fn new(tx: sqlx::Transaction<'static, DB>, writing: Option<Held>) -> Self {
         Tx { tx, _writing: writing }
     }
 }
@@ -92,6 +95,7 @@ pub trait Plumbing: Send + Sync + 'static {
 }
 
 /// What a database's part gives for its [`Plumbing`] to be written once.
+#[async_trait]
 pub trait SqlxDialect: Send + Sync + 'static {
     /// The sqlx database.
     type Db: Database;
@@ -101,6 +105,11 @@ pub trait SqlxDialect: Send + Sync + 'static {
     fn migrator() -> &'static Migrator;
     /// A shared statement in this database's spelling, with its arguments bound.
     fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <Self::Db as Database>::Arguments<'a>)>;
+    /// What a statement that writes outside a transaction holds while it runs (SQLite: the
+    /// write turn, so that it queues with the other writers rather than on SQLite's lock).
+    async fn write_turn(&self) -> Result<Option<Held>> {
+        Ok(None)
+    }
 }
 
 /// The rows a statement changed: each sqlx database's result has the method, but no trait
@@ -170,7 +179,10 @@ where
     async fn exec(&self, tx: Option<&mut TxOf<Self>>, sql: &str, args: &[Arg<'_>]) -> Result<u64> {
         match tx {
             Some(tx) => Self::exec_on(&mut tx.tx, sql, args).await,
-            None => Self::exec_on(&mut *self.pool().acquire().await?, sql, args).await,
+            None => {
+                let _turn = self.write_turn().await?;
+                Self::exec_on(&mut *self.pool().acquire().await?, sql, args).await
+            }
         }
     }
 

@@ -15,18 +15,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
+use sqlx::migrate::Migrator;
 use sqlx::sqlite::{
     SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
 };
 use sqlx::{Arguments, Connection, QueryBuilder, Row, Sqlite, SqliteConnection};
-use tokio::sync::Mutex;
-
-use sqlx::migrate::Migrator;
 
 use super::connect::{redact, StoreOptions};
 use super::dialect::{ClaimRequest, Dialect, Ended};
-use super::plumbing::{decoded, Cells, Plumbing, SqlxDialect, Tx};
+use super::plumbing::{decoded, Cells, Held, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
 use super::sql::{json_list, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, SUCCESS};
@@ -46,13 +44,18 @@ pub(crate) fn ts(t: DateTime<Utc>) -> String {
     t.format(TS_WRITE).to_string()
 }
 
-/// SQLite's [`Dialect`]: the pool, and the lock this process's writers queue on.
+mod turn;
+
+/// How long a writer waits for SQLite's lock (or its [`turn::Turn`]) before it fails as busy.
+const BUSY_WAIT: Duration = Duration::from_secs(30);
+
+/// SQLite's [`Dialect`]: the pool, and the turn its writers take (`store/sqlite/turn.rs`).
 #[derive(Debug, Clone)]
 pub struct SqliteDb {
     pool: SqlitePool,
-    /// Writers of this process queue here rather than on SQLite's lock, whose busy handler
-    /// sleeps between retries and would leave the database idle.
-    write_lock: Arc<Mutex<()>>,
+    /// Writers queue here rather than on SQLite's lock, whose busy handler sleeps between
+    /// retries and would leave the database idle, and starve another process's writers.
+    writers: Arc<turn::Writers>,
 }
 
 impl SqliteStore {
@@ -63,7 +66,7 @@ impl SqliteStore {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(30))
+            .busy_timeout(BUSY_WAIT)
             .foreign_keys(true);
         let pool = SqlitePoolOptions::new()
             .max_connections(options.max_connections.max(1))
@@ -82,7 +85,10 @@ impl SqliteStore {
             .connect_with(opts.clone())
             .await
             .map_err(|e| Error::Connect { url: redact(url), reason: why_not_opened(opts.get_filename(), &e) })?;
-        Ok(SqlStore::new(SqliteDb { pool, write_lock: Default::default() }))
+        // A database in memory is this process's alone.
+        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+        let writers = turn::Writers::open((!in_memory).then(|| opts.get_filename()), BUSY_WAIT)?;
+        Ok(SqlStore::new(SqliteDb { pool, writers: Arc::new(writers) }))
     }
 }
 
@@ -126,8 +132,12 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, SqliteArguments<'a>)
     Ok((sql, bound))
 }
 
+#[async_trait]
 impl SqlxDialect for SqliteDb {
     type Db = Sqlite;
+    async fn write_turn(&self) -> Result<Option<Held>> {
+        Ok(Some(Box::new(self.writers.turn().await?)))
+    }
     fn pool(&self) -> &sqlx::Pool<Sqlite> {
         &self.pool
     }
@@ -181,8 +191,8 @@ impl Dialect for SqliteDb {
     const LEAST: &'static str = "min";
 
     async fn begin(&self) -> Result<Tx<Sqlite>> {
-        let writing = self.write_lock.clone().lock_owned().await;
-        Ok(Tx::new(self.pool.begin_with("BEGIN IMMEDIATE").await?, Some(writing)))
+        let turn = self.writers.turn().await?;
+        Ok(Tx::new(self.pool.begin_with("BEGIN IMMEDIATE").await?, Some(Box::new(turn))))
     }
 
     async fn insert_task(conn: &mut SqliteConnection, t: &NewTask, now: DateTime<Utc>) -> Result<Option<TaskId>> {

@@ -221,9 +221,11 @@ async fn two_workers_on_one_database_never_run_the_same_run() {
     stop.send_replace(true);
     let (a, b) = (a.await.expect("join").expect("worker a"), b.await.expect("join").expect("worker b"));
     assert_eq!(a.runs_finished + b.runs_finished, 1500);
+    // They take turns at SQLite's lock (`store/sqlite/turn.rs`): one writing back to back once
+    // starved the other, which ran none of them.
     assert!(
-        a.runs_finished > 0 && b.runs_finished > 0,
-        "both workers took part: {} / {}",
+        a.runs_finished >= 150 && b.runs_finished >= 150,
+        "both workers took a fair part: {} / {}",
         a.runs_finished,
         b.runs_finished
     );
