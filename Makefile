@@ -54,22 +54,23 @@ services:
 test-tools:
 	bash scripts/test-tools.sh
 
-test: plugins services test-tools install-check features-check
+test: plugins services test-tools install-check
 	$(CARGO) test --release --workspace
 
 # The library builds with each database alone and without the command line, and the command
-# without OTLP (cargo features). Checked in the release profile, as `make lint` checks: the
-# dependencies' checked metadata is then made once for both.
+# without OTLP (cargo features): part of `make lint`, in the release profile as clippy checks, so
+# the dependencies' checked metadata is made once for both.
 features-check:
 	for db in sqlite postgres mysql; do \
 		$(CARGO) check --release --quiet -p taskhost --lib --no-default-features --features $$db || exit 1; \
 	done
 	$(CARGO) check --release --quiet -p taskhost --no-default-features --features cli,sqlite
 
-# Formatting, lints and the library's documentation (every public item documented:
-# `#![warn(missing_docs)]`; no broken link), as CI checks them.
+# Formatting, the feature combinations, lints and the library's documentation (every public item
+# documented: `#![warn(missing_docs)]`; no broken link), as CI checks them.
 lint:
 	$(CARGO) fmt --all -- --check
+	$(MAKE) --no-print-directory features-check
 	$(CARGO) clippy --release --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --release --no-deps -p taskhost --all-features
 

@@ -13,11 +13,12 @@
 //!
 //! Workers run the overseer too unless told not to. Only one node at a time runs the services:
 //! the holder of the `overseer` lease in the database (`task_leases`), renewed every third of
-//! its time to live (default 30 s). A holder that stops cleanly hands the lease back after its
+//! its time to live (default 30 s); a renewal not answered within a third of it counts as lost
+//! (`lease.rs`), so a holder whose database keeps it waiting stops before another could take
+//! over. A holder that stops cleanly hands the lease back after its
 //! last pass, and the others, trying every half second, take it over at once; one that dies is
 //! taken over from when its lease expires. Every service is idempotent besides (each update is guarded by the state it expects).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +29,10 @@ use tokio::sync::watch;
 use crate::clock::SharedClock;
 use crate::error::Result;
 use crate::store::SharedStore;
+pub use lease::Leadership;
+use lease::Lease;
 
+mod lease;
 pub mod liveness;
 pub mod retries;
 pub mod rotation;
@@ -210,36 +214,7 @@ fn every(name: &'static str, interval: Duration, service: impl Service + 'static
 pub struct Overseer {
     services: Vec<Every>,
     clock: SharedClock,
-    store: SharedStore,
-    lease_ttl: Duration,
-    holder: String,
-    leader: Leadership,
-}
-
-/// What an overseer knows of its lease, every change counted (so a test or a dashboard can tell
-/// that nothing happened between two looks).
-#[derive(Debug, Clone, Default)]
-pub struct Leadership {
-    held: Arc<AtomicBool>,
-    tries: Arc<AtomicU64>,
-    gained: Arc<AtomicU64>,
-}
-
-impl Leadership {
-    /// Whether it holds the lease now (and so runs the services).
-    pub fn is_leader(&self) -> bool {
-        self.held.load(Ordering::SeqCst)
-    }
-
-    /// How many times it has tried to take or renew the lease.
-    pub fn tries(&self) -> u64 {
-        self.tries.load(Ordering::SeqCst)
-    }
-
-    /// How many times it took the lease (from no one, or from an overseer whose lease expired).
-    pub fn times_gained(&self) -> u64 {
-        self.gained.load(Ordering::SeqCst)
-    }
+    lease: Arc<Lease>,
 }
 
 impl Overseer {
@@ -261,36 +236,13 @@ impl Overseer {
         ];
         let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
         let holder = format!("{host}:{}:{:08x}", std::process::id(), rand::random::<u32>());
-        Overseer { services, clock, store, lease_ttl: config.lease_ttl, holder, leader: Default::default() }
+        let lease = Arc::new(Lease::new(store, clock.clone(), holder, config.lease_ttl));
+        Overseer { services, clock, lease }
     }
 
     /// Its lease, as it changes.
     pub fn leadership(&self) -> Leadership {
-        self.leader.clone()
-    }
-
-    /// Take or renew the lease; returns whether this overseer holds it.
-    async fn renew(&self) -> bool {
-        if let Err(e) = crate::store::sync_clock(&*self.store, &*self.clock).await {
-            tracing::warn!("reading the database's time failed: {e}");
-        }
-        let now = self.clock.now();
-        let held = match self.store.try_lease(OverseerConfig::LEASE, &self.holder, now, self.lease_ttl).await {
-            Ok(held) => held,
-            Err(e) => {
-                tracing::warn!("renewing the maintenance lease failed: {e}");
-                false
-            }
-        };
-        if held != self.leader.held.swap(held, Ordering::SeqCst) {
-            if held {
-                self.leader.gained.fetch_add(1, Ordering::SeqCst);
-            }
-            tracing::info!(holder = %self.holder, held, "maintenance lease changed hands");
-        }
-        // Counted last: a look that sees this try sees its outcome.
-        self.leader.tries.fetch_add(1, Ordering::SeqCst);
-        held
+        self.lease.leadership()
     }
 
     /// Run every service once, in order; for `taskhost overseer --once` and tests.
@@ -305,32 +257,16 @@ impl Overseer {
     /// Run each service on its interval, while this node holds the lease, until `stop` turns
     /// true.
     pub async fn run_until(self, stop: watch::Receiver<bool>) {
-        self.renew().await;
+        self.lease.renew().await;
         let this = Arc::new(self);
-        let lease = {
-            let this = this.clone();
-            let mut stop = stop.clone();
-            tokio::spawn(async move {
-                loop {
-                    // The holder renews every third of the lease's time; the others try again
-                    // sooner, to take over at once a lease handed back (see `release`).
-                    let third = this.lease_ttl / 3;
-                    let wait = if this.leader.is_leader() { third } else { third.min(OverseerConfig::LEASE_RETRY) };
-                    tokio::select! {
-                        _ = tokio::time::sleep(wait) => {}
-                        _ = stop.changed() => return,
-                    }
-                    this.renew().await;
-                }
-            })
-        };
+        let lease = tokio::spawn(this.lease.clone().keep(stop.clone()));
         // One pass at a time: a pass waiting on a lock (a migration's, an operator's) holds one
         // of the pool's connections, not one a service, which left none for the worker's own
         // heartbeats, outcomes and handler reports.
         let one_at_a_time = Arc::new(tokio::sync::Semaphore::new(1));
         let loops = this.services.iter().cloned().map(|s| {
             let clock = this.clock.clone();
-            let leader = this.leader.held.clone();
+            let leader = this.lease.leadership();
             let one_at_a_time = one_at_a_time.clone();
             let mut stop = stop.clone();
             tokio::spawn(async move {
@@ -344,7 +280,7 @@ impl Overseer {
                     if *stop.borrow() {
                         return;
                     }
-                    if !leader.load(Ordering::SeqCst) {
+                    if !leader.is_leader() {
                         continue;
                     }
                     let _turn = tokio::select! {
@@ -369,25 +305,9 @@ impl Overseer {
         let _ = lease.await;
         // No pass runs any more, nor will: hand the lease back, so that another overseer takes
         // over at its next try rather than when the lease would have expired.
-        this.release().await;
-    }
-
-    /// Hand the lease back if this overseer still holds it, once its last pass has ended. Tried
-    /// even when the last renewal failed: the database may still name this holder.
-    async fn release(&self) {
-        let released = self.store.release_lease(OverseerConfig::LEASE, &self.holder, self.clock.now());
-        match tokio::time::timeout(RELEASE_TIMEOUT, released).await {
-            Ok(Ok(true)) => tracing::info!(holder = %self.holder, "maintenance lease released"),
-            Ok(Ok(false)) => {}
-            Ok(Err(e)) => tracing::warn!("releasing the maintenance lease failed: {e}"),
-            Err(_) => tracing::warn!("releasing the maintenance lease failed: the database did not answer"),
-        }
-        self.leader.held.store(false, Ordering::SeqCst);
+        this.lease.release().await;
     }
 }
-
-/// How long handing the lease back may take; past it the lease expires as it would have.
-const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[cfg(test)]
 mod tests;

@@ -29,6 +29,7 @@ mod new_handlers;
 mod observability;
 mod openapi;
 mod overseer;
+mod overseer_lease;
 mod promises;
 mod sandbox;
 mod schema;
