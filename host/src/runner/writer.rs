@@ -1,7 +1,8 @@
 //! The outcome writer of one worker: it applies every [`Release`] of a claimed run.
 //!
-//! Outcomes are written in batches bounded by count and by bytes; a run put back or stopped
-//! from outside is applied on its own, each database call bounded in time. Only transient errors
+//! Outcomes are written in batches bounded by count and by bytes; the runs a batch puts back
+//! go in one call, and each run stopped from outside on its own, every such call of a batch
+//! within one bound in time. Only transient errors
 //! (connection lost, deadlock, lock timeout, serialization failure) are retried, with backoff
 //! and jitter. Any other error splits the batch, so the rest is written, down to the one
 //! outcome the database refuses: that run is ended `error` with code `outcome-rejected`, naming
@@ -90,23 +91,33 @@ impl OutcomeWriter {
             // Every call of this batch's put-backs and stops within one bound: a database that
             // does not answer holds up the outcomes that long, not that long a run.
             let deadline = tokio::time::Instant::now() + LAST_CALL_TIMEOUT;
+            let put_backs: Vec<_> = buf
+                .iter()
+                .filter_map(|(r, _)| match r {
+                    Release::PutBack { run, at, why, otherwise } => Some((*run, *at, why, otherwise)),
+                    _ => None,
+                })
+                .collect();
+            let wanted: Vec<_> = put_backs.iter().map(|&(run, at, _, _)| (run, at)).collect();
+            let done = self.put_back(&wanted, deadline).await;
+            for ((run, at, why, otherwise), done) in put_backs.into_iter().zip(done) {
+                match (done, otherwise) {
+                    (Some(true), _) => tracing::info!(run_id = run, %at, "run put back in the queue: {why}"),
+                    (Some(false), _) => {} // ended elsewhere meanwhile: nothing to do
+                    (None, Some(outcome)) => outcomes.push((**outcome).clone()),
+                    // Nobody else puts it back once this worker is gone.
+                    (None, None) if *why == PutBackWhy::Exit => {
+                        self.health.abandoned.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // The run watch (or the next heartbeat) finds it again.
+                    (None, None) => {}
+                }
+            }
             for (release, _) in &buf {
                 match release {
                     Release::Ended(outcome) => outcomes.push(outcome.clone()),
-                    Release::PutBack { run, at, why, otherwise } => {
-                        if !self.put_back(*run, *at, why, deadline).await {
-                            match otherwise {
-                                Some(outcome) => outcomes.push((**outcome).clone()),
-                                // Nobody else puts it back once this worker is gone.
-                                None if *why == PutBackWhy::Exit => {
-                                    self.health.abandoned.fetch_add(1, Ordering::Relaxed);
-                                }
-                                // The run watch (or the next heartbeat) finds it again.
-                                None => {}
-                            }
-                        }
-                    }
                     Release::Stopped(kept) => self.keep_stopped(kept, deadline).await,
+                    Release::PutBack { .. } => {}
                 }
             }
             let mut chunk = Vec::new();
@@ -128,30 +139,34 @@ impl OutcomeWriter {
         }
     }
 
-    /// Put a run back in the queue; false when that failed (nothing was changed). A run no
-    /// longer running (ended elsewhere meanwhile) needs nothing: true.
+    /// Put runs back in the queue, all in one call; for each, whether it was put back (false:
+    /// it had ended elsewhere), or None when that failed (nothing was changed). A call that
+    /// fails otherwise than by time is tried again run by run, so one run the database refuses
+    /// does not keep the others running.
     async fn put_back(
         &self,
-        run: RunId,
-        at: chrono::DateTime<chrono::Utc>,
-        why: &PutBackWhy,
+        runs: &[(RunId, chrono::DateTime<chrono::Utc>)],
         by: tokio::time::Instant,
-    ) -> bool {
-        match tokio::time::timeout_at(by, self.store.put_back(run, at)).await {
-            Ok(Ok(true)) => {
-                tracing::info!(run_id = run, %at, "run put back in the queue: {why}");
-                true
-            }
-            Ok(Ok(false)) => true,
-            Ok(Err(e)) => {
-                tracing::warn!(run_id = run, "could not put back a run ({why}): {e}");
-                false
-            }
-            Err(_) => {
-                tracing::warn!(run_id = run, "could not put back a run ({why}): the database did not answer");
-                false
-            }
+    ) -> Vec<Option<bool>> {
+        if runs.is_empty() {
+            return Vec::new();
         }
+        let failed = match tokio::time::timeout_at(by, self.store.put_back(runs)).await {
+            Ok(Ok(back)) => return runs.iter().map(|(run, _)| Some(back.contains(run))).collect(),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "the database did not answer".to_string(),
+        };
+        if runs.len() == 1 || tokio::time::Instant::now() >= by {
+            for (run, _) in runs {
+                tracing::warn!(run_id = run, "could not put back a run: {failed}");
+            }
+            return vec![None; runs.len()];
+        }
+        let mut done = Vec::with_capacity(runs.len());
+        for run in runs {
+            done.push(Box::pin(self.put_back(std::slice::from_ref(run), by)).await.pop().flatten());
+        }
+        done
     }
 
     /// Keep what a run stopped from outside left on its row; a failure here loses only those lines.

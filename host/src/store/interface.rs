@@ -182,10 +182,11 @@ pub trait Store: Send + Sync + 'static {
     /// Time out running runs whose `timeout_on` is at or before `cutoff`, as finished at `now`.
     /// Returns how many.
     async fn time_out_overdue_runs(&self, cutoff: DateTime<Utc>, now: DateTime<Utc>, limit: u32) -> Result<u64>;
-    /// Return a running run that could not start (for want of a host resource) to the queue,
-    /// due at `at`, without counting a failure: the run and its task are `scheduled` again, as
-    /// before the claim. False when the run is no longer running (ended elsewhere).
-    async fn put_back(&self, run: RunId, at: DateTime<Utc>) -> Result<bool>;
+    /// Return running runs that did not run to their end (no slot, no host resource, a stop)
+    /// to the queue, each due at its time, without counting a failure, in one transaction: each
+    /// task is `scheduled` again, as before the claim. The runs put back; one no longer running
+    /// (ended elsewhere) is not among them.
+    async fn put_back(&self, runs: &[(RunId, DateTime<Utc>)]) -> Result<Vec<RunId>>;
     /// Keep what a run stopped from outside logged and used, on its row ended elsewhere (cancelled,
     /// timed out). False when the row is running or scheduled again, or already has them.
     async fn keep_stopped(&self, run: &StoppedRun) -> Result<bool>;

@@ -288,8 +288,8 @@ impl<D: Dialect> Store for SqlStore<D> {
         runs::time_out_overdue(&self.db, cutoff, now, limit).await
     }
 
-    async fn put_back(&self, run: RunId, at: DateTime<Utc>) -> Result<bool> {
-        transitions::runs::put_back(&self.db, run, at).await
+    async fn put_back(&self, runs: &[(RunId, DateTime<Utc>)]) -> Result<Vec<RunId>> {
+        transitions::runs::put_back(&self.db, runs).await
     }
 
     async fn keep_stopped(&self, run: &StoppedRun) -> Result<bool> {

@@ -160,14 +160,29 @@ pub async fn time_out<D: Dialect>(
     super::super::stats::record(db, tx, &run_ids, now).await
 }
 
-/// Return a running run to the queue, due at `at`, uncounted; false when it is not running. It
-/// leaves no run row: it ran no guest to its end (it waited for a slot, or its worker lost its
-/// claim's answer or its heartbeat), and the claim that starts the task again makes the run
-/// anew, with the same attempt.
-pub async fn put_back<D: Dialect>(db: &D, run: RunId, at: DateTime<Utc>) -> Result<bool> {
+/// Return running runs to the queue, each due at its time, uncounted, in one transaction; the
+/// runs put back (one no longer running needs nothing). A run put back leaves no run row: it ran
+/// no guest to its end (it waited for a slot, or its worker lost its claim's answer or its
+/// heartbeat, or was stopping), and the claim that starts the task again makes the run anew,
+/// with the same attempt.
+pub async fn put_back<D: Dialect>(db: &D, runs: &[(RunId, DateTime<Utc>)]) -> Result<Vec<RunId>> {
+    if runs.is_empty() {
+        return Ok(Vec::new());
+    }
     // By the running tasks (few, and indexed), not an index of run ids on every task.
     let t = Transition::PutBack;
     let sql = format!("UPDATE task_queue SET {} WHERE run_id = $1 AND {}", Set::of(t, "$2"), from::<D>(t));
     let sql = &sql;
-    transaction(db, |tx| Box::pin(async move { Ok(db.exec(Some(&mut tx.tx), sql, args![run, at]).await? == 1) })).await
+    transaction(db, |tx| {
+        Box::pin(async move {
+            let mut back = Vec::with_capacity(runs.len());
+            for &(run, at) in runs {
+                if db.exec(Some(&mut tx.tx), sql, args![run, at]).await? == 1 {
+                    back.push(run);
+                }
+            }
+            Ok(back)
+        })
+    })
+    .await
 }

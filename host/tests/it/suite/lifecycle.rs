@@ -107,7 +107,10 @@ async fn apply(store: &SharedStore, c: &Case, t: Transition) -> bool {
             true
         }
         Transition::TimeOut => store.time_out_runners(&[c.runner], at).await.expect("time out") > 0,
-        Transition::PutBack => store.put_back(latest_run(store, c.task).await, at).await.expect("put back"),
+        Transition::PutBack => {
+            let run = latest_run(store, c.task).await;
+            store.put_back(&[(run, at)]).await.expect("put back") == [run]
+        }
         Transition::Retry | Transition::GiveUp => {
             let next = if t == Transition::Retry { NextStep::RetryAt(at) } else { NextStep::GiveUp };
             let plan = RetryPlan { task_id: c.task, next };
@@ -272,7 +275,7 @@ pub async fn a_running_run_is_written_once_as_it_ended_and_ids_are_never_given_t
         "read from the task's row"
     );
     store.finish_runs(&[failure(a, t0() + secs(1), NextStep::RetryAt(t0() + secs(2)))]).await.expect("fail");
-    assert!(store.put_back(b.run_id, t0() + secs(2)).await.expect("put back"));
+    assert_eq!(store.put_back(&[(b.run_id, t0() + secs(2))]).await.expect("put back"), [b.run_id]);
     assert_eq!(store.cancel_tasks(&[c.task_id, ids[3]], t0() + secs(1)).await.expect("cancel").len(), 2);
     let failed = &store.runs_of(a.task_id).await.expect("runs")[0];
     assert_eq!(

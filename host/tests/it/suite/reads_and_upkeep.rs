@@ -229,7 +229,7 @@ pub async fn a_late_outcome_of_a_run_put_back_is_ignored(store: SharedStore) {
     let id = store.add_tasks(&[NewTask::new("h", "{}")], t0()).await.expect("add")[0].id;
     let r = runner(&store, t0()).await;
     let c = store.claim(r, &["default".into()], 1, t0(), DAY).await.expect("claim");
-    assert!(store.put_back(c[0].run_id, t0() + secs(5)).await.expect("put back"));
+    assert_eq!(store.put_back(&[(c[0].run_id, t0() + secs(5))]).await.expect("put back"), [c[0].run_id]);
     store.finish_runs(&[success(&c[0], t0() + secs(1), "{}")]).await.expect("late success");
     store.finish_runs(&[failure(&c[0], t0() + secs(1), NextStep::GiveUp)]).await.expect("late failure");
     let progress =
