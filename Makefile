@@ -34,7 +34,7 @@ install-check: build
 	test -x target/install-check/hello/build.sh
 
 demo: plugins build
-	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
+	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm $(DEMO_DB)-turn $(DEMO_DB)-waiting
 	$(TASKHOST) --database-url sqlite://$(DEMO_DB) --plugins $(PLUGINS) demo
 
 # The demo's queue in a browser: `taskhost serve` on 127.0.0.1:8080 (the dashboard at /, the API
