@@ -13,9 +13,9 @@
 //!
 //! Workers run the overseer too unless told not to. Only one node at a time runs the services:
 //! the holder of the `overseer` lease in the database (`task_leases`), renewed every third of
-//! its time to live (default 30 s); a renewal not answered within a third of it counts as lost
-//! (`lease.rs`), so a holder whose database keeps it waiting stops before another could take
-//! over. A holder that stops cleanly hands the lease back after its
+//! its time to live (default 30 s); a renewal counts for two thirds of it from when it began
+//! (`lease.rs`), so a holder whose database keeps it waiting stops starting passes before another
+//! could take over. A holder that stops cleanly hands the lease back after its
 //! last pass, and the others, trying every half second, take it over at once; one that dies is
 //! taken over from when its lease expires. Every service is idempotent besides (each update is guarded by the state it expects).
 
@@ -290,6 +290,10 @@ impl Overseer {
                         },
                         _ = stop.changed() => return,
                     };
+                    // Asked again: leadership may have lapsed while another pass ran.
+                    if !leader.is_leader() {
+                        continue;
+                    }
                     match s.service.pass(clock.now()).await {
                         Ok(Some((summary, true))) => tracing::warn!(service = s.name, "{summary}"),
                         Ok(Some((summary, false))) => tracing::info!(service = s.name, "{summary}"),

@@ -48,10 +48,10 @@ impl Locker {
     }
 }
 
-/// A holder whose renewal waits on a lock stops leading while it waits, once a third of the
-/// lease's time has passed without an answer (its lease may expire and be taken meanwhile);
-/// it leads again once a renewal answers in time. Before, it went on leading for as long as
-/// the database kept it waiting.
+/// A holder whose renewal waits on a lock stops leading while it waits, once its last renewal
+/// that answered no longer counts (two thirds of the lease after it began: the lease may lapse
+/// and be taken a third later); it leads again once a renewal answers in time. Before, it went
+/// on leading for as long as the database kept it waiting.
 async fn a_holder_whose_renewal_does_not_answer_stops_leading_before_its_lease_could_lapse(db: Db) {
     let env = Env::on(db, &[]).await;
     let cfg = OverseerConfig { lease_ttl: Duration::from_secs(3), ..Default::default() };

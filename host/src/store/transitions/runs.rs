@@ -173,6 +173,10 @@ pub async fn put_back<D: Dialect>(db: &D, runs: &[(RunId, DateTime<Utc>)]) -> Re
     let t = Transition::PutBack;
     let sql = format!("UPDATE task_queue SET {} WHERE run_id = $1 AND {}", Set::of(t, "$2"), from::<D>(t));
     let sql = &sql;
+    // In one order, so that two transactions putting back the same rows do not deadlock.
+    let mut runs = runs.to_vec();
+    runs.sort_unstable_by_key(|&(run, _)| run);
+    let runs = &runs;
     transaction(db, |tx| {
         Box::pin(async move {
             let mut back = Vec::with_capacity(runs.len());
