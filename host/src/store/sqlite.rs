@@ -10,7 +10,6 @@
 
 use std::fmt::Write as _;
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -55,7 +54,7 @@ pub struct SqliteDb {
     pool: SqlitePool,
     /// Writers queue here rather than on SQLite's lock, whose busy handler sleeps between
     /// retries and would leave the database idle, and starve another process's writers.
-    writers: Arc<turn::Writers>,
+    writers: turn::Writers,
 }
 
 impl SqliteStore {
@@ -88,7 +87,7 @@ impl SqliteStore {
         // A database in memory is this process's alone.
         let in_memory = url.contains(":memory:") || url.contains("mode=memory");
         let writers = turn::Writers::open((!in_memory).then(|| opts.get_filename()), BUSY_WAIT)?;
-        Ok(SqlStore::new(SqliteDb { pool, writers: Arc::new(writers) }))
+        Ok(SqlStore::new(SqliteDb { pool, writers }))
     }
 }
 
