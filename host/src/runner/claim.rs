@@ -106,8 +106,8 @@ impl Claimer<'_> {
         } else {
             // Held from its answer on: the run watch takes a run this worker does not hold for
             // an orphan and puts it back (then it must not start here).
-            let in_flight = &self.runs.in_flight;
-            let held = claimed.into_iter().filter_map(|run| match in_flight.hold(run.run_id) {
+            let claims = &self.runs.claims;
+            let held = claimed.into_iter().filter_map(|run| match claims.hold(run.run_id) {
                 Some(held) => Some((run, held)),
                 None => {
                     tracing::warn!(
@@ -230,8 +230,8 @@ impl Claimer<'_> {
         Err(match cut {
             ExitReason::Shutdown | ExitReason::MemoryCap => {
                 let grace = worker.config.shutdown_grace;
-                let releases = &self.runs.releases;
-                Step::Exit(cut, Some(hand_back_cut_claim(releases, &worker.clock, grace, claim).await))
+                let (releases, claims) = (&self.runs.releases, &self.runs.claims);
+                Step::Exit(cut, Some(hand_back_cut_claim(releases, claims, &worker.clock, grace, claim).await))
             }
             // A runner declared dead: its claim is cut off, its runs timed out with it.
             reason => Step::Exit(reason, Some(CutClaim { spent: Duration::ZERO, all_back: false })),
@@ -260,10 +260,11 @@ impl Claimer<'_> {
                     // Run tasks took the rest.
                     (_, None) => return None,
                     ((Some(place), Some(slot)), Some((run, held))) if !self.runs.fence.is_fenced() => {
-                        let holding = Holding { place: Some(place), held: Some(held), bytes: None };
+                        let holding = Holding { held, place: Some(place), bytes: None };
                         self.runs.spawn(self.shared, run, slot, holding);
                     }
-                    ((Some(_), Some(_)), Some((run, _held))) => self.runs.fence.hold_back(run.run_id),
+                    // Held back: put back when heartbeats are back (see fence.rs).
+                    ((Some(_), Some(_)), Some((_, held))) => self.runs.claims.park(held),
                     // Closed (the semaphores never are): nothing can start.
                     (_, Some(_)) => {
                         drop(ahead.drain());
@@ -276,15 +277,13 @@ impl Claimer<'_> {
                 }
             }
         };
-        let rest: Vec<ClaimedRun> = ahead.drain().into_iter().map(|(r, _)| r).collect();
-        Some(hand_back(self.worker, &self.runs.releases, cut, rest).await)
+        Some(hand_back(self.worker, &self.runs.releases, cut, ahead.drain()))
     }
 
     /// Nothing was claimed: a draining worker with nothing in flight and nothing due is done.
     async fn idle_or_drained(&mut self, ask: &Ask) -> Step {
         let cfg = &self.worker.config;
-        let all_free = self.runs.unwritten.available_permits() == self.runs.unwritten_limit;
-        if !(cfg.drain && all_free) {
+        if !(cfg.drain && self.runs.claims.is_empty()) {
             return Step::Idle;
         }
         // While plugins still load, only a queue with nothing due for any handler ends the drain
@@ -342,18 +341,22 @@ fn put_back_waiting(releases: &Releases, rest: Vec<(ClaimedRun, Held)>) {
     // Slots whose guests were done may have taken them all meanwhile.
     for (run, held) in rest {
         let release = Release::PutBack { run: run.run_id, at: run.due_on, why: PutBackWhy::NoSlot, otherwise: None };
-        releases.send(release, Holding { held: Some(held), ..Holding::default() });
+        releases.send(release, Holding::of(held));
     }
 }
 
 /// Put back runs claimed and not started when a signal or a reason to exit came.
-async fn hand_back(worker: &Worker, releases: &Releases, cut: ExitReason, rest: Vec<ClaimedRun>) -> Step {
+fn hand_back(worker: &Worker, releases: &Releases, cut: ExitReason, rest: Vec<(ClaimedRun, Held)>) -> Step {
     Step::Exit(
         cut,
         Some(match cut {
             ExitReason::Shutdown | ExitReason::MemoryCap => {
-                let (grace, claim) = (worker.config.shutdown_grace, async { Ok(rest) });
-                hand_back_cut_claim(releases, &worker.clock, grace, claim).await
+                if !rest.is_empty() {
+                    tracing::info!(runs = rest.len(), "runs claimed and not started go back to the queue");
+                }
+                let now = worker.clock.now();
+                releases.put_back(rest.into_iter().map(|(_, held)| held), now, PutBackWhy::Exit);
+                CutClaim { spent: Duration::ZERO, all_back: true }
             }
             // A runner declared dead: its runs are timed out with it.
             _ => CutClaim { spent: Duration::ZERO, all_back: false },

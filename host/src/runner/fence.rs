@@ -22,8 +22,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::run_watch::InFlight;
-use crate::model::RunId;
+use super::claims::Claims;
 
 /// How often the fence looks at the time since the last heartbeat.
 const WATCH_EVERY: Duration = Duration::from_millis(100);
@@ -36,8 +35,6 @@ pub(super) struct Fence {
     /// Fence this long after it.
     after: Duration,
     fenced: AtomicBool,
-    /// Runs the fence stopped, to put back when heartbeats are back.
-    stopped: Mutex<Vec<RunId>>,
 }
 
 impl Fence {
@@ -48,7 +45,6 @@ impl Fence {
             last_ok: Mutex::new(Instant::now()),
             after: Self::after(interval, horizon),
             fenced: AtomicBool::new(false),
-            stopped: Mutex::new(Vec::new()),
         }
     }
 
@@ -58,14 +54,14 @@ impl Fence {
         horizon.saturating_sub((horizon / 3).max(interval)).max(interval * 2)
     }
 
-    /// A heartbeat sent at `sent` succeeded; the runs stopped while fenced, to put back.
-    pub fn alive(&self, sent: Instant) -> Vec<RunId> {
+    /// A heartbeat sent at `sent` succeeded (the runs it stopped, parked in [`Claims`], are the
+    /// heartbeat's to put back).
+    pub fn alive(&self, sent: Instant) {
         let mut last = self.last_ok.lock().unwrap_or_else(|p| p.into_inner());
         *last = (*last).max(sent);
         if self.fenced.swap(false, Ordering::SeqCst) {
             tracing::warn!("heartbeats are back: claiming again");
         }
-        std::mem::take(&mut *self.stopped.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// A fence already up (for tests of what it stops).
@@ -81,51 +77,31 @@ impl Fence {
         self.fenced.load(Ordering::SeqCst)
     }
 
-    /// A run claimed and not started because the fence is up: put back with the runs it stopped.
-    pub fn hold_back(&self, run: RunId) {
-        let mut stopped = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
-        if !stopped.contains(&run) {
-            stopped.push(run);
-        }
-    }
-
-    /// Whether the fence stopped this run (then it is put back, not counted as ended elsewhere).
-    pub fn stopped(&self, run: RunId) -> bool {
-        self.stopped.lock().unwrap_or_else(|p| p.into_inner()).contains(&run)
-    }
-
     /// Fence when the last heartbeat is too old, stopping every run in flight (again at each
     /// look while fenced: a run claimed just before starts and is stopped at once).
-    fn look(&self, in_flight: &InFlight) {
+    fn look(&self, claims: &Claims) {
         let since = self.last_ok.lock().unwrap_or_else(|p| p.into_inner()).elapsed();
         if since <= self.after {
             return;
         }
-        let runs = in_flight.ids();
+        let runs = claims.fence_all();
         if !self.fenced.swap(true, Ordering::SeqCst) {
             tracing::error!(
-                runs = runs.len(),
+                runs,
                 "no heartbeat for {}: stopping every run and claiming nothing until the database answers, \
                  so that no other worker runs them while these do",
                 crate::text::duration(since)
             );
         }
-        let mut stopped = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
-        for run in runs {
-            if !stopped.contains(&run) {
-                stopped.push(run);
-            }
-            in_flight.stop(run);
-        }
     }
 
     /// Look every [`WATCH_EVERY`] until `stop` turns true.
-    pub async fn watch(self: Arc<Self>, in_flight: Arc<InFlight>, mut stop: watch::Receiver<bool>) {
+    pub async fn watch(self: Arc<Self>, claims: Arc<Claims>, mut stop: watch::Receiver<bool>) {
         let mut tick = tokio::time::interval(WATCH_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                _ = tick.tick() => self.look(&in_flight),
+                _ = tick.tick() => self.look(&claims),
                 _ = stop.changed() => return,
             }
         }
@@ -148,15 +124,15 @@ mod tests {
     #[test]
     fn a_fence_stops_every_run_in_flight_once_the_heartbeat_is_late_and_lifts_when_one_succeeds() {
         let fence = Fence { after: Duration::ZERO, ..Fence::new(Duration::from_secs(1), Duration::from_secs(3)) };
-        let in_flight = InFlight::default();
-        let stop = in_flight.enter(7);
-        fence.look(&in_flight);
+        let claims = Arc::new(Claims::default());
+        let _held = claims.hold(7).expect("held");
+        let stop = claims.start(7);
+        fence.look(&claims);
         assert!(fence.is_fenced());
-        assert!(fence.stopped(7));
+        assert!(claims.fenced(7));
         // The run was told to stop: its notification is waiting.
         assert!(futures::FutureExt::now_or_never(stop.notified()).is_some());
-        assert_eq!(fence.alive(Instant::now()), vec![7], "the stopped runs, to put back");
+        fence.alive(Instant::now());
         assert!(!fence.is_fenced());
-        assert!(!fence.stopped(7));
     }
 }

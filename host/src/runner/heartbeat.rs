@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
+use super::claims::Claims;
 use super::fence::Fence;
 use super::release::{PutBackWhy, Releases};
 use super::writer::{unix_ms, WriterHealth};
@@ -31,6 +32,8 @@ pub(super) struct Heartbeat {
     pub exit_tx: mpsc::UnboundedSender<ExitReason>,
     /// Told of every heartbeat that succeeded.
     pub fence: Arc<Fence>,
+    /// Where the runs the fence stopped are parked.
+    pub claims: Arc<Claims>,
     /// Where the runs the fence stopped are put back (the writer).
     pub releases: Releases,
 }
@@ -77,8 +80,8 @@ impl Heartbeat {
                     self.health.db_ok_ms.store(unix_ms(), Ordering::Relaxed);
                     // The runs the fence stopped: their runner is alive after all, so nobody else
                     // would run them before their run timeout.
-                    let runs = self.fence.alive(sent).into_iter().map(|run| (run, None));
-                    self.releases.put_back(runs, self.clock.now(), PutBackWhy::Fenced);
+                    self.fence.alive(sent);
+                    self.releases.put_back(self.claims.unpark(), self.clock.now(), PutBackWhy::Fenced);
                 }
                 Ok(Ok(false)) => {
                     tracing::error!(runner = self.runner, "this runner was timed out by the overseer; stopping");

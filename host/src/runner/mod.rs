@@ -16,12 +16,14 @@
 //! [`Worker::run`] reads as the worker works: fit the concurrency to the sandbox, load the
 //! plugins and register the runner, start the background parts (`parts`), claim one turn
 //! after another (`claim`: `claim_once` → claimed, idle or exit), then stop the parts within
-//! the grace period and mark the runner. The rest: `execute` runs one claimed run, `writer`
+//! the grace period and mark the runner. The rest: `claims` holds each claimed run from its
+//! claim's answer until its release is applied, `execute` runs one claimed run, `writer`
 //! applies every end of a claimed run (`release`: ended, put back, stopped), `progress` writes
 //! progress reports, `heartbeat` keeps the runner alive and watches memory, `put_back` holds the
 //! put-back policy.
 
 mod claim;
+mod claims;
 mod config;
 mod execute;
 mod fence;
@@ -44,10 +46,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use claim::{Claimer, Step};
+use claims::Held;
 pub use config::{ExitReason, WorkerConfig, WorkerReport};
 pub use heartbeat::process_rss;
 use run_tasks::RunTasks;
-use run_watch::Held;
 
 use parts::{Started, Stopped};
 use put_back::CutClaim;
@@ -157,10 +159,8 @@ impl Worker {
         };
         let health = parts.health.clone();
         let stopped = parts.stop(runs, shared, grace).await;
-        // Runs left running: places not let go, runs the writer could not put back, and releases
-        // sent without a place that it never applied.
-        let unreleased = health.unreleased.load(Ordering::Relaxed);
-        let abandoned = stopped.in_flight_left.max(health.abandoned.load(Ordering::Relaxed)) + unreleased;
+        // Runs left running: runs still claimed, and those the writer gave up on.
+        let abandoned = stopped.claimed_left.max(health.abandoned.load(Ordering::Relaxed));
         self.mark_stopped(runner, exit, abandoned, cut).await;
         Ok(self.report(runner, exit, abandoned, &stopped, &health))
     }

@@ -9,12 +9,13 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
 
+use super::claims::Claims;
 use super::execute::Shared;
 use super::fence::Fence;
 use super::heartbeat::{self, Heartbeat};
 use super::put_back::PutBacks;
 use super::release::Releases;
-use super::run_watch::{InFlight, RunWatch};
+use super::run_watch::RunWatch;
 use super::writer::{OutcomeWriter, WriterHealth};
 use super::{progress, ExitReason, RunTasks, Worker, LAST_CALL_TIMEOUT};
 use crate::model::RunnerId;
@@ -47,11 +48,11 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
     let (abort, abort_rx) = watch::channel(false);
     let (exit_tx, exits) = mpsc::unbounded_channel::<ExitReason>();
     let health = Arc::new(WriterHealth::default());
-    let in_flight = Arc::new(InFlight::default());
+    let claims = Arc::new(Claims::default());
     let fence = Arc::new(Fence::new(cfg.heartbeat_interval, cfg.heartbeat_horizon));
     // Every end of a claimed run goes to the outcome writer (see release.rs).
-    let (releases, releases_rx) = Releases::channel(health.clone());
-    let mut handles = vec![("fence", tokio::spawn(fence.clone().watch(in_flight.clone(), stop_rx.clone())))];
+    let (releases, releases_rx) = Releases::channel();
+    let mut handles = vec![("fence", tokio::spawn(fence.clone().watch(claims.clone(), stop_rx.clone())))];
     let beat = Heartbeat {
         store: w.store.clone(),
         catalog: w.catalog.clone(),
@@ -62,6 +63,7 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
         health: health.clone(),
         exit_tx: exit_tx.clone(),
         fence: fence.clone(),
+        claims: claims.clone(),
         releases: releases.clone(),
     };
     handles.push(("heartbeat", tokio::spawn(beat.run(stop_rx.clone()))));
@@ -70,7 +72,7 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
         store: w.store.clone(),
         clock: w.clock.clone(),
         runner,
-        in_flight: in_flight.clone(),
+        claims: claims.clone(),
         fence: fence.clone(),
         interval: cfg.run_check_interval,
         cancels,
@@ -106,14 +108,13 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
     handles.insert(0, ("outcome writer", tokio::spawn(writer.run(releases_rx))));
     let unwritten_limit = super::run_tasks::unwritten_limit(cfg.concurrency, cfg.claim_batch);
     let runs = RunTasks {
-        in_flight,
+        claims,
         fence,
         releases,
         abort: abort_rx,
         ended_elsewhere: Arc::default(),
         slots: Arc::new(Semaphore::new(cfg.concurrency.max(1))),
         unwritten: Arc::new(Semaphore::new(unwritten_limit)),
-        unwritten_limit,
         outcome_bytes: Arc::new(Semaphore::new(super::run_tasks::OUTCOME_BYTES / 1024)),
         pace: Arc::default(),
         written,
@@ -152,22 +153,20 @@ fn shared(w: &Worker, progress_tx: mpsc::Sender<crate::model::ProgressUpdate>) -
 
 /// What stopping found.
 pub(super) struct Stopped {
-    /// Runs still going, or whose outcome was not written, when the grace period ended.
-    pub in_flight_left: u64,
+    /// Runs still claimed when the grace period ended: still going, their outcome not written,
+    /// not yet put back.
+    pub claimed_left: u64,
     /// Runs stopped because the database said they had ended elsewhere (cancelled, timed out).
     pub ended_elsewhere: u64,
 }
 
 impl Parts {
-    /// Let the runs in flight finish and their outcomes be written within `grace`, then stop
-    /// every part: together they get [`LAST_CALL_TIMEOUT`], then the rest are cancelled (a part
-    /// may be waiting on a database that is down: none may hold the process past the grace).
+    /// Let every run claimed be released within `grace` (the runs in flight finish and their
+    /// outcomes are written, the runs going back are put back), then stop every part: together
+    /// they get [`LAST_CALL_TIMEOUT`], then the rest are cancelled (a part may be waiting on a
+    /// database that is down: none may hold the process past the grace).
     pub async fn stop(self, runs: RunTasks, shared: Arc<Shared>, grace: Duration) -> Stopped {
-        // A run holds its place among the unwritten until its outcome is written.
-        let total = u32::try_from(runs.unwritten_limit).unwrap_or(u32::MAX);
-        let drained = tokio::time::timeout(grace, runs.unwritten.acquire_many(total)).await.is_ok();
-        let in_flight_left =
-            if drained { 0 } else { u64::from(total).saturating_sub(runs.unwritten.available_permits() as u64) };
+        let claimed_left = runs.claims.settle(grace).await as u64;
         let _ = self.abort.send(true);
         let ended_elsewhere = runs.ended_elsewhere.load(Ordering::Relaxed);
         drop(runs);
@@ -181,6 +180,6 @@ impl Parts {
                 abort.abort();
             }
         }
-        Stopped { in_flight_left, ended_elsewhere }
+        Stopped { claimed_left, ended_elsewhere }
     }
 }

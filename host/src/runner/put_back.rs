@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
+use super::claims::Claims;
 use super::release::{PutBackWhy, Releases};
 use crate::clock::SharedClock;
 use crate::model::{ClaimedRun, RunId};
@@ -73,6 +74,7 @@ pub(super) struct CutClaim {
 /// lost, each counting as a failure of its task.
 pub(super) async fn hand_back_cut_claim(
     releases: &Releases,
+    claims: &std::sync::Arc<Claims>,
     clock: &SharedClock,
     grace: Duration,
     claim: impl std::future::Future<Output = crate::error::Result<Vec<ClaimedRun>>>,
@@ -83,7 +85,9 @@ pub(super) async fn hand_back_cut_claim(
             if !claimed.is_empty() {
                 tracing::info!(runs = claimed.len(), "runs claimed as the signal came go back to the queue");
             }
-            releases.put_back(claimed.into_iter().map(|run| (run.run_id, None)), clock.now(), PutBackWhy::Exit);
+            // Held as any claimed run until put back (one put back as an orphan meanwhile is not).
+            let held = claimed.into_iter().filter_map(|run| claims.hold(run.run_id));
+            releases.put_back(held, clock.now(), PutBackWhy::Exit);
             true
         }
         Ok(Err(e)) => {

@@ -3,21 +3,15 @@
 //! unrun, or was stopped from outside; whoever finds which (the run's task, the claim loop, the
 //! run watch, the heartbeat) sends that here and calls the database no further.
 //!
-//! Until its release is applied a run keeps what it holds ([`Holding`]): its place among the runs
-//! not yet released, so a stopping worker waits for it; this worker's hold on it, so the run
-//! watch does not take it for an orphan; its outcome's bytes. A release sent without a place (a
-//! run the claim loop, the run watch or the heartbeat puts back) is counted open until it is
-//! applied: a worker that exits with some open leaves runs running, and times its runner out so
-//! they run again.
-
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+//! Until its release is applied a run keeps what it holds ([`Holding`]): its entry among the
+//! runs claimed ([`Held`]), so the run watch does not take it for an orphan and a stopping worker
+//! waits for it (one left when the worker exits is left running, and the runner's time-out ends
+//! it); its place among the runs not yet written, which bounds the claims; its outcome's bytes.
 
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use super::run_watch::Held;
-use super::writer::WriterHealth;
+use super::claims::Held;
 use crate::model::{RunId, RunOutcome, StoppedRun};
 
 /// How a claimed run leaves this worker.
@@ -60,37 +54,40 @@ impl std::fmt::Display for PutBackWhy {
 }
 
 /// What a run holds until its release is applied (see the module's documentation).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Holding {
-    /// Its place among the runs claimed and not yet released.
-    pub place: Option<OwnedSemaphorePermit>,
-    /// This worker's hold on it (kept for its drop, which lets it go).
+    /// Its entry among the runs claimed (ended by its drop).
+    pub held: Held,
+    /// Its place among the runs claimed and not yet written (a run started has one; kept for
+    /// its drop, which lets it go).
     #[allow(dead_code)]
-    pub held: Option<Held>,
+    pub place: Option<OwnedSemaphorePermit>,
     /// Its outcome's bytes among those waiting for the writer.
     pub bytes: Option<OwnedSemaphorePermit>,
+}
+
+impl Holding {
+    /// A run's entry alone: a run not started, going back.
+    pub fn of(held: Held) -> Self {
+        Holding { held, place: None, bytes: None }
+    }
 }
 
 /// Where releases are sent: the outcome writer.
 #[derive(Debug, Clone)]
 pub(super) struct Releases {
     tx: mpsc::UnboundedSender<(Release, Holding)>,
-    health: Arc<WriterHealth>,
 }
 
 impl Releases {
-    /// A channel to the writer, which counts what it applies in `health`.
-    pub fn channel(health: Arc<WriterHealth>) -> (Self, mpsc::UnboundedReceiver<(Release, Holding)>) {
+    /// A channel to the writer.
+    pub fn channel() -> (Self, mpsc::UnboundedReceiver<(Release, Holding)>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Releases { tx, health }, rx)
+        (Releases { tx }, rx)
     }
 
     /// Hand a run's release to the writer, with what it holds until then.
     pub fn send(&self, release: Release, holding: Holding) {
-        let placeless = holding.place.is_none();
-        if placeless {
-            self.health.unreleased.fetch_add(1, Ordering::Relaxed);
-        }
         // The writer stops only once every sender is gone: it cannot be closed here.
         if let Err(mpsc::error::SendError((release, _))) = self.tx.send((release, holding)) {
             tracing::warn!(?release, "the outcome writer is gone: this run's release is lost");
@@ -98,10 +95,10 @@ impl Releases {
     }
 
     /// Put each of `runs` back, due at `at`, for `why`.
-    pub fn put_back(&self, runs: impl IntoIterator<Item = (RunId, Option<Held>)>, at: DateTime<Utc>, why: PutBackWhy) {
-        for (run, held) in runs {
-            let release = Release::PutBack { run, at, why: why.clone(), otherwise: None };
-            self.send(release, Holding { held, ..Holding::default() });
+    pub fn put_back(&self, runs: impl IntoIterator<Item = Held>, at: DateTime<Utc>, why: PutBackWhy) {
+        for held in runs {
+            let release = Release::PutBack { run: held.run(), at, why: why.clone(), otherwise: None };
+            self.send(release, Holding::of(held));
         }
     }
 }

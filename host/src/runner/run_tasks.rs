@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
+use super::claims::{Claims, Held};
 use super::execute::{self, Executed, Shared};
 use super::fence;
 use super::release::{Holding, PutBackWhy, Release, Releases};
-use super::run_watch::{Held, InFlight};
 use crate::model::*;
 
 /// Runs claimed and not yet written, at most: twice a full set of slots and a claim's worth
@@ -71,7 +71,8 @@ impl Pace {
 
 /// Spawns run tasks and knows which are in flight.
 pub(super) struct RunTasks {
-    pub in_flight: Arc<InFlight>,
+    /// Every run claimed and not yet released.
+    pub claims: Arc<Claims>,
     /// Stops the runs, and the claims, of a worker whose heartbeats fail.
     pub fence: Arc<fence::Fence>,
     /// Where every run's end goes: the outcome writer.
@@ -85,8 +86,6 @@ pub(super) struct RunTasks {
     /// One permit a run claimed and not yet written: a run holds it until its outcome is in
     /// the database (or put back).
     pub unwritten: Arc<Semaphore>,
-    /// How many permits `unwritten` has ([`unwritten_limit`]).
-    pub unwritten_limit: usize,
     /// One permit a KiB of outcomes waiting for the writer ([`OUTCOME_BYTES`]).
     pub outcome_bytes: Arc<Semaphore>,
     /// How long guests take lately.
@@ -107,7 +106,7 @@ impl RunTasks {
     pub fn spawn(&self, shared: &Arc<Shared>, run: ClaimedRun, slot: OwnedSemaphorePermit, holding: Holding) {
         let shared = shared.clone();
         let mut abort = self.abort.clone();
-        let in_flight = self.in_flight.clone();
+        let claims = self.claims.clone();
         let releases = self.releases.clone();
         let ended_elsewhere = self.ended_elsewhere.clone();
         let fence = self.fence.clone();
@@ -118,11 +117,11 @@ impl RunTasks {
             loop {
                 let run_id = run.run_id;
                 let handler = run.handler.clone();
-                let stop = in_flight.enter(run_id);
+                let stop = claims.start(run_id);
                 let began = Instant::now();
                 tokio::select! {
                     executed = execute::execute_guarded(&shared, run, stop) => {
-                        in_flight.leave(run_id);
+                        claims.done(run_id);
                         pace.record(began.elapsed());
                         match executed {
                             Executed::Ended(outcome) => {
@@ -133,7 +132,7 @@ impl RunTasks {
                                 releases.send(Release::Ended(outcome), holding);
                                 if let Some((next, held, place)) = ahead.take(&unwritten, &fence) {
                                     run = next;
-                                    holding = Holding { place: Some(place), held: Some(held), bytes: None };
+                                    holding = Holding { held, place: Some(place), bytes: None };
                                     continue;
                                 }
                             }
@@ -144,7 +143,7 @@ impl RunTasks {
                                 releases.send(Release::PutBack { run: run_id, at, why, otherwise }, holding);
                             }
                             // Put back when heartbeats are back (see fence.rs).
-                            Executed::Stopped(_) if fence.stopped(run_id) => {}
+                            Executed::Stopped(_) if claims.fenced(run_id) => claims.park(holding.held),
                             Executed::Stopped(kept) => {
                                 ended_elsewhere.fetch_add(1, Ordering::Relaxed);
                                 if let Some(kept) = kept {
@@ -153,7 +152,7 @@ impl RunTasks {
                             }
                         }
                     }
-                    _ = async { let _ = abort.wait_for(|a| *a).await; } => in_flight.leave(run_id),
+                    _ = async { let _ = abort.wait_for(|a| *a).await; } => claims.done(run_id),
                 }
                 break;
             }
@@ -258,9 +257,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_slot_whose_guest_is_done_takes_the_next_run_claimed_ahead_in_time_with_a_place_unfenced() {
-        let (ahead, in_flight) = (Ahead::default(), Arc::new(InFlight::default()));
+        let (ahead, claims) = (Ahead::default(), Arc::new(Claims::default()));
         let fence = fence::Fence::new(Duration::from_secs(1), Duration::from_secs(30));
-        let held = |id| (claimed(id), in_flight.hold(id).expect("held"));
+        let held = |id| (claimed(id), claims.hold(id).expect("held"));
         let now = tokio::time::Instant::now();
         ahead.push(vec![held(1), held(2), held(3)], now + Duration::from_secs(60));
         let places = Arc::new(Semaphore::new(1));

@@ -36,8 +36,6 @@ pub(super) struct WriterHealth {
     pub rejected: AtomicU64,
     /// Runs left running: outcomes not written, and runs of a stopping worker not put back.
     pub abandoned: AtomicU64,
-    /// Releases sent without a place and not yet applied (see `release.rs`).
-    pub unreleased: AtomicU64,
 }
 
 pub(super) fn unix_ms() -> i64 {
@@ -132,9 +130,7 @@ impl OutcomeWriter {
                 chunk.push(outcome);
             }
             self.write_all(chunk).await;
-            let placeless = buf.iter().filter(|(_, holding)| holding.place.is_none()).count();
             buf.clear(); // lets go of what the runs held
-            self.health.unreleased.fetch_sub(placeless as u64, Ordering::Relaxed);
             self.written.notify_one();
         }
     }

@@ -14,6 +14,7 @@ use taskhost::{App, AppConfig};
 use tempfile::TempDir;
 
 pub mod http;
+pub mod locker;
 pub mod netns;
 pub mod process;
 pub mod served;

@@ -20,6 +20,7 @@ mod control;
 mod dashboard;
 mod docs;
 mod docs_api;
+mod fence;
 mod first_day;
 mod hostile;
 mod languages;

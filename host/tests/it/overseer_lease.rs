@@ -4,49 +4,9 @@ use crate::common;
 
 use std::time::Duration;
 
+use common::locker::Locker;
 use common::{Db, Env};
 use taskhost::overseer::{Overseer, OverseerConfig};
-
-/// A connection of the test's own, holding the lease table locked until [`Locker::unlock`]:
-/// every renewal then waits on the database (on SQLite, a write transaction held open).
-enum Locker {
-    Sqlite(sqlx::SqliteConnection),
-    Postgres(sqlx::PgConnection),
-    MySql(sqlx::MySqlConnection),
-}
-
-impl Locker {
-    async fn lock(db: Db, url: &str) -> Locker {
-        use sqlx::{Connection, Executor};
-        match db {
-            Db::Sqlite => {
-                let mut c = sqlx::SqliteConnection::connect(url).await.expect("connect");
-                c.execute("BEGIN IMMEDIATE").await.expect("lock");
-                Locker::Sqlite(c)
-            }
-            Db::Postgres => {
-                let mut c = sqlx::PgConnection::connect(url).await.expect("connect");
-                c.execute("BEGIN").await.expect("begin");
-                c.execute("LOCK TABLE task_leases IN ACCESS EXCLUSIVE MODE").await.expect("lock");
-                Locker::Postgres(c)
-            }
-            Db::MySql => {
-                let mut c = sqlx::MySqlConnection::connect(url).await.expect("connect");
-                c.execute("LOCK TABLES task_leases WRITE").await.expect("lock");
-                Locker::MySql(c)
-            }
-        }
-    }
-
-    async fn unlock(self) {
-        use sqlx::Executor;
-        match self {
-            Locker::Sqlite(mut c) => drop(c.execute("COMMIT").await.expect("unlock")),
-            Locker::Postgres(mut c) => drop(c.execute("COMMIT").await.expect("unlock")),
-            Locker::MySql(mut c) => drop(c.execute("UNLOCK TABLES").await.expect("unlock")),
-        }
-    }
-}
 
 /// A holder whose renewal waits on a lock stops leading while it waits, once its last renewal
 /// that answered no longer counts (two thirds of the lease after it began: the lease may lapse
@@ -60,7 +20,7 @@ async fn a_holder_whose_renewal_does_not_answer_stops_leading_before_its_lease_c
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let run = tokio::spawn(overseer.run_until(stopped));
     common::wait_until(Duration::from_secs(10), "it leads", || async { lead.is_leader() }).await;
-    let locker = Locker::lock(db, &env.db_url).await;
+    let locker = Locker::lock(db, &env.db_url, "task_leases").await;
     common::wait_until(Duration::from_secs(20), "it stops leading while the lock is held", || async {
         !lead.is_leader()
     })

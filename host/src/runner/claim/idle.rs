@@ -23,7 +23,7 @@ impl Claimer<'_> {
         // writer says so, rather than the next poll.
         let runs = self.runs;
         let written = async move {
-            if cfg.drain && runs.unwritten.available_permits() < runs.unwritten_limit {
+            if cfg.drain && !runs.claims.is_empty() {
                 runs.written.notified().await
             } else {
                 std::future::pending().await
