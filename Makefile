@@ -54,8 +54,12 @@ services:
 test-tools:
 	bash scripts/test-tools.sh
 
+# The library's, the command's and the integration tests, then the documentation's examples. Not
+# the example program: `make lint`'s clippy checks it (every target), and building it in the
+# release profile here took a minute of a first `make test`.
 test: plugins services test-tools install-check
-	$(CARGO) test --release --workspace
+	$(CARGO) test --release --workspace --lib --bins --tests
+	$(CARGO) test --release --workspace --doc
 
 # The library builds with each database alone and without the command line, and the command
 # without OTLP (cargo features): part of `make lint`, in the release profile as clippy checks, so

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 mod connect;
 pub mod dialect;
 mod interface;
+mod migrations;
 #[cfg(feature = "mysql")]
 pub mod mysql;
 mod plumbing;

@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use sqlx::migrate::{Migrate, Migrator};
 use sqlx::{Database, Executor, IntoArguments};
 
+use super::migrations::Embedded;
 use super::sql::Arg;
 use crate::error::Result;
 
@@ -101,8 +102,8 @@ pub trait SqlxDialect: Send + Sync + 'static {
     type Db: Database;
     /// Its connection pool.
     fn pool(&self) -> &sqlx::Pool<Self::Db>;
-    /// Its migrations folder, embedded.
-    fn migrator() -> &'static Migrator;
+    /// Its migrations, built in.
+    fn migrations() -> Embedded;
     /// A shared statement in this database's spelling, with its arguments bound.
     fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <Self::Db as Database>::Arguments<'a>)>;
     /// What a statement that writes outside a transaction holds while it runs (SQLite: the
@@ -154,7 +155,7 @@ where
     type Row = <D::Db as Database>::Row;
 
     async fn migrate(&self) -> Result<Vec<String>> {
-        let migrator = D::migrator();
+        let migrator = Migrator::new(D::migrations()).await?;
         // On one connection: a SQLite connection that read the tables before another changed
         // them prepares `SELECT *` with the old columns, which sqlx then reads past.
         let mut conn = self.pool().acquire().await?;

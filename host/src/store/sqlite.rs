@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use sqlx::migrate::Migrator;
 use sqlx::sqlite::{
     SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
@@ -23,6 +22,7 @@ use sqlx::{Arguments, Connection, QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use super::connect::{redact, StoreOptions};
 use super::dialect::{ClaimRequest, Dialect, Ended};
+use super::migrations::{embedded, Embedded};
 use super::plumbing::{decoded, Cells, Held, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
@@ -131,6 +131,25 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, SqliteArguments<'a>)
     Ok((sql, bound))
 }
 
+/// This database's migrations (`migrations/sqlite/`), built in.
+pub(crate) const MIGRATIONS: Embedded = embedded!("sqlite":
+    "0001_tables.sql",
+    "0002_leases.sql",
+    "0003_runner_handlers.sql",
+    "0004_parity.sql",
+    "0005_registration.sql",
+    "0006_queue_pauses.sql",
+    "0007_schedules.sql",
+    "0008_cancelled.sql",
+    "0009_declared_schedules.sql",
+    "0010_stats.sql",
+    "0011_run_limits.sql",
+    "0012_runs_without_task_key.sql",
+    "0013_runs_made_by_claims.sql",
+    "0014_running_run_on_its_task.sql",
+    "0015_runner_queues.sql",
+);
+
 #[async_trait]
 impl SqlxDialect for SqliteDb {
     type Db = Sqlite;
@@ -140,9 +159,8 @@ impl SqlxDialect for SqliteDb {
     fn pool(&self) -> &sqlx::Pool<Sqlite> {
         &self.pool
     }
-    fn migrator() -> &'static Migrator {
-        static MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
-        &MIGRATOR
+    fn migrations() -> Embedded {
+        MIGRATIONS
     }
     fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <Sqlite as sqlx::Database>::Arguments<'a>)> {
         bind(sql, args)

@@ -1,0 +1,89 @@
+//! Each database's migrations, built into the library from `migrations/<database>/`.
+//!
+//! sqlx's `migrate!` macro embeds them too, but its macro crate compiles every database driver
+//! (SQLite's C library with it) a second time, for the compiler: minutes of a first build, and
+//! again for each feature set checked. Here each file is named in [`embedded!`] and read by
+//! `include_str!`, and resolved as sqlx resolves a directory (`<VERSION>_<DESCRIPTION>.sql`): the
+//! same versions, descriptions and checksums, so a database migrated by either agrees with the
+//! other. A test compares the two, and finds a file in the directory left out of the list.
+
+use std::borrow::Cow;
+
+use futures::future::BoxFuture;
+use sqlx::error::BoxDynError;
+use sqlx::migrate::{Migration, MigrationSource, MigrationType};
+
+/// One database's migrations: each file's name and text.
+#[derive(Debug, Clone, Copy)]
+pub struct Embedded(pub &'static [(&'static str, &'static str)]);
+
+/// The migrations of `migrations/$dir`, each file named.
+macro_rules! embedded {
+    ($dir:literal: $($file:literal),* $(,)?) => {
+        $crate::store::migrations::Embedded(&[$((
+            $file,
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../migrations/", $dir, "/", $file)),
+        )),*])
+    };
+}
+pub(crate) use embedded;
+
+impl Embedded {
+    /// Each migration as sqlx reads it from a directory, by version.
+    pub fn migrations(self) -> Result<Vec<Migration>, BoxDynError> {
+        let mut out = Vec::with_capacity(self.0.len());
+        for &(file, sql) in self.0 {
+            let named = || format!("migration {file}: not named <VERSION>_<DESCRIPTION>.sql");
+            let (version, rest) = file.split_once('_').filter(|(_, r)| r.ends_with(".sql")).ok_or_else(named)?;
+            let version: i64 = version.parse().map_err(|_| named())?;
+            let kind = MigrationType::from_filename(rest);
+            let description = rest.trim_end_matches(kind.suffix()).replace('_', " ");
+            let no_tx = sql.starts_with("-- no-transaction");
+            out.push(Migration::new(version, Cow::Owned(description), kind, Cow::Borrowed(sql), no_tx));
+        }
+        out.sort_by_key(|m| m.version);
+        Ok(out)
+    }
+}
+
+impl MigrationSource<'static> for Embedded {
+    fn resolve(self) -> BoxFuture<'static, Result<Vec<Migration>, BoxDynError>> {
+        Box::pin(async move { self.migrations() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn same_as_the_directory(dir: &str, embedded: Embedded) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations").join(dir);
+        let from_dir = sqlx::migrate::resolve_blocking(&path).expect("the directory resolves");
+        let from_dir: Vec<&Migration> = from_dir.iter().map(|(m, _)| m).collect();
+        let ours = embedded.migrations().expect("resolves");
+        assert_eq!(ours.len(), from_dir.len(), "{dir}: a file of the directory is not in the list, or one too many");
+        for (a, b) in ours.iter().zip(from_dir) {
+            let key = |m: &Migration| (m.version, m.description.to_string(), m.checksum.to_vec(), m.no_tx);
+            assert_eq!(key(a), key(b), "{dir}: migration {}", b.version);
+            assert_eq!(a.migration_type, b.migration_type, "{dir}: migration {}", b.version);
+        }
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[test]
+    fn the_sqlite_migrations_built_in_are_those_of_the_directory_as_sqlx_reads_it() {
+        same_as_the_directory("sqlite", crate::store::sqlite::MIGRATIONS);
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn the_postgres_migrations_built_in_are_those_of_the_directory_as_sqlx_reads_it() {
+        same_as_the_directory("postgres", crate::store::postgres::MIGRATIONS);
+    }
+
+    #[cfg(feature = "mysql")]
+    #[test]
+    fn the_mysql_migrations_built_in_are_those_of_the_directory_as_sqlx_reads_it() {
+        same_as_the_directory("mysql", crate::store::mysql::MIGRATIONS);
+    }
+}
