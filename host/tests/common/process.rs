@@ -25,6 +25,12 @@ pub fn add(env: &Env, args: &[&str]) -> i64 {
     stdout(&o).trim().parse().expect("add prints the new id")
 }
 
+/// An operator's file for a worker the test kills mid-run: runs of `spin` that last a minute,
+/// and an overseer lease of 3 s, which lapses soon after the kill (at the default 30 s, the next
+/// worker's overseer waited that long before it could find the dead runner).
+pub const KILLED_CONFIG: &str =
+    "[overseer]\nlease_ttl = \"3s\"\n[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n";
+
 /// Start `taskhost worker ARGS`, its output captured.
 pub fn spawn_worker(env: &Env, args: &[&str]) -> Child {
     taskhost_command(env)

@@ -358,7 +358,7 @@ async fn a_run_longer_than_the_grace_period_is_timed_out_at_shutdown() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_worker_is_found_dead_and_its_task_runs_again() {
     let mut env = Env::new(&["spin", "echo"]).await;
-    env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n").await;
+    env.set_config(common::process::KILLED_CONFIG).await;
     let id = add(&env, &["spin"]);
     let store = open(&env).await;
     let mut worker = spawn_worker(&env, &[]);

@@ -46,7 +46,7 @@ async fn four_processes_drain_10000_tasks(env: Env) {
 
 /// SIGKILL a worker mid-run; a new worker's overseer finds it dead and the task runs again.
 async fn a_killed_worker_is_recovered(mut env: Env) {
-    env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n").await;
+    env.set_config(common::process::KILLED_CONFIG).await;
     let id = env.app.client.add(NewTask::new("spin", "{}")).await.expect("add").id;
     let mut worker = spawn_worker(&env, &[]);
     let store = env.app.store.clone();
