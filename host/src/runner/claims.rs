@@ -125,14 +125,15 @@ impl Claims {
     /// Stop every guest executing, as the fence does; how many.
     pub fn fence_all(&self) -> usize {
         let mut inner = self.lock();
-        let executing = inner.runs.values_mut().filter(|e| e.stop.is_some());
-        executing.fold(0, |n, entry| {
-            entry.fenced = true;
+        let mut stopped = 0;
+        for entry in inner.runs.values_mut() {
             if let Some(stop) = &entry.stop {
+                entry.fenced = true;
                 stop.notify_one();
+                stopped += 1;
             }
-            n + 1
-        })
+        }
+        stopped
     }
 
     /// Whether the fence stopped this run.

@@ -5,7 +5,7 @@
 //! again for each feature set checked. Here each file is named in [`embedded!`] and read by
 //! `include_str!`, and resolved as sqlx resolves a directory (`<VERSION>_<DESCRIPTION>.sql`): the
 //! same versions, descriptions and checksums, so a database migrated by either agrees with the
-//! other. A test compares the two, and finds a file in the directory left out of the list.
+//! other. A test compares the two, and finds a file in the directory left out of a list.
 
 use std::borrow::Cow;
 
@@ -20,13 +20,73 @@ pub struct Embedded(pub &'static [(&'static str, &'static str)]);
 /// The migrations of `migrations/$dir`, each file named.
 macro_rules! embedded {
     ($dir:literal: $($file:literal),* $(,)?) => {
-        $crate::store::migrations::Embedded(&[$((
+        Embedded(&[$((
             $file,
             include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../migrations/", $dir, "/", $file)),
         )),*])
     };
 }
-pub(crate) use embedded;
+
+/// The migrations of `migrations/sqlite/`.
+#[cfg(feature = "sqlite")]
+pub const SQLITE: Embedded = embedded!("sqlite":
+    "0001_tables.sql",
+    "0002_leases.sql",
+    "0003_runner_handlers.sql",
+    "0004_parity.sql",
+    "0005_registration.sql",
+    "0006_queue_pauses.sql",
+    "0007_schedules.sql",
+    "0008_cancelled.sql",
+    "0009_declared_schedules.sql",
+    "0010_stats.sql",
+    "0011_run_limits.sql",
+    "0012_runs_without_task_key.sql",
+    "0013_runs_made_by_claims.sql",
+    "0014_running_run_on_its_task.sql",
+    "0015_runner_queues.sql",
+);
+
+/// The migrations of `migrations/postgres/`.
+#[cfg(feature = "postgres")]
+pub const POSTGRES: Embedded = embedded!("postgres":
+    "0001_tables.sql",
+    "0002_leases.sql",
+    "0003_claim_indexes.sql",
+    "0004_runner_handlers.sql",
+    "0005_registration.sql",
+    "0006_queue_pauses.sql",
+    "0007_schedules.sql",
+    "0008_cancelled.sql",
+    "0009_declared_schedules.sql",
+    "0010_stats.sql",
+    "0011_run_limits.sql",
+    "0012_runs_without_task_key.sql",
+    "0013_runs_made_by_claims.sql",
+    "0014_running_run_on_its_task.sql",
+    "0015_runner_queues.sql",
+);
+
+/// The migrations of `migrations/mysql/`.
+#[cfg(feature = "mysql")]
+pub const MYSQL: Embedded = embedded!("mysql":
+    "0001_tables.sql",
+    "0002_leases.sql",
+    "0003_runner_handlers.sql",
+    "0004_parity.sql",
+    "0005_registration.sql",
+    "0006_queue_pauses.sql",
+    "0007_schedules.sql",
+    "0008_cancelled.sql",
+    "0009_declared_schedules.sql",
+    "0010_stats.sql",
+    "0011_run_limits.sql",
+    "0012_runs_without_task_key.sql",
+    "0013_status_indexes.sql",
+    "0014_runs_made_by_claims.sql",
+    "0015_running_run_on_its_task.sql",
+    "0016_runner_queues.sql",
+);
 
 impl Embedded {
     /// Each migration as sqlx reads it from a directory, by version.
@@ -72,18 +132,18 @@ mod tests {
     #[cfg(feature = "sqlite")]
     #[test]
     fn the_sqlite_migrations_built_in_are_those_of_the_directory_as_sqlx_reads_it() {
-        same_as_the_directory("sqlite", crate::store::sqlite::MIGRATIONS);
+        same_as_the_directory("sqlite", SQLITE);
     }
 
     #[cfg(feature = "postgres")]
     #[test]
     fn the_postgres_migrations_built_in_are_those_of_the_directory_as_sqlx_reads_it() {
-        same_as_the_directory("postgres", crate::store::postgres::MIGRATIONS);
+        same_as_the_directory("postgres", POSTGRES);
     }
 
     #[cfg(feature = "mysql")]
     #[test]
     fn the_mysql_migrations_built_in_are_those_of_the_directory_as_sqlx_reads_it() {
-        same_as_the_directory("mysql", crate::store::mysql::MIGRATIONS);
+        same_as_the_directory("mysql", MYSQL);
     }
 }

@@ -17,7 +17,7 @@ use sqlx::{Arguments, MySql, MySqlConnection, QueryBuilder, Row};
 
 use super::connect::{redact, StoreOptions};
 use super::dialect::{retrying, ClaimRequest, Dialect, Ended};
-use super::migrations::{embedded, Embedded};
+use super::migrations::{self, Embedded};
 use super::plumbing::{decoded, unchecked, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
@@ -108,33 +108,13 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, MySqlArguments)> {
     Ok((sql, bound))
 }
 
-/// This database's migrations (`migrations/mysql/`), built in.
-pub(crate) const MIGRATIONS: Embedded = embedded!("mysql":
-    "0001_tables.sql",
-    "0002_leases.sql",
-    "0003_runner_handlers.sql",
-    "0004_parity.sql",
-    "0005_registration.sql",
-    "0006_queue_pauses.sql",
-    "0007_schedules.sql",
-    "0008_cancelled.sql",
-    "0009_declared_schedules.sql",
-    "0010_stats.sql",
-    "0011_run_limits.sql",
-    "0012_runs_without_task_key.sql",
-    "0013_status_indexes.sql",
-    "0014_runs_made_by_claims.sql",
-    "0015_running_run_on_its_task.sql",
-    "0016_runner_queues.sql",
-);
-
 impl SqlxDialect for MySqlDb {
     type Db = MySql;
     fn pool(&self) -> &sqlx::Pool<MySql> {
         &self.pool
     }
     fn migrations() -> Embedded {
-        MIGRATIONS
+        migrations::MYSQL
     }
     fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <MySql as sqlx::Database>::Arguments<'a>)> {
         bind(sql, args)

@@ -15,7 +15,7 @@ use sqlx::{Arguments, PgConnection, Postgres, Row};
 
 use super::connect::{redact, StoreOptions};
 use super::dialect::{ClaimRequest, Dialect, Ended};
-use super::migrations::{embedded, Embedded};
+use super::migrations::{self, Embedded};
 use super::plumbing::{decoded, Cells, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::tasks::{add_one, add_tasks_in_tx};
@@ -111,32 +111,13 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, PgArguments)> {
     Ok((sql, bound))
 }
 
-/// This database's migrations (`migrations/postgres/`), built in.
-pub(crate) const MIGRATIONS: Embedded = embedded!("postgres":
-    "0001_tables.sql",
-    "0002_leases.sql",
-    "0003_claim_indexes.sql",
-    "0004_runner_handlers.sql",
-    "0005_registration.sql",
-    "0006_queue_pauses.sql",
-    "0007_schedules.sql",
-    "0008_cancelled.sql",
-    "0009_declared_schedules.sql",
-    "0010_stats.sql",
-    "0011_run_limits.sql",
-    "0012_runs_without_task_key.sql",
-    "0013_runs_made_by_claims.sql",
-    "0014_running_run_on_its_task.sql",
-    "0015_runner_queues.sql",
-);
-
 impl SqlxDialect for PostgresDb {
     type Db = Postgres;
     fn pool(&self) -> &sqlx::Pool<Postgres> {
         &self.pool
     }
     fn migrations() -> Embedded {
-        MIGRATIONS
+        migrations::POSTGRES
     }
     fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <Postgres as sqlx::Database>::Arguments<'a>)> {
         bind(sql, args)

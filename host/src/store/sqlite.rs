@@ -22,7 +22,7 @@ use sqlx::{Arguments, Connection, QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use super::connect::{redact, StoreOptions};
 use super::dialect::{ClaimRequest, Dialect, Ended};
-use super::migrations::{embedded, Embedded};
+use super::migrations::{self, Embedded};
 use super::plumbing::{decoded, Cells, Held, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
@@ -131,25 +131,6 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, SqliteArguments<'a>)
     Ok((sql, bound))
 }
 
-/// This database's migrations (`migrations/sqlite/`), built in.
-pub(crate) const MIGRATIONS: Embedded = embedded!("sqlite":
-    "0001_tables.sql",
-    "0002_leases.sql",
-    "0003_runner_handlers.sql",
-    "0004_parity.sql",
-    "0005_registration.sql",
-    "0006_queue_pauses.sql",
-    "0007_schedules.sql",
-    "0008_cancelled.sql",
-    "0009_declared_schedules.sql",
-    "0010_stats.sql",
-    "0011_run_limits.sql",
-    "0012_runs_without_task_key.sql",
-    "0013_runs_made_by_claims.sql",
-    "0014_running_run_on_its_task.sql",
-    "0015_runner_queues.sql",
-);
-
 #[async_trait]
 impl SqlxDialect for SqliteDb {
     type Db = Sqlite;
@@ -160,7 +141,7 @@ impl SqlxDialect for SqliteDb {
         &self.pool
     }
     fn migrations() -> Embedded {
-        MIGRATIONS
+        migrations::SQLITE
     }
     fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <Sqlite as sqlx::Database>::Arguments<'a>)> {
         bind(sql, args)
