@@ -95,6 +95,32 @@ pub struct StoppedRun {
     pub logs: Option<String>,
 }
 
+/// How a claimed run leaves its worker, as the store applies it ([`crate::store::Store::release_runs`]).
+#[derive(Debug, Clone, Copy)]
+pub enum RunRelease<'a> {
+    /// It ended: its outcome is written and its task moves on.
+    Ended(&'a RunOutcome),
+    /// Back to the queue unrun and uncounted, due at `at`, as before its claim.
+    PutBack {
+        /// The run, still running under its worker.
+        run: RunId,
+        /// When its task is due again.
+        at: DateTime<Utc>,
+    },
+    /// Ended elsewhere (cancelled, timed out): what it logged and used, kept on its row.
+    Stopped(&'a StoppedRun),
+}
+
+/// What a [`crate::store::Store::release_runs`] did besides writing outcomes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Released {
+    /// The runs put back; one that had ended elsewhere meanwhile is not among them.
+    pub put_back: Vec<RunId>,
+    /// The stopped runs whose logs and fuel were kept; one whose row is running or scheduled
+    /// again, or already has them, is not among them.
+    pub kept: Vec<RunId>,
+}
+
 /// What a task does after a failed run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NextStep {

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use super::claims::Held;
-use crate::model::{RunId, RunOutcome, StoppedRun};
+use crate::model::{RunId, RunOutcome, RunRelease, StoppedRun};
 
 /// How a claimed run leaves this worker.
 #[derive(Debug)]
@@ -24,6 +24,17 @@ pub(super) enum Release {
     PutBack { run: RunId, at: DateTime<Utc>, why: PutBackWhy, otherwise: Option<Box<RunOutcome>> },
     /// The database ended it elsewhere (cancelled, timed out): what it left, kept on its row.
     Stopped(StoppedRun),
+}
+
+impl Release {
+    /// What the store applies (the why and the fallback stay with the writer).
+    pub fn as_store(&self) -> RunRelease<'_> {
+        match self {
+            Release::Ended(o) => RunRelease::Ended(o),
+            Release::PutBack { run, at, .. } => RunRelease::PutBack { run: *run, at: *at },
+            Release::Stopped(s) => RunRelease::Stopped(s),
+        }
+    }
 }
 
 /// Why a run goes back to the queue unrun.

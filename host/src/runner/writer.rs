@@ -1,13 +1,15 @@
 //! The outcome writer of one worker: it applies every [`Release`] of a claimed run.
 //!
-//! Outcomes are written in batches bounded by count and by bytes; the runs a batch puts back
-//! go in one call, and each run stopped from outside on its own, every such call of a batch
-//! within one bound in time. Only transient errors
-//! (connection lost, deadlock, lock timeout, serialization failure) are retried, with backoff
-//! and jitter. Any other error splits the batch, so the rest is written, down to the one
-//! outcome the database refuses: that run is ended `error` with code `outcome-rejected`, naming
-//! the refused field. Once the worker's grace period is over the writer stops retrying: what
-//! it could not write stays `running` and the overseer times it out (the task runs again).
+//! Releases are applied in batches bounded by count and by bytes, each batch with one store call
+//! ([`crate::store::Store::release_runs`]) in one transaction: outcomes, put-backs and the
+//! records of runs stopped from outside alike. Only transient errors (connection lost, deadlock,
+//! lock timeout, serialization failure) are retried, with backoff and jitter. Any other error
+//! splits the batch, so the rest is applied, down to the one release the database refuses: a
+//! refused outcome ends its run `error` with code `outcome-rejected`, naming the refused field; a
+//! refused put-back of a run that could not start ends it as that failure; a refused record of a
+//! stopped run loses only those lines. Once the worker's grace period is over the writer stops
+//! retrying: a run whose release it could not apply stays `running` and the overseer times it
+//! out (the task runs again).
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,9 +18,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use super::release::{Holding, PutBackWhy, Release};
-use super::LAST_CALL_TIMEOUT;
 use crate::error::Error;
-use crate::model::{NextStep, RunEnd, RunId, RunOutcome, StoppedRun};
+use crate::model::{NextStep, Released, RunEnd, RunOutcome, RunRelease};
 use crate::retry::Backoff;
 use crate::sandbox::Failure;
 use crate::store::SharedStore;
@@ -63,11 +64,25 @@ pub(super) fn size_of(o: &RunOutcome) -> usize {
 }
 
 enum Written {
-    Yes,
+    Yes(Released),
     /// The grace period ended before the database took it.
     GaveUp,
     /// The database refused it (not a transient error).
     Refused(Error),
+}
+
+/// Bytes a release adds to a batch.
+fn release_size(r: &Release) -> usize {
+    match r {
+        Release::Ended(o) => size_of(o),
+        Release::PutBack { .. } => 64,
+        Release::Stopped(s) => 256 + s.logs.as_ref().map_or(0, String::len),
+    }
+}
+
+/// Of a batch, the releases that leave a run running when they are not applied.
+fn runs_left(batch: &[Release]) -> u64 {
+    batch.iter().filter(|r| !matches!(r, Release::Stopped(_))).count() as u64
 }
 
 impl OutcomeWriter {
@@ -76,7 +91,7 @@ impl OutcomeWriter {
         let batch = self.batch.max(1);
         let mut buf = Vec::with_capacity(batch);
         while rx.recv_many(&mut buf, batch).await > 0 {
-            // Let more outcomes arrive: one transaction for many runs.
+            // Let more releases arrive: one transaction for many runs.
             let until = tokio::time::Instant::now() + self.linger;
             while buf.len() < batch {
                 let room = batch - buf.len();
@@ -85,140 +100,90 @@ impl OutcomeWriter {
                     _ => break,
                 }
             }
-            let mut outcomes = Vec::new();
-            // Every call of this batch's put-backs and stops within one bound: a database that
-            // does not answer holds up the outcomes that long, not that long a run.
-            let deadline = tokio::time::Instant::now() + LAST_CALL_TIMEOUT;
-            let put_backs: Vec<_> = buf
-                .iter()
-                .filter_map(|(r, _)| match r {
-                    Release::PutBack { run, at, why, otherwise } => Some((*run, *at, why, otherwise)),
-                    _ => None,
-                })
-                .collect();
-            let wanted: Vec<_> = put_backs.iter().map(|&(run, at, _, _)| (run, at)).collect();
-            let done = self.put_back(&wanted, deadline).await;
-            for ((run, at, why, otherwise), done) in put_backs.into_iter().zip(done) {
-                match (done, otherwise) {
-                    (Some(true), _) => tracing::info!(run_id = run, %at, "run put back in the queue: {why}"),
-                    (Some(false), _) => {} // ended elsewhere meanwhile: nothing to do
-                    (None, Some(outcome)) => outcomes.push((**outcome).clone()),
-                    // Nobody else puts it back once this worker is gone.
-                    (None, None) if *why == PutBackWhy::Exit => {
-                        self.health.abandoned.fetch_add(1, Ordering::Relaxed);
-                    }
-                    // The run watch (or the next heartbeat) finds it again.
-                    (None, None) => {}
-                }
-            }
-            for (release, _) in &buf {
-                match release {
-                    Release::Ended(outcome) => outcomes.push(outcome.clone()),
-                    Release::Stopped(kept) => self.keep_stopped(kept, deadline).await,
-                    Release::PutBack { .. } => {}
-                }
-            }
+            let (releases, holdings): (Vec<Release>, Vec<Holding>) = buf.drain(..).unzip();
             let mut chunk = Vec::new();
             let mut bytes = 0;
-            for outcome in outcomes {
-                let size = size_of(&outcome);
+            for release in releases {
+                let size = release_size(&release);
                 if !chunk.is_empty() && bytes + size > self.batch_bytes {
                     self.write_all(std::mem::take(&mut chunk)).await;
                     bytes = 0;
                 }
                 bytes += size;
-                chunk.push(outcome);
+                chunk.push(release);
             }
             self.write_all(chunk).await;
-            buf.clear(); // lets go of what the runs held
+            drop(holdings); // lets go of what the runs held
             self.written.notify_one();
         }
     }
 
-    /// Put runs back in the queue, all in one call; for each, whether it was put back (false:
-    /// it had ended elsewhere), or None when that failed (nothing was changed). A call that
-    /// fails otherwise than by time is tried again run by run, so one run the database refuses
-    /// does not keep the others running.
-    async fn put_back(
-        &self,
-        runs: &[(RunId, chrono::DateTime<chrono::Utc>)],
-        by: tokio::time::Instant,
-    ) -> Vec<Option<bool>> {
-        if runs.is_empty() {
-            return Vec::new();
-        }
-        let failed = match tokio::time::timeout_at(by, self.store.put_back(runs)).await {
-            Ok(Ok(back)) => return runs.iter().map(|(run, _)| Some(back.contains(run))).collect(),
-            Ok(Err(e)) => e.to_string(),
-            Err(_) => "the database did not answer".to_string(),
-        };
-        if runs.len() == 1 || tokio::time::Instant::now() >= by {
-            for (run, _) in runs {
-                tracing::warn!(run_id = run, "could not put back a run: {failed}");
-            }
-            return vec![None; runs.len()];
-        }
-        let mut done = Vec::with_capacity(runs.len());
-        for run in runs {
-            // Past the bound, the rest are not tried (a call cut at once helps nobody).
-            let one = if tokio::time::Instant::now() < by {
-                Box::pin(self.put_back(std::slice::from_ref(run), by)).await.pop().flatten()
-            } else {
-                tracing::warn!(run_id = run.0, "could not put back a run: {failed}");
-                None
-            };
-            done.push(one);
-        }
-        done
-    }
-
-    /// Keep what a run stopped from outside left on its row; a failure here loses only those lines.
-    async fn keep_stopped(&self, kept: &StoppedRun, by: tokio::time::Instant) {
-        match tokio::time::timeout_at(by, self.store.keep_stopped(kept)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::warn!(run_id = kept.run_id, "could not keep a stopped run's logs: {e}"),
-            Err(_) => {
-                tracing::warn!(run_id = kept.run_id, "could not keep a stopped run's logs: the database did not answer")
-            }
-        }
-    }
-
-    /// Write a batch, splitting it around outcomes the database refuses.
-    async fn write_all(&mut self, outcomes: Vec<RunOutcome>) {
-        let mut pending = vec![outcomes];
-        while let Some(batch) = pending.pop() {
+    /// Apply a batch, splitting it around releases the database refuses.
+    async fn write_all(&mut self, releases: Vec<Release>) {
+        let mut pending = vec![releases];
+        while let Some(mut batch) = pending.pop() {
             if batch.is_empty() {
                 continue;
             }
             match self.write(&batch).await {
-                Written::Yes => {
-                    self.health.finished.fetch_add(batch.len() as u64, Ordering::Relaxed);
-                    let ok = batch.iter().filter(|o| o.failure().is_none()).count();
-                    self.health.succeeded.fetch_add(ok as u64, Ordering::Relaxed);
-                }
+                Written::Yes(released) => self.applied(&batch, &released),
                 Written::GaveUp => {
-                    tracing::warn!(runs = batch.len(), "outcomes not written before the end of the grace period");
-                    self.health.abandoned.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    tracing::warn!(runs = batch.len(), "releases not applied before the end of the grace period");
+                    self.health.abandoned.fetch_add(runs_left(&batch), Ordering::Relaxed);
                 }
                 Written::Refused(e) if batch.len() > 1 => {
-                    tracing::warn!(runs = batch.len(), "the database refused a batch of outcomes, splitting it: {e}");
-                    let mut first = batch;
-                    let second = first.split_off(first.len() / 2);
+                    tracing::warn!(runs = batch.len(), "the database refused a batch of releases, splitting it: {e}");
+                    let second = batch.split_off(batch.len() / 2);
                     pending.push(second);
-                    pending.push(first);
+                    pending.push(batch);
                 }
-                Written::Refused(e) => self.reject(&batch[0], e).await,
+                Written::Refused(e) => match batch.pop() {
+                    Some(Release::Ended(o)) => self.reject(&o, e).await,
+                    Some(Release::PutBack { otherwise: Some(o), .. }) => pending.push(vec![Release::Ended(*o)]),
+                    Some(Release::PutBack { run, why, .. }) => {
+                        tracing::warn!(run_id = run, "could not put back a run ({why}): {e}");
+                        // Nobody else puts it back once this worker is gone; otherwise the run
+                        // watch (or the next heartbeat) finds it again.
+                        if why == PutBackWhy::Exit {
+                            self.health.abandoned.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Some(Release::Stopped(kept)) => {
+                        tracing::warn!(run_id = kept.run_id, "could not keep a stopped run's logs: {e}")
+                    }
+                    None => {}
+                },
             }
         }
     }
 
-    /// One write. A data error is the batch's own: refused at once. Any other error is the
+    /// Count and report what a batch the database took did.
+    fn applied(&self, batch: &[Release], released: &Released) {
+        for release in batch {
+            match release {
+                Release::Ended(o) => {
+                    self.health.finished.fetch_add(1, Ordering::Relaxed);
+                    if o.failure().is_none() {
+                        self.health.succeeded.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Release::PutBack { run, at, why, .. } if released.put_back.contains(run) => {
+                    tracing::info!(run_id = run, %at, "run put back in the queue: {why}")
+                }
+                // Ended elsewhere meanwhile: nothing to do.
+                Release::PutBack { .. } | Release::Stopped(_) => {}
+            }
+        }
+    }
+
+    /// One call. A data error is the batch's own: refused at once. Any other error is the
     /// database's state and is retried with backoff while the grace period lasts, except one
     /// that persists while the database answers other calls (e.g. MariaDB dropping the
     /// connection over a packet too large): after a few tries that is the batch's own too. A
     /// write that times out or waits on a lock never is: another session holds the rows, and
     /// the writer waits (past `writer_stuck_limit` the heartbeat stops, so others take over).
-    async fn write(&mut self, batch: &[RunOutcome]) -> Written {
+    async fn write(&mut self, batch: &[Release]) -> Written {
+        let releases: Vec<RunRelease<'_>> = batch.iter().map(Release::as_store).collect();
         let backoff = Backoff { base: Duration::from_millis(50), max: Duration::from_secs(5), jitter: 0.5 };
         let first_failure = unix_ms();
         let mut failures = 0u32;
@@ -226,19 +191,20 @@ impl OutcomeWriter {
             if *self.give_up.borrow() {
                 break Written::GaveUp;
             }
-            let (result, waited) = match tokio::time::timeout(self.write_timeout, self.store.finish_runs(batch)).await {
-                Ok(r) => {
-                    let contended = r.as_ref().is_err_and(Error::is_contention);
-                    (r, contended)
-                }
-                Err(_) => {
-                    (Err(Error::io("writing outcomes", std::io::Error::from(std::io::ErrorKind::TimedOut))), true)
-                }
-            };
+            let (result, waited) =
+                match tokio::time::timeout(self.write_timeout, self.store.release_runs(&releases)).await {
+                    Ok(r) => {
+                        let contended = r.as_ref().is_err_and(Error::is_contention);
+                        (r, contended)
+                    }
+                    Err(_) => {
+                        (Err(Error::io("writing outcomes", std::io::Error::from(std::io::ErrorKind::TimedOut))), true)
+                    }
+                };
             match result {
-                Ok(()) => {
+                Ok(released) => {
                     self.health.db_ok_ms.store(unix_ms(), Ordering::Relaxed);
-                    break Written::Yes;
+                    break Written::Yes(released);
                 }
                 Err(e) if e.is_data_error() => break Written::Refused(e),
                 Err(e) => {
@@ -294,8 +260,8 @@ impl OutcomeWriter {
                 logs: if keep_logs { o.logs.clone() } else { None },
                 ..o.clone()
             };
-            match self.write(std::slice::from_ref(&replacement)).await {
-                Written::Yes => {
+            match self.write(&[Release::Ended(replacement)]).await {
+                Written::Yes(_) => {
                     tracing::error!(run_id = o.run_id, field, "outcome refused by the database: {reason}");
                     self.health.finished.fetch_add(1, Ordering::Relaxed);
                     self.health.rejected.fetch_add(1, Ordering::Relaxed);

@@ -120,9 +120,16 @@ pub trait Store: Send + Sync + 'static {
     /// Progress of running runs, in order: a later report of a run overrides an earlier one;
     /// a run no longer running is left as it is.
     async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()>;
+    /// Apply how claimed runs leave their worker, all in one transaction: each
+    /// [`RunRelease::Ended`] as [`Store::finish_runs`], each [`RunRelease::PutBack`] as
+    /// [`Store::put_back`], each [`RunRelease::Stopped`] as [`Store::keep_stopped`].
+    async fn release_runs(&self, releases: &[RunRelease<'_>]) -> Result<Released>;
     /// Write finished runs and update their tasks, in one transaction. A run that is no longer
     /// `running` (timed out meanwhile) is left as it is.
-    async fn finish_runs(&self, outcomes: &[RunOutcome]) -> Result<()>;
+    async fn finish_runs(&self, outcomes: &[RunOutcome]) -> Result<()> {
+        let releases: Vec<RunRelease<'_>> = outcomes.iter().map(RunRelease::Ended).collect();
+        self.release_runs(&releases).await.map(drop)
+    }
     /// Whether a scheduled task of `queues` not paused is due, a run is running (on any runner),
     /// or a failed task awaits its retry: what keeps a draining worker going.
     async fn has_due_work(&self, queues: &[String], now: DateTime<Utc>) -> Result<bool> {
@@ -186,10 +193,15 @@ pub trait Store: Send + Sync + 'static {
     /// to the queue, each due at its time, without counting a failure, in one transaction: each
     /// task is `scheduled` again, as before the claim. The runs put back; one no longer running
     /// (ended elsewhere) is not among them.
-    async fn put_back(&self, runs: &[(RunId, DateTime<Utc>)]) -> Result<Vec<RunId>>;
+    async fn put_back(&self, runs: &[(RunId, DateTime<Utc>)]) -> Result<Vec<RunId>> {
+        let releases: Vec<RunRelease<'_>> = runs.iter().map(|&(run, at)| RunRelease::PutBack { run, at }).collect();
+        Ok(self.release_runs(&releases).await?.put_back)
+    }
     /// Keep what a run stopped from outside logged and used, on its row ended elsewhere (cancelled,
     /// timed out). False when the row is running or scheduled again, or already has them.
-    async fn keep_stopped(&self, run: &StoppedRun) -> Result<bool>;
+    async fn keep_stopped(&self, run: &StoppedRun) -> Result<bool> {
+        Ok(!self.release_runs(&[RunRelease::Stopped(run)]).await?.kept.is_empty())
+    }
     /// The runs `running` on this runner (what its heartbeat checks its in-flight runs against).
     async fn running_runs_of(&self, runner: RunnerId) -> Result<Vec<RunId>>;
     /// Failed tasks (error/timeout, not given up) whose next step is not decided yet.

@@ -209,8 +209,8 @@ impl<D: Dialect> Store for SqlStore<D> {
         self.db.record_progress(&runs::coalesce_progress(updates)).await
     }
 
-    async fn finish_runs(&self, outcomes: &[RunOutcome]) -> Result<()> {
-        transitions::runs::finish(&self.db, outcomes).await
+    async fn release_runs(&self, releases: &[RunRelease<'_>]) -> Result<Released> {
+        transitions::runs::release(&self.db, releases).await
     }
 
     async fn pause_queue(&self, queue: &str, now: DateTime<Utc>) -> Result<bool> {
@@ -286,14 +286,6 @@ impl<D: Dialect> Store for SqlStore<D> {
 
     async fn time_out_overdue_runs(&self, cutoff: DateTime<Utc>, now: DateTime<Utc>, limit: u32) -> Result<u64> {
         runs::time_out_overdue(&self.db, cutoff, now, limit).await
-    }
-
-    async fn put_back(&self, runs: &[(RunId, DateTime<Utc>)]) -> Result<Vec<RunId>> {
-        transitions::runs::put_back(&self.db, runs).await
-    }
-
-    async fn keep_stopped(&self, run: &StoppedRun) -> Result<bool> {
-        runs::keep_stopped(&self.db, run).await
     }
 
     async fn running_runs_of(&self, runner: RunnerId) -> Result<Vec<RunId>> {

@@ -1,11 +1,11 @@
-//! Runs: finding the overdue ones, keeping a stopped run's record, and what keeps a worker busy.
-//! (Ending runs is a transition: `store/transitions/runs.rs`.)
+//! Runs: finding the overdue ones and what keeps a worker busy. (Ending runs, putting them back
+//! and keeping a stopped run's record: `store/transitions/runs.rs`.)
 
 use chrono::{DateTime, Utc};
 
 use super::super::dialect::{transaction, Dialect};
 use super::super::rows;
-use super::super::sql::{args, Arg, RUNNING, SCHEDULED};
+use super::super::sql::{args, Arg, RUNNING};
 use super::super::transitions;
 use crate::error::Result;
 use crate::model::*;
@@ -58,15 +58,6 @@ pub async fn time_out_overdue<D: Dialect>(
         })
     })
     .await
-}
-
-pub async fn keep_stopped<D: Dialect>(db: &D, r: &StoppedRun) -> Result<bool> {
-    let sql = format!(
-        "UPDATE task_runs SET fuel_used = $2, logs = $3, component_digest = coalesce(component_digest, $4)
-         WHERE id = $1 AND status NOT IN ({SCHEDULED}, {RUNNING}) AND fuel_used IS NULL AND logs IS NULL"
-    );
-    let kept = db.exec(None, &sql, args![r.run_id, r.fuel_used, &r.logs, &r.component_digest]).await?;
-    Ok(kept > 0)
 }
 
 pub async fn running_of<D: Dialect>(db: &D, runner: RunnerId) -> Result<Vec<RunId>> {

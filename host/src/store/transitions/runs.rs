@@ -5,21 +5,56 @@ use chrono::{DateTime, Utc};
 use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
-use super::super::sql::{args, RUNNING, TIMEOUT};
+use super::super::sql::{args, RUNNING, SCHEDULED, TIMEOUT};
 use super::{from, Set, Why, RUN_COLUMNS, RUN_FROM_TASK};
 use crate::error::Result;
 use crate::model::*;
 
-/// Write finished runs and move their tasks on (succeed, fail and retry, fail and give up), in
-/// one transaction. A run no longer running (timed out, cancelled or put back meanwhile) is left
-/// as it is, and so is its task.
-pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
+/// Apply how these claimed runs leave their worker, in one transaction: runs put back (in one
+/// order, so that two transactions putting back the same rows do not deadlock), outcomes
+/// written, stopped runs' records kept.
+pub async fn release<D: Dialect>(db: &D, releases: &[RunRelease<'_>]) -> Result<Released> {
+    let mut back: Vec<(RunId, DateTime<Utc>)> = Vec::new();
+    let mut ended: Vec<&RunOutcome> = Vec::new();
+    let mut stopped: Vec<&StoppedRun> = Vec::new();
+    for r in releases {
+        match *r {
+            RunRelease::Ended(o) => ended.push(o),
+            RunRelease::PutBack { run, at } => back.push((run, at)),
+            RunRelease::Stopped(s) => stopped.push(s),
+        }
+    }
+    if back.is_empty() && ended.is_empty() && stopped.is_empty() {
+        return Ok(Released::default());
+    }
+    back.sort_unstable_by_key(|&(run, _)| run);
+    let (back, ended, stopped) = (&back, &ended, &stopped);
+    transaction(db, |tx| {
+        Box::pin(async move {
+            let put_back = put_back(db, &mut tx.tx, back).await?;
+            finish(db, &mut tx.tx, ended).await?;
+            let mut kept = Vec::new();
+            for s in stopped {
+                if keep_stopped(db, &mut tx.tx, s).await? {
+                    kept.push(s.run_id);
+                }
+            }
+            Ok(Released { put_back, kept })
+        })
+    })
+    .await
+}
+
+/// Write finished runs and move their tasks on (succeed, fail and retry, fail and give up). A
+/// run no longer running (timed out, cancelled or put back meanwhile) is left as it is, and so
+/// is its task.
+async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) -> Result<()> {
     if outcomes.is_empty() {
         return Ok(());
     }
     let mut ok: Vec<&RunOutcome> = Vec::new();
     let mut failed: Vec<Failed> = Vec::new();
-    for o in outcomes {
+    for &o in outcomes {
         match &o.end {
             RunEnd::Success { .. } => ok.push(o),
             RunEnd::Failure { failure, partial_results, next } => {
@@ -27,40 +62,34 @@ pub async fn finish<D: Dialect>(db: &D, outcomes: &[RunOutcome]) -> Result<()> {
             }
         }
     }
-    let ids: Vec<TaskId> = failed.iter().map(|f| f.o.task_id).collect();
-    // The tasks still running the runs that failed, locked.
-    let running = format!(
-        "SELECT run_id AS id, id AS task_queue_id FROM task_queue WHERE id IN ($1) AND last_status = {RUNNING}{}",
-        D::FOR_UPDATE
-    );
     let latest = outcomes.iter().map(|o| o.finished_on).max().unwrap_or_default();
-    let (ok, failed, running, ids) = (&ok, &failed, &running, &ids);
-    transaction(db, |tx| {
-        Box::pin(async move {
-            if !ok.is_empty() {
-                let done = db.finish_successes(&mut tx.tx, ok).await?;
-                super::super::stats::record_successes(db, &mut tx.tx, &done, ok, latest).await?;
+    if !ok.is_empty() {
+        let done = db.finish_successes(tx, &ok).await?;
+        super::super::stats::record_successes(db, tx, &done, &ok, latest).await?;
+    }
+    // The failed runs this transaction ends, for the statistics.
+    let mut ended = Vec::new();
+    if !failed.is_empty() {
+        // The tasks still running the runs that failed, locked.
+        let running = format!(
+            "SELECT run_id AS id, id AS task_queue_id FROM task_queue WHERE id IN ($1) AND last_status = {RUNNING}{}",
+            D::FOR_UPDATE
+        );
+        let ids: Vec<TaskId> = failed.iter().map(|f| f.o.task_id).collect();
+        let outcomes: std::collections::HashSet<(RunId, TaskId)> =
+            failed.iter().map(|f| (f.o.run_id, f.o.task_id)).collect();
+        let still = pairs(&db.rows(Some(&mut *tx), &running, args![&ids]).await?)?;
+        let still: Vec<(RunId, TaskId)> = still.into_iter().filter(|pair| outcomes.contains(pair)).collect();
+        write_running(db, tx, &still).await?;
+        let still: std::collections::HashSet<RunId> = still.iter().map(|(run, _)| *run).collect();
+        for f in &failed {
+            if still.contains(&f.o.run_id) {
+                fail(db, tx, f).await?;
+                ended.push(f.o.run_id);
             }
-            // The failed runs this transaction ends, for the statistics.
-            let mut ended = Vec::new();
-            if !failed.is_empty() {
-                let outcomes: std::collections::HashSet<(RunId, TaskId)> =
-                    failed.iter().map(|f| (f.o.run_id, f.o.task_id)).collect();
-                let still = pairs(&db.rows(Some(&mut tx.tx), running, args![ids]).await?)?;
-                let still: Vec<(RunId, TaskId)> = still.into_iter().filter(|pair| outcomes.contains(pair)).collect();
-                write_running(db, &mut tx.tx, &still).await?;
-                let still: std::collections::HashSet<RunId> = still.iter().map(|(run, _)| *run).collect();
-                for f in failed {
-                    if still.contains(&f.o.run_id) {
-                        fail(db, &mut tx.tx, f).await?;
-                        ended.push(f.o.run_id);
-                    }
-                }
-            }
-            super::super::stats::record(db, &mut tx.tx, &ended, latest).await
-        })
-    })
-    .await
+        }
+    }
+    super::super::stats::record(db, tx, &ended, latest).await
 }
 
 /// A failed run's outcome, its parts unpacked.
@@ -160,33 +189,31 @@ pub async fn time_out<D: Dialect>(
     super::super::stats::record(db, tx, &run_ids, now).await
 }
 
-/// Return running runs to the queue, each due at its time, uncounted, in one transaction; the
-/// runs put back (one no longer running needs nothing). A run put back leaves no run row: it ran
-/// no guest to its end (it waited for a slot, or its worker lost its claim's answer or its
+/// Return running runs to the queue, each due at its time, uncounted (sorted by run); the runs
+/// put back (one no longer running needs nothing). A run put back leaves no run row: it ran no
+/// guest to its end (it waited for a slot, or its worker lost its claim's answer or its
 /// heartbeat, or was stopping), and the claim that starts the task again makes the run anew,
 /// with the same attempt.
-pub async fn put_back<D: Dialect>(db: &D, runs: &[(RunId, DateTime<Utc>)]) -> Result<Vec<RunId>> {
-    if runs.is_empty() {
-        return Ok(Vec::new());
-    }
+async fn put_back<D: Dialect>(db: &D, tx: &mut TxOf<D>, runs: &[(RunId, DateTime<Utc>)]) -> Result<Vec<RunId>> {
     // By the running tasks (few, and indexed), not an index of run ids on every task.
     let t = Transition::PutBack;
     let sql = format!("UPDATE task_queue SET {} WHERE run_id = $1 AND {}", Set::of(t, "$2"), from::<D>(t));
-    let sql = &sql;
-    // In one order, so that two transactions putting back the same rows do not deadlock.
-    let mut runs = runs.to_vec();
-    runs.sort_unstable_by_key(|&(run, _)| run);
-    let runs = &runs;
-    transaction(db, |tx| {
-        Box::pin(async move {
-            let mut back = Vec::with_capacity(runs.len());
-            for &(run, at) in runs {
-                if db.exec(Some(&mut tx.tx), sql, args![run, at]).await? == 1 {
-                    back.push(run);
-                }
-            }
-            Ok(back)
-        })
-    })
-    .await
+    let mut back = Vec::with_capacity(runs.len());
+    for &(run, at) in runs {
+        if db.exec(Some(&mut *tx), &sql, args![run, at]).await? == 1 {
+            back.push(run);
+        }
+    }
+    Ok(back)
+}
+
+/// Keep what a run stopped from outside logged and used, on its row ended elsewhere; false when
+/// the row is running or scheduled again, or already has them.
+async fn keep_stopped<D: Dialect>(db: &D, tx: &mut TxOf<D>, r: &StoppedRun) -> Result<bool> {
+    let sql = format!(
+        "UPDATE task_runs SET fuel_used = $2, logs = $3, component_digest = coalesce(component_digest, $4)
+         WHERE id = $1 AND status NOT IN ({SCHEDULED}, {RUNNING}) AND fuel_used IS NULL AND logs IS NULL"
+    );
+    let kept = db.exec(Some(tx), &sql, args![r.run_id, r.fuel_used, &r.logs, &r.component_digest]).await?;
+    Ok(kept > 0)
 }

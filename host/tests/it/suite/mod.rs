@@ -6,10 +6,12 @@ mod control;
 mod lifecycle;
 mod queues;
 mod reads_and_upkeep;
+mod release;
 pub use control::*;
 pub use lifecycle::*;
 pub use queues::*;
 pub use reads_and_upkeep::*;
+pub use release::*;
 
 use std::time::Duration;
 
@@ -507,6 +509,7 @@ macro_rules! store_suite {
         case!(a_lease_has_one_holder_until_it_expires);
         case!(a_lease_handed_back_is_free_at_once_and_only_by_its_holder);
         case!(a_run_put_back_is_scheduled_again_uncounted);
+        case!(one_release_call_ends_puts_back_and_keeps_a_stopped_runs_record);
         case!(tasks_are_listed_by_status_queue_handler_and_death_oldest_first);
         case!(progress_counts_while_running_and_not_after_the_end);
         case!(due_work_counts_due_running_and_retry_awaiting_tasks_of_the_handlers);
