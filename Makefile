@@ -8,13 +8,19 @@ PLUGINS  := target/plugins
 DEMO_DB  := target/demo.db
 TASKHOST := target/release/taskhost
 
-.PHONY: demo dashboard test lint plugins build install install-check features-check bench wasm-target services test-tools clean
+.PHONY: demo dashboard test lint plugins plugins-and-host build install install-check features-check bench wasm-target services test-tools clean
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 
 plugins: wasm-target
 	bash plugins/build.sh
+
+# The example handlers beside the host: their builds (cargo for wasm in a target directory of its own,
+# componentize-py, componentize-js, clang) mostly take one core, and the host's build leaves one free
+# for much of its length (Cranelift's code generator alone is a crate of nearly three minutes).
+plugins-and-host:
+	$(MAKE) --no-print-directory -j2 plugins build
 
 build:
 	$(CARGO) build --release -p taskhost
@@ -33,13 +39,13 @@ install-check: build
 	target/install-check/bin/taskhost new c hello --dir target/install-check/hello >/dev/null
 	test -x target/install-check/hello/build.sh
 
-demo: plugins build
+demo: plugins-and-host
 	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm $(DEMO_DB)-turn $(DEMO_DB)-waiting
 	$(TASKHOST) --database-url sqlite://$(DEMO_DB) --plugins $(PLUGINS) demo
 
 # The demo's queue in a browser: `taskhost serve` on 127.0.0.1:8080 (the dashboard at /, the API
 # under /api/v1) with a worker beside it, until Ctrl-C. Runs the demo first when it has not run.
-dashboard: plugins build
+dashboard: plugins-and-host
 	@test -f $(DEMO_DB) || $(MAKE) --no-print-directory demo
 	$(TASKHOST) --database-url sqlite://$(DEMO_DB) --plugins $(PLUGINS) worker & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
@@ -60,7 +66,8 @@ test-tools:
 # on databases, processes and timers about half the time (`it` took 390 s at libtest's default of
 # two on 2 cores, 250 s at three).
 TEST_THREADS ?= 3
-test: plugins services test-tools install-check
+test: services test-tools
+	$(MAKE) --no-print-directory -j2 plugins install-check
 	$(CARGO) test --release --workspace --lib --bins --tests -- --test-threads=$(TEST_THREADS)
 	$(CARGO) test --release --workspace --doc
 
@@ -81,7 +88,7 @@ lint:
 	$(CARGO) clippy --release --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --release --no-deps -p taskhost --all-features
 
-bench: plugins build
+bench: plugins-and-host
 	$(CARGO) bench -p taskhost
 
 clean:

@@ -62,12 +62,13 @@ publish() { # name, built file
     built+=("$1")
 }
 
-# Rust
+# Rust, in a target directory of its own: `make demo` and `make test` build the handlers beside the
+# host, and one target directory is one lock (the host's build would hold this one up to its end).
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
-cargo build --quiet --manifest-path plugins/Cargo.toml --target wasm32-wasip2 --release --target-dir "$target_dir"
+cargo build --quiet --manifest-path plugins/Cargo.toml --target wasm32-wasip2 --release --target-dir "$target_dir/plugins-cargo"
 for manifest in plugins/*/Cargo.toml; do
     name=$(basename "$(dirname "$manifest")")
-    publish "$name" "$target_dir/wasm32-wasip2/release/${name//-/_}.wasm"
+    publish "$name" "$target_dir/plugins-cargo/wasm32-wasip2/release/${name//-/_}.wasm"
 done
 
 # Python (a handler with a wit/ of its own, py-webhook's, is built against its task-handler-http world)
