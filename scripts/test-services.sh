@@ -26,7 +26,7 @@ wait_for() { # what, command...
 
 # --- faketime: worker processes with their clocks set apart (host/tests/it/clocks.rs) -------
 command -v faketime >/dev/null || apt_install faketime
-# --- ip and iptables: workers in network namespaces, partitions (host/tests/chaos.rs) -----
+# --- ip and iptables: workers in network namespaces, partitions (host/tests/it/chaos/) ---
 command -v ip >/dev/null || apt_install iproute2
 command -v iptables >/dev/null || apt_install iptables
 
@@ -67,13 +67,21 @@ $SUDO mariadb -e "CREATE DATABASE IF NOT EXISTS test;
 wait_for "MariaDB database test" mariadb -h 127.0.0.1 -u taskhost test -e "SELECT 1"
 echo "MariaDB $(mariadb -N -e 'SELECT VERSION()' 2>/dev/null) is up: mysql://taskhost@127.0.0.1:3306/test"
 
+# --- the servers of the tests that stop theirs (scripts/own-servers.sh) -------------------
+bash "$(dirname "$0")/own-servers.sh" start all
+echo "PostgreSQL and MariaDB for the restart tests are up: ports 5433 and 3307"
+
 # --- leftovers ------------------------------------------------------------------------------
 # Tests drop the schemas and databases they make (t_ and 16 hex digits); a test run that was
 # killed leaves its own behind: dropped here, before the next run.
-for s in $(psql -qtAc "SELECT nspname FROM pg_namespace WHERE nspname ~ '^t_[0-9a-f]{16}$'" \
-        "postgres://postgres@127.0.0.1:5432/test"); do
-    psql -qc "SET client_min_messages = warning; DROP SCHEMA $s CASCADE" "postgres://postgres@127.0.0.1:5432/test" >/dev/null
+for port in 5432 5433; do
+    url="postgres://postgres@127.0.0.1:$port/test"
+    for s in $(psql -qtAc "SELECT nspname FROM pg_namespace WHERE nspname ~ '^t_[0-9a-f]{16}$'" "$url"); do
+        psql -qc "SET client_min_messages = warning; DROP SCHEMA $s CASCADE" "$url" >/dev/null
+    done
 done
-for d in $(mariadb -h 127.0.0.1 -u taskhost -N -e "SHOW DATABASES" | grep -E '^t_[0-9a-f]{16}$'); do
-    mariadb -h 127.0.0.1 -u taskhost -e "DROP DATABASE $d"
+for port in 3306 3307; do
+    for d in $(mariadb -h 127.0.0.1 -P $port -u taskhost -N -e "SHOW DATABASES" | grep -E '^t_[0-9a-f]{16}$'); do
+        mariadb -h 127.0.0.1 -P $port -u taskhost -e "DROP DATABASE $d"
+    done
 done

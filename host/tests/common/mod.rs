@@ -101,6 +101,16 @@ impl Env {
         (Self::build(plugins, Arc::new(clock.clone()), db.scratch().await).await, clock)
     }
 
+    /// On `db`'s server of the tests that stop theirs ([`own_server`]), with the real clock.
+    pub async fn on_own_server(db: Db, plugins: &[&str]) -> Env {
+        let scratch = match db {
+            Db::Sqlite => panic!("SQLite has no server to stop"),
+            Db::Postgres => postgres_scratch_on(OWN_POSTGRES).await,
+            Db::MySql => mysql_scratch_on(OWN_MYSQL).await,
+        };
+        Self::build(plugins, Arc::new(SystemClock), Some(scratch)).await
+    }
+
     /// On PostgreSQL (a fresh schema in database `test`) instead of a SQLite file.
     pub async fn postgres(plugins: &[&str]) -> Env {
         Self::build(plugins, Arc::new(SystemClock), Some(postgres_scratch().await)).await
@@ -254,20 +264,43 @@ impl Drop for ScratchDb {
     }
 }
 
+/// The servers of the tests that stop their server (`scripts/own-servers.sh`), apart from the
+/// shared ones so that the other tests run beside them.
+pub const OWN_POSTGRES: &str = "postgres://postgres@127.0.0.1:5433/test";
+pub const OWN_MYSQL: &str = "mysql://taskhost@127.0.0.1:3307/test";
+
+/// Stop, start or restart `db`'s own server ([`OWN_POSTGRES`], [`OWN_MYSQL`]), waiting until it
+/// is down or answers.
+pub fn own_server(db: Db, action: &str) {
+    let which = match db {
+        Db::Sqlite => panic!("SQLite has no server to stop"),
+        Db::Postgres => "postgres",
+        Db::MySql => "mysql",
+    };
+    let script = repo_root().join("scripts/own-servers.sh");
+    let ok = Command::new("bash").arg(&script).args([action, which]).status().expect("bash").success();
+    assert!(ok, "own-servers.sh {action} {which} failed");
+}
+
 /// A new, empty schema in the test PostgreSQL database. Panics when the server is not there: a
 /// missing backend fails its tests, it is never skipped.
 pub async fn postgres_scratch() -> ScratchDb {
-    use sqlx::Connection;
     let base =
         std::env::var("TASKHOST_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let mut conn = sqlx::PgConnection::connect(&base)
+    postgres_scratch_on(&base).await
+}
+
+/// A new, empty schema in the PostgreSQL database at `base`.
+pub async fn postgres_scratch_on(base: &str) -> ScratchDb {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(base)
         .await
         .unwrap_or_else(|e| panic!("PostgreSQL at {base} is needed (scripts/test-services.sh starts it): {e}"));
     let schema = format!("t_{:016x}", rand::random::<u64>());
     sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&mut conn).await.expect("create schema");
     ScratchDb {
         url: format!("{base}?options=-c%20search_path%3D{schema}"),
-        admin_url: base,
+        admin_url: base.to_string(),
         drop_sql: format!("DROP SCHEMA {schema} CASCADE"),
     }
 }
@@ -275,15 +308,20 @@ pub async fn postgres_scratch() -> ScratchDb {
 /// A new, empty database on the test MariaDB/MySQL server. Panics when the server is not there:
 /// a missing backend fails its tests, it is never skipped.
 pub async fn mysql_scratch() -> ScratchDb {
-    use sqlx::Connection;
     let base = std::env::var("TASKHOST_TEST_MYSQL").unwrap_or_else(|_| "mysql://taskhost@127.0.0.1:3306/test".into());
-    let mut conn = sqlx::MySqlConnection::connect(&base)
+    mysql_scratch_on(&base).await
+}
+
+/// A new, empty database on the MariaDB/MySQL server at `base`.
+pub async fn mysql_scratch_on(base: &str) -> ScratchDb {
+    use sqlx::Connection;
+    let mut conn = sqlx::MySqlConnection::connect(base)
         .await
         .unwrap_or_else(|e| panic!("MariaDB/MySQL at {base} is needed (scripts/test-services.sh starts it): {e}"));
     let db = format!("t_{:016x}", rand::random::<u64>());
     sqlx::query(&format!("CREATE DATABASE {db}")).execute(&mut conn).await.expect("create database");
     let (server, _) = base.rsplit_once('/').expect("URL has a database");
-    ScratchDb { url: format!("{server}/{db}"), admin_url: base.clone(), drop_sql: format!("DROP DATABASE {db}") }
+    ScratchDb { url: format!("{server}/{db}"), admin_url: base.to_string(), drop_sql: format!("DROP DATABASE {db}") }
 }
 
 pub fn app_config(db_url: &str, plugins: &Path) -> AppConfig {

@@ -1,8 +1,8 @@
 //! The integration tests, in one binary: one link of wasmtime, Cranelift and sqlx instead of one
 //! a file, and the example handlers built once. A module an area; a test runs alone by its path
 //! (`cargo test --release --test it worker::runs_a_task_and_stores_its_results`), an area by its
-//! module (`--test it worker::`). The tests that stop the shared database servers live apart, in
-//! binaries of their own, which cargo runs one at a time: `chaos` and `server_restarts`.
+//! module (`--test it worker::`). The tests that stop their database server do so on servers of
+//! their own (`chaos`), so they run beside the rest.
 
 #[macro_use]
 #[path = "../common/mod.rs"]
@@ -11,6 +11,7 @@ mod common;
 mod suite;
 
 mod bench;
+mod chaos;
 mod cli;
 mod cli_config;
 mod cli_limits;

@@ -18,24 +18,19 @@
 //!   which a claim landing after its runner's time-out once left).
 //!
 //! `TASKHOST_CHAOS_SECONDS` (default 45) sets how long the faults go on, per server; CI runs the
-//! default, a longer run is `TASKHOST_CHAOS_SECONDS=600 cargo test --release --test chaos`. Each
-//! run prints its figures. The two servers' runs take turns (they share two cores).
-
-mod common;
+//! default, a longer run is `TASKHOST_CHAOS_SECONDS=600 cargo test --release --test it chaos::`.
+//! Each run prints its figures.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::netns::{require_root, Forwarder, Host};
-use common::process::{signal, skewed};
-use common::{Db, Env};
+use crate::common::netns::{require_root, Forwarder, Host};
+use crate::common::process::{signal, skewed};
+use crate::common::{self, own_server, Db, Env};
 use taskhost::model::{NewTask, RunStatus, TaskFilter, TaskState};
-
-/// One server's run at a time.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Each worker's clock offset (libfaketime's syntax) and the same in nanoseconds.
 const SKEWS: [Option<(&str, i128)>; 3] = [None, Some(("+90s", 90_000_000_000)), Some(("-40s", -40_000_000_000))];
@@ -120,29 +115,6 @@ fn server_of(url: &str) -> SocketAddr {
     hostport.parse().unwrap_or_else(|e| panic!("{hostport}: {e}"))
 }
 
-fn run_shell(cmd: &str) {
-    let ok = Command::new("bash").args(["-c", cmd]).status().expect("bash").success();
-    assert!(ok, "{cmd} failed");
-}
-
-/// Stop the server and start it again, waiting until it answers.
-fn restart_server(db: Db) {
-    match db {
-        Db::Postgres => {
-            let ver = std::fs::read_dir("/etc/postgresql").expect("PostgreSQL").flatten().map(|e| e.file_name());
-            let ver = ver.max().expect("a version").to_string_lossy().into_owned();
-            run_shell(&format!("pg_ctlcluster --skip-systemctl-redirect {ver} main restart -m fast"));
-            run_shell("for i in $(seq 300); do pg_isready -q -h 127.0.0.1 && exit 0; sleep 0.1; done; exit 1");
-        }
-        Db::MySql => {
-            run_shell("mariadb-admin shutdown");
-            run_shell("start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql");
-            run_shell("for i in $(seq 300); do mariadb-admin ping >/dev/null 2>&1 && exit 0; sleep 0.1; done; exit 1");
-        }
-        Db::Sqlite => unreachable!("one machine: no partitions"),
-    }
-}
-
 /// A run as its guest saw it: its start and the last time it said it was running, on the real
 /// clock (the worker's offset taken out), and whether it reached its end.
 #[derive(Debug)]
@@ -203,11 +175,10 @@ async fn one_active_run_each(env: &Env) -> usize {
     tasks.len()
 }
 
-async fn chaos(db: Db) {
+pub async fn chaos(db: Db) {
     require_root();
-    let _one = ONE_AT_A_TIME.lock().await;
     let seconds: u64 = std::env::var("TASKHOST_CHAOS_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(45);
-    let env = Env::on(db, &["witness"]).await;
+    let env = Env::on_own_server(db, &["witness"]).await;
     let server = server_of(&env.db_url);
     let mut workers = Vec::new();
     let mut dirs = Vec::new();
@@ -311,7 +282,7 @@ async fn chaos(db: Db) {
         }
         if !restarted && started.elapsed() >= Duration::from_secs(seconds / 2) {
             restarted = true;
-            tokio::task::spawn_blocking(move || restart_server(db)).await.expect("restart");
+            tokio::task::spawn_blocking(move || own_server(db, "restart")).await.expect("restart");
         }
     }
 
@@ -433,14 +404,4 @@ async fn chaos(db: Db) {
          {} ms",
         if closest == i128::MAX { -1 } else { closest / 1_000_000 }
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chaos_on_postgres() {
-    chaos(Db::Postgres).await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chaos_on_mysql() {
-    chaos(Db::MySql).await
 }

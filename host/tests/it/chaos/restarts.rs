@@ -1,8 +1,5 @@
 //! A database server stopped and started under a running worker: the worker logs, backs off,
-//! reconnects and drains the queue; nothing is lost and it does not crash. These tests stop the
-//! shared test servers, so they live alone in this file and run one after the other.
-
-mod common;
+//! reconnects and drains the queue; nothing is lost and it does not crash.
 
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
@@ -10,21 +7,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{wait_until, Env};
+use crate::common::{self, own_server, wait_until, Db, Env};
 use taskhost::model::{NewTask, RunStatus};
 
-fn sh(cmd: &str) {
-    let ok = Command::new("bash").args(["-c", cmd]).status().expect("run shell").success();
-    assert!(ok, "command failed: {cmd}");
-}
-
-fn up(cmd: &str) -> bool {
-    Command::new("bash")
-        .args(["-c", cmd])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+/// Whether `db`'s own server answers.
+fn up(db: Db) -> bool {
+    let (program, args): (&str, &[&str]) = match db {
+        Db::Postgres => ("pg_isready", &["-q", "-h", "127.0.0.1", "-p", "5433"]),
+        _ => ("mariadb-admin", &["--socket=/run/mysqld/restarts.sock", "ping"]),
+    };
+    Command::new(program).args(args).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
 }
 
 fn spawn_worker(env: &Env) -> Child {
@@ -52,7 +44,8 @@ fn failed_attempts(worker: &mut Child) -> Arc<AtomicUsize> {
     failed
 }
 
-async fn survives_a_restart(mut env: Env, stop: &str, start: &str, is_up: &str) {
+pub async fn survives_a_restart(db: Db) {
+    let mut env = Env::on_own_server(db, &["echo", "spin"]).await;
     // The slow run below must still be running when the server goes: fuel and deadline far beyond.
     env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"1h\"\n").await;
     let mut worker = spawn_worker(&env);
@@ -71,8 +64,8 @@ async fn survives_a_restart(mut env: Env, stop: &str, start: &str, is_up: &str) 
         store.counts().await.map(|c| c.success == 200).unwrap_or(false)
     })
     .await;
-    sh(stop);
-    assert!(!up(is_up), "the server is down");
+    own_server(db, "stop");
+    assert!(!up(db), "the server is down");
     // Down for a while: the worker keeps failing to claim (three more times) and must not exit.
     let before = failed.load(Ordering::SeqCst);
     wait_until(Duration::from_secs(60), "the worker tried three more times", || async {
@@ -80,8 +73,8 @@ async fn survives_a_restart(mut env: Env, stop: &str, start: &str, is_up: &str) 
     })
     .await;
     assert!(worker.try_wait().expect("try_wait").is_none(), "the worker is still up while the database is down");
-    sh(start);
-    wait_until(Duration::from_secs(60), "the server is back", || async { up(is_up) }).await;
+    own_server(db, "start");
+    wait_until(Duration::from_secs(60), "the server is back", || async { up(db) }).await;
     let more = env.app.client.add_many((0..200).map(|_| NewTask::new("echo", "{}")).collect()).await.expect("add");
     wait_until(Duration::from_secs(120), "the worker drained the queue after the restart", || async {
         store.counts().await.map(|c| c.success == 400).unwrap_or(false)
@@ -97,7 +90,7 @@ async fn survives_a_restart(mut env: Env, stop: &str, start: &str, is_up: &str) 
         store.runs_of(slow).await.is_ok_and(|r| r.first().is_some_and(|r| r.status == RunStatus::Running))
     })
     .await;
-    sh(stop);
+    own_server(db, "stop");
     let asked = std::time::Instant::now();
     Command::new("kill").args(["-TERM", &worker.id().to_string()]).status().expect("kill");
     let mut tick = tokio::time::interval(Duration::from_millis(50));
@@ -109,32 +102,8 @@ async fn survives_a_restart(mut env: Env, stop: &str, start: &str, is_up: &str) 
     let status = worker.wait().expect("wait");
     assert!(status.success(), "the worker exits cleanly though the database is down");
     eprintln!("stopped {stopped_after:?} after SIGTERM with the database down");
-    sh(start);
-    wait_until(Duration::from_secs(60), "the server is back", || async { up(is_up) }).await;
+    own_server(db, "start");
+    wait_until(Duration::from_secs(60), "the server is back", || async { up(db) }).await;
     // Nothing lost: the run is left to the overseer (still running, its runner found dead later).
     assert_eq!(store.runs_of(slow).await.expect("runs")[0].status, RunStatus::Running);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn workers_survive_database_restarts() {
-    let ver = std::fs::read_dir("/etc/postgresql")
-        .expect("PostgreSQL installed")
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .max()
-        .expect("a cluster");
-    survives_a_restart(
-        Env::postgres(&["echo", "spin"]).await,
-        &format!("pg_ctlcluster --skip-systemctl-redirect {ver} main stop -m fast"),
-        &format!("pg_ctlcluster --skip-systemctl-redirect {ver} main start"),
-        "pg_isready -q -h 127.0.0.1 -p 5432",
-    )
-    .await;
-    survives_a_restart(
-        Env::mysql(&["echo", "spin"]).await,
-        "mariadb-admin shutdown",
-        "start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql",
-        "mariadb-admin ping",
-    )
-    .await;
 }

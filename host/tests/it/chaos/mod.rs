@@ -1,0 +1,19 @@
+//! The tests that stop their database server: workers under partitions, slow and lossy links,
+//! kills and a server restart ([`partitions`]), and workers whose server stops and starts under
+//! them ([`restarts`]). They run on a PostgreSQL cluster and a MariaDB instance of their own
+//! (`scripts/own-servers.sh`, started by `scripts/test-services.sh`), so the rest of the suite runs
+//! beside them; and in one test, so that they take turns on those servers holding one test thread
+//! (a test waiting for its turn would hold another).
+
+mod partitions;
+mod restarts;
+
+use crate::common::Db;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_then_server_restarts_on_postgres_then_mysql() {
+    partitions::chaos(Db::Postgres).await;
+    partitions::chaos(Db::MySql).await;
+    restarts::survives_a_restart(Db::Postgres).await;
+    restarts::survives_a_restart(Db::MySql).await;
+}
