@@ -8,7 +8,7 @@ PLUGINS  := target/plugins
 DEMO_DB  := target/demo.db
 TASKHOST := target/release/taskhost
 
-.PHONY: demo dashboard test lint plugins plugins-and-host build install install-check features-check bench wasm-target services test-tools clean
+.PHONY: demo dashboard test lint plugins demo-plugins build install install-check features-check bench wasm-target services test-tools clean
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -16,13 +16,11 @@ wasm-target:
 plugins: wasm-target
 	bash plugins/build.sh
 
-# The example handlers beside the host: their builds (cargo for wasm in a target directory of its own,
-# componentize-py, componentize-js, clang) mostly take one core, and the host's build leaves one free
-# for much of its length (Cranelift's code generator alone is a crate of nearly three minutes). `-j`
-# without a number: a limit would make a jobserver, and cargo would then build with one job while
-# the handlers build.
-plugins-and-host:
-	$(MAKE) --no-print-directory -j plugins build
+# The handlers the demo runs (all Rust): `make demo` builds only these, without the Python,
+# JavaScript and C toolchains (`make plugins` builds every example).
+DEMO_HANDLERS := echo fail noop word-count
+demo-plugins: wasm-target
+	bash plugins/build.sh $(DEMO_HANDLERS)
 
 build:
 	$(CARGO) build --release -p taskhost
@@ -41,13 +39,13 @@ install-check: build
 	target/install-check/bin/taskhost new c hello --dir target/install-check/hello >/dev/null
 	test -x target/install-check/hello/build.sh
 
-demo: plugins-and-host
+demo: demo-plugins build
 	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm $(DEMO_DB)-turn $(DEMO_DB)-waiting
 	$(TASKHOST) --database-url sqlite://$(DEMO_DB) --plugins $(PLUGINS) demo
 
 # The demo's queue in a browser: `taskhost serve` on 127.0.0.1:8080 (the dashboard at /, the API
 # under /api/v1) with a worker beside it, until Ctrl-C. Runs the demo first when it has not run.
-dashboard: plugins-and-host
+dashboard: demo-plugins build
 	@test -f $(DEMO_DB) || $(MAKE) --no-print-directory demo
 	$(TASKHOST) --database-url sqlite://$(DEMO_DB) --plugins $(PLUGINS) worker & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
@@ -69,8 +67,7 @@ test-tools:
 # on 2 cores, 250 s at three), and one of them, the tests that stop their own servers (it/chaos/),
 # holds a thread for four minutes using half a core.
 TEST_THREADS ?= 4
-test: services test-tools
-	$(MAKE) --no-print-directory -j plugins install-check
+test: plugins services test-tools install-check
 	$(CARGO) test --release --workspace --lib --bins --tests -- --test-threads=$(TEST_THREADS)
 	$(CARGO) test --release --workspace --doc
 
@@ -91,7 +88,7 @@ lint:
 	$(CARGO) clippy --release --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --release --no-deps -p taskhost --all-features
 
-bench: plugins-and-host
+bench: plugins build
 	$(CARGO) bench -p taskhost
 
 clean:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build every example handler from source into $TASKHOST_PLUGIN_OUT (default target/plugins):
+# Build the example handlers from source into $TASKHOST_PLUGIN_OUT (default target/plugins): every one,
+# or those named (`plugins/build.sh echo noop`: `make demo` builds the four it runs, all Rust):
 #   Rust        plugins/*/Cargo.toml     cargo, target wasm32-wasip2 (added with rustup if missing)
 #   Python      plugins/*/app.py         componentize-py (PyPI), in a venv under target/tools/py
 #   JavaScript  plugins/*/app.js         componentize-js (npm), under target/tools/js
@@ -52,6 +53,18 @@ c_tools() {
     else sudo apt-get install -y -q clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32 >/dev/null; fi
 }
 
+# The handlers named on the command line; none named: every one.
+wanted() {
+    [ ${#only[@]} = 0 ] && return 0
+    local n
+    for n in "${only[@]}"; do [ "$n" = "$1" ] && return 0; done
+    return 1
+}
+only=("$@")
+for n in "${only[@]}"; do
+    [ -d "plugins/$n" ] || { echo "error: no example handler named $n in plugins/" >&2; exit 2; }
+done
+
 built=()
 publish() { # name, built file
     local dest=$out
@@ -62,19 +75,27 @@ publish() { # name, built file
     built+=("$1")
 }
 
-# Rust, in a target directory of its own: `make demo` and `make test` build the handlers beside the
-# host, and one target directory is one lock (the host's build would hold this one up to its end).
+# Rust
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
-cargo build --quiet --manifest-path plugins/Cargo.toml --target wasm32-wasip2 --release --target-dir "$target_dir/plugins-cargo"
+crates=()
 for manifest in plugins/*/Cargo.toml; do
     name=$(basename "$(dirname "$manifest")")
-    publish "$name" "$target_dir/plugins-cargo/wasm32-wasip2/release/${name//-/_}.wasm"
+    wanted "$name" && crates+=(-p "$name")
+done
+if [ ${#crates[@]} -gt 0 ]; then
+    cargo build --quiet --manifest-path plugins/Cargo.toml --target wasm32-wasip2 --release --target-dir "$target_dir" "${crates[@]}"
+fi
+for manifest in plugins/*/Cargo.toml; do
+    name=$(basename "$(dirname "$manifest")")
+    wanted "$name" || continue
+    publish "$name" "$target_dir/wasm32-wasip2/release/${name//-/_}.wasm"
 done
 
 # Python (a handler with a wit/ of its own, py-webhook's, is built against its task-handler-http world)
 for app in plugins/*/app.py; do
     [ -e "$app" ] || continue
     dir=$(dirname "$app"); name=$(basename "$dir")
+    wanted "$name" || continue
     wit=wit world=task-handler
     [ -d "$dir/wit" ] && wit=$dir/wit world=task-handler-http
     if stale "$stage/$name.wasm" "$dir"/*.py wit/*.wit "$wit"/*.wit plugins/build.sh; then
@@ -89,6 +110,7 @@ done
 for app in plugins/*/app.js; do
     [ -e "$app" ] || continue
     dir=$(dirname "$app"); name=$(basename "$dir")
+    wanted "$name" || continue
     if stale "$stage/$name.wasm" "$dir"/*.js wit/*.wit plugins/build.sh; then
         js_tools
         off="random clocks http fetch-event"
@@ -105,6 +127,7 @@ done
 for gen in plugins/*/gen; do
     [ -d "$gen" ] || continue
     dir=$(dirname "$gen"); name=$(basename "$dir")
+    wanted "$name" || continue
     if stale "$stage/$name.wasm" "$dir"/*.c "$gen"/* plugins/build.sh; then
         c_tools
         py_tools
@@ -119,6 +142,7 @@ done
 for wat in plugins/*/*.wat; do
     [ -e "$wat" ] || continue
     name=$(basename "$wat" .wat)
+    wanted "$(basename "$(dirname "$wat")")" || continue
     if stale "$stage/$name.wasm" "$wat" wit/*.wit; then
         py_tools
         "$tools/py/bin/wasm-tools" parse "$wat" -o "$stage/$name.core.wasm"
