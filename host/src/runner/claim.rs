@@ -86,6 +86,12 @@ impl Claimer<'_> {
             Ok(free) => free,
             Err(reason) => return Step::Exit(reason, None),
         };
+        // Tasks this process queues from here on wake the next wait; those before, the queues read
+        // next and this claim see. (Marked after that read, a task queued between them was in
+        // neither: a worker of every queue then read no queue for it and slept to its poll.)
+        if let Some(adds) = &mut self.local_adds {
+            adds.borrow_and_update();
+        }
         let queues = match self.queues_now().await {
             Ok(Ok(queues)) => queues,
             Ok(Err(e)) => return self.back_off(&format!("listing the queues failed: {e}")).await,
@@ -166,10 +172,6 @@ impl Claimer<'_> {
             r = self.exits.recv() => return Err(r.unwrap_or(ExitReason::Shutdown)),
             _ = &mut self.shutdown => return Err(ExitReason::Shutdown),
             _ = std::future::ready(()) => {}
-        }
-        // Tasks this process queued from here on wake the next wait; those before, this claim sees.
-        if let Some(adds) = &mut self.local_adds {
-            adds.borrow_and_update();
         }
         let loaded = self.worker.loading.as_ref().is_none_or(|l| l.borrow().done);
         // Only tasks whose handler is loaded here: a worker without a handler leaves its tasks
