@@ -62,11 +62,12 @@ test-tools:
 
 # The library's, the command's and the integration tests, then the documentation's examples. Not
 # the example program: `make lint`'s clippy checks it (every target), and building it in the
-# release profile here took a minute of a first `make test`. Four test threads: the tests wait on
+# release profile here took a minute of a first `make test`. Three test threads: the tests wait on
 # databases, processes and timers about half the time (`it` took 390 s at libtest's default of two
-# on 2 cores, 250 s at three), and one of them, the tests that stop their own servers (it/chaos/),
-# holds a thread for four minutes using half a core.
-TEST_THREADS ?= 4
+# on 2 cores, 250 s at three); one of them, the tests that stop their own servers (it/chaos/), holds
+# a thread for four minutes using half a core. (At four, two tests failed once under the load: a
+# lost wake-up, since fixed, and a timing assertion.)
+TEST_THREADS ?= 3
 test: plugins services test-tools install-check
 	$(CARGO) test --release --workspace --lib --bins --tests -- --test-threads=$(TEST_THREADS)
 	$(CARGO) test --release --workspace --doc
