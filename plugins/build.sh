@@ -91,16 +91,20 @@ for manifest in plugins/*/Cargo.toml; do
     publish "$name" "$target_dir/wasm32-wasip2/release/${name//-/_}.wasm"
 done
 
-# Python (a handler with a wit/ of its own, py-webhook's, is built against its task-handler-http world)
+# Python. A handler written with taskhost's SDK (its app.py imports taskhost) is built with the SDK
+# (sdk/python) as its entry and against the task-handler-http world, as `taskhost new python` builds
+# one; any other against its own wit/ (task-handler-http) or taskhost's (task-handler).
+http_wit=plugins/py-webhook/wit
 for app in plugins/*/app.py; do
     [ -e "$app" ] || continue
     dir=$(dirname "$app"); name=$(basename "$dir")
     wanted "$name" || continue
-    wit=wit world=task-handler
+    wit=wit world=task-handler entry=(app -p "$dir")
     [ -d "$dir/wit" ] && wit=$dir/wit world=task-handler-http
-    if stale "$stage/$name.wasm" "$dir"/*.py wit/*.wit "$wit"/*.wit plugins/build.sh; then
+    grep -q '^import taskhost' "$app" && wit=$http_wit world=task-handler-http entry=(taskhost -p "$dir" -p sdk/python)
+    if stale "$stage/$name.wasm" "$dir"/*.py sdk/python/*.py wit/*.wit "$wit"/*.wit plugins/build.sh; then
         py_tools
-        "$tools/py/bin/componentize-py" -d "$wit" -w "$world" componentize app -p "$dir" -o "$stage/$name.wasm" >/dev/null
+        "$tools/py/bin/componentize-py" -d "$wit" -w "$world" componentize "${entry[@]}" -o "$stage/$name.wasm" >/dev/null
     fi
     publish "$name" "$stage/$name.wasm"
 done

@@ -51,6 +51,10 @@ macro_rules! template {
 const WIT: (&str, Contents) =
     ("wit/task-handler.wit", Contents::Bytes(include_bytes!("../../../wit/task-handler.wit")));
 
+/// taskhost's Python SDK, the entry of every Python handler `taskhost new` writes.
+const PYTHON_SDK: (&str, Contents) =
+    ("sdk/taskhost.py", Contents::Bytes(include_bytes!("../../../sdk/python/taskhost.py")));
+
 /// py-webhook's wit/: the world with wasi:http, and WASI 0.2.12's WIT it needs.
 macro_rules! http_wit {
     ($($file:literal),*) => {
@@ -72,13 +76,13 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
             template!("rust/build.sh"),
             WIT,
         ],
-        (Language::Python, false) => vec![template!("python/app.py"), template!("python/build.sh"), WIT],
-        (Language::Python, true) => {
-            let mut files = vec![
-                ("python/app.py", Contents::Example(include_str!("../../../plugins/py-webhook/app.py"), "py-webhook")),
-                template!("python/build.sh"),
-                WIT,
-            ];
+        (Language::Python, http) => {
+            let app = if http {
+                ("python/app.py", Contents::Example(include_str!("../../../plugins/py-webhook/app.py"), "py-webhook"))
+            } else {
+                template!("python/app.py")
+            };
+            let mut files = vec![app, template!("python/build.sh"), PYTHON_SDK, WIT];
             files.extend(http_wit());
             files
         }
@@ -128,8 +132,8 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
     }
 }
 
-/// The world with wasi:http and WASI 0.2.12's WIT it needs, for Python and C handlers that make
-/// requests.
+/// The world with wasi:http and WASI 0.2.12's WIT it needs: for every Python handler (the SDK
+/// imports wasi:http) and for C handlers that make requests.
 fn http_wit() -> Vec<(&'static str, Contents)> {
     http_wit!("cli.wit", "clocks.wit", "filesystem.wit", "http.wit", "io.wit", "random.wit", "sockets.wit")
 }

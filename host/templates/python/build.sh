@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds plugins/{{name}}.wasm with componentize-py, installed on first use in a virtual
-# environment (.venv; Debian: apt-get install python3-venv).
+# environment (.venv; Debian: apt-get install python3-venv). sdk/taskhost.py is taskhost's
+# Python SDK and the component's entry: it calls handle() in app.py.
 set -e
 cd "$(dirname "$0")"
 venv=${VENV:-.venv}
@@ -9,5 +10,5 @@ if [ ! -x "$venv/bin/componentize-py" ]; then
     "$venv/bin/pip" install --quiet componentize-py==0.25.1
 fi
 mkdir -p plugins
-"$venv/bin/componentize-py" -d wit -w {{world}} componentize app -p . -o plugins/{{name}}.wasm
+"$venv/bin/componentize-py" -d wit -w task-handler-http componentize taskhost -p . -p sdk -o plugins/{{name}}.wasm
 echo "built plugins/{{name}}.wasm"

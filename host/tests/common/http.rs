@@ -140,7 +140,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(conn: S, seen: Arc<Mutex<Vec<S
     }
     let mut parts = line.split_whitespace();
     let (method, target) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
-    let (mut host, mut length, mut chunked) = (None, 0usize, false);
+    let (mut host, mut length, mut chunked, mut content_type) = (None, 0usize, false, None);
     loop {
         let mut h = String::new();
         if reader.read_line(&mut h).await.unwrap_or(0) == 0 || h.trim().is_empty() {
@@ -152,6 +152,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(conn: S, seen: Arc<Mutex<Vec<S
             "host" => host = Some(value),
             "content-length" => length = value.parse().unwrap_or(0),
             "transfer-encoding" => chunked = value.eq_ignore_ascii_case("chunked"),
+            "content-type" => content_type = Some(value),
             _ => {}
         }
     }
@@ -188,9 +189,18 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(conn: S, seen: Arc<Mutex<Vec<S
     let path = target.split('?').next().unwrap_or("");
     let head = |status: &str, extra: &str| format!("HTTP/1.1 {status}\r\nconnection: close\r\n{extra}\r\n");
     let _ = match path {
+        // The body back, with its content type.
         "/echo" => {
-            let h = head("200 OK", &format!("content-length: {}\r\n", body.len()));
+            let kind = content_type.map(|t| format!("content-type: {t}\r\n")).unwrap_or_default();
+            let h = head("200 OK", &format!("{kind}content-length: {}\r\n", body.len()));
             conn.write_all(&[h.as_bytes(), &body].concat()).await
+        }
+        // `?code=N`: that status, with a short body naming it.
+        "/status" => {
+            let code = query_number(&target, "code");
+            let text = format!("status {code}");
+            let h = head(&format!("{code} Status"), &format!("content-length: {}\r\n", text.len()));
+            conn.write_all(format!("{h}{text}").as_bytes()).await
         }
         "/redirect" => {
             let to = target.split_once("to=").map(|(_, u)| u).unwrap_or("/");

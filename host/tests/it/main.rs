@@ -35,6 +35,7 @@ mod overseer_lease;
 mod promises;
 mod sandbox;
 mod schema;
+mod sdk;
 mod serve;
 mod serve_limits;
 mod sockets;

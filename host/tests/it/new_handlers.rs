@@ -46,7 +46,7 @@ fn build(dir: &Path) {
 }
 
 /// Every file a new handler is made of, relative to its directory, with the ones the page
-/// does not show (the WIT, generated bindings, binaries) left out.
+/// does not show (the WIT, generated bindings, the SDK, binaries) left out.
 fn shown_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
@@ -56,7 +56,7 @@ fn shown_files(dir: &Path) -> Vec<PathBuf> {
             let relative = path.strip_prefix(dir).expect("inside").to_path_buf();
             let first = relative.components().next().map(|c| c.as_os_str().to_string_lossy().into_owned());
             if path.is_dir() {
-                if !matches!(first.as_deref(), Some("wit" | "gen")) {
+                if !matches!(first.as_deref(), Some("wit" | "gen" | "sdk")) {
                     todo.push(path);
                 }
             } else if path.extension().is_none_or(|e| e != "wasm") {

@@ -1,0 +1,92 @@
+//! The handler SDKs (`sdk/`), through a real worker on a SQLite file, under an HTTP grant against a
+//! local server: GET, POST JSON and read JSON back, a non-2xx answer, a timeout, a body over the
+//! grant's limit, a destination not granted and a bug in the handler, each a clear error in the
+//! handler's own terms; progress and log lines reach the run.
+
+use crate::common;
+
+use common::http::HttpServer;
+use common::{drain_config, Env};
+use serde_json::{json, Value};
+use taskhost::model::{BackoffSettings, NewTask, RunStatus, TaskState};
+
+/// What one task's only run must end with: its results, or its error code and a part of its
+/// message, and whether the task is then retried.
+enum Expect {
+    Results(Value),
+    Failed { code: &'static str, retried: bool, says: String },
+}
+
+fn failed(code: &'static str, retried: bool, says: impl Into<String>) -> Expect {
+    Expect::Failed { code, retried, says: says.into() }
+}
+
+/// Queue each case for `handler` (two attempts, the retry an hour away), drain, and check each.
+async fn check(env: &Env, handler: &str, cases: Vec<(Value, Expect)>) {
+    let an_hour = BackoffSettings { base_ms: Some(3_600_000), max_ms: Some(3_600_000) };
+    let mut ids = Vec::new();
+    for (data, _) in &cases {
+        let task = NewTask::new(handler, data.to_string()).with_max_attempts(2).with_backoff(an_hour);
+        ids.push(env.app.client.add(task).await.expect("add").id);
+    }
+    let report = env.drain(drain_config()).await;
+    assert_eq!(report.runs_finished, cases.len() as u64, "{report:?}");
+    for (id, (data, expect)) in ids.into_iter().zip(cases) {
+        let (task, runs) = env.app.client.show(id).await.expect("show");
+        let run = &runs[0];
+        let message = run.error_message.as_deref().unwrap_or("");
+        match expect {
+            Expect::Results(results) => {
+                assert_eq!(run.status, RunStatus::Success, "{handler} {data}: {message}");
+                let got: Value = serde_json::from_str(run.results.as_deref().unwrap_or("null")).expect("JSON");
+                assert_eq!(got, results, "{handler} {data}");
+                assert_eq!(run.percents_completed, 100, "{handler} {data}: progress reached the run");
+                let logs = run.logs.as_deref().unwrap_or("");
+                assert!(logs.contains("[info] calling "), "{handler} {data}: the log line reached the run: {logs}");
+            }
+            Expect::Failed { code, retried, says } => {
+                assert_eq!(run.error_code.as_deref(), Some(code), "{handler} {data}: {message}");
+                assert!(message.contains(&says), "{handler} {data}: {says:?} not in {message:?}");
+                let then = if retried { TaskState::Scheduled } else { TaskState::Dead };
+                assert_eq!(task.state, then, "{handler} {data}: retried: {retried}");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_requests_under_a_grant_and_names_each_failure_in_the_handlers_terms() {
+    let server = HttpServer::start("127.0.0.1").await;
+    let elsewhere = HttpServer::start("127.0.0.1").await;
+    let mut env = Env::new(&["py-webhook"]).await;
+    let grant = format!("allow = [\"{}\"]\nmax_response_bytes = 1000", server.url("/"));
+    env.set_config(&format!("[handlers.py-webhook.grants.http]\n{grant}\n")).await;
+    let url = |path: &str| server.url(path);
+    let cases = vec![
+        (json!({"url": url("/hooks/x")}), Expect::Results(json!({"status": 200, "response": "ok"}))),
+        (
+            json!({"url": url("/echo"), "payload": {"order": 7, "items": ["é"]}}),
+            Expect::Results(json!({"status": 200, "json": {"order": 7, "items": ["é"]}})),
+        ),
+        (json!({"url": url("/status?code=503")}), failed("http-5xx", true, "answered 503: status 503")),
+        (json!({"url": url("/status?code=404")}), failed("http-4xx", false, "answered 404: status 404")),
+        (json!({"url": url("/hang"), "timeout": 0.5}), failed("request-timeout", true, "/hang: connection read timeout")),
+        (json!({"url": url("/trickle"), "timeout": 0.5}), failed("request-timeout", true, "reading the response: ")),
+        // The host's refusal names the run's code; the handler's own words follow it.
+        (json!({"url": url("/big?bytes=5000")}), failed("http-limit", false, "response-too-large: GET ")),
+        (json!({"url": elsewhere.url("/x")}), failed("denied", false, "request-denied: GET ")),
+        (json!({"url": "ftp://files"}), failed("request-failed", false, "not an http:// or https:// URL")),
+        (
+            json!({"no-url": true}),
+            failed("uncaught-exception", true, "KeyError: 'url'\nTraceback (most recent call last):\n  File \"app.py\", line 10, in handle\n    url, payload = task.data[\"url\"]"),
+        ),
+    ];
+    check(&env, "py-webhook", cases).await;
+    let seen: Vec<_> = server.seen().into_iter().map(|s| (s.method, s.target)).collect();
+    let get = |t: &str| ("GET".to_string(), t.to_string());
+    let expected = [get("/hooks/x"), ("POST".into(), "/echo".into()), get("/status?code=503"), get("/status?code=404")];
+    for request in expected {
+        assert!(seen.contains(&request), "{request:?} reached the server: {seen:?}");
+    }
+    assert!(elsewhere.seen().is_empty(), "nothing reached the destination not granted");
+}
