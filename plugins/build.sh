@@ -110,17 +110,24 @@ for app in plugins/*/app.py; do
 done
 
 # JavaScript (StarlingMonkey with WASI features off but stdio: console output and uncaught errors reach the
-# run's logs; a handler that calls fetch keeps http, which fetch needs)
+# run's logs; a handler that calls fetch keeps http, which fetch needs). A handler written with taskhost's
+# SDK (it imports ./sdk/taskhost.js) is built from a copy beside sdk/js/taskhost.js, as `taskhost new js`
+# lays one out, with clocks (the SDK's timeouts) and http kept.
 for app in plugins/*/app.js; do
     [ -e "$app" ] || continue
     dir=$(dirname "$app"); name=$(basename "$dir")
     wanted "$name" || continue
-    if stale "$stage/$name.wasm" "$dir"/*.js wit/*.wit plugins/build.sh; then
+    if stale "$stage/$name.wasm" "$dir"/*.js sdk/js/*.js wit/*.wit plugins/build.sh; then
         js_tools
-        off="random clocks http fetch-event"
+        source=$app off="random clocks http fetch-event"
         grep -q 'fetch(' "$app" && off="random clocks fetch-event"
+        if grep -q '"./sdk/taskhost.js"' "$app"; then
+            rm -rf "$stage/js/$name" && mkdir -p "$stage/js/$name/sdk"
+            cp "$dir"/*.js "$stage/js/$name/" && cp sdk/js/taskhost.js "$stage/js/$name/sdk/"
+            source=$stage/js/$name/app.js off="random fetch-event"
+        fi
         # shellcheck disable=SC2086 # one word a feature
-        "$tools/js/node_modules/.bin/componentize-js" "$app" --wit wit -n task-handler \
+        "$tools/js/node_modules/.bin/componentize-js" "$source" --wit wit -n task-handler \
             -d $off -o "$stage/$name.wasm" >/dev/null
     fi
     publish "$name" "$stage/$name.wasm"

@@ -1,29 +1,16 @@
-// Calls a webhook with fetch (componentize-js keeps wasi:http for a handler that calls fetch):
-// POSTs the task's `payload` as JSON to its `url`, returns the status and the start of the
-// response. A 5xx answer is a retryable failure, a 4xx one is not. The URL must be granted to
-// this handler in the operator's configuration ([handlers.js-webhook.grants.http]).
-export async function handle(task) {
-    const data = JSON.parse(task.data);
-    if (typeof data.url !== "string") {
-        throw { code: "invalid-input", message: "data has no \"url\"", retryable: false };
-    }
-    let response;
-    try {
-        response = await fetch(data.url, {
-            method: "POST",
-            headers: { "content-type": "application/json" },
-            body: JSON.stringify(data.payload ?? null),
-        });
-    } catch (e) {
-        // A refused or failed request: the host's log says which, and why.
-        throw { code: "request-failed", message: `POST ${data.url}: ${e}`, retryable: true };
-    }
-    const text = (await response.text()).slice(0, 1000);
-    if (response.status >= 500) {
-        throw { code: "http-5xx", message: `POST ${data.url} answered ${response.status}: ${text}`, retryable: true };
-    }
-    if (response.status >= 400) {
-        throw { code: "http-4xx", message: `POST ${data.url} answered ${response.status}: ${text}`, retryable: false };
-    }
-    return JSON.stringify({ status: response.status, response: text });
-}
+// Calls a webhook with taskhost's JavaScript SDK: POSTs the task's `payload` as JSON to its `url` (a GET
+// when it has none) and returns the status and the answer. A 5xx answer is retried, a 4xx one is not.
+// The URL must be granted to this handler in the operator's configuration ([handlers.js-webhook.grants.http]).
+import { handler, request, progress, log } from "./sdk/taskhost.js";
+
+export const handle = handler(async (task) => {
+  const { url, payload, timeout = 30 } = task.data;
+  log.info(`calling ${url}`);
+  const response = await request(url, { json: payload, timeout });
+  response.raiseForStatus(); // 5xx: retried; 4xx: failed for good
+  progress(100);
+  if (response.headers.get("content-type") === "application/json") {
+    return { status: response.status, json: response.json() };
+  }
+  return { status: response.status, response: response.text.slice(0, 1000) };
+});

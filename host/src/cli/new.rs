@@ -55,6 +55,9 @@ const WIT: (&str, Contents) =
 const PYTHON_SDK: (&str, Contents) =
     ("sdk/taskhost.py", Contents::Bytes(include_bytes!("../../../sdk/python/taskhost.py")));
 
+/// taskhost's JavaScript SDK, which every JavaScript handler `taskhost new` writes imports.
+const JS_SDK: (&str, Contents) = ("sdk/taskhost.js", Contents::Bytes(include_bytes!("../../../sdk/js/taskhost.js")));
+
 /// py-webhook's wit/: the world with wasi:http, and WASI 0.2.12's WIT it needs.
 macro_rules! http_wit {
     ($($file:literal),*) => {
@@ -86,12 +89,14 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
             files.extend(http_wit());
             files
         }
-        (Language::Js, false) => vec![template!("js/app.js"), template!("js/build.sh"), WIT],
-        (Language::Js, true) => vec![
-            ("js/app.js", Contents::Example(include_str!("../../../plugins/js-webhook/app.js"), "js-webhook")),
-            template!("js/build.sh"),
-            WIT,
-        ],
+        (Language::Js, http) => {
+            let app = if http {
+                ("js/app.js", Contents::Example(include_str!("../../../plugins/js-webhook/app.js"), "js-webhook"))
+            } else {
+                template!("js/app.js")
+            };
+            vec![app, template!("js/build.sh"), JS_SDK, WIT]
+        }
         // The bindings are the ones the C examples are built with (made by `wit-bindgen c`).
         (Language::C, false) => vec![
             template!("c/handler.c"),
@@ -145,21 +150,15 @@ const ADAPTER: (&str, Contents) = (
 );
 
 /// The settings a template takes besides the name: what differs for a handler making requests.
-fn settings(http: bool) -> [(&'static str, &'static str); 4] {
+fn settings(http: bool) -> [(&'static str, &'static str); 3] {
     if http {
         [
             ("{{http_dependencies}}", "# HTTP over wasi:http (block_on inside the sync export).\nwstd = \"0.6\""),
             ("{{world}}", "task-handler-http"),
-            ("{{js_disabled}}", "random clocks fetch-event"),
             ("{{c_bindings}}", "task_handler_http"),
         ]
     } else {
-        [
-            ("{{http_dependencies}}", ""),
-            ("{{world}}", "task-handler"),
-            ("{{js_disabled}}", "random clocks http fetch-event"),
-            ("{{c_bindings}}", "task_handler"),
-        ]
+        [("{{http_dependencies}}", ""), ("{{world}}", "task-handler"), ("{{c_bindings}}", "task_handler")]
     }
 }
 

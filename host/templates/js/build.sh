@@ -1,5 +1,6 @@
 #!/bin/sh
-# Builds plugins/{{name}}.wasm with componentize-js, installed with npm on first use.
+# Builds plugins/{{name}}.wasm with componentize-js, installed with npm on first use. sdk/taskhost.js
+# is taskhost's JavaScript SDK.
 set -e
 cd "$(dirname "$0")"
 tools=${NODE_TOOLS:-.}
@@ -7,8 +8,9 @@ if [ ! -x "$tools/node_modules/.bin/componentize-js" ]; then
     npm install --silent --no-audit --no-fund --prefix "$tools" @bytecodealliance/componentize-js@0.23.0
 fi
 mkdir -p plugins
-# -d: WASI features off; stdio stays (console.log lands in the run's logs). fetch needs http:
-# requests go where the operator's network grant allows.
+# -d: WASI random and the fetch-event export off. Stdio stays (console.log lands in the run's logs),
+# clocks (setTimeout, the SDK's timeouts) and http (fetch: requests go where the operator's network
+# grant allows).
 "$tools/node_modules/.bin/componentize-js" app.js --wit wit -n task-handler \
-    -d {{js_disabled}} -o plugins/{{name}}.wasm
+    -d random fetch-event -o plugins/{{name}}.wasm
 echo "built plugins/{{name}}.wasm"

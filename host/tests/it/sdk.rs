@@ -54,13 +54,14 @@ async fn check(env: &Env, handler: &str, cases: Vec<(Value, Expect)>) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_python_sdk_requests_under_a_grant_and_names_each_failure_in_the_handlers_terms() {
+/// The same webhook in `handler`'s language on the same answers; `own` is what differs: the handler's
+/// words for a response over the limit and for a failed request, and a bug's data and report.
+async fn webhook_cases(handler: &str, own: Own) {
     let server = HttpServer::start("127.0.0.1").await;
     let elsewhere = HttpServer::start("127.0.0.1").await;
-    let mut env = Env::new(&["py-webhook"]).await;
+    let mut env = Env::new(&[handler]).await;
     let grant = format!("allow = [\"{}\"]\nmax_response_bytes = 1000", server.url("/"));
-    env.set_config(&format!("[handlers.py-webhook.grants.http]\n{grant}\n")).await;
+    env.set_config(&format!("[handlers.{handler}.grants.http]\n{grant}\n")).await;
     let url = |path: &str| server.url(path);
     let cases = vec![
         (json!({"url": url("/hooks/x")}), Expect::Results(json!({"status": 200, "response": "ok"}))),
@@ -70,23 +71,57 @@ async fn the_python_sdk_requests_under_a_grant_and_names_each_failure_in_the_han
         ),
         (json!({"url": url("/status?code=503")}), failed("http-5xx", true, "answered 503: status 503")),
         (json!({"url": url("/status?code=404")}), failed("http-4xx", false, "answered 404: status 404")),
-        (json!({"url": url("/hang"), "timeout": 0.5}), failed("request-timeout", true, "/hang: connection read timeout")),
-        (json!({"url": url("/trickle"), "timeout": 0.5}), failed("request-timeout", true, "reading the response: ")),
-        // The host's refusal names the run's code; the handler's own words follow it.
-        (json!({"url": url("/big?bytes=5000")}), failed("http-limit", false, "response-too-large: GET ")),
-        (json!({"url": elsewhere.url("/x")}), failed("denied", false, "request-denied: GET ")),
-        (json!({"url": "ftp://files"}), failed("request-failed", false, "not an http:// or https:// URL")),
         (
-            json!({"no-url": true}),
-            failed("uncaught-exception", true, "KeyError: 'url'\nTraceback (most recent call last):\n  File \"app.py\", line 10, in handle\n    url, payload = task.data[\"url\"]"),
+            json!({"url": url("/hang"), "timeout": 0.5}),
+            failed("request-timeout", true, format!("GET {}", url("/hang"))),
         ),
+        (json!({"url": url("/trickle"), "timeout": 0.5}), failed("request-timeout", true, own.reading_timeout)),
+        // The host's refusal names the run's code; the handler's own words follow it.
+        (json!({"url": url("/big?bytes=5000")}), failed("http-limit", false, own.too_large)),
+        (json!({"url": elsewhere.url("/x")}), failed("denied", false, own.denied)),
+        (json!({"url": "ftp://files"}), failed("request-failed", false, "not an http:// or https:// URL")),
+        (own.bug, failed("uncaught-exception", true, own.bug_report)),
     ];
-    check(&env, "py-webhook", cases).await;
+    check(&env, handler, cases).await;
     let seen: Vec<_> = server.seen().into_iter().map(|s| (s.method, s.target)).collect();
     let get = |t: &str| ("GET".to_string(), t.to_string());
     let expected = [get("/hooks/x"), ("POST".into(), "/echo".into()), get("/status?code=503"), get("/status?code=404")];
     for request in expected {
-        assert!(seen.contains(&request), "{request:?} reached the server: {seen:?}");
+        assert!(seen.contains(&request), "{handler}: {request:?} reached the server: {seen:?}");
     }
-    assert!(elsewhere.seen().is_empty(), "nothing reached the destination not granted");
+    assert!(elsewhere.seen().is_empty(), "{handler}: nothing reached the destination not granted");
+}
+
+struct Own {
+    reading_timeout: &'static str,
+    too_large: &'static str,
+    denied: &'static str,
+    bug: Value,
+    bug_report: &'static str,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_requests_under_a_grant_and_names_each_failure_in_the_handlers_terms() {
+    let own = Own {
+        reading_timeout: "reading the response: ",
+        too_large: "response-too-large: GET ",
+        denied: "request-denied: GET ",
+        bug: json!({"no-url": true}),
+        bug_report: "KeyError: 'url'\nTraceback (most recent call last):\n  File \"app.py\", line 10, in handle\n    url, payload = task.data[\"url\"]",
+    };
+    webhook_cases("py-webhook", own).await;
+}
+
+/// fetch's errors carry no reason (a TypeError, "NetworkError when attempting to fetch resource"):
+/// the host's refusal gives the run its code; the SDK's timeout covers the answer and its body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_javascript_sdk_requests_under_a_grant_and_names_each_failure_in_the_handlers_terms() {
+    let own = Own {
+        reading_timeout: "no answer within 0.5 s",
+        too_large: "request-failed: GET ",
+        denied: "request-failed: GET ",
+        bug: json!(null),
+        bug_report: "TypeError: ",
+    };
+    webhook_cases("js-webhook", own).await;
 }

@@ -1,0 +1,165 @@
+// taskhost's JavaScript SDK: a task handler as a plain (async) function.
+//
+//   import { handler, progress, log, Fail, Retry, request } from "./sdk/taskhost.js";
+//
+//   export const handle = handler(async (task) => {
+//     const response = await request(task.data.url, { method: "POST", json: task.data.payload, timeout: 10 });
+//     response.raiseForStatus();            // a 5xx answer is retried, a 4xx one is not
+//     progress(100);
+//     return { status: response.status };
+//   });
+//
+// - `task`: `id`, `runId` (numbers, never BigInt), `attempt` (1 for the first run), `handler`, `queuedBy`,
+//   `data` (the task's JSON, parsed) and `raw` (its text).
+// - Return a JSON-able value (the run's results) or undefined.
+// - `throw new Fail(code, message)`: the run fails, not retried; `new Retry(code, message)`: it fails and is
+//   retried (up to the task's max_attempts). Anything else thrown ends the run as `uncaught-exception`
+//   (retried), its message the error and its stack: a thrown Error would otherwise trap without its text.
+// - `progress(percent)`, `partial(results)`, `log.info(...)` (and `debug`, `warning`, `error`); console.log
+//   lands in the run's logs too.
+// - `request(url, {method, json, body, headers, timeout})`: `fetch` (wasi:http, sent where the operator's
+//   grant for this handler allows) with a timeout in seconds, the whole body read, failures as errors in
+//   the handler's terms (`request-timeout`, `request-failed`; a refused destination's run gets the host's
+//   `denied`), and `raiseForStatus()` (`http-5xx`, retried; `http-4xx`, not, but 408 and 429). `fetch`
+//   itself works too.
+import { setProgress, setResults, log as hostLog } from "taskhost:plugin/host@0.1.0";
+
+/** A failure the handler knows about: a short `code`, a `message`, and whether retrying can help. */
+export class TaskError extends Error {
+  constructor(code, message = "", retryable = false) {
+    super(message ? `${code}: ${message}` : String(code));
+    this.code = String(code);
+    this.detail = String(message);
+    this.retryable = Boolean(retryable);
+  }
+}
+
+/** The run fails for good: retrying cannot help. */
+export class Fail extends TaskError {
+  constructor(code, message = "") {
+    super(code, message, false);
+  }
+}
+
+/** The run fails and the task is tried again later. */
+export class Retry extends TaskError {
+  constructor(code, message = "") {
+    super(code, message, true);
+  }
+}
+
+/** A 4xx or 5xx answer, from `raiseForStatus()`; `response` is the answer. */
+export class HTTPError extends TaskError {
+  constructor(response) {
+    const s = response.status;
+    super(s >= 500 ? "http-5xx" : "http-4xx", `${response.method} ${response.url} answered ${s}: ${response.text.slice(0, 500)}`,
+      s >= 500 || s === 408 || s === 429);
+    this.response = response;
+  }
+}
+
+/** Report progress, 0 to 100 percent. */
+export function progress(percent) {
+  setProgress(Math.max(0, Math.min(100, Math.trunc(Number(percent) || 0))));
+}
+
+/** Store partial results (any JSON-able value) on the run, replacing earlier ones. */
+export function partial(results) {
+  try {
+    setResults(JSON.stringify(results));
+  } catch (e) {
+    throw new Error(`partial results refused: ${e && e.payload !== undefined ? e.payload : e}`);
+  }
+}
+
+/** Log lines, stored with the run (past the handler's log limit they are dropped). */
+export const log = {
+  debug: (message) => hostLog("debug", String(message)),
+  info: (message) => hostLog("info", String(message)),
+  warning: (message) => hostLog("warn", String(message)),
+  warn: (message) => hostLog("warn", String(message)),
+  error: (message) => hostLog("error", String(message)),
+};
+
+/** Send a request and read the whole answer: `{status, ok, headers, text, json(), raiseForStatus()}`. */
+export async function request(url, { method, json, body, headers = {}, timeout = 30 } = {}) {
+  method = (method || (json !== undefined || body !== undefined ? "POST" : "GET")).toUpperCase();
+  let parsed;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = null;
+  }
+  if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
+    throw new TaskError("request-failed", `${method} ${url}: not an http:// or https:// URL`, false);
+  }
+  const sent = { ...headers };
+  if (json !== undefined) {
+    body = JSON.stringify(json);
+    sent["content-type"] = "application/json";
+  }
+  let timer;
+  const late = new Promise((_, reject) => {
+    if (timeout != null) {
+      timer = setTimeout(() => reject(new TaskError("request-timeout", `${method} ${url}: no answer within ${timeout} s`, true)), timeout * 1000);
+    }
+  });
+  try {
+    const answer = await Promise.race([(async () => {
+      let r;
+      try {
+        r = await fetch(url, { method, headers: sent, body });
+      } catch (e) {
+        throw new TaskError("request-failed", `${method} ${url}: ${e && e.message ? e.message : e}`, true);
+      }
+      let text;
+      try {
+        text = await r.text();
+      } catch (e) {
+        throw new TaskError("request-failed", `${method} ${url}: reading the response: ${e && e.message ? e.message : e}`, true);
+      }
+      return { r, text };
+    })(), late]);
+    const { r, text } = answer;
+    const response = {
+      method, url, status: r.status, ok: r.ok, headers: r.headers, text,
+      json: () => JSON.parse(text),
+      raiseForStatus() {
+        if (r.status >= 400) throw new HTTPError(response);
+      },
+    };
+    return response;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function id(n) {
+  // Ids are s64 in the WIT, so BigInt here; a number while it is exact, else its text.
+  return typeof n === "bigint" ? (n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : String(n)) : n;
+}
+
+/** The `handle` export for `fn(task)`: `export const handle = handler(async (task) => ...)`. */
+export function handler(fn) {
+  return async function handle(raw) {
+    const task = {
+      id: id(raw.taskId), runId: id(raw.runId), attempt: raw.attempt, handler: raw.handler,
+      queuedBy: raw.queuedBy, raw: raw.data, data: JSON.parse(raw.data),
+    };
+    let results;
+    try {
+      results = await fn(task);
+    } catch (e) {
+      if (e instanceof TaskError) throw { code: e.code, message: e.detail, retryable: e.retryable };
+      // A thrown {code, message, retryable}, as handlers without the SDK throw it.
+      if (e && typeof e.code === "string" && typeof e.message === "string") throw e;
+      throw { code: "uncaught-exception", message: e && e.stack ? `${e}\n${e.stack}` : String(e), retryable: true };
+    }
+    if (results === undefined) return undefined;
+    try {
+      return JSON.stringify(results);
+    } catch (e) {
+      throw { code: "invalid-result", message: `handle returned what is not JSON: ${e}`, retryable: false };
+    }
+  };
+}
