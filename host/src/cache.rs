@@ -76,8 +76,15 @@ pub(crate) fn touch(path: &Path) {
 /// Write an artifact (write then rename, owner-only), then evict the least recently used
 /// artifacts until the cache holds at most `max_bytes`.
 pub(crate) fn write(path: &Path, component: &Component, max_bytes: u64) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
     let bytes = component.serialize().map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+    write_private(path, &bytes)?;
+    evict(path.parent().unwrap_or(Path::new(".")), "cwasm", max_bytes);
+    Ok(())
+}
+
+/// Write `bytes` to `path`, owner-only, by a rename: a reader sees the whole file or none.
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("artifact");
     let tmp = dir.join(format!(".{name}.{}.{:016x}.tmp", std::process::id(), rand::random::<u64>()));
     let mut options = std::fs::OpenOptions::new();
@@ -90,20 +97,21 @@ pub(crate) fn write(path: &Path, component: &Component, max_bytes: u64) -> std::
     {
         use std::io::Write;
         let mut f = options.open(&tmp)?;
-        f.write_all(&bytes)?;
+        f.write_all(bytes)?;
     }
-    std::fs::rename(&tmp, path)?;
-    evict(dir, max_bytes);
-    Ok(())
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
-/// Remove the least recently used artifacts until the cache holds at most `max_bytes`.
-fn evict(dir: &Path, max_bytes: u64) {
+/// Remove the least recently used files ending `.extension` in `dir` until they hold at most
+/// `max_bytes`.
+pub(crate) fn evict(dir: &Path, extension: &str, max_bytes: u64) {
     let mut artifacts: Vec<_> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .filter_map(|e| e.ok())
-        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+        .filter(|e| e.path().extension().is_some_and(|x| x == extension))
         .filter_map(|e| {
             let meta = e.metadata().ok()?;
             Some((meta.modified().ok()?, meta.len(), e.path()))
@@ -111,14 +119,18 @@ fn evict(dir: &Path, max_bytes: u64) {
         .collect();
     let mut total: u64 = artifacts.iter().map(|a| a.1).sum();
     artifacts.sort();
+    let mut removed = 0usize;
     for (_, len, path) in artifacts {
         if total <= max_bytes {
             break;
         }
         if std::fs::remove_file(&path).is_ok() {
-            tracing::info!(path = %path.display(), "evicted from the compiled cache");
+            removed += 1;
             total = total.saturating_sub(len);
         }
+    }
+    if removed > 0 {
+        tracing::info!(dir = %dir.display(), removed, "evicted from the compiled cache");
     }
 }
 

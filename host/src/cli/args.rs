@@ -202,6 +202,13 @@ pub enum Command {
         /// The engine's wasm stack limit, in bytes (part of what the artifact is compiled for).
         #[arg(long)]
         max_wasm_stack: usize,
+        /// Cranelift's incremental cache: functions compiled before are taken from this
+        /// owner-only directory, and new ones added.
+        #[arg(long)]
+        incremental_cache: Option<std::path::PathBuf>,
+        /// The most the incremental cache may hold, in bytes.
+        #[arg(long, default_value_t = 256 << 20)]
+        incremental_max_bytes: u64,
     },
 }
 

@@ -89,8 +89,11 @@ fn reload_on_hangup(app: &App) {
 }
 
 pub async fn run(cli: Cli) -> Result<()> {
-    if let Command::CompileComponent { max_wasm_stack } = &cli.command {
-        return Ok(taskhost::sandbox::compile::compile_stdin_to_stdout(*max_wasm_stack)?);
+    if let Command::CompileComponent { max_wasm_stack, incremental_cache, incremental_max_bytes } = &cli.command {
+        let incremental = incremental_cache
+            .clone()
+            .map(|dir| taskhost::sandbox::compile::Incremental { dir, max_bytes: *incremental_max_bytes });
+        return Ok(taskhost::sandbox::compile::compile_stdin_to_stdout(*max_wasm_stack, incremental)?);
     }
     if let Command::New { language, name, dir, http } = &cli.command {
         return new::run(*language, name, dir.as_deref(), *http);

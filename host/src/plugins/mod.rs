@@ -41,7 +41,7 @@ use files::{list_dir, read_plugin_file, read_source, Source};
 use crate::cache;
 use crate::config::Policy;
 use crate::error::{Error, Result};
-use crate::sandbox::compile::Compiler;
+use crate::sandbox::compile::{Compiler, Incremental};
 use crate::sandbox::{Grants, HostState, Limits, Sandbox, TaskHandlerPre};
 
 /// A loaded, checked handler.
@@ -377,7 +377,13 @@ impl Catalog {
         tracing::info!(plugin = name, "compiling {name} ({mb:.1} MB), once: the result is cached");
         let started = std::time::Instant::now();
         let shown = self.progress.get().map(|p| p(name, bytes.len()));
-        let component = self.compiler.compile(engine, bytes, self.sandbox.max_wasm_stack());
+        // The compiled functions beside the artifacts: a rebuilt component compiles what changed.
+        let incremental = self
+            .cache_dir
+            .as_ref()
+            .filter(|_| cached.is_some())
+            .map(|d| Incremental { dir: d.join("incremental"), max_bytes: self.policy.cache_max_bytes });
+        let component = self.compiler.compile(engine, bytes, self.sandbox.max_wasm_stack(), incremental.as_ref());
         drop(shown);
         let took = crate::text::duration(started.elapsed());
         match &component {

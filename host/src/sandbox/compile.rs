@@ -50,6 +50,15 @@ impl Default for CompileBounds {
     }
 }
 
+/// Where a compiling child keeps the functions it compiled (`super::incremental`), and how much.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incremental {
+    /// An owner-only directory of this user's.
+    pub dir: PathBuf,
+    /// The most its entries may hold; the least recently used go first.
+    pub max_bytes: u64,
+}
+
 /// Runs compiles within their bounds, one per digest.
 #[derive(Debug, Default)]
 pub(crate) struct Compiler {
@@ -79,12 +88,19 @@ impl Compiler {
         out
     }
 
-    /// Compile `bytes` for `engine`, within the bounds.
-    pub fn compile(&self, engine: &Engine, bytes: &[u8], max_wasm_stack: usize) -> Result<Component, String> {
+    /// Compile `bytes` for `engine`, within the bounds; in a child, from the functions in
+    /// `incremental` that did not change (the calling process's engine is built: it compiles all).
+    pub fn compile(
+        &self,
+        engine: &Engine,
+        bytes: &[u8],
+        max_wasm_stack: usize,
+        incremental: Option<&Incremental>,
+    ) -> Result<Component, String> {
         let _slot = self.slot();
         match &self.bounds.program {
             None => Component::new(engine, bytes).map_err(|e| format!("invalid component: {e:#}")),
-            Some(program) => self.in_child(program, engine, bytes, max_wasm_stack),
+            Some(program) => self.in_child(program, engine, bytes, max_wasm_stack, incremental),
         }
     }
 
@@ -103,9 +119,13 @@ impl Compiler {
         engine: &Engine,
         bytes: &[u8],
         max_wasm_stack: usize,
+        incremental: Option<&Incremental>,
     ) -> Result<Component, String> {
         let bounds = &self.bounds;
         let mut command = child_command(program, max_wasm_stack, bounds);
+        if let Some(i) = incremental {
+            command.arg("--incremental-cache").arg(&i.dir).arg("--incremental-max-bytes").arg(i.max_bytes.to_string());
+        }
         let mut child = command.spawn().map_err(|e| format!("cannot start the compiler {}: {e}", program.display()))?;
         let (mut stdin, mut stdout, mut stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
             (Some(i), Some(o), Some(e)) => (i, o, e),
@@ -247,16 +267,26 @@ pub const MAX_COMPONENT_BYTES: u64 = 1 << 30;
 
 /// The child's side (`taskhost compile-component`): read a component on stdin, write its
 /// compiled artifact on stdout.
-pub fn compile_stdin_to_stdout(max_wasm_stack: usize) -> crate::error::Result<()> {
+/// With `incremental`, functions compiled before (by any component) are taken from there and new
+/// ones added; the store does not change what the artifact is compiled for.
+pub fn compile_stdin_to_stdout(max_wasm_stack: usize, incremental: Option<Incremental>) -> crate::error::Result<()> {
+    let engine_error = |e: wasmtime::Error| crate::error::Error::Engine(format!("{e:#}"));
     let mut bytes = Vec::new();
     std::io::stdin()
         .take(MAX_COMPONENT_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| crate::error::Error::io("reading the component", e))?;
-    let engine = Engine::new(&super::engine_config(max_wasm_stack))
-        .map_err(|e| crate::error::Error::Engine(format!("{e:#}")))?;
+    let mut config = super::engine_config(max_wasm_stack);
+    let store = incremental.as_ref().and_then(|i| super::incremental::DiskStore::open(&i.dir)).map(Arc::new);
+    if let Some(store) = &store {
+        config.enable_incremental_compilation(store.clone()).map_err(engine_error)?;
+    }
+    let engine = Engine::new(&config).map_err(engine_error)?;
     let component = Component::new(&engine, &bytes)
         .map_err(|e| crate::error::Error::Engine(format!("invalid component: {e:#}")))?;
+    if let (Some(store), Some(i)) = (&store, &incremental) {
+        store.evict(i.max_bytes);
+    }
     let artifact = component.serialize().map_err(|e| crate::error::Error::Engine(format!("{e:#}")))?;
     std::io::stdout().write_all(&artifact).map_err(|e| crate::error::Error::io("writing the artifact", e))
 }

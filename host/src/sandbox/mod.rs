@@ -19,6 +19,7 @@ use crate::model::{RunId, TaskId};
 pub mod compile;
 pub mod grants;
 pub mod host;
+mod incremental;
 pub mod limits;
 pub mod net;
 mod output;

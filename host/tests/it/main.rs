@@ -24,6 +24,7 @@ mod docs_api;
 mod fence;
 mod first_day;
 mod hostile;
+mod incremental;
 mod languages;
 mod layers;
 mod network;
