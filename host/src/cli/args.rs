@@ -150,6 +150,9 @@ pub enum Command {
         #[arg(long, default_value = "{}")]
         data: String,
     },
+    /// The edit loop for a handler's directory: build it, run it once on sample data, print the
+    /// outcome; again at each change of its source, until Ctrl-C.
+    Dev(super::dev::DevArgs),
     /// Queue a few example tasks, run a worker until they are done and show the outcome.
     Demo,
     /// Measure the queue on this database: bulk add, drain, enqueue-to-start latency and CPU a

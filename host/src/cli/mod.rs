@@ -13,6 +13,7 @@ mod args;
 mod bench;
 mod bulk;
 mod commands;
+mod dev;
 pub mod file;
 mod many;
 mod new;
@@ -106,6 +107,7 @@ pub async fn run(cli: Cli) -> Result<()> {
     // Commands that need no database do not open one.
     match &cli.command {
         Command::RunOnce { handler, data } => return run_once(&config, handler, &read_data(data)?).await,
+        Command::Dev(args) => return dev::run(args, &config).await,
         Command::Plugins { json } => return plugins(&config, *json).await,
         Command::Migrate => return migrate(&config).await,
         Command::Completions { shell } => {
@@ -147,6 +149,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         // Handled before opening the database.
         Command::RunOnce { .. }
+        | Command::Dev(_)
         | Command::Plugins { .. }
         | Command::Migrate
         | Command::Completions { .. }

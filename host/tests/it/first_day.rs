@@ -58,9 +58,8 @@ async fn a_drain_of_an_empty_queue_ends_without_waiting_for_every_plugin_to_comp
     let cache = env.dir.path().join("fresh-cache");
     let o = taskhost_command_caching_in(&env, &cache).args(["worker", "--drain"]).output().expect("run");
     assert!(o.status.success(), "{}", stderr(&o));
-    let compiled = std::fs::read_dir(&cache).map_or(0, |d| {
-        d.filter_map(Result::ok).filter(|e| e.path().extension().is_some_and(|x| x == "cwasm")).count()
-    });
+    let compiled = std::fs::read_dir(&cache)
+        .map_or(0, |d| d.filter_map(Result::ok).filter(|e| e.path().extension().is_some_and(|x| x == "cwasm")).count());
     assert!(compiled < 2, "the drain waited for the Python component to compile: {compiled} artifacts");
 }
 

@@ -19,6 +19,7 @@ mod cli_servers;
 mod clocks;
 mod control;
 mod dashboard;
+mod dev;
 mod docs;
 mod docs_api;
 mod fence;

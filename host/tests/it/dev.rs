@@ -1,0 +1,77 @@
+//! `taskhost dev DIR`, a real process on a handler `taskhost new` wrote: it builds and runs the
+//! handler on sample data, builds and runs it again when its source changes (not when the build
+//! writes its own files), says why a build failed and waits for the fix, and stops on SIGTERM.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::process::{signal, stderr, stdout, wait_exit};
+use common::{built_plugins, repo_root, wait_until};
+
+fn taskhost(dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_taskhost"));
+    c.current_dir(dir)
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .env("VENV", repo_root().join("target/tools/py"))
+        .env_remove("TASKHOST_CONFIG")
+        .env_remove("TASKHOST_PLUGINS");
+    c
+}
+
+/// The C handler `taskhost new c hello` writes, in `dir`: the quickest of the four to build.
+fn new_c_handler(dir: &Path) {
+    built_plugins(); // clang-19 and wasm-tools, as plugins/build.sh installs them
+    let o = taskhost(dir).args(["new", "c", "hello"]).output().expect("taskhost new");
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_runs_the_handler_again_at_each_edit_of_its_source_and_stops_on_sigterm() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    new_c_handler(tmp.path());
+    let log = tmp.path().join("dev.log");
+    let child = taskhost(tmp.path())
+        .args(["dev", "hello", "--data", r#"{"name": "you"}"#])
+        .stdout(std::fs::File::create(&log).expect("log"))
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn taskhost dev");
+    let printed = || std::fs::read_to_string(&log).unwrap_or_default();
+    let watching = |n: usize| async move { printed().matches("watching hello for changes").count() >= n };
+    wait_until(Duration::from_secs(120), "the first build and run", || watching(1)).await;
+    assert!(printed().contains(r#"success: {"bytes":15}"#), "{}", printed());
+
+    let source = tmp.path().join("hello/handler.c");
+    let text = std::fs::read_to_string(&source).expect("handler.c");
+    std::fs::write(&source, text.replace(r#"{\"bytes\":%zu}"#, r#"{\"edited\":%zu}"#)).expect("edit");
+    wait_until(Duration::from_secs(120), "the run after the edit", || watching(2)).await;
+    assert!(printed().contains(r#"success: {"edited":15}"#), "{}", printed());
+    assert_eq!(printed().matches("building hello").count(), 2, "the build's own files started no build: {}", printed());
+
+    std::fs::write(&source, "this is not C").expect("break it");
+    wait_until(Duration::from_secs(120), "the failed build", || watching(3)).await;
+    assert!(printed().contains("error: the build failed"), "{}", printed());
+
+    signal(&child, "TERM");
+    let o = wait_exit(child, Duration::from_secs(10)).await;
+    assert!(o.status.success(), "{:?}", o.status);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_once_exits_with_the_runs_outcome() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    new_c_handler(tmp.path());
+    let o = taskhost(tmp.path()).args(["dev", "hello", "--once", "--data", r#"{"a": 1}"#]).output().expect("run");
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains(r#"success: {"bytes":8}"#), "{}", stdout(&o));
+    let o = taskhost(tmp.path()).args(["dev", "hello", "--once", "--data", "[1]"]).output().expect("run");
+    assert_eq!(o.status.code(), Some(1), "the run failed: {}", stdout(&o));
+    assert!(stdout(&o).contains("invalid-input (not retryable)"), "{}", stdout(&o));
+    let o = taskhost(tmp.path()).args(["dev", "nowhere", "--once"]).output().expect("run");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("nowhere has no build.sh"), "{}", stderr(&o));
+}
