@@ -55,6 +55,16 @@ const WIT: (&str, Contents) =
 const PYTHON_SDK: (&str, Contents) =
     ("sdk/taskhost.py", Contents::Bytes(include_bytes!("../../../sdk/python/taskhost.py")));
 
+/// taskhost's Rust SDK, a crate the handler depends on by path, with the WIT it is built against.
+fn rust_sdk() -> Vec<(&'static str, Contents)> {
+    vec![
+        ("sdk/Cargo.toml", Contents::Bytes(include_bytes!("../../../sdk/rust/Cargo.toml"))),
+        ("sdk/src/lib.rs", Contents::Bytes(include_bytes!("../../../sdk/rust/src/lib.rs"))),
+        ("sdk/src/http.rs", Contents::Bytes(include_bytes!("../../../sdk/rust/src/http.rs"))),
+        ("sdk/wit/task-handler.wit", Contents::Bytes(include_bytes!("../../../wit/task-handler.wit"))),
+    ]
+}
+
 /// taskhost's JavaScript SDK, which every JavaScript handler `taskhost new` writes imports.
 const JS_SDK: (&str, Contents) = ("sdk/taskhost.js", Contents::Bytes(include_bytes!("../../../sdk/js/taskhost.js")));
 
@@ -70,15 +80,16 @@ macro_rules! http_wit {
 
 fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
     match (language, http) {
-        (Language::Rust, false) => {
-            vec![template!("rust/Cargo.toml"), template!("rust/src/lib.rs"), template!("rust/build.sh"), WIT]
+        (Language::Rust, http) => {
+            let lib = if http {
+                ("rust/src/lib.rs", Contents::Example(include_str!("../../../plugins/webhook/src/lib.rs"), "webhook"))
+            } else {
+                template!("rust/src/lib.rs")
+            };
+            let mut files = vec![template!("rust/Cargo.toml"), lib, template!("rust/build.sh"), WIT];
+            files.extend(rust_sdk());
+            files
         }
-        (Language::Rust, true) => vec![
-            template!("rust/Cargo.toml"),
-            ("rust/src/lib.rs", Contents::Example(include_str!("../../../plugins/webhook/src/lib.rs"), "webhook")),
-            template!("rust/build.sh"),
-            WIT,
-        ],
         (Language::Python, http) => {
             let app = if http {
                 ("python/app.py", Contents::Example(include_str!("../../../plugins/py-webhook/app.py"), "py-webhook"))
@@ -150,15 +161,11 @@ const ADAPTER: (&str, Contents) = (
 );
 
 /// The settings a template takes besides the name: what differs for a handler making requests.
-fn settings(http: bool) -> [(&'static str, &'static str); 3] {
+fn settings(http: bool) -> [(&'static str, &'static str); 2] {
     if http {
-        [
-            ("{{http_dependencies}}", "# HTTP over wasi:http (block_on inside the sync export).\nwstd = \"0.6\""),
-            ("{{world}}", "task-handler-http"),
-            ("{{c_bindings}}", "task_handler_http"),
-        ]
+        [("{{world}}", "task-handler-http"), ("{{c_bindings}}", "task_handler_http")]
     } else {
-        [("{{http_dependencies}}", ""), ("{{world}}", "task-handler"), ("{{c_bindings}}", "task_handler")]
+        [("{{world}}", "task-handler"), ("{{c_bindings}}", "task_handler")]
     }
 }
 

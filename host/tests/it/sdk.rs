@@ -80,7 +80,7 @@ async fn webhook_cases(handler: &str, own: Own) {
         (json!({"url": url("/big?bytes=5000")}), failed("http-limit", false, own.too_large)),
         (json!({"url": elsewhere.url("/x")}), failed("denied", false, own.denied)),
         (json!({"url": "ftp://files"}), failed("request-failed", false, "not an http:// or https:// URL")),
-        (own.bug, failed("uncaught-exception", true, own.bug_report)),
+        (own.bug, own.bug_ends),
     ];
     check(&env, handler, cases).await;
     let seen: Vec<_> = server.seen().into_iter().map(|s| (s.method, s.target)).collect();
@@ -96,8 +96,9 @@ struct Own {
     reading_timeout: &'static str,
     too_large: &'static str,
     denied: &'static str,
+    /// Data that makes the handler fail on its own, and how that ends.
     bug: Value,
-    bug_report: &'static str,
+    bug_ends: Expect,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -107,9 +108,21 @@ async fn the_python_sdk_requests_under_a_grant_and_names_each_failure_in_the_han
         too_large: "response-too-large: GET ",
         denied: "request-denied: GET ",
         bug: json!({"no-url": true}),
-        bug_report: "KeyError: 'url'\nTraceback (most recent call last):\n  File \"app.py\", line 10, in handle\n    url, payload = task.data[\"url\"]",
+        bug_ends: failed("uncaught-exception", true, "KeyError: 'url'\nTraceback (most recent call last):\n  File \"app.py\", line 10, in handle\n    url, payload = task.data[\"url\"]"),
     };
     webhook_cases("py-webhook", own).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_sdk_requests_under_a_grant_and_names_each_failure_in_the_handlers_terms() {
+    let own = Own {
+        reading_timeout: "reading the response: connection read timeout",
+        too_large: "response-too-large: GET ",
+        denied: "request-denied: GET ",
+        bug: json!({"no-url": true}),
+        bug_ends: failed("invalid-input", false, "data has no \"url\""),
+    };
+    webhook_cases("webhook", own).await;
 }
 
 /// fetch's errors carry no reason (a TypeError, "NetworkError when attempting to fetch resource"):
@@ -121,7 +134,7 @@ async fn the_javascript_sdk_requests_under_a_grant_and_names_each_failure_in_the
         too_large: "request-failed: GET ",
         denied: "request-failed: GET ",
         bug: json!(null),
-        bug_report: "TypeError: ",
+        bug_ends: failed("uncaught-exception", true, "TypeError: "),
     };
     webhook_cases("js-webhook", own).await;
 }

@@ -1,0 +1,151 @@
+//! taskhost's Rust SDK: a task handler as a plain function.
+//!
+//! ```ignore
+//! use taskhost::{http, json, progress, Task, Value};
+//!
+//! fn handle(task: Task) -> taskhost::Result<Value> {
+//!     let url = task.data["url"].as_str().ok_or_else(|| taskhost::Error::fail("invalid-input", "no url"))?;
+//!     let response = http::post(url).json(&task.data["payload"]).send()?.error_for_status()?;
+//!     progress(100);
+//!     Ok(json!({ "status": response.status }))
+//! }
+//!
+//! taskhost::handler!(handle);
+//! ```
+//!
+//! - [`Task`]: the id, run id, attempt (1 for the first run), handler, who queued it, and its data
+//!   parsed (`data`) and as text (`raw`).
+//! - Return any JSON value (the run's results; `Value::Null` for none), or an [`Error`]:
+//!   [`Error::fail`] ends the run for good, [`Error::retry`] retries the task (up to its
+//!   max_attempts). A panic ends the run as `uncaught-exception` (retried), its message and place.
+//! - [`progress`], [`partial`], [`log`]; what the handler prints lands in the run's logs too.
+//! - [`http`]: requests over wasi:http, sent where the operator's grant for this handler allows.
+
+pub mod http;
+
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "wit",
+        world: "task-handler",
+        pub_export_macro: true,
+        export_macro_name: "__export",
+    });
+}
+
+use bindings::taskhost::plugin::host;
+use bindings::taskhost::plugin::types::LogLevel;
+pub use serde_json::{json, Value};
+
+/// The task a run is for.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub id: i64,
+    pub run_id: i64,
+    /// 1 for the first run, 2 for the first retry, ...
+    pub attempt: u32,
+    pub handler: String,
+    pub queued_by: Option<String>,
+    /// The task's data, parsed.
+    pub data: Value,
+    /// The task's data as it was queued.
+    pub raw: String,
+}
+
+/// A failure the handler knows about: a short machine-readable `code`, a `message`, and whether
+/// retrying can help.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub code: String,
+    pub message: String,
+    pub retryable: bool,
+}
+
+impl Error {
+    /// The run fails for good: retrying cannot help (bad input, a missing record).
+    pub fn fail(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Error { code: code.into(), message: message.into(), retryable: false }
+    }
+
+    /// The run fails and the task is tried again later (a dependency's hiccup).
+    pub fn retry(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Error { code: code.into(), message: message.into(), retryable: true }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// A handler's result.
+pub type Result<T = Value> = std::result::Result<T, Error>;
+
+/// Report progress, 0 to 100 percent.
+pub fn progress(percent: u8) {
+    host::set_progress(percent.min(100));
+}
+
+/// Store partial results on the run, replacing earlier ones; refused past the results limit.
+pub fn partial(results: &Value) -> Result<()> {
+    host::set_results(&results.to_string()).map_err(|e| Error::fail("partial-results-refused", e))
+}
+
+/// Log lines, stored with the run (past the handler's log limit they are dropped).
+pub mod log {
+    use super::{host, LogLevel};
+
+    pub fn debug(message: &str) {
+        host::log(LogLevel::Debug, message);
+    }
+    pub fn info(message: &str) {
+        host::log(LogLevel::Info, message);
+    }
+    pub fn warning(message: &str) {
+        host::log(LogLevel::Warn, message);
+    }
+    pub fn error(message: &str) {
+        host::log(LogLevel::Error, message);
+    }
+}
+
+/// Make `f` the component's `handle` export: `taskhost::handler!(handle);`.
+#[macro_export]
+macro_rules! handler {
+    ($f:path) => {
+        struct __TaskhostHandler;
+        impl $crate::bindings::Guest for __TaskhostHandler {
+            fn handle(
+                task: $crate::bindings::Task,
+            ) -> ::std::result::Result<::std::option::Option<String>, $crate::bindings::HandlerError> {
+                $crate::__run(task, $f)
+            }
+        }
+        $crate::bindings::__export!(__TaskhostHandler with_types_in $crate::bindings);
+    };
+}
+
+#[doc(hidden)]
+pub fn __run(
+    task: bindings::Task,
+    f: fn(Task) -> Result<Value>,
+) -> std::result::Result<Option<String>, bindings::HandlerError> {
+    let data = serde_json::from_str(&task.data).unwrap_or(Value::Null);
+    let task = Task {
+        id: task.task_id,
+        run_id: task.run_id,
+        attempt: task.attempt,
+        handler: task.handler,
+        queued_by: task.queued_by,
+        data,
+        raw: task.data,
+    };
+    match f(task) {
+        Ok(Value::Null) => Ok(None),
+        Ok(results) => Ok(Some(results.to_string())),
+        Err(e) => Err(bindings::HandlerError { code: e.code, message: e.message, retryable: e.retryable }),
+    }
+}
