@@ -33,9 +33,8 @@ impl Language {
 }
 
 enum Contents {
-    /// Text with `{{name}}` (the handler's name), `{{crate}}` (the name as a Rust crate's file
-    /// name: `-` becomes `_`) and the variant's settings filled in; a line left empty by a
-    /// setting is dropped.
+    /// Text with `{{name}}` (the handler's name) and `{{crate}}` (the name as a Rust crate's file
+    /// name: `-` becomes `_`) filled in.
     Template(&'static str),
     /// An example handler's source, its own name (`.1`) and WIT path made the new handler's.
     Example(&'static str, &'static str),
@@ -108,24 +107,19 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
             };
             vec![app, template!("js/build.sh"), JS_SDK, WIT]
         }
-        // The bindings are the ones the C examples are built with (made by `wit-bindgen c`).
-        (Language::C, false) => vec![
-            template!("c/handler.c"),
-            template!("c/build.sh"),
-            WIT,
-            ("gen/task_handler.h", Contents::Bytes(include_bytes!("../../../plugins/c-checksum/gen/task_handler.h"))),
-            ("gen/task_handler.c", Contents::Bytes(include_bytes!("../../../plugins/c-checksum/gen/task_handler.c"))),
-            (
-                "gen/task_handler_component_type.o",
-                Contents::Bytes(include_bytes!("../../../plugins/c-checksum/gen/task_handler_component_type.o")),
-            ),
-            ADAPTER,
-        ],
-        (Language::C, true) => {
+        // The bindings are the ones c-webhook is built with (made by `wit-bindgen c`), which the
+        // SDK's header wraps.
+        (Language::C, http) => {
+            let handler = if http {
+                ("c/handler.c", Contents::Example(include_str!("../../../plugins/c-webhook/webhook.c"), "c-webhook"))
+            } else {
+                template!("c/handler.c")
+            };
             let mut files = vec![
-                ("c/handler.c", Contents::Example(include_str!("../../../plugins/c-webhook/webhook.c"), "c-webhook")),
+                handler,
                 template!("c/build.sh"),
                 WIT,
+                ("sdk/taskhost.h", Contents::Bytes(include_bytes!("../../../sdk/c/taskhost.h"))),
                 (
                     "gen/task_handler_http.h",
                     Contents::Bytes(include_bytes!("../../../plugins/c-webhook/gen/task_handler_http.h")),
@@ -148,8 +142,8 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
     }
 }
 
-/// The world with wasi:http and WASI 0.2.12's WIT it needs: for every Python handler (the SDK
-/// imports wasi:http) and for C handlers that make requests.
+/// The world with wasi:http and WASI 0.2.12's WIT it needs: for every Python and C handler (their
+/// SDKs import wasi:http).
 fn http_wit() -> Vec<(&'static str, Contents)> {
     http_wit!("cli.wit", "clocks.wit", "filesystem.wit", "http.wit", "io.wit", "random.wit", "sockets.wit")
 }
@@ -160,29 +154,8 @@ const ADAPTER: (&str, Contents) = (
     Contents::Bytes(wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER),
 );
 
-/// The settings a template takes besides the name: what differs for a handler making requests.
-fn settings(http: bool) -> [(&'static str, &'static str); 2] {
-    if http {
-        [("{{world}}", "task-handler-http"), ("{{c_bindings}}", "task_handler_http")]
-    } else {
-        [("{{world}}", "task-handler"), ("{{c_bindings}}", "task_handler")]
-    }
-}
-
-fn fill(text: &str, name: &str, crate_name: &str, http: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let mut filled = line.replace("{{name}}", name).replace("{{crate}}", crate_name);
-        for (key, value) in settings(http) {
-            filled = filled.replace(key, value);
-        }
-        // A line that held only a setting with no value goes.
-        if filled.trim().is_empty() && !line.trim().is_empty() {
-            continue;
-        }
-        out.push_str(&filled);
-    }
-    out
+fn fill(text: &str, name: &str, crate_name: &str) -> String {
+    text.replace("{{name}}", name).replace("{{crate}}", crate_name)
 }
 
 /// Write the handler `name` in `language` into `dir` (default `./NAME`), which must not exist or
@@ -209,7 +182,7 @@ pub fn run(language: Language, name: &str, dir: Option<&Path>, http: bool) -> Re
             std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
         }
         let bytes = match contents {
-            Contents::Template(text) => fill(text, name, &crate_name, http).into_bytes(),
+            Contents::Template(text) => fill(text, name, &crate_name).into_bytes(),
             // The example's WIT is two folders up; its name is in its grant's table and its docs.
             Contents::Example(text, example) => text
                 .replace("\"../../wit\"", "\"wit\"")

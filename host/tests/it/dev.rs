@@ -43,13 +43,13 @@ async fn dev_runs_the_handler_again_at_each_edit_of_its_source_and_stops_on_sigt
     let printed = || std::fs::read_to_string(&log).unwrap_or_default();
     let watching = |n: usize| async move { printed().matches("watching hello for changes").count() >= n };
     wait_until(Duration::from_secs(120), "the first build and run", || watching(1)).await;
-    assert!(printed().contains(r#"success: {"bytes":15}"#), "{}", printed());
+    assert!(printed().contains(r#"success: {"hello":"you"}"#), "{}", printed());
 
     let source = tmp.path().join("hello/handler.c");
     let text = std::fs::read_to_string(&source).expect("handler.c");
-    std::fs::write(&source, text.replace(r#"{\"bytes\":%zu}"#, r#"{\"edited\":%zu}"#)).expect("edit");
+    std::fs::write(&source, text.replace(r#"{\"hello\":"#, r#"{\"edited\":"#)).expect("edit");
     wait_until(Duration::from_secs(120), "the run after the edit", || watching(2)).await;
-    assert!(printed().contains(r#"success: {"edited":15}"#), "{}", printed());
+    assert!(printed().contains(r#"success: {"edited":"you"}"#), "{}", printed());
     assert_eq!(printed().matches("building hello").count(), 2, "the build's own files started no build: {}", printed());
 
     std::fs::write(&source, "this is not C").expect("break it");
@@ -65,9 +65,9 @@ async fn dev_runs_the_handler_again_at_each_edit_of_its_source_and_stops_on_sigt
 async fn dev_once_exits_with_the_runs_outcome() {
     let tmp = tempfile::tempdir().expect("temp dir");
     new_c_handler(tmp.path());
-    let o = taskhost(tmp.path()).args(["dev", "hello", "--once", "--data", r#"{"a": 1}"#]).output().expect("run");
+    let o = taskhost(tmp.path()).args(["dev", "hello", "--once", "--data", r#"{"name": "x"}"#]).output().expect("run");
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains(r#"success: {"bytes":8}"#), "{}", stdout(&o));
+    assert!(stdout(&o).contains(r#"success: {"hello":"x"}"#), "{}", stdout(&o));
     let o = taskhost(tmp.path()).args(["dev", "hello", "--once", "--data", "[1]"]).output().expect("run");
     assert_eq!(o.status.code(), Some(1), "the run failed: {}", stdout(&o));
     assert!(stdout(&o).contains("invalid-input (not retryable)"), "{}", stdout(&o));

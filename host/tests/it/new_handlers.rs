@@ -159,7 +159,7 @@ async fn a_javascript_handler_from_taskhost_new_builds_and_runs_on_mariadb() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_c_handler_from_taskhost_new_builds_and_runs_on_sqlite() {
     let env = Env::new(&[]).await;
-    first_hour(&env, "c", serde_json::json!({"bytes": 15}));
+    first_hour(&env, "c", serde_json::json!({"hello": "you"}));
 }
 
 /// `taskhost new LANGUAGE NAME --http` in `parent`; the handler's directory.

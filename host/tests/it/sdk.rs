@@ -113,16 +113,25 @@ async fn the_python_sdk_requests_under_a_grant_and_names_each_failure_in_the_han
     webhook_cases("py-webhook", own).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_rust_sdk_requests_under_a_grant_and_names_each_failure_in_the_handlers_terms() {
-    let own = Own {
+/// The Rust and C SDKs: one blocking request over wasi:http, and a missing url the handler's own error.
+fn blocking_client() -> Own {
+    Own {
         reading_timeout: "reading the response: connection read timeout",
         too_large: "response-too-large: GET ",
         denied: "request-denied: GET ",
         bug: json!({"no-url": true}),
         bug_ends: failed("invalid-input", false, "data has no \"url\""),
-    };
-    webhook_cases("webhook", own).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_sdk_requests_under_a_grant_and_names_each_failure_in_the_handlers_terms() {
+    webhook_cases("webhook", blocking_client()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_c_sdk_requests_under_a_grant_and_names_each_failure_in_the_handlers_terms() {
+    webhook_cases("c-webhook", blocking_client()).await;
 }
 
 /// fetch's errors carry no reason (a TypeError, "NetworkError when attempting to fetch resource"):
