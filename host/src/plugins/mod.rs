@@ -377,12 +377,7 @@ impl Catalog {
         tracing::info!(plugin = name, "compiling {name} ({mb:.1} MB), once: the result is cached");
         let started = std::time::Instant::now();
         let shown = self.progress.get().map(|p| p(name, bytes.len()));
-        // The compiled functions beside the artifacts: a rebuilt component compiles what changed.
-        let incremental = self
-            .cache_dir
-            .as_ref()
-            .filter(|_| cached.is_some())
-            .map(|d| Incremental { dir: d.join("incremental"), max_bytes: self.policy.cache_max_bytes });
+        let incremental = cached.as_deref().map(|p| Incremental::beside(p, self.policy.cache_max_bytes));
         let component = self.compiler.compile(engine, bytes, self.sandbox.max_wasm_stack(), incremental.as_ref());
         drop(shown);
         let took = crate::text::duration(started.elapsed());

@@ -59,6 +59,15 @@ pub struct Incremental {
     pub max_bytes: u64,
 }
 
+impl Incremental {
+    /// The store beside the cached `artifact`, holding at most `max_bytes`: a component built
+    /// again compiles only the functions that changed.
+    pub fn beside(artifact: &std::path::Path, max_bytes: u64) -> Self {
+        let dir = artifact.parent().unwrap_or(std::path::Path::new("."));
+        Incremental { dir: dir.join("incremental"), max_bytes }
+    }
+}
+
 /// Runs compiles within their bounds, one per digest.
 #[derive(Debug, Default)]
 pub(crate) struct Compiler {

@@ -44,10 +44,11 @@ impl DiskStore {
 impl wasmtime::CacheStore for DiskStore {
     fn get(&self, key: &[u8]) -> Option<Cow<'_, [u8]>> {
         let path = self.path(key);
-        if !crate::cache::trusted_artifact(&path) {
+        let small = std::fs::metadata(&path).is_ok_and(|m| m.len() <= MAX_ENTRY_BYTES);
+        if !small || !crate::cache::trusted_artifact(&path) {
             return None;
         }
-        let bytes = std::fs::read(&path).ok().filter(|b| b.len() as u64 <= MAX_ENTRY_BYTES)?;
+        let bytes = std::fs::read(&path).ok()?;
         crate::cache::touch(&path);
         Some(Cow::Owned(bytes))
     }
