@@ -106,7 +106,7 @@ pub async fn run(cli: Cli) -> Result<()> {
     }
     // Commands that need no database do not open one.
     match &cli.command {
-        Command::RunOnce { handler, data } => return run_once(&config, handler, &read_data(data)?).await,
+        Command::RunOnce { handler, data } => return run_once(&config, handler, &read_data(data)?, None).await,
         Command::Dev(args) => return dev::run(args, &config).await,
         Command::Plugins { json } => return plugins(&config, *json).await,
         Command::Migrate => return migrate(&config).await,
@@ -314,12 +314,18 @@ impl std::fmt::Display for Reported {
 
 impl std::error::Error for Reported {}
 
-/// Run one task without a database.
-async fn run_once(config: &AppConfig, handler: &str, data: &str) -> Result<()> {
+/// Run one task without a database; `lend` is a directory the run may read at `dev::LENT`
+/// (`taskhost dev`'s handler source), besides what the handler is granted.
+async fn run_once(config: &AppConfig, handler: &str, data: &str, lend: Option<&std::path::Path>) -> Result<()> {
     serde_json::from_str::<serde::de::IgnoredAny>(data).map_err(|e| taskhost::Error::InvalidJson(e.to_string()))?;
     let catalog = App::open_catalog(config).await?;
     show_compiles(&catalog);
     let plugin = catalog.load(handler)?;
+    let mut grants = plugin.grants.clone();
+    if let Some(dir) = lend {
+        let dir = dir.canonicalize().with_context(|| format!("cannot lend {} to the run", dir.display()))?;
+        grants.dirs.push((dir, dev::LENT.to_string(), taskhost::sandbox::grants::DirMode::ReadOnly));
+    }
     let input = taskhost::sandbox::RunInput {
         task_id: 0,
         run_id: 0,
@@ -328,7 +334,7 @@ async fn run_once(config: &AppConfig, handler: &str, data: &str) -> Result<()> {
         data: data.to_string(),
         queued_by: None,
     };
-    let r = catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, Default::default()).await;
+    let r = catalog.sandbox().run(&plugin.pre, plugin.limits, &grants, input, Default::default()).await;
     print!("{}", output::run_once(&r));
     match r.outcome {
         taskhost::sandbox::GuestOutcome::Failed(_) | taskhost::sandbox::GuestOutcome::Stopped => Err(Reported.into()),

@@ -50,9 +50,11 @@ macro_rules! template {
 const WIT: (&str, Contents) =
     ("wit/task-handler.wit", Contents::Bytes(include_bytes!("../../../wit/task-handler.wit")));
 
-/// taskhost's Python SDK, the entry of every Python handler `taskhost new` writes.
-const PYTHON_SDK: (&str, Contents) =
-    ("sdk/taskhost.py", Contents::Bytes(include_bytes!("../../../sdk/python/taskhost.py")));
+/// taskhost's Python SDK, the entry of every Python handler `taskhost new` writes, and its HTTP part.
+const PYTHON_SDK: [(&str, Contents); 2] = [
+    ("sdk/taskhost.py", Contents::Bytes(include_bytes!("../../../sdk/python/taskhost.py"))),
+    ("sdk/taskhost_http.py", Contents::Bytes(include_bytes!("../../../sdk/python/taskhost_http.py"))),
+];
 
 /// taskhost's Rust SDK, a crate the handler depends on by path, with the WIT it is built against.
 fn rust_sdk() -> Vec<(&'static str, Contents)> {
@@ -95,7 +97,8 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
             } else {
                 template!("python/app.py")
             };
-            let mut files = vec![app, template!("python/build.sh"), PYTHON_SDK, WIT];
+            let mut files = vec![app, template!("python/build.sh"), WIT];
+            files.extend(PYTHON_SDK);
             files.extend(http_wit());
             files
         }
