@@ -204,13 +204,13 @@ impl Client {
         self.store.list_tasks(filter).await
     }
 
-    /// Replay a dead letter (a task given up on) or a cancelled task: its failure count is reset
-    /// and it is scheduled now; the attempt its next run will be.
+    /// Replay a finished task (a dead letter, a cancelled task, or a succeeded one to run it again):
+    /// its failure count is reset and it is scheduled now; the attempt its next run will be.
     pub async fn retry(&self, id: TaskId) -> Result<u32> {
         self.store.retry_task(id, None, self.clock.now()).await
     }
 
-    /// Replay a dead letter or cancelled task with new data (checked as JSON first).
+    /// Replay a finished task with new data (checked as JSON first).
     pub async fn retry_with_data(&self, id: TaskId, data: &str) -> Result<u32> {
         self.check_data(data)?;
         self.store.retry_task(id, Some(data), self.clock.now()).await

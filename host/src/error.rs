@@ -112,7 +112,7 @@ pub enum Error {
     #[error("no schedule named {0:?}")]
     ScheduleNotFound(String),
 
-    /// A task that cannot be replayed (it is not dead or cancelled, or its key is held).
+    /// A task that cannot be replayed (it is not finished, or its key is held).
     #[error("task {id} cannot be retried: {reason}")]
     CannotRetry {
         /// The task.

@@ -257,7 +257,8 @@ pub(super) struct RetriedOne {
     attempt: u32,
 }
 
-/// Schedule a dead letter or a cancelled task again, now; the attempt its next run will be.
+/// Schedule a finished task again, now: a dead letter, a cancelled task, or a succeeded one to run it again; the
+/// attempt its next run will be.
 #[utoipa::path(post, path = "/api/v1/tasks/{id}/retry", operation_id = "retry_task", tag = "tasks", params(("id" = TaskId, Path)),
     responses((status = 200, description = "Done", body = RetriedOne), Errors))]
 pub(super) async fn retry(

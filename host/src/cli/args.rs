@@ -130,8 +130,8 @@ pub enum Command {
     /// Cancel tasks by id, or every unfinished task of a queue and/or handler: a scheduled one
     /// never runs, a running one is stopped by its worker within about a second.
     Cancel(CancelArgs),
-    /// Replay a dead letter (a task given up on) or a cancelled task, or (--all-dead,
-    /// --all-cancelled) every one of a queue and/or handler.
+    /// Replay a finished task (a dead letter, a cancelled task, or a succeeded one to run it
+    /// again), or (--all-dead, --all-cancelled) every dead or cancelled one of a queue and/or handler.
     Retry(RetryArgs),
     /// Delete finished tasks (succeeded, cancelled, dead letters) with their runs, in batches;
     /// never a scheduled, running or retry-awaiting one.

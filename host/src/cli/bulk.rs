@@ -35,7 +35,7 @@ pub enum CancelStatus {
 
 #[derive(Debug, Args)]
 pub struct RetryArgs {
-    /// The dead letter's (or cancelled task's) id.
+    /// The finished task's id (dead, cancelled, or succeeded: it runs again).
     #[arg(required_unless_present_any = ["all_dead", "all_cancelled"], conflicts_with_all = ["all_dead", "all_cancelled"])]
     pub id: Option<i64>,
     /// Replace the task's data before replaying it (JSON; @FILE reads a file, - standard input).

@@ -45,7 +45,11 @@ async fn add_prints_the_id_and_a_draining_worker_runs_the_tasks() {
     let o = run(&env, &["show", &a.to_string(), "--json"]);
     let shown: serde_json::Value = serde_json::from_slice(&o.stdout).expect("show --json");
     assert_eq!(shown["task"]["last_status"], "success");
-    assert_eq!(shown["allows"], serde_json::json!(["delete"]), "a succeeded task may only be deleted: {shown}");
+    assert_eq!(
+        shown["allows"],
+        serde_json::json!(["replay", "delete"]),
+        "a succeeded task runs again or is deleted: {shown}"
+    );
     assert_eq!(shown["task"]["queued_by"], "cli-test");
     assert_eq!(shown["runs"][0]["results"], serde_json::json!({"words": 3, "lines": 1, "chars": 5}));
     assert_eq!(shown["task"]["data"], serde_json::json!({"text": "a b c"}), "data is a JSON value");

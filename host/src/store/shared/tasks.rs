@@ -113,8 +113,8 @@ pub async fn counts<D: Dialect>(db: &D) -> Result<QueueCounts> {
     Ok(c)
 }
 
-/// Replay a dead letter or a cancelled task: reset its failure count and schedule it now, with new data when `data`
-/// is given; the attempt its next run will be.
+/// Replay a finished task (a dead letter, a cancelled task, or a succeeded one to run it again): reset its failure
+/// count and schedule it now, with new data when `data` is given; the attempt its next run will be.
 pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<u32> {
     let edit = format!("UPDATE task_queue SET task_data = $2 WHERE id = $1 AND {}", from::<D>(Transition::Replay));
     let edit = &edit;
@@ -140,7 +140,10 @@ pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: Dat
                     None => Error::TaskNotFound(id),
                     Some(t) => Error::CannotRetry {
                         id,
-                        reason: format!("it is {} (only tasks given up on or cancelled can be replayed)", t.state),
+                        reason: format!(
+                            "it is {} (only finished tasks can be retried: succeeded, dead or cancelled)",
+                            t.state
+                        ),
                     },
                 });
             };

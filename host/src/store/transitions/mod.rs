@@ -188,7 +188,10 @@ mod tests {
             from::<PostgresDb>(Transition::Cancel),
             "((last_status IN ('scheduled', 'running')) OR (last_status IN ('error', 'timeout') AND gave_up_on IS NULL))"
         );
-        assert_eq!(from::<PostgresDb>(Transition::Replay), "((last_status = 'cancelled') OR (gave_up_on IS NOT NULL))");
+        assert_eq!(
+            from::<PostgresDb>(Transition::Replay),
+            "((last_status IN ('success', 'cancelled')) OR (gave_up_on IS NOT NULL))"
+        );
         assert_eq!(is::<SqliteDb>(TaskState::Running), "last_status = 'running'");
     }
 }

@@ -122,7 +122,7 @@ async fn end_active_runs<D: Dialect>(
     super::super::stats::record(db, tx, &ended, now).await
 }
 
-/// Schedule these dead or cancelled tasks again, due `now`, their failures forgotten and their
+/// Schedule these finished tasks again, due `now`, their failures forgotten and their
 /// unique keys held again (each task's next run is made by the claim that starts it). How many.
 ///
 /// A key an unfinished task holds meanwhile is a unique violation: an error, and the caller's

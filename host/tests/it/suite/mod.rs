@@ -7,11 +7,13 @@ mod lifecycle;
 mod queues;
 mod reads_and_upkeep;
 mod release;
+mod workflows;
 pub use control::*;
 pub use lifecycle::*;
 pub use queues::*;
 pub use reads_and_upkeep::*;
 pub use release::*;
+pub use workflows::*;
 
 use std::time::Duration;
 
@@ -502,6 +504,7 @@ macro_rules! store_suite {
         case!(a_finish_of_runs_in_as_many_queues_counts_each_queue);
         case!(a_failure_with_retry_schedules_the_next_attempt);
         case!(giving_up_makes_a_dead_letter_that_can_be_replayed);
+        case!(a_succeeded_task_runs_again_as_a_new_attempt_keeping_its_runs);
         case!(a_late_outcome_does_not_override_a_timeout);
         case!(timed_out_runners_take_their_runs_with_them);
         case!(the_runner_limit_is_enforced);
