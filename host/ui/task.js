@@ -22,8 +22,11 @@ export function mount(main, id) {
         h('h1', {}, `Task #${task.id} `, badge(task.state)),
         h('div', { class: 'actions' },
           unfinished && button('Cancel', () => act(`Task ${id} cancelled.`, () => api('POST', `/tasks/${id}/cancel`)), { id: 'cancel' }),
-          replayable && button(task.state === 'dead' ? 'Replay' : 'Retry',
-            () => act((a) => `Task ${id} scheduled again (attempt ${a.attempt}).`, () => api('POST', `/tasks/${id}/retry`)), { id: 'retry' }),
+          replayable && button(task.state === 'dead' ? 'Replay' : 'Retry', () => {
+            // Running a succeeded task again repeats what it did (a payment, a mail): ask first.
+            if (task.state === 'succeeded' && !confirm(`Run task ${id} again? It succeeded already.`)) return;
+            return act((a) => `Task ${id} scheduled again (attempt ${a.attempt}).`, () => api('POST', `/tasks/${id}/retry`));
+          }, { id: 'retry' }),
           allows.includes('delete') && button('Delete', async () => {
             if (!confirm(`Delete task ${id} and its runs? This cannot be undone.`)) return;
             const resume = await hold();

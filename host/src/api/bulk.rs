@@ -1,6 +1,7 @@
 //! Actions on many tasks: cancel, retry (replay) and delete, by ids a person picked, by queue
 //! and handler, or every task (`"all": true`). Each applies only where it can: cancelling to
-//! unfinished tasks, replaying to dead letters or cancelled tasks, deleting to finished tasks.
+//! unfinished tasks, replaying to dead letters or cancelled tasks (never to succeeded ones, which
+//! run again only one by one), deleting to finished tasks.
 
 use std::sync::Arc;
 

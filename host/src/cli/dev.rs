@@ -9,10 +9,12 @@
 //! (`.venv/`) are not watched: the build writes them.
 //!
 //! A Python handler on taskhost's SDK is not built again when only its own `.py` files changed:
-//! its runs are lent the handler's directory, read only, at [`LENT`], and the SDK imports the
-//! handler from there, as it is now, in the component built last (componentize-py's 7–10 s
-//! skipped). Any other change (the SDK, the WIT, `build.sh`, a dependency's file) builds again;
-//! `--always-build` builds at every change. A worker lends nothing: it runs what was built.
+//! its runs are lent a copy of those files (`DIR/.taskhost-dev`, nothing else of the directory),
+//! read only, at [`DEV_SOURCE`], and the SDK imports the handler from there, as it is now, in the
+//! component built last (componentize-py's 7–10 s skipped). Any other change (the SDK, the WIT,
+//! `build.sh`, a dependency's file) builds again, and so does a run that imports a module the
+//! component lacks; `--always-build` builds at every change. A worker lends nothing (no grant
+//! may reach that path): it runs what was built.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +22,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use taskhost::sandbox::grants::DEV_SOURCE;
+use taskhost::sandbox::GuestOutcome;
 use taskhost::AppConfig;
 
 /// `taskhost dev`'s options.
@@ -40,9 +44,6 @@ pub struct DevArgs {
     #[arg(long)]
     pub always_build: bool,
 }
-
-/// Where `taskhost dev` lends a run the handler's directory, read only.
-pub const LENT: &str = "/taskhost-dev";
 
 /// How often the sources are looked at.
 const POLL: Duration = Duration::from_millis(250);
@@ -67,15 +68,13 @@ pub async fn run(args: &DevArgs, config: &AppConfig) -> Result<()> {
     config.plugins_dir = dir.join("plugins");
     let stop = crate::shutdown::shutdown_signal();
     tokio::pin!(stop);
-    // A Python handler on the SDK reads its own source at run time (see the module's docs).
-    let live =
-        !args.once && !args.always_build && dir.join("app.py").is_file() && dir.join("sdk/taskhost.py").is_file();
+    // A Python handler on an SDK that reads its source at run time (see the module's docs).
+    let live = !args.once && !args.always_build && reads_live_source(dir);
     let mut seen = sources(dir);
     let mut build = true;
     loop {
-        let lend = live.then_some(dir.as_path());
         let outcome = tokio::select! {
-            outcome = once(dir, &name, &args.data, &config, build, lend) => outcome,
+            outcome = once(dir, &name, &args.data, &config, build, live) => outcome,
             _ = &mut stop => return Ok(()),
         };
         if args.once {
@@ -103,31 +102,78 @@ pub async fn run(args: &DevArgs, config: &AppConfig) -> Result<()> {
     }
 }
 
-/// The build failed (said in its message).
+/// The build failed, or could not start (said in its message).
 #[derive(Debug)]
-struct BuildFailed(std::process::ExitStatus);
+struct BuildFailed(String);
 
 impl std::fmt::Display for BuildFailed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the build failed ({}): fix it, and the next change builds again", self.0)
+        write!(f, "{}: fix it, and the next change builds again", self.0)
     }
 }
 
 impl std::error::Error for BuildFailed {}
 
-/// Build (unless `build` is false), then run once, lent `lend`: the run's outcome (`Reported`
-/// when it failed).
-async fn once(dir: &Path, name: &str, data: &str, config: &AppConfig, build: bool, lend: Option<&Path>) -> Result<()> {
-    if build {
-        build_it(dir, name).await?;
-    } else {
-        println!("not building {name}: only its Python source changed, which the run reads as it is now");
-    }
+/// Build (unless `build` is false), then run once, lent the handler's Python source when `live`:
+/// the run's outcome (`Reported` when it failed). A live run that imports a module the component
+/// lacks (it was not imported when the component was made) builds, and runs again.
+async fn once(dir: &Path, name: &str, data: &str, config: &AppConfig, mut build: bool, live: bool) -> Result<()> {
     let data = super::read_data(data)?;
-    let started = Instant::now();
-    let outcome = super::run_once(config, name, &data, lend).await;
-    println!("loaded and ran in {}", taskhost::text::duration(started.elapsed()));
-    outcome
+    loop {
+        if build {
+            build_it(dir, name).await.map_err(|e| BuildFailed(format!("{e:#}")))?;
+        } else {
+            println!("not building {name}: only its Python source changed, which the run reads as it is now");
+        }
+        let started = Instant::now();
+        let lent = if live { Some(Lent::copy(dir)?) } else { None };
+        let outcome = super::run_once_outcome(config, name, &data, lent.as_ref().map(|l| l.0.as_path())).await?;
+        drop(lent);
+        println!("loaded and ran in {}", taskhost::text::duration(started.elapsed()));
+        match outcome {
+            GuestOutcome::Success(_) => return Ok(()),
+            GuestOutcome::Failed(f) if !build && f.message.contains("ModuleNotFoundError") => {
+                println!("the source imports a module the component built last lacks: building it again");
+                build = true;
+            }
+            _ => return Err(super::Reported.into()),
+        }
+    }
+}
+
+/// Whether `dir` is a Python handler on an SDK that reads its source where `taskhost dev` lends it.
+fn reads_live_source(dir: &Path) -> bool {
+    dir.join("app.py").is_file()
+        && std::fs::read_to_string(dir.join("sdk/taskhost.py")).is_ok_and(|sdk| sdk.contains(DEV_SOURCE))
+}
+
+/// The copy of a handler's own `.py` files a run is lent: only what the SDK imports, never the
+/// directory's other files (`.env`, `.git`). In the handler's directory (hidden, so neither
+/// watched nor copied), removed when dropped.
+struct Lent(PathBuf);
+
+impl Lent {
+    fn copy(dir: &Path) -> Result<Lent> {
+        let to = dir.join(".taskhost-dev");
+        let _ = std::fs::remove_dir_all(&to);
+        std::fs::create_dir(&to).with_context(|| format!("cannot make {}", to.display()))?;
+        let lent = Lent(to);
+        for path in sources(dir).into_keys().filter(|p| own_python(dir, p)) {
+            let Ok(relative) = path.strip_prefix(dir) else { continue };
+            let copy = lent.0.join(relative);
+            if let Some(parent) = copy.parent() {
+                std::fs::create_dir_all(parent).with_context(|| format!("cannot make {}", parent.display()))?;
+            }
+            std::fs::copy(&path, &copy).with_context(|| format!("cannot copy {}", path.display()))?;
+        }
+        Ok(lent)
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// `sh build.sh` in the handler's directory.
@@ -142,7 +188,7 @@ async fn build_it(dir: &Path, name: &str) -> Result<()> {
         .await
         .with_context(|| format!("cannot run {}/build.sh", dir.display()))?;
     if !status.success() {
-        return Err(BuildFailed(status).into());
+        bail!("the build failed ({status})");
     }
     println!("built in {}", taskhost::text::duration(started.elapsed()));
     Ok(())
@@ -153,9 +199,12 @@ async fn build_it(dir: &Path, name: &str) -> Result<()> {
 fn only_python_changed(dir: &Path, before: &Files, now: &Files) -> bool {
     let changed = before.iter().filter(|(path, meta)| now.get(*path) != Some(meta)).map(|(path, _)| path);
     let added = now.keys().filter(|path| !before.contains_key(*path));
-    changed.chain(added).all(|path| {
-        path.extension().is_some_and(|e| e == "py") && !path.strip_prefix(dir).is_ok_and(|p| p.starts_with("sdk"))
-    })
+    changed.chain(added).all(|path| own_python(dir, path))
+}
+
+/// A `.py` file of the handler's own (not the SDK's).
+fn own_python(dir: &Path, path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "py") && !path.strip_prefix(dir).is_ok_and(|p| p.starts_with("sdk"))
 }
 
 /// Source files and their modification time and size.

@@ -314,9 +314,23 @@ impl std::fmt::Display for Reported {
 
 impl std::error::Error for Reported {}
 
-/// Run one task without a database; `lend` is a directory the run may read at `dev::LENT`
-/// (`taskhost dev`'s handler source), besides what the handler is granted.
+/// Run one task without a database and print how it went; `lend` is a directory the run may read
+/// at [`DEV_SOURCE`](taskhost::sandbox::grants::DEV_SOURCE) (`taskhost dev`'s handler source),
+/// besides what the handler is granted.
 async fn run_once(config: &AppConfig, handler: &str, data: &str, lend: Option<&std::path::Path>) -> Result<()> {
+    match run_once_outcome(config, handler, data, lend).await? {
+        taskhost::sandbox::GuestOutcome::Failed(_) | taskhost::sandbox::GuestOutcome::Stopped => Err(Reported.into()),
+        taskhost::sandbox::GuestOutcome::Success(_) => Ok(()),
+    }
+}
+
+/// [`run_once`], the outcome returned after it is printed.
+async fn run_once_outcome(
+    config: &AppConfig,
+    handler: &str,
+    data: &str,
+    lend: Option<&std::path::Path>,
+) -> Result<taskhost::sandbox::GuestOutcome> {
     serde_json::from_str::<serde::de::IgnoredAny>(data).map_err(|e| taskhost::Error::InvalidJson(e.to_string()))?;
     let catalog = App::open_catalog(config).await?;
     show_compiles(&catalog);
@@ -324,7 +338,8 @@ async fn run_once(config: &AppConfig, handler: &str, data: &str, lend: Option<&s
     let mut grants = plugin.grants.clone();
     if let Some(dir) = lend {
         let dir = dir.canonicalize().with_context(|| format!("cannot lend {} to the run", dir.display()))?;
-        grants.dirs.push((dir, dev::LENT.to_string(), taskhost::sandbox::grants::DirMode::ReadOnly));
+        let source = taskhost::sandbox::grants::DEV_SOURCE.to_string();
+        grants.dirs.push((dir, source, taskhost::sandbox::grants::DirMode::ReadOnly));
     }
     let input = taskhost::sandbox::RunInput {
         task_id: 0,
@@ -336,8 +351,5 @@ async fn run_once(config: &AppConfig, handler: &str, data: &str, lend: Option<&s
     };
     let r = catalog.sandbox().run(&plugin.pre, plugin.limits, &grants, input, Default::default()).await;
     print!("{}", output::run_once(&r));
-    match r.outcome {
-        taskhost::sandbox::GuestOutcome::Failed(_) | taskhost::sandbox::GuestOutcome::Stopped => Err(Reported.into()),
-        taskhost::sandbox::GuestOutcome::Success(_) => Ok(()),
-    }
+    Ok(r.outcome)
 }

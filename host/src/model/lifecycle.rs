@@ -25,7 +25,7 @@ pub enum TaskState {
     /// Its run failed (timed out, or its worker died) and the overseer has not yet decided
     /// between a retry and giving up.
     AwaitingRetry,
-    /// Its last run succeeded. Final.
+    /// Its last run succeeded. Final until an operator runs it again.
     Succeeded,
     /// Given up on: no retries left, a failure that cannot be retried, or a handler no worker
     /// serves. A dead letter, kept until replayed or deleted.

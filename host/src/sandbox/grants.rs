@@ -20,6 +20,22 @@ use std::sync::Arc;
 use serde::Deserialize;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
+/// Where `taskhost dev` lends a run the handler's source (read only), and the Python SDK looks for
+/// it: no operator's grant may reach it (nor `/`, under which a guest could make it), so a
+/// worker's guest can never put code there for a later run.
+pub const DEV_SOURCE: &str = "/taskhost-dev";
+
+/// Whether a guest path is `/`, or at or under [`DEV_SOURCE`], or climbs with `..`.
+fn reserved(guest: &str) -> bool {
+    use std::path::Component;
+    let parts: Vec<Component<'_>> =
+        Path::new(guest).components().filter(|c| !matches!(c, Component::RootDir | Component::CurDir)).collect();
+    let dev = DEV_SOURCE.trim_start_matches('/');
+    parts.is_empty()
+        || parts.iter().any(|c| matches!(c, Component::ParentDir))
+        || parts.first().is_some_and(|c| c.as_os_str() == dev)
+}
+
 /// The `grants` table of a handler in the operator's configuration, as written.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -130,6 +146,12 @@ impl GrantsConfig {
             if !d.guest.starts_with('/') {
                 return Err(format!("guest path {:?} must be absolute", d.guest));
             }
+            if reserved(&d.guest) {
+                return Err(format!(
+                    "guest path {:?} cannot be granted: not `/`, nor `..`, nor {DEV_SOURCE} (where `taskhost dev` lends a handler's source)",
+                    d.guest
+                ));
+            }
             dirs.push((host, d.guest.clone(), d.mode));
         }
         let http = match &self.http {
@@ -182,4 +204,25 @@ pub(crate) fn wasi_ctx(
         .allow_udp(udp)
         .socket_addr_check(move |addr, used| Box::pin(run.clone().allows(addr, used)));
     Ok(b.build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_grant_reaches_where_taskhost_dev_lends_a_handlers_source() {
+        let base = std::env::temp_dir();
+        let grant = |guest: &str| GrantsConfig {
+            dirs: vec![DirGrant { host: base.clone(), guest: guest.into(), mode: DirMode::ReadWrite }],
+            ..Default::default()
+        };
+        for guest in ["/", "//", "/.", "/taskhost-dev", "/taskhost-dev/x", "/./taskhost-dev", "/data/../taskhost-dev"] {
+            let refused = grant(guest).resolve(&base).expect_err(guest);
+            assert!(refused.contains("cannot be granted"), "{guest}: {refused}");
+        }
+        for guest in ["/data", "/taskhost-devices", "/srv/taskhost-dev"] {
+            assert!(grant(guest).resolve(&base).is_ok(), "{guest}");
+        }
+    }
 }

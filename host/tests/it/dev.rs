@@ -98,6 +98,7 @@ async fn dev_runs_a_python_handlers_edited_source_without_building_it_again() {
     let build =
         format!("mkdir -p plugins && cp '{}' plugins/hello.wasm && echo built >> plugins/builds\n", built.display());
     std::fs::write(dir.join("build.sh"), &build).expect("build.sh");
+    std::fs::write(dir.join(".env"), "SECRET=never lent\n").expect(".env");
     let log = tmp.path().join("dev.log");
     let child = dev_hello(tmp.path(), &cache_dir(), &log);
     let printed = || std::fs::read_to_string(&log).unwrap_or_default();
@@ -107,11 +108,13 @@ async fn dev_runs_a_python_handlers_edited_source_without_building_it_again() {
     // The template's handle, read from the directory: the component's own app wants a "url".
     assert!(printed().contains(r#"success: {"hello":"you"}"#), "{}", printed());
 
+    // The run sees a copy of the handler's own .py files, not the rest of its directory.
     let app = dir.join("app.py");
     let text = std::fs::read_to_string(&app).expect("app.py");
-    std::fs::write(&app, text.replace(r#"return {"hello": name}"#, r#"return {"edited": name}"#)).expect("edit");
+    let listed = r#"return {"edited": name, "lent": sorted(os.listdir("/taskhost-dev"))}"#;
+    std::fs::write(&app, format!("import os\n{}", text.replace(r#"return {"hello": name}"#, listed))).expect("edit");
     wait_until(Duration::from_secs(60), "the run after the edit", || watching(2)).await;
-    assert!(printed().contains(r#"success: {"edited":"you"}"#), "{}", printed());
+    assert!(printed().contains(r#"success: {"edited":"you","lent":["app.py"]}"#), "{}", printed());
     assert!(printed().contains("not building hello: only its Python source changed"), "{}", printed());
     assert_eq!(builds(), 1, "{}", printed());
 
@@ -127,10 +130,22 @@ async fn dev_runs_a_python_handlers_edited_source_without_building_it_again() {
     assert!(tail.contains(r#"raise ValueError(f"no twice for {x}")"#), "the line, read at run time: {tail}");
     assert_eq!(builds(), 1, "{}", printed());
 
+    // The SDK's own errors are still the SDK's.
+    std::fs::write(&app, text.replace(r#"return {"hello": name}"#, r#"raise taskhost.Fail("bad-name", "no")"#))
+        .expect("edit");
+    wait_until(Duration::from_secs(60), "the run that fails", || watching(4)).await;
+    assert!(printed().contains("failed: bad-name (not retryable): no"), "{}", printed());
+
+    // A module the component lacks: built again, in case the build brings it.
+    std::fs::write(&app, text.replace(r#"return {"hello": name}"#, "import no_such_module")).expect("edit");
+    wait_until(Duration::from_secs(60), "the build for a missing module", || watching(5)).await;
+    assert!(printed().contains("imports a module the component built last lacks: building it again"), "{}", printed());
+    assert_eq!(builds(), 2, "{}", printed());
+
     // Anything else (here the build script) builds again.
     std::fs::write(dir.join("build.sh"), format!("{build}# edited\n")).expect("edit build.sh");
-    wait_until(Duration::from_secs(60), "the build after build.sh changed", || watching(4)).await;
-    assert_eq!(builds(), 2, "{}", printed());
+    wait_until(Duration::from_secs(60), "the build after build.sh changed", || watching(6)).await;
+    assert_eq!(builds(), 3, "{}", printed());
 
     signal(&child, "TERM");
     let o = wait_exit(child, Duration::from_secs(10)).await;
