@@ -154,7 +154,7 @@ def _error(code, message, retryable):
 class WitWorld(wit_world.WitWorld):
     def handle(self, task):
         try:
-            results = _live_app().handle(Task(task))
+            results = _live_app(task.task_id).handle(Task(task))
         except Error as e:
             raise _error(e.code, e.message, e.retryable) from None
         except Exception as e:
@@ -198,14 +198,15 @@ _BASES, _SOURCES = _keep_sources()
 _BASES.append(_LIVE + "/")
 
 
-def _live_app():
-    """The handler as built; under `taskhost dev`, which lends the run the handler's directory (read
-    only, at /taskhost-dev), its source as it is now, imported afresh (no build: every run starts
-    from the component as it was made). A worker lends nothing."""
+def _live_app(task_id):
+    """The handler as built; under `taskhost dev`, which lends the run a copy of the handler's
+    source (read only, at /taskhost-dev), that source as it is now, imported afresh (no build: every
+    run starts from the component as it was made). A worker lends nothing, and a queued task (its id
+    1 or more; `dev` and `run-once` run task 0) does not even look."""
     import os
     import sys
 
-    if not os.path.isdir(_LIVE):
+    if task_id != 0 or not os.path.isdir(_LIVE):
         return _app
     for name, module in list(sys.modules.items()):
         if (getattr(module, "__file__", None) or "").startswith(_BASES[0]):
