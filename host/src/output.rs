@@ -152,6 +152,9 @@ pub fn task_detail(t: &Task, runs: &[Run]) -> String {
     );
     let _ = writeln!(out, "  queued      {} by {}", t.queued_on, t.queued_by.as_deref().unwrap_or("-"));
     let _ = writeln!(out, "  scheduled   {}", t.scheduled_on);
+    if t.snoozes > 0 {
+        let _ = writeln!(out, "  snoozed     {} times", t.snoozes);
+    }
     if let Some(g) = t.gave_up_on {
         let _ = writeln!(out, "  gave up     {g} (dead letter: `taskhost retry {}` replays it)", t.id);
     }
@@ -244,6 +247,9 @@ pub fn run_once(r: &RunResult) -> String {
             );
         }
         GuestOutcome::Stopped => out.push_str("stopped before it ended\n"),
+        GuestOutcome::Snoozed(after) => {
+            let _ = writeln!(out, "snoozed: a queued task would be due again in {}", taskhost::text::duration(*after));
+        }
     }
     let _ = writeln!(out, "progress {}%  fuel {}  time {:.1?}", r.report.percent.unwrap_or(0), r.fuel_used, r.elapsed);
     for line in r.report.logs().unwrap_or_default().lines() {

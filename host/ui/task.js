@@ -45,6 +45,7 @@ export function mount(main, id) {
         ...fact('Queued', when(task.queued_on), task.queued_by ? ` by ${task.queued_by}` : ''),
         ...fact(unfinished ? 'Due' : 'Last due', when(task.scheduled_on)),
         ...fact('Attempts failed', `${task.task_runs_failed} of ${task.max_attempts}`),
+        ...(task.snoozes ? fact('Snoozed', `${task.snoozes} times`) : []),
         ...(task.gave_up_on ? fact('Given up', when(task.gave_up_on)) : []),
         ...(task.unique_key ? fact('Unique key', h('code', {}, task.unique_key)) : []),
         ...(task.run_timeout_secs ? fact('Run timeout', duration(task.run_timeout_secs * 1000)) : []));

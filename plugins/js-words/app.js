@@ -6,7 +6,7 @@
 // {"crash": "why"} throws an Error, as a handler with a bug would: `handle` turns any other thrown
 // value into an `uncaught-exception` with its message and stack (componentize-js would otherwise
 // fail to read it as the WIT error, and the run would trap without saying why).
-import { setProgress, setResults, log } from "taskhost:plugin/host@0.1.0";
+import { setProgress, setResults, log } from "taskhost:plugin/host@0.2.0";
 
 function invalid(message) {
   return { code: "invalid-input", message, retryable: false };

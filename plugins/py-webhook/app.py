@@ -1,6 +1,6 @@
 """Calls a webhook with taskhost's Python SDK: POSTs the task's `payload` as JSON to its `url` (a GET
-when it has none) and returns the status and the answer. A 5xx answer is retried, a 4xx one is
-not. The URL must be granted to this handler in the operator's configuration
+when it has none) and returns the status and the answer. A 429 or 503 answer snoozes the task until
+its Retry-After, another 5xx is retried, a 4xx is not. The URL must be granted to this handler in the operator's configuration
 ([handlers.py-webhook.grants.http]).
 """
 import taskhost
@@ -14,7 +14,7 @@ def handle(task):
         response = taskhost.http.get(url, timeout=timeout)
     else:
         response = taskhost.http.post(url, json=payload, timeout=timeout)
-    response.raise_for_status()  # 5xx: retried; 4xx: failed for good
+    response.snooze_if_busy().raise_for_status()  # 429, 503: snoozed; other 5xx: retried; 4xx: failed
     taskhost.progress(100)
     if response.headers.get("content-type") == "application/json":
         return {"status": response.status, "json": response.json()}

@@ -15,14 +15,19 @@
 // - `throw new Fail(code, message)`: the run fails, not retried; `new Retry(code, message)`: it fails and is
 //   retried (up to the task's max_attempts). Anything else thrown ends the run as `uncaught-exception`
 //   (retried), its message the error and its stack: a thrown Error would otherwise trap without its text.
+// - `throw new Snooze(seconds)`: not now; the task is due again after that long, this run `snoozed` (not a
+//   failure, no attempt used). `response.snoozeIfBusy()` does it for a 429 or 503 after its `Retry-After`.
 // - `progress(percent)`, `partial(results)`, `log.info(...)` (and `debug`, `warning`, `error`); console.log
 //   lands in the run's logs too.
 // - `request(url, {method, json, body, headers, timeout})`: `fetch` (wasi:http, sent where the operator's
 //   grant for this handler allows) with a timeout in seconds, the whole body read, failures as errors in
 //   the handler's terms (`request-timeout`, `request-failed`; a refused destination's run gets the host's
-//   `denied`), and `raiseForStatus()` (`http-5xx`, retried; `http-4xx`, not, but 408 and 429). `fetch`
-//   itself works too.
-import { setProgress, setResults, log as hostLog } from "taskhost:plugin/host@0.1.0";
+//   `denied`), `raiseForStatus()` (`http-5xx`, retried; `http-4xx`, not, but 408 and 429) and `snoozeIfBusy()`.
+//   `fetch` itself works too.
+import { setProgress, setResults, log as hostLog, snooze as hostSnooze } from "taskhost:plugin/host@0.2.0";
+
+// Busy answers without a Retry-After are tried again after this many seconds.
+const BUSY_SECONDS = 10;
 
 /** A failure the handler knows about: a short `code`, a `message`, and whether retrying can help. */
 export class TaskError extends Error {
@@ -46,6 +51,23 @@ export class Retry extends TaskError {
   constructor(code, message = "") {
     super(code, message, true);
   }
+}
+
+/** Not now: the task is due again after `seconds` (at most 30 days); the run ends `snoozed`. */
+export class Snooze extends Error {
+  constructor(seconds) {
+    super(`snooze for ${seconds} s`);
+    this.seconds = Math.max(0, Number(seconds) || 0);
+  }
+}
+
+/** Seconds a `Retry-After` asks for: a number of seconds, or an HTTP date from now. */
+function retryAfter(value) {
+  if (!value) return BUSY_SECONDS;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? BUSY_SECONDS : Math.max(0, (at - Date.now()) / 1000);
 }
 
 /** A 4xx or 5xx answer, from `raiseForStatus()`; `response` is the answer. */
@@ -81,7 +103,7 @@ export const log = {
   error: (message) => hostLog("error", String(message)),
 };
 
-/** Send a request and read the whole answer: `{status, ok, headers, text, json(), raiseForStatus()}`. */
+/** Send a request and read the whole answer: `{status, ok, headers, text, json(), raiseForStatus(), snoozeIfBusy()}`. */
 export async function request(url, { method, json, body, headers = {}, timeout = 30 } = {}) {
   method = (method || (json !== undefined || body !== undefined ? "POST" : "GET")).toUpperCase();
   let parsed;
@@ -127,6 +149,10 @@ export async function request(url, { method, json, body, headers = {}, timeout =
       raiseForStatus() {
         if (r.status >= 400) throw new HTTPError(response);
       },
+      snoozeIfBusy() {
+        if (r.status === 429 || r.status === 503) throw new Snooze(retryAfter(r.headers.get("retry-after")));
+        return response;
+      },
     };
     return response;
   } finally {
@@ -150,6 +176,14 @@ export function handler(fn) {
     try {
       results = await fn(task);
     } catch (e) {
+      if (e instanceof Snooze) {
+        try {
+          hostSnooze(BigInt(Math.min(Math.trunc(e.seconds * 1000), Number.MAX_SAFE_INTEGER)));
+        } catch (refused) {
+          throw { code: "invalid-snooze", message: String(refused && refused.payload !== undefined ? refused.payload : refused), retryable: false };
+        }
+        return undefined;
+      }
       if (e instanceof TaskError) throw { code: e.code, message: e.detail, retryable: e.retryable };
       // A thrown {code, message, retryable}, as handlers without the SDK throw it.
       if (e && typeof e.code === "string" && typeof e.message === "string") throw e;

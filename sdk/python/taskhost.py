@@ -18,13 +18,16 @@ imports `app`, once, when the component is made; each run then calls `app.handle
 - `raise taskhost.Fail(code, message)`: the run fails and is not retried; `taskhost.Retry(code, message)`:
   it fails and is retried (up to the task's max_attempts). Any other exception ends the run as
   `uncaught-exception` (retried), its message the exception, then the traceback's frames in your files.
+- `raise taskhost.Snooze(seconds)`: not now; the task is due again after that long, this run is
+  `snoozed` (not a failure, no attempt used). `response.snooze_if_busy()` does it for a 429 or 503
+  answer, after its `Retry-After`.
 - `taskhost.progress(percent)`, `taskhost.partial(results)`, `taskhost.log.info(...)` (and `.debug`,
   `.warning`, `.error`); what `print` writes lands in the run's logs too.
 - `taskhost.http.get/post/put/patch/delete/request(...)`: a subset of `requests` over wasi:http, sent
   where the operator's grant for this handler allows. A refused or failed request raises an
   `http.RequestError` that, uncaught, ends the run with its code (`request-denied`, `request-timeout`,
   `response-too-large`, `request-failed`); `raise_for_status()` raises `http.HTTPError` (`http-5xx`,
-  retried; `http-4xx`, not, but for 408 and 429).
+  retried; `http-4xx`, not, but for 408 and 429); `snooze_if_busy()` raises `Snooze` for a 429 or 503.
 
 HTTP is in taskhost_http.py beside this file.
 """
@@ -37,7 +40,7 @@ from componentize_py_types import Err as _Err
 from wit_world.imports import host as _host
 from wit_world.imports.taskhost_plugin_types import HandlerError as _HandlerError, LogLevel as _Level
 
-__all__ = ["Task", "Error", "Fail", "Retry", "progress", "partial", "log", "http"]
+__all__ = ["Task", "Error", "Fail", "Retry", "Snooze", "progress", "partial", "log", "http"]
 
 
 class Task:
@@ -79,6 +82,15 @@ class Retry(Error):
 
     def __init__(self, code, message=""):
         super().__init__(code, message, True)
+
+
+class Snooze(Exception):
+    """Not now: the task is due again after `seconds` (a float; at most 30 days), and this run
+    ends `snoozed`: neither a success nor a failure, no attempt used."""
+
+    def __init__(self, seconds):
+        super().__init__(f"snooze for {seconds} s")
+        self.seconds = max(0.0, float(seconds))
 
 
 def progress(percent):
@@ -155,6 +167,12 @@ class WitWorld(wit_world.WitWorld):
     def handle(self, task):
         try:
             results = _live_app(task.task_id).handle(Task(task))
+        except Snooze as e:
+            try:
+                _host.snooze(min(int(e.seconds * 1000), 2**63))
+            except _Err as refused:
+                raise _error("invalid-snooze", refused.value, False) from None
+            return None
         except Error as e:
             raise _error(e.code, e.message, e.retryable) from None
         except Exception as e:

@@ -13,7 +13,10 @@ from wit_world.imports import outgoing_handler as _outgoing
 from wit_world.imports import wasi_http_types as _wh
 from wit_world.imports.streams import StreamError_Closed as _Closed
 
-from taskhost import Error
+from taskhost import Error, Snooze
+
+# Busy answers without a Retry-After are tried again after this many seconds.
+_BUSY_SECONDS = 10.0
 
 
 class Response:
@@ -46,8 +49,31 @@ class Response:
         if self.status >= 400:
             raise HTTPError(self)
 
+    def snooze_if_busy(self):
+        """Raise `taskhost.Snooze` for a 429 or 503 answer: the task is due again after its
+        `Retry-After` (seconds or an HTTP date; 10 s without one), the run not a failure."""
+        if self.status in (429, 503):
+            raise Snooze(_retry_after(self.headers.get("retry-after"), _BUSY_SECONDS))
+        return self
+
     def __repr__(self):
         return f"<Response {self.status} from {self.method} {self.url}>"
+
+
+def _retry_after(value, default):
+    """Seconds a `Retry-After` asks for: a number of seconds, or an HTTP date from now."""
+    if not value:
+        return default
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        import time
+        from email.utils import parsedate_to_datetime
+
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (ImportError, TypeError, ValueError, IndexError, OverflowError):
+        return default
 
 
 class RequestError(Error):

@@ -320,7 +320,7 @@ impl std::error::Error for Reported {}
 async fn run_once(config: &AppConfig, handler: &str, data: &str, lend: Option<&std::path::Path>) -> Result<()> {
     match run_once_outcome(config, handler, data, lend).await? {
         taskhost::sandbox::GuestOutcome::Failed(_) | taskhost::sandbox::GuestOutcome::Stopped => Err(Reported.into()),
-        taskhost::sandbox::GuestOutcome::Success(_) => Ok(()),
+        taskhost::sandbox::GuestOutcome::Success(_) | taskhost::sandbox::GuestOutcome::Snoozed(_) => Ok(()),
     }
 }
 

@@ -61,7 +61,8 @@ pub(super) fn non_empty(s: &str) -> Result<String, String> {
 
 /// A run status, its possible values listed in the help.
 pub(super) fn status() -> impl TypedValueParser<Value = RunStatus> {
-    PossibleValuesParser::new(RunStatus::ALL.map(RunStatus::as_str)).try_map(|s| s.parse::<RunStatus>())
+    PossibleValuesParser::new(RunStatus::ALL.into_iter().filter(|s| s.is_of_tasks()).map(RunStatus::as_str))
+        .try_map(|s| s.parse::<RunStatus>())
 }
 
 /// A task's state, its possible values listed in the help.

@@ -28,6 +28,7 @@
 //!
 //! [tasks]
 //! max_data_bytes = 1048576      # a task's data at most, on every database (checked before it)
+//! max_snoozes = 1000            # times a task may snooze; one more ends it as too-many-snoozes
 //!
 //! [schedules.nightly]           # a periodic task (see crate::schedule), kept in the database
 //! cron = "0 3 * * *"            # by the overseer holding the lease, which adds, updates and
@@ -70,6 +71,8 @@ pub struct Policy {
     pub max_component_bytes: u64,
     /// The largest task data queued (`[tasks] max_data_bytes`), the same on every database.
     pub max_data_bytes: usize,
+    /// How many times a task may snooze (`[tasks] max_snoozes`); one more fails, not retried.
+    pub max_snoozes: u32,
     /// The compiled-code cache is kept under this size (least recently used artifacts go).
     pub cache_max_bytes: u64,
     /// How compiling a component is bounded. `program` (the binary that compiles in a child
@@ -107,6 +110,8 @@ impl Policy {
     pub const DEFAULT_CACHE_MAX_BYTES: u64 = 2 << 30;
     /// A task's data at most, unless the file says otherwise (as a cloud task queue's limit).
     pub const DEFAULT_MAX_DATA_BYTES: usize = 1 << 20;
+    /// Times a task may snooze unless the file says otherwise.
+    pub const DEFAULT_MAX_SNOOZES: u32 = 1000;
     /// The largest task data any configuration may allow (as the largest results).
     pub const MAX_DATA_BYTES: usize = Limits::MAX_RESULTS_BYTES;
 
@@ -135,6 +140,7 @@ impl Policy {
                 Self::MAX_DATA_BYTES
             ));
         }
+        let max_snoozes = file.tasks.max_snoozes.unwrap_or(Self::DEFAULT_MAX_SNOOZES);
         let cache_mb = file.plugins.cache_max_mb.unwrap_or(Self::DEFAULT_CACHE_MAX_BYTES >> 20);
         let compile = compile_bounds(file)?;
         let mut handlers = HashMap::new();
@@ -181,6 +187,7 @@ impl Policy {
             limits,
             max_component_bytes: max_mb << 20,
             max_data_bytes,
+            max_snoozes,
             cache_max_bytes: cache_mb.saturating_mul(1 << 20),
             compile,
             handlers,
@@ -224,6 +231,7 @@ impl Default for Policy {
             limits: Limits::default(),
             max_component_bytes: Self::DEFAULT_MAX_COMPONENT_BYTES,
             max_data_bytes: Self::DEFAULT_MAX_DATA_BYTES,
+            max_snoozes: Self::DEFAULT_MAX_SNOOZES,
             cache_max_bytes: Self::DEFAULT_CACHE_MAX_BYTES,
             compile: CompileBounds::default(),
             handlers: HashMap::new(),
@@ -282,6 +290,7 @@ struct PluginsSection {
 #[serde(deny_unknown_fields)]
 struct TasksSection {
     max_data_bytes: Option<usize>,
+    max_snoozes: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

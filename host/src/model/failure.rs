@@ -100,12 +100,14 @@ pub mod codes {
     pub const HOST_BUSY: &str = "host-busy";
     /// An operator cancelled the task (the run's status is `cancelled`).
     pub const CANCELLED: &str = "cancelled";
+    /// The run snoozed its task once more than `[tasks] max_snoozes` allows; not retried.
+    pub const TOO_MANY_SNOOZES: &str = "too-many-snoozes";
     /// An uncaught exception, in any language (see `crate::sandbox::uncaught`): the host gives
     /// it to a trap it recognises, and a handler's glue may return it; not reserved.
     pub const UNCAUGHT_EXCEPTION: &str = "uncaught-exception";
 
     /// Every code the host writes.
-    pub const HOST: [&str; 21] = [
+    pub const HOST: [&str; 22] = [
         FUEL_EXHAUSTED,
         DEADLINE,
         MEMORY_LIMIT,
@@ -127,6 +129,7 @@ pub mod codes {
         RUN_TIMEOUT,
         HOST_BUSY,
         CANCELLED,
+        TOO_MANY_SNOOZES,
     ];
 
     /// Whether `code` is one of the host's.
@@ -208,6 +211,11 @@ impl Failure {
     /// The plugin `name` cannot be used, for `reason`.
     pub fn handler_broken(name: &str, reason: &str) -> Self {
         Failure::host(codes::HANDLER_BROKEN, format!("handler {name:?} cannot be used: {reason}"), false)
+    }
+
+    /// The run snoozed its task once more than the operator allows: not retried.
+    pub fn too_many_snoozes(message: String) -> Self {
+        Failure::host(codes::TOO_MANY_SNOOZES, message, false)
     }
 
     /// The database refused a run's outcome; this one, which says why, is written instead.

@@ -48,7 +48,8 @@ impl TaskState {
     /// The state of a task whose latest run is `last_status`, given up on or not.
     pub fn of(last_status: RunStatus, given_up: bool) -> TaskState {
         match (last_status, given_up) {
-            (RunStatus::Scheduled, false) => TaskState::Scheduled,
+            // A task's status is never `snoozed` (a snooze schedules it); read as scheduled.
+            (RunStatus::Scheduled | RunStatus::Snoozed, false) => TaskState::Scheduled,
             (RunStatus::Running, false) => TaskState::Running,
             (RunStatus::Success, _) => TaskState::Succeeded,
             (RunStatus::Cancelled, _) => TaskState::Cancelled,
@@ -106,6 +107,9 @@ pub enum Transition {
     FailAndRetry,
     /// The run failed for good: no retries left, or a failure that cannot be retried.
     FailAndGiveUp,
+    /// The run asked to be run later (`snooze`): the task is due again after its snooze, the
+    /// attempt given back, the snooze counted.
+    Snooze,
     /// The run outlived its run timeout, or its worker stopped heartbeating; the overseer ends it.
     TimeOut,
     /// The worker returns a run it will not finish (it is stopping, or its memory cap is
@@ -126,11 +130,12 @@ pub enum Transition {
 
 impl Transition {
     /// Every transition, in the order of the docs' table.
-    pub const ALL: [Transition; 11] = [
+    pub const ALL: [Transition; 12] = [
         Transition::Claim,
         Transition::Succeed,
         Transition::FailAndRetry,
         Transition::FailAndGiveUp,
+        Transition::Snooze,
         Transition::TimeOut,
         Transition::PutBack,
         Transition::Retry,
@@ -148,6 +153,7 @@ impl Transition {
             Transition::Succeed
             | Transition::FailAndRetry
             | Transition::FailAndGiveUp
+            | Transition::Snooze
             | Transition::TimeOut
             | Transition::PutBack => &[Running],
             Transition::Retry | Transition::GiveUp => &[AwaitingRetry],
@@ -161,9 +167,11 @@ impl Transition {
         match self {
             Transition::Claim => TaskState::Running,
             Transition::Succeed => TaskState::Succeeded,
-            Transition::FailAndRetry | Transition::PutBack | Transition::Retry | Transition::Replay => {
-                TaskState::Scheduled
-            }
+            Transition::FailAndRetry
+            | Transition::Snooze
+            | Transition::PutBack
+            | Transition::Retry
+            | Transition::Replay => TaskState::Scheduled,
             Transition::TimeOut => TaskState::AwaitingRetry,
             Transition::FailAndGiveUp | Transition::GiveUp | Transition::Abandon => TaskState::Dead,
             Transition::Cancel => TaskState::Cancelled,
@@ -177,6 +185,7 @@ impl Transition {
             Transition::Succeed => "succeed",
             Transition::FailAndRetry => "fail, retry",
             Transition::FailAndGiveUp => "fail, give up",
+            Transition::Snooze => "snooze",
             Transition::TimeOut => "time out",
             Transition::PutBack => "put back",
             Transition::Retry => "retry",
@@ -194,6 +203,7 @@ impl Transition {
             | Transition::Succeed
             | Transition::FailAndRetry
             | Transition::FailAndGiveUp
+            | Transition::Snooze
             | Transition::PutBack => "worker",
             Transition::TimeOut | Transition::Retry | Transition::GiveUp | Transition::Abandon => "overseer",
             Transition::Cancel | Transition::Replay => "operator (CLI, API, dashboard)",

@@ -67,6 +67,8 @@ pub struct Task {
     pub max_attempts: u32,
     /// Failed runs in a row (0 after a success or a replay).
     pub task_runs_failed: u32,
+    /// Runs that snoozed it (0 after a replay): bounded by `[tasks] max_snoozes`.
+    pub snoozes: u32,
     /// The queue it is claimed from.
     pub queue: String,
     /// Lower runs first.
@@ -194,6 +196,8 @@ pub struct ClaimedRun {
     pub task_runs_failed: u32,
     /// Its task's own backoff.
     pub backoff: BackoffSettings,
+    /// How many times its task snoozed so far.
+    pub snoozes: u32,
     /// When it was claimed.
     pub started_on: DateTime<Utc>,
     /// When the run times out (its task's run timeout, or the default): the worker stops it
@@ -250,7 +254,8 @@ impl QueueCounts {
     /// Set the count of one status.
     pub fn set(&mut self, status: RunStatus, n: u64) {
         let slot = match status {
-            RunStatus::Scheduled => &mut self.scheduled,
+            // A task's status is never `snoozed`: a snoozed task is scheduled.
+            RunStatus::Scheduled | RunStatus::Snoozed => &mut self.scheduled,
             RunStatus::Running => &mut self.running,
             RunStatus::Success => &mut self.success,
             RunStatus::Error => &mut self.error,

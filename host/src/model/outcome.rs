@@ -45,6 +45,13 @@ pub enum RunEnd {
         /// Decided by [`crate::retry::decide`].
         next: NextStep,
     },
+    /// It snoozed: its task is due again at `until`, this run neither a success nor a failure.
+    Snoozed {
+        /// When the task is due again.
+        until: DateTime<Utc>,
+        /// What the handler reported before it snoozed.
+        partial_results: Option<String>,
+    },
 }
 
 impl RunOutcome {
@@ -53,6 +60,7 @@ impl RunOutcome {
         match &self.end {
             RunEnd::Success { .. } => RunStatus::Success,
             RunEnd::Failure { failure, .. } => failure.status(),
+            RunEnd::Snoozed { .. } => RunStatus::Snoozed,
         }
     }
 
@@ -60,22 +68,25 @@ impl RunOutcome {
     pub fn results(&self) -> Option<&str> {
         match &self.end {
             RunEnd::Success { results } => results.as_deref(),
-            RunEnd::Failure { partial_results, .. } => partial_results.as_deref(),
+            RunEnd::Failure { partial_results, .. } | RunEnd::Snoozed { partial_results, .. } => {
+                partial_results.as_deref()
+            }
         }
     }
 
-    /// How it failed; `None` for a success.
+    /// How it failed; `None` for a success or a snooze.
     pub fn failure(&self) -> Option<&super::Failure> {
         match &self.end {
-            RunEnd::Success { .. } => None,
+            RunEnd::Success { .. } | RunEnd::Snoozed { .. } => None,
             RunEnd::Failure { failure, .. } => Some(failure),
         }
     }
 
-    /// What happens to the task next; `None` for a success (the task is done).
+    /// What happens to a failed run's task next; `None` for a success (the task is done) or a
+    /// snooze (it is due again at its time).
     pub fn next(&self) -> Option<NextStep> {
         match &self.end {
-            RunEnd::Success { .. } => None,
+            RunEnd::Success { .. } | RunEnd::Snoozed { .. } => None,
             RunEnd::Failure { next, .. } => Some(*next),
         }
     }

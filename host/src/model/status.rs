@@ -22,18 +22,28 @@ pub enum RunStatus {
     Timeout,
     /// Cancelled by an operator: a scheduled task never starts, a running run is stopped.
     Cancelled,
+    /// A run that ended asking to be run later (`snooze`): neither a success nor a failure. Its
+    /// task is then scheduled; a task's own status is never this.
+    Snoozed,
 }
 
 impl RunStatus {
     /// Every status, in the order of a run's life.
-    pub const ALL: [RunStatus; 6] = [
+    pub const ALL: [RunStatus; 7] = [
         RunStatus::Scheduled,
         RunStatus::Running,
         RunStatus::Success,
         RunStatus::Error,
         RunStatus::Timeout,
         RunStatus::Cancelled,
+        RunStatus::Snoozed,
     ];
+
+    /// Whether a task's latest run may give the task this status (never `snoozed`: a snooze
+    /// schedules the task).
+    pub const fn is_of_tasks(self) -> bool {
+        !matches!(self, RunStatus::Snoozed)
+    }
 
     /// The word stored in the database and shown to people.
     pub const fn as_str(self) -> &'static str {
@@ -44,6 +54,7 @@ impl RunStatus {
             RunStatus::Error => "error",
             RunStatus::Timeout => "timeout",
             RunStatus::Cancelled => "cancelled",
+            RunStatus::Snoozed => "snoozed",
         }
     }
 

@@ -12,8 +12,14 @@
 use wasmparser::component_types::ComponentEntityType;
 use wasmparser::{Encoding, Parser, Payload, Validator, WasmFeatures};
 
-/// The interfaces of this host's package a handler may import.
-const HOST_INTERFACES: &[&str] = &["taskhost:plugin/host@0.1.0", "taskhost:plugin/types@0.1.0"];
+/// The interfaces of this host's package a handler may import: 0.2.0's, and 0.1.0's for
+/// handlers built before it.
+const HOST_INTERFACES: &[&str] = &[
+    "taskhost:plugin/host@0.2.0",
+    "taskhost:plugin/types@0.2.0",
+    "taskhost:plugin/host@0.1.0",
+    "taskhost:plugin/types@0.1.0",
+];
 
 /// The WASI 0.2 packages the sandbox links (every interface of each, any 0.2 patch version).
 const WASI_PACKAGES: &[&str] =
@@ -111,6 +117,7 @@ mod tests {
     fn wasi_0_2_interfaces_are_importable_and_others_not() {
         assert!(importable("wasi:cli/stdout@0.2.6"));
         assert!(importable("taskhost:plugin/host@0.1.0"));
+        assert!(importable("taskhost:plugin/host@0.2.0"));
         assert!(importable("wasi:http/outgoing-handler@0.2.3"));
         assert!(!importable("wasi:http/handler@0.3.0"));
         assert!(!importable("wasi:cli/stdout@0.3.0"));

@@ -60,6 +60,7 @@ pub(super) struct RunMeta {
     pub task_runs_failed: u32,
     pub max_attempts: u32,
     pub backoff: BackoffSettings,
+    pub snoozes: u32,
 }
 
 impl RunMeta {
@@ -70,6 +71,7 @@ impl RunMeta {
             task_runs_failed: run.task_runs_failed,
             max_attempts: run.max_attempts,
             backoff: run.backoff,
+            snoozes: run.snoozes,
         }
     }
 }
@@ -159,6 +161,7 @@ async fn unless_stopped<T>(stop: &Notify, work: impl std::future::Future<Output 
 struct Ended {
     failure: Option<Failure>,
     results: Option<String>,
+    snooze: Option<Duration>,
     digest: Option<String>,
     fuel: Option<i64>,
     report: RunReport,
@@ -211,9 +214,10 @@ async fn execute(shared: &Shared, run: ClaimedRun, started: Instant, stop: Arc<N
         RunControl { progress: Some(shared.progress_tx.clone()), time_left: Some(time_left), stop: Some(stop) };
     let r = shared.catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, control).await;
     let fuel = Some(i64::try_from(r.fuel_used).unwrap_or(i64::MAX));
-    let (failure, results) = match r.outcome {
-        GuestOutcome::Success(results) => (None, results),
-        GuestOutcome::Failed(f) => (Some(f), None),
+    let (failure, results, snooze) = match r.outcome {
+        GuestOutcome::Success(results) => (None, results, None),
+        GuestOutcome::Failed(f) => (Some(f), None, None),
+        GuestOutcome::Snoozed(after) => (None, None, Some(after)),
         GuestOutcome::Stopped => {
             let digest = Some(plugin.digest.clone());
             let kept =
@@ -221,16 +225,25 @@ async fn execute(shared: &Shared, run: ClaimedRun, started: Instant, stop: Arc<N
             return Ran::Stopped(Some(kept));
         }
     };
-    ended(Ended { failure, results, digest: Some(plugin.digest.clone()), fuel, report: r.report })
+    ended(Ended { failure, results, snooze, digest: Some(plugin.digest.clone()), fuel, report: r.report })
 }
 
-/// The outcome to write: success, or the failure with its next step decided.
-fn outcome(shared: &Shared, meta: RunMeta, started: Instant, ended: Ended) -> RunOutcome {
+/// The outcome to write: success, a snooze until its time (by the database's clock), or the
+/// failure with its next step decided. A snooze past `[tasks] max_snoozes` is a failure.
+fn outcome(shared: &Shared, meta: RunMeta, started: Instant, mut ended: Ended) -> RunOutcome {
     let now = shared.clock.now();
-    let logs = ended.report.logs();
-    let end = match ended.failure {
-        None => RunEnd::Success { results: ended.results },
-        Some(failure) => {
+    let max_snoozes = shared.catalog.policy().max_snoozes;
+    if ended.snooze.is_some() && meta.snoozes >= max_snoozes {
+        let message = format!("the task snoozed {} times, the most [tasks] max_snoozes allows", meta.snoozes);
+        ended.failure = Some(Failure::too_many_snoozes(message));
+    }
+    let end = match (ended.failure, ended.snooze) {
+        (None, None) => RunEnd::Success { results: ended.results },
+        (None, Some(after)) => {
+            let until = chrono::Duration::from_std(after).ok().and_then(|d| now.checked_add_signed(d)).unwrap_or(now);
+            RunEnd::Snoozed { until, partial_results: ended.report.partial_results.take() }
+        }
+        (Some(failure), _) => {
             let backoff = shared.backoff.for_task(&meta.backoff);
             let next = retry::decide(
                 meta.task_runs_failed + 1,
@@ -240,9 +253,10 @@ fn outcome(shared: &Shared, meta: RunMeta, started: Instant, ended: Ended) -> Ru
                 now,
                 retry::jitter_unit(),
             );
-            RunEnd::Failure { failure, partial_results: ended.report.partial_results, next }
+            RunEnd::Failure { failure, partial_results: ended.report.partial_results.take(), next }
         }
     };
+    let logs = ended.report.logs();
     RunOutcome {
         run_id: meta.run_id,
         task_id: meta.task_id,
@@ -282,6 +296,7 @@ mod tests {
             task_runs_failed: 0,
             max_attempts: 5,
             backoff: BackoffSettings::default(),
+            snoozes: 0,
         };
         let Ran::Ended(o) = guarded(&shared, meta, Instant::now(), async { panic!("boom") }).await else {
             panic!("a panic ends the run")

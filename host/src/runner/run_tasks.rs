@@ -229,6 +229,10 @@ fn log_outcome(handler: &str, o: &RunOutcome) {
             let (outcome, code) = (o.status().as_str(), failure.code.as_str());
             tracing::info!(task, run, handler, outcome, code, next, duration_ms = ms, fuel, "run ended")
         }
+        RunEnd::Snoozed { until, .. } => {
+            let next = format!("due at {}", until.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+            tracing::info!(task, run, handler, outcome = "snoozed", next, duration_ms = ms, fuel, "run ended")
+        }
     }
 }
 
@@ -250,6 +254,7 @@ mod tests {
             max_attempts: 0,
             task_runs_failed: 0,
             backoff: BackoffSettings::default(),
+            snoozes: 0,
             started_on: now,
             timeout_on: now,
         }

@@ -163,7 +163,7 @@ impl OutcomeWriter {
             match release {
                 Release::Ended(o) => {
                     self.health.finished.fetch_add(1, Ordering::Relaxed);
-                    if o.failure().is_none() {
+                    if o.status() == crate::model::RunStatus::Success {
                         self.health.succeeded.fetch_add(1, Ordering::Relaxed);
                     }
                 }

@@ -4,7 +4,7 @@
 //! Progress reaches the database through a bounded channel drained by the runner, so a guest
 //! can neither block on the database nor flood the host.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use wasmtime::component::ResourceTable;
@@ -12,6 +12,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::taskhost::plugin::{host, types};
+use super::bindings_v1::taskhost::plugin as v1;
 use super::limits::{GuestLimiter, Limits};
 use crate::model::{ProgressUpdate, RunId, TaskId};
 
@@ -24,7 +25,10 @@ pub type ProgressSender = mpsc::Sender<ProgressUpdate>;
 const MAX_FORWARDED_RESULTS_BYTES: usize = 64 << 10;
 
 /// Minimum time between two partial-results reports forwarded for one run.
-const RESULTS_REPORT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+const RESULTS_REPORT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The longest a run may snooze its task at once.
+pub const MAX_SNOOZE: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// What a run's store holds: its WASI context, limits, network, progress and report.
 pub struct HostState {
@@ -37,6 +41,8 @@ pub struct HostState {
     pub(crate) deadline: Instant,
     pub(crate) progress_tx: Option<ProgressSender>,
     pub(crate) report: RunReport,
+    /// Set by `snooze`: the run, if it returns ok, ends snoozed for this long.
+    pub(crate) snooze: Option<Duration>,
     last_results_sent: Option<Instant>,
     http: WasiHttpCtx,
     pub(crate) net: super::net::RunNet,
@@ -130,6 +136,7 @@ impl HostState {
             deadline,
             progress_tx,
             report: RunReport::default(),
+            snooze: None,
             last_results_sent: None,
             http: {
                 // Each header set a guest builds is held by the host: 16 KiB each, not 128.
@@ -201,13 +208,54 @@ impl host::Host for HostState {
             types::LogLevel::Warn => "warn",
             types::LogLevel::Error => "error",
         };
+        self.log_line(level, &message);
+    }
+
+    fn snooze(&mut self, ms: u64) -> Result<(), String> {
+        let after = Duration::from_millis(ms);
+        if after > MAX_SNOOZE {
+            return Err(format!("a snooze of {ms} ms is over the longest a task may snooze at once, 30 days"));
+        }
+        self.snooze = Some(after);
+        Ok(())
+    }
+}
+
+/// `taskhost:plugin@0.1.0`'s host: 0.2.0's without `snooze`.
+impl v1::types::Host for HostState {}
+
+impl v1::host::Host for HostState {
+    fn set_progress(&mut self, percent: u8) {
+        host::Host::set_progress(self, percent);
+    }
+
+    fn set_results(&mut self, json: String) -> Result<(), String> {
+        host::Host::set_results(self, json)
+    }
+
+    fn log(&mut self, level: v1::types::LogLevel, message: String) {
+        use v1::types::LogLevel as L;
+        let level = match level {
+            L::Trace => "trace",
+            L::Debug => "debug",
+            L::Info => "info",
+            L::Warn => "warn",
+            L::Error => "error",
+        };
+        self.log_line(level, &message);
+    }
+}
+
+impl HostState {
+    /// Add a guest's log line at `level`, within the run's log cap.
+    fn log_line(&mut self, level: &str, message: &str) {
         // The message was bounded by the store's hostcall fuel before it was copied.
         let room = self.limits.max_log_bytes.saturating_sub(self.report.logs.len());
         if level.len() + message.len() + 4 > room {
             self.report.logs_dropped += 1;
             return;
         }
-        let message = crate::text::one_line(&message);
+        let message = crate::text::one_line(message);
         let line_len = level.len() + message.len() + 4;
         if line_len > room {
             self.report.logs_dropped += 1;

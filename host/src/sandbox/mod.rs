@@ -35,11 +35,24 @@ use settings::EpochTicker;
 pub use settings::SandboxConfig;
 pub use traps::{codes, ErrorSource, Failure, FailureKind};
 
-/// Bindings generated from `wit/task-handler.wit` (the contract documents them).
+/// Bindings generated from `wit/task-handler.wit`, `taskhost:plugin@0.2.0` (the contract
+/// documents them).
 #[allow(missing_docs)]
 pub mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit",
+        world: "task-handler",
+        exports: { default: async },
+    });
+}
+
+/// The host interface of `taskhost:plugin@0.1.0` (`wit/0.1/`), linked beside 0.2.0's so that
+/// handlers built against it run as before. Its `handle` and task are 0.2.0's, so one
+/// [`TaskHandlerPre`] checks and calls both.
+#[allow(missing_docs)]
+pub mod bindings_v1 {
+    wasmtime::component::bindgen!({
+        path: "../wit/0.1",
         world: "task-handler",
         exports: { default: async },
     });
@@ -73,6 +86,8 @@ pub enum GuestOutcome {
     Failed(Failure),
     /// Stopped from outside (its [`RunControl::stop`]) before it ended.
     Stopped,
+    /// The handler called `snooze` and returned ok: its task is due again after this long.
+    Snoozed(Duration),
 }
 
 /// What a run gets besides its handler and task, all optional: where its progress goes, what is
@@ -198,6 +213,8 @@ impl Sandbox {
         // Sockets stay refused, now saying so in the run's logs.
         net::link_sockets(&mut linker).map_err(|e| Error::Engine(format!("{e:#}")))?;
         bindings::TaskHandler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
+            .map_err(|e| Error::Engine(format!("{e:#}")))?;
+        bindings_v1::TaskHandler::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(|e| Error::Engine(format!("{e:#}")))?;
 
         let fingerprint = {
@@ -357,6 +374,8 @@ fn outcome_of(
             }
         }
         Ok(Err(he)) => GuestOutcome::Failed(Failure::handler(he)),
+        // What a snoozed run returned is not its task's results: it has none yet.
+        Ok(Ok(_)) if state.snooze.is_some() => GuestOutcome::Snoozed(state.snooze.unwrap_or_default()),
         Ok(Ok(results)) => traps::check_results(results, limits),
     }
 }

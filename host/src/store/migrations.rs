@@ -45,6 +45,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0013_runs_made_by_claims.sql",
     "0014_running_run_on_its_task.sql",
     "0015_runner_queues.sql",
+    "0016_snoozes.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -65,6 +66,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0013_runs_made_by_claims.sql",
     "0014_running_run_on_its_task.sql",
     "0015_runner_queues.sql",
+    "0016_snoozes.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -86,6 +88,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0014_runs_made_by_claims.sql",
     "0015_running_run_on_its_task.sql",
     "0016_runner_queues.sql",
+    "0017_snoozes.sql",
 );
 
 impl Embedded {

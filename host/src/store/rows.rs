@@ -57,6 +57,7 @@ pub fn task(r: &impl Cells) -> Result<Task> {
         last_status,
         max_attempts: n32(int(r, TASKS, "max_retries")?),
         task_runs_failed: n32(int(r, TASKS, "task_runs_failed")?),
+        snoozes: n32(int(r, TASKS, "snoozes")?),
         queue: text(r, TASKS, "queue")?,
         priority: int(r, TASKS, "priority")?.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
         unique_key: r.text("unique_key")?,
@@ -152,13 +153,15 @@ pub struct ClaimedTask {
     pub queued_by: Option<String>,
     pub max_attempts: u32,
     pub failed: u32,
+    pub snoozes: u32,
     pub backoff: BackoffSettings,
     pub run_timeout: Option<i64>,
 }
 
 /// The columns of `task_queue` a claim returns, in this order.
 pub const CLAIM_COLUMNS: &str = "id, task_handler_class, task_data, queued_by_id, max_retries, task_runs_failed, \
-                                 run_timeout, backoff_base_ms, backoff_max_ms, priority, scheduled_on, queue";
+                                 run_timeout, backoff_base_ms, backoff_max_ms, priority, scheduled_on, queue, \
+                                 snoozes";
 
 impl ClaimedTask {
     pub fn read(r: &impl Cells) -> Result<Self> {
@@ -172,6 +175,7 @@ impl ClaimedTask {
             queued_by: r.text("queued_by_id")?,
             max_attempts: n32(int(r, TASKS, "max_retries")?),
             failed: n32(int(r, TASKS, "task_runs_failed")?),
+            snoozes: n32(int(r, TASKS, "snoozes")?),
             backoff: backoff(r)?,
             run_timeout: r.int("run_timeout")?,
         })
@@ -203,6 +207,7 @@ impl ClaimedTask {
             max_attempts: self.max_attempts,
             task_runs_failed: self.failed,
             backoff: self.backoff,
+            snoozes: self.snoozes,
             started_on: now,
         }
     }

@@ -168,6 +168,8 @@ pub const TABLES: &[Table] = &[
             null("run_timeout_on", Time),
             null("run_percent", Int),
             null("run_results", Text),
+            // Times it snoozed (`[tasks] max_snoozes`).
+            def("snoozes", Int, "0"),
         ],
     },
     Table {

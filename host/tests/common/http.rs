@@ -2,7 +2,8 @@
 //! connection carries one request; every request is recorded. Routes:
 //! `/echo` (the request's body back), `/redirect?to=URL` (302), `/big?bytes=N` (N bytes, chunked),
 //! `/big-announced?bytes=N` (N bytes with Content-Length), `/trickle` (1,000 bytes announced, one
-//! a second), `/hang` (reads the request, never answers); anything else is 200 `ok`.
+//! a second), `/hang` (reads the request, never answers), `/busy?times=N&after=S` (429 with
+//! `Retry-After: S` to the first N requests of that target, then 200 `ok`); anything else is 200 `ok`.
 //! [`HttpServer::start_tls`] serves the same over TLS, with a certificate from [`TestCa`].
 
 use std::sync::{Arc, Mutex};
@@ -201,6 +202,18 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(conn: S, seen: Arc<Mutex<Vec<S
             let text = format!("status {code}");
             let h = head(&format!("{code} Status"), &format!("content-length: {}\r\n", text.len()));
             conn.write_all(format!("{h}{text}").as_bytes()).await
+        }
+        "/busy" => {
+            let count = seen.lock().map(|s| s.iter().filter(|r| r.target == target).count()).unwrap_or(0);
+            if count <= query_number(&target, "times") {
+                let after = query_number(&target, "after");
+                let h = head("429 Too Many Requests", &format!("retry-after: {after}\r\ncontent-length: 4\r\n"));
+                conn.write_all(format!("{h}busy").as_bytes()).await
+            } else {
+                conn.write_all(head("200 OK", "content-length: 2\r\n").as_bytes())
+                    .await
+                    .and(conn.write_all(b"ok").await)
+            }
         }
         "/redirect" => {
             let to = target.split_once("to=").map(|(_, u)| u).unwrap_or("/");

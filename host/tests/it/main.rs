@@ -40,6 +40,7 @@ mod schema;
 mod sdk;
 mod serve;
 mod serve_limits;
+mod snooze;
 mod sockets;
 mod store_mysql;
 mod store_postgres;

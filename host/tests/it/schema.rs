@@ -292,9 +292,7 @@ async fn migrations_are_reported_and_missing_tables_are_one_clear_error() {
     let dir = tempfile::tempdir().expect("temp dir");
     let sqlite = format!("sqlite://{}", dir.path().join("queue.db").display());
     let (pg, my) = (common::postgres_scratch().await, common::mysql_scratch().await);
-    for (url, last) in
-        [(sqlite.as_str(), "0015 runner queues"), (&*pg, "0015 runner queues"), (&*my, "0016 runner queues")]
-    {
+    for (url, last) in [(sqlite.as_str(), "0016 snoozes"), (&*pg, "0016 snoozes"), (&*my, "0017 snoozes")] {
         let options = StoreOptions { migrate: false, ..StoreOptions::default() };
         let store = store::open(url, &options).await.expect("open");
         let err = store.check_migrated().await.expect_err("no tables yet");

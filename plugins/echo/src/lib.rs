@@ -1,7 +1,7 @@
 //! Returns its data. Test hooks: `"progress": [..]` reports each percent, `"partial": {..}`
 //! stores partial results first, `"attempt_echo": true` returns what the host told it instead,
 //! `"spin_after": true` never returns after reporting (until the deadline stops it).
-wit_bindgen::generate!({ path: "../../wit", world: "task-handler" });
+wit_bindgen::generate!({ path: "../../wit/0.1", world: "task-handler" });
 
 use taskhost::plugin::host::{set_progress, set_results};
 

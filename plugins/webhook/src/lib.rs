@@ -1,6 +1,6 @@
 //! Calls a webhook with taskhost's Rust SDK: POSTs the task's `payload` as JSON to its `url` (a GET
-//! when it has none) and returns the status and the answer. A 5xx answer is retried, a 4xx one is
-//! not. The URL must be granted to this handler in the operator's configuration
+//! when it has none) and returns the status and the answer. A 429 or 503 answer snoozes the task
+//! until its Retry-After, another 5xx is retried, a 4xx is not. The URL must be granted to this handler in the operator's configuration
 //! ([handlers.webhook.grants.http]).
 use taskhost::{http, json, log, progress, Error, Task, Value};
 
@@ -12,7 +12,8 @@ fn handle(task: Task) -> taskhost::Result<Value> {
         Value::Null => http::get(url),
         payload => http::post(url).json(payload),
     };
-    let response = request.timeout_secs(timeout).send()?.error_for_status()?; // 5xx: retried; 4xx: not
+    // 429 or 503: snoozed after its Retry-After; other 5xx: retried; 4xx: not.
+    let response = request.timeout_secs(timeout).send()?.snooze_if_busy()?.error_for_status()?;
     progress(100);
     if response.header("content-type") == Some("application/json") {
         return Ok(json!({ "status": response.status, "json": response.json()? }));

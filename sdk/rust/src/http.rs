@@ -91,6 +91,7 @@ impl Request {
             code: code.into(),
             message: format!("{} {}: {what}", self.method, self.url),
             retryable,
+            snooze: None,
         };
         let (scheme, rest) = match self.url.split_once("://") {
             Some(("http", rest)) => (Scheme::Http, rest),
@@ -249,6 +250,49 @@ impl Response {
         let text: String = self.text().chars().take(500).collect();
         let message = format!("{} {} answered {s}: {text}", self.method, self.url);
         let code = if s >= 500 { "http-5xx" } else { "http-4xx" };
-        Err(Error { code: code.into(), message, retryable: s >= 500 || s == 408 || s == 429 })
+        Err(Error { code: code.into(), message, retryable: s >= 500 || s == 408 || s == 429, snooze: None })
     }
+
+    /// A 429 or 503 answer as a snooze ([`Error::snooze`]) after its `Retry-After` (seconds or
+    /// an HTTP date; 10 s without one), any other answer as it is:
+    /// `http::get(url).send()?.snooze_if_busy()?`.
+    pub fn snooze_if_busy(self) -> Result<Response> {
+        if self.status != 429 && self.status != 503 {
+            return Ok(self);
+        }
+        Err(Error::snooze(retry_after(self.header("retry-after"))))
+    }
+}
+
+/// What a `Retry-After` asks for: seconds, or an HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`)
+/// from now; 10 s when absent or unreadable.
+fn retry_after(value: Option<&str>) -> Duration {
+    const BUSY: Duration = Duration::from_secs(10);
+    let Some(v) = value.map(str::trim) else { return BUSY };
+    if let Ok(secs) = v.parse::<u64>() {
+        return Duration::from_secs(secs);
+    }
+    let Some(at) = http_date(v) else { return BUSY };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+    Duration::from_secs(at.saturating_sub(now))
+}
+
+/// Seconds since 1970 of an IMF-fixdate, the form HTTP sends.
+fn http_date(v: &str) -> Option<u64> {
+    let mut parts = v.split_whitespace().skip(1);
+    let day: u64 = parts.next()?.parse().ok()?;
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let name = parts.next()?;
+    let month = MONTHS.iter().position(|m| *m == name)? as u64 + 1;
+    let year: u64 = parts.next()?.parse().ok()?;
+    let mut hms = parts.next()?.split(':').map(|n| n.parse::<u64>().ok());
+    let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
+    // Days from the civil date (Howard Hinnant's algorithm), years from 1970 on.
+    let (y, mo) = if month <= 2 { (year.checked_sub(1)?, month + 9) } else { (year, month - 3) };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let doy = (153 * mo + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    Some(days * 86_400 + h * 3600 + m * 60 + s)
 }

@@ -18,6 +18,8 @@
 //! - Return any JSON value (the run's results; `Value::Null` for none), or an [`Error`]:
 //!   [`Error::fail`] ends the run for good, [`Error::retry`] retries the task (up to its
 //!   max_attempts). A panic ends the run as `uncaught-exception` (retried), its message and place.
+//! - [`Error::snooze`]: not now; the task is due again after that long, this run `snoozed` (not a
+//!   failure, no attempt used). [`http::Response::snooze_if_busy`] does it for a 429 or 503 answer.
 //! - [`progress`], [`partial`], [`log`]; what the handler prints lands in the run's logs too.
 //! - [`http`]: requests over wasi:http, sent where the operator's grant for this handler allows.
 
@@ -59,17 +61,26 @@ pub struct Error {
     pub code: String,
     pub message: String,
     pub retryable: bool,
+    /// Set by [`Error::snooze`]: not a failure, the task is due again after this long.
+    pub snooze: Option<std::time::Duration>,
 }
 
 impl Error {
     /// The run fails for good: retrying cannot help (bad input, a missing record).
     pub fn fail(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Error { code: code.into(), message: message.into(), retryable: false }
+        Error { code: code.into(), message: message.into(), retryable: false, snooze: None }
     }
 
     /// The run fails and the task is tried again later (a dependency's hiccup).
     pub fn retry(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Error { code: code.into(), message: message.into(), retryable: true }
+        Error { code: code.into(), message: message.into(), retryable: true, snooze: None }
+    }
+
+    /// Not now: the task is due again after `after` (at most 30 days), and this run ends
+    /// `snoozed`, neither a success nor a failure (no attempt used). Return it as an error:
+    /// `return Err(Error::snooze(Duration::from_secs(60)))`.
+    pub fn snooze(after: std::time::Duration) -> Self {
+        Error { code: "snoozed".into(), message: format!("snoozed for {after:?}"), retryable: true, snooze: Some(after) }
     }
 }
 
@@ -146,6 +157,13 @@ pub fn __run(
     match f(task) {
         Ok(Value::Null) => Ok(None),
         Ok(results) => Ok(Some(results.to_string())),
+        Err(Error { snooze: Some(after), .. }) => {
+            let ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+            match host::snooze(ms) {
+                Ok(()) => Ok(None),
+                Err(e) => Err(bindings::HandlerError { code: "invalid-snooze".into(), message: e, retryable: false }),
+            }
+        }
         Err(e) => Err(bindings::HandlerError { code: e.code, message: e.message, retryable: e.retryable }),
     }
 }

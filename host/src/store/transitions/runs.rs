@@ -1,11 +1,12 @@
-//! The transitions that end a running run: succeed, fail (and retry or give up), time out, put back.
+//! The transitions that end a running run: succeed, fail (and retry or give up), snooze, time
+//! out, put back.
 
 use chrono::{DateTime, Utc};
 
 use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
-use super::super::sql::{args, RUNNING, SCHEDULED, TIMEOUT};
+use super::super::sql::{args, RUNNING, SCHEDULED, SNOOZED, TIMEOUT};
 use super::{from, Set, Why, RUN_COLUMNS, RUN_FROM_TASK};
 use crate::error::Result;
 use crate::model::*;
@@ -45,47 +46,44 @@ pub async fn release<D: Dialect>(db: &D, releases: &[RunRelease<'_>]) -> Result<
     .await
 }
 
-/// Write finished runs and move their tasks on (succeed, fail and retry, fail and give up). A
-/// run no longer running (timed out, cancelled or put back meanwhile) is left as it is, and so
-/// is its task.
+/// Write finished runs and move their tasks on (succeed, fail and retry, fail and give up,
+/// snooze). A run no longer running (timed out, cancelled or put back meanwhile) is left as it
+/// is, and so is its task.
 async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) -> Result<()> {
     if outcomes.is_empty() {
         return Ok(());
     }
-    let mut ok: Vec<&RunOutcome> = Vec::new();
-    let mut failed: Vec<Failed> = Vec::new();
-    for &o in outcomes {
-        match &o.end {
-            RunEnd::Success { .. } => ok.push(o),
-            RunEnd::Failure { failure, partial_results, next } => {
-                failed.push(Failed { o, failure, results: partial_results.as_deref(), next: *next })
-            }
-        }
-    }
+    let (ok, rare): (Vec<&RunOutcome>, Vec<&RunOutcome>) =
+        outcomes.iter().partition(|o| matches!(o.end, RunEnd::Success { .. }));
     let latest = outcomes.iter().map(|o| o.finished_on).max().unwrap_or_default();
     if !ok.is_empty() {
         let done = db.finish_successes(tx, &ok).await?;
         super::super::stats::record_successes(db, tx, &done, &ok, latest).await?;
     }
-    // The failed runs this transaction ends, for the statistics.
+    // The failed runs this transaction ends, for the statistics (a snooze is not counted).
     let mut ended = Vec::new();
-    if !failed.is_empty() {
-        // The tasks still running the runs that failed, locked.
+    if !rare.is_empty() {
+        // The tasks still running the runs that failed or snoozed, locked.
         let running = format!(
             "SELECT run_id AS id, id AS task_queue_id FROM task_queue WHERE id IN ($1) AND last_status = {RUNNING}{}",
             D::FOR_UPDATE
         );
-        let ids: Vec<TaskId> = failed.iter().map(|f| f.o.task_id).collect();
-        let outcomes: std::collections::HashSet<(RunId, TaskId)> =
-            failed.iter().map(|f| (f.o.run_id, f.o.task_id)).collect();
+        let ids: Vec<TaskId> = rare.iter().map(|o| o.task_id).collect();
+        let outcomes: std::collections::HashSet<(RunId, TaskId)> = rare.iter().map(|o| (o.run_id, o.task_id)).collect();
         let still = pairs(&db.rows(Some(&mut *tx), &running, args![&ids]).await?)?;
         let still: Vec<(RunId, TaskId)> = still.into_iter().filter(|pair| outcomes.contains(pair)).collect();
         write_running(db, tx, &still).await?;
         let still: std::collections::HashSet<RunId> = still.iter().map(|(run, _)| *run).collect();
-        for f in &failed {
-            if still.contains(&f.o.run_id) {
-                fail(db, tx, f).await?;
-                ended.push(f.o.run_id);
+        for o in rare.into_iter().filter(|o| still.contains(&o.run_id)) {
+            match &o.end {
+                RunEnd::Failure { failure, partial_results, next } => {
+                    fail(db, tx, &Failed { o, failure, results: partial_results.as_deref(), next: *next }).await?;
+                    ended.push(o.run_id);
+                }
+                RunEnd::Snoozed { until, partial_results } => {
+                    snooze(db, tx, o, *until, partial_results.as_deref()).await?
+                }
+                RunEnd::Success { .. } => {}
             }
         }
     }
@@ -98,6 +96,31 @@ struct Failed<'a> {
     failure: &'a Failure,
     results: Option<&'a str>,
     next: NextStep,
+}
+
+/// End a locked running run as snoozed, and schedule its task again at `until` with the
+/// attempt given back and the snooze counted.
+async fn snooze<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    o: &RunOutcome,
+    until: DateTime<Utc>,
+    results: Option<&str>,
+) -> Result<()> {
+    let run = format!(
+        "UPDATE task_runs SET status = {SNOOZED}, finished_on = $2, results = coalesce($3, results),
+             percents_completed = coalesce($4, percents_completed), duration_ms = $5, component_digest = $6,
+             fuel_used = $7, logs = $8
+         WHERE id = $1"
+    );
+    let percent = o.percents_completed.map(i64::from);
+    let values =
+        args![o.run_id, o.finished_on, results, percent, o.duration_ms, &o.component_digest, o.fuel_used, &o.logs];
+    db.exec(Some(&mut *tx), &run, values).await?;
+    let t = Transition::Snooze;
+    let task = format!("UPDATE task_queue SET {} WHERE id = $1 AND {}", Set::of(t, "$2"), from::<D>(t));
+    db.exec(Some(tx), &task, args![o.task_id, until]).await?;
+    Ok(())
 }
 
 /// End a locked running run as failed, and retry its task or give up on it. A retry is the task

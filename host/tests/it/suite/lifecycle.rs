@@ -5,7 +5,7 @@
 use taskhost::model::*;
 use taskhost::store::{RetryPlan, SharedStore};
 
-use super::{failure, runner, secs, success, t0, DAY};
+use super::{failure, runner, secs, snoozed, success, t0, DAY};
 
 /// One task of its own: its queue, handler and runner are used by no other case, so a
 /// transition that acts on "every due task" or "a runner's runs" reaches only this one.
@@ -63,6 +63,7 @@ async fn as_claimed(store: &SharedStore, c: &Case) -> ClaimedRun {
         max_attempts: t.max_attempts,
         task_runs_failed: t.task_runs_failed,
         backoff: t.backoff,
+        snoozes: t.snoozes,
         started_on: now(),
         timeout_on: now() + secs(60),
     }
@@ -104,6 +105,11 @@ async fn apply(store: &SharedStore, c: &Case, t: Transition) -> bool {
             let next = if t == Transition::FailAndRetry { NextStep::RetryAt(at) } else { NextStep::GiveUp };
             let run = as_claimed(store, c).await;
             store.finish_runs(&[failure(&run, at, next)]).await.expect("finish");
+            true
+        }
+        Transition::Snooze => {
+            let run = as_claimed(store, c).await;
+            store.finish_runs(&[snoozed(&run, at, at)]).await.expect("finish");
             true
         }
         Transition::TimeOut => store.time_out_runners(&[c.runner], at).await.expect("time out") > 0,
@@ -192,6 +198,7 @@ fn reports(t: Transition) -> bool {
         Transition::Succeed
             | Transition::FailAndRetry
             | Transition::FailAndGiveUp
+            | Transition::Snooze
             | Transition::Retry
             | Transition::GiveUp
     )

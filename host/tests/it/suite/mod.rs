@@ -505,6 +505,7 @@ macro_rules! store_suite {
         case!(a_failure_with_retry_schedules_the_next_attempt);
         case!(giving_up_makes_a_dead_letter_that_can_be_replayed);
         case!(a_succeeded_task_runs_again_as_a_new_attempt_keeping_its_runs);
+        case!(a_snoozed_run_schedules_its_task_again_using_no_attempt);
         case!(a_late_outcome_does_not_override_a_timeout);
         case!(timed_out_runners_take_their_runs_with_them);
         case!(the_runner_limit_is_enforced);
