@@ -185,6 +185,7 @@ async fn run() {
         handler: "noop".into(),
         data: "{}".into(),
         queued_by: None,
+        queueing: Default::default(),
     };
     for i in 0..1_000 {
         let _ = sandbox.run(&noop.pre, noop.limits, &noop.grants, input(i), Default::default()).await;
@@ -213,8 +214,15 @@ async fn run() {
         let t = Instant::now();
         let plugin = fresh.load(name).expect("load");
         let load = t.elapsed();
-        let input =
-            || RunInput { task_id: 1, run_id: 1, attempt: 1, handler: name.into(), data: data.into(), queued_by: None };
+        let input = || RunInput {
+            task_id: 1,
+            run_id: 1,
+            attempt: 1,
+            handler: name.into(),
+            data: data.into(),
+            queued_by: None,
+            queueing: Default::default(),
+        };
         let _ = sandbox.run(&plugin.pre, plugin.limits, &plugin.grants, input(), Default::default()).await;
         let n = 200;
         let t = Instant::now();
@@ -256,7 +264,7 @@ async fn claim_and_finish_all(app: &App, runner: i64, digest: &str) -> (usize, D
             .map(|c| taskhost::model::RunOutcome {
                 run_id: c.run_id,
                 task_id: c.task_id,
-                end: taskhost::model::RunEnd::Success { results: Some("{}".into()) },
+                end: taskhost::model::RunEnd::Success { results: Some("{}".into()), children: Vec::new() },
                 percents_completed: None,
                 finished_on: now,
                 duration_ms: 0,

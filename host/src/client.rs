@@ -24,13 +24,7 @@ use crate::store::SharedStore;
 
 /// The same maximum length on every database, and no NUL byte (PostgreSQL refuses it).
 fn check_text(what: &'static str, value: &str, max: usize) -> Result<()> {
-    if value.len() > max {
-        return Err(Error::invalid(what, format!("{} bytes, over the maximum of {max}", value.len())));
-    }
-    if value.contains('\0') {
-        return Err(Error::invalid(what, "it contains a NUL byte"));
-    }
-    Ok(())
+    text_refusal(value, max).map_or(Ok(()), |reason| Err(Error::invalid(what, reason)))
 }
 
 /// The filters of a read: each at most [`Client::MAX_FILTER_BYTES`], without NUL.
@@ -43,24 +37,12 @@ fn check_filters(filters: &[(&'static str, Option<&str>)]) -> Result<()> {
     Ok(())
 }
 
-/// A task's attempts and run timeout within the documented ranges: a run timeout under a second
-/// would end every run at once, and the database holds attempts as a 32-bit signed integer.
-fn check_numbers(t: &NewTask) -> Result<()> {
-    if t.max_attempts == 0 {
-        return Err(Error::invalid("max_attempts", "0 is under the minimum of 1 (the first run is an attempt)"));
+/// [`NewTask::check`]'s refusal as the client's error.
+fn refused(e: Invalid) -> Error {
+    match e {
+        Invalid::Json(e) => Error::InvalidJson(e),
+        Invalid::Field { what, reason } => Error::Invalid { what, reason },
     }
-    if i32::try_from(t.max_attempts).is_err() {
-        return Err(Error::invalid("max_attempts", format!("{} is over the maximum of {}", t.max_attempts, i32::MAX)));
-    }
-    if let Some(timeout) = t.run_timeout {
-        let (min, max) = (Client::MIN_RUN_TIMEOUT, Client::MAX_RUN_TIMEOUT);
-        if !(min..=max).contains(&timeout) {
-            let shown = crate::text::duration;
-            let reason = format!("{} is out of range ({} to {})", shown(timeout), shown(min), shown(max));
-            return Err(Error::invalid("run_timeout", reason));
-        }
-    }
-    Ok(())
 }
 
 /// Queueing and reading tasks, each input checked first (JSON, handler, sizes): what the CLI,
@@ -82,9 +64,9 @@ impl Client {
     /// The longest text a filter of a read (list, statistics) may hold.
     pub const MAX_FILTER_BYTES: usize = 1024;
     /// The shortest run timeout a task may have.
-    pub const MIN_RUN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+    pub const MIN_RUN_TIMEOUT: std::time::Duration = MIN_RUN_TIMEOUT;
     /// The longest run timeout a task may have: a year (365.25 days).
-    pub const MAX_RUN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(31_557_600);
+    pub const MAX_RUN_TIMEOUT: std::time::Duration = MAX_RUN_TIMEOUT;
 
     /// A client over `store`, checking handlers against `catalog`.
     pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock) -> Self {
@@ -110,26 +92,9 @@ impl Client {
     /// size limit and the handler a loadable plugin implementing the task-handler world.
     pub async fn validate(&self, tasks: &[NewTask]) -> Result<()> {
         let mut handlers = HashSet::new();
+        let max_data_bytes = self.catalog.policy().max_data_bytes;
         for t in tasks {
-            self.check_data(&t.data)?;
-            if t.queue.is_empty() {
-                return Err(Error::invalid("queue", "the queue name is empty"));
-            }
-            if t.queue == EVERY_QUEUE {
-                return Err(Error::invalid("queue", "* is not a queue's name: to workers it means every queue"));
-            }
-            if t.unique_key.as_deref() == Some("") {
-                return Err(Error::invalid("unique key", "the unique key is empty"));
-            }
-            check_text("handler name", &t.handler, MAX_HANDLER_BYTES)?;
-            check_text("queue", &t.queue, MAX_QUEUE_BYTES)?;
-            if let Some(k) = &t.unique_key {
-                check_text("unique key", k, MAX_UNIQUE_KEY_BYTES)?;
-            }
-            if let Some(q) = &t.queued_by {
-                check_text("queued-by", q, MAX_QUEUED_BY_BYTES)?;
-            }
-            check_numbers(t)?;
+            t.check(max_data_bytes).map_err(refused)?;
             handlers.insert(t.handler.clone());
         }
         for name in handlers {
@@ -142,18 +107,9 @@ impl Client {
         Ok(())
     }
 
-    /// A task's data: at most the operator's `[tasks] max_data_bytes` (measured before it is
-    /// parsed, so the same on every database), and valid JSON.
+    /// A task's data: at most the operator's `[tasks] max_data_bytes` and valid JSON.
     fn check_data(&self, data: &str) -> Result<()> {
-        let max = self.catalog.policy().max_data_bytes;
-        if data.len() > max {
-            return Err(Error::invalid(
-                "task data",
-                format!("{} bytes, over the limit of {max} bytes ([tasks] max_data_bytes)", data.len()),
-            ));
-        }
-        serde_json::from_str::<serde::de::IgnoredAny>(data).map_err(|e| Error::InvalidJson(e.to_string()))?;
-        Ok(())
+        NewTask::new("-", data).check(self.catalog.policy().max_data_bytes).map_err(refused)
     }
 
     /// [`Client::validate`], and when it refuses, which task it refuses (the first refused alone,

@@ -155,6 +155,9 @@ pub fn task_detail(t: &Task, runs: &[Run]) -> String {
     if t.snoozes > 0 {
         let _ = writeln!(out, "  snoozed     {} times", t.snoozes);
     }
+    if let Some(parent) = t.parent_id {
+        let _ = writeln!(out, "  parent      task {parent} (queued by its run; {} deep)", t.depth);
+    }
     if let Some(g) = t.gave_up_on {
         let _ = writeln!(out, "  gave up     {g} (dead letter: `taskhost retry {}` replays it)", t.id);
     }
@@ -252,6 +255,9 @@ pub fn run_once(r: &RunResult) -> String {
         }
     }
     let _ = writeln!(out, "progress {}%  fuel {}  time {:.1?}", r.report.percent.unwrap_or(0), r.fuel_used, r.elapsed);
+    for c in &r.children {
+        let _ = writeln!(out, "queued (not written: no database here) {} {}", c.task.handler, clip(&c.task.data, 200));
+    }
     for line in r.report.logs().unwrap_or_default().lines() {
         let _ = writeln!(out, "log {line}");
     }

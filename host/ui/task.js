@@ -2,20 +2,26 @@
 // results, logs, error, digest, fuel, timings), and what can be done with it now.
 
 import { api, act, hold, leave, notify } from './app.js';
-import { h, fill, put, badge, bar, when, duration, number, json, button, section } from './view.js';
+import { h, fill, put, badge, bar, when, duration, number, json, button, section, taskLink } from './view.js';
 
 export function mount(main, id) {
   const head = h('div', { class: 'task-head' });
   const facts = h('dl', { class: 'facts', id: 'task-facts' });
   const data = h('div', { id: 'task-data' });
   const runs = h('div', { id: 'runs' });
-  put(main, head, facts, section('Data', data), section('Runs', runs));
+  const children = h('div', { id: 'task-children' });
+  put(main, head, facts, section('Data', data), section('Children', children), section('Runs', runs));
   let shownData = null;
   return {
     async refresh(current) {
       // What may be done with it now is the server's to say (by its state).
-      const { task, runs: list, allows } = await api('GET', `/tasks/${id}`);
+      const [{ task, runs: list, allows }, kids] = await Promise.all([
+        api('GET', `/tasks/${id}`), api('GET', `/tasks?parent=${id}&order=oldest&limit=100`)]);
       if (!current()) return;
+      // The tasks its runs queued (the first hundred), each with its state.
+      fill(children, kids.tasks.length === 0 ? h('p', { class: 'muted' }, 'None: its runs queued no task.')
+        : h('ul', { class: 'plain' }, ...kids.tasks.map((k) => h('li', {},
+          taskLink(k.id), ` ${k.handler} `, badge(k.state)))));
       const unfinished = allows.includes('cancel');
       const replayable = allows.includes('replay');
       fill(head,
@@ -46,6 +52,7 @@ export function mount(main, id) {
         ...fact(unfinished ? 'Due' : 'Last due', when(task.scheduled_on)),
         ...fact('Attempts failed', `${task.task_runs_failed} of ${task.max_attempts}`),
         ...(task.snoozes ? fact('Snoozed', `${task.snoozes} times`) : []),
+        ...(task.parent_id ? fact('Parent', taskLink(task.parent_id)) : []),
         ...(task.gave_up_on ? fact('Given up', when(task.gave_up_on)) : []),
         ...(task.unique_key ? fact('Unique key', h('code', {}, task.unique_key)) : []),
         ...(task.run_timeout_secs ? fact('Run timeout', duration(task.run_timeout_secs * 1000)) : []));

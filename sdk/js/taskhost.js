@@ -17,6 +17,9 @@
 //   (retried), its message the error and its stack: a thrown Error would otherwise trap without its text.
 // - `throw new Snooze(seconds)`: not now; the task is due again after that long, this run `snoozed` (not a
 //   failure, no attempt used). `response.snoozeIfBusy()` does it for a 429 or 503 after its `Retry-After`.
+// - `enqueue(handler, data, {queue, priority, delay, at, uniqueKey, maxAttempts})`: queue a task, this one's child,
+//   written only if this run ends well (returns or snoozes); `delay` in seconds, `at` a Date or ms since 1970.
+//   Refused, it throws `Fail("enqueue-refused", why)`.
 // - `progress(percent)`, `partial(results)`, `log.info(...)` (and `debug`, `warning`, `error`); console.log
 //   lands in the run's logs too.
 // - `request(url, {method, json, body, headers, timeout})`: `fetch` (wasi:http, sent where the operator's
@@ -24,10 +27,12 @@
 //   the handler's terms (`request-timeout`, `request-failed`; a refused destination's run gets the host's
 //   `denied`), `raiseForStatus()` (`http-5xx`, retried; `http-4xx`, not, but 408 and 429) and `snoozeIfBusy()`.
 //   `fetch` itself works too.
-import { setProgress, setResults, log as hostLog, snooze as hostSnooze } from "taskhost:plugin/host@0.2.0";
+import { setProgress, setResults, log as hostLog, snooze as hostSnooze, enqueue as hostEnqueue } from "taskhost:plugin/host@0.2.0";
 
-// Busy answers without a Retry-After are tried again after this many seconds.
+// Busy answers without a Retry-After are tried again after this many seconds; a server's longer
+// Retry-After is cut to the longest snooze the host takes (30 days).
 const BUSY_SECONDS = 10;
+const LONGEST_SNOOZE = 30 * 24 * 3600;
 
 /** A failure the handler knows about: a short `code`, a `message`, and whether retrying can help. */
 export class TaskError extends Error {
@@ -77,6 +82,18 @@ export class HTTPError extends TaskError {
     super(s >= 500 ? "http-5xx" : "http-4xx", `${response.method} ${response.url} answered ${s}: ${response.text.slice(0, 500)}`,
       s >= 500 || s === 408 || s === 429);
     this.response = response;
+  }
+}
+
+/** Queue a task for `handler` with `data`, this task's child, written only if this run ends well; its number. */
+export function enqueue(handler, data, { queue, priority, delay, at, uniqueKey, maxAttempts } = {}) {
+  let due;
+  if (delay !== undefined) due = { tag: "after-ms", val: BigInt(Math.max(0, Math.trunc(Number(delay) * 1000))) };
+  else if (at !== undefined) due = { tag: "at-ms", val: BigInt(Math.trunc(at instanceof Date ? at.getTime() : Number(at))) };
+  try {
+    return hostEnqueue({ handler: String(handler), data: JSON.stringify(data), queue, priority, due, uniqueKey, maxAttempts });
+  } catch (e) {
+    throw new Fail("enqueue-refused", String(e && e.payload !== undefined ? e.payload : e));
   }
 }
 
@@ -150,7 +167,9 @@ export async function request(url, { method, json, body, headers = {}, timeout =
         if (r.status >= 400) throw new HTTPError(response);
       },
       snoozeIfBusy() {
-        if (r.status === 429 || r.status === 503) throw new Snooze(retryAfter(r.headers.get("retry-after")));
+        if (r.status === 429 || r.status === 503) {
+          throw new Snooze(Math.min(retryAfter(r.headers.get("retry-after")), LONGEST_SNOOZE));
+        }
         return response;
       },
     };

@@ -21,6 +21,9 @@ imports `app`, once, when the component is made; each run then calls `app.handle
 - `raise taskhost.Snooze(seconds)`: not now; the task is due again after that long, this run is
   `snoozed` (not a failure, no attempt used). `response.snooze_if_busy()` does it for a 429 or 503
   answer, after its `Retry-After`.
+- `taskhost.enqueue(handler, data, queue=, priority=, delay=, at=, unique_key=, max_attempts=)`: queue
+  a task, this one's child, written only if this run ends well (returns or snoozes); `delay` in
+  seconds, `at` seconds since 1970. Refused, it raises `Fail("enqueue-refused", why)`.
 - `taskhost.progress(percent)`, `taskhost.partial(results)`, `taskhost.log.info(...)` (and `.debug`,
   `.warning`, `.error`); what `print` writes lands in the run's logs too.
 - `taskhost.http.get/post/put/patch/delete/request(...)`: a subset of `requests` over wasi:http, sent
@@ -38,9 +41,10 @@ import traceback as _traceback
 import wit_world
 from componentize_py_types import Err as _Err
 from wit_world.imports import host as _host
+from wit_world.imports import taskhost_plugin_types as _types
 from wit_world.imports.taskhost_plugin_types import HandlerError as _HandlerError, LogLevel as _Level
 
-__all__ = ["Task", "Error", "Fail", "Retry", "Snooze", "progress", "partial", "log", "http"]
+__all__ = ["Task", "Error", "Fail", "Retry", "Snooze", "enqueue", "progress", "partial", "log", "http"]
 
 
 class Task:
@@ -91,6 +95,24 @@ class Snooze(Exception):
     def __init__(self, seconds):
         super().__init__(f"snooze for {seconds} s")
         self.seconds = max(0.0, float(seconds))
+
+
+def enqueue(handler, data, *, queue=None, priority=None, delay=None, at=None, unique_key=None, max_attempts=None):
+    """Queue a task for `handler` with `data` (JSON-able), this task's child, written only if this run
+    ends well, so a retried run never queues it twice; returns its number among this run's."""
+    due = None
+    if delay is not None:
+        due = _types.Due_AfterMs(max(0, int(float(delay) * 1000)))
+    elif at is not None:
+        due = _types.Due_AtMs(int(float(at) * 1000))
+    task = _types.NewTask(
+        handler=str(handler), data=_json.dumps(data, separators=(",", ":")), queue=queue, priority=priority,
+        due=due, unique_key=unique_key, max_attempts=max_attempts,
+    )
+    try:
+        return _host.enqueue(task)
+    except _Err as e:
+        raise Fail("enqueue-refused", e.value) from None
 
 
 def progress(percent):
@@ -169,7 +191,7 @@ class WitWorld(wit_world.WitWorld):
             results = _live_app(task.task_id).handle(Task(task))
         except Snooze as e:
             try:
-                _host.snooze(min(int(e.seconds * 1000), 2**63))
+                _host.snooze(int(min(e.seconds, 1e12) * 1000))
             except _Err as refused:
                 raise _error("invalid-snooze", refused.value, False) from None
             return None

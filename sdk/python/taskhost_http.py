@@ -15,8 +15,10 @@ from wit_world.imports.streams import StreamError_Closed as _Closed
 
 from taskhost import Error, Snooze
 
-# Busy answers without a Retry-After are tried again after this many seconds.
+# Busy answers without a Retry-After are tried again after this many seconds; a server's longer
+# Retry-After is cut to the longest snooze the host takes (30 days).
 _BUSY_SECONDS = 10.0
+_LONGEST_SNOOZE = 30 * 24 * 3600.0
 
 
 class Response:
@@ -53,7 +55,7 @@ class Response:
         """Raise `taskhost.Snooze` for a 429 or 503 answer: the task is due again after its
         `Retry-After` (seconds or an HTTP date; 10 s without one), the run not a failure."""
         if self.status in (429, 503):
-            raise Snooze(_retry_after(self.headers.get("retry-after"), _BUSY_SECONDS))
+            raise Snooze(min(_retry_after(self.headers.get("retry-after"), _BUSY_SECONDS), _LONGEST_SNOOZE))
         return self
 
     def __repr__(self):
@@ -65,8 +67,8 @@ def _retry_after(value, default):
     if not value:
         return default
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    if value.isascii() and value.isdigit():
+        return min(float(value), _LONGEST_SNOOZE)
     try:
         import time
         from email.utils import parsedate_to_datetime

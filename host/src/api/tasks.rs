@@ -132,6 +132,8 @@ pub(super) struct ListParams {
     limit: Option<u32>,
     /// The `next` of the page before.
     after: Option<TaskId>,
+    /// Only the tasks this task's runs queued (its children).
+    parent: Option<TaskId>,
 }
 
 /// A page of tasks, and the cursor of the next one.
@@ -153,7 +155,10 @@ pub(super) async fn list(
     for (key, value) in &q {
         let bad = |why: &str| ApiError::bad("invalid", format!("{key}={value:?}: {why}"));
         match key.as_str() {
-            "status" => f.status = Some(value.parse::<RunStatus>().map_err(|e| bad(&e.to_string()))?),
+            "status" => match value.parse::<RunStatus>().map_err(|e| bad(&e.to_string()))? {
+                s if s.is_of_tasks() => f.status = Some(s),
+                _ => return Err(bad("a task's status is never snoozed: a snoozed task is scheduled")),
+            },
             "state" => f.state = Some(value.parse::<TaskState>().map_err(|_| bad(&states()))?),
             "queue" => f.queue = Some(value.clone()),
             "handler" => f.handler = Some(value.clone()),
@@ -171,7 +176,11 @@ pub(super) async fn list(
                 _ => return Err(bad(&format!("a number from 1 to {MAX_PAGE}"))),
             },
             "after" => f.after = Some(value.parse::<TaskId>().map_err(|_| bad("a task id (the `next` of a page)"))?),
-            _ => return Err(bad("no such parameter (status, state, queue, handler, dead, text, order, limit, after)")),
+            "parent" => f.parent = Some(value.parse::<TaskId>().map_err(|_| bad("a task id"))?),
+            _ => {
+                let known = "status, state, queue, handler, dead, text, order, limit, after, parent";
+                return Err(bad(&format!("no such parameter ({known})")));
+            }
         }
     }
     let (tasks, next) = page(&state, f).await?;

@@ -359,6 +359,9 @@ pub struct ListArgs {
     /// Only tasks whose data contains TEXT (case-sensitive).
     #[arg(long, value_name = "TEXT")]
     pub contains: Option<String>,
+    /// Only the tasks task ID's runs queued (its children).
+    #[arg(long, value_name = "ID")]
+    pub parent: Option<i64>,
     /// Most tasks listed.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: u32,

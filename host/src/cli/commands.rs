@@ -2,7 +2,7 @@
 //! actions and schedules have files of their own).
 
 use anyhow::{Context, Result};
-use taskhost::model::NewTask;
+use taskhost::model::{NewTask, TaskFilter};
 use taskhost::overseer::{Overseer, OverseerConfig};
 use taskhost::runner::WorkerConfig;
 use taskhost::App;
@@ -74,11 +74,12 @@ pub async fn worker(app: &App, w: WorkerArgs, overseer: OverseerConfig, log_form
         ..WorkerConfig::default()
     };
     let r = app.worker(cfg).run(shutdown_signal()).await?;
-    let failed = r.runs_finished - r.runs_succeeded.min(r.runs_finished);
+    let failed = r.runs_finished.saturating_sub(r.runs_succeeded + r.runs_snoozed);
+    let snoozed = if r.runs_snoozed > 0 { format!("{} snoozed, ", r.runs_snoozed) } else { String::new() };
     // In JSON, the `worker stopped` log line carries the same counts.
     if log_format == LogFormat::Text {
         eprintln!(
-            "runner {} stopped ({:?}): {} runs finished ({} succeeded, {failed} failed), {} abandoned",
+            "runner {} stopped ({:?}): {} runs finished ({} succeeded, {snoozed}{failed} failed), {} abandoned",
             r.runner_id, r.exit, r.runs_finished, r.runs_succeeded, r.runs_abandoned
         );
     }
@@ -110,6 +111,14 @@ pub async fn show(app: &App, id: i64, json: bool) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&taskhost::model::task_json(&task, &runs)?)?);
     } else {
         print!("{}", output::task_detail(&task, &runs));
+        // The first of its children, by id: `list --parent ID` lists them all.
+        let first = TaskFilter { parent: Some(id), limit: Some(11), newest_first: false, ..TaskFilter::default() };
+        let children = app.client.list(&first).await?;
+        if !children.is_empty() {
+            let shown: Vec<String> = children.iter().take(10).map(|c| format!("{} ({})", c.id, c.state)).collect();
+            let more = if children.len() > 10 { format!(", … (taskhost list --parent {id})") } else { String::new() };
+            println!("children    {}{more}", shown.join(", "));
+        }
     }
     Ok(())
 }

@@ -214,6 +214,7 @@ async fn list(app: &App, l: ListArgs) -> Result<()> {
         offset: l.offset,
         newest_first: !l.oldest_first,
         after: None,
+        parent: l.parent,
     };
     let render = || async {
         let tasks = app.client.list(&filter).await?;
@@ -348,6 +349,7 @@ async fn run_once_outcome(
         handler: handler.to_string(),
         data: data.to_string(),
         queued_by: None,
+        queueing: Default::default(),
     };
     let r = catalog.sandbox().run(&plugin.pre, plugin.limits, &grants, input, Default::default()).await;
     print!("{}", output::run_once(&r));

@@ -29,6 +29,7 @@
 //! [tasks]
 //! max_data_bytes = 1048576      # a task's data at most, on every database (checked before it)
 //! max_snoozes = 1000            # times a task may snooze; one more ends it as too-many-snoozes
+//! max_depth = 100               # how deep tasks queued by runs nest; a task this deep queues none
 //!
 //! [schedules.nightly]           # a periodic task (see crate::schedule), kept in the database
 //! cron = "0 3 * * *"            # by the overseer holding the lease, which adds, updates and
@@ -61,6 +62,7 @@ use crate::sandbox::{Grants, GrantsConfig, LimitOverrides, Limits};
 use crate::schedule::NewSchedule;
 
 pub mod api;
+mod tasks;
 
 /// What the operator allows handlers: limits, grants, and how large a component may be.
 #[derive(Debug, Clone)]
@@ -73,6 +75,8 @@ pub struct Policy {
     pub max_data_bytes: usize,
     /// How many times a task may snooze (`[tasks] max_snoozes`); one more fails, not retried.
     pub max_snoozes: u32,
+    /// How deep tasks queued by runs may nest (`[tasks] max_depth`).
+    pub max_depth: u32,
     /// The compiled-code cache is kept under this size (least recently used artifacts go).
     pub cache_max_bytes: u64,
     /// How compiling a component is bounded. `program` (the binary that compiles in a child
@@ -109,9 +113,9 @@ impl Policy {
     /// The compiled-code cache's size, unless the file says otherwise.
     pub const DEFAULT_CACHE_MAX_BYTES: u64 = 2 << 30;
     /// A task's data at most, unless the file says otherwise (as a cloud task queue's limit).
-    pub const DEFAULT_MAX_DATA_BYTES: usize = 1 << 20;
+    pub const DEFAULT_MAX_DATA_BYTES: usize = crate::model::DEFAULT_MAX_DATA_BYTES;
     /// Times a task may snooze unless the file says otherwise.
-    pub const DEFAULT_MAX_SNOOZES: u32 = 1000;
+    pub const DEFAULT_MAX_SNOOZES: u32 = tasks::DEFAULT_MAX_SNOOZES;
     /// The largest task data any configuration may allow (as the largest results).
     pub const MAX_DATA_BYTES: usize = Limits::MAX_RESULTS_BYTES;
 
@@ -133,14 +137,7 @@ impl Policy {
                 Self::MAX_COMPONENT_BYTES >> 20
             ));
         }
-        let max_data_bytes = file.tasks.max_data_bytes.unwrap_or(Self::DEFAULT_MAX_DATA_BYTES);
-        if !(2..=Self::MAX_DATA_BYTES).contains(&max_data_bytes) {
-            return Err(format!(
-                "[tasks] max_data_bytes = {max_data_bytes} is out of range (2 to {})",
-                Self::MAX_DATA_BYTES
-            ));
-        }
-        let max_snoozes = file.tasks.max_snoozes.unwrap_or(Self::DEFAULT_MAX_SNOOZES);
+        let tasks::Checked { max_data_bytes, max_snoozes, max_depth } = file.tasks.checked()?;
         let cache_mb = file.plugins.cache_max_mb.unwrap_or(Self::DEFAULT_CACHE_MAX_BYTES >> 20);
         let compile = compile_bounds(file)?;
         let mut handlers = HashMap::new();
@@ -188,6 +185,7 @@ impl Policy {
             max_component_bytes: max_mb << 20,
             max_data_bytes,
             max_snoozes,
+            max_depth,
             cache_max_bytes: cache_mb.saturating_mul(1 << 20),
             compile,
             handlers,
@@ -232,6 +230,7 @@ impl Default for Policy {
             max_component_bytes: Self::DEFAULT_MAX_COMPONENT_BYTES,
             max_data_bytes: Self::DEFAULT_MAX_DATA_BYTES,
             max_snoozes: Self::DEFAULT_MAX_SNOOZES,
+            max_depth: crate::model::DEFAULT_MAX_DEPTH,
             cache_max_bytes: Self::DEFAULT_CACHE_MAX_BYTES,
             compile: CompileBounds::default(),
             handlers: HashMap::new(),
@@ -251,7 +250,7 @@ struct ConfigFile {
     #[serde(default)]
     plugins: PluginsSection,
     #[serde(default)]
-    tasks: TasksSection,
+    tasks: tasks::TasksSection,
     #[serde(default)]
     handlers: HashMap<String, HandlerSection>,
     #[serde(default)]
@@ -284,13 +283,6 @@ struct PluginsSection {
     #[serde(default, deserialize_with = "crate::sandbox::limits::duration_opt")]
     compile_timeout: Option<Duration>,
     compile_memory_mb: Option<u64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TasksSection {
-    max_data_bytes: Option<usize>,
-    max_snoozes: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

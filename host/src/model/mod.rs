@@ -69,6 +69,10 @@ pub struct Task {
     pub task_runs_failed: u32,
     /// Runs that snoozed it (0 after a replay): bounded by `[tasks] max_snoozes`.
     pub snoozes: u32,
+    /// The task whose run queued it (`enqueue`), if a run did.
+    pub parent_id: Option<TaskId>,
+    /// How deep it is under tasks queued by runs (0: queued by a caller).
+    pub depth: u32,
     /// The queue it is claimed from.
     pub queue: String,
     /// Lower runs first.
@@ -198,6 +202,8 @@ pub struct ClaimedRun {
     pub backoff: BackoffSettings,
     /// How many times its task snoozed so far.
     pub snoozes: u32,
+    /// How deep its task is under tasks queued by runs (0: queued by a caller).
+    pub depth: u32,
     /// When it was claimed.
     pub started_on: DateTime<Utc>,
     /// When the run times out (its task's run timeout, or the default): the worker stops it
@@ -213,6 +219,8 @@ pub struct TaskFilter {
     /// Only tasks in this state (a dead letter is `dead`, not `awaiting-retry`, although its
     /// latest run failed).
     pub state: Option<TaskState>,
+    /// Only the tasks this task's runs queued.
+    pub parent: Option<TaskId>,
     /// Only tasks of this queue.
     pub queue: Option<String>,
     /// Only tasks of this handler.

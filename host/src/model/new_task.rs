@@ -43,6 +43,11 @@ pub struct NewTask {
     pub backoff: BackoffSettings,
 }
 
+/// A task's data at most, unless the operator says otherwise (`[tasks] max_data_bytes`).
+pub const DEFAULT_MAX_DATA_BYTES: usize = 1 << 20;
+/// How deep tasks queued by runs may nest, unless the operator says otherwise (`[tasks] max_depth`):
+/// a task this deep may queue none.
+pub const DEFAULT_MAX_DEPTH: u32 = 100;
 /// Runs a task may have (each failed run in a row an attempt) before it is given up on, unless
 /// it says otherwise.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
@@ -119,6 +124,96 @@ impl NewTask {
     pub fn with_backoff(mut self, backoff: BackoffSettings) -> Self {
         self.backoff = backoff;
         self
+    }
+}
+
+/// Why a task may not be queued, found by [`NewTask::check`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invalid {
+    /// Its data is not a JSON document (the parser's words).
+    Json(String),
+    /// A field is wrong: which, and why.
+    Field {
+        /// The field, as people name it (`task data`, `queue`, `unique key`, ...).
+        what: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Invalid::Json(e) => write!(f, "task data is not valid JSON: {e}"),
+            Invalid::Field { what, reason } => write!(f, "invalid {what}: {reason}"),
+        }
+    }
+}
+
+/// What is wrong with a stored text: over `max` bytes (the same maximum on every database) or
+/// holding a NUL byte (PostgreSQL refuses it); None when nothing is.
+pub fn text_refusal(value: &str, max: usize) -> Option<String> {
+    if value.len() > max {
+        return Some(format!("{} bytes, over the maximum of {max}", value.len()));
+    }
+    value.contains('\0').then(|| "it contains a NUL byte".to_string())
+}
+
+/// The shortest run timeout a task may ask for.
+pub const MIN_RUN_TIMEOUT: Duration = Duration::from_secs(1);
+/// The longest run timeout a task may ask for (a year).
+pub const MAX_RUN_TIMEOUT: Duration = Duration::from_secs(31_557_600);
+
+impl NewTask {
+    /// What every task passes before it is written, whoever queues it (a caller, or a run's
+    /// `enqueue`): data that is JSON of at most `max_data_bytes` (measured before it is parsed, so
+    /// the same on every database), names and key within their lengths and without NUL, a queue
+    /// that is not `*`, attempts and run timeout within their ranges. Not whether its handler
+    /// exists: the client asks its catalog.
+    pub fn check(&self, max_data_bytes: usize) -> Result<(), Invalid> {
+        let field = |what: &'static str, reason: String| Err(Invalid::Field { what, reason });
+        if self.data.len() > max_data_bytes {
+            let n = self.data.len();
+            return field(
+                "task data",
+                format!("{n} bytes, over the limit of {max_data_bytes} bytes ([tasks] max_data_bytes)"),
+            );
+        }
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&self.data) {
+            return Err(Invalid::Json(e.to_string()));
+        }
+        if self.queue.is_empty() {
+            return field("queue", "the queue name is empty".into());
+        }
+        if self.queue == EVERY_QUEUE {
+            return field("queue", "* is not a queue's name: to workers it means every queue".into());
+        }
+        if self.unique_key.as_deref() == Some("") {
+            return field("unique key", "the unique key is empty".into());
+        }
+        let texts = [
+            ("handler name", Some(&self.handler), MAX_HANDLER_BYTES),
+            ("queue", Some(&self.queue), MAX_QUEUE_BYTES),
+            ("unique key", self.unique_key.as_ref(), MAX_UNIQUE_KEY_BYTES),
+            ("queued-by", self.queued_by.as_ref(), MAX_QUEUED_BY_BYTES),
+        ];
+        for (what, value, max) in texts {
+            if let Some(reason) = value.and_then(|v| text_refusal(v, max)) {
+                return field(what, reason);
+            }
+        }
+        if self.max_attempts == 0 {
+            return field("max_attempts", "0 is under the minimum of 1 (the first run is an attempt)".into());
+        }
+        if i32::try_from(self.max_attempts).is_err() {
+            return field("max_attempts", format!("{} is over the maximum of {}", self.max_attempts, i32::MAX));
+        }
+        if let Some(timeout) = self.run_timeout.filter(|t| !(MIN_RUN_TIMEOUT..=MAX_RUN_TIMEOUT).contains(t)) {
+            let shown = crate::text::duration;
+            let (min, max) = (shown(MIN_RUN_TIMEOUT), shown(MAX_RUN_TIMEOUT));
+            return field("run_timeout", format!("{} is out of range ({min} to {max})", shown(timeout)));
+        }
+        Ok(())
     }
 }
 

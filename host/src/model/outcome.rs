@@ -35,6 +35,8 @@ pub enum RunEnd {
     Success {
         /// The final results, a JSON document.
         results: Option<String>,
+        /// The tasks it queued (`enqueue`), written with its end.
+        children: Vec<super::NewTask>,
     },
     /// It failed.
     Failure {
@@ -51,6 +53,8 @@ pub enum RunEnd {
         until: DateTime<Utc>,
         /// What the handler reported before it snoozed.
         partial_results: Option<String>,
+        /// The tasks it queued (`enqueue`), written with its end.
+        children: Vec<super::NewTask>,
     },
 }
 
@@ -67,7 +71,7 @@ impl RunOutcome {
     /// The results written: a success's, or what a failed run reported before it failed.
     pub fn results(&self) -> Option<&str> {
         match &self.end {
-            RunEnd::Success { results } => results.as_deref(),
+            RunEnd::Success { results, .. } => results.as_deref(),
             RunEnd::Failure { partial_results, .. } | RunEnd::Snoozed { partial_results, .. } => {
                 partial_results.as_deref()
             }
@@ -79,6 +83,14 @@ impl RunOutcome {
         match &self.end {
             RunEnd::Success { .. } | RunEnd::Snoozed { .. } => None,
             RunEnd::Failure { failure, .. } => Some(failure),
+        }
+    }
+
+    /// The tasks it queued, written with its end if it ended well.
+    pub fn children(&self) -> &[super::NewTask] {
+        match &self.end {
+            RunEnd::Success { children, .. } | RunEnd::Snoozed { children, .. } => children,
+            RunEnd::Failure { .. } => &[],
         }
     }
 

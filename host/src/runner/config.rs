@@ -191,8 +191,10 @@ pub struct WorkerReport {
     pub exit: ExitReason,
     /// Runs whose outcome it wrote.
     pub runs_finished: u64,
-    /// Of the finished, those that succeeded (the others failed or timed out).
+    /// Of the finished, those that succeeded.
     pub runs_succeeded: u64,
+    /// Of the finished, those that snoozed (the others failed or timed out).
+    pub runs_snoozed: u64,
     /// Runs still in flight, or whose outcome was not written, when the grace period ended
     /// (left to the overseer, which times them out; their tasks run again).
     pub runs_abandoned: u64,
@@ -211,6 +213,7 @@ impl WorkerReport {
             exit,
             runs_finished: 0,
             runs_succeeded: 0,
+            runs_snoozed: 0,
             runs_abandoned: 0,
             runs_ended_elsewhere: 0,
             outcomes_rejected: 0,

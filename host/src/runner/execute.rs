@@ -63,6 +63,11 @@ pub(super) struct RunMeta {
     pub snoozes: u32,
 }
 
+/// The tasks a run queued, each due at its time now that the run ended at `end`.
+fn children_due(children: Vec<crate::sandbox::children::Child>, end: chrono::DateTime<chrono::Utc>) -> Vec<NewTask> {
+    children.into_iter().map(|c| NewTask { scheduled_on: Some(c.due.at(end)), ..c.task }).collect()
+}
+
 impl RunMeta {
     pub fn of(run: &ClaimedRun) -> Self {
         RunMeta {
@@ -162,6 +167,7 @@ struct Ended {
     failure: Option<Failure>,
     results: Option<String>,
     snooze: Option<Duration>,
+    children: Vec<crate::sandbox::children::Child>,
     digest: Option<String>,
     fuel: Option<i64>,
     report: RunReport,
@@ -209,6 +215,12 @@ async fn execute(shared: &Shared, run: ClaimedRun, started: Instant, stop: Arc<N
         handler: run.handler,
         data: run.data,
         queued_by: run.queued_by,
+        queueing: crate::sandbox::children::Queueing {
+            parent: run.task_id,
+            depth: run.depth,
+            max_depth: shared.catalog.policy().max_depth,
+            max_data_bytes: shared.catalog.policy().max_data_bytes,
+        },
     };
     let control =
         RunControl { progress: Some(shared.progress_tx.clone()), time_left: Some(time_left), stop: Some(stop) };
@@ -225,7 +237,8 @@ async fn execute(shared: &Shared, run: ClaimedRun, started: Instant, stop: Arc<N
             return Ran::Stopped(Some(kept));
         }
     };
-    ended(Ended { failure, results, snooze, digest: Some(plugin.digest.clone()), fuel, report: r.report })
+    let (digest, children) = (Some(plugin.digest.clone()), r.children);
+    ended(Ended { failure, results, snooze, children, digest, fuel, report: r.report })
 }
 
 /// The outcome to write: success, a snooze until its time (by the database's clock), or the
@@ -238,10 +251,11 @@ fn outcome(shared: &Shared, meta: RunMeta, started: Instant, mut ended: Ended) -
         ended.failure = Some(Failure::too_many_snoozes(message));
     }
     let end = match (ended.failure, ended.snooze) {
-        (None, None) => RunEnd::Success { results: ended.results },
+        (None, None) => RunEnd::Success { results: ended.results, children: children_due(ended.children, now) },
         (None, Some(after)) => {
             let until = chrono::Duration::from_std(after).ok().and_then(|d| now.checked_add_signed(d)).unwrap_or(now);
-            RunEnd::Snoozed { until, partial_results: ended.report.partial_results.take() }
+            let children = children_due(ended.children, now);
+            RunEnd::Snoozed { until, partial_results: ended.report.partial_results.take(), children }
         }
         (Some(failure), _) => {
             let backoff = shared.backoff.for_task(&meta.backoff);

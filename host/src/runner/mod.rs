@@ -250,12 +250,14 @@ impl Worker {
             exit,
             runs_finished: health.finished.load(Ordering::Relaxed),
             runs_succeeded: health.succeeded.load(Ordering::Relaxed),
+            runs_snoozed: health.snoozed.load(Ordering::Relaxed),
             runs_abandoned: abandoned,
             runs_ended_elsewhere: stopped.ended_elsewhere,
             outcomes_rejected: health.rejected.load(Ordering::Relaxed),
         };
-        let (runs, succeeded) = (report.runs_finished, report.runs_succeeded);
-        tracing::info!(runner_id, runs, succeeded, failed = runs - succeeded.min(runs), "worker stopped");
+        let (runs, succeeded, snoozed) = (report.runs_finished, report.runs_succeeded, report.runs_snoozed);
+        let failed = runs.saturating_sub(succeeded + snoozed);
+        tracing::info!(runner_id, runs, succeeded, snoozed, failed, "worker stopped");
         report
     }
 }

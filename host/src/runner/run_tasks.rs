@@ -255,6 +255,7 @@ mod tests {
             task_runs_failed: 0,
             backoff: BackoffSettings::default(),
             snoozes: 0,
+            depth: 0,
             started_on: now,
             timeout_on: now,
         }

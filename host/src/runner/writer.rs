@@ -34,6 +34,8 @@ pub(super) struct WriterHealth {
     pub finished: AtomicU64,
     /// Of the finished, those that succeeded.
     pub succeeded: AtomicU64,
+    /// Of the finished, those that snoozed.
+    pub snoozed: AtomicU64,
     pub rejected: AtomicU64,
     /// Runs left running: outcomes not written, and runs of a stopping worker not put back.
     pub abandoned: AtomicU64,
@@ -163,9 +165,11 @@ impl OutcomeWriter {
             match release {
                 Release::Ended(o) => {
                     self.health.finished.fetch_add(1, Ordering::Relaxed);
-                    if o.status() == crate::model::RunStatus::Success {
-                        self.health.succeeded.fetch_add(1, Ordering::Relaxed);
-                    }
+                    match o.status() {
+                        crate::model::RunStatus::Success => self.health.succeeded.fetch_add(1, Ordering::Relaxed),
+                        crate::model::RunStatus::Snoozed => self.health.snoozed.fetch_add(1, Ordering::Relaxed),
+                        _ => 0,
+                    };
                 }
                 Release::PutBack { run, at, why, .. } if released.put_back.contains(run) => {
                     tracing::info!(run_id = run, %at, "run put back in the queue: {why}")

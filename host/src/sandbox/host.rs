@@ -30,6 +30,9 @@ const RESULTS_REPORT_INTERVAL: Duration = Duration::from_millis(100);
 /// The longest a run may snooze its task at once.
 pub const MAX_SNOOZE: Duration = Duration::from_secs(30 * 24 * 3600);
 
+/// The shortest snooze: a shorter one is taken as this.
+pub const MIN_SNOOZE: Duration = Duration::from_secs(1);
+
 /// What a run's store holds: its WASI context, limits, network, progress and report.
 pub struct HostState {
     pub(crate) wasi: WasiCtx,
@@ -43,6 +46,9 @@ pub struct HostState {
     pub(crate) report: RunReport,
     /// Set by `snooze`: the run, if it returns ok, ends snoozed for this long.
     pub(crate) snooze: Option<Duration>,
+    /// The tasks it queued (`enqueue`), and the rules they follow.
+    pub(crate) children: super::children::Children,
+    queueing: super::children::Queueing,
     last_results_sent: Option<Instant>,
     http: WasiHttpCtx,
     pub(crate) net: super::net::RunNet,
@@ -121,6 +127,7 @@ impl HostState {
         progress_tx: Option<ProgressSender>,
         deadline: Instant,
         net: super::net::RunNet,
+        queueing: super::children::Queueing,
     ) -> Self {
         HostState {
             wasi,
@@ -137,6 +144,8 @@ impl HostState {
             progress_tx,
             report: RunReport::default(),
             snooze: None,
+            children: super::children::Children::default(),
+            queueing,
             last_results_sent: None,
             http: {
                 // Each header set a guest builds is held by the host: 16 KiB each, not 128.
@@ -214,10 +223,18 @@ impl host::Host for HostState {
     fn snooze(&mut self, ms: u64) -> Result<(), String> {
         let after = Duration::from_millis(ms);
         if after > MAX_SNOOZE {
+            // The last call counts: a refused one leaves no snooze.
+            self.snooze = None;
             return Err(format!("a snooze of {ms} ms is over the longest a task may snooze at once, 30 days"));
         }
-        self.snooze = Some(after);
+        // A shorter one would let a guest (or the API it calls) spin its task without backoff.
+        self.snooze = Some(after.max(MIN_SNOOZE));
         Ok(())
+    }
+
+    fn enqueue(&mut self, task: types::NewTask) -> Result<u32, String> {
+        // Its strings were bounded by the store's hostcall fuel before they were copied.
+        self.children.add(task, &self.queueing, self.limits.max_children)
     }
 }
 

@@ -23,6 +23,8 @@ pub struct Limits {
     pub max_log_bytes: usize,
     /// Handles a run may hold at once: open files and directories, streams, pollables.
     pub max_handles: usize,
+    /// Tasks a run may queue (`enqueue`).
+    pub max_children: usize,
 }
 
 impl Limits {
@@ -40,6 +42,8 @@ impl Limits {
     pub const DEFAULT_MAX_LOG_BYTES: usize = 64 << 10;
     /// Handles (files, streams, pollables) a guest holds at once.
     pub const DEFAULT_MAX_HANDLES: usize = 1024;
+    /// Tasks a run may queue.
+    pub const DEFAULT_MAX_CHILDREN: usize = 1000;
 
     /// The largest value each limit may have, whoever sets it.
     pub const MAX_FUEL: u64 = 1_000_000_000_000_000;
@@ -55,6 +59,8 @@ impl Limits {
     pub const MAX_LOG_BYTES: usize = 16 << 20;
     /// The most handles any configuration may allow.
     pub const MAX_HANDLES: usize = 1 << 20;
+    /// The most tasks any configuration lets a run queue.
+    pub const MAX_CHILDREN: usize = 100_000;
 
     /// Bytes a guest may hand the host in one call (a string or list argument, or its returned
     /// results or error), checked in guest memory before anything is copied: the larger of the
@@ -92,6 +98,9 @@ impl Limits {
         if let Some(v) = o.max_handles {
             self.max_handles = v;
         }
+        if let Some(v) = o.max_children {
+            self.max_children = v;
+        }
         self
     }
 
@@ -120,6 +129,11 @@ impl Limits {
             } else {
                 self.max_handles
             },
+            max_children: if o.max_children.is_some() {
+                self.max_children.min(asked.max_children)
+            } else {
+                self.max_children
+            },
         };
         lowered.check()?;
         Ok(lowered)
@@ -140,6 +154,7 @@ impl Limits {
         range("max_results_bytes", self.max_results_bytes, 2, Self::MAX_RESULTS_BYTES)?;
         range("max_log_bytes", self.max_log_bytes, 0, Self::MAX_LOG_BYTES)?;
         range("max_handles", self.max_handles, 16, Self::MAX_HANDLES)?;
+        range("max_children", self.max_children, 0, Self::MAX_CHILDREN)?;
         Ok(())
     }
 }
@@ -154,6 +169,7 @@ impl Default for Limits {
             max_results_bytes: Self::DEFAULT_MAX_RESULTS_BYTES,
             max_log_bytes: Self::DEFAULT_MAX_LOG_BYTES,
             max_handles: Self::DEFAULT_MAX_HANDLES,
+            max_children: Self::DEFAULT_MAX_CHILDREN,
         }
     }
 }
@@ -177,6 +193,8 @@ pub struct LimitOverrides {
     pub max_log_bytes: Option<usize>,
     /// Handles held at once.
     pub max_handles: Option<usize>,
+    /// Tasks a run may queue.
+    pub max_children: Option<usize>,
 }
 
 /// A duration written as text ("90s", "5m", "30days").

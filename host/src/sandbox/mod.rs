@@ -16,6 +16,7 @@ use wasmtime::{Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationCon
 use crate::error::{Error, Result};
 use crate::model::{RunId, TaskId};
 
+pub mod children;
 pub mod compile;
 pub mod grants;
 pub mod host;
@@ -75,6 +76,8 @@ pub struct RunInput {
     pub data: String,
     /// Who queued the task.
     pub queued_by: Option<String>,
+    /// What its run may queue (`enqueue`) besides its handler's limits.
+    pub queueing: children::Queueing,
 }
 
 /// How a run ended inside the sandbox.
@@ -114,6 +117,8 @@ pub struct RunResult {
     pub report: RunReport,
     /// How long it took.
     pub elapsed: Duration,
+    /// The tasks it queued, if it ended well (returned ok or snoozed); none otherwise.
+    pub children: Vec<children::Child>,
 }
 
 /// What the run left besides its outcome, added to its report and to how it ended: a refused
@@ -285,12 +290,15 @@ impl Sandbox {
                     fuel_used: 0,
                     report: RunReport::default(),
                     elapsed: started.elapsed(),
+                    children: Vec::new(),
                 }
             }
         };
         let net_log = net.log().clone();
-        let mut store =
-            self.store(HostState::new(wasi, limits, (input.task_id, input.run_id), progress, deadline, net), &limits);
+        let mut store = self.store(
+            HostState::new(wasi, limits, (input.task_id, input.run_id), progress, deadline, net, input.queueing),
+            &limits,
+        );
         let task = bindings::Task {
             task_id: input.task_id,
             run_id: input.run_id,
@@ -328,10 +336,15 @@ impl Sandbox {
             Some(Ok(called)) => outcome_of(called, store.data(), &limits, for_time),
         };
         let mut report = std::mem::take(&mut store.data_mut().report);
+        // A run that failed or was stopped queues nothing.
+        let children = match outcome {
+            GuestOutcome::Success(_) | GuestOutcome::Snoozed(_) => store.data_mut().children.take(),
+            GuestOutcome::Failed(_) | GuestOutcome::Stopped => Vec::new(),
+        };
         // Dropping the store stops the run's requests still going: their lines say so.
         drop(store);
         let outcome = what_it_left(outcome, &mut report, &net_log, &output, limits.max_log_bytes);
-        RunResult { outcome, fuel_used, report, elapsed: started.elapsed() }
+        RunResult { outcome, fuel_used, report, elapsed: started.elapsed(), children }
     }
 
     /// A fresh store for one run, bounded by `limits`: memory and tables by its limiter, what the

@@ -46,6 +46,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0014_running_run_on_its_task.sql",
     "0015_runner_queues.sql",
     "0016_snoozes.sql",
+    "0017_children.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -67,6 +68,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0014_running_run_on_its_task.sql",
     "0015_runner_queues.sql",
     "0016_snoozes.sql",
+    "0017_children.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -89,6 +91,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0015_running_run_on_its_task.sql",
     "0016_runner_queues.sql",
     "0017_snoozes.sql",
+    "0018_children.sql",
 );
 
 impl Embedded {

@@ -58,6 +58,8 @@ pub fn task(r: &impl Cells) -> Result<Task> {
         max_attempts: n32(int(r, TASKS, "max_retries")?),
         task_runs_failed: n32(int(r, TASKS, "task_runs_failed")?),
         snoozes: n32(int(r, TASKS, "snoozes")?),
+        parent_id: r.int("parent_id")?,
+        depth: n32(int(r, TASKS, "depth")?),
         queue: text(r, TASKS, "queue")?,
         priority: int(r, TASKS, "priority")?.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
         unique_key: r.text("unique_key")?,
@@ -154,6 +156,7 @@ pub struct ClaimedTask {
     pub max_attempts: u32,
     pub failed: u32,
     pub snoozes: u32,
+    pub depth: u32,
     pub backoff: BackoffSettings,
     pub run_timeout: Option<i64>,
 }
@@ -161,7 +164,7 @@ pub struct ClaimedTask {
 /// The columns of `task_queue` a claim returns, in this order.
 pub const CLAIM_COLUMNS: &str = "id, task_handler_class, task_data, queued_by_id, max_retries, task_runs_failed, \
                                  run_timeout, backoff_base_ms, backoff_max_ms, priority, scheduled_on, queue, \
-                                 snoozes";
+                                 snoozes, depth";
 
 impl ClaimedTask {
     pub fn read(r: &impl Cells) -> Result<Self> {
@@ -176,6 +179,7 @@ impl ClaimedTask {
             max_attempts: n32(int(r, TASKS, "max_retries")?),
             failed: n32(int(r, TASKS, "task_runs_failed")?),
             snoozes: n32(int(r, TASKS, "snoozes")?),
+            depth: n32(int(r, TASKS, "depth")?),
             backoff: backoff(r)?,
             run_timeout: r.int("run_timeout")?,
         })
@@ -208,6 +212,7 @@ impl ClaimedTask {
             task_runs_failed: self.failed,
             backoff: self.backoff,
             snoozes: self.snoozes,
+            depth: self.depth,
             started_on: now,
         }
     }

@@ -170,6 +170,9 @@ pub const TABLES: &[Table] = &[
             null("run_results", Text),
             // Times it snoozed (`[tasks] max_snoozes`).
             def("snoozes", Int, "0"),
+            // The task whose run queued it, and how deep it is under tasks queued by runs.
+            null("parent_id", Int),
+            def("depth", Int, "0"),
         ],
     },
     Table {
@@ -324,6 +327,15 @@ pub const INDEXES: &[Index] = &[
         unique: false,
         filter: Some("last_status = 'running'"),
         mysql: OnMySql::Covered("task_queue_claim"),
+    },
+    // A task's children (tasks its runs queued).
+    Index {
+        name: "task_queue_parent",
+        table: "task_queue",
+        columns: &["parent_id"],
+        unique: false,
+        filter: Some("parent_id IS NOT NULL"),
+        mysql: OnMySql::Same,
     },
     // One row of statistics a handler, queue, minute and runner.
     Index {

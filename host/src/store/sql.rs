@@ -198,8 +198,6 @@ pub const ERROR: Lit = Lit(RunStatus::Error.as_str());
 pub const TIMEOUT: Lit = Lit(RunStatus::Timeout.as_str());
 /// See [`SCHEDULED`].
 pub const CANCELLED: Lit = Lit(RunStatus::Cancelled.as_str());
-/// `'snoozed'`: a run that ended asking to run later.
-pub const SNOOZED: Lit = Lit(RunStatus::Snoozed.as_str());
 /// A task that finished without being given up on: rotation deletes these by age, and this
 /// condition is repeated word for word where the partial index `task_queue_done` must serve
 /// (SQLite uses a partial index only when its condition appears in the query).

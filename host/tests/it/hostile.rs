@@ -340,6 +340,7 @@ async fn hold_the_pool(
         handler: "probe".into(),
         data: format!(r#"{{"hold_ms": {ms}}}"#),
         queued_by: None,
+        queueing: Default::default(),
     };
     let held = tokio::spawn(async move {
         sandbox

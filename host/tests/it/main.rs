@@ -12,6 +12,7 @@ mod suite;
 
 mod bench;
 mod chaos;
+mod children;
 mod cli;
 mod cli_config;
 mod cli_limits;

@@ -95,6 +95,7 @@ async fn progress_and_partial_results_are_forwarded_while_the_guest_runs() {
         handler: "echo".into(),
         data: r#"{"progress": [25, 50, 75], "partial": {"step": "halfway"}}"#.into(),
         queued_by: None,
+        queueing: Default::default(),
     };
     let r = env
         .app

@@ -292,7 +292,7 @@ async fn migrations_are_reported_and_missing_tables_are_one_clear_error() {
     let dir = tempfile::tempdir().expect("temp dir");
     let sqlite = format!("sqlite://{}", dir.path().join("queue.db").display());
     let (pg, my) = (common::postgres_scratch().await, common::mysql_scratch().await);
-    for (url, last) in [(sqlite.as_str(), "0016 snoozes"), (&*pg, "0016 snoozes"), (&*my, "0017 snoozes")] {
+    for (url, last) in [(sqlite.as_str(), "0017 children"), (&*pg, "0017 children"), (&*my, "0018 children")] {
         let options = StoreOptions { migrate: false, ..StoreOptions::default() };
         let store = store::open(url, &options).await.expect("open");
         let err = store.check_migrated().await.expect_err("no tables yet");
@@ -391,7 +391,7 @@ async fn an_upgrade_keeps_every_run_and_its_numbering_and_a_running_run_still_fi
         let ok = RunOutcome {
             run_id: 3,
             task_id: 2,
-            end: RunEnd::Success { results: Some("[1]".into()) },
+            end: RunEnd::Success { results: Some("[1]".into()), children: Vec::new() },
             percents_completed: None,
             finished_on: t0,
             duration_ms: 5,

@@ -22,7 +22,10 @@ async fn snoozes_while_the_api_is_busy(handler: &str, busy: usize, config: &str)
     let grant = format!("[handlers.{handler}.grants.http]\nallow = [\"{}\"]\n", server.url("/"));
     env.set_config(&format!("{config}\n{grant}")).await;
     let url = server.url(&format!("/busy?times={busy}&after={AFTER}"));
-    let task = NewTask::new(handler, json!({ "url": url }).to_string()).with_max_attempts(1);
+    // One attempt allowed: a snooze that used one would end the task. The bound's own test
+    // allows five, so that only `too-many-snoozes` being final can end it.
+    let attempts = if config.contains("max_snoozes") { 5 } else { 1 };
+    let task = NewTask::new(handler, json!({ "url": url }).to_string()).with_max_attempts(attempts);
     let id = env.app.client.add(task).await.expect("add").id;
     for round in 1..=busy {
         let report = env.drain(drain_config()).await;
@@ -84,20 +87,27 @@ async fn a_task_that_snoozes_past_the_operators_bound_is_a_dead_letter() {
     assert!(message.contains("snoozed 2 times") && message.contains("max_snoozes"), "{message}");
 }
 
-/// A snooze longer than 30 days is refused by the host; the SDK ends the run `invalid-snooze`.
+/// A snooze longer than 30 days is refused by the host, and the SDK ends the run
+/// `invalid-snooze`; an API's `Retry-After` past 30 days is cut to 30 days by the SDK.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_snooze_over_thirty_days_is_refused_by_name() {
+async fn a_snooze_over_thirty_days_is_refused_by_name_and_a_longer_retry_after_is_cut_to_thirty_days() {
     let server = HttpServer::start("127.0.0.1").await;
-    let mut env = Env::new(&["webhook"]).await;
+    let (mut env, _clock) = Env::manual(&["fan-out", "webhook"]).await;
     env.set_config(&format!("[handlers.webhook.grants.http]\nallow = [\"{}\"]\n", server.url("/"))).await;
-    let too_long = Duration::from_secs(31 * 24 * 3600).as_secs();
-    let url = server.url(&format!("/busy?times=1&after={too_long}"));
-    let id = env.app.client.add(NewTask::new("webhook", json!({ "url": url }).to_string())).await.expect("add").id;
+    let too_long = Duration::from_secs(31 * 24 * 3600);
+    let data = json!({ "items": [], "snooze_ms": too_long.as_millis() as u64 }).to_string();
+    let refused = env.app.client.add(NewTask::new("fan-out", data)).await.expect("add").id;
+    let url = server.url(&format!("/busy?times=1&after={}", too_long.as_secs()));
+    let cut = env.app.client.add(NewTask::new("webhook", json!({ "url": url }).to_string())).await.expect("add").id;
     env.drain(drain_config()).await;
-    let (task, runs) = env.app.client.show(id).await.expect("show");
+    let (task, runs) = env.app.client.show(refused).await.expect("show");
     assert_eq!((task.state, runs[0].error_code.as_deref()), (TaskState::Dead, Some("invalid-snooze")));
     let message = runs[0].error_message.as_deref().unwrap_or("");
     assert!(message.contains("30 days"), "{message}");
+    let (task, runs) = env.app.client.show(cut).await.expect("show");
+    assert_eq!((task.state, runs[0].status), (TaskState::Scheduled, RunStatus::Snoozed));
+    let ended = runs[0].finished_on.expect("ended");
+    assert_eq!(task.scheduled_on - ended, chrono::Duration::days(30));
 }
 
 /// The host interface a component imports, as `wasm-tools component wit` prints it.

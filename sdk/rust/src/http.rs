@@ -260,7 +260,8 @@ impl Response {
         if self.status != 429 && self.status != 503 {
             return Ok(self);
         }
-        Err(Error::snooze(retry_after(self.header("retry-after"))))
+        // A server's longer Retry-After is cut to the longest snooze the host takes, 30 days.
+        Err(Error::snooze(retry_after(self.header("retry-after")).min(Duration::from_secs(30 * 24 * 3600))))
     }
 }
 
@@ -277,20 +278,22 @@ fn retry_after(value: Option<&str>) -> Duration {
     Duration::from_secs(at.saturating_sub(now))
 }
 
-/// Seconds since 1970 of an IMF-fixdate, the form HTTP sends.
+/// Seconds since 1970 of an IMF-fixdate, the form HTTP sends; None for anything out of range.
 fn http_date(v: &str) -> Option<u64> {
-    let mut parts = v.split_whitespace().skip(1);
-    let day: u64 = parts.next()?.parse().ok()?;
     const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let mut parts = v.split_whitespace().skip(1);
+    let day: u64 = parts.next()?.parse().ok().filter(|d| (1..=31).contains(d))?;
     let name = parts.next()?;
     let month = MONTHS.iter().position(|m| *m == name)? as u64 + 1;
-    let year: u64 = parts.next()?.parse().ok()?;
+    let year: u64 = parts.next()?.parse().ok().filter(|y| (1970..=9999).contains(y))?;
     let mut hms = parts.next()?.split(':').map(|n| n.parse::<u64>().ok());
     let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
-    // Days from the civil date (Howard Hinnant's algorithm), years from 1970 on.
-    let (y, mo) = if month <= 2 { (year.checked_sub(1)?, month + 9) } else { (year, month - 3) };
-    let era = y / 400;
-    let yoe = y - era * 400;
+    if h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm); every value is bounded above.
+    let (y, mo) = if month <= 2 { (year - 1, month + 9) } else { (year, month - 3) };
+    let (era, yoe) = (y / 400, y % 400);
     let doy = (153 * mo + 2) / 5 + day - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = (era * 146_097 + doe).checked_sub(719_468)?;

@@ -3,9 +3,10 @@
 use chrono::{DateTime, Utc};
 
 use super::super::dialect::{transaction, Dialect};
-use super::super::plumbing::{Cells, ConnOf, TxOf};
+use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg};
+pub(crate) use super::super::transitions::add::{add_one, add_tasks_in, add_tasks_in_tx};
 use super::super::transitions::{self, from, is};
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -71,6 +72,10 @@ pub async fn list<D: Dialect>(db: &D, f: &TaskFilter) -> Result<Vec<Task>> {
     if let Some(text) = f.text.as_deref() {
         values.push(Arg::Text(Some(text)));
         sql.push_str(&format!(" AND {}(task_data, ${}) > 0", D::POSITION, values.len()));
+    }
+    if let Some(parent) = f.parent {
+        values.push(Arg::Int(Some(parent)));
+        sql.push_str(&format!(" AND parent_id = ${}", values.len()));
     }
     if let Some(after) = f.after {
         values.push(Arg::Int(Some(after)));
@@ -151,93 +156,4 @@ pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: Dat
         })
     })
     .await
-}
-
-/// Queue one task (its first run is made when it is claimed); a task with an unfinished task's
-/// unique key is not added, and that task is returned.
-pub(crate) async fn add_one<D: Dialect + ?Sized>(
-    conn: &mut ConnOf<D>,
-    t: &NewTask,
-    now: DateTime<Utc>,
-) -> Result<Added> {
-    if let Some(id) = D::insert_task(conn, t, now).await? {
-        return Ok(Added { id, created: true });
-    }
-    let holder =
-        D::rows_on(conn, "SELECT id FROM task_queue WHERE active_unique_key = $1", args![&t.unique_key]).await?;
-    match holder.first() {
-        Some(r) => Ok(Added { id: rows::id(r, "id")?, created: false }),
-        None => Err(Error::CorruptRow {
-            table: "task_queue",
-            reason: "the unfinished task holding a unique key was not found".into(),
-        }),
-    }
-}
-
-/// Queue validated tasks on `conn`: one by one when any has a unique key (each may clash),
-/// else in bulk statements of at most [`Dialect::ADD_CHUNK`] tasks and
-/// [`StoreOptions::BATCH_BYTES`](crate::store::StoreOptions::BATCH_BYTES) of data.
-pub(crate) async fn add_tasks_in<D: Dialect + ?Sized>(
-    conn: &mut ConnOf<D>,
-    tasks: &[NewTask],
-    now: DateTime<Utc>,
-) -> Result<Vec<Added>> {
-    let mut out = Vec::with_capacity(tasks.len());
-    if tasks.len() == 1 || tasks.iter().any(|t| t.unique_key.is_some()) {
-        for t in tasks {
-            out.push(add_one::<D>(conn, t, now).await?);
-        }
-        return Ok(out);
-    }
-    let mut rest = tasks;
-    while !rest.is_empty() {
-        let n = chunk_len(rest, D::ADD_CHUNK, super::super::connect::StoreOptions::BATCH_BYTES);
-        let (chunk, after) = rest.split_at(n);
-        out.extend(D::add_bulk(conn, chunk, now).await?);
-        rest = after;
-    }
-    Ok(out)
-}
-
-/// How many of `tasks` (at least one) go in one statement: at most `count`, and no more data
-/// than `bytes` unless the first task alone has more.
-fn chunk_len(tasks: &[NewTask], count: usize, bytes: usize) -> usize {
-    let mut total = 0;
-    let fits = tasks.iter().take(count).take_while(|t| {
-        total += t.data.len();
-        total <= bytes
-    });
-    fits.count().max(1)
-}
-
-/// Queue tasks in a transaction of their own.
-pub(crate) async fn add_tasks_in_tx<D: Dialect + ?Sized>(
-    db: &D,
-    tasks: &[NewTask],
-    now: DateTime<Utc>,
-) -> Result<Vec<Added>> {
-    transaction(db, |tx| {
-        Box::pin(async move {
-            let added = add_tasks_in::<D>(D::conn(&mut tx.tx), tasks, now).await?;
-            Ok(added)
-        })
-    })
-    .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::chunk_len;
-    use crate::model::NewTask;
-
-    #[test]
-    fn a_bulk_statement_holds_at_most_its_count_and_bytes_but_always_one_task() {
-        let tasks = |sizes: &[usize]| -> Vec<NewTask> {
-            sizes.iter().map(|n| NewTask::new("h", format!("\"{}\"", "x".repeat(n - 2)))).collect()
-        };
-        assert_eq!(chunk_len(&tasks(&[10; 9]), 4, 1000), 4);
-        assert_eq!(chunk_len(&tasks(&[400, 400, 400]), 10, 1000), 2);
-        assert_eq!(chunk_len(&tasks(&[5000, 10]), 10, 1000), 1);
-        assert_eq!(chunk_len(&tasks(&[10, 5000]), 10, 1000), 1);
-    }
 }

@@ -21,6 +21,7 @@
 //!
 //! | transition | written by |
 //! |---|---|
+//! | add | [`add::add_tasks_in`] (a caller's), [`add::queue_children`] (a run's, with its end) |
 //! | claim | each database's claim statement, with [`claimed_task`]; [`claimed_runs`] |
 //! | succeed | each database's batched success, with [`RUN_FROM_TASK`] and [`Set`] |
 //! | fail, retry / fail, give up | [`runs::finish`] |
@@ -35,6 +36,7 @@
 //! statements of its own. Every `SET` list on `task_queue`, theirs too, comes from [`Set`],
 //! which makes it from the state the transition enters.
 
+pub mod add;
 pub mod runs;
 mod set;
 pub mod tasks;

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
-use super::super::sql::{args, RUNNING, SCHEDULED, SNOOZED, TIMEOUT};
+use super::super::sql::{args, RUNNING, SCHEDULED, TIMEOUT};
 use super::{from, Set, Why, RUN_COLUMNS, RUN_FROM_TASK};
 use crate::error::Result;
 use crate::model::*;
@@ -56,9 +56,13 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
     let (ok, rare): (Vec<&RunOutcome>, Vec<&RunOutcome>) =
         outcomes.iter().partition(|o| matches!(o.end, RunEnd::Success { .. }));
     let latest = outcomes.iter().map(|o| o.finished_on).max().unwrap_or_default();
+    // The runs that ended well here (not ended elsewhere meanwhile): their children are queued.
+    let mut well: Vec<&RunOutcome> = Vec::new();
     if !ok.is_empty() {
         let done = db.finish_successes(tx, &ok).await?;
         super::super::stats::record_successes(db, tx, &done, &ok, latest).await?;
+        let done: std::collections::HashSet<RunId> = done.iter().map(|e| e.run_id).collect();
+        well.extend(ok.iter().copied().filter(|o| done.contains(&o.run_id)));
     }
     // The failed runs this transaction ends, for the statistics (a snooze is not counted).
     let mut ended = Vec::new();
@@ -80,13 +84,15 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
                     fail(db, tx, &Failed { o, failure, results: partial_results.as_deref(), next: *next }).await?;
                     ended.push(o.run_id);
                 }
-                RunEnd::Snoozed { until, partial_results } => {
-                    snooze(db, tx, o, *until, partial_results.as_deref()).await?
+                RunEnd::Snoozed { until, partial_results, .. } => {
+                    snooze(db, tx, o, *until, partial_results.as_deref()).await?;
+                    well.push(o);
                 }
                 RunEnd::Success { .. } => {}
             }
         }
     }
+    super::add::queue_children(db, tx, &well).await?;
     super::super::stats::record(db, tx, &ended, latest).await
 }
 
@@ -107,19 +113,41 @@ async fn snooze<D: Dialect>(
     until: DateTime<Utc>,
     results: Option<&str>,
 ) -> Result<()> {
-    let run = format!(
-        "UPDATE task_runs SET status = {SNOOZED}, finished_on = $2, results = coalesce($3, results),
-             percents_completed = coalesce($4, percents_completed), duration_ms = $5, component_digest = $6,
-             fuel_used = $7, logs = $8
-         WHERE id = $1"
-    );
-    let percent = o.percents_completed.map(i64::from);
-    let values =
-        args![o.run_id, o.finished_on, results, percent, o.duration_ms, &o.component_digest, o.fuel_used, &o.logs];
-    db.exec(Some(&mut *tx), &run, values).await?;
+    end_run(db, tx, o, RunStatus::Snoozed, results, None).await?;
     let t = Transition::Snooze;
     let task = format!("UPDATE task_queue SET {} WHERE id = $1 AND {}", Set::of(t, "$2"), from::<D>(t));
     db.exec(Some(tx), &task, args![o.task_id, until]).await?;
+    Ok(())
+}
+
+/// Write how a locked running run ended on its row (written from its task by [`write_running`]):
+/// its status, what it reported and used, and its failure if it failed.
+async fn end_run<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    o: &RunOutcome,
+    status: RunStatus,
+    results: Option<&str>,
+    failure: Option<&Failure>,
+) -> Result<()> {
+    let run = "UPDATE task_runs SET status = $2, finished_on = $3, results = coalesce($4, results),
+                   error_code = $5, error_message = $6, percents_completed = coalesce($7, percents_completed),
+                   duration_ms = $8, component_digest = $9, fuel_used = $10, logs = $11
+               WHERE id = $1";
+    let values = args![
+        o.run_id,
+        status.as_str(),
+        o.finished_on,
+        results,
+        failure.map(|f| f.code.as_str()),
+        failure.map(|f| f.message.as_str()),
+        o.percents_completed.map(i64::from),
+        o.duration_ms,
+        &o.component_digest,
+        o.fuel_used,
+        &o.logs,
+    ];
+    db.exec(Some(tx), run, values).await?;
     Ok(())
 }
 
@@ -128,24 +156,7 @@ async fn snooze<D: Dialect>(
 async fn fail<D: Dialect>(db: &D, tx: &mut TxOf<D>, f: &Failed<'_>) -> Result<()> {
     let o = f.o;
     let status = f.failure.status().as_str();
-    let run = "UPDATE task_runs SET status = $2, finished_on = $3, results = coalesce($4, results),
-                   error_code = $5, error_message = $6, percents_completed = coalesce($7, percents_completed),
-                   duration_ms = $8, component_digest = $9, fuel_used = $10, logs = $11
-               WHERE id = $1";
-    let values = args![
-        o.run_id,
-        status,
-        o.finished_on,
-        f.results,
-        f.failure.code.as_str(),
-        f.failure.message.as_str(),
-        o.percents_completed.map(i64::from),
-        o.duration_ms,
-        &o.component_digest,
-        o.fuel_used,
-        &o.logs,
-    ];
-    db.exec(Some(&mut *tx), run, values).await?;
+    end_run(db, tx, o, f.failure.status(), f.results, Some(f.failure)).await?;
     match f.next {
         NextStep::RetryAt(at) => {
             let t = Transition::FailAndRetry;

@@ -64,6 +64,7 @@ async fn as_claimed(store: &SharedStore, c: &Case) -> ClaimedRun {
         task_runs_failed: t.task_runs_failed,
         backoff: t.backoff,
         snoozes: t.snoozes,
+        depth: t.depth,
         started_on: now(),
         timeout_on: now() + secs(60),
     }

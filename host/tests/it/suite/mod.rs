@@ -41,7 +41,7 @@ fn success(c: &ClaimedRun, now: DateTime<Utc>, results: &str) -> RunOutcome {
     RunOutcome {
         run_id: c.run_id,
         task_id: c.task_id,
-        end: RunEnd::Success { results: Some(results.into()) },
+        end: RunEnd::Success { results: Some(results.into()), children: Vec::new() },
         percents_completed: Some(100),
         finished_on: now,
         duration_ms: 3,
@@ -506,6 +506,7 @@ macro_rules! store_suite {
         case!(giving_up_makes_a_dead_letter_that_can_be_replayed);
         case!(a_succeeded_task_runs_again_as_a_new_attempt_keeping_its_runs);
         case!(a_snoozed_run_schedules_its_task_again_using_no_attempt);
+        case!(a_runs_children_are_written_with_its_end_and_only_if_it_ended_well);
         case!(a_late_outcome_does_not_override_a_timeout);
         case!(timed_out_runners_take_their_runs_with_them);
         case!(the_runner_limit_is_enforced);

@@ -48,7 +48,7 @@ pub async fn a_succeeded_task_runs_again_as_a_new_attempt_keeping_its_runs(store
 
 /// A run that snoozed, as the runner reports it: due again at `until`, with partial results.
 pub fn snoozed(c: &ClaimedRun, now: DateTime<Utc>, until: DateTime<Utc>) -> RunOutcome {
-    let end = RunEnd::Snoozed { until, partial_results: Some(r#"{"page":3}"#.into()) };
+    let end = RunEnd::Snoozed { until, partial_results: Some(r#"{"page":3}"#.into()), children: Vec::new() };
     RunOutcome { end, percents_completed: Some(30), ..success(c, now, "") }
 }
 
@@ -91,4 +91,61 @@ pub async fn a_snoozed_run_schedules_its_task_again_using_no_attempt(store: Shar
     store.finish_runs(&[snoozed(mine, t0() + secs(64), t0() + secs(70))]).await.expect("late snooze");
     let task = store.get_task(other).await.expect("get").expect("exists");
     assert_eq!((task.state, task.snoozes), (TaskState::Cancelled, 0), "a late snooze changes nothing");
+}
+
+/// A success that queued `children`.
+fn with_children(c: &ClaimedRun, now: DateTime<Utc>, children: Vec<NewTask>) -> RunOutcome {
+    RunOutcome { end: RunEnd::Success { results: None, children }, ..success(c, now, "") }
+}
+
+/// The tasks a run queued are written with its success (or snooze), in its transaction: each names
+/// its parent and is one level deeper, due when asked; one whose unique key an unfinished task holds
+/// is not added (that task stays no one's child); the children of a run ended elsewhere meanwhile
+/// (cancelled) are not written.
+pub async fn a_runs_children_are_written_with_its_end_and_only_if_it_ended_well(store: SharedStore) {
+    let held = store.add_tasks(&[NewTask::new("h", "{}").with_unique_key("held")], t0()).await.expect("add")[0].id;
+    let parent = store.add_tasks(&[NewTask::new("p", "{}")], t0()).await.expect("add")[0].id;
+    let r = runner(&store, t0()).await;
+    let c = store.claim(r, &["default".into()], 2, t0(), DAY).await.expect("claim");
+    let c = c.into_iter().find(|c| c.task_id == parent).expect("the parent claimed");
+    let children = vec![
+        NewTask::new("a", r#"{"i":1}"#),
+        NewTask::new("b", r#"{"i":2}"#).with_queue("q2").with_scheduled_on(t0() + secs(30)),
+        NewTask::new("h", "{}").with_unique_key("held"),
+    ];
+    store.finish_runs(&[with_children(&c, t0() + secs(1), children)]).await.expect("finish");
+    let filter = TaskFilter { parent: Some(parent), newest_first: false, ..Default::default() };
+    let kids = store.list_tasks(&filter).await.expect("list");
+    let seen: Vec<_> = kids.iter().map(|k| (k.handler.as_str(), k.queue.as_str(), k.parent_id, k.depth)).collect();
+    assert_eq!(seen, vec![("a", "default", Some(parent), 1), ("b", "q2", Some(parent), 1)]);
+    assert_eq!((kids[0].scheduled_on, kids[1].scheduled_on), (t0() + secs(1), t0() + secs(30)));
+    assert_eq!((kids[0].queued_on, kids[0].state), (t0() + secs(1), TaskState::Scheduled));
+    let held = store.get_task(held).await.expect("get").expect("exists");
+    assert_eq!((held.parent_id, held.depth), (None, 0), "a task holding the key stays no one's child");
+
+    // A grandchild is two deep; a run cancelled meanwhile queues nothing.
+    let a = kids[0].id;
+    let c = store.claim(r, &["default".into()], 5, t0() + secs(2), DAY).await.expect("claim");
+    let mine = c.iter().find(|c| c.task_id == a).expect("the child claimed");
+    assert_eq!(mine.depth, 1, "a claim knows its task's depth");
+    store.finish_runs(&[with_children(mine, t0() + secs(3), vec![NewTask::new("g", "{}")])]).await.expect("finish");
+    let grand = store.list_tasks(&TaskFilter { parent: Some(a), ..Default::default() }).await.expect("list");
+    assert_eq!((grand.len(), grand[0].depth), (1, 2));
+    let other = store.add_tasks(&[NewTask::new("p", "{}")], t0()).await.expect("add")[0].id;
+    let c = store.claim(r, &["default".into()], 10, t0() + secs(4), DAY).await.expect("claim");
+    let mine = c.iter().find(|c| c.task_id == other).expect("claimed");
+    store.cancel_tasks(&[other], t0() + secs(5)).await.expect("cancel");
+    store.finish_runs(&[with_children(mine, t0() + secs(6), vec![NewTask::new("late", "{}")])]).await.expect("late");
+    let none = store.list_tasks(&TaskFilter { parent: Some(other), ..Default::default() }).await.expect("list");
+    assert!(none.is_empty(), "a run ended elsewhere queues nothing: {none:?}");
+
+    // A snooze writes its children too.
+    let snoozer = store.add_tasks(&[NewTask::new("p", "{}")], t0()).await.expect("add")[0].id;
+    let c = store.claim(r, &["default".into()], 10, t0() + secs(7), DAY).await.expect("claim");
+    let mine = c.iter().find(|c| c.task_id == snoozer).expect("claimed");
+    let end =
+        RunEnd::Snoozed { until: t0() + secs(60), partial_results: None, children: vec![NewTask::new("s", "{}")] };
+    store.finish_runs(&[RunOutcome { end, ..success(mine, t0() + secs(8), "") }]).await.expect("snooze");
+    let kids = store.list_tasks(&TaskFilter { parent: Some(snoozer), ..Default::default() }).await.expect("list");
+    assert_eq!(kids.len(), 1, "a snoozed run's children are written");
 }

@@ -1,0 +1,135 @@
+//! What a run queues (`enqueue`): its children, each checked as it comes (the checks every task
+//! passes, [`NewTask::check`]) and all of them bounded (how many, how much data, how deep), held
+//! until the run ends and written with its end only if it ends well.
+
+use chrono::{DateTime, Utc};
+
+use super::bindings::taskhost::plugin::types;
+use crate::model::{valid_handler_name, NewTask, TaskId};
+
+/// Data a run's children may hold in all: what a run can make the host keep until it ends.
+pub const MAX_CHILDREN_BYTES: usize = 64 << 20;
+
+/// The longest a child may be due after its parent's run ends (a year).
+pub const MAX_DELAY_MS: u64 = 31_557_600_000;
+
+/// When a queued task is due, as its run asked; made a time when the run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// When the run that queued it ends.
+    AtTheEnd,
+    /// This many milliseconds after the run that queued it ends.
+    AfterMs(u64),
+    /// At this time.
+    At(DateTime<Utc>),
+}
+
+impl Due {
+    /// The time it is due, for a run that ended at `end`.
+    pub fn at(self, end: DateTime<Utc>) -> DateTime<Utc> {
+        match self {
+            Due::AtTheEnd => end,
+            Due::AfterMs(ms) => chrono::Duration::try_milliseconds(i64::try_from(ms).unwrap_or(i64::MAX))
+                .and_then(|d| end.checked_add_signed(d))
+                .unwrap_or(end),
+            Due::At(at) => at,
+        }
+    }
+}
+
+/// A task a run queued, and when it is due.
+#[derive(Debug, Clone)]
+pub struct Child {
+    /// The task (its parent, the run's task, and depth are written by the store).
+    pub task: NewTask,
+    /// When it is due.
+    pub due: Due,
+}
+
+/// The rules of a run's `enqueue` besides its handler's limits: whose children they are, and the
+/// operator's `[tasks]` bounds.
+#[derive(Debug, Clone, Copy)]
+pub struct Queueing {
+    /// The run's task: the children's parent.
+    pub parent: TaskId,
+    /// How deep the parent is (0: queued by a caller).
+    pub depth: u32,
+    /// Children of a task this deep or deeper are refused (`[tasks] max_depth`).
+    pub max_depth: u32,
+    /// A child's data at most (`[tasks] max_data_bytes`).
+    pub max_data_bytes: usize,
+}
+
+impl Default for Queueing {
+    fn default() -> Self {
+        Queueing {
+            parent: 0,
+            depth: 0,
+            max_depth: crate::model::DEFAULT_MAX_DEPTH,
+            max_data_bytes: crate::model::DEFAULT_MAX_DATA_BYTES,
+        }
+    }
+}
+
+/// The tasks one run queued so far.
+#[derive(Debug, Default)]
+pub struct Children {
+    list: Vec<Child>,
+    bytes: usize,
+}
+
+impl Children {
+    /// Check `asked` and keep it; its number among the run's, or why it is refused (one line).
+    pub(crate) fn add(&mut self, asked: types::NewTask, rules: &Queueing, max_children: usize) -> Result<u32, String> {
+        if self.list.len() >= max_children {
+            return Err(format!("this run queued {max_children} tasks already, the most [limits] max_children allows"));
+        }
+        if rules.depth >= rules.max_depth {
+            let depth = rules.depth;
+            return Err(format!(
+                "this task is {depth} deep under tasks queued by runs, the most [tasks] max_depth allows"
+            ));
+        }
+        if !valid_handler_name(&asked.handler) {
+            let name = crate::text::bounded(&asked.handler, 128, "…");
+            return Err(format!("{name:?} cannot name a handler: letters, digits, '-' and '_'"));
+        }
+        let bytes = asked.data.len() + asked.handler.len() + asked.queue.as_ref().map_or(0, String::len);
+        let bytes = bytes + asked.unique_key.as_ref().map_or(0, String::len);
+        if self.bytes.saturating_add(bytes) > MAX_CHILDREN_BYTES {
+            return Err(format!("this run's tasks would hold over {MAX_CHILDREN_BYTES} bytes of data in all"));
+        }
+        let due = match asked.due {
+            None => Due::AtTheEnd,
+            Some(types::Due::AfterMs(ms)) if ms > MAX_DELAY_MS => {
+                return Err(format!("a delay of {ms} ms is over the longest, a year"));
+            }
+            Some(types::Due::AfterMs(ms)) => Due::AfterMs(ms),
+            Some(types::Due::AtMs(ms)) => match DateTime::from_timestamp_millis(ms) {
+                Some(at) => Due::At(at),
+                None => return Err(format!("{ms} ms since 1970 is not a time")),
+            },
+        };
+        let mut task = NewTask::new(asked.handler, asked.data);
+        if let Some(queue) = asked.queue {
+            task.queue = queue;
+        }
+        task.priority = asked.priority.unwrap_or(0);
+        task.unique_key = asked.unique_key;
+        if let Some(n) = asked.max_attempts {
+            task.max_attempts = n;
+        }
+        task.queued_by = Some(format!("task {}", rules.parent));
+        task.check(rules.max_data_bytes).map_err(|e| e.to_string())?;
+        let n = u32::try_from(self.list.len()).unwrap_or(u32::MAX);
+        self.bytes += bytes;
+        self.list.push(Child { task, due });
+        Ok(n)
+    }
+
+    /// The children, handed over when the run ends.
+    pub(crate) fn take(&mut self) -> Vec<Child> {
+        self.bytes = 0;
+        std::mem::take(&mut self.list)
+    }
+}

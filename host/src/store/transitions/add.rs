@@ -1,0 +1,129 @@
+//! Adding tasks: the start of a task's life (`scheduled`), for a caller's tasks and for those a
+//! run queued ([`queue_children`], written with the run's end).
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+
+use super::super::dialect::{transaction, Dialect};
+use super::super::plumbing::{ConnOf, TxOf};
+use super::super::rows;
+use super::super::sql::args;
+use crate::error::{Error, Result};
+use crate::model::*;
+
+/// Queue one task (its first run is made when it is claimed); a task with an unfinished task's
+/// unique key is not added, and that task is returned.
+pub(crate) async fn add_one<D: Dialect + ?Sized>(
+    conn: &mut ConnOf<D>,
+    t: &NewTask,
+    now: DateTime<Utc>,
+) -> Result<Added> {
+    if let Some(id) = D::insert_task(conn, t, now).await? {
+        return Ok(Added { id, created: true });
+    }
+    let holder =
+        D::rows_on(conn, "SELECT id FROM task_queue WHERE active_unique_key = $1", args![&t.unique_key]).await?;
+    match holder.first() {
+        Some(r) => Ok(Added { id: rows::id(r, "id")?, created: false }),
+        None => Err(Error::CorruptRow {
+            table: "task_queue",
+            reason: "the unfinished task holding a unique key was not found".into(),
+        }),
+    }
+}
+
+/// Queue validated tasks on `conn`: one by one when any has a unique key (each may clash),
+/// else in bulk statements of at most [`Dialect::ADD_CHUNK`] tasks and
+/// [`StoreOptions::BATCH_BYTES`](crate::store::StoreOptions::BATCH_BYTES) of data.
+pub(crate) async fn add_tasks_in<D: Dialect + ?Sized>(
+    conn: &mut ConnOf<D>,
+    tasks: &[NewTask],
+    now: DateTime<Utc>,
+) -> Result<Vec<Added>> {
+    let mut out = Vec::with_capacity(tasks.len());
+    if tasks.len() == 1 || tasks.iter().any(|t| t.unique_key.is_some()) {
+        for t in tasks {
+            out.push(add_one::<D>(conn, t, now).await?);
+        }
+        return Ok(out);
+    }
+    let mut rest = tasks;
+    while !rest.is_empty() {
+        let n = chunk_len(rest, D::ADD_CHUNK, super::super::connect::StoreOptions::BATCH_BYTES);
+        let (chunk, after) = rest.split_at(n);
+        out.extend(D::add_bulk(conn, chunk, now).await?);
+        rest = after;
+    }
+    Ok(out)
+}
+
+/// How many of `tasks` (at least one) go in one statement: at most `count`, and no more data
+/// than `bytes` unless the first task alone has more.
+fn chunk_len(tasks: &[NewTask], count: usize, bytes: usize) -> usize {
+    let mut total = 0;
+    let fits = tasks.iter().take(count).take_while(|t| {
+        total += t.data.len();
+        total <= bytes
+    });
+    fits.count().max(1)
+}
+
+/// Queue tasks in a transaction of their own.
+pub(crate) async fn add_tasks_in_tx<D: Dialect + ?Sized>(
+    db: &D,
+    tasks: &[NewTask],
+    now: DateTime<Utc>,
+) -> Result<Vec<Added>> {
+    transaction(db, |tx| {
+        Box::pin(async move {
+            let added = add_tasks_in::<D>(D::conn(&mut tx.tx), tasks, now).await?;
+            Ok(added)
+        })
+    })
+    .await
+}
+
+/// Queue the tasks these runs queued, now that they ended well, in their transaction: each as any
+/// task is added (a unique key an unfinished task holds keeps that task, which stays no one's
+/// child), then named the run's task's children, one level deeper than it.
+pub async fn queue_children<D: Dialect>(db: &D, tx: &mut TxOf<D>, ended: &[&RunOutcome]) -> Result<()> {
+    let with: Vec<&RunOutcome> = ended.iter().copied().filter(|o| !o.children().is_empty()).collect();
+    if with.is_empty() {
+        return Ok(());
+    }
+    let parents: Vec<TaskId> = with.iter().map(|o| o.task_id).collect();
+    let found = db.rows(Some(&mut *tx), "SELECT id, depth FROM task_queue WHERE id IN ($1)", args![&parents]).await?;
+    let mut depth = HashMap::with_capacity(found.len());
+    for r in &found {
+        depth.insert(rows::id(r, "id")?, rows::id(r, "depth")?);
+    }
+    for o in with {
+        let added = add_tasks_in::<D>(D::conn(tx), o.children(), o.finished_on).await?;
+        let ids: Vec<TaskId> = added.iter().filter(|a| a.created).map(|a| a.id).collect();
+        if ids.is_empty() {
+            continue;
+        }
+        let below = depth.get(&o.task_id).copied().unwrap_or(0) + 1;
+        let name = "UPDATE task_queue SET parent_id = $1, depth = $2 WHERE id IN ($3)";
+        db.exec(Some(&mut *tx), name, args![o.task_id, below, &ids]).await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunk_len;
+    use crate::model::NewTask;
+
+    #[test]
+    fn a_bulk_statement_holds_at_most_its_count_and_bytes_but_always_one_task() {
+        let tasks = |sizes: &[usize]| -> Vec<NewTask> {
+            sizes.iter().map(|n| NewTask::new("h", format!("\"{}\"", "x".repeat(n - 2)))).collect()
+        };
+        assert_eq!(chunk_len(&tasks(&[10; 9]), 4, 1000), 4);
+        assert_eq!(chunk_len(&tasks(&[400, 400, 400]), 10, 1000), 2);
+        assert_eq!(chunk_len(&tasks(&[5000, 10]), 10, 1000), 1);
+        assert_eq!(chunk_len(&tasks(&[10, 5000]), 10, 1000), 1);
+    }
+}

@@ -1,0 +1,29 @@
+//! Fans out: queues one task of `handler` (default `echo`) for each item of the task's `items`,
+//! its data the item when it is an object, else `{"item": ITEM}`, in `queue` when given, and
+//! returns how many it queued. The children
+//! are written with this run's end, only if it ends well. Test hooks: `"fail": true` fails the run
+//! after queueing (retryable: its children are not written), `"fail_first": true` fails only the
+//! first attempt, `"snooze_ms": N` snoozes instead of ending (its children are written).
+use taskhost::{json, Enqueue, Error, Task, Value};
+
+fn handle(task: Task) -> taskhost::Result<Value> {
+    let items = task.data["items"].as_array().ok_or_else(|| Error::fail("invalid-input", "data has no \"items\" list"))?;
+    let handler = task.data["handler"].as_str().unwrap_or("echo");
+    for item in items {
+        let data = if item.is_object() { item.clone() } else { json!({ "item": item }) };
+        let mut child = Enqueue::new(handler, &data);
+        if let Some(queue) = task.data["queue"].as_str() {
+            child = child.queue(queue);
+        }
+        child.send()?;
+    }
+    if task.data["fail"] == json!(true) || (task.data["fail_first"] == json!(true) && task.attempt == 1) {
+        return Err(Error::retry("asked-to-fail", format!("failed after queueing {}", items.len())));
+    }
+    if let Some(ms) = task.data["snooze_ms"].as_u64() {
+        return Err(Error::snooze(std::time::Duration::from_millis(ms)));
+    }
+    Ok(json!({ "queued": items.len() }))
+}
+
+taskhost::handler!(handle);
