@@ -153,6 +153,11 @@ impl Client {
         Ok((task, runs))
     }
 
+    /// The tasks a task runs after (`after`), each with its state, in id order.
+    pub async fn dependencies(&self, id: TaskId) -> Result<Vec<crate::model::Dependency>> {
+        self.store.dependencies(id).await
+    }
+
     /// Tasks as `filter` selects them; a filter's text is at most [`Self::MAX_FILTER_BYTES`].
     pub async fn list(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
         let (queue, handler, text) = (filter.queue.as_deref(), filter.handler.as_deref(), filter.text.as_deref());

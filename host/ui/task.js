@@ -15,7 +15,7 @@ export function mount(main, id) {
   return {
     async refresh(current) {
       // What may be done with it now is the server's to say (by its state).
-      const [{ task, runs: list, allows }, kids] = await Promise.all([
+      const [{ task, runs: list, allows, after = [] }, kids] = await Promise.all([
         api('GET', `/tasks/${id}`), api('GET', `/tasks?parent=${id}&order=oldest&limit=100`)]);
       if (!current()) return;
       // The tasks its runs queued (the first hundred), each with its state.
@@ -53,6 +53,10 @@ export function mount(main, id) {
         ...fact('Attempts failed', `${task.task_runs_failed} of ${task.max_attempts}`),
         ...(task.snoozes ? fact('Snoozed', `${task.snoozes} times`) : []),
         ...(task.parent_id ? fact('Parent', taskLink(task.parent_id)) : []),
+        // The tasks it runs after, each with its state (a join waits for each to succeed).
+        ...(after.length ? fact('Runs after', h('span', { id: 'task-after' }, ...after.flatMap((d) =>
+          [taskLink(d.id), ' ', badge(d.state), ' ']))) : []),
+        ...(task.state === 'waiting' ? fact('Waiting for', `${task.waiting_for} of ${after.length}`) : []),
         ...(task.gave_up_on ? fact('Given up', when(task.gave_up_on)) : []),
         ...(task.unique_key ? fact('Unique key', h('code', {}, task.unique_key)) : []),
         ...(task.run_timeout_secs ? fact('Run timeout', duration(task.run_timeout_secs * 1000)) : []));

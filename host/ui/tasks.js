@@ -5,7 +5,7 @@ import { api, act } from './app.js';
 import { h, fill, put, table, badge, when, button, taskLink } from './view.js';
 
 // A task's states, as the API names them (its `state` field and filter).
-const STATES = ['scheduled', 'running', 'awaiting-retry', 'succeeded', 'dead', 'cancelled'];
+const STATES = ['waiting', 'scheduled', 'running', 'awaiting-retry', 'succeeded', 'dead', 'cancelled'];
 const FILTERS = ['state', 'queue', 'handler', 'text'];
 
 export function mount(main, query, { dead = false } = {}) {

@@ -21,6 +21,7 @@ pub(super) async fn scrape(State(state): State<Arc<ApiState>>) -> Result<impl In
     let mut out = String::new();
     crate::metrics::global().render(&mut out);
     let by_status = [
+        ("waiting", counts.waiting),
         ("scheduled", counts.scheduled),
         ("running", counts.running),
         ("success", counts.success),

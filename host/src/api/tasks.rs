@@ -32,7 +32,7 @@ pub(super) const PAGES_AT_ONCE: usize = 4;
 #[serde(untagged)]
 #[allow(dead_code)] // the body is read by hand, to name the task at fault
 pub(super) enum AddBody {
-    One(TaskInput),
+    One(Box<TaskInput>),
     Many(Batch),
 }
 
@@ -224,16 +224,18 @@ async fn page(state: &ApiState, mut f: TaskFilter) -> Result<(Vec<Task>, Option<
     }
 }
 
-/// A task and its runs (progress, partial and final results, logs, error, digest, fuel), as
-/// `taskhost show --json` prints them.
+/// A task and its runs (progress, partial and final results, logs, error, digest, fuel), and
+/// the tasks it runs after, as `taskhost show --json` prints them.
 #[utoipa::path(get, path = "/api/v1/tasks/{id}", operation_id = "get_task", tag = "tasks", params(("id" = TaskId, Path)),
     responses((status = 200, description = "Done", body = TaskDetail), Errors))]
 pub(super) async fn get(
     State(state): State<Arc<ApiState>>,
     Path(id): Path<String>,
 ) -> Result<Json<TaskDetail>, ApiError> {
-    let (task, runs) = state.client.show(task_id(&id)?).await?;
-    Ok(Json(TaskDetail::new(task, runs)))
+    let id = task_id(&id)?;
+    let (task, runs) = state.client.show(id).await?;
+    let after = state.client.dependencies(id).await?;
+    Ok(Json(TaskDetail::new(task, runs).with_after(after)))
 }
 
 #[derive(Serialize, ToSchema)]

@@ -238,7 +238,7 @@ pub struct AddArgs {
     #[arg(required_unless_present = "many")]
     pub handler: Option<String>,
     /// Queue the tasks of a file instead, one JSON object a line ({"handler": …, "data": …,
-    /// "queue", "priority", "max_attempts", "unique_key", "queued_by", "at"}); - reads standard
+    /// "queue", "priority", "max_attempts", "unique_key", "queued_by", "at", "after"}); - reads standard
     /// input. Every line is checked before any task is queued.
     #[arg(long, conflicts_with = "handler", value_name = "FILE")]
     pub many: Option<String>,
@@ -273,6 +273,13 @@ pub struct AddArgs {
     /// Time out a run after this long [default: 1 day].
     #[arg(long, value_parser = taskhost::text::parse_duration)]
     pub run_timeout: Option<Duration>,
+    /// Run after these tasks (ids, comma-separated): the task waits until each has succeeded,
+    /// and is cancelled if one is dead or cancelled.
+    #[arg(long, value_delimiter = ',', value_name = "ID[,ID...]")]
+    pub after: Vec<taskhost::model::TaskId>,
+    /// With --after: run it even when a task it runs after is dead or cancelled.
+    #[arg(long, requires = "after")]
+    pub run_anyway: bool,
 }
 
 #[derive(Debug, Args)]

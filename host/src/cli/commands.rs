@@ -28,6 +28,8 @@ pub async fn add(app: &App, a: AddArgs) -> Result<()> {
     t.queued_by = a.queued_by;
     t.unique_key = a.unique_key;
     t.run_timeout = a.run_timeout;
+    t.after = a.after;
+    t.run_anyway = a.run_anyway;
     t.scheduled_on = match (a.at, a.in_) {
         (Some(at), _) => Some(at),
         (None, Some(d)) => Some(app.client.now() + chrono::Duration::from_std(d).context("--in is too large")?),
@@ -107,10 +109,18 @@ pub async fn overseer(app: &App, mut config: OverseerConfig, once: bool, apply: 
 /// `show ID`: a task and its runs.
 pub async fn show(app: &App, id: i64, json: bool) -> Result<()> {
     let (task, runs) = app.client.show(id).await?;
+    let after = app.client.dependencies(id).await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&taskhost::model::task_json(&task, &runs)?)?);
+        let detail = taskhost::model::TaskDetail::new(task, runs).with_after(after);
+        println!("{}", serde_json::to_string_pretty(&detail)?);
     } else {
         print!("{}", output::task_detail(&task, &runs));
+        if !after.is_empty() {
+            let shown: Vec<String> = after.iter().map(|d| format!("{} ({})", d.id, d.state)).collect();
+            let waiting =
+                if task.waiting_for > 0 { format!(": waiting for {}", task.waiting_for) } else { String::new() };
+            println!("runs after  {}{waiting}", shown.join(", "));
+        }
         // The first of its children, by id: `list --parent ID` lists them all.
         let first = TaskFilter { parent: Some(id), limit: Some(11), newest_first: false, ..TaskFilter::default() };
         let children = app.client.list(&first).await?;

@@ -102,12 +102,15 @@ pub mod codes {
     pub const CANCELLED: &str = "cancelled";
     /// The run snoozed its task once more than `[tasks] max_snoozes` allows; not retried.
     pub const TOO_MANY_SNOOZES: &str = "too-many-snoozes";
+    /// A task it ran after is dead or was cancelled, so the waiting task was cancelled (the
+    /// run's status is `cancelled`).
+    pub const DEPENDENCY_FAILED: &str = "dependency-failed";
     /// An uncaught exception, in any language (see `crate::sandbox::uncaught`): the host gives
     /// it to a trap it recognises, and a handler's glue may return it; not reserved.
     pub const UNCAUGHT_EXCEPTION: &str = "uncaught-exception";
 
     /// Every code the host writes.
-    pub const HOST: [&str; 22] = [
+    pub const HOST: [&str; 23] = [
         FUEL_EXHAUSTED,
         DEADLINE,
         MEMORY_LIMIT,
@@ -130,6 +133,7 @@ pub mod codes {
         HOST_BUSY,
         CANCELLED,
         TOO_MANY_SNOOZES,
+        DEPENDENCY_FAILED,
     ];
 
     /// Whether `code` is one of the host's.

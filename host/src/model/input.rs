@@ -1,6 +1,7 @@
 //! A task as JSON describes it, for `add --many` lines and the HTTP API: `{"handler": "resize",
 //! "data": {...}}` with optional `queue`, `priority`, `max_attempts`, `unique_key`, `queued_by`,
-//! `at` (RFC 3339 with a zone) and `run_timeout` ("90s"). Unknown fields are refused;
+//! `at` (RFC 3339 with a zone), `run_timeout` ("90s"), `after` (task ids it runs after) and
+//! `run_anyway`. Unknown fields are refused;
 //! `max_retries`, the old name of `max_attempts`, is still read (the same number, 0 taken as 1).
 
 use serde::Deserialize;
@@ -35,6 +36,12 @@ pub struct TaskInput {
     pub at: Option<String>,
     /// A run's time at most, as text ("90s").
     pub run_timeout: Option<String>,
+    /// Tasks it runs after: it waits until each has succeeded (at most 10,000).
+    #[serde(default)]
+    pub after: Vec<super::TaskId>,
+    /// Run it even when a task it runs after is dead or cancelled (else it is cancelled too).
+    #[serde(default)]
+    pub run_anyway: bool,
 }
 
 fn empty_object() -> serde_json::Value {
@@ -69,6 +76,8 @@ impl TaskInput {
         t.queued_by = self.queued_by;
         t.scheduled_on = at;
         t.run_timeout = run_timeout;
+        t.after = self.after;
+        t.run_anyway = self.run_anyway;
         Ok(t)
     }
 }

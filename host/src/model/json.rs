@@ -4,7 +4,7 @@
 
 use serde::{Serialize, Serializer};
 
-use super::{ErrorSource, Run, Task, Transition};
+use super::{Dependency, ErrorSource, Run, Task, Transition};
 
 /// A task with its runs, oldest first.
 #[derive(Debug, Clone, Serialize)]
@@ -14,6 +14,10 @@ pub struct TaskDetail {
     pub task: Task,
     /// Its runs, oldest first.
     pub runs: Vec<RunDetail>,
+    /// The tasks it runs after, in id order, each with its state (absent when none, and in
+    /// lists of tasks).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<Dependency>,
     /// What an operator may do with it in its state: `cancel` (unfinished), `replay` (dead or
     /// cancelled), `delete` (finished).
     pub allows: Vec<&'static str>,
@@ -41,7 +45,12 @@ impl TaskDetail {
             (state.is_final(), "delete"),
         ];
         let allows = allows.into_iter().filter(|(yes, _)| *yes).map(|(_, name)| name).collect();
-        TaskDetail { task, runs, allows }
+        TaskDetail { task, runs, after: Vec::new(), allows }
+    }
+
+    /// With the tasks it runs after.
+    pub fn with_after(self, after: Vec<Dependency>) -> Self {
+        TaskDetail { after, ..self }
     }
 }
 

@@ -18,6 +18,8 @@ use super::RunStatus;
 #[serde(rename_all = "kebab-case")]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub enum TaskState {
+    /// Added to run after other tasks, waiting until each has succeeded: never claimed.
+    Waiting,
     /// Waiting for its `scheduled_on`, then for a worker to claim it.
     Scheduled,
     /// A worker holds its run.
@@ -36,7 +38,8 @@ pub enum TaskState {
 
 impl TaskState {
     /// Every state, in the order of a task's life.
-    pub const ALL: [TaskState; 6] = [
+    pub const ALL: [TaskState; 7] = [
+        TaskState::Waiting,
         TaskState::Scheduled,
         TaskState::Running,
         TaskState::AwaitingRetry,
@@ -50,6 +53,7 @@ impl TaskState {
         match (last_status, given_up) {
             // A task's status is never `snoozed` (a snooze schedules it); read as scheduled.
             (RunStatus::Scheduled | RunStatus::Snoozed, false) => TaskState::Scheduled,
+            (RunStatus::Waiting, false) => TaskState::Waiting,
             (RunStatus::Running, false) => TaskState::Running,
             (RunStatus::Success, _) => TaskState::Succeeded,
             (RunStatus::Cancelled, _) => TaskState::Cancelled,
@@ -63,6 +67,7 @@ impl TaskState {
     /// Its name, as the docs and the API spell it.
     pub const fn as_str(self) -> &'static str {
         match self {
+            TaskState::Waiting => "waiting",
             TaskState::Scheduled => "scheduled",
             TaskState::Running => "running",
             TaskState::AwaitingRetry => "awaiting-retry",
@@ -99,6 +104,11 @@ impl std::str::FromStr for TaskState {
 /// A move of a task from one state to another: each written once, in `store/transitions.rs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Transition {
+    /// The last task a waiting task runs after succeeded (or ended badly, for a task that runs
+    /// anyway): it is due.
+    Ready,
+    /// A task a waiting task runs after is dead or was cancelled: it is cancelled too.
+    DependencyFailed,
     /// A worker takes a due task and starts its run, made by the claim.
     Claim,
     /// The run succeeded.
@@ -130,7 +140,9 @@ pub enum Transition {
 
 impl Transition {
     /// Every transition, in the order of the docs' table.
-    pub const ALL: [Transition; 12] = [
+    pub const ALL: [Transition; 14] = [
+        Transition::Ready,
+        Transition::DependencyFailed,
         Transition::Claim,
         Transition::Succeed,
         Transition::FailAndRetry,
@@ -149,6 +161,7 @@ impl Transition {
     pub const fn from(self) -> &'static [TaskState] {
         use TaskState::*;
         match self {
+            Transition::Ready | Transition::DependencyFailed => &[Waiting],
             Transition::Claim | Transition::Abandon => &[Scheduled],
             Transition::Succeed
             | Transition::FailAndRetry
@@ -157,7 +170,7 @@ impl Transition {
             | Transition::TimeOut
             | Transition::PutBack => &[Running],
             Transition::Retry | Transition::GiveUp => &[AwaitingRetry],
-            Transition::Cancel => &[Scheduled, Running, AwaitingRetry],
+            Transition::Cancel => &[Waiting, Scheduled, Running, AwaitingRetry],
             Transition::Replay => &[Succeeded, Dead, Cancelled],
         }
     }
@@ -167,20 +180,23 @@ impl Transition {
         match self {
             Transition::Claim => TaskState::Running,
             Transition::Succeed => TaskState::Succeeded,
-            Transition::FailAndRetry
+            Transition::Ready
+            | Transition::FailAndRetry
             | Transition::Snooze
             | Transition::PutBack
             | Transition::Retry
             | Transition::Replay => TaskState::Scheduled,
             Transition::TimeOut => TaskState::AwaitingRetry,
             Transition::FailAndGiveUp | Transition::GiveUp | Transition::Abandon => TaskState::Dead,
-            Transition::Cancel => TaskState::Cancelled,
+            Transition::Cancel | Transition::DependencyFailed => TaskState::Cancelled,
         }
     }
 
     /// Its name in the docs' table.
     pub const fn as_str(self) -> &'static str {
         match self {
+            Transition::Ready => "ready",
+            Transition::DependencyFailed => "dependency failed",
             Transition::Claim => "claim",
             Transition::Succeed => "succeed",
             Transition::FailAndRetry => "fail, retry",
@@ -207,6 +223,9 @@ impl Transition {
             | Transition::PutBack => "worker",
             Transition::TimeOut | Transition::Retry | Transition::GiveUp | Transition::Abandon => "overseer",
             Transition::Cancel | Transition::Replay => "operator (CLI, API, dashboard)",
+            // In the transaction of that task's end, whoever makes it.
+            Transition::Ready => "the end of the last task it runs after",
+            Transition::DependencyFailed => "the end of a task it runs after",
         }
     }
 
@@ -239,7 +258,9 @@ mod tests {
     #[test]
     fn every_state_is_reached_and_can_be_left() {
         for s in TaskState::ALL {
-            let reached = s == TaskState::Scheduled || Transition::ALL.iter().any(|t| t.to() == s);
+            // A task is added scheduled, or waiting when it runs after others.
+            let reached =
+                matches!(s, TaskState::Scheduled | TaskState::Waiting) || Transition::ALL.iter().any(|t| t.to() == s);
             assert!(reached, "{s} is never reached");
             assert!(Transition::ALL.iter().any(|t| s.allows(*t)), "{s} is never left");
         }
@@ -272,5 +293,6 @@ mod tests {
         assert_eq!(TaskState::of(RunStatus::Error, false), TaskState::AwaitingRetry);
         assert_eq!(TaskState::of(RunStatus::Error, true), TaskState::Dead);
         assert_eq!(TaskState::of(RunStatus::Cancelled, false), TaskState::Cancelled);
+        assert_eq!(TaskState::of(RunStatus::Waiting, false), TaskState::Waiting);
     }
 }

@@ -73,6 +73,8 @@ pub struct Task {
     pub parent_id: Option<TaskId>,
     /// How deep it is under tasks queued by runs (0: queued by a caller).
     pub depth: u32,
+    /// While it is waiting: how many of the tasks it runs after have not yet succeeded.
+    pub waiting_for: u32,
     /// The queue it is claimed from.
     pub queue: String,
     /// Lower runs first.
@@ -89,6 +91,16 @@ pub struct Task {
     /// A dead letter's last error, as `code: message`, in a list of dead letters only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+}
+
+/// A task another runs after, and where it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
+pub struct Dependency {
+    /// The task run after.
+    pub id: TaskId,
+    /// Its state: the waiting task runs once each is `succeeded`.
+    pub state: TaskState,
 }
 
 /// A row of `task_runs`.
@@ -242,6 +254,8 @@ pub struct TaskFilter {
 /// Counts of tasks by status, for the demo and monitoring.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct QueueCounts {
+    /// Waiting for the tasks they run after.
+    pub waiting: u64,
     /// Waiting for their time or a worker.
     pub scheduled: u64,
     /// Held by a worker.
@@ -269,6 +283,7 @@ impl QueueCounts {
             RunStatus::Error => &mut self.error,
             RunStatus::Timeout => &mut self.timeout,
             RunStatus::Cancelled => &mut self.cancelled,
+            RunStatus::Waiting => &mut self.waiting,
         };
         *slot = n;
     }

@@ -41,7 +41,15 @@ pub struct NewTask {
     pub run_timeout: Option<Duration>,
     /// This task's retry backoff; unset parts are the worker's.
     pub backoff: BackoffSettings,
+    /// Tasks it runs after: it waits until each has succeeded (at most [`MAX_AFTER`]).
+    pub after: Vec<super::TaskId>,
+    /// When a task it runs after ends badly (dead or cancelled), run it all the same instead of
+    /// cancelling it.
+    pub run_anyway: bool,
 }
+
+/// Tasks one task may run after.
+pub const MAX_AFTER: usize = 10_000;
 
 /// A task's data at most, unless the operator says otherwise (`[tasks] max_data_bytes`).
 pub const DEFAULT_MAX_DATA_BYTES: usize = 1 << 20;
@@ -78,6 +86,8 @@ impl NewTask {
             unique_key: None,
             run_timeout: None,
             backoff: BackoffSettings::default(),
+            after: Vec::new(),
+            run_anyway: false,
         }
     }
     /// Due at `at` instead of now.
@@ -123,6 +133,16 @@ impl NewTask {
     /// Its own retry backoff.
     pub fn with_backoff(mut self, backoff: BackoffSettings) -> Self {
         self.backoff = backoff;
+        self
+    }
+    /// Waiting until each of `tasks` has succeeded; cancelled if one ends badly.
+    pub fn with_after(mut self, tasks: impl IntoIterator<Item = super::TaskId>) -> Self {
+        self.after = tasks.into_iter().collect();
+        self
+    }
+    /// Run when the tasks it runs after have ended, even if one ended badly.
+    pub fn with_run_anyway(mut self) -> Self {
+        self.run_anyway = true;
         self
     }
 }
@@ -212,6 +232,12 @@ impl NewTask {
             let shown = crate::text::duration;
             let (min, max) = (shown(MIN_RUN_TIMEOUT), shown(MAX_RUN_TIMEOUT));
             return field("run_timeout", format!("{} is out of range ({min} to {max})", shown(timeout)));
+        }
+        if self.after.len() > MAX_AFTER {
+            return field("after", format!("{} tasks, over the maximum of {MAX_AFTER}", self.after.len()));
+        }
+        if self.run_anyway && self.after.is_empty() {
+            return field("run_anyway", "it runs after no task".into());
         }
         Ok(())
     }

@@ -25,11 +25,15 @@ pub enum RunStatus {
     /// A run that ended asking to be run later (`snooze`): neither a success nor a failure. Its
     /// task is then scheduled; a task's own status is never this.
     Snoozed,
+    /// A task added to run after others, waiting until each has succeeded. A task's status
+    /// only: it has no run until it is claimed.
+    Waiting,
 }
 
 impl RunStatus {
-    /// Every status, in the order of a run's life.
-    pub const ALL: [RunStatus; 7] = [
+    /// Every status, in the order of a task's life (waiting, before it is scheduled, is a task's only).
+    pub const ALL: [RunStatus; 8] = [
+        RunStatus::Waiting,
         RunStatus::Scheduled,
         RunStatus::Running,
         RunStatus::Success,
@@ -55,6 +59,7 @@ impl RunStatus {
             RunStatus::Timeout => "timeout",
             RunStatus::Cancelled => "cancelled",
             RunStatus::Snoozed => "snoozed",
+            RunStatus::Waiting => "waiting",
         }
     }
 

@@ -35,6 +35,8 @@ pub trait Store: Send + Sync + 'static {
     async fn get_task(&self, id: TaskId) -> Result<Option<Task>>;
     /// A task's runs, oldest first.
     async fn runs_of(&self, task_id: TaskId) -> Result<Vec<Run>>;
+    /// The tasks a task runs after, in id order.
+    async fn dependencies(&self, task_id: TaskId) -> Result<Vec<Dependency>>;
     /// Tasks matching `filter`.
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>>;
     /// Tasks by status, and dead letters.

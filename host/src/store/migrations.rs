@@ -47,6 +47,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0015_runner_queues.sql",
     "0016_snoozes.sql",
     "0017_children.sql",
+    "0018_dependencies.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -69,6 +70,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0015_runner_queues.sql",
     "0016_snoozes.sql",
     "0017_children.sql",
+    "0018_dependencies.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -92,6 +94,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0016_runner_queues.sql",
     "0017_snoozes.sql",
     "0018_children.sql",
+    "0019_dependencies.sql",
 );
 
 impl Embedded {

@@ -43,6 +43,11 @@ fn backoff(r: &impl Cells) -> Result<BackoffSettings> {
     Ok(BackoffSettings { base_ms: r.int("backoff_base_ms")?, max_ms: r.int("backoff_max_ms")? })
 }
 
+/// A task's state, from a row with its `last_status` and `gave_up_on`.
+pub fn task_state(r: &impl Cells) -> Result<TaskState> {
+    Ok(TaskState::of(status(r, TASKS, "last_status")?, r.time("gave_up_on")?.is_some()))
+}
+
 pub fn task(r: &impl Cells) -> Result<Task> {
     let last_status = status(r, TASKS, "last_status")?;
     let gave_up_on = r.time("gave_up_on")?;
@@ -60,6 +65,7 @@ pub fn task(r: &impl Cells) -> Result<Task> {
         snoozes: n32(int(r, TASKS, "snoozes")?),
         parent_id: r.int("parent_id")?,
         depth: n32(int(r, TASKS, "depth")?),
+        waiting_for: n32(int(r, TASKS, "waiting_for")?),
         queue: text(r, TASKS, "queue")?,
         priority: int(r, TASKS, "priority")?.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
         unique_key: r.text("unique_key")?,

@@ -173,8 +173,14 @@ pub const TABLES: &[Table] = &[
             // The task whose run queued it, and how deep it is under tasks queued by runs.
             null("parent_id", Int),
             def("depth", Int, "0"),
+            // A waiting task: how many of the tasks it runs after have not yet succeeded, and
+            // whether one that ends badly lets it run all the same.
+            def("waiting_for", Int, "0"),
+            def("run_anyway", Int, "0"),
         ],
     },
+    // What a task runs after: one row a dependency, `met` once it no longer holds the task back.
+    Table { name: "task_deps", columns: &[col("task_id", Int), col("after_id", Int), def("met", Int, "0")] },
     Table {
         name: "task_runs",
         columns: &[
@@ -335,6 +341,15 @@ pub const INDEXES: &[Index] = &[
         columns: &["parent_id"],
         unique: false,
         filter: Some("parent_id IS NOT NULL"),
+        mysql: OnMySql::Same,
+    },
+    // The tasks waiting for a task, found when it ends.
+    Index {
+        name: "task_deps_after",
+        table: "task_deps",
+        columns: &["after_id"],
+        unique: false,
+        filter: None,
         mysql: OnMySql::Same,
     },
     // One row of statistics a handler, queue, minute and runner.

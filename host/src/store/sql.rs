@@ -198,6 +198,8 @@ pub const ERROR: Lit = Lit(RunStatus::Error.as_str());
 pub const TIMEOUT: Lit = Lit(RunStatus::Timeout.as_str());
 /// See [`SCHEDULED`].
 pub const CANCELLED: Lit = Lit(RunStatus::Cancelled.as_str());
+/// A task's status only: see [`RunStatus::Waiting`].
+pub const WAITING: Lit = Lit(RunStatus::Waiting.as_str());
 /// A task that finished without being given up on: rotation deletes these by age, and this
 /// condition is repeated word for word where the partial index `task_queue_done` must serve
 /// (SQLite uses a partial index only when its condition appears in the query).

@@ -75,7 +75,7 @@ pub enum Replay {
 /// Which unfinished tasks [`Store::cancel_matching`](super::interface::Store::cancel_matching) cancels.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Unfinished {
-    /// Waiting for a run: scheduled, or failed and awaiting the retry.
+    /// Not running: waiting for the tasks it runs after or for its time, or awaiting a retry.
     Waiting,
     /// Running tasks.
     Running,

@@ -78,7 +78,7 @@ async fn bad_input_is_one_clear_line_and_a_failing_exit() {
         (vec!["retry", "12345"], "task 12345 not found"),
         (
             vec!["list", "--status", "sleeping"],
-            "[possible values: scheduled, running, success, error, timeout, cancelled]",
+            "[possible values: waiting, scheduled, running, success, error, timeout, cancelled]",
         ),
     ] {
         let o = run(&env, &args);
@@ -154,7 +154,7 @@ async fn nonsense_values_are_usage_errors_with_exit_status_2() {
         (vec!["add", "echo", "--at", "tomorrow"], "RFC 3339"),
         (
             vec!["list", "--status", "sleeping"],
-            "[possible values: scheduled, running, success, error, timeout, cancelled]",
+            "[possible values: waiting, scheduled, running, success, error, timeout, cancelled]",
         ),
         (vec!["list", "--limit", "0"], "--limit"),
         (vec!["list", "--log", "taskhost=loud"], "not a log filter"),
@@ -260,7 +260,10 @@ async fn add_many_checks_every_line_before_queueing_any() {
 async fn help_lists_status_values_and_groups_global_options() {
     let env = Env::new(&["echo"]).await;
     let help = stdout(&run(&env, &["list", "--help"]));
-    assert!(help.contains("[possible values: scheduled, running, success, error, timeout, cancelled]"), "{help}");
+    assert!(
+        help.contains("[possible values: waiting, scheduled, running, success, error, timeout, cancelled]"),
+        "{help}"
+    );
     let (own, global) = help.split_once("Global options:").unwrap_or((&help, ""));
     assert!(own.contains("--dead") && !own.contains("--database-url"), "{help}");
     assert!(global.contains("--database-url") && global.contains("--plugins"), "{help}");

@@ -20,6 +20,7 @@ mod cli_servers;
 mod clocks;
 mod control;
 mod dashboard;
+mod dependencies;
 mod dev;
 mod docs;
 mod docs_api;

@@ -86,6 +86,7 @@ async fn delete_batch<D: Dialect>(
                 return Ok(0);
             }
             db.exec(Some(&mut tx.tx), "DELETE FROM task_runs WHERE task_queue_id IN ($1)", args![&ids]).await?;
+            db.exec(Some(&mut tx.tx), "DELETE FROM task_deps WHERE task_id IN ($1)", args![&ids]).await?;
             let n = db.exec(Some(&mut tx.tx), "DELETE FROM task_queue WHERE id IN ($1)", args![&ids]).await?;
             Ok(n)
         })

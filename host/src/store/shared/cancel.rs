@@ -19,7 +19,7 @@ use crate::model::{RunStatus, TaskId, TaskState, Transition};
 /// The tasks of `which` kind, as a condition on `task_queue`.
 fn unfinished<D: Dialect>(which: Unfinished) -> String {
     match which {
-        Unfinished::Waiting => is_any::<D>(&[TaskState::Scheduled, TaskState::AwaitingRetry]),
+        Unfinished::Waiting => is_any::<D>(&[TaskState::Waiting, TaskState::Scheduled, TaskState::AwaitingRetry]),
         Unfinished::Running => is_any::<D>(&[TaskState::Running]),
         Unfinished::Any => from::<D>(Transition::Cancel),
     }

@@ -108,6 +108,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         tasks::runs_of(&self.db, task_id).await
     }
 
+    async fn dependencies(&self, task_id: TaskId) -> Result<Vec<Dependency>> {
+        super::transitions::deps::of(&self.db, task_id).await
+    }
+
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
         tasks::list(&self.db, filter).await
     }

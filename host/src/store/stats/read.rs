@@ -73,7 +73,7 @@ pub async fn read<D: Dialect>(
             TaskState::AwaitingRetry => t.awaiting_retry += n,
             TaskState::Dead => t.dead += n,
             // Not read: the finished are counted from their runs.
-            TaskState::Succeeded | TaskState::Cancelled => {}
+            TaskState::Succeeded | TaskState::Cancelled | TaskState::Waiting => {}
         }
     }
     Ok(out.into_values().collect())

@@ -12,14 +12,16 @@ use super::super::sql::args;
 use crate::error::{Error, Result};
 use crate::model::*;
 
-/// Queue one task (its first run is made when it is claimed); a task with an unfinished task's
-/// unique key is not added, and that task is returned.
+/// Queue one task (its first run is made when it is claimed), waiting if it runs after tasks
+/// that have not succeeded yet ([`super::deps::wait`]); a task with an unfinished task's unique
+/// key is not added, and that task is returned.
 pub(crate) async fn add_one<D: Dialect + ?Sized>(
     conn: &mut ConnOf<D>,
     t: &NewTask,
     now: DateTime<Utc>,
 ) -> Result<Added> {
     if let Some(id) = D::insert_task(conn, t, now).await? {
+        super::deps::wait::<D>(conn, id, t).await?;
         return Ok(Added { id, created: true });
     }
     let holder =
@@ -33,8 +35,8 @@ pub(crate) async fn add_one<D: Dialect + ?Sized>(
     }
 }
 
-/// Queue validated tasks on `conn`: one by one when any has a unique key (each may clash),
-/// else in bulk statements of at most [`Dialect::ADD_CHUNK`] tasks and
+/// Queue validated tasks on `conn`: one by one when any has a unique key (each may clash) or
+/// runs after others, else in bulk statements of at most [`Dialect::ADD_CHUNK`] tasks and
 /// [`StoreOptions::BATCH_BYTES`](crate::store::StoreOptions::BATCH_BYTES) of data.
 pub(crate) async fn add_tasks_in<D: Dialect + ?Sized>(
     conn: &mut ConnOf<D>,
@@ -42,7 +44,7 @@ pub(crate) async fn add_tasks_in<D: Dialect + ?Sized>(
     now: DateTime<Utc>,
 ) -> Result<Vec<Added>> {
     let mut out = Vec::with_capacity(tasks.len());
-    if tasks.len() == 1 || tasks.iter().any(|t| t.unique_key.is_some()) {
+    if tasks.len() == 1 || tasks.iter().any(|t| t.unique_key.is_some() || !t.after.is_empty()) {
         for t in tasks {
             out.push(add_one::<D>(conn, t, now).await?);
         }

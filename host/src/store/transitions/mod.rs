@@ -21,7 +21,8 @@
 //!
 //! | transition | written by |
 //! |---|---|
-//! | add | [`add::add_tasks_in`] (a caller's), [`add::queue_children`] (a run's, with its end) |
+//! | add | [`add::add_tasks_in`] (a caller's), [`add::queue_children`] (a run's, with its end); [`deps::wait`] |
+//! | ready, dependency failed | [`deps::succeeded`], [`deps::ended_badly`], with the end of a task it runs after |
 //! | claim | each database's claim statement, with [`claimed_task`]; [`claimed_runs`] |
 //! | succeed | each database's batched success, with [`RUN_FROM_TASK`] and [`Set`] |
 //! | fail, retry / fail, give up | [`runs::finish`] |
@@ -37,6 +38,7 @@
 //! which makes it from the state the transition enters.
 
 pub mod add;
+pub mod deps;
 pub mod runs;
 mod set;
 pub mod tasks;
@@ -49,7 +51,7 @@ use std::collections::HashMap;
 
 use super::dialect::{ClaimRequest, Dialect};
 use super::rows::ClaimedTask;
-use super::sql::{CANCELLED, RUNNING, SCHEDULED, SUCCESS};
+use super::sql::{CANCELLED, RUNNING, SCHEDULED, SUCCESS, WAITING};
 use crate::error::Result;
 use crate::model::{codes, ClaimedRun, RunId, TaskId, TaskState, Transition};
 
@@ -93,6 +95,7 @@ pub fn is_any<D: Dialect + ?Sized>(states: &[TaskState]) -> String {
     let mut other = Vec::new();
     for s in states {
         match s {
+            TaskState::Waiting => plain.push(WAITING),
             TaskState::Scheduled => plain.push(SCHEDULED),
             TaskState::Running => plain.push(RUNNING),
             TaskState::Succeeded => plain.push(SUCCESS),
@@ -188,7 +191,7 @@ mod tests {
     fn states_of_several_columns_are_alternatives() {
         assert_eq!(
             from::<PostgresDb>(Transition::Cancel),
-            "((last_status IN ('scheduled', 'running')) OR (last_status IN ('error', 'timeout') AND gave_up_on IS NULL))"
+            "((last_status IN ('waiting', 'scheduled', 'running')) OR (last_status IN ('error', 'timeout') AND gave_up_on IS NULL))"
         );
         assert_eq!(
             from::<PostgresDb>(Transition::Replay),

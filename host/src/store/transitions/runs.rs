@@ -64,6 +64,9 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
         let done: std::collections::HashSet<RunId> = done.iter().map(|e| e.run_id).collect();
         well.extend(ok.iter().copied().filter(|o| done.contains(&o.run_id)));
     }
+    let succeeded: Vec<TaskId> = well.iter().map(|o| o.task_id).collect();
+    // The tasks this transaction gives up on: the tasks waiting for them are ended.
+    let mut dead = Vec::new();
     // The failed runs this transaction ends, for the statistics (a snooze is not counted).
     let mut ended = Vec::new();
     if !rare.is_empty() {
@@ -83,6 +86,9 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
                 RunEnd::Failure { failure, partial_results, next } => {
                     fail(db, tx, &Failed { o, failure, results: partial_results.as_deref(), next: *next }).await?;
                     ended.push(o.run_id);
+                    if *next == NextStep::GiveUp {
+                        dead.push(o.task_id);
+                    }
                 }
                 RunEnd::Snoozed { until, partial_results, .. } => {
                     snooze(db, tx, o, *until, partial_results.as_deref()).await?;
@@ -93,6 +99,8 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
         }
     }
     super::add::queue_children(db, tx, &well).await?;
+    super::deps::succeeded(db, tx, &succeeded, latest).await?;
+    super::deps::ended_badly(db, tx, &dead, latest).await?;
     super::super::stats::record(db, tx, &ended, latest).await
 }
 

@@ -16,7 +16,7 @@
 
 use std::fmt;
 
-use super::super::sql::{CANCELLED, RUNNING, SCHEDULED, SUCCESS};
+use super::super::sql::{CANCELLED, RUNNING, SCHEDULED, SUCCESS, WAITING};
 use crate::model::{TaskState, Transition};
 
 /// The column a task's unique key is held in while it is unfinished.
@@ -61,6 +61,7 @@ impl<'a> Set<'a> {
         let (t, at) = (self.t, self.at);
         let mut out: Vec<(&'static str, String)> = Vec::new();
         let status = match t.to() {
+            TaskState::Waiting => Some(WAITING.to_string()),
             TaskState::Scheduled => Some(SCHEDULED.to_string()),
             TaskState::Running => Some(RUNNING.to_string()),
             TaskState::Succeeded => Some(SUCCESS.to_string()),

@@ -1,4 +1,6 @@
-//! The transitions the overseer and operators make: retry, give up, abandon, cancel, replay.
+//! The transitions the overseer and operators make: retry, give up, abandon, cancel, replay; and
+//! the cancel of a task waiting for one that ended badly. A task that ends badly here (dead or
+//! cancelled) ends the tasks waiting for it ([`super::deps::ended_badly`]).
 //! Each takes tasks its caller has locked (or, on SQLite, reads in its write transaction).
 
 use chrono::{DateTime, Utc};
@@ -25,7 +27,11 @@ pub async fn retry<D: Dialect>(db: &D, tx: &mut TxOf<D>, task: TaskId, at: DateT
 pub async fn give_up<D: Dialect>(db: &D, tx: &mut TxOf<D>, task: TaskId, now: DateTime<Utc>) -> Result<bool> {
     let t = Transition::GiveUp;
     let sql = format!("UPDATE task_queue SET {} WHERE id = $1 AND {}", Set::of(t, "$2"), from::<D>(t));
-    Ok(db.exec(Some(tx), &sql, args![task, now]).await? == 1)
+    if db.exec(Some(&mut *tx), &sql, args![task, now]).await? != 1 {
+        return Ok(false);
+    }
+    super::deps::ended_badly(db, tx, &[task], now).await?;
+    Ok(true)
 }
 
 /// Give up on these scheduled tasks without running them: each gets a run ended in error
@@ -37,19 +43,34 @@ pub async fn abandon<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now
     let set = Set::of(Transition::Abandon, "$2").ended_as(&error);
     let task = format!("UPDATE task_queue SET {set} WHERE id IN ($1) AND {}", from::<D>(Transition::Abandon));
     db.exec(Some(&mut *tx), &task, args![tasks, now]).await?;
-    end_active_runs(db, tx, tasks, running, ERROR, now, UNSERVED).await
+    end_active_runs(db, tx, tasks, running, ERROR, now, UNSERVED).await?;
+    super::deps::ended_badly(db, tx, tasks, now).await
 }
 
 /// Cancel these unfinished tasks: their running run, or a run made for the purpose when none
 /// runs, ends as cancelled ([`CANCELLED_BY_OPERATOR`]) (a running guest is stopped by its
-/// worker), and they finish.
+/// worker), and they finish; so do the tasks waiting for them.
 pub async fn cancel<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now: DateTime<Utc>) -> Result<()> {
-    let (tasks, running) = &moving(db, tx, tasks, Transition::Cancel).await?;
-    super::runs::write_running(db, tx, running).await?;
-    let t = Transition::Cancel;
+    let cancelled = cancel_as(db, tx, tasks, now, Transition::Cancel, CANCELLED_BY_OPERATOR).await?;
+    super::deps::ended_badly(db, tx, &cancelled, now).await
+}
+
+/// Cancel those of these tasks `t` (a transition to `cancelled`) moves on, for `why`, as
+/// [`cancel`] does, but not the tasks waiting for them; the tasks cancelled.
+pub(super) async fn cancel_as<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    tasks: &[TaskId],
+    now: DateTime<Utc>,
+    t: Transition,
+    why: Why<'_>,
+) -> Result<Vec<TaskId>> {
+    let (tasks, running) = moving(db, tx, tasks, t).await?;
+    super::runs::write_running(db, tx, &running).await?;
     let task = format!("UPDATE task_queue SET {} WHERE id IN ($1) AND {}", Set::of(t, "$2"), from::<D>(t));
-    db.exec(Some(&mut *tx), &task, args![tasks, now]).await?;
-    end_active_runs(db, tx, tasks, running, CANCELLED, now, CANCELLED_BY_OPERATOR).await
+    db.exec(Some(&mut *tx), &task, args![&tasks, now]).await?;
+    end_active_runs(db, tx, &tasks, &running, CANCELLED, now, why).await?;
+    Ok(tasks)
 }
 
 /// Those of `tasks` that `t` moves on (the caller holds them locked), and the runs running among

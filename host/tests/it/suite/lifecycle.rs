@@ -15,6 +15,12 @@ struct Case {
     runner: RunnerId,
 }
 
+/// The queue of a case's blocker: a task of its own that the case's task runs after when it is
+/// waiting; ending it well or badly is how a waiting task is moved on.
+fn blocker_queue(n: usize) -> String {
+    format!("b{n}")
+}
+
 const CASES: usize = TaskState::ALL.len() * Transition::ALL.len();
 
 fn queue(n: usize) -> String {
@@ -72,12 +78,17 @@ async fn as_claimed(store: &SharedStore, c: &Case) -> ClaimedRun {
 
 /// A new task brought to `state` by the transitions that lead there.
 async fn task_in(store: &SharedStore, n: usize, state: TaskState) -> Case {
-    let new = NewTask::new(handler(n), "{}").with_queue(queue(n)).with_max_attempts(3).with_scheduled_on(t0());
+    let blocker = NewTask::new("blocker", "{}").with_queue(blocker_queue(n)).with_scheduled_on(t0());
+    let blocker = store.add_tasks(&[blocker], t0()).await.expect("add")[0].id;
+    let mut new = NewTask::new(handler(n), "{}").with_queue(queue(n)).with_max_attempts(3).with_scheduled_on(t0());
+    if state == TaskState::Waiting {
+        new = new.with_after([blocker]);
+    }
     let task = store.add_tasks(&[new], t0()).await.expect("add")[0].id;
     let runner = store.register_runner(1000 + n as u32, "lifecycle", t0(), 100).await.expect("runner");
     let c = Case { n, task, runner };
     let path: &[Transition] = match state {
-        TaskState::Scheduled => &[],
+        TaskState::Waiting | TaskState::Scheduled => &[],
         TaskState::Running => &[Transition::Claim],
         TaskState::AwaitingRetry => &[Transition::Claim, Transition::TimeOut],
         TaskState::Succeeded => &[Transition::Claim, Transition::Succeed],
@@ -96,6 +107,13 @@ async fn task_in(store: &SharedStore, n: usize, state: TaskState) -> Case {
 async fn apply(store: &SharedStore, c: &Case, t: Transition) -> bool {
     let at = now();
     match t {
+        Transition::Ready | Transition::DependencyFailed => {
+            let b = store.claim(c.runner, &[blocker_queue(c.n)], 1, at, DAY).await.expect("claim");
+            let Some(b) = b.first() else { return false };
+            let end = if t == Transition::Ready { success(b, at, "{}") } else { failure(b, at, NextStep::GiveUp) };
+            store.finish_runs(&[end]).await.expect("finish");
+            true
+        }
         Transition::Claim => !store.claim(c.runner, &[queue(c.n)], 10, at, DAY).await.expect("claim").is_empty(),
         Transition::Succeed => {
             let run = as_claimed(store, c).await;
@@ -125,7 +143,8 @@ async fn apply(store: &SharedStore, c: &Case, t: Transition) -> bool {
             true
         }
         Transition::Abandon => {
-            let served: Vec<String> = (0..CASES).filter(|i| *i != c.n).map(handler).collect();
+            let mut served: Vec<String> = (0..CASES).filter(|i| *i != c.n).map(handler).collect();
+            served.push("blocker".into());
             store.give_up_unserved(&served, at, at, 10).await.expect("give up unserved") > 0
         }
         Transition::Cancel => !store.cancel_tasks(&[c.task], at).await.expect("cancel").is_empty(),
@@ -152,7 +171,9 @@ fn check_legal(t: Transition, before: &Seen, after: &Seen) {
     let last = before.runs.iter().map(|(a, _)| *a).max().unwrap_or(0);
     let made = match t {
         Transition::Claim => Some(RunStatus::Running),
-        Transition::Cancel if before.state != TaskState::Running => Some(RunStatus::Cancelled),
+        Transition::Cancel | Transition::DependencyFailed if before.state != TaskState::Running => {
+            Some(RunStatus::Cancelled)
+        }
         Transition::Abandon => Some(RunStatus::Error),
         _ => None,
     };
@@ -196,7 +217,9 @@ pub async fn every_transition_is_made_from_the_states_it_may_start_from_and_refu
 fn reports(t: Transition) -> bool {
     !matches!(
         t,
-        Transition::Succeed
+        Transition::Ready
+            | Transition::DependencyFailed
+            | Transition::Succeed
             | Transition::FailAndRetry
             | Transition::FailAndGiveUp
             | Transition::Snooze

@@ -3,12 +3,14 @@
 #![allow(dead_code)]
 
 mod control;
+mod dependencies;
 mod lifecycle;
 mod queues;
 mod reads_and_upkeep;
 mod release;
 mod workflows;
 pub use control::*;
+pub use dependencies::*;
 pub use lifecycle::*;
 pub use queues::*;
 pub use reads_and_upkeep::*;
@@ -507,6 +509,9 @@ macro_rules! store_suite {
         case!(a_succeeded_task_runs_again_as_a_new_attempt_keeping_its_runs);
         case!(a_snoozed_run_schedules_its_task_again_using_no_attempt);
         case!(a_runs_children_are_written_with_its_end_and_only_if_it_ended_well);
+        case!(a_task_waits_unclaimed_until_each_task_it_runs_after_has_succeeded);
+        case!(a_dependency_that_ends_badly_cancels_the_tasks_waiting_for_it_unless_they_run_anyway);
+        case!(a_task_after_a_missing_or_dead_task_is_refused_and_nothing_is_added);
         case!(a_late_outcome_does_not_override_a_timeout);
         case!(timed_out_runners_take_their_runs_with_them);
         case!(the_runner_limit_is_enforced);

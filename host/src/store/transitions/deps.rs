@@ -1,0 +1,161 @@
+//! Dependencies: a task added `after` others waits until each of them has succeeded.
+//!
+//! A task with dependencies is added `waiting` (outside the claim's index: waiting costs the
+//! claims nothing), counting in `waiting_for` those it still waits for; `task_deps` holds one row
+//! a dependency, `met` once it no longer holds the task back. The count lives on the waiting
+//! task's row so that two dependencies succeeding at once, in two transactions, take turns on
+//! that row's lock and the second sees the first's decrement: a count of `task_deps` rows read
+//! by each could miss the other's uncommitted success, and the task would wait for ever.
+//!
+//! When a dependency ends badly (dead or cancelled), the tasks waiting for it are cancelled with
+//! the reason ([`DEPENDENCY_FAILED`]), and those waiting for them in turn; a task added with
+//! `run_anyway` counts such an end as met instead.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Utc};
+
+use super::super::dialect::Dialect;
+use super::super::plumbing::{ConnOf, TxOf};
+use super::super::rows;
+use super::super::sql::{args, WAITING};
+use super::{from, Set, Why};
+use crate::error::{Error, Result};
+use crate::model::{codes, Dependency, NewTask, TaskId, TaskState, Transition};
+
+/// Why a waiting task was cancelled: a task it runs after ended badly.
+pub const DEPENDENCY_FAILED: &str = "a task it runs after is dead or cancelled";
+
+/// Make the task just added as `t` (id `task`) wait for the tasks `t` runs after that have not
+/// succeeded yet, or refuse it: a dependency that does not exist, or (unless it runs anyway) one
+/// dead or cancelled already. The dependencies are locked first, so none ends between this read
+/// and the rows written here: its end then finds them.
+pub(crate) async fn wait<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, task: TaskId, t: &NewTask) -> Result<()> {
+    if t.after.is_empty() {
+        return Ok(());
+    }
+    let sql =
+        format!("SELECT id, last_status, gave_up_on FROM task_queue WHERE id IN ($1) ORDER BY id{}", D::FOR_UPDATE);
+    let mut after = t.after.clone();
+    after.sort_unstable();
+    after.dedup();
+    let mut state = HashMap::with_capacity(after.len());
+    for r in &D::rows_on(conn, &sql, args![&after]).await? {
+        state.insert(rows::id(r, "id")?, rows::task_state(r)?);
+    }
+    let refuse = |reason: String| Err(Error::Invalid { what: "after", reason });
+    let (mut met, mut unmet) = (Vec::new(), Vec::new());
+    for &id in &after {
+        match state.get(&id) {
+            None => return refuse(format!("there is no task {id}")),
+            Some(TaskState::Succeeded) => met.push(id),
+            Some(s @ (TaskState::Dead | TaskState::Cancelled)) if !t.run_anyway => {
+                return refuse(format!("task {id} is {s}, so this task would never run (unless it runs anyway)"));
+            }
+            Some(TaskState::Dead | TaskState::Cancelled) => met.push(id),
+            Some(_) => unmet.push(id),
+        }
+    }
+    let rows = "INSERT INTO task_deps (task_id, after_id, met) SELECT $1, id, $3 FROM task_queue WHERE id IN ($2)";
+    for (list, flag) in [(&met, 1i64), (&unmet, 0)] {
+        if !list.is_empty() {
+            D::exec_on(conn, rows, args![task, list, flag]).await?;
+        }
+    }
+    if !unmet.is_empty() {
+        let sql =
+            format!("UPDATE task_queue SET last_status = {WAITING}, waiting_for = $2, run_anyway = $3 WHERE id = $1");
+        D::exec_on(conn, &sql, args![task, unmet.len() as i64, i64::from(t.run_anyway)]).await?;
+    }
+    Ok(())
+}
+
+/// These tasks succeeded at `at`: those waiting for them count them met, and the ones that wait
+/// for nothing more are due (at `at`, or later if they were added to run later).
+pub async fn succeeded<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], at: DateTime<Utc>) -> Result<()> {
+    let waiting = mark_met(db, tx, tasks).await?;
+    release(db, tx, &waiting, at).await
+}
+
+/// These tasks ended badly (dead or cancelled) at `at`: the tasks waiting for them are cancelled,
+/// and theirs in turn, except those added to run anyway, which count them met.
+pub async fn ended_badly<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], at: DateTime<Utc>) -> Result<()> {
+    let mut ended: Vec<TaskId> = tasks.to_vec();
+    // Each round cancels tasks that were waiting, which wait no more: it ends.
+    while !ended.is_empty() {
+        let sql = format!(
+            "SELECT d.task_id AS id, q.run_anyway FROM task_deps d JOIN task_queue q ON q.id = d.task_id
+             WHERE d.after_id IN ($1) AND d.met = 0 AND q.last_status = {WAITING} ORDER BY d.task_id{}",
+            D::FOR_UPDATE
+        );
+        let (mut anyway, mut doomed) = (Vec::new(), Vec::new());
+        for r in &db.rows(Some(&mut *tx), &sql, args![&ended]).await? {
+            let id = rows::id(r, "id")?;
+            match rows::id(r, "run_anyway")? != 0 {
+                true => anyway.push(id),
+                false => doomed.push(id),
+            }
+        }
+        doomed.dedup();
+        let waiting = mark_met(db, tx, &ended).await?;
+        let waiting: BTreeMap<TaskId, i64> = waiting.into_iter().filter(|(id, _)| !doomed.contains(id)).collect();
+        release(db, tx, &waiting, at).await?;
+        let why = Why { code: codes::DEPENDENCY_FAILED, message: DEPENDENCY_FAILED };
+        super::tasks::cancel_as(db, tx, &doomed, at, Transition::DependencyFailed, why).await?;
+        ended = doomed;
+    }
+    Ok(())
+}
+
+/// Mark the rows of the tasks waiting for `tasks` met; how many each waiting task counted.
+async fn mark_met<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId]) -> Result<BTreeMap<TaskId, i64>> {
+    if tasks.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    // A locking read: it sees rows committed since this transaction began (MySQL's plain reads
+    // would not), such as a dependent's added while this task's run was ending.
+    let sql = format!("SELECT task_id AS id FROM task_deps WHERE after_id IN ($1) AND met = 0{}", D::FOR_UPDATE);
+    let mut counts: BTreeMap<TaskId, i64> = BTreeMap::new();
+    for r in &db.rows(Some(&mut *tx), &sql, args![tasks]).await? {
+        *counts.entry(rows::id(r, "id")?).or_default() += 1;
+    }
+    if !counts.is_empty() {
+        db.exec(Some(&mut *tx), "UPDATE task_deps SET met = 1 WHERE after_id IN ($1) AND met = 0", args![tasks])
+            .await?;
+    }
+    Ok(counts)
+}
+
+/// Count `met` dependencies off each waiting task, and make due those that wait for none more.
+async fn release<D: Dialect>(db: &D, tx: &mut TxOf<D>, met: &BTreeMap<TaskId, i64>, at: DateTime<Utc>) -> Result<()> {
+    if met.is_empty() {
+        return Ok(());
+    }
+    let mut by_count: BTreeMap<i64, Vec<TaskId>> = BTreeMap::new();
+    for (&task, &n) in met {
+        by_count.entry(n).or_default().push(task);
+    }
+    let count =
+        format!("UPDATE task_queue SET waiting_for = waiting_for - $2 WHERE id IN ($1) AND last_status = {WAITING}");
+    for (n, tasks) in &by_count {
+        db.exec(Some(&mut *tx), &count, args![tasks, *n]).await?;
+    }
+    let t = Transition::Ready;
+    // Due now, or when it was added to run if that is later.
+    let due = "CASE WHEN scheduled_on > $2 THEN scheduled_on ELSE $2 END";
+    let ready =
+        format!("UPDATE task_queue SET {} WHERE id IN ($1) AND {} AND waiting_for <= 0", Set::of(t, due), from::<D>(t));
+    let ids: Vec<TaskId> = met.keys().copied().collect();
+    if db.exec(Some(&mut *tx), &ready, args![&ids, at]).await? > 0 {
+        db.notify_tasks(tx).await?;
+    }
+    Ok(())
+}
+
+/// The tasks `task` runs after, with each one's state, in id order (those deleted since are not).
+pub async fn of<D: Dialect>(db: &D, task: TaskId) -> Result<Vec<Dependency>> {
+    let sql = "SELECT q.id, q.last_status, q.gave_up_on FROM task_deps d JOIN task_queue q ON q.id = d.after_id
+               WHERE d.task_id = $1 ORDER BY q.id";
+    let found = db.rows(None, sql, args![task]).await?;
+    found.iter().map(|r| Ok(Dependency { id: rows::id(r, "id")?, state: rows::task_state(r)? })).collect()
+}

@@ -1,0 +1,110 @@
+//! The store suite's cases for tasks that run after others (issue 47): a join waits, unclaimed,
+//! until each task it runs after has succeeded; one that ends badly cancels the tasks waiting for
+//! it, and theirs in turn, except those that run anyway.
+
+use super::*;
+
+async fn add(store: &SharedStore, t: NewTask) -> TaskId {
+    store.add_tasks(&[t], t0()).await.expect("add")[0].id
+}
+
+/// Claim the due task `id` (alone in `queue`) and end it with `end`.
+async fn end_one(
+    store: &SharedStore,
+    r: RunnerId,
+    queue: &str,
+    at: DateTime<Utc>,
+    end: impl Fn(&ClaimedRun) -> RunOutcome,
+) {
+    let c = store.claim(r, &[queue.to_string()], 1, at, DAY).await.expect("claim");
+    assert_eq!(c.len(), 1, "{queue}: one task due");
+    store.finish_runs(&[end(&c[0])]).await.expect("finish");
+}
+
+async fn state(store: &SharedStore, id: TaskId) -> (TaskState, u32) {
+    let t = store.get_task(id).await.expect("get").expect("exists");
+    (t.state, t.waiting_for)
+}
+
+/// A join waits, never claimed, until each task it runs after has succeeded, then is due when the
+/// last one ended (or at its own time, if later); a task after one succeeded already is due at once.
+pub async fn a_task_waits_unclaimed_until_each_task_it_runs_after_has_succeeded(store: SharedStore) {
+    let r = runner(&store, t0()).await;
+    let a = add(&store, NewTask::new("a", "{}").with_queue("a")).await;
+    let b = add(&store, NewTask::new("b", "{}").with_queue("b")).await;
+    let join = add(&store, NewTask::new("j", "{}").with_queue("j").with_after([a, b, a])).await;
+    let later =
+        add(&store, NewTask::new("j", "{}").with_queue("later").with_after([a]).with_scheduled_on(t0() + secs(3600)))
+            .await;
+    assert_eq!(state(&store, join).await, (TaskState::Waiting, 2), "a listed twice counts once");
+    let waiting = TaskFilter { state: Some(TaskState::Waiting), ..Default::default() };
+    assert_eq!(store.list_tasks(&waiting).await.expect("list").len(), 2);
+    assert!(store.claim(r, &["j".into()], 10, t0() + secs(1), DAY).await.expect("claim").is_empty(), "waiting");
+
+    end_one(&store, r, "a", t0() + secs(1), |c| success(c, t0() + secs(1), "{}")).await;
+    assert_eq!(state(&store, join).await, (TaskState::Waiting, 1));
+    let task = store.get_task(later).await.expect("get").expect("exists");
+    assert_eq!((task.state, task.scheduled_on), (TaskState::Scheduled, t0() + secs(3600)), "its own time is later");
+    assert!(store.claim(r, &["j".into()], 10, t0() + secs(2), DAY).await.expect("claim").is_empty(), "still waiting");
+
+    end_one(&store, r, "b", t0() + secs(2), |c| success(c, t0() + secs(5), "{}")).await;
+    let task = store.get_task(join).await.expect("get").expect("exists");
+    assert_eq!((task.state, task.scheduled_on), (TaskState::Scheduled, t0() + secs(5)), "due when the last ended");
+    let deps = store.dependencies(join).await.expect("dependencies");
+    let deps: Vec<_> = deps.iter().map(|d| (d.id, d.state)).collect();
+    assert_eq!(deps, vec![(a, TaskState::Succeeded), (b, TaskState::Succeeded)]);
+    let c = store.claim(r, &["j".into()], 10, t0() + secs(5), DAY).await.expect("claim");
+    assert_eq!(c.iter().map(|c| c.task_id).collect::<Vec<_>>(), vec![join]);
+
+    let after_done = add(&store, NewTask::new("j", "{}").with_queue("j").with_after([a])).await;
+    assert_eq!(state(&store, after_done).await, (TaskState::Scheduled, 0), "its dependency succeeded already");
+}
+
+/// A task that is given up on cancels the tasks waiting for it, theirs in turn, each with a run that
+/// says why; one that runs anyway is due instead. An operator's cancel does the same, and a
+/// waiting task can itself be cancelled.
+pub async fn a_dependency_that_ends_badly_cancels_the_tasks_waiting_for_it_unless_they_run_anyway(store: SharedStore) {
+    let r = runner(&store, t0()).await;
+    let c = add(&store, NewTask::new("c", "{}").with_queue("c")).await;
+    let d = add(&store, NewTask::new("d", "{}").with_queue("d").with_after([c])).await;
+    let e = add(&store, NewTask::new("e", "{}").with_queue("e").with_after([d])).await;
+    let f = add(&store, NewTask::new("f", "{}").with_queue("f").with_after([c]).with_run_anyway()).await;
+    end_one(&store, r, "c", t0() + secs(1), |run| failure(run, t0() + secs(1), NextStep::GiveUp)).await;
+    for (id, name) in [(d, "d"), (e, "e, after d")] {
+        assert_eq!(state(&store, id).await.0, TaskState::Cancelled, "{name}");
+        let runs = store.runs_of(id).await.expect("runs");
+        let why: Vec<_> = runs.iter().map(|r| (r.status, r.error_code.as_deref())).collect();
+        assert_eq!(why, vec![(RunStatus::Cancelled, Some(codes::DEPENDENCY_FAILED))], "{name}");
+    }
+    assert_eq!(state(&store, f).await, (TaskState::Scheduled, 0), "it runs anyway");
+
+    let g = add(&store, NewTask::new("g", "{}").with_queue("g")).await;
+    let h = add(&store, NewTask::new("h", "{}").with_queue("h").with_after([g])).await;
+    let i = add(&store, NewTask::new("i", "{}").with_queue("i").with_after([g])).await;
+    assert_eq!(store.cancel_tasks(&[i], t0() + secs(2)).await.expect("cancel"), vec![i], "a waiting task");
+    store.cancel_tasks(&[g], t0() + secs(3)).await.expect("cancel");
+    assert_eq!(state(&store, h).await.0, TaskState::Cancelled, "cancelled with the task it ran after");
+    let runs = store.runs_of(i).await.expect("runs");
+    assert_eq!(runs[0].error_code.as_deref(), Some(codes::CANCELLED), "the operator's own cancel");
+}
+
+/// A task after one that does not exist, or after one dead or cancelled already (unless it runs
+/// anyway), is refused by name, and nothing of its batch is added.
+pub async fn a_task_after_a_missing_or_dead_task_is_refused_and_nothing_is_added(store: SharedStore) {
+    let r = runner(&store, t0()).await;
+    let dead = add(&store, NewTask::new("x", "{}").with_queue("x")).await;
+    end_one(&store, r, "x", t0() + secs(1), |run| failure(run, t0() + secs(1), NextStep::GiveUp)).await;
+    let newest = store.newest_task_id().await.expect("newest");
+    let missing = newest + 1000;
+    let refusals = [
+        (NewTask::new("y", "{}").with_after([missing]), format!("there is no task {missing}")),
+        (NewTask::new("y", "{}").with_after([dead]), format!("task {dead} is dead")),
+    ];
+    for (t, words) in refusals {
+        let err = store.add_tasks(&[NewTask::new("ok", "{}"), t], t0()).await.expect_err("refused");
+        assert!(err.to_string().contains(&words), "{err}");
+        assert_eq!(store.newest_task_id().await.expect("newest"), newest, "nothing added");
+    }
+    let anyway = add(&store, NewTask::new("y", "{}").with_after([dead]).with_run_anyway()).await;
+    assert_eq!(state(&store, anyway).await, (TaskState::Scheduled, 0), "it runs anyway");
+}
