@@ -273,8 +273,7 @@ pub struct AddArgs {
     /// Time out a run after this long [default: 1 day].
     #[arg(long, value_parser = taskhost::text::parse_duration)]
     pub run_timeout: Option<Duration>,
-    /// Run after these tasks (ids, comma-separated): the task waits until each has succeeded,
-    /// and is cancelled if one is dead or cancelled.
+    /// Run after these tasks (comma-separated ids): wait until each succeeded, cancelled if one fails for good.
     #[arg(long, value_delimiter = ',', value_name = "ID[,ID...]")]
     pub after: Vec<taskhost::model::TaskId>,
     /// With --after: run it even when a task it runs after is dead or cancelled.
