@@ -264,7 +264,7 @@ async fn claim_and_finish_all(app: &App, runner: i64, digest: &str) -> (usize, D
             .map(|c| taskhost::model::RunOutcome {
                 run_id: c.run_id,
                 task_id: c.task_id,
-                end: taskhost::model::RunEnd::Success { results: Some("{}".into()), children: Vec::new() },
+                end: taskhost::model::RunEnd::Success { results: Some("{}".into()), children: Default::default() },
                 percents_completed: None,
                 finished_on: now,
                 duration_ms: 0,

@@ -1,13 +1,23 @@
 """Fans out with taskhost's Python SDK: queues one task of `handler` (default `echo`) for each item of
 the task's `items`, `{"item": ITEM}` each, `delay` seconds after this run ends when given. The children
-are written with this run's end, only if it ends well."""
+are written with this run's end, only if it ends well. With `"join": true`, one more task of this handler
+after all of them (`run_anyway` even if some die), which collects their results: a fan-out and join."""
 import taskhost
 
 
 def handle(task):
+    if task.data.get("collect"):
+        found = taskhost.dependencies()
+        succeeded = sum(1 for d in found if d.succeeded)
+        return {"tasks": len(found), "succeeded": succeeded, "results": [d.results for d in found]}
     items = task.data.get("items")
     if not isinstance(items, list):
         raise taskhost.Fail("invalid-input", 'data has no "items" list')
-    for item in items:
+    parts = [
         taskhost.enqueue(task.data.get("handler", "echo"), {"item": item}, delay=task.data.get("delay"))
+        for item in items
+    ]
+    if task.data.get("join"):
+        anyway = bool(task.data.get("run_anyway"))
+        taskhost.enqueue(task.handler, {"collect": True}, after=parts, run_anyway=anyway)
     return {"queued": len(items)}

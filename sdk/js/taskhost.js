@@ -19,7 +19,8 @@
 //   failure, no attempt used). `response.snoozeIfBusy()` does it for a 429 or 503 after its `Retry-After`.
 // - `enqueue(handler, data, {queue, priority, delay, at, uniqueKey, maxAttempts})`: queue a task, this one's child,
 //   written only if this run ends well (returns or snoozes); `delay` in seconds, `at` a Date or ms since 1970.
-//   Refused, it throws `Fail("enqueue-refused", why)`.
+//   `after` (numbers it returned before) and `runAnyway` make a join. Refused, it throws `Fail("enqueue-refused", why)`.
+// - `dependencies()`: in a join, the tasks it runs after, with their results.
 // - `progress(percent)`, `partial(results)`, `log.info(...)` (and `debug`, `warning`, `error`); console.log
 //   lands in the run's logs too.
 // - `request(url, {method, json, body, headers, timeout})`: `fetch` (wasi:http, sent where the operator's
@@ -27,7 +28,10 @@
 //   the handler's terms (`request-timeout`, `request-failed`; a refused destination's run gets the host's
 //   `denied`), `raiseForStatus()` (`http-5xx`, retried; `http-4xx`, not, but 408 and 429) and `snoozeIfBusy()`.
 //   `fetch` itself works too.
-import { setProgress, setResults, log as hostLog, snooze as hostSnooze, enqueue as hostEnqueue } from "taskhost:plugin/host@0.2.0";
+import {
+  setProgress, setResults, log as hostLog, snooze as hostSnooze, enqueue as hostEnqueue, enqueueAfter as hostEnqueueAfter,
+  dependencies as hostDependencies,
+} from "taskhost:plugin/host@0.2.0";
 
 // Busy answers without a Retry-After are tried again after this many seconds; a server's longer
 // Retry-After is cut to the longest snooze the host takes (30 days).
@@ -86,15 +90,35 @@ export class HTTPError extends TaskError {
 }
 
 /** Queue a task for `handler` with `data`, this task's child, written only if this run ends well; its number. */
-export function enqueue(handler, data, { queue, priority, delay, at, uniqueKey, maxAttempts } = {}) {
+/** `after`: numbers returned for tasks this run queued before, which it waits for (a join); one dead or
+ * cancelled cancels it, unless `runAnyway`. */
+export function enqueue(handler, data, { queue, priority, delay, at, uniqueKey, maxAttempts, after, runAnyway } = {}) {
   let due;
   if (delay !== undefined) due = { tag: "after-ms", val: BigInt(Math.max(0, Math.trunc(Number(delay) * 1000))) };
   else if (at !== undefined) due = { tag: "at-ms", val: BigInt(Math.trunc(at instanceof Date ? at.getTime() : Number(at))) };
   try {
-    return hostEnqueue({ handler: String(handler), data: JSON.stringify(data), queue, priority, due, uniqueKey, maxAttempts });
+    const task = { handler: String(handler), data: JSON.stringify(data), queue, priority, due, uniqueKey, maxAttempts };
+    if ((after && after.length) || runAnyway) return hostEnqueueAfter(task, Array.from(after || [], Number), Boolean(runAnyway));
+    return hostEnqueue(task);
   } catch (e) {
     throw new Fail("enqueue-refused", String(e && e.payload !== undefined ? e.payload : e));
   }
+}
+
+/** In a join, the tasks it runs after, in the order of their ids (a run's tasks: the order queued):
+ * `{id, handler, succeeded, results, resultsLeftOut}`, results parsed (null: none, or left out past this
+ * handler's results limit). Unreadable, throws `Retry("dependencies-unread", why)`. */
+export function dependencies() {
+  let found;
+  try {
+    found = hostDependencies();
+  } catch (e) {
+    throw new Retry("dependencies-unread", String(e && e.payload !== undefined ? e.payload : e));
+  }
+  return found.map((d) => ({
+    id: id(d.taskId), handler: d.handler, succeeded: d.succeeded,
+    results: d.results === undefined || d.results === null ? null : JSON.parse(d.results), resultsLeftOut: d.resultsLeftOut,
+  }));
 }
 
 /** Report progress, 0 to 100 percent. */

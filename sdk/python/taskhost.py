@@ -23,7 +23,9 @@ imports `app`, once, when the component is made; each run then calls `app.handle
   answer, after its `Retry-After`.
 - `taskhost.enqueue(handler, data, queue=, priority=, delay=, at=, unique_key=, max_attempts=)`: queue
   a task, this one's child, written only if this run ends well (returns or snoozes); `delay` in
-  seconds, `at` seconds since 1970. Refused, it raises `Fail("enqueue-refused", why)`.
+  seconds, `at` seconds since 1970; `after=[numbers]` (and `run_anyway=True`) makes it wait for tasks this
+  run queued before (a join). Refused, it raises `Fail("enqueue-refused", why)`.
+- `taskhost.dependencies()`: in a join, the tasks it runs after with their results.
 - `taskhost.progress(percent)`, `taskhost.partial(results)`, `taskhost.log.info(...)` (and `.debug`,
   `.warning`, `.error`); what `print` writes lands in the run's logs too.
 - `taskhost.http.get/post/put/patch/delete/request(...)`: a subset of `requests` over wasi:http, sent
@@ -44,7 +46,10 @@ from wit_world.imports import host as _host
 from wit_world.imports import taskhost_plugin_types as _types
 from wit_world.imports.taskhost_plugin_types import HandlerError as _HandlerError, LogLevel as _Level
 
-__all__ = ["Task", "Error", "Fail", "Retry", "Snooze", "enqueue", "progress", "partial", "log", "http"]
+__all__ = [
+    "Task", "Error", "Fail", "Retry", "Snooze", "Dependency", "enqueue", "dependencies", "progress", "partial", "log",
+    "http",
+]
 
 
 class Task:
@@ -97,9 +102,12 @@ class Snooze(Exception):
         self.seconds = max(0.0, float(seconds))
 
 
-def enqueue(handler, data, *, queue=None, priority=None, delay=None, at=None, unique_key=None, max_attempts=None):
+def enqueue(handler, data, *, queue=None, priority=None, delay=None, at=None, unique_key=None, max_attempts=None,
+            after=None, run_anyway=False):
     """Queue a task for `handler` with `data` (JSON-able), this task's child, written only if this run
-    ends well, so a retried run never queues it twice; returns its number among this run's."""
+    ends well, so a retried run never queues it twice; returns its number among this run's. `after`:
+    numbers returned for tasks this run queued before, which it waits for (a join); one dead or
+    cancelled cancels it, unless `run_anyway`."""
     due = None
     if delay is not None:
         due = _types.Due_AfterMs(max(0, int(float(delay) * 1000)))
@@ -110,9 +118,36 @@ def enqueue(handler, data, *, queue=None, priority=None, delay=None, at=None, un
         due=due, unique_key=unique_key, max_attempts=max_attempts,
     )
     try:
+        if after or run_anyway:
+            return _host.enqueue_after(task, [int(n) for n in (after or [])], bool(run_anyway))
         return _host.enqueue(task)
     except _Err as e:
         raise Fail("enqueue-refused", e.value) from None
+
+
+class Dependency:
+    """A task this one runs after: its id, handler, whether it succeeded, its last run's results
+    (parsed; None: none, or left out) and whether they were left out (past the results limit)."""
+
+    __slots__ = ("id", "handler", "succeeded", "results", "results_left_out")
+
+    def __init__(self, d):
+        self.id, self.handler, self.succeeded = d.task_id, d.handler, d.succeeded
+        self.results = _json.loads(d.results) if d.results is not None else None
+        self.results_left_out = d.results_left_out
+
+    def __repr__(self):
+        return f"Dependency(id={self.id}, handler={self.handler!r}, succeeded={self.succeeded})"
+
+
+def dependencies():
+    """The tasks this one runs after, in the order of their ids (a run's tasks: the order queued), each
+    with its results while they fit this handler's results limit. Unreadable, raises
+    Retry("dependencies-unread", why)."""
+    try:
+        return [Dependency(d) for d in _host.dependencies()]
+    except _Err as e:
+        raise Retry("dependencies-unread", e.value) from None
 
 
 def progress(percent):

@@ -62,6 +62,7 @@ fn rust_sdk() -> Vec<(&'static str, Contents)> {
         ("sdk/Cargo.toml", Contents::Bytes(include_bytes!("../../../sdk/rust/Cargo.toml"))),
         ("sdk/src/lib.rs", Contents::Bytes(include_bytes!("../../../sdk/rust/src/lib.rs"))),
         ("sdk/src/http.rs", Contents::Bytes(include_bytes!("../../../sdk/rust/src/http.rs"))),
+        ("sdk/src/workflow.rs", Contents::Bytes(include_bytes!("../../../sdk/rust/src/workflow.rs"))),
         ("sdk/wit/task-handler.wit", Contents::Bytes(include_bytes!("../../../wit/task-handler.wit"))),
     ]
 }

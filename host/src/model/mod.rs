@@ -103,6 +103,22 @@ pub struct Dependency {
     pub state: TaskState,
 }
 
+/// A task another runs after, with its last run's results: what the waiting task's run reads
+/// (`dependencies`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DependencyResults {
+    /// The task run after.
+    pub id: TaskId,
+    /// Its handler.
+    pub handler: String,
+    /// Whether it is succeeded (else dead or cancelled, or queued again since).
+    pub succeeded: bool,
+    /// Its last run's results, unless they were left out.
+    pub results: Option<String>,
+    /// Its results were left out: with those before them, they were over the bound asked.
+    pub results_left_out: bool,
+}
+
 /// A row of `task_runs`.
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]

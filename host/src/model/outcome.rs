@@ -1,8 +1,33 @@
 //! What a run reports: how it ended, what its task does next, and progress on the way.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 
 use super::{RunId, RunStatus, TaskId};
+
+/// The tasks a run queued (`enqueue`), written with its end if it ended well.
+#[derive(Debug, Clone, Default)]
+pub struct QueuedTasks {
+    /// The tasks, in the order queued: a task's number is its place here.
+    pub tasks: Vec<super::NewTask>,
+    /// Those queued to run after others of them (`enqueue-after`): its number, and theirs (each
+    /// lower than its own).
+    pub after: BTreeMap<u32, Vec<u32>>,
+}
+
+impl QueuedTasks {
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+}
+
+impl From<Vec<super::NewTask>> for QueuedTasks {
+    fn from(tasks: Vec<super::NewTask>) -> Self {
+        QueuedTasks { tasks, after: BTreeMap::new() }
+    }
+}
 
 /// How a run ended, as the runner reports it to the store.
 #[derive(Debug, Clone)]
@@ -36,7 +61,7 @@ pub enum RunEnd {
         /// The final results, a JSON document.
         results: Option<String>,
         /// The tasks it queued (`enqueue`), written with its end.
-        children: Vec<super::NewTask>,
+        children: QueuedTasks,
     },
     /// It failed.
     Failure {
@@ -54,7 +79,7 @@ pub enum RunEnd {
         /// What the handler reported before it snoozed.
         partial_results: Option<String>,
         /// The tasks it queued (`enqueue`), written with its end.
-        children: Vec<super::NewTask>,
+        children: QueuedTasks,
     },
 }
 
@@ -87,10 +112,11 @@ impl RunOutcome {
     }
 
     /// The tasks it queued, written with its end if it ended well.
-    pub fn children(&self) -> &[super::NewTask] {
+    pub fn children(&self) -> &QueuedTasks {
+        static NONE: QueuedTasks = QueuedTasks { tasks: Vec::new(), after: BTreeMap::new() };
         match &self.end {
             RunEnd::Success { children, .. } | RunEnd::Snoozed { children, .. } => children,
-            RunEnd::Failure { .. } => &[],
+            RunEnd::Failure { .. } => &NONE,
         }
     }
 

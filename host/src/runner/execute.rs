@@ -28,6 +28,8 @@ pub(super) struct Shared {
     pub memory_budget_mib: u32,
     /// Runs put back because they could not start (`host-busy`).
     pub put_backs: PutBacks,
+    /// Where a run reads the tasks its task runs after (`dependencies`; None: it reads none).
+    pub store: Option<crate::store::SharedStore>,
 }
 
 /// What became of a claimed run.
@@ -64,8 +66,15 @@ pub(super) struct RunMeta {
 }
 
 /// The tasks a run queued, each due at its time now that the run ended at `end`.
-fn children_due(children: Vec<crate::sandbox::children::Child>, end: chrono::DateTime<chrono::Utc>) -> Vec<NewTask> {
-    children.into_iter().map(|c| NewTask { scheduled_on: Some(c.due.at(end)), ..c.task }).collect()
+fn children_due(children: Vec<crate::sandbox::children::Child>, end: chrono::DateTime<chrono::Utc>) -> QueuedTasks {
+    let mut queued = QueuedTasks::default();
+    for (n, c) in (0u32..).zip(children) {
+        if !c.after.is_empty() {
+            queued.after.insert(n, c.after);
+        }
+        queued.tasks.push(NewTask { scheduled_on: Some(c.due.at(end)), ..c.task });
+    }
+    queued
 }
 
 impl RunMeta {
@@ -222,8 +231,15 @@ async fn execute(shared: &Shared, run: ClaimedRun, started: Instant, stop: Arc<N
             max_data_bytes: shared.catalog.policy().max_data_bytes,
         },
     };
-    let control =
-        RunControl { progress: Some(shared.progress_tx.clone()), time_left: Some(time_left), stop: Some(stop) };
+    let dependencies = shared.store.clone().map(|store| {
+        let task = run.task_id;
+        crate::sandbox::dependencies::DependencyReader::new(move |max_bytes| {
+            let store = store.clone();
+            Box::pin(async move { store.dependency_results(task, max_bytes).await.map_err(|e| e.to_string()) })
+        })
+    });
+    let progress = Some(shared.progress_tx.clone());
+    let control = RunControl { progress, time_left: Some(time_left), stop: Some(stop), dependencies };
     let r = shared.catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, control).await;
     let fuel = Some(i64::try_from(r.fuel_used).unwrap_or(i64::MAX));
     let (failure, results, snooze) = match r.outcome {
@@ -303,6 +319,7 @@ mod tests {
             memory: Arc::new(Semaphore::new(1)),
             memory_budget_mib: 1,
             put_backs: PutBacks::new(Duration::from_secs(600), Arc::new(crate::clock::SystemClock)),
+            store: None,
         };
         let meta = RunMeta {
             run_id: 7,

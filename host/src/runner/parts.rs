@@ -148,6 +148,7 @@ fn shared(w: &Worker, progress_tx: mpsc::Sender<crate::model::ProgressUpdate>) -
         memory: Arc::new(Semaphore::new(budget_mib.max(1) as usize)),
         memory_budget_mib: budget_mib,
         put_backs: PutBacks::new(w.config.put_back_limit, w.clock.clone()),
+        store: Some(w.store.clone()),
     })
 }
 

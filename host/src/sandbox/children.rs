@@ -44,7 +44,13 @@ pub struct Child {
     pub task: NewTask,
     /// When it is due.
     pub due: Due,
+    /// The numbers of the run's earlier tasks it runs after (`enqueue-after`), in order, once each.
+    pub after: Vec<u32>,
 }
+
+/// Dependencies one run's tasks may name in all: a join over as many tasks as `max_children`
+/// allows at most, without making the store write rows by the billion.
+pub const MAX_RUN_AFTER: usize = 100_000;
 
 /// The rules of a run's `enqueue` besides its handler's limits: whose children they are, and the
 /// operator's `[tasks]` bounds.
@@ -76,11 +82,31 @@ impl Default for Queueing {
 pub struct Children {
     list: Vec<Child>,
     bytes: usize,
+    after: usize,
 }
 
 impl Children {
-    /// Check `asked` and keep it; its number among the run's, or why it is refused (one line).
-    pub(crate) fn add(&mut self, asked: types::NewTask, rules: &Queueing, max_children: usize) -> Result<u32, String> {
+    /// Check `asked`, to run after the run's tasks numbered `after` (unless they end badly and it
+    /// runs anyway), and keep it; its number among the run's, or why it is refused (one line).
+    pub(crate) fn add(
+        &mut self,
+        asked: types::NewTask,
+        mut after: Vec<u32>,
+        run_anyway: bool,
+        rules: &Queueing,
+        max_children: usize,
+    ) -> Result<u32, String> {
+        after.sort_unstable();
+        after.dedup();
+        if after.len() > crate::model::MAX_AFTER {
+            return Err(format!("{} tasks to run after, over the most, {}", after.len(), crate::model::MAX_AFTER));
+        }
+        if let Some(&n) = after.last().filter(|&&n| n as usize >= self.list.len()) {
+            return Err(format!("this run has queued no task {n} yet: a task runs after tasks queued before it"));
+        }
+        if self.after + after.len() > MAX_RUN_AFTER {
+            return Err(format!("this run's tasks would run after over {MAX_RUN_AFTER} others in all"));
+        }
         if self.list.len() >= max_children {
             return Err(format!("this run queued {max_children} tasks already, the most [limits] max_children allows"));
         }
@@ -121,15 +147,66 @@ impl Children {
         }
         task.queued_by = Some(format!("task {}", rules.parent));
         task.check(rules.max_data_bytes).map_err(|e| e.to_string())?;
+        // Set past the check: its `after` is filled in (numbers made ids) when it is written.
+        task.run_anyway = run_anyway && !after.is_empty();
         let n = u32::try_from(self.list.len()).unwrap_or(u32::MAX);
         self.bytes += bytes;
-        self.list.push(Child { task, due });
+        self.after += after.len();
+        self.list.push(Child { task, due, after });
         Ok(n)
     }
 
     /// The children, handed over when the run ends.
     pub(crate) fn take(&mut self) -> Vec<Child> {
-        self.bytes = 0;
+        (self.bytes, self.after) = (0, 0);
         std::mem::take(&mut self.list)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asked(handler: &str) -> types::NewTask {
+        types::NewTask {
+            handler: handler.into(),
+            data: "{}".into(),
+            queue: None,
+            priority: None,
+            due: None,
+            unique_key: None,
+            max_attempts: None,
+        }
+    }
+
+    #[test]
+    fn a_task_runs_only_after_tasks_its_run_queued_before_it() {
+        let (mut kids, rules) = (Children::default(), Queueing::default());
+        assert_eq!(kids.add(asked("a"), vec![], false, &rules, 10), Ok(0));
+        assert_eq!(kids.add(asked("b"), vec![], false, &rules, 10), Ok(1));
+        let err = kids.add(asked("j"), vec![0, 2], false, &rules, 10).expect_err("2 is not queued yet");
+        assert!(err.contains("no task 2"), "{err}");
+        assert_eq!(kids.add(asked("j"), vec![1, 0, 1], true, &rules, 10), Ok(2));
+        let taken = kids.take();
+        assert_eq!(taken[2].after, vec![0, 1], "in order, once each");
+        assert!(taken[2].task.run_anyway && taken[2].task.after.is_empty(), "ids are filled in when written");
+        assert!(!taken[0].task.run_anyway);
+    }
+
+    #[test]
+    fn the_dependencies_of_a_runs_tasks_are_bounded() {
+        let (mut kids, rules) = (Children::default(), Queueing::default());
+        for _ in 0..crate::model::MAX_AFTER + 1 {
+            kids.add(asked("a"), vec![], false, &rules, 200_000).expect("part");
+        }
+        let all: Vec<u32> = (0..=crate::model::MAX_AFTER as u32).collect();
+        let err = kids.add(asked("j"), all.clone(), false, &rules, 200_000).expect_err("too many");
+        assert!(err.contains("over the most"), "{err}");
+        let most = &all[..crate::model::MAX_AFTER];
+        for _ in 0..MAX_RUN_AFTER / crate::model::MAX_AFTER {
+            kids.add(asked("j"), most.to_vec(), false, &rules, 200_000).expect("a join");
+        }
+        let err = kids.add(asked("j"), vec![0], false, &rules, 200_000).expect_err("too many in all");
+        assert!(err.contains(&format!("over {MAX_RUN_AFTER}")), "{err}");
     }
 }

@@ -1,6 +1,7 @@
 //! The store's data for one run, and the host functions a handler may import.
 //!
-//! Every import is synchronous and bounded: it only touches this run's memory-resident state.
+//! Every import is bounded and but one synchronous: it only touches this run's memory-resident
+//! state. The one, `dependencies`, reads the database once a run, through the runner's reader.
 //! Progress reaches the database through a bounded channel drained by the runner, so a guest
 //! can neither block on the database nor flood the host.
 
@@ -49,6 +50,8 @@ pub struct HostState {
     /// The tasks it queued (`enqueue`), and the rules they follow.
     pub(crate) children: super::children::Children,
     queueing: super::children::Queueing,
+    /// The tasks its task runs after (`dependencies`), read at the first call.
+    pub(crate) dependencies: super::dependencies::Dependencies,
     last_results_sent: Option<Instant>,
     http: WasiHttpCtx,
     pub(crate) net: super::net::RunNet,
@@ -146,6 +149,7 @@ impl HostState {
             snooze: None,
             children: super::children::Children::default(),
             queueing,
+            dependencies: super::dependencies::Dependencies::default(),
             last_results_sent: None,
             http: {
                 // Each header set a guest builds is held by the host: 16 KiB each, not 128.
@@ -234,7 +238,17 @@ impl host::Host for HostState {
 
     fn enqueue(&mut self, task: types::NewTask) -> Result<u32, String> {
         // Its strings were bounded by the store's hostcall fuel before they were copied.
-        self.children.add(task, &self.queueing, self.limits.max_children)
+        self.children.add(task, Vec::new(), false, &self.queueing, self.limits.max_children)
+    }
+
+    fn enqueue_after(&mut self, task: types::NewTask, after: Vec<u32>, run_anyway: bool) -> Result<u32, String> {
+        // The list, too, was bounded by hostcall fuel: 4 bytes a number.
+        self.children.add(task, after, run_anyway, &self.queueing, self.limits.max_children)
+    }
+
+    async fn dependencies(&mut self) -> Result<Vec<types::Dependency>, String> {
+        // A guest blocked here is stopped by the run's outer timeout, or its stop, as any.
+        self.dependencies.get(self.limits.max_results_bytes).await
     }
 }
 

@@ -18,6 +18,7 @@ use crate::model::{RunId, TaskId};
 
 pub mod children;
 pub mod compile;
+pub mod dependencies;
 pub mod grants;
 pub mod host;
 mod incremental;
@@ -44,6 +45,8 @@ pub mod bindings {
         path: "../wit",
         world: "task-handler",
         exports: { default: async },
+        // The one import that waits: its first call reads the database (`dependencies`).
+        imports: { "taskhost:plugin/host.dependencies": async },
     });
 }
 
@@ -104,6 +107,8 @@ pub struct RunControl {
     pub time_left: Option<Duration>,
     /// Notified to stop the run at once (cancelled, or ended elsewhere).
     pub stop: Option<Arc<tokio::sync::Notify>>,
+    /// Reads the tasks its task runs after, if it asks (`dependencies`; None: it runs after none).
+    pub dependencies: Option<dependencies::DependencyReader>,
 }
 
 /// How a run in the sandbox went.
@@ -270,7 +275,7 @@ impl Sandbox {
         input: RunInput,
         control: RunControl,
     ) -> RunResult {
-        let RunControl { progress, time_left, stop } = control;
+        let RunControl { progress, time_left, stop, dependencies } = control;
         let started = Instant::now();
         let output = output::GuestOutput::new(limits.max_log_bytes);
         // The run stops at the earlier of its handler's deadline and its task's run timeout.
@@ -299,6 +304,7 @@ impl Sandbox {
             HostState::new(wasi, limits, (input.task_id, input.run_id), progress, deadline, net, input.queueing),
             &limits,
         );
+        store.data_mut().dependencies = dependencies::Dependencies::new(dependencies);
         let task = bindings::Task {
             task_id: input.task_id,
             run_id: input.run_id,

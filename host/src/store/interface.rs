@@ -37,6 +37,9 @@ pub trait Store: Send + Sync + 'static {
     async fn runs_of(&self, task_id: TaskId) -> Result<Vec<Run>>;
     /// The tasks a task runs after, in id order.
     async fn dependencies(&self, task_id: TaskId) -> Result<Vec<Dependency>>;
+    /// The tasks a task runs after, in id order, with their last runs' results while those fit in
+    /// `max_bytes` in all (what its run reads: `dependencies`).
+    async fn dependency_results(&self, task_id: TaskId, max_bytes: usize) -> Result<Vec<DependencyResults>>;
     /// Tasks matching `filter`.
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>>;
     /// Tasks by status, and dead letters.

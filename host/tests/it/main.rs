@@ -28,6 +28,7 @@ mod fence;
 mod first_day;
 mod hostile;
 mod incremental;
+mod joins;
 mod languages;
 mod layers;
 mod network;

@@ -393,7 +393,7 @@ async fn an_upgrade_keeps_every_run_and_its_numbering_and_a_running_run_still_fi
         let ok = RunOutcome {
             run_id: 3,
             task_id: 2,
-            end: RunEnd::Success { results: Some("[1]".into()), children: Vec::new() },
+            end: RunEnd::Success { results: Some("[1]".into()), children: Default::default() },
             percents_completed: None,
             finished_on: t0,
             duration_ms: 5,

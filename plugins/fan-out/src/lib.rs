@@ -1,21 +1,32 @@
 //! Fans out: queues one task of `handler` (default `echo`) for each item of the task's `items`,
 //! its data the item when it is an object, else `{"item": ITEM}`, in `queue` when given, and
-//! returns how many it queued. The children
-//! are written with this run's end, only if it ends well. Test hooks: `"fail": true` fails the run
+//! returns how many it queued. With `"join": HANDLER`, a task of that handler (say `join`) too,
+//! which runs after all of them (its data `"join_data"`), `"run_anyway": true` even if some die. The children are written
+//! with this run's end, only if it ends well. Test hooks: `"fail": true` fails the run
 //! after queueing (retryable: its children are not written), `"fail_first": true` fails only the
 //! first attempt, `"snooze_ms": N` snoozes instead of ending (its children are written).
 use taskhost::{json, Enqueue, Error, Task, Value};
 
 fn handle(task: Task) -> taskhost::Result<Value> {
-    let items = task.data["items"].as_array().ok_or_else(|| Error::fail("invalid-input", "data has no \"items\" list"))?;
+    let items =
+        task.data["items"].as_array().ok_or_else(|| Error::fail("invalid-input", "data has no \"items\" list"))?;
     let handler = task.data["handler"].as_str().unwrap_or("echo");
+    let mut parts = Vec::with_capacity(items.len());
     for item in items {
         let data = if item.is_object() { item.clone() } else { json!({ "item": item }) };
         let mut child = Enqueue::new(handler, &data);
         if let Some(queue) = task.data["queue"].as_str() {
             child = child.queue(queue);
         }
-        child.send()?;
+        parts.push(child.send()?);
+    }
+    if let Some(join) = task.data["join"].as_str() {
+        let data = if task.data["join_data"].is_null() { json!({}) } else { task.data["join_data"].clone() };
+        let mut join = Enqueue::new(join, &data).after(&parts);
+        if task.data["run_anyway"] == json!(true) {
+            join = join.run_anyway();
+        }
+        join.send()?;
     }
     if task.data["fail"] == json!(true) || (task.data["fail_first"] == json!(true) && task.attempt == 1) {
         return Err(Error::retry("asked-to-fail", format!("failed after queueing {}", items.len())));

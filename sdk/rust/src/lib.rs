@@ -23,10 +23,14 @@
 //! - [`progress`], [`partial`], [`log`]; what the handler prints lands in the run's logs too.
 //! - [`enqueue`]: queue a task, this one's child, written only if this run ends well (ok or a
 //!   snooze): `taskhost::enqueue("send-mail", &json!({"to": to}))?`, or [`Enqueue`] for its queue,
-//!   delay, unique key and attempts.
+//!   delay, unique key and attempts, and [`Enqueue::after`] to run after tasks this run queued
+//!   before it (a join). The join reads them, with their results, by [`dependencies`].
 //! - [`http`]: requests over wasi:http, sent where the operator's grant for this handler allows.
 
 pub mod http;
+mod workflow;
+
+pub use workflow::{dependencies, enqueue, Dependency, Enqueue};
 
 #[doc(hidden)]
 pub mod bindings {
@@ -83,7 +87,12 @@ impl Error {
     /// `snoozed`, neither a success nor a failure (no attempt used). Return it as an error:
     /// `return Err(Error::snooze(Duration::from_secs(60)))`.
     pub fn snooze(after: std::time::Duration) -> Self {
-        Error { code: "snoozed".into(), message: format!("snoozed for {after:?}"), retryable: true, snooze: Some(after) }
+        Error {
+            code: "snoozed".into(),
+            message: format!("snoozed for {after:?}"),
+            retryable: true,
+            snooze: Some(after),
+        }
     }
 }
 
@@ -106,66 +115,6 @@ pub fn progress(percent: u8) {
 /// Store partial results on the run, replacing earlier ones; refused past the results limit.
 pub fn partial(results: &Value) -> Result<()> {
     host::set_results(&results.to_string()).map_err(|e| Error::fail("partial-results-refused", e))
-}
-
-/// Queue a task for `handler` with `data`, this task's child, written only if this run ends well
-/// (returns ok or snoozes), so a retried run never queues it twice; its number among this run's.
-pub fn enqueue(handler: &str, data: &Value) -> Result<u32> {
-    Enqueue::new(handler, data).send()
-}
-
-/// A task to queue with more than its handler and data:
-/// `Enqueue::new("resize", &json!({"id": 7})).queue("images").delay(Duration::from_secs(60)).send()?`.
-#[derive(Debug, Clone)]
-pub struct Enqueue(bindings::taskhost::plugin::types::NewTask);
-
-impl Enqueue {
-    pub fn new(handler: &str, data: &Value) -> Self {
-        Enqueue(bindings::taskhost::plugin::types::NewTask {
-            handler: handler.into(),
-            data: data.to_string(),
-            queue: None,
-            priority: None,
-            due: None,
-            unique_key: None,
-            max_attempts: None,
-        })
-    }
-    /// In `queue` instead of `default`.
-    pub fn queue(mut self, queue: &str) -> Self {
-        self.0.queue = Some(queue.into());
-        self
-    }
-    /// Lower runs first (default 0).
-    pub fn priority(mut self, priority: i32) -> Self {
-        self.0.priority = Some(priority);
-        self
-    }
-    /// Due this long after this run ends (at most a year).
-    pub fn delay(mut self, after: std::time::Duration) -> Self {
-        let ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
-        self.0.due = Some(bindings::taskhost::plugin::types::Due::AfterMs(ms));
-        self
-    }
-    /// Due at this time, in milliseconds since 1970 (UTC).
-    pub fn at_ms(mut self, ms: i64) -> Self {
-        self.0.due = Some(bindings::taskhost::plugin::types::Due::AtMs(ms));
-        self
-    }
-    /// Not queued while an unfinished task holds `key`.
-    pub fn unique_key(mut self, key: &str) -> Self {
-        self.0.unique_key = Some(key.into());
-        self
-    }
-    /// Runs it may have, the first included (default 5).
-    pub fn max_attempts(mut self, n: u32) -> Self {
-        self.0.max_attempts = Some(n);
-        self
-    }
-    /// Queue it (see [`enqueue`]); refused, the run fails `enqueue-refused` with the host's reason.
-    pub fn send(self) -> Result<u32> {
-        host::enqueue(&self.0).map_err(|e| Error::fail("enqueue-refused", e))
-    }
 }
 
 /// Log lines, stored with the run (past the handler's log limit they are dropped).

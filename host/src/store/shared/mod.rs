@@ -112,6 +112,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         super::transitions::deps::of(&self.db, task_id).await
     }
 
+    async fn dependency_results(&self, task_id: TaskId, max_bytes: usize) -> Result<Vec<DependencyResults>> {
+        super::transitions::deps::results_of(&self.db, task_id, max_bytes).await
+    }
+
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
         tasks::list(&self.db, filter).await
     }

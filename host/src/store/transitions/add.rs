@@ -101,7 +101,7 @@ pub async fn queue_children<D: Dialect>(db: &D, tx: &mut TxOf<D>, ended: &[&RunO
         depth.insert(rows::id(r, "id")?, rows::id(r, "depth")?);
     }
     for o in with {
-        let added = add_tasks_in::<D>(D::conn(tx), o.children(), o.finished_on).await?;
+        let added = add_queued::<D>(D::conn(tx), o.children(), o.finished_on).await?;
         let ids: Vec<TaskId> = added.iter().filter(|a| a.created).map(|a| a.id).collect();
         if ids.is_empty() {
             continue;
@@ -111,6 +111,29 @@ pub async fn queue_children<D: Dialect>(db: &D, tx: &mut TxOf<D>, ended: &[&RunO
         db.exec(Some(&mut *tx), name, args![o.task_id, below, &ids]).await?;
     }
     Ok(())
+}
+
+/// Add one run's tasks in their order, those between joins in bulk; a join (`enqueue-after`)
+/// runs after the tasks its numbers name, added before it (a task whose unique key another
+/// holds stands for that one).
+async fn add_queued<D: Dialect>(conn: &mut ConnOf<D>, queued: &QueuedTasks, now: DateTime<Utc>) -> Result<Vec<Added>> {
+    let mut added: Vec<Added> = Vec::with_capacity(queued.tasks.len());
+    let mut start = 0;
+    for (&n, after) in &queued.after {
+        let n = n as usize;
+        let Some(join) = queued.tasks.get(n).filter(|_| n >= start) else {
+            return Err(Error::Invalid { what: "after", reason: format!("no task {n} was queued before it") });
+        };
+        added.extend(add_tasks_in::<D>(conn, &queued.tasks[start..n], now).await?);
+        let mut join = join.clone();
+        join.after = after.iter().filter_map(|&k| added.get(k as usize)).map(|a| a.id).collect();
+        added.push(add_one::<D>(conn, &join, now).await?);
+        start = n + 1;
+    }
+    if start < queued.tasks.len() {
+        added.extend(add_tasks_in::<D>(conn, &queued.tasks[start..], now).await?);
+    }
+    Ok(added)
 }
 
 #[cfg(test)]

@@ -16,12 +16,12 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 
 use super::super::dialect::Dialect;
-use super::super::plumbing::{ConnOf, TxOf};
+use super::super::plumbing::{Cells, ConnOf, TxOf};
 use super::super::rows;
 use super::super::sql::{args, WAITING};
 use super::{from, Set, Why};
 use crate::error::{Error, Result};
-use crate::model::{codes, Dependency, NewTask, TaskId, TaskState, Transition};
+use crate::model::{codes, Dependency, DependencyResults, NewTask, TaskId, TaskState, Transition};
 
 /// Why a waiting task was cancelled: a task it runs after ended badly.
 pub const DEPENDENCY_FAILED: &str = "a task it runs after is dead or cancelled";
@@ -157,4 +157,42 @@ pub async fn of<D: Dialect>(db: &D, task: TaskId) -> Result<Vec<Dependency>> {
                WHERE d.task_id = $1 ORDER BY q.id";
     let found = db.rows(None, sql, args![task]).await?;
     found.iter().map(|r| Ok(Dependency { id: rows::id(r, "id")?, state: rows::task_state(r)? })).collect()
+}
+
+/// The tasks `task` runs after, in id order, each with its last run's results while those fit
+/// in `max_bytes` in all (past it they are left out, so a join over many tasks costs the reader
+/// at most that); those deleted since are not listed.
+pub async fn results_of<D: Dialect>(db: &D, task: TaskId, max_bytes: usize) -> Result<Vec<DependencyResults>> {
+    // Sizes first: a result is read only once it is known to fit.
+    let sql = "SELECT q.id, q.task_handler_class, q.last_status, q.gave_up_on, r.id AS run_id,
+                      octet_length(r.results) AS bytes
+               FROM task_deps d JOIN task_queue q ON q.id = d.after_id
+               LEFT JOIN task_runs r ON r.id = (SELECT MAX(l.id) FROM task_runs l WHERE l.task_queue_id = q.id)
+               WHERE d.task_id = $1 ORDER BY q.id";
+    let (mut out, mut runs, mut left) = (Vec::new(), HashMap::new(), max_bytes);
+    for r in &db.rows(None, sql, args![task]).await? {
+        let bytes = usize::try_from(r.int("bytes")?.unwrap_or(0)).unwrap_or(usize::MAX);
+        let run = r.int("run_id")?.filter(|_| bytes > 0);
+        let fits = bytes <= left;
+        if let (Some(run), true) = (run, fits) {
+            left -= bytes;
+            runs.insert(run, out.len());
+        }
+        out.push(DependencyResults {
+            id: rows::id(r, "id")?,
+            handler: r.text("task_handler_class")?.unwrap_or_default(),
+            succeeded: rows::task_state(r)? == TaskState::Succeeded,
+            results: None,
+            results_left_out: run.is_some() && !fits,
+        });
+    }
+    let ids: Vec<i64> = runs.keys().copied().collect();
+    for chunk in ids.chunks(1000) {
+        for r in &db.rows(None, "SELECT id, results FROM task_runs WHERE id IN ($1)", args![chunk]).await? {
+            if let Some(d) = runs.get(&rows::id(r, "id")?).and_then(|&i| out.get_mut(i)) {
+                d.results = r.text("results")?;
+            }
+        }
+    }
+    Ok(out)
 }

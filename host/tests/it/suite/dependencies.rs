@@ -108,3 +108,45 @@ pub async fn a_task_after_a_missing_or_dead_task_is_refused_and_nothing_is_added
     let anyway = add(&store, NewTask::new("y", "{}").with_after([dead]).with_run_anyway()).await;
     assert_eq!(state(&store, anyway).await, (TaskState::Scheduled, 0), "it runs anyway");
 }
+
+/// A join reads the tasks it runs after in id order, each with its last run's results while they
+/// fit the bytes it may hold (bytes, not characters), those past it left out; one dead (for a
+/// join that runs anyway) says it did not succeed. A task added after none reads none.
+pub async fn a_join_reads_the_results_of_the_tasks_it_runs_after_within_its_bytes(store: SharedStore) {
+    let r = runner(&store, t0()).await;
+    let a = add(&store, NewTask::new("a", "{}").with_queue("a")).await;
+    let b = add(&store, NewTask::new("b", "{}").with_queue("b")).await;
+    let c = add(&store, NewTask::new("c", "{}").with_queue("c")).await;
+    let d = add(&store, NewTask::new("d", "{}").with_queue("d")).await;
+    let join = add(&store, NewTask::new("j", "{}").with_queue("j").with_after([d, c, b, a]).with_run_anyway()).await;
+    end_one(&store, r, "a", t0() + secs(1), |run| success(run, t0() + secs(1), r#"{"n":1}"#)).await;
+    // Four bytes, three characters.
+    end_one(&store, r, "b", t0() + secs(1), |run| success(run, t0() + secs(1), "\"\u{fc}\"")).await;
+    end_one(&store, r, "c", t0() + secs(1), |run| success(run, t0() + secs(1), "[3]")).await;
+    end_one(&store, r, "d", t0() + secs(1), |run| failure(run, t0() + secs(1), NextStep::GiveUp)).await;
+    assert_eq!(state(&store, join).await, (TaskState::Scheduled, 0), "due: it runs anyway");
+
+    let read = |max: usize| {
+        let store = store.clone();
+        async move {
+            let found = store.dependency_results(join, max).await.expect("read");
+            found.into_iter().map(|d| (d.id, d.handler, d.succeeded, d.results, d.results_left_out)).collect::<Vec<_>>()
+        }
+    };
+    let all = read(1 << 20).await;
+    let expected = vec![
+        (a, "a".to_string(), true, Some(r#"{"n":1}"#.to_string()), false),
+        (b, "b".into(), true, Some("\"\u{fc}\"".into()), false),
+        (c, "c".into(), true, Some("[3]".into()), false),
+        (d, "d".into(), false, None, false),
+    ];
+    assert_eq!(all, expected);
+    let cut = read(10).await;
+    let kept: Vec<_> = cut.iter().map(|d| (d.3.is_some(), d.4)).collect();
+    assert_eq!(
+        kept,
+        vec![(true, false), (false, true), (true, false), (false, false)],
+        "7 + 3 bytes of 10: b's 4 do not fit"
+    );
+    assert!(store.dependency_results(a, 1 << 20).await.expect("read").is_empty(), "a runs after none");
+}

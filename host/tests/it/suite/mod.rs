@@ -43,7 +43,7 @@ fn success(c: &ClaimedRun, now: DateTime<Utc>, results: &str) -> RunOutcome {
     RunOutcome {
         run_id: c.run_id,
         task_id: c.task_id,
-        end: RunEnd::Success { results: Some(results.into()), children: Vec::new() },
+        end: RunEnd::Success { results: Some(results.into()), children: Default::default() },
         percents_completed: Some(100),
         finished_on: now,
         duration_ms: 3,
@@ -509,9 +509,11 @@ macro_rules! store_suite {
         case!(a_succeeded_task_runs_again_as_a_new_attempt_keeping_its_runs);
         case!(a_snoozed_run_schedules_its_task_again_using_no_attempt);
         case!(a_runs_children_are_written_with_its_end_and_only_if_it_ended_well);
+        case!(a_runs_join_waits_for_the_tasks_it_queued_before_it);
         case!(a_task_waits_unclaimed_until_each_task_it_runs_after_has_succeeded);
         case!(a_dependency_that_ends_badly_cancels_the_tasks_waiting_for_it_unless_they_run_anyway);
         case!(a_task_after_a_missing_or_dead_task_is_refused_and_nothing_is_added);
+        case!(a_join_reads_the_results_of_the_tasks_it_runs_after_within_its_bytes);
         case!(a_late_outcome_does_not_override_a_timeout);
         case!(timed_out_runners_take_their_runs_with_them);
         case!(the_runner_limit_is_enforced);

@@ -48,7 +48,7 @@ pub async fn a_succeeded_task_runs_again_as_a_new_attempt_keeping_its_runs(store
 
 /// A run that snoozed, as the runner reports it: due again at `until`, with partial results.
 pub fn snoozed(c: &ClaimedRun, now: DateTime<Utc>, until: DateTime<Utc>) -> RunOutcome {
-    let end = RunEnd::Snoozed { until, partial_results: Some(r#"{"page":3}"#.into()), children: Vec::new() };
+    let end = RunEnd::Snoozed { until, partial_results: Some(r#"{"page":3}"#.into()), children: Default::default() };
     RunOutcome { end, percents_completed: Some(30), ..success(c, now, "") }
 }
 
@@ -95,7 +95,7 @@ pub async fn a_snoozed_run_schedules_its_task_again_using_no_attempt(store: Shar
 
 /// A success that queued `children`.
 fn with_children(c: &ClaimedRun, now: DateTime<Utc>, children: Vec<NewTask>) -> RunOutcome {
-    RunOutcome { end: RunEnd::Success { results: None, children }, ..success(c, now, "") }
+    RunOutcome { end: RunEnd::Success { results: None, children: children.into() }, ..success(c, now, "") }
 }
 
 /// The tasks a run queued are written with its success (or snooze), in its transaction: each names
@@ -143,9 +143,51 @@ pub async fn a_runs_children_are_written_with_its_end_and_only_if_it_ended_well(
     let snoozer = store.add_tasks(&[NewTask::new("p", "{}")], t0()).await.expect("add")[0].id;
     let c = store.claim(r, &["default".into()], 10, t0() + secs(7), DAY).await.expect("claim");
     let mine = c.iter().find(|c| c.task_id == snoozer).expect("claimed");
-    let end =
-        RunEnd::Snoozed { until: t0() + secs(60), partial_results: None, children: vec![NewTask::new("s", "{}")] };
+    let end = RunEnd::Snoozed {
+        until: t0() + secs(60),
+        partial_results: None,
+        children: vec![NewTask::new("s", "{}")].into(),
+    };
     store.finish_runs(&[RunOutcome { end, ..success(mine, t0() + secs(8), "") }]).await.expect("snooze");
     let kids = store.list_tasks(&TaskFilter { parent: Some(snoozer), ..Default::default() }).await.expect("list");
     assert_eq!(kids.len(), 1, "a snoozed run's children are written");
+}
+
+/// A join a run queued (`enqueue-after`) is written after the tasks its numbers name, waiting for
+/// each: the parts written in bulk before it, and a part whose unique key an unfinished task holds
+/// stands for that task. Parts and join are due and run in order.
+pub async fn a_runs_join_waits_for_the_tasks_it_queued_before_it(store: SharedStore) {
+    let held = store.add_tasks(&[NewTask::new("h", "{}").with_unique_key("k").with_queue("h")], t0()).await;
+    let held = held.expect("add")[0].id;
+    let parent = store.add_tasks(&[NewTask::new("p", "{}").with_queue("p")], t0()).await.expect("add")[0].id;
+    let r = runner(&store, t0()).await;
+    let c = store.claim(r, &["p".into()], 1, t0(), DAY).await.expect("claim");
+    let mut queued = QueuedTasks::from(vec![
+        NewTask::new("a", "{}").with_queue("parts"),
+        NewTask::new("b", "{}").with_queue("parts"),
+        NewTask::new("h", "{}").with_unique_key("k"),
+        NewTask::new("j", "{}").with_queue("j"),
+        NewTask::new("z", "{}").with_queue("after"),
+    ]);
+    queued.after.insert(3, vec![0, 1, 2]);
+    let end = RunEnd::Success { results: None, children: queued };
+    store.finish_runs(&[RunOutcome { end, ..success(&c[0], t0() + secs(1), "") }]).await.expect("finish");
+    let filter = TaskFilter { parent: Some(parent), newest_first: false, ..Default::default() };
+    let kids = store.list_tasks(&filter).await.expect("list");
+    let names: Vec<&str> = kids.iter().map(|k| k.handler.as_str()).collect();
+    assert_eq!(names, vec!["a", "b", "j", "z"], "the key's holder stays no one's child");
+    let join = &kids[2];
+    assert_eq!((join.state, join.waiting_for), (TaskState::Waiting, 3));
+    let deps: Vec<TaskId> = store.dependencies(join.id).await.expect("deps").iter().map(|d| d.id).collect();
+    assert_eq!(deps, vec![held, kids[0].id, kids[1].id], "in id order, the holder standing for the part it kept out");
+
+    for (queue, n) in [("parts", 2), ("h", 1)] {
+        let at = t0() + secs(2);
+        let c = store.claim(r, &[queue.into()], 5, at, DAY).await.expect("claim");
+        assert_eq!(c.len(), n, "{queue}");
+        let ended: Vec<RunOutcome> = c.iter().map(|c| success(c, at, "{}")).collect();
+        store.finish_runs(&ended).await.expect("finish");
+    }
+    let join = store.get_task(join.id).await.expect("get").expect("exists");
+    assert_eq!((join.state, join.waiting_for), (TaskState::Scheduled, 0), "due once all three succeeded");
 }
