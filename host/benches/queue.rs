@@ -78,7 +78,7 @@ async fn run() {
         while left > 0 {
             let n = left.min(10_000);
             app.client.add_many((0..n).map(|_| NewTask::new("noop", "{}")).collect()).await.expect("add");
-            claim_and_finish_all(&app, runner, &noop.digest).await;
+            bench::claim_and_finish_all(&app, "default", runner, &noop.digest).await.expect("claim and finish");
             left -= n;
         }
         app.store.finish_runner(runner, taskhost::model::RunnerStatus::Success, app.clock.now()).await.expect("runner");
@@ -168,7 +168,8 @@ async fn run() {
     let batch: Vec<_> = (0..tasks).map(|_| NewTask::new("noop", "{}")).collect();
     app.client.add_many(batch).await.expect("add");
     let runner = app.store.register_runner(1, "bench", app.clock.now(), 100).await.expect("runner");
-    let (n, claim_t, finish_t) = claim_and_finish_all(&app, runner, &noop.digest).await;
+    let (n, claim_t, finish_t) =
+        bench::claim_and_finish_all(&app, "default", runner, &noop.digest).await.expect("claim and finish");
     println!(
         "store only     {:>10.0} tasks/s  (claim {:.1} µs/task, finish {:.1} µs/task, batches of 256)",
         n as f64 / (claim_t + finish_t).as_secs_f64(),
@@ -240,41 +241,4 @@ async fn run() {
     let mut sys = sysinfo::System::new();
     let rss = taskhost::runner::process_rss(&mut sys, sysinfo::Pid::from_u32(std::process::id())).unwrap_or(0);
     println!("process RSS    {:>10.1} MiB after all of the above", rss as f64 / (1 << 20) as f64);
-}
-
-/// Claim and finish (as successes, no wasm) every due task in batches of 256, as a worker's store
-/// calls would. Returns the count and the time spent claiming and finishing.
-async fn claim_and_finish_all(app: &App, runner: i64, digest: &str) -> (usize, Duration, Duration) {
-    let (mut claim_t, mut finish_t, mut n) = (Duration::ZERO, Duration::ZERO, 0);
-    loop {
-        let t = Instant::now();
-        let claimed = app
-            .store
-            .claim(runner, &["default".into()], 256, app.clock.now(), Duration::from_secs(60))
-            .await
-            .expect("claim");
-        claim_t += t.elapsed();
-        if claimed.is_empty() {
-            return (n, claim_t, finish_t);
-        }
-        n += claimed.len();
-        let now = app.clock.now();
-        let outcomes: Vec<_> = claimed
-            .iter()
-            .map(|c| taskhost::model::RunOutcome {
-                run_id: c.run_id,
-                task_id: c.task_id,
-                end: taskhost::model::RunEnd::Success { results: Some("{}".into()), children: Default::default() },
-                percents_completed: None,
-                finished_on: now,
-                duration_ms: 0,
-                component_digest: Some(digest.to_string()),
-                fuel_used: Some(100),
-                logs: None,
-            })
-            .collect();
-        let t = Instant::now();
-        app.store.finish_runs(&outcomes).await.expect("finish");
-        finish_t += t.elapsed();
-    }
 }

@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::plumbing::{Cells, ConnOf, Plumbing, TxOf};
-use super::sql::{args, Arg, RUNNING};
+use super::sql::{args, Arg, Lineage, RUNNING};
 use super::types::{Backend, Wakeups};
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -176,10 +176,20 @@ pub trait Dialect: Plumbing {
 
     /// Insert one task (`sql::NEW_TASK`); None when an unfinished task holds its
     /// unique key.
-    async fn insert_task(conn: &mut ConnOf<Self>, task: &NewTask, now: DateTime<Utc>) -> Result<Option<TaskId>>;
-    /// Queue tasks without unique keys (their first runs are made when they are claimed); ids in
-    /// input order.
-    async fn add_bulk(conn: &mut ConnOf<Self>, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>>;
+    async fn insert_task(
+        conn: &mut ConnOf<Self>,
+        task: &NewTask,
+        now: DateTime<Utc>,
+        lineage: Option<Lineage>,
+    ) -> Result<Option<TaskId>>;
+    /// Queue tasks without unique keys (their first runs are made when they are claimed), all
+    /// children of `lineage`'s parent if any; ids in input order.
+    async fn add_bulk(
+        conn: &mut ConnOf<Self>,
+        tasks: &[NewTask],
+        now: DateTime<Utc>,
+        lineage: Option<Lineage>,
+    ) -> Result<Vec<Added>>;
 
     /// Claim up to `limit` due scheduled tasks atomically, making their runs, in claim order (priority, then due
     /// time, then id). (Limits are not this function's business: see [`super::shared`].)

@@ -21,7 +21,7 @@ use super::migrations::{self, Embedded};
 use super::plumbing::{decoded, unchecked, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
-use super::sql::{args, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, SUCCESS};
+use super::sql::{args, lineage_values, new_task_args, render, Arg, Lineage, Slot, NEW_TASK, RUNNER_RUNNING, SUCCESS};
 use super::transitions;
 use super::types::Backend;
 use crate::error::{Error, Result};
@@ -190,8 +190,13 @@ impl Dialect for MySqlDb {
     /// One task. Only a duplicate unique key is tolerated (it returns the task
     /// holding the key): every other error is an error (no `INSERT IGNORE`, which turns
     /// over-long values into silent truncation).
-    async fn insert_task(conn: &mut MySqlConnection, t: &NewTask, now: DateTime<Utc>) -> Result<Option<TaskId>> {
-        let (sql, values) = bind(&format!("INSERT INTO {NEW_TASK}"), &new_task_args(t, now))?;
+    async fn insert_task(
+        conn: &mut MySqlConnection,
+        t: &NewTask,
+        now: DateTime<Utc>,
+        lineage: Option<Lineage>,
+    ) -> Result<Option<TaskId>> {
+        let (sql, values) = bind(&format!("INSERT INTO {NEW_TASK}"), &new_task_args(t, now, lineage))?;
         match sqlx::query_with(&sql, values).execute(&mut *conn).await {
             Ok(done) => Ok(Some(done.last_insert_id() as i64)),
             Err(sqlx::Error::Database(db)) if db.is_unique_violation() && t.unique_key.is_some() => Ok(None),
@@ -199,10 +204,16 @@ impl Dialect for MySqlDb {
         }
     }
 
-    async fn add_bulk(conn: &mut MySqlConnection, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
+    async fn add_bulk(
+        conn: &mut MySqlConnection,
+        tasks: &[NewTask],
+        now: DateTime<Utc>,
+        lineage: Option<Lineage>,
+    ) -> Result<Vec<Added>> {
+        let (parent, depth) = lineage_values(lineage);
         let mut qb = QueryBuilder::<MySql>::new(
             "INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
-                 max_retries, queue, priority, run_timeout, backoff_base_ms, backoff_max_ms) ",
+                 max_retries, queue, priority, run_timeout, backoff_base_ms, backoff_max_ms, parent_id, depth) ",
         );
         qb.push_values(tasks, |mut b, t| {
             b.push_bind(now)
@@ -215,7 +226,9 @@ impl Dialect for MySqlDb {
                 .push_bind(t.priority as i64)
                 .push_bind(t.run_timeout.map(|d| d.as_secs() as i64))
                 .push_bind(t.backoff.base_ms)
-                .push_bind(t.backoff.max_ms);
+                .push_bind(t.backoff.max_ms)
+                .push_bind(parent)
+                .push_bind(depth);
         });
         let r = qb.build().execute(&mut *conn).await?;
         // One multi-row INSERT gets its ids in one block (InnoDB, any auto-increment lock mode,

@@ -20,7 +20,9 @@ use super::plumbing::{decoded, Cells, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::tasks::{add_one, add_tasks_in_tx};
 use super::shared::SqlStore;
-use super::sql::{new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING, SUCCESS};
+use super::sql::{
+    lineage_values, new_task_args, render, Arg, Lineage, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING, SUCCESS,
+};
 use super::transitions::{self, RUN_COLUMNS, RUN_FROM_TASK};
 use super::types::{Backend, Wakeups};
 use crate::error::{Error, Result};
@@ -172,26 +174,37 @@ impl Dialect for PostgresDb {
 
     /// One task and the wake-up in one statement: one round trip, which is most of an idle
     /// worker's enqueue-to-start latency.
-    async fn insert_task(conn: &mut PgConnection, t: &NewTask, now: DateTime<Utc>) -> Result<Option<TaskId>> {
+    async fn insert_task(
+        conn: &mut PgConnection,
+        t: &NewTask,
+        now: DateTime<Utc>,
+        lineage: Option<Lineage>,
+    ) -> Result<Option<TaskId>> {
         let sql = format!(
             "WITH ins AS (
                  INSERT INTO {NEW_TASK}
                  ON CONFLICT (active_unique_key) WHERE active_unique_key IS NOT NULL DO NOTHING
                  RETURNING id
              )
-             SELECT id FROM ins WHERE (SELECT count(*) FROM (SELECT pg_notify($13, '')) AS n) = 1"
+             SELECT id FROM ins WHERE (SELECT count(*) FROM (SELECT pg_notify($15, '')) AS n) = 1"
         );
-        let mut values = new_task_args(t, now);
+        let mut values = new_task_args(t, now, lineage);
         values.push(Arg::from(CHANNEL));
         let (sql, values) = bind(&sql, &values)?;
         Ok(sqlx::query_scalar_with(&sql, values).fetch_optional(&mut *conn).await?)
     }
 
-    async fn add_bulk(conn: &mut PgConnection, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
+    async fn add_bulk(
+        conn: &mut PgConnection,
+        tasks: &[NewTask],
+        now: DateTime<Utc>,
+        lineage: Option<Lineage>,
+    ) -> Result<Vec<Added>> {
+        let (parent, depth) = lineage_values(lineage);
         let mut ids: Vec<i64> = sqlx::query_scalar(
             "INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
-                 max_retries, queue, priority, run_timeout, backoff_base_ms, backoff_max_ms)
-             SELECT $1, t.b, t.s, t.h, t.d, t.m, t.qu, t.p, t.rt, t.bb, t.bm
+                 max_retries, queue, priority, run_timeout, backoff_base_ms, backoff_max_ms, parent_id, depth)
+             SELECT $1, t.b, t.s, t.h, t.d, t.m, t.qu, t.p, t.rt, t.bb, t.bm, $12::bigint, $13::bigint
              FROM UNNEST($2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::bigint[], $7::text[],
                          $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])
                   WITH ORDINALITY AS t(b, s, h, d, m, qu, p, rt, bb, bm, n)
@@ -209,6 +222,8 @@ impl Dialect for PostgresDb {
         .bind(tasks.iter().map(|t| t.run_timeout.map(|d| d.as_secs() as i64)).collect::<Vec<_>>())
         .bind(tasks.iter().map(|t| t.backoff.base_ms).collect::<Vec<_>>())
         .bind(tasks.iter().map(|t| t.backoff.max_ms).collect::<Vec<_>>())
+        .bind(parent)
+        .bind(depth)
         .fetch_all(&mut *conn)
         .await?;
         // Ids come from a sequence in insertion order, which is the input order.

@@ -99,11 +99,27 @@ pub(crate) use args;
 /// `INSERT INTO` this to queue one task, with [`new_task_args`]: `$9` stands twice, as the
 /// unique key is also the active one.
 pub const NEW_TASK: &str = "task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
-         max_retries, queue, priority, unique_key, active_unique_key, run_timeout, backoff_base_ms, backoff_max_ms)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12)";
+         max_retries, queue, priority, unique_key, active_unique_key, run_timeout, backoff_base_ms, backoff_max_ms,
+         parent_id, depth)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14)";
+
+/// Whose child a task being added is: the task whose run queued it, and how deep it is then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lineage {
+    /// The parent task.
+    pub parent: crate::model::TaskId,
+    /// The child's depth (its parent's and one).
+    pub depth: i64,
+}
+
+/// The parent and depth columns of a task added under `lineage` (none: no one's, depth 0).
+pub fn lineage_values(lineage: Option<Lineage>) -> (Option<i64>, i64) {
+    (lineage.map(|l| l.parent), lineage.map_or(0, |l| l.depth))
+}
 
 /// The values of [`NEW_TASK`].
-pub fn new_task_args(t: &crate::model::NewTask, now: DateTime<Utc>) -> Vec<Arg<'_>> {
+pub fn new_task_args(t: &crate::model::NewTask, now: DateTime<Utc>, lineage: Option<Lineage>) -> Vec<Arg<'_>> {
+    let (parent, depth) = lineage_values(lineage);
     args![
         now,
         &t.queued_by,
@@ -117,6 +133,8 @@ pub fn new_task_args(t: &crate::model::NewTask, now: DateTime<Utc>) -> Vec<Arg<'
         t.run_timeout.map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
         t.backoff.base_ms,
         t.backoff.max_ms,
+        parent,
+        depth,
     ]
     .to_vec()
 }

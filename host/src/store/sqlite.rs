@@ -26,7 +26,9 @@ use super::migrations::{self, Embedded};
 use super::plumbing::{decoded, Cells, Held, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
-use super::sql::{json_list, new_task_args, render, Arg, Slot, NEW_TASK, RUNNER_RUNNING, SUCCESS};
+use super::sql::{
+    json_list, lineage_values, new_task_args, render, Arg, Lineage, Slot, NEW_TASK, RUNNER_RUNNING, SUCCESS,
+};
 use super::transitions::{self, RELEASE_KEY, RUN_COLUMNS, RUN_FROM_TASK};
 use super::types::Backend;
 use crate::error::{Error, Result};
@@ -193,22 +195,33 @@ impl Dialect for SqliteDb {
         Ok(Tx::new(self.pool.begin_with("BEGIN IMMEDIATE").await?, Some(Box::new(turn))))
     }
 
-    async fn insert_task(conn: &mut SqliteConnection, t: &NewTask, now: DateTime<Utc>) -> Result<Option<TaskId>> {
+    async fn insert_task(
+        conn: &mut SqliteConnection,
+        t: &NewTask,
+        now: DateTime<Utc>,
+        lineage: Option<Lineage>,
+    ) -> Result<Option<TaskId>> {
         let sql = format!(
             "INSERT INTO {NEW_TASK}
              ON CONFLICT (active_unique_key) WHERE active_unique_key IS NOT NULL DO NOTHING RETURNING id"
         );
-        let (sql, values) = bind(&sql, &new_task_args(t, now))?;
+        let (sql, values) = bind(&sql, &new_task_args(t, now, lineage))?;
         Ok(sqlx::query_scalar_with(&sql, values).fetch_optional(&mut *conn).await?)
     }
 
-    async fn add_bulk(conn: &mut SqliteConnection, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
+    async fn add_bulk(
+        conn: &mut SqliteConnection,
+        tasks: &[NewTask],
+        now: DateTime<Utc>,
+        lineage: Option<Lineage>,
+    ) -> Result<Vec<Added>> {
+        let (parent, depth) = lineage_values(lineage);
         // Bound values, not a JSON document unpacked with json_each: SQLite re-read the document
         // for each of a row's eleven values, half the time of a bulk add.
         let at = ts(now);
         let mut qb = QueryBuilder::<Sqlite>::new(
             "INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
-                 max_retries, queue, priority, run_timeout, backoff_base_ms, backoff_max_ms) ",
+                 max_retries, queue, priority, run_timeout, backoff_base_ms, backoff_max_ms, parent_id, depth) ",
         );
         qb.push_values(tasks, |mut b, t| {
             let scheduled = t.scheduled_on.map(ts).map_or(std::borrow::Cow::Borrowed(at.as_str()), Into::into);
@@ -222,7 +235,9 @@ impl Dialect for SqliteDb {
                 .push_bind(i64::from(t.priority))
                 .push_bind(t.run_timeout.map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)))
                 .push_bind(t.backoff.base_ms)
-                .push_bind(t.backoff.max_ms);
+                .push_bind(t.backoff.max_ms)
+                .push_bind(parent)
+                .push_bind(depth);
         });
         let done = qb.build().execute(&mut *conn).await?;
         // SQLite runs one writing statement at a time, so AUTOINCREMENT hands this one's rows

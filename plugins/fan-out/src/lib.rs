@@ -1,10 +1,11 @@
-//! Fans out: queues one task of `handler` (default `echo`) for each item of the task's `items`,
-//! its data the item when it is an object, else `{"item": ITEM}`, in `queue` when given, and
-//! returns how many it queued. With `"join": HANDLER`, a task of that handler (say `join`) too,
-//! which runs after all of them (its data `"join_data"`), `"run_anyway": true` even if some die. The children are written
-//! with this run's end, only if it ends well. Test hooks: `"fail": true` fails the run
-//! after queueing (retryable: its children are not written), `"fail_first": true` fails only the
-//! first attempt, `"snooze_ms": N` snoozes instead of ending (its children are written).
+//! Fans out: queues one task of `handler` (default `echo`) for each item of the task's `items`, its
+//! data the item when it is an object, else `{"item": ITEM}`, in `queue` when given, and returns
+//! how many it queued. With `"join": HANDLER`, a task of that handler (say `join`) too, in the same
+//! queue, which runs after all of them (its data `"join_data"`; `"run_anyway": true` even if some
+//! die). The children are written with this run's end, only if it ends well. Test hooks:
+//! `"fail": true` fails the run after queueing (retryable: its children are not written),
+//! `"fail_first": true` fails only the first attempt, `"snooze_ms": N` snoozes instead of ending
+//! (its children are written).
 use taskhost::{json, Enqueue, Error, Task, Value};
 
 fn handle(task: Task) -> taskhost::Result<Value> {
@@ -23,6 +24,9 @@ fn handle(task: Task) -> taskhost::Result<Value> {
     if let Some(join) = task.data["join"].as_str() {
         let data = if task.data["join_data"].is_null() { json!({}) } else { task.data["join_data"].clone() };
         let mut join = Enqueue::new(join, &data).after(&parts);
+        if let Some(queue) = task.data["queue"].as_str() {
+            join = join.queue(queue);
+        }
         if task.data["run_anyway"] == json!(true) {
             join = join.run_anyway();
         }

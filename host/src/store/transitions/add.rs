@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::{ConnOf, TxOf};
 use super::super::rows;
-use super::super::sql::args;
+use super::super::sql::{args, Lineage};
 use crate::error::{Error, Result};
 use crate::model::*;
 
@@ -20,7 +20,17 @@ pub(crate) async fn add_one<D: Dialect + ?Sized>(
     t: &NewTask,
     now: DateTime<Utc>,
 ) -> Result<Added> {
-    if let Some(id) = D::insert_task(conn, t, now).await? {
+    add_one_under::<D>(conn, t, now, None).await
+}
+
+/// [`add_one`], the task a child of `lineage`'s parent when it is added.
+async fn add_one_under<D: Dialect + ?Sized>(
+    conn: &mut ConnOf<D>,
+    t: &NewTask,
+    now: DateTime<Utc>,
+    lineage: Option<Lineage>,
+) -> Result<Added> {
+    if let Some(id) = D::insert_task(conn, t, now, lineage).await? {
         super::deps::wait::<D>(conn, id, t).await?;
         return Ok(Added { id, created: true });
     }
@@ -43,10 +53,20 @@ pub(crate) async fn add_tasks_in<D: Dialect + ?Sized>(
     tasks: &[NewTask],
     now: DateTime<Utc>,
 ) -> Result<Vec<Added>> {
+    add_tasks_under::<D>(conn, tasks, now, None).await
+}
+
+/// [`add_tasks_in`], each task added a child of `lineage`'s parent.
+async fn add_tasks_under<D: Dialect + ?Sized>(
+    conn: &mut ConnOf<D>,
+    tasks: &[NewTask],
+    now: DateTime<Utc>,
+    lineage: Option<Lineage>,
+) -> Result<Vec<Added>> {
     let mut out = Vec::with_capacity(tasks.len());
     if tasks.len() == 1 || tasks.iter().any(|t| t.unique_key.is_some() || !t.after.is_empty()) {
         for t in tasks {
-            out.push(add_one::<D>(conn, t, now).await?);
+            out.push(add_one_under::<D>(conn, t, now, lineage).await?);
         }
         return Ok(out);
     }
@@ -54,7 +74,7 @@ pub(crate) async fn add_tasks_in<D: Dialect + ?Sized>(
     while !rest.is_empty() {
         let n = chunk_len(rest, D::ADD_CHUNK, super::super::connect::StoreOptions::BATCH_BYTES);
         let (chunk, after) = rest.split_at(n);
-        out.extend(D::add_bulk(conn, chunk, now).await?);
+        out.extend(D::add_bulk(conn, chunk, now, lineage).await?);
         rest = after;
     }
     Ok(out)
@@ -88,7 +108,7 @@ pub(crate) async fn add_tasks_in_tx<D: Dialect + ?Sized>(
 
 /// Queue the tasks these runs queued, now that they ended well, in their transaction: each as any
 /// task is added (a unique key an unfinished task holds keeps that task, which stays no one's
-/// child), then named the run's task's children, one level deeper than it.
+/// child), naming the run's task its parent, one level deeper than it.
 pub async fn queue_children<D: Dialect>(db: &D, tx: &mut TxOf<D>, ended: &[&RunOutcome]) -> Result<()> {
     let with: Vec<&RunOutcome> = ended.iter().copied().filter(|o| !o.children().is_empty()).collect();
     if with.is_empty() {
@@ -101,14 +121,8 @@ pub async fn queue_children<D: Dialect>(db: &D, tx: &mut TxOf<D>, ended: &[&RunO
         depth.insert(rows::id(r, "id")?, rows::id(r, "depth")?);
     }
     for o in with {
-        let added = add_queued::<D>(D::conn(tx), o.children(), o.finished_on).await?;
-        let ids: Vec<TaskId> = added.iter().filter(|a| a.created).map(|a| a.id).collect();
-        if ids.is_empty() {
-            continue;
-        }
-        let below = depth.get(&o.task_id).copied().unwrap_or(0) + 1;
-        let name = "UPDATE task_queue SET parent_id = $1, depth = $2 WHERE id IN ($3)";
-        db.exec(Some(&mut *tx), name, args![o.task_id, below, &ids]).await?;
+        let lineage = Lineage { parent: o.task_id, depth: depth.get(&o.task_id).copied().unwrap_or(0) + 1 };
+        add_queued::<D>(D::conn(tx), o.children(), o.finished_on, lineage).await?;
     }
     Ok(())
 }
@@ -116,7 +130,13 @@ pub async fn queue_children<D: Dialect>(db: &D, tx: &mut TxOf<D>, ended: &[&RunO
 /// Add one run's tasks in their order, those between joins in bulk; a join (`enqueue-after`)
 /// runs after the tasks its numbers name, added before it (a task whose unique key another
 /// holds stands for that one).
-async fn add_queued<D: Dialect>(conn: &mut ConnOf<D>, queued: &QueuedTasks, now: DateTime<Utc>) -> Result<Vec<Added>> {
+async fn add_queued<D: Dialect>(
+    conn: &mut ConnOf<D>,
+    queued: &QueuedTasks,
+    now: DateTime<Utc>,
+    lineage: Lineage,
+) -> Result<Vec<Added>> {
+    let lineage = Some(lineage);
     let mut added: Vec<Added> = Vec::with_capacity(queued.tasks.len());
     let mut start = 0;
     for (&n, after) in &queued.after {
@@ -124,14 +144,14 @@ async fn add_queued<D: Dialect>(conn: &mut ConnOf<D>, queued: &QueuedTasks, now:
         let Some(join) = queued.tasks.get(n).filter(|_| n >= start) else {
             return Err(Error::Invalid { what: "after", reason: format!("no task {n} was queued before it") });
         };
-        added.extend(add_tasks_in::<D>(conn, &queued.tasks[start..n], now).await?);
+        added.extend(add_tasks_under::<D>(conn, &queued.tasks[start..n], now, lineage).await?);
         let mut join = join.clone();
         join.after = after.iter().filter_map(|&k| added.get(k as usize)).map(|a| a.id).collect();
-        added.push(add_one::<D>(conn, &join, now).await?);
+        added.push(add_one_under::<D>(conn, &join, now, lineage).await?);
         start = n + 1;
     }
     if start < queued.tasks.len() {
-        added.extend(add_tasks_in::<D>(conn, &queued.tasks[start..], now).await?);
+        added.extend(add_tasks_under::<D>(conn, &queued.tasks[start..], now, lineage).await?);
     }
     Ok(added)
 }

@@ -163,28 +163,43 @@ pub async fn of<D: Dialect>(db: &D, task: TaskId) -> Result<Vec<Dependency>> {
 /// in `max_bytes` in all (past it they are left out, so a join over many tasks costs the reader
 /// at most that); those deleted since are not listed.
 pub async fn results_of<D: Dialect>(db: &D, task: TaskId, max_bytes: usize) -> Result<Vec<DependencyResults>> {
-    // Sizes first: a result is read only once it is known to fit.
-    let sql = "SELECT q.id, q.task_handler_class, q.last_status, q.gave_up_on, r.id AS run_id,
-                      octet_length(r.results) AS bytes
-               FROM task_deps d JOIN task_queue q ON q.id = d.after_id
-               LEFT JOIN task_runs r ON r.id = (SELECT MAX(l.id) FROM task_runs l WHERE l.task_queue_id = q.id)
-               WHERE d.task_id = $1 ORDER BY q.id";
-    let (mut out, mut runs, mut left) = (Vec::new(), HashMap::new(), max_bytes);
+    let sql = "SELECT q.id, q.task_handler_class, q.last_status, q.gave_up_on
+               FROM task_deps d JOIN task_queue q ON q.id = d.after_id WHERE d.task_id = $1 ORDER BY q.id";
+    let mut out = Vec::new();
     for r in &db.rows(None, sql, args![task]).await? {
-        let bytes = usize::try_from(r.int("bytes")?.unwrap_or(0)).unwrap_or(usize::MAX);
-        let run = r.int("run_id")?.filter(|_| bytes > 0);
-        let fits = bytes <= left;
-        if let (Some(run), true) = (run, fits) {
-            left -= bytes;
-            runs.insert(run, out.len());
-        }
         out.push(DependencyResults {
             id: rows::id(r, "id")?,
             handler: r.text("task_handler_class")?.unwrap_or_default(),
             succeeded: rows::task_state(r)? == TaskState::Succeeded,
             results: None,
-            results_left_out: run.is_some() && !fits,
+            results_left_out: false,
         });
+    }
+    // Each one's last run and the size of its results, by plain lookups in lists (no correlated
+    // subquery: a planner without statistics, on fresh tables, ran one as a scan a row).
+    let ids: Vec<TaskId> = out.iter().map(|d| d.id).collect();
+    let mut last: HashMap<TaskId, (i64, usize)> = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(1000) {
+        let sql = "SELECT id, task_queue_id, octet_length(results) AS bytes FROM task_runs WHERE task_queue_id IN ($1)";
+        for r in &db.rows(None, sql, args![chunk]).await? {
+            let (run, bytes) = (rows::id(r, "id")?, r.int("bytes")?.unwrap_or(0));
+            let newest = last.entry(rows::id(r, "task_queue_id")?).or_insert((run, 0));
+            if run >= newest.0 {
+                *newest = (run, usize::try_from(bytes).unwrap_or(usize::MAX));
+            }
+        }
+    }
+    // Sizes first: a result is read only once it is known to fit.
+    let (mut runs, mut left) = (HashMap::new(), max_bytes);
+    for (i, d) in out.iter_mut().enumerate() {
+        match last.get(&d.id) {
+            Some(&(run, bytes)) if bytes > 0 && bytes <= left => {
+                left -= bytes;
+                runs.insert(run, i);
+            }
+            Some(&(_, bytes)) if bytes > 0 => d.results_left_out = true,
+            _ => {}
+        }
     }
     let ids: Vec<i64> = runs.keys().copied().collect();
     for chunk in ids.chunks(1000) {
