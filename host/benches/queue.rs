@@ -17,15 +17,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use taskhost::bench;
+use taskhost::bench::{self, env_num};
 use taskhost::model::NewTask;
 use taskhost::runner::WorkerConfig;
 use taskhost::sandbox::{GuestOutcome, RunInput};
 use taskhost::{App, AppConfig};
-
-fn env_num(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` passes nothing we need.

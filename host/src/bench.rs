@@ -245,6 +245,11 @@ pub async fn claim_and_finish_all(
     }
 }
 
+/// The number in the environment variable `name` (a bench's setting), else `default`.
+pub fn env_num(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 /// The value at quantile `q` (0 to 1) of sorted `values`.
 pub fn quantile(values: &[Duration], q: f64) -> Duration {
     let i = ((values.len() as f64 * q) as usize).min(values.len().saturating_sub(1));
