@@ -52,6 +52,10 @@ pub struct Child {
 /// allows at most, without making the store write rows by the billion.
 pub const MAX_RUN_AFTER: usize = 100_000;
 
+/// The longest chain of joins a run may queue (a join after a join after ...): a part that dies
+/// cancels the chain one link a statement round, in the transaction of its end.
+pub const MAX_JOIN_CHAIN: u32 = 100;
+
 /// The rules of a run's `enqueue` besides its handler's limits: whose children they are, and the
 /// operator's `[tasks]` bounds.
 #[derive(Debug, Clone, Copy)]
@@ -83,6 +87,9 @@ pub struct Children {
     list: Vec<Child>,
     bytes: usize,
     after: usize,
+    /// Each task's place in a chain of joins: 0 for one after none, else one more than the
+    /// highest of those it runs after.
+    chain: Vec<u32>,
 }
 
 impl Children {
@@ -96,13 +103,23 @@ impl Children {
         rules: &Queueing,
         max_children: usize,
     ) -> Result<u32, String> {
-        after.sort_unstable();
-        after.dedup();
+        // Counted before sorting: the guest's list is bounded only by hostcall fuel.
         if after.len() > crate::model::MAX_AFTER {
             return Err(format!("{} tasks to run after, over the most, {}", after.len(), crate::model::MAX_AFTER));
         }
+        after.sort_unstable();
+        after.dedup();
         if let Some(&n) = after.last().filter(|&&n| n as usize >= self.list.len()) {
             return Err(format!("this run has queued no task {n} yet: a task runs after tasks queued before it"));
+        }
+        let link = match after.iter().filter_map(|&k| self.chain.get(k as usize)).max() {
+            Some(&longest) => longest + 1,
+            None => 0,
+        };
+        if link > MAX_JOIN_CHAIN {
+            return Err(format!(
+                "this task would end a chain of {link} joins, over the most a run may queue, {MAX_JOIN_CHAIN}"
+            ));
         }
         if self.after + after.len() > MAX_RUN_AFTER {
             return Err(format!("this run's tasks would run after over {MAX_RUN_AFTER} others in all"));
@@ -152,6 +169,7 @@ impl Children {
         let n = u32::try_from(self.list.len()).unwrap_or(u32::MAX);
         self.bytes += bytes;
         self.after += after.len();
+        self.chain.push(link);
         self.list.push(Child { task, due, after });
         Ok(n)
     }
@@ -159,6 +177,7 @@ impl Children {
     /// The children, handed over when the run ends.
     pub(crate) fn take(&mut self) -> Vec<Child> {
         (self.bytes, self.after) = (0, 0);
+        self.chain.clear();
         std::mem::take(&mut self.list)
     }
 }
@@ -208,5 +227,19 @@ mod tests {
         }
         let err = kids.add(asked("j"), vec![0], false, &rules, 200_000).expect_err("too many in all");
         assert!(err.contains(&format!("over {MAX_RUN_AFTER}")), "{err}");
+    }
+
+    #[test]
+    fn a_chain_of_joins_is_bounded() {
+        let (mut kids, rules) = (Children::default(), Queueing::default());
+        let first = kids.add(asked("a"), vec![], false, &rules, 1000).expect("part");
+        let mut last = first;
+        for _ in 0..MAX_JOIN_CHAIN {
+            // Each after the one before it, and after the first (which does not lengthen it).
+            last = kids.add(asked("j"), vec![last, first], false, &rules, 1000).expect("a link");
+        }
+        let err = kids.add(asked("j"), vec![last], false, &rules, 1000).expect_err("one link too many");
+        assert!(err.contains(&format!("chain of {}", MAX_JOIN_CHAIN + 1)), "{err}");
+        assert_eq!(kids.add(asked("k"), vec![first], false, &rules, 1000), Ok(MAX_JOIN_CHAIN + 1), "a short one");
     }
 }

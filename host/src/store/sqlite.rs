@@ -182,7 +182,7 @@ impl Dialect for SqliteDb {
     const SKIP_LOCKED: &'static str = "";
     const FOR_UPDATE: &'static str = "";
     const ONE_WRITER: bool = true;
-    // Eleven values a task, under SQLite's 32,766 at most.
+    // Thirteen values a task, under SQLite's 32,766 at most.
     const ADD_CHUNK: usize = 2_500;
     // Rounded: julianday's doubles are exact to about 20 µs.
     const MS_SINCE_START: &'static str = "CAST(round((julianday($2) - julianday(started_on)) * 86400000.0) AS INTEGER)";

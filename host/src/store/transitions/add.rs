@@ -128,8 +128,9 @@ pub async fn queue_children<D: Dialect>(db: &D, tx: &mut TxOf<D>, ended: &[&RunO
 }
 
 /// Add one run's tasks in their order, those between joins in bulk; a join (`enqueue-after`)
-/// runs after the tasks its numbers name, added before it (a task whose unique key another
-/// holds stands for that one).
+/// runs after the tasks its numbers name, added before it. A task kept out because another holds
+/// its unique key is not waited for: a join waits only for tasks its run added, so a guest cannot
+/// make one wait for (and read the results of) a task it did not queue by naming that task's key.
 async fn add_queued<D: Dialect>(
     conn: &mut ConnOf<D>,
     queued: &QueuedTasks,
@@ -146,7 +147,9 @@ async fn add_queued<D: Dialect>(
         };
         added.extend(add_tasks_under::<D>(conn, &queued.tasks[start..n], now, lineage).await?);
         let mut join = join.clone();
-        join.after = after.iter().filter_map(|&k| added.get(k as usize)).map(|a| a.id).collect();
+        join.after = after.iter().filter_map(|&k| added.get(k as usize)).filter(|a| a.created).map(|a| a.id).collect();
+        // Nothing left to wait for: it runs as any task (an empty list cannot run anyway).
+        join.run_anyway &= !join.after.is_empty();
         added.push(add_one_under::<D>(conn, &join, now, lineage).await?);
         start = n + 1;
     }

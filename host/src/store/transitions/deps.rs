@@ -178,15 +178,20 @@ pub async fn results_of<D: Dialect>(db: &D, task: TaskId, max_bytes: usize) -> R
     // Each one's last run and the size of its results, by plain lookups in lists (no correlated
     // subquery: a planner without statistics, on fresh tables, ran one as a scan a row).
     let ids: Vec<TaskId> = out.iter().map(|d| d.id).collect();
-    let mut last: HashMap<TaskId, (i64, usize)> = HashMap::with_capacity(ids.len());
+    // One row a dependency, however many runs it had (a task may run thousands of times).
+    let mut newest: Vec<i64> = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(1000) {
-        let sql = "SELECT id, task_queue_id, octet_length(results) AS bytes FROM task_runs WHERE task_queue_id IN ($1)";
+        let sql = "SELECT MAX(id) AS id FROM task_runs WHERE task_queue_id IN ($1) GROUP BY task_queue_id";
         for r in &db.rows(None, sql, args![chunk]).await? {
-            let (run, bytes) = (rows::id(r, "id")?, r.int("bytes")?.unwrap_or(0));
-            let newest = last.entry(rows::id(r, "task_queue_id")?).or_insert((run, 0));
-            if run >= newest.0 {
-                *newest = (run, usize::try_from(bytes).unwrap_or(usize::MAX));
-            }
+            newest.push(rows::id(r, "id")?);
+        }
+    }
+    let mut last: HashMap<TaskId, (i64, usize)> = HashMap::with_capacity(ids.len());
+    for chunk in newest.chunks(1000) {
+        let sql = "SELECT id, task_queue_id, octet_length(results) AS bytes FROM task_runs WHERE id IN ($1)";
+        for r in &db.rows(None, sql, args![chunk]).await? {
+            let bytes = usize::try_from(r.int("bytes")?.unwrap_or(0)).unwrap_or(usize::MAX);
+            last.insert(rows::id(r, "task_queue_id")?, (rows::id(r, "id")?, bytes));
         }
     }
     // Sizes first: a result is read only once it is known to fit.
