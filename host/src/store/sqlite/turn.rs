@@ -45,6 +45,10 @@ struct TurnFiles {
     waiting: File,
     /// The database's file, for messages.
     db: PathBuf,
+    /// How many times this process has said it waits: tests wait on it, as a probe of
+    /// `waiting` by the waiter itself looks like a waiter for a moment.
+    #[cfg(test)]
+    said_waiting: std::sync::atomic::AtomicUsize,
 }
 
 /// A writer's turn: held while its transaction (or lone statement) lasts.
@@ -77,6 +81,8 @@ impl Writers {
                 turn: lock_file(db, "turn")?,
                 waiting: lock_file(db, "waiting")?,
                 db: db.to_path_buf(),
+                #[cfg(test)]
+                said_waiting: Default::default(),
             })),
             None => None,
         };
@@ -149,6 +155,8 @@ impl TurnFiles {
             std::thread::sleep(Duration::from_micros(50));
         }
         self.waiting.lock_shared()?;
+        #[cfg(test)]
+        self.said_waiting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let taken = self.turn.lock();
         let told = self.waiting.unlock();
         taken?;

@@ -25,13 +25,16 @@ async fn a_process_writing_back_to_back_lets_a_waiting_one_take_the_next_turn() 
             drop(turn);
         })
     };
-    let files = a.files.clone().expect("files");
-    // Until b says it waits (a condition with a deadline, not a sleep).
+    // Until b has said it waits (a condition with a deadline, not a sleep). Not `others_wait`
+    // from a: b's own probe before it says so can look like a waiter for a moment, and a
+    // that saw it could take the turn back before b ever waited.
+    let said = b.files.clone().expect("files");
     let until = Instant::now() + Duration::from_secs(10);
-    while !files.others_wait().expect("look") {
+    while said.said_waiting.load(std::sync::atomic::Ordering::SeqCst) == 0 {
         assert!(Instant::now() < until, "b never waited");
         tokio::task::yield_now().await;
     }
+    assert!(a.files.as_ref().expect("files").others_wait().expect("look"), "a sees b wait");
     drop(first);
     let again = a.turn().await.expect("a's next turn");
     order.lock().expect("order").push("a");
