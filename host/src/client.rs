@@ -177,6 +177,20 @@ impl Client {
         self.store.retry_task(id, Some(data), self.clock.now()).await
     }
 
+    /// Send the signal `name` to a task with `data` (a JSON document, checked as task data is):
+    /// kept until a run of it reads it; a task awaiting it is due at once. Refused for a
+    /// finished task, or one holding too many signals no run has read.
+    pub async fn signal(&self, id: TaskId, name: &str, data: &str) -> Result<SignalSent> {
+        check_signal_name(name).map_err(|reason| Error::invalid("signal name", reason))?;
+        self.check_data(data)?;
+        self.store.signal(id, name, data, self.clock.now()).await
+    }
+
+    /// A task's signals, the newest 100, oldest first.
+    pub async fn signals(&self, id: TaskId) -> Result<Vec<Signal>> {
+        self.store.signals_of(id).await
+    }
+
     /// Replay every dead letter (or cancelled task) of a queue and/or handler; how many.
     pub async fn replay(&self, which: crate::store::Replay, filter: &crate::store::BulkFilter) -> Result<u64> {
         self.store.replay(which, filter, self.clock.now()).await

@@ -121,6 +121,15 @@ pub enum Error {
         reason: String,
     },
 
+    /// A signal a task cannot take (it is finished, or holds too many unread).
+    #[error("cannot signal task {id}: {reason}")]
+    CannotSignal {
+        /// The task.
+        id: TaskId,
+        /// Why it cannot.
+        reason: String,
+    },
+
     /// As many runners as allowed are live already.
     #[error("runner limit reached: {live} runners are already running (limit {limit})")]
     RunnerLimit {

@@ -253,6 +253,14 @@ pub fn run_once(r: &RunResult) -> String {
         GuestOutcome::Snoozed(after) => {
             let _ = writeln!(out, "snoozed: a queued task would be due again in {}", taskhost::text::duration(*after));
         }
+        GuestOutcome::Awaiting(wait) => {
+            let name = taskhost::text::one_line(&wait.name);
+            let timeout = taskhost::text::duration(wait.timeout);
+            let _ = writeln!(
+                out,
+                "waits for the signal {name:?}: a queued task would be due when it is sent, or in {timeout}"
+            );
+        }
     }
     let _ = writeln!(out, "progress {}%  fuel {}  time {:.1?}", r.report.percent.unwrap_or(0), r.fuel_used, r.elapsed);
     for c in &r.children {
@@ -260,6 +268,25 @@ pub fn run_once(r: &RunResult) -> String {
     }
     for line in r.report.logs().unwrap_or_default().lines() {
         let _ = writeln!(out, "log {line}");
+    }
+    out
+}
+
+/// A task's signals for `show`: the one it awaits, then those sent, newest last.
+pub fn signals(t: &Task, signals: &[taskhost::model::Signal]) -> String {
+    let mut out = String::new();
+    if let (Some(name), Some(until), false) = (&t.awaiting_signal, t.awaiting_until, t.state.is_final()) {
+        let name = taskhost::text::one_line(name);
+        let _ = writeln!(out, "awaits      signal {name:?} until {}", until.format("%Y-%m-%d %H:%M:%S UTC"));
+    }
+    for s in signals {
+        let read = match s.read_by_run {
+            Some(run) => format!("read by run {run}"),
+            None => "unread".to_string(),
+        };
+        let (name, data) = (taskhost::text::one_line(&s.name), taskhost::text::one_line(&s.data));
+        let sent = s.sent_on.format("%Y-%m-%d %H:%M:%S");
+        let _ = writeln!(out, "signal      {name:?} sent {sent}, {read}: {}", clip(&data, 200));
     }
     out
 }

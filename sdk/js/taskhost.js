@@ -21,6 +21,9 @@
 //   written only if this run ends well (returns or snoozes); `delay` in seconds, `at` a Date or ms since 1970.
 //   `after` (numbers it returned before) and `runAnyway` make a join. Refused, it throws `Fail("enqueue-refused", why)`.
 // - `dependencies()`: in a join, the tasks it runs after, with their results.
+// - `awaitSignal(name, timeoutSeconds)`: wait for a signal sent to the task (`taskhost signal ID NAME --data
+//   JSON`): its data once sent, null once the wait timed out; not sent yet, it throws a `Waiting` that ends
+//   the run waiting (let it through a catch-all: `if (e instanceof Waiting) throw e`).
 // - `progress(percent)`, `partial(results)`, `log.info(...)` (and `debug`, `warning`, `error`); console.log
 //   lands in the run's logs too.
 // - `request(url, {method, json, body, headers, timeout})`: `fetch` (wasi:http, sent where the operator's
@@ -30,7 +33,7 @@
 //   `fetch` itself works too.
 import {
   setProgress, setResults, log as hostLog, snooze as hostSnooze, enqueue as hostEnqueue, enqueueAfter as hostEnqueueAfter,
-  dependencies as hostDependencies,
+  dependencies as hostDependencies, awaitSignal as hostAwaitSignal,
 } from "taskhost:plugin/host@0.2.0";
 
 // Busy answers without a Retry-After are tried again after this many seconds; a server's longer
@@ -119,6 +122,32 @@ export function dependencies() {
     id: id(d.taskId), handler: d.handler, succeeded: d.succeeded,
     results: d.results === undefined || d.results === null ? null : JSON.parse(d.results), resultsLeftOut: d.resultsLeftOut,
   }));
+}
+
+/** Thrown by `awaitSignal` for a signal not sent yet: the run ends waiting for it (not a failure). */
+export class Waiting extends Error {
+  constructor(name) {
+    super(`waiting for the signal ${JSON.stringify(name)}`);
+    this.signal = name;
+  }
+}
+
+/** Wait for the signal `name` sent to this task, for at most `timeoutSeconds` (1 s to 30 days) from the
+ * wait's start: its data, parsed, once sent; null once the wait timed out. Not sent yet, throws `Waiting`,
+ * which ends this run waiting: the task runs again when the signal is sent, or at the timeout, and this
+ * call then answers. A refused wait throws `Fail("invalid-signal-wait", why)`; the database unread,
+ * `Retry("signal-unread", why)`. */
+export function awaitSignal(name, timeoutSeconds) {
+  let found;
+  try {
+    found = hostAwaitSignal(String(name), BigInt(Math.max(0, Math.trunc(Number(timeoutSeconds) * 1000) || 0)));
+  } catch (e) {
+    const why = String(e && e.payload !== undefined ? e.payload : e);
+    throw why.includes("could not be looked up") ? new Retry("signal-unread", why) : new Fail("invalid-signal-wait", why);
+  }
+  if (found.tag === "delivered") return JSON.parse(found.val);
+  if (found.tag === "timed-out") return null;
+  throw new Waiting(String(name));
 }
 
 /** Report progress, 0 to 100 percent. */
@@ -219,6 +248,8 @@ export function handler(fn) {
     try {
       results = await fn(task);
     } catch (e) {
+      // The host holds the wait `awaitSignal` began: the run ends waiting.
+      if (e instanceof Waiting) return undefined;
       if (e instanceof Snooze) {
         try {
           hostSnooze(BigInt(Math.min(Math.trunc(e.seconds * 1000), Number.MAX_SAFE_INTEGER)));

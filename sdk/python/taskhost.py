@@ -26,6 +26,10 @@ imports `app`, once, when the component is made; each run then calls `app.handle
   seconds, `at` seconds since 1970; `after=[numbers]` (and `run_anyway=True`) makes it wait for tasks this
   run queued before (a join). Refused, it raises `Fail("enqueue-refused", why)`.
 - `taskhost.dependencies()`: in a join, the tasks it runs after with their results.
+- `taskhost.await_signal(name, timeout)`: wait for a signal sent to the task (`taskhost signal ID NAME
+  --data JSON`), `timeout` in seconds: its data once sent, None once the wait timed out; not sent yet, it
+  ends the run waiting (by an exception `except Exception` does not catch), and the task runs again when
+  the signal comes.
 - `taskhost.progress(percent)`, `taskhost.partial(results)`, `taskhost.log.info(...)` (and `.debug`,
   `.warning`, `.error`); what `print` writes lands in the run's logs too.
 - `taskhost.http.get/post/put/patch/delete/request(...)`: a subset of `requests` over wasi:http, sent
@@ -47,8 +51,8 @@ from wit_world.imports import taskhost_plugin_types as _types
 from wit_world.imports.taskhost_plugin_types import HandlerError as _HandlerError, LogLevel as _Level
 
 __all__ = [
-    "Task", "Error", "Fail", "Retry", "Snooze", "Dependency", "enqueue", "dependencies", "progress", "partial", "log",
-    "http",
+    "Task", "Error", "Fail", "Retry", "Snooze", "Waiting", "Dependency", "enqueue", "dependencies", "await_signal",
+    "progress", "partial", "log", "http",
 ]
 
 
@@ -150,6 +154,34 @@ def dependencies():
         raise Retry("dependencies-unread", e.value) from None
 
 
+class Waiting(BaseException):
+    """Raised by `await_signal` for a signal not sent yet: the run ends waiting for it (not a
+    failure). A BaseException, as KeyboardInterrupt is, so that `except Exception` lets it through."""
+
+    def __init__(self, name):
+        super().__init__(f"waiting for the signal {name!r}")
+        self.signal = name
+
+
+def await_signal(name, timeout):
+    """Wait for the signal `name` sent to this task, for at most `timeout` seconds (1 s to 30 days)
+    from the wait's start: its data, parsed, once sent; None once the wait timed out. Not sent yet, raises
+    `Waiting`, which ends this run waiting: the task runs again when the signal is sent, or at the
+    timeout, and this call then answers. A refused wait raises Fail("invalid-signal-wait", why); the
+    database unread, Retry("signal-unread", why)."""
+    try:
+        found = _host.await_signal(str(name), min(max(0, int(float(timeout) * 1000)), 2**64 - 1))
+    except _Err as e:
+        if "could not be looked up" in e.value:
+            raise Retry("signal-unread", e.value) from None
+        raise Fail("invalid-signal-wait", e.value) from None
+    if isinstance(found, _types.Signal_Delivered):
+        return _json.loads(found.value)
+    if isinstance(found, _types.Signal_TimedOut):
+        return None
+    raise Waiting(str(name))
+
+
 def progress(percent):
     """Report progress, 0 to 100 percent."""
     _host.set_progress(max(0, min(100, int(percent))))
@@ -224,6 +256,9 @@ class WitWorld(wit_world.WitWorld):
     def handle(self, task):
         try:
             results = _live_app(task.task_id).handle(Task(task))
+        except Waiting:
+            # The host holds the wait `await_signal` began: the run ends waiting.
+            return None
         except Snooze as e:
             try:
                 _host.snooze(int(min(e.seconds, 1e12) * 1000))

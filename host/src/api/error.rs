@@ -108,7 +108,9 @@ impl From<Error> for ApiError {
             Error::TaskNotFound(_) | Error::ScheduleNotFound(_) => {
                 Self::new(StatusCode::NOT_FOUND, "not-found", message)
             }
-            Error::CannotRetry { .. } => Self::new(StatusCode::CONFLICT, "conflict", message),
+            Error::CannotRetry { .. } | Error::CannotSignal { .. } => {
+                Self::new(StatusCode::CONFLICT, "conflict", message)
+            }
             e => {
                 // The database's own words stay in the server's log.
                 tracing::warn!("the API could not answer: {e}");

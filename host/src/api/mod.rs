@@ -141,6 +141,7 @@ fn described() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(tasks::get, bulk::delete_one))
         .routes(routes!(tasks::cancel))
         .routes(routes!(tasks::retry))
+        .routes(routes!(tasks::signal))
         .routes(routes!(queues::list))
         .routes(routes!(queues::pause))
         .routes(routes!(queues::resume))

@@ -235,7 +235,29 @@ pub(super) async fn get(
     let id = task_id(&id)?;
     let (task, runs) = state.client.show(id).await?;
     let after = state.client.dependencies(id).await?;
-    Ok(Json(TaskDetail::new(task, runs).with_after(after)))
+    let signals = state.client.signals(id).await?;
+    Ok(Json(TaskDetail::new(task, runs).with_after(after).with_signals(signals)))
+}
+
+/// Send the signal `name` to an unfinished task, the body its data (a JSON document; none:
+/// `{}`): kept until a run of the task reads it (`await-signal`); a task awaiting it is due at
+/// once (`woke`). 409 when the task has finished, or holds 1,000 signals no run has read.
+#[utoipa::path(post, path = "/api/v1/tasks/{id}/signals/{name}", operation_id = "signal_task", tag = "tasks",
+    params(("id" = TaskId, Path), ("name" = String, Path)),
+    request_body(content = inline(Object), description = "The signal's data, a JSON document"),
+    responses((status = 201, description = "Sent", body = crate::model::SignalSent), Errors))]
+pub(super) async fn signal(
+    State(state): State<Arc<ApiState>>,
+    Path((id, name)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<crate::model::SignalSent>), ApiError> {
+    let id = task_id(&id)?;
+    let data = match std::str::from_utf8(&body) {
+        Ok(text) if text.trim().is_empty() => "{}",
+        Ok(text) => text,
+        Err(_) => return Err(ApiError::bad("invalid-json", "the body is not UTF-8 text")),
+    };
+    Ok((StatusCode::CREATED, Json(state.client.signal(id, &name, data).await?)))
 }
 
 #[derive(Serialize, ToSchema)]

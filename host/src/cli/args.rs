@@ -133,6 +133,17 @@ pub enum Command {
     /// Replay a finished task (a dead letter, a cancelled task, or a succeeded one to run it
     /// again), or (--all-dead, --all-cancelled) every dead or cancelled one of a queue and/or handler.
     Retry(RetryArgs),
+    /// Send a signal to a task: kept until a run of it reads it (`await-signal`); a task waiting
+    /// for it is due at once.
+    Signal {
+        /// The task.
+        id: i64,
+        /// The signal's name.
+        name: String,
+        /// Its data, a JSON document; @FILE reads it from a file, - from standard input.
+        #[arg(long, default_value = "{}")]
+        data: String,
+    },
     /// Delete finished tasks (succeeded, cancelled, dead letters) with their runs, in batches;
     /// never a scheduled, running or retry-awaiting one.
     DeleteFinished(DeleteArgs),

@@ -111,7 +111,8 @@ pub async fn show(app: &App, id: i64, json: bool) -> Result<()> {
     let (task, runs) = app.client.show(id).await?;
     let after = app.client.dependencies(id).await?;
     if json {
-        let detail = taskhost::model::TaskDetail::new(task, runs).with_after(after);
+        let signals = app.client.signals(id).await?;
+        let detail = taskhost::model::TaskDetail::new(task, runs).with_after(after).with_signals(signals);
         println!("{}", serde_json::to_string_pretty(&detail)?);
     } else {
         print!("{}", output::task_detail(&task, &runs));
@@ -129,6 +130,19 @@ pub async fn show(app: &App, id: i64, json: bool) -> Result<()> {
             let more = if children.len() > 10 { format!(", … (taskhost list --parent {id})") } else { String::new() };
             println!("children    {}{more}", shown.join(", "));
         }
+        print!("{}", output::signals(&task, &app.client.signals(id).await?));
+    }
+    Ok(())
+}
+
+/// `signal ID NAME --data JSON`.
+pub async fn signal(app: &App, id: i64, name: &str, data: &str) -> Result<()> {
+    let data = read_data(data)?;
+    let sent = app.client.signal(id, name, &data).await?;
+    let name = taskhost::text::one_line(name);
+    match sent.woke {
+        true => println!("signal {name:?} sent to task {id}, which awaited it: due now"),
+        false => println!("signal {name:?} sent to task {id}: kept until a run of it waits for it"),
     }
     Ok(())
 }

@@ -131,7 +131,7 @@ async fn once(dir: &Path, name: &str, data: &str, config: &AppConfig, mut build:
         drop(lent);
         println!("loaded and ran in {}", taskhost::text::duration(started.elapsed()));
         match outcome {
-            GuestOutcome::Success(_) | GuestOutcome::Snoozed(_) => return Ok(()),
+            GuestOutcome::Success(_) | GuestOutcome::Snoozed(_) | GuestOutcome::Awaiting(_) => return Ok(()),
             GuestOutcome::Failed(f) if !build && f.message.contains("ModuleNotFoundError") => {
                 println!("the source imports a module the component built last lacks: building it again");
                 build = true;

@@ -137,6 +137,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Stats { handler, queue, json } => commands::stats(&app, handler, queue, json).await?,
         Command::Cancel(c) => bulk::cancel(&app, c).await?,
         Command::Retry(r) => bulk::retry(&app, r).await?,
+        Command::Signal { id, name, data } => commands::signal(&app, id, &name, &data).await?,
         Command::DeleteFinished(d) => bulk::delete_finished(&app, d).await?,
         Command::Demo => crate::demo::run(&app).await?,
         Command::Serve { listen, header_timeout, request_timeout, max_connections } => {
@@ -321,7 +322,9 @@ impl std::error::Error for Reported {}
 async fn run_once(config: &AppConfig, handler: &str, data: &str, lend: Option<&std::path::Path>) -> Result<()> {
     match run_once_outcome(config, handler, data, lend).await? {
         taskhost::sandbox::GuestOutcome::Failed(_) | taskhost::sandbox::GuestOutcome::Stopped => Err(Reported.into()),
-        taskhost::sandbox::GuestOutcome::Success(_) | taskhost::sandbox::GuestOutcome::Snoozed(_) => Ok(()),
+        taskhost::sandbox::GuestOutcome::Success(_)
+        | taskhost::sandbox::GuestOutcome::Snoozed(_)
+        | taskhost::sandbox::GuestOutcome::Awaiting(_) => Ok(()),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use serde::{Serialize, Serializer};
 
-use super::{Dependency, ErrorSource, Run, Task, Transition};
+use super::{Dependency, ErrorSource, Run, Signal, Task, Transition};
 
 /// A task with its runs, oldest first.
 #[derive(Debug, Clone, Serialize)]
@@ -18,6 +18,9 @@ pub struct TaskDetail {
     /// lists of tasks).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub after: Vec<Dependency>,
+    /// The signals sent to it, the newest 100, oldest first (absent when none, and in lists).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub signals: Vec<Signal>,
     /// What an operator may do with it in its state: `cancel` (unfinished), `replay` (dead or
     /// cancelled), `delete` (finished).
     pub allows: Vec<&'static str>,
@@ -45,12 +48,17 @@ impl TaskDetail {
             (state.is_final(), "delete"),
         ];
         let allows = allows.into_iter().filter(|(yes, _)| *yes).map(|(_, name)| name).collect();
-        TaskDetail { task, runs, after: Vec::new(), allows }
+        TaskDetail { task, runs, after: Vec::new(), signals: Vec::new(), allows }
     }
 
     /// With the tasks it runs after.
     pub fn with_after(self, after: Vec<Dependency>) -> Self {
         TaskDetail { after, ..self }
+    }
+
+    /// With the signals sent to it.
+    pub fn with_signals(self, signals: Vec<Signal>) -> Self {
+        TaskDetail { signals, ..self }
     }
 }
 

@@ -9,6 +9,7 @@ mod json;
 pub mod lifecycle;
 mod new_task;
 mod outcome;
+mod signals;
 mod status;
 pub use failure::{codes, ErrorSource, Failure, FailureKind};
 pub use input::TaskInput;
@@ -16,6 +17,7 @@ pub use json::{task_json, RunDetail, TaskDetail};
 pub use lifecycle::{TaskState, Transition};
 pub use new_task::*;
 pub use outcome::*;
+pub use signals::*;
 pub use status::*;
 
 /// A task's id (`task_queue.id`).
@@ -75,6 +77,10 @@ pub struct Task {
     pub depth: u32,
     /// While it is waiting: how many of the tasks it runs after have not yet succeeded.
     pub waiting_for: u32,
+    /// The signal its last run waits for (`await-signal`), and when that wait times out.
+    pub awaiting_signal: Option<String>,
+    /// When the wait for `awaiting_signal` times out.
+    pub awaiting_until: Option<DateTime<Utc>>,
     /// The queue it is claimed from.
     pub queue: String,
     /// Lower runs first.

@@ -6,7 +6,8 @@ use chrono::{DateTime, Utc};
 
 use super::{RunId, RunStatus, TaskId};
 
-/// The tasks a run queued (`enqueue`), written with its end if it ended well.
+/// What a run's good end writes besides its own rows: the tasks it queued (`enqueue`) and the
+/// signals it read (`await-signal`), which no later run is handed.
 #[derive(Debug, Clone, Default)]
 pub struct QueuedTasks {
     /// The tasks, in the order queued: a task's number is its place here.
@@ -14,6 +15,8 @@ pub struct QueuedTasks {
     /// Those queued to run after others of them (`enqueue-after`): its number, and theirs (each
     /// lower than its own).
     pub after: BTreeMap<u32, Vec<u32>>,
+    /// The signals it read.
+    pub signals: Vec<super::SignalId>,
 }
 
 impl QueuedTasks {
@@ -25,7 +28,7 @@ impl QueuedTasks {
 
 impl From<Vec<super::NewTask>> for QueuedTasks {
     fn from(tasks: Vec<super::NewTask>) -> Self {
-        QueuedTasks { tasks, after: BTreeMap::new() }
+        QueuedTasks { tasks, after: BTreeMap::new(), signals: Vec::new() }
     }
 }
 
@@ -76,6 +79,8 @@ pub enum RunEnd {
     Snoozed {
         /// When the task is due again.
         until: DateTime<Utc>,
+        /// The signal it waits for (`await-signal`), which makes it due at once when sent.
+        awaiting: Option<String>,
         /// What the handler reported before it snoozed.
         partial_results: Option<String>,
         /// The tasks it queued (`enqueue`), written with its end.
@@ -113,7 +118,7 @@ impl RunOutcome {
 
     /// The tasks it queued, written with its end if it ended well.
     pub fn children(&self) -> &QueuedTasks {
-        static NONE: QueuedTasks = QueuedTasks { tasks: Vec::new(), after: BTreeMap::new() };
+        static NONE: QueuedTasks = QueuedTasks { tasks: Vec::new(), after: BTreeMap::new(), signals: Vec::new() };
         match &self.end {
             RunEnd::Success { children, .. } | RunEnd::Snoozed { children, .. } => children,
             RunEnd::Failure { .. } => &NONE,

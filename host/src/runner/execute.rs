@@ -176,7 +176,11 @@ struct Ended {
     failure: Option<Failure>,
     results: Option<String>,
     snooze: Option<Duration>,
+    /// The signal it ends waiting for.
+    wait: Option<SignalWait>,
     children: Vec<crate::sandbox::children::Child>,
+    /// The signals it was handed.
+    signals: Vec<SignalId>,
     digest: Option<String>,
     fuel: Option<i64>,
     report: RunReport,
@@ -231,21 +235,16 @@ async fn execute(shared: &Shared, run: ClaimedRun, started: Instant, stop: Arc<N
             max_data_bytes: shared.catalog.policy().max_data_bytes,
         },
     };
-    let dependencies = shared.store.clone().map(|store| {
-        let task = run.task_id;
-        crate::sandbox::dependencies::DependencyReader::new(move |max_bytes| {
-            let store = store.clone();
-            Box::pin(async move { store.dependency_results(task, max_bytes).await.map_err(|e| e.to_string()) })
-        })
-    });
+    let (dependencies, signals) = readers(shared, run.task_id);
     let progress = Some(shared.progress_tx.clone());
-    let control = RunControl { progress, time_left: Some(time_left), stop: Some(stop), dependencies };
+    let control = RunControl { progress, time_left: Some(time_left), stop: Some(stop), dependencies, signals };
     let r = shared.catalog.sandbox().run(&plugin.pre, plugin.limits, &plugin.grants, input, control).await;
     let fuel = Some(i64::try_from(r.fuel_used).unwrap_or(i64::MAX));
-    let (failure, results, snooze) = match r.outcome {
-        GuestOutcome::Success(results) => (None, results, None),
-        GuestOutcome::Failed(f) => (Some(f), None, None),
-        GuestOutcome::Snoozed(after) => (None, None, Some(after)),
+    let (failure, results, snooze, wait) = match r.outcome {
+        GuestOutcome::Success(results) => (None, results, None, None),
+        GuestOutcome::Failed(f) => (Some(f), None, None, None),
+        GuestOutcome::Snoozed(after) => (None, None, Some(after), None),
+        GuestOutcome::Awaiting(wait) => (None, None, Some(wait.timeout), Some(wait)),
         GuestOutcome::Stopped => {
             let digest = Some(plugin.digest.clone());
             let kept =
@@ -253,12 +252,41 @@ async fn execute(shared: &Shared, run: ClaimedRun, started: Instant, stop: Arc<N
             return Ran::Stopped(Some(kept));
         }
     };
-    let (digest, children) = (Some(plugin.digest.clone()), r.children);
-    ended(Ended { failure, results, snooze, children, digest, fuel, report: r.report })
+    let (digest, children, signals) = (Some(plugin.digest.clone()), r.children, r.signals);
+    ended(Ended { failure, results, snooze, wait, children, signals, digest, fuel, report: r.report })
 }
 
-/// The outcome to write: success, a snooze until its time (by the database's clock), or the
-/// failure with its next step decided. A snooze past `[tasks] max_snoozes` is a failure.
+/// What a run of `task` reads from the database when it asks: the tasks it runs after
+/// (`dependencies`) and the signals it waits for (`await-signal`); none without a store.
+fn readers(
+    shared: &Shared,
+    task: TaskId,
+) -> (Option<crate::sandbox::dependencies::DependencyReader>, Option<crate::sandbox::signals::SignalReader>) {
+    let Some(store) = shared.store.clone() else {
+        return (None, None);
+    };
+    let dependencies = {
+        let store = store.clone();
+        crate::sandbox::dependencies::DependencyReader::new(move |max_bytes| {
+            let store = store.clone();
+            Box::pin(async move { store.dependency_results(task, max_bytes).await.map_err(|e| e.to_string()) })
+        })
+    };
+    let clock = shared.clock.clone();
+    let signals = crate::sandbox::signals::SignalReader::new(move |name| {
+        let (store, clock) = (store.clone(), clock.clone());
+        Box::pin(async move {
+            let lookup = store.signal_lookup(task, &name).await.map_err(|e| e.to_string())?;
+            // Timed out by the database's clock, as every worker reads it.
+            Ok(lookup.found(&name, clock.now()))
+        })
+    });
+    (Some(dependencies), Some(signals))
+}
+
+/// The outcome to write: success, a snooze until its time (by the database's clock; a wait for
+/// a signal is a snooze until its timeout), or the failure with its next step decided. A snooze
+/// past `[tasks] max_snoozes` is a failure.
 fn outcome(shared: &Shared, meta: RunMeta, started: Instant, mut ended: Ended) -> RunOutcome {
     let now = shared.clock.now();
     let max_snoozes = shared.catalog.policy().max_snoozes;
@@ -266,12 +294,21 @@ fn outcome(shared: &Shared, meta: RunMeta, started: Instant, mut ended: Ended) -
         let message = format!("the task snoozed {} times, the most [tasks] max_snoozes allows", meta.snoozes);
         ended.failure = Some(Failure::too_many_snoozes(message));
     }
+    let mut good_end = children_due(ended.children, now);
+    good_end.signals = ended.signals;
     let end = match (ended.failure, ended.snooze) {
-        (None, None) => RunEnd::Success { results: ended.results, children: children_due(ended.children, now) },
+        (None, None) => RunEnd::Success { results: ended.results, children: good_end },
         (None, Some(after)) => {
             let until = chrono::Duration::from_std(after).ok().and_then(|d| now.checked_add_signed(d)).unwrap_or(now);
-            let children = children_due(ended.children, now);
-            RunEnd::Snoozed { until, partial_results: ended.report.partial_results.take(), children }
+            // A wait begun by an earlier run keeps its timeout.
+            let until = ended.wait.as_ref().and_then(|w| w.until).unwrap_or(until);
+            let awaiting = ended.wait.map(|w| w.name);
+            RunEnd::Snoozed {
+                until,
+                awaiting,
+                partial_results: ended.report.partial_results.take(),
+                children: good_end,
+            }
         }
         (Some(failure), _) => {
             let backoff = shared.backoff.for_task(&meta.backoff);

@@ -1,7 +1,8 @@
 //! The store's data for one run, and the host functions a handler may import.
 //!
-//! Every import is bounded and but one synchronous: it only touches this run's memory-resident
-//! state. The one, `dependencies`, reads the database once a run, through the runner's reader.
+//! Every import is bounded and but two synchronous: they only touch this run's memory-resident
+//! state. The two, `dependencies` and `await-signal`, read the database through the runner's
+//! readers, once a run (a signal name).
 //! Progress reaches the database through a bounded channel drained by the runner, so a guest
 //! can neither block on the database nor flood the host.
 
@@ -52,6 +53,8 @@ pub struct HostState {
     queueing: super::children::Queueing,
     /// The tasks its task runs after (`dependencies`), read at the first call.
     pub(crate) dependencies: super::dependencies::Dependencies,
+    /// What its waits for signals found (`await-signal`), and the wait it ends with.
+    pub(crate) signals: super::signals::Signals,
     last_results_sent: Option<Instant>,
     http: WasiHttpCtx,
     pub(crate) net: super::net::RunNet,
@@ -150,6 +153,7 @@ impl HostState {
             children: super::children::Children::default(),
             queueing,
             dependencies: super::dependencies::Dependencies::default(),
+            signals: super::signals::Signals::default(),
             last_results_sent: None,
             http: {
                 // Each header set a guest builds is held by the host: 16 KiB each, not 128.
@@ -233,6 +237,7 @@ impl host::Host for HostState {
         }
         // A shorter one would let a guest (or the API it calls) spin its task without backoff.
         self.snooze = Some(after.max(MIN_SNOOZE));
+        self.signals.wait = None;
         Ok(())
     }
 
@@ -249,6 +254,16 @@ impl host::Host for HostState {
     async fn dependencies(&mut self) -> Result<Vec<types::Dependency>, String> {
         // A guest blocked here is stopped by the run's outer timeout, or its stop, as any.
         self.dependencies.get(self.limits.max_results_bytes).await
+    }
+
+    async fn await_signal(&mut self, name: String, timeout_ms: u64) -> Result<types::Signal, String> {
+        // The name was bounded by hostcall fuel before it was copied; a guest blocked here is
+        // stopped by the run's outer timeout, or its stop, as any.
+        let found = self.signals.wait_for(name, timeout_ms).await;
+        if self.signals.wait.is_some() {
+            self.snooze = None;
+        }
+        found
     }
 }
 

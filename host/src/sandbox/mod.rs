@@ -19,6 +19,7 @@ use crate::model::{RunId, TaskId};
 pub mod children;
 pub mod compile;
 pub mod dependencies;
+mod ending;
 pub mod grants;
 pub mod host;
 mod incremental;
@@ -26,9 +27,11 @@ pub mod limits;
 pub mod net;
 mod output;
 mod settings;
+pub mod signals;
 mod traps;
 pub mod uncaught;
 
+use ending::{outcome_of, what_it_left};
 pub use grants::{Grants, GrantsConfig};
 pub use host::{HostState, ProgressSender, RunReport};
 pub use limits::{LimitOverrides, Limits};
@@ -45,8 +48,8 @@ pub mod bindings {
         path: "../wit",
         world: "task-handler",
         exports: { default: async },
-        // The one import that waits: its first call reads the database (`dependencies`).
-        imports: { "taskhost:plugin/host.dependencies": async },
+        // The imports that wait: their first calls read the database.
+        imports: { "taskhost:plugin/host.dependencies": async, "taskhost:plugin/host.await-signal": async },
     });
 }
 
@@ -94,6 +97,8 @@ pub enum GuestOutcome {
     Stopped,
     /// The handler called `snooze` and returned ok: its task is due again after this long.
     Snoozed(Duration),
+    /// The handler's wait for a signal found it not yet sent and returned ok: its task waits.
+    Awaiting(crate::model::SignalWait),
 }
 
 /// What a run gets besides its handler and task, all optional: where its progress goes, what is
@@ -109,6 +114,8 @@ pub struct RunControl {
     pub stop: Option<Arc<tokio::sync::Notify>>,
     /// Reads the tasks its task runs after, if it asks (`dependencies`; None: it runs after none).
     pub dependencies: Option<dependencies::DependencyReader>,
+    /// Looks up the signals it waits for (`await-signal`; None: none is ever sent).
+    pub signals: Option<signals::SignalReader>,
 }
 
 /// How a run in the sandbox went.
@@ -122,43 +129,10 @@ pub struct RunResult {
     pub report: RunReport,
     /// How long it took.
     pub elapsed: Duration,
-    /// The tasks it queued, if it ended well (returned ok or snoozed); none otherwise.
+    /// The tasks it queued, if it ended well (returned ok, snoozed or waits); none otherwise.
     pub children: Vec<children::Child>,
-}
-
-/// What the run left besides its outcome, added to its report and to how it ended: a refused
-/// request is why a run that then failed failed, and what the guest printed last tells why the
-/// host had to stop it (a traceback, an Error).
-fn what_it_left(
-    outcome: GuestOutcome,
-    report: &mut RunReport,
-    net_log: &net::NetLog,
-    output: &output::GuestOutput,
-    max_log_bytes: usize,
-) -> GuestOutcome {
-    report.add_network(net_log.lines());
-    let printed = output.take();
-    // A trap after an exception's report is that exception, whatever the language.
-    let outcome = match outcome {
-        GuestOutcome::Failed(f) if f.code == codes::TRAP => match uncaught::report(printed.stderr_lines()) {
-            Some(report) => GuestOutcome::Failed(Failure::uncaught(report)),
-            None => GuestOutcome::Failed(f),
-        },
-        outcome => outcome,
-    };
-    let outcome = match (outcome, net_log.refusal()) {
-        (GuestOutcome::Failed(f), Some(r)) => GuestOutcome::Failed(f.after_refusal(&r)),
-        (outcome, _) => outcome,
-    };
-    let outcome = match (outcome, printed.tail()) {
-        (GuestOutcome::Failed(mut f), Some(tail)) if f.source == ErrorSource::Host => {
-            f.message = format!("{}; the guest's last output: {tail}", f.message);
-            GuestOutcome::Failed(f.bounded())
-        }
-        (outcome, _) => outcome,
-    };
-    report.add_printed(printed, max_log_bytes);
-    outcome
+    /// The signals handed to it, read if it ended well; none otherwise.
+    pub signals: Vec<crate::model::SignalId>,
 }
 
 /// Fuel a run gets at a time; a yield to tokio comes with each step. Compiled code keeps its
@@ -275,7 +249,7 @@ impl Sandbox {
         input: RunInput,
         control: RunControl,
     ) -> RunResult {
-        let RunControl { progress, time_left, stop, dependencies } = control;
+        let RunControl { progress, time_left, stop, dependencies, signals } = control;
         let started = Instant::now();
         let output = output::GuestOutput::new(limits.max_log_bytes);
         // The run stops at the earlier of its handler's deadline and its task's run timeout.
@@ -296,6 +270,7 @@ impl Sandbox {
                     report: RunReport::default(),
                     elapsed: started.elapsed(),
                     children: Vec::new(),
+                    signals: Vec::new(),
                 }
             }
         };
@@ -305,6 +280,7 @@ impl Sandbox {
             &limits,
         );
         store.data_mut().dependencies = dependencies::Dependencies::new(dependencies);
+        store.data_mut().signals = signals::Signals::new(signals);
         let task = bindings::Task {
             task_id: input.task_id,
             run_id: input.run_id,
@@ -342,15 +318,17 @@ impl Sandbox {
             Some(Ok(called)) => outcome_of(called, store.data(), &limits, for_time),
         };
         let mut report = std::mem::take(&mut store.data_mut().report);
-        // A run that failed or was stopped queues nothing.
-        let children = match outcome {
-            GuestOutcome::Success(_) | GuestOutcome::Snoozed(_) => store.data_mut().children.take(),
-            GuestOutcome::Failed(_) | GuestOutcome::Stopped => Vec::new(),
+        // A run that failed or was stopped queues nothing and reads no signal.
+        let (children, signals) = match outcome {
+            GuestOutcome::Success(_) | GuestOutcome::Snoozed(_) | GuestOutcome::Awaiting(_) => {
+                (store.data_mut().children.take(), store.data().signals.delivered())
+            }
+            GuestOutcome::Failed(_) | GuestOutcome::Stopped => (Vec::new(), Vec::new()),
         };
         // Dropping the store stops the run's requests still going: their lines say so.
         drop(store);
         let outcome = what_it_left(outcome, &mut report, &net_log, &output, limits.max_log_bytes);
-        RunResult { outcome, fuel_used, report, elapsed: started.elapsed(), children }
+        RunResult { outcome, fuel_used, report, elapsed: started.elapsed(), children, signals }
     }
 
     /// A fresh store for one run, bounded by `limits`: memory and tables by its limiter, what the
@@ -372,29 +350,5 @@ impl Sandbox {
             }
         });
         store
-    }
-}
-
-/// What a call that returned (in time) came to; `for_time` makes the failure of a run stopped
-/// for time.
-fn outcome_of(
-    called: wasmtime::Result<std::result::Result<Option<String>, bindings::HandlerError>>,
-    state: &HostState,
-    limits: &Limits,
-    for_time: impl Fn(bool) -> Failure,
-) -> GuestOutcome {
-    match called {
-        Err(e) => {
-            let f = traps::classify(&e, state, limits);
-            if f.kind == traps::FailureKind::Timeout {
-                GuestOutcome::Failed(for_time(false))
-            } else {
-                GuestOutcome::Failed(f.bounded())
-            }
-        }
-        Ok(Err(he)) => GuestOutcome::Failed(Failure::handler(he)),
-        // What a snoozed run returned is not its task's results: it has none yet.
-        Ok(Ok(_)) if state.snooze.is_some() => GuestOutcome::Snoozed(state.snooze.unwrap_or_default()),
-        Ok(Ok(results)) => traps::check_results(results, limits),
     }
 }

@@ -40,6 +40,14 @@ pub trait Store: Send + Sync + 'static {
     /// The tasks a task runs after, in id order, with their last runs' results while those fit in
     /// `max_bytes` in all (what its run reads: `dependencies`).
     async fn dependency_results(&self, task_id: TaskId, max_bytes: usize) -> Result<Vec<DependencyResults>>;
+    /// Send the signal `name` with `data` (a JSON document, checked) to an unfinished task: kept
+    /// until a run reads it; a task awaiting it is due at once. Refused (`CannotSignal`) for a
+    /// finished task or one holding too many unread signals.
+    async fn signal(&self, task_id: TaskId, name: &str, data: &str, now: DateTime<Utc>) -> Result<SignalSent>;
+    /// What a run of a task waiting for the signal `name` finds (`await-signal`).
+    async fn signal_lookup(&self, task_id: TaskId, name: &str) -> Result<SignalLookup>;
+    /// A task's signals, the newest 100, oldest first.
+    async fn signals_of(&self, task_id: TaskId) -> Result<Vec<Signal>>;
     /// Tasks matching `filter`.
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>>;
     /// Tasks by status, and dead letters.

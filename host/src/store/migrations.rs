@@ -48,6 +48,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0016_snoozes.sql",
     "0017_children.sql",
     "0018_dependencies.sql",
+    "0019_signals.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -71,6 +72,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0016_snoozes.sql",
     "0017_children.sql",
     "0018_dependencies.sql",
+    "0019_signals.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -95,6 +97,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0017_snoozes.sql",
     "0018_children.sql",
     "0019_dependencies.sql",
+    "0020_signals.sql",
 );
 
 impl Embedded {

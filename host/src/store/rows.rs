@@ -66,6 +66,8 @@ pub fn task(r: &impl Cells) -> Result<Task> {
         parent_id: r.int("parent_id")?,
         depth: n32(int(r, TASKS, "depth")?),
         waiting_for: n32(int(r, TASKS, "waiting_for")?),
+        awaiting_signal: r.text("awaiting_signal")?,
+        awaiting_until: r.time("awaiting_until")?,
         queue: text(r, TASKS, "queue")?,
         priority: int(r, TASKS, "priority")?.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
         unique_key: r.text("unique_key")?,
@@ -73,6 +75,18 @@ pub fn task(r: &impl Cells) -> Result<Task> {
         backoff: backoff(r)?,
         gave_up_on,
         last_error: None,
+    })
+}
+
+pub fn signal(r: &impl Cells) -> Result<Signal> {
+    const SIGNALS: &str = "task_signals";
+    Ok(Signal {
+        id: int(r, SIGNALS, "id")?,
+        task_id: int(r, SIGNALS, "task_id")?,
+        name: text(r, SIGNALS, "name")?,
+        data: text(r, SIGNALS, "data")?,
+        sent_on: time(r, SIGNALS, "sent_on")?,
+        read_by_run: r.int("read_by_run")?,
     })
 }
 

@@ -177,6 +177,21 @@ pub const TABLES: &[Table] = &[
             // whether one that ends badly lets it run all the same.
             def("waiting_for", Int, "0"),
             def("run_anyway", Int, "0"),
+            // The signal its last run waits for, and when that wait times out.
+            null("awaiting_signal", Str(128)),
+            null("awaiting_until", Time),
+        ],
+    },
+    // Signals sent to a task, kept until a run reads one and ends well (`read_by_run`).
+    Table {
+        name: "task_signals",
+        columns: &[
+            col("id", Id),
+            col("task_id", Int),
+            col("name", Str(128)),
+            col("data", Text),
+            col("sent_on", Time),
+            null("read_by_run", Int),
         ],
     },
     // What a task runs after: one row a dependency, `met` once it no longer holds the task back.
@@ -352,6 +367,15 @@ pub const INDEXES: &[Index] = &[
         filter: None,
         mysql: OnMySql::Same,
     },
+    // A task's signals, by name.
+    Index {
+        name: "task_signals_task",
+        table: "task_signals",
+        columns: &["task_id", "name"],
+        unique: false,
+        filter: None,
+        mysql: OnMySql::Same,
+    },
     // One row of statistics a handler, queue, minute and runner.
     Index {
         name: "task_stats_key",
@@ -364,33 +388,4 @@ pub const INDEXES: &[Index] = &[
 ];
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::RunStatus;
-
-    #[test]
-    fn the_index_of_finished_tasks_has_the_condition_the_queries_repeat() {
-        let done = INDEXES.iter().find(|i| i.name == "task_queue_done").and_then(|i| i.filter);
-        assert_eq!(done, Some(crate::store::sql::DONE));
-    }
-
-    /// Index conditions repeat the migrations' SQL, so status words stand there as literals; each
-    /// must still be a status of the enum.
-    #[test]
-    fn every_status_word_in_an_index_condition_is_a_status() {
-        let mut words = Vec::new();
-        for i in INDEXES {
-            let generated = match i.mysql {
-                OnMySql::Generated { expression, .. } => Some(expression),
-                _ => None,
-            };
-            for text in i.filter.into_iter().chain(generated) {
-                words.extend(text.split('\'').skip(1).step_by(2).map(str::to_string));
-            }
-        }
-        assert!(words.len() >= 6, "{words:?}");
-        for w in &words {
-            assert!(w.parse::<RunStatus>().is_ok(), "{w:?} in an index condition is not a run status");
-        }
-    }
-}
+mod tests;

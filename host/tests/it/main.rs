@@ -43,6 +43,7 @@ mod schema;
 mod sdk;
 mod serve;
 mod serve_limits;
+mod signals;
 mod snooze;
 mod sockets;
 mod store_mysql;

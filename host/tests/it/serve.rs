@@ -62,6 +62,7 @@ async fn bad_requests_get_a_json_error_and_lose_nothing(db: Db) {
         ("GET", "/stats/throughput?handler=a%00b", None, 400, "invalid"),
         ("GET", "/stats?queue=a%00b", None, 400, "invalid"),
         ("POST", "/tasks/12345/cancel", None, 404, "not-found"),
+        ("POST", "/tasks/12345/signals/go", None, 404, "not-found"),
         ("GET", "/nothing-here", None, 404, "not-found"),
     ] {
         let (got, answer) = served.call(method, path, None, body);
@@ -84,6 +85,22 @@ async fn bad_requests_get_a_json_error_and_lose_nothing(db: Db) {
     assert_eq!((status, answer["error"]["code"].as_str()), (409, Some("conflict")), "{answer}");
     let (status, answer) = served.call("POST", &format!("/tasks/{id}/retry"), None, None);
     assert_eq!((status, answer["id"].as_i64()), (200, Some(id)), "{answer}");
+    // A signal is kept for the unfinished task (it awaits none: nothing wakes), listed with it; bad
+    // data is refused, and so is a signal to a finished task.
+    let (status, sent) = served.call("POST", &format!("/tasks/{id}/signals/go"), None, Some(r#"{"by": "api"}"#));
+    assert_eq!((status, &sent["woke"]), (201, &json!(false)), "{sent}");
+    let (_, task) = served.call("GET", &format!("/tasks/{id}"), None, None);
+    assert_eq!(
+        (&task["signals"][0]["name"], &task["signals"][0]["data"]),
+        (&json!("go"), &json!({"by": "api"})),
+        "{task}"
+    );
+    let (status, answer) = served.call("POST", &format!("/tasks/{id}/signals/go"), None, Some("{nope"));
+    assert_eq!((status, answer["error"]["code"].as_str()), (400, Some("invalid-json")), "{answer}");
+    served.call("POST", &format!("/tasks/{id}/cancel"), None, None);
+    let (status, answer) = served.call("POST", &format!("/tasks/{id}/signals/go"), None, None);
+    assert_eq!((status, answer["error"]["code"].as_str()), (409, Some("conflict")), "{answer}");
+    served.call("POST", &format!("/tasks/{id}/retry"), None, None);
     let (status, answer) = served.call("POST", "/queues/api/pause", None, None);
     assert_eq!((status, &answer["changed"]), (200, &json!(true)), "{answer}");
     let (_, answer) = served.call("GET", "/queues", None, None);

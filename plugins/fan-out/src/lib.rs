@@ -5,12 +5,25 @@
 //! die). The children are written with this run's end, only if it ends well. Test hooks:
 //! `"fail": true` fails the run after queueing (retryable: its children are not written),
 //! `"fail_first": true` fails only the first attempt, `"snooze_ms": N` snoozes instead of ending
-//! (its children are written).
-use taskhost::{json, Enqueue, Error, Task, Value};
+//! (its children are written). With `"approval": NAME`, it first waits for the signal NAME (a
+//! person's go-ahead: `taskhost signal ID NAME --data '{"by": "ann"}'`) for `approval_timeout`
+//! seconds (default a day), then fans out and returns the signal's data as `approval`; no signal
+//! in time, it fails `not-approved`.
+use std::time::Duration;
+
+use taskhost::{await_signal, json, Enqueue, Error, Task, Value};
 
 fn handle(task: Task) -> taskhost::Result<Value> {
     let items =
         task.data["items"].as_array().ok_or_else(|| Error::fail("invalid-input", "data has no \"items\" list"))?;
+    let approval = match task.data["approval"].as_str() {
+        None => None,
+        Some(name) => {
+            let timeout = Duration::from_secs(task.data["approval_timeout"].as_u64().unwrap_or(86_400));
+            let no = || Error::fail("not-approved", format!("no {name:?} signal within {timeout:?}"));
+            Some(await_signal(name, timeout)?.ok_or_else(no)?)
+        }
+    };
     let handler = task.data["handler"].as_str().unwrap_or("echo");
     let mut parts = Vec::with_capacity(items.len());
     for item in items {
@@ -38,7 +51,10 @@ fn handle(task: Task) -> taskhost::Result<Value> {
     if let Some(ms) = task.data["snooze_ms"].as_u64() {
         return Err(Error::snooze(std::time::Duration::from_millis(ms)));
     }
-    Ok(json!({ "queued": items.len() }))
+    match approval {
+        Some(approval) => Ok(json!({ "queued": items.len(), "approval": approval })),
+        None => Ok(json!({ "queued": items.len() })),
+    }
 }
 
 taskhost::handler!(handle);

@@ -92,6 +92,7 @@ impl Request {
             message: format!("{} {}: {what}", self.method, self.url),
             retryable,
             snooze: None,
+            waiting: false,
         };
         let (scheme, rest) = match self.url.split_once("://") {
             Some(("http", rest)) => (Scheme::Http, rest),
@@ -250,7 +251,13 @@ impl Response {
         let text: String = self.text().chars().take(500).collect();
         let message = format!("{} {} answered {s}: {text}", self.method, self.url);
         let code = if s >= 500 { "http-5xx" } else { "http-4xx" };
-        Err(Error { code: code.into(), message, retryable: s >= 500 || s == 408 || s == 429, snooze: None })
+        Err(Error {
+            code: code.into(),
+            message,
+            retryable: s >= 500 || s == 408 || s == 429,
+            snooze: None,
+            waiting: false,
+        })
     }
 
     /// A 429 or 503 answer as a snooze ([`Error::snooze`]) after its `Retry-After` (seconds or

@@ -25,12 +25,16 @@
 //!   snooze): `taskhost::enqueue("send-mail", &json!({"to": to}))?`, or [`Enqueue`] for its queue,
 //!   delay, unique key and attempts, and [`Enqueue::after`] to run after tasks this run queued
 //!   before it (a join). The join reads them, with their results, by [`dependencies`].
+//! - [`await_signal`]: wait for a signal sent to the task (`taskhost signal ID NAME --data JSON`),
+//!   such as a person's approval: `let Some(approval) = await_signal("approved", day)? else {...}`
+//!   (`None`: the wait timed out). Not sent yet, its `Err` ends this run waiting: return it with
+//!   `?`, and the task runs again when the signal comes.
 //! - [`http`]: requests over wasi:http, sent where the operator's grant for this handler allows.
 
 pub mod http;
 mod workflow;
 
-pub use workflow::{dependencies, enqueue, Dependency, Enqueue};
+pub use workflow::{await_signal, dependencies, enqueue, Dependency, Enqueue};
 
 #[doc(hidden)]
 pub mod bindings {
@@ -70,17 +74,19 @@ pub struct Error {
     pub retryable: bool,
     /// Set by [`Error::snooze`]: not a failure, the task is due again after this long.
     pub snooze: Option<std::time::Duration>,
+    /// Set by [`await_signal`] for a signal not yet sent: not a failure, the run ends waiting.
+    pub waiting: bool,
 }
 
 impl Error {
     /// The run fails for good: retrying cannot help (bad input, a missing record).
     pub fn fail(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Error { code: code.into(), message: message.into(), retryable: false, snooze: None }
+        Error { code: code.into(), message: message.into(), retryable: false, snooze: None, waiting: false }
     }
 
     /// The run fails and the task is tried again later (a dependency's hiccup).
     pub fn retry(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Error { code: code.into(), message: message.into(), retryable: true, snooze: None }
+        Error { code: code.into(), message: message.into(), retryable: true, snooze: None, waiting: false }
     }
 
     /// Not now: the task is due again after `after` (at most 30 days), and this run ends
@@ -92,6 +98,7 @@ impl Error {
             message: format!("snoozed for {after:?}"),
             retryable: true,
             snooze: Some(after),
+            waiting: false,
         }
     }
 }
@@ -169,6 +176,8 @@ pub fn __run(
     match f(task) {
         Ok(Value::Null) => Ok(None),
         Ok(results) => Ok(Some(results.to_string())),
+        // The host holds the wait `await_signal` began: the run ends waiting.
+        Err(Error { waiting: true, .. }) => Ok(None),
         Err(Error { snooze: Some(after), .. }) => {
             let ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
             match host::snooze(ms) {

@@ -115,3 +115,28 @@ pub fn dependencies() -> Result<Vec<Dependency>> {
     };
     Ok(found.into_iter().map(dependency).collect())
 }
+
+/// Wait for the signal `name` sent to this task (`taskhost signal ID NAME --data JSON`, or the
+/// API), for at most `timeout` (1 s to 30 days) from the wait's start: its data, parsed, once it
+/// was sent; `None` once the wait timed out. Not yet sent, it returns an `Err` that ends this run
+/// waiting (return it with `?`): the task runs again when the signal is sent, or at the timeout,
+/// and this call then answers. A run waiting again keeps the first wait's timeout; a wait counts
+/// as a snooze. Refused (a bad name or timeout), the run fails `invalid-signal-wait`; the
+/// database unread, `signal-unread`, which is retried.
+pub fn await_signal(name: &str, timeout: std::time::Duration) -> Result<Option<Value>> {
+    use crate::bindings::taskhost::plugin::types::Signal;
+    let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    let refused = |e: String| match e.contains("could not be looked up") {
+        true => Error::retry("signal-unread", e),
+        false => Error::fail("invalid-signal-wait", e),
+    };
+    match host::await_signal(name, ms).map_err(refused)? {
+        Signal::Delivered(data) => Ok(Some(serde_json::from_str(&data).unwrap_or(Value::Null))),
+        Signal::TimedOut => Ok(None),
+        Signal::NotYet => {
+            let mut waiting = Error::retry("awaiting-signal", format!("waiting for the signal {name:?}"));
+            waiting.waiting = true;
+            Err(waiting)
+        }
+    }
+}

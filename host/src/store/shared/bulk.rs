@@ -87,6 +87,7 @@ async fn delete_batch<D: Dialect>(
             }
             db.exec(Some(&mut tx.tx), "DELETE FROM task_runs WHERE task_queue_id IN ($1)", args![&ids]).await?;
             db.exec(Some(&mut tx.tx), "DELETE FROM task_deps WHERE task_id IN ($1)", args![&ids]).await?;
+            db.exec(Some(&mut tx.tx), "DELETE FROM task_signals WHERE task_id IN ($1)", args![&ids]).await?;
             let n = db.exec(Some(&mut tx.tx), "DELETE FROM task_queue WHERE id IN ($1)", args![&ids]).await?;
             Ok(n)
         })

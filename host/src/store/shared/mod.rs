@@ -116,6 +116,20 @@ impl<D: Dialect> Store for SqlStore<D> {
         super::transitions::deps::results_of(&self.db, task_id, max_bytes).await
     }
 
+    async fn signal(&self, task_id: TaskId, name: &str, data: &str, now: DateTime<Utc>) -> Result<SignalSent> {
+        let sent = transitions::signals::send(&self.db, task_id, name, data, now).await?;
+        self.tell_added(sent.woke);
+        Ok(sent)
+    }
+
+    async fn signal_lookup(&self, task_id: TaskId, name: &str) -> Result<SignalLookup> {
+        transitions::signals::lookup(&self.db, task_id, name).await
+    }
+
+    async fn signals_of(&self, task_id: TaskId) -> Result<Vec<Signal>> {
+        transitions::signals::of(&self.db, task_id).await
+    }
+
     async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
         tasks::list(&self.db, filter).await
     }

@@ -32,6 +32,7 @@
 //! | abandon | [`tasks::abandon`] |
 //! | cancel | [`tasks::cancel`] |
 //! | replay | [`tasks::replay`] |
+//! | signal (due at once) | [`signals::send`]; a run's wait: [`signals::awaiting`], with its snooze |
 //!
 //! Claims and successes are the hot path: each database writes a batch of them in one or two
 //! statements of its own. Every `SET` list on `task_queue`, theirs too, comes from [`Set`],
@@ -41,6 +42,7 @@ pub mod add;
 pub mod deps;
 pub mod runs;
 mod set;
+pub mod signals;
 pub mod tasks;
 
 pub use set::Set;

@@ -90,8 +90,11 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
                         dead.push(o.task_id);
                     }
                 }
-                RunEnd::Snoozed { until, partial_results, .. } => {
+                RunEnd::Snoozed { until, awaiting, partial_results, .. } => {
                     snooze(db, tx, o, *until, partial_results.as_deref()).await?;
+                    if let Some(name) = awaiting {
+                        super::signals::awaiting(db, tx, o.task_id, name, *until, o.finished_on).await?;
+                    }
                     well.push(o);
                 }
                 RunEnd::Success { .. } => {}
@@ -99,6 +102,7 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
         }
     }
     super::add::queue_children(db, tx, &well).await?;
+    super::signals::read(db, tx, &well).await?;
     super::deps::succeeded(db, tx, &succeeded, latest).await?;
     super::deps::ended_badly(db, tx, &dead, latest).await?;
     super::super::stats::record(db, tx, &ended, latest).await
@@ -113,7 +117,7 @@ struct Failed<'a> {
 }
 
 /// End a locked running run as snoozed, and schedule its task again at `until` with the
-/// attempt given back and the snooze counted.
+/// attempt given back and the snooze counted (and no signal awaited: a wait marks it after).
 async fn snooze<D: Dialect>(
     db: &D,
     tx: &mut TxOf<D>,

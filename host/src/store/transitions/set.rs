@@ -12,7 +12,7 @@
 //! Leaving a final state (a replay) clears `finished_on` and `gave_up_on` and holds the key
 //! again. Besides, a transition that ends a run in failure counts it (`task_runs_failed + 1`),
 //! a success or a replay forgets the failures, a claim counts an attempt and a put-back gives
-//! it back, and so does a snooze, which is counted (`snoozes + 1`).
+//! it back, and so does a snooze, which is counted (`snoozes + 1`) and awaits no signal.
 
 use std::fmt;
 
@@ -95,13 +95,18 @@ impl<'a> Set<'a> {
             Transition::Claim => out.push(("run_attempt", "run_attempt + 1".to_string())),
             // It ran no guest to its end: the claim that starts it again makes the same attempt.
             Transition::PutBack => out.push(("run_attempt", "run_attempt - 1".to_string())),
-            // A snooze uses no attempt; it is counted, for `[tasks] max_snoozes`.
+            // A snooze uses no attempt; it is counted, for `[tasks] max_snoozes`. It awaits no
+            // signal (a run's wait marks the task after).
             Transition::Snooze => {
                 out.push(("run_attempt", "run_attempt - 1".to_string()));
                 out.push(("snoozes", "snoozes + 1".to_string()));
+                out.push(("awaiting_signal", "NULL".to_string()));
             }
-            // Run again from the start: its snoozes forgotten with its failures.
-            Transition::Replay => out.push(("snoozes", "0".to_string())),
+            // Run again from the start: its snoozes and waits forgotten with its failures.
+            Transition::Replay => {
+                out.push(("snoozes", "0".to_string()));
+                out.push(("awaiting_signal", "NULL".to_string()));
+            }
             _ => {}
         }
         if !self.key {
@@ -170,7 +175,7 @@ mod tests {
         assert_eq!(
             set(Transition::Replay, None),
             "last_status = 'scheduled', scheduled_on = $2, finished_on = NULL, gave_up_on = NULL, \
-             active_unique_key = unique_key, task_runs_failed = 0, snoozes = 0"
+             active_unique_key = unique_key, task_runs_failed = 0, snoozes = 0, awaiting_signal = NULL"
         );
         assert_eq!(
             Set::of(Transition::Succeed, "r.f").qualified("q.").to_string(),
@@ -179,7 +184,8 @@ mod tests {
         assert_eq!(set(Transition::Claim, None), "last_status = 'running', run_attempt = run_attempt + 1");
         assert_eq!(
             set(Transition::Snooze, None),
-            "last_status = 'scheduled', scheduled_on = $2, run_attempt = run_attempt - 1, snoozes = snoozes + 1"
+            "last_status = 'scheduled', scheduled_on = $2, run_attempt = run_attempt - 1, snoozes = snoozes + 1, \
+             awaiting_signal = NULL"
         );
     }
 }

@@ -8,6 +8,7 @@ mod lifecycle;
 mod queues;
 mod reads_and_upkeep;
 mod release;
+mod signals;
 mod workflows;
 pub use control::*;
 pub use dependencies::*;
@@ -15,6 +16,7 @@ pub use lifecycle::*;
 pub use queues::*;
 pub use reads_and_upkeep::*;
 pub use release::*;
+pub use signals::*;
 pub use workflows::*;
 
 use std::time::Duration;
@@ -514,6 +516,9 @@ macro_rules! store_suite {
         case!(a_dependency_that_ends_badly_cancels_the_tasks_waiting_for_it_unless_they_run_anyway);
         case!(a_task_after_a_missing_or_dead_task_is_refused_and_nothing_is_added);
         case!(a_join_reads_the_results_of_the_tasks_it_runs_after_within_its_bytes);
+        case!(a_signal_makes_the_task_awaiting_it_due_at_once_and_is_read_once);
+        case!(a_signal_sent_before_the_wait_is_kept_and_a_failed_run_leaves_it_unread);
+        case!(a_signal_to_a_finished_or_unknown_task_is_refused);
         case!(a_late_outcome_does_not_override_a_timeout);
         case!(timed_out_runners_take_their_runs_with_them);
         case!(the_runner_limit_is_enforced);

@@ -48,7 +48,12 @@ pub async fn a_succeeded_task_runs_again_as_a_new_attempt_keeping_its_runs(store
 
 /// A run that snoozed, as the runner reports it: due again at `until`, with partial results.
 pub fn snoozed(c: &ClaimedRun, now: DateTime<Utc>, until: DateTime<Utc>) -> RunOutcome {
-    let end = RunEnd::Snoozed { until, partial_results: Some(r#"{"page":3}"#.into()), children: Default::default() };
+    let end = RunEnd::Snoozed {
+        until,
+        awaiting: None,
+        partial_results: Some(r#"{"page":3}"#.into()),
+        children: Default::default(),
+    };
     RunOutcome { end, percents_completed: Some(30), ..success(c, now, "") }
 }
 
@@ -145,6 +150,7 @@ pub async fn a_runs_children_are_written_with_its_end_and_only_if_it_ended_well(
     let mine = c.iter().find(|c| c.task_id == snoozer).expect("claimed");
     let end = RunEnd::Snoozed {
         until: t0() + secs(60),
+        awaiting: None,
         partial_results: None,
         children: vec![NewTask::new("s", "{}")].into(),
     };
