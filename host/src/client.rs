@@ -183,6 +183,10 @@ impl Client {
     pub async fn signal(&self, id: TaskId, name: &str, data: &str) -> Result<SignalSent> {
         check_signal_name(name).map_err(|reason| Error::invalid("signal name", reason))?;
         self.check_data(data)?;
+        if data.trim() == "null" {
+            // A wait that timed out answers none: null data would read the same.
+            return Err(Error::invalid("signal data", "null reads as no signal: send {} or another value"));
+        }
         self.store.signal(id, name, data, self.clock.now()).await
     }
 
@@ -201,6 +205,12 @@ impl Client {
     /// ones are left as they are.
     pub async fn cancel(&self, ids: &[TaskId]) -> Result<Vec<TaskId>> {
         self.store.cancel_tasks(ids, self.clock.now()).await
+    }
+
+    /// [`Client::cancel`], and every unfinished task under these: their children, the children's
+    /// children, ... (a finished task's too). The ids cancelled, those of `ids` first.
+    pub async fn cancel_with_children(&self, ids: &[TaskId]) -> Result<Vec<TaskId>> {
+        self.store.cancel_with_children(ids, self.clock.now()).await
     }
 
     /// Cancel every unfinished task (waiting, running or both) of a queue and/or handler.

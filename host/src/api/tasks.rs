@@ -264,19 +264,48 @@ pub(super) async fn signal(
 pub(super) struct CancelledOne {
     id: TaskId,
     cancelled: bool,
+    /// With `with_children=true`: the unfinished tasks under it cancelled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    children_cancelled: Option<u64>,
+}
+
+/// The options of a task's cancel.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // read by hand, to say which is wrong and why
+pub(super) struct CancelParams {
+    /// Cancel every unfinished task under it too (its children, their children, ...), a finished
+    /// task's included.
+    with_children: Option<bool>,
 }
 
 /// Cancel an unfinished task: a waiting one never runs, a running one is stopped by its worker.
-/// 409 when it has finished already.
-#[utoipa::path(post, path = "/api/v1/tasks/{id}/cancel", operation_id = "cancel_task", tag = "tasks", params(("id" = TaskId, Path)),
+/// 409 when it has finished already (unless `with_children`, which cancels what is under it).
+#[utoipa::path(post, path = "/api/v1/tasks/{id}/cancel", operation_id = "cancel_task", tag = "tasks",
+    params(("id" = TaskId, Path), CancelParams),
     responses((status = 200, description = "Done", body = CancelledOne), Errors))]
 pub(super) async fn cancel(
     State(state): State<Arc<ApiState>>,
     Path(id): Path<String>,
+    Query(q): Query<BTreeMap<String, String>>,
 ) -> Result<Json<CancelledOne>, ApiError> {
     let id = task_id(&id)?;
+    let mut with_children = false;
+    for (key, value) in &q {
+        match (key.as_str(), value.as_str()) {
+            ("with_children", "true") => with_children = true,
+            ("with_children", "false") => {}
+            _ => return Err(ApiError::bad("invalid", format!("{key}={value:?}: only with_children=true|false"))),
+        }
+    }
+    if with_children {
+        state.client.show(id).await?;
+        let done = state.client.cancel_with_children(&[id]).await?;
+        let under = done.iter().filter(|t| **t != id).count() as u64;
+        return Ok(Json(CancelledOne { id, cancelled: done.contains(&id), children_cancelled: Some(under) }));
+    }
     if state.client.cancel(&[id]).await?.contains(&id) {
-        return Ok(Json(CancelledOne { id, cancelled: true }));
+        return Ok(Json(CancelledOne { id, cancelled: true, children_cancelled: None }));
     }
     let (task, _) = state.client.show(id).await?;
     let message = format!("task {id} is {}: only unfinished tasks can be cancelled", task.last_status);

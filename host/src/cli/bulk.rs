@@ -25,6 +25,10 @@ pub struct CancelArgs {
     /// Every unfinished task of every queue.
     #[arg(long, conflicts_with_all = ["ids", "queue", "handler"])]
     pub all: bool,
+    /// With the tasks' ids: every unfinished task under them too (their children, the children's
+    /// children, ...), a finished task's included.
+    #[arg(long, requires = "ids")]
+    pub with_children: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -93,12 +97,22 @@ pub async fn cancel(app: &App, c: CancelArgs) -> Result<()> {
         println!("{} cancelled ({running})", count(done.tasks, "task"));
         return Ok(());
     }
-    let done = app.client.cancel(&c.ids).await?;
+    let done = match c.with_children {
+        true => app.client.cancel_with_children(&c.ids).await?,
+        false => app.client.cancel(&c.ids).await?,
+    };
     let mut refused = 0;
     for id in &c.ids {
         if done.contains(id) {
             println!("task {id} cancelled");
             continue;
+        }
+        if c.with_children {
+            // Finished itself: what is under it was sought all the same.
+            if let Ok((task, _)) = app.client.show(*id).await {
+                println!("task {id} was {} already", task.state);
+                continue;
+            }
         }
         refused += 1;
         match app.client.show(*id).await {
@@ -107,6 +121,10 @@ pub async fn cancel(app: &App, c: CancelArgs) -> Result<()> {
             }
             Err(e) => eprintln!("error: {e}"),
         }
+    }
+    if c.with_children {
+        let under = done.iter().filter(|id| !c.ids.contains(id)).count();
+        println!("{} under them cancelled", count(under as u64, "task"));
     }
     if refused > 0 {
         return Err(super::Reported.into());

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use super::{RunId, RunStatus, TaskId};
 
 /// What a run's good end writes besides its own rows: the tasks it queued (`enqueue`) and the
-/// signals it read (`await-signal`), which no later run is handed.
+/// signals it read (`await-signal`), which no later run is handed once it succeeded.
 #[derive(Debug, Clone, Default)]
 pub struct QueuedTasks {
     /// The tasks, in the order queued: a task's number is its place here.

@@ -1,7 +1,7 @@
 //! Signals: named messages sent to a task (a human's approval, an external callback) that its
 //! runs wait for (`await-signal`).
 //!
-//! A signal is kept until a run of its task reads it and ends well; a run that waits for one not
+//! A signal is kept until a run of its task reads it and succeeds; a run that waits for one not
 //! yet sent ends `snoozed`, its task due again at the wait's timeout and marked as awaiting the
 //! name, so that sending it makes the task due at once. The next run's wait for that name then
 //! finds it, or, the timeout passed, finds it `timed-out`.
@@ -30,6 +30,10 @@ pub fn check_signal_name(name: &str) -> Result<(), String> {
     }
     if name.chars().any(char::is_control) {
         return Err("a signal's name cannot hold a control character".into());
+    }
+    // MySQL's comparison ignores trailing spaces: `a ` would be handed to a wait for `a`.
+    if name.trim() != name {
+        return Err("a signal's name cannot begin or end with a space".into());
     }
     Ok(())
 }
@@ -147,5 +151,6 @@ mod tests {
         assert!(check_signal_name("").is_err());
         assert!(check_signal_name(&"x".repeat(129)).is_err());
         assert!(check_signal_name("a\nb").is_err());
+        assert!(check_signal_name("a ").is_err());
     }
 }

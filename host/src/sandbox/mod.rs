@@ -131,7 +131,7 @@ pub struct RunResult {
     pub elapsed: Duration,
     /// The tasks it queued, if it ended well (returned ok, snoozed or waits); none otherwise.
     pub children: Vec<children::Child>,
-    /// The signals handed to it, read if it ended well; none otherwise.
+    /// The signals handed to it (read if it succeeded), if it ended well; none otherwise.
     pub signals: Vec<crate::model::SignalId>,
 }
 

@@ -89,7 +89,7 @@ impl Signals {
         })
     }
 
-    /// The signals handed to the run: read, if it ends well.
+    /// The signals handed to the run: read, if it succeeds.
     pub(crate) fn delivered(&self) -> Vec<SignalId> {
         let ids = self.found.iter().filter_map(|(_, f)| match f {
             Ok(SignalFound::Delivered { id, .. }) => Some(*id),

@@ -61,6 +61,9 @@ pub trait Store: Send + Sync + 'static {
     /// Cancel the unfinished tasks among `ids`; the ids cancelled (finished or unknown ones are
     /// left as they are). See [`Store::cancel_matching`].
     async fn cancel_tasks(&self, ids: &[TaskId], now: DateTime<Utc>) -> Result<Vec<TaskId>>;
+    /// [`Store::cancel_tasks`], and every unfinished task under them: their children, the
+    /// children's children, ... (those of a finished one's too); the ids cancelled, `ids`' first.
+    async fn cancel_with_children(&self, ids: &[TaskId], now: DateTime<Utc>) -> Result<Vec<TaskId>>;
     /// Cancel every unfinished task of `which` kind matching `filter`, in batches: its scheduled
     /// run never starts; its running run is `cancelled` at once and its worker stops the guest
     /// (within a second; at once on PostgreSQL), its late outcome ignored.

@@ -51,6 +51,7 @@ pub fn task_state(r: &impl Cells) -> Result<TaskState> {
 pub fn task(r: &impl Cells) -> Result<Task> {
     let last_status = status(r, TASKS, "last_status")?;
     let gave_up_on = r.time("gave_up_on")?;
+    let finished = TaskState::of(last_status, gave_up_on.is_some()).is_final();
     Ok(Task {
         state: TaskState::of(last_status, gave_up_on.is_some()),
         id: int(r, TASKS, "id")?,
@@ -66,8 +67,9 @@ pub fn task(r: &impl Cells) -> Result<Task> {
         parent_id: r.int("parent_id")?,
         depth: n32(int(r, TASKS, "depth")?),
         waiting_for: n32(int(r, TASKS, "waiting_for")?),
-        awaiting_signal: r.text("awaiting_signal")?,
-        awaiting_until: r.time("awaiting_until")?,
+        // Meaningful only while it is unfinished (its end leaves them as they were).
+        awaiting_signal: r.text("awaiting_signal")?.filter(|_| !finished),
+        awaiting_until: r.time("awaiting_until")?.filter(|_| !finished),
         queue: text(r, TASKS, "queue")?,
         priority: int(r, TASKS, "priority")?.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
         unique_key: r.text("unique_key")?,
@@ -76,6 +78,11 @@ pub fn task(r: &impl Cells) -> Result<Task> {
         gave_up_on,
         last_error: None,
     })
+}
+
+/// The `id` of each row.
+pub fn ids<R: Cells>(found: &[R]) -> Result<Vec<i64>> {
+    found.iter().map(|r| id(r, "id")).collect()
 }
 
 pub fn signal(r: &impl Cells) -> Result<Signal> {

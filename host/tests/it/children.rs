@@ -89,3 +89,23 @@ async fn the_operators_bounds_on_children_and_depth_are_refused_by_name() {
     let message = runs[0].error_message.as_deref().unwrap_or("");
     assert!(message.contains("1 deep") && message.contains("max_depth"), "{message}");
 }
+
+/// `cancel ID --with-children` cancels every unfinished task under a fan-out that succeeded (its
+/// parts wait in a paused queue), saying the fan-out had finished and how many it cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_with_children_cancels_the_parts_of_a_finished_fan_out() {
+    let env = Env::new(&["fan-out", "echo"]).await;
+    env.app.client.pause_queue("later").await.expect("pause");
+    let id = add(&env, json!({"items": [1, 2, 3], "queue": "later"})).await;
+    env.drain(drain_config()).await;
+    let out =
+        common::taskhost_command(&env).args(["cancel", &id.to_string(), "--with-children"]).output().expect("run");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        said.contains(&format!("task {id} was succeeded already")) && said.contains("3 tasks under them cancelled"),
+        "{said}"
+    );
+    let states: Vec<TaskState> = children_of(&env, id).await.iter().map(|k| k.state).collect();
+    assert_eq!(states, vec![TaskState::Cancelled; 3]);
+}

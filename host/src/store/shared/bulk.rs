@@ -81,7 +81,7 @@ async fn delete_batch<D: Dialect>(
     let (pick, values) = (&pick, &values);
     transaction(db, |tx| {
         Box::pin(async move {
-            let ids = ids(&db.rows(Some(&mut tx.tx), pick, values).await?)?;
+            let ids = super::super::rows::ids(&db.rows(Some(&mut tx.tx), pick, values).await?)?;
             if ids.is_empty() {
                 return Ok(0);
             }
@@ -184,8 +184,4 @@ async fn replay_batch<D: Dialect>(
     // and nothing of the batch is replayed.)
     let n = transitions::tasks::replay(db, tx, &ids, now).await?;
     Ok((n, Some(last)))
-}
-
-fn ids<R: Cells>(found: &[R]) -> Result<Vec<i64>> {
-    found.iter().map(|r| super::super::rows::id(r, "id")).collect()
 }

@@ -42,6 +42,27 @@ pub async fn by_ids<D: Dialect>(db: &D, ids: &[TaskId], now: DateTime<Utc>) -> R
     Ok(done)
 }
 
+/// Cancel the unfinished tasks among `ids` and every unfinished task under them (their children,
+/// the children's children, ...); the ids cancelled, those of `ids` first. Level by level from
+/// the top: a task cancelled before its run ends queues no children (a cancelled run's end is
+/// ignored), so no task can be added under one after its level was read. A finished task's
+/// children are sought all the same (a succeeded fan-out's parts may still be running).
+pub async fn with_children<D: Dialect>(db: &D, ids: &[TaskId], now: DateTime<Utc>) -> Result<Vec<TaskId>> {
+    let mut done = by_ids(db, ids, now).await?;
+    let mut level: Vec<TaskId> = ids.to_vec();
+    // Children have larger ids than their parents: the walk ends, and needs no set of seen ones.
+    let children = "SELECT id FROM task_queue WHERE parent_id IN ($1) ORDER BY id";
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        for chunk in level.chunks(BATCH as usize) {
+            next.extend(rows::ids(&db.rows(None, children, args![chunk]).await?)?);
+        }
+        done.extend(by_ids(db, &next, now).await?);
+        level = next;
+    }
+    Ok(done)
+}
+
 /// Cancel every task of `which` kind matching `f`, batch by batch.
 pub async fn matching<D: Dialect>(db: &D, f: &BulkFilter, which: Unfinished, now: DateTime<Utc>) -> Result<Cancelled> {
     let mut values: Vec<Arg<'_>> = Vec::new();

@@ -173,6 +173,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         cancel::by_ids(&self.db, ids, now).await
     }
 
+    async fn cancel_with_children(&self, ids: &[TaskId], now: DateTime<Utc>) -> Result<Vec<TaskId>> {
+        cancel::with_children(&self.db, ids, now).await
+    }
+
     async fn cancel_matching(&self, filter: &BulkFilter, which: Unfinished, now: DateTime<Utc>) -> Result<Cancelled> {
         cancel::matching(&self.db, filter, which, now).await
     }

@@ -66,7 +66,7 @@ pub async fn give_up_unserved<D: Dialect>(
     let pick = &pick;
     transaction(db, |tx| {
         Box::pin(async move {
-            let ids = ids(&db.rows(Some(&mut tx.tx), pick, args![due_before, served, limit]).await?)?;
+            let ids = rows::ids(&db.rows(Some(&mut tx.tx), pick, args![due_before, served, limit]).await?)?;
             if ids.is_empty() {
                 return Ok(0);
             }
@@ -129,8 +129,4 @@ pub async fn try_lease<D: Dialect>(
 pub async fn release_lease<D: Dialect>(db: &D, name: &str, holder: &str, now: DateTime<Utc>) -> Result<bool> {
     let expire = "UPDATE task_leases SET expires_on = $3 WHERE name = $1 AND holder = $2";
     Ok(db.exec(None, expire, args![name, holder, now]).await? > 0)
-}
-
-fn ids<R: Cells>(found: &[R]) -> Result<Vec<i64>> {
-    found.iter().map(|r| rows::id(r, "id")).collect()
 }

@@ -101,11 +101,13 @@ impl<'a> Set<'a> {
                 out.push(("run_attempt", "run_attempt - 1".to_string()));
                 out.push(("snoozes", "snoozes + 1".to_string()));
                 out.push(("awaiting_signal", "NULL".to_string()));
+                out.push(("awaiting_until", "NULL".to_string()));
             }
             // Run again from the start: its snoozes and waits forgotten with its failures.
             Transition::Replay => {
                 out.push(("snoozes", "0".to_string()));
                 out.push(("awaiting_signal", "NULL".to_string()));
+                out.push(("awaiting_until", "NULL".to_string()));
             }
             _ => {}
         }
@@ -175,7 +177,8 @@ mod tests {
         assert_eq!(
             set(Transition::Replay, None),
             "last_status = 'scheduled', scheduled_on = $2, finished_on = NULL, gave_up_on = NULL, \
-             active_unique_key = unique_key, task_runs_failed = 0, snoozes = 0, awaiting_signal = NULL"
+             active_unique_key = unique_key, task_runs_failed = 0, snoozes = 0, awaiting_signal = NULL, \
+             awaiting_until = NULL"
         );
         assert_eq!(
             Set::of(Transition::Succeed, "r.f").qualified("q.").to_string(),
@@ -185,7 +188,7 @@ mod tests {
         assert_eq!(
             set(Transition::Snooze, None),
             "last_status = 'scheduled', scheduled_on = $2, run_attempt = run_attempt - 1, snoozes = snoozes + 1, \
-             awaiting_signal = NULL"
+             awaiting_signal = NULL, awaiting_until = NULL"
         );
     }
 }

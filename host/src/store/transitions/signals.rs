@@ -1,4 +1,4 @@
-//! Signals: sending one to a task, a run's lookup of one, reading it with the run's good end,
+//! Signals: sending one to a task, a run's lookup of one, reading it with the run's success,
 //! and a run's end waiting for one. See [`crate::model::signals`] for the life of a signal.
 //!
 //! Sending locks the task's row, as the end of its running run does, so a run that ends waiting
@@ -11,7 +11,7 @@ use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, SCHEDULED};
 use crate::error::{Error, Result};
-use crate::model::{RunOutcome, Signal, SignalLookup, SignalSent, TaskId, TaskState, MAX_UNREAD_SIGNALS};
+use crate::model::{RunEnd, RunOutcome, Signal, SignalLookup, SignalSent, TaskId, TaskState, MAX_UNREAD_SIGNALS};
 
 /// The unread signals of a task (of a name: `AND name = $2`).
 const UNREAD: &str = "task_id = $1 AND read_by_run IS NULL";
@@ -90,11 +90,13 @@ pub async fn of<D: Dialect>(db: &D, task: TaskId) -> Result<Vec<Signal>> {
     Ok(found)
 }
 
-/// Mark read the signals the runs that ended well here read (each run's own task's: a signal
-/// is found by its task, so a run can read no other task's).
+/// Mark read the signals the runs that succeeded here were handed (each run's own task's: a
+/// signal is found by its task, so a run can read no other task's). A run that snoozes or waits
+/// leaves them unread: a handler runs from the top each time, and its next run, asking again, is
+/// handed them again (a wait for `a`, then for `b`, reads `a` again on the run that gets `b`).
 pub async fn read<D: Dialect>(db: &D, tx: &mut TxOf<D>, well: &[&RunOutcome]) -> Result<()> {
     let sql = format!("UPDATE task_signals SET read_by_run = $2 WHERE id IN ($3) AND {UNREAD}");
-    for o in well {
+    for o in well.iter().filter(|o| matches!(o.end, RunEnd::Success { .. })) {
         let ids = &o.children().signals;
         if !ids.is_empty() {
             db.exec(Some(&mut *tx), &sql, args![o.task_id, o.run_id, ids]).await?;

@@ -519,6 +519,7 @@ macro_rules! store_suite {
         case!(a_signal_makes_the_task_awaiting_it_due_at_once_and_is_read_once);
         case!(a_signal_sent_before_the_wait_is_kept_and_a_failed_run_leaves_it_unread);
         case!(a_signal_to_a_finished_or_unknown_task_is_refused);
+        case!(cancelling_with_children_reaches_every_unfinished_task_under_it);
         case!(a_late_outcome_does_not_override_a_timeout);
         case!(timed_out_runners_take_their_runs_with_them);
         case!(the_runner_limit_is_enforced);

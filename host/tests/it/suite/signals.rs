@@ -55,8 +55,8 @@ pub async fn a_signal_makes_the_task_awaiting_it_due_at_once_and_is_read_once(st
 }
 
 /// A signal sent before any wait is kept for it (the running task is not made due); a run that
-/// fails leaves it unread for the retry; a wait whose time has come is found timed out, and a
-/// wait begun again keeps its first timeout.
+/// fails, or waits for another, leaves it unread; a wait whose time has come is found timed out;
+/// a run that ends waiting for a signal sent while it ran is due at once.
 pub async fn a_signal_sent_before_the_wait_is_kept_and_a_failed_run_leaves_it_unread(store: SharedStore) {
     let id = store.add_tasks(&[NewTask::new("h", "{}")], t0()).await.expect("add")[0].id;
     let r = runner(&store, t0()).await;
@@ -71,12 +71,26 @@ pub async fn a_signal_sent_before_the_wait_is_kept_and_a_failed_run_leaves_it_un
     store.finish_runs(&[failed]).await.expect("fail");
     assert_eq!(store.signal_lookup(id, "go").await.expect("lookup").unread.map(|u| u.0), Some(sent.id));
 
-    // A wait for another name, timing out at 100 s.
+    // A run handed `go` that waits for another name, timing out at 100 s, leaves `go` unread: the
+    // next run, from the top, is handed it again.
     let c = store.claim(r, &["default".into()], 1, t0() + secs(10), DAY).await.expect("claim");
-    store.finish_runs(&[waiting(&c[0], t0() + secs(11), "later", t0() + secs(100))]).await.expect("wait");
+    let mut wait = waiting(&c[0], t0() + secs(11), "later", t0() + secs(100));
+    if let RunEnd::Snoozed { children, .. } = &mut wait.end {
+        children.signals = vec![sent.id];
+    }
+    store.finish_runs(&[wait]).await.expect("wait");
+    assert_eq!(store.signal_lookup(id, "go").await.expect("lookup").unread.map(|u| u.0), Some(sent.id));
     let lookup = store.signal_lookup(id, "later").await.expect("lookup");
     assert_eq!(lookup.clone().found("later", t0() + secs(50)), SignalFound::NotYet { until: Some(t0() + secs(100)) });
     assert_eq!(lookup.found("later", t0() + secs(100)), SignalFound::TimedOut);
+
+    // A signal sent while the run that ends waiting for it runs: its end finds it, due at once.
+    let c = store.claim(r, &["default".into()], 1, t0() + secs(100), DAY).await.expect("claim");
+    assert_eq!(c.len(), 1, "due at the wait's timeout");
+    assert!(!store.signal(id, "soon", "{}", t0() + secs(101)).await.expect("send").woke);
+    store.finish_runs(&[waiting(&c[0], t0() + secs(102), "soon", t0() + secs(500))]).await.expect("wait");
+    let task = store.get_task(id).await.expect("get").expect("exists");
+    assert_eq!((task.scheduled_on, task.awaiting_signal.as_deref()), (t0() + secs(102), Some("soon")));
 }
 
 /// Signals are refused for a task finished or unknown, each with one clear error.

@@ -195,3 +195,41 @@ pub async fn a_runs_join_waits_for_the_tasks_it_queued_before_it(store: SharedSt
     let join = store.get_task(join.id).await.expect("get").expect("exists");
     assert_eq!((join.state, join.waiting_for), (TaskState::Scheduled, 0), "due once both parts succeeded");
 }
+
+/// A run's children, as the runner reports them with its success.
+fn succeeded_with(c: &ClaimedRun, now: DateTime<Utc>, children: Vec<NewTask>) -> RunOutcome {
+    RunOutcome { end: RunEnd::Success { results: Some("{}".into()), children: children.into() }, ..success(c, now, "") }
+}
+
+/// Cancelling with children reaches every unfinished task under the task, level by level, a
+/// running one too, under a finished task as well; a task beside them is untouched.
+pub async fn cancelling_with_children_reaches_every_unfinished_task_under_it(store: SharedStore) {
+    let beside = NewTask::new("beside", "{}").with_queue("other");
+    let added = store.add_tasks(&[NewTask::new("top", "{}"), beside], t0()).await.expect("add");
+    let (top, beside) = (added[0].id, added[1].id);
+    let r = runner(&store, t0()).await;
+    let q = ["default".to_string()];
+    let c = store.claim(r, &q, 1, t0(), DAY).await.expect("claim");
+    let kids = vec![NewTask::new("mid", "{}"), NewTask::new("leaf", "{}")];
+    store.finish_runs(&[succeeded_with(&c[0], t0() + secs(1), kids)]).await.expect("finish");
+    // `mid` runs and queues a grandchild; `leaf` is left running.
+    let c = store.claim(r, &q, 2, t0() + secs(2), DAY).await.expect("claim");
+    let mid = c.iter().find(|c| c.handler == "mid").expect("mid");
+    let leaf = c.iter().find(|c| c.handler == "leaf").expect("leaf").task_id;
+    store.finish_runs(&[succeeded_with(mid, t0() + secs(3), vec![NewTask::new("grand", "{}")])]).await.expect("mid");
+    let grand =
+        store.list_tasks(&TaskFilter { parent: Some(mid.task_id), ..TaskFilter::default() }).await.expect("list");
+
+    let done = store.cancel_with_children(&[top], t0() + secs(4)).await.expect("cancel");
+    let mut expected = vec![leaf, grand[0].id];
+    expected.sort_unstable();
+    assert_eq!(done, expected, "the finished top and mid are not cancelled, all under them is");
+    for (id, state) in
+        [(top, TaskState::Succeeded), (mid.task_id, TaskState::Succeeded), (beside, TaskState::Scheduled)]
+    {
+        assert_eq!(store.get_task(id).await.expect("get").expect("exists").state, state, "task {id}");
+    }
+    for id in expected {
+        assert_eq!(store.get_task(id).await.expect("get").expect("exists").state, TaskState::Cancelled, "task {id}");
+    }
+}
