@@ -3,6 +3,7 @@
 
 import { api, act, hold, leave, notify } from './app.js';
 import { h, fill, put, badge, bar, when, duration, number, json, button, section, taskLink } from './view.js';
+import { workflow } from './graph.js';
 
 export function mount(main, id) {
   const head = h('div', { class: 'task-head' });
@@ -10,14 +11,21 @@ export function mount(main, id) {
   const data = h('div', { id: 'task-data' });
   const runs = h('div', { id: 'runs' });
   const children = h('div', { id: 'task-children' });
-  put(main, head, facts, section('Data', data), section('Children', children), section('Runs', runs));
+  const graph = h('div', { class: 'chart' });
+  const flow = section('Workflow', graph);
+  put(main, head, facts, flow, section('Data', data), section('Children', children), section('Runs', runs));
   let shownData = null;
   return {
     async refresh(current) {
       // What may be done with it now is the server's to say (by its state).
       const [{ task, runs: list, allows, after = [] }, kids] = await Promise.all([
         api('GET', `/tasks/${id}`), api('GET', `/tasks?parent=${id}&order=oldest&limit=100`)]);
+      const parent = task.parent_id ? await api('GET', `/tasks/${task.parent_id}`).catch(() => null) : null;
       if (!current()) return;
+      // A task alone in its workflow has no graph.
+      const from = [...(parent ? [{ ...parent.task, how: 'parent' }] : []), ...after.map((d) => ({ ...d, how: 'after' }))];
+      flow.hidden = from.length === 0 && kids.tasks.length === 0;
+      if (!flow.hidden) fill(graph, workflow(task, from, kids.tasks));
       // The tasks its runs queued (the first hundred), each with its state.
       fill(children, kids.tasks.length === 0 ? h('p', { class: 'muted' }, 'None: its runs queued no task.')
         : h('ul', { class: 'plain' }, ...kids.tasks.map((k) => h('li', {},

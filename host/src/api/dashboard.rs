@@ -12,13 +12,14 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 /// Every file of the dashboard: its path under `/ui/`, type and content.
-const FILES: [(&str, &str, &str); 7] = [
+const FILES: [(&str, &str, &str); 8] = [
     ("style.css", "text/css; charset=utf-8", include_str!("../../ui/style.css")),
     ("app.js", JS, include_str!("../../ui/app.js")),
     ("view.js", JS, include_str!("../../ui/view.js")),
     ("overview.js", JS, include_str!("../../ui/overview.js")),
     ("tasks.js", JS, include_str!("../../ui/tasks.js")),
     ("task.js", JS, include_str!("../../ui/task.js")),
+    ("graph.js", JS, include_str!("../../ui/graph.js")),
     ("operations.js", JS, include_str!("../../ui/operations.js")),
 ];
 const JS: &str = "text/javascript; charset=utf-8";

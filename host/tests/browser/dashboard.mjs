@@ -28,6 +28,8 @@ const hostile = await call('POST', '/tasks', { handler: 'echo', data: {
 const failing = await call('POST', '/tasks', { handler: 'fail', data: { retryable: false } });
 const mail = await call('POST', '/tasks', { tasks: ['a', 'b', 'needle'].map((to) => ({
   handler: 'echo', queue: 'mail', at: later, data: { to } })) });
+// A fan-out of two parts and a join after them, for the workflow graph.
+const flow = await call('POST', '/tasks', { handler: 'fan-out', data: { items: [1, 2], join: 'join' } });
 // Due in a queue the worker was not given.
 await call('POST', '/tasks', { handler: 'echo', queue: 'nobody' });
 
@@ -56,6 +58,21 @@ try {
   await page.waitForSelector('[data-run] pre.logs', WAIT);
   await shot(page, 'task-done');
   done.progress = [first, Number(await page.getAttribute('[data-run] [role=progressbar]', 'aria-valuenow'))];
+
+  // A workflow's graph: the fan-out, then its two parts and the join, each with its state; from
+  // the join, its parent and the two parts it runs after.
+  const nodes = () => [...document.querySelectorAll('#task-graph [data-task]')].map((n) => [Number(n.dataset.task), n.dataset.state]);
+  await visit(page, `#/tasks/${flow.id}`, '#task-graph');
+  await page.waitForFunction(() => {
+    const boxes = [...document.querySelectorAll('#task-graph [data-task]')];
+    return boxes.length === 4 && boxes.every((b) => b.dataset.state === 'succeeded');
+  }, null, WAIT);
+  done.graph = await page.evaluate(nodes);
+  await shot(page, 'workflow');
+  await page.click(`#task-graph [data-task="${done.graph[3][0]}"]`);
+  await page.waitForFunction((id) => location.hash === `#/tasks/${id}` && document.querySelectorAll('#task-graph [data-task]').length === 4,
+    done.graph[3][0], WAIT);
+  done.join_graph = await page.evaluate(nodes);
 
   // Overview: counts, the chart, queues and handlers.
   await visit(page, '#/', '#chart svg');

@@ -21,7 +21,7 @@ static ONE_BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
     let _turn = ONE_BROWSER.lock().await;
-    let env = Env::on(db, &["echo", "probe", "fail"]).await;
+    let env = Env::on(db, &["echo", "probe", "fail", "fan-out", "join"]).await;
     let nightly = taskhost::schedule::NewSchedule::new("nightly", "0 3 * * *", "echo");
     env.app.client.add_schedule(&nightly).await.expect("schedule");
     let served = Served::start(&env, "127.0.0.1:0");
@@ -43,6 +43,17 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
         assert_eq!(status_of(id).await, RunStatus::Cancelled, "{id}");
     }
     assert_eq!(done["paused"], Value::Bool(true), "{done}");
+    // The workflow graph: the fan-out, its two parts and the join; from the join (clicked), its
+    // parent and the parts it runs after, then itself.
+    let graph: Vec<(i64, String)> = serde_json::from_value(done["graph"].clone()).expect("the graph's boxes");
+    let flow = graph[0].0;
+    let filter = taskhost::model::TaskFilter { parent: Some(flow), newest_first: false, ..Default::default() };
+    let kids: Vec<i64> = client.list(&filter).await.expect("children").iter().map(|k| k.id).collect();
+    let ids: Vec<i64> = graph.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, [vec![flow], kids.clone()].concat(), "{done}");
+    let join: Vec<(i64, String)> = serde_json::from_value(done["join_graph"].clone()).expect("the join's boxes");
+    let ids: Vec<i64> = join.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, vec![flow, kids[0], kids[1], kids[2]], "parent, the parts it runs after, itself: {done}");
     assert_eq!(done["unclaimed"], "none claims it", "a queue with a due task and no worker of it: {done}");
     assert_eq!(done["awaiting_retry"], serde_json::json!([]), "nothing awaits a retry: {done}");
     // A card's filter is one the list's form shows (a run status it cannot show is not one).
@@ -75,9 +86,17 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
     assert!(chars.windows(8).any(is_clock), "no time of day beside how long ago: {row}");
     let replayed = client.show(done["replayed"].as_i64().expect("id")).await.expect("show");
     assert!(replayed.1.len() >= 2 && replayed.0.task_runs_failed <= 1, "replayed from its first attempt: {replayed:?}");
-    for name in
-        ["overview", "task-running", "queues", "dead-letters", "runners", "plugins", "phone-overview", "phone-task"]
-    {
+    for name in [
+        "overview",
+        "task-running",
+        "workflow",
+        "queues",
+        "dead-letters",
+        "runners",
+        "plugins",
+        "phone-overview",
+        "phone-task",
+    ] {
         assert!(shots.join(format!("{name}.png")).exists(), "{name}.png");
     }
     signal(&worker, "TERM");
