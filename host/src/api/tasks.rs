@@ -239,12 +239,12 @@ pub(super) async fn get(
     Ok(Json(TaskDetail::new(task, runs).with_after(after).with_signals(signals)))
 }
 
-/// Send the signal `name` to an unfinished task, the body its data (a JSON document; none:
-/// `{}`): kept until a run of the task reads it (`await-signal`); a task awaiting it is due at
+/// Send the signal `name` to an unfinished task, the body its data (a JSON document, `{}` for
+/// none): kept until a run of the task reads it (`await-signal`); a task awaiting it is due at
 /// once (`woke`). 409 when the task has finished, or holds 1,000 signals no run has read.
 #[utoipa::path(post, path = "/api/v1/tasks/{id}/signals/{name}", operation_id = "signal_task", tag = "tasks",
     params(("id" = TaskId, Path), ("name" = String, Path)),
-    request_body(content = inline(Object), description = "The signal's data, a JSON document"),
+    request_body(content = serde_json::Value, description = "The signal's data, a JSON document"),
     responses((status = 201, description = "Sent", body = crate::model::SignalSent), Errors))]
 pub(super) async fn signal(
     State(state): State<Arc<ApiState>>,
@@ -253,7 +253,9 @@ pub(super) async fn signal(
 ) -> Result<(StatusCode, Json<crate::model::SignalSent>), ApiError> {
     let id = task_id(&id)?;
     let data = match std::str::from_utf8(&body) {
-        Ok(text) if text.trim().is_empty() => "{}",
+        Ok(text) if text.trim().is_empty() => {
+            return Err(ApiError::bad("invalid-json", "the body is the signal's data, a JSON document: {} for none"));
+        }
         Ok(text) => text,
         Err(_) => return Err(ApiError::bad("invalid-json", "the body is not UTF-8 text")),
     };

@@ -21,6 +21,7 @@ mod progress;
 mod schedule;
 pub mod telemetry;
 mod values;
+mod worker_args;
 pub use args::*;
 
 impl Cli {

@@ -62,7 +62,7 @@ async fn bad_requests_get_a_json_error_and_lose_nothing(db: Db) {
         ("GET", "/stats/throughput?handler=a%00b", None, 400, "invalid"),
         ("GET", "/stats?queue=a%00b", None, 400, "invalid"),
         ("POST", "/tasks/12345/cancel", None, 404, "not-found"),
-        ("POST", "/tasks/12345/signals/go", None, 404, "not-found"),
+        ("POST", "/tasks/12345/signals/go", Some("{}"), 404, "not-found"),
         ("GET", "/nothing-here", None, 404, "not-found"),
     ] {
         let (got, answer) = served.call(method, path, None, body);
@@ -95,10 +95,12 @@ async fn bad_requests_get_a_json_error_and_lose_nothing(db: Db) {
         (&json!("go"), &json!({"by": "api"})),
         "{task}"
     );
-    let (status, answer) = served.call("POST", &format!("/tasks/{id}/signals/go"), None, Some("{nope"));
-    assert_eq!((status, answer["error"]["code"].as_str()), (400, Some("invalid-json")), "{answer}");
+    for bad in ["{nope", ""] {
+        let (status, answer) = served.call("POST", &format!("/tasks/{id}/signals/go"), None, Some(bad));
+        assert_eq!((status, answer["error"]["code"].as_str()), (400, Some("invalid-json")), "{bad:?}: {answer}");
+    }
     served.call("POST", &format!("/tasks/{id}/cancel"), None, None);
-    let (status, answer) = served.call("POST", &format!("/tasks/{id}/signals/go"), None, None);
+    let (status, answer) = served.call("POST", &format!("/tasks/{id}/signals/go"), None, Some("{}"));
     assert_eq!((status, answer["error"]["code"].as_str()), (409, Some("conflict")), "{answer}");
     served.call("POST", &format!("/tasks/{id}/retry"), None, None);
     let (status, answer) = served.call("POST", "/queues/api/pause", None, None);
