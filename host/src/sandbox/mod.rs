@@ -135,6 +135,20 @@ pub struct RunResult {
     pub signals: Vec<crate::model::SignalId>,
 }
 
+impl RunResult {
+    /// A run that failed before its guest started: nothing used, reported or queued.
+    fn unstarted(failure: Failure, started: Instant) -> Self {
+        RunResult {
+            outcome: GuestOutcome::Failed(failure),
+            fuel_used: 0,
+            report: RunReport::default(),
+            elapsed: started.elapsed(),
+            children: Vec::new(),
+            signals: Vec::new(),
+        }
+    }
+}
+
 /// Fuel a run gets at a time; a yield to tokio comes with each step. Compiled code keeps its
 /// fuel count in a register and stores it only when it leaves wasm for the fuel check, so a run
 /// interrupted for time would report the fuel of its last store (often a few hundred units).
@@ -263,16 +277,7 @@ impl Sandbox {
         let net = net::RunNet::new(&input.handler, grants, deadline);
         let wasi = match grants::wasi_ctx(grants, &output, net.sockets()) {
             Ok(w) => w,
-            Err(e) => {
-                return RunResult {
-                    outcome: GuestOutcome::Failed(Failure::denied(e)),
-                    fuel_used: 0,
-                    report: RunReport::default(),
-                    elapsed: started.elapsed(),
-                    children: Vec::new(),
-                    signals: Vec::new(),
-                }
-            }
+            Err(e) => return RunResult::unstarted(Failure::denied(e), started),
         };
         let net_log = net.log().clone();
         let mut store = self.store(
