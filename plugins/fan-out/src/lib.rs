@@ -2,7 +2,7 @@
 //! data the item when it is an object, else `{"item": ITEM}`, in `queue` when given, and returns
 //! how many it queued. With `"join": HANDLER`, a task of that handler (say `join`) too, in the same
 //! queue, which runs after all of them (its data `"join_data"`; `"run_anyway": true` even if some
-//! die). The children are written with this run's end, only if it ends well. Test hooks:
+//! die). `"max_attempts": N` gives each task it queues N runs (default 5). The children are written with this run's end, only if it ends well. Test hooks:
 //! `"fail": true` fails the run after queueing (retryable: its children are not written),
 //! `"fail_first": true` fails only the first attempt, `"snooze_ms": N` snoozes instead of ending
 //! (its children are written). With `"approval": NAME`, it first waits for the signal NAME (a
@@ -25,12 +25,16 @@ fn handle(task: Task) -> taskhost::Result<Value> {
         }
     };
     let handler = task.data["handler"].as_str().unwrap_or("echo");
+    let attempts = task.data["max_attempts"].as_u64().map(|n| n.min(u64::from(u32::MAX)) as u32);
     let mut parts = Vec::with_capacity(items.len());
     for item in items {
         let data = if item.is_object() { item.clone() } else { json!({ "item": item }) };
         let mut child = Enqueue::new(handler, &data);
         if let Some(queue) = task.data["queue"].as_str() {
             child = child.queue(queue);
+        }
+        if let Some(n) = attempts {
+            child = child.max_attempts(n);
         }
         parts.push(child.send()?);
     }
@@ -39,6 +43,9 @@ fn handle(task: Task) -> taskhost::Result<Value> {
         let mut join = Enqueue::new(join, &data).after(&parts);
         if let Some(queue) = task.data["queue"].as_str() {
             join = join.queue(queue);
+        }
+        if let Some(n) = attempts {
+            join = join.max_attempts(n);
         }
         if task.data["run_anyway"] == json!(true) {
             join = join.run_anyway();

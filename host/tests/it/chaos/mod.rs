@@ -5,8 +5,10 @@
 //! beside them; and in one test, so that they take turns on those servers holding one test thread
 //! (a test waiting for its turn would hold another).
 
+mod fan_out;
 mod partitions;
 mod restarts;
+mod witness;
 
 use crate::common::Db;
 

@@ -12,6 +12,8 @@
 //!   granted per worker (so its clock offset is known and taken out). One task in eight runs
 //!   4 to 14 s, longer than the horizon: without the fence those overlap their retries (seen:
 //!   with the fence disabled the test fails within 30 s);
+//! - every child of a fan-out queued exactly once and each join run once, after all its parts
+//!   (see [`fan_out`]: one `fan-out` task is added every second beside the witness tasks);
 //! - while the faults go on, a checker samples the database every 500 ms (no task with two runs
 //!   running), and at the end reads the workers' logs (no panic; every partition fenced its
 //!   worker; the overseer never had to sweep up a run left under a runner no longer running,
@@ -21,19 +23,19 @@
 //! default, a longer run is `TASKHOST_CHAOS_SECONDS=600 cargo test --release --test it chaos::`.
 //! Each run prints its figures.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use super::{fan_out, witness};
 use crate::common::netns::{require_root, Forwarder, Host};
 use crate::common::process::{signal, skewed};
 use crate::common::{self, own_server, Db, Env};
 use taskhost::model::{NewTask, RunStatus, TaskFilter, TaskState};
 
 /// Each worker's clock offset (libfaketime's syntax) and the same in nanoseconds.
-const SKEWS: [Option<(&str, i128)>; 3] = [None, Some(("+90s", 90_000_000_000)), Some(("-40s", -40_000_000_000))];
+pub const SKEWS: [Option<(&str, i128)>; 3] = [None, Some(("+90s", 90_000_000_000)), Some(("-40s", -40_000_000_000))];
 const HEARTBEAT: &str = "1s";
 const HORIZON: &str = "6s";
 
@@ -115,50 +117,8 @@ fn server_of(url: &str) -> SocketAddr {
     hostport.parse().unwrap_or_else(|e| panic!("{hostport}: {e}"))
 }
 
-/// A run as its guest saw it: its start and the last time it said it was running, on the real
-/// clock (the worker's offset taken out), and whether it reached its end.
-#[derive(Debug)]
-struct Seen {
-    run: i64,
-    start: i128,
-    last: i128,
-    ended: bool,
-}
-
-fn witnessed(dirs: &[PathBuf]) -> HashMap<i64, Vec<Seen>> {
-    let mut by_task: HashMap<i64, Vec<Seen>> = HashMap::new();
-    for (i, dir) in dirs.iter().enumerate() {
-        let offset = SKEWS[i].map_or(0, |(_, ns)| ns);
-        for entry in std::fs::read_dir(dir).expect("witness dir").flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let (task, run) = name.split_once('-').expect("TASK-RUN");
-            let text = std::fs::read_to_string(entry.path()).expect("witness file");
-            let times: Vec<(&str, i128)> = text
-                .lines()
-                .filter_map(|l| l.split_once(' '))
-                .filter_map(|(w, t)| Some((w, t.parse::<i128>().ok()? - offset)))
-                .collect();
-            let Some(&(_, start)) = times.first() else { continue };
-            let last = times.last().map_or(start, |&(_, t)| t);
-            let ended = times.last().is_some_and(|&(w, _)| w == "end");
-            let seen = Seen { run: run.parse().expect("run id"), start, last, ended };
-            by_task.entry(task.parse().expect("task id")).or_default().push(seen);
-        }
-    }
-    by_task
-}
-
 async fn add_tasks(env: &Env, n: usize) {
-    let tasks = (0..n)
-        .map(|_| {
-            // One in eight outlives the horizon: only those can overlap a retry if a fence fails.
-            let ms = match rand::random::<u64>() % 8 {
-                0 => 4_000 + rand::random::<u64>() % 10_000,
-                _ => 100 + rand::random::<u64>() % 500,
-            };
-            NewTask::new("witness", format!(r#"{{"dir": "/out", "ms": {ms}}}"#)).with_max_attempts(20)
-        })
-        .collect();
+    let tasks = (0..n).map(|_| NewTask::new("witness", witness::data().to_string()).with_max_attempts(20)).collect();
     env.app.client.add_many(tasks).await.expect("add");
 }
 
@@ -178,7 +138,7 @@ async fn one_active_run_each(env: &Env) -> usize {
 pub async fn chaos(db: Db) {
     require_root();
     let seconds: u64 = std::env::var("TASKHOST_CHAOS_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(45);
-    let env = Env::on_own_server(db, &["witness"]).await;
+    let env = Env::on_own_server(db, &["witness", "fan-out", "join"]).await;
     let server = server_of(&env.db_url);
     let mut workers = Vec::new();
     let mut dirs = Vec::new();
@@ -225,12 +185,16 @@ pub async fn chaos(db: Db) {
     let mut next_fault = Instant::now() + Duration::from_secs(3);
     let mut restarted = false;
     let mut added = 0;
+    let mut parents = Vec::new();
     let mut faults = 0;
     let (mut max_running, mut samples) = (0, 0);
     while started.elapsed() < Duration::from_secs(seconds) {
         tick.tick().await;
         add_tasks(&env, 5).await;
         added += 5;
+        if samples % 2 == 0 {
+            parents.push(fan_out::add(&env).await);
+        }
         max_running = max_running.max(one_active_run_each(&env).await);
         samples += 1;
         let now = Instant::now();
@@ -302,8 +266,7 @@ pub async fn chaos(db: Db) {
     loop {
         poll.tick().await;
         let tasks = client.list(&all).await.expect("list");
-        let open: Vec<_> =
-            tasks.iter().filter(|t| !matches!(t.state, TaskState::Succeeded | TaskState::Dead)).collect();
+        let open: Vec<_> = tasks.iter().filter(|t| !t.state.is_final()).collect();
         if open.is_empty() {
             break;
         }
@@ -362,14 +325,18 @@ pub async fn chaos(db: Db) {
 
     // Exactly once, by the database's accounting.
     let tasks = client.list(&all).await.expect("list");
-    assert_eq!(tasks.len(), added);
-    let seen = witnessed(&dirs);
+    assert_eq!(tasks.iter().filter(|t| t.parent_id.is_none()).count(), added + parents.len());
+    let fan = fan_out::check(&env, &parents, &tasks).await;
+    let seen = witness::witnessed(&dirs);
     let (mut succeeded, mut dead, mut runs_total, mut lost) = (0, 0, 0, 0);
     for t in &tasks {
         let runs = env.app.store.runs_of(t.id).await.expect("runs");
         runs_total += runs.len();
         lost += runs.iter().filter(|r| r.error_code.as_deref() == Some("runner-lost")).count();
         assert!(runs.iter().all(|r| r.finished_on.is_some() && r.status != RunStatus::Running), "{runs:?}");
+        if t.handler != "witness" {
+            continue; // parents and joins: `fan_out::check`
+        }
         let successes: Vec<_> = runs.iter().filter(|r| r.status == RunStatus::Success).collect();
         match t.state {
             TaskState::Succeeded => {
@@ -397,11 +364,16 @@ pub async fn chaos(db: Db) {
         }
     }
     eprintln!(
-        "chaos on {db:?} for {seconds} s: {added} tasks ({succeeded} succeeded, {dead} dead), {runs_total} runs \
-         ({lost} runner-lost); {partitions} partitions, {slowed} slowed links, {lossy} lossy links, {kills} kills, {exits} worker exits, \
+        "chaos on {db:?} for {seconds} s: {} tasks ({succeeded} witnesses succeeded, {dead} dead), {runs_total} runs \
+         ({lost} runner-lost); {} fan-outs in {} runs, {} joins in {} runs; {partitions} partitions, {slowed} slowed links, {lossy} lossy links, {kills} kills, {exits} worker exits, \
          1 server restart; {fences} fences; {orphans} lost claims put back; {samples} samples of the database, \
          at most {max_running} tasks running; closest start of a task's run after another's last sign of life: \
          {} ms",
+        tasks.len(),
+        fan.parents,
+        fan.parent_runs,
+        fan.joins,
+        fan.join_runs,
         if closest == i128::MAX { -1 } else { closest / 1_000_000 }
     );
 }
