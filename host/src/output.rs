@@ -69,8 +69,8 @@ pub fn stats_table(stats: &[taskhost::stats::HandlerStats]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<14} {:<9} {:>7} {:>7} {:>5} {:>8} {:>6} {:>7} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>10} {:>6} {:>7}  LAST RUN (UTC)",
-        "HANDLER", "QUEUE", "WAITING", "RUNNING", "DEAD", "SUCCESS", "FAILED", "TIMEOUT", "CANCELLED", "FAIL%",
+        "{:<14} {:<9} {:>7} {:>7} {:>5} {:>8} {:>6} {:>7} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>8} {:>10} {:>6} {:>7}  LAST RUN (UTC)",
+        "HANDLER", "QUEUE", "WAITING", "RUNNING", "DEAD", "SUCCESS", "FAILED", "TIMEOUT", "CANCELLED", "SNOOZED", "FAIL%",
         "AVG MS", "P50 MS", "P95 MS", "MAX MS", "AVG FUEL", "1 MIN", "1 HOUR"
     );
     let ms = |v: f64| format!("{v:.1}");
@@ -83,16 +83,17 @@ pub fn stats_table(stats: &[taskhost::stats::HandlerStats]) -> String {
         let last = s.last_run.map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string()).unwrap_or_else(|| "-".into());
         let _ = writeln!(
             out,
-            "{:<14} {:<9} {:>7} {:>7} {:>5} {:>8} {:>6} {:>7} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>10} {:>6} {:>7}  {last}",
+            "{:<14} {:<9} {:>7} {:>7} {:>5} {:>8} {:>6} {:>7} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>8} {:>10} {:>6} {:>7}  {last}",
             clip(&s.handler, 14),
             clip(&s.queue, 9),
-            s.tasks.scheduled + s.tasks.awaiting_retry,
+            s.tasks.waiting + s.tasks.scheduled + s.tasks.awaiting_retry,
             s.tasks.running,
             s.tasks.dead,
             s.runs.succeeded,
             s.runs.failed,
             s.runs.timed_out,
             s.runs.cancelled,
+            s.runs.snoozed,
             format!("{:.1}", s.failure_rate * 100.0),
             avg,
             p50,

@@ -52,7 +52,10 @@ pub struct HandlerStats {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct TaskCounts {
-    /// Waiting for their first run or a retry.
+    /// Waiting until the tasks they run after have succeeded.
+    pub waiting: u64,
+    /// Due now or later: their first run, a retry, or the next run after a snooze or a wait for a
+    /// signal.
     pub scheduled: u64,
     /// Held by a worker.
     pub running: u64,
@@ -74,6 +77,9 @@ pub struct RunCounts {
     pub timed_out: u64,
     /// Cancelled.
     pub cancelled: u64,
+    /// Snoozed, or ended waiting for a signal: neither a success nor a failure, the task due
+    /// again later.
+    pub snoozed: u64,
 }
 
 /// The runs that ended in one minute, by how: a point of a throughput chart.

@@ -50,6 +50,7 @@ export function mount(main) {
         { label: 'Failed', cell: (q) => number(q.runs.failed), cls: 'num' },
         { label: 'Timed out', cell: (q) => number(q.runs.timed_out), cls: 'num' },
         { label: 'Cancelled', cell: (q) => number(q.runs.cancelled), cls: 'num' },
+        { label: 'Snoozed', cell: (q) => number(q.runs.snoozed), cls: 'num' },
         { label: 'Lag', cell: lag, cls: 'num' },
         { label: 'State', cell: (q) => pausedSince(q.paused_on) },
       ], all, { key: (q) => q.name, empty: 'No queue has tasks yet.' }));
@@ -59,6 +60,7 @@ export function mount(main) {
         { label: 'Succeeded', cell: (s) => number(s.runs.succeeded), cls: 'num' },
         { label: 'Failed', cell: (s) => number(s.runs.failed + s.runs.timed_out), cls: 'num' },
         { label: 'Cancelled', cell: (s) => number(s.runs.cancelled), cls: 'num' },
+        { label: 'Snoozed', cell: (s) => number(s.runs.snoozed), cls: 'num' },
         { label: 'Failure rate', cell: (s) => `${(s.failure_rate * 100).toFixed(1)} %`, cls: 'num' },
         { label: 'p50', cell: (s) => duration(s.duration_ms && s.duration_ms.p50), cls: 'num' },
         { label: 'p95', cell: (s) => duration(s.duration_ms && s.duration_ms.p95), cls: 'num' },
@@ -71,8 +73,8 @@ export function mount(main) {
   };
 }
 
-const zeroRuns = () => ({ succeeded: 0, failed: 0, timed_out: 0, cancelled: 0 });
-const zeroTasks = () => ({ scheduled: 0, running: 0, awaiting_retry: 0, dead: 0 });
+const zeroRuns = () => ({ succeeded: 0, failed: 0, timed_out: 0, cancelled: 0, snoozed: 0 });
+const zeroTasks = () => ({ waiting: 0, scheduled: 0, running: 0, awaiting_retry: 0, dead: 0 });
 
 function add(into, from) {
   for (const k of Object.keys(into)) into[k] += from[k] || 0;

@@ -12,6 +12,7 @@ use axum::response::IntoResponse;
 
 use super::{ApiError, ApiState};
 use crate::metrics::{render_counter, render_gauge, Labels, MAX_SERIES};
+use crate::stats::HandlerStats;
 
 pub(super) async fn scrape(State(state): State<Arc<ApiState>>) -> Result<impl IntoResponse, ApiError> {
     let store = state.client.store();
@@ -33,30 +34,7 @@ pub(super) async fn scrape(State(state): State<Arc<ApiState>>) -> Result<impl In
     render_gauge(&mut out, "taskhost_tasks", "Tasks in the database by the status of their latest run.", &samples);
     let stats = state.client.stats(None, None).await?;
     let stats = &stats[..stats.len().min(MAX_SERIES)];
-    let pair =
-        |h: &crate::stats::HandlerStats| -> Labels { vec![("handler", h.handler.clone()), ("queue", h.queue.clone())] };
-    let of = |h: &crate::stats::HandlerStats, key: &'static str, value: &str| -> Labels {
-        let mut labels = pair(h);
-        labels.push((key, value.to_string()));
-        labels
-    };
-    let dead: Vec<_> = stats.iter().map(|h| (pair(h), h.tasks.dead as f64)).collect();
-    render_gauge(&mut out, "taskhost_dead_letters", "Tasks given up on, kept until replayed or deleted.", &dead);
-    let waiting = stats.iter().flat_map(|h| {
-        let t = &h.tasks;
-        [("scheduled", t.scheduled), ("running", t.running), ("awaiting_retry", t.awaiting_retry)]
-            .map(|(state, n)| (of(h, "state", state), n as f64))
-    });
-    let waiting: Vec<_> = waiting.collect();
-    render_gauge(&mut out, "taskhost_handler_tasks", "Unfinished tasks of a handler on a queue, by state.", &waiting);
-    let ended = stats.iter().flat_map(|h| {
-        let r = &h.runs;
-        [("success", r.succeeded), ("error", r.failed), ("timeout", r.timed_out), ("cancelled", r.cancelled)]
-            .map(|(outcome, n)| (of(h, "outcome", outcome), n as f64))
-    });
-    let ended: Vec<_> = ended.collect();
-    let help = "Runs ended, by every worker, as the database's statistics count them.";
-    render_counter(&mut out, "taskhost_runs_ended_total", help, &ended);
+    per_handler(&mut out, stats);
     let queues = &queues[..queues.len().min(MAX_SERIES)];
     let mut depth = Vec::new();
     for q in queues {
@@ -90,4 +68,39 @@ pub(super) async fn scrape(State(state): State<Arc<ApiState>>) -> Result<impl In
     let live = [(vec![], runners.len() as f64)];
     render_gauge(&mut out, "taskhost_runners", "Live runners (worker processes).", &live);
     Ok(([(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], out))
+}
+
+/// By handler and queue: dead letters, unfinished tasks by state, runs ended by how.
+fn per_handler(out: &mut String, stats: &[HandlerStats]) {
+    let pair = |h: &HandlerStats| -> Labels { vec![("handler", h.handler.clone()), ("queue", h.queue.clone())] };
+    let of = |h: &HandlerStats, key: &'static str, value: &str| -> Labels {
+        let mut labels = pair(h);
+        labels.push((key, value.to_string()));
+        labels
+    };
+    let dead: Vec<_> = stats.iter().map(|h| (pair(h), h.tasks.dead as f64)).collect();
+    render_gauge(out, "taskhost_dead_letters", "Tasks given up on, kept until replayed or deleted.", &dead);
+    let waiting = stats.iter().flat_map(|h| {
+        let t = &h.tasks;
+        [
+            ("waiting", t.waiting),
+            ("scheduled", t.scheduled),
+            ("running", t.running),
+            ("awaiting_retry", t.awaiting_retry),
+        ]
+        .map(|(state, n)| (of(h, "state", state), n as f64))
+    });
+    let waiting: Vec<_> = waiting.collect();
+    render_gauge(out, "taskhost_handler_tasks", "Unfinished tasks of a handler on a queue, by state.", &waiting);
+    let ended = stats.iter().flat_map(|h| {
+        let r = &h.runs;
+        let endings = [("success", r.succeeded), ("error", r.failed), ("timeout", r.timed_out)];
+        endings
+            .into_iter()
+            .chain([("cancelled", r.cancelled), ("snoozed", r.snoozed)])
+            .map(|(outcome, n)| (of(h, "outcome", outcome), n as f64))
+    });
+    let ended: Vec<_> = ended.collect();
+    let help = "Runs ended, by every worker, as the database's statistics count them.";
+    render_counter(out, "taskhost_runs_ended_total", help, &ended);
 }

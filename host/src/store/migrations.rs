@@ -49,6 +49,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0017_children.sql",
     "0018_dependencies.sql",
     "0019_signals.sql",
+    "0020_stats_snoozed.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -73,6 +74,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0017_children.sql",
     "0018_dependencies.sql",
     "0019_signals.sql",
+    "0020_stats_snoozed.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -98,6 +100,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0018_children.sql",
     "0019_dependencies.sql",
     "0020_signals.sql",
+    "0021_stats_snoozed.sql",
 );
 
 impl Embedded {

@@ -277,6 +277,7 @@ pub const TABLES: &[Table] = &[
             def("d13", Int, "0"),
             def("d14", Int, "0"),
             def("d15", Int, "0"),
+            def("snoozed", Int, "0"),
         ],
     },
 ];

@@ -216,6 +216,8 @@ pub const ERROR: Lit = Lit(RunStatus::Error.as_str());
 pub const TIMEOUT: Lit = Lit(RunStatus::Timeout.as_str());
 /// See [`SCHEDULED`].
 pub const CANCELLED: Lit = Lit(RunStatus::Cancelled.as_str());
+/// A run's status only: see [`RunStatus::Snoozed`].
+pub const SNOOZED: Lit = Lit(RunStatus::Snoozed.as_str());
 /// A task's status only: see [`RunStatus::Waiting`].
 pub const WAITING: Lit = Lit(RunStatus::Waiting.as_str());
 /// A task that finished without being given up on: rotation deletes these by age, and this

@@ -12,14 +12,16 @@ use chrono::{DateTime, DurationRound, Utc};
 use super::dialect::{transaction_read_committed, Dialect, Ended};
 use super::plumbing::{Cells, TxOf};
 use super::rows;
-use super::sql::{args, Arg, CANCELLED, ERROR, SUCCESS, TIMEOUT};
+use super::sql::{args, Arg, CANCELLED, ERROR, SNOOZED, SUCCESS, TIMEOUT};
 use crate::error::Result;
 use crate::model::{RunId, RunOutcome};
 use crate::stats::{BUCKETS, DURATION_BOUNDS_MS};
 
 /// Counters summed when rows meet (the histogram's `d0`… come after these).
-const SUMMED: [&str; 8] =
-    ["succeeded", "failed", "timed_out", "cancelled", "timed", "duration_sum", "fueled", "fuel_sum"];
+const SUMMED: [&str; 9] =
+    ["succeeded", "failed", "timed_out", "cancelled", "snoozed", "timed", "duration_sum", "fueled", "fuel_sum"];
+/// How many of [`SUMMED`] count runs by how they ended ([`crate::stats::RunCounts`]).
+pub(super) const ENDINGS: usize = 5;
 
 fn histogram_columns() -> Vec<String> {
     (0..BUCKETS).map(|i| format!("d{i}")).collect()
@@ -54,7 +56,7 @@ pub async fn record<D: Dialect>(db: &D, tx: &mut TxOf<D>, runs: &[RunId], now: D
     let select = format!(
         "SELECT q.task_handler_class AS handler, q.queue AS queue, $2 AS bucket,
              coalesce(r.task_runner_id, 0) AS runner,
-             {} AS succeeded, {} AS failed, {} AS timed_out, {} AS cancelled,
+             {} AS succeeded, {} AS failed, {} AS timed_out, {} AS cancelled, {} AS snoozed,
              sum(CASE WHEN {d} IS NULL THEN 0 ELSE 1 END) AS timed,
              coalesce(sum({d}), 0) AS duration_sum, coalesce(max({d}), 0) AS duration_max,
              sum(CASE WHEN r.fuel_used IS NULL THEN 0 ELSE 1 END) AS fueled,
@@ -68,6 +70,7 @@ pub async fn record<D: Dialect>(db: &D, tx: &mut TxOf<D>, runs: &[RunId], now: D
         count(ERROR),
         count(TIMEOUT),
         count(CANCELLED),
+        count(SNOOZED),
         buckets.join(", ")
     );
     let mut summed: Vec<&str> = SUMMED.to_vec();
@@ -82,7 +85,7 @@ pub async fn record<D: Dialect>(db: &D, tx: &mut TxOf<D>, runs: &[RunId], now: D
     // The derived table lets MySQL's upsert read the grouped row, and SQLite needs the WHERE to
     // tell its upsert from a join.
     let sql = format!(
-        "INSERT INTO task_stats (handler, queue, bucket, runner, succeeded, failed, timed_out, cancelled, timed,
+        "INSERT INTO task_stats (handler, queue, bucket, runner, succeeded, failed, timed_out, cancelled, snoozed, timed,
              duration_sum, duration_max, fueled, fuel_sum, fuel_max, first_on, last_on, {})
          SELECT * FROM ({select}) AS s WHERE 1 = 1 {upsert}",
         hist.join(", ")
@@ -122,7 +125,7 @@ pub async fn record_successes<D: Dialect>(
     for chunk in rows.chunks(STATS_CHUNK) {
         let mut values: Vec<Arg<'_>> = Vec::new();
         for ((handler, queue, runner), m) in chunk {
-            let sums = [m.runs, 0, 0, 0, m.runs, m.duration_sum, m.fueled, m.fuel_sum].into_iter().chain(m.hist);
+            let sums = [m.runs, 0, 0, 0, 0, m.runs, m.duration_sum, m.fueled, m.fuel_sum].into_iter().chain(m.hist);
             let greatest = [m.duration_max, m.fuel_max];
             values.extend(by_value(handler, queue, minute(now), *runner, sums, greatest, m.last_on, m.first_on));
         }

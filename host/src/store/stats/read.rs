@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use super::super::dialect::Dialect;
 use super::super::plumbing::Cells;
 use super::super::rows;
-use super::super::sql::{args, Arg, ERROR, RUNNING, SCHEDULED, TIMEOUT};
-use super::{histogram_columns, minute, SUMMED};
+use super::super::sql::{args, Arg, ERROR, RUNNING, SCHEDULED, TIMEOUT, WAITING};
+use super::{histogram_columns, minute, ENDINGS, SUMMED};
 use crate::error::{Error, Result};
 use crate::model::{RunStatus, TaskState};
 use crate::stats::{quantile, FuelUse, HandlerStats, Minute, RunCounts, Spread, BUCKETS};
@@ -27,7 +27,7 @@ pub async fn read<D: Dialect>(
         .chain(histogram_columns())
         .map(|c| format!("CAST(sum({c}) AS {int}) AS {c}"))
         .collect();
-    let ended = "succeeded + failed + timed_out + cancelled";
+    let ended = "succeeded + failed + timed_out + cancelled + snoozed";
     let (minute_ago, hour_ago) =
         (minute(now) - chrono::Duration::minutes(1), minute(now) - chrono::Duration::minutes(59));
     let mut values: Vec<Arg<'_>> = args![minute_ago, hour_ago].to_vec();
@@ -52,7 +52,7 @@ pub async fn read<D: Dialect>(
     let dead = format!("CAST(CASE WHEN gave_up_on IS NULL THEN 0 ELSE 1 END AS {int})");
     let tasks = format!(
         "SELECT task_handler_class AS handler, queue, last_status, {dead} AS dead, count(*) AS n
-         FROM task_queue WHERE last_status IN ({SCHEDULED}, {RUNNING}, {ERROR}, {TIMEOUT}){task_filter}
+         FROM task_queue WHERE last_status IN ({WAITING}, {SCHEDULED}, {RUNNING}, {ERROR}, {TIMEOUT}){task_filter}
          GROUP BY task_handler_class, queue, last_status, {dead}"
     );
     for r in db.rows(None, &tasks, &values).await? {
@@ -68,12 +68,13 @@ pub async fn read<D: Dialect>(
         });
         let t = &mut entry.tasks;
         match TaskState::of(status, rows::id(&r, "dead")? != 0) {
+            TaskState::Waiting => t.waiting += n,
             TaskState::Scheduled => t.scheduled += n,
             TaskState::Running => t.running += n,
             TaskState::AwaitingRetry => t.awaiting_retry += n,
             TaskState::Dead => t.dead += n,
             // Not read: the finished are counted from their runs.
-            TaskState::Succeeded | TaskState::Cancelled | TaskState::Waiting => {}
+            TaskState::Succeeded | TaskState::Cancelled => {}
         }
     }
     Ok(out.into_values().collect())
@@ -92,7 +93,7 @@ pub async fn per_minute<D: Dialect>(
     let first = minute(now) - chrono::Duration::minutes(i64::from(minutes.max(1)) - 1);
     let mut values: Vec<Arg<'_>> = args![first].to_vec();
     let filter = filtered(("handler", handler), ("queue", queue), &mut values);
-    let sums: Vec<String> = SUMMED[..4].iter().map(|c| format!("CAST(sum({c}) AS {int}) AS {c}")).collect();
+    let sums: Vec<String> = SUMMED[..ENDINGS].iter().map(|c| format!("CAST(sum({c}) AS {int}) AS {c}")).collect();
     let sql = format!("SELECT bucket, {} FROM task_stats WHERE bucket >= $1{filter} GROUP BY bucket", sums.join(", "));
     let mut by_minute: BTreeMap<DateTime<Utc>, RunCounts> = BTreeMap::new();
     for r in db.rows(None, &sql, &values).await? {
@@ -104,6 +105,7 @@ pub async fn per_minute<D: Dialect>(
         slot.failed += runs.failed;
         slot.timed_out += runs.timed_out;
         slot.cancelled += runs.cancelled;
+        slot.snoozed += runs.snoozed;
     }
     Ok((0..i64::from(minutes.max(1)))
         .map(|i| first + chrono::Duration::minutes(i))
@@ -131,6 +133,7 @@ fn run_counts(r: &impl Cells) -> Result<RunCounts> {
         failed: n("failed")?,
         timed_out: n("timed_out")?,
         cancelled: n("cancelled")?,
+        snoozed: n("snoozed")?,
     })
 }
 

@@ -67,7 +67,7 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
     let succeeded: Vec<TaskId> = well.iter().map(|o| o.task_id).collect();
     // The tasks this transaction gives up on: the tasks waiting for them are ended.
     let mut dead = Vec::new();
-    // The failed runs this transaction ends, for the statistics (a snooze is not counted).
+    // The failed and snoozed runs this transaction ends, for the statistics.
     let mut ended = Vec::new();
     if !rare.is_empty() {
         // The tasks still running the runs that failed or snoozed, locked.
@@ -95,6 +95,7 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
                     if let Some(name) = awaiting {
                         super::signals::awaiting(db, tx, o.task_id, name, *until, o.finished_on).await?;
                     }
+                    ended.push(o.run_id);
                     well.push(o);
                 }
                 RunEnd::Success { .. } => {}

@@ -183,7 +183,7 @@ pub async fn statistics_count_runs_as_they_end_and_outlive_rotation(store: Share
     assert_eq!(stats[2].runs, RunCounts { cancelled: 1, ..Default::default() });
     assert_eq!(stats[2].duration_ms, None, "a cancelled run is not timed");
     let a = &stats[0];
-    assert_eq!(a.runs, RunCounts { succeeded: 1, failed: 2, timed_out: 1, cancelled: 1 });
+    assert_eq!(a.runs, RunCounts { succeeded: 1, failed: 2, timed_out: 1, cancelled: 1, snoozed: 0 });
     assert_eq!(a.failure_rate, 0.75);
     let d = a.duration_ms.expect("durations");
     assert_eq!(d.max, 2_000, "the timed-out run ran from its claim at +2 s to +4 s");
@@ -192,7 +192,7 @@ pub async fn statistics_count_runs_as_they_end_and_outlive_rotation(store: Share
     assert_eq!((fuel.avg, fuel.max), (1234.0, 1234), "three runs reported fuel");
     assert_eq!((a.first_run, a.last_run), (Some(t0()), Some(t0() + secs(5))));
     assert_eq!((a.last_minute, a.last_hour), (5, 5));
-    let tasks = taskhost::stats::TaskCounts { scheduled: 0, running: 0, awaiting_retry: 1, dead: 1 };
+    let tasks = taskhost::stats::TaskCounts { waiting: 0, scheduled: 0, running: 0, awaiting_retry: 1, dead: 1 };
     assert_eq!(a.tasks, tasks, "the timed-out task awaits its retry; finished ones are counted by their runs");
     assert_eq!(stats[1].runs, RunCounts { succeeded: 1, ..Default::default() });
     assert_eq!(store.stats(Some("b"), None, now).await.expect("stats").len(), 1);
@@ -204,7 +204,7 @@ pub async fn statistics_count_runs_as_they_end_and_outlive_rotation(store: Share
     let minute = |n: i64| m0 + chrono::Duration::minutes(n);
     let series = store.throughput(None, None, now, 3).await.expect("throughput");
     assert_eq!(series.iter().map(|m| m.at).collect::<Vec<_>>(), [minute(-2), minute(-1), minute(0)]);
-    assert_eq!(series[2].runs, RunCounts { succeeded: 2, failed: 2, timed_out: 1, cancelled: 1 });
+    assert_eq!(series[2].runs, RunCounts { succeeded: 2, failed: 2, timed_out: 1, cancelled: 1, snoozed: 0 });
     assert_eq!(series[0].runs, RunCounts::default());
     let slow = store.throughput(Some("c"), Some("slow"), t0() + secs(605), 11).await.expect("throughput");
     assert_eq!((slow.len(), slow[0].at, slow[10].at), (11, minute(0), minute(10)));

@@ -60,6 +60,7 @@ pub fn snoozed(c: &ClaimedRun, now: DateTime<Utc>, until: DateTime<Utc>) -> RunO
 /// A snoozed run ends as `snoozed` with what it reported; its task is due again at its time, not
 /// before, with the attempt given back (one attempt allowed, and still it runs again) and the snooze
 /// counted; a replay forgets the snoozes; the snooze of a run cancelled meanwhile changes nothing.
+/// The statistics count snoozed runs apart, and tasks waiting for others.
 pub async fn a_snoozed_run_schedules_its_task_again_using_no_attempt(store: SharedStore) {
     let id = store.add_tasks(&[NewTask::new("h", "{}").with_max_attempts(1)], t0()).await.expect("add")[0].id;
     let r = runner(&store, t0()).await;
@@ -96,6 +97,16 @@ pub async fn a_snoozed_run_schedules_its_task_again_using_no_attempt(store: Shar
     store.finish_runs(&[snoozed(mine, t0() + secs(64), t0() + secs(70))]).await.expect("late snooze");
     let task = store.get_task(other).await.expect("get").expect("exists");
     assert_eq!((task.state, task.snoozes), (TaskState::Cancelled, 0), "a late snooze changes nothing");
+
+    // The statistics count the snooze as an ending of its own (the late one not at all), and a task
+    // waiting for another as waiting.
+    let after = NewTask::new("h", "{}").with_after([id]);
+    store.add_tasks(&[after], t0() + secs(65)).await.expect("add after");
+    let stats = store.stats(Some("h"), None, t0() + secs(66)).await.expect("stats");
+    let runs = taskhost::stats::RunCounts { succeeded: 1, cancelled: 1, snoozed: 1, ..Default::default() };
+    assert_eq!(stats[0].runs, runs);
+    assert_eq!(stats[0].failure_rate, 0.0, "a snooze is not a failure");
+    assert_eq!((stats[0].last_minute, stats[0].tasks.waiting, stats[0].tasks.running), (3, 1, 1));
 }
 
 /// A success that queued `children`.
