@@ -10,7 +10,7 @@
 //!   the database's times, and what the join read;
 //! - waiting: claim and finish 20,000 due tasks (the store alone, no wasm), twice with none waiting,
 //!   then three times beside BENCH_WAITING (100,000) tasks in the same queue waiting for a task
-//!   that never runs.
+//!   that never runs, then twice more once that task is cancelled (and they with it).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -190,5 +190,14 @@ async fn waiting(app: &App) {
     println!("added          {waiting} waiting tasks in {:.2?}", t.elapsed());
     for _ in 0..3 {
         claim_all("with waiting  ").await;
+    }
+    // Then none waiting again, the table as large: what is left is the table's growth, not them.
+    let t = Instant::now();
+    app.client.cancel(&[blocker]).await.expect("cancel the blocker");
+    let left = TaskFilter { state: Some(taskhost::model::TaskState::Waiting), ..TaskFilter::default() };
+    let left = app.client.list(&left).await.expect("list").len();
+    println!("cancelled      the blocker, and so the waiting tasks ({left} left waiting), in {:.2?}", t.elapsed());
+    for _ in 0..2 {
+        claim_all("none, after   ").await;
     }
 }

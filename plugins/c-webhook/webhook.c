@@ -1,6 +1,6 @@
 // Calls a webhook with taskhost's C SDK: POSTs the task's "payload" as JSON to its "url" (a GET when it
-// has none) and returns the status and the answer. A 5xx answer is retried, a 4xx one is not. The URL
-// must be granted to this handler in the operator's configuration ([handlers.c-webhook.grants.http]).
+// has none) and returns the status and the answer. A 429 or 503 answer snoozes the task until its
+// Retry-After, another 5xx is retried, a 4xx is not. The URL must be granted to this handler in the operator's configuration ([handlers.c-webhook.grants.http]).
 #include "taskhost.h"
 
 bool exports_task_handler_http_handle(th_task *task, th_results *ret, th_error *err) {
@@ -8,7 +8,7 @@ bool exports_task_handler_http_handle(th_task *task, th_results *ret, th_error *
     const uint8_t *payload, *t;
     size_t payload_len, t_len;
     th_response r;
-    bool ok = false;
+    bool ok = false, busy = false;
     if (!th_get_string(task, "url", url, sizeof url)) {
         ok = th_fail(err, "invalid-input", "data has no \"url\"");
     } else {
@@ -17,7 +17,12 @@ bool exports_task_handler_http_handle(th_task *task, th_results *ret, th_error *
         th_info("calling %s", url);
         if (th_http(post ? "POST" : "GET", url, post ? "application/json" : NULL, payload, post ? payload_len : 0,
                     (unsigned)(strtod(timeout, NULL) * 1000), &r, err)) {
-            if ((ok = th_raise_for_status(&r, err))) { // 5xx: retried; 4xx: not
+            // 429, 503: snoozed (the run ends ok, no results); other 5xx: retried; 4xx: failed.
+            if (!th_snooze_if_busy(&r, &busy, err)) {
+                ok = false; // the snooze refused: err says why
+            } else if (busy) {
+                ok = th_ok(ret, NULL);
+            } else if ((ok = th_raise_for_status(&r, err))) {
                 th_progress(100);
                 size_t n = th_format(out, sizeof out, "{\"status\":%u,", r.status);
                 if (!strcmp(r.content_type, "application/json") && r.len < sizeof out - 40) {

@@ -111,8 +111,8 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
             };
             vec![app, template!("js/build.sh"), JS_SDK, WIT]
         }
-        // The bindings are the ones c-webhook is built with (made by `wit-bindgen c`), which the
-        // SDK's header wraps.
+        // The bindings are the ones the C examples are built with (sdk/c/gen, made by `wit-bindgen
+        // c`), which the SDK's headers wrap.
         (Language::C, http) => {
             let handler = if http {
                 ("c/handler.c", Contents::Example(include_str!("../../../plugins/c-webhook/webhook.c"), "c-webhook"))
@@ -124,19 +124,13 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
                 template!("c/build.sh"),
                 WIT,
                 ("sdk/taskhost.h", Contents::Bytes(include_bytes!("../../../sdk/c/taskhost.h"))),
-                (
-                    "gen/task_handler_http.h",
-                    Contents::Bytes(include_bytes!("../../../plugins/c-webhook/gen/task_handler_http.h")),
-                ),
-                (
-                    "gen/task_handler_http.c",
-                    Contents::Bytes(include_bytes!("../../../plugins/c-webhook/gen/task_handler_http.c")),
-                ),
+                ("sdk/taskhost_http.h", Contents::Bytes(include_bytes!("../../../sdk/c/taskhost_http.h"))),
+                ("sdk/taskhost_workflow.h", Contents::Bytes(include_bytes!("../../../sdk/c/taskhost_workflow.h"))),
+                ("gen/task_handler_http.h", Contents::Bytes(include_bytes!("../../../sdk/c/gen/task_handler_http.h"))),
+                ("gen/task_handler_http.c", Contents::Bytes(include_bytes!("../../../sdk/c/gen/task_handler_http.c"))),
                 (
                     "gen/task_handler_http_component_type.o",
-                    Contents::Bytes(include_bytes!(
-                        "../../../plugins/c-webhook/gen/task_handler_http_component_type.o"
-                    )),
+                    Contents::Bytes(include_bytes!("../../../sdk/c/gen/task_handler_http_component_type.o")),
                 ),
                 ADAPTER,
             ];

@@ -56,6 +56,9 @@ pub struct HostState {
     /// What its waits for signals found (`await-signal`), and the wait it ends with.
     pub(crate) signals: super::signals::Signals,
     last_results_sent: Option<Instant>,
+    /// Bytes `dependencies` and `await-signal` handed over this run: each call copies what was
+    /// read once, so a guest calling in a loop is refused past [`Self::handed_bound`].
+    handed: usize,
     http: WasiHttpCtx,
     pub(crate) net: super::net::RunNet,
 }
@@ -126,6 +129,26 @@ impl RunReport {
 }
 
 impl HostState {
+    /// What a run may be handed by `dependencies` and `await-signal` in all: four times the
+    /// results limit, and at least 64 MiB (a join reads its dependencies once; a loop re-reading
+    /// them is the guest making the host copy without end).
+    fn handed_bound(&self) -> usize {
+        self.limits.max_results_bytes.saturating_mul(4).max(64 << 20)
+    }
+
+    /// Count `bytes` handed to the guest; refused once past [`Self::handed_bound`].
+    fn hand_over(&mut self, bytes: usize) -> Result<(), String> {
+        self.handed = self.handed.saturating_add(bytes);
+        match self.handed > self.handed_bound() {
+            true => Err(format!(
+                "this run was handed {} bytes by dependencies and await-signal, over {}: keep what a call returns",
+                self.handed,
+                self.handed_bound()
+            )),
+            false => Ok(()),
+        }
+    }
+
     pub(crate) fn new(
         wasi: WasiCtx,
         limits: Limits,
@@ -155,6 +178,7 @@ impl HostState {
             dependencies: super::dependencies::Dependencies::default(),
             signals: super::signals::Signals::default(),
             last_results_sent: None,
+            handed: 0,
             http: {
                 // Each header set a guest builds is held by the host: 16 KiB each, not 128.
                 let mut ctx = WasiHttpCtx::new();
@@ -253,7 +277,10 @@ impl host::Host for HostState {
 
     async fn dependencies(&mut self) -> Result<Vec<types::Dependency>, String> {
         // A guest blocked here is stopped by the run's outer timeout, or its stop, as any.
-        self.dependencies.get(self.limits.max_results_bytes).await
+        let found = self.dependencies.get(self.limits.max_results_bytes).await?;
+        let bytes = found.iter().map(|d| d.handler.len() + d.results.as_ref().map_or(0, String::len) + 32).sum();
+        self.hand_over(bytes)?;
+        Ok(found)
     }
 
     async fn await_signal(&mut self, name: String, timeout_ms: u64) -> Result<types::Signal, String> {
@@ -262,6 +289,9 @@ impl host::Host for HostState {
         let found = self.signals.wait_for(name, timeout_ms).await;
         if self.signals.wait.is_some() {
             self.snooze = None;
+        }
+        if let Ok(types::Signal::Delivered(data)) = &found {
+            self.hand_over(data.len())?;
         }
         found
     }

@@ -3,7 +3,8 @@
 //! `/echo` (the request's body back), `/redirect?to=URL` (302), `/big?bytes=N` (N bytes, chunked),
 //! `/big-announced?bytes=N` (N bytes with Content-Length), `/trickle` (1,000 bytes announced, one
 //! a second), `/hang` (reads the request, never answers), `/busy?times=N&after=S` (429 with
-//! `Retry-After: S` to the first N requests of that target, then 200 `ok`); anything else is 200 `ok`.
+//! `Retry-After: S` to the first N requests of that target, then 200 `ok`; with `&dated=1` the
+//! Retry-After is the HTTP date S seconds past the answer's `Date`); anything else is 200 `ok`.
 //! [`HttpServer::start_tls`] serves the same over TLS, with a certificate from [`TestCa`].
 
 use std::sync::{Arc, Mutex};
@@ -207,7 +208,15 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(conn: S, seen: Arc<Mutex<Vec<S
             let count = seen.lock().map(|s| s.iter().filter(|r| r.target == target).count()).unwrap_or(0);
             if count <= query_number(&target, "times") {
                 let after = query_number(&target, "after");
-                let h = head("429 Too Many Requests", &format!("retry-after: {after}\r\ncontent-length: 4\r\n"));
+                let retry = match target.contains("dated=1") {
+                    false => format!("retry-after: {after}\r\n"),
+                    true => {
+                        let (now, form) = (chrono::Utc::now(), "%a, %d %b %Y %H:%M:%S GMT");
+                        let then = now + chrono::Duration::seconds(after as i64);
+                        format!("date: {}\r\nretry-after: {}\r\n", now.format(form), then.format(form))
+                    }
+                };
+                let h = head("429 Too Many Requests", &format!("{retry}content-length: 4\r\n"));
                 conn.write_all(format!("{h}busy").as_bytes()).await
             } else {
                 conn.write_all(head("200 OK", "content-length: 2\r\n").as_bytes())

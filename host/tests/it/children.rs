@@ -23,8 +23,8 @@ async fn children_of(env: &Env, id: i64) -> Vec<taskhost::model::Task> {
 /// Each SDK's fan-out: three children, which run, each naming its parent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_fans_out_in_each_sdk_and_its_children_run_each_naming_its_parent() {
-    let env = Env::new(&["fan-out", "py-fan-out", "js-fan-out", "echo"]).await;
-    for handler in ["fan-out", "py-fan-out", "js-fan-out"] {
+    let env = Env::new(&["fan-out", "py-fan-out", "js-fan-out", "c-fan-out", "echo"]).await;
+    for handler in ["fan-out", "py-fan-out", "js-fan-out", "c-fan-out"] {
         let data = json!({"items": [1, 2, 3]}).to_string();
         let id = env.app.client.add(NewTask::new(handler, data)).await.expect("add").id;
         let report = env.drain(drain_config()).await;

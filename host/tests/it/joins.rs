@@ -23,11 +23,12 @@ fn results(runs: &[taskhost::model::Run]) -> Value {
 /// their results in the order they were queued.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_fans_out_and_joins_in_each_sdk_and_the_join_reads_the_parts_results() {
-    let env = Env::new(&["fan-out", "join", "py-fan-out", "js-fan-out", "echo"]).await;
+    let env = Env::new(&["fan-out", "join", "py-fan-out", "js-fan-out", "c-fan-out", "echo"]).await;
     let cases = [
         ("fan-out", json!({"items": [1, 2, 3], "join": "join"}), "join"),
         ("py-fan-out", json!({"items": [1, 2, 3], "join": true}), "py-fan-out"),
         ("js-fan-out", json!({"items": [1, 2, 3], "join": true}), "js-fan-out"),
+        ("c-fan-out", json!({"items": [1, 2, 3], "join": true}), "c-fan-out"),
     ];
     for (handler, data, joiner) in cases {
         let id = env.app.client.add(NewTask::new(handler, data.to_string())).await.expect("add").id;
@@ -75,4 +76,26 @@ async fn a_dead_part_cancels_its_join_unless_the_join_runs_anyway() {
     assert_eq!(task.state, TaskState::Succeeded, "it runs anyway");
     let got = results(&runs);
     assert_eq!((got["tasks"].clone(), got["succeeded"].clone()), (json!(2), json!(0)), "{got}");
+}
+
+/// A join that calls `dependencies` in a loop makes the host copy what it read at each call: past
+/// 64 MiB handed over (or four times its results limit) the call is refused, and the run goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_rereading_its_dependencies_in_a_loop_is_refused_past_its_bound() {
+    let env = Env::new(&["echo", "probe"]).await;
+    let big = json!({ "text": "x".repeat(60_000) }).to_string();
+    let part = env.app.client.add(NewTask::new("echo", big.clone())).await.expect("add").id;
+    let looped = NewTask::new("probe", json!({ "reread": 5_000 }).to_string()).with_after([part]);
+    let id = env.app.client.add(looped).await.expect("add").id;
+    let report = env.drain(drain_config()).await;
+    assert_eq!(report.runs_finished, 2, "{report:?}");
+    let (task, runs) = env.app.client.show(id).await.expect("show");
+    assert_eq!(task.state, TaskState::Succeeded, "{:?}", runs.last().and_then(|r| r.error_message.clone()));
+    let got = results(&runs);
+    // Each call hands over the part's results and its handler's name, and 32 bytes for the rest.
+    let each = (big.len() + "echo".len() + 32) as u64;
+    let calls = got["calls"].as_u64().expect("calls");
+    assert_eq!(calls, (64 << 20) / each, "{got}");
+    let refused = got["refused"].as_str().expect("refused");
+    assert!(refused.contains("keep what a call returns"), "{refused}");
 }

@@ -208,3 +208,38 @@ async fn a_handler_from_taskhost_new_http_posts_under_its_grant_in_rust_python_j
     let one = ("POST".to_string(), "/hooks/x".to_string(), r#"{"hello":"you"}"#.len());
     assert_eq!(posted, vec![one; 4]);
 }
+
+/// The README's workflow handler, as printed there: a Python handler from `taskhost new` with that
+/// `app.py`, built, waits for `go`, fans out to `word-count` once it is sent, and its join sums
+/// the parts' words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readmes_workflow_handler_waits_for_its_signal_fans_out_and_joins() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README");
+    let from = readme.find("Handlers also make workflows").expect("the README's workflows");
+    let block = readme[from..].split("```python\n").nth(1).and_then(|b| b.split("```").next()).expect("its Python");
+    let env = Env::new(&["word-count"]).await;
+    let dir = new_handler("python", "flow", env.dir.path());
+    std::fs::write(dir.join("app.py"), block).expect("write app.py");
+    let built = dir.clone();
+    tokio::task::spawn_blocking(move || build(&built)).await.expect("built");
+    std::fs::copy(dir.join("plugins/flow.wasm"), env.plugins.join("flow.wasm")).expect("copy");
+    let id = add(&env, &["flow", "--data", r#"{"texts": ["one two", "three four five"]}"#]);
+    let drain = |env: &Env| {
+        let o = run(env, &["worker", "--drain"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    drain(&env);
+    let task = env.app.store.get_task(id).await.expect("get").expect("exists");
+    assert_eq!(task.awaiting_signal.as_deref(), Some("go"), "{task:?}");
+    let o = run(&env, &["signal", &id.to_string(), "go", "--data", r#"{"by": "ann"}"#]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    drain(&env);
+    let children = taskhost::model::TaskFilter { parent: Some(id), ..Default::default() };
+    let kids = env.app.client.list(&children).await.expect("list");
+    let join = kids.iter().find(|k| k.handler == "flow").expect("the join");
+    let (_, runs) = env.app.client.show(join.id).await.expect("show");
+    let words = runs.last().and_then(|r| r.results.clone()).unwrap_or_default();
+    assert_eq!(words, r#"{"words":5}"#, "{runs:?}");
+    let (_, runs) = env.app.client.show(id).await.expect("show");
+    assert_eq!(runs.last().and_then(|r| r.results.clone()).as_deref(), Some(r#"{"parts":2,"approved_by":"ann"}"#));
+}

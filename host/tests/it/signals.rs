@@ -19,8 +19,8 @@ fn results(runs: &[taskhost::model::Run]) -> Value {
 /// runs nothing, the signal wakes it and the next run fans out with the signal's data.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_in_each_sdk_waits_for_a_signal_and_runs_again_with_its_data_when_sent() {
-    let (env, _clock) = Env::manual(&["fan-out", "py-fan-out", "js-fan-out", "echo"]).await;
-    for handler in ["fan-out", "py-fan-out", "js-fan-out"] {
+    let (env, _clock) = Env::manual(&["fan-out", "py-fan-out", "js-fan-out", "c-fan-out", "echo"]).await;
+    for handler in ["fan-out", "py-fan-out", "js-fan-out", "c-fan-out"] {
         let data = json!({"items": [1, 2], "approval": "go", "approval_timeout": 3600});
         let id = env.app.client.add(taskhost::NewTask::new(handler, data.to_string())).await.expect("add").id;
         let report = env.drain(drain_config()).await;

@@ -16,12 +16,12 @@ const AFTER: i64 = 30;
 
 /// `handler`'s webhook is answered 429 with `Retry-After: 30` `busy` times, then 200; a task with one
 /// attempt allowed snoozes each time (due 30 s after its run ended), then succeeds.
-async fn snoozes_while_the_api_is_busy(handler: &str, busy: usize, config: &str) -> (Env, i64) {
+async fn snoozes_while_the_api_is_busy(handler: &str, busy: usize, config: &str, dated: bool) -> (Env, i64) {
     let server = HttpServer::start("127.0.0.1").await;
     let (mut env, clock) = Env::manual(&[handler]).await;
     let grant = format!("[handlers.{handler}.grants.http]\nallow = [\"{}\"]\n", server.url("/"));
     env.set_config(&format!("{config}\n{grant}")).await;
-    let url = server.url(&format!("/busy?times={busy}&after={AFTER}"));
+    let url = server.url(&format!("/busy?times={busy}&after={AFTER}{}", if dated { "&dated=1" } else { "" }));
     // One attempt allowed: a snooze that used one would end the task. The bound's own test
     // allows five, so that only `too-many-snoozes` being final can end it.
     let attempts = if config.contains("max_snoozes") { 5 } else { 1 };
@@ -49,8 +49,8 @@ async fn snoozes_while_the_api_is_busy(handler: &str, busy: usize, config: &str)
     (env, id)
 }
 
-async fn ends_well_after_two_snoozes(handler: &str) {
-    let (env, id) = snoozes_while_the_api_is_busy(handler, 2, "").await;
+async fn ends_well_after_two_snoozes(handler: &str, dated: bool) {
+    let (env, id) = snoozes_while_the_api_is_busy(handler, 2, "", dated).await;
     let (task, runs) = env.app.client.show(id).await.expect("show");
     assert_eq!((task.state, task.snoozes, task.task_runs_failed), (TaskState::Succeeded, 2, 0), "{handler}");
     let seen: Vec<_> = runs.iter().map(|r| (r.attempt, r.status)).collect();
@@ -61,24 +61,36 @@ async fn ends_well_after_two_snoozes(handler: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rust_sdk_snoozes_on_429_until_retry_after_using_no_attempt() {
-    ends_well_after_two_snoozes("webhook").await;
+    ends_well_after_two_snoozes("webhook", false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_snoozes_on_429_until_retry_after_using_no_attempt() {
-    ends_well_after_two_snoozes("py-webhook").await;
+    ends_well_after_two_snoozes("py-webhook", false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_javascript_sdk_snoozes_on_429_until_retry_after_using_no_attempt() {
-    ends_well_after_two_snoozes("js-webhook").await;
+    ends_well_after_two_snoozes("js-webhook", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_c_sdk_snoozes_on_429_until_retry_after_using_no_attempt() {
+    ends_well_after_two_snoozes("c-webhook", false).await;
+}
+
+/// A C handler has no wall clock (without WASI preview 1): it counts a Retry-After given as an HTTP
+/// date from the answer's own `Date`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_c_sdk_counts_a_retry_after_date_from_the_answers_date() {
+    ends_well_after_two_snoozes("c-webhook", true).await;
 }
 
 /// Past `[tasks] max_snoozes` the run that snoozes once more fails as `too-many-snoozes`, and the
 /// task is dead: it is not retried.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_that_snoozes_past_the_operators_bound_is_a_dead_letter() {
-    let (env, id) = snoozes_while_the_api_is_busy("webhook", 5, "[tasks]\nmax_snoozes = 2").await;
+    let (env, id) = snoozes_while_the_api_is_busy("webhook", 5, "[tasks]\nmax_snoozes = 2", false).await;
     let (task, runs) = env.app.client.show(id).await.expect("show");
     assert_eq!((task.state, task.snoozes), (TaskState::Dead, 2));
     let last = runs.last().expect("runs");

@@ -6,7 +6,8 @@
 //! sleeps: the host can tell it is running), `{"steps": N, "step_ms": M}` (N steps of M ms,
 //! reporting progress and logging a line after each: a task that moves while watched), `{"log_lines": N}` (a log flood),
 //! `{"sockets": N}` (creates up to N TCP sockets and holds them; reports how many it got),
-//! `{"pollables": N}` (creates N timers' pollables and holds them all).
+//! `{"pollables": N}` (creates N timers' pollables and holds them all), `{"reread": N}` (calls
+//! `dependencies` N times, keeping nothing: reports how many calls were answered, and the refusal).
 //! A refused capability ends the run with code `refused`.
 wit_bindgen::generate!({ path: "../../wit", world: "task-handler" });
 
@@ -76,6 +77,14 @@ impl Guest for Probe {
             taskhost::plugin::host::set_progress(1);
             std::thread::sleep(Duration::from_millis(ms));
             return ok(serde_json::json!({ "held_ms": ms }));
+        }
+        if let Some(times) = n("reread") {
+            for call in 0..times {
+                if let Err(e) = taskhost::plugin::host::dependencies() {
+                    return ok(serde_json::json!({ "calls": call, "refused": e }));
+                }
+            }
+            return ok(serde_json::json!({ "calls": times }));
         }
         if let Some(ms) = n("sleep_ms") {
             std::thread::sleep(Duration::from_millis(ms));

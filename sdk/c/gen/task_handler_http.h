@@ -603,7 +603,89 @@ typedef uint8_t taskhost_plugin_types_log_level_t;
 #define TASKHOST_PLUGIN_TYPES_LOG_LEVEL_WARN 3
 #define TASKHOST_PLUGIN_TYPES_LOG_LEVEL_ERROR 4
 
+// When a task queued by `enqueue` is due.
+typedef struct taskhost_plugin_types_due_t {
+  uint8_t tag;
+  union {
+    uint64_t     after_ms;
+    int64_t     at_ms;
+  } val;
+} taskhost_plugin_types_due_t;
+
+// This many milliseconds after the run that queues it ends (by the database's clock).
+#define TASKHOST_PLUGIN_TYPES_DUE_AFTER_MS 0
+// At this time: milliseconds since 1970-01-01 00:00 UTC.
+#define TASKHOST_PLUGIN_TYPES_DUE_AT_MS 1
+
+typedef struct {
+  bool is_some;
+  int32_t val;
+} task_handler_http_option_s32_t;
+
+typedef struct {
+  bool is_some;
+  taskhost_plugin_types_due_t val;
+} taskhost_plugin_types_option_due_t;
+
+// A task a run queues (`enqueue`): what `taskhost add` takes.
+typedef struct taskhost_plugin_types_new_task_t {
+  // The handler that runs it.
+  task_handler_http_string_t   handler;
+  // Its data: a JSON document.
+  task_handler_http_string_t   data;
+  // Its queue (none: `default`).
+  task_handler_http_option_string_t   queue;
+  // Lower runs first (none: 0).
+  task_handler_http_option_s32_t   priority;
+  // When it is due (none: when the run that queues it ends).
+  taskhost_plugin_types_option_due_t   due;
+  // While a task with this key is unfinished, no other is queued: the one holding it stays.
+  task_handler_http_option_string_t   unique_key;
+  // Runs it may have, the first included (none: 5).
+  task_handler_http_option_u32_t   max_attempts;
+} taskhost_plugin_types_new_task_t;
+
+// A task this one runs after (`dependencies`), as the run finds it.
+typedef struct taskhost_plugin_types_dependency_t {
+  // Its id.
+  int64_t   task_id;
+  // Its handler.
+  task_handler_http_string_t   handler;
+  // false: it is dead or cancelled (this task runs anyway), or was queued again since.
+  bool   succeeded;
+  // Its last run's results (a failed run's partial ones), or none: it kept none, or they
+  // were left out.
+  task_handler_http_option_string_t   results;
+  // Its results were left out: with those before them they would pass this handler's
+  // results limit.
+  bool   results_left_out;
+} taskhost_plugin_types_dependency_t;
+
+// What `await-signal` found.
+typedef struct taskhost_plugin_types_signal_t {
+  uint8_t tag;
+  union {
+    task_handler_http_string_t     delivered;
+  } val;
+} taskhost_plugin_types_signal_t;
+
+// The signal was sent, with this data (a JSON document). It is read, and not handed to
+// a later run, once a run of the task succeeds; until then each run asking is handed it
+// (a handler that runs from the top waits for `a`, then `b`, and gets `a` again).
+#define TASKHOST_PLUGIN_TYPES_SIGNAL_DELIVERED 0
+// Not yet: return ok from `handle` and the run ends waiting for it. The task runs again
+// when it is sent, or at the wait's timeout.
+#define TASKHOST_PLUGIN_TYPES_SIGNAL_NOT_YET 1
+// The wait this task began for it ran out before it was sent.
+#define TASKHOST_PLUGIN_TYPES_SIGNAL_TIMED_OUT 2
+
 typedef taskhost_plugin_types_log_level_t taskhost_plugin_host_log_level_t;
+
+typedef taskhost_plugin_types_new_task_t taskhost_plugin_host_new_task_t;
+
+typedef taskhost_plugin_types_dependency_t taskhost_plugin_host_dependency_t;
+
+typedef taskhost_plugin_types_signal_t taskhost_plugin_host_signal_t;
 
 typedef struct {
   bool is_err;
@@ -611,6 +693,35 @@ typedef struct {
     task_handler_http_string_t err;
   } val;
 } taskhost_plugin_host_result_void_string_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    uint32_t ok;
+    task_handler_http_string_t err;
+  } val;
+} taskhost_plugin_host_result_u32_string_t;
+
+typedef struct {
+  taskhost_plugin_host_dependency_t *ptr;
+  size_t len;
+} taskhost_plugin_host_list_dependency_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    taskhost_plugin_host_list_dependency_t ok;
+    task_handler_http_string_t err;
+  } val;
+} taskhost_plugin_host_result_list_dependency_string_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    taskhost_plugin_host_signal_t ok;
+    task_handler_http_string_t err;
+  } val;
+} taskhost_plugin_host_result_signal_string_t;
 
 typedef taskhost_plugin_types_task_t task_handler_http_task_t;
 
@@ -1144,7 +1255,7 @@ extern bool wasi_http_types_http_error_code(wasi_http_types_borrow_io_error_t er
 // through the `future-incoming-response`.
 extern bool wasi_http_outgoing_handler_handle(wasi_http_outgoing_handler_own_outgoing_request_t request, wasi_http_outgoing_handler_own_request_options_t *maybe_options, wasi_http_outgoing_handler_own_future_incoming_response_t *ret, wasi_http_outgoing_handler_error_code_t *err);
 
-// Imported Functions from `taskhost:plugin/host@0.1.0`
+// Imported Functions from `taskhost:plugin/host@0.2.0`
 // Report progress: 0..=100 percent, stored in the run's percents_completed.
 extern void taskhost_plugin_host_set_progress(uint8_t percent);
 // Store partial results (a JSON document) on the run. Fails on invalid JSON or when the
@@ -1152,6 +1263,45 @@ extern void taskhost_plugin_host_set_progress(uint8_t percent);
 extern bool taskhost_plugin_host_set_results(task_handler_http_string_t *json, task_handler_http_string_t *err);
 // Write a log line. Lines past the handler's log limit are dropped.
 extern void taskhost_plugin_host_log(taskhost_plugin_host_log_level_t level, task_handler_http_string_t *message);
+// Not now: once `handle` returns ok, this run ends as `snoozed` instead of done. The task is
+// due again `ms` milliseconds after the run ends (by the database's clock), and the snoozed
+// run is neither a success nor a failure: it uses no attempt and keeps no results but the
+// partial ones set. The last call before returning counts (a refused one leaves none). An
+// error returned by `handle` (or a trap) is a failure as ever, and the snooze is forgotten.
+// A snooze under a second is a second; fails when `ms` is over 30 days; past the operator's
+// bound on snoozes a task (`[tasks] max_snoozes`) the run ends as the failure
+// `too-many-snoozes`, which is not retried.
+extern bool taskhost_plugin_host_snooze(uint64_t ms, task_handler_http_string_t *err);
+// Queue a task, this one's child, when this run ends well (returns ok, or snoozes): it is
+// written in the same transaction as the run's end, so a run that fails, traps, times out or
+// is stopped queues nothing, and a task retried never queues its children twice. Checked at
+// once, each refusal one line naming what is wrong: the handler's name, the data (JSON, at most
+// `[tasks] max_data_bytes`), the queue's and the key's lengths, the tasks one run may queue
+// (`[limits] max_children`, 1,000 by default; 64 MiB of data in all) and the depth of
+// children under children (`[tasks] max_depth`, 100 by default). Returns the task's number
+// among this run's (0 for the first).
+extern bool taskhost_plugin_host_enqueue(taskhost_plugin_host_new_task_t *task, uint32_t *ret, task_handler_http_string_t *err);
+// `enqueue`, the task waiting until each of `after` has succeeded: numbers `enqueue` returned
+// for this run's earlier tasks (a join: queue the parts, then the task after all of them).
+// When one of them is dead or cancelled it is cancelled too (`dependency-failed`), unless
+// `run-anyway`. At most 10,000 numbers.
+extern bool taskhost_plugin_host_enqueue_after(taskhost_plugin_host_new_task_t *task, task_handler_http_list_u32_t *after, bool run_anyway, uint32_t *ret, task_handler_http_string_t *err);
+// The tasks this one runs after, in the order of their ids (a run's tasks: the order it queued
+// them), each with its last run's results while they fit in this handler's results limit.
+// Read from the database at the first call (an error when that fails: retry the run); none
+// for a task added without `after`.
+extern bool taskhost_plugin_host_dependencies(taskhost_plugin_host_list_dependency_t *ret, task_handler_http_string_t *err);
+// Wait for the signal `name` (sent by `taskhost signal ID NAME --data JSON` or the API's
+// `POST /api/v1/tasks/{id}/signals/{name}`), for at most `timeout-ms` from the wait's start.
+// `not-yet`: a handler that then returns ok ends this run `snoozed`, waiting (the last
+// `snooze` or `not-yet` before returning counts); its task is due again when the signal is
+// sent, or at the timeout, when the next run's call finds `timed-out`. A run waiting again
+// for the same signal keeps the first wait's timeout. Signals of one name are handed over
+// oldest first; one sent before the wait is kept for it. A wait counts as a
+// snooze (`[tasks] max_snoozes`). Fails on a name that is empty, over 128 bytes or holds a
+// control character, on more than 16 names a run, on a timeout under a second or over 30
+// days, and when the database cannot be read (retry the run).
+extern bool taskhost_plugin_host_await_signal(task_handler_http_string_t *name, uint64_t timeout_ms, taskhost_plugin_host_signal_t *ret, task_handler_http_string_t *err);
 
 // Exported Functions from `task-handler-http`
 bool exports_task_handler_http_handle(task_handler_http_task_t *task, task_handler_http_option_string_t *ret, task_handler_http_handler_error_t *err);
@@ -1348,7 +1498,33 @@ void taskhost_plugin_types_task_free(taskhost_plugin_types_task_t *ptr);
 
 void taskhost_plugin_types_handler_error_free(taskhost_plugin_types_handler_error_t *ptr);
 
+void taskhost_plugin_types_due_free(taskhost_plugin_types_due_t *ptr);
+
+void task_handler_http_option_s32_free(task_handler_http_option_s32_t *ptr);
+
+void taskhost_plugin_types_option_due_free(taskhost_plugin_types_option_due_t *ptr);
+
+void taskhost_plugin_types_new_task_free(taskhost_plugin_types_new_task_t *ptr);
+
+void taskhost_plugin_types_dependency_free(taskhost_plugin_types_dependency_t *ptr);
+
+void taskhost_plugin_types_signal_free(taskhost_plugin_types_signal_t *ptr);
+
+void taskhost_plugin_host_new_task_free(taskhost_plugin_host_new_task_t *ptr);
+
+void taskhost_plugin_host_dependency_free(taskhost_plugin_host_dependency_t *ptr);
+
+void taskhost_plugin_host_signal_free(taskhost_plugin_host_signal_t *ptr);
+
 void taskhost_plugin_host_result_void_string_free(taskhost_plugin_host_result_void_string_t *ptr);
+
+void taskhost_plugin_host_result_u32_string_free(taskhost_plugin_host_result_u32_string_t *ptr);
+
+void taskhost_plugin_host_list_dependency_free(taskhost_plugin_host_list_dependency_t *ptr);
+
+void taskhost_plugin_host_result_list_dependency_string_free(taskhost_plugin_host_result_list_dependency_string_t *ptr);
+
+void taskhost_plugin_host_result_signal_string_free(taskhost_plugin_host_result_signal_string_t *ptr);
 
 void task_handler_http_task_free(task_handler_http_task_t *ptr);
 

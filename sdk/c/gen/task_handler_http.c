@@ -240,16 +240,31 @@ extern void __wasm_import_wasi_http_types_http_error_code(int32_t, uint8_t *);
 __attribute__((__import_module__("wasi:http/outgoing-handler@0.2.12"), __import_name__("handle")))
 extern void __wasm_import_wasi_http_outgoing_handler_handle(int32_t, int32_t, int32_t, uint8_t *);
 
-// Imported Functions from `taskhost:plugin/host@0.1.0`
+// Imported Functions from `taskhost:plugin/host@0.2.0`
 
-__attribute__((__import_module__("taskhost:plugin/host@0.1.0"), __import_name__("set-progress")))
+__attribute__((__import_module__("taskhost:plugin/host@0.2.0"), __import_name__("set-progress")))
 extern void __wasm_import_taskhost_plugin_host_set_progress(int32_t);
 
-__attribute__((__import_module__("taskhost:plugin/host@0.1.0"), __import_name__("set-results")))
+__attribute__((__import_module__("taskhost:plugin/host@0.2.0"), __import_name__("set-results")))
 extern void __wasm_import_taskhost_plugin_host_set_results(uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("taskhost:plugin/host@0.1.0"), __import_name__("log")))
+__attribute__((__import_module__("taskhost:plugin/host@0.2.0"), __import_name__("log")))
 extern void __wasm_import_taskhost_plugin_host_log(int32_t, uint8_t *, size_t);
+
+__attribute__((__import_module__("taskhost:plugin/host@0.2.0"), __import_name__("snooze")))
+extern void __wasm_import_taskhost_plugin_host_snooze(int64_t, uint8_t *);
+
+__attribute__((__import_module__("taskhost:plugin/host@0.2.0"), __import_name__("enqueue")))
+extern void __wasm_import_taskhost_plugin_host_enqueue(uint8_t *, uint8_t *);
+
+__attribute__((__import_module__("taskhost:plugin/host@0.2.0"), __import_name__("enqueue-after")))
+extern void __wasm_import_taskhost_plugin_host_enqueue_after(uint8_t *, uint8_t *);
+
+__attribute__((__import_module__("taskhost:plugin/host@0.2.0"), __import_name__("dependencies")))
+extern void __wasm_import_taskhost_plugin_host_dependencies(uint8_t *);
+
+__attribute__((__import_module__("taskhost:plugin/host@0.2.0"), __import_name__("await-signal")))
+extern void __wasm_import_taskhost_plugin_host_await_signal(uint8_t *, size_t, int64_t, uint8_t *);
 
 // Exported Functions from `task-handler-http`
 
@@ -903,8 +918,96 @@ void taskhost_plugin_types_handler_error_free(taskhost_plugin_types_handler_erro
   task_handler_http_string_free(&ptr->message);
 }
 
+void taskhost_plugin_types_due_free(taskhost_plugin_types_due_t *ptr) {
+  switch ((int32_t) ptr->tag) {
+    case 0: {
+      break;
+    }
+    case 1: {
+      break;
+    }
+  }
+}
+
+void task_handler_http_option_s32_free(task_handler_http_option_s32_t *ptr) {
+  if (ptr->is_some) {
+  }
+}
+
+void taskhost_plugin_types_option_due_free(taskhost_plugin_types_option_due_t *ptr) {
+  if (ptr->is_some) {
+    taskhost_plugin_types_due_free(&ptr->val);
+  }
+}
+
+void taskhost_plugin_types_new_task_free(taskhost_plugin_types_new_task_t *ptr) {
+  task_handler_http_string_free(&ptr->handler);
+  task_handler_http_string_free(&ptr->data);
+  task_handler_http_option_s32_free(&ptr->priority);
+  taskhost_plugin_types_option_due_free(&ptr->due);
+}
+
+void taskhost_plugin_types_dependency_free(taskhost_plugin_types_dependency_t *ptr) {
+  task_handler_http_string_free(&ptr->handler);
+}
+
+void taskhost_plugin_types_signal_free(taskhost_plugin_types_signal_t *ptr) {
+  switch ((int32_t) ptr->tag) {
+    case 0: {
+      task_handler_http_string_free(&ptr->val.delivered);
+      break;
+    }
+  }
+}
+
+void taskhost_plugin_host_new_task_free(taskhost_plugin_host_new_task_t *ptr) {
+  taskhost_plugin_types_new_task_free(ptr);
+}
+
+void taskhost_plugin_host_dependency_free(taskhost_plugin_host_dependency_t *ptr) {
+  taskhost_plugin_types_dependency_free(ptr);
+}
+
+void taskhost_plugin_host_signal_free(taskhost_plugin_host_signal_t *ptr) {
+  taskhost_plugin_types_signal_free(ptr);
+}
+
 void taskhost_plugin_host_result_void_string_free(taskhost_plugin_host_result_void_string_t *ptr) {
   if (!ptr->is_err) {
+  } else {
+    task_handler_http_string_free(&ptr->val.err);
+  }
+}
+
+void taskhost_plugin_host_result_u32_string_free(taskhost_plugin_host_result_u32_string_t *ptr) {
+  if (!ptr->is_err) {
+  } else {
+    task_handler_http_string_free(&ptr->val.err);
+  }
+}
+
+void taskhost_plugin_host_list_dependency_free(taskhost_plugin_host_list_dependency_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    taskhost_plugin_host_dependency_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      taskhost_plugin_host_dependency_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void taskhost_plugin_host_result_list_dependency_string_free(taskhost_plugin_host_result_list_dependency_string_t *ptr) {
+  if (!ptr->is_err) {
+    taskhost_plugin_host_list_dependency_free(&ptr->val.ok);
+  } else {
+    task_handler_http_string_free(&ptr->val.err);
+  }
+}
+
+void taskhost_plugin_host_result_signal_string_free(taskhost_plugin_host_result_signal_string_t *ptr) {
+  if (!ptr->is_err) {
+    taskhost_plugin_host_signal_free(&ptr->val.ok);
   } else {
     task_handler_http_string_free(&ptr->val.err);
   }
@@ -5597,6 +5700,267 @@ bool taskhost_plugin_host_set_results(task_handler_http_string_t *json, task_han
 
 void taskhost_plugin_host_log(taskhost_plugin_host_log_level_t level, task_handler_http_string_t *message) {
   __wasm_import_taskhost_plugin_host_log((int32_t) level, (uint8_t *) (*message).ptr, (*message).len);
+}
+
+bool taskhost_plugin_host_snooze(uint64_t ms, task_handler_http_string_t *err) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(3*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_taskhost_plugin_host_snooze((int64_t) (ms), ptr);
+  taskhost_plugin_host_result_void_string_t result;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      result.is_err = false;
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (task_handler_http_string_t) { (uint8_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
+}
+
+bool taskhost_plugin_host_enqueue(taskhost_plugin_host_new_task_t *task, uint32_t *ret, task_handler_http_string_t *err) {
+  __attribute__((__aligned__(8)))
+  uint8_t ret_area[(56+8*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  *((size_t*)(ptr + sizeof(void*))) = ((*task).handler).len;
+  *((uint8_t **)(ptr + 0)) = (uint8_t *) ((*task).handler).ptr;
+  *((size_t*)(ptr + (3*sizeof(void*)))) = ((*task).data).len;
+  *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) ((*task).data).ptr;
+  if (((*task).queue).is_some) {
+    const task_handler_http_string_t *payload0 = &((*task).queue).val;
+    *((int8_t*)(ptr + (4*sizeof(void*)))) = 1;
+    *((size_t*)(ptr + (6*sizeof(void*)))) = (*payload0).len;
+    *((uint8_t **)(ptr + (5*sizeof(void*)))) = (uint8_t *) (*payload0).ptr;
+  } else {
+    *((int8_t*)(ptr + (4*sizeof(void*)))) = 0;
+  }
+  if (((*task).priority).is_some) {
+    const int32_t *payload2 = &((*task).priority).val;
+    *((int8_t*)(ptr + (7*sizeof(void*)))) = 1;
+    *((int32_t*)(ptr + (4+7*sizeof(void*)))) = *payload2;
+  } else {
+    *((int8_t*)(ptr + (7*sizeof(void*)))) = 0;
+  }
+  if (((*task).due).is_some) {
+    const taskhost_plugin_types_due_t *payload4 = &((*task).due).val;
+    *((int8_t*)(ptr + (16+6*sizeof(void*)))) = 1;
+    switch ((int32_t) (*payload4).tag) {
+      case 0: {
+        const uint64_t *payload5 = &(*payload4).val.after_ms;
+        *((int8_t*)(ptr + (24+6*sizeof(void*)))) = 0;
+        *((int64_t*)(ptr + (32+6*sizeof(void*)))) = (int64_t) (*payload5);
+        break;
+      }
+      case 1: {
+        const int64_t *payload6 = &(*payload4).val.at_ms;
+        *((int8_t*)(ptr + (24+6*sizeof(void*)))) = 1;
+        *((int64_t*)(ptr + (32+6*sizeof(void*)))) = *payload6;
+        break;
+      }
+    }
+  } else {
+    *((int8_t*)(ptr + (16+6*sizeof(void*)))) = 0;
+  }
+  if (((*task).unique_key).is_some) {
+    const task_handler_http_string_t *payload8 = &((*task).unique_key).val;
+    *((int8_t*)(ptr + (40+6*sizeof(void*)))) = 1;
+    *((size_t*)(ptr + (40+8*sizeof(void*)))) = (*payload8).len;
+    *((uint8_t **)(ptr + (40+7*sizeof(void*)))) = (uint8_t *) (*payload8).ptr;
+  } else {
+    *((int8_t*)(ptr + (40+6*sizeof(void*)))) = 0;
+  }
+  if (((*task).max_attempts).is_some) {
+    const uint32_t *payload10 = &((*task).max_attempts).val;
+    *((int8_t*)(ptr + (40+9*sizeof(void*)))) = 1;
+    *((int32_t*)(ptr + (44+9*sizeof(void*)))) = (int32_t) (*payload10);
+  } else {
+    *((int8_t*)(ptr + (40+9*sizeof(void*)))) = 0;
+  }
+  uint8_t *ptr11 = (uint8_t *) &ret_area;
+  __wasm_import_taskhost_plugin_host_enqueue(ptr, ptr11);
+  taskhost_plugin_host_result_u32_string_t result;
+  switch ((int32_t) *((uint8_t*) (ptr11 + 0))) {
+    case 0: {
+      result.is_err = false;
+      result.val.ok = (uint32_t) (*((int32_t*) (ptr11 + sizeof(void*))));
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (task_handler_http_string_t) { (uint8_t*)(*((uint8_t **) (ptr11 + sizeof(void*)))), (*((size_t*) (ptr11 + (2*sizeof(void*))))) };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    *ret = result.val.ok;
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
+}
+
+bool taskhost_plugin_host_enqueue_after(taskhost_plugin_host_new_task_t *task, task_handler_http_list_u32_t *after, bool run_anyway, uint32_t *ret, task_handler_http_string_t *err) {
+  __attribute__((__aligned__(8)))
+  uint8_t ret_area[(64+10*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  *((size_t*)(ptr + sizeof(void*))) = ((*task).handler).len;
+  *((uint8_t **)(ptr + 0)) = (uint8_t *) ((*task).handler).ptr;
+  *((size_t*)(ptr + (3*sizeof(void*)))) = ((*task).data).len;
+  *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) ((*task).data).ptr;
+  if (((*task).queue).is_some) {
+    const task_handler_http_string_t *payload0 = &((*task).queue).val;
+    *((int8_t*)(ptr + (4*sizeof(void*)))) = 1;
+    *((size_t*)(ptr + (6*sizeof(void*)))) = (*payload0).len;
+    *((uint8_t **)(ptr + (5*sizeof(void*)))) = (uint8_t *) (*payload0).ptr;
+  } else {
+    *((int8_t*)(ptr + (4*sizeof(void*)))) = 0;
+  }
+  if (((*task).priority).is_some) {
+    const int32_t *payload2 = &((*task).priority).val;
+    *((int8_t*)(ptr + (7*sizeof(void*)))) = 1;
+    *((int32_t*)(ptr + (4+7*sizeof(void*)))) = *payload2;
+  } else {
+    *((int8_t*)(ptr + (7*sizeof(void*)))) = 0;
+  }
+  if (((*task).due).is_some) {
+    const taskhost_plugin_types_due_t *payload4 = &((*task).due).val;
+    *((int8_t*)(ptr + (16+6*sizeof(void*)))) = 1;
+    switch ((int32_t) (*payload4).tag) {
+      case 0: {
+        const uint64_t *payload5 = &(*payload4).val.after_ms;
+        *((int8_t*)(ptr + (24+6*sizeof(void*)))) = 0;
+        *((int64_t*)(ptr + (32+6*sizeof(void*)))) = (int64_t) (*payload5);
+        break;
+      }
+      case 1: {
+        const int64_t *payload6 = &(*payload4).val.at_ms;
+        *((int8_t*)(ptr + (24+6*sizeof(void*)))) = 1;
+        *((int64_t*)(ptr + (32+6*sizeof(void*)))) = *payload6;
+        break;
+      }
+    }
+  } else {
+    *((int8_t*)(ptr + (16+6*sizeof(void*)))) = 0;
+  }
+  if (((*task).unique_key).is_some) {
+    const task_handler_http_string_t *payload8 = &((*task).unique_key).val;
+    *((int8_t*)(ptr + (40+6*sizeof(void*)))) = 1;
+    *((size_t*)(ptr + (40+8*sizeof(void*)))) = (*payload8).len;
+    *((uint8_t **)(ptr + (40+7*sizeof(void*)))) = (uint8_t *) (*payload8).ptr;
+  } else {
+    *((int8_t*)(ptr + (40+6*sizeof(void*)))) = 0;
+  }
+  if (((*task).max_attempts).is_some) {
+    const uint32_t *payload10 = &((*task).max_attempts).val;
+    *((int8_t*)(ptr + (40+9*sizeof(void*)))) = 1;
+    *((int32_t*)(ptr + (44+9*sizeof(void*)))) = (int32_t) (*payload10);
+  } else {
+    *((int8_t*)(ptr + (40+9*sizeof(void*)))) = 0;
+  }
+  *((size_t*)(ptr + (56+9*sizeof(void*)))) = (*after).len;
+  *((uint8_t **)(ptr + (56+8*sizeof(void*)))) = (uint8_t *) (*after).ptr;
+  *((int8_t*)(ptr + (56+10*sizeof(void*)))) = run_anyway;
+  uint8_t *ptr11 = (uint8_t *) &ret_area;
+  __wasm_import_taskhost_plugin_host_enqueue_after(ptr, ptr11);
+  taskhost_plugin_host_result_u32_string_t result;
+  switch ((int32_t) *((uint8_t*) (ptr11 + 0))) {
+    case 0: {
+      result.is_err = false;
+      result.val.ok = (uint32_t) (*((int32_t*) (ptr11 + sizeof(void*))));
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (task_handler_http_string_t) { (uint8_t*)(*((uint8_t **) (ptr11 + sizeof(void*)))), (*((size_t*) (ptr11 + (2*sizeof(void*))))) };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    *ret = result.val.ok;
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
+}
+
+bool taskhost_plugin_host_dependencies(taskhost_plugin_host_list_dependency_t *ret, task_handler_http_string_t *err) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(3*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_taskhost_plugin_host_dependencies(ptr);
+  taskhost_plugin_host_result_list_dependency_string_t result;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      result.is_err = false;
+      result.val.ok = (taskhost_plugin_host_list_dependency_t) { (taskhost_plugin_host_dependency_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) };
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (task_handler_http_string_t) { (uint8_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    *ret = result.val.ok;
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
+}
+
+bool taskhost_plugin_host_await_signal(task_handler_http_string_t *name, uint64_t timeout_ms, taskhost_plugin_host_signal_t *ret, task_handler_http_string_t *err) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(4*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_taskhost_plugin_host_await_signal((uint8_t *) (*name).ptr, (*name).len, (int64_t) (timeout_ms), ptr);
+  taskhost_plugin_host_result_signal_string_t result;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      result.is_err = false;
+      taskhost_plugin_types_signal_t variant;
+      variant.tag = (int32_t) *((uint8_t*) (ptr + sizeof(void*)));
+      switch ((int32_t) variant.tag) {
+        case 0: {
+          variant.val.delivered = (task_handler_http_string_t) { (uint8_t*)(*((uint8_t **) (ptr + (2*sizeof(void*))))), (*((size_t*) (ptr + (3*sizeof(void*))))) };
+          break;
+        }
+        case 1: {
+          break;
+        }
+        case 2: {
+          break;
+        }
+      }
+
+      result.val.ok = variant;
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (task_handler_http_string_t) { (uint8_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    *ret = result.val.ok;
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
 }
 
 __attribute__((__export_name__("handle")))
