@@ -7,7 +7,20 @@
 // fails `not-approved`.
 #include "taskhost.h"
 
-#define MAX_PARTS 1000
+// The most a join may run after (the host's own bound on `after`); the operator's max_children
+// bounds what a run queues below that.
+#define MAX_PARTS 10000
+
+// Whether the data's `key` is there and not null, false, 0 or "" (what the other examples skip).
+static bool given(const th_task *task, const char *key) {
+    static const char *none[] = {"null", "false", "0", "\"\""};
+    const uint8_t *v;
+    size_t len;
+    if (!th_get_raw(task, key, &v, &len)) return false;
+    for (size_t i = 0; i < sizeof none / sizeof *none; i++)
+        if (len == strlen(none[i]) && !memcmp(v, none[i], len)) return false;
+    return true;
+}
 
 // The join's run: how many it ran after, how many succeeded, and their results in order.
 static bool collect(th_results *ret, th_error *err) {
@@ -40,16 +53,20 @@ static bool collect(th_results *ret, th_error *err) {
 }
 
 static bool fan_out(th_task *task, th_results *ret, th_error *err) {
-    const uint8_t *raw, *items, *item, *at = NULL;
-    size_t raw_len, items_len, item_len;
-    if (th_get_raw(task, "collect", &raw, &raw_len) && raw_len == 4 && !memcmp(raw, "true", 4)) return collect(ret, err);
+    const uint8_t *items, *item, *at = NULL;
+    size_t items_len, item_len;
+    if (given(task, "collect")) return collect(ret, err);
     if (!th_get_raw(task, "items", &items, &items_len) || items[0] != '[')
         return th_fail(err, "invalid-input", "data has no \"items\" list");
     char name[129], *approval = NULL;
-    if (th_get_string(task, "approval", name, sizeof name)) {
-        uint64_t timeout = 86400;
-        th_get_u64(task, "approval_timeout", &timeout);
-        switch (th_await_signal(name, timeout * 1000, &approval, err)) {
+    bool wait = given(task, "approval");
+    if (wait && !th_get_string(task, "approval", name, sizeof name))
+        return th_fail(err, "invalid-input", "\"approval\" is not a signal's name (a string of at most 128 bytes)");
+    if (wait) {
+        uint64_t timeout = 86400; // whole seconds
+        if (given(task, "approval_timeout") && !th_get_u64(task, "approval_timeout", &timeout))
+            return th_fail(err, "invalid-input", "\"approval_timeout\" is not a whole number of seconds");
+        switch (th_await_signal(name, timeout < UINT64_MAX / 1000 ? timeout * 1000 : UINT64_MAX, &approval, err)) {
         case TH_SIGNAL_DELIVERED: break;
         case TH_SIGNAL_NOT_YET: return th_ok(ret, NULL); // ends waiting for it
         case TH_SIGNAL_TIMED_OUT: return th_fail(err, "not-approved", "no \"%s\" signal in time", name);
@@ -57,10 +74,13 @@ static bool fan_out(th_task *task, th_results *ret, th_error *err) {
         }
     }
     char handler[129] = "echo", data[4096];
-    th_get_string(task, "handler", handler, sizeof handler);
+    if (given(task, "handler") && !th_get_string(task, "handler", handler, sizeof handler))
+        return th_fail(err, "invalid-input", "\"handler\" is not a handler's name");
     th_enqueue_opts child = {0};
-    uint64_t delay;
-    if (th_get_u64(task, "delay", &delay)) child.delay_ms = delay * 1000;
+    uint64_t delay = 0; // whole seconds
+    if (given(task, "delay") && !th_get_u64(task, "delay", &delay))
+        return th_fail(err, "invalid-input", "\"delay\" is not a whole number of seconds");
+    child.delay_ms = delay < UINT64_MAX / 1000 ? delay * 1000 : UINT64_MAX;
     static uint32_t parts[MAX_PARTS];
     size_t queued = 0;
     bool ok = true;
@@ -74,9 +94,9 @@ static bool fan_out(th_task *task, th_results *ret, th_error *err) {
             queued += ok;
         }
     }
-    if (ok && th_get_raw(task, "join", &raw, &raw_len) && raw_len == 4 && !memcmp(raw, "true", 4)) {
+    if (ok && given(task, "join")) {
         th_enqueue_opts join = {.after = parts, .after_len = queued};
-        join.run_anyway = th_get_raw(task, "run_anyway", &raw, &raw_len) && raw_len == 4 && !memcmp(raw, "true", 4);
+        join.run_anyway = given(task, "run_anyway");
         th_format(handler, sizeof handler, "%.*s", (int)task->handler.len, (const char *)task->handler.ptr);
         ok = th_enqueue(handler, "{\"collect\":true}", &join, NULL, err);
     }

@@ -69,7 +69,8 @@ static size_t th_vformat(char *out, size_t cap, const char *fmt, va_list args) {
         if (*f == 's') {
             const char *str = va_arg(args, const char *);
             if (!str) str = "(null)";
-            for (int i = 0; str[i] && (precision < 0 || i < precision); i++) TH__PUT(str[i]);
+            // The precision first: a host string has no NUL after its last byte.
+            for (int i = 0; (precision < 0 || i < precision) && str[i]; i++) TH__PUT(str[i]);
         } else if (*f == 'c') {
             TH__PUT((char)va_arg(args, int));
         } else if (*f == 'd' || *f == 'u') {
@@ -255,7 +256,7 @@ static const uint8_t *th__value(const uint8_t *p, const uint8_t *end) {
         }
         return NULL;
     }
-    while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n') p++;
+    while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' && *p != '\t' && *p != '\r') p++;
     return p;
 }
 

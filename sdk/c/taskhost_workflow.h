@@ -28,7 +28,7 @@ typedef struct {
     bool has_priority;       // false: priority 0
     int32_t priority;        // lower runs first
     uint64_t delay_ms;       // due this long after this run ends (by the database's clock)
-    int64_t at_ms;           // nonzero: due at this time (ms since 1970-01-01 UTC) instead
+    int64_t at_ms;           // without delay_ms, nonzero: due at this time (ms since 1970-01-01 UTC)
     uint32_t max_attempts;   // 0: the default (5)
     const uint32_t *after;   // waiting until each of these succeeded: numbers th_enqueue gave
     size_t after_len;        //   this run's earlier tasks (at most 10,000)
@@ -62,14 +62,14 @@ static bool th_enqueue(const char *handler, const char *data, const th_enqueue_o
     th__opt_string(&t.unique_key, o->unique_key);
     t.priority.is_some = o->has_priority;
     t.priority.val = o->priority;
-    if (o->at_ms) {
-        t.due.is_some = true;
-        t.due.val.tag = TASKHOST_PLUGIN_TYPES_DUE_AT_MS;
-        t.due.val.val.at_ms = o->at_ms;
-    } else if (o->delay_ms) {
+    if (o->delay_ms) {
         t.due.is_some = true;
         t.due.val.tag = TASKHOST_PLUGIN_TYPES_DUE_AFTER_MS;
         t.due.val.val.after_ms = o->delay_ms;
+    } else if (o->at_ms) {
+        t.due.is_some = true;
+        t.due.val.tag = TASKHOST_PLUGIN_TYPES_DUE_AT_MS;
+        t.due.val.val.at_ms = o->at_ms;
     }
     t.max_attempts.is_some = o->max_attempts != 0;
     t.max_attempts.val = o->max_attempts;
@@ -96,7 +96,15 @@ static bool th_dependencies(th_dependencies_t *deps, th_error *err) {
     return taskhost_plugin_host_dependencies(deps, &why) || th__refused(err, true, "dependencies-unread", &why);
 }
 
-static void th_dependencies_free(th_dependencies_t *deps) { taskhost_plugin_host_list_dependency_free(deps); }
+static void th_dependencies_free(th_dependencies_t *deps) {
+    // wit-bindgen 0.63's free of a dependency leaves its results (an option<string> first met in
+    // wasi:http gets no free of its own there): freed here.
+    for (size_t i = 0; i < deps->len; i++) {
+        if (deps->ptr[i].results.is_some) task_handler_http_string_free(&deps->ptr[i].results.val);
+        deps->ptr[i].results.is_some = false;
+    }
+    taskhost_plugin_host_list_dependency_free(deps);
+}
 
 // Once the handler returns ok, this run ends snoozed: the task is due again `ms` after (at least a
 // second, at most 30 days), using no attempt. False with err (invalid-snooze) when refused.
