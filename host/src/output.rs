@@ -163,7 +163,13 @@ pub fn task_detail(t: &Task, runs: &[Run]) -> String {
         let _ = writeln!(out, "  gave up     {g} (dead letter: `taskhost retry {}` replays it)", t.id);
     }
     if let Some(k) = &t.unique_key {
-        let _ = writeln!(out, "  unique key  {k}");
+        let held = match t.unique_states {
+            taskhost::model::UniqueStates::Unfinished => "while unfinished",
+            taskhost::model::UniqueStates::Succeeded => "while unfinished or succeeded",
+            taskhost::model::UniqueStates::Any => "in any state",
+        };
+        let until = t.unique_until.map(|u| format!(", at most until {u}")).unwrap_or_default();
+        let _ = writeln!(out, "  unique key  {k} (kept {held}{until})");
     }
     let _ = writeln!(out, "  data        {}", clip(&t.data, 200));
     for r in runs {

@@ -103,8 +103,8 @@ pub(super) struct RetriedMany {
     retried: u64,
 }
 
-/// Schedule again the dead letters (or cancelled tasks) of a selection. One whose unique key an
-/// unfinished task holds stays as it is.
+/// Schedule again the dead letters (or cancelled tasks) of a selection. One whose unique key
+/// another task holds stays as it is.
 #[utoipa::path(post, path = "/api/v1/tasks/retry", operation_id = "retry_tasks", tag = "tasks", request_body = RetryBody,
     responses((status = 200, description = "Done", body = RetriedMany), Errors))]
 pub(super) async fn retry(State(state): State<Arc<ApiState>>, body: Bytes) -> Result<Json<RetriedMany>, ApiError> {

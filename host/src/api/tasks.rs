@@ -43,7 +43,7 @@ pub(super) struct Batch {
     tasks: Vec<TaskInput>,
 }
 
-/// What was queued: the task (`created` false: an unfinished task with its unique key exists, and
+/// What was queued: the task (`created` false: a task holding its unique key exists, and
 /// `id` is that one's), or each of a batch in order.
 #[derive(Serialize, ToSchema)]
 #[serde(untagged)]

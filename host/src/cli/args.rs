@@ -249,7 +249,8 @@ pub struct AddArgs {
     #[arg(required_unless_present = "many")]
     pub handler: Option<String>,
     /// Queue the tasks of a file instead, one JSON object a line ({"handler": …, "data": …,
-    /// "queue", "priority", "max_attempts", "unique_key", "queued_by", "at", "after"}); - reads standard
+    /// "queue", "priority", "max_attempts", "unique_key", "unique_for", "unique_states", "queued_by", "at",
+    /// "after"}); - reads standard
     /// input. Every line is checked before any task is queued.
     #[arg(long, conflicts_with = "handler", value_name = "FILE")]
     pub many: Option<String>,
@@ -278,6 +279,14 @@ pub struct AddArgs {
     /// While a task with this key is unfinished, adding another returns the existing one.
     #[arg(long)]
     pub unique_key: Option<String>,
+    /// With --unique-key: the key is let go this long after the task is queued, whatever its
+    /// state (e.g. 24h).
+    #[arg(long, requires = "unique_key", value_parser = taskhost::text::parse_duration)]
+    pub unique_for: Option<Duration>,
+    /// With --unique-key: the states in which the task keeps its key: unfinished (until it ends),
+    /// succeeded (unfinished or succeeded), any (finished ones too) [default: unfinished].
+    #[arg(long, requires = "unique_key", value_name = "STATES")]
+    pub unique_states: Option<taskhost::model::UniqueStates>,
     /// Who queued it, for the record (shown by `show` and handed to the handler).
     #[arg(long)]
     pub queued_by: Option<String>,

@@ -27,6 +27,8 @@ pub async fn add(app: &App, a: AddArgs) -> Result<()> {
         .with_priority(a.priority);
     t.queued_by = a.queued_by;
     t.unique_key = a.unique_key;
+    t.unique_for = a.unique_for;
+    t.unique_states = a.unique_states.unwrap_or_default();
     t.run_timeout = a.run_timeout;
     t.after = a.after;
     t.run_anyway = a.run_anyway;
@@ -38,7 +40,7 @@ pub async fn add(app: &App, a: AddArgs) -> Result<()> {
     let added = app.client.add(t).await?;
     println!("{}", added.id);
     if !added.created {
-        eprintln!("an unfinished task with that unique key exists already: task {}", added.id);
+        eprintln!("a task holding that unique key exists already: task {}", added.id);
     }
     Ok(())
 }

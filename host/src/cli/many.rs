@@ -2,7 +2,8 @@
 //! queued in chunks with a progress count.
 //!
 //! A line is a [`TaskInput`]: `{"handler": "resize", "data": {...}}`, with optional `queue`,
-//! `priority`, `max_attempts`, `unique_key`, `queued_by`, `at` (RFC 3339) and `run_timeout`.
+//! `priority`, `max_attempts`, `unique_key` (`unique_for`, `unique_states`), `queued_by`, `at`
+//! (RFC 3339) and `run_timeout`.
 //! Blank lines are skipped.
 
 use std::io::IsTerminal;

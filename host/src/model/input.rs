@@ -1,5 +1,6 @@
 //! A task as JSON describes it, for `add --many` lines and the HTTP API: `{"handler": "resize",
-//! "data": {...}}` with optional `queue`, `priority`, `max_attempts`, `unique_key`, `queued_by`,
+//! "data": {...}}` with optional `queue`, `priority`, `max_attempts`, `unique_key` (with
+//! `unique_for`, "24h", and `unique_states`: "unfinished", "succeeded" or "any"), `queued_by`,
 //! `at` (RFC 3339 with a zone), `run_timeout` ("90s"), `after` (task ids it runs after) and
 //! `run_anyway`. Unknown fields are refused;
 //! `max_retries`, the old name of `max_attempts`, is still read (the same number, 0 taken as 1).
@@ -30,6 +31,10 @@ pub struct TaskInput {
     pub max_retries: Option<u32>,
     /// Its unique key.
     pub unique_key: Option<String>,
+    /// The key let go this long after it is queued, whatever its state, as text ("24h").
+    pub unique_for: Option<String>,
+    /// In which states it keeps its key: `unfinished` (the default), `succeeded` or `any`.
+    pub unique_states: Option<super::UniqueStates>,
     /// Who queues it.
     pub queued_by: Option<String>,
     /// Read as `add --at` reads its value, to say what is wrong with it.
@@ -59,6 +64,10 @@ impl TaskInput {
             Some(t) => Some(crate::text::parse_duration(t).map_err(|e| format!("\"run_timeout\": {e}"))?),
             None => None,
         };
+        let unique_for = match &self.unique_for {
+            Some(p) => Some(crate::text::parse_duration(p).map_err(|e| format!("\"unique_for\": {e}"))?),
+            None => None,
+        };
         let mut t = NewTask::new(self.handler, self.data.to_string());
         if let Some(q) = self.queue {
             t = t.with_queue(q);
@@ -73,6 +82,8 @@ impl TaskInput {
             (None, None) => {}
         }
         t.unique_key = self.unique_key;
+        t.unique_for = unique_for;
+        t.unique_states = self.unique_states.unwrap_or_default();
         t.queued_by = self.queued_by;
         t.scheduled_on = at;
         t.run_timeout = run_timeout;

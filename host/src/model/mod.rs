@@ -11,6 +11,7 @@ mod new_task;
 mod outcome;
 mod signals;
 mod status;
+mod unique;
 pub use failure::{codes, ErrorSource, Failure, FailureKind};
 pub use input::TaskInput;
 pub use json::{task_json, RunDetail, TaskDetail};
@@ -19,6 +20,7 @@ pub use new_task::*;
 pub use outcome::*;
 pub use signals::*;
 pub use status::*;
+pub use unique::{UniqueStates, MAX_UNIQUE_FOR};
 
 /// A task's id (`task_queue.id`).
 pub type TaskId = i64;
@@ -37,9 +39,9 @@ pub fn valid_handler_name(name: &str) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct Added {
-    /// The task queued, or the unfinished task that holds its unique key.
+    /// The task queued, or the task that holds its unique key.
     pub id: TaskId,
-    /// false when an unfinished task with the same unique key already existed: `id` is that task.
+    /// false when a task holding the same unique key already existed: `id` is that task.
     pub created: bool,
 }
 
@@ -85,8 +87,13 @@ pub struct Task {
     pub queue: String,
     /// Lower runs first.
     pub priority: i32,
-    /// While the task is unfinished, no other task with this key is added.
+    /// While the task is unfinished (or in [`Self::unique_states`]), no other task with this key
+    /// is added.
     pub unique_key: Option<String>,
+    /// When its unique key is let go, whatever its state (none: no period).
+    pub unique_until: Option<DateTime<Utc>>,
+    /// In which states it keeps its unique key.
+    pub unique_states: UniqueStates,
     /// Seconds a run may take (None: the worker's default).
     pub run_timeout_secs: Option<i64>,
     /// Its own retry backoff, if any.

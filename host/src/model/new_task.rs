@@ -37,6 +37,11 @@ pub struct NewTask {
     pub priority: i32,
     /// While a task with this key is unfinished, adding another returns the existing one.
     pub unique_key: Option<String>,
+    /// The key is let go this long after the task is queued, whatever its state (none: held
+    /// as long as [`Self::unique_states`] says).
+    pub unique_for: Option<Duration>,
+    /// In which states the task keeps its key ([`super::UniqueStates::Unfinished`]: until it ends).
+    pub unique_states: super::UniqueStates,
     /// `None` = the system-wide default (1 day).
     pub run_timeout: Option<Duration>,
     /// This task's retry backoff; unset parts are the worker's.
@@ -84,6 +89,8 @@ impl NewTask {
             queue: DEFAULT_QUEUE.to_string(),
             priority: 0,
             unique_key: None,
+            unique_for: None,
+            unique_states: super::UniqueStates::Unfinished,
             run_timeout: None,
             backoff: BackoffSettings::default(),
             after: Vec::new(),
@@ -120,9 +127,20 @@ impl NewTask {
         self.priority = priority;
         self
     }
-    /// Not added while an unfinished task holds `key` (that task is returned).
+    /// Not added while another task holds `key` (that task is returned): an unfinished one, or
+    /// one that keeps it ([`Self::with_unique_states`]).
     pub fn with_unique_key(mut self, key: impl Into<String>) -> Self {
         self.unique_key = Some(key.into());
+        self
+    }
+    /// Its unique key let go `period` after it is queued, whatever its state.
+    pub fn with_unique_for(mut self, period: Duration) -> Self {
+        self.unique_for = Some(period);
+        self
+    }
+    /// Its unique key kept in these states (succeeded ones, or any) once it ends.
+    pub fn with_unique_states(mut self, states: super::UniqueStates) -> Self {
+        self.unique_states = states;
         self
     }
     /// Each run may take at most `timeout`.
@@ -210,6 +228,14 @@ impl NewTask {
         }
         if self.unique_key.as_deref() == Some("") {
             return field("unique key", "the unique key is empty".into());
+        }
+        let held = self.unique_for.is_some() || self.unique_states != super::UniqueStates::Unfinished;
+        if held && self.unique_key.is_none() {
+            return field("unique key", "a unique period or states need a unique key".into());
+        }
+        if let Some(period) = self.unique_for.filter(|p| *p < Duration::from_secs(1) || *p > super::MAX_UNIQUE_FOR) {
+            let shown = crate::text::duration;
+            return field("unique_for", format!("{} is out of range (1s to 100 years)", shown(period)));
         }
         let texts = [
             ("handler name", Some(&self.handler), MAX_HANDLER_BYTES),

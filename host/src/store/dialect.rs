@@ -174,7 +174,7 @@ pub trait Dialect: Plumbing {
         false
     }
 
-    /// Insert one task (`sql::NEW_TASK`); None when an unfinished task holds its
+    /// Insert one task (`sql::NEW_TASK`); None when another task holds its
     /// unique key.
     async fn insert_task(
         conn: &mut ConnOf<Self>,

@@ -56,7 +56,7 @@ pub trait Store: Send + Sync + 'static {
     /// task's data is replaced first (in the same transaction). The attempt its next run will be.
     async fn retry_task(&self, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<u32>;
     /// Replay every dead letter (or cancelled task) matching `filter`, in batches; how many.
-    /// Those whose unique key an unfinished task holds are left as they are.
+    /// Those whose unique key another task holds are left as they are.
     async fn replay(&self, which: Replay, filter: &BulkFilter, now: DateTime<Utc>) -> Result<u64>;
     /// Cancel the unfinished tasks among `ids`; the ids cancelled (finished or unknown ones are
     /// left as they are). See [`Store::cancel_matching`].

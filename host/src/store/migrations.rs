@@ -50,6 +50,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0018_dependencies.sql",
     "0019_signals.sql",
     "0020_stats_snoozed.sql",
+    "0021_unique_over_time.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -75,6 +76,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0018_dependencies.sql",
     "0019_signals.sql",
     "0020_stats_snoozed.sql",
+    "0021_unique_over_time.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -101,6 +103,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0019_dependencies.sql",
     "0020_signals.sql",
     "0021_stats_snoozed.sql",
+    "0022_unique_over_time.sql",
 );
 
 impl Embedded {

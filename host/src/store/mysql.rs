@@ -76,6 +76,7 @@ fn add<'a>(bound: &mut MySqlArguments, arg: Arg<'a>) -> std::result::Result<(), 
         Arg::Int(v) => bound.add(v),
         Arg::Text(v) => bound.add(v),
         Arg::Time(t) => bound.add(t),
+        Arg::MaybeTime(t) => bound.add(t),
         Arg::Ints(_) | Arg::Texts(_) => return Err("a list bound as one value".into()),
     };
     added.map_err(|e| e.to_string())

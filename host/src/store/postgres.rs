@@ -105,6 +105,7 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, PgArguments)> {
             Arg::Int(v) => bound.add(v),
             Arg::Text(v) => bound.add(v),
             Arg::Time(t) => bound.add(t),
+            Arg::MaybeTime(t) => bound.add(t),
             Arg::Ints(l) => bound.add(l),
             Arg::Texts(l) => bound.add(l),
         };
@@ -186,7 +187,7 @@ impl Dialect for PostgresDb {
                  ON CONFLICT (active_unique_key) WHERE active_unique_key IS NOT NULL DO NOTHING
                  RETURNING id
              )
-             SELECT id FROM ins WHERE (SELECT count(*) FROM (SELECT pg_notify($15, '')) AS n) = 1"
+             SELECT id FROM ins WHERE (SELECT count(*) FROM (SELECT pg_notify($17, '')) AS n) = 1"
         );
         let mut values = new_task_args(t, now, lineage);
         values.push(Arg::from(CHANNEL));

@@ -73,6 +73,13 @@ pub fn task(r: &impl Cells) -> Result<Task> {
         queue: text(r, TASKS, "queue")?,
         priority: int(r, TASKS, "priority")?.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
         unique_key: r.text("unique_key")?,
+        unique_until: r.time("unique_until")?,
+        unique_states: match r.text("unique_states")? {
+            None => UniqueStates::Unfinished,
+            Some(s) => {
+                s.parse().map_err(|e| Error::CorruptRow { table: TASKS, reason: format!("unique_states: {e}") })?
+            }
+        },
         run_timeout_secs: r.int("run_timeout")?,
         backoff: backoff(r)?,
         gave_up_on,

@@ -180,6 +180,8 @@ pub const TABLES: &[Table] = &[
             // The signal its last run waits for, and when that wait times out.
             null("awaiting_signal", Str(128)),
             null("awaiting_until", Time),
+            null("unique_until", Time),
+            null("unique_states", Str(16)),
         ],
     },
     // Signals sent to a task, kept until a run reads one and ends well (`read_by_run`).

@@ -27,6 +27,8 @@ pub enum Arg<'a> {
     Text(Option<&'a str>),
     /// A time.
     Time(DateTime<Utc>),
+    /// A time, or NULL.
+    MaybeTime(Option<DateTime<Utc>>),
     /// A list, allowed only as `IN ($N)` or `NOT IN ($N)`.
     Ints(&'a [i64]),
     /// A list, allowed only as `IN ($N)` or `NOT IN ($N)`.
@@ -69,6 +71,11 @@ impl<'a> From<&'a Option<String>> for Arg<'a> {
         Arg::Text(v.as_deref())
     }
 }
+impl From<Option<DateTime<Utc>>> for Arg<'_> {
+    fn from(v: Option<DateTime<Utc>>) -> Self {
+        Arg::MaybeTime(v)
+    }
+}
 impl From<DateTime<Utc>> for Arg<'_> {
     fn from(v: DateTime<Utc>) -> Self {
         Arg::Time(v)
@@ -100,8 +107,8 @@ pub(crate) use args;
 /// unique key is also the active one.
 pub const NEW_TASK: &str = "task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
          max_retries, queue, priority, unique_key, active_unique_key, run_timeout, backoff_base_ms, backoff_max_ms,
-         parent_id, depth)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14)";
+         parent_id, depth, unique_until, unique_states)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15, $16)";
 
 /// Whose child a task being added is: the task whose run queued it, and how deep it is then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +142,10 @@ pub fn new_task_args(t: &crate::model::NewTask, now: DateTime<Utc>, lineage: Opt
         t.backoff.max_ms,
         parent,
         depth,
+        // Bounded by `NewTask::check` (100 years); past the calendar, no period rather than a panic.
+        t.unique_for.and_then(|p| now.checked_add_signed(chrono::Duration::from_std(p).ok()?)),
+        // The default is written as none, as the tasks added before the column were.
+        (t.unique_states != crate::model::UniqueStates::Unfinished).then(|| t.unique_states.as_str()),
     ]
     .to_vec()
 }

@@ -29,7 +29,7 @@ use super::shared::SqlStore;
 use super::sql::{
     json_list, lineage_values, new_task_args, render, Arg, Lineage, Slot, NEW_TASK, RUNNER_RUNNING, SUCCESS,
 };
-use super::transitions::{self, RELEASE_KEY, RUN_COLUMNS, RUN_FROM_TASK};
+use super::transitions::{self, RUN_COLUMNS, RUN_FROM_TASK};
 use super::types::Backend;
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -126,6 +126,7 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, SqliteArguments<'a>)
             Arg::Int(v) => bound.add(v),
             Arg::Text(v) => bound.add(v),
             Arg::Time(t) => bound.add(ts(t)),
+            Arg::MaybeTime(t) => bound.add(t.map(ts)),
             Arg::Ints(l) => bound.add(json_list(l).map_err(|e| Error::invalid("list", e))?),
             Arg::Texts(l) => bound.add(json_list(l).map_err(|e| Error::invalid("list", e))?),
         };
@@ -317,7 +318,8 @@ async fn finish_chunk(tx: &mut Tx<Sqlite>, ok: &[&RunOutcome]) -> Result<Vec<End
     ));
     tasks.build().execute(&mut *tx.tx).await?;
     // Apart, so rows without a key do not touch the unique index.
-    let mut keys = QueryBuilder::<Sqlite>::new(format!("UPDATE task_queue SET {RELEASE_KEY} WHERE id IN ("));
+    let release = transitions::release_key(Transition::Succeed);
+    let mut keys = QueryBuilder::<Sqlite>::new(format!("UPDATE task_queue SET {release} WHERE id IN ("));
     let mut ids = keys.separated(", ");
     for (_, t, _) in &done {
         ids.push_bind(*t);

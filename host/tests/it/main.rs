@@ -49,5 +49,6 @@ mod sockets;
 mod store_mysql;
 mod store_postgres;
 mod store_sqlite;
+mod unique;
 mod worker;
 mod worker_servers;

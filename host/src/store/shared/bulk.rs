@@ -121,7 +121,7 @@ fn replayable<D: Dialect>(which: Replay) -> String {
 }
 
 /// Replay every dead letter (or cancelled task) matching `f`, due `now`, batch by batch; how
-/// many. One whose unique key an unfinished task holds is left as it is (as `retry` would
+/// many. One whose unique key another task holds is left as it is (as `retry` would
 /// refuse it).
 pub async fn replay<D: Dialect>(db: &D, which: Replay, f: &BulkFilter, now: DateTime<Utc>) -> Result<u64> {
     let cond = replayable::<D>(which);
@@ -158,23 +158,32 @@ async fn replay_batch<D: Dialect>(
     let Some(last) = picked.last().map(|r| super::super::rows::id(r, "id")).transpose()? else {
         return Ok((0, None));
     };
-    // Keys an unfinished task holds, and a key two of these share: those stay dead letters.
+    // Keys held by a task past its period are let go; then a key another task holds (one of
+    // these may hold its own: `unique_states`), and a key two of these share, keep those dead.
     let keys: Vec<String> = picked.iter().filter_map(|r| r.text("unique_key").ok().flatten()).collect();
-    let mut held: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let picked_ids = super::super::rows::ids(&picked)?;
+    let mut held: std::collections::HashMap<String, TaskId> = std::collections::HashMap::new();
     if !keys.is_empty() {
-        let sql = "SELECT active_unique_key FROM task_queue WHERE active_unique_key IN ($1)";
+        transitions::add::let_lapsed_go::<D>(D::conn(&mut *tx), &keys, &picked_ids, now).await?;
+        let sql = "SELECT id, active_unique_key FROM task_queue WHERE active_unique_key IN ($1)";
         for r in db.rows(Some(&mut *tx), sql, args![keys.as_slice()]).await? {
-            held.extend(r.text("active_unique_key")?);
+            if let Some(k) = r.text("active_unique_key")? {
+                held.insert(k, super::super::rows::id(&r, "id")?);
+            }
         }
     }
     let mut ids = Vec::with_capacity(picked.len());
-    for r in &picked {
+    for (r, id) in picked.iter().zip(&picked_ids) {
         let fresh = match r.text("unique_key")? {
-            Some(k) => held.insert(k),
+            // Free, or its own: taken now by this one, so no other of the batch takes it.
+            Some(k) => match held.get(&k) {
+                None => held.insert(k, *id).is_none(),
+                Some(holder) => holder == id,
+            },
             None => true,
         };
         if fresh {
-            ids.push(super::super::rows::id(r, "id")?);
+            ids.push(*id);
         }
     }
     if ids.is_empty() {

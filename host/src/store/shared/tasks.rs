@@ -128,9 +128,14 @@ pub async fn replay<D: Dialect>(db: &D, id: TaskId, data: Option<&str>, now: Dat
             if let Some(data) = data {
                 db.exec(Some(&mut tx.tx), edit, args![id, data]).await?;
             }
+            // Its key, if another task holds it past that one's period, is let go for it.
+            let key = db.rows(Some(&mut tx.tx), "SELECT unique_key FROM task_queue WHERE id = $1", args![id]).await?;
+            let keys: Vec<String> =
+                key.first().map(|r| r.text("unique_key")).transpose()?.flatten().into_iter().collect();
+            transitions::add::let_lapsed_go::<D>(D::conn(&mut tx.tx), &keys, &[id], now).await?;
             let replayed = match transitions::tasks::replay(db, &mut tx.tx, &[id], now).await {
                 Err(e) if e.is_unique_violation() => {
-                    let reason = "another unfinished task holds the same unique key".to_string();
+                    let reason = "another task holds the same unique key".to_string();
                     return Err(Error::CannotRetry { id, reason });
                 }
                 other => other?,

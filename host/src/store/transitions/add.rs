@@ -30,19 +30,41 @@ async fn add_one_under<D: Dialect + ?Sized>(
     now: DateTime<Utc>,
     lineage: Option<Lineage>,
 ) -> Result<Added> {
-    if let Some(id) = D::insert_task(conn, t, now, lineage).await? {
-        super::deps::wait::<D>(conn, id, t).await?;
-        return Ok(Added { id, created: true });
+    let keys: Vec<String> = t.unique_key.iter().cloned().collect();
+    // A few tries: between a refused insert and the look for its key's holder, the holder may
+    // end (or, outside a transaction, a racing add may let its lapsed key go) and hold it no more.
+    for _ in 0..3 {
+        if let Some(id) = D::insert_task(conn, t, now, lineage).await? {
+            super::deps::wait::<D>(conn, id, t).await?;
+            return Ok(Added { id, created: true });
+        }
+        // Its key is taken: by a task whose period has passed, it is let go and this one added.
+        if let_lapsed_go::<D>(conn, &keys, &[], now).await? > 0 {
+            continue;
+        }
+        let holder =
+            D::rows_on(conn, "SELECT id FROM task_queue WHERE active_unique_key = $1", args![&t.unique_key]).await?;
+        if let Some(r) = holder.first() {
+            return Ok(Added { id: rows::id(r, "id")?, created: false });
+        }
     }
-    let holder =
-        D::rows_on(conn, "SELECT id FROM task_queue WHERE active_unique_key = $1", args![&t.unique_key]).await?;
-    match holder.first() {
-        Some(r) => Ok(Added { id: rows::id(r, "id")?, created: false }),
-        None => Err(Error::CorruptRow {
-            table: "task_queue",
-            reason: "the unfinished task holding a unique key was not found".into(),
-        }),
+    Err(Error::CorruptRow { table: "task_queue", reason: "the task holding a unique key was not found".into() })
+}
+
+/// Let go the unique keys among `keys` held by tasks whose period ([`NewTask::unique_for`]) has
+/// passed by `now`, but by those of `except` (about to take their own keys again); how many.
+pub(crate) async fn let_lapsed_go<D: Dialect + ?Sized>(
+    conn: &mut ConnOf<D>,
+    keys: &[String],
+    except: &[TaskId],
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    if keys.is_empty() {
+        return Ok(0);
     }
+    let sql = "UPDATE task_queue SET active_unique_key = NULL
+               WHERE active_unique_key IN ($1) AND unique_until <= $2 AND id NOT IN ($3)";
+    D::exec_on(conn, sql, args![keys, now, except]).await
 }
 
 /// Queue validated tasks on `conn`: one by one when any has a unique key (each may clash) or

@@ -45,9 +45,9 @@ mod set;
 pub mod signals;
 pub mod tasks;
 
-pub use set::Set;
 #[cfg(feature = "sqlite")]
-pub use set::RELEASE_KEY;
+pub use set::release_key;
+pub use set::Set;
 
 use std::collections::HashMap;
 

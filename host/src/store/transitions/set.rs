@@ -7,7 +7,7 @@
 //! | scheduled | `last_status`, `scheduled_on` |
 //! | running | `last_status` (the claim adds its run's columns) |
 //! | awaiting retry | `last_status`: how the run ended (error or timeout) |
-//! | a final state | `last_status` (kept by a give-up), `finished_on`, `gave_up_on` (dead), the unique key released |
+//! | a final state | `last_status` (kept by a give-up), `finished_on`, `gave_up_on` (dead), the unique key released unless its `unique_states` keeps it there |
 //!
 //! Leaving a final state (a replay) clears `finished_on` and `gave_up_on` and holds the key
 //! again. Besides, a transition that ends a run in failure counts it (`task_runs_failed + 1`),
@@ -17,10 +17,21 @@
 use std::fmt;
 
 use super::super::sql::{CANCELLED, RUNNING, SCHEDULED, SUCCESS, WAITING};
-use crate::model::{TaskState, Transition};
+use crate::model::{TaskState, Transition, UniqueStates};
 
-/// The column a task's unique key is held in while it is unfinished.
+/// The column a task's unique key is held in while it is unfinished (or in its `unique_states`).
 const KEY: &str = "active_unique_key";
+
+/// The unique key of a task entering the final state `state`: kept when its `unique_states` holds
+/// that state (succeeded: `succeeded` or `any`; dead or cancelled: `any`), else let go.
+fn key_entering(state: TaskState) -> String {
+    let kept: &[UniqueStates] = match state {
+        TaskState::Succeeded => &[UniqueStates::Succeeded, UniqueStates::Any],
+        _ => &[UniqueStates::Any],
+    };
+    let kept: Vec<String> = kept.iter().map(|u| format!("'{}'", u.as_str())).collect();
+    format!("CASE WHEN unique_states IN ({}) THEN {KEY} END", kept.join(", "))
+}
 
 /// The `SET` list of a transition: `format!("UPDATE task_queue SET {} WHERE ...", Set::of(t, "$2"))`.
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +89,7 @@ impl<'a> Set<'a> {
             if t.to() == TaskState::Dead {
                 out.push(("gave_up_on", at.to_string()));
             }
-            out.push((KEY, "NULL".to_string()));
+            out.push((KEY, key_entering(t.to())));
         } else if t.from().iter().all(|s| s.is_final()) {
             // Unfinished again: it holds its key again (a task holding it meanwhile makes this
             // a unique violation, and the caller's transaction is rolled back).
@@ -125,9 +136,11 @@ impl fmt::Display for Set<'_> {
     }
 }
 
-/// The statement that releases the unique keys a [`Set::key_apart`] left out.
+/// The `SET` of the unique keys a [`Set::key_apart`] of `t` left out.
 #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
-pub const RELEASE_KEY: &str = "active_unique_key = NULL";
+pub fn release_key(t: Transition) -> String {
+    format!("{KEY} = {}", key_entering(t.to()))
+}
 
 #[cfg(test)]
 mod tests {
@@ -166,10 +179,14 @@ mod tests {
         );
         assert_eq!(
             set(Transition::FailAndGiveUp, Some("$3")),
-            "last_status = $3, finished_on = $2, gave_up_on = $2, active_unique_key = NULL, \
-             task_runs_failed = task_runs_failed + 1"
+            "last_status = $3, finished_on = $2, gave_up_on = $2, active_unique_key = \
+             CASE WHEN unique_states IN ('any') THEN active_unique_key END, task_runs_failed = task_runs_failed + 1"
         );
-        assert_eq!(set(Transition::GiveUp, None), "finished_on = $2, gave_up_on = $2, active_unique_key = NULL");
+        assert_eq!(
+            set(Transition::GiveUp, None),
+            "finished_on = $2, gave_up_on = $2, active_unique_key = CASE WHEN unique_states IN ('any') THEN \
+             active_unique_key END"
+        );
         assert_eq!(
             set(Transition::TimeOut, Some("'timeout'")),
             "last_status = 'timeout', task_runs_failed = task_runs_failed + 1"
@@ -182,7 +199,8 @@ mod tests {
         );
         assert_eq!(
             Set::of(Transition::Succeed, "r.f").qualified("q.").to_string(),
-            "q.last_status = 'success', q.finished_on = r.f, q.active_unique_key = NULL, q.task_runs_failed = 0"
+            "q.last_status = 'success', q.finished_on = r.f, q.active_unique_key = CASE WHEN unique_states IN \
+             ('succeeded', 'any') THEN active_unique_key END, q.task_runs_failed = 0"
         );
         assert_eq!(set(Transition::Claim, None), "last_status = 'running', run_attempt = run_attempt + 1");
         assert_eq!(

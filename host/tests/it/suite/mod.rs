@@ -9,6 +9,7 @@ mod queues;
 mod reads_and_upkeep;
 mod release;
 mod signals;
+mod unique;
 mod workflows;
 pub use control::*;
 pub use dependencies::*;
@@ -17,6 +18,7 @@ pub use queues::*;
 pub use reads_and_upkeep::*;
 pub use release::*;
 pub use signals::*;
+pub use unique::*;
 pub use workflows::*;
 
 use std::time::Duration;
@@ -543,6 +545,8 @@ macro_rules! store_suite {
         case!(cancelled_tasks_never_run_and_their_late_outcomes_are_ignored);
         case!(declared_schedules_follow_the_declaration_and_leave_hand_made_ones);
         case!(statistics_count_runs_as_they_end_and_outlive_rotation);
+        case!(a_unique_key_stays_taken_in_the_states_its_task_asked_for);
+        case!(a_unique_key_is_let_go_once_its_period_has_passed);
         case!(a_batch_of_successes_is_counted_under_each_runs_handler_queue_and_runner);
         case!(claims_keep_runs_in_flight_within_the_queue_and_handler_limits);
         case!(every_transition_is_made_from_the_states_it_may_start_from_and_refused_from_the_others);
