@@ -315,18 +315,20 @@ impl Client {
         self.store.resume_queue(queue).await
     }
 
-    /// Every queue that holds unfinished tasks, is paused or has a concurrency limit, by name:
-    /// depth, running, lag, pause, limit and the live workers that claim from it.
+    /// Every queue that holds unfinished tasks, is paused or has a flow-control limit, by name:
+    /// depth, running, lag, pause, limits and the live workers that claim from it.
     pub async fn queues(&self) -> Result<Vec<crate::store::QueueInfo>> {
         let mut queues = self.store.queues(self.clock.now()).await?;
-        let limits = &self.catalog.policy().run_limits.queues;
+        let limits = self.store.limits_in_force().await?.queues;
         let unlisted = limits.keys().filter(|name| !queues.iter().any(|q| &q.name == *name)).count();
         let live = if unlisted > 0 { self.store.live_runners().await? } else { Vec::new() };
-        for (name, max) in limits {
+        for (name, limit) in &limits {
+            let rate = limit.rate.map(|r| r.to_string());
             match queues.iter_mut().find(|q| &q.name == name) {
-                Some(q) => q.max_running = Some(*max),
+                Some(q) => (q.max_running, q.rate_limit) = (limit.max_running, rate),
                 None => queues.push(crate::store::QueueInfo {
-                    max_running: Some(*max),
+                    max_running: limit.max_running,
+                    rate_limit: rate,
                     served_by: live.iter().filter(|r| r.claims_from(name)).count() as u32,
                     ..crate::store::QueueInfo::empty(name.clone())
                 }),
@@ -334,5 +336,33 @@ impl Client {
         }
         queues.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(queues)
+    }
+
+    /// Every flow-control limit set (queues' and handlers'), with its runs in flight and due
+    /// tasks.
+    pub async fn limits(&self) -> Result<Vec<crate::store::LimitInfo>> {
+        self.store.limits(self.clock.now()).await
+    }
+
+    /// Change the limit `name` (`queue:NAME` or `handler:NAME`) live, for every worker within a
+    /// second: `change` says what to set and what to take out, the rest stays. What it is now.
+    pub async fn set_limit(&self, name: &str, change: &LimitChange) -> Result<Limit> {
+        let (scope, target) = LimitScope::parse_name(name).map_err(|e| Error::invalid("limit", e))?;
+        let now = self.store.limits_in_force().await?;
+        let mut limit = now.of(scope).get(target).copied().unwrap_or_default();
+        change.apply(&mut limit).map_err(|e| Error::invalid("limit", e))?;
+        self.store.set_limit(scope, target, limit, crate::store::LimitSetBy::Operator, self.clock.now()).await?;
+        Ok(limit)
+    }
+
+    /// Take the limit `name` out (a worker started later with it in its file sets it again);
+    /// false when there was none.
+    pub async fn clear_limit(&self, name: &str) -> Result<bool> {
+        let (scope, target) = LimitScope::parse_name(name).map_err(|e| Error::invalid("limit", e))?;
+        let was = self.store.limits_in_force().await?.of(scope).contains_key(target);
+        self.store
+            .set_limit(scope, target, Limit::default(), crate::store::LimitSetBy::Operator, self.clock.now())
+            .await?;
+        Ok(was)
     }
 }

@@ -40,8 +40,8 @@ pub fn queue_table(queues: &[taskhost::store::QueueInfo], now: chrono::DateTime<
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<20} {:>8} {:>8} {:>8} {:>11} {:>10} {:>7}  PAUSED",
-        "QUEUE", "DUE", "LATER", "RUNNING", "MAX RUNNING", "LAG", "WORKERS"
+        "{:<20} {:>8} {:>8} {:>8} {:>11} {:>10} {:>10} {:>7}  PAUSED",
+        "QUEUE", "DUE", "LATER", "RUNNING", "MAX RUNNING", "RATE", "LAG", "WORKERS"
     );
     for q in queues {
         let lag = q
@@ -51,14 +51,44 @@ pub fn queue_table(queues: &[taskhost::store::QueueInfo], now: chrono::DateTime<
         let paused = q.paused_on.map(|t| format!("paused since {}", t.format("%Y-%m-%d %H:%M:%S"))).unwrap_or_default();
         let _ = writeln!(
             out,
-            "{:<20} {:>8} {:>8} {:>8} {:>11} {:>10} {:>7}  {paused}",
+            "{:<20} {:>8} {:>8} {:>8} {:>11} {:>10} {:>10} {:>7}  {paused}",
             clip(&q.name, 20),
             q.due,
             q.later,
             q.running,
             q.max_running.map_or_else(|| "-".into(), |n| n.to_string()),
+            q.rate_limit.as_deref().map_or_else(|| "-".into(), |r| r.split(' ').next().unwrap_or(r).to_string()),
             lag.unwrap_or_else(|| "-".into()),
             q.served_by
+        );
+    }
+    out
+}
+
+/// `taskhost limits`: a line a limit.
+pub fn limit_table(limits: &[taskhost::store::LimitInfo]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<32} {:>11} {:>12} {:>6} {:>8} {:>8}  SET BY",
+        "LIMIT", "MAX RUNNING", "RATE", "BURST", "RUNNING", "DUE"
+    );
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    for l in limits {
+        let by = match (l.set_by, l.updated_on) {
+            (Some(by), Some(on)) => format!("{} at {}", by.as_str(), on.format("%Y-%m-%d %H:%M:%S")),
+            (Some(by), None) => by.as_str().to_string(),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<32} {:>11} {:>12} {:>6} {:>8} {:>8}  {by}",
+            clip(&format!("{}:{}", l.scope.as_str(), l.target), 32),
+            or_dash(l.max_running.map(|n| n.to_string())),
+            or_dash(l.rate.clone()),
+            or_dash(l.rate_burst.filter(|_| l.rate.is_some()).map(|n| n.to_string())),
+            l.running,
+            l.due
         );
     }
     out
@@ -219,7 +249,8 @@ pub fn plugin_table(reports: &[LoadReport], dir: &Path, limits: &RunLimits) -> S
             Ok(()) => "ok".to_string(),
             Err(e) => format!("unusable: {}", clip(e, 200)),
         };
-        let max = limits.handlers.get(&r.name).map_or_else(|| "-".into(), u32::to_string);
+        let max =
+            limits.handlers.get(&r.name).and_then(|l| l.max_running).map_or_else(|| "-".into(), |n| n.to_string());
         let _ = writeln!(out, "{:<16} {:<18} {:>9} {:>11}  {}", clip(&r.name, 16), digest, load, max, status);
     }
     let _ = writeln!(out, "(* = compiled code loaded from the cache)");
@@ -234,7 +265,8 @@ pub fn plugins_json(reports: &[LoadReport], limits: &RunLimits) -> serde_json::R
                 "name": r.name, "sha256": r.digest, "ok": r.status.is_ok(),
                 "error": r.status.as_ref().err(), "cached": r.cached,
                 "load_ms": (r.load_time.as_secs_f64() * 10_000.0).round() / 10.0,
-                "max_running": limits.handlers.get(&r.name),
+                "max_running": limits.handlers.get(&r.name).and_then(|l| l.max_running),
+                "rate_limit": limits.handlers.get(&r.name).and_then(|l| l.rate).map(|r| r.to_string()),
             })
         })
         .collect();

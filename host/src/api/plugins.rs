@@ -75,7 +75,7 @@ pub(super) async fn list(State(state): State<Arc<ApiState>>) -> Result<Json<Plug
     let surveyed = tokio::task::spawn_blocking(move || catalog.survey())
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("the scan failed: {e}")))??;
-    let running = &state.client.catalog().policy().run_limits.handlers;
+    let running = state.client.store().limits_in_force().await?.handlers;
     let serving = |name: &str, digest: &str| {
         let served = runners.iter().filter_map(|r| r.handlers.as_ref()?.get(name)).filter(|d| *d == digest);
         u32::try_from(served.count()).unwrap_or(u32::MAX)
@@ -91,7 +91,7 @@ pub(super) async fn list(State(state): State<Arc<ApiState>>) -> Result<Json<Plug
                 Err(e) => (None, Some(e)),
             };
             PluginInfo {
-                max_running: running.get(&s.name).copied(),
+                max_running: running.get(&s.name).and_then(|l| l.max_running),
                 sha256: checked.as_ref().map(|c| c.digest.clone()),
                 ok: error.is_none(),
                 error,

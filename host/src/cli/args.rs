@@ -96,6 +96,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Flow-control limits of queues and handlers (runs in flight, starts per period), kept in
+    /// the database and changed live (alone: list them).
+    Limits {
+        #[command(subcommand)]
+        command: Option<super::limits::LimitsCommand>,
+    },
     /// Periodic tasks: schedules that queue a task at every slot of a cron expression.
     Schedule {
         #[command(subcommand)]
@@ -235,6 +241,7 @@ impl Command {
             Command::List(_)
                 | Command::Show { .. }
                 | Command::Queues { .. }
+                | Command::Limits { command: None | Some(super::limits::LimitsCommand::List { .. }) }
                 | Command::Schedule { .. }
                 | Command::Stats { .. }
                 | Command::Plugins { .. }

@@ -15,6 +15,7 @@ mod bulk;
 mod commands;
 mod dev;
 pub mod file;
+mod limits;
 mod many;
 mod new;
 mod progress;
@@ -133,6 +134,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Show { id, json } => commands::show(&app, id, json).await?,
         Command::Schedule { command } => schedule::run(&app, command).await?,
         Command::Queues { json } => commands::queues(&app, json).await?,
+        Command::Limits { command } => {
+            limits::run(&app, command.unwrap_or(limits::LimitsCommand::List { json: false })).await?
+        }
         Command::Pause { queue } => commands::pause(&app, &queue).await?,
         Command::Resume { queue } => commands::resume(&app, &queue).await?,
         Command::Stats { handler, queue, json } => commands::stats(&app, handler, queue, json).await?,

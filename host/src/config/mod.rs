@@ -22,7 +22,8 @@
 //!
 //! [handlers.send-mail]
 //! max_running = 5               # runs of this handler in flight at once, across all workers
-//!
+//! rate_limit = "10/1s"          # starts per period, across all workers (rate_burst = N: N more
+//!                               # at once after a quiet spell); both kept in the database
 //! [queues.payments]
 //! max_running = 2               # the same for a queue
 //!
@@ -55,7 +56,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::located;
-use crate::model::RunLimits;
+use crate::model::{Limit, LimitScope, Rate, RunLimits};
 use crate::overseer::OverseerConfig;
 use crate::sandbox::compile::CompileBounds;
 use crate::sandbox::{Grants, GrantsConfig, LimitOverrides, Limits};
@@ -156,18 +157,18 @@ impl Policy {
                 limits: limits.with(&h.limits).map_err(|e| format!("[handlers.{name}.limits]: {e}"))?,
                 grants: h.grants.resolve(base).map_err(|e| format!("[handlers.{name}.grants]: {e}"))?,
             };
-            if let Some(n) = h.max_running {
-                run_limits.handlers.insert(name.clone(), max_running(n).map_err(|e| format!("[handlers.{name}] {e}"))?);
-            }
+            let limit = flow_limit(h.max_running, h.rate_limit.as_deref(), h.rate_burst)
+                .map_err(|e| format!("[handlers.{name}] {e}"))?;
+            run_limits.set(LimitScope::Handler, name, limit);
             handlers.insert(name.clone(), handler);
         }
         for (name, q) in &file.queues {
             if name.is_empty() || name.len() > crate::model::MAX_QUEUE_BYTES {
                 return Err(format!("[queues.{name}]: a queue's name is 1 to {} bytes", crate::model::MAX_QUEUE_BYTES));
             }
-            if let Some(n) = q.max_running {
-                run_limits.queues.insert(name.clone(), max_running(n).map_err(|e| format!("[queues.{name}] {e}"))?);
-            }
+            let limit = flow_limit(q.max_running, q.rate_limit.as_deref(), q.rate_burst)
+                .map_err(|e| format!("[queues.{name}] {e}"))?;
+            run_limits.set(LimitScope::Queue, name, limit);
         }
         let mut schedules = Vec::with_capacity(file.schedules.len());
         for (name, entry) in &file.schedules {
@@ -294,12 +295,16 @@ struct HandlerSection {
     #[serde(default)]
     grants: GrantsConfig,
     max_running: Option<i64>,
+    rate_limit: Option<String>,
+    rate_burst: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct QueueSection {
     max_running: Option<i64>,
+    rate_limit: Option<String>,
+    rate_burst: Option<i64>,
 }
 
 /// The `[overseer]` table, checked (the schedules it declares are the file's `[schedules]`).
@@ -308,13 +313,17 @@ fn checked_overseer(o: &OverseerConfig) -> std::result::Result<OverseerConfig, S
     Ok(o.clone())
 }
 
-/// A `max_running` checked: 0 would hold the queue's tasks forever (pausing says so plainly).
-fn max_running(n: i64) -> std::result::Result<u32, String> {
-    match u32::try_from(n) {
-        Ok(n) if (1..=RunLimits::MAX).contains(&n) => Ok(n),
-        _ if n == 0 => Err("max_running = 0 would never run a task: pause the queue instead (taskhost pause)".into()),
-        _ => Err(format!("max_running = {n} is out of range (1 to {})", RunLimits::MAX)),
-    }
+/// A section's `max_running`, `rate_limit` and `rate_burst`, checked.
+fn flow_limit(max_running: Option<i64>, rate: Option<&str>, burst: Option<i64>) -> std::result::Result<Limit, String> {
+    let rate = match (rate, burst) {
+        (None, None) => None,
+        (None, Some(_)) => return Err("rate_burst needs a rate_limit".into()),
+        (Some(r), burst) => {
+            let burst = u32::try_from(burst.unwrap_or(0)).map_err(|_| "rate_burst is 0 or more".to_string())?;
+            Some(Rate::parse(r).and_then(|r| r.with_burst(burst)).map_err(|e| format!("rate_limit: {e}"))?)
+        }
+    };
+    Ok(Limit { max_running: max_running.map(Limit::max_running).transpose()?, rate })
 }
 
 #[derive(Debug, Deserialize)]

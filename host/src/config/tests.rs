@@ -59,16 +59,25 @@ fn a_handler_may_be_raised_and_pinned() {
 }
 
 #[test]
-fn runs_in_flight_are_limited_per_queue_and_per_handler() {
-    let p = policy("[queues.payments]\nmax_running = 2\n[handlers.mail]\nmax_running = 5\n").expect("ok");
-    assert_eq!(p.run_limits.queues.get("payments"), Some(&2));
-    assert_eq!(p.run_limits.handlers.get("mail"), Some(&5));
+fn runs_in_flight_and_starts_are_limited_per_queue_and_per_handler() {
+    let p = policy(
+        "[queues.payments]\nmax_running = 2\n[handlers.mail]\nmax_running = 5\nrate_limit = \"10/1m\"\nrate_burst = 2\n",
+    )
+    .expect("ok");
+    let running = |l: Option<&Limit>| l.and_then(|l| l.max_running);
+    assert_eq!(running(p.run_limits.queues.get("payments")), Some(2));
+    assert_eq!(running(p.run_limits.handlers.get("mail")), Some(5));
+    let rate = p.run_limits.handlers.get("mail").and_then(|l| l.rate).map(|r| r.to_string());
+    assert_eq!(rate.as_deref(), Some("10/1m (burst 2)"));
     assert_eq!(p.for_handler("mail", "x").expect("default").0, Limits::default(), "nothing else changes");
     for (bad, what) in [
         ("[queues.q]\nmax_running = 0\n", "pause the queue"),
         ("[queues.q]\nmax_running = -3\n", "out of range"),
         ("[handlers.h]\nmax_running = 2000000\n", "out of range"),
         ("[queues.q]\nmax = 2\n", "unknown field"),
+        ("[queues.q]\nrate_limit = \"5\"\n", "[queues.q] rate_limit: \"5\" is not a rate"),
+        ("[handlers.h]\nrate_burst = 2\n", "rate_burst needs a rate_limit"),
+        ("[handlers.h]\nrate_limit = \"0/1s\"\n", "count is 1 to"),
     ] {
         let err = policy(bad).expect_err(bad);
         assert!(err.contains(what), "{bad}: {err}");

@@ -268,33 +268,3 @@ impl NewTask {
         Ok(())
     }
 }
-
-/// Runs in flight allowed at once across all workers, per queue and per handler: the
-/// operator's `[queues.NAME] max_running` and `[handlers.NAME] max_running`, enforced in the
-/// claim (see the store's limited claim, `store/shared/limits.rs`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RunLimits {
-    /// Queue name → runs of it in flight at most.
-    pub queues: std::collections::BTreeMap<String, u32>,
-    /// Handler name → runs of it in flight at most.
-    pub handlers: std::collections::BTreeMap<String, u32>,
-}
-
-impl RunLimits {
-    /// The largest limit a configuration may set.
-    pub const MAX: u32 = 1_000_000;
-
-    /// Whether no limit is set.
-    pub fn is_empty(&self) -> bool {
-        self.queues.is_empty() && self.handlers.is_empty()
-    }
-
-    /// Whether a claim of `queues` and `handlers` (None: any) touches a limit.
-    pub fn apply_to(&self, queues: &[String], handlers: Option<&[String]>) -> bool {
-        queues.iter().any(|q| self.queues.contains_key(q))
-            || match handlers {
-                Some(hs) => hs.iter().any(|h| self.handlers.contains_key(h)),
-                None => !self.handlers.is_empty(),
-            }
-    }
-}

@@ -60,6 +60,11 @@ pub(super) struct Claimer<'w> {
     /// Whether the last claim touched a concurrency limit (a limited run may end elsewhere, and
     /// nothing notifies that: such a worker polls at the short interval).
     pub limited: bool,
+    /// The flow-control limits, as last read.
+    pub limits: super::limits::LimitsView,
+    /// When a rate limit that held the last claim's runs back allows the next start (the
+    /// database's time): an idle worker claims again then.
+    pub next_start_on: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// What a claim asks for, read fresh before each one.
@@ -97,6 +102,11 @@ impl Claimer<'_> {
             Ok(Err(e)) => return self.back_off(&format!("listing the queues failed: {e}")).await,
             Err(reason) => return Step::Exit(reason, None),
         };
+        match self.limits_now().await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return self.back_off(&format!("reading the limits failed: {e}")).await,
+            Err(reason) => return Step::Exit(reason, None),
+        }
         let ask = match self.ask(free, queues).await {
             Ok(ask) => ask,
             Err(reason) => return Step::Exit(reason, None),
@@ -163,6 +173,18 @@ impl Claimer<'_> {
         }
     }
 
+    /// The limits read again when due; Err when a signal or a reason to exit came meanwhile (a
+    /// read waiting on a lock must not hold up a stop).
+    async fn limits_now(&mut self) -> Result<crate::error::Result<()>, ExitReason> {
+        let (store, limits) = (self.worker.store.as_ref(), &mut self.limits);
+        tokio::select! {
+            biased;
+            r = self.exits.recv() => Err(r.unwrap_or(ExitReason::Shutdown)),
+            _ = &mut self.shutdown => Err(ExitReason::Shutdown),
+            r = limits.refresh(store) => Ok(r),
+        }
+    }
+
     /// What to claim from `queues`: the handlers loaded, and how many runs.
     async fn ask(&mut self, free: usize, queues: Vec<String>) -> Result<Ask, ExitReason> {
         let cfg = &self.worker.config;
@@ -187,10 +209,12 @@ impl Claimer<'_> {
     /// The claim itself; Err when a signal or a reason to exit came while it was under way.
     async fn claim(&mut self, ask: &Ask) -> Result<crate::error::Result<Vec<ClaimedRun>>, Step> {
         let worker = self.worker;
-        let limits = &worker.catalog.policy().run_limits;
+        let limits = &self.limits.now;
         let parts = super::queues::claims_of(&ask.queues, &ask.handlers, limits);
         self.limited = parts.iter().any(|(_, limited)| *limited);
         let (runner, now) = (self.runner, worker.clock.now());
+        let next_start_on = &mut self.next_start_on;
+        *next_start_on = None;
         let claim = async {
             let mut all: Vec<ClaimedRun> = Vec::new();
             for (queues, limited) in &parts {
@@ -207,8 +231,11 @@ impl Claimer<'_> {
                     default_timeout: worker.config.default_run_timeout,
                     limits: limited.then_some(limits),
                 };
-                match worker.store.claim_for(&req).await {
-                    Ok(runs) => all.extend(runs),
+                match worker.store.claim_paced(&req).await {
+                    Ok(claimed) => {
+                        all.extend(claimed.runs);
+                        *next_start_on = claimed.next_start_on.or(*next_start_on);
+                    }
                     Err(e) if all.is_empty() => return Err(e),
                     // The runs the first part claimed are this worker's: run them.
                     Err(e) => {

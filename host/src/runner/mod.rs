@@ -28,6 +28,7 @@ mod config;
 mod execute;
 mod fence;
 mod heartbeat;
+mod limits;
 mod parts;
 mod progress;
 mod put_back;
@@ -135,6 +136,8 @@ impl Worker {
             queues: queues::QueueChoice::new(&self.config.queues),
             failures: 0,
             limited: false,
+            limits: limits::LimitsView::default(),
+            next_start_on: None,
         };
         let (exit, cut) = loop {
             match claimer.claim_once().await {
@@ -193,11 +196,24 @@ impl Worker {
         let mut loading = load_plugins(self.catalog.clone());
         let usable = tokio::select! {
             l = loading.wait_for(|l| l.usable > 0 || l.done) => l.map_or(0, |l| l.usable),
-            _ = shutdown => return Ok(None),
+            _ = &mut *shutdown => return Ok(None),
         };
         self.loading = Some(loading);
         if usable == 0 && self.config.require_plugins {
             return Err(crate::error::Error::NoPlugins { dir: self.catalog.dir().to_path_buf() });
+        }
+        // The operator's limits, for every worker (one an operator set live is kept); before the
+        // runner is registered, so a stop meanwhile leaves nothing behind.
+        let limits = self.store.set_file_limits(&self.catalog.policy().run_limits, self.clock.now());
+        let kept = tokio::select! {
+            kept = limits => kept?,
+            _ = &mut *shutdown => return Ok(None),
+        };
+        for name in kept {
+            tracing::warn!(
+                "the limit {name} was set live (taskhost limits set): the configuration file's is not applied \
+                 (taskhost limits clear {name}, then start a worker, to go back to the file's)"
+            );
         }
         let host = crate::overseer::liveness::local_identity();
         let (pid, now) = (std::process::id(), self.clock.now());
@@ -208,6 +224,7 @@ impl Worker {
         if let Err(e) = self.store.set_runner_handlers(runner_id, &self.catalog.served()).await {
             tracing::warn!(runner_id, "could not record the handlers this runner serves: {e}");
         }
+
         let (memory_budget, rss_cap) = self.memory();
         let concurrency = self.config.concurrency;
         tracing::info!(runner_id, pid, host = %host, concurrency, memory_budget, rss_cap, "worker started");

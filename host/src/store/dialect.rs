@@ -37,8 +37,19 @@ pub struct ClaimRequest<'a> {
     pub now: DateTime<Utc>,
     /// For tasks without their own run timeout.
     pub default_timeout: Duration,
-    /// Runs in flight allowed across all workers (None: no limits).
+    /// The limits this claim may touch, as the worker last read them (None: none); the claim
+    /// reads each one's values afresh, locked.
     pub limits: Option<&'a RunLimits>,
+}
+
+/// What a claim took, and when a rate limit that held runs back next allows a start.
+#[derive(Debug, Default)]
+pub struct Claimed {
+    /// The runs claimed.
+    pub runs: Vec<ClaimedRun>,
+    /// When a rate limit of this claim, out of starts, allows the next one (the database's
+    /// time): the worker claims again then rather than at its poll.
+    pub next_start_on: Option<DateTime<Utc>>,
 }
 
 impl ClaimRequest<'_> {

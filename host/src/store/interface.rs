@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::dialect::ClaimRequest;
+use super::dialect::{ClaimRequest, Claimed};
 use super::types::*;
 use crate::error::Result;
 use crate::model::*;
@@ -130,9 +130,31 @@ pub trait Store: Send + Sync + 'static {
         self.claim_for(&req).await
     }
     /// [`Store::claim`] as `req` asks: of tasks whose handler is one of `req.handlers` only (a
-    /// worker claims only what it can run), and within `req.limits` (runs in flight across all
-    /// workers, per queue and per handler).
-    async fn claim_for(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>>;
+    /// worker claims only what it can run), and within the limits of `req.limits` (runs in
+    /// flight and starts per period across all workers, per queue and per handler).
+    async fn claim_for(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {
+        Ok(self.claim_paced(req).await?.runs)
+    }
+    /// [`Store::claim_for`], saying also when a rate limit that held runs back allows the next
+    /// start.
+    async fn claim_paced(&self, req: &ClaimRequest<'_>) -> Result<Claimed>;
+    /// Every flow-control limit set, with its runs in flight and its due tasks at `now`.
+    async fn limits(&self, now: DateTime<Utc>) -> Result<Vec<LimitInfo>>;
+    /// The flow-control limits in force, as workers apply them.
+    async fn limits_in_force(&self) -> Result<RunLimits>;
+    /// Set the limit on `target` of `scope` (nothing limited: take it out), for every worker
+    /// from its next claim. `by` the file: false, and nothing changed, when an operator set it.
+    async fn set_limit(
+        &self,
+        scope: LimitScope,
+        target: &str,
+        limit: Limit,
+        by: LimitSetBy,
+        now: DateTime<Utc>,
+    ) -> Result<bool>;
+    /// Set the limits of the operator's file (a worker's start); the names of those kept as an
+    /// operator set them.
+    async fn set_file_limits(&self, limits: &RunLimits, now: DateTime<Utc>) -> Result<Vec<String>>;
     /// Progress of running runs, in order: a later report of a run overrides an earlier one;
     /// a run no longer running is left as it is.
     async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()>;

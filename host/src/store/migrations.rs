@@ -51,6 +51,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0019_signals.sql",
     "0020_stats_snoozed.sql",
     "0021_unique_over_time.sql",
+    "0022_flow_limits.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -77,6 +78,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0019_signals.sql",
     "0020_stats_snoozed.sql",
     "0021_unique_over_time.sql",
+    "0022_flow_limits.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -104,6 +106,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0020_signals.sql",
     "0021_stats_snoozed.sql",
     "0022_unique_over_time.sql",
+    "0023_flow_limits.sql",
 );
 
 impl Embedded {

@@ -38,7 +38,7 @@ mod transitions;
 mod types;
 
 pub use connect::{redact, StoreOptions};
-pub use dialect::ClaimRequest;
+pub use dialect::{ClaimRequest, Claimed};
 pub use interface::{SharedStore, Store};
 pub use types::*;
 

@@ -225,8 +225,21 @@ pub const TABLES: &[Table] = &[
     Table { name: "task_counters", columns: &[col("name", Str(64)), col("v", Int)] },
     Table { name: "task_leases", columns: &[col("name", Str(64)), col("holder", NAME), col("expires_on", Time)] },
     Table { name: "task_queue_pauses", columns: &[col("queue", NAME), col("paused_on", Time)] },
-    // One lock row per concurrency limit (`queue:NAME`, `handler:NAME`).
-    Table { name: "task_run_limits", columns: &[col("name", Str(160))] },
+    // One row per flow-control limit (`queue:NAME`, `handler:NAME`): its limits, its rate's
+    // pace mark, and the row the claims of the limit lock.
+    Table {
+        name: "task_run_limits",
+        columns: &[
+            col("name", Str(160)),
+            null("max_running", Int),
+            null("rate_count", Int),
+            null("rate_period_us", Int),
+            def("rate_burst", Int, "0"),
+            null("next_on", Time),
+            null("set_by", Str(16)),
+            null("updated_on", Time),
+        ],
+    },
     Table {
         name: "task_schedules",
         columns: &[

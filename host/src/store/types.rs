@@ -118,9 +118,12 @@ pub struct QueueInfo {
     pub oldest_due: Option<DateTime<Utc>>,
     /// Since when it is paused; None: it is not.
     pub paused_on: Option<DateTime<Utc>>,
-    /// Runs in flight allowed across all workers, as this process's configuration says (the
-    /// store leaves it None; [`crate::Client::queues`] fills it in).
+    /// Runs in flight allowed across all workers (the store leaves it None;
+    /// [`crate::Client::queues`] fills it in from the limits kept in the database).
     pub max_running: Option<u32>,
+    /// Starts allowed per period across all workers, as `N/PERIOD` with its burst (filled in
+    /// as `max_running` is).
+    pub rate_limit: Option<String>,
     /// Live workers that claim from it (a worker of an older host, which does not say, counts).
     pub served_by: u32,
 }
@@ -136,6 +139,7 @@ impl QueueInfo {
             oldest_due: None,
             paused_on: None,
             max_running: None,
+            rate_limit: None,
             served_by: 0,
         }
     }
@@ -143,3 +147,53 @@ impl QueueInfo {
 
 /// The handlers a runner serves: name → sha256 of the component.
 pub type Served = std::collections::BTreeMap<String, String>;
+
+/// Who set a flow-control limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
+pub enum LimitSetBy {
+    /// A worker's start, from the operator's configuration file.
+    File,
+    /// An operator, live (`taskhost limits set`, the API): a file does not overwrite it.
+    Operator,
+}
+
+impl LimitSetBy {
+    /// As stored.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LimitSetBy::File => "file",
+            LimitSetBy::Operator => "operator",
+        }
+    }
+
+    /// As stored, read.
+    pub fn parse(s: &str) -> Option<Self> {
+        [LimitSetBy::File, LimitSetBy::Operator].into_iter().find(|b| b.as_str() == s)
+    }
+}
+
+/// A flow-control limit as [`Store::limits`](super::interface::Store::limits) lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
+pub struct LimitInfo {
+    /// What it limits: a queue or a handler.
+    pub scope: LimitScope,
+    /// The queue's or handler's name.
+    pub target: String,
+    /// Runs in flight at once, on all workers together (None: not limited).
+    pub max_running: Option<u32>,
+    /// Starts per period, on all workers together, as `N/PERIOD` (None: not limited).
+    pub rate: Option<String>,
+    /// With a rate: starts allowed at once beyond its pace.
+    pub rate_burst: Option<u32>,
+    /// Who set it last (None: a host before live limits).
+    pub set_by: Option<LimitSetBy>,
+    /// When it was set last.
+    pub updated_on: Option<DateTime<Utc>>,
+    /// Its runs in flight now.
+    pub running: u64,
+    /// Its due tasks now (of queues not paused): what it may be holding back.
+    pub due: u64,
+}

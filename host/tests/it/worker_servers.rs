@@ -85,7 +85,7 @@ async fn an_idle_worker_is_woken_by_notify_rather_than_its_poll_on_postgres() {
 ///
 /// `locks`: the statements that lock and unlock; `whoami`, which reads the locking session's id
 /// (`{locker}` in the next); `waiting`, which counts the sessions waiting on the lock.
-async fn a_stop_during_a_claim_puts_what_it_claimed_back<C>(mut env: Env, locks: [&str; 4])
+async fn a_stop_during_a_claim_puts_what_it_claimed_back<C>(env: Env, locks: [&str; 4])
 where
     C: sqlx::Connection,
     for<'c> &'c mut C: sqlx::Executor<'c, Database = C::Database>,
@@ -94,7 +94,9 @@ where
 {
     use sqlx::{Executor, Row};
     let [lock, unlock, whoami, waiting] = locks;
-    env.set_config("[queues.default]\nmax_running = 5\n").await;
+    // Set live, not by the worker's file: its start would wait on the lock, not its claim.
+    let change = taskhost::model::LimitChange { max_running: Some(Some(5)), ..Default::default() };
+    env.app.client.set_limit("queue:default", &change).await.expect("set the limit");
     let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
     let mut locker = C::connect(&env.db_url).await.expect("connect");
     let pid: i64 = locker.fetch_one(whoami).await.expect("whoami").try_get(0).expect("an id");
@@ -140,7 +142,8 @@ where
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_during_a_claim_puts_what_it_claimed_back_on_postgres() {
     let env = Env::postgres(&["echo"]).await;
-    let lock = "BEGIN; LOCK TABLE task_run_limits IN ACCESS EXCLUSIVE MODE";
+    // The limit's row: a claim locks it, while reading the limits does not wait on it.
+    let lock = "BEGIN; SELECT name FROM task_run_limits WHERE name = 'queue:default' FOR UPDATE";
     let whoami = "SELECT pg_backend_pid()::bigint";
     let waiting = "SELECT count(*) FROM pg_stat_activity WHERE {locker} = ANY(pg_blocking_pids(pid))";
     let locks = [lock, "COMMIT", whoami, waiting];
@@ -151,8 +154,9 @@ async fn a_stop_during_a_claim_puts_what_it_claimed_back_on_postgres() {
 async fn a_stop_during_a_claim_puts_what_it_claimed_back_on_mysql() {
     let env = Env::mysql(&["echo"]).await;
     let waiting = "SELECT count(*) FROM information_schema.processlist
-                   WHERE id <> connection_id() AND db = database() AND info LIKE '%task_run_limits%'";
-    let (lock, unlock) = ("LOCK TABLES task_run_limits WRITE", "UNLOCK TABLES");
+                   WHERE id <> connection_id() AND db = database() AND info LIKE '%task_run_limits%FOR UPDATE%'";
+    let lock = "START TRANSACTION; SELECT name FROM task_run_limits WHERE name = 'queue:default' FOR UPDATE";
+    let unlock = "COMMIT";
     let locks = [lock, unlock, "SELECT CAST(connection_id() AS SIGNED)", waiting];
     a_stop_during_a_claim_puts_what_it_claimed_back::<sqlx::MySqlConnection>(env, locks).await;
 }

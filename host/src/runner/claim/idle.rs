@@ -32,10 +32,14 @@ impl Claimer<'_> {
         // Without wake-ups, tasks other processes add are seen by a probe far cheaper than a
         // claim, taken only while idle.
         let probe = if self.wakeups.is_none() { cfg.probe_interval } else { Duration::ZERO };
+        // A rate limit out of starts: claim again when it allows the next (on the database's
+        // clock, as the limit counts), not at the poll.
+        let next_start = self.next_start_on.map(|on| (on - self.worker.clock.now()).to_std().unwrap_or_default());
         tokio::select! {
             _ = &mut self.shutdown => Some(ExitReason::Shutdown),
             r = self.exits.recv() => Some(r.unwrap_or(ExitReason::Shutdown)),
             _ = tokio::time::sleep(poll) => None,
+            _ = tokio::time::sleep(next_start.unwrap_or(poll)), if next_start.is_some() => None,
             _ = newer_task(&self.worker.store, probe, &mut self.newest) => None,
             _ = written => None,
             open = changed(&mut self.local_adds) => {

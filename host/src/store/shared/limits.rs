@@ -1,85 +1,78 @@
-//! Concurrency limits across workers: at most N runs of a queue, or of a handler, in flight on
-//! all workers together ([`RunLimits`], from the operator's configuration).
+//! Flow-control limits across workers, in the claim: at most N runs of a queue or a handler in
+//! flight on all workers together (`max_running`), and at most N starts per period
+//! (`rate_limit`, paced, with a burst); each limit a row of `task_run_limits` (see
+//! [`super::limit_rows`]).
 //!
 //! A claim that touches a limited queue or handler is one transaction that
-//! 1. locks one row per limit it touches (`task_run_limits`, in name order, so two claims never
-//!    deadlock on them): claims of the same limits take turns, others never wait on them;
-//! 2. counts the runs in flight of each limit (by the index `task_queue_running`; MySQL's claim index);
+//! 1. locks the row of each limit it touches and reads its values (in name order, so two claims
+//!    never deadlock on them): claims of the same limits take turns, others never wait on them;
+//! 2. counts the runs in flight of each concurrency limit (by the index `task_queue_running`;
+//!    MySQL's claim index), and takes the starts each rate allows now from its pace mark;
 //! 3. reads due tasks in claim order, leaving out queues and handlers with no room left, and
 //!    keeps those that fit the room of both their queue and their handler;
-//! 4. claims exactly those ([`Dialect::claim_these`]).
+//! 4. claims exactly those ([`Dialect::claim_these`]) and moves each rate's pace mark on by the
+//!    starts it took. A rate out of starts says when it allows the next one: the worker claims
+//!    again then, not at its poll.
 //!
 //! The transaction is READ COMMITTED ([`Dialect::begin_read_committed`]), and the count is read
 //! after the lock is held, so it sees every claim committed before, whatever the server's
-//! default isolation. SQLite's write transactions exclude each other already: no lock rows there.
+//! default isolation. SQLite's write transactions exclude each other already.
 //!
 //! A run counts from its claim until its outcome is written, so a worker whose run just ended
-//! finds room for its successor only once the outcome is in (its own slot is free before). (A run cancelled or timed out elsewhere
-//! stops counting at once, while its guest may run on until its worker's next check, within a
-//! second.)
+//! finds room for its successor only once the outcome is in (its own slot is free before). (A run
+//! cancelled or timed out elsewhere stops counting at once, while its guest may run on until its
+//! worker's next check, within a second.) A run held back costs nothing: it is simply not claimed.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
-use super::super::dialect::{transaction_read_committed, ClaimRequest, Dialect};
+use chrono::{DateTime, Utc};
+
+use super::super::dialect::{transaction_read_committed, ClaimRequest, Claimed, Dialect};
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg, RUNNING, SCHEDULED};
 use super::super::transitions;
-use crate::error::{Error, Result};
+use super::limit_rows::{LimitRow, LIMIT_COLUMNS};
+use crate::error::Result;
 use crate::model::*;
 
 /// Claim as the request asks, within its limits.
-pub async fn claim<D: Dialect>(db: &D, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {
+pub async fn claim<D: Dialect>(db: &D, req: &ClaimRequest<'_>) -> Result<Claimed> {
     let Some(limits) = req.limits.filter(|l| l.apply_to(req.queues, req.handlers)) else {
-        return db.claim(req).await;
+        return Ok(Claimed { runs: db.claim(req).await?, next_start_on: None });
     };
-    let queues: Vec<(&String, u32)> = req.queues.iter().filter_map(|q| Some((q, *limits.queues.get(q)?))).collect();
-    let handlers: Vec<(&String, u32)> = match req.handlers {
-        Some(hs) => hs.iter().filter_map(|h| Some((h, *limits.handlers.get(h)?))).collect(),
-        None => limits.handlers.iter().map(|(h, n)| (h, *n)).collect(),
+    let queues = req.queues.iter().filter(|q| limits.queues.contains_key(*q)).map(|q| LimitScope::Queue.name(q));
+    let handlers: Vec<String> = match req.handlers {
+        Some(hs) => {
+            hs.iter().filter(|h| limits.handlers.contains_key(*h)).map(|h| LimitScope::Handler.name(h)).collect()
+        }
+        None => limits.handlers.keys().map(|h| LimitScope::Handler.name(h)).collect(),
     };
-    let keys: BTreeSet<String> = queues
-        .iter()
-        .map(|(q, _)| format!("queue:{q}"))
-        .chain(handlers.iter().map(|(h, _)| format!("handler:{h}")))
-        .collect();
-    let keys: Vec<String> = if D::ONE_WRITER { Vec::new() } else { keys.into_iter().collect() };
-    // A limit's row is made by the first claim that needs it (then kept for good).
-    for _ in 0..2 {
-        let (keys, queues, handlers) = (&keys, &queues, &handlers);
-        let done = transaction_read_committed(db, |tx| {
-            Box::pin(async move {
-                if !keys.is_empty() && lock(db, &mut tx.tx, keys).await? < keys.len() {
-                    return Ok(None);
-                }
-                Ok(Some(claim_within(db, &mut tx.tx, req, queues, handlers).await?))
-            })
+    let mut names: Vec<String> = queues.chain(handlers).collect();
+    names.sort();
+    names.dedup();
+    let names = &names;
+    transaction_read_committed(db, |tx| {
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT {LIMIT_COLUMNS} FROM task_run_limits WHERE name IN ($1) ORDER BY name{}",
+                D::FOR_UPDATE
+            );
+            let found = db.rows(Some(&mut tx.tx), &sql, args![names.as_slice()]).await?;
+            let rows = found.iter().map(LimitRow::read).collect::<Result<Vec<_>>>()?;
+            claim_within(db, &mut tx.tx, req, rows).await
         })
-        .await?;
-        if let Some(out) = done {
-            return Ok(out);
-        }
-        add_lock_rows(db, keys).await?;
-    }
-    Err(Error::invalid("claim", "the rows of the concurrency limits could not be made"))
+    })
+    .await
 }
 
-/// Lock the rows of these limits; how many there are.
-async fn lock<D: Dialect>(db: &D, tx: &mut TxOf<D>, keys: &[String]) -> Result<usize> {
-    let sql = format!("SELECT name FROM task_run_limits WHERE name IN ($1) ORDER BY name{}", D::FOR_UPDATE);
-    Ok(db.rows(Some(tx), &sql, args![keys]).await?.len())
-}
-
-async fn add_lock_rows<D: Dialect>(db: &D, keys: &[String]) -> Result<()> {
-    for key in keys {
-        match db.exec(None, "INSERT INTO task_run_limits (name) VALUES ($1)", args![key]).await {
-            Ok(_) => {}
-            // Made meanwhile by another claim.
-            Err(e) if e.is_unique_violation() => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+/// One limited queue's or handler's room in this claim.
+struct Room {
+    row: LimitRow,
+    /// Runs it may take in this claim.
+    left: u32,
+    /// Runs taken.
+    taken: u32,
 }
 
 /// Steps 2 to 4, with the limits' rows locked.
@@ -87,82 +80,150 @@ async fn claim_within<D: Dialect>(
     db: &D,
     tx: &mut TxOf<D>,
     req: &ClaimRequest<'_>,
-    queues: &[(&String, u32)],
-    handlers: &[(&String, u32)],
-) -> Result<Vec<ClaimedRun>> {
-    let mut queue_room = room(db, tx, "queue", queues).await?;
-    let mut handler_room = room(db, tx, "task_handler_class", handlers).await?;
+    rows: Vec<LimitRow>,
+) -> Result<Claimed> {
+    let (mut queue_room, mut handler_room) = (HashMap::new(), HashMap::new());
+    for row in rows {
+        let Ok((scope, target)) = LimitScope::parse_name(&row.name) else { continue };
+        // Starts the rate allows now (asking for all this claim may take).
+        let left = row.limit.rate.map_or(req.limit, |r| r.grant(row.next_on, req.now, req.limit).granted);
+        let room = (target.to_string(), Room { left, taken: 0, row });
+        match scope {
+            LimitScope::Queue => queue_room.insert(room.0, room.1),
+            LimitScope::Handler => handler_room.insert(room.0, room.1),
+        };
+    }
+    in_flight(db, tx, "queue", &mut queue_room).await?;
+    in_flight(db, tx, "task_handler_class", &mut handler_room).await?;
     let open_queues: Vec<String> =
-        req.queues.iter().filter(|q| queue_room.get(q.as_str()) != Some(&0)).cloned().collect();
-    let full_handlers: Vec<String> =
-        handler_room.iter().filter(|(_, n)| **n == 0).map(|(h, _)| h.to_string()).collect();
+        req.queues.iter().filter(|q| queue_room.get(q.as_str()).is_none_or(|r| r.left > 0)).cloned().collect();
+    let full_handlers: Vec<String> = handler_room.iter().filter(|(_, r)| r.left == 0).map(|(h, _)| h.clone()).collect();
     let open_handlers: Option<Vec<String>> =
         req.handlers.map(|hs| hs.iter().filter(|h| !full_handlers.contains(h)).cloned().collect());
-    if open_queues.is_empty() || open_handlers.as_ref().is_some_and(Vec::is_empty) {
-        return Ok(Vec::new());
+    let mut picked = Vec::new();
+    if !open_queues.is_empty() && open_handlers.as_ref().is_none_or(|h| !h.is_empty()) {
+        picked = pick(
+            db,
+            tx,
+            req,
+            &open_queues,
+            open_handlers.as_deref(),
+            &full_handlers,
+            &mut queue_room,
+            &mut handler_room,
+        )
+        .await?;
     }
-    // Due tasks in claim order, of queues and handlers with room: the first always fits.
+    let mut next_start_on: Option<DateTime<Utc>> = None;
+    for room in queue_room.values().chain(handler_room.values()) {
+        let Some(rate) = room.row.limit.rate else { continue };
+        let grant = rate.grant(room.row.next_on, req.now, room.taken);
+        if room.taken > 0 {
+            let sql = "UPDATE task_run_limits SET next_on = $2 WHERE name = $1";
+            db.exec(Some(&mut *tx), sql, args![room.row.name.as_str(), grant.next_on]).await?;
+        }
+        // Out of starts: claim again when the next is allowed.
+        if room.taken == room.left && grant.due_on > req.now {
+            next_start_on = Some(next_start_on.map_or(grant.due_on, |t| t.min(grant.due_on)));
+        }
+    }
+    if picked.is_empty() {
+        return Ok(Claimed { runs: Vec::new(), next_start_on });
+    }
+    let narrowed = ClaimRequest { queues: &open_queues, limit: picked.len() as u32, ..*req };
+    Ok(Claimed { runs: db.claim_these(tx, &narrowed, &picked).await?, next_start_on })
+}
+
+/// Due tasks in claim order, of queues and handlers with room, kept while they fit (the first
+/// always does); the room they take is counted. A limited queue's are read apart, no more than
+/// its room: read with the others, those it cannot take would crowd out the others' in the
+/// claim's `LIMIT`.
+#[allow(clippy::too_many_arguments)]
+async fn pick<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    req: &ClaimRequest<'_>,
+    open_queues: &[String],
+    open_handlers: Option<&[String]>,
+    full_handlers: &[String],
+    queue_room: &mut HashMap<String, Room>,
+    handler_room: &mut HashMap<String, Room>,
+) -> Result<Vec<TaskId>> {
     let of_handlers = match open_handlers {
         Some(_) => "AND task_handler_class IN ($4)",
         None => "AND task_handler_class NOT IN ($5)",
     };
     let sql = format!(
-        "SELECT id, queue, task_handler_class FROM task_queue
+        "SELECT id, queue, task_handler_class, priority, scheduled_on FROM task_queue
          WHERE last_status = {SCHEDULED} AND queue IN ($1) AND scheduled_on <= $2 AND {} {of_handlers}
          ORDER BY priority, scheduled_on, id LIMIT $3{}",
         transitions::NOT_PAUSED,
         D::SKIP_LOCKED
     );
-    let values = [
-        Arg::Texts(&open_queues),
-        Arg::Time(req.now),
-        Arg::from(req.limit),
-        Arg::Texts(open_handlers.as_deref().unwrap_or_default()),
-        Arg::Texts(&full_handlers),
-    ];
-    let mut picked = Vec::new();
-    for r in &db.rows(Some(&mut *tx), &sql, &values).await? {
-        let (queue, handler) =
-            (r.text("queue")?.unwrap_or_default(), r.text("task_handler_class")?.unwrap_or_default());
-        let fits = |room: &HashMap<&str, u32>, name: &str| room.get(name).is_none_or(|n| *n > 0);
-        if fits(&queue_room, &queue) && fits(&handler_room, &handler) {
-            for (room, name) in [(&mut queue_room, &queue), (&mut handler_room, &handler)] {
-                if let Some(n) = room.get_mut(name.as_str()) {
-                    *n -= 1;
-                }
-            }
-            picked.push(rows::id(r, "id")?);
+    let (limited, free): (Vec<&String>, Vec<&String>) = open_queues.iter().partition(|q| queue_room.contains_key(*q));
+    let mut reads: Vec<(Vec<String>, u32)> =
+        limited.into_iter().map(|q| (vec![q.clone()], queue_room[q].left.min(req.limit))).collect();
+    if !free.is_empty() {
+        reads.push((free.into_iter().cloned().collect(), req.limit));
+    }
+    let mut due = Vec::new();
+    for (queues, most) in &reads {
+        let values = [
+            Arg::Texts(queues),
+            Arg::Time(req.now),
+            Arg::from(*most),
+            Arg::Texts(open_handlers.unwrap_or_default()),
+            Arg::Texts(full_handlers),
+        ];
+        for r in &db.rows(Some(&mut *tx), &sql, &values).await? {
+            let order = (r.int("priority")?.unwrap_or(0), r.time("scheduled_on")?, rows::id(r, "id")?);
+            due.push((order, r.text("queue")?.unwrap_or_default(), r.text("task_handler_class")?.unwrap_or_default()));
         }
     }
-    if picked.is_empty() {
-        return Ok(Vec::new());
+    due.sort_by_key(|d| d.0);
+    let mut picked = Vec::new();
+    for ((_, _, id), queue, handler) in due {
+        if picked.len() >= req.limit as usize {
+            break;
+        }
+        let fits = |rooms: &HashMap<String, Room>, name: &str| rooms.get(name).is_none_or(|r| r.taken < r.left);
+        if fits(queue_room, &queue) && fits(handler_room, &handler) {
+            for (rooms, name) in [(&mut *queue_room, &queue), (&mut *handler_room, &handler)] {
+                if let Some(room) = rooms.get_mut(name.as_str()) {
+                    room.taken += 1;
+                }
+            }
+            picked.push(id);
+        }
     }
-    let narrowed = ClaimRequest { queues: &open_queues, limit: picked.len() as u32, ..*req };
-    db.claim_these(tx, &narrowed, &picked).await
+    Ok(picked)
 }
 
-/// Room left under each limit: its maximum less the runs in flight, by `column`.
-async fn room<'a, D: Dialect>(
+/// Lower each concurrency limit's room by its runs in flight, by `column`.
+async fn in_flight<D: Dialect>(
     db: &D,
     tx: &mut TxOf<D>,
     column: &str,
-    limits: &[(&'a String, u32)],
-) -> Result<HashMap<&'a str, u32>> {
-    let mut room: HashMap<&str, u32> = limits.iter().map(|(name, n)| (name.as_str(), *n)).collect();
-    if limits.is_empty() {
-        return Ok(room);
+    rooms: &mut HashMap<String, Room>,
+) -> Result<()> {
+    let names: Vec<String> =
+        rooms.iter().filter(|(_, r)| r.row.limit.max_running.is_some()).map(|(n, _)| n.clone()).collect();
+    if names.is_empty() {
+        return Ok(());
     }
-    let names: Vec<String> = limits.iter().map(|(name, _)| name.to_string()).collect();
     let sql = format!(
         "SELECT {column} AS name, count(*) AS n FROM task_queue
          WHERE last_status = {RUNNING} AND {column} IN ($1) GROUP BY {column}"
     );
+    let mut running: HashMap<String, u64> = HashMap::new();
     for r in &db.rows(Some(tx), &sql, args![names.as_slice()]).await? {
-        let name = r.text("name")?.unwrap_or_default();
-        let running = rows::id(r, "n")?.max(0) as u64;
-        if let Some(n) = room.get_mut(name.as_str()) {
-            *n = u64::from(*n).saturating_sub(running) as u32;
+        running.insert(r.text("name")?.unwrap_or_default(), rows::id(r, "n")?.max(0) as u64);
+    }
+    for (name, room) in rooms.iter_mut() {
+        if let Some(max) = room.row.limit.max_running {
+            let free = u64::from(max).saturating_sub(running.get(name).copied().unwrap_or(0));
+            room.left = room.left.min(u32::try_from(free).unwrap_or(u32::MAX));
         }
     }
-    Ok(room)
+    Ok(())
 }

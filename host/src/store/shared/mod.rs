@@ -7,6 +7,7 @@
 
 mod bulk;
 mod cancel;
+mod limit_rows;
 mod limits;
 mod queues;
 mod runners;
@@ -20,13 +21,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::dialect::{ClaimRequest, Dialect};
+use super::dialect::{ClaimRequest, Claimed, Dialect};
 use super::interface::Store;
 use super::plumbing::{ConnOf, SqlxDialect};
 use super::stats;
 use super::transitions;
 use super::types::{
-    Backend, BulkFilter, Cancelled, Finished, QueueInfo, Replay, RetryCandidate, RetryPlan, Served, Unfinished, Wakeups,
+    Backend, BulkFilter, Cancelled, Finished, LimitInfo, LimitSetBy, QueueInfo, Replay, RetryCandidate, RetryPlan,
+    Served, Unfinished, Wakeups,
 };
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -221,11 +223,34 @@ impl<D: Dialect> Store for SqlStore<D> {
         runners::set_handlers(&self.db, runner, handlers).await
     }
 
-    async fn claim_for(&self, req: &ClaimRequest<'_>) -> Result<Vec<ClaimedRun>> {
+    async fn claim_paced(&self, req: &ClaimRequest<'_>) -> Result<Claimed> {
         if req.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Claimed::default());
         }
         limits::claim(&self.db, req).await
+    }
+
+    async fn limits(&self, now: DateTime<Utc>) -> Result<Vec<LimitInfo>> {
+        limit_rows::list(&self.db, now).await
+    }
+
+    async fn limits_in_force(&self) -> Result<RunLimits> {
+        limit_rows::in_force(&self.db).await
+    }
+
+    async fn set_limit(
+        &self,
+        scope: LimitScope,
+        target: &str,
+        limit: Limit,
+        by: LimitSetBy,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        limit_rows::set(&self.db, scope, target, limit, by, now).await
+    }
+
+    async fn set_file_limits(&self, limits: &RunLimits, now: DateTime<Utc>) -> Result<Vec<String>> {
+        limit_rows::set_from_file(&self.db, limits, now).await
     }
 
     async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()> {

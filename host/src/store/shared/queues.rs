@@ -85,6 +85,7 @@ pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<QueueInf
             oldest_due: r.time("oldest_due")?,
             paused_on: None,
             max_running: None,
+            rate_limit: None,
             served_by: 0,
         });
     }

@@ -6,6 +6,7 @@ mod basics;
 mod control;
 mod dependencies;
 mod lifecycle;
+mod limits;
 mod queues;
 mod reads_and_upkeep;
 mod release;
@@ -17,6 +18,7 @@ pub use basics::*;
 pub use control::*;
 pub use dependencies::*;
 pub use lifecycle::*;
+pub use limits::*;
 pub use queues::*;
 pub use reads_and_upkeep::*;
 pub use release::*;
@@ -142,6 +144,8 @@ macro_rules! store_suite {
         case!(a_unique_key_is_let_go_once_its_period_has_passed);
         case!(a_batch_of_successes_is_counted_under_each_runs_handler_queue_and_runner);
         case!(claims_keep_runs_in_flight_within_the_queue_and_handler_limits);
+        case!(rate_limits_pace_starts_across_runners_and_say_when_the_next_is_allowed);
+        case!(limits_are_set_live_and_a_file_does_not_overwrite_an_operators);
         case!(every_transition_is_made_from_the_states_it_may_start_from_and_refused_from_the_others);
         case!(a_running_run_is_written_once_as_it_ended_and_ids_are_never_given_twice);
         case!(one_claim_gives_each_run_its_own_timeout_and_each_success_its_own_finish_time);
@@ -159,6 +163,13 @@ macro_rules! store_suite {
             let (a, guard) = $open.await;
             let b = $open_same(&guard).await;
             suite::concurrent_limited_claims_never_exceed_the_limit(a, b).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn concurrent_rate_limited_claims_never_exceed_the_rate() {
+            let (a, guard) = $open.await;
+            let b = $open_same(&guard).await;
+            suite::concurrent_rate_limited_claims_never_exceed_the_rate(a, b).await;
         }
     };
 }

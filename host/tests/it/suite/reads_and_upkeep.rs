@@ -286,7 +286,9 @@ pub async fn queues_are_paused_resumed_and_listed(store: SharedStore) {
     // once resumed.
     let both = ["mail".to_string(), "default".to_string()];
     assert!(store.claim(r, &both, 10, t0(), DAY).await.expect("claim").is_empty(), "mail is paused");
-    let limits = RunLimits { queues: [("mail".to_string(), 5)].into_iter().collect(), ..RunLimits::default() };
+    let limits =
+        RunLimits { queues: [("mail".to_string(), super::running(5))].into_iter().collect(), ..RunLimits::default() };
+    store.set_file_limits(&limits, t0()).await.expect("set the limits");
     let limited = super::limited(r, &both, None, 10, &limits);
     assert!(store.claim_for(&limited).await.expect("limited claim").is_empty(), "mail is paused");
     assert!(store.resume_queue("mail").await.expect("resume"));

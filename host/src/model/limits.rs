@@ -1,0 +1,377 @@
+//! Flow-control limits of a queue or a handler, across all workers: runs in flight at most
+//! (`max_running`) and starts per period (`rate_limit`, with an optional burst). Kept in the
+//! database (`task_run_limits`): the operator's file sets them at a worker's start,
+//! `taskhost limits set` and the API change them live, and every claim reads them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Starts allowed per period, across all workers: `count` per `period`, paced evenly (one every
+/// `period / count`), and up to `burst` more at once after a quiet spell. In any window of one
+/// period at most `count + burst` runs start; over a long time, `count` per period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Starts per period.
+    pub count: u32,
+    /// The period.
+    pub period: Duration,
+    /// Starts allowed at once beyond the pace (0: evenly paced).
+    pub burst: u32,
+}
+
+/// A grant of starts by a [`Rate`] at one moment (see [`Rate::grant`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// Starts granted (0 to the number asked for).
+    pub granted: u32,
+    /// The rate's next pace mark once they are taken, to store back.
+    pub next_on: DateTime<Utc>,
+    /// When the next start is allowed once they are taken.
+    pub due_on: DateTime<Utc>,
+}
+
+impl Rate {
+    /// The most starts per period, and the largest burst.
+    pub const MAX_COUNT: u32 = 1_000_000;
+    /// The longest period.
+    pub const MAX_PERIOD: Duration = Duration::from_secs(7 * 86_400);
+    /// The shortest pace between two starts: 1 µs, what the database's times keep.
+    const MIN_INTERVAL_US: i64 = 1;
+
+    /// Read `N/PERIOD`: `5/1s`, `100/1m`, `5/s` (a bare unit is one of it).
+    pub fn parse(text: &str) -> Result<Rate, String> {
+        let bad = |why: &str| format!("\"{text}\" is not a rate ({why}): write starts/period, such as 5/1s or 100/1m");
+        let (count, period) = text.trim().split_once('/').ok_or_else(|| bad("no /"))?;
+        let count: u32 = count.trim().parse().map_err(|_| bad("the count is not a whole number"))?;
+        let period = period.trim();
+        let period = match period.starts_with(|c: char| c.is_ascii_digit()) {
+            true => crate::text::parse_duration(period),
+            false => crate::text::parse_duration(&format!("1{period}")),
+        }
+        .map_err(|e| bad(&e))?;
+        Rate { count, period, burst: 0 }.checked()
+    }
+
+    /// This rate with `burst` starts allowed at once beyond the pace.
+    pub fn with_burst(self, burst: u32) -> Result<Rate, String> {
+        Rate { burst, ..self }.checked()
+    }
+
+    /// The rate, or what is out of range in it.
+    pub fn checked(self) -> Result<Rate, String> {
+        if self.count == 0 || self.count > Self::MAX_COUNT {
+            return Err(format!("a rate's count is 1 to {} (not {})", Self::MAX_COUNT, self.count));
+        }
+        if self.period.is_zero() || self.period > Self::MAX_PERIOD {
+            return Err(format!("a rate's period is more than 0 and at most 7 days (not {:?})", self.period));
+        }
+        if self.burst > Self::MAX_COUNT {
+            return Err(format!("a burst is 0 to {} (not {})", Self::MAX_COUNT, self.burst));
+        }
+        Ok(self)
+    }
+
+    /// The pace between two starts, in microseconds, rounded up: never more starts than asked.
+    pub fn interval_us(&self) -> i64 {
+        let period = i64::try_from(self.period.as_micros()).unwrap_or(i64::MAX);
+        (period.saturating_add(i64::from(self.count) - 1) / i64::from(self.count)).max(Self::MIN_INTERVAL_US)
+    }
+
+    /// Up to `want` starts at `now`, given the pace mark stored (`next_on`, None: never used).
+    ///
+    /// A generic cell rate algorithm: the mark is when the next start would be on pace; a start
+    /// is allowed while the mark is at most `burst` paces ahead of now, and each start moves the
+    /// mark one pace on (from now, when the mark is behind: quiet time earns no more than the
+    /// burst).
+    pub fn grant(&self, next_on: Option<DateTime<Utc>>, now: DateTime<Utc>, want: u32) -> Grant {
+        let pace = self.interval_us();
+        let slack = pace.saturating_mul(i64::from(self.burst));
+        let mark = next_on.filter(|m| *m > now).unwrap_or(now);
+        let ahead = (mark - now).num_microseconds().unwrap_or(i64::MAX);
+        let available = if ahead > slack { 0 } else { (slack - ahead) / pace + 1 };
+        let granted = u32::try_from(available.min(i64::from(want))).unwrap_or(want);
+        let next_on = mark + TimeDelta::microseconds(pace.saturating_mul(i64::from(granted)));
+        let due_on = (next_on - TimeDelta::microseconds(slack)).max(now);
+        Grant { granted, next_on, due_on }
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.count, humantime::format_duration(self.period))?;
+        if self.burst > 0 {
+            write!(f, " (burst {})", self.burst)?;
+        }
+        Ok(())
+    }
+}
+
+/// The limits on one queue or handler; a field left `None` does not limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limit {
+    /// Runs in flight at once, on all workers together.
+    pub max_running: Option<u32>,
+    /// Starts per period, on all workers together.
+    pub rate: Option<Rate>,
+}
+
+impl Limit {
+    /// The largest `max_running`.
+    pub const MAX_RUNNING: u32 = 1_000_000;
+
+    /// Whether it limits anything.
+    pub fn is_some(&self) -> bool {
+        self.max_running.is_some() || self.rate.is_some()
+    }
+
+    /// A `max_running` checked: 0 would hold the tasks forever (pausing says so plainly).
+    pub fn max_running(n: i64) -> Result<u32, String> {
+        match u32::try_from(n) {
+            Ok(n) if (1..=Self::MAX_RUNNING).contains(&n) => Ok(n),
+            _ if n == 0 => {
+                Err("max_running = 0 would never run a task: pause the queue instead (taskhost pause)".into())
+            }
+            _ => Err(format!("max_running = {n} is out of range (1 to {})", Self::MAX_RUNNING)),
+        }
+    }
+}
+
+/// A live change to a limit (`taskhost limits set`, the API's `PUT /limits/{name}`): a field
+/// given sets its value (`null` takes it out), a field left out stays as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
+pub struct LimitChange {
+    /// Runs in flight at once, on all workers together (1 to 1,000,000; null: no limit).
+    #[serde(default, deserialize_with = "given")]
+    #[cfg_attr(feature = "serve", schema(value_type = Option<u32>))]
+    pub max_running: Option<Option<u32>>,
+    /// Starts per period, on all workers together, as `N/PERIOD` (`5/1s`; null: no limit).
+    #[serde(default, deserialize_with = "given")]
+    #[cfg_attr(feature = "serve", schema(value_type = Option<String>))]
+    pub rate_limit: Option<Option<String>>,
+    /// With a rate: starts allowed at once beyond its pace (0 to 1,000,000).
+    pub rate_burst: Option<u32>,
+}
+
+/// A field given, even as `null` (Some(None)), told apart from one left out (None).
+fn given<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+impl LimitChange {
+    /// Apply the change to `limit`, or say what is wrong with it.
+    pub fn apply(&self, limit: &mut Limit) -> Result<(), String> {
+        if *self == LimitChange::default() {
+            return Err("nothing to change: give a max running, a rate or a burst".into());
+        }
+        if let Some(max) = self.max_running {
+            limit.max_running = max.map(|n| Limit::max_running(i64::from(n))).transpose()?;
+        }
+        if let Some(rate) = &self.rate_limit {
+            let burst = limit.rate.map_or(0, |r| r.burst);
+            limit.rate = rate.as_deref().map(|r| Rate::parse(r).and_then(|r| r.with_burst(burst))).transpose()?;
+        }
+        if let Some(burst) = self.rate_burst {
+            let rate = limit.rate.ok_or("rate_burst needs a rate_limit")?;
+            limit.rate = Some(rate.with_burst(burst)?);
+        }
+        Ok(())
+    }
+}
+
+/// What a limit is on: its row's name is `queue:NAME` or `handler:NAME`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
+pub enum LimitScope {
+    /// The runs of one queue.
+    Queue,
+    /// The runs of one handler, whatever their queue.
+    Handler,
+}
+
+impl LimitScope {
+    /// Its prefix in a limit's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitScope::Queue => "queue",
+            LimitScope::Handler => "handler",
+        }
+    }
+
+    /// `queue:NAME` or `handler:NAME`, read.
+    pub fn parse_name(name: &str) -> Result<(LimitScope, &str), String> {
+        let bad = || format!("\"{name}\" names no limit: write queue:NAME or handler:NAME");
+        let (scope, rest) = name.split_once(':').ok_or_else(bad)?;
+        let scope = match scope {
+            "queue" => LimitScope::Queue,
+            "handler" => LimitScope::Handler,
+            _ => return Err(bad()),
+        };
+        let fits = match scope {
+            LimitScope::Queue => !rest.is_empty() && rest.len() <= super::MAX_QUEUE_BYTES,
+            LimitScope::Handler => super::valid_handler_name(rest),
+        };
+        if !fits {
+            return Err(format!("\"{rest}\" is no {} name", scope.as_str()));
+        }
+        Ok((scope, rest))
+    }
+
+    /// The name of the limit on `name`.
+    pub fn name(self, name: &str) -> String {
+        format!("{}:{name}", self.as_str())
+    }
+}
+
+/// The limits in force, per queue and per handler, as a worker last read them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunLimits {
+    /// Queue name → its limits.
+    pub queues: BTreeMap<String, Limit>,
+    /// Handler name → its limits.
+    pub handlers: BTreeMap<String, Limit>,
+}
+
+impl RunLimits {
+    /// Whether no limit is set.
+    pub fn is_empty(&self) -> bool {
+        self.queues.is_empty() && self.handlers.is_empty()
+    }
+
+    /// The limits of one scope.
+    pub fn of(&self, scope: LimitScope) -> &BTreeMap<String, Limit> {
+        match scope {
+            LimitScope::Queue => &self.queues,
+            LimitScope::Handler => &self.handlers,
+        }
+    }
+
+    /// Set (or, with nothing limited, take out) the limit on `name` of `scope`.
+    pub fn set(&mut self, scope: LimitScope, name: &str, limit: Limit) {
+        let all = match scope {
+            LimitScope::Queue => &mut self.queues,
+            LimitScope::Handler => &mut self.handlers,
+        };
+        if limit.is_some() {
+            all.insert(name.to_string(), limit);
+        } else {
+            all.remove(name);
+        }
+    }
+
+    /// Whether a claim of `queues` and `handlers` (None: any) touches a limit.
+    pub fn apply_to(&self, queues: &[String], handlers: Option<&[String]>) -> bool {
+        queues.iter().any(|q| self.queues.contains_key(q))
+            || match handlers {
+                Some(hs) => hs.iter().any(|h| self.handlers.contains_key(h)),
+                None => !self.handlers.is_empty(),
+            }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::UNIX_EPOCH + TimeDelta::milliseconds(ms)
+    }
+
+    #[test]
+    fn rates_read_as_an_operator_writes_them() {
+        let five = Rate::parse("5/1s").expect("5/1s");
+        assert_eq!((five.count, five.period, five.burst), (5, Duration::from_secs(1), 0));
+        assert_eq!(Rate::parse("5/s"), Ok(five));
+        assert_eq!(Rate::parse(" 100 / 1m ").map(|r| r.period), Ok(Duration::from_secs(60)));
+        assert_eq!(five.to_string(), "5/1s");
+        assert_eq!(five.with_burst(3).map(|r| r.to_string()), Ok("5/1s (burst 3)".into()));
+        for bad in ["5", "0/1s", "x/1s", "5/0s", "5/8days", "5/1parsec", "-1/1s"] {
+            assert!(Rate::parse(bad).is_err(), "{bad} was taken");
+        }
+        assert!(five.with_burst(Rate::MAX_COUNT + 1).is_err());
+    }
+
+    #[test]
+    fn a_paced_rate_grants_one_start_a_pace_and_never_more_in_a_period() {
+        let rate = Rate::parse("5/1s").expect("rate");
+        assert_eq!(rate.interval_us(), 200_000);
+        let first = rate.grant(None, at(0), 16);
+        assert_eq!((first.granted, first.next_on, first.due_on), (1, at(200), at(200)));
+        assert_eq!(rate.grant(Some(first.next_on), at(199), 16).granted, 0);
+        // Claims every 10 ms for 3 seconds: starts in any one-second window at most 5.
+        let (mut mark, mut starts) = (None, Vec::new());
+        for ms in (0..3000).step_by(10) {
+            let g = rate.grant(mark, at(ms), 16);
+            if g.granted > 0 {
+                mark = Some(g.next_on);
+                starts.extend(std::iter::repeat_n(ms, g.granted as usize));
+            }
+        }
+        assert_eq!(starts.len(), 15);
+        for (i, s) in starts.iter().enumerate() {
+            assert!(starts[i..].iter().take_while(|t| **t < s + 1000).count() <= 5, "{starts:?}");
+        }
+    }
+
+    #[test]
+    fn a_burst_is_granted_after_a_quiet_spell_and_the_pace_holds_after_it() {
+        let rate = Rate::parse("5/1s").and_then(|r| r.with_burst(3)).expect("rate");
+        let g = rate.grant(None, at(0), 16);
+        assert_eq!((g.granted, g.next_on, g.due_on), (4, at(800), at(200)));
+        assert_eq!(rate.grant(Some(g.next_on), at(100), 16).granted, 0);
+        assert_eq!(rate.grant(Some(g.next_on), at(200), 16).granted, 1);
+        // A long quiet spell earns no more than the burst.
+        assert_eq!(rate.grant(Some(g.next_on), at(60_000), 16).granted, 4);
+        // Asking for fewer takes fewer.
+        let two = rate.grant(None, at(0), 2);
+        assert_eq!((two.granted, two.next_on, two.due_on), (2, at(400), at(0)));
+    }
+
+    #[test]
+    fn an_uneven_pace_is_rounded_up_so_no_period_sees_more() {
+        let rate = Rate::parse("3/1s").expect("rate");
+        assert_eq!(rate.interval_us(), 333_334);
+        assert_eq!(Rate::parse("1000000/1s").map(|r| r.interval_us()), Ok(1));
+    }
+
+    #[test]
+    fn a_change_sets_what_it_gives_takes_out_what_is_null_and_keeps_the_rest() {
+        let change = |json: &str| serde_json::from_str::<LimitChange>(json).expect(json);
+        let mut limit = Limit::default();
+        change(r#"{"max_running": 3, "rate_limit": "5/1s", "rate_burst": 2}"#).apply(&mut limit).expect("set");
+        assert_eq!(limit.max_running, Some(3));
+        assert_eq!(limit.rate.map(|r| r.to_string()).as_deref(), Some("5/1s (burst 2)"));
+        change(r#"{"rate_limit": "10/1m"}"#).apply(&mut limit).expect("rate");
+        assert_eq!(limit.rate.map(|r| r.to_string()).as_deref(), Some("10/1m (burst 2)"), "the burst stays");
+        change(r#"{"max_running": null}"#).apply(&mut limit).expect("take out");
+        assert_eq!(limit.max_running, None);
+        assert!(limit.rate.is_some());
+        for (bad, why) in [
+            ("{}", "nothing to change"),
+            (r#"{"max_running": 0}"#, "pause the queue"),
+            (r#"{"rate_limit": "fast"}"#, "not a rate"),
+        ] {
+            let err = change(bad).apply(&mut limit).expect_err(bad);
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+        let mut none = Limit::default();
+        assert!(change(r#"{"rate_burst": 4}"#).apply(&mut none).is_err_and(|e| e.contains("needs a rate_limit")));
+        assert!(serde_json::from_str::<LimitChange>(r#"{"max": 1}"#).is_err(), "unknown fields are refused");
+    }
+
+    #[test]
+    fn limit_names_say_their_scope() {
+        assert_eq!(LimitScope::parse_name("queue:mail"), Ok((LimitScope::Queue, "mail")));
+        assert_eq!(LimitScope::parse_name("handler:send-mail"), Ok((LimitScope::Handler, "send-mail")));
+        for bad in ["mail", "key:a", "queue:", "handler:a/b"] {
+            assert!(LimitScope::parse_name(bad).is_err(), "{bad} was taken");
+        }
+        assert_eq!(LimitScope::Handler.name("x"), "handler:x");
+    }
+}

@@ -1,0 +1,179 @@
+//! The flow-control limits kept in `task_run_limits`: one row per limited queue or handler
+//! (`queue:NAME`, `handler:NAME`), set from the operator's file at a worker's start
+//! ([`LimitSetBy::File`]) or live ([`LimitSetBy::Operator`]: `taskhost limits set`, the API),
+//! read by every worker at least once a second and, locked, by each claim they touch.
+
+use chrono::{DateTime, Utc};
+
+use super::super::dialect::{transaction, Dialect};
+use super::super::plumbing::Cells;
+use super::super::sql::args;
+use super::super::transitions::is;
+use super::super::types::{LimitInfo, LimitSetBy};
+use crate::error::{Error, Result};
+use crate::model::{Limit, LimitScope, Rate, RunLimits, TaskState};
+
+/// The columns a limit is read from.
+pub(super) const LIMIT_COLUMNS: &str = "name, max_running, rate_count, rate_period_us, rate_burst, next_on";
+
+/// A limit's row as read: its name, its limits, its rate's pace mark.
+pub(super) struct LimitRow {
+    pub name: String,
+    pub limit: Limit,
+    pub next_on: Option<DateTime<Utc>>,
+}
+
+impl LimitRow {
+    pub fn read(r: &impl Cells) -> Result<LimitRow> {
+        let name = r.text("name")?.unwrap_or_default();
+        let corrupt = |reason: String| Error::CorruptRow { table: "task_run_limits", reason };
+        let max_running =
+            r.int("max_running")?.map(|n| u32::try_from(n).map_err(|_| corrupt(format!("{name}: max_running {n}"))));
+        let rate = match (r.int("rate_count")?, r.int("rate_period_us")?) {
+            (Some(count), Some(us)) => {
+                let burst = r.int("rate_burst")?.unwrap_or(0);
+                let rate = (u32::try_from(count), u64::try_from(us), u32::try_from(burst));
+                let (Ok(count), Ok(us), Ok(burst)) = rate else {
+                    return Err(corrupt(format!("{name}: rate {count} per {us} µs, burst {burst}")));
+                };
+                let period = std::time::Duration::from_micros(us);
+                Some(Rate { count, period, burst }.checked().map_err(|e| corrupt(format!("{name}: {e}")))?)
+            }
+            _ => None,
+        };
+        Ok(LimitRow { limit: Limit { max_running: max_running.transpose()?, rate }, next_on: r.time("next_on")?, name })
+    }
+}
+
+/// Every limit set, with who set it.
+pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<LimitInfo>> {
+    let sql = format!("SELECT {LIMIT_COLUMNS}, set_by, updated_on FROM task_run_limits ORDER BY name");
+    let mut out = Vec::new();
+    for r in &db.rows(None, &sql, &[]).await? {
+        let row = LimitRow::read(r)?;
+        let Ok((scope, target)) = LimitScope::parse_name(&row.name) else { continue };
+        if !row.limit.is_some() {
+            continue; // a lock row of an older host
+        }
+        out.push(LimitInfo {
+            scope,
+            target: target.to_string(),
+            max_running: row.limit.max_running,
+            rate: row.limit.rate.map(|r| format!("{}/{}", r.count, humantime::format_duration(r.period))),
+            rate_burst: row.limit.rate.map(|r| r.burst),
+            set_by: r.text("set_by")?.as_deref().and_then(LimitSetBy::parse),
+            updated_on: r.time("updated_on")?,
+            running: 0,
+            due: 0,
+        });
+    }
+    for info in &mut out {
+        (info.running, info.due) = load(db, info.scope, &info.target, now).await?;
+    }
+    Ok(out)
+}
+
+/// The runs in flight under a limit, and the due tasks it may hold back (of queues not paused).
+async fn load<D: Dialect>(db: &D, scope: LimitScope, target: &str, now: DateTime<Utc>) -> Result<(u64, u64)> {
+    let column = match scope {
+        LimitScope::Queue => "queue",
+        LimitScope::Handler => "task_handler_class",
+    };
+    let sql = format!(
+        "SELECT count(CASE WHEN {} THEN 1 END) AS running,
+                count(CASE WHEN {} AND scheduled_on <= $2 AND {} THEN 1 END) AS due
+         FROM task_queue WHERE {column} = $1",
+        is::<D>(TaskState::Running),
+        is::<D>(TaskState::Scheduled),
+        super::super::transitions::NOT_PAUSED
+    );
+    let found = db.rows(None, &sql, args![target, now]).await?;
+    let count = |col: &str| -> Result<u64> {
+        Ok(found.first().map(|r| r.int(col)).transpose()?.flatten().unwrap_or(0).max(0) as u64)
+    };
+    Ok((count("running")?, count("due")?))
+}
+
+/// The limits in force, as a worker applies them.
+pub async fn in_force<D: Dialect>(db: &D) -> Result<RunLimits> {
+    let sql = format!("SELECT {LIMIT_COLUMNS} FROM task_run_limits");
+    let mut limits = RunLimits::default();
+    for r in &db.rows(None, &sql, &[]).await? {
+        let row = LimitRow::read(r)?;
+        if let Ok((scope, target)) = LimitScope::parse_name(&row.name) {
+            limits.set(scope, target, row.limit);
+        }
+    }
+    Ok(limits)
+}
+
+/// Set the limit on `target` of `scope` (nothing limited: take it out), as `by` says. The
+/// file's limits do not overwrite one an operator set; false when this one was so kept.
+pub async fn set<D: Dialect>(
+    db: &D,
+    scope: LimitScope,
+    target: &str,
+    limit: Limit,
+    by: LimitSetBy,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    let name = scope.name(target);
+    let name = name.as_str();
+    if limit.is_some() {
+        // Made before the transaction: a unique violation inside one would end it on PostgreSQL.
+        insert(db, name).await?;
+    }
+    transaction(db, |tx| {
+        Box::pin(async move {
+            let sql = format!("SELECT set_by FROM task_run_limits WHERE name = $1{}", D::FOR_UPDATE);
+            let held = db.rows(Some(&mut tx.tx), &sql, args![name]).await?;
+            let kept_by_operator = held.first().map(|r| r.text("set_by")).transpose()?.flatten().as_deref()
+                == Some(LimitSetBy::Operator.as_str());
+            if by == LimitSetBy::File && kept_by_operator {
+                return Ok(false);
+            }
+            if !limit.is_some() {
+                db.exec(Some(&mut tx.tx), "DELETE FROM task_run_limits WHERE name = $1", args![name]).await?;
+                return Ok(true);
+            }
+            let rate = limit.rate;
+            let period = rate.map(|r| i64::try_from(r.period.as_micros()).unwrap_or(i64::MAX));
+            let sql = "UPDATE task_run_limits SET max_running = $2, rate_count = $3, rate_period_us = $4,
+                       rate_burst = $5, set_by = $6, updated_on = $7 WHERE name = $1";
+            let values = args![
+                name,
+                limit.max_running.map(i64::from),
+                rate.map(|r| i64::from(r.count)),
+                period,
+                i64::from(rate.map_or(0, |r| r.burst)),
+                by.as_str(),
+                now
+            ];
+            db.exec(Some(&mut tx.tx), sql, values).await?;
+            Ok(true)
+        })
+    })
+    .await
+}
+
+/// The row of `name`, made (a set beside it may have made it meanwhile).
+async fn insert<D: Dialect>(db: &D, name: &str) -> Result<()> {
+    match db.exec(None, "INSERT INTO task_run_limits (name) VALUES ($1)", args![name]).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_unique_violation() => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Set each of the file's limits (those an operator set live are kept); the names kept.
+pub async fn set_from_file<D: Dialect>(db: &D, limits: &RunLimits, now: DateTime<Utc>) -> Result<Vec<String>> {
+    let mut kept = Vec::new();
+    for scope in [LimitScope::Queue, LimitScope::Handler] {
+        for (target, limit) in limits.of(scope) {
+            if !set(db, scope, target, *limit, LimitSetBy::File, now).await? {
+                kept.push(scope.name(target));
+            }
+        }
+    }
+    Ok(kept)
+}

@@ -1,0 +1,222 @@
+//! The store suite's cases for flow-control limits: runs in flight and starts per period, kept
+//! in the database, across runners.
+
+use super::*;
+use taskhost::store::LimitSetBy;
+
+/// A limit of `n` runs in flight.
+pub fn running(n: u32) -> Limit {
+    Limit { max_running: Some(n), rate: None }
+}
+
+/// A limit of starts per period.
+pub fn rate(text: &str, burst: u32) -> Limit {
+    Limit { max_running: None, rate: Some(Rate::parse(text).and_then(|r| r.with_burst(burst)).expect("a rate")) }
+}
+
+pub fn limited<'a>(
+    r: RunnerId,
+    queues: &'a [String],
+    handlers: Option<&'a [String]>,
+    limit: u32,
+    limits: &'a RunLimits,
+) -> taskhost::store::ClaimRequest<'a> {
+    taskhost::store::ClaimRequest {
+        runner: r,
+        queues,
+        handlers,
+        limit,
+        now: t0(),
+        default_timeout: DAY,
+        limits: Some(limits),
+    }
+}
+
+/// A claim takes, in claim order, only what fits the room each limited queue and handler has
+/// left across all runners; unlimited tasks are claimed as ever; an ended run makes room.
+pub async fn claims_keep_runs_in_flight_within_the_queue_and_handler_limits(store: SharedStore) {
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        tasks.push(NewTask::new("h", "{}").with_queue("api"));
+        tasks.push(NewTask::new("slow", "{}"));
+        tasks.push(NewTask::new("h", "{}"));
+    }
+    let ids: Vec<_> = store.add_tasks(&tasks, t0()).await.expect("add").iter().map(|a| a.id).collect();
+    let limits = RunLimits {
+        queues: [("api".to_string(), running(2))].into_iter().collect(),
+        handlers: [("slow".to_string(), running(3))].into_iter().collect(),
+    };
+    store.set_file_limits(&limits, t0()).await.expect("set the limits");
+    let queues = ["api".to_string(), "default".to_string()];
+    let (a, b) = (runner(&store, t0()).await, runner(&store, t0()).await);
+    // Two claims of two: the first takes one of each in claim order (api, slow), and the second the same.
+    let first = store.claim_for(&limited(a, &queues, None, 2, &limits)).await.expect("claim");
+    assert_eq!(first.iter().map(|c| c.task_id).collect::<Vec<_>>(), vec![ids[0], ids[1]]);
+    let second = store.claim_for(&limited(b, &queues, None, 20, &limits)).await.expect("claim");
+    let took: Vec<_> = second.iter().map(|c| c.task_id).collect();
+    // The api queue has room for one more, slow for two more; every unlimited task is taken.
+    assert_eq!(took, vec![ids[2], ids[3], ids[4], ids[5], ids[7], ids[8], ids[11]], "{took:?}");
+    let handlers = ["h".to_string(), "slow".to_string()];
+    assert!(store.claim_for(&limited(a, &queues, Some(&handlers), 20, &limits)).await.expect("claim").is_empty());
+    // Without the limits the rest would be claimable: they are held back, not gone.
+    let counts = store.counts().await.expect("counts");
+    assert_eq!((counts.running, counts.scheduled), (9, 3), "{counts:?}");
+    // An ended run of each makes room for one more of each, whichever runner ended it.
+    let ended = [first[0].clone(), first[1].clone()];
+    store.finish_runs(&ended.iter().map(|c| success(c, t0(), "{}")).collect::<Vec<_>>()).await.expect("finish");
+    let third = store.claim_for(&limited(b, &queues, Some(&handlers), 20, &limits)).await.expect("claim");
+    assert_eq!(third.iter().map(|c| c.task_id).collect::<Vec<_>>(), vec![ids[6], ids[10]]);
+    // A runner that serves only the unlimited handler claims freely; its queue's limit still holds.
+    let only_h = ["h".to_string()];
+    assert!(store.claim_for(&limited(a, &queues, Some(&only_h), 20, &limits)).await.expect("claim").is_empty());
+    let counts = store.counts().await.expect("counts");
+    assert_eq!((counts.running, counts.scheduled), (9, 1), "{counts:?}");
+    // A runner no longer running claims nothing, limited or not, though room was made for it.
+    store.finish_runs(&[success(&third[0], t0(), "{}")]).await.expect("finish");
+    store.time_out_runners(&[a], t0()).await.expect("time out");
+    assert!(store.claim_for(&limited(a, &queues, None, 20, &limits)).await.expect("claim").is_empty());
+    assert_eq!(store.counts().await.expect("counts").scheduled, 1);
+    assert_eq!(store.claim_for(&limited(b, &queues, None, 20, &limits)).await.expect("claim").len(), 1);
+}
+
+/// Claims racing on two connections never put more runs of a limited queue in flight than its
+/// limit, round after round.
+pub async fn concurrent_limited_claims_never_exceed_the_limit(a: SharedStore, b: SharedStore) {
+    let tasks: Vec<_> = (0..60).map(|_| NewTask::new("h", "{}").with_queue("api")).collect();
+    a.add_tasks(&tasks, t0()).await.expect("add");
+    let limits = RunLimits { queues: [("api".to_string(), running(3))].into_iter().collect(), ..RunLimits::default() };
+    a.set_file_limits(&limits, t0()).await.expect("set the limits");
+    let (ra, rb) = (runner(&a, t0()).await, runner(&b, t0()).await);
+    for round in 0..8 {
+        let claim_some = |s: SharedStore, r: RunnerId, limits: RunLimits| async move {
+            let queues = ["api".to_string()];
+            let mut mine = Vec::new();
+            for _ in 0..4 {
+                mine.extend(s.claim_for(&limited(r, &queues, None, 2, &limits)).await.expect("claim"));
+            }
+            mine
+        };
+        let (x, y) = tokio::join!(
+            tokio::spawn(claim_some(a.clone(), ra, limits.clone())),
+            tokio::spawn(claim_some(b.clone(), rb, limits.clone()))
+        );
+        let all: Vec<ClaimedRun> = x.expect("join").into_iter().chain(y.expect("join")).collect();
+        assert_eq!(all.len(), 3, "round {round}: exactly the limit is in flight");
+        a.finish_runs(&all.iter().map(|c| success(c, t0(), "{}")).collect::<Vec<_>>()).await.expect("finish");
+    }
+}
+
+/// A claim at `ms` milliseconds after t0, of up to 16 runs, within `limits`.
+fn at<'a>(r: RunnerId, queues: &'a [String], limits: &'a RunLimits, ms: i64) -> taskhost::store::ClaimRequest<'a> {
+    taskhost::store::ClaimRequest {
+        now: t0() + chrono::Duration::milliseconds(ms),
+        ..limited(r, queues, None, 16, limits)
+    }
+}
+
+/// Two runners claiming every 50 ms for three seconds from a queue limited to 5/1s with a burst
+/// of 1: two start at once, then one every 200 ms, never more than 6 in a second; a claim held
+/// back says when the next start is allowed; the unlimited queue beside it is claimed whole.
+pub async fn rate_limits_pace_starts_across_runners_and_say_when_the_next_is_allowed(store: SharedStore) {
+    store.set_limit(LimitScope::Queue, "api", rate("5/1s", 1), LimitSetBy::Operator, t0()).await.expect("set");
+    let api: Vec<_> = (0..40).map(|_| NewTask::new("h", "{}").with_queue("api")).collect();
+    store.add_tasks(&api, t0()).await.expect("add");
+    store.add_tasks(&vec![NewTask::new("h", "{}"); 3], t0()).await.expect("add");
+    let limits = store.limits_in_force().await.expect("limits");
+    assert_eq!(limits.queues.get("api"), Some(&rate("5/1s", 1)));
+    let queues = ["api".to_string(), "default".to_string()];
+    let (a, b) = (runner(&store, t0()).await, runner(&store, t0()).await);
+    let first = store.claim_paced(&at(a, &queues, &limits, 0)).await.expect("claim");
+    let of = |runs: &[ClaimedRun], q: &str| runs.iter().filter(|c| c.queue == q).count();
+    assert_eq!((of(&first.runs, "api"), of(&first.runs, "default")), (2, 3), "the pace's start and the burst");
+    assert_eq!(first.next_start_on, Some(t0() + chrono::Duration::milliseconds(200)));
+    let held = store.claim_paced(&at(b, &queues, &limits, 50)).await.expect("claim");
+    assert!(held.runs.is_empty(), "held back: no token, and the run costs nothing");
+    assert_eq!(held.next_start_on, Some(t0() + chrono::Duration::milliseconds(200)), "when the next is allowed");
+    let mut starts = vec![0, 0];
+    for (i, ms) in (100..3000).step_by(50).enumerate() {
+        let claimed =
+            store.claim_paced(&at(if i % 2 == 0 { a } else { b }, &queues, &limits, ms)).await.expect("claim");
+        starts.extend(std::iter::repeat_n(ms, claimed.runs.len()));
+    }
+    assert_eq!(starts.len(), 16, "one every 200 ms after the first two: {starts:?}");
+    for (i, s) in starts.iter().enumerate() {
+        let in_window = starts[i..].iter().take_while(|t| **t < s + 1000).count();
+        assert!(in_window <= 6, "{in_window} starts in the second from {s} ms: {starts:?}");
+    }
+    let counts = store.counts().await.expect("counts");
+    assert_eq!((counts.running, counts.scheduled), (19, 24), "held back, not failed: {counts:?}");
+}
+
+/// Claims racing on two connections at the same moment share one rate's starts: 4/1s with a
+/// burst of 3 starts four between them, and a quarter second later one more.
+pub async fn concurrent_rate_limited_claims_never_exceed_the_rate(a: SharedStore, b: SharedStore) {
+    a.set_limit(LimitScope::Queue, "api", rate("4/1s", 3), LimitSetBy::Operator, t0()).await.expect("set");
+    let tasks: Vec<_> = (0..60).map(|_| NewTask::new("h", "{}").with_queue("api")).collect();
+    a.add_tasks(&tasks, t0()).await.expect("add");
+    let limits = a.limits_in_force().await.expect("limits");
+    let (ra, rb) = (runner(&a, t0()).await, runner(&b, t0()).await);
+    for (ms, want) in [(0, 4), (250, 1), (300, 0), (1500, 4)] {
+        let claim_some = |s: SharedStore, r: RunnerId, limits: RunLimits| async move {
+            let queues = ["api".to_string()];
+            let mut mine = 0;
+            for _ in 0..3 {
+                mine += s.claim_for(&at(r, &queues, &limits, ms)).await.expect("claim").len();
+            }
+            mine
+        };
+        let (x, y) = tokio::join!(
+            tokio::spawn(claim_some(a.clone(), ra, limits.clone())),
+            tokio::spawn(claim_some(b.clone(), rb, limits.clone()))
+        );
+        assert_eq!(x.expect("join") + y.expect("join"), want, "at {ms} ms");
+    }
+}
+
+/// Limits are kept in the database: a worker's file sets them, an operator's change is kept
+/// from the file and applies from the next claim, a limit taken out limits nothing, and the
+/// listing says who set each, its runs in flight and its due tasks.
+pub async fn limits_are_set_live_and_a_file_does_not_overwrite_an_operators(store: SharedStore) {
+    let file = RunLimits { queues: [("api".to_string(), running(1))].into_iter().collect(), ..RunLimits::default() };
+    assert!(store.set_file_limits(&file, t0()).await.expect("file").is_empty());
+    let tasks: Vec<_> = (0..5).map(|_| NewTask::new("h", "{}").with_queue("api")).collect();
+    store.add_tasks(&tasks, t0()).await.expect("add");
+    let view = store.limits_in_force().await.expect("limits");
+    let (r, queues) = (runner(&store, t0()).await, ["api".to_string()]);
+    assert_eq!(store.claim_for(&at(r, &queues, &view, 0)).await.expect("claim").len(), 1);
+    let listed = store.limits(t0()).await.expect("list");
+    assert_eq!(listed.len(), 1);
+    let api = &listed[0];
+    assert_eq!(
+        (api.scope, api.target.as_str(), api.max_running, api.set_by),
+        (LimitScope::Queue, "api", Some(1), Some(LimitSetBy::File))
+    );
+    assert_eq!((api.running, api.due, api.rate.as_deref()), (1, 4, None));
+    // Raised live: the next claim reads it, with the view it had.
+    let both = Limit { max_running: Some(3), rate: rate("100/1s", 0).rate };
+    assert!(store.set_limit(LimitScope::Queue, "api", both, LimitSetBy::Operator, t0()).await.expect("set"));
+    assert_eq!(
+        store.claim_for(&at(r, &queues, &view, 0)).await.expect("claim").len(),
+        1,
+        "one start of the rate at once"
+    );
+    assert_eq!(store.claim_for(&at(r, &queues, &view, 10)).await.expect("claim").len(), 1, "10 ms later, the next");
+    assert!(store.claim_for(&at(r, &queues, &view, 20)).await.expect("claim").is_empty(), "3 in flight");
+    // A worker's file no longer sets it: the operator's stays.
+    assert_eq!(store.set_file_limits(&file, t0()).await.expect("file"), vec!["queue:api".to_string()]);
+    let listed = store.limits(t0()).await.expect("list");
+    assert_eq!(
+        (listed[0].max_running, listed[0].rate.as_deref(), listed[0].set_by),
+        (Some(3), Some("100/1s"), Some(LimitSetBy::Operator))
+    );
+    // Taken out: nothing holds the queue back, and a file sets it again.
+    assert!(store
+        .set_limit(LimitScope::Queue, "api", Limit::default(), LimitSetBy::Operator, t0())
+        .await
+        .expect("clear"));
+    assert!(store.limits(t0()).await.expect("list").is_empty());
+    assert!(store.limits_in_force().await.expect("limits").is_empty());
+    assert_eq!(store.claim_for(&at(r, &queues, &view, 30)).await.expect("claim").len(), 2, "the rest, unlimited");
+    assert!(store.set_file_limits(&file, t0()).await.expect("file").is_empty());
+    assert_eq!(store.limits_in_force().await.expect("limits"), file);
+}
