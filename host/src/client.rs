@@ -348,21 +348,17 @@ impl Client {
     /// second: `change` says what to set and what to take out, the rest stays. What it is now.
     pub async fn set_limit(&self, name: &str, change: &LimitChange) -> Result<Limit> {
         let (scope, target) = LimitScope::parse_name(name).map_err(|e| Error::invalid("limit", e))?;
-        let now = self.store.limits_in_force().await?;
-        let mut limit = now.of(scope).get(target).copied().unwrap_or_default();
-        change.apply(&mut limit).map_err(|e| Error::invalid("limit", e))?;
-        self.store.set_limit(scope, target, limit, crate::store::LimitSetBy::Operator, self.clock.now()).await?;
-        Ok(limit)
+        let edit = crate::store::LimitEdit::Change(change);
+        let by = crate::store::LimitSetBy::Operator;
+        Ok(self.store.set_limit(scope, target, edit, by, self.clock.now()).await?.now)
     }
 
     /// Take the limit `name` out (a worker started later with it in its file sets it again);
     /// false when there was none.
     pub async fn clear_limit(&self, name: &str) -> Result<bool> {
         let (scope, target) = LimitScope::parse_name(name).map_err(|e| Error::invalid("limit", e))?;
-        let was = self.store.limits_in_force().await?.of(scope).contains_key(target);
-        self.store
-            .set_limit(scope, target, Limit::default(), crate::store::LimitSetBy::Operator, self.clock.now())
-            .await?;
-        Ok(was)
+        let edit = crate::store::LimitEdit::Set(Limit::default());
+        let by = crate::store::LimitSetBy::Operator;
+        Ok(self.store.set_limit(scope, target, edit, by, self.clock.now()).await?.before.is_some())
     }
 }

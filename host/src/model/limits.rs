@@ -39,6 +39,8 @@ impl Rate {
     pub const MAX_COUNT: u32 = 1_000_000;
     /// The longest period.
     pub const MAX_PERIOD: Duration = Duration::from_secs(7 * 86_400);
+    /// The shortest period (the database keeps microseconds, and the pace is whole ones).
+    pub const MIN_PERIOD: Duration = Duration::from_millis(1);
     /// The shortest pace between two starts: 1 µs, what the database's times keep.
     const MIN_INTERVAL_US: i64 = 1;
 
@@ -66,11 +68,17 @@ impl Rate {
         if self.count == 0 || self.count > Self::MAX_COUNT {
             return Err(format!("a rate's count is 1 to {} (not {})", Self::MAX_COUNT, self.count));
         }
-        if self.period.is_zero() || self.period > Self::MAX_PERIOD {
-            return Err(format!("a rate's period is more than 0 and at most 7 days (not {:?})", self.period));
+        if self.period < Self::MIN_PERIOD || self.period > Self::MAX_PERIOD {
+            let shown = humantime::format_duration(self.period);
+            return Err(format!("a rate's period is 1ms to 7days (not {shown})"));
         }
         if self.burst > Self::MAX_COUNT {
             return Err(format!("a burst is 0 to {} (not {})", Self::MAX_COUNT, self.burst));
+        }
+        // The pace mark runs at most the burst's paces ahead: kept within what every database's
+        // times hold.
+        if i128::from(self.interval_us()) * i128::from(self.burst) > Self::MAX_PERIOD.as_micros() as i128 {
+            return Err(format!("a burst of {} at this pace spans more than 7 days", self.burst));
         }
         Ok(self)
     }
@@ -291,10 +299,12 @@ mod tests {
         assert_eq!(Rate::parse(" 100 / 1m ").map(|r| r.period), Ok(Duration::from_secs(60)));
         assert_eq!(five.to_string(), "5/1s");
         assert_eq!(five.with_burst(3).map(|r| r.to_string()), Ok("5/1s (burst 3)".into()));
-        for bad in ["5", "0/1s", "x/1s", "5/0s", "5/8days", "5/1parsec", "-1/1s"] {
+        for bad in ["5", "0/1s", "x/1s", "5/0s", "5/500ns", "5/999us", "5/8days", "5/1parsec", "-1/1s"] {
             assert!(Rate::parse(bad).is_err(), "{bad} was taken");
         }
         assert!(five.with_burst(Rate::MAX_COUNT + 1).is_err());
+        let weekly = Rate::parse("1/7days").expect("weekly");
+        assert!(weekly.with_burst(1).is_ok() && weekly.with_burst(2).is_err(), "a burst past 7 days of pace");
     }
 
     #[test]

@@ -230,6 +230,7 @@ impl Claimer<'_> {
                     now,
                     default_timeout: worker.config.default_run_timeout,
                     limits: limited.then_some(limits),
+                    paced_by_server: true,
                 };
                 match worker.store.claim_paced(&req).await {
                     Ok(claimed) => {

@@ -40,6 +40,11 @@ pub struct ClaimRequest<'a> {
     /// The limits this claim may touch, as the worker last read them (None: none); the claim
     /// reads each one's values afresh, locked.
     pub limits: Option<&'a RunLimits>,
+    /// Whether rate limits count by the database server's own time, read under the limit's lock
+    /// (a worker's claims: then workers' estimates of that time, a few ms apart, cannot let
+    /// one more start in); false counts by `now` (a test's own clock; SQLite always, its one
+    /// machine's clock being the database's).
+    pub paced_by_server: bool,
 }
 
 /// What a claim took, and when a rate limit that held runs back next allows a start.

@@ -126,7 +126,16 @@ pub trait Store: Send + Sync + 'static {
         now: DateTime<Utc>,
         default_timeout: Duration,
     ) -> Result<Vec<ClaimedRun>> {
-        let req = ClaimRequest { runner, queues, handlers: None, limit, now, default_timeout, limits: None };
+        let req = ClaimRequest {
+            runner,
+            queues,
+            handlers: None,
+            limit,
+            now,
+            default_timeout,
+            limits: None,
+            paced_by_server: false,
+        };
         self.claim_for(&req).await
     }
     /// [`Store::claim`] as `req` asks: of tasks whose handler is one of `req.handlers` only (a
@@ -142,16 +151,17 @@ pub trait Store: Send + Sync + 'static {
     async fn limits(&self, now: DateTime<Utc>) -> Result<Vec<LimitInfo>>;
     /// The flow-control limits in force, as workers apply them.
     async fn limits_in_force(&self) -> Result<RunLimits>;
-    /// Set the limit on `target` of `scope` (nothing limited: take it out), for every worker
-    /// from its next claim. `by` the file: false, and nothing changed, when an operator set it.
+    /// Write the limit on `target` of `scope` as `edit` says (nothing left limited: take it
+    /// out), for every worker from its next claim; a file's (`by` the file) does not overwrite
+    /// one an operator set.
     async fn set_limit(
         &self,
         scope: LimitScope,
         target: &str,
-        limit: Limit,
+        edit: LimitEdit<'_>,
         by: LimitSetBy,
         now: DateTime<Utc>,
-    ) -> Result<bool>;
+    ) -> Result<LimitWritten>;
     /// Set the limits of the operator's file (a worker's start); the names of those kept as an
     /// operator set them.
     async fn set_file_limits(&self, limits: &RunLimits, now: DateTime<Utc>) -> Result<Vec<String>>;

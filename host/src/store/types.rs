@@ -174,6 +174,26 @@ impl LimitSetBy {
     }
 }
 
+/// How [`Store::set_limit`](super::interface::Store::set_limit) writes a limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LimitEdit<'a> {
+    /// This limit, whole (nothing limited: take it out).
+    Set(Limit),
+    /// This change to the limit as it is.
+    Change(&'a LimitChange),
+}
+
+/// What [`Store::set_limit`](super::interface::Store::set_limit) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitWritten {
+    /// The limit before (nothing limited: there was none).
+    pub before: Limit,
+    /// The limit now.
+    pub now: Limit,
+    /// Whether it was kept as an operator set it (a file's limit was not written).
+    pub kept: bool,
+}
+
 /// A flow-control limit as [`Store::limits`](super::interface::Store::limits) lists it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]

@@ -38,6 +38,7 @@ mod openapi;
 mod overseer;
 mod overseer_lease;
 mod promises;
+mod rate_limits;
 mod sandbox;
 mod schema;
 mod sdk;

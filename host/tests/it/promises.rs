@@ -362,6 +362,7 @@ async fn a_claim_whose_answer_was_lost_is_put_back_uncounted(env: Env) {
         now: env.app.clock.now(),
         default_timeout: Duration::from_secs(3600),
         limits: None,
+        paced_by_server: false,
     };
     assert_eq!(store.claim_for(&req).await.expect("claim").len(), 1, "claimed on the worker's behalf");
     wait_until(Duration::from_secs(30), "the task is back in the queue, its run gone", || async {

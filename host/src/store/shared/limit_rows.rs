@@ -9,7 +9,7 @@ use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::Cells;
 use super::super::sql::args;
 use super::super::transitions::is;
-use super::super::types::{LimitInfo, LimitSetBy};
+use super::super::types::{LimitEdit, LimitInfo, LimitSetBy, LimitWritten};
 use crate::error::{Error, Result};
 use crate::model::{Limit, LimitScope, Rate, RunLimits, TaskState};
 
@@ -45,12 +45,18 @@ impl LimitRow {
     }
 }
 
+/// A row read, or None (said in the log) when it cannot be: a row written by hand must not stop
+/// every claim. (`taskhost limits clear` takes it out.)
+fn readable(r: &impl Cells) -> Option<LimitRow> {
+    LimitRow::read(r).map_err(|e| tracing::warn!("a flow-control limit is left out: {e}")).ok()
+}
+
 /// Every limit set, with who set it.
 pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<LimitInfo>> {
     let sql = format!("SELECT {LIMIT_COLUMNS}, set_by, updated_on FROM task_run_limits ORDER BY name");
     let mut out = Vec::new();
     for r in &db.rows(None, &sql, &[]).await? {
-        let row = LimitRow::read(r)?;
+        let Some(row) = readable(r) else { continue };
         let Ok((scope, target)) = LimitScope::parse_name(&row.name) else { continue };
         if !row.limit.is_some() {
             continue; // a lock row of an older host
@@ -99,7 +105,7 @@ pub async fn in_force<D: Dialect>(db: &D) -> Result<RunLimits> {
     let sql = format!("SELECT {LIMIT_COLUMNS} FROM task_run_limits");
     let mut limits = RunLimits::default();
     for r in &db.rows(None, &sql, &[]).await? {
-        let row = LimitRow::read(r)?;
+        let Some(row) = readable(r) else { continue };
         if let Ok((scope, target)) = LimitScope::parse_name(&row.name) {
             limits.set(scope, target, row.limit);
         }
@@ -107,50 +113,79 @@ pub async fn in_force<D: Dialect>(db: &D) -> Result<RunLimits> {
     Ok(limits)
 }
 
-/// Set the limit on `target` of `scope` (nothing limited: take it out), as `by` says. The
-/// file's limits do not overwrite one an operator set; false when this one was so kept.
+/// Write the limit on `target` of `scope` as `edit` says (nothing left limited: take it out),
+/// in one transaction that holds its row: two changes at once both apply, one after the other.
+/// The file's limits do not overwrite one an operator set (`kept`). A changed rate moves its pace
+/// mark no further ahead than one of its paces, so a rate raised live applies at once.
 pub async fn set<D: Dialect>(
     db: &D,
     scope: LimitScope,
     target: &str,
-    limit: Limit,
+    edit: LimitEdit<'_>,
     by: LimitSetBy,
     now: DateTime<Utc>,
-) -> Result<bool> {
+) -> Result<LimitWritten> {
     let name = scope.name(target);
     let name = name.as_str();
-    if limit.is_some() {
+    if edit != LimitEdit::Set(Limit::default()) {
         // Made before the transaction: a unique violation inside one would end it on PostgreSQL.
         insert(db, name).await?;
     }
+    let edit = &edit;
     transaction(db, |tx| {
         Box::pin(async move {
-            let sql = format!("SELECT set_by FROM task_run_limits WHERE name = $1{}", D::FOR_UPDATE);
+            let sql = format!("SELECT {LIMIT_COLUMNS}, set_by FROM task_run_limits WHERE name = $1{}", D::FOR_UPDATE);
             let held = db.rows(Some(&mut tx.tx), &sql, args![name]).await?;
-            let kept_by_operator = held.first().map(|r| r.text("set_by")).transpose()?.flatten().as_deref()
-                == Some(LimitSetBy::Operator.as_str());
-            if by == LimitSetBy::File && kept_by_operator {
-                return Ok(false);
-            }
-            if !limit.is_some() {
+            let none = || LimitRow { name: name.to_string(), limit: Limit::default(), next_on: None };
+            let (before, mark, set_by) = match held.first() {
+                Some(r) => match LimitRow::read(r) {
+                    Ok(row) => (row, true, r.text("set_by")?),
+                    // A row that cannot be read (written by hand) is written over whole.
+                    Err(_) if matches!(edit, LimitEdit::Set(_)) => (none(), true, None),
+                    Err(e) => return Err(e),
+                },
+                None => (none(), false, None),
+            };
+            let kept = by == LimitSetBy::File && set_by.as_deref() == Some(LimitSetBy::Operator.as_str());
+            let after = match edit {
+                _ if kept => return Ok(LimitWritten { before: before.limit, now: before.limit, kept }),
+                LimitEdit::Set(limit) => *limit,
+                LimitEdit::Change(change) => {
+                    let mut limit = before.limit;
+                    change.apply(&mut limit).map_err(|e| Error::invalid("limit", e))?;
+                    limit
+                }
+            };
+            if !after.is_some() {
                 db.exec(Some(&mut tx.tx), "DELETE FROM task_run_limits WHERE name = $1", args![name]).await?;
-                return Ok(true);
+                return Ok(LimitWritten { before: before.limit, now: after, kept });
             }
-            let rate = limit.rate;
+            if !mark {
+                // Taken out between the insert and this transaction: made again.
+                db.exec(Some(&mut tx.tx), "INSERT INTO task_run_limits (name) VALUES ($1)", args![name]).await?;
+            }
+            let next_on = match (after.rate, before.limit.rate) {
+                (Some(new), Some(old)) if new != old => {
+                    before.next_on.map(|m| m.min(now + chrono::TimeDelta::microseconds(new.interval_us())))
+                }
+                _ => before.next_on,
+            };
+            let rate = after.rate;
             let period = rate.map(|r| i64::try_from(r.period.as_micros()).unwrap_or(i64::MAX));
             let sql = "UPDATE task_run_limits SET max_running = $2, rate_count = $3, rate_period_us = $4,
-                       rate_burst = $5, set_by = $6, updated_on = $7 WHERE name = $1";
+                       rate_burst = $5, next_on = $6, set_by = $7, updated_on = $8 WHERE name = $1";
             let values = args![
                 name,
-                limit.max_running.map(i64::from),
+                after.max_running.map(i64::from),
                 rate.map(|r| i64::from(r.count)),
                 period,
                 i64::from(rate.map_or(0, |r| r.burst)),
+                next_on,
                 by.as_str(),
                 now
             ];
             db.exec(Some(&mut tx.tx), sql, values).await?;
-            Ok(true)
+            Ok(LimitWritten { before: before.limit, now: after, kept })
         })
     })
     .await
@@ -170,7 +205,7 @@ pub async fn set_from_file<D: Dialect>(db: &D, limits: &RunLimits, now: DateTime
     let mut kept = Vec::new();
     for scope in [LimitScope::Queue, LimitScope::Handler] {
         for (target, limit) in limits.of(scope) {
-            if !set(db, scope, target, *limit, LimitSetBy::File, now).await? {
+            if set(db, scope, target, LimitEdit::Set(*limit), LimitSetBy::File, now).await?.kept {
                 kept.push(scope.name(target));
             }
         }

@@ -82,11 +82,18 @@ async fn claim_within<D: Dialect>(
     req: &ClaimRequest<'_>,
     rows: Vec<LimitRow>,
 ) -> Result<Claimed> {
+    // The time the rates count by: the server's, read under the limits' locks, for workers.
+    let mut now = req.now;
+    if let (true, true, Some(sql)) = (req.paced_by_server, rows.iter().any(|r| r.limit.rate.is_some()), D::SERVER_TIME)
+    {
+        now =
+            db.rows(Some(&mut *tx), sql, &[]).await?.first().map(|r| r.time("t")).transpose()?.flatten().unwrap_or(now);
+    }
     let (mut queue_room, mut handler_room) = (HashMap::new(), HashMap::new());
     for row in rows {
         let Ok((scope, target)) = LimitScope::parse_name(&row.name) else { continue };
         // Starts the rate allows now (asking for all this claim may take).
-        let left = row.limit.rate.map_or(req.limit, |r| r.grant(row.next_on, req.now, req.limit).granted);
+        let left = row.limit.rate.map_or(req.limit, |r| r.grant(row.next_on, now, req.limit).granted);
         let room = (target.to_string(), Room { left, taken: 0, row });
         match scope {
             LimitScope::Queue => queue_room.insert(room.0, room.1),
@@ -117,13 +124,13 @@ async fn claim_within<D: Dialect>(
     let mut next_start_on: Option<DateTime<Utc>> = None;
     for room in queue_room.values().chain(handler_room.values()) {
         let Some(rate) = room.row.limit.rate else { continue };
-        let grant = rate.grant(room.row.next_on, req.now, room.taken);
+        let grant = rate.grant(room.row.next_on, now, room.taken);
         if room.taken > 0 {
             let sql = "UPDATE task_run_limits SET next_on = $2 WHERE name = $1";
             db.exec(Some(&mut *tx), sql, args![room.row.name.as_str(), grant.next_on]).await?;
         }
         // Out of starts: claim again when the next is allowed.
-        if room.taken == room.left && grant.due_on > req.now {
+        if room.taken == room.left && grant.due_on > now {
             next_start_on = Some(next_start_on.map_or(grant.due_on, |t| t.min(grant.due_on)));
         }
     }

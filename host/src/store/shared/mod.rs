@@ -27,8 +27,8 @@ use super::plumbing::{ConnOf, SqlxDialect};
 use super::stats;
 use super::transitions;
 use super::types::{
-    Backend, BulkFilter, Cancelled, Finished, LimitInfo, LimitSetBy, QueueInfo, Replay, RetryCandidate, RetryPlan,
-    Served, Unfinished, Wakeups,
+    Backend, BulkFilter, Cancelled, Finished, LimitEdit, LimitInfo, LimitSetBy, LimitWritten, QueueInfo, Replay,
+    RetryCandidate, RetryPlan, Served, Unfinished, Wakeups,
 };
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -242,11 +242,11 @@ impl<D: Dialect> Store for SqlStore<D> {
         &self,
         scope: LimitScope,
         target: &str,
-        limit: Limit,
+        edit: LimitEdit<'_>,
         by: LimitSetBy,
         now: DateTime<Utc>,
-    ) -> Result<bool> {
-        limit_rows::set(&self.db, scope, target, limit, by, now).await
+    ) -> Result<LimitWritten> {
+        limit_rows::set(&self.db, scope, target, edit, by, now).await
     }
 
     async fn set_file_limits(&self, limits: &RunLimits, now: DateTime<Utc>) -> Result<Vec<String>> {

@@ -2,7 +2,7 @@
 //! in the database, across runners.
 
 use super::*;
-use taskhost::store::LimitSetBy;
+use taskhost::store::{LimitEdit, LimitSetBy};
 
 /// A limit of `n` runs in flight.
 pub fn running(n: u32) -> Limit {
@@ -29,6 +29,7 @@ pub fn limited<'a>(
         now: t0(),
         default_timeout: DAY,
         limits: Some(limits),
+        paced_by_server: false,
     }
 }
 
@@ -118,7 +119,10 @@ fn at<'a>(r: RunnerId, queues: &'a [String], limits: &'a RunLimits, ms: i64) -> 
 /// of 1: two start at once, then one every 200 ms, never more than 6 in a second; a claim held
 /// back says when the next start is allowed; the unlimited queue beside it is claimed whole.
 pub async fn rate_limits_pace_starts_across_runners_and_say_when_the_next_is_allowed(store: SharedStore) {
-    store.set_limit(LimitScope::Queue, "api", rate("5/1s", 1), LimitSetBy::Operator, t0()).await.expect("set");
+    store
+        .set_limit(LimitScope::Queue, "api", LimitEdit::Set(rate("5/1s", 1)), LimitSetBy::Operator, t0())
+        .await
+        .expect("set");
     let api: Vec<_> = (0..40).map(|_| NewTask::new("h", "{}").with_queue("api")).collect();
     store.add_tasks(&api, t0()).await.expect("add");
     store.add_tasks(&vec![NewTask::new("h", "{}"); 3], t0()).await.expect("add");
@@ -146,12 +150,27 @@ pub async fn rate_limits_pace_starts_across_runners_and_say_when_the_next_is_all
     }
     let counts = store.counts().await.expect("counts");
     assert_eq!((counts.running, counts.scheduled), (19, 24), "held back, not failed: {counts:?}");
+    // A worker's claims count by the server's own time (SQLite: the claim's): one start of
+    // 1/1h, then none until an hour after it.
+    let edit = LimitEdit::Set(rate("1/1h", 0));
+    store.set_limit(LimitScope::Queue, "slow", edit, LimitSetBy::Operator, t0()).await.expect("set");
+    store.add_tasks(&vec![NewTask::new("h", "{}").with_queue("slow"); 2], t0()).await.expect("add");
+    let limits = store.limits_in_force().await.expect("limits");
+    let slow = ["slow".to_string()];
+    let by_server = |r| taskhost::store::ClaimRequest { paced_by_server: true, ..at(r, &slow, &limits, 0) };
+    assert_eq!(store.claim_paced(&by_server(a)).await.expect("claim").runs.len(), 1);
+    let held = store.claim_paced(&by_server(b)).await.expect("claim");
+    assert!(held.runs.is_empty());
+    let next = held.next_start_on.expect("when the next start is allowed");
+    assert!(next >= t0() + chrono::Duration::hours(1), "{next}");
 }
 
 /// Claims racing on two connections at the same moment share one rate's starts: 4/1s with a
 /// burst of 3 starts four between them, and a quarter second later one more.
 pub async fn concurrent_rate_limited_claims_never_exceed_the_rate(a: SharedStore, b: SharedStore) {
-    a.set_limit(LimitScope::Queue, "api", rate("4/1s", 3), LimitSetBy::Operator, t0()).await.expect("set");
+    a.set_limit(LimitScope::Queue, "api", LimitEdit::Set(rate("4/1s", 3)), LimitSetBy::Operator, t0())
+        .await
+        .expect("set");
     let tasks: Vec<_> = (0..60).map(|_| NewTask::new("h", "{}").with_queue("api")).collect();
     a.add_tasks(&tasks, t0()).await.expect("add");
     let limits = a.limits_in_force().await.expect("limits");
@@ -174,49 +193,60 @@ pub async fn concurrent_rate_limited_claims_never_exceed_the_rate(a: SharedStore
 }
 
 /// Limits are kept in the database: a worker's file sets them, an operator's change is kept
-/// from the file and applies from the next claim, a limit taken out limits nothing, and the
-/// listing says who set each, its runs in flight and its due tasks.
+/// from the file and applies from the next claim (a rate raised live at once, its old pace mark
+/// notwithstanding), a limit taken out limits nothing, and the listing says who set each, its
+/// runs in flight and its due tasks.
 pub async fn limits_are_set_live_and_a_file_does_not_overwrite_an_operators(store: SharedStore) {
     let file = RunLimits { queues: [("api".to_string(), running(1))].into_iter().collect(), ..RunLimits::default() };
     assert!(store.set_file_limits(&file, t0()).await.expect("file").is_empty());
-    let tasks: Vec<_> = (0..5).map(|_| NewTask::new("h", "{}").with_queue("api")).collect();
+    let tasks: Vec<_> = (0..8).map(|_| NewTask::new("h", "{}").with_queue("api")).collect();
     store.add_tasks(&tasks, t0()).await.expect("add");
     let view = store.limits_in_force().await.expect("limits");
     let (r, queues) = (runner(&store, t0()).await, ["api".to_string()]);
-    assert_eq!(store.claim_for(&at(r, &queues, &view, 0)).await.expect("claim").len(), 1);
+    let claim = |ms: i64| {
+        let (store, queues, view) = (&store, &queues, &view);
+        async move { store.claim_for(&at(r, queues, view, ms)).await.expect("claim") }
+    };
+    let mut held = claim(0).await;
+    assert_eq!(held.len(), 1);
     let listed = store.limits(t0()).await.expect("list");
     assert_eq!(listed.len(), 1);
     let api = &listed[0];
-    assert_eq!(
-        (api.scope, api.target.as_str(), api.max_running, api.set_by),
-        (LimitScope::Queue, "api", Some(1), Some(LimitSetBy::File))
-    );
-    assert_eq!((api.running, api.due, api.rate.as_deref()), (1, 4, None));
+    let seen = (api.scope, api.target.as_str(), api.max_running, api.set_by);
+    assert_eq!(seen, (LimitScope::Queue, "api", Some(1), Some(LimitSetBy::File)));
+    assert_eq!((api.running, api.due, api.rate.as_deref()), (1, 7, None));
     // Raised live: the next claim reads it, with the view it had.
-    let both = Limit { max_running: Some(3), rate: rate("100/1s", 0).rate };
-    assert!(store.set_limit(LimitScope::Queue, "api", both, LimitSetBy::Operator, t0()).await.expect("set"));
-    assert_eq!(
-        store.claim_for(&at(r, &queues, &view, 0)).await.expect("claim").len(),
-        1,
-        "one start of the rate at once"
-    );
-    assert_eq!(store.claim_for(&at(r, &queues, &view, 10)).await.expect("claim").len(), 1, "10 ms later, the next");
-    assert!(store.claim_for(&at(r, &queues, &view, 20)).await.expect("claim").is_empty(), "3 in flight");
+    let change = LimitChange { max_running: Some(Some(3)), rate_limit: Some(Some("100/1s".into())), rate_burst: None };
+    let edit = |change| LimitEdit::Change(change);
+    let by = LimitSetBy::Operator;
+    let written = store.set_limit(LimitScope::Queue, "api", edit(&change), by, t0()).await.expect("set");
+    assert_eq!((written.before, written.now.max_running, written.kept), (running(1), Some(3), false));
+    held.extend(claim(0).await);
+    assert_eq!(held.len(), 2, "one start of the rate at once");
+    held.extend(claim(10).await);
+    assert_eq!(held.len(), 3, "10 ms later, the next");
+    assert!(claim(20).await.is_empty(), "3 in flight");
     // A worker's file no longer sets it: the operator's stays.
     assert_eq!(store.set_file_limits(&file, t0()).await.expect("file"), vec!["queue:api".to_string()]);
     let listed = store.limits(t0()).await.expect("list");
-    assert_eq!(
-        (listed[0].max_running, listed[0].rate.as_deref(), listed[0].set_by),
-        (Some(3), Some("100/1s"), Some(LimitSetBy::Operator))
-    );
+    let seen = (listed[0].max_running, listed[0].rate.as_deref(), listed[0].set_by);
+    assert_eq!(seen, (Some(3), Some("100/1s"), Some(LimitSetBy::Operator)));
+    // Lowered to 1/1h, then raised: the slow rate's pace mark, an hour ahead, is brought back.
+    store.finish_runs(&held.iter().map(|c| success(c, t0(), "{}")).collect::<Vec<_>>()).await.expect("finish");
+    let slow = LimitChange { rate_limit: Some(Some("1/1h".into())), ..LimitChange::default() };
+    store.set_limit(LimitScope::Queue, "api", edit(&slow), by, t0()).await.expect("set");
+    assert_eq!(claim(30).await.len(), 1, "one start of 1/1h");
+    assert!(claim(40).await.is_empty(), "the next in an hour");
+    let fast = LimitChange { rate_limit: Some(Some("100/1s".into())), ..LimitChange::default() };
+    store.set_limit(LimitScope::Queue, "api", edit(&fast), by, t0()).await.expect("set");
+    assert_eq!(claim(50).await.len(), 1, "raised: one pace on at most");
     // Taken out: nothing holds the queue back, and a file sets it again.
-    assert!(store
-        .set_limit(LimitScope::Queue, "api", Limit::default(), LimitSetBy::Operator, t0())
-        .await
-        .expect("clear"));
+    let clear = LimitEdit::Set(Limit::default());
+    assert!(store.set_limit(LimitScope::Queue, "api", clear.clone(), by, t0()).await.expect("clear").before.is_some());
+    assert!(!store.set_limit(LimitScope::Queue, "api", clear, by, t0()).await.expect("clear").before.is_some());
     assert!(store.limits(t0()).await.expect("list").is_empty());
     assert!(store.limits_in_force().await.expect("limits").is_empty());
-    assert_eq!(store.claim_for(&at(r, &queues, &view, 30)).await.expect("claim").len(), 2, "the rest, unlimited");
+    assert_eq!(claim(60).await.len(), 3, "the rest, unlimited");
     assert!(store.set_file_limits(&file, t0()).await.expect("file").is_empty());
     assert_eq!(store.limits_in_force().await.expect("limits"), file);
 }
