@@ -137,7 +137,9 @@ async fn claim_within<D: Dialect>(
     if picked.is_empty() {
         return Ok(Claimed { runs: Vec::new(), next_start_on });
     }
-    let narrowed = ClaimRequest { queues: &open_queues, limit: picked.len() as u32, ..*req };
+    // Started at the time the rates counted by: a claim that waited on the limits' locks starts
+    // its runs when it got them, as their starts are paced.
+    let narrowed = ClaimRequest { queues: &open_queues, limit: picked.len() as u32, now, ..*req };
     Ok(Claimed { runs: db.claim_these(tx, &narrowed, &picked).await?, next_start_on })
 }
 
