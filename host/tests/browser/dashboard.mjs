@@ -43,6 +43,21 @@ async function visit(page, hash, ready) {
   await page.waitForSelector(ready, WAIT);
 }
 
+// Click the link to `hash` until the page has gone there: the overview's live update redraws
+// its cards, and one redrawn between the press and the release loses the click.
+async function follow(page, selector, hash) {
+  const deadline = Date.now() + WAIT.timeout;
+  for (;;) {
+    await page.click(selector, WAIT);
+    try {
+      await page.waitForFunction((h) => location.hash === h, hash, { timeout: 2000 });
+      return;
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+    }
+  }
+}
+
 let page;
 try {
   page = await open({ width: 1280, height: 800 });
@@ -152,7 +167,7 @@ try {
   await visit(page, '#/', '#chart svg');
   // Every card that links to a list filters by what the list's form shows.
   done.card_links = await page.$$eval('.card.stat[href]', (cards) => cards.map((c) => c.getAttribute('href')));
-  await page.click('a[href="#/tasks?state=awaiting-retry"]');
+  await follow(page, 'a[href="#/tasks?state=awaiting-retry"]', '#/tasks?state=awaiting-retry');
   await page.waitForSelector('#task-list p.empty, #task-list table', WAIT);
   done.awaiting_retry = await page.$$eval('#task-list tr[data-key]', (rows) => rows.map((r) => Number(r.dataset.key)));
   await page.selectOption('#f-state', 'dead');
