@@ -56,7 +56,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::located;
-use crate::model::{Limit, LimitScope, Rate, RunLimits};
+use crate::model::{Limit, LimitScope, RunLimits};
 use crate::overseer::OverseerConfig;
 use crate::sandbox::compile::CompileBounds;
 use crate::sandbox::{Grants, GrantsConfig, LimitOverrides, Limits};
@@ -157,7 +157,7 @@ impl Policy {
                 limits: limits.with(&h.limits).map_err(|e| format!("[handlers.{name}.limits]: {e}"))?,
                 grants: h.grants.resolve(base).map_err(|e| format!("[handlers.{name}.grants]: {e}"))?,
             };
-            let limit = flow_limit(h.max_running, h.rate_limit.as_deref(), h.rate_burst)
+            let limit = Limit::from_settings(h.max_running, h.rate_limit.as_deref(), h.rate_burst)
                 .map_err(|e| format!("[handlers.{name}] {e}"))?;
             run_limits.set(LimitScope::Handler, name, limit);
             handlers.insert(name.clone(), handler);
@@ -166,7 +166,7 @@ impl Policy {
             if name.is_empty() || name.len() > crate::model::MAX_QUEUE_BYTES {
                 return Err(format!("[queues.{name}]: a queue's name is 1 to {} bytes", crate::model::MAX_QUEUE_BYTES));
             }
-            let limit = flow_limit(q.max_running, q.rate_limit.as_deref(), q.rate_burst)
+            let limit = Limit::from_settings(q.max_running, q.rate_limit.as_deref(), q.rate_burst)
                 .map_err(|e| format!("[queues.{name}] {e}"))?;
             run_limits.set(LimitScope::Queue, name, limit);
         }
@@ -311,19 +311,6 @@ struct QueueSection {
 fn checked_overseer(o: &OverseerConfig) -> std::result::Result<OverseerConfig, String> {
     o.check()?;
     Ok(o.clone())
-}
-
-/// A section's `max_running`, `rate_limit` and `rate_burst`, checked.
-fn flow_limit(max_running: Option<i64>, rate: Option<&str>, burst: Option<i64>) -> std::result::Result<Limit, String> {
-    let rate = match (rate, burst) {
-        (None, None) => None,
-        (None, Some(_)) => return Err("rate_burst needs a rate_limit".into()),
-        (Some(r), burst) => {
-            let burst = u32::try_from(burst.unwrap_or(0)).map_err(|_| "rate_burst is 0 or more".to_string())?;
-            Some(Rate::parse(r).and_then(|r| r.with_burst(burst)).map_err(|e| format!("rate_limit: {e}"))?)
-        }
-    };
-    Ok(Limit { max_running: max_running.map(Limit::max_running).transpose()?, rate })
 }
 
 #[derive(Debug, Deserialize)]

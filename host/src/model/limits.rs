@@ -136,6 +136,19 @@ impl Limit {
         self.max_running.is_some() || self.rate.is_some()
     }
 
+    /// A configuration section's `max_running`, `rate_limit` and `rate_burst`, checked.
+    pub fn from_settings(max_running: Option<i64>, rate: Option<&str>, burst: Option<i64>) -> Result<Limit, String> {
+        let rate = match (rate, burst) {
+            (None, None) => None,
+            (None, Some(_)) => return Err("rate_burst needs a rate_limit".into()),
+            (Some(r), burst) => {
+                let burst = u32::try_from(burst.unwrap_or(0)).map_err(|_| "rate_burst is 0 or more".to_string())?;
+                Some(Rate::parse(r).and_then(|r| r.with_burst(burst)).map_err(|e| format!("rate_limit: {e}"))?)
+            }
+        };
+        Ok(Limit { max_running: max_running.map(Limit::max_running).transpose()?, rate })
+    }
+
     /// A `max_running` checked: 0 would hold the tasks forever (pausing says so plainly).
     pub fn max_running(n: i64) -> Result<u32, String> {
         match u32::try_from(n) {
