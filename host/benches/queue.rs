@@ -49,7 +49,7 @@ async fn run() {
     let queue_limit = env_num("BENCH_QUEUE_LIMIT", 0) as u32;
     let operator_file = dir.path().join("operator.toml");
     if queue_limit > 0 {
-        let limit = taskhost::model::Limit { max_running: Some(queue_limit), rate: None };
+        let limit = taskhost::model::Limit { max_running: Some(queue_limit), ..Default::default() };
         config.policy.run_limits.queues.insert("default".into(), limit);
         std::fs::write(&operator_file, format!("[queues.default]\nmax_running = {queue_limit}\n")).expect("config");
     }

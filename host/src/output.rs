@@ -70,8 +70,8 @@ pub fn limit_table(limits: &[taskhost::store::LimitInfo]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<32} {:>11} {:>12} {:>6} {:>8} {:>8}  SET BY",
-        "LIMIT", "MAX RUNNING", "RATE", "BURST", "RUNNING", "DUE"
+        "{:<32} {:>11} {:>12} {:>6} {:>7} {:>6} {:>8} {:>8}  SET BY",
+        "LIMIT", "MAX RUNNING", "RATE", "BURST", "PER KEY", "WEIGHT", "RUNNING", "DUE"
     );
     let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     for l in limits {
@@ -82,16 +82,39 @@ pub fn limit_table(limits: &[taskhost::store::LimitInfo]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<32} {:>11} {:>12} {:>6} {:>8} {:>8}  {by}",
+            "{:<32} {:>11} {:>12} {:>6} {:>7} {:>6} {:>8} {:>8}  {by}",
             clip(&format!("{}:{}", l.scope.as_str(), l.target), 32),
             or_dash(l.max_running.map(|n| n.to_string())),
             or_dash(l.rate.clone()),
             or_dash(l.rate_burst.filter(|_| l.rate.is_some()).map(|n| n.to_string())),
+            or_dash(l.max_running_per_key.map(|n| n.to_string())),
+            or_dash(l.weight.map(|n| n.to_string())),
             l.running,
             l.due
         );
     }
     out
+}
+
+/// What a limit holds, in words: `max running 3, rate 5/1s, …` (`none` for nothing).
+pub fn limit_summary(l: &taskhost::model::Limit) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = l.max_running {
+        parts.push(format!("max running {n}"));
+    }
+    if let Some(r) = l.rate {
+        parts.push(format!("rate {r}"));
+    }
+    if let Some(n) = l.max_running_per_key {
+        parts.push(format!("max running per key {n}"));
+    }
+    if let Some(w) = l.weight {
+        parts.push(format!("weight {w}"));
+    }
+    if parts.is_empty() {
+        return "none".into();
+    }
+    parts.join(", ")
 }
 
 /// `taskhost stats`: a line a handler and queue; times in milliseconds.
@@ -191,6 +214,9 @@ pub fn task_detail(t: &Task, runs: &[Run]) -> String {
     }
     if let Some(g) = t.gave_up_on {
         let _ = writeln!(out, "  gave up     {g} (dead letter: `taskhost retry {}` replays it)", t.id);
+    }
+    if let Some(k) = &t.key {
+        let _ = writeln!(out, "  key         {k} (its share: taskhost limits)");
     }
     if let Some(k) = &t.unique_key {
         let held = match t.unique_states {

@@ -256,7 +256,7 @@ pub struct AddArgs {
     #[arg(required_unless_present = "many")]
     pub handler: Option<String>,
     /// Queue the tasks of a file instead, one JSON object a line ({"handler": …, "data": …,
-    /// "queue", "priority", "max_attempts", "unique_key", "unique_for", "unique_states", "queued_by", "at",
+    /// "queue", "priority", "key", "max_attempts", "unique_key", "unique_for", "unique_states", "queued_by", "at",
     /// "after"}); - reads standard
     /// input. Every line is checked before any task is queued.
     #[arg(long, conflicts_with = "handler", value_name = "FILE")]
@@ -283,6 +283,10 @@ pub struct AddArgs {
     /// Lower runs first.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub priority: i32,
+    /// The key whose share the task is taken in (a tenant, a customer): claims interleave keys,
+    /// each by its weight (taskhost limits set key:NAME --weight N).
+    #[arg(long)]
+    pub key: Option<String>,
     /// While a task with this key is unfinished, adding another returns the existing one.
     #[arg(long)]
     pub unique_key: Option<String>,

@@ -26,6 +26,7 @@ pub async fn add(app: &App, a: AddArgs) -> Result<()> {
         .with_queue(a.queue)
         .with_priority(a.priority);
     t.queued_by = a.queued_by;
+    t.key = a.key;
     t.unique_key = a.unique_key;
     t.unique_for = a.unique_for;
     t.unique_states = a.unique_states.unwrap_or_default();

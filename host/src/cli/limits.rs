@@ -9,8 +9,8 @@ use crate::output;
 
 #[derive(Debug, Subcommand)]
 pub enum LimitsCommand {
-    /// List the limits: runs in flight at most, starts per period, who set each and when, and
-    /// each one's runs in flight and due tasks now.
+    /// List the limits: runs in flight at most, starts per period, caps per key, keys' weights,
+    /// who set each and when, and each one's runs in flight and due tasks now.
     List {
         /// Print JSON instead of text.
         #[arg(long)]
@@ -19,7 +19,7 @@ pub enum LimitsCommand {
     /// Set a limit live, for every worker within a second (a worker's start does not overwrite
     /// it from its file). What is not given stays; `none` takes a value out.
     Set {
-        /// queue:NAME or handler:NAME.
+        /// queue:NAME, handler:NAME or key:NAME.
         name: String,
         /// Runs in flight at once, on all workers together (1 to 1,000,000; none: no limit).
         #[arg(long, value_name = "N|none")]
@@ -30,12 +30,30 @@ pub enum LimitsCommand {
         /// With a rate: starts allowed at once beyond its pace, after a quiet spell.
         #[arg(long, value_name = "N")]
         burst: Option<u32>,
+        /// A queue's runs in flight of each key at once (1 to 1,000,000; none: no limit).
+        #[arg(long, value_name = "N|none")]
+        max_running_per_key: Option<String>,
+        /// A key's weight: its turns to a weight-1 key's one (1 to 1,000; none: 1).
+        #[arg(long, value_name = "N|none")]
+        weight: Option<String>,
     },
     /// Take a limit out (a worker started later with it in its file sets it again).
     Clear {
-        /// queue:NAME or handler:NAME.
+        /// queue:NAME, handler:NAME or key:NAME.
         name: String,
     },
+}
+
+/// A `--flag N|none` value: Some(None) for none.
+fn count_or_none(flag: &str, value: Option<&str>, max: u32) -> Result<Option<Option<u32>>> {
+    match value {
+        None => Ok(None),
+        Some("none") => Ok(Some(None)),
+        Some(n) => match n.parse::<u32>() {
+            Ok(n) => Ok(Some(Some(n))),
+            Err(_) => anyhow::bail!("--{flag} {n}: write a whole number from 1 to {max}, or none"),
+        },
+    }
 }
 
 pub async fn run(app: &App, command: LimitsCommand) -> Result<()> {
@@ -48,23 +66,16 @@ pub async fn run(app: &App, command: LimitsCommand) -> Result<()> {
                 print!("{}", output::limit_table(&limits));
             }
         }
-        LimitsCommand::Set { name, max_running, rate, burst } => {
-            let max_running = match max_running.as_deref() {
-                None => None,
-                Some("none") => Some(None),
-                Some(n) => Some(Some(n.parse::<u32>().map_err(|_| {
-                    anyhow::anyhow!("--max-running {n}: write a whole number from 1 to 1000000, or none")
-                })?)),
+        LimitsCommand::Set { name, max_running, rate, burst, max_running_per_key, weight } => {
+            let change = LimitChange {
+                max_running: count_or_none("max-running", max_running.as_deref(), 1_000_000)?,
+                rate_limit: rate.map(|r| (r != "none").then_some(r)),
+                rate_burst: burst,
+                max_running_per_key: count_or_none("max-running-per-key", max_running_per_key.as_deref(), 1_000_000)?,
+                weight: count_or_none("weight", weight.as_deref(), 1_000)?,
             };
-            let rate_limit = rate.map(|r| (r != "none").then_some(r));
-            let change = LimitChange { max_running, rate_limit, rate_burst: burst };
             let now = app.client.set_limit(&name, &change).await?;
-            let show = |v: Option<String>| v.unwrap_or_else(|| "none".into());
-            println!(
-                "limit {name} set: max running {}, rate {}; every worker applies it within a second",
-                show(now.max_running.map(|n| n.to_string())),
-                show(now.rate.map(|r| r.to_string()))
-            );
+            println!("limit {name} set: {}; every worker applies it within a second", output::limit_summary(&now));
         }
         LimitsCommand::Clear { name } => {
             if app.client.clear_limit(&name).await? {

@@ -2,7 +2,7 @@
 //! queued in chunks with a progress count.
 //!
 //! A line is a [`TaskInput`]: `{"handler": "resize", "data": {...}}`, with optional `queue`,
-//! `priority`, `max_attempts`, `unique_key` (`unique_for`, `unique_states`), `queued_by`, `at`
+//! `priority`, `key`, `max_attempts`, `unique_key` (`unique_for`, `unique_states`), `queued_by`, `at`
 //! (RFC 3339) and `run_timeout`.
 //! Blank lines are skipped.
 

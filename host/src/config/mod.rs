@@ -25,7 +25,10 @@
 //! rate_limit = "10/1s"          # starts per period, across all workers (rate_burst = N: N more
 //!                               # at once after a quiet spell); both kept in the database
 //! [queues.payments]
-//! max_running = 2               # the same for a queue
+//! max_running = 2               # the same for a queue, and max_running_per_key = N: runs in
+//!                               # flight of each key (a task's --key) at once
+//! [keys.tenant-a]
+//! weight = 3                    # a key's share: three turns to a weight-1 key's one
 //!
 //! [tasks]
 //! max_data_bytes = 1048576      # a task's data at most, on every database (checked before it)
@@ -63,6 +66,7 @@ use crate::sandbox::{Grants, GrantsConfig, LimitOverrides, Limits};
 use crate::schedule::NewSchedule;
 
 pub mod api;
+mod flow;
 mod tasks;
 
 /// What the operator allows handlers: limits, grants, and how large a component may be.
@@ -162,14 +166,7 @@ impl Policy {
             run_limits.set(LimitScope::Handler, name, limit);
             handlers.insert(name.clone(), handler);
         }
-        for (name, q) in &file.queues {
-            if name.is_empty() || name.len() > crate::model::MAX_QUEUE_BYTES {
-                return Err(format!("[queues.{name}]: a queue's name is 1 to {} bytes", crate::model::MAX_QUEUE_BYTES));
-            }
-            let limit = Limit::from_settings(q.max_running, q.rate_limit.as_deref(), q.rate_burst)
-                .map_err(|e| format!("[queues.{name}] {e}"))?;
-            run_limits.set(LimitScope::Queue, name, limit);
-        }
+        flow::read(&file.queues, &file.keys, &mut run_limits)?;
         let mut schedules = Vec::with_capacity(file.schedules.len());
         for (name, entry) in &file.schedules {
             let s = entry.check(name).map_err(|e| format!("[schedules.{name}]: {e}"))?;
@@ -257,7 +254,9 @@ struct ConfigFile {
     #[serde(default)]
     schedules: std::collections::BTreeMap<String, ScheduleSection>,
     #[serde(default)]
-    queues: std::collections::BTreeMap<String, QueueSection>,
+    queues: std::collections::BTreeMap<String, flow::QueueSection>,
+    #[serde(default)]
+    keys: std::collections::BTreeMap<String, flow::KeySection>,
     #[serde(default)]
     overseer: OverseerConfig,
     #[serde(default)]
@@ -294,14 +293,6 @@ struct HandlerSection {
     limits: LimitOverrides,
     #[serde(default)]
     grants: GrantsConfig,
-    max_running: Option<i64>,
-    rate_limit: Option<String>,
-    rate_burst: Option<i64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct QueueSection {
     max_running: Option<i64>,
     rate_limit: Option<String>,
     rate_burst: Option<i64>,

@@ -1,5 +1,5 @@
 //! A task as JSON describes it, for `add --many` lines and the HTTP API: `{"handler": "resize",
-//! "data": {...}}` with optional `queue`, `priority`, `max_attempts`, `unique_key` (with
+//! "data": {...}}` with optional `queue`, `priority`, `key`, `max_attempts`, `unique_key` (with
 //! `unique_for`, "24h", and `unique_states`: "unfinished", "succeeded" or "any"), `queued_by`,
 //! `at` (RFC 3339 with a zone), `run_timeout` ("90s"), `after` (task ids it runs after) and
 //! `run_anyway`. Unknown fields are refused;
@@ -29,6 +29,8 @@ pub struct TaskInput {
     /// The old name of `max_attempts`: the same number, 0 taken as 1.
     #[cfg_attr(feature = "serve", schema(deprecated))]
     pub max_retries: Option<u32>,
+    /// The key whose share it is taken in (a tenant): claims interleave keys by weight.
+    pub key: Option<String>,
     /// Its unique key.
     pub unique_key: Option<String>,
     /// The key let go this long after it is queued, whatever its state, as text ("24h").
@@ -81,6 +83,7 @@ impl TaskInput {
             (None, Some(n)) => t = t.with_max_attempts(n.max(1)),
             (None, None) => {}
         }
+        t.key = self.key;
         t.unique_key = self.unique_key;
         t.unique_for = unique_for;
         t.unique_states = self.unique_states.unwrap_or_default();

@@ -1,139 +1,68 @@
 //! Flow-control limits of a queue or a handler, across all workers: runs in flight at most
-//! (`max_running`) and starts per period (`rate_limit`, with an optional burst). Kept in the
-//! database (`task_run_limits`): the operator's file sets them at a worker's start,
-//! `taskhost limits set` and the API change them live, and every claim reads them.
+//! (`max_running`), starts per period (`rate_limit`, with an optional burst: [`Rate`]) and, on
+//! a queue, runs in flight per key (`max_running_per_key`); and a key's weight, its share
+//! against other keys. Kept in the database (`task_run_limits`): the operator's file sets them
+//! at a worker's start, `taskhost limits set` and the API change them live, and every claim
+//! reads them.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 
-/// Starts allowed per period, across all workers: `count` per `period`, paced evenly (one every
-/// `period / count`), and up to `burst` more at once after a quiet spell. In any window of one
-/// period at most `count + burst` runs start; over a long time, `count` per period.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rate {
-    /// Starts per period.
-    pub count: u32,
-    /// The period.
-    pub period: Duration,
-    /// Starts allowed at once beyond the pace (0: evenly paced).
-    pub burst: u32,
-}
+use super::Rate;
 
-/// A grant of starts by a [`Rate`] at one moment (see [`Rate::grant`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Grant {
-    /// Starts granted (0 to the number asked for).
-    pub granted: u32,
-    /// The rate's next pace mark once they are taken, to store back.
-    pub next_on: DateTime<Utc>,
-    /// When the next start is allowed once they are taken.
-    pub due_on: DateTime<Utc>,
-}
-
-impl Rate {
-    /// The most starts per period, and the largest burst.
-    pub const MAX_COUNT: u32 = 1_000_000;
-    /// The longest period.
-    pub const MAX_PERIOD: Duration = Duration::from_secs(7 * 86_400);
-    /// The shortest period (the database keeps microseconds, and the pace is whole ones).
-    pub const MIN_PERIOD: Duration = Duration::from_millis(1);
-    /// The shortest pace between two starts: 1 µs, what the database's times keep.
-    const MIN_INTERVAL_US: i64 = 1;
-
-    /// Read `N/PERIOD`: `5/1s`, `100/1m`, `5/s` (a bare unit is one of it).
-    pub fn parse(text: &str) -> Result<Rate, String> {
-        let bad = |why: &str| format!("\"{text}\" is not a rate ({why}): write starts/period, such as 5/1s or 100/1m");
-        let (count, period) = text.trim().split_once('/').ok_or_else(|| bad("no /"))?;
-        let count: u32 = count.trim().parse().map_err(|_| bad("the count is not a whole number"))?;
-        let period = period.trim();
-        let period = match period.starts_with(|c: char| c.is_ascii_digit()) {
-            true => crate::text::parse_duration(period),
-            false => crate::text::parse_duration(&format!("1{period}")),
-        }
-        .map_err(|e| bad(&e))?;
-        Rate { count, period, burst: 0 }.checked()
-    }
-
-    /// This rate with `burst` starts allowed at once beyond the pace.
-    pub fn with_burst(self, burst: u32) -> Result<Rate, String> {
-        Rate { burst, ..self }.checked()
-    }
-
-    /// The rate, or what is out of range in it.
-    pub fn checked(self) -> Result<Rate, String> {
-        if self.count == 0 || self.count > Self::MAX_COUNT {
-            return Err(format!("a rate's count is 1 to {} (not {})", Self::MAX_COUNT, self.count));
-        }
-        if self.period < Self::MIN_PERIOD || self.period > Self::MAX_PERIOD {
-            let shown = humantime::format_duration(self.period);
-            return Err(format!("a rate's period is 1ms to 7days (not {shown})"));
-        }
-        if self.burst > Self::MAX_COUNT {
-            return Err(format!("a burst is 0 to {} (not {})", Self::MAX_COUNT, self.burst));
-        }
-        // The pace mark runs at most the burst's paces ahead: kept within what every database's
-        // times hold.
-        if i128::from(self.interval_us()) * i128::from(self.burst) > Self::MAX_PERIOD.as_micros() as i128 {
-            return Err(format!("a burst of {} at this pace spans more than 7 days", self.burst));
-        }
-        Ok(self)
-    }
-
-    /// The pace between two starts, in microseconds, rounded up: never more starts than asked.
-    pub fn interval_us(&self) -> i64 {
-        let period = i64::try_from(self.period.as_micros()).unwrap_or(i64::MAX);
-        (period.saturating_add(i64::from(self.count) - 1) / i64::from(self.count)).max(Self::MIN_INTERVAL_US)
-    }
-
-    /// Up to `want` starts at `now`, given the pace mark stored (`next_on`, None: never used).
-    ///
-    /// A generic cell rate algorithm: the mark is when the next start would be on pace; a start
-    /// is allowed while the mark is at most `burst` paces ahead of now, and each start moves the
-    /// mark one pace on (from now, when the mark is behind: quiet time earns no more than the
-    /// burst).
-    pub fn grant(&self, next_on: Option<DateTime<Utc>>, now: DateTime<Utc>, want: u32) -> Grant {
-        let pace = self.interval_us();
-        let slack = pace.saturating_mul(i64::from(self.burst));
-        let mark = next_on.filter(|m| *m > now).unwrap_or(now);
-        let ahead = (mark - now).num_microseconds().unwrap_or(i64::MAX);
-        let available = if ahead > slack { 0 } else { (slack - ahead) / pace + 1 };
-        let granted = u32::try_from(available.min(i64::from(want))).unwrap_or(want);
-        let next_on = mark + TimeDelta::microseconds(pace.saturating_mul(i64::from(granted)));
-        let due_on = (next_on - TimeDelta::microseconds(slack)).max(now);
-        Grant { granted, next_on, due_on }
-    }
-}
-
-impl fmt::Display for Rate {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.count, humantime::format_duration(self.period))?;
-        if self.burst > 0 {
-            write!(f, " (burst {})", self.burst)?;
-        }
-        Ok(())
-    }
-}
-
-/// The limits on one queue or handler; a field left `None` does not limit.
+/// The limits on one queue, handler or key; a field left `None` does not limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Limit {
-    /// Runs in flight at once, on all workers together.
+    /// Runs in flight at once, on all workers together (a queue, a handler).
     pub max_running: Option<u32>,
-    /// Starts per period, on all workers together.
+    /// Starts per period, on all workers together (a queue, a handler).
     pub rate: Option<Rate>,
+    /// Runs in flight at once of each key, on all workers together (a queue).
+    pub max_running_per_key: Option<u32>,
+    /// Its share against other keys: a key of weight 3 is given three turns to a key of
+    /// weight 1's (a key; [`DEFAULT_WEIGHT`] unless set).
+    pub weight: Option<u32>,
 }
+
+/// A key's weight unless one is set.
+pub const DEFAULT_WEIGHT: u32 = 1;
 
 impl Limit {
     /// The largest `max_running`.
     pub const MAX_RUNNING: u32 = 1_000_000;
+    /// The largest weight (a turn is spaced by 1 µs / weight, in whole nanoseconds).
+    pub const MAX_WEIGHT: u32 = 1_000;
 
     /// Whether it limits anything.
     pub fn is_some(&self) -> bool {
-        self.max_running.is_some() || self.rate.is_some()
+        self.max_running.is_some() || self.rate.is_some() || self.max_running_per_key.is_some() || self.weight.is_some()
+    }
+
+    /// Whether it holds what its scope takes: a key a weight only, a queue or a handler no weight,
+    /// and only a queue a cap per key.
+    pub fn check_for(&self, scope: LimitScope) -> Result<(), String> {
+        let fits = match scope {
+            LimitScope::Key => self.max_running.is_none() && self.rate.is_none() && self.max_running_per_key.is_none(),
+            LimitScope::Queue => self.weight.is_none(),
+            LimitScope::Handler => self.weight.is_none() && self.max_running_per_key.is_none(),
+        };
+        match (fits, scope) {
+            (true, _) => Ok(()),
+            (false, LimitScope::Key) => {
+                Err("a key takes a weight only (its queue caps its runs: max_running_per_key)".into())
+            }
+            (false, LimitScope::Queue) => Err("a queue takes no weight (a key does: key:NAME)".into()),
+            (false, LimitScope::Handler) => Err("a handler takes max_running and a rate only".into()),
+        }
+    }
+
+    /// A weight checked.
+    pub fn weight(n: i64) -> Result<u32, String> {
+        match u32::try_from(n) {
+            Ok(n) if (1..=Self::MAX_WEIGHT).contains(&n) => Ok(n),
+            _ => Err(format!("weight = {n} is out of range (1 to {})", Self::MAX_WEIGHT)),
+        }
     }
 
     /// A configuration section's `max_running`, `rate_limit` and `rate_burst`, checked.
@@ -146,7 +75,7 @@ impl Limit {
                 Some(Rate::parse(r).and_then(|r| r.with_burst(burst)).map_err(|e| format!("rate_limit: {e}"))?)
             }
         };
-        Ok(Limit { max_running: max_running.map(Limit::max_running).transpose()?, rate })
+        Ok(Limit { max_running: max_running.map(Limit::max_running).transpose()?, rate, ..Limit::default() })
     }
 
     /// A `max_running` checked: 0 would hold the tasks forever (pausing says so plainly).
@@ -177,6 +106,14 @@ pub struct LimitChange {
     pub rate_limit: Option<Option<String>>,
     /// With a rate: starts allowed at once beyond its pace (0 to 1,000,000).
     pub rate_burst: Option<u32>,
+    /// A queue's runs in flight of each key at once (1 to 1,000,000; null: no limit).
+    #[serde(default, deserialize_with = "given")]
+    #[cfg_attr(feature = "serve", schema(value_type = Option<u32>))]
+    pub max_running_per_key: Option<Option<u32>>,
+    /// A key's weight: its turns to a weight-1 key's one (1 to 1,000; null: 1).
+    #[serde(default, deserialize_with = "given")]
+    #[cfg_attr(feature = "serve", schema(value_type = Option<u32>))]
+    pub weight: Option<Option<u32>>,
 }
 
 /// A field given, even as `null` (Some(None)), told apart from one left out (None).
@@ -188,10 +125,16 @@ impl LimitChange {
     /// Apply the change to `limit`, or say what is wrong with it.
     pub fn apply(&self, limit: &mut Limit) -> Result<(), String> {
         if *self == LimitChange::default() {
-            return Err("nothing to change: give a max running, a rate or a burst".into());
+            return Err("nothing to change: give a max running, a rate, a burst, a cap per key or a weight".into());
         }
         if let Some(max) = self.max_running {
             limit.max_running = max.map(|n| Limit::max_running(i64::from(n))).transpose()?;
+        }
+        if let Some(max) = self.max_running_per_key {
+            limit.max_running_per_key = max.map(|n| Limit::max_running(i64::from(n))).transpose()?;
+        }
+        if let Some(weight) = self.weight {
+            limit.weight = weight.map(|n| Limit::weight(i64::from(n))).transpose()?;
         }
         if let Some(rate) = &self.rate_limit {
             let burst = limit.rate.map_or(0, |r| r.burst);
@@ -205,7 +148,7 @@ impl LimitChange {
     }
 }
 
-/// What a limit is on: its row's name is `queue:NAME` or `handler:NAME`.
+/// What a limit is on: its row's name is `queue:NAME`, `handler:NAME` or `key:NAME`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
@@ -214,6 +157,8 @@ pub enum LimitScope {
     Queue,
     /// The runs of one handler, whatever their queue.
     Handler,
+    /// The tasks of one key (a tenant), whatever their queue.
+    Key,
 }
 
 impl LimitScope {
@@ -222,21 +167,24 @@ impl LimitScope {
         match self {
             LimitScope::Queue => "queue",
             LimitScope::Handler => "handler",
+            LimitScope::Key => "key",
         }
     }
 
-    /// `queue:NAME` or `handler:NAME`, read.
+    /// `queue:NAME`, `handler:NAME` or `key:NAME`, read.
     pub fn parse_name(name: &str) -> Result<(LimitScope, &str), String> {
-        let bad = || format!("\"{name}\" names no limit: write queue:NAME or handler:NAME");
+        let bad = || format!("\"{name}\" names no limit: write queue:NAME, handler:NAME or key:NAME");
         let (scope, rest) = name.split_once(':').ok_or_else(bad)?;
         let scope = match scope {
             "queue" => LimitScope::Queue,
             "handler" => LimitScope::Handler,
+            "key" => LimitScope::Key,
             _ => return Err(bad()),
         };
         let fits = match scope {
             LimitScope::Queue => !rest.is_empty() && rest.len() <= super::MAX_QUEUE_BYTES,
             LimitScope::Handler => super::valid_handler_name(rest),
+            LimitScope::Key => !rest.is_empty() && rest.len() <= super::MAX_SHARE_KEY_BYTES,
         };
         if !fits {
             return Err(format!("\"{rest}\" is no {} name", scope.as_str()));
@@ -250,19 +198,21 @@ impl LimitScope {
     }
 }
 
-/// The limits in force, per queue and per handler, as a worker last read them.
+/// The limits in force, per queue, handler and key, as a worker last read them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunLimits {
     /// Queue name → its limits.
     pub queues: BTreeMap<String, Limit>,
     /// Handler name → its limits.
     pub handlers: BTreeMap<String, Limit>,
+    /// Key → its weight (read where keyed tasks are added, not by claims).
+    pub keys: BTreeMap<String, Limit>,
 }
 
 impl RunLimits {
     /// Whether no limit is set.
     pub fn is_empty(&self) -> bool {
-        self.queues.is_empty() && self.handlers.is_empty()
+        self.queues.is_empty() && self.handlers.is_empty() && self.keys.is_empty()
     }
 
     /// The limits of one scope.
@@ -270,6 +220,7 @@ impl RunLimits {
         match scope {
             LimitScope::Queue => &self.queues,
             LimitScope::Handler => &self.handlers,
+            LimitScope::Key => &self.keys,
         }
     }
 
@@ -278,6 +229,7 @@ impl RunLimits {
         let all = match scope {
             LimitScope::Queue => &mut self.queues,
             LimitScope::Handler => &mut self.handlers,
+            LimitScope::Key => &mut self.keys,
         };
         if limit.is_some() {
             all.insert(name.to_string(), limit);
@@ -299,69 +251,6 @@ impl RunLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn at(ms: i64) -> DateTime<Utc> {
-        DateTime::<Utc>::UNIX_EPOCH + TimeDelta::milliseconds(ms)
-    }
-
-    #[test]
-    fn rates_read_as_an_operator_writes_them() {
-        let five = Rate::parse("5/1s").expect("5/1s");
-        assert_eq!((five.count, five.period, five.burst), (5, Duration::from_secs(1), 0));
-        assert_eq!(Rate::parse("5/s"), Ok(five));
-        assert_eq!(Rate::parse(" 100 / 1m ").map(|r| r.period), Ok(Duration::from_secs(60)));
-        assert_eq!(five.to_string(), "5/1s");
-        assert_eq!(five.with_burst(3).map(|r| r.to_string()), Ok("5/1s (burst 3)".into()));
-        for bad in ["5", "0/1s", "x/1s", "5/0s", "5/500ns", "5/999us", "5/8days", "5/1parsec", "-1/1s"] {
-            assert!(Rate::parse(bad).is_err(), "{bad} was taken");
-        }
-        assert!(five.with_burst(Rate::MAX_COUNT + 1).is_err());
-        let weekly = Rate::parse("1/7days").expect("weekly");
-        assert!(weekly.with_burst(1).is_ok() && weekly.with_burst(2).is_err(), "a burst past 7 days of pace");
-    }
-
-    #[test]
-    fn a_paced_rate_grants_one_start_a_pace_and_never_more_in_a_period() {
-        let rate = Rate::parse("5/1s").expect("rate");
-        assert_eq!(rate.interval_us(), 200_000);
-        let first = rate.grant(None, at(0), 16);
-        assert_eq!((first.granted, first.next_on, first.due_on), (1, at(200), at(200)));
-        assert_eq!(rate.grant(Some(first.next_on), at(199), 16).granted, 0);
-        // Claims every 10 ms for 3 seconds: starts in any one-second window at most 5.
-        let (mut mark, mut starts) = (None, Vec::new());
-        for ms in (0..3000).step_by(10) {
-            let g = rate.grant(mark, at(ms), 16);
-            if g.granted > 0 {
-                mark = Some(g.next_on);
-                starts.extend(std::iter::repeat_n(ms, g.granted as usize));
-            }
-        }
-        assert_eq!(starts.len(), 15);
-        for (i, s) in starts.iter().enumerate() {
-            assert!(starts[i..].iter().take_while(|t| **t < s + 1000).count() <= 5, "{starts:?}");
-        }
-    }
-
-    #[test]
-    fn a_burst_is_granted_after_a_quiet_spell_and_the_pace_holds_after_it() {
-        let rate = Rate::parse("5/1s").and_then(|r| r.with_burst(3)).expect("rate");
-        let g = rate.grant(None, at(0), 16);
-        assert_eq!((g.granted, g.next_on, g.due_on), (4, at(800), at(200)));
-        assert_eq!(rate.grant(Some(g.next_on), at(100), 16).granted, 0);
-        assert_eq!(rate.grant(Some(g.next_on), at(200), 16).granted, 1);
-        // A long quiet spell earns no more than the burst.
-        assert_eq!(rate.grant(Some(g.next_on), at(60_000), 16).granted, 4);
-        // Asking for fewer takes fewer.
-        let two = rate.grant(None, at(0), 2);
-        assert_eq!((two.granted, two.next_on, two.due_on), (2, at(400), at(0)));
-    }
-
-    #[test]
-    fn an_uneven_pace_is_rounded_up_so_no_period_sees_more() {
-        let rate = Rate::parse("3/1s").expect("rate");
-        assert_eq!(rate.interval_us(), 333_334);
-        assert_eq!(Rate::parse("1000000/1s").map(|r| r.interval_us()), Ok(1));
-    }
 
     #[test]
     fn a_change_sets_what_it_gives_takes_out_what_is_null_and_keeps_the_rest() {
@@ -386,13 +275,23 @@ mod tests {
         let mut none = Limit::default();
         assert!(change(r#"{"rate_burst": 4}"#).apply(&mut none).is_err_and(|e| e.contains("needs a rate_limit")));
         assert!(serde_json::from_str::<LimitChange>(r#"{"max": 1}"#).is_err(), "unknown fields are refused");
+        let mut key = Limit::default();
+        change(r#"{"weight": 3}"#).apply(&mut key).expect("weight");
+        assert_eq!((key.weight, key.check_for(LimitScope::Key)), (Some(3), Ok(())));
+        assert!(key.check_for(LimitScope::Queue).is_err(), "a queue takes no weight");
+        assert!(change(r#"{"weight": 0}"#).apply(&mut key).is_err_and(|e| e.contains("out of range")));
+        assert!(change(r#"{"weight": 1001}"#).apply(&mut key).is_err());
+        change(r#"{"max_running_per_key": 2}"#).apply(&mut limit).expect("per key");
+        assert_eq!((limit.max_running_per_key, limit.check_for(LimitScope::Queue)), (Some(2), Ok(())));
+        assert!(limit.check_for(LimitScope::Handler).is_err() && limit.check_for(LimitScope::Key).is_err());
     }
 
     #[test]
     fn limit_names_say_their_scope() {
         assert_eq!(LimitScope::parse_name("queue:mail"), Ok((LimitScope::Queue, "mail")));
         assert_eq!(LimitScope::parse_name("handler:send-mail"), Ok((LimitScope::Handler, "send-mail")));
-        for bad in ["mail", "key:a", "queue:", "handler:a/b"] {
+        assert_eq!(LimitScope::parse_name("key:tenant-a"), Ok((LimitScope::Key, "tenant-a")));
+        for bad in ["mail", "tenant:a", "queue:", "handler:a/b", "key:"] {
             assert!(LimitScope::parse_name(bad).is_err(), "{bad} was taken");
         }
         assert_eq!(LimitScope::Handler.name("x"), "handler:x");

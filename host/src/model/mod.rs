@@ -10,6 +10,7 @@ pub mod lifecycle;
 mod limits;
 mod new_task;
 mod outcome;
+mod rate;
 mod signals;
 mod status;
 mod unique;
@@ -17,9 +18,10 @@ pub use failure::{codes, ErrorSource, Failure, FailureKind};
 pub use input::TaskInput;
 pub use json::{task_json, RunDetail, TaskDetail};
 pub use lifecycle::{TaskState, Transition};
-pub use limits::{Grant, Limit, LimitChange, LimitScope, Rate, RunLimits};
+pub use limits::{Limit, LimitChange, LimitScope, RunLimits, DEFAULT_WEIGHT};
 pub use new_task::*;
 pub use outcome::*;
+pub use rate::{Grant, Rate};
 pub use signals::*;
 pub use status::*;
 pub use unique::{UniqueStates, MAX_UNIQUE_FOR};
@@ -89,6 +91,8 @@ pub struct Task {
     pub queue: String,
     /// Lower runs first.
     pub priority: i32,
+    /// The key whose share it is taken in.
+    pub key: Option<String>,
     /// While the task is unfinished (or in [`Self::unique_states`]), no other task with this key
     /// is added.
     pub unique_key: Option<String>,

@@ -35,6 +35,9 @@ pub struct NewTask {
     pub queue: String,
     /// Lower runs first.
     pub priority: i32,
+    /// The key whose share it is taken in (a tenant, a customer): claims interleave keys, each
+    /// by its weight (see `docs/queue.md`, "Fair shares").
+    pub key: Option<String>,
     /// While a task with this key is unfinished, adding another returns the existing one.
     pub unique_key: Option<String>,
     /// The key is let go this long after the task is queued, whatever its state (none: held
@@ -70,6 +73,8 @@ pub const MAX_HANDLER_BYTES: usize = 128;
 pub const MAX_QUEUE_BYTES: usize = 128;
 /// Longest unique key, in bytes.
 pub const MAX_UNIQUE_KEY_BYTES: usize = 255;
+/// Longest share key (`--key`), in bytes.
+pub const MAX_SHARE_KEY_BYTES: usize = 128;
 /// Longest `queued_by`, in bytes.
 pub const MAX_QUEUED_BY_BYTES: usize = 255;
 /// The queue of a task that names none.
@@ -88,6 +93,7 @@ impl NewTask {
             queued_by: None,
             queue: DEFAULT_QUEUE.to_string(),
             priority: 0,
+            key: None,
             unique_key: None,
             unique_for: None,
             unique_states: super::UniqueStates::Unfinished,
@@ -125,6 +131,11 @@ impl NewTask {
     /// Claimed before tasks of a higher `priority` (lower runs first).
     pub fn with_priority(mut self, priority: i32) -> Self {
         self.priority = priority;
+        self
+    }
+    /// Taken in `key`'s share: claims interleave keys, each by its weight.
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
         self
     }
     /// Not added while another task holds `key` (that task is returned): an unfinished one, or
@@ -226,6 +237,13 @@ impl NewTask {
         if self.queue == EVERY_QUEUE {
             return field("queue", "* is not a queue's name: to workers it means every queue".into());
         }
+        if self.key.as_deref() == Some("") {
+            return field("key", "the key is empty".into());
+        }
+        if self.key.as_deref().is_some_and(|k| k.trim() != k) {
+            // MySQL compares keys padded with spaces: "a" and "a " would be one key there.
+            return field("key", "the key begins or ends with white space".into());
+        }
         if self.unique_key.as_deref() == Some("") {
             return field("unique key", "the unique key is empty".into());
         }
@@ -241,6 +259,7 @@ impl NewTask {
             ("handler name", Some(&self.handler), MAX_HANDLER_BYTES),
             ("queue", Some(&self.queue), MAX_QUEUE_BYTES),
             ("unique key", self.unique_key.as_ref(), MAX_UNIQUE_KEY_BYTES),
+            ("key", self.key.as_ref(), MAX_SHARE_KEY_BYTES),
             ("queued-by", self.queued_by.as_ref(), MAX_QUEUED_BY_BYTES),
         ];
         for (what, value, max) in texts {

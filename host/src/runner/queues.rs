@@ -97,11 +97,11 @@ mod tests {
         let mut limits = RunLimits::default();
         let (queues, handlers) = (names(&["api", "bulk", "mail"]), names(&["echo", "fetch"]));
         assert_eq!(claims_of(&queues, &handlers, &limits), [(queues.clone(), false)]);
-        limits.queues.insert("api".into(), crate::model::Limit { max_running: Some(2), rate: None });
+        limits.queues.insert("api".into(), crate::model::Limit { max_running: Some(2), ..Default::default() });
         let parts = claims_of(&queues, &handlers, &limits);
         assert_eq!(parts, [(names(&["api"]), true), (names(&["bulk", "mail"]), false)]);
         assert_eq!(claims_of(&names(&["api"]), &handlers, &limits), [(names(&["api"]), true)]);
-        limits.handlers.insert("fetch".into(), crate::model::Limit { max_running: Some(1), rate: None });
+        limits.handlers.insert("fetch".into(), crate::model::Limit { max_running: Some(1), ..Default::default() });
         assert_eq!(claims_of(&queues, &handlers, &limits), [(queues.clone(), true)]);
         assert!(claims_of(&[], &handlers, &limits).is_empty());
     }

@@ -52,6 +52,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0020_stats_snoozed.sql",
     "0021_unique_over_time.sql",
     "0022_flow_limits.sql",
+    "0023_fair_shares.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -79,6 +80,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0020_stats_snoozed.sql",
     "0021_unique_over_time.sql",
     "0022_flow_limits.sql",
+    "0023_fair_shares.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -107,6 +109,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0021_stats_snoozed.sql",
     "0022_unique_over_time.sql",
     "0023_flow_limits.sql",
+    "0024_fair_shares.sql",
 );
 
 impl Embedded {

@@ -214,7 +214,8 @@ impl Dialect for MySqlDb {
         let (parent, depth) = lineage_values(lineage);
         let mut qb = QueryBuilder::<MySql>::new(
             "INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
-                 max_retries, queue, priority, run_timeout, backoff_base_ms, backoff_max_ms, parent_id, depth) ",
+                 max_retries, queue, priority, run_timeout, backoff_base_ms, backoff_max_ms, parent_id, depth,
+                 share_key) ",
         );
         qb.push_values(tasks, |mut b, t| {
             b.push_bind(now)
@@ -229,7 +230,8 @@ impl Dialect for MySqlDb {
                 .push_bind(t.backoff.base_ms)
                 .push_bind(t.backoff.max_ms)
                 .push_bind(parent)
-                .push_bind(depth);
+                .push_bind(depth)
+                .push_bind(t.key.clone());
         });
         let r = qb.build().execute(&mut *conn).await?;
         // One multi-row INSERT gets its ids in one block (InnoDB, any auto-increment lock mode,

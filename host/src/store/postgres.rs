@@ -187,7 +187,7 @@ impl Dialect for PostgresDb {
                  ON CONFLICT (active_unique_key) WHERE active_unique_key IS NOT NULL DO NOTHING
                  RETURNING id
              )
-             SELECT id FROM ins WHERE (SELECT count(*) FROM (SELECT pg_notify($17, '')) AS n) = 1"
+             SELECT id FROM ins WHERE (SELECT count(*) FROM (SELECT pg_notify($18, '')) AS n) = 1"
         );
         let mut values = new_task_args(t, now, lineage);
         values.push(Arg::from(CHANNEL));
@@ -204,11 +204,12 @@ impl Dialect for PostgresDb {
         let (parent, depth) = lineage_values(lineage);
         let mut ids: Vec<i64> = sqlx::query_scalar(
             "INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
-                 max_retries, queue, priority, run_timeout, backoff_base_ms, backoff_max_ms, parent_id, depth)
-             SELECT $1, t.b, t.s, t.h, t.d, t.m, t.qu, t.p, t.rt, t.bb, t.bm, $12::bigint, $13::bigint
+                 max_retries, queue, priority, run_timeout, backoff_base_ms, backoff_max_ms, parent_id, depth,
+                 share_key)
+             SELECT $1, t.b, t.s, t.h, t.d, t.m, t.qu, t.p, t.rt, t.bb, t.bm, $12::bigint, $13::bigint, t.k
              FROM UNNEST($2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::bigint[], $7::text[],
-                         $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])
-                  WITH ORDINALITY AS t(b, s, h, d, m, qu, p, rt, bb, bm, n)
+                         $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $14::text[])
+                  WITH ORDINALITY AS t(b, s, h, d, m, qu, p, rt, bb, bm, k, n)
              ORDER BY t.n
              RETURNING id",
         )
@@ -225,6 +226,7 @@ impl Dialect for PostgresDb {
         .bind(tasks.iter().map(|t| t.backoff.max_ms).collect::<Vec<_>>())
         .bind(parent)
         .bind(depth)
+        .bind(tasks.iter().map(|t| t.key.clone()).collect::<Vec<_>>())
         .fetch_all(&mut *conn)
         .await?;
         // Ids come from a sequence in insertion order, which is the input order.
@@ -234,7 +236,7 @@ impl Dialect for PostgresDb {
     }
 
     async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
-        if let [task] = tasks {
+        if let [task @ NewTask { key: None, .. }] = tasks {
             // One statement is atomic without a transaction (and saves its round trips).
             let mut conn = self.pool.acquire().await?;
             return Ok(vec![add_one::<Self>(&mut conn, task, now).await?]);

@@ -72,6 +72,7 @@ pub fn task(r: &impl Cells) -> Result<Task> {
         awaiting_until: r.time("awaiting_until")?.filter(|_| !finished),
         queue: text(r, TASKS, "queue")?,
         priority: int(r, TASKS, "priority")?.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
+        key: r.text("share_key")?,
         unique_key: r.text("unique_key")?,
         unique_until: r.time("unique_until")?,
         unique_states: match r.text("unique_states")? {

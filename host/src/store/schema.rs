@@ -96,6 +96,8 @@ pub const TABLES: &[Table] = &[
             null("awaiting_until", Time),
             null("unique_until", Time),
             null("unique_states", Str(16)),
+            // The key whose share it is taken in (`store::shared::fair`).
+            null("share_key", NAME),
         ],
     },
     // Signals sent to a task, kept until a run reads one and ends well (`read_by_run`).
@@ -152,8 +154,12 @@ pub const TABLES: &[Table] = &[
             null("next_on", Time),
             null("set_by", Str(16)),
             null("updated_on", Time),
+            null("weight", Int),
+            null("max_running_per_key", Int),
         ],
     },
+    // Each key's last turn, in nanoseconds since the epoch (`store::shared::fair`).
+    Table { name: "task_keys", columns: &[col("name", NAME), def("turn_ns", Int, "0")] },
     Table {
         name: "task_schedules",
         columns: &[
@@ -278,6 +284,15 @@ pub const INDEXES: &[Index] = &[
         unique: false,
         filter: Some("last_status = 'running'"),
         mysql: OnMySql::Covered("task_queue_claim"),
+    },
+    // A key's tasks by state: its runs in flight (a queue's cap per key) and its tasks due.
+    Index {
+        name: "task_queue_key",
+        table: "task_queue",
+        columns: &["share_key", "last_status"],
+        unique: false,
+        filter: Some("share_key IS NOT NULL"),
+        mysql: OnMySql::Same,
     },
     // A task's children (tasks its runs queued).
     Index {

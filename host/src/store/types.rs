@@ -198,9 +198,9 @@ pub struct LimitWritten {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct LimitInfo {
-    /// What it limits: a queue or a handler.
+    /// What it limits: a queue, a handler or a key.
     pub scope: LimitScope,
-    /// The queue's or handler's name.
+    /// The queue's, handler's or key's name.
     pub target: String,
     /// Runs in flight at once, on all workers together (None: not limited).
     pub max_running: Option<u32>,
@@ -208,6 +208,10 @@ pub struct LimitInfo {
     pub rate: Option<String>,
     /// With a rate: starts allowed at once beyond its pace.
     pub rate_burst: Option<u32>,
+    /// A queue's runs in flight of each key at once (None: not limited).
+    pub max_running_per_key: Option<u32>,
+    /// A key's weight (None: 1).
+    pub weight: Option<u32>,
     /// Who set it last (None: a host before live limits).
     pub set_by: Option<LimitSetBy>,
     /// When it was set last.

@@ -14,7 +14,8 @@ use crate::error::{Error, Result};
 use crate::model::{Limit, LimitScope, Rate, RunLimits, TaskState};
 
 /// The columns a limit is read from.
-pub(super) const LIMIT_COLUMNS: &str = "name, max_running, rate_count, rate_period_us, rate_burst, next_on";
+pub(super) const LIMIT_COLUMNS: &str =
+    "name, max_running, rate_count, rate_period_us, rate_burst, next_on, max_running_per_key, weight";
 
 /// A limit's row as read: its name, its limits, its rate's pace mark.
 pub(super) struct LimitRow {
@@ -41,7 +42,16 @@ impl LimitRow {
             }
             _ => None,
         };
-        Ok(LimitRow { limit: Limit { max_running: max_running.transpose()?, rate }, next_on: r.time("next_on")?, name })
+        let count = |column: &str, check: fn(i64) -> std::result::Result<u32, String>| -> Result<Option<u32>> {
+            r.int(column)?.map(|n| check(n).map_err(|e| corrupt(format!("{name}: {e}")))).transpose()
+        };
+        let limit = Limit {
+            max_running: max_running.transpose()?,
+            rate,
+            max_running_per_key: count("max_running_per_key", Limit::max_running)?,
+            weight: count("weight", Limit::weight)?,
+        };
+        Ok(LimitRow { limit, next_on: r.time("next_on")?, name })
     }
 }
 
@@ -67,6 +77,8 @@ pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<LimitInf
             max_running: row.limit.max_running,
             rate: row.limit.rate.map(|r| format!("{}/{}", r.count, humantime::format_duration(r.period))),
             rate_burst: row.limit.rate.map(|r| r.burst),
+            max_running_per_key: row.limit.max_running_per_key,
+            weight: row.limit.weight,
             set_by: r.text("set_by")?.as_deref().and_then(LimitSetBy::parse),
             updated_on: r.time("updated_on")?,
             running: 0,
@@ -84,6 +96,7 @@ async fn load<D: Dialect>(db: &D, scope: LimitScope, target: &str, now: DateTime
     let column = match scope {
         LimitScope::Queue => "queue",
         LimitScope::Handler => "task_handler_class",
+        LimitScope::Key => "share_key",
     };
     let sql = format!(
         "SELECT count(CASE WHEN {} THEN 1 END) AS running,
@@ -156,6 +169,7 @@ pub async fn set<D: Dialect>(
                     limit
                 }
             };
+            after.check_for(scope).map_err(|e| Error::invalid("limit", e))?;
             if !after.is_some() {
                 db.exec(Some(&mut tx.tx), "DELETE FROM task_run_limits WHERE name = $1", args![name]).await?;
                 return Ok(LimitWritten { before: before.limit, now: after, kept });
@@ -173,7 +187,8 @@ pub async fn set<D: Dialect>(
             let rate = after.rate;
             let period = rate.map(|r| i64::try_from(r.period.as_micros()).unwrap_or(i64::MAX));
             let sql = "UPDATE task_run_limits SET max_running = $2, rate_count = $3, rate_period_us = $4,
-                       rate_burst = $5, next_on = $6, set_by = $7, updated_on = $8 WHERE name = $1";
+                       rate_burst = $5, next_on = $6, set_by = $7, updated_on = $8, max_running_per_key = $9,
+                       weight = $10 WHERE name = $1";
             let values = args![
                 name,
                 after.max_running.map(i64::from),
@@ -182,7 +197,9 @@ pub async fn set<D: Dialect>(
                 i64::from(rate.map_or(0, |r| r.burst)),
                 next_on,
                 by.as_str(),
-                now
+                now,
+                after.max_running_per_key.map(i64::from),
+                after.weight.map(i64::from)
             ];
             db.exec(Some(&mut tx.tx), sql, values).await?;
             Ok(LimitWritten { before: before.limit, now: after, kept })
@@ -203,7 +220,7 @@ async fn insert<D: Dialect>(db: &D, name: &str) -> Result<()> {
 /// Set each of the file's limits (those an operator set live are kept); the names kept.
 pub async fn set_from_file<D: Dialect>(db: &D, limits: &RunLimits, now: DateTime<Utc>) -> Result<Vec<String>> {
     let mut kept = Vec::new();
-    for scope in [LimitScope::Queue, LimitScope::Handler] {
+    for scope in [LimitScope::Queue, LimitScope::Handler, LimitScope::Key] {
         for (target, limit) in limits.of(scope) {
             if set(db, scope, target, LimitEdit::Set(*limit), LimitSetBy::File, now).await?.kept {
                 kept.push(scope.name(target));

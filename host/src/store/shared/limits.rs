@@ -9,7 +9,8 @@
 //! 2. counts the runs in flight of each concurrency limit (by the index `task_queue_running`;
 //!    MySQL's claim index), and takes the starts each rate allows now from its pace mark;
 //! 3. reads due tasks in claim order, leaving out queues and handlers with no room left, and
-//!    keeps those that fit the room of both their queue and their handler;
+//!    keeps those that fit the room of both their queue and their handler, and, in a queue with
+//!    a cap per key (`max_running_per_key`), their key's room (its runs in flight counted);
 //! 4. claims exactly those ([`Dialect::claim_these`]) and moves each rate's pace mark on by the
 //!    starts it took. A rate out of starts says when it allows the next one: the worker claims
 //!    again then, not at its poll.
@@ -98,6 +99,7 @@ async fn claim_within<D: Dialect>(
         match scope {
             LimitScope::Queue => queue_room.insert(room.0, room.1),
             LimitScope::Handler => handler_room.insert(room.0, room.1),
+            LimitScope::Key => continue,
         };
     }
     in_flight(db, tx, "queue", &mut queue_room).await?;
@@ -162,51 +164,128 @@ async fn pick<D: Dialect>(
         Some(_) => "AND task_handler_class IN ($4)",
         None => "AND task_handler_class NOT IN ($5)",
     };
-    let sql = format!(
-        "SELECT id, queue, task_handler_class, priority, scheduled_on FROM task_queue
-         WHERE last_status = {SCHEDULED} AND queue IN ($1) AND scheduled_on <= $2 AND {} {of_handlers}
-         ORDER BY priority, scheduled_on, id LIMIT $3{}",
-        transitions::NOT_PAUSED,
-        D::SKIP_LOCKED
-    );
+    let sql = |of_keys: &str| {
+        format!(
+            "SELECT id, queue, task_handler_class, priority, scheduled_on, share_key FROM task_queue
+             WHERE last_status = {SCHEDULED} AND queue IN ($1) AND scheduled_on <= $2 AND {} {of_handlers}{of_keys}
+             ORDER BY priority, scheduled_on, id LIMIT $3{}",
+            transitions::NOT_PAUSED,
+            D::SKIP_LOCKED
+        )
+    };
     let (limited, free): (Vec<&String>, Vec<&String>) = open_queues.iter().partition(|q| queue_room.contains_key(*q));
-    let mut reads: Vec<(Vec<String>, u32)> =
-        limited.into_iter().map(|q| (vec![q.clone()], queue_room[q].left.min(req.limit))).collect();
+    // In a queue capped per key, a full key's tasks are left out of the read, and a key with
+    // room may have more tasks read than it can take: it reads more.
+    let running = running_by_key(db, tx, queue_room).await?;
+    let mut reads: Vec<(Vec<String>, u32, Option<Vec<String>>)> = Vec::new();
+    for q in limited {
+        let room = &queue_room[q];
+        let (most, full) = match room.row.limit.max_running_per_key {
+            Some(cap) => {
+                let full = running.iter().filter(|((rq, _), n)| rq == q && **n >= u64::from(cap));
+                let full: Vec<String> = full.map(|((_, k), _)| k.clone()).collect();
+                (room.left.min(req.limit).saturating_mul(PER_KEY_READ), Some(full))
+            }
+            None => (room.left.min(req.limit), None),
+        };
+        reads.push((vec![q.clone()], most, full));
+    }
     if !free.is_empty() {
-        reads.push((free.into_iter().cloned().collect(), req.limit));
+        reads.push((free.into_iter().cloned().collect(), req.limit, None));
     }
     let mut due = Vec::new();
-    for (queues, most) in &reads {
+    for (queues, most, full_keys) in &reads {
         let values = [
             Arg::Texts(queues),
             Arg::Time(req.now),
             Arg::from(*most),
             Arg::Texts(open_handlers.unwrap_or_default()),
             Arg::Texts(full_handlers),
+            Arg::Texts(full_keys.as_deref().unwrap_or_default()),
         ];
+        let sql = match full_keys {
+            Some(keys) if !keys.is_empty() => sql(" AND (share_key IS NULL OR share_key NOT IN ($6))"),
+            _ => sql(""),
+        };
         for r in &db.rows(Some(&mut *tx), &sql, &values).await? {
             let order = (r.int("priority")?.unwrap_or(0), r.time("scheduled_on")?, rows::id(r, "id")?);
-            due.push((order, r.text("queue")?.unwrap_or_default(), r.text("task_handler_class")?.unwrap_or_default()));
+            let (queue, handler) =
+                (r.text("queue")?.unwrap_or_default(), r.text("task_handler_class")?.unwrap_or_default());
+            due.push((order, queue, handler, r.text("share_key")?));
         }
     }
     due.sort_by_key(|d| d.0);
+    let mut keys = key_rooms(queue_room, &running, &due);
     let mut picked = Vec::new();
-    for ((_, _, id), queue, handler) in due {
+    for ((_, _, id), queue, handler, key) in due {
         if picked.len() >= req.limit as usize {
             break;
         }
         let fits = |rooms: &HashMap<String, Room>, name: &str| rooms.get(name).is_none_or(|r| r.taken < r.left);
-        if fits(queue_room, &queue) && fits(handler_room, &handler) {
+        let slot = key.map(|k| (queue.clone(), k));
+        let key_fits = slot.as_ref().and_then(|s| keys.get(s)).is_none_or(|left| *left > 0);
+        if fits(queue_room, &queue) && fits(handler_room, &handler) && key_fits {
             for (rooms, name) in [(&mut *queue_room, &queue), (&mut *handler_room, &handler)] {
                 if let Some(room) = rooms.get_mut(name.as_str()) {
                     room.taken += 1;
                 }
+            }
+            if let Some(left) = slot.and_then(|s| keys.get_mut(&s)) {
+                *left -= 1;
             }
             picked.push(id);
         }
     }
     Ok(picked)
 }
+
+/// How many times its room a queue capped per key reads, at most.
+const PER_KEY_READ: u32 = 4;
+
+/// The runs in flight of each key in the queues capped per key, by (queue, key): runs in
+/// flight are few (by the index `task_queue_running`).
+async fn running_by_key<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    queue_room: &HashMap<String, Room>,
+) -> Result<HashMap<(String, String), u64>> {
+    let queues: Vec<String> =
+        queue_room.iter().filter(|(_, r)| r.row.limit.max_running_per_key.is_some()).map(|(q, _)| q.clone()).collect();
+    let mut running = HashMap::new();
+    if queues.is_empty() {
+        return Ok(running);
+    }
+    let sql = format!(
+        "SELECT queue, share_key, count(*) AS n FROM task_queue
+         WHERE last_status = {RUNNING} AND queue IN ($1) AND share_key IS NOT NULL GROUP BY queue, share_key"
+    );
+    for r in &db.rows(Some(tx), &sql, args![queues.as_slice()]).await? {
+        let at = (r.text("queue")?.unwrap_or_default(), r.text("share_key")?.unwrap_or_default());
+        running.insert(at, rows::id(r, "n")?.max(0) as u64);
+    }
+    Ok(running)
+}
+
+/// The room left of each key among `due` in a queue capped per key (its cap less its runs in
+/// flight in that queue), by (queue, key).
+fn key_rooms(
+    queue_room: &HashMap<String, Room>,
+    running: &HashMap<(String, String), u64>,
+    due: &[DueTask],
+) -> HashMap<(String, String), u64> {
+    let capped = |q: &str| queue_room.get(q).and_then(|r| r.row.limit.max_running_per_key);
+    let mut rooms = HashMap::new();
+    for d in due {
+        let (Some(cap), Some(key)) = (capped(&d.1), &d.3) else { continue };
+        let at = (d.1.clone(), key.clone());
+        let left = u64::from(cap).saturating_sub(running.get(&at).copied().unwrap_or(0));
+        rooms.entry(at).or_insert(left);
+    }
+    rooms
+}
+
+/// A due task read: its claim order (priority, due time, id), queue, handler and key.
+type DueTask = ((i64, Option<DateTime<Utc>>, TaskId), String, String, Option<String>);
 
 /// Lower each concurrency limit's room by its runs in flight, by `column`.
 async fn in_flight<D: Dialect>(

@@ -47,8 +47,9 @@ pub async fn apply_retry_plans<D: Dialect>(db: &D, plans: &[RetryPlan], now: Dat
     .await
 }
 
-/// Give up (as `handler-not-found`) up to `limit` scheduled tasks due at or before
-/// `due_before` whose handler is not in `served`; how many.
+/// Give up (as `handler-not-found`) up to `limit` scheduled tasks due and queued at or before
+/// `due_before` whose handler is not in `served`; how many. (Queued too: a keyed task's due
+/// time is its turn, which may be earlier than when it was queued.)
 pub async fn give_up_unserved<D: Dialect>(
     db: &D,
     served: &[String],
@@ -58,7 +59,7 @@ pub async fn give_up_unserved<D: Dialect>(
 ) -> Result<u64> {
     let pick = format!(
         "SELECT id FROM task_queue
-         WHERE {} AND scheduled_on <= $1 AND task_handler_class NOT IN ($2)
+         WHERE {} AND scheduled_on <= $1 AND queued_on <= $1 AND task_handler_class NOT IN ($2)
          LIMIT $3{}",
         is::<D>(TaskState::Scheduled),
         D::SKIP_LOCKED

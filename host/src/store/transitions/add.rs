@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 
 use super::super::dialect::{transaction, Dialect};
-use super::super::plumbing::{ConnOf, TxOf};
+use super::super::plumbing::{Cells, ConnOf, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Lineage};
 use crate::error::{Error, Result};
@@ -20,7 +20,10 @@ pub(crate) async fn add_one<D: Dialect + ?Sized>(
     t: &NewTask,
     now: DateTime<Utc>,
 ) -> Result<Added> {
-    add_one_under::<D>(conn, t, now, None).await
+    match super::fair::turns::<D>(conn, std::slice::from_ref(t), now).await? {
+        Some(turned) => add_one_under::<D>(conn, turned.first().unwrap_or(t), now, None).await,
+        None => add_one_under::<D>(conn, t, now, None).await,
+    }
 }
 
 /// [`add_one`], the task a child of `lineage`'s parent when it is added.
@@ -85,6 +88,9 @@ async fn add_tasks_under<D: Dialect + ?Sized>(
     now: DateTime<Utc>,
     lineage: Option<Lineage>,
 ) -> Result<Vec<Added>> {
+    // Keyed tasks take their turns first (`fair`).
+    let turned = super::fair::turns::<D>(conn, tasks, now).await?;
+    let tasks = turned.as_deref().unwrap_or(tasks);
     let mut out = Vec::with_capacity(tasks.len());
     if tasks.len() == 1 || tasks.iter().any(|t| t.unique_key.is_some() || !t.after.is_empty()) {
         for t in tasks {
@@ -130,21 +136,31 @@ pub(crate) async fn add_tasks_in_tx<D: Dialect + ?Sized>(
 
 /// Queue the tasks these runs queued, now that they ended well, in their transaction: each as any
 /// task is added (a unique key an unfinished task holds keeps that task, which stays no one's
-/// child), naming the run's task its parent, one level deeper than it.
+/// child), naming the run's task its parent, one level deeper than it, in its parent's key's
+/// share (a tenant's work stays the tenant's).
 pub async fn queue_children<D: Dialect>(db: &D, tx: &mut TxOf<D>, ended: &[&RunOutcome]) -> Result<()> {
     let with: Vec<&RunOutcome> = ended.iter().copied().filter(|o| !o.children().is_empty()).collect();
     if with.is_empty() {
         return Ok(());
     }
     let parents: Vec<TaskId> = with.iter().map(|o| o.task_id).collect();
-    let found = db.rows(Some(&mut *tx), "SELECT id, depth FROM task_queue WHERE id IN ($1)", args![&parents]).await?;
-    let mut depth = HashMap::with_capacity(found.len());
+    let sql = "SELECT id, depth, share_key FROM task_queue WHERE id IN ($1)";
+    let found = db.rows(Some(&mut *tx), sql, args![&parents]).await?;
+    let mut of = HashMap::with_capacity(found.len());
     for r in &found {
-        depth.insert(rows::id(r, "id")?, rows::id(r, "depth")?);
+        of.insert(rows::id(r, "id")?, (rows::id(r, "depth")?, r.text("share_key")?));
     }
     for o in with {
-        let lineage = Lineage { parent: o.task_id, depth: depth.get(&o.task_id).copied().unwrap_or(0) + 1 };
-        add_queued::<D>(D::conn(tx), o.children(), o.finished_on, lineage).await?;
+        let (depth, key) = of.get(&o.task_id).cloned().unwrap_or((0, None));
+        let lineage = Lineage { parent: o.task_id, depth: depth + 1 };
+        match key {
+            Some(key) => {
+                let mut queued = o.children().clone();
+                queued.tasks.iter_mut().filter(|t| t.key.is_none()).for_each(|t| t.key = Some(key.clone()));
+                add_queued::<D>(D::conn(tx), &queued, o.finished_on, lineage).await?
+            }
+            None => add_queued::<D>(D::conn(tx), o.children(), o.finished_on, lineage).await?,
+        };
     }
     Ok(())
 }

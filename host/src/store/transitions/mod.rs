@@ -40,6 +40,7 @@
 
 pub mod add;
 pub mod deps;
+mod fair;
 pub mod runs;
 mod set;
 pub mod signals;

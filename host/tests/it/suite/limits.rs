@@ -6,12 +6,12 @@ use taskhost::store::{LimitEdit, LimitSetBy};
 
 /// A limit of `n` runs in flight.
 pub fn running(n: u32) -> Limit {
-    Limit { max_running: Some(n), rate: None }
+    Limit { max_running: Some(n), ..Limit::default() }
 }
 
 /// A limit of starts per period.
 pub fn rate(text: &str, burst: u32) -> Limit {
-    Limit { max_running: None, rate: Some(Rate::parse(text).and_then(|r| r.with_burst(burst)).expect("a rate")) }
+    Limit { rate: Some(Rate::parse(text).and_then(|r| r.with_burst(burst)).expect("a rate")), ..Limit::default() }
 }
 
 pub fn limited<'a>(
@@ -46,6 +46,7 @@ pub async fn claims_keep_runs_in_flight_within_the_queue_and_handler_limits(stor
     let limits = RunLimits {
         queues: [("api".to_string(), running(2))].into_iter().collect(),
         handlers: [("slow".to_string(), running(3))].into_iter().collect(),
+        ..RunLimits::default()
     };
     store.set_file_limits(&limits, t0()).await.expect("set the limits");
     let queues = ["api".to_string(), "default".to_string()];
@@ -216,7 +217,8 @@ pub async fn limits_are_set_live_and_a_file_does_not_overwrite_an_operators(stor
     assert_eq!(seen, (LimitScope::Queue, "api", Some(1), Some(LimitSetBy::File)));
     assert_eq!((api.running, api.due, api.rate.as_deref()), (1, 7, None));
     // Raised live: the next claim reads it, with the view it had.
-    let change = LimitChange { max_running: Some(Some(3)), rate_limit: Some(Some("100/1s".into())), rate_burst: None };
+    let change =
+        LimitChange { max_running: Some(Some(3)), rate_limit: Some(Some("100/1s".into())), ..LimitChange::default() };
     let edit = |change| LimitEdit::Change(change);
     let by = LimitSetBy::Operator;
     let written = store.set_limit(LimitScope::Queue, "api", edit(&change), by, t0()).await.expect("set");

@@ -5,6 +5,7 @@
 mod basics;
 mod control;
 mod dependencies;
+mod fair;
 mod lifecycle;
 mod limits;
 mod queues;
@@ -17,6 +18,7 @@ mod workflows;
 pub use basics::*;
 pub use control::*;
 pub use dependencies::*;
+pub use fair::*;
 pub use lifecycle::*;
 pub use limits::*;
 pub use queues::*;
@@ -146,6 +148,9 @@ macro_rules! store_suite {
         case!(claims_keep_runs_in_flight_within_the_queue_and_handler_limits);
         case!(rate_limits_pace_starts_across_runners_and_say_when_the_next_is_allowed);
         case!(limits_are_set_live_and_a_file_does_not_overwrite_an_operators);
+        case!(a_key_that_comes_later_takes_turns_with_a_keys_backlog);
+        case!(a_keys_weight_gives_it_that_many_turns_to_another_keys_one);
+        case!(a_queue_capped_per_key_holds_each_key_to_its_cap_across_runners);
         case!(every_transition_is_made_from_the_states_it_may_start_from_and_refused_from_the_others);
         case!(a_running_run_is_written_once_as_it_ended_and_ids_are_never_given_twice);
         case!(one_claim_gives_each_run_its_own_timeout_and_each_success_its_own_finish_time);

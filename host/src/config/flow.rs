@@ -1,0 +1,54 @@
+//! `[queues.NAME]` and `[keys.NAME]`: flow-control limits a worker's start writes to the
+//! database (see `crate::model::Limit`); `[handlers.NAME]`'s are read with the handler.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::model::{Limit, LimitScope, RunLimits, MAX_QUEUE_BYTES, MAX_SHARE_KEY_BYTES};
+
+/// A `[queues.NAME]` table, as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct QueueSection {
+    max_running: Option<i64>,
+    rate_limit: Option<String>,
+    rate_burst: Option<i64>,
+    max_running_per_key: Option<i64>,
+}
+
+/// A `[keys.NAME]` table, as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct KeySection {
+    weight: Option<i64>,
+}
+
+/// The queues' and keys' limits, checked, set in `limits`; or one line naming what is wrong.
+pub(super) fn read(
+    queues: &BTreeMap<String, QueueSection>,
+    keys: &BTreeMap<String, KeySection>,
+    limits: &mut RunLimits,
+) -> Result<(), String> {
+    for (name, q) in queues {
+        if name.is_empty() || name.len() > MAX_QUEUE_BYTES {
+            return Err(format!("[queues.{name}]: a queue's name is 1 to {MAX_QUEUE_BYTES} bytes"));
+        }
+        let mut limit = Limit::from_settings(q.max_running, q.rate_limit.as_deref(), q.rate_burst)
+            .map_err(|e| format!("[queues.{name}] {e}"))?;
+        limit.max_running_per_key = q
+            .max_running_per_key
+            .map(Limit::max_running)
+            .transpose()
+            .map_err(|e| format!("[queues.{name}] max_running_per_key: {e}"))?;
+        limits.set(LimitScope::Queue, name, limit);
+    }
+    for (name, k) in keys {
+        if name.is_empty() || name.len() > MAX_SHARE_KEY_BYTES {
+            return Err(format!("[keys.{name}]: a key is 1 to {MAX_SHARE_KEY_BYTES} bytes"));
+        }
+        let weight = k.weight.map(Limit::weight).transpose().map_err(|e| format!("[keys.{name}] {e}"))?;
+        limits.set(LimitScope::Key, name, Limit { weight, ..Limit::default() });
+    }
+    Ok(())
+}

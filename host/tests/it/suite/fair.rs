@@ -1,0 +1,100 @@
+//! The store suite's cases for fair shares: keyed tasks take turns, by weight, and a queue may
+//! cap each key's runs in flight.
+
+use super::*;
+use taskhost::store::{LimitEdit, LimitSetBy};
+
+fn keyed(key: &str, n: usize) -> Vec<NewTask> {
+    (0..n).map(|i| NewTask::new("h", format!("{{\"i\": {i}}}")).with_key(key)).collect()
+}
+
+/// The keys of the tasks claimed, in claim order.
+async fn claimed_keys(store: &SharedStore, r: RunnerId, n: u32, now: DateTime<Utc>) -> Vec<String> {
+    let claimed = store.claim(r, &["default".into()], n, now, DAY).await.expect("claim");
+    let mut keys = Vec::new();
+    for c in claimed {
+        let task = store.get_task(c.task_id).await.expect("get").expect("the task");
+        keys.push(task.key.unwrap_or_default());
+    }
+    keys
+}
+
+/// A key that comes a second after another's backlog of 100 is claimed beside it, one for one,
+/// from the head of the queue; the keys' tasks keep their own order, and a task due later keeps
+/// its time.
+pub async fn a_key_that_comes_later_takes_turns_with_a_keys_backlog(store: SharedStore) {
+    let a = store.add_tasks(&keyed("a", 100), t0()).await.expect("add a");
+    let b = store.add_tasks(&keyed("b", 5), t0() + secs(1)).await.expect("add b");
+    let later = NewTask::new("h", "{}").with_key("b").with_scheduled_on(t0() + secs(3600));
+    let later = store.add_tasks(&[later], t0() + secs(1)).await.expect("add later");
+    let task = store.get_task(later[0].id).await.expect("get").expect("the task");
+    assert_eq!((task.scheduled_on, task.key.as_deref()), (t0() + secs(3600), Some("b")));
+    let r = runner(&store, t0()).await;
+    let keys = claimed_keys(&store, r, 12, t0() + secs(1)).await;
+    assert_eq!(keys, ["a", "b", "a", "b", "a", "b", "a", "b", "a", "b", "a", "a"], "turns from the head");
+    // Each key's own tasks in the order they were added.
+    let first_b = store.get_task(b[0].id).await.expect("get").expect("b0");
+    let first_a = store.get_task(a[0].id).await.expect("get").expect("a0");
+    assert!(first_b.scheduled_on <= first_a.scheduled_on + chrono::Duration::microseconds(1));
+    // Keyless tasks are taken by their due time, as ever.
+    let plain = store.add_tasks(&[NewTask::new("h", "{}")], t0() + secs(2)).await.expect("add")[0];
+    let rest = store.claim(r, &["default".into()], 200, t0() + secs(2), DAY).await.expect("claim");
+    assert_eq!(rest.len(), 94, "a's 93 left, then the keyless task");
+    assert_eq!(rest.last().map(|c| c.task_id), Some(plain.id));
+}
+
+/// A key of weight 3 is given three turns to a weight-1 key's one; a weight is a key's only
+/// limit, and a cap per key a queue's.
+pub async fn a_keys_weight_gives_it_that_many_turns_to_another_keys_one(store: SharedStore) {
+    let by = LimitSetBy::Operator;
+    let heavy = Limit { weight: Some(3), ..Limit::default() };
+    store.set_limit(LimitScope::Key, "heavy", LimitEdit::Set(heavy), by, t0()).await.expect("weight");
+    let capped = Limit { max_running: Some(2), ..Limit::default() };
+    let err = store.set_limit(LimitScope::Key, "heavy", LimitEdit::Set(capped), by, t0()).await.expect_err("a cap");
+    assert!(err.to_string().contains("a key takes a weight only"), "{err}");
+    let listed = store.limits(t0()).await.expect("list");
+    assert_eq!(listed.iter().map(|l| (l.scope, l.weight)).collect::<Vec<_>>(), [(LimitScope::Key, Some(3))]);
+    store.add_tasks(&keyed("heavy", 60), t0()).await.expect("add");
+    store.add_tasks(&keyed("light", 60), t0()).await.expect("add");
+    let r = runner(&store, t0()).await;
+    let keys = claimed_keys(&store, r, 40, t0() + secs(1)).await;
+    let heavy = keys.iter().filter(|k| *k == "heavy").count();
+    assert!((29..=31).contains(&heavy), "{heavy} of 40 turns were the heavy key's: {keys:?}");
+}
+
+/// A queue capped at two runs in flight a key claims no more of a key across runners, takes the
+/// other keys' tasks past a full key's, and makes room as runs end.
+pub async fn a_queue_capped_per_key_holds_each_key_to_its_cap_across_runners(store: SharedStore) {
+    let queue = |t: NewTask| t.with_queue("tenants");
+    let mut tasks: Vec<NewTask> = keyed("a", 6).into_iter().map(queue).collect();
+    tasks.extend(keyed("b", 6).into_iter().map(queue));
+    tasks.push(queue(NewTask::new("h", "{}")));
+    store.add_tasks(&tasks, t0()).await.expect("add");
+    let per_key = Limit { max_running_per_key: Some(2), ..Limit::default() };
+    store
+        .set_limit(LimitScope::Queue, "tenants", LimitEdit::Set(per_key), LimitSetBy::Operator, t0())
+        .await
+        .expect("set");
+    let limits = store.limits_in_force().await.expect("limits");
+    let queues = ["tenants".to_string()];
+    let (r1, r2) = (runner(&store, t0()).await, runner(&store, t0()).await);
+    // A second on: a key's turns are a microsecond apart, its later tasks due that much later.
+    let limited =
+        |r, n| taskhost::store::ClaimRequest { now: t0() + secs(1), ..super::limited(r, &queues, None, n, &limits) };
+    let first = store.claim_for(&limited(r1, 3)).await.expect("claim");
+    let second = store.claim_for(&limited(r2, 16)).await.expect("claim");
+    let mut keys = Vec::new();
+    for c in first.iter().chain(&second) {
+        keys.push(store.get_task(c.task_id).await.expect("get").expect("task").key);
+    }
+    let count = |k: &str| keys.iter().filter(|x| x.as_deref() == Some(k)).count();
+    assert_eq!((count("a"), count("b"), keys.len()), (2, 2, 5), "{keys:?}");
+    assert!(store.claim_for(&limited(r1, 16)).await.expect("claim").is_empty());
+    // The first run (a's: a key's first turn comes first) ends: one more of a's.
+    assert_eq!(keys[0].as_deref(), Some("a"));
+    store.finish_runs(&[success(&first[0], t0(), "{}")]).await.expect("finish");
+    let next = store.claim_for(&limited(r1, 16)).await.expect("claim");
+    assert_eq!(next.len(), 1);
+    let next_key = store.get_task(next[0].task_id).await.expect("get").expect("task").key;
+    assert_eq!(next_key.as_deref(), Some("a"), "the key whose run ended");
+}
