@@ -1,11 +1,12 @@
 #!/bin/bash
-# The fair-shares figure of BENCHMARKS.md: customer A queues 10,000 no-op tasks, two workers of
-# 16 slots start on them, and a second later customer B queues 10, in one queue on DATABASE_URL
-# (an empty database). MODE `keyed` gives A's tasks --key a and B's --key b; `plain` gives none.
-# Prints when B's last task ended after B queued it, and A's throughput over its drain.
-#   scripts/bench-fair.sh keyed postgres://postgres@127.0.0.1:5432/fairbench
+# The fair-shares figure of BENCHMARKS.md: customer A queues N no-op tasks (10,000 unless
+# given), two workers of 16 slots start on them, and a second later customer B queues 10, in one
+# queue on DATABASE_URL (an empty database). MODE `keyed` gives A's tasks --key a and B's --key
+# b; `plain` gives none. Prints when B's last task ended after B queued it, and A's throughput
+# over its drain.
+#   scripts/bench-fair.sh keyed postgres://postgres@127.0.0.1:5432/fairbench 100000
 set -euo pipefail
-MODE=$1 URL=$2
+MODE=$1 URL=$2 N=${3:-10000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/target/release/taskhost
 dir=$(mktemp -d)
@@ -14,7 +15,7 @@ export TASKHOST_DATABASE_URL=$URL TASKHOST_PLUGINS=$dir/plugins
 mkdir -p "$dir/plugins" && cp "$root/target/test-plugins/noop.wasm" "$dir/plugins/"
 "$bin" migrate > /dev/null
 key() { if [ "$MODE" = keyed ]; then printf ', "key": "%s"' "$1"; fi; }
-for i in $(seq 10000); do echo "{\"handler\": \"noop\", \"data\": {\"i\": $i}, \"queue\": \"fair\"$(key a)}"; done > "$dir/a.jsonl"
+for i in $(seq "$N"); do echo "{\"handler\": \"noop\", \"data\": {\"i\": $i}, \"queue\": \"fair\"$(key a)}"; done > "$dir/a.jsonl"
 for i in $(seq 10); do echo "{\"handler\": \"noop\", \"data\": {\"i\": $i}, \"queue\": \"fair\"$(key b)}"; done > "$dir/b.jsonl"
 "$bin" add --many "$dir/a.jsonl" > /dev/null
 "$bin" worker --concurrency 16 --queues fair > "$dir/w1.log" 2>&1 &
@@ -25,14 +26,15 @@ sleep 1
 until "$bin" queues --json | python3 -c 'import json,sys; q=[x for x in json.load(sys.stdin) if x["name"]=="fair"]; sys.exit(0 if not q or q[0]["due"]+q[0]["running"]+q[0]["later"]==0 else 1)'; do
     sleep 1
 done
-"$bin" list --queue fair --status success --limit 100000 --json > "$dir/done.json"
-python3 - "$dir/done.json" "$MODE" <<'PY'
+"$bin" list --queue fair --status success --limit 1000000 --json > "$dir/done.json"
+python3 - "$dir/done.json" "$MODE" "$N" <<'PY'
 import json, sys, datetime
 t = lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00"))
-tasks = json.load(open(sys.argv[1]))
-# A fresh database: A's tasks are ids 1 to 10,000, B's the next 10.
-a = [x for x in tasks if x["id"] <= 10000]
-b = [x for x in tasks if x["id"] > 10000]
+tasks = [dict(x["task"], runs=x["runs"]) for x in json.load(open(sys.argv[1]))]
+# A fresh database: A's tasks are ids 1 to N, B's the next 10.
+n = int(sys.argv[3])
+a = [x for x in tasks if x["id"] <= n]
+b = [x for x in tasks if x["id"] > n]
 b_queued = min(t(x["queued_on"]) for x in b)
 b_done = max(t(x["runs"][-1]["finished_on"]) for x in b)
 a_start = min(t(x["runs"][0]["started_on"]) for x in a)

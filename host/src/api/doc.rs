@@ -71,6 +71,7 @@ pub struct Status {
     tags(
         (name = "tasks", description = "Queue, read, cancel, retry and delete tasks"),
         (name = "queues", description = "Depth, lag and pauses"),
+        (name = "limits", description = "Flow-control limits, changed live"),
         (name = "schedules", description = "Periodic tasks"),
         (name = "operations", description = "Health, statistics, runners and plugins"),
     )

@@ -16,6 +16,8 @@
 //! | `POST /api/v1/tasks/cancel`, `/retry`, `/delete` | the same on many: `ids`, `queue`, `handler` or `all` | write |
 //! | `GET /api/v1/queues` | each queue's due, later and running tasks, lag, limit, pause | read |
 //! | `POST /api/v1/queues/{queue}/pause`, `/resume` | pause or resume a queue | write |
+//! | `GET /api/v1/limits` | the flow-control limits, who set each, runs in flight and due tasks | read |
+//! | `PUT /api/v1/limits/{name}`, `DELETE` | change a limit live, or take it out | write |
 //! | `GET /api/v1/schedules` | the periodic tasks, with their next slots and pauses | read |
 //! | `POST /api/v1/schedules/{name}/pause`, `/resume`, `/trigger` | pause, resume, queue one now | write |
 //! | `GET /api/v1/stats` | statistics per handler and queue (`handler`, `queue`), as `taskhost stats` | read |
@@ -55,6 +57,7 @@ mod dashboard;
 pub mod doc;
 mod error;
 mod guard;
+mod limits;
 mod metrics;
 mod plugins;
 mod queues;
@@ -145,6 +148,8 @@ fn described() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(queues::list))
         .routes(routes!(queues::pause))
         .routes(routes!(queues::resume))
+        .routes(routes!(limits::list))
+        .routes(routes!(limits::set, limits::clear))
         .routes(routes!(control::schedules))
         .routes(routes!(control::pause_schedule))
         .routes(routes!(control::resume_schedule))

@@ -96,7 +96,7 @@ pub const TABLES: &[Table] = &[
             null("awaiting_until", Time),
             null("unique_until", Time),
             null("unique_states", Str(16)),
-            // The key whose share it is taken in (`store::shared::fair`).
+            // The key whose share it is taken in (`transitions::fair`).
             null("share_key", NAME),
         ],
     },
@@ -158,8 +158,8 @@ pub const TABLES: &[Table] = &[
             null("max_running_per_key", Int),
         ],
     },
-    // Each key's last turn, in nanoseconds since the epoch (`store::shared::fair`).
-    Table { name: "task_keys", columns: &[col("name", NAME), def("turn_ns", Int, "0")] },
+    // Each key's last turn in each queue, in nanoseconds since the epoch (`transitions::fair`).
+    Table { name: "task_keys", columns: &[col("queue", NAME), col("name", NAME), def("turn_ns", Int, "0")] },
     Table {
         name: "task_schedules",
         columns: &[

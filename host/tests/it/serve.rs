@@ -158,9 +158,51 @@ async fn bulk_actions_and_deletes_touch_only_the_tasks_they_may(db: Db) {
     assert_eq!(served.call("GET", "/ready", None, None), (200, json!({"status": "ready"})));
 }
 
+/// Limits are listed, changed live and taken out through the API as `taskhost limits` does;
+/// a bad name, value or body is a JSON error that changes nothing.
+async fn limits_are_listed_set_and_cleared_through_the_api(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let served = Served::start(&env, "127.0.0.1:0");
+    let (status, answer) =
+        served.call("PUT", "/limits/queue:api", None, Some(r#"{"max_running": 3, "rate_limit": "5/1s"}"#));
+    assert_eq!((status, &answer["max_running"], &answer["rate_limit"]), (200, &json!(3), &json!("5/1s")), "{answer}");
+    let (status, answer) = served.call("PUT", "/limits/key:tenant-a", None, Some(r#"{"weight": 3}"#));
+    assert_eq!((status, &answer["weight"]), (200, &json!(3)), "{answer}");
+    for (path, body) in [
+        ("/limits/queue:api", r#"{"max_running": 0}"#),
+        ("/limits/key:tenant-a", r#"{"max_running": 2}"#),
+        ("/limits/tenant:a", r#"{"weight": 2}"#),
+        ("/limits/queue:api", r#"{"colour": "red"}"#),
+        ("/limits/queue:api", "{nope"),
+    ] {
+        let (status, answer) = served.call("PUT", path, None, Some(body));
+        assert!((400..500).contains(&status), "{path} {body}: {status} {answer}");
+        assert!(answer["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{answer}");
+    }
+    let (status, answer) = served.call("GET", "/limits", None, None);
+    let names: Vec<String> = answer["limits"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .map(|l| format!("{}:{}", l["scope"].as_str().unwrap_or(""), l["target"].as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!((status, names), (200, vec!["key:tenant-a".to_string(), "queue:api".to_string()]), "{answer}");
+    assert_eq!(answer["limits"][1]["max_running"], json!(3), "the bad changes changed nothing: {answer}");
+    assert_eq!(
+        served.call("DELETE", "/limits/queue:api", None, None),
+        (200, json!({"name": "queue:api", "changed": true}))
+    );
+    assert_eq!(served.call("DELETE", "/limits/queue:api", None, None).1["changed"], json!(false));
+    let (_, answer) = served.call("GET", "/limits", None, None);
+    assert_eq!(answer["limits"].as_array().map(Vec::len), Some(1), "{answer}");
+}
+
 on_every_database!(
     bad_requests_get_a_json_error_and_lose_nothing,
-    bulk_actions_and_deletes_touch_only_the_tasks_they_may
+    bulk_actions_and_deletes_touch_only_the_tasks_they_may,
+    limits_are_listed_set_and_cleared_through_the_api
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -70,7 +70,9 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     /// Queue validated tasks on the caller's connection or transaction: they are committed
-    /// (or rolled back) with the caller's own writes.
+    /// (or rolled back) with the caller's own writes. Keyed tasks take their turns exactly only
+    /// in a transaction (it holds their keys' rows; on a bare connection two adds of one key at
+    /// once may take the same turns).
     pub async fn add_tasks_in(conn: &mut ConnOf<D>, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
         tasks::add_tasks_in::<D>(conn, tasks, now).await
     }

@@ -1,7 +1,7 @@
 //! Adding tasks: the start of a task's life (`scheduled`), for a caller's tasks and for those a
 //! run queued ([`queue_children`], written with the run's end).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 
@@ -150,17 +150,31 @@ pub async fn queue_children<D: Dialect>(db: &D, tx: &mut TxOf<D>, ended: &[&RunO
     for r in &found {
         of.insert(rows::id(r, "id")?, (rows::id(r, "depth")?, r.text("share_key")?));
     }
+    let mut queued = Vec::with_capacity(with.len());
     for o in with {
         let (depth, key) = of.get(&o.task_id).cloned().unwrap_or((0, None));
         let lineage = Lineage { parent: o.task_id, depth: depth + 1 };
-        match key {
+        let children = match key {
             Some(key) => {
-                let mut queued = o.children().clone();
-                queued.tasks.iter_mut().filter(|t| t.key.is_none()).for_each(|t| t.key = Some(key.clone()));
-                add_queued::<D>(D::conn(tx), &queued, o.finished_on, lineage).await?
+                let mut own = o.children().clone();
+                own.tasks.iter_mut().filter(|t| t.key.is_none()).for_each(|t| t.key = Some(key.clone()));
+                std::borrow::Cow::Owned(own)
             }
-            None => add_queued::<D>(D::conn(tx), o.children(), o.finished_on, lineage).await?,
+            None => std::borrow::Cow::Borrowed(o.children()),
         };
+        queued.push((o, lineage, children));
+    }
+    // The keys' rows locked first, all in one order: runs ending on two workers at once, each
+    // with children of keys in another order, do not deadlock.
+    let slots: BTreeSet<super::fair::Slot> = queued
+        .iter()
+        .flat_map(|(_, _, c)| c.tasks.iter().filter_map(|t| t.key.clone().map(|k| (t.queue.clone(), k))))
+        .collect();
+    if !slots.is_empty() {
+        super::fair::lock::<D>(D::conn(tx), &slots.into_iter().collect::<Vec<_>>()).await?;
+    }
+    for (o, lineage, children) in queued {
+        add_queued::<D>(D::conn(tx), &children, o.finished_on, lineage).await?;
     }
     Ok(())
 }

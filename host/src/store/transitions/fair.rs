@@ -2,33 +2,37 @@
 //!
 //! Claims take due tasks in order of priority, then due time. A key's tasks added now are given
 //! due times one *stride* apart (1 µs / the key's weight), starting from the later of the key's
-//! last turn and the queue's *head* (the due time of the first task waiting in the queue at that
-//! priority, or now): a start-time fair queue. So a key that has queued 10,000 tasks holds turns
+//! last turn and the queue's *head* at that priority (the latest turn of the handler's runs in
+//! flight there, or the due time of the first waiting task, or now): a start-time fair queue. So a key that has queued 10,000 tasks holds turns
 //! spread over 10 ms, and a key that comes later starts at the head, its tasks interleaved with
 //! the first's one for one (by weight). Claims stay one index range, whatever the number of keys:
 //! the order is the due time they already read.
 //!
 //! The turns are counted in picoseconds (so weights up to 1,000 keep their ratios), kept in
-//! nanoseconds in `task_keys` and written as due times in microseconds; ties go by id. A key's
-//! row is locked by the transaction that adds its tasks, so two adds of one key never take the
-//! same turns. A key whose turns ran ahead (a backlog) holds its later tasks back from claims by
+//! nanoseconds in `task_keys`, a row a key in a queue, and written as due times in microseconds;
+//! ties go by id. A key's row is locked by the transaction that adds its tasks, so two adds of
+//! one key never take the same turns (rows are locked in one order: no deadlock between adds). A key whose turns ran ahead (a backlog) holds its later tasks back from claims by
 //! at most a microsecond a task: 1,000,000 tasks by a second, far faster than tasks drain.
 //!
 //! Tasks due later (`--at`, `--in`) keep their time and take no turn; a retry or a snooze is
 //! due when it says.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 
 use super::super::dialect::Dialect;
 use super::super::plumbing::{Cells, ConnOf};
-use super::super::sql::{Arg, SCHEDULED};
+use super::super::sql::{Arg, RUNNING, SCHEDULED};
 use crate::error::Result;
 use crate::model::{LimitScope, NewTask, DEFAULT_WEIGHT};
 
 /// Keys written in one statement at most.
 const KEYS_A_STATEMENT: usize = 500;
+
+/// A key in a queue: the turns of each are counted apart, so a key's backlog in one queue does
+/// not push its tasks in another back.
+pub(crate) type Slot = (String, String);
 
 /// `tasks` with the keyed ones due now given their turns as due times, or None when none is
 /// keyed and due now. Run inside the adding transaction (it locks the keys' rows).
@@ -41,66 +45,80 @@ pub(crate) async fn turns<D: Dialect + ?Sized>(
     if !tasks.iter().any(due_now) {
         return Ok(None);
     }
-    let names: Vec<String> = tasks
-        .iter()
-        .filter(|t| due_now(t))
-        .filter_map(|t| t.key.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let mut last = HashMap::with_capacity(names.len());
-    for chunk in names.chunks(KEYS_A_STATEMENT) {
-        // Made if new and locked (the upsert of a row holds it), then read.
-        write::<D>(conn, chunk.iter().map(|n| (n.as_str(), 0))).await?;
-        let sql = format!("SELECT name, turn_ns FROM task_keys WHERE name IN ($1){}", D::FOR_UPDATE);
-        for r in D::rows_on(conn, &sql, &[Arg::Texts(chunk)]).await? {
-            last.insert(r.text("name")?.unwrap_or_default(), i128::from(r.int("turn_ns")?.unwrap_or(0)) * 1_000);
-        }
-    }
-    let weights = weights::<D>(conn, &names).await?;
-    let mut heads: HashMap<(String, i32), i64> = HashMap::new();
+    let slot = |t: &NewTask| t.key.clone().map(|k| (t.queue.clone(), k));
+    let slots: Vec<Slot> =
+        tasks.iter().filter(|t| due_now(t)).filter_map(slot).collect::<BTreeSet<_>>().into_iter().collect();
+    let mut last = lock::<D>(conn, &slots).await?;
+    let keys: Vec<String> = slots.iter().map(|(_, k)| k.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+    let weights = weights::<D>(conn, &keys).await?;
+    let mut heads: HashMap<(String, i32, String), i64> = HashMap::new();
     let now_ns = nanos(now);
     let mut out = tasks.to_vec();
     for t in out.iter_mut().filter(|t| due_now(t)) {
-        let Some(key) = t.key.clone() else { continue };
-        let at = (t.queue.clone(), t.priority);
+        let Some((queue, key)) = slot(t) else { continue };
+        let at = (t.queue.clone(), t.priority, t.handler.clone());
         let head = match heads.get(&at) {
             Some(h) => *h,
             None => {
-                let h = head::<D>(conn, &t.queue, t.priority).await?.map_or(now_ns, |h| h.min(now_ns));
+                let h = head::<D>(conn, t).await?.map_or(now_ns, |h| h.min(now_ns));
                 heads.insert(at, h);
                 h
             }
         };
         // In picoseconds, so that weights up to 1,000 keep their ratios.
         let stride = 1_000_000 / i128::from(weights.get(&key).copied().unwrap_or(DEFAULT_WEIGHT).max(1));
-        let turn = last.get(&key).map_or(i128::from(head) * 1_000, |l| (i128::from(head) * 1_000).max(l + stride));
-        last.insert(key, turn);
+        let head = i128::from(head) * 1_000;
+        let turn = last.get(&(queue.clone(), key.clone())).map_or(head, |l| head.max(l + stride));
+        last.insert((queue, key), turn);
         let micros = i64::try_from(turn.div_euclid(1_000_000)).unwrap_or(i64::MAX);
         t.scheduled_on = Some(DateTime::from_timestamp_micros(micros).unwrap_or(now));
     }
     let ns = |ps: i128| i64::try_from(ps.div_euclid(1_000)).unwrap_or(i64::MAX);
-    let written: Vec<(&str, i64)> = names.iter().map(|n| (n.as_str(), last.get(n).copied().map_or(0, ns))).collect();
+    let written: Vec<(&str, &str, i64)> =
+        slots.iter().map(|s| (s.0.as_str(), s.1.as_str(), last.get(s).copied().map_or(0, ns))).collect();
     for chunk in written.chunks(KEYS_A_STATEMENT) {
         write::<D>(conn, chunk.iter().copied()).await?;
     }
     Ok(Some(out))
 }
 
-/// Write keys' turns, each kept at the later of the one written and the one held.
+/// Lock the rows of these slots (sorted: every add locks in one order), made if new, and read
+/// their last turns, in picoseconds.
+pub(crate) async fn lock<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, slots: &[Slot]) -> Result<HashMap<Slot, i128>> {
+    let mut last = HashMap::with_capacity(slots.len());
+    for chunk in slots.chunks(KEYS_A_STATEMENT) {
+        // The upsert of a row holds it.
+        write::<D>(conn, chunk.iter().map(|(q, k)| (q.as_str(), k.as_str(), 0))).await?;
+        let mut by_queue: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for (q, k) in chunk {
+            by_queue.entry(q.as_str()).or_default().push(k.clone());
+        }
+        for (queue, names) in &by_queue {
+            let sql = format!("SELECT name, turn_ns FROM task_keys WHERE queue = $1 AND name IN ($2){}", D::FOR_UPDATE);
+            for r in D::rows_on(conn, &sql, &[Arg::Text(Some(queue)), Arg::Texts(names)]).await? {
+                let turn = i128::from(r.int("turn_ns")?.unwrap_or(0)) * 1_000;
+                last.insert((queue.to_string(), r.text("name")?.unwrap_or_default()), turn);
+            }
+        }
+    }
+    Ok(last)
+}
+
+/// Write slots' turns, each kept at the later of the one written and the one held.
 async fn write<'a, D: Dialect + ?Sized>(
     conn: &mut ConnOf<D>,
-    rows: impl Iterator<Item = (&'a str, i64)>,
+    rows: impl Iterator<Item = (&'a str, &'a str, i64)>,
 ) -> Result<()> {
     let mut values: Vec<Arg<'a>> = Vec::new();
     let mut tuples = Vec::new();
-    for (name, turn) in rows {
+    for (queue, name, turn) in rows {
+        values.push(Arg::Text(Some(queue)));
         values.push(Arg::Text(Some(name)));
         values.push(Arg::Int(Some(turn)));
-        tuples.push(format!("(${}, ${})", values.len() - 1, values.len()));
+        tuples.push(format!("(${}, ${}, ${})", values.len() - 2, values.len() - 1, values.len()));
     }
-    let upsert = D::upsert("task_keys", &["name"], &[], &["turn_ns"], &[]);
-    let sql = format!("INSERT INTO task_keys (name, turn_ns) VALUES {} {upsert}", tuples.join(", "));
+    let upsert = D::upsert("task_keys", &["queue", "name"], &[], &["turn_ns"], &[]);
+    let sql = format!("INSERT INTO task_keys (queue, name, turn_ns) VALUES {} {upsert}", tuples.join(", "));
     D::exec_on(conn, &sql, &values).await?;
     Ok(())
 }
@@ -121,13 +139,26 @@ async fn weights<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, keys: &[String]) -> 
     Ok(out)
 }
 
-/// The due time of the first task waiting in `queue` at `priority`, in nanoseconds.
-async fn head<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, queue: &str, priority: i32) -> Result<Option<i64>> {
-    let sql = format!(
+/// Where the claims of `t`'s handler in its queue at its priority are, in nanoseconds: the latest
+/// turn among its runs in flight there (runs in flight are few), or, with none, the due time of
+/// the first task waiting in the queue at that priority. (Not the first waiting task first: one
+/// no worker serves would hold a new key's turns back there; and not another handler's runs,
+/// whose workers may be ahead.)
+async fn head<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, t: &NewTask) -> Result<Option<i64>> {
+    let at = [Arg::Text(Some(&t.queue)), Arg::Int(Some(i64::from(t.priority))), Arg::Text(Some(&t.handler))];
+    let running = format!(
+        "SELECT max(scheduled_on) AS t FROM task_queue
+         WHERE last_status = {RUNNING} AND queue = $1 AND priority = $2 AND task_handler_class = $3"
+    );
+    let found = D::rows_on(conn, &running, &at).await?;
+    if let Some(t) = found.first().map(|r| r.time("t")).transpose()?.flatten() {
+        return Ok(Some(nanos(t)));
+    }
+    let waiting = format!(
         "SELECT scheduled_on FROM task_queue WHERE last_status = {SCHEDULED} AND queue = $1 AND priority = $2
          ORDER BY scheduled_on LIMIT 1"
     );
-    let found = D::rows_on(conn, &sql, &[Arg::Text(Some(queue)), Arg::Int(Some(i64::from(priority)))]).await?;
+    let found = D::rows_on(conn, &waiting, &at[..2]).await?;
     Ok(found.first().map(|r| r.time("scheduled_on")).transpose()?.flatten().map(nanos))
 }
 

@@ -98,3 +98,65 @@ pub async fn a_queue_capped_per_key_holds_each_key_to_its_cap_across_runners(sto
     let next_key = store.get_task(next[0].task_id).await.expect("get").expect("task").key;
     assert_eq!(next_key.as_deref(), Some("a"), "the key whose run ended");
 }
+
+/// A full key's backlog, however heavy, does not keep another key's task from a capped queue's
+/// claim; and a key's backlog in one queue does not push its task in another back.
+pub async fn a_full_keys_backlog_holds_back_neither_other_keys_nor_its_own_other_queues(store: SharedStore) {
+    let by = LimitSetBy::Operator;
+    let heavy = Limit { weight: Some(1000), ..Limit::default() };
+    store.set_limit(LimitScope::Key, "a", LimitEdit::Set(heavy), by, t0()).await.expect("weight");
+    let per_key = Limit { max_running_per_key: Some(1), ..Limit::default() };
+    store.set_limit(LimitScope::Queue, "t", LimitEdit::Set(per_key), by, t0()).await.expect("cap");
+    let in_t = |t: NewTask| t.with_queue("t");
+    store.add_tasks(&keyed("a", 100).into_iter().map(in_t).collect::<Vec<_>>(), t0()).await.expect("add a");
+    store.add_tasks(&keyed("b", 1).into_iter().map(in_t).collect::<Vec<_>>(), t0()).await.expect("add b");
+    let limits = store.limits_in_force().await.expect("limits");
+    let queues = ["t".to_string()];
+    let r = runner(&store, t0()).await;
+    let claim =
+        |n| taskhost::store::ClaimRequest { now: t0() + secs(1), ..super::limited(r, &queues, None, n, &limits) };
+    let mut keys = Vec::new();
+    for _ in 0..3 {
+        for c in store.claim_for(&claim(1)).await.expect("claim") {
+            keys.push(store.get_task(c.task_id).await.expect("get").expect("task").key.unwrap_or_default());
+        }
+    }
+    assert_eq!(keys, ["a", "b"], "one of a's, then b's past a's 99, then none: each key at its cap");
+    // b's 10,000 in a bulk queue hold its turns there (10 ms of them); its task in another queue
+    // is due now.
+    store
+        .add_tasks(&keyed("b", 10_000).into_iter().map(|t| t.with_queue("bulk")).collect::<Vec<_>>(), t0())
+        .await
+        .expect("add");
+    let fast = store.add_tasks(&[NewTask::new("h", "{}").with_key("b").with_queue("fast")], t0()).await.expect("add");
+    let task = store.get_task(fast[0].id).await.expect("get").expect("task");
+    assert_eq!(task.scheduled_on, t0(), "due at once, not after b's backlog in bulk");
+}
+
+/// A new key starts where the claims of its handler are, not at a task of another handler no
+/// worker serves, waiting since long before: it takes turns with the backlog from there.
+pub async fn a_new_key_starts_where_its_handlers_claims_are_not_at_an_unserved_task(store: SharedStore) {
+    let unserved = NewTask::new("gone", "{}").with_key("z");
+    store.add_tasks(&[unserved], t0() - secs(3600)).await.expect("add the unserved task");
+    store.add_tasks(&keyed("a", 100), t0()).await.expect("add a");
+    let r = runner(&store, t0()).await;
+    let handlers = ["h".to_string()];
+    let queues = ["default".to_string()];
+    let claim = |n, now| taskhost::store::ClaimRequest {
+        runner: r,
+        queues: &queues,
+        handlers: Some(&handlers),
+        limit: n,
+        now,
+        default_timeout: DAY,
+        limits: None,
+        paced_by_server: false,
+    };
+    assert_eq!(store.claim_for(&claim(2, t0() + secs(1))).await.expect("claim").len(), 2, "a's first two run");
+    store.add_tasks(&keyed("b", 5), t0() + secs(1)).await.expect("add b");
+    let mut keys = Vec::new();
+    for c in store.claim_for(&claim(4, t0() + secs(1))).await.expect("claim") {
+        keys.push(store.get_task(c.task_id).await.expect("get").expect("task").key.unwrap_or_default());
+    }
+    assert_eq!(keys, ["b", "a", "b", "a"], "turns from a's place, not b's five first");
+}
