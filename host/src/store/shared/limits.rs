@@ -173,28 +173,9 @@ async fn pick<D: Dialect>(
             D::SKIP_LOCKED
         )
     };
-    let (limited, free): (Vec<&String>, Vec<&String>) = open_queues.iter().partition(|q| queue_room.contains_key(*q));
-    // In a queue capped per key, a full key's tasks are left out of the read, and a key with
-    // room may have more tasks read than it can take: it reads more.
     let running = running_by_key(db, tx, queue_room).await?;
-    let mut reads: Vec<(Vec<String>, u32, Option<Vec<String>>)> = Vec::new();
-    for q in limited {
-        let room = &queue_room[q];
-        let (most, full) = match room.row.limit.max_running_per_key {
-            Some(cap) => {
-                let full = running.iter().filter(|((rq, _), n)| rq == q && **n >= u64::from(cap));
-                let full: Vec<String> = full.map(|((_, k), _)| k.clone()).collect();
-                (room.left.min(req.limit).saturating_mul(PER_KEY_READ), Some(full))
-            }
-            None => (room.left.min(req.limit), None),
-        };
-        reads.push((vec![q.clone()], most, full));
-    }
-    if !free.is_empty() {
-        reads.push((free.into_iter().cloned().collect(), req.limit, None));
-    }
     let mut due = Vec::new();
-    for (queues, most, full_keys) in &reads {
+    for (queues, most, full_keys) in &reads(req, open_queues, queue_room, &running) {
         let values = [
             Arg::Texts(queues),
             Arg::Time(req.now),
@@ -237,6 +218,36 @@ async fn pick<D: Dialect>(
         }
     }
     Ok(picked)
+}
+
+/// The reads of a limited claim: each limited queue's apart, at most its room, and the other
+/// queues' together; each with the queues it reads, how many tasks at most, and the keys left
+/// out (a queue capped per key: a full key's tasks are left out, and as a key with room may
+/// have more tasks read than it can take, it reads more).
+fn reads(
+    req: &ClaimRequest<'_>,
+    open_queues: &[String],
+    queue_room: &HashMap<String, Room>,
+    running: &HashMap<(String, String), u64>,
+) -> Vec<(Vec<String>, u32, Option<Vec<String>>)> {
+    let (limited, free): (Vec<&String>, Vec<&String>) = open_queues.iter().partition(|q| queue_room.contains_key(*q));
+    let mut reads = Vec::new();
+    for q in limited {
+        let Some(room) = queue_room.get(q) else { continue };
+        let (most, full) = match room.row.limit.max_running_per_key {
+            Some(cap) => {
+                let full = running.iter().filter(|((rq, _), n)| rq == q && **n >= u64::from(cap));
+                let full: Vec<String> = full.map(|((_, k), _)| k.clone()).collect();
+                (room.left.min(req.limit).saturating_mul(PER_KEY_READ), Some(full))
+            }
+            None => (room.left.min(req.limit), None),
+        };
+        reads.push((vec![q.clone()], most, full));
+    }
+    if !free.is_empty() {
+        reads.push((free.into_iter().cloned().collect(), req.limit, None));
+    }
+    reads
 }
 
 /// How many times its room a queue capped per key reads, at most.

@@ -160,3 +160,17 @@ pub async fn a_new_key_starts_where_its_handlers_claims_are_not_at_an_unserved_t
     }
     assert_eq!(keys, ["b", "a", "b", "a"], "turns from a's place, not b's five first");
 }
+
+/// A keyed task whose turn reads an hour back (its queue's head) is not given up on as unserved
+/// the moment it is queued: its queueing time counts too.
+pub async fn a_turn_earlier_than_its_queueing_does_not_make_a_task_look_unserved(store: SharedStore) {
+    store.add_tasks(&[NewTask::new("h", "{}")], t0() - secs(3600)).await.expect("add the old task");
+    let new = store.add_tasks(&[NewTask::new("new", "{}").with_key("a")], t0()).await.expect("add")[0];
+    let task = store.get_task(new.id).await.expect("get").expect("task");
+    assert_eq!(task.scheduled_on, t0() - secs(3600), "its turn is the head's");
+    let served = ["h".to_string()];
+    let horizon = t0() - secs(600);
+    assert_eq!(store.give_up_unserved(&served, horizon, t0(), 10).await.expect("give up"), 0);
+    let later = t0() + secs(3600);
+    assert_eq!(store.give_up_unserved(&served, later - secs(600), later, 10).await.expect("give up"), 1);
+}
