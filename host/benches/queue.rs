@@ -12,7 +12,8 @@
 //! table), BENCH_WORKERS (0: the drain runs in this process; N: it runs in N `taskhost worker
 //! --drain` processes, timed from their start to the last one's exit), BENCH_QUEUE_LIMIT (none: the
 //! queue's concurrency limit across workers, `[queues.default] max_running`, for the cost of the
-//! limited claim).
+//! limited claim), BENCH_KEYS (10000: the store-only claim again with the tasks spread over this
+//! many keys, 0: not).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -161,18 +162,44 @@ async fn run() {
         );
     }
 
-    // The store alone: claim and finish in batches, no wasm.
-    let batch: Vec<_> = (0..tasks).map(|_| NewTask::new("noop", "{}")).collect();
-    app.client.add_many(batch).await.expect("add");
+    // The store alone: claim and finish in batches, no wasm; with BENCH_KEYS, keyless and keyed
+    // tasks (spread over that many keys: fair shares, each keyed add takes its turn, the claim is
+    // the same statement) in turn, keyless, keyed, keyed, keyless, so the table's growth weighs
+    // on both alike; compared within this run.
     let runner = app.store.register_runner(1, "bench", app.clock.now(), 100).await.expect("runner");
-    let (n, claim_t, finish_t) =
-        bench::claim_and_finish_all(&app, "default", runner, &noop.digest).await.expect("claim and finish");
-    println!(
-        "store only     {:>10.0} tasks/s  (claim {:.1} µs/task, finish {:.1} µs/task, batches of 256)",
-        n as f64 / (claim_t + finish_t).as_secs_f64(),
-        claim_t.as_secs_f64() * 1e6 / n as f64,
-        finish_t.as_secs_f64() * 1e6 / n as f64
-    );
+    let keys = env_num("BENCH_KEYS", 10_000);
+    let order: &[bool] = if keys > 0 { &[false, true, true, false] } else { &[false] };
+    let mut claims = [(0.0, 0usize); 2];
+    for &keyed in order {
+        let task = |i: usize| {
+            let t = NewTask::new("noop", "{}");
+            if keyed {
+                t.with_key(format!("k{}", i % keys))
+            } else {
+                t
+            }
+        };
+        let t = Instant::now();
+        app.client.add_many((0..tasks).map(task).collect()).await.expect("add");
+        let add = t.elapsed();
+        let (n, claim_t, finish_t) =
+            bench::claim_and_finish_all(&app, "default", runner, &noop.digest).await.expect("claim and finish");
+        claims[usize::from(keyed)].0 += claim_t.as_secs_f64();
+        claims[usize::from(keyed)].1 += n;
+        println!(
+            "store only{} {:>10.0} tasks/s  (claim {:.1} µs/task, finish {:.1} µs/task, batches of 256; add {:.0} tasks/s)",
+            if keyed { format!(", {keys} keys") } else { String::new() },
+            n as f64 / (claim_t + finish_t).as_secs_f64(),
+            claim_t.as_secs_f64() * 1e6 / n as f64,
+            finish_t.as_secs_f64() * 1e6 / n as f64,
+            tasks as f64 / add.as_secs_f64()
+        );
+    }
+    if keys > 0 {
+        let per = |(t, n): (f64, usize)| t * 1e6 / n as f64;
+        let (plain, keyed) = (per(claims[0]), per(claims[1]));
+        println!("claim, {keys} keys {:.2}x keyless  ({keyed:.1} against {plain:.1} µs/task)", keyed / plain);
+    }
 
     // Wasm overhead per run, sequential.
     let sandbox = app.catalog.sandbox();

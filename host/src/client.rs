@@ -22,6 +22,9 @@ use crate::model::*;
 use crate::plugins::Catalog;
 use crate::store::SharedStore;
 
+/// The most keys [`Client::keys`] lists at once.
+pub const MAX_KEYS_LISTED: u32 = 1_000;
+
 /// The same maximum length on every database, and no NUL byte (PostgreSQL refuses it).
 fn check_text(what: &'static str, value: &str, max: usize) -> Result<()> {
     text_refusal(value, max).map_or(Ok(()), |reason| Err(Error::invalid(what, reason)))
@@ -316,9 +319,11 @@ impl Client {
     }
 
     /// Every queue that holds unfinished tasks, is paused or has a flow-control limit, by name:
-    /// depth, running, lag, pause, limits and the live workers that claim from it.
+    /// depth, running, lag, pause, limits (and what each holds back now) and the live workers
+    /// that claim from it.
     pub async fn queues(&self) -> Result<Vec<crate::store::QueueInfo>> {
-        let mut queues = self.store.queues(self.clock.now()).await?;
+        let now = self.clock.now();
+        let mut queues = self.store.queues(now).await?;
         let limits = self.store.limits_in_force().await?.queues;
         let unlisted = limits.keys().filter(|name| !queues.iter().any(|q| &q.name == *name)).count();
         let live = if unlisted > 0 { self.store.live_runners().await? } else { Vec::new() };
@@ -334,14 +339,29 @@ impl Client {
                 }),
             }
         }
+        if !limits.is_empty() {
+            for l in &self.store.limits(now, Some(LimitScope::Queue)).await? {
+                if let Some(q) = queues.iter_mut().find(|q| q.name == l.target) {
+                    q.held_back = Some(l.held_back);
+                }
+            }
+        }
         queues.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(queues)
+    }
+
+    /// The keys with unfinished tasks (of `queue`, or of every queue), the longest-waiting
+    /// first, at most `limit` (at most [`MAX_KEYS_LISTED`]): each one's due, later and running
+    /// tasks, how long it has waited, its weight.
+    pub async fn keys(&self, queue: Option<&str>, limit: u32) -> Result<Vec<crate::store::KeyInfo>> {
+        check_filters(&[("queue", queue)])?;
+        self.store.keys(queue, self.clock.now(), limit.clamp(1, MAX_KEYS_LISTED)).await
     }
 
     /// Every flow-control limit set (queues' and handlers'), with its runs in flight and due
     /// tasks.
     pub async fn limits(&self) -> Result<Vec<crate::store::LimitInfo>> {
-        self.store.limits(self.clock.now()).await
+        self.store.limits(self.clock.now(), None).await
     }
 
     /// Change the limit `name` (`queue:NAME` or `handler:NAME`) live, for every worker within a

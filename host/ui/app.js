@@ -95,6 +95,7 @@ const routes = [
   [/^\/tasks$/, () => tasks.mount],
   [/^\/dead$/, () => (main, q) => tasks.mount(main, q, { dead: true })],
   [/^\/queues$/, () => ops.queues],
+  [/^\/limits$/, () => ops.limits],
   [/^\/schedules$/, () => ops.schedules],
   [/^\/runners$/, () => ops.runners],
   [/^\/plugins$/, () => ops.plugins],

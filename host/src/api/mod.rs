@@ -14,9 +14,10 @@
 //! | `POST /api/v1/tasks/{id}/cancel`, `/retry` | cancel an unfinished task; schedule a finished one again | write |
 //! | `DELETE /api/v1/tasks/{id}` | delete a finished task and its runs | write |
 //! | `POST /api/v1/tasks/cancel`, `/retry`, `/delete` | the same on many: `ids`, `queue`, `handler` or `all` | write |
-//! | `GET /api/v1/queues` | each queue's due, later and running tasks, lag, limit, pause | read |
+//! | `GET /api/v1/queues` | each queue's due, later and running tasks, lag, limits, held back, pause | read |
+//! | `GET /api/v1/keys` | each key's due, later and running tasks, wait, weight: `queue`, `limit` | read |
 //! | `POST /api/v1/queues/{queue}/pause`, `/resume` | pause or resume a queue | write |
-//! | `GET /api/v1/limits` | the flow-control limits, who set each, runs in flight and due tasks | read |
+//! | `GET /api/v1/limits` | the flow-control limits, who set each, runs in flight, due, held back | read |
 //! | `PUT /api/v1/limits/{name}`, `DELETE` | change a limit live, or take it out | write |
 //! | `GET /api/v1/schedules` | the periodic tasks, with their next slots and pauses | read |
 //! | `POST /api/v1/schedules/{name}/pause`, `/resume`, `/trigger` | pause, resume, queue one now | write |
@@ -148,6 +149,7 @@ fn described() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(queues::list))
         .routes(routes!(queues::pause))
         .routes(routes!(queues::resume))
+        .routes(routes!(queues::keys))
         .routes(routes!(limits::list))
         .routes(routes!(limits::set, limits::clear))
         .routes(routes!(control::schedules))

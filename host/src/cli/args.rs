@@ -90,11 +90,21 @@ pub enum Command {
         json: bool,
     },
     /// List the queues: due, later and running tasks, lag (how long the oldest due task has
-    /// waited), paused or not.
+    /// waited), limits and the due tasks they hold back, paused or not; with --keys, the keys
+    /// (fair shares) instead, the longest-waiting first.
     Queues {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// List the keys with unfinished tasks: due, later and running tasks, wait, weight.
+        #[arg(long)]
+        keys: bool,
+        /// With --keys: of this queue only.
+        #[arg(long, requires = "keys")]
+        queue: Option<String>,
+        /// With --keys: at most this many keys (1 to 1000).
+        #[arg(long, requires = "keys", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        limit: u32,
     },
     /// Flow-control limits of queues and handlers (runs in flight, starts per period), kept in
     /// the database and changed live (alone: list them).

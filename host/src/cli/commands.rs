@@ -150,6 +150,17 @@ pub async fn signal(app: &App, id: i64, name: &str, data: &str) -> Result<()> {
     Ok(())
 }
 
+/// `queues --keys`: the keys with unfinished tasks, the longest-waiting first.
+pub async fn keys(app: &App, queue: Option<&str>, limit: u32, json: bool) -> Result<()> {
+    let keys = app.client.keys(queue, limit).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&keys)?);
+    } else {
+        print!("{}", output::key_table(&keys, app.client.now()));
+    }
+    Ok(())
+}
+
 /// `queues`: every queue with tasks or paused.
 pub async fn queues(app: &App, json: bool) -> Result<()> {
     let queues = app.client.queues().await?;

@@ -133,7 +133,10 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::List(l) => list(&app, l).await?,
         Command::Show { id, json } => commands::show(&app, id, json).await?,
         Command::Schedule { command } => schedule::run(&app, command).await?,
-        Command::Queues { json } => commands::queues(&app, json).await?,
+        Command::Queues { json, keys: false, .. } => commands::queues(&app, json).await?,
+        Command::Queues { json, keys: true, queue, limit } => {
+            commands::keys(&app, queue.as_deref(), limit, json).await?
+        }
         Command::Limits { command } => {
             limits::run(&app, command.unwrap_or(limits::LimitsCommand::List { json: false })).await?
         }

@@ -147,8 +147,12 @@ pub trait Store: Send + Sync + 'static {
     /// [`Store::claim_for`], saying also when a rate limit that held runs back allows the next
     /// start.
     async fn claim_paced(&self, req: &ClaimRequest<'_>) -> Result<Claimed>;
-    /// Every flow-control limit set, with its runs in flight and its due tasks at `now`.
-    async fn limits(&self, now: DateTime<Utc>) -> Result<Vec<LimitInfo>>;
+    /// Every flow-control limit set (of `scope`, or of every scope), with its runs in flight,
+    /// its due tasks and those it holds back at `now`.
+    async fn limits(&self, now: DateTime<Utc>, scope: Option<LimitScope>) -> Result<Vec<LimitInfo>>;
+    /// The keys with unfinished tasks (of `queue`, or of every queue) at `now`, the
+    /// longest-waiting first, at most `limit`.
+    async fn keys(&self, queue: Option<&str>, now: DateTime<Utc>, limit: u32) -> Result<Vec<KeyInfo>>;
     /// The flow-control limits in force, as workers apply them.
     async fn limits_in_force(&self) -> Result<RunLimits>;
     /// Write the limit on `target` of `scope` as `edit` says (nothing left limited: take it

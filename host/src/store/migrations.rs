@@ -53,6 +53,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0021_unique_over_time.sql",
     "0022_flow_limits.sql",
     "0023_fair_shares.sql",
+    "0024_key_index.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -81,6 +82,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0021_unique_over_time.sql",
     "0022_flow_limits.sql",
     "0023_fair_shares.sql",
+    "0024_key_index.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -110,6 +112,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0022_unique_over_time.sql",
     "0023_flow_limits.sql",
     "0024_fair_shares.sql",
+    "0025_key_index.sql",
 );
 
 impl Embedded {

@@ -285,11 +285,12 @@ pub const INDEXES: &[Index] = &[
         filter: Some("last_status = 'running'"),
         mysql: OnMySql::Covered("task_queue_claim"),
     },
-    // A key's tasks by state: its runs in flight (a queue's cap per key) and its tasks due.
+    // A key's tasks (a key's limit's counts). By key alone: the state in it too would move a
+    // keyed task's entry at each claim and end (a claim 1.3 times as dear at 10,000 keys).
     Index {
         name: "task_queue_key",
         table: "task_queue",
-        columns: &["share_key", "last_status"],
+        columns: &["share_key"],
         unique: false,
         filter: Some("share_key IS NOT NULL"),
         mysql: OnMySql::Same,

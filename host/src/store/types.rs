@@ -124,6 +124,9 @@ pub struct QueueInfo {
     /// Starts allowed per period across all workers, as `N/PERIOD` with its burst (filled in
     /// as `max_running` is).
     pub rate_limit: Option<String>,
+    /// Due tasks its limit holds back now (None: the queue has no limit; filled in as
+    /// `max_running` is). See [`LimitInfo::held_back`].
+    pub held_back: Option<u64>,
     /// Live workers that claim from it (a worker of an older host, which does not say, counts).
     pub served_by: u32,
 }
@@ -140,6 +143,7 @@ impl QueueInfo {
             paused_on: None,
             max_running: None,
             rate_limit: None,
+            held_back: None,
             served_by: 0,
         }
     }
@@ -220,4 +224,29 @@ pub struct LimitInfo {
     pub running: u64,
     /// Its due tasks now (of queues not paused): what it may be holding back.
     pub due: u64,
+    /// Of those, the ones it holds back now: beyond its room (its cap less its runs in flight,
+    /// the starts its rate allows now) and, a queue's, beyond each key's room under its cap per
+    /// key. A key's weight holds nothing back.
+    pub held_back: u64,
+}
+
+/// A key's tasks in a queue, as [`Store::keys`](super::interface::Store::keys) lists them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
+pub struct KeyInfo {
+    /// The queue.
+    pub queue: String,
+    /// The key.
+    pub key: String,
+    /// Its tasks due now.
+    pub due: u64,
+    /// Its tasks due later.
+    pub later: u64,
+    /// Its runs in flight.
+    pub running: u64,
+    /// Since when its longest-waiting due task has waited (the later of its queueing and its
+    /// due time); None: nothing of it is due.
+    pub waiting_since: Option<DateTime<Utc>>,
+    /// Its weight, when set (None: 1).
+    pub weight: Option<u32>,
 }

@@ -1,6 +1,6 @@
 // Drives the dashboard in Debian's Chromium (playwright-core) as a person would: each page
 // loads with no console error, a running task's progress bar advances, and cancel, retry,
-// pause, trigger, bulk actions and replay work by clicking. It queues its own tasks through the
+// pause, trigger, bulk actions, replay and setting and clearing limits work by clicking. It queues its own tasks through the
 // API (a worker runs them) and prints what it did as one JSON line for the Rust test to check
 // in the database. Screenshots go to the directory given.
 //
@@ -43,19 +43,43 @@ async function visit(page, hash, ready) {
   await page.waitForSelector(ready, WAIT);
 }
 
-// Click the link to `hash` until the page has gone there: the overview's live update redraws
-// its cards, and one redrawn between the press and the release loses the click.
-async function follow(page, selector, hash) {
+// Click `selector` until `done(arg)` holds in the page: a live update redraws what it shows, and
+// a button or link redrawn between the press and the release loses the click.
+async function clickUntil(page, selector, done, arg) {
   const deadline = Date.now() + WAIT.timeout;
   for (;;) {
-    await page.click(selector, WAIT);
     try {
-      await page.waitForFunction((h) => location.hash === h, hash, { timeout: 2000 });
+      await page.click(selector, { timeout: 2000 });
+      await page.waitForFunction(done, arg, { timeout: 2000 });
       return;
     } catch (e) {
       if (Date.now() > deadline) throw e;
     }
+    // A slow answer may have landed since (and taken what was clicked away): then it is done.
+    if (await page.evaluate(done, arg)) return;
   }
+}
+
+// Click the link to `hash` until the page has gone there (the overview redraws its cards).
+function follow(page, selector, hash) {
+  return clickUntil(page, selector, (h) => location.hash === h, hash);
+}
+
+// Set the limit `name` through the Limits page's form, and wait until the table lists it.
+async function setLimit(page, name, fields) {
+  await page.fill('#limit-form [data-field="name"]', name);
+  for (const [field, value] of Object.entries(fields)) await page.fill(`#limit-form [data-field="${field}"]`, String(value));
+  await page.click('#limit-form button[type=submit]');
+  await notice(page, `Limit ${name} set`);
+  await page.waitForSelector(`#limit-list tr[data-key="${name}"]`, WAIT);
+}
+
+// The text of the cell under `label` in the row `key` of the table in `list`, read in the page.
+function cellText([list, key, label]) {
+  const table = document.querySelector(`${list} table`);
+  const col = table ? [...table.querySelectorAll('th')].findIndex((th) => th.textContent === label) : -1;
+  const row = table && table.querySelector(`tr[data-key="${key}"]`);
+  return col < 0 || !row ? null : row.children[col].textContent;
 }
 
 let page;
@@ -198,6 +222,25 @@ try {
     await visit(page, hash, ready);
     await shot(page, name);
   }
+
+  // Limits, last: set a cap and a cap per key on queue keyed (the Rust test queued two tasks of
+  // one key there, and no worker claims it: one is held back) and a key's weight through the
+  // form, see both listed, clear the key's by its button; the keys table lists the key.
+  await visit(page, '#/limits', '#limit-form');
+  await setLimit(page, 'queue:keyed', { max_running: 1, max_running_per_key: 1 });
+  await setLimit(page, 'key:tenant-a', { weight: 3 });
+  await page.waitForFunction((names) => names.every((n) => document.querySelector(`#limit-list tr[data-key="${n}"]`)),
+    ['queue:keyed', 'key:tenant-a'], WAIT);
+  done.limits_shown = await page.$$eval('#limit-list tr[data-key]', (rows) => rows.map((r) => r.dataset.key));
+  done.held_back_shown = await page.evaluate(cellText, ['#limit-list', 'queue:keyed', 'Held back']);
+  await page.waitForSelector('#key-list tr[data-key="keyed/tenant-b"]', WAIT);
+  done.keys_shown = await page.$$eval('#key-list tr[data-key]', (rows) => rows.map((r) => r.children[0].textContent));
+  await shot(page, 'limits');
+  const gone = (selector) => !document.querySelector(selector);
+  const tenant = '#limit-list tr[data-key="key:tenant-a"]';
+  // (No wait on the notice: a click repeated after a slow answer is told it was not set.)
+  await clickUntil(page, `${tenant} [data-action="clear"]`, gone, tenant);
+  done.limit_cleared = 'key:tenant-a';
 
   // A phone: the same pages fit its width.
   const phone = await open({ width: 390, height: 844 });

@@ -24,6 +24,12 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
     let env = Env::on(db, &["echo", "probe", "fail", "fan-out", "join"]).await;
     let nightly = taskhost::schedule::NewSchedule::new("nightly", "0 3 * * *", "echo");
     env.app.client.add_schedule(&nightly).await.expect("schedule");
+    // Two tasks of one key in a queue no worker claims, so they stay due for the keys table
+    // (its row on the queues page says "none claims it" too; the script reads queue nobody's).
+    for _ in 0..2 {
+        let keyed = taskhost::NewTask::new("echo", "{}").with_queue("keyed").with_key("tenant-b");
+        env.app.client.add(keyed).await.expect("add a keyed task");
+    }
     let served = Served::start(&env, "127.0.0.1:0");
     let worker = spawn_worker(&env, &["--queues", "default,held,mail"]);
     let shots = repo_root().join(format!("target/screenshots/dashboard-{db:?}").to_lowercase());
@@ -86,6 +92,18 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
     assert!(chars.windows(8).any(is_clock), "no time of day beside how long ago: {row}");
     let replayed = client.show(done["replayed"].as_i64().expect("id")).await.expect("show");
     assert!(replayed.1.len() >= 2 && replayed.0.task_runs_failed <= 1, "replayed from its first attempt: {replayed:?}");
+    // The limits set through the form, both listed; the key's cleared by its button; the keys
+    // table lists the key queued above.
+    let shown = |key: &str, name: &str| done[key].as_array().is_some_and(|a| a.iter().any(|v| v == name));
+    assert!(shown("limits_shown", "queue:keyed") && shown("limits_shown", "key:tenant-a"), "{done}");
+    assert_eq!(done["held_back_shown"], "1", "room for one of tenant-b's two: {done}");
+    assert!(shown("keys_shown", "tenant-b"), "{done}");
+    assert_eq!(done["limit_cleared"], "key:tenant-a", "{done}");
+    let limits = client.limits().await.expect("limits");
+    let limit = |name: &str| limits.iter().find(|l| l.scope.name(&l.target) == name);
+    let held = limit("queue:keyed").unwrap_or_else(|| panic!("queue:keyed is set: {limits:?}"));
+    assert_eq!((held.max_running, held.max_running_per_key), (Some(1), Some(1)), "{held:?}");
+    assert!(limit("key:tenant-a").is_none(), "key:tenant-a was cleared: {limits:?}");
     for name in [
         "overview",
         "task-running",
@@ -94,6 +112,7 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
         "dead-letters",
         "runners",
         "plugins",
+        "limits",
         "phone-overview",
         "phone-task",
     ] {

@@ -9,7 +9,7 @@ use crate::common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::process::{signal, spawn_worker, stderr, stdout, wait_exit};
+use common::process::{run, signal, spawn_worker, stderr, stdout, wait_exit};
 use common::served::Served;
 use common::{repo_root, taskhost_command, wait_until, Db, Env};
 use serde_json::{json, Value};
@@ -199,7 +199,56 @@ async fn limits_are_listed_set_and_cleared_through_the_api(db: Db) {
     assert_eq!(answer["limits"].as_array().map(Vec::len), Some(1), "{answer}");
 }
 
+/// What a limit holds back and what each key holds, the longest-waiting first, as the API, the
+/// metrics and `taskhost queues` show them (no worker: every task stays due).
+async fn keys_and_what_limits_hold_back_are_shown_by_the_api_the_metrics_and_the_cli(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    for key in ["tenant-a", "tenant-a", "tenant-a", "tenant-b"] {
+        let task = taskhost::model::NewTask::new("echo", "{}").with_queue("keyed").with_key(key);
+        env.app.client.add(task).await.expect("add");
+    }
+    let o = run(&env, &["limits", "set", "queue:keyed", "--max-running", "1", "--max-running-per-key", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let served = Served::start(&env, "127.0.0.1:0");
+    let (status, answer) = served.call("GET", "/keys?queue=keyed", None, None);
+    let keys: Vec<(&str, u64)> = answer["keys"]
+        .as_array()
+        .map(|k| k.iter().map(|k| (k["key"].as_str().unwrap_or(""), k["due"].as_u64().unwrap_or(0))).collect())
+        .unwrap_or_default();
+    assert_eq!((status, keys), (200, vec![("tenant-a", 3), ("tenant-b", 1)]), "a has waited longest: {answer}");
+    for bad in ["/keys?limit=0", "/keys?limit=1001", "/keys?colour=red"] {
+        let (status, answer) = served.call("GET", bad, None, None);
+        assert_eq!(status, 400, "{bad}: {answer}");
+    }
+    let (_, queues) = served.call("GET", "/queues", None, None);
+    assert_eq!(queues["queues"][0]["held_back"], json!(3), "room for one of four: {queues}");
+    let (_, limits) = served.call("GET", "/limits", None, None);
+    assert_eq!(limits["limits"][0]["held_back"], json!(3), "{limits}");
+    let (status, _, metrics) = served.page("/metrics");
+    assert_eq!(status, 200);
+    for line in [
+        "taskhost_limit{limit=\"queue:keyed\",value=\"max_running\"} 1\n",
+        "taskhost_limit_held_back{limit=\"queue:keyed\"} 3\n",
+        "taskhost_limit_due{limit=\"queue:keyed\"} 4\n",
+        "taskhost_key_tasks{queue=\"keyed\",key=\"tenant-a\",state=\"due\"} 3\n",
+        "taskhost_key_wait_seconds{queue=\"keyed\",key=\"tenant-b\"} ",
+    ] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
+    let listed = stdout(&run(&env, &["queues", "--keys"]));
+    let lines: Vec<Vec<&str>> = listed.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(lines[0], ["KEY", "QUEUE", "DUE", "LATER", "RUNNING", "WAIT", "WEIGHT"], "{listed}");
+    assert_eq!(lines[1][..5], ["tenant-a", "keyed", "3", "0", "0"], "{listed}");
+    let queues = stdout(&run(&env, &["queues"]));
+    assert!(queues.lines().next().is_some_and(|l| l.contains(" HELD ")), "{queues}");
+    let row: Vec<&str> = queues.lines().nth(1).map(|l| l.split_whitespace().collect()).unwrap_or_default();
+    assert_eq!(row[..7], ["keyed", "4", "0", "0", "1", "-", "3"], "{queues}");
+    let o = run(&env, &["queues", "--queue", "keyed"]);
+    assert!(!o.status.success() && stderr(&o).contains("--keys"), "--queue needs --keys: {}", stderr(&o));
+}
+
 on_every_database!(
+    keys_and_what_limits_hold_back_are_shown_by_the_api_the_metrics_and_the_cli,
     bad_requests_get_a_json_error_and_lose_nothing,
     bulk_actions_and_deletes_touch_only_the_tasks_they_may,
     limits_are_listed_set_and_cleared_through_the_api

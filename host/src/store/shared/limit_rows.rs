@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::Cells;
 use super::super::sql::args;
-use super::super::transitions::is;
+use super::super::transitions::{is, is_any};
 use super::super::types::{LimitEdit, LimitInfo, LimitSetBy, LimitWritten};
 use crate::error::{Error, Result};
 use crate::model::{Limit, LimitScope, Rate, RunLimits, TaskState};
@@ -61,17 +61,17 @@ fn readable(r: &impl Cells) -> Option<LimitRow> {
     LimitRow::read(r).map_err(|e| tracing::warn!("a flow-control limit is left out: {e}")).ok()
 }
 
-/// Every limit set, with who set it.
-pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<LimitInfo>> {
+/// Every limit set (of `scope`, or of every one), with who set it, what it holds now.
+pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>, of: Option<LimitScope>) -> Result<Vec<LimitInfo>> {
     let sql = format!("SELECT {LIMIT_COLUMNS}, set_by, updated_on FROM task_run_limits ORDER BY name");
     let mut out = Vec::new();
     for r in &db.rows(None, &sql, &[]).await? {
         let Some(row) = readable(r) else { continue };
         let Ok((scope, target)) = LimitScope::parse_name(&row.name) else { continue };
-        if !row.limit.is_some() {
-            continue; // a lock row of an older host
+        if !row.limit.is_some() || of.is_some_and(|of| of != scope) {
+            continue; // (without limits: a lock row of an older host)
         }
-        out.push(LimitInfo {
+        let mut info = LimitInfo {
             scope,
             target: target.to_string(),
             max_running: row.limit.max_running,
@@ -83,12 +83,35 @@ pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<LimitInf
             updated_on: r.time("updated_on")?,
             running: 0,
             due: 0,
-        });
-    }
-    for info in &mut out {
+            held_back: 0,
+        };
         (info.running, info.due) = load(db, info.scope, &info.target, now).await?;
+        info.held_back = held_back(db, &info, &row, now).await?;
+        out.push(info);
     }
     Ok(out)
+}
+
+/// The due tasks `info`'s limit holds back now: beyond its room (its cap less its runs in flight,
+/// the starts its rate allows now), or beyond its keys' rooms under a queue's cap per key.
+async fn held_back<D: Dialect>(db: &D, info: &LimitInfo, row: &LimitRow, now: DateTime<Utc>) -> Result<u64> {
+    if info.scope == LimitScope::Key {
+        return Ok(0);
+    }
+    let mut room = info.due;
+    if let Some(max) = row.limit.max_running {
+        room = room.min(u64::from(max).saturating_sub(info.running));
+    }
+    if let Some(rate) = row.limit.rate {
+        let ask = u32::try_from(info.due).unwrap_or(u32::MAX);
+        room = room.min(u64::from(rate.grant(row.next_on, now, ask).granted));
+    }
+    let mut held = info.due - room;
+    if let (LimitScope::Queue, Some(cap)) = (info.scope, row.limit.max_running_per_key) {
+        held = held.max(super::keys::held_by_cap(db, &info.target, cap, now).await?);
+    }
+    // Counted by another statement: a task added between the two is not held back beyond due.
+    Ok(held.min(info.due))
 }
 
 /// The runs in flight under a limit, and the due tasks it may hold back (of queues not paused).
@@ -101,10 +124,11 @@ async fn load<D: Dialect>(db: &D, scope: LimitScope, target: &str, now: DateTime
     let sql = format!(
         "SELECT count(CASE WHEN {} THEN 1 END) AS running,
                 count(CASE WHEN {} AND scheduled_on <= $2 AND {} THEN 1 END) AS due
-         FROM task_queue WHERE {column} = $1",
+         FROM task_queue WHERE {column} = $1 AND {}",
         is::<D>(TaskState::Running),
         is::<D>(TaskState::Scheduled),
-        super::super::transitions::NOT_PAUSED
+        super::super::transitions::NOT_PAUSED,
+        is_any::<D>(&[TaskState::Scheduled, TaskState::Running])
     );
     let found = db.rows(None, &sql, args![target, now]).await?;
     let count = |col: &str| -> Result<u64> {

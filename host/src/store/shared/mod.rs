@@ -7,6 +7,7 @@
 
 mod bulk;
 mod cancel;
+mod keys;
 mod limit_rows;
 mod limits;
 mod queues;
@@ -27,8 +28,8 @@ use super::plumbing::{ConnOf, SqlxDialect};
 use super::stats;
 use super::transitions;
 use super::types::{
-    Backend, BulkFilter, Cancelled, Finished, LimitEdit, LimitInfo, LimitSetBy, LimitWritten, QueueInfo, Replay,
-    RetryCandidate, RetryPlan, Served, Unfinished, Wakeups,
+    Backend, BulkFilter, Cancelled, Finished, KeyInfo, LimitEdit, LimitInfo, LimitSetBy, LimitWritten, QueueInfo,
+    Replay, RetryCandidate, RetryPlan, Served, Unfinished, Wakeups,
 };
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -232,8 +233,12 @@ impl<D: Dialect> Store for SqlStore<D> {
         limits::claim(&self.db, req).await
     }
 
-    async fn limits(&self, now: DateTime<Utc>) -> Result<Vec<LimitInfo>> {
-        limit_rows::list(&self.db, now).await
+    async fn limits(&self, now: DateTime<Utc>, scope: Option<LimitScope>) -> Result<Vec<LimitInfo>> {
+        limit_rows::list(&self.db, now, scope).await
+    }
+
+    async fn keys(&self, queue: Option<&str>, now: DateTime<Utc>, limit: u32) -> Result<Vec<KeyInfo>> {
+        keys::list(&self.db, queue, now, limit).await
     }
 
     async fn limits_in_force(&self) -> Result<RunLimits> {

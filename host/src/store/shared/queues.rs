@@ -86,6 +86,7 @@ pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>) -> Result<Vec<QueueInf
             paused_on: None,
             max_running: None,
             rate_limit: None,
+            held_back: None,
             served_by: 0,
         });
     }

@@ -52,7 +52,7 @@ pub async fn a_keys_weight_gives_it_that_many_turns_to_another_keys_one(store: S
     let capped = Limit { max_running: Some(2), ..Limit::default() };
     let err = store.set_limit(LimitScope::Key, "heavy", LimitEdit::Set(capped), by, t0()).await.expect_err("a cap");
     assert!(err.to_string().contains("a key takes a weight only"), "{err}");
-    let listed = store.limits(t0()).await.expect("list");
+    let listed = store.limits(t0(), None).await.expect("list");
     assert_eq!(listed.iter().map(|l| (l.scope, l.weight)).collect::<Vec<_>>(), [(LimitScope::Key, Some(3))]);
     store.add_tasks(&keyed("heavy", 60), t0()).await.expect("add");
     store.add_tasks(&keyed("light", 60), t0()).await.expect("add");
@@ -173,4 +173,64 @@ pub async fn a_turn_earlier_than_its_queueing_does_not_make_a_task_look_unserved
     assert_eq!(store.give_up_unserved(&served, horizon, t0(), 10).await.expect("give up"), 0);
     let later = t0() + secs(3600);
     assert_eq!(store.give_up_unserved(&served, later - secs(600), later, 10).await.expect("give up"), 1);
+}
+
+/// The keys are listed with their tasks, weights and waits (the longest-waiting first), and each
+/// limit with the due tasks it holds back now: beyond its room, or beyond its keys' rooms.
+pub async fn what_each_key_holds_and_what_each_limit_holds_back_are_listed(store: SharedStore) {
+    let by = LimitSetBy::Operator;
+    let caps = Limit { max_running: Some(3), max_running_per_key: Some(1), ..Limit::default() };
+    store.set_limit(LimitScope::Queue, "t", LimitEdit::Set(caps), by, t0()).await.expect("caps");
+    let two = Limit { weight: Some(2), ..Limit::default() };
+    store.set_limit(LimitScope::Key, "b", LimitEdit::Set(two), by, t0()).await.expect("weight");
+    let in_t = |t: NewTask| t.with_queue("t");
+    let mut tasks: Vec<NewTask> = keyed("a", 5).into_iter().map(in_t).collect();
+    tasks.push(in_t(NewTask::new("h", "{}")));
+    tasks.push(in_t(NewTask::new("h", "{}").with_key("a").with_scheduled_on(t0() + secs(3600))));
+    store.add_tasks(&tasks, t0()).await.expect("add a");
+    store.add_tasks(&keyed("b", 2).into_iter().map(in_t).collect::<Vec<_>>(), t0() + secs(1)).await.expect("add b");
+    let limits = store.limits_in_force().await.expect("limits");
+    let queues = ["t".to_string()];
+    let r = runner(&store, t0()).await;
+    let now = t0() + secs(2);
+    let claim = taskhost::store::ClaimRequest { now, ..super::limited(r, &queues, None, 16, &limits) };
+    let claimed = store.claim_for(&claim).await.expect("claim");
+    assert_eq!(claimed.len(), 3, "one of a's, one of b's, the keyless task");
+
+    let keys = store.keys(None, now, 10).await.expect("keys");
+    let seen: Vec<_> = keys.iter().map(|k| (k.key.as_str(), k.due, k.later, k.running, k.weight)).collect();
+    assert_eq!(seen, [("a", 4, 1, 1, None), ("b", 1, 0, 1, Some(2))], "a has waited longest");
+    assert!(keys[0].waiting_since.is_some_and(|t| t >= t0() && t < t0() + secs(1)), "{keys:?}");
+    assert_eq!(keys[1].waiting_since, Some(t0() + secs(1)), "since b's queueing, not its turn at a's head");
+    let one = store.keys(Some("t"), now, 1).await.expect("keys");
+    assert_eq!(one.iter().map(|k| k.key.as_str()).collect::<Vec<_>>(), ["a"]);
+    assert!(store.keys(Some("other"), now, 10).await.expect("keys").is_empty());
+
+    let held = |limits: &[taskhost::store::LimitInfo], scope| {
+        limits.iter().find(|l| l.scope == scope).map(|l| (l.running, l.due, l.held_back))
+    };
+    let listed = store.limits(now, None).await.expect("limits");
+    assert_eq!(held(&listed, LimitScope::Queue), Some((3, 5, 5)), "at its cap: all five held back");
+    assert_eq!(held(&listed, LimitScope::Key), Some((1, 1, 0)), "a weight holds nothing back");
+    // The keyless run ends: room for one, but a's and b's are at their caps per key.
+    let plain = keyless(&store, &claimed).await;
+    store.finish_runs(&[success(plain, now, "{}")]).await.expect("finish");
+    let listed = store.limits(now, None).await.expect("limits");
+    assert_eq!(held(&listed, LimitScope::Queue), Some((2, 5, 5)), "each key at its cap");
+    // A rate holds back what it cannot start now.
+    let rate = Limit { rate: Some(Rate::parse("1/1h").expect("rate")), ..Limit::default() };
+    store.set_limit(LimitScope::Handler, "r", LimitEdit::Set(rate), by, now).await.expect("rate");
+    store.add_tasks(&(0..3).map(|_| NewTask::new("r", "{}")).collect::<Vec<_>>(), now).await.expect("add r");
+    let listed = store.limits(now, None).await.expect("limits");
+    assert_eq!(held(&listed, LimitScope::Handler), Some((0, 3, 2)), "one start now, two held back");
+}
+
+/// The run among `claimed` of a task without a key.
+async fn keyless<'a>(store: &SharedStore, claimed: &'a [ClaimedRun]) -> &'a ClaimedRun {
+    for c in claimed {
+        if store.get_task(c.task_id).await.expect("get").expect("task").key.is_none() {
+            return c;
+        }
+    }
+    panic!("no keyless task was claimed")
 }

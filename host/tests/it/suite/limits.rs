@@ -210,7 +210,7 @@ pub async fn limits_are_set_live_and_a_file_does_not_overwrite_an_operators(stor
     };
     let mut held = claim(0).await;
     assert_eq!(held.len(), 1);
-    let listed = store.limits(t0()).await.expect("list");
+    let listed = store.limits(t0(), None).await.expect("list");
     assert_eq!(listed.len(), 1);
     let api = &listed[0];
     let seen = (api.scope, api.target.as_str(), api.max_running, api.set_by);
@@ -230,7 +230,7 @@ pub async fn limits_are_set_live_and_a_file_does_not_overwrite_an_operators(stor
     assert!(claim(20).await.is_empty(), "3 in flight");
     // A worker's file no longer sets it: the operator's stays.
     assert_eq!(store.set_file_limits(&file, t0()).await.expect("file"), vec!["queue:api".to_string()]);
-    let listed = store.limits(t0()).await.expect("list");
+    let listed = store.limits(t0(), None).await.expect("list");
     let seen = (listed[0].max_running, listed[0].rate.as_deref(), listed[0].set_by);
     assert_eq!(seen, (Some(3), Some("100/1s"), Some(LimitSetBy::Operator)));
     // Lowered to 1/1h, then raised: the slow rate's pace mark, an hour ahead, is brought back.
@@ -246,7 +246,7 @@ pub async fn limits_are_set_live_and_a_file_does_not_overwrite_an_operators(stor
     let clear = LimitEdit::Set(Limit::default());
     assert!(store.set_limit(LimitScope::Queue, "api", clear.clone(), by, t0()).await.expect("clear").before.is_some());
     assert!(!store.set_limit(LimitScope::Queue, "api", clear, by, t0()).await.expect("clear").before.is_some());
-    assert!(store.limits(t0()).await.expect("list").is_empty());
+    assert!(store.limits(t0(), None).await.expect("list").is_empty());
     assert!(store.limits_in_force().await.expect("limits").is_empty());
     assert_eq!(claim(60).await.len(), 3, "the rest, unlimited");
     assert!(store.set_file_limits(&file, t0()).await.expect("file").is_empty());
