@@ -9,6 +9,7 @@
 //! | [`rotation`] | successful tasks finished more than 30 days ago → deleted with their runs, in batches | 10 min |
 //! | [`stats_compaction`] | rows of statistics (per minute and runner) older than 2 h → one row per handler, queue and hour | 10 min |
 //! | [`schedules`] | periodic tasks: each schedule's due slot → one task, however many overseers race | 1 s |
+//! | [`key_turns`] | rows of keys' last turns (fair shares) more than a day old → deleted, in batches | 10 min |
 //! | [`unserved`] | scheduled tasks whose handler no live runner has served for 10 min → given up (`handler-not-found`); a warning for each queue whose due tasks no live runner claims from | 30 s |
 //!
 //! Workers run the overseer too unless told not to. Only one node at a time runs the services:
@@ -32,6 +33,7 @@ use crate::store::SharedStore;
 pub use lease::Leadership;
 use lease::Lease;
 
+pub mod key_turns;
 mod lease;
 pub mod liveness;
 pub mod retries;
@@ -63,6 +65,8 @@ pub struct OverseerConfig {
     pub schedules: schedules::Config,
     /// `[overseer.stats_compaction]`: old statistics merged.
     pub stats_compaction: stats_compaction::Config,
+    /// `[overseer.key_turns]`: idle keys' turns.
+    pub key_turns: key_turns::Config,
 }
 
 impl OverseerConfig {
@@ -94,6 +98,8 @@ impl OverseerConfig {
             (".schedules", "interval", self.schedules.interval, YEAR),
             (".stats_compaction", "interval", self.stats_compaction.interval, YEAR),
             (".stats_compaction", "keep_minutes_for", self.stats_compaction.keep_minutes_for, YEAR),
+            (".key_turns", "interval", self.key_turns.interval, YEAR),
+            (".key_turns", "idle_for", self.key_turns.idle_for, YEAR),
         ];
         for (table, key, d, max) in durations {
             if d < Duration::from_millis(10) || d > max {
@@ -109,6 +115,8 @@ impl OverseerConfig {
             (".unserved", "batch", self.unserved.batch),
             (".stats_compaction", "batch", self.stats_compaction.batch),
             (".stats_compaction", "max_batches", self.stats_compaction.max_batches),
+            (".key_turns", "batch", self.key_turns.batch),
+            (".key_turns", "max_batches", self.key_turns.max_batches),
         ];
         for (table, key, n) in counts {
             if !(1..=100_000).contains(&n) {
@@ -130,6 +138,7 @@ impl Default for OverseerConfig {
             unserved: Default::default(),
             schedules: Default::default(),
             stats_compaction: Default::default(),
+            key_turns: Default::default(),
         }
     }
 }
@@ -233,6 +242,7 @@ impl Overseer {
                 c.stats_compaction.interval,
                 stats_compaction::StatsCompaction::new(store.clone(), c.stats_compaction),
             ),
+            every("key-turns", c.key_turns.interval, key_turns::KeyTurns::new(store.clone(), c.key_turns)),
         ];
         let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
         let holder = format!("{host}:{}:{:08x}", std::process::id(), rand::random::<u32>());

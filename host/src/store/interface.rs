@@ -271,6 +271,9 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<u64>;
     /// Delete up to `batch` successful or cancelled tasks finished before `before`, with their runs.
     async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64>;
+    /// Delete at most `batch` rows of keys' last turns (fair shares) older than `before`; how
+    /// many.
+    async fn prune_key_turns(&self, before: DateTime<Utc>, batch: u32) -> Result<u64>;
     /// Merge up to `batch` rows of statistics of minutes before `before` into one row per
     /// handler, queue and hour; the rows merged (0: nothing left to merge). The statistics read
     /// the same after, but for the runs of the last minute and hour, which must be after `before`.

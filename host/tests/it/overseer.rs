@@ -9,7 +9,7 @@ use common::{drain_config, Db, Env};
 use taskhost::clock::Clock;
 use taskhost::model::{NewTask, RunStatus, RunnerStatus, TaskFilter};
 use taskhost::overseer::{
-    liveness, retries, rotation, run_timeout, stats_compaction, unserved, OverseerConfig, Service, Summary,
+    key_turns, liveness, retries, rotation, run_timeout, stats_compaction, unserved, OverseerConfig, Service, Summary,
 };
 use taskhost::retry::Backoff;
 use taskhost::runner::WorkerConfig;
@@ -208,6 +208,27 @@ async fn statistics_older_than_two_hours_are_merged_into_hours_and_read_the_same
     assert_eq!(format!("{after:?}"), format!("{now_before:?}"), "the statistics read the same");
 }
 
+/// Keys' turns idle for more than a day are deleted, in batches; a key active since keeps its
+/// row, and a key that comes back starts at its queue's head, as a new one.
+async fn idle_keys_turns_are_deleted_in_batches_and_active_keys_keep_theirs(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["echo"]).await;
+    for key in ["a", "b", "c"] {
+        env.app.client.add(NewTask::new("echo", "{}").with_key(key)).await.expect("add");
+    }
+    env.drain(drain_config()).await;
+    let svc = key_turns::KeyTurns::new(env.app.store.clone(), key_turns::Config { batch: 2, ..Default::default() });
+    assert_eq!(svc.run_once(clock.now()).await.expect("prune").rows_deleted, 0, "turns of now stay");
+    clock.advance(chrono::Duration::hours(25));
+    env.app.client.add(NewTask::new("echo", "{}").with_key("b")).await.expect("b comes back");
+    let report = svc.run_once(clock.now()).await.expect("prune");
+    assert_eq!((report.rows_deleted, report.batches), (2, 2), "a's and c's, a full batch then none: {report:?}");
+    assert_eq!(report.summary().as_deref(), Some("deleted 2 idle key's turns"));
+    assert_eq!(svc.run_once(clock.now()).await.expect("prune").rows_deleted, 0, "b's turn is new");
+    let a = env.app.client.add(NewTask::new("echo", "{}").with_key("a")).await.expect("a comes back").id;
+    let (task, _) = env.app.client.show(a).await.expect("show");
+    assert_eq!(task.scheduled_on, clock.now(), "at the head (b's task, due now), as a new key");
+}
+
 async fn a_worker_runs_the_overseer_and_recovers_a_dead_runners_task(db: Db) {
     let env = Env::on(db, &["echo"]).await;
     let store = env.app.store.clone();
@@ -333,6 +354,7 @@ on_every_database!(
     timeouts_past_max_attempts_make_a_dead_letter,
     rotation_deletes_old_successful_tasks_and_keeps_the_rest,
     statistics_older_than_two_hours_are_merged_into_hours_and_read_the_same,
+    idle_keys_turns_are_deleted_in_batches_and_active_keys_keep_theirs,
     a_worker_runs_the_overseer_and_recovers_a_dead_runners_task,
     one_overseer_at_a_time_holds_the_lease_and_another_takes_over,
 );

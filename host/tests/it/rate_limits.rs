@@ -27,8 +27,9 @@ async fn a_rate_limit_paces_worker_processes_and_a_live_change_applies_without_a
     wait_until(Duration::from_secs(60), "the first 8 tasks ran", || done(8)).await;
     let paced = starts(&env).await;
     // A run starts at the database's time its rate counted by (the server's, read under the
-    // limit's lock): 5 in a second at most, one every 200 ms.
-    assert_eq!(most_in(&paced, chrono::Duration::seconds(1)), 5, "{paced:?}");
+    // limit's lock): 5 in a second at most, one every 200 ms. (Whether the workers keep up with
+    // the rate is the benchmark's to say: a loaded machine claims later, never sooner.)
+    assert!(most_in(&paced, chrono::Duration::seconds(1)) <= 5, "{paced:?}");
     assert!(paced.windows(2).all(|w| w[1] - w[0] >= chrono::Duration::milliseconds(200)), "paced: {paced:?}");
 
     let o = run(&env, &["limits", "set", "queue:api", "--rate", "100/1s"]);

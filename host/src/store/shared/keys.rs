@@ -4,7 +4,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::Dialect;
+use std::collections::BTreeMap;
+
+use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::Cells;
 use super::super::rows;
 use super::super::sql::args;
@@ -82,6 +84,35 @@ pub async fn held_by_cap<D: Dialect>(db: &D, queue: &str, cap: u32, now: DateTim
     );
     let found = db.rows(None, &sql, args![queue, now, i64::from(cap)]).await?;
     Ok(found.first().map(|r| r.int("held")).transpose()?.flatten().unwrap_or(0).max(0) as u64)
+}
+
+/// Delete at most `batch` rows of `task_keys` whose turn is older than `before` (see
+/// `overseer::key_turns`); how many. Rows an add holds are skipped where the database can, else
+/// waited for, and their turn read again by the delete.
+pub async fn prune_turns<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) -> Result<u64> {
+    let before_ns = before.timestamp_micros().saturating_mul(1_000);
+    transaction(db, |tx| {
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT queue, name FROM task_keys WHERE turn_ns < $1 ORDER BY turn_ns LIMIT $2{}",
+                D::SKIP_LOCKED
+            );
+            let mut by_queue: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for r in &db.rows(Some(&mut tx.tx), &sql, args![before_ns, batch]).await? {
+                by_queue
+                    .entry(r.text("queue")?.unwrap_or_default())
+                    .or_default()
+                    .push(r.text("name")?.unwrap_or_default());
+            }
+            let mut deleted = 0;
+            for (queue, names) in &by_queue {
+                let sql = "DELETE FROM task_keys WHERE queue = $1 AND name IN ($2) AND turn_ns < $3";
+                deleted += db.exec(Some(&mut tx.tx), sql, args![queue.as_str(), names.as_slice(), before_ns]).await?;
+            }
+            Ok(deleted)
+        })
+    })
+    .await
 }
 
 fn count(r: &impl Cells, col: &str) -> Result<u64> {

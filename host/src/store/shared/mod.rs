@@ -368,6 +368,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         upkeep::give_up_unserved(&self.db, served, due_before, now, limit).await
     }
 
+    async fn prune_key_turns(&self, before: DateTime<Utc>, batch: u32) -> Result<u64> {
+        keys::prune_turns(&self.db, before, batch).await
+    }
+
     async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64> {
         bulk::rotate_batch(&self.db, before, batch).await
     }
