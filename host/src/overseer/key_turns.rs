@@ -1,11 +1,13 @@
 //! Key turns: the rows of `task_keys` (each key's last turn in each queue, fair shares, see
-//! docs/queue.md) whose turn is more than a day old are deleted, in bounded batches, so the table
-//! grows with the keys active lately, not with every key ever queued (a platform's users, say).
+//! docs/queue.md) whose turn is more than a day old and whose key has no unfinished task in that
+//! queue are deleted, in bounded batches, so the table grows with the keys active lately, not
+//! with every key ever queued (a platform's users, say).
 //!
-//! A key's row only ever puts its next task's turn after its last one; a key idle that long has
-//! its turn behind its queue's head by then, and starts at the head with or without its row, as
-//! a new key does. A row an add holds is not taken: the delete waits for it and reads its turn
-//! again (moved on, it stays).
+//! A key's row only puts its next task's turn after its last one. A turn is not a clock (in a
+//! queue with a backlog, turns read as far back as its head), so a key with tasks waiting or
+//! running keeps its row, whatever its turn: its next task stays behind them. A key with none
+//! starts at its queue's head when it comes back, as a new key does. A row an add holds is
+//! skipped; an add waits for one held here, and queues its task once it is gone.
 
 use std::time::Duration;
 

@@ -111,7 +111,11 @@ try {
   await page.click(`#task-graph [data-task="${done.graph[3][0]}"]`);
   await page.waitForFunction((id) => location.hash === `#/tasks/${id}` && document.querySelectorAll('#task-graph [data-task]').length === 4,
     done.graph[3][0], WAIT);
-  done.join_graph = await page.evaluate(nodes);
+  // Read when drawn: the page may be between two draws of its graph (both show four boxes).
+  done.join_graph = await (await page.waitForFunction(() => {
+    const found = [...document.querySelectorAll('#task-graph [data-task]')].map((n) => [Number(n.dataset.task), n.dataset.state]);
+    return found.length === 4 && found;
+  }, null, WAIT)).jsonValue();
 
   // Overview: counts, the chart, queues and handlers.
   await visit(page, '#/', '#chart svg');

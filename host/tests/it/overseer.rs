@@ -208,14 +208,17 @@ async fn statistics_older_than_two_hours_are_merged_into_hours_and_read_the_same
     assert_eq!(format!("{after:?}"), format!("{now_before:?}"), "the statistics read the same");
 }
 
-/// Keys' turns idle for more than a day are deleted, in batches; a key active since keeps its
-/// row, and a key that comes back starts at its queue's head, as a new one.
+/// Keys' turns idle for more than a day are deleted, in batches; a key active since, or with a
+/// task still waiting (its turn a day back all the same), keeps its row, and a key that comes
+/// back starts at its queue's head, as a new one.
 async fn idle_keys_turns_are_deleted_in_batches_and_active_keys_keep_theirs(db: Db) {
     let (env, clock) = Env::manual_on(db, &["echo"]).await;
     for key in ["a", "b", "c"] {
         env.app.client.add(NewTask::new("echo", "{}").with_key(key)).await.expect("add");
     }
     env.drain(drain_config()).await;
+    let waiting = NewTask::new("echo", "{}").with_key("d").with_queue("nobody");
+    let waiting = env.app.client.add(waiting).await.expect("a task no worker takes").id;
     let svc = key_turns::KeyTurns::new(env.app.store.clone(), key_turns::Config { batch: 2, ..Default::default() });
     assert_eq!(svc.run_once(clock.now()).await.expect("prune").rows_deleted, 0, "turns of now stay");
     clock.advance(chrono::Duration::hours(25));
@@ -223,7 +226,12 @@ async fn idle_keys_turns_are_deleted_in_batches_and_active_keys_keep_theirs(db: 
     let report = svc.run_once(clock.now()).await.expect("prune");
     assert_eq!((report.rows_deleted, report.batches), (2, 2), "a's and c's, a full batch then none: {report:?}");
     assert_eq!(report.summary().as_deref(), Some("deleted 2 idle key's turns"));
-    assert_eq!(svc.run_once(clock.now()).await.expect("prune").rows_deleted, 0, "b's turn is new");
+    assert_eq!(svc.run_once(clock.now()).await.expect("prune").rows_deleted, 0, "b's turn is new, d waits");
+    // d's task still waits, a day on: its next task is queued behind it.
+    let next = env.app.client.add(NewTask::new("echo", "{}").with_key("d").with_queue("nobody")).await.expect("add");
+    let (first, _) = env.app.client.show(waiting).await.expect("show");
+    let (next, _) = env.app.client.show(next.id).await.expect("show");
+    assert!(next.scheduled_on > first.scheduled_on, "d's turns go on from its row: {first:?} {next:?}");
     let a = env.app.client.add(NewTask::new("echo", "{}").with_key("a")).await.expect("a comes back").id;
     let (task, _) = env.app.client.show(a).await.expect("show");
     assert_eq!(task.scheduled_on, clock.now(), "at the head (b's task, due now), as a new key");

@@ -86,15 +86,20 @@ pub async fn held_by_cap<D: Dialect>(db: &D, queue: &str, cap: u32, now: DateTim
     Ok(found.first().map(|r| r.int("held")).transpose()?.flatten().unwrap_or(0).max(0) as u64)
 }
 
-/// Delete at most `batch` rows of `task_keys` whose turn is older than `before` (see
-/// `overseer::key_turns`); how many. Rows an add holds are skipped where the database can, else
-/// waited for, and their turn read again by the delete.
+/// Delete at most `batch` rows of `task_keys` whose turn is older than `before` and whose key has
+/// no unfinished task in that queue (see `overseer::key_turns`); how many. A turn is not a clock:
+/// in a queue with a backlog, turns read as far back as its head, however busy the key. Rows an
+/// add holds are skipped (on SQLite, writers take turns); one held here is waited for by an add,
+/// which must lock it before it queues a task that takes a turn, so no such task appears meanwhile.
 pub async fn prune_turns<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) -> Result<u64> {
     let before_ns = before.timestamp_micros().saturating_mul(1_000);
     transaction(db, |tx| {
         Box::pin(async move {
             let sql = format!(
-                "SELECT queue, name FROM task_keys WHERE turn_ns < $1 ORDER BY turn_ns LIMIT $2{}",
+                "SELECT queue, name FROM task_keys k WHERE turn_ns < $1
+                     AND NOT EXISTS (SELECT 1 FROM task_queue t WHERE t.share_key = k.name AND t.queue = k.queue AND {})
+                 ORDER BY turn_ns LIMIT $2{}",
+                is_any::<D>(&[TaskState::Scheduled, TaskState::Running]),
                 D::SKIP_LOCKED
             );
             let mut by_queue: BTreeMap<String, Vec<String>> = BTreeMap::new();
