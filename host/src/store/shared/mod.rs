@@ -1,9 +1,7 @@
-//! The store written once: [`SqlStore`] implements every [`Store`] method over a [`Dialect`].
-//!
-//! Each method is a short function in one of the files here (tasks, runners, runs, upkeep),
-//! generic over the dialect; the database's own file holds only what differs. Every write
-//! that takes more than one statement runs in one transaction, run again after a deadlock
-//! ([`retrying`](super::dialect::retrying)).
+//! The store written once: [`SqlStore`] implements every [`Store`] method over a [`Dialect`], each
+//! a short function in one of the files here, generic over the dialect; the database's own file
+//! holds only what differs. Every write that takes more than one statement runs in one
+//! transaction, run again after a deadlock ([`retrying`](super::dialect::retrying)).
 
 mod bulk;
 mod cancel;
@@ -25,12 +23,8 @@ use chrono::{DateTime, Utc};
 use super::dialect::{ClaimRequest, Claimed, Dialect};
 use super::interface::Store;
 use super::plumbing::{ConnOf, SqlxDialect};
-use super::stats;
-use super::transitions;
-use super::types::{
-    Backend, BulkFilter, Cancelled, Finished, KeyInfo, LimitEdit, LimitInfo, LimitSetBy, LimitWritten, QueueInfo,
-    Replay, RetryCandidate, RetryPlan, Served, Unfinished, Wakeups,
-};
+use super::types::*;
+use super::{stats, transitions};
 use crate::error::{Error, Result};
 use crate::model::*;
 use crate::schedule::{NewSchedule, Schedule};
