@@ -100,8 +100,8 @@ pub fn limit_table(limits: &[taskhost::store::LimitInfo]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<32} {:>11} {:>12} {:>6} {:>7} {:>6} {:>8} {:>8} {:>8}  SET BY",
-        "LIMIT", "MAX RUNNING", "RATE", "BURST", "PER KEY", "WEIGHT", "RUNNING", "DUE", "HELD"
+        "{:<32} {:>11} {:>12} {:>6} {:>7} {:>12} {:>6} {:>8} {:>8} {:>8}  SET BY",
+        "LIMIT", "MAX RUNNING", "RATE", "BURST", "PER KEY", "RATE PER KEY", "WEIGHT", "RUNNING", "DUE", "HELD"
     );
     let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     for l in limits {
@@ -112,12 +112,17 @@ pub fn limit_table(limits: &[taskhost::store::LimitInfo]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<32} {:>11} {:>12} {:>6} {:>7} {:>6} {:>8} {:>8} {:>8}  {by}",
+            "{:<32} {:>11} {:>12} {:>6} {:>7} {:>12} {:>6} {:>8} {:>8} {:>8}  {by}",
             clip(&format!("{}:{}", l.scope.as_str(), l.target), 32),
             or_dash(l.max_running.map(|n| n.to_string())),
             or_dash(l.rate.clone()),
             or_dash(l.rate_burst.filter(|_| l.rate.is_some()).map(|n| n.to_string())),
             or_dash(l.max_running_per_key.map(|n| n.to_string())),
+            // A burst per key, if any, after a `+`: 5/1s+2.
+            or_dash(l.rate_per_key.as_ref().map(|r| match l.rate_burst_per_key {
+                Some(b) if b > 0 => format!("{r}+{b}"),
+                _ => r.clone(),
+            })),
             or_dash(l.weight.map(|n| n.to_string())),
             l.running,
             l.due,
@@ -138,6 +143,9 @@ pub fn limit_summary(l: &taskhost::model::Limit) -> String {
     }
     if let Some(n) = l.max_running_per_key {
         parts.push(format!("max running per key {n}"));
+    }
+    if let Some(r) = l.rate_per_key {
+        parts.push(format!("rate per key {r}"));
     }
     if let Some(w) = l.weight {
         parts.push(format!("weight {w}"));

@@ -62,6 +62,8 @@ const CHANGE = [
   { field: 'rate_limit', hint: 'rate, e.g. 5/1s', title: 'Starts per period, on all workers together (a queue, a handler)' },
   { field: 'rate_burst', hint: 'burst', min: 0, title: 'With a rate: starts allowed at once beyond its pace' },
   { field: 'max_running_per_key', hint: 'max per key', min: 1, title: 'Runs in flight of each key at once (a queue)' },
+  { field: 'rate_limit_per_key', hint: 'rate per key', title: 'Starts per period of each key, each paced apart (a queue)' },
+  { field: 'rate_burst_per_key', hint: 'burst per key', min: 0, title: 'With a rate per key: starts each key may take at once beyond its pace' },
   { field: 'weight', hint: 'weight', min: 1, title: 'Turns to a weight-1 key’s one (a key)' },
 ];
 
@@ -94,6 +96,7 @@ function limitTable(list) {
     { label: 'Max running', cell: (l) => number(l.max_running), cls: 'num' },
     { label: 'Rate', cell: (l) => rate(l.rate, l.rate_burst) },
     { label: 'Per key', cell: (l) => number(l.max_running_per_key), cls: 'num' },
+    { label: 'Rate per key', cell: (l) => rate(l.rate_per_key, l.rate_burst_per_key) },
     { label: 'Weight', cell: (l) => number(l.weight), cls: 'num' },
     { label: 'Running', cell: (l) => number(l.running), cls: 'num' },
     { label: 'Due', cell: (l) => number(l.due), cls: 'num' },
@@ -173,7 +176,8 @@ function label(text, input) {
 /** What a limit holds now, as the API answers its change. */
 function summary(a) {
   const parts = [a.max_running && `${number(a.max_running)} running at most`, a.rate_limit && rate(a.rate_limit, a.rate_burst),
-    a.max_running_per_key && `${number(a.max_running_per_key)} per key`, a.weight && `weight ${a.weight}`];
+    a.max_running_per_key && `${number(a.max_running_per_key)} per key`,
+    a.rate_limit_per_key && `${rate(a.rate_limit_per_key, a.rate_burst_per_key)} per key`, a.weight && `weight ${a.weight}`];
   return parts.filter(Boolean).join(', ') || 'nothing limited';
 }
 

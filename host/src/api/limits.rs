@@ -19,7 +19,7 @@ pub(super) struct Limits {
     limits: Vec<LimitInfo>,
 }
 
-/// Every limit set, by name: runs in flight at most, starts per period, a queue's cap per key, a
+/// Every limit set, by name: runs in flight at most, starts per period, a queue's cap and rate per key, a
 /// key's weight, who set it and when, and its runs in flight and due tasks now.
 #[utoipa::path(get, path = "/api/v1/limits", operation_id = "list_limits", tag = "limits",
     responses((status = 200, description = "Done", body = Limits), Errors))]
@@ -39,6 +39,10 @@ pub(super) struct LimitSet {
     rate_burst: Option<u32>,
     /// A queue's runs in flight of each key at most now (None: not limited).
     max_running_per_key: Option<u32>,
+    /// A queue's starts per period of each key now, as `N/PERIOD` (None: not limited).
+    rate_limit_per_key: Option<String>,
+    /// With a rate per key: starts each key may take at once beyond its pace.
+    rate_burst_per_key: Option<u32>,
     /// A key's weight now (None: 1).
     weight: Option<u32>,
 }
@@ -61,9 +65,11 @@ pub(super) async fn set(
     Ok(Json(LimitSet {
         name,
         max_running: now.max_running,
-        rate_limit: now.rate.map(|r| format!("{}/{}", r.count, humantime::format_duration(r.period))),
+        rate_limit: now.rate.map(|r| r.per_period()),
         rate_burst: now.rate.map(|r| r.burst),
         max_running_per_key: now.max_running_per_key,
+        rate_limit_per_key: now.rate_per_key.map(|r| r.per_period()),
+        rate_burst_per_key: now.rate_per_key.map(|r| r.burst),
         weight: now.weight,
     }))
 }

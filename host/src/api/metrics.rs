@@ -127,12 +127,15 @@ fn flow(out: &mut String, limits: &[LimitInfo], keys: &[KeyInfo], now: chrono::D
             ("max_running_per_key", l.max_running_per_key),
             ("weight", l.weight),
             ("rate_burst", l.rate_burst.filter(|_| l.rate.is_some())),
+            ("rate_burst_per_key", l.rate_burst_per_key.filter(|_| l.rate_per_key.is_some())),
         ];
         let rate = l.rate.as_deref().and_then(per_second).map(|r| ("rate_per_second", r));
+        let per_key = l.rate_per_key.as_deref().and_then(per_second).map(|r| ("rate_per_key_per_second", r));
         values
             .into_iter()
             .filter_map(|(what, v)| v.map(|v| (what, f64::from(v))))
             .chain(rate)
+            .chain(per_key)
             .map(move |(what, v)| (vec![("limit", id(l)), ("value", what.to_string())], v))
     });
     let set: Vec<_> = set.collect();
@@ -141,7 +144,7 @@ fn flow(out: &mut String, limits: &[LimitInfo], keys: &[KeyInfo], now: chrono::D
         |f: fn(&LimitInfo) -> u64| -> Vec<(Labels, f64)> { limits.iter().map(|l| (name(l), f(l) as f64)).collect() };
     render_gauge(out, "taskhost_limit_running", "Runs in flight under a limit.", &of(|l| l.running));
     render_gauge(out, "taskhost_limit_due", "Due tasks under a limit (of queues not paused).", &of(|l| l.due));
-    let help = "Due tasks a limit holds back now (beyond its room, or its keys' rooms under a cap per key).";
+    let help = "Due tasks a limit holds back now (beyond its room, or its keys' rooms under a cap or rate per key).";
     render_gauge(out, "taskhost_limit_held_back", help, &of(|l| l.held_back));
     let at = |k: &KeyInfo| -> Labels { vec![("queue", k.queue.clone()), ("key", k.key.clone())] };
     let tasks = keys.iter().flat_map(|k| {

@@ -9,7 +9,7 @@ use crate::output;
 
 #[derive(Debug, Subcommand)]
 pub enum LimitsCommand {
-    /// List the limits: runs in flight at most, starts per period, caps per key, keys' weights,
+    /// List the limits: runs in flight at most, starts per period, caps and rates per key, keys' weights,
     /// who set each and when, and each one's runs in flight and due tasks now.
     List {
         /// Print JSON instead of text.
@@ -33,6 +33,12 @@ pub enum LimitsCommand {
         /// A queue's runs in flight of each key at once (1 to 1,000,000; none: no limit).
         #[arg(long, value_name = "N|none")]
         max_running_per_key: Option<String>,
+        /// A queue's starts per period of each key, each key paced apart: 5/1s (none: no limit).
+        #[arg(long, value_name = "N/PERIOD|none")]
+        rate_per_key: Option<String>,
+        /// With a rate per key: starts each key may take at once beyond its pace.
+        #[arg(long, value_name = "N")]
+        burst_per_key: Option<u32>,
         /// A key's weight: its turns to a weight-1 key's one (1 to 1,000; none: 1).
         #[arg(long, value_name = "N|none")]
         weight: Option<String>,
@@ -66,12 +72,23 @@ pub async fn run(app: &App, command: LimitsCommand) -> Result<()> {
                 print!("{}", output::limit_table(&limits));
             }
         }
-        LimitsCommand::Set { name, max_running, rate, burst, max_running_per_key, weight } => {
+        LimitsCommand::Set {
+            name,
+            max_running,
+            rate,
+            burst,
+            max_running_per_key,
+            rate_per_key,
+            burst_per_key,
+            weight,
+        } => {
             let change = LimitChange {
                 max_running: count_or_none("max-running", max_running.as_deref(), 1_000_000)?,
                 rate_limit: rate.map(|r| (r != "none").then_some(r)),
                 rate_burst: burst,
                 max_running_per_key: count_or_none("max-running-per-key", max_running_per_key.as_deref(), 1_000_000)?,
+                rate_limit_per_key: rate_per_key.map(|r| (r != "none").then_some(r)),
+                rate_burst_per_key: burst_per_key,
                 weight: count_or_none("weight", weight.as_deref(), 1_000)?,
             };
             let now = app.client.set_limit(&name, &change).await?;

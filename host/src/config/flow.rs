@@ -15,6 +15,8 @@ pub(super) struct QueueSection {
     rate_limit: Option<String>,
     rate_burst: Option<i64>,
     max_running_per_key: Option<i64>,
+    rate_limit_per_key: Option<String>,
+    rate_burst_per_key: Option<i64>,
 }
 
 /// A `[keys.NAME]` table, as written.
@@ -41,6 +43,8 @@ pub(super) fn read(
             .map(Limit::max_running)
             .transpose()
             .map_err(|e| format!("[queues.{name}] max_running_per_key: {e}"))?;
+        limit.rate_per_key = Limit::rate_setting(q.rate_limit_per_key.as_deref(), q.rate_burst_per_key, "_per_key")
+            .map_err(|e| format!("[queues.{name}] {e}"))?;
         limits.set(LimitScope::Queue, name, limit);
     }
     for (name, k) in keys {

@@ -26,7 +26,8 @@
 //!                               # at once after a quiet spell); both kept in the database
 //! [queues.payments]
 //! max_running = 2               # the same for a queue, and max_running_per_key = N: runs in
-//!                               # flight of each key (a task's --key) at once
+//!                               # flight of each key (a task's --key) at once; rate_limit_per_key
+//!                               # (and rate_burst_per_key): starts of each key, paced apart
 //! [keys.tenant-a]
 //! weight = 3                    # a key's share: three turns to a weight-1 key's one
 //!

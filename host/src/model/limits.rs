@@ -1,6 +1,7 @@
 //! Flow-control limits of a queue or a handler, across all workers: runs in flight at most
 //! (`max_running`), starts per period (`rate_limit`, with an optional burst: [`Rate`]) and, on
-//! a queue, runs in flight per key (`max_running_per_key`); and a key's weight, its share
+//! a queue, runs in flight and starts per period of each key (`max_running_per_key`,
+//! `rate_limit_per_key`); and a key's weight, its share
 //! against other keys. Kept in the database (`task_run_limits`): the operator's file sets them
 //! at a worker's start, `taskhost limits set` and the API change them live, and every claim
 //! reads them.
@@ -20,6 +21,9 @@ pub struct Limit {
     pub rate: Option<Rate>,
     /// Runs in flight at once of each key, on all workers together (a queue).
     pub max_running_per_key: Option<u32>,
+    /// Starts per period of each key, on all workers together (a queue): each key of the queue
+    /// is paced apart.
+    pub rate_per_key: Option<Rate>,
     /// Its share against other keys: a key of weight 3 is given three turns to a key of
     /// weight 1's (a key; [`DEFAULT_WEIGHT`] unless set).
     pub weight: Option<u32>,
@@ -36,22 +40,32 @@ impl Limit {
 
     /// Whether it limits anything.
     pub fn is_some(&self) -> bool {
-        self.max_running.is_some() || self.rate.is_some() || self.max_running_per_key.is_some() || self.weight.is_some()
+        self.max_running.is_some()
+            || self.rate.is_some()
+            || self.max_running_per_key.is_some()
+            || self.rate_per_key.is_some()
+            || self.weight.is_some()
+    }
+
+    /// Whether it limits each key of its queue apart (a cap or a rate per key).
+    pub fn is_per_key(&self) -> bool {
+        self.max_running_per_key.is_some() || self.rate_per_key.is_some()
     }
 
     /// Whether it holds what its scope takes: a key a weight only, a queue or a handler no weight,
-    /// and only a queue a cap per key.
+    /// and only a queue a cap or a rate per key.
     pub fn check_for(&self, scope: LimitScope) -> Result<(), String> {
         let fits = match scope {
-            LimitScope::Key => self.max_running.is_none() && self.rate.is_none() && self.max_running_per_key.is_none(),
+            LimitScope::Key => self.max_running.is_none() && self.rate.is_none() && !self.is_per_key(),
             LimitScope::Queue => self.weight.is_none(),
-            LimitScope::Handler => self.weight.is_none() && self.max_running_per_key.is_none(),
+            LimitScope::Handler => self.weight.is_none() && !self.is_per_key(),
         };
         match (fits, scope) {
             (true, _) => Ok(()),
-            (false, LimitScope::Key) => {
-                Err("a key takes a weight only (its queue caps its runs: max_running_per_key)".into())
-            }
+            (false, LimitScope::Key) => Err(
+                "a key takes a weight only (its queue caps and paces each key: max_running_per_key, rate_limit_per_key)"
+                    .into(),
+            ),
             (false, LimitScope::Queue) => Err("a queue takes no weight (a key does: key:NAME)".into()),
             (false, LimitScope::Handler) => Err("a handler takes max_running and a rate only".into()),
         }
@@ -67,15 +81,22 @@ impl Limit {
 
     /// A configuration section's `max_running`, `rate_limit` and `rate_burst`, checked.
     pub fn from_settings(max_running: Option<i64>, rate: Option<&str>, burst: Option<i64>) -> Result<Limit, String> {
-        let rate = match (rate, burst) {
-            (None, None) => None,
-            (None, Some(_)) => return Err("rate_burst needs a rate_limit".into()),
-            (Some(r), burst) => {
-                let burst = u32::try_from(burst.unwrap_or(0)).map_err(|_| "rate_burst is 0 or more".to_string())?;
-                Some(Rate::parse(r).and_then(|r| r.with_burst(burst)).map_err(|e| format!("rate_limit: {e}"))?)
-            }
-        };
+        let rate = Self::rate_setting(rate, burst, "")?;
         Ok(Limit { max_running: max_running.map(Limit::max_running).transpose()?, rate, ..Limit::default() })
+    }
+
+    /// A section's `rate_limit{suffix}` with its `rate_burst{suffix}`, checked.
+    pub fn rate_setting(rate: Option<&str>, burst: Option<i64>, suffix: &str) -> Result<Option<Rate>, String> {
+        match (rate, burst) {
+            (None, None) => Ok(None),
+            (None, Some(_)) => Err(format!("rate_burst{suffix} needs a rate_limit{suffix}")),
+            (Some(r), burst) => {
+                let burst =
+                    u32::try_from(burst.unwrap_or(0)).map_err(|_| format!("rate_burst{suffix} is 0 or more"))?;
+                let rate = Rate::parse(r).and_then(|r| r.with_burst(burst));
+                Ok(Some(rate.map_err(|e| format!("rate_limit{suffix}: {e}"))?))
+            }
+        }
     }
 
     /// A `max_running` checked: 0 would hold the tasks forever (pausing says so plainly).
@@ -110,6 +131,12 @@ pub struct LimitChange {
     #[serde(default, deserialize_with = "given")]
     #[cfg_attr(feature = "serve", schema(value_type = Option<u32>))]
     pub max_running_per_key: Option<Option<u32>>,
+    /// A queue's starts per period of each key, as `N/PERIOD` (`5/1s`; null: no limit).
+    #[serde(default, deserialize_with = "given")]
+    #[cfg_attr(feature = "serve", schema(value_type = Option<String>))]
+    pub rate_limit_per_key: Option<Option<String>>,
+    /// With a rate per key: starts each key may take at once beyond its pace (0 to 1,000,000).
+    pub rate_burst_per_key: Option<u32>,
     /// A key's weight: its turns to a weight-1 key's one (1 to 1,000; null: 1).
     #[serde(default, deserialize_with = "given")]
     #[cfg_attr(feature = "serve", schema(value_type = Option<u32>))]
@@ -125,7 +152,9 @@ impl LimitChange {
     /// Apply the change to `limit`, or say what is wrong with it.
     pub fn apply(&self, limit: &mut Limit) -> Result<(), String> {
         if *self == LimitChange::default() {
-            return Err("nothing to change: give a max running, a rate, a burst, a cap per key or a weight".into());
+            return Err(
+                "nothing to change: give a max running, a rate, a burst, a cap or a rate per key, or a weight".into()
+            );
         }
         if let Some(max) = self.max_running {
             limit.max_running = max.map(|n| Limit::max_running(i64::from(n))).transpose()?;
@@ -136,16 +165,28 @@ impl LimitChange {
         if let Some(weight) = self.weight {
             limit.weight = weight.map(|n| Limit::weight(i64::from(n))).transpose()?;
         }
-        if let Some(rate) = &self.rate_limit {
-            let burst = limit.rate.map_or(0, |r| r.burst);
-            limit.rate = rate.as_deref().map(|r| Rate::parse(r).and_then(|r| r.with_burst(burst))).transpose()?;
-        }
-        if let Some(burst) = self.rate_burst {
-            let rate = limit.rate.ok_or("rate_burst needs a rate_limit")?;
-            limit.rate = Some(rate.with_burst(burst)?);
-        }
-        Ok(())
+        change_rate(&mut limit.rate, self.rate_limit.as_ref(), self.rate_burst, "")?;
+        change_rate(&mut limit.rate_per_key, self.rate_limit_per_key.as_ref(), self.rate_burst_per_key, "_per_key")
     }
+}
+
+/// A rate changed: its text given (None: taken out), its burst given; a burst kept when only the
+/// rate changes.
+fn change_rate(
+    rate: &mut Option<Rate>,
+    text: Option<&Option<String>>,
+    burst: Option<u32>,
+    suffix: &str,
+) -> Result<(), String> {
+    if let Some(text) = text {
+        let kept = rate.map_or(0, |r| r.burst);
+        *rate = text.as_deref().map(|r| Rate::parse(r).and_then(|r| r.with_burst(kept))).transpose()?;
+    }
+    if let Some(burst) = burst {
+        let r = rate.ok_or_else(|| format!("rate_burst{suffix} needs a rate_limit{suffix}"))?;
+        *rate = Some(r.with_burst(burst)?);
+    }
+    Ok(())
 }
 
 /// What a limit is on: its row's name is `queue:NAME`, `handler:NAME` or `key:NAME`.
@@ -284,6 +325,16 @@ mod tests {
         change(r#"{"max_running_per_key": 2}"#).apply(&mut limit).expect("per key");
         assert_eq!((limit.max_running_per_key, limit.check_for(LimitScope::Queue)), (Some(2), Ok(())));
         assert!(limit.check_for(LimitScope::Handler).is_err() && limit.check_for(LimitScope::Key).is_err());
+        let mut paced = Limit::default();
+        change(r#"{"rate_limit_per_key": "2/1s", "rate_burst_per_key": 1}"#).apply(&mut paced).expect("rate per key");
+        assert_eq!(paced.rate_per_key.map(|r| r.to_string()).as_deref(), Some("2/1s (burst 1)"));
+        assert_eq!((paced.rate, paced.check_for(LimitScope::Queue)), (None, Ok(())), "the queue's own rate apart");
+        assert!(paced.check_for(LimitScope::Handler).is_err() && paced.check_for(LimitScope::Key).is_err());
+        change(r#"{"rate_limit_per_key": "3/1s"}"#).apply(&mut paced).expect("rate per key again");
+        assert_eq!(paced.rate_per_key.map(|r| r.burst), Some(1), "the burst per key stays");
+        assert!(change(r#"{"rate_burst_per_key": 2, "rate_limit_per_key": null}"#)
+            .apply(&mut paced)
+            .is_err_and(|e| e.contains("rate_burst_per_key needs a rate_limit_per_key")));
     }
 
     #[test]

@@ -79,6 +79,11 @@ impl Rate {
         Ok(self)
     }
 
+    /// `N/PERIOD`, without its burst (as `parse` reads it).
+    pub fn per_period(&self) -> String {
+        format!("{}/{}", self.count, humantime::format_duration(self.period))
+    }
+
     /// The pace between two starts, in microseconds, rounded up: never more starts than asked.
     pub fn interval_us(&self) -> i64 {
         let period = i64::try_from(self.period.as_micros()).unwrap_or(i64::MAX);
@@ -106,7 +111,7 @@ impl Rate {
 
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.count, humantime::format_duration(self.period))?;
+        write!(f, "{}", self.per_period())?;
         if self.burst > 0 {
             write!(f, " (burst {})", self.burst)?;
         }

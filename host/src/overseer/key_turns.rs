@@ -8,6 +8,9 @@
 //! running keeps its row, whatever its turn: its next task stays behind them. A key with none
 //! starts at its queue's head when it comes back, as a new key does. A row an add holds is
 //! skipped; an add waits for one held here, and queues its task once it is gone.
+//!
+//! The same pass deletes the pace marks of keys (`task_key_paces`, a queue's rate per key) older
+//! than `idle_for`: a mark in the past allows what no mark does.
 
 use std::time::Duration;
 

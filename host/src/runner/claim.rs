@@ -235,7 +235,11 @@ impl Claimer<'_> {
                 match worker.store.claim_paced(&req).await {
                     Ok(claimed) => {
                         all.extend(claimed.runs);
-                        *next_start_on = claimed.next_start_on.or(*next_start_on);
+                        // The earliest of the parts'.
+                        *next_start_on = match (claimed.next_start_on, *next_start_on) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            (a, b) => a.or(b),
+                        };
                     }
                     Err(e) if all.is_empty() => return Err(e),
                     // The runs the first part claimed are this worker's: run them.

@@ -54,6 +54,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0022_flow_limits.sql",
     "0023_fair_shares.sql",
     "0024_key_index.sql",
+    "0025_rate_per_key.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -83,6 +84,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0022_flow_limits.sql",
     "0023_fair_shares.sql",
     "0024_key_index.sql",
+    "0025_rate_per_key.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -113,6 +115,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0023_flow_limits.sql",
     "0024_fair_shares.sql",
     "0025_key_index.sql",
+    "0026_rate_per_key.sql",
 );
 
 impl Embedded {

@@ -156,10 +156,15 @@ pub const TABLES: &[Table] = &[
             null("updated_on", Time),
             null("weight", Int),
             null("max_running_per_key", Int),
+            null("rate_per_key_count", Int),
+            null("rate_per_key_period_us", Int),
+            def("rate_per_key_burst", Int, "0"),
         ],
     },
     // Each key's last turn in each queue, in nanoseconds since the epoch (`transitions::fair`).
     Table { name: "task_keys", columns: &[col("queue", NAME), col("name", NAME), def("turn_ns", Int, "0")] },
+    // Each key's pace mark in a queue paced per key, in microseconds since the epoch.
+    Table { name: "task_key_paces", columns: &[col("queue", NAME), col("name", NAME), col("next_us", Int)] },
     Table {
         name: "task_schedules",
         columns: &[
@@ -293,6 +298,15 @@ pub const INDEXES: &[Index] = &[
         columns: &["share_key"],
         unique: false,
         filter: Some("share_key IS NOT NULL"),
+        mysql: OnMySql::Same,
+    },
+    // A queue's keys by pace mark: the first that may start again.
+    Index {
+        name: "task_key_paces_next",
+        table: "task_key_paces",
+        columns: &["queue", "next_us"],
+        unique: false,
+        filter: None,
         mysql: OnMySql::Same,
     },
     // A task's children (tasks its runs queued).

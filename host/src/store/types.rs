@@ -214,6 +214,10 @@ pub struct LimitInfo {
     pub rate_burst: Option<u32>,
     /// A queue's runs in flight of each key at once (None: not limited).
     pub max_running_per_key: Option<u32>,
+    /// A queue's starts per period of each key, as `N/PERIOD` (None: not limited).
+    pub rate_per_key: Option<String>,
+    /// With a rate per key: starts each key may take at once beyond its pace.
+    pub rate_burst_per_key: Option<u32>,
     /// A key's weight (None: 1).
     pub weight: Option<u32>,
     /// Who set it last (None: a host before live limits).
@@ -225,8 +229,8 @@ pub struct LimitInfo {
     /// Its due tasks now (of queues not paused): what it may be holding back.
     pub due: u64,
     /// Of those, the ones it holds back now: beyond its room (its cap less its runs in flight,
-    /// the starts its rate allows now) and, a queue's, beyond each key's room under its cap per
-    /// key. A key's weight holds nothing back.
+    /// the starts its rate allows now) and, a queue's, beyond each key's room under its cap and
+    /// its rate per key. A key's weight holds nothing back.
     pub held_back: u64,
 }
 

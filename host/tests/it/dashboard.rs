@@ -103,6 +103,8 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
     let limit = |name: &str| limits.iter().find(|l| l.scope.name(&l.target) == name);
     let held = limit("queue:keyed").unwrap_or_else(|| panic!("queue:keyed is set: {limits:?}"));
     assert_eq!((held.max_running, held.max_running_per_key), (Some(1), Some(1)), "{held:?}");
+    assert_eq!((held.rate_per_key.as_deref(), held.rate_burst_per_key), (Some("5/1s"), Some(2)), "{held:?}");
+    assert_eq!(done["rate_per_key_shown"], "5/1s (burst 2)", "{done}");
     assert!(limit("key:tenant-a").is_none(), "key:tenant-a was cleared: {limits:?}");
     for name in [
         "overview",

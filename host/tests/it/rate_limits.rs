@@ -1,4 +1,4 @@
-//! Rate limits across worker processes, and limits changed live with `taskhost limits`, on
+//! Rate limits across worker processes, of a queue and of each key, and limits changed live with `taskhost limits`, on
 //! every database (the claim's part is in the store suite).
 
 use crate::common;
@@ -57,10 +57,48 @@ async fn a_rate_limit_paces_worker_processes_and_a_live_change_applies_without_a
     }
 }
 
+/// Two worker processes share a queue whose file paces each key to 5/1s: each key's starts are
+/// 5 in a second at most, one every 200 ms, the two keys' side by side (the second does not wait
+/// for the first's backlog).
+async fn a_rate_per_key_paces_each_key_apart_on_worker_processes(db: Db) {
+    let mut env = Env::on(db, &["echo"]).await;
+    env.set_config("[queues.api]\nrate_limit_per_key = \"5/1s\"\n").await;
+    let client = &env.app.client;
+    let tasks =
+        ["a", "b"].iter().flat_map(|k| (0..8).map(|_| NewTask::new("echo", "{}").with_queue("api").with_key(*k)));
+    client.add_many(tasks.collect()).await.expect("add");
+    let args = ["--concurrency", "16", "--queues", "api"];
+    let workers: Vec<Killed> = (0..2).map(|_| Killed(Some(spawn_worker(&env, &args)))).collect();
+    let done = || async move {
+        let tasks = client.list(&TaskFilter::default()).await.expect("list");
+        tasks.iter().filter(|t| t.last_status == RunStatus::Success).count() >= 16
+    };
+    wait_until(Duration::from_secs(60), "the 16 tasks ran", done).await;
+    let (a, b) = (starts_of(&env, Some("a")).await, starts_of(&env, Some("b")).await);
+    for paced in [&a, &b] {
+        assert_eq!(paced.len(), 8, "{paced:?}");
+        assert!(most_in(paced, chrono::Duration::seconds(1)) <= 5, "{paced:?}");
+        assert!(paced.windows(2).all(|w| w[1] - w[0] >= chrono::Duration::milliseconds(200)), "paced: {paced:?}");
+    }
+    assert!(b[0] < a[7] && a[0] < b[7], "the keys ran side by side: {a:?} {b:?}");
+    for w in workers {
+        let child = w.take();
+        signal(&child, "TERM");
+        let o = wait_exit(child, Duration::from_secs(60)).await;
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+}
+
 /// Every run's start (the time its rate counted by), in order.
 async fn starts(env: &Env) -> Vec<chrono::DateTime<chrono::Utc>> {
+    starts_of(env, None).await
+}
+
+/// The starts of the runs of `key`'s tasks (None: of every task), in order.
+async fn starts_of(env: &Env, key: Option<&str>) -> Vec<chrono::DateTime<chrono::Utc>> {
     let mut all = Vec::new();
-    for task in env.app.client.list(&TaskFilter::default()).await.expect("list") {
+    let tasks = env.app.client.list(&TaskFilter::default()).await.expect("list");
+    for task in tasks.iter().filter(|t| key.is_none() || t.key.as_deref() == key) {
         let runs = env.app.store.runs_of(task.id).await.expect("runs");
         all.extend(runs.iter().filter_map(|r| r.started_on));
     }
@@ -73,4 +111,7 @@ fn most_in(starts: &[chrono::DateTime<chrono::Utc>], width: chrono::Duration) ->
     (0..starts.len()).map(|i| starts[i..].iter().take_while(|s| **s < starts[i] + width).count()).max().unwrap_or(0)
 }
 
-on_every_database!(a_rate_limit_paces_worker_processes_and_a_live_change_applies_without_a_restart);
+on_every_database!(
+    a_rate_limit_paces_worker_processes_and_a_live_change_applies_without_a_restart,
+    a_rate_per_key_paces_each_key_apart_on_worker_processes
+);

@@ -292,7 +292,7 @@ async fn migrations_are_reported_and_missing_tables_are_one_clear_error() {
     let dir = tempfile::tempdir().expect("temp dir");
     let sqlite = format!("sqlite://{}", dir.path().join("queue.db").display());
     let (pg, my) = (common::postgres_scratch().await, common::mysql_scratch().await);
-    let (one, two) = ("0024 key index", "0025 key index");
+    let (one, two) = ("0025 rate per key", "0026 rate per key");
     for (url, last) in [(sqlite.as_str(), one), (&*pg, one), (&*my, two)] {
         let options = StoreOptions { migrate: false, ..StoreOptions::default() };
         let store = store::open(url, &options).await.expect("open");

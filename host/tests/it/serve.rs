@@ -245,6 +245,29 @@ async fn keys_and_what_limits_hold_back_are_shown_by_the_api_the_metrics_and_the
     assert_eq!(row[..7], ["keyed", "4", "0", "0", "1", "-", "3"], "{queues}");
     let o = run(&env, &["queues", "--queue", "keyed"]);
     assert!(!o.status.success() && stderr(&o).contains("--keys"), "--queue needs --keys: {}", stderr(&o));
+    // A rate per key: one start of each key now, the rest held back.
+    let o = run(&env, &["limits", "set", "queue:paced", "--rate-per-key", "1/1h", "--burst-per-key", "0"]);
+    assert!(o.status.success() && stdout(&o).contains("rate per key 1/1h"), "{}{}", stdout(&o), stderr(&o));
+    for key in ["x", "x", "x", "y"] {
+        let task = taskhost::model::NewTask::new("echo", "{}").with_queue("paced").with_key(key);
+        env.app.client.add(task).await.expect("add");
+    }
+    let (_, limits) = served.call("GET", "/limits", None, None);
+    let paced = &limits["limits"][1];
+    assert_eq!(
+        (&paced["target"], &paced["rate_per_key"], &paced["held_back"]),
+        (&json!("paced"), &json!("1/1h"), &json!(2))
+    );
+    let listed = stdout(&run(&env, &["limits"]));
+    let row: Vec<&str> =
+        listed.lines().find(|l| l.starts_with("queue:paced")).unwrap_or("").split_whitespace().collect();
+    assert_eq!(row[..9], ["queue:paced", "-", "-", "-", "-", "1/1h", "-", "0", "4"], "{listed}");
+    let o = run(&env, &["limits", "set", "handler:echo", "--rate-per-key", "5/1s"]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("a handler takes max_running and a rate only"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 on_every_database!(

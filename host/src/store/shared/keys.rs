@@ -1,19 +1,19 @@
 //! What each key holds (fair shares, docs/queue.md): its due, later and running tasks in each
 //! queue and how long its longest-waiting due task has waited, and how many due tasks a
-//! queue's cap per key holds back now.
+//! queue's limits per key hold back now.
 
 use chrono::{DateTime, Utc};
 
 use std::collections::BTreeMap;
 
 use super::super::dialect::{transaction, Dialect};
-use super::super::plumbing::Cells;
+use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::args;
 use super::super::transitions::{is, is_any, NOT_PAUSED};
 use super::super::types::KeyInfo;
 use crate::error::Result;
-use crate::model::{LimitScope, TaskState};
+use crate::model::{Limit, LimitScope, TaskState};
 
 /// The keys with unfinished tasks (of `queue`, or of every queue), the longest-waiting first,
 /// at most `limit`. A keyed task's due time is its turn, which may read earlier than its
@@ -68,56 +68,90 @@ pub async fn list<D: Dialect>(db: &D, queue: Option<&str>, now: DateTime<Utc>, l
     Ok(keys)
 }
 
-/// The due tasks of `queue` (not paused) that its cap per key holds back now: of each key, those
-/// beyond its cap less its runs in flight. One row a key of the queue, summed by the server.
-pub async fn held_by_cap<D: Dialect>(db: &D, queue: &str, cap: u32, now: DateTime<Utc>) -> Result<u64> {
+/// The due tasks of `queue` (not paused) that its limits per key hold back now: of each key,
+/// those beyond its cap less its runs in flight, or beyond the starts its pace mark allows. Only
+/// the keys that may hold some back are read: beyond their cap, with more due tasks than a
+/// burst, or with a mark ahead.
+pub async fn held_per_key<D: Dialect>(db: &D, queue: &str, limit: &Limit, now: DateTime<Utc>) -> Result<u64> {
     let sql = format!(
-        "SELECT CAST(sum(CASE WHEN running >= $3 THEN due WHEN due > $3 - running THEN due - ($3 - running)
-                 ELSE 0 END) AS {}) AS held
-         FROM (SELECT count(CASE WHEN {} AND scheduled_on <= $2 AND {NOT_PAUSED} THEN 1 END) AS due,
+        "SELECT p.due, p.running, k.next_us
+         FROM (SELECT share_key, count(CASE WHEN {} AND scheduled_on <= $2 AND {NOT_PAUSED} THEN 1 END) AS due,
                       count(CASE WHEN {} THEN 1 END) AS running
-               FROM task_queue WHERE queue = $1 AND share_key IS NOT NULL AND {} GROUP BY share_key) per_key",
-        D::INT,
+               FROM task_queue WHERE queue = $1 AND share_key IS NOT NULL AND {} GROUP BY share_key) p
+         LEFT JOIN task_key_paces k ON k.queue = $1 AND k.name = p.share_key
+         WHERE p.due > 0 AND (p.due + p.running > $3 OR p.due > $4 OR k.next_us > $5)",
         is::<D>(TaskState::Scheduled),
         is::<D>(TaskState::Running),
         is_any::<D>(&[TaskState::Scheduled, TaskState::Running])
     );
-    let found = db.rows(None, &sql, args![queue, now, i64::from(cap)]).await?;
-    Ok(found.first().map(|r| r.int("held")).transpose()?.flatten().unwrap_or(0).max(0) as u64)
+    let cap = limit.max_running_per_key.map_or(i64::MAX, i64::from);
+    let rate = limit.rate_per_key;
+    let (burst, ahead) = rate.map_or((i64::MAX, i64::MAX), |r| (i64::from(r.burst) + 1, now.timestamp_micros()));
+    let mut held = 0;
+    for r in &db.rows(None, &sql, args![queue, now, cap, burst, ahead]).await? {
+        let (due, running) = (count(r, "due")?, count(r, "running")?);
+        let mut room = due;
+        if let Some(cap) = limit.max_running_per_key {
+            room = room.min(u64::from(cap).saturating_sub(running));
+        }
+        if let Some(rate) = rate {
+            let mark = super::per_key::mark(r.int("next_us")?);
+            room = room.min(u64::from(rate.grant(mark, now, u32::try_from(due).unwrap_or(u32::MAX)).granted));
+        }
+        held += due - room;
+    }
+    Ok(held)
 }
 
-/// Delete at most `batch` rows of `task_keys` whose turn is older than `before` and whose key has
-/// no unfinished task in that queue (see `overseer::key_turns`); how many. A turn is not a clock:
+/// Delete at most `batch` rows of `task_key_paces` whose mark is older than `before` (a mark in
+/// the past allows what none does), then at most `batch` of `task_keys` whose turn is older and
+/// whose key has no unfinished task in that queue (see `overseer::key_turns`); how many. A turn is not a clock:
 /// in a queue with a backlog, turns read as far back as its head, however busy the key. Rows an
 /// add holds are skipped (on SQLite, writers take turns); one held here is waited for by an add,
 /// which must lock it before it queues a task that takes a turn, so no such task appears meanwhile.
 pub async fn prune_turns<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) -> Result<u64> {
-    let before_ns = before.timestamp_micros().saturating_mul(1_000);
+    let before_us = before.timestamp_micros();
+    let before_ns = before_us.saturating_mul(1_000);
     transaction(db, |tx| {
         Box::pin(async move {
-            let sql = format!(
+            let paces = format!("SELECT queue, name FROM task_key_paces WHERE next_us < $1 LIMIT $2{}", D::SKIP_LOCKED);
+            let found = db.rows(Some(&mut tx.tx), &paces, args![before_us, batch]).await?;
+            let mut deleted = delete_found(db, &mut tx.tx, &found, "task_key_paces", "next_us", before_us).await?;
+            // (No order: a scan stops at its batch.)
+            let turns = format!(
                 "SELECT queue, name FROM task_keys k WHERE turn_ns < $1
                      AND NOT EXISTS (SELECT 1 FROM task_queue t WHERE t.share_key = k.name AND t.queue = k.queue AND {})
-                 ORDER BY turn_ns LIMIT $2{}",
+                 LIMIT $2{}",
                 is_any::<D>(&[TaskState::Scheduled, TaskState::Running]),
                 D::SKIP_LOCKED
             );
-            let mut by_queue: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            for r in &db.rows(Some(&mut tx.tx), &sql, args![before_ns, batch]).await? {
-                by_queue
-                    .entry(r.text("queue")?.unwrap_or_default())
-                    .or_default()
-                    .push(r.text("name")?.unwrap_or_default());
-            }
-            let mut deleted = 0;
-            for (queue, names) in &by_queue {
-                let sql = "DELETE FROM task_keys WHERE queue = $1 AND name IN ($2) AND turn_ns < $3";
-                deleted += db.exec(Some(&mut tx.tx), sql, args![queue.as_str(), names.as_slice(), before_ns]).await?;
-            }
+            let found = db.rows(Some(&mut tx.tx), &turns, args![before_ns, batch]).await?;
+            deleted += delete_found(db, &mut tx.tx, &found, "task_keys", "turn_ns", before_ns).await?;
             Ok(deleted)
         })
     })
     .await
+}
+
+/// Delete the rows `found` (by queue and name) of `table` whose `column` is still below `below`.
+async fn delete_found<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    found: &[D::Row],
+    table: &str,
+    column: &str,
+    below: i64,
+) -> Result<u64> {
+    let mut by_queue: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in found {
+        by_queue.entry(r.text("queue")?.unwrap_or_default()).or_default().push(r.text("name")?.unwrap_or_default());
+    }
+    let mut deleted = 0;
+    for (queue, names) in &by_queue {
+        let sql = format!("DELETE FROM {table} WHERE queue = $1 AND name IN ($2) AND {column} < $3");
+        deleted += db.exec(Some(&mut *tx), &sql, args![queue.as_str(), names.as_slice(), below]).await?;
+    }
+    Ok(deleted)
 }
 
 fn count(r: &impl Cells, col: &str) -> Result<u64> {

@@ -14,8 +14,8 @@ use crate::error::{Error, Result};
 use crate::model::{Limit, LimitScope, Rate, RunLimits, TaskState};
 
 /// The columns a limit is read from.
-pub(super) const LIMIT_COLUMNS: &str =
-    "name, max_running, rate_count, rate_period_us, rate_burst, next_on, max_running_per_key, weight";
+pub(super) const LIMIT_COLUMNS: &str = "name, max_running, rate_count, rate_period_us, rate_burst, next_on, \
+     max_running_per_key, weight, rate_per_key_count, rate_per_key_period_us, rate_per_key_burst";
 
 /// A limit's row as read: its name, its limits, its rate's pace mark.
 pub(super) struct LimitRow {
@@ -30,25 +30,25 @@ impl LimitRow {
         let corrupt = |reason: String| Error::CorruptRow { table: "task_run_limits", reason };
         let max_running =
             r.int("max_running")?.map(|n| u32::try_from(n).map_err(|_| corrupt(format!("{name}: max_running {n}"))));
-        let rate = match (r.int("rate_count")?, r.int("rate_period_us")?) {
-            (Some(count), Some(us)) => {
-                let burst = r.int("rate_burst")?.unwrap_or(0);
-                let rate = (u32::try_from(count), u64::try_from(us), u32::try_from(burst));
-                let (Ok(count), Ok(us), Ok(burst)) = rate else {
-                    return Err(corrupt(format!("{name}: rate {count} per {us} µs, burst {burst}")));
-                };
-                let period = std::time::Duration::from_micros(us);
-                Some(Rate { count, period, burst }.checked().map_err(|e| corrupt(format!("{name}: {e}")))?)
-            }
-            _ => None,
+        let rate = |prefix: &str| -> Result<Option<Rate>> {
+            let (count, us) = (r.int(&format!("{prefix}_count"))?, r.int(&format!("{prefix}_period_us"))?);
+            let (Some(count), Some(us)) = (count, us) else { return Ok(None) };
+            let burst = r.int(&format!("{prefix}_burst"))?.unwrap_or(0);
+            let rate = (u32::try_from(count), u64::try_from(us), u32::try_from(burst));
+            let (Ok(count), Ok(us), Ok(burst)) = rate else {
+                return Err(corrupt(format!("{name}: {prefix} {count} per {us} µs, burst {burst}")));
+            };
+            let period = std::time::Duration::from_micros(us);
+            Ok(Some(Rate { count, period, burst }.checked().map_err(|e| corrupt(format!("{name}: {e}")))?))
         };
         let count = |column: &str, check: fn(i64) -> std::result::Result<u32, String>| -> Result<Option<u32>> {
             r.int(column)?.map(|n| check(n).map_err(|e| corrupt(format!("{name}: {e}")))).transpose()
         };
         let limit = Limit {
             max_running: max_running.transpose()?,
-            rate,
+            rate: rate("rate")?,
             max_running_per_key: count("max_running_per_key", Limit::max_running)?,
+            rate_per_key: rate("rate_per_key")?,
             weight: count("weight", Limit::weight)?,
         };
         Ok(LimitRow { limit, next_on: r.time("next_on")?, name })
@@ -75,9 +75,11 @@ pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>, of: Option<LimitScope>
             scope,
             target: target.to_string(),
             max_running: row.limit.max_running,
-            rate: row.limit.rate.map(|r| format!("{}/{}", r.count, humantime::format_duration(r.period))),
+            rate: row.limit.rate.map(|r| r.per_period()),
             rate_burst: row.limit.rate.map(|r| r.burst),
             max_running_per_key: row.limit.max_running_per_key,
+            rate_per_key: row.limit.rate_per_key.map(|r| r.per_period()),
+            rate_burst_per_key: row.limit.rate_per_key.map(|r| r.burst),
             weight: row.limit.weight,
             set_by: r.text("set_by")?.as_deref().and_then(LimitSetBy::parse),
             updated_on: r.time("updated_on")?,
@@ -93,7 +95,8 @@ pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>, of: Option<LimitScope>
 }
 
 /// The due tasks `info`'s limit holds back now: beyond its room (its cap less its runs in flight,
-/// the starts its rate allows now), or beyond its keys' rooms under a queue's cap per key.
+/// the starts its rate allows now), or beyond its keys' rooms under a queue's cap and rate per
+/// key.
 async fn held_back<D: Dialect>(db: &D, info: &LimitInfo, row: &LimitRow, now: DateTime<Utc>) -> Result<u64> {
     if info.scope == LimitScope::Key {
         return Ok(0);
@@ -107,8 +110,8 @@ async fn held_back<D: Dialect>(db: &D, info: &LimitInfo, row: &LimitRow, now: Da
         room = room.min(u64::from(rate.grant(row.next_on, now, ask).granted));
     }
     let mut held = info.due - room;
-    if let (LimitScope::Queue, Some(cap)) = (info.scope, row.limit.max_running_per_key) {
-        held = held.max(super::keys::held_by_cap(db, &info.target, cap, now).await?);
+    if info.scope == LimitScope::Queue && row.limit.is_per_key() {
+        held = held.max(super::keys::held_per_key(db, &info.target, &row.limit, now).await?);
     }
     // Counted by another statement: a task added between the two is not held back beyond due.
     Ok(held.min(info.due))
@@ -208,28 +211,46 @@ pub async fn set<D: Dialect>(
                 }
                 _ => before.next_on,
             };
-            let rate = after.rate;
-            let period = rate.map(|r| i64::try_from(r.period.as_micros()).unwrap_or(i64::MAX));
+            let (count, period, burst) = rate_cells(after.rate);
+            let per_key = rate_cells(after.rate_per_key);
             let sql = "UPDATE task_run_limits SET max_running = $2, rate_count = $3, rate_period_us = $4,
                        rate_burst = $5, next_on = $6, set_by = $7, updated_on = $8, max_running_per_key = $9,
-                       weight = $10 WHERE name = $1";
+                       weight = $10, rate_per_key_count = $11, rate_per_key_period_us = $12,
+                       rate_per_key_burst = $13 WHERE name = $1";
             let values = args![
                 name,
                 after.max_running.map(i64::from),
-                rate.map(|r| i64::from(r.count)),
+                count,
                 period,
-                i64::from(rate.map_or(0, |r| r.burst)),
+                burst,
                 next_on,
                 by.as_str(),
                 now,
                 after.max_running_per_key.map(i64::from),
-                after.weight.map(i64::from)
+                after.weight.map(i64::from),
+                per_key.0,
+                per_key.1,
+                per_key.2
             ];
             db.exec(Some(&mut tx.tx), sql, values).await?;
+            if let (LimitScope::Queue, Some(new)) = (scope, after.rate_per_key) {
+                if before.limit.rate_per_key != Some(new) {
+                    // As the queue's own mark: its keys' marks no further ahead than one pace.
+                    let most = now.timestamp_micros().saturating_add(new.interval_us());
+                    let sql = "UPDATE task_key_paces SET next_us = $2 WHERE queue = $1 AND next_us > $2";
+                    db.exec(Some(&mut tx.tx), sql, args![target, most]).await?;
+                }
+            }
             Ok(LimitWritten { before: before.limit, now: after, kept })
         })
     })
     .await
+}
+
+/// A rate's cells: its count, its period in microseconds, its burst (0 without a rate).
+fn rate_cells(rate: Option<Rate>) -> (Option<i64>, Option<i64>, i64) {
+    let period = rate.map(|r| i64::try_from(r.period.as_micros()).unwrap_or(i64::MAX));
+    (rate.map(|r| i64::from(r.count)), period, i64::from(rate.map_or(0, |r| r.burst)))
 }
 
 /// The row of `name`, made (a set beside it may have made it meanwhile).

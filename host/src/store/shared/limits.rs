@@ -26,14 +26,13 @@
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Utc};
-
 use super::super::dialect::{transaction_read_committed, ClaimRequest, Claimed, Dialect};
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg, RUNNING, SCHEDULED};
 use super::super::transitions;
 use super::limit_rows::{LimitRow, LIMIT_COLUMNS};
+use super::per_key::{self, PerKey};
 use crate::error::Result;
 use crate::model::*;
 
@@ -68,12 +67,19 @@ pub async fn claim<D: Dialect>(db: &D, req: &ClaimRequest<'_>) -> Result<Claimed
 }
 
 /// One limited queue's or handler's room in this claim.
-struct Room {
-    row: LimitRow,
+pub(super) struct Room {
+    pub row: LimitRow,
     /// Runs it may take in this claim.
     left: u32,
     /// Runs taken.
     taken: u32,
+}
+
+impl Room {
+    /// Whether it may take more in this claim.
+    pub fn has_room(&self) -> bool {
+        self.taken < self.left
+    }
 }
 
 /// Steps 2 to 4, with the limits' rows locked.
@@ -85,11 +91,13 @@ async fn claim_within<D: Dialect>(
 ) -> Result<Claimed> {
     // The time the rates count by: the server's, read under the limits' locks, for workers.
     let mut now = req.now;
-    if let (true, true, Some(sql)) = (req.paced_by_server, rows.iter().any(|r| r.limit.rate.is_some()), D::SERVER_TIME)
-    {
+    let paced = rows.iter().any(|r| r.limit.rate.is_some() || r.limit.rate_per_key.is_some());
+    if let (true, true, Some(sql)) = (req.paced_by_server, paced, D::SERVER_TIME) {
         now =
             db.rows(Some(&mut *tx), sql, &[]).await?.first().map(|r| r.time("t")).transpose()?.flatten().unwrap_or(now);
     }
+    // Due tasks are read, and rates counted, by that time.
+    let req = &ClaimRequest { now, ..*req };
     let (mut queue_room, mut handler_room) = (HashMap::new(), HashMap::new());
     for row in rows {
         let Ok((scope, target)) = LimitScope::parse_name(&row.name) else { continue };
@@ -110,6 +118,7 @@ async fn claim_within<D: Dialect>(
     let open_handlers: Option<Vec<String>> =
         req.handlers.map(|hs| hs.iter().filter(|h| !full_handlers.contains(h)).cloned().collect());
     let mut picked = Vec::new();
+    let mut keys = PerKey::read(db, tx, &queue_room).await?;
     if !open_queues.is_empty() && open_handlers.as_ref().is_none_or(|h| !h.is_empty()) {
         picked = pick(
             db,
@@ -120,10 +129,11 @@ async fn claim_within<D: Dialect>(
             &full_handlers,
             &mut queue_room,
             &mut handler_room,
+            &mut keys,
         )
         .await?;
     }
-    let mut next_start_on: Option<DateTime<Utc>> = None;
+    let mut next_start_on: Option<chrono::DateTime<chrono::Utc>> = None;
     for room in queue_room.values().chain(handler_room.values()) {
         let Some(rate) = room.row.limit.rate else { continue };
         let grant = rate.grant(room.row.next_on, now, room.taken);
@@ -136,19 +146,24 @@ async fn claim_within<D: Dialect>(
             next_start_on = Some(next_start_on.map_or(grant.due_on, |t| t.min(grant.due_on)));
         }
     }
-    if picked.is_empty() {
-        return Ok(Claimed { runs: Vec::new(), next_start_on });
+    let mut runs = Vec::new();
+    if !picked.is_empty() {
+        // Started at the time the rates counted by: a claim that waited on the limits' locks
+        // starts its runs when it got them, as their starts are paced.
+        let narrowed = ClaimRequest { queues: &open_queues, limit: picked.len() as u32, ..*req };
+        runs = db.claim_these(tx, &narrowed, &picked).await?;
     }
-    // Started at the time the rates counted by: a claim that waited on the limits' locks starts
-    // its runs when it got them, as their starts are paced.
-    let narrowed = ClaimRequest { queues: &open_queues, limit: picked.len() as u32, now, ..*req };
-    Ok(Claimed { runs: db.claim_these(tx, &narrowed, &picked).await?, next_start_on })
+    // After the claim: a key whose due tasks it took has none due left.
+    if let Some(at) = keys.write(db, tx, &queue_room, now, picked.len() < req.limit as usize).await? {
+        next_start_on = Some(next_start_on.map_or(at, |t| t.min(at)));
+    }
+    Ok(Claimed { runs, next_start_on })
 }
 
 /// Due tasks in claim order, of queues and handlers with room, kept while they fit (the first
 /// always does); the room they take is counted. A limited queue's are read apart, no more than
 /// its room: read with the others, those it cannot take would crowd out the others' in the
-/// claim's `LIMIT`.
+/// claim's `LIMIT`. The keys' limits of the queues limited per key are kept in `keys`.
 #[allow(clippy::too_many_arguments)]
 async fn pick<D: Dialect>(
     db: &D,
@@ -159,60 +174,66 @@ async fn pick<D: Dialect>(
     full_handlers: &[String],
     queue_room: &mut HashMap<String, Room>,
     handler_room: &mut HashMap<String, Room>,
+    keys: &mut PerKey,
 ) -> Result<Vec<TaskId>> {
     let of_handlers = match open_handlers {
         Some(_) => "AND task_handler_class IN ($4)",
         None => "AND task_handler_class NOT IN ($5)",
     };
-    let sql = |of_keys: &str| {
+    let sql = |of_keys: &str, pace: &str| {
         format!(
-            "SELECT id, queue, task_handler_class, priority, scheduled_on, share_key FROM task_queue
+            "SELECT id, queue, task_handler_class, priority, scheduled_on, share_key{pace} FROM task_queue
              WHERE last_status = {SCHEDULED} AND queue IN ($1) AND scheduled_on <= $2 AND {} {of_handlers}{of_keys}
              ORDER BY priority, scheduled_on, id LIMIT $3{}",
             transitions::NOT_PAUSED,
             D::SKIP_LOCKED
         )
     };
-    let running = running_by_key(db, tx, queue_room).await?;
     let mut due = Vec::new();
-    for (queues, most, full_keys) in &reads(req, open_queues, queue_room, &running) {
+    for read in &reads(req, open_queues, queue_room, keys) {
         let values = [
-            Arg::Texts(queues),
+            Arg::Texts(&read.queues),
             Arg::Time(req.now),
-            Arg::from(*most),
+            Arg::from(read.most),
             Arg::Texts(open_handlers.unwrap_or_default()),
             Arg::Texts(full_handlers),
-            Arg::Texts(full_keys.as_deref().unwrap_or_default()),
+            Arg::Texts(&read.full_keys),
+            per_key::paced_arg(read.paced, req.now),
         ];
-        let sql = match full_keys {
-            Some(keys) if !keys.is_empty() => sql(" AND (share_key IS NULL OR share_key NOT IN ($6))"),
-            _ => sql(""),
-        };
-        for r in &db.rows(Some(&mut *tx), &sql, &values).await? {
+        let (mut of_keys, mut pace) = (String::new(), "");
+        if !read.full_keys.is_empty() {
+            of_keys.push_str(" AND (share_key IS NULL OR share_key NOT IN ($6))");
+        }
+        if read.paced.is_some() {
+            of_keys.push_str(per_key::NOT_PACED_OUT);
+            pace = per_key::PACE_COLUMN;
+        }
+        for r in &db.rows(Some(&mut *tx), &sql(&of_keys, pace), &values).await? {
             let order = (r.int("priority")?.unwrap_or(0), r.time("scheduled_on")?, rows::id(r, "id")?);
             let (queue, handler) =
                 (r.text("queue")?.unwrap_or_default(), r.text("task_handler_class")?.unwrap_or_default());
-            due.push((order, queue, handler, r.text("share_key")?));
+            let pace = if read.paced.is_some() { r.int("pace_us")? } else { None };
+            due.push((order, queue, handler, r.text("share_key")?, pace));
         }
     }
     due.sort_by_key(|d| d.0);
-    let mut keys = key_rooms(queue_room, &running, &due);
+    let slots = due.iter().filter_map(|(_, q, _, k, pace)| k.clone().map(|k| ((q.clone(), k), *pace)));
+    keys.rooms(queue_room, slots, req.now, req.limit);
     let mut picked = Vec::new();
-    for ((_, _, id), queue, handler, key) in due {
+    for ((_, _, id), queue, handler, key, _) in due {
         if picked.len() >= req.limit as usize {
             break;
         }
         let fits = |rooms: &HashMap<String, Room>, name: &str| rooms.get(name).is_none_or(|r| r.taken < r.left);
         let slot = key.map(|k| (queue.clone(), k));
-        let key_fits = slot.as_ref().and_then(|s| keys.get(s)).is_none_or(|left| *left > 0);
-        if fits(queue_room, &queue) && fits(handler_room, &handler) && key_fits {
+        if fits(queue_room, &queue) && fits(handler_room, &handler) && keys.fits(slot.as_ref()) {
             for (rooms, name) in [(&mut *queue_room, &queue), (&mut *handler_room, &handler)] {
                 if let Some(room) = rooms.get_mut(name.as_str()) {
                     room.taken += 1;
                 }
             }
-            if let Some(left) = slot.and_then(|s| keys.get_mut(&s)) {
-                *left -= 1;
+            if let Some(slot) = slot {
+                keys.take(slot);
             }
             picked.push(id);
         }
@@ -220,83 +241,49 @@ async fn pick<D: Dialect>(
     Ok(picked)
 }
 
+/// One read of a limited claim.
+struct Read {
+    /// The queues it reads.
+    queues: Vec<String>,
+    /// How many tasks at most.
+    most: u32,
+    /// Keys at their cap, whose tasks it leaves out.
+    full_keys: Vec<String>,
+    /// The queue's rate per key: the tasks of keys out of starts are left out.
+    paced: Option<Rate>,
+}
+
 /// The reads of a limited claim: each limited queue's apart, at most its room, and the other
-/// queues' together; each with the queues it reads, how many tasks at most, and the keys left
-/// out (a queue capped per key: a full key's tasks are left out, and as a key with room may
-/// have more tasks read than it can take, it reads more).
+/// queues' together. A queue limited per key leaves out the keys with no room, and as a key
+/// with room may have more tasks read than it can take, it reads more.
 fn reads(
     req: &ClaimRequest<'_>,
     open_queues: &[String],
     queue_room: &HashMap<String, Room>,
-    running: &HashMap<(String, String), u64>,
-) -> Vec<(Vec<String>, u32, Option<Vec<String>>)> {
+    keys: &PerKey,
+) -> Vec<Read> {
     let (limited, free): (Vec<&String>, Vec<&String>) = open_queues.iter().partition(|q| queue_room.contains_key(*q));
     let mut reads = Vec::new();
     for q in limited {
         let Some(room) = queue_room.get(q) else { continue };
-        let (most, full) = match room.row.limit.max_running_per_key {
-            Some(cap) => {
-                let full = running.iter().filter(|((rq, _), n)| rq == q && **n >= u64::from(cap));
-                let full: Vec<String> = full.map(|((_, k), _)| k.clone()).collect();
-                (room.left.min(req.limit).saturating_mul(PER_KEY_READ), Some(full))
-            }
-            None => (room.left.min(req.limit), None),
-        };
-        reads.push((vec![q.clone()], most, full));
+        let limit = room.row.limit;
+        let most = room.left.min(req.limit);
+        reads.push(Read {
+            queues: vec![q.clone()],
+            most: if limit.is_per_key() { most.saturating_mul(PER_KEY_READ) } else { most },
+            full_keys: limit.max_running_per_key.map(|cap| keys.full(q, cap)).unwrap_or_default(),
+            paced: limit.rate_per_key,
+        });
     }
     if !free.is_empty() {
-        reads.push((free.into_iter().cloned().collect(), req.limit, None));
+        let queues = free.into_iter().cloned().collect();
+        reads.push(Read { queues, most: req.limit, full_keys: Vec::new(), paced: None });
     }
     reads
 }
 
-/// How many times its room a queue capped per key reads, at most.
+/// How many times its room a queue limited per key reads, at most.
 const PER_KEY_READ: u32 = 4;
-
-/// The runs in flight of each key in the queues capped per key, by (queue, key): runs in
-/// flight are few (by the index `task_queue_running`).
-async fn running_by_key<D: Dialect>(
-    db: &D,
-    tx: &mut TxOf<D>,
-    queue_room: &HashMap<String, Room>,
-) -> Result<HashMap<(String, String), u64>> {
-    let queues: Vec<String> =
-        queue_room.iter().filter(|(_, r)| r.row.limit.max_running_per_key.is_some()).map(|(q, _)| q.clone()).collect();
-    let mut running = HashMap::new();
-    if queues.is_empty() {
-        return Ok(running);
-    }
-    let sql = format!(
-        "SELECT queue, share_key, count(*) AS n FROM task_queue
-         WHERE last_status = {RUNNING} AND queue IN ($1) AND share_key IS NOT NULL GROUP BY queue, share_key"
-    );
-    for r in &db.rows(Some(tx), &sql, args![queues.as_slice()]).await? {
-        let at = (r.text("queue")?.unwrap_or_default(), r.text("share_key")?.unwrap_or_default());
-        running.insert(at, rows::id(r, "n")?.max(0) as u64);
-    }
-    Ok(running)
-}
-
-/// The room left of each key among `due` in a queue capped per key (its cap less its runs in
-/// flight in that queue), by (queue, key).
-fn key_rooms(
-    queue_room: &HashMap<String, Room>,
-    running: &HashMap<(String, String), u64>,
-    due: &[DueTask],
-) -> HashMap<(String, String), u64> {
-    let capped = |q: &str| queue_room.get(q).and_then(|r| r.row.limit.max_running_per_key);
-    let mut rooms = HashMap::new();
-    for d in due {
-        let (Some(cap), Some(key)) = (capped(&d.1), &d.3) else { continue };
-        let at = (d.1.clone(), key.clone());
-        let left = u64::from(cap).saturating_sub(running.get(&at).copied().unwrap_or(0));
-        rooms.entry(at).or_insert(left);
-    }
-    rooms
-}
-
-/// A due task read: its claim order (priority, due time, id), queue, handler and key.
-type DueTask = ((i64, Option<DateTime<Utc>>, TaskId), String, String, Option<String>);
 
 /// Lower each concurrency limit's room by its runs in flight, by `column`.
 async fn in_flight<D: Dialect>(

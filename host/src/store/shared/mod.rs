@@ -8,6 +8,7 @@ mod cancel;
 mod keys;
 mod limit_rows;
 mod limits;
+mod per_key;
 mod queues;
 mod runners;
 mod runs;

@@ -6,6 +6,7 @@
 //! (a test waiting for its turn would hold another).
 
 mod fan_out;
+mod limited;
 mod partitions;
 mod restarts;
 mod witness;

@@ -14,6 +14,8 @@
 //!   with the fence disabled the test fails within 30 s);
 //! - every child of a fan-out queued exactly once and each join run once, after all its parts
 //!   (see [`fan_out`]: one `fan-out` task is added every second beside the witness tasks);
+//! - a limited queue's caps and rates, in all and per key, never exceeded, and nothing leaked
+//!   (see [`limited`]: one task a second under one of three keys);
 //! - while the faults go on, a checker samples the database every 500 ms (no task with two runs
 //!   running), and at the end reads the workers' logs (no panic; every partition fenced its
 //!   worker; the overseer never had to sweep up a run left under a runner no longer running,
@@ -28,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{fan_out, witness};
+use super::{fan_out, limited, witness};
 use crate::common::netns::{require_root, Forwarder, Host};
 use crate::common::process::{signal, skewed};
 use crate::common::{self, own_server, Db, Env};
@@ -153,8 +155,9 @@ pub async fn chaos(db: Db) {
             &config,
             format!(
                 "[overseer]\nlease_ttl = \"5s\"\n[overseer.liveness]\ninterval = \"1s\"\nheartbeat_horizon = \"{HORIZON}\"\n\
-                 [handlers.witness.grants]\ndirs = [{{ host = \"{}\", guest = \"/out\", mode = \"rw\" }}]\n",
-                dir.display()
+                 [handlers.witness.grants]\ndirs = [{{ host = \"{}\", guest = \"/out\", mode = \"rw\" }}]\n{}",
+                dir.display(),
+                limited::CONFIG
             ),
         )
         .expect("config");
@@ -185,7 +188,7 @@ pub async fn chaos(db: Db) {
     let mut next_fault = Instant::now() + Duration::from_secs(3);
     let mut restarted = false;
     let mut added = 0;
-    let mut parents = Vec::new();
+    let (mut parents, mut keyed) = (Vec::new(), Vec::new());
     let mut faults = 0;
     let (mut max_running, mut samples) = (0, 0);
     while started.elapsed() < Duration::from_secs(seconds) {
@@ -194,6 +197,8 @@ pub async fn chaos(db: Db) {
         added += 5;
         if samples % 2 == 0 {
             parents.push(fan_out::add(&env).await);
+        } else {
+            keyed.push(limited::add(&env).await);
         }
         max_running = max_running.max(one_active_run_each(&env).await);
         samples += 1;
@@ -325,7 +330,7 @@ pub async fn chaos(db: Db) {
 
     // Exactly once, by the database's accounting.
     let tasks = client.list(&all).await.expect("list");
-    assert_eq!(tasks.iter().filter(|t| t.parent_id.is_none()).count(), added + parents.len());
+    assert_eq!(tasks.iter().filter(|t| t.parent_id.is_none()).count(), added + parents.len() + keyed.len());
     let fan = fan_out::check(&env, &parents, &tasks).await;
     let seen = witness::witnessed(&dirs);
     let (mut succeeded, mut dead, mut runs_total, mut lost) = (0, 0, 0, 0);
@@ -353,6 +358,7 @@ pub async fn chaos(db: Db) {
             }
         }
     }
+    let lim = limited::check(&env, &keyed, &tasks, &seen).await;
     // Never two runs of one task at once, by the guests' own times.
     let mut closest = i128::MAX;
     for (task, mut runs) in seen {
@@ -365,7 +371,8 @@ pub async fn chaos(db: Db) {
     }
     eprintln!(
         "chaos on {db:?} for {seconds} s: {} tasks ({succeeded} witnesses succeeded, {dead} dead), {runs_total} runs \
-         ({lost} runner-lost); {} fan-outs in {} runs, {} joins in {} runs; {partitions} partitions, {slowed} slowed links, {lossy} lossy links, {kills} kills, {exits} worker exits, \
+         ({lost} runner-lost); {} fan-outs in {} runs, {} joins in {} runs; {} limited tasks in {} starts (at most {} \
+         alive, {} starts in a second); {partitions} partitions, {slowed} slowed links, {lossy} lossy links, {kills} kills, {exits} worker exits, \
          1 server restart; {fences} fences; {orphans} lost claims put back; {samples} samples of the database, \
          at most {max_running} tasks running; closest start of a task's run after another's last sign of life: \
          {} ms",
@@ -374,6 +381,10 @@ pub async fn chaos(db: Db) {
         fan.parent_runs,
         fan.joins,
         fan.join_runs,
+        lim.tasks,
+        lim.starts,
+        lim.most_alive,
+        lim.most_starts,
         if closest == i128::MAX { -1 } else { closest / 1_000_000 }
     );
 }

@@ -8,15 +8,18 @@ fn keyed(key: &str, n: usize) -> Vec<NewTask> {
     (0..n).map(|i| NewTask::new("h", format!("{{\"i\": {i}}}")).with_key(key)).collect()
 }
 
-/// The keys of the tasks claimed, in claim order.
-async fn claimed_keys(store: &SharedStore, r: RunnerId, n: u32, now: DateTime<Utc>) -> Vec<String> {
-    let claimed = store.claim(r, &["default".into()], n, now, DAY).await.expect("claim");
+/// The keys of the tasks of `runs` ("" for none), in their order.
+async fn keys_of(store: &SharedStore, runs: &[ClaimedRun]) -> Vec<String> {
     let mut keys = Vec::new();
-    for c in claimed {
-        let task = store.get_task(c.task_id).await.expect("get").expect("the task");
-        keys.push(task.key.unwrap_or_default());
+    for c in runs {
+        keys.push(store.get_task(c.task_id).await.expect("get").expect("the task").key.unwrap_or_default());
     }
     keys
+}
+
+/// The keys of the tasks claimed, in claim order.
+async fn claimed_keys(store: &SharedStore, r: RunnerId, n: u32, now: DateTime<Utc>) -> Vec<String> {
+    keys_of(store, &store.claim(r, &["default".into()], n, now, DAY).await.expect("claim")).await
 }
 
 /// A key that comes a second after another's backlog of 100 is claimed beside it, one for one,
@@ -233,4 +236,83 @@ async fn keyless<'a>(store: &SharedStore, claimed: &'a [ClaimedRun]) -> &'a Clai
         }
     }
     panic!("no keyless task was claimed")
+}
+
+/// A queue's rate per key paces each key apart, across runners: two keys at 5/1s with a burst
+/// of 1 each start two at once, then one every 200 ms, never more than 6 in a second, however
+/// deep the other's backlog; a claim held back says when the next key may start; the listing
+/// says what it holds back; a rate raised live applies at once; and an idle key's pace mark is
+/// kept while it is ahead.
+pub async fn a_rate_per_key_paces_each_key_apart_across_runners(store: SharedStore) {
+    let by = LimitSetBy::Operator;
+    let per_key = |text: &str, burst| Limit {
+        rate_per_key: Some(Rate::parse(text).and_then(|r| r.with_burst(burst)).expect("a rate")),
+        ..Limit::default()
+    };
+    store.set_limit(LimitScope::Queue, "api", LimitEdit::Set(per_key("5/1s", 1)), by, t0()).await.expect("set");
+    let in_api = |t: NewTask| t.with_queue("api");
+    let mut tasks: Vec<NewTask> = keyed("a", 20).into_iter().map(in_api).collect();
+    tasks.extend(keyed("b", 20).into_iter().map(in_api));
+    tasks.extend((0..2).map(|_| in_api(NewTask::new("h", "{}"))));
+    store.add_tasks(&tasks, t0()).await.expect("add");
+    let limits = store.limits_in_force().await.expect("limits");
+    let queues = ["api".to_string()];
+    let start = t0() + secs(1);
+    let at = |r, ms| taskhost::store::ClaimRequest {
+        now: start + chrono::Duration::milliseconds(ms),
+        ..super::limited(r, &queues, None, 16, &limits)
+    };
+    let (r1, r2) = (runner(&store, t0()).await, runner(&store, t0()).await);
+    let mut starts: std::collections::HashMap<String, Vec<i64>> = Default::default();
+    let first = store.claim_paced(&at(r1, 0)).await.expect("claim");
+    for key in keys_of(&store, &first.runs).await {
+        starts.entry(key).or_default().push(0);
+    }
+    assert_eq!(first.next_start_on, Some(start + chrono::Duration::milliseconds(200)), "when a key may start next");
+    let held = store.claim_paced(&at(r2, 50)).await.expect("claim");
+    assert!(held.runs.is_empty(), "each key out of starts, held back at no cost");
+    assert_eq!(held.next_start_on, Some(start + chrono::Duration::milliseconds(200)));
+    for (i, ms) in (100..3000).step_by(50).enumerate() {
+        let claimed = store.claim_paced(&at(if i % 2 == 0 { r1 } else { r2 }, ms)).await.expect("claim");
+        for key in keys_of(&store, &claimed.runs).await {
+            starts.entry(key).or_default().push(ms);
+        }
+    }
+    assert_eq!(starts.get("").map(Vec::len), Some(2), "keyless tasks are not paced: {starts:?}");
+    for key in ["a", "b"] {
+        let mine = &starts[key];
+        assert_eq!(mine.len(), 16, "{key}: two at once, then one every 200 ms: {mine:?}");
+        for (i, s) in mine.iter().enumerate() {
+            let in_window = mine[i..].iter().take_while(|t| **t < s + 1000).count();
+            assert!(in_window <= 6, "{key}: {in_window} starts in the second from {s} ms: {mine:?}");
+        }
+    }
+    let now = start + chrono::Duration::milliseconds(2950);
+    let listed = store.limits(now, Some(LimitScope::Queue)).await.expect("limits");
+    let api: Vec<_> = listed.iter().map(|l| (l.rate_per_key.as_deref(), l.due, l.held_back)).collect();
+    assert_eq!(api, [(Some("5/1s"), 8, 8)], "each key's four left held back until its next start");
+    // Raised live: the keys' marks come back to one pace of the new rate.
+    store.set_limit(LimitScope::Queue, "api", LimitEdit::Set(per_key("100/1s", 1)), by, now).await.expect("raise");
+    let limits = store.limits_in_force().await.expect("limits");
+    let raised = taskhost::store::ClaimRequest {
+        now: now + chrono::Duration::milliseconds(10),
+        ..super::limited(r1, &queues, None, 16, &limits)
+    };
+    assert_eq!(store.claim_paced(&raised).await.expect("claim").runs.len(), 4, "two of each key at once");
+    // A key idle since its turn, its mark an hour ahead: its row is kept until the mark is past.
+    store.set_limit(LimitScope::Queue, "slow", LimitEdit::Set(per_key("1/1h", 0)), by, t0()).await.expect("set");
+    store.add_tasks(&[NewTask::new("h", "{}").with_key("c").with_queue("slow")], t0()).await.expect("add");
+    let limits = store.limits_in_force().await.expect("limits");
+    let slow = ["slow".to_string()];
+    let claim = taskhost::store::ClaimRequest { now: start, ..super::limited(r1, &slow, None, 16, &limits) };
+    let ran = store.claim_for(&claim).await.expect("claim");
+    store.finish_runs(&[success(&ran[0], start, "{}")]).await.expect("finish");
+    let pruned = store.prune_key_turns(start + secs(600), 100).await.expect("prune");
+    assert_eq!(pruned, 3, "c's turn and a's and b's marks, past: not c's mark, an hour ahead");
+    let later = |at| taskhost::store::ClaimRequest { now: at, ..super::limited(r1, &slow, None, 16, &limits) };
+    store.add_tasks(&[NewTask::new("h", "{}").with_key("c").with_queue("slow")], start + secs(700)).await.expect("add");
+    assert!(store.claim_for(&later(start + secs(700))).await.expect("claim").is_empty(), "paced still");
+    // Then c's mark is past, and deleted: it is needed to pace no more.
+    assert_eq!(store.prune_key_turns(start + secs(7200), 100).await.expect("prune"), 1);
+    assert_eq!(store.claim_for(&later(start + secs(7200))).await.expect("claim").len(), 1);
 }

@@ -167,7 +167,8 @@ pub async fn rate_limits_pace_starts_across_runners_and_say_when_the_next_is_all
 }
 
 /// Claims racing on two connections at the same moment share one rate's starts: 4/1s with a
-/// burst of 3 starts four between them, and a quarter second later one more.
+/// burst of 3 starts four between them, and a quarter second later one more; under a rate per
+/// key, as many for each key.
 pub async fn concurrent_rate_limited_claims_never_exceed_the_rate(a: SharedStore, b: SharedStore) {
     a.set_limit(LimitScope::Queue, "api", LimitEdit::Set(rate("4/1s", 3)), LimitSetBy::Operator, t0())
         .await
@@ -177,20 +178,44 @@ pub async fn concurrent_rate_limited_claims_never_exceed_the_rate(a: SharedStore
     let limits = a.limits_in_force().await.expect("limits");
     let (ra, rb) = (runner(&a, t0()).await, runner(&b, t0()).await);
     for (ms, want) in [(0, 4), (250, 1), (300, 0), (1500, 4)] {
-        let claim_some = |s: SharedStore, r: RunnerId, limits: RunLimits| async move {
-            let queues = ["api".to_string()];
-            let mut mine = 0;
-            for _ in 0..3 {
-                mine += s.claim_for(&at(r, &queues, &limits, ms)).await.expect("claim").len();
-            }
-            mine
-        };
-        let (x, y) = tokio::join!(
-            tokio::spawn(claim_some(a.clone(), ra, limits.clone())),
-            tokio::spawn(claim_some(b.clone(), rb, limits.clone()))
-        );
-        assert_eq!(x.expect("join") + y.expect("join"), want, "at {ms} ms");
+        assert_eq!(race(&a, &b, (ra, rb), "api", &limits, ms).await, want, "at {ms} ms");
     }
+    // The same for each key under a queue's rate per key: two keys, four starts each at once.
+    let per_key = Limit { rate_per_key: rate("4/1s", 3).rate, ..Limit::default() };
+    a.set_limit(LimitScope::Queue, "keyed", LimitEdit::Set(per_key), LimitSetBy::Operator, t0()).await.expect("set");
+    let keyed: Vec<NewTask> = ["x", "y"]
+        .iter()
+        .flat_map(|k| (0..30).map(move |_| NewTask::new("h", "{}").with_queue("keyed").with_key(*k)))
+        .collect();
+    a.add_tasks(&keyed, t0()).await.expect("add");
+    let limits = a.limits_in_force().await.expect("limits");
+    for (ms, want) in [(1000, 8), (1250, 2), (1300, 0), (2500, 8)] {
+        assert_eq!(race(&a, &b, (ra, rb), "keyed", &limits, ms).await, want, "keyed, at {ms} ms");
+    }
+}
+
+/// Runs claimed from `queue` at `ms` by three claims on each of two connections at once.
+async fn race(
+    a: &SharedStore,
+    b: &SharedStore,
+    r: (RunnerId, RunnerId),
+    queue: &str,
+    limits: &RunLimits,
+    ms: i64,
+) -> usize {
+    let claim_some = |s: SharedStore, r: RunnerId, limits: RunLimits, queue: String| async move {
+        let queues = [queue];
+        let mut mine = 0;
+        for _ in 0..3 {
+            mine += s.claim_for(&at(r, &queues, &limits, ms)).await.expect("claim").len();
+        }
+        mine
+    };
+    let (x, y) = tokio::join!(
+        tokio::spawn(claim_some(a.clone(), r.0, limits.clone(), queue.to_string())),
+        tokio::spawn(claim_some(b.clone(), r.1, limits.clone(), queue.to_string()))
+    );
+    x.expect("join") + y.expect("join")
 }
 
 /// Limits are kept in the database: a worker's file sets them, an operator's change is kept

@@ -154,6 +154,7 @@ macro_rules! store_suite {
         case!(a_full_keys_backlog_holds_back_neither_other_keys_nor_its_own_other_queues);
         case!(a_new_key_starts_where_its_handlers_claims_are_not_at_an_unserved_task);
         case!(a_turn_earlier_than_its_queueing_does_not_make_a_task_look_unserved);
+        case!(a_rate_per_key_paces_each_key_apart_across_runners);
         case!(what_each_key_holds_and_what_each_limit_holds_back_are_listed);
         case!(every_transition_is_made_from_the_states_it_may_start_from_and_refused_from_the_others);
         case!(a_running_run_is_written_once_as_it_ended_and_ids_are_never_given_twice);
