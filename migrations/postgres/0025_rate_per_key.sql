@@ -15,9 +15,3 @@ CREATE TABLE task_key_paces (
     PRIMARY KEY (queue, name)
 );
 CREATE INDEX task_key_paces_next ON task_key_paces (queue, next_us);
--- A key's unfinished tasks only: a finished task leaves the key's index (a keyed task's end
--- wrote an entry there too, and the index grew with every task a key ever ran, which the reads
--- of a key's waiting and running tasks walked).
-DROP INDEX task_queue_key;
-CREATE INDEX task_queue_key ON task_queue (share_key)
-    WHERE share_key IS NOT NULL AND last_status IN ('scheduled', 'running');

@@ -279,15 +279,6 @@ impl RunLimits {
         }
     }
 
-    /// Whether a claim of `queues` and `handlers` touches a concurrency cap (`max_running`, or
-    /// a queue's `max_running_per_key`): room it lacks comes back when a run ends, anywhere. (A
-    /// rate says when its next start is due.)
-    pub fn caps(&self, queues: &[String], handlers: &[String]) -> bool {
-        let capped = |l: &Limit| l.max_running.is_some() || l.max_running_per_key.is_some();
-        queues.iter().filter_map(|q| self.queues.get(q)).any(capped)
-            || handlers.iter().filter_map(|h| self.handlers.get(h)).any(capped)
-    }
-
     /// Whether a claim of `queues` and `handlers` (None: any) touches a limit.
     pub fn apply_to(&self, queues: &[String], handlers: Option<&[String]>) -> bool {
         queues.iter().any(|q| self.queues.contains_key(q))
@@ -344,20 +335,6 @@ mod tests {
         assert!(change(r#"{"rate_burst_per_key": 2, "rate_limit_per_key": null}"#)
             .apply(&mut paced)
             .is_err_and(|e| e.contains("rate_burst_per_key needs a rate_limit_per_key")));
-    }
-
-    #[test]
-    fn only_caps_not_rates_make_a_claim_capped() {
-        let names = |all: &[&str]| all.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let rate = Rate::parse("5/1s").ok();
-        let mut limits = RunLimits::default();
-        limits.set(LimitScope::Queue, "paced", Limit { rate, rate_per_key: rate, ..Limit::default() });
-        limits.set(LimitScope::Handler, "h", Limit { rate, ..Limit::default() });
-        assert!(!limits.caps(&names(&["paced", "free"]), &names(&["h"])), "rates alone say when to claim");
-        limits.set(LimitScope::Queue, "keyed", Limit { max_running_per_key: Some(1), ..Limit::default() });
-        assert!(limits.caps(&names(&["keyed"]), &[]));
-        limits.set(LimitScope::Handler, "h", Limit { max_running: Some(2), ..Limit::default() });
-        assert!(limits.caps(&names(&["free"]), &names(&["h"])));
     }
 
     #[test]

@@ -57,9 +57,8 @@ pub(super) struct Claimer<'w> {
     pub queues: super::queues::QueueChoice,
     /// Claims failed in a row.
     pub failures: u32,
-    /// Whether the last claim touched a concurrency cap (a limited run may end elsewhere, and
-    /// nothing notifies that: such a worker polls at the short interval; a rate alone says when
-    /// its next start is due, and the worker waits for that).
+    /// Whether the last claim touched a concurrency limit (a limited run may end elsewhere, and
+    /// nothing notifies that: such a worker polls at the short interval).
     pub limited: bool,
     /// The flow-control limits, as last read.
     pub limits: super::limits::LimitsView,
@@ -212,7 +211,7 @@ impl Claimer<'_> {
         let worker = self.worker;
         let limits = &self.limits.now;
         let parts = super::queues::claims_of(&ask.queues, &ask.handlers, limits);
-        self.limited = parts.iter().any(|(_, limited)| *limited) && limits.caps(&ask.queues, &ask.handlers);
+        self.limited = parts.iter().any(|(_, limited)| *limited);
         let (runner, now) = (self.runner, worker.clock.now());
         let next_start_on = &mut self.next_start_on;
         *next_start_on = None;

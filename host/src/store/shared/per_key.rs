@@ -20,10 +20,9 @@ use super::super::dialect::Dialect;
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg, RUNNING, SCHEDULED};
-use super::super::transitions::is_any;
 use super::limits::Room;
 use crate::error::Result;
-use crate::model::{Rate, TaskState};
+use crate::model::Rate;
 
 /// A key in a queue: (queue, key).
 pub(super) type Slot = (String, String);
@@ -146,10 +145,8 @@ impl PerKey {
             let sql = format!(
                 "SELECT k.next_us AS m FROM task_key_paces k WHERE k.queue = $1 AND k.next_us > $2
                      AND EXISTS (SELECT 1 FROM task_queue t WHERE t.share_key = k.name AND t.queue = k.queue
-                                 AND {} AND t.last_status = {SCHEDULED} AND t.scheduled_on <= $3)
-                 ORDER BY k.next_us LIMIT 1",
-                // (As the key index's condition is spelled, for SQLite to use it.)
-                is_any::<D>(&[TaskState::Scheduled, TaskState::Running])
+                                 AND t.last_status = {SCHEDULED} AND t.scheduled_on <= $3)
+                 ORDER BY k.next_us LIMIT 1"
             );
             let found = db.rows(Some(&mut *tx), &sql, args![queue.as_str(), paced_out_after(rate, now), now]).await?;
             let Some(m) = found.first().map(|r| r.int("m")).transpose()?.flatten() else { continue };
