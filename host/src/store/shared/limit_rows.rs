@@ -235,16 +235,28 @@ pub async fn set<D: Dialect>(
             db.exec(Some(&mut tx.tx), sql, values).await?;
             if let (LimitScope::Queue, Some(new)) = (scope, after.rate_per_key) {
                 if before.limit.rate_per_key != Some(new) {
-                    // As the queue's own mark: its keys' marks no further ahead than one pace.
-                    let most = now.timestamp_micros().saturating_add(new.interval_us());
-                    let sql = "UPDATE task_key_paces SET next_us = $2 WHERE queue = $1 AND next_us > $2";
-                    db.exec(Some(&mut tx.tx), sql, args![target, most]).await?;
+                    bring_back_key_marks(db, &mut tx.tx, target, new, now).await?;
                 }
             }
             Ok(LimitWritten { before: before.limit, now: after, kept })
         })
     })
     .await
+}
+
+/// A queue's rate per key changed to `new`: as the queue's own mark, its keys' marks no further
+/// ahead than one pace of it.
+async fn bring_back_key_marks<D: Dialect>(
+    db: &D,
+    tx: &mut super::super::plumbing::TxOf<D>,
+    queue: &str,
+    new: Rate,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let most = now.timestamp_micros().saturating_add(new.interval_us());
+    let sql = "UPDATE task_key_paces SET next_us = $2 WHERE queue = $1 AND next_us > $2";
+    db.exec(Some(tx), sql, args![queue, most]).await?;
+    Ok(())
 }
 
 /// A rate's cells: its count, its period in microseconds, its burst (0 without a rate).

@@ -1,7 +1,6 @@
-//! The store written once: [`SqlStore`] implements every [`Store`] method over a [`Dialect`], each
-//! a short function in one of the files here, generic over the dialect; the database's own file
-//! holds only what differs. Every write that takes more than one statement runs in one
-//! transaction, run again after a deadlock ([`retrying`](super::dialect::retrying)).
+//! The store written once: [`SqlStore`] implements every [`Store`] method over a [`Dialect`], each a short
+//! function in one of the files here, generic over the dialect; the database's own file holds only what differs.
+//! Every write of more than one statement is one transaction, run again after a deadlock ([`retrying`](super::dialect::retrying)).
 
 mod bulk;
 mod cancel;
