@@ -111,6 +111,7 @@ async fn children(app: &App) {
                 component_digest: Some(fan_out.digest.clone()),
                 fuel_used: Some(1),
                 logs: None,
+                fuel_key: None,
             };
             let t = Instant::now();
             app.store.finish_runs(&[outcome]).await.expect("finish");

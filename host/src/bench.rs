@@ -237,6 +237,7 @@ pub async fn claim_and_finish_all(
                 component_digest: Some(digest.to_string()),
                 fuel_used: Some(100),
                 logs: None,
+                fuel_key: None,
             })
             .collect();
         let t = Instant::now();

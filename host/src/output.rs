@@ -7,9 +7,12 @@ use taskhost::model::{task_json, Run, RunLimits, Task};
 use taskhost::plugins::LoadReport;
 use taskhost::sandbox::{GuestOutcome, RunResult};
 
+mod flow;
+pub use flow::{key_table, limit_summary, limit_table, queue_table};
+
 /// `s` on one line, at most `max` characters: control characters (a key's, a queue's: anyone's
 /// who queues) are shown as spaces, never sent to the terminal.
-fn clip(s: &str, max: usize) -> String {
+pub(crate) fn clip(s: &str, max: usize) -> String {
     let s: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     if s.chars().count() <= max {
         return s;
@@ -37,123 +40,9 @@ fn outcome_of(task: &Task, runs: &[Run]) -> String {
 }
 
 /// A wait since `t` in whole seconds, in words (`-`: none).
-fn waited(t: Option<chrono::DateTime<chrono::Utc>>, now: chrono::DateTime<chrono::Utc>) -> String {
+pub(crate) fn waited(t: Option<chrono::DateTime<chrono::Utc>>, now: chrono::DateTime<chrono::Utc>) -> String {
     t.map(|t| (now - t).num_seconds().max(0) as u64)
         .map_or_else(|| "-".into(), |s| humantime::format_duration(std::time::Duration::from_secs(s)).to_string())
-}
-
-/// `taskhost queues`: each queue's due, later and running tasks, its limits and the due tasks
-/// they hold back, how far behind it is, the live workers that claim from it, and whether it is
-/// paused.
-pub fn queue_table(queues: &[taskhost::store::QueueInfo], now: chrono::DateTime<chrono::Utc>) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<20} {:>8} {:>8} {:>8} {:>11} {:>10} {:>8} {:>10} {:>7}  PAUSED",
-        "QUEUE", "DUE", "LATER", "RUNNING", "MAX RUNNING", "RATE", "HELD", "LAG", "WORKERS"
-    );
-    for q in queues {
-        let paused = q.paused_on.map(|t| format!("paused since {}", t.format("%Y-%m-%d %H:%M:%S"))).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "{:<20} {:>8} {:>8} {:>8} {:>11} {:>10} {:>8} {:>10} {:>7}  {paused}",
-            clip(&q.name, 20),
-            q.due,
-            q.later,
-            q.running,
-            q.max_running.map_or_else(|| "-".into(), |n| n.to_string()),
-            q.rate_limit.as_deref().map_or_else(|| "-".into(), |r| r.split(' ').next().unwrap_or(r).to_string()),
-            q.held_back.map_or_else(|| "-".into(), |n| n.to_string()),
-            waited(q.oldest_due, now),
-            q.served_by
-        );
-    }
-    out
-}
-
-/// `taskhost queues --keys`: a line a key in a queue, the longest-waiting first.
-pub fn key_table(keys: &[taskhost::store::KeyInfo], now: chrono::DateTime<chrono::Utc>) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<32} {:<20} {:>8} {:>8} {:>8} {:>10} {:>6}",
-        "KEY", "QUEUE", "DUE", "LATER", "RUNNING", "WAIT", "WEIGHT"
-    );
-    for k in keys {
-        let _ = writeln!(
-            out,
-            "{:<32} {:<20} {:>8} {:>8} {:>8} {:>10} {:>6}",
-            clip(&k.key, 32),
-            clip(&k.queue, 20),
-            k.due,
-            k.later,
-            k.running,
-            waited(k.waiting_since, now),
-            k.weight.unwrap_or(taskhost::model::DEFAULT_WEIGHT)
-        );
-    }
-    out
-}
-
-/// `taskhost limits`: a line a limit.
-pub fn limit_table(limits: &[taskhost::store::LimitInfo]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<32} {:>11} {:>12} {:>6} {:>7} {:>12} {:>6} {:>8} {:>8} {:>8}  SET BY",
-        "LIMIT", "MAX RUNNING", "RATE", "BURST", "PER KEY", "RATE PER KEY", "WEIGHT", "RUNNING", "DUE", "HELD"
-    );
-    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-    for l in limits {
-        let by = match (l.set_by, l.updated_on) {
-            (Some(by), Some(on)) => format!("{} at {}", by.as_str(), on.format("%Y-%m-%d %H:%M:%S")),
-            (Some(by), None) => by.as_str().to_string(),
-            _ => "-".into(),
-        };
-        let _ = writeln!(
-            out,
-            "{:<32} {:>11} {:>12} {:>6} {:>7} {:>12} {:>6} {:>8} {:>8} {:>8}  {by}",
-            clip(&format!("{}:{}", l.scope.as_str(), l.target), 32),
-            or_dash(l.max_running.map(|n| n.to_string())),
-            or_dash(l.rate.clone()),
-            or_dash(l.rate_burst.filter(|_| l.rate.is_some()).map(|n| n.to_string())),
-            or_dash(l.max_running_per_key.map(|n| n.to_string())),
-            // A burst per key, if any, after a `+`: 5/1s+2.
-            or_dash(l.rate_per_key.as_ref().map(|r| match l.rate_burst_per_key {
-                Some(b) if b > 0 => format!("{r}+{b}"),
-                _ => r.clone(),
-            })),
-            or_dash(l.weight.map(|n| n.to_string())),
-            l.running,
-            l.due,
-            l.held_back
-        );
-    }
-    out
-}
-
-/// What a limit holds, in words: `max running 3, rate 5/1s, …` (`none` for nothing).
-pub fn limit_summary(l: &taskhost::model::Limit) -> String {
-    let mut parts = Vec::new();
-    if let Some(n) = l.max_running {
-        parts.push(format!("max running {n}"));
-    }
-    if let Some(r) = l.rate {
-        parts.push(format!("rate {r}"));
-    }
-    if let Some(n) = l.max_running_per_key {
-        parts.push(format!("max running per key {n}"));
-    }
-    if let Some(r) = l.rate_per_key {
-        parts.push(format!("rate per key {r}"));
-    }
-    if let Some(w) = l.weight {
-        parts.push(format!("weight {w}"));
-    }
-    if parts.is_empty() {
-        return "none".into();
-    }
-    parts.join(", ")
 }
 
 /// `taskhost stats`: a line a handler and queue; times in milliseconds.

@@ -65,6 +65,7 @@ const CHANGE = [
   { field: 'rate_limit_per_key', hint: 'rate per key', title: 'Starts per period of each key, each paced apart (a queue)' },
   { field: 'rate_burst_per_key', hint: 'burst per key', min: 0, title: 'With a rate per key: starts each key may take at once beyond its pace' },
   { field: 'weight', hint: 'weight', min: 1, title: 'Turns to a weight-1 key’s one (a key)' },
+  { field: 'fuel_per_turn', hint: 'fuel per turn', min: 1000000, title: 'The fuel a turn of a key buys: each key’s turns spaced by the fuel its runs burn (a queue)' },
 ];
 
 // Keys listed, the longest-waiting first: enough to see who waits, not every tenant there is.
@@ -98,6 +99,7 @@ function limitTable(list) {
     { label: 'Per key', cell: (l) => number(l.max_running_per_key), cls: 'num' },
     { label: 'Rate per key', cell: (l) => rate(l.rate_per_key, l.rate_burst_per_key) },
     { label: 'Weight', cell: (l) => number(l.weight), cls: 'num' },
+    { label: 'Fuel per turn', cell: (l) => number(l.fuel_per_turn), cls: 'num' },
     { label: 'Running', cell: (l) => number(l.running), cls: 'num' },
     { label: 'Due', cell: (l) => number(l.due), cls: 'num' },
     { label: 'Held back', cell: (l) => (l.scope === 'key' ? '—' : number(l.held_back)), cls: 'num' },
@@ -177,7 +179,8 @@ function label(text, input) {
 function summary(a) {
   const parts = [a.max_running && `${number(a.max_running)} running at most`, a.rate_limit && rate(a.rate_limit, a.rate_burst),
     a.max_running_per_key && `${number(a.max_running_per_key)} per key`,
-    a.rate_limit_per_key && `${rate(a.rate_limit_per_key, a.rate_burst_per_key)} per key`, a.weight && `weight ${a.weight}`];
+    a.rate_limit_per_key && `${rate(a.rate_limit_per_key, a.rate_burst_per_key)} per key`, a.weight && `weight ${a.weight}`,
+    a.fuel_per_turn && `${number(a.fuel_per_turn)} fuel a turn`];
   return parts.filter(Boolean).join(', ') || 'nothing limited';
 }
 
@@ -191,6 +194,8 @@ function keyTable(list) {
     { label: 'Wait', cell: (k) => (k.waiting_since ? duration(Date.now() - Date.parse(k.waiting_since)) : '—'), cls: 'num' },
     // A key without a weight set has weight 1 (DEFAULT_WEIGHT).
     { label: 'Weight', cell: (k) => number(k.weight ?? 1), cls: 'num' },
+    // The fuel its runs burn on average, where its queue weighs keys by fuel.
+    { label: 'Fuel a run', cell: (k) => number(k.fuel_per_run), cls: 'num' },
   ], list, { key: (k) => `${k.queue}/${k.key}`, empty: 'No unfinished task has a key.' });
 }
 

@@ -43,6 +43,8 @@ pub(super) struct LimitSet {
     rate_limit_per_key: Option<String>,
     /// With a rate per key: starts each key may take at once beyond its pace.
     rate_burst_per_key: Option<u32>,
+    /// A queue's fuel a turn of a key buys now (None: turns counted by tasks).
+    fuel_per_turn: Option<u64>,
     /// A key's weight now (None: 1).
     weight: Option<u32>,
 }
@@ -70,6 +72,7 @@ pub(super) async fn set(
         max_running_per_key: now.max_running_per_key,
         rate_limit_per_key: now.rate_per_key.map(|r| r.per_period()),
         rate_burst_per_key: now.rate_per_key.map(|r| r.burst),
+        fuel_per_turn: now.fuel_per_turn,
         weight: now.weight,
     }))
 }

@@ -131,11 +131,13 @@ fn flow(out: &mut String, limits: &[LimitInfo], keys: &[KeyInfo], now: chrono::D
         ];
         let rate = l.rate.as_deref().and_then(per_second).map(|r| ("rate_per_second", r));
         let per_key = l.rate_per_key.as_deref().and_then(per_second).map(|r| ("rate_per_key_per_second", r));
+        let fuel = l.fuel_per_turn.map(|f| ("fuel_per_turn", f as f64));
         values
             .into_iter()
             .filter_map(|(what, v)| v.map(|v| (what, f64::from(v))))
             .chain(rate)
             .chain(per_key)
+            .chain(fuel)
             .map(move |(what, v)| (vec![("limit", id(l)), ("value", what.to_string())], v))
     });
     let set: Vec<_> = set.collect();

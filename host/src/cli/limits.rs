@@ -42,6 +42,10 @@ pub enum LimitsCommand {
         /// A key's weight: its turns to a weight-1 key's one (1 to 1,000; none: 1).
         #[arg(long, value_name = "N|none")]
         weight: Option<String>,
+        /// A queue's fuel a turn of a key buys: each key's turns spaced by the fuel its runs
+        /// burn (1,000,000 to 10^15; none: turns counted by tasks).
+        #[arg(long, value_name = "N|none")]
+        fuel_per_turn: Option<String>,
     },
     /// Take a limit out (a worker started later with it in its file sets it again).
     Clear {
@@ -58,6 +62,18 @@ fn count_or_none(flag: &str, value: Option<&str>, max: u32) -> Result<Option<Opt
         Some(n) => match n.parse::<u32>() {
             Ok(n) => Ok(Some(Some(n))),
             Err(_) => anyhow::bail!("--{flag} {n}: write a whole number from 1 to {max}, or none"),
+        },
+    }
+}
+
+/// `--fuel-per-turn N|none`: Some(None) for none (the range is checked where it is set).
+fn fuel_or_none(value: Option<&str>) -> Result<Option<Option<u64>>> {
+    match value {
+        None => Ok(None),
+        Some("none") => Ok(Some(None)),
+        Some(n) => match n.replace('_', "").parse::<u64>() {
+            Ok(n) => Ok(Some(Some(n))),
+            Err(_) => anyhow::bail!("--fuel-per-turn {n}: write a whole number from 1000000 to 10^15, or none"),
         },
     }
 }
@@ -81,6 +97,7 @@ pub async fn run(app: &App, command: LimitsCommand) -> Result<()> {
             rate_per_key,
             burst_per_key,
             weight,
+            fuel_per_turn,
         } => {
             let change = LimitChange {
                 max_running: count_or_none("max-running", max_running.as_deref(), 1_000_000)?,
@@ -90,6 +107,7 @@ pub async fn run(app: &App, command: LimitsCommand) -> Result<()> {
                 rate_limit_per_key: rate_per_key.map(|r| (r != "none").then_some(r)),
                 rate_burst_per_key: burst_per_key,
                 weight: count_or_none("weight", weight.as_deref(), 1_000)?,
+                fuel_per_turn: fuel_or_none(fuel_per_turn.as_deref())?,
             };
             let now = app.client.set_limit(&name, &change).await?;
             println!("limit {name} set: {}; every worker applies it within a second", output::limit_summary(&now));

@@ -17,6 +17,7 @@ pub(super) struct QueueSection {
     max_running_per_key: Option<i64>,
     rate_limit_per_key: Option<String>,
     rate_burst_per_key: Option<i64>,
+    fuel_per_turn: Option<i64>,
 }
 
 /// A `[keys.NAME]` table, as written.
@@ -44,6 +45,11 @@ pub(super) fn read(
             .transpose()
             .map_err(|e| format!("[queues.{name}] max_running_per_key: {e}"))?;
         limit.rate_per_key = Limit::rate_setting(q.rate_limit_per_key.as_deref(), q.rate_burst_per_key, "_per_key")
+            .map_err(|e| format!("[queues.{name}] {e}"))?;
+        limit.fuel_per_turn = q
+            .fuel_per_turn
+            .map(|n| Limit::fuel_per_turn(i128::from(n)))
+            .transpose()
             .map_err(|e| format!("[queues.{name}] {e}"))?;
         limits.set(LimitScope::Queue, name, limit);
     }

@@ -27,7 +27,8 @@
 //! [queues.payments]
 //! max_running = 2               # the same for a queue, and max_running_per_key = N: runs in
 //!                               # flight of each key (a task's --key) at once; rate_limit_per_key
-//!                               # (and rate_burst_per_key): starts of each key, paced apart
+//!                               # (and rate_burst_per_key): starts of each key, paced apart;
+//!                               # fuel_per_turn = N: each key's turns spaced by its runs' fuel
 //! [keys.tenant-a]
 //! weight = 3                    # a key's share: three turns to a weight-1 key's one
 //!

@@ -1,7 +1,8 @@
 //! Flow-control limits of a queue or a handler, across all workers: runs in flight at most
 //! (`max_running`), starts per period (`rate_limit`, with an optional burst: [`Rate`]) and, on
 //! a queue, runs in flight and starts per period of each key (`max_running_per_key`,
-//! `rate_limit_per_key`); and a key's weight, its share
+//! `rate_limit_per_key`) and the fuel a turn of its keys buys (`fuel_per_turn`); and a key's
+//! weight, its share
 //! against other keys. Kept in the database (`task_run_limits`): the operator's file sets them
 //! at a worker's start, `taskhost limits set` and the API change them live, and every claim
 //! reads them.
@@ -27,6 +28,10 @@ pub struct Limit {
     /// Its share against other keys: a key of weight 3 is given three turns to a key of
     /// weight 1's (a key; [`DEFAULT_WEIGHT`] unless set).
     pub weight: Option<u32>,
+    /// The fuel one turn of a key buys (a queue): a key's turns are spaced by the fuel its runs
+    /// burn on average, so a key whose runs burn ten times another's is given a tenth of the
+    /// turns (see `store::transitions::fair`).
+    pub fuel_per_turn: Option<u64>,
 }
 
 /// A key's weight unless one is set.
@@ -37,6 +42,11 @@ impl Limit {
     pub const MAX_RUNNING: u32 = 1_000_000;
     /// The largest weight (a turn is spaced by 1 µs / weight, in whole nanoseconds).
     pub const MAX_WEIGHT: u32 = 1_000;
+    /// The least `fuel_per_turn`: about a millisecond of guest work, so that a key's turns,
+    /// spaced at most a millisecond apart, come due faster than its runs could take them.
+    pub const MIN_FUEL_PER_TURN: u64 = 1_000_000;
+    /// The largest `fuel_per_turn`.
+    pub const MAX_FUEL_PER_TURN: u64 = 1_000_000_000_000_000;
 
     /// Whether it limits anything.
     pub fn is_some(&self) -> bool {
@@ -45,6 +55,7 @@ impl Limit {
             || self.max_running_per_key.is_some()
             || self.rate_per_key.is_some()
             || self.weight.is_some()
+            || self.fuel_per_turn.is_some()
     }
 
     /// Whether it limits each key of its queue apart (a cap or a rate per key).
@@ -53,21 +64,33 @@ impl Limit {
     }
 
     /// Whether it holds what its scope takes: a key a weight only, a queue or a handler no weight,
-    /// and only a queue a cap or a rate per key.
+    /// and only a queue a cap or a rate per key and a fuel per turn.
     pub fn check_for(&self, scope: LimitScope) -> Result<(), String> {
+        let queue_only = self.is_per_key() || self.fuel_per_turn.is_some();
         let fits = match scope {
-            LimitScope::Key => self.max_running.is_none() && self.rate.is_none() && !self.is_per_key(),
+            LimitScope::Key => self.max_running.is_none() && self.rate.is_none() && !queue_only,
             LimitScope::Queue => self.weight.is_none(),
-            LimitScope::Handler => self.weight.is_none() && !self.is_per_key(),
+            LimitScope::Handler => self.weight.is_none() && !queue_only,
         };
         match (fits, scope) {
             (true, _) => Ok(()),
-            (false, LimitScope::Key) => Err(
-                "a key takes a weight only (its queue caps and paces each key: max_running_per_key, rate_limit_per_key)"
-                    .into(),
-            ),
+            (false, LimitScope::Key) => Err("a key takes a weight only (its queue caps, paces and weighs each key: \
+                 max_running_per_key, rate_limit_per_key, fuel_per_turn)"
+                .into()),
             (false, LimitScope::Queue) => Err("a queue takes no weight (a key does: key:NAME)".into()),
             (false, LimitScope::Handler) => Err("a handler takes max_running and a rate only".into()),
+        }
+    }
+
+    /// A `fuel_per_turn` checked.
+    pub fn fuel_per_turn(n: i128) -> Result<u64, String> {
+        match u64::try_from(n) {
+            Ok(n) if (Self::MIN_FUEL_PER_TURN..=Self::MAX_FUEL_PER_TURN).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "fuel_per_turn = {n} is out of range ({} to {})",
+                Self::MIN_FUEL_PER_TURN,
+                Self::MAX_FUEL_PER_TURN
+            )),
         }
     }
 
@@ -141,6 +164,11 @@ pub struct LimitChange {
     #[serde(default, deserialize_with = "given")]
     #[cfg_attr(feature = "serve", schema(value_type = Option<u32>))]
     pub weight: Option<Option<u32>>,
+    /// A queue's fuel a turn of a key buys: its keys' turns spaced by the fuel their runs burn
+    /// (1,000,000 to 10^15; null: turns counted by tasks).
+    #[serde(default, deserialize_with = "given")]
+    #[cfg_attr(feature = "serve", schema(value_type = Option<u64>))]
+    pub fuel_per_turn: Option<Option<u64>>,
 }
 
 /// A field given, even as `null` (Some(None)), told apart from one left out (None).
@@ -153,7 +181,9 @@ impl LimitChange {
     pub fn apply(&self, limit: &mut Limit) -> Result<(), String> {
         if *self == LimitChange::default() {
             return Err(
-                "nothing to change: give a max running, a rate, a burst, a cap or a rate per key, or a weight".into()
+                "nothing to change: give a max running, a rate, a burst, a cap or a rate per key, a weight or a fuel \
+                 per turn"
+                    .into(),
             );
         }
         if let Some(max) = self.max_running {
@@ -164,6 +194,9 @@ impl LimitChange {
         }
         if let Some(weight) = self.weight {
             limit.weight = weight.map(|n| Limit::weight(i64::from(n))).transpose()?;
+        }
+        if let Some(fuel) = self.fuel_per_turn {
+            limit.fuel_per_turn = fuel.map(|n| Limit::fuel_per_turn(i128::from(n))).transpose()?;
         }
         change_rate(&mut limit.rate, self.rate_limit.as_ref(), self.rate_burst, "")?;
         change_rate(&mut limit.rate_per_key, self.rate_limit_per_key.as_ref(), self.rate_burst_per_key, "_per_key")
@@ -335,6 +368,15 @@ mod tests {
         assert!(change(r#"{"rate_burst_per_key": 2, "rate_limit_per_key": null}"#)
             .apply(&mut paced)
             .is_err_and(|e| e.contains("rate_burst_per_key needs a rate_limit_per_key")));
+        let mut fuel = Limit::default();
+        change(r#"{"fuel_per_turn": 5000000}"#).apply(&mut fuel).expect("fuel per turn");
+        assert_eq!((fuel.fuel_per_turn, fuel.check_for(LimitScope::Queue)), (Some(5_000_000), Ok(())));
+        assert!(fuel.check_for(LimitScope::Handler).is_err() && fuel.check_for(LimitScope::Key).is_err());
+        for bad in [r#"{"fuel_per_turn": 999999}"#, r#"{"fuel_per_turn": 18446744073709551615}"#] {
+            assert!(change(bad).apply(&mut fuel).is_err_and(|e| e.contains("out of range")), "{bad}");
+        }
+        change(r#"{"fuel_per_turn": null}"#).apply(&mut fuel).expect("taken out");
+        assert!(!fuel.is_some());
     }
 
     #[test]

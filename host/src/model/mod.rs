@@ -256,6 +256,18 @@ pub struct ClaimedRun {
     /// When the run times out (its task's run timeout, or the default): the worker stops it
     /// then, before the overseer would.
     pub timeout_on: DateTime<Utc>,
+    /// Its task's key, in a queue that weighs its keys by the fuel their runs burn: the run's
+    /// fuel is charged to it when it ends (set by the limited claim).
+    pub fuel_key: Option<FuelKey>,
+}
+
+/// A key in a queue that weighs its keys by fuel (a queue's `fuel_per_turn`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FuelKey {
+    /// The queue.
+    pub queue: String,
+    /// The key.
+    pub key: String,
 }
 
 /// A filter for listing tasks.

@@ -53,6 +53,8 @@ pub struct RunOutcome {
     pub fuel_used: Option<i64>,
     /// What the guest printed, size-capped, one line each.
     pub logs: Option<String>,
+    /// The key its fuel is charged to ([`super::ClaimedRun::fuel_key`]).
+    pub fuel_key: Option<super::FuelKey>,
 }
 
 /// A run's end: a success with its results, or a failure of a known kind with its code, message
@@ -147,6 +149,8 @@ pub struct StoppedRun {
     pub fuel_used: Option<i64>,
     /// What the guest printed up to the stop.
     pub logs: Option<String>,
+    /// The key its fuel is charged to ([`super::ClaimedRun::fuel_key`]).
+    pub fuel_key: Option<super::FuelKey>,
 }
 
 /// How a claimed run leaves its worker, as the store applies it ([`crate::store::Store::release_runs`]).

@@ -10,7 +10,8 @@
 //! skipped; an add waits for one held here, and queues its task once it is gone.
 //!
 //! The same pass deletes the pace marks of keys (`task_key_paces`, a queue's rate per key) older
-//! than `idle_for`: a mark in the past allows what no mark does.
+//! than `idle_for` (a mark in the past allows what no mark does), and the fuel averages of keys
+//! (`task_key_fuel`, a queue's `fuel_per_turn`) with neither a turn nor an unfinished task left.
 
 use std::time::Duration;
 

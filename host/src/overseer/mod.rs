@@ -9,7 +9,7 @@
 //! | [`rotation`] | successful tasks finished more than 30 days ago → deleted with their runs, in batches | 10 min |
 //! | [`stats_compaction`] | rows of statistics (per minute and runner) older than 2 h → one row per handler, queue and hour | 10 min |
 //! | [`schedules`] | periodic tasks: each schedule's due slot → one task, however many overseers race | 1 s |
-//! | [`key_turns`] | rows of keys' last turns (fair shares) more than a day old → deleted, in batches | 10 min |
+//! | [`key_turns`] | rows of keys' last turns (fair shares) more than a day old, and the pace marks and fuel averages they leave → deleted, in batches | 10 min |
 //! | [`unserved`] | scheduled tasks whose handler no live runner has served for 10 min → given up (`handler-not-found`); a warning for each queue whose due tasks no live runner claims from | 30 s |
 //!
 //! Workers run the overseer too unless told not to. Only one node at a time runs the services:

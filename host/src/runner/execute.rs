@@ -55,7 +55,7 @@ enum Ran {
 
 /// What a run's outcome needs of its claim (kept apart from the task's data, which moves into
 /// the sandbox).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct RunMeta {
     pub run_id: RunId,
     pub task_id: TaskId,
@@ -63,6 +63,7 @@ pub(super) struct RunMeta {
     pub max_attempts: u32,
     pub backoff: BackoffSettings,
     pub snoozes: u32,
+    pub fuel_key: Option<FuelKey>,
 }
 
 /// The tasks a run queued, each due at its time now that the run ended at `end`.
@@ -86,6 +87,7 @@ impl RunMeta {
             max_attempts: run.max_attempts,
             backoff: run.backoff,
             snoozes: run.snoozes,
+            fuel_key: run.fuel_key.clone(),
         }
     }
 }
@@ -132,15 +134,16 @@ async fn execute_counted(
     started: Instant,
     run: impl std::future::Future<Output = Ran>,
 ) -> Executed {
+    let run_id = meta.run_id;
     let outcome = match guarded(shared, meta, started, run).await {
         Ran::Ended(outcome) => outcome,
         Ran::Stopped(kept) => return Executed::Stopped(kept),
     };
     let busy = outcome.failure().filter(|f| f.code == codes::HOST_BUSY).map(|f| f.message.clone());
-    match busy.and_then(|reason| Some((reason, shared.put_backs.due_again(meta.run_id)?))) {
+    match busy.and_then(|reason| Some((reason, shared.put_backs.due_again(run_id)?))) {
         Some((reason, at)) => Executed::PutBack { at, reason, fallback: outcome },
         None => {
-            shared.put_backs.forget(meta.run_id);
+            shared.put_backs.forget(run_id);
             Executed::Ended(outcome)
         }
     }
@@ -188,6 +191,7 @@ struct Ended {
 
 async fn execute(shared: &Shared, run: ClaimedRun, started: Instant, stop: Arc<Notify>) -> Ran {
     let meta = RunMeta::of(&run);
+    let (run_id, fuel_key) = (meta.run_id, meta.fuel_key.clone());
     let ended = |ended: Ended| Ran::Ended(outcome(shared, meta, started, ended));
     let plugin = match shared.catalog.get(&run.handler) {
         Some(p) => Ok(p),
@@ -248,7 +252,7 @@ async fn execute(shared: &Shared, run: ClaimedRun, started: Instant, stop: Arc<N
         GuestOutcome::Stopped => {
             let digest = Some(plugin.digest.clone());
             let kept =
-                StoppedRun { run_id: meta.run_id, component_digest: digest, fuel_used: fuel, logs: r.report.logs() };
+                StoppedRun { run_id, component_digest: digest, fuel_used: fuel, logs: r.report.logs(), fuel_key };
             return Ran::Stopped(Some(kept));
         }
     };
@@ -334,6 +338,7 @@ fn outcome(shared: &Shared, meta: RunMeta, started: Instant, mut ended: Ended) -
         component_digest: ended.digest,
         fuel_used: ended.fuel,
         logs,
+        fuel_key: meta.fuel_key,
     }
 }
 
@@ -365,6 +370,7 @@ mod tests {
             max_attempts: 5,
             backoff: BackoffSettings::default(),
             snoozes: 0,
+            fuel_key: None,
         };
         let Ran::Ended(o) = guarded(&shared, meta, Instant::now(), async { panic!("boom") }).await else {
             panic!("a panic ends the run")

@@ -55,6 +55,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0023_fair_shares.sql",
     "0024_key_index.sql",
     "0025_rate_per_key.sql",
+    "0026_key_fuel.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -85,6 +86,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0023_fair_shares.sql",
     "0024_key_index.sql",
     "0025_rate_per_key.sql",
+    "0026_key_fuel.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -116,6 +118,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0024_fair_shares.sql",
     "0025_key_index.sql",
     "0026_rate_per_key.sql",
+    "0027_key_fuel.sql",
 );
 
 impl Embedded {

@@ -249,6 +249,7 @@ impl ClaimedTask {
             snoozes: self.snoozes,
             depth: self.depth,
             started_on: now,
+            fuel_key: None,
         }
     }
 }

@@ -159,12 +159,18 @@ pub const TABLES: &[Table] = &[
             null("rate_per_key_count", Int),
             null("rate_per_key_period_us", Int),
             def("rate_per_key_burst", Int, "0"),
+            null("fuel_per_turn", Int),
         ],
     },
     // Each key's last turn in each queue, in nanoseconds since the epoch (`transitions::fair`).
     Table { name: "task_keys", columns: &[col("queue", NAME), col("name", NAME), def("turn_ns", Int, "0")] },
     // Each key's pace mark in a queue paced per key, in microseconds since the epoch.
     Table { name: "task_key_paces", columns: &[col("queue", NAME), col("name", NAME), col("next_us", Int)] },
+    // Each key's fuel a run on average in a queue weighed by fuel, and its runs counted.
+    Table {
+        name: "task_key_fuel",
+        columns: &[col("queue", NAME), col("name", NAME), col("fuel", Int), col("runs", Int)],
+    },
     Table {
         name: "task_schedules",
         columns: &[

@@ -218,6 +218,8 @@ pub struct LimitInfo {
     pub rate_per_key: Option<String>,
     /// With a rate per key: starts each key may take at once beyond its pace.
     pub rate_burst_per_key: Option<u32>,
+    /// A queue's fuel a turn of a key buys (None: turns counted by tasks).
+    pub fuel_per_turn: Option<u64>,
     /// A key's weight (None: 1).
     pub weight: Option<u32>,
     /// Who set it last (None: a host before live limits).
@@ -253,4 +255,7 @@ pub struct KeyInfo {
     pub waiting_since: Option<DateTime<Utc>>,
     /// Its weight, when set (None: 1).
     pub weight: Option<u32>,
+    /// The fuel its runs burn on average, where its queue weighs keys by fuel (`fuel_per_turn`);
+    /// None: not weighed, or no run ended yet.
+    pub fuel_per_run: Option<u64>,
 }

@@ -105,6 +105,11 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
     assert_eq!((held.max_running, held.max_running_per_key), (Some(1), Some(1)), "{held:?}");
     assert_eq!((held.rate_per_key.as_deref(), held.rate_burst_per_key), (Some("5/1s"), Some(2)), "{held:?}");
     assert_eq!(done["rate_per_key_shown"], "5/1s (burst 2)", "{done}");
+    assert_eq!(
+        (held.fuel_per_turn, done["fuel_per_turn_shown"].as_str()),
+        (Some(2_000_000), Some("2,000,000")),
+        "{done}"
+    );
     assert!(limit("key:tenant-a").is_none(), "key:tenant-a was cleared: {limits:?}");
     for name in [
         "overview",

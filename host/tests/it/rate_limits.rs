@@ -89,6 +89,55 @@ async fn a_rate_per_key_paces_each_key_apart_on_worker_processes(db: Db) {
     }
 }
 
+/// A queue whose file weighs keys by fuel: a worker's runs charge each key the fuel they burn
+/// (counting the words of 200 KB against those of one letter), and a backlog of both keys added
+/// at once is then claimed with the heavy key's turns spaced by its fuel, where a queue without
+/// the setting takes the keys one for one.
+async fn a_key_whose_runs_burn_more_fuel_is_given_fewer_turns_on_a_worker(db: Db) {
+    let mut env = Env::on(db, &["word-count"]).await;
+    env.set_config("[queues.metered]\nfuel_per_turn = 1000000\n").await;
+    let client = &env.app.client;
+    let heavy = format!("{{\"text\": \"{}\"}}", "lorem ipsum dolor sit amet\\n".repeat(8_000));
+    let task = |queue: &str, key: &str| {
+        let data = if key == "heavy" { heavy.clone() } else { r#"{"text": "a"}"#.to_string() };
+        NewTask::new("word-count", data).with_queue(queue).with_key(key)
+    };
+    let drain = |queue: &str| {
+        let o = run(&env, &["worker", "--drain", "--concurrency", "1", "--queues", queue]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    // A run of each key: their averages.
+    let ran = client.add_many(vec![task("metered", "heavy"), task("metered", "light")]).await.expect("add");
+    let before = ran.iter().map(|a| a.id).max().unwrap_or_default();
+    drain("metered");
+    for queue in ["metered", "plain"] {
+        let batch = (0..20).flat_map(|_| [task(queue, "heavy"), task(queue, "light")]);
+        client.add_many(batch.collect()).await.expect("add");
+    }
+    let listed = stdout(&run(&env, &["queues", "--keys", "--queue", "metered"]));
+    let fuel = |key: &str| -> u64 {
+        let row = listed.lines().find(|l| l.starts_with(key)).unwrap_or_default();
+        row.split_whitespace().last().and_then(|f| f.parse().ok()).unwrap_or_else(|| panic!("{key}'s fuel: {listed}"))
+    };
+    assert!(fuel("heavy") > 20 * fuel("light"), "{listed}");
+    drain("metered");
+    drain("plain");
+    // The order claims take the tasks in, by their turns (a claim of several starts them at one
+    // time): the first 20 of each queue, each task run once.
+    let mut first = Vec::new();
+    for queue in ["metered", "plain"] {
+        let filter = TaskFilter { queue: Some(queue.into()), ..TaskFilter::default() };
+        let mut tasks: Vec<_> =
+            client.list(&filter).await.expect("list").into_iter().filter(|t| t.id > before).collect();
+        assert!(tasks.iter().all(|t| t.last_status == RunStatus::Success), "{queue} drained");
+        tasks.sort_by_key(|t| (t.scheduled_on, t.id));
+        first.push(tasks.iter().take(20).filter(|t| t.key.as_deref() == Some("heavy")).count());
+    }
+    // Weighed: heavy's turns are spaced by its fuel over light's, a turn of its own first.
+    assert!(first[0] <= 2, "heavy took {} of metered's first 20 turns", first[0]);
+    assert!((9..=11).contains(&first[1]), "heavy took {} of plain's first 20 turns", first[1]);
+}
+
 /// Every run's start (the time its rate counted by), in order.
 async fn starts(env: &Env) -> Vec<chrono::DateTime<chrono::Utc>> {
     starts_of(env, None).await
@@ -113,5 +162,6 @@ fn most_in(starts: &[chrono::DateTime<chrono::Utc>], width: chrono::Duration) ->
 
 on_every_database!(
     a_rate_limit_paces_worker_processes_and_a_live_change_applies_without_a_restart,
-    a_rate_per_key_paces_each_key_apart_on_worker_processes
+    a_rate_per_key_paces_each_key_apart_on_worker_processes,
+    a_key_whose_runs_burn_more_fuel_is_given_fewer_turns_on_a_worker
 );

@@ -237,7 +237,7 @@ async fn keys_and_what_limits_hold_back_are_shown_by_the_api_the_metrics_and_the
     }
     let listed = stdout(&run(&env, &["queues", "--keys"]));
     let lines: Vec<Vec<&str>> = listed.lines().map(|l| l.split_whitespace().collect()).collect();
-    assert_eq!(lines[0], ["KEY", "QUEUE", "DUE", "LATER", "RUNNING", "WAIT", "WEIGHT"], "{listed}");
+    assert_eq!(lines[0], ["KEY", "QUEUE", "DUE", "LATER", "RUNNING", "WAIT", "WEIGHT", "FUEL/RUN"], "{listed}");
     assert_eq!(lines[1][..5], ["tenant-a", "keyed", "3", "0", "0"], "{listed}");
     let queues = stdout(&run(&env, &["queues"]));
     assert!(queues.lines().next().is_some_and(|l| l.contains(" HELD ")), "{queues}");
@@ -261,7 +261,22 @@ async fn keys_and_what_limits_hold_back_are_shown_by_the_api_the_metrics_and_the
     let listed = stdout(&run(&env, &["limits"]));
     let row: Vec<&str> =
         listed.lines().find(|l| l.starts_with("queue:paced")).unwrap_or("").split_whitespace().collect();
-    assert_eq!(row[..9], ["queue:paced", "-", "-", "-", "-", "1/1h", "-", "0", "4"], "{listed}");
+    assert_eq!(row[..10], ["queue:paced", "-", "-", "-", "-", "1/1h", "-", "-", "0", "4"], "{listed}");
+    // Keys weighed by fuel: set, shown, and refused where it means nothing.
+    let o = run(&env, &["limits", "set", "queue:paced", "--fuel-per-turn", "5000000"]);
+    assert!(o.status.success() && stdout(&o).contains("fuel per turn 5000000"), "{}{}", stdout(&o), stderr(&o));
+    let (_, limits) = served.call("GET", "/limits", None, None);
+    assert_eq!(limits["limits"][1]["fuel_per_turn"], json!(5_000_000), "{limits}");
+    let listed = stdout(&run(&env, &["limits"]));
+    assert!(listed.lines().any(|l| l.starts_with("queue:paced") && l.contains(" 5000000 ")), "{listed}");
+    for (bad, why) in [
+        (["limits", "set", "queue:paced", "--fuel-per-turn", "10"], "fuel_per_turn = 10 is out of range"),
+        (["limits", "set", "key:x", "--fuel-per-turn", "5000000"], "a key takes a weight only"),
+        (["limits", "set", "queue:paced", "--fuel-per-turn", "lots"], "--fuel-per-turn lots"),
+    ] {
+        let o = run(&env, &bad);
+        assert!(!o.status.success() && stderr(&o).contains(why), "{bad:?}: {}", stderr(&o));
+    }
     let o = run(&env, &["limits", "set", "handler:echo", "--rate-per-key", "5/1s"]);
     assert!(
         !o.status.success() && stderr(&o).contains("a handler takes max_running and a rate only"),

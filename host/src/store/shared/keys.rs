@@ -49,6 +49,7 @@ pub async fn list<D: Dialect>(db: &D, queue: Option<&str>, now: DateTime<Utc>, l
             running: count(r, "running")?,
             waiting_since: r.time("waiting_since")?,
             weight: None,
+            fuel_per_run: None,
         });
     }
     let mut names: Vec<String> = keys.iter().map(|k| LimitScope::Key.name(&k.key)).collect();
@@ -64,8 +65,37 @@ pub async fn list<D: Dialect>(db: &D, queue: Option<&str>, now: DateTime<Utc>, l
                 k.weight = weight;
             }
         }
+        fuel_per_run(db, &mut keys).await?;
     }
     Ok(keys)
+}
+
+/// Fill in each key's fuel a run, in the queues that weigh their keys by fuel.
+async fn fuel_per_run<D: Dialect>(db: &D, keys: &mut [KeyInfo]) -> Result<()> {
+    let mut queues: Vec<String> = keys.iter().map(|k| LimitScope::Queue.name(&k.queue)).collect();
+    queues.sort();
+    queues.dedup();
+    let sql = "SELECT name FROM task_run_limits WHERE name IN ($1) AND fuel_per_turn IS NOT NULL";
+    let mut weighed = Vec::new();
+    for r in &db.rows(None, sql, args![queues.as_slice()]).await? {
+        let name = r.text("name")?.unwrap_or_default();
+        weighed.extend(name.strip_prefix("queue:").map(str::to_string));
+    }
+    if weighed.is_empty() {
+        return Ok(());
+    }
+    let mut names: Vec<String> = keys.iter().filter(|k| weighed.contains(&k.queue)).map(|k| k.key.clone()).collect();
+    names.sort();
+    names.dedup();
+    let sql = "SELECT queue, name, fuel FROM task_key_fuel WHERE queue IN ($1) AND name IN ($2)";
+    for r in &db.rows(None, sql, args![weighed.as_slice(), names.as_slice()]).await? {
+        let (queue, name) = (r.text("queue")?.unwrap_or_default(), r.text("name")?.unwrap_or_default());
+        let fuel = u64::try_from(rows::id(r, "fuel")?).ok();
+        for k in keys.iter_mut().filter(|k| k.key == name && k.queue == queue) {
+            k.fuel_per_run = fuel;
+        }
+    }
+    Ok(())
 }
 
 /// The due tasks of `queue` (not paused) that its limits per key hold back now: of each key,
@@ -105,7 +135,9 @@ pub async fn held_per_key<D: Dialect>(db: &D, queue: &str, limit: &Limit, now: D
 
 /// Delete at most `batch` rows of `task_key_paces` whose mark is older than `before` (a mark in
 /// the past allows what none does), then at most `batch` of `task_keys` whose turn is older and
-/// whose key has no unfinished task in that queue (see `overseer::key_turns`); how many. A turn is not a clock:
+/// whose key has no unfinished task in that queue (see `overseer::key_turns`), then at most
+/// `batch` of `task_key_fuel` whose key has neither a turn nor an unfinished task there; how
+/// many. A turn is not a clock:
 /// in a queue with a backlog, turns read as far back as its head, however busy the key. Rows an
 /// add holds are skipped (on SQLite, writers take turns); one held here is waited for by an add,
 /// which must lock it before it queues a task that takes a turn, so no such task appears meanwhile.
@@ -116,7 +148,8 @@ pub async fn prune_turns<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) 
         Box::pin(async move {
             let paces = format!("SELECT queue, name FROM task_key_paces WHERE next_us < $1 LIMIT $2{}", D::SKIP_LOCKED);
             let found = db.rows(Some(&mut tx.tx), &paces, args![before_us, batch]).await?;
-            let mut deleted = delete_found(db, &mut tx.tx, &found, "task_key_paces", "next_us", before_us).await?;
+            let mut deleted =
+                delete_found(db, &mut tx.tx, &found, "task_key_paces", "next_us < $3", Some(before_us)).await?;
             // (No order: a scan stops at its batch.)
             let turns = format!(
                 "SELECT queue, name FROM task_keys k WHERE turn_ns < $1
@@ -126,21 +159,33 @@ pub async fn prune_turns<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) 
                 D::SKIP_LOCKED
             );
             let found = db.rows(Some(&mut tx.tx), &turns, args![before_ns, batch]).await?;
-            deleted += delete_found(db, &mut tx.tx, &found, "task_keys", "turn_ns", before_ns).await?;
+            deleted += delete_found(db, &mut tx.tx, &found, "task_keys", "turn_ns < $3", Some(before_ns)).await?;
+            // A key's fuel average goes once it has neither a turn nor an unfinished task in the
+            // queue (it starts afresh then, as a new key does).
+            let orphan = format!(
+                "NOT EXISTS (SELECT 1 FROM task_keys k WHERE k.queue = task_key_fuel.queue AND k.name = task_key_fuel.name)
+                 AND NOT EXISTS (SELECT 1 FROM task_queue t WHERE t.share_key = task_key_fuel.name
+                                 AND t.queue = task_key_fuel.queue AND {})",
+                is_any::<D>(&[TaskState::Scheduled, TaskState::Running])
+            );
+            let fuel = format!("SELECT queue, name FROM task_key_fuel WHERE {orphan} LIMIT $1{}", D::SKIP_LOCKED);
+            let found = db.rows(Some(&mut tx.tx), &fuel, args![batch]).await?;
+            deleted += delete_found(db, &mut tx.tx, &found, "task_key_fuel", &orphan, None).await?;
             Ok(deleted)
         })
     })
     .await
 }
 
-/// Delete the rows `found` (by queue and name) of `table` whose `column` is still below `below`.
+/// Delete the rows `found` (by queue and name) of `table` that still hold: `still`, of `$3` = `arg`
+/// where given.
 async fn delete_found<D: Dialect>(
     db: &D,
     tx: &mut TxOf<D>,
     found: &[D::Row],
     table: &str,
-    column: &str,
-    below: i64,
+    still: &str,
+    arg: Option<i64>,
 ) -> Result<u64> {
     let mut by_queue: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for r in found {
@@ -148,8 +193,11 @@ async fn delete_found<D: Dialect>(
     }
     let mut deleted = 0;
     for (queue, names) in &by_queue {
-        let sql = format!("DELETE FROM {table} WHERE queue = $1 AND name IN ($2) AND {column} < $3");
-        deleted += db.exec(Some(&mut *tx), &sql, args![queue.as_str(), names.as_slice(), below]).await?;
+        let sql = format!("DELETE FROM {table} WHERE queue = $1 AND name IN ($2) AND {still}");
+        deleted += match arg {
+            Some(arg) => db.exec(Some(&mut *tx), &sql, args![queue.as_str(), names.as_slice(), arg]).await?,
+            None => db.exec(Some(&mut *tx), &sql, args![queue.as_str(), names.as_slice()]).await?,
+        };
     }
     Ok(deleted)
 }

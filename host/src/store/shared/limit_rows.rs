@@ -15,7 +15,7 @@ use crate::model::{Limit, LimitScope, Rate, RunLimits, TaskState};
 
 /// The columns a limit is read from.
 pub(super) const LIMIT_COLUMNS: &str = "name, max_running, rate_count, rate_period_us, rate_burst, next_on, \
-     max_running_per_key, weight, rate_per_key_count, rate_per_key_period_us, rate_per_key_burst";
+     max_running_per_key, weight, rate_per_key_count, rate_per_key_period_us, rate_per_key_burst, fuel_per_turn";
 
 /// A limit's row as read: its name, its limits, its rate's pace mark.
 pub(super) struct LimitRow {
@@ -50,6 +50,10 @@ impl LimitRow {
             max_running_per_key: count("max_running_per_key", Limit::max_running)?,
             rate_per_key: rate("rate_per_key")?,
             weight: count("weight", Limit::weight)?,
+            fuel_per_turn: r
+                .int("fuel_per_turn")?
+                .map(|n| Limit::fuel_per_turn(i128::from(n)).map_err(|e| corrupt(format!("{name}: {e}"))))
+                .transpose()?,
         };
         Ok(LimitRow { limit, next_on: r.time("next_on")?, name })
     }
@@ -80,6 +84,7 @@ pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>, of: Option<LimitScope>
             max_running_per_key: row.limit.max_running_per_key,
             rate_per_key: row.limit.rate_per_key.map(|r| r.per_period()),
             rate_burst_per_key: row.limit.rate_per_key.map(|r| r.burst),
+            fuel_per_turn: row.limit.fuel_per_turn,
             weight: row.limit.weight,
             set_by: r.text("set_by")?.as_deref().and_then(LimitSetBy::parse),
             updated_on: r.time("updated_on")?,
@@ -216,7 +221,7 @@ pub async fn set<D: Dialect>(
             let sql = "UPDATE task_run_limits SET max_running = $2, rate_count = $3, rate_period_us = $4,
                        rate_burst = $5, next_on = $6, set_by = $7, updated_on = $8, max_running_per_key = $9,
                        weight = $10, rate_per_key_count = $11, rate_per_key_period_us = $12,
-                       rate_per_key_burst = $13 WHERE name = $1";
+                       rate_per_key_burst = $13, fuel_per_turn = $14 WHERE name = $1";
             let values = args![
                 name,
                 after.max_running.map(i64::from),
@@ -230,7 +235,8 @@ pub async fn set<D: Dialect>(
                 after.weight.map(i64::from),
                 per_key.0,
                 per_key.1,
-                per_key.2
+                per_key.2,
+                after.fuel_per_turn.map(|n| i64::try_from(n).unwrap_or(i64::MAX))
             ];
             db.exec(Some(&mut tx.tx), sql, values).await?;
             if let (LimitScope::Queue, Some(new)) = (scope, after.rate_per_key) {

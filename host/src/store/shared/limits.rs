@@ -146,24 +146,33 @@ async fn claim_within<D: Dialect>(
             next_start_on = Some(next_start_on.map_or(grant.due_on, |t| t.min(grant.due_on)));
         }
     }
+    let room_left = picked.len() < req.limit as usize;
     let mut runs = Vec::new();
     if !picked.is_empty() {
         // Started at the time the rates counted by: a claim that waited on the limits' locks
         // starts its runs when it got them, as their starts are paced.
         let narrowed = ClaimRequest { queues: &open_queues, limit: picked.len() as u32, ..*req };
-        runs = db.claim_these(tx, &narrowed, &picked).await?;
+        let ids: Vec<TaskId> = picked.iter().map(|(id, _)| *id).collect();
+        runs = db.claim_these(tx, &narrowed, &ids).await?;
+        // A run of a queue weighed by fuel is charged to its key when it ends.
+        let mut charged: HashMap<TaskId, FuelKey> =
+            picked.into_iter().filter_map(|(id, key)| key.map(|k| (id, k))).collect();
+        for run in &mut runs {
+            run.fuel_key = charged.remove(&run.task_id);
+        }
     }
     // After the claim: a key whose due tasks it took has none due left.
-    if let Some(at) = keys.write(db, tx, &queue_room, now, picked.len() < req.limit as usize).await? {
+    if let Some(at) = keys.write(db, tx, &queue_room, now, room_left).await? {
         next_start_on = Some(next_start_on.map_or(at, |t| t.min(at)));
     }
     Ok(Claimed { runs, next_start_on })
 }
 
 /// Due tasks in claim order, of queues and handlers with room, kept while they fit (the first
-/// always does); the room they take is counted. A limited queue's are read apart, no more than
-/// its room: read with the others, those it cannot take would crowd out the others' in the
-/// claim's `LIMIT`. The keys' limits of the queues limited per key are kept in `keys`.
+/// always does), each with its key where its queue weighs keys by fuel; the room they take is
+/// counted. A limited queue's are read apart, no more than its room: read with the others, those
+/// it cannot take would crowd out the others' in the claim's `LIMIT`. The keys' limits of the
+/// queues limited per key are kept in `keys`.
 #[allow(clippy::too_many_arguments)]
 async fn pick<D: Dialect>(
     db: &D,
@@ -175,7 +184,7 @@ async fn pick<D: Dialect>(
     queue_room: &mut HashMap<String, Room>,
     handler_room: &mut HashMap<String, Room>,
     keys: &mut PerKey,
-) -> Result<Vec<TaskId>> {
+) -> Result<Vec<(TaskId, Option<FuelKey>)>> {
     let of_handlers = match open_handlers {
         Some(_) => "AND task_handler_class IN ($4)",
         None => "AND task_handler_class NOT IN ($5)",
@@ -232,10 +241,12 @@ async fn pick<D: Dialect>(
                     room.taken += 1;
                 }
             }
+            let weighed = queue_room.get(&queue).is_some_and(|r| r.row.limit.fuel_per_turn.is_some());
+            let fuel_key = slot.as_ref().filter(|_| weighed).map(|(q, k)| FuelKey { queue: q.clone(), key: k.clone() });
             if let Some(slot) = slot {
                 keys.take(slot);
             }
-            picked.push(id);
+            picked.push((id, fuel_key));
         }
     }
     Ok(picked)

@@ -1,18 +1,22 @@
 //! Fair shares between keys: a keyed task's due time is its turn.
 //!
 //! Claims take due tasks in order of priority, then due time. A key's tasks added now are given
-//! due times one *stride* apart (1 µs / the key's weight), starting from the later of the key's
+//! due times one *stride* apart (1 µs / the key's weight; in a queue with a `fuel_per_turn`, times
+//! the key's fuel a run over it, see [`super::fuel`]), starting from the later of the key's
 //! last turn and the queue's *head* at that priority (the latest turn of the handler's runs in
-//! flight there, or the due time of the first waiting task, or now): a start-time fair queue. So a key that has queued 10,000 tasks holds turns
-//! spread over 10 ms, and a key that comes later starts at the head, its tasks interleaved with
+//! flight there, or the due time of the first waiting task, or now): a start-time fair queue. So
+//! a key that has queued 10,000 tasks holds turns spread over 10 ms, and a key that comes later
+//! starts at the head, its tasks interleaved with
 //! the first's one for one (by weight). Claims stay one index range, whatever the number of keys:
 //! the order is the due time they already read.
 //!
 //! The turns are counted in picoseconds (so weights up to 1,000 keep their ratios), kept in
 //! nanoseconds in `task_keys`, a row a key in a queue, and written as due times in microseconds;
 //! ties go by id. A key's row is locked by the transaction that adds its tasks, so two adds of
-//! one key never take the same turns (rows are locked in one order: no deadlock between adds). A key whose turns ran ahead (a backlog) holds its later tasks back from claims by
-//! at most a microsecond a task: 1,000,000 tasks by a second, far faster than tasks drain.
+//! one key never take the same turns (rows are locked in one order: no deadlock between adds). A
+//! key whose turns ran ahead (a backlog) holds its later tasks back from claims by its stride a
+//! task: 1,000,000 tasks by a second at 1 µs, far faster than tasks drain; weighed by fuel, by up
+//! to a millisecond a task whose runs burn a thousand turns' worth, which take longer still.
 //!
 //! Tasks due later (`--at`, `--in`) keep their time and take no turn; a retry or a snooze is
 //! due when it says.
@@ -25,7 +29,7 @@ use super::super::dialect::Dialect;
 use super::super::plumbing::{Cells, ConnOf};
 use super::super::sql::{Arg, RUNNING, SCHEDULED};
 use crate::error::Result;
-use crate::model::{LimitScope, NewTask, DEFAULT_WEIGHT};
+use crate::model::{Limit, LimitScope, NewTask, DEFAULT_WEIGHT};
 
 /// Keys written in one statement at most.
 const KEYS_A_STATEMENT: usize = 500;
@@ -50,7 +54,9 @@ pub(crate) async fn turns<D: Dialect + ?Sized>(
         tasks.iter().filter(|t| due_now(t)).filter_map(slot).collect::<BTreeSet<_>>().into_iter().collect();
     let mut last = lock::<D>(conn, &slots).await?;
     let keys: Vec<String> = slots.iter().map(|(_, k)| k.clone()).collect::<BTreeSet<_>>().into_iter().collect();
-    let weights = weights::<D>(conn, &keys).await?;
+    let queues: Vec<String> = slots.iter().map(|(q, _)| q.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+    let (weights, fuel_per_turn) = weights::<D>(conn, &keys, &queues).await?;
+    let costs = super::fuel::costs::<D>(conn, &slots, &fuel_per_turn).await?;
     let mut heads: HashMap<(String, i32, String), i64> = HashMap::new();
     let now_ns = nanos(now);
     let mut out = tasks.to_vec();
@@ -65,8 +71,11 @@ pub(crate) async fn turns<D: Dialect + ?Sized>(
                 h
             }
         };
-        // In picoseconds, so that weights up to 1,000 keep their ratios.
-        let stride = 1_000_000 / i128::from(weights.get(&key).copied().unwrap_or(DEFAULT_WEIGHT).max(1));
+        // In picoseconds, so that weights up to 1,000 keep their ratios; weighed by fuel, as
+        // many thousandths of that as the key's runs cost (1 to 1,000,000).
+        let weight = i128::from(weights.get(&key).copied().unwrap_or(DEFAULT_WEIGHT).max(1));
+        let cost = i128::from(costs.get(&(queue.clone(), key.clone())).copied().unwrap_or(1_000));
+        let stride = (1_000 * cost / weight).max(1);
         let head = i128::from(head) * 1_000;
         let turn = last.get(&(queue.clone(), key.clone())).map_or(head, |l| head.max(l + stride));
         last.insert((queue, key), turn);
@@ -141,20 +150,31 @@ async fn write<'a, D: Dialect + ?Sized>(
     Ok(Vec::new())
 }
 
-/// The weights set of these keys (`key:NAME` limits).
-async fn weights<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, keys: &[String]) -> Result<HashMap<String, u32>> {
-    let mut out = HashMap::new();
-    for chunk in keys.chunks(KEYS_A_STATEMENT) {
-        let names: Vec<String> = chunk.iter().map(|k| LimitScope::Key.name(k)).collect();
-        let sql = "SELECT name, weight FROM task_run_limits WHERE name IN ($1) AND weight IS NOT NULL";
-        for r in D::rows_on(conn, sql, &[Arg::Texts(&names)]).await? {
+/// The weights set of these keys (`key:NAME` limits), and the fuel per turn of these queues
+/// that weigh their keys by fuel (`queue:NAME` limits).
+async fn weights<D: Dialect + ?Sized>(
+    conn: &mut ConnOf<D>,
+    keys: &[String],
+    queues: &[String],
+) -> Result<(HashMap<String, u32>, HashMap<String, u64>)> {
+    let (mut weights, mut fuel) = (HashMap::new(), HashMap::new());
+    let names = keys.iter().map(|k| LimitScope::Key.name(k)).chain(queues.iter().map(|q| LimitScope::Queue.name(q)));
+    let names: Vec<String> = names.collect();
+    for chunk in names.chunks(KEYS_A_STATEMENT) {
+        let sql = "SELECT name, weight, fuel_per_turn FROM task_run_limits WHERE name IN ($1)
+                   AND (weight IS NOT NULL OR fuel_per_turn IS NOT NULL)";
+        for r in D::rows_on(conn, sql, &[Arg::Texts(chunk)]).await? {
             let name = r.text("name")?.unwrap_or_default();
-            let (Some(key), Some(w)) = (name.strip_prefix("key:"), r.int("weight")?) else { continue };
-            // A weight out of range (written by hand) counts as the nearest in range.
-            out.insert(key.to_string(), u32::try_from(w.clamp(1, 1_000)).unwrap_or(DEFAULT_WEIGHT));
+            // Out of range (written by hand): the nearest in range.
+            if let (Some(key), Some(w)) = (name.strip_prefix("key:"), r.int("weight")?) {
+                weights.insert(key.to_string(), u32::try_from(w.clamp(1, 1_000)).unwrap_or(DEFAULT_WEIGHT));
+            }
+            if let (Some(queue), Some(f)) = (name.strip_prefix("queue:"), r.int("fuel_per_turn")?) {
+                fuel.insert(queue.to_string(), u64::try_from(f).unwrap_or(0).max(Limit::MIN_FUEL_PER_TURN));
+            }
         }
     }
-    Ok(out)
+    Ok((weights, fuel))
 }
 
 /// Where the claims of `t`'s handler in its queue at its priority are, in nanoseconds: the latest

@@ -41,6 +41,7 @@
 pub mod add;
 pub mod deps;
 mod fair;
+mod fuel;
 pub mod runs;
 mod set;
 pub mod signals;

@@ -1,6 +1,8 @@
 //! The transitions that end a running run: succeed, fail (and retry or give up), snooze, time
 //! out, put back.
 
+use std::collections::HashSet;
+
 use chrono::{DateTime, Utc};
 
 use super::super::dialect::{transaction, Dialect};
@@ -33,12 +35,22 @@ pub async fn release<D: Dialect>(db: &D, releases: &[RunRelease<'_>]) -> Result<
     transaction(db, |tx| {
         Box::pin(async move {
             let put_back = put_back(db, &mut tx.tx, back).await?;
-            finish(db, &mut tx.tx, ended).await?;
+            let ended_here = finish(db, &mut tx.tx, ended).await?;
             let mut kept = Vec::new();
+            // The fuel each run burnt, charged to its key where its queue weighs keys by fuel:
+            // once, when this transaction ends it or keeps its record (an outcome written again,
+            // or late for a run ended elsewhere, changes nothing).
+            let ended_here = ended.iter().filter(|o| ended_here.contains(&o.run_id));
+            let mut charges: Vec<(&FuelKey, i64)> =
+                ended_here.filter_map(|o| Some((o.fuel_key.as_ref()?, o.fuel_used?))).collect();
             for s in stopped {
                 if keep_stopped(db, &mut tx.tx, s).await? {
                     kept.push(s.run_id);
+                    charges.extend(s.fuel_key.as_ref().zip(s.fuel_used));
                 }
+            }
+            if !charges.is_empty() {
+                super::fuel::charge(db, &mut tx.tx, &charges).await?;
             }
             Ok(Released { put_back, kept })
         })
@@ -47,11 +59,12 @@ pub async fn release<D: Dialect>(db: &D, releases: &[RunRelease<'_>]) -> Result<
 }
 
 /// Write finished runs and move their tasks on (succeed, fail and retry, fail and give up,
-/// snooze). A run no longer running (timed out, cancelled or put back meanwhile) is left as it
-/// is, and so is its task.
-async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) -> Result<()> {
+/// snooze); the runs ended. A run no longer running (timed out, cancelled or put back
+/// meanwhile) is left as it is, and so is its task.
+async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) -> Result<HashSet<RunId>> {
+    let mut ended_here = HashSet::new();
     if outcomes.is_empty() {
-        return Ok(());
+        return Ok(ended_here);
     }
     let (ok, rare): (Vec<&RunOutcome>, Vec<&RunOutcome>) =
         outcomes.iter().partition(|o| matches!(o.end, RunEnd::Success { .. }));
@@ -61,8 +74,9 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
     if !ok.is_empty() {
         let done = db.finish_successes(tx, &ok).await?;
         super::super::stats::record_successes(db, tx, &done, &ok, latest).await?;
-        let done: std::collections::HashSet<RunId> = done.iter().map(|e| e.run_id).collect();
+        let done: HashSet<RunId> = done.iter().map(|e| e.run_id).collect();
         well.extend(ok.iter().copied().filter(|o| done.contains(&o.run_id)));
+        ended_here.extend(done);
     }
     let succeeded: Vec<TaskId> = well.iter().map(|o| o.task_id).collect();
     // The tasks this transaction gives up on: the tasks waiting for them are ended.
@@ -76,11 +90,12 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
             D::FOR_UPDATE
         );
         let ids: Vec<TaskId> = rare.iter().map(|o| o.task_id).collect();
-        let outcomes: std::collections::HashSet<(RunId, TaskId)> = rare.iter().map(|o| (o.run_id, o.task_id)).collect();
+        let outcomes: HashSet<(RunId, TaskId)> = rare.iter().map(|o| (o.run_id, o.task_id)).collect();
         let still = pairs(&db.rows(Some(&mut *tx), &running, args![&ids]).await?)?;
         let still: Vec<(RunId, TaskId)> = still.into_iter().filter(|pair| outcomes.contains(pair)).collect();
         write_running(db, tx, &still).await?;
-        let still: std::collections::HashSet<RunId> = still.iter().map(|(run, _)| *run).collect();
+        let still: HashSet<RunId> = still.iter().map(|(run, _)| *run).collect();
+        ended_here.extend(&still);
         for o in rare.into_iter().filter(|o| still.contains(&o.run_id)) {
             match &o.end {
                 RunEnd::Failure { failure, partial_results, next } => {
@@ -106,7 +121,8 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
     super::signals::read(db, tx, &well).await?;
     super::deps::succeeded(db, tx, &succeeded, latest).await?;
     super::deps::ended_badly(db, tx, &dead, latest).await?;
-    super::super::stats::record(db, tx, &ended, latest).await
+    super::super::stats::record(db, tx, &ended, latest).await?;
+    Ok(ended_here)
 }
 
 /// A failed run's outcome, its parts unpacked.

@@ -73,6 +73,7 @@ async fn as_claimed(store: &SharedStore, c: &Case) -> ClaimedRun {
         depth: t.depth,
         started_on: now(),
         timeout_on: now() + secs(60),
+        fuel_key: None,
     }
 }
 
@@ -261,6 +262,7 @@ pub async fn a_large_finish_writes_each_run_and_task_with_its_own_values(store: 
             duration_ms: i as i64,
             fuel_used: Some(i as i64 * 10),
             logs: (i % 2 == 0).then(|| format!("log {i}")),
+            fuel_key: None,
             component_digest: (i % 3 != 0).then(|| format!("{i:064}")),
             ..success(c, t0() + secs(1 + i as i64 % 50), &format!(r#"{{"i":{i}}}"#))
         })

@@ -6,6 +6,7 @@ mod basics;
 mod control;
 mod dependencies;
 mod fair;
+mod key_fuel;
 mod lifecycle;
 mod limits;
 mod queues;
@@ -19,6 +20,7 @@ pub use basics::*;
 pub use control::*;
 pub use dependencies::*;
 pub use fair::*;
+pub use key_fuel::*;
 pub use lifecycle::*;
 pub use limits::*;
 pub use queues::*;
@@ -62,6 +64,7 @@ fn success(c: &ClaimedRun, now: DateTime<Utc>, results: &str) -> RunOutcome {
         component_digest: Some("ab".repeat(32)),
         fuel_used: Some(1234),
         logs: None,
+        fuel_key: c.fuel_key.clone(),
     }
 }
 
@@ -155,6 +158,7 @@ macro_rules! store_suite {
         case!(a_new_key_starts_where_its_handlers_claims_are_not_at_an_unserved_task);
         case!(a_turn_earlier_than_its_queueing_does_not_make_a_task_look_unserved);
         case!(a_rate_per_key_paces_each_key_apart_across_runners);
+        case!(a_key_whose_runs_burn_ten_times_the_fuel_gets_a_tenth_of_the_turns);
         case!(what_each_key_holds_and_what_each_limit_holds_back_are_listed);
         case!(every_transition_is_made_from_the_states_it_may_start_from_and_refused_from_the_others);
         case!(a_running_run_is_written_once_as_it_ended_and_ids_are_never_given_twice);

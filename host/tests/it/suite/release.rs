@@ -24,6 +24,7 @@ pub async fn one_release_call_ends_puts_back_and_keeps_a_stopped_runs_record(sto
         component_digest: None,
         fuel_used: Some(77),
         logs: Some("to the stop".into()),
+        fuel_key: None,
     };
     let releases = [
         RunRelease::Ended(&done),
