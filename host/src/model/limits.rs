@@ -42,8 +42,9 @@ impl Limit {
     pub const MAX_RUNNING: u32 = 1_000_000;
     /// The largest weight (a turn is spaced by 1 µs / weight, in whole nanoseconds).
     pub const MAX_WEIGHT: u32 = 1_000;
-    /// The least `fuel_per_turn`: about a millisecond of guest work, so that a key's turns,
-    /// spaced at most a millisecond apart, come due faster than its runs could take them.
+    /// The least `fuel_per_turn` (about 0.2 ms of guest work): a key's turns, spaced at most a
+    /// millisecond apart (a thousand turns' worth of fuel a run), come due faster than its runs
+    /// could take them.
     pub const MIN_FUEL_PER_TURN: u64 = 1_000_000;
     /// The largest `fuel_per_turn`.
     pub const MAX_FUEL_PER_TURN: u64 = 1_000_000_000_000_000;
@@ -56,6 +57,12 @@ impl Limit {
             || self.rate_per_key.is_some()
             || self.weight.is_some()
             || self.fuel_per_turn.is_some()
+    }
+
+    /// Whether its queue's or handler's claims must count and pace (a cap or a rate, of its own
+    /// or per key): the limited claim. A weight and a fuel per turn only space turns at an add.
+    pub fn limits_claims(&self) -> bool {
+        self.max_running.is_some() || self.rate.is_some() || self.is_per_key()
     }
 
     /// Whether it limits each key of its queue apart (a cap or a rate per key).
@@ -312,13 +319,23 @@ impl RunLimits {
         }
     }
 
-    /// Whether a claim of `queues` and `handlers` (None: any) touches a limit.
+    /// Whether a claim of `queues` and `handlers` (None: any) touches a limit on claims.
     pub fn apply_to(&self, queues: &[String], handlers: Option<&[String]>) -> bool {
-        queues.iter().any(|q| self.queues.contains_key(q))
+        queues.iter().any(|q| self.limits_claims_of(q))
             || match handlers {
-                Some(hs) => hs.iter().any(|h| self.handlers.contains_key(h)),
-                None => !self.handlers.is_empty(),
+                Some(hs) => hs.iter().any(|h| self.handlers.get(h).is_some_and(Limit::limits_claims)),
+                None => self.handlers.values().any(Limit::limits_claims),
             }
+    }
+
+    /// Whether the claims of `queue` are limited ([`Limit::limits_claims`]).
+    pub fn limits_claims_of(&self, queue: &str) -> bool {
+        self.queues.get(queue).is_some_and(Limit::limits_claims)
+    }
+
+    /// The fuel a turn of `queue`'s keys buys, where it weighs its keys by fuel.
+    pub fn fuel_per_turn(&self, queue: &str) -> Option<u64> {
+        self.queues.get(queue).and_then(|l| l.fuel_per_turn)
     }
 }
 

@@ -256,8 +256,10 @@ pub struct ClaimedRun {
     /// When the run times out (its task's run timeout, or the default): the worker stops it
     /// then, before the overseer would.
     pub timeout_on: DateTime<Utc>,
+    /// Its task's key (fair shares), if any.
+    pub key: Option<String>,
     /// Its task's key, in a queue that weighs its keys by the fuel their runs burn: the run's
-    /// fuel is charged to it when it ends (set by the limited claim).
+    /// fuel is charged to it when it ends (set by the worker, from the limits it read).
     pub fuel_key: Option<FuelKey>,
 }
 

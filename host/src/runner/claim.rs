@@ -112,7 +112,10 @@ impl Claimer<'_> {
             Err(reason) => return Step::Exit(reason, None),
         };
         let claimed = match self.claim(&ask).await {
-            Ok(Ok(claimed)) => claimed,
+            Ok(Ok(mut claimed)) => {
+                super::limits::charge_to_keys(&mut claimed, &self.limits.now);
+                claimed
+            }
             Ok(Err(e)) => return self.back_off(&format!("claim failed: {e}")).await,
             Err(step) => return step,
         };

@@ -79,8 +79,7 @@ pub(super) fn claims_of(queues: &[String], handlers: &[String], limits: &RunLimi
     if limits.apply_to(&[], Some(handlers)) {
         return vec![(queues.to_vec(), true)];
     }
-    let (limited, free): (Vec<String>, Vec<String>) =
-        queues.iter().cloned().partition(|q| limits.queues.contains_key(q));
+    let (limited, free): (Vec<String>, Vec<String>) = queues.iter().cloned().partition(|q| limits.limits_claims_of(q));
     [(limited, true), (free, false)].into_iter().filter(|(qs, _)| !qs.is_empty()).collect()
 }
 

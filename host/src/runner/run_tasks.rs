@@ -258,6 +258,7 @@ mod tests {
             depth: 0,
             started_on: now,
             timeout_on: now,
+            key: None,
             fuel_key: None,
         }
     }

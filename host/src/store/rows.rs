@@ -194,12 +194,13 @@ pub struct ClaimedTask {
     pub depth: u32,
     pub backoff: BackoffSettings,
     pub run_timeout: Option<i64>,
+    pub key: Option<String>,
 }
 
 /// The columns of `task_queue` a claim returns, in this order.
 pub const CLAIM_COLUMNS: &str = "id, task_handler_class, task_data, queued_by_id, max_retries, task_runs_failed, \
                                  run_timeout, backoff_base_ms, backoff_max_ms, priority, scheduled_on, queue, \
-                                 snoozes, depth";
+                                 snoozes, depth, share_key";
 
 impl ClaimedTask {
     pub fn read(r: &impl Cells) -> Result<Self> {
@@ -217,6 +218,7 @@ impl ClaimedTask {
             depth: n32(int(r, TASKS, "depth")?),
             backoff: backoff(r)?,
             run_timeout: r.int("run_timeout")?,
+            key: r.text("share_key")?,
         })
     }
 
@@ -249,6 +251,7 @@ impl ClaimedTask {
             snoozes: self.snoozes,
             depth: self.depth,
             started_on: now,
+            key: self.key,
             fuel_key: None,
         }
     }

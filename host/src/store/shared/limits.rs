@@ -41,12 +41,11 @@ pub async fn claim<D: Dialect>(db: &D, req: &ClaimRequest<'_>) -> Result<Claimed
     let Some(limits) = req.limits.filter(|l| l.apply_to(req.queues, req.handlers)) else {
         return Ok(Claimed { runs: db.claim(req).await?, next_start_on: None });
     };
-    let queues = req.queues.iter().filter(|q| limits.queues.contains_key(*q)).map(|q| LimitScope::Queue.name(q));
+    let queues = req.queues.iter().filter(|q| limits.limits_claims_of(q)).map(|q| LimitScope::Queue.name(q));
+    let limited = |h: &&String| limits.handlers.get(*h).is_some_and(Limit::limits_claims);
     let handlers: Vec<String> = match req.handlers {
-        Some(hs) => {
-            hs.iter().filter(|h| limits.handlers.contains_key(*h)).map(|h| LimitScope::Handler.name(h)).collect()
-        }
-        None => limits.handlers.keys().map(|h| LimitScope::Handler.name(h)).collect(),
+        Some(hs) => hs.iter().filter(limited).map(|h| LimitScope::Handler.name(h)).collect(),
+        None => limits.handlers.keys().filter(limited).map(|h| LimitScope::Handler.name(h)).collect(),
     };
     let mut names: Vec<String> = queues.chain(handlers).collect();
     names.sort();
@@ -152,14 +151,7 @@ async fn claim_within<D: Dialect>(
         // Started at the time the rates counted by: a claim that waited on the limits' locks
         // starts its runs when it got them, as their starts are paced.
         let narrowed = ClaimRequest { queues: &open_queues, limit: picked.len() as u32, ..*req };
-        let ids: Vec<TaskId> = picked.iter().map(|(id, _)| *id).collect();
-        runs = db.claim_these(tx, &narrowed, &ids).await?;
-        // A run of a queue weighed by fuel is charged to its key when it ends.
-        let mut charged: HashMap<TaskId, FuelKey> =
-            picked.into_iter().filter_map(|(id, key)| key.map(|k| (id, k))).collect();
-        for run in &mut runs {
-            run.fuel_key = charged.remove(&run.task_id);
-        }
+        runs = db.claim_these(tx, &narrowed, &picked).await?;
     }
     // After the claim: a key whose due tasks it took has none due left.
     if let Some(at) = keys.write(db, tx, &queue_room, now, room_left).await? {
@@ -169,10 +161,9 @@ async fn claim_within<D: Dialect>(
 }
 
 /// Due tasks in claim order, of queues and handlers with room, kept while they fit (the first
-/// always does), each with its key where its queue weighs keys by fuel; the room they take is
-/// counted. A limited queue's are read apart, no more than its room: read with the others, those
-/// it cannot take would crowd out the others' in the claim's `LIMIT`. The keys' limits of the
-/// queues limited per key are kept in `keys`.
+/// always does); the room they take is counted. A limited queue's are read apart, no more than
+/// its room: read with the others, those it cannot take would crowd out the others' in the
+/// claim's `LIMIT`. The keys' limits of the queues limited per key are kept in `keys`.
 #[allow(clippy::too_many_arguments)]
 async fn pick<D: Dialect>(
     db: &D,
@@ -184,7 +175,7 @@ async fn pick<D: Dialect>(
     queue_room: &mut HashMap<String, Room>,
     handler_room: &mut HashMap<String, Room>,
     keys: &mut PerKey,
-) -> Result<Vec<(TaskId, Option<FuelKey>)>> {
+) -> Result<Vec<TaskId>> {
     let of_handlers = match open_handlers {
         Some(_) => "AND task_handler_class IN ($4)",
         None => "AND task_handler_class NOT IN ($5)",
@@ -241,12 +232,10 @@ async fn pick<D: Dialect>(
                     room.taken += 1;
                 }
             }
-            let weighed = queue_room.get(&queue).is_some_and(|r| r.row.limit.fuel_per_turn.is_some());
-            let fuel_key = slot.as_ref().filter(|_| weighed).map(|(q, k)| FuelKey { queue: q.clone(), key: k.clone() });
             if let Some(slot) = slot {
                 keys.take(slot);
             }
-            picked.push((id, fuel_key));
+            picked.push(id);
         }
     }
     Ok(picked)

@@ -73,6 +73,7 @@ async fn as_claimed(store: &SharedStore, c: &Case) -> ClaimedRun {
         depth: t.depth,
         started_on: now(),
         timeout_on: now() + secs(60),
+        key: t.key,
         fuel_key: None,
     }
 }
