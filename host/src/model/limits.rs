@@ -328,6 +328,14 @@ impl RunLimits {
             }
     }
 
+    /// Whether a claim of `queues` and `handlers` touches a cap on runs in flight (a queue's, a
+    /// handler's or a queue's per key): room it lacks frees when a run ends, anywhere.
+    pub fn caps(&self, queues: &[String], handlers: &[String]) -> bool {
+        let capped = |l: &Limit| l.max_running.is_some() || l.max_running_per_key.is_some();
+        queues.iter().any(|q| self.queues.get(q).is_some_and(capped))
+            || handlers.iter().any(|h| self.handlers.get(h).is_some_and(capped))
+    }
+
     /// Whether the claims of `queue` are limited ([`Limit::limits_claims`]).
     pub fn limits_claims_of(&self, queue: &str) -> bool {
         self.queues.get(queue).is_some_and(Limit::limits_claims)

@@ -57,9 +57,9 @@ pub(super) struct Claimer<'w> {
     pub queues: super::queues::QueueChoice,
     /// Claims failed in a row.
     pub failures: u32,
-    /// Whether the last claim touched a concurrency limit (a limited run may end elsewhere, and
-    /// nothing notifies that: such a worker polls at the short interval).
-    pub limited: bool,
+    /// Whether the last claim touched a cap on runs in flight (a capped run may end elsewhere,
+    /// and nothing notifies that: such a worker polls at the short interval).
+    pub capped: bool,
     /// The flow-control limits, as last read.
     pub limits: super::limits::LimitsView,
     /// When a rate limit that held the last claim's runs back allows the next start (the
@@ -214,7 +214,7 @@ impl Claimer<'_> {
         let worker = self.worker;
         let limits = &self.limits.now;
         let parts = super::queues::claims_of(&ask.queues, &ask.handlers, limits);
-        self.limited = parts.iter().any(|(_, limited)| *limited);
+        self.capped = parts.iter().any(|(queues, limited)| *limited && limits.caps(queues, &ask.handlers));
         let (runner, now) = (self.runner, worker.clock.now());
         let next_start_on = &mut self.next_start_on;
         *next_start_on = None;

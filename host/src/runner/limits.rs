@@ -88,5 +88,10 @@ mod tests {
             !limits.limits_claims_of("metered") && limits.limits_claims_of("capped"),
             "a fuel per turn alone is claimed freely"
         );
+        // Only a cap keeps an idle worker polling: a rate says when its next start is due.
+        let paced = Limit { rate: crate::model::Rate::parse("5/1s").ok(), ..Limit::default() };
+        limits.set(crate::model::LimitScope::Queue, "paced", paced);
+        let q = |name: &str| vec![name.to_string()];
+        assert!(limits.caps(&q("capped"), &[]) && !limits.caps(&q("paced"), &[]) && !limits.caps(&q("metered"), &[]));
     }
 }

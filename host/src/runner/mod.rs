@@ -135,7 +135,7 @@ impl Worker {
             newest: 0,
             queues: queues::QueueChoice::new(&self.config.queues),
             failures: 0,
-            limited: false,
+            capped: false,
             limits: limits::LimitsView::default(),
             next_start_on: None,
         };

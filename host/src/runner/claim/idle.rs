@@ -11,10 +11,11 @@ impl Claimer<'_> {
     /// exit (Some).
     pub async fn wait_for_work(&mut self) -> Option<ExitReason> {
         let cfg = &self.worker.config;
-        // Polling at the short interval: without wake-ups; when a limited run may end elsewhere;
+        // Polling at the short interval: without wake-ups; when a capped run may end elsewhere
+        // (a rate says when its next start is due, and a limit changed live wakes idle workers);
         // and when draining, whose tasks may also be left by another worker (waiting for a
         // wake-up added up to the notified poll interval to every drain on PostgreSQL).
-        let poll = if self.wakeups.is_some() && !self.limited && !cfg.drain {
+        let poll = if self.wakeups.is_some() && !self.capped && !cfg.drain {
             cfg.notified_poll_interval
         } else {
             cfg.poll_interval
