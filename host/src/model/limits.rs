@@ -329,9 +329,12 @@ impl RunLimits {
     }
 
     /// Whether a claim of `queues` and `handlers` touches a cap on runs in flight (a queue's, a
-    /// handler's or a queue's per key): room it lacks frees when a run ends, anywhere.
-    pub fn caps(&self, queues: &[String], handlers: &[String]) -> bool {
-        let capped = |l: &Limit| l.max_running.is_some() || l.max_running_per_key.is_some();
+    /// handler's or a queue's per key: room it lacks frees when a run ends, anywhere) or a queue
+    /// weighed by fuel (whose keys' turns may come due a millisecond apart, after a claim): what
+    /// nothing notifies, and an idle worker polls for.
+    pub fn wants_short_poll(&self, queues: &[String], handlers: &[String]) -> bool {
+        let capped =
+            |l: &Limit| l.max_running.is_some() || l.max_running_per_key.is_some() || l.fuel_per_turn.is_some();
         queues.iter().any(|q| self.queues.get(q).is_some_and(capped))
             || handlers.iter().any(|h| self.handlers.get(h).is_some_and(capped))
     }

@@ -58,7 +58,8 @@ pub(super) struct Claimer<'w> {
     /// Claims failed in a row.
     pub failures: u32,
     /// Whether the last claim touched a cap on runs in flight (a capped run may end elsewhere,
-    /// and nothing notifies that: such a worker polls at the short interval).
+    /// and nothing notifies that) or a queue weighed by fuel: such a worker polls at the short
+    /// interval ([`crate::model::RunLimits::wants_short_poll`]).
     pub capped: bool,
     /// The flow-control limits, as last read.
     pub limits: super::limits::LimitsView,
@@ -214,7 +215,7 @@ impl Claimer<'_> {
         let worker = self.worker;
         let limits = &self.limits.now;
         let parts = super::queues::claims_of(&ask.queues, &ask.handlers, limits);
-        self.capped = parts.iter().any(|(queues, limited)| *limited && limits.caps(queues, &ask.handlers));
+        self.capped = limits.wants_short_poll(&ask.queues, &ask.handlers);
         let (runner, now) = (self.runner, worker.clock.now());
         let next_start_on = &mut self.next_start_on;
         *next_start_on = None;

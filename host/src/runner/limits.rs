@@ -25,6 +25,11 @@ impl LimitsView {
 
     /// Read the limits again when due (a failed read is the caller's to back off from, as from
     /// a failed claim; the last read stays).
+    /// Read them again before the next claim (a wake-up may say a limit changed).
+    pub fn expire(&mut self) {
+        self.fresh_until = None;
+    }
+
     pub async fn refresh(&mut self, store: &dyn Store) -> crate::error::Result<()> {
         if self.fresh_until.is_none_or(|t| Instant::now() >= t) {
             self.now = store.limits_in_force().await?;
@@ -92,6 +97,10 @@ mod tests {
         let paced = Limit { rate: crate::model::Rate::parse("5/1s").ok(), ..Limit::default() };
         limits.set(crate::model::LimitScope::Queue, "paced", paced);
         let q = |name: &str| vec![name.to_string()];
-        assert!(limits.caps(&q("capped"), &[]) && !limits.caps(&q("paced"), &[]) && !limits.caps(&q("metered"), &[]));
+        assert!(
+            limits.wants_short_poll(&q("capped"), &[])
+                && !limits.wants_short_poll(&q("paced"), &[])
+                && limits.wants_short_poll(&q("metered"), &[])
+        );
     }
 }

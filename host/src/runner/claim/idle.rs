@@ -59,6 +59,8 @@ impl Claimer<'_> {
                 if !woke {
                     self.wakeups = None; // the listener is gone: poll only
                 }
+                // Woken for tasks added or a limit changed: the claim reads the limits afresh.
+                self.limits.expire();
                 None
             }
         }

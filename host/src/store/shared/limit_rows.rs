@@ -204,7 +204,10 @@ pub async fn set<D: Dialect>(
             after.check_for(scope).map_err(|e| Error::invalid("limit", e))?;
             // Idle workers claim again as it commits (PostgreSQL's NOTIFY; elsewhere they poll):
             // a rate raised live, or a limit taken out, applies at once, not at their next poll.
-            db.notify_tasks(&mut tx.tx).await?;
+            // (A key's weight and a file's limit written unchanged wake nobody.)
+            if after != before.limit && scope != LimitScope::Key {
+                db.notify_tasks(&mut tx.tx).await?;
+            }
             if !after.is_some() {
                 db.exec(Some(&mut tx.tx), "DELETE FROM task_run_limits WHERE name = $1", args![name]).await?;
                 return Ok(LimitWritten { before: before.limit, now: after, kept });
