@@ -112,15 +112,13 @@ impl Claimer<'_> {
             Ok(ask) => ask,
             Err(reason) => return Step::Exit(reason, None),
         };
-        let claimed = match self.claim(&ask).await {
-            Ok(Ok(mut claimed)) => {
-                super::limits::charge_to_keys(&mut claimed, &self.limits.now);
-                claimed
-            }
+        let mut claimed = match self.claim(&ask).await {
+            Ok(Ok(claimed)) => claimed,
             Ok(Err(e)) => return self.back_off(&format!("claim failed: {e}")).await,
             Err(step) => return step,
         };
         self.failures = 0;
+        super::limits::charge_to_keys(&mut claimed, &self.limits.now);
         if claimed.is_empty() {
             self.queues.found_nothing();
         } else {

@@ -216,12 +216,7 @@ pub async fn set<D: Dialect>(
                 // Taken out between the insert and this transaction: made again.
                 db.exec(Some(&mut tx.tx), "INSERT INTO task_run_limits (name) VALUES ($1)", args![name]).await?;
             }
-            let next_on = match (after.rate, before.limit.rate) {
-                (Some(new), Some(old)) if new != old => {
-                    before.next_on.map(|m| m.min(now + chrono::TimeDelta::microseconds(new.interval_us())))
-                }
-                _ => before.next_on,
-            };
+            let next_on = mark_after(&before, after.rate, now);
             let (count, period, burst) = rate_cells(after.rate);
             let per_key = rate_cells(after.rate_per_key);
             let sql = "UPDATE task_run_limits SET max_running = $2, rate_count = $3, rate_period_us = $4,
@@ -254,6 +249,16 @@ pub async fn set<D: Dialect>(
         })
     })
     .await
+}
+
+/// The pace mark of `before`'s rate changed to `new`: no further ahead than one pace of it.
+fn mark_after(before: &LimitRow, new: Option<Rate>, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    match (new, before.limit.rate) {
+        (Some(new), Some(old)) if new != old => {
+            before.next_on.map(|m| m.min(now + chrono::TimeDelta::microseconds(new.interval_us())))
+        }
+        _ => before.next_on,
+    }
 }
 
 /// A queue's rate per key changed to `new`: as the queue's own mark, its keys' marks no further
