@@ -11,6 +11,8 @@
 //! To queue tasks inside your own SQLite transaction, validate with [`Client::validate`] and
 //! write with [`crate::store::sqlite::SqliteStore::add_tasks_in`] on your transaction.
 
+mod deploys;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -101,11 +103,25 @@ impl Client {
             handlers.insert(t.handler.clone());
         }
         for name in handlers {
+            if self.catalog.known_deployed(&name) {
+                continue;
+            }
             let catalog = self.catalog.clone();
             // Checked from its types, not compiled: a machine that only queues never compiles.
-            tokio::task::spawn_blocking(move || catalog.check(&name))
-                .await
-                .map_err(|e| Error::Engine(format!("plugin loader panicked: {e}")))??;
+            let checked = tokio::task::spawn_blocking({
+                let name = name.clone();
+                move || catalog.check(&name)
+            })
+            .await
+            .map_err(|e| Error::Engine(format!("plugin loader panicked: {e}")))?;
+            if let Err(e) = checked {
+                // Deployed to the database (checked then): the plugins directory's file, if any,
+                // is not what runs.
+                if !crate::model::valid_handler_name(&name) || self.store.releases(&name, 1).await?.is_empty() {
+                    return Err(e);
+                }
+                self.catalog.note_deployed(&name);
+            }
         }
         Ok(())
     }

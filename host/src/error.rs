@@ -49,7 +49,7 @@ pub enum Error {
     InvalidJson(String),
 
     /// No plugin of that name in the plugins directory.
-    #[error("unknown handler {name:?}: there is no {name}.wasm in {}", dir.display())]
+    #[error("unknown handler {name:?}: none is deployed by that name (taskhost deploy), and there is no {name}.wasm in {}", dir.display())]
     UnknownHandler {
         /// The handler asked for.
         name: String,
@@ -71,7 +71,7 @@ pub enum Error {
     },
 
     /// A worker found nothing it could run.
-    #[error("no usable plugin in {}: nothing for a worker to run", dir.display())]
+    #[error("no usable plugin in {} and none deployed to the database: nothing for a worker to run", dir.display())]
     NoPlugins {
         /// The plugins directory.
         dir: PathBuf,
@@ -83,6 +83,15 @@ pub enum Error {
         /// The handler.
         name: String,
         /// Why it cannot be used.
+        reason: String,
+    },
+
+    /// A handler has no version such as asked for (deployed, or to roll back to).
+    #[error("handler {handler:?}: {reason}")]
+    NoVersion {
+        /// The handler.
+        handler: String,
+        /// What is missing.
         reason: String,
     },
 

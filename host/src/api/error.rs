@@ -102,7 +102,10 @@ impl From<Error> for ApiError {
             // Without the server's plugins directory: callers need not know its paths.
             Error::UnknownHandler { name, .. } => Self::bad(
                 "unknown-handler",
-                format!("unknown handler {name:?}: there is no {name}.wasm in the plugins directory"),
+                format!(
+                    "unknown handler {name:?}: none is deployed by that name, and there is no {name}.wasm in the \
+                     plugins directory"
+                ),
             ),
             Error::BrokenHandler { .. } => Self::bad("handler-broken", message),
             Error::TaskNotFound(_) | Error::ScheduleNotFound(_) => {

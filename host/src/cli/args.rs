@@ -163,6 +163,44 @@ pub enum Command {
     /// Delete finished tasks (succeeded, cancelled, dead letters) with their runs, in batches;
     /// never a scheduled, running or retry-awaiting one.
     DeleteFinished(DeleteArgs),
+    /// Publish a handler into the database, for every worker on every machine within a second:
+    /// a component (FILE, as the handler its stem names, or --name), checked as a worker would
+    /// load it (size, manifest NAME.toml beside it, world), stored by its sha256 and made the
+    /// handler's active version; a directory's every NAME.wasm (those unchanged are left).
+    Deploy {
+        /// A component (.wasm), or a plugins directory.
+        path: PathBuf,
+        /// The handler's name [default: the file's stem].
+        #[arg(long)]
+        name: Option<String>,
+        /// Compile it here too, within the compile bounds (proves it compiles; caches it).
+        #[arg(long)]
+        compile: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A deployed handler's versions, the active one marked *, with who deployed each and when
+    /// and the unfinished tasks pinned to it; --history: its releases.
+    Versions {
+        /// The handler.
+        name: String,
+        /// List its releases (deploys and rollbacks), the newest first.
+        #[arg(long)]
+        history: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make an earlier version of a deployed handler active again, for every worker within a
+    /// second: the one active before, or --to.
+    Rollback {
+        /// The handler.
+        name: String,
+        /// The version: its digest, or the start of it (as `versions` shows it).
+        #[arg(long, value_name = "DIGEST")]
+        to: Option<String>,
+    },
     /// Load every plugin and say whether it can be used.
     Plugins {
         /// Print JSON instead of text.
@@ -254,6 +292,7 @@ impl Command {
                 | Command::Limits { command: None | Some(super::limits::LimitsCommand::List { .. }) }
                 | Command::Schedule { .. }
                 | Command::Stats { .. }
+                | Command::Versions { .. }
                 | Command::Plugins { .. }
                 | Command::Completions { .. }
         )

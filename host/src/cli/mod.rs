@@ -13,6 +13,7 @@ mod args;
 mod bench;
 mod bulk;
 mod commands;
+mod deploy;
 mod dev;
 pub mod file;
 mod limits;
@@ -140,6 +141,11 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Limits { command } => {
             limits::run(&app, command.unwrap_or(limits::LimitsCommand::List { json: false })).await?
         }
+        Command::Deploy { path, name, compile, json } => {
+            deploy::deploy(&app, &path, name.as_deref(), compile, json).await?
+        }
+        Command::Versions { name, history, json } => deploy::versions(&app, &name, history, json).await?,
+        Command::Rollback { name, to } => deploy::rollback(&app, &name, to.as_deref()).await?,
         Command::Pause { queue } => commands::pause(&app, &queue).await?,
         Command::Resume { queue } => commands::resume(&app, &queue).await?,
         Command::Stats { handler, queue, json } => commands::stats(&app, handler, queue, json).await?,

@@ -261,6 +261,10 @@ pub struct ClaimedRun {
     /// Its task's key, in a queue that weighs its keys by the fuel their runs burn: the run's
     /// fuel is charged to it when it ends (set by the worker, from the limits it read).
     pub fuel_key: Option<FuelKey>,
+    /// The version of its handler it runs: the digest of a component deployed to the database
+    /// (the one its task is pinned to, or the active one when it was claimed); None for a
+    /// handler from the plugins directory.
+    pub digest: Option<String>,
 }
 
 /// A key in a queue that weighs its keys by fuel (a queue's `fuel_per_turn`).

@@ -122,7 +122,7 @@ pub(super) struct Source {
 }
 
 /// Most bytes of a manifest.
-const MAX_MANIFEST_BYTES: u64 = 64 << 10;
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 64 << 10;
 
 /// Read a component and its manifest, within the operator's bounds, and work out its limits
 /// and grants.
@@ -131,12 +131,33 @@ pub(super) fn read_source(policy: &Policy, name: &str, path: &Path) -> std::resu
         read_plugin_file(path, policy.max_component_bytes)?.ok_or_else(|| format!("{} is gone", file_name(path)))?;
     let digest = hex::encode(Sha256::digest(&bytes));
     let manifest_path = path.with_extension("toml");
-    let bad_manifest = |reason: String| format!("invalid manifest {}: {reason}", file_name(&manifest_path));
+    let shown = file_name(&manifest_path);
+    let bad_manifest = |reason: String| format!("invalid manifest {shown}: {reason}");
     let manifest_text = match read_plugin_file(&manifest_path, MAX_MANIFEST_BYTES).map_err(bad_manifest)? {
         Some(b) => Some(String::from_utf8(b).map_err(|_| bad_manifest("not UTF-8 text".into()))?),
         None => None,
     };
-    let manifest: Manifest = match &manifest_text {
+    let (limits, grants) = limits_of(policy, name, &digest, manifest_text.as_deref(), &shown)?;
+    if !bytes.starts_with(b"\0asm") {
+        return Err("not a WebAssembly file (bad magic number)".into());
+    }
+    Ok(Source { bytes, digest, manifest_text, limits, grants })
+}
+
+/// The limits and grants of the handler `name`'s component `digest` with its manifest (`shown`
+/// so in errors): the operator's, lowered by the manifest, which may grant nothing.
+pub(super) fn limits_of(
+    policy: &Policy,
+    name: &str,
+    digest: &str,
+    manifest_text: Option<&str>,
+    shown: &str,
+) -> std::result::Result<(Limits, Grants), String> {
+    let bad_manifest = |reason: String| format!("invalid manifest {shown}: {reason}");
+    if manifest_text.is_some_and(|t| t.len() as u64 > MAX_MANIFEST_BYTES) {
+        return Err(bad_manifest(format!("over {MAX_MANIFEST_BYTES} bytes")));
+    }
+    let manifest: Manifest = match manifest_text {
         Some(t) => toml::from_str(t).map_err(|e| bad_manifest(toml_error(&e, t)))?,
         None => Manifest::default(),
     };
@@ -147,10 +168,7 @@ pub(super) fn read_source(policy: &Policy, name: &str, path: &Path) -> std::resu
                 .into(),
         ));
     }
-    let (ceiling, grants) = policy.for_handler(name, &digest)?;
+    let (ceiling, grants) = policy.for_handler(name, digest)?;
     let limits = ceiling.lowered_by(&manifest.limits).map_err(|e| bad_manifest(format!("[limits] {e}")))?;
-    if !bytes.starts_with(b"\0asm") {
-        return Err("not a WebAssembly file (bad magic number)".into());
-    }
-    Ok(Source { bytes, digest, manifest_text, limits, grants })
+    Ok((limits, grants))
 }

@@ -28,13 +28,16 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 mod checked;
+mod deployed;
 mod files;
+pub mod publish;
 mod watch;
 pub mod world;
 
 pub use crate::cache::default_cache_dir;
 use checked::CheckCache;
 pub use checked::{Checked, Surveyed};
+pub use deployed::short;
 pub use files::check_dir;
 use files::{list_dir, read_plugin_file, read_source, Source};
 
@@ -105,6 +108,7 @@ pub struct Catalog {
     loaded: RwLock<HashMap<String, Arc<Plugin>>>,
     progress: std::sync::OnceLock<CompileProgress>,
     checks: CheckCache,
+    deployed: RwLock<deployed::Deployed>,
 }
 
 /// Told when a compile starts, with the plugin's name and size in bytes; what it returns is
@@ -131,6 +135,7 @@ impl Catalog {
             loaded: RwLock::new(HashMap::new()),
             progress: std::sync::OnceLock::new(),
             checks: CheckCache::default(),
+            deployed: RwLock::default(),
         }
     }
 
@@ -154,17 +159,21 @@ impl Catalog {
         &self.policy
     }
 
-    /// The names of the loaded plugins, sorted: the handlers a worker claims tasks for.
+    /// The names of the loaded plugins, sorted: the handlers a worker claims tasks for (a
+    /// deployed handler once its active version is loaded; a file of its name is not used).
     pub fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.loaded.read().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect();
+        let mut names: Vec<String> = self.served().into_keys().collect();
         names.sort();
         names
     }
 
     /// The loaded plugins with the sha256 of each component: what a runner records it serves.
     pub fn served(&self) -> crate::store::Served {
+        let mut served: crate::store::Served = self.deployed_ready().into_iter().collect();
         let loaded = self.loaded.read().unwrap_or_else(|p| p.into_inner());
-        loaded.iter().map(|(name, p)| (name.clone(), p.digest.clone())).collect()
+        let files = loaded.iter().filter(|(name, _)| !self.is_deployed(name));
+        served.extend(files.map(|(name, p)| (name.clone(), p.digest.clone())));
+        served
     }
 
     /// The loaded plugin of that name.

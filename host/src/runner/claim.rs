@@ -197,7 +197,8 @@ impl Claimer<'_> {
             _ = &mut self.shutdown => return Err(ExitReason::Shutdown),
             _ = std::future::ready(()) => {}
         }
-        let loaded = self.worker.loading.as_ref().is_none_or(|l| l.borrow().done);
+        let loaded =
+            self.worker.loading.as_ref().is_none_or(|l| l.borrow().done) && self.worker.catalog.deploys_settled();
         // Only tasks whose handler is loaded here: a worker without a handler leaves its tasks
         // to workers that have it (or, after a horizon, to the overseer).
         let handlers = self.worker.catalog.names();

@@ -13,7 +13,7 @@ use crate::clock::SharedClock;
 use crate::error::Error;
 use crate::metrics::{Counter, Histogram};
 use crate::model::*;
-use crate::plugins::Catalog;
+use crate::plugins::{Catalog, Plugin};
 use crate::retry::{self, Backoff};
 use crate::sandbox::{codes, Failure, GuestOutcome, RunControl, RunInput, RunReport};
 
@@ -191,32 +191,53 @@ struct Ended {
 
 async fn execute(shared: &Shared, run: ClaimedRun, started: Instant, stop: Arc<Notify>) -> Ran {
     let meta = RunMeta::of(&run);
-    let (run_id, fuel_key) = (meta.run_id, meta.fuel_key.clone());
-    let ended = |ended: Ended| Ran::Ended(outcome(shared, meta, started, ended));
+    match plugin_of(shared, &run, &stop).await {
+        None => Ran::Stopped(None),
+        Some(Ok(plugin)) => execute_plugin(shared, run, meta, started, stop, plugin).await,
+        Some(Err(failure)) => {
+            Ran::Ended(outcome(shared, meta, started, Ended { failure: Some(failure), ..Ended::default() }))
+        }
+    }
+}
+
+/// The plugin `run` runs: the version of its handler it names, or the plugins directory's
+/// (loaded now if need be); None when told to stop first.
+async fn plugin_of(shared: &Shared, run: &ClaimedRun, stop: &Notify) -> Option<Result<Arc<Plugin>, Failure>> {
+    if let Some(digest) = run.digest.as_deref() {
+        let load = super::deploys::plugin_of(shared.store.as_ref(), &shared.catalog, &run.handler, digest);
+        return unless_stopped(stop, load).await;
+    }
     let plugin = match shared.catalog.get(&run.handler) {
         Some(p) => Ok(p),
         None => {
             let catalog = shared.catalog.clone();
             let name = run.handler.clone();
             let load = tokio::task::spawn_blocking(move || catalog.get_or_load(&name));
-            match unless_stopped(&stop, load).await {
-                None => return Ran::Stopped(None),
-                Some(Ok(r)) => r,
-                Some(Err(e)) => Err(Error::Engine(format!("plugin loader panicked: {e}"))),
+            match unless_stopped(stop, load).await? {
+                Ok(r) => r,
+                Err(e) => Err(Error::Engine(format!("plugin loader panicked: {e}"))),
             }
         }
     };
-    let plugin = match plugin {
-        Ok(p) => p,
-        Err(Error::UnknownHandler { .. } | Error::HandlerName(_) | Error::PluginsDir { .. }) => {
-            let failure = Some(Failure::handler_not_found(&run.handler));
-            return ended(Ended { failure, ..Ended::default() });
+    Some(plugin.map_err(|e| match e {
+        Error::UnknownHandler { .. } | Error::HandlerName(_) | Error::PluginsDir { .. } => {
+            Failure::handler_not_found(&run.handler)
         }
-        Err(e) => {
-            let failure = Some(Failure::handler_broken(&run.handler, &e.to_string()));
-            return ended(Ended { failure, ..Ended::default() });
-        }
-    };
+        e => Failure::handler_broken(&run.handler, &e.to_string()),
+    }))
+}
+
+/// Run `plugin` for `run`.
+async fn execute_plugin(
+    shared: &Shared,
+    run: ClaimedRun,
+    meta: RunMeta,
+    started: Instant,
+    stop: Arc<Notify>,
+    plugin: Arc<Plugin>,
+) -> Ran {
+    let (run_id, fuel_key) = (meta.run_id, meta.fuel_key.clone());
+    let ended = |ended: Ended| Ran::Ended(outcome(shared, meta, started, ended));
     // Hold this run's memory limit from the worker's budget while it runs (a limit over the
     // whole budget takes all of it: that run runs alone).
     let want = u32::try_from(plugin.limits.memory_bytes.div_ceil(1 << 20)).unwrap_or(u32::MAX);

@@ -82,6 +82,7 @@ mod tests {
             timeout_on: now,
             key: key.map(str::to_string),
             fuel_key: None,
+            digest: None,
         };
         let mut runs =
             [run("metered", Some("a")), run("metered", None), run("capped", Some("a")), run("default", Some("a"))];

@@ -25,6 +25,7 @@
 mod claim;
 mod claims;
 mod config;
+mod deploys;
 mod execute;
 mod fence;
 mod heartbeat;
@@ -199,7 +200,8 @@ impl Worker {
             _ = &mut *shutdown => return Ok(None),
         };
         self.loading = Some(loading);
-        if usable == 0 && self.config.require_plugins {
+        // Handlers deployed to the database are loaded by the `deploys` part, once registered.
+        if usable == 0 && self.config.require_plugins && self.store.release_mark().await? == 0 {
             return Err(crate::error::Error::NoPlugins { dir: self.catalog.dir().to_path_buf() });
         }
         // The operator's limits, for every worker (one an operator set live is kept); before the

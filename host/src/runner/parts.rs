@@ -82,14 +82,7 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
     let (_, rss_cap) = w.memory();
     let memory = heartbeat::memory_watch(rss_cap, cfg.rss_check_interval, exit_tx, stop_rx.clone());
     handles.push(("memory watch", tokio::spawn(memory)));
-    if let Some(oc) = cfg.overseer.clone() {
-        let o = Overseer::new(w.store.clone(), w.clock.clone(), oc);
-        let rx = stop_rx.clone();
-        handles.push(("overseer", tokio::spawn(async move { o.run_until(rx).await })));
-    }
-    if let Some(every) = cfg.watch_plugins {
-        handles.push(("plugin watcher", tokio::spawn(w.catalog.clone().watch(every, stop_rx.clone()))));
-    }
+    handles.extend(beside(w, &stop_rx));
     // At most 1,024 reports of at most 64 KiB partial results each are queued.
     let (progress_tx, progress_rx) = mpsc::channel(1024);
     handles.push(("progress writer", tokio::spawn(progress::progress_loop(w.store.clone(), progress_rx))));
@@ -121,6 +114,27 @@ pub(super) async fn start(w: &Worker, runner: RunnerId) -> Started {
         ahead: Arc::default(),
     };
     Started { parts: Parts { stop, abort, health, handles }, shared: shared(w, progress_tx), runs, exits, wakeups }
+}
+
+/// The parts that need nothing of the others: the overseer, if this worker runs one, the reader of
+/// deployed handlers, and the plugins directory's watcher, if asked for.
+fn beside(w: &Worker, stop_rx: &watch::Receiver<bool>) -> Vec<(&'static str, JoinHandle<()>)> {
+    let mut handles = Vec::new();
+    if let Some(oc) = w.config.overseer.clone() {
+        let o = Overseer::new(w.store.clone(), w.clock.clone(), oc);
+        let rx = stop_rx.clone();
+        handles.push(("overseer", tokio::spawn(async move { o.run_until(rx).await })));
+    }
+    let deploys = super::deploys::Deploys {
+        store: w.store.clone(),
+        catalog: w.catalog.clone(),
+        interval: super::deploys::RELEASE_POLL,
+    };
+    handles.push(("deploys", tokio::spawn(deploys.run(stop_rx.clone()))));
+    if let Some(every) = w.config.watch_plugins {
+        handles.push(("plugin watcher", tokio::spawn(w.catalog.clone().watch(every, stop_rx.clone()))));
+    }
+    handles
 }
 
 /// The database's wake-ups (tasks added, tasks cancelled), if it gives any; polling only when it

@@ -18,7 +18,7 @@ use crate::schedule::{NewSchedule, Schedule};
 /// change of a task's state is one of the store's transitions (`store/transitions/`). Every method is one transaction (or a
 /// series of bounded ones), run again after a deadlock.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: super::components::Components + Send + Sync + 'static {
     /// Which database this is.
     fn backend(&self) -> Backend;
 

@@ -56,6 +56,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0024_key_index.sql",
     "0025_rate_per_key.sql",
     "0026_key_fuel.sql",
+    "0027_components.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -87,6 +88,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0024_key_index.sql",
     "0025_rate_per_key.sql",
     "0026_key_fuel.sql",
+    "0027_components.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -119,6 +121,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0025_key_index.sql",
     "0026_rate_per_key.sql",
     "0027_key_fuel.sql",
+    "0028_components.sql",
 );
 
 impl Embedded {

@@ -9,7 +9,7 @@
 //! and handed in as [`NextStep`](crate::model::NextStep)s.
 //!
 //! The modules form layers, each using only those below it by the path of the module that
-//! defines what it uses (checked by `host/tests/it/layers.rs`): `types`, `sql`, `schema`,
+//! defines what it uses (checked by `host/tests/it/layers.rs`): `types`, `components`, `sql`, `schema`,
 //! `refusal` → `plumbing`, `connect` → `rows` → `dialect` → `interface` (the trait), `stats` →
 //! `transitions` → `shared` → `sqlite`, `postgres`, `mysql` → this file, the entry.
 
@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
+pub mod components;
 mod connect;
 pub mod dialect;
 mod interface;
@@ -37,6 +38,7 @@ mod stats;
 mod transitions;
 mod types;
 
+pub use components::Components;
 pub use connect::{redact, StoreOptions};
 pub use dialect::{ClaimRequest, Claimed};
 pub use interface::{SharedStore, Store};

@@ -77,6 +77,7 @@ fn add<'a>(bound: &mut MySqlArguments, arg: Arg<'a>) -> std::result::Result<(), 
         Arg::Text(v) => bound.add(v),
         Arg::Time(t) => bound.add(t),
         Arg::MaybeTime(t) => bound.add(t),
+        Arg::Bytes(b) => bound.add(b),
         Arg::Ints(_) | Arg::Texts(_) => return Err("a list bound as one value".into()),
     };
     added.map_err(|e| e.to_string())
@@ -132,6 +133,9 @@ impl Cells for MySqlRow {
         unchecked(self, col)
     }
     fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>> {
+        decoded(self, col)
+    }
+    fn bytes(&self, col: &str) -> Result<Option<Vec<u8>>> {
         decoded(self, col)
     }
 }

@@ -22,6 +22,8 @@ pub trait Cells {
     fn text(&self, col: &str) -> Result<Option<String>>;
     /// A time cell.
     fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>>;
+    /// A bytes cell.
+    fn bytes(&self, col: &str) -> Result<Option<Vec<u8>>>;
 }
 
 /// A cell as sqlx decodes it, its type checked.

@@ -108,6 +108,7 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, PgArguments)> {
             Arg::MaybeTime(t) => bound.add(t),
             Arg::Ints(l) => bound.add(l),
             Arg::Texts(l) => bound.add(l),
+            Arg::Bytes(b) => bound.add(b),
         };
         added.map_err(|e| Error::invalid("argument", e.to_string()))?;
     }
@@ -135,6 +136,9 @@ impl Cells for PgRow {
         decoded(self, col)
     }
     fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>> {
+        decoded(self, col)
+    }
+    fn bytes(&self, col: &str) -> Result<Option<Vec<u8>>> {
         decoded(self, col)
     }
 }

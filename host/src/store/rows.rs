@@ -195,6 +195,8 @@ pub struct ClaimedTask {
     pub backoff: BackoffSettings,
     pub run_timeout: Option<i64>,
     pub key: Option<String>,
+    /// The version its run runs (`run_digest`, see [`crate::store::components`]).
+    pub digest: Option<String>,
 }
 
 /// The columns of `task_queue` a claim returns, in this order.
@@ -219,6 +221,7 @@ impl ClaimedTask {
             backoff: backoff(r)?,
             run_timeout: r.int("run_timeout")?,
             key: r.text("share_key")?,
+            digest: r.text("run_digest")?,
         })
     }
 
@@ -253,6 +256,7 @@ impl ClaimedTask {
             started_on: now,
             key: self.key,
             fuel_key: None,
+            digest: self.digest,
         }
     }
 }

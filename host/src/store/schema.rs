@@ -35,6 +35,8 @@ use Kind::*;
 const STATUS: Kind = Str(16);
 /// Names, queues, unique keys, host names: at most 255 characters.
 const NAME: Kind = Str(255);
+/// A sha256, in hex.
+const DIGEST: Kind = Str(64);
 
 /// Every table, on every database.
 pub const TABLES: &[Table] = &[
@@ -98,6 +100,8 @@ pub const TABLES: &[Table] = &[
             null("unique_states", Str(16)),
             // The key whose share it is taken in (`transitions::fair`).
             null("share_key", NAME),
+            // The version its runs run (issue 49), when it is pinned to one.
+            null("pinned_digest", DIGEST),
         ],
     },
     // Signals sent to a task, kept until a run reads one and ends well (`read_by_run`).
@@ -170,6 +174,34 @@ pub const TABLES: &[Table] = &[
     Table {
         name: "task_key_fuel",
         columns: &[col("queue", NAME), col("name", NAME), col("fuel", Int), col("runs", Int)],
+    },
+    // Components published into the database (`taskhost deploy`), by digest, in pieces.
+    Table {
+        name: "task_components",
+        columns: &[col("digest", DIGEST), col("size", Int), col("pieces", Int), col("stored_on", Time)],
+    },
+    Table { name: "task_component_pieces", columns: &[col("digest", DIGEST), col("piece", Int), col("data", Bytes)] },
+    // A handler's versions, and its releases (deploys and rollbacks) in order: the newest is active.
+    Table {
+        name: "task_handler_versions",
+        columns: &[
+            col("handler", NAME),
+            col("digest", DIGEST),
+            null("manifest", Text),
+            col("deployed_on", Time),
+            col("deployed_by", NAME),
+        ],
+    },
+    Table {
+        name: "task_handler_releases",
+        columns: &[
+            col("id", Id),
+            col("handler", NAME),
+            col("digest", DIGEST),
+            col("released_on", Time),
+            col("released_by", NAME),
+            col("action", STATUS),
+        ],
     },
     Table {
         name: "task_schedules",
@@ -311,6 +343,24 @@ pub const INDEXES: &[Index] = &[
         name: "task_key_paces_next",
         table: "task_key_paces",
         columns: &["queue", "next_us"],
+        unique: false,
+        filter: None,
+        mysql: OnMySql::Same,
+    },
+    // The tasks pinned to a version (counted by `taskhost versions`, kept by rotation).
+    Index {
+        name: "task_queue_pinned",
+        table: "task_queue",
+        columns: &["pinned_digest"],
+        unique: false,
+        filter: Some("pinned_digest IS NOT NULL"),
+        mysql: OnMySql::Same,
+    },
+    // A handler's newest release (its active version), read by each claim.
+    Index {
+        name: "task_handler_releases_handler",
+        table: "task_handler_releases",
+        columns: &["handler", "id"],
         unique: false,
         filter: None,
         mysql: OnMySql::Same,

@@ -33,8 +33,15 @@ pub enum Arg<'a> {
     Ints(&'a [i64]),
     /// A list, allowed only as `IN ($N)` or `NOT IN ($N)`.
     Texts(&'a [String]),
+    /// Bytes (a piece of a component).
+    Bytes(&'a [u8]),
 }
 
+impl<'a> From<&'a [u8]> for Arg<'a> {
+    fn from(v: &'a [u8]) -> Self {
+        Arg::Bytes(v)
+    }
+}
 impl From<i64> for Arg<'_> {
     fn from(v: i64) -> Self {
         Arg::Int(Some(v))

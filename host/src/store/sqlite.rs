@@ -129,6 +129,7 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, SqliteArguments<'a>)
             Arg::MaybeTime(t) => bound.add(t.map(ts)),
             Arg::Ints(l) => bound.add(json_list(l).map_err(|e| Error::invalid("list", e))?),
             Arg::Texts(l) => bound.add(json_list(l).map_err(|e| Error::invalid("list", e))?),
+            Arg::Bytes(b) => bound.add(b),
         };
         added.map_err(|e| Error::invalid("argument", e.to_string()))?;
     }
@@ -161,6 +162,9 @@ impl Cells for SqliteRow {
     }
     fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>> {
         time_of(self, col)
+    }
+    fn bytes(&self, col: &str) -> Result<Option<Vec<u8>>> {
+        decoded(self, col)
     }
 }
 

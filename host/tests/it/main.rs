@@ -21,6 +21,7 @@ mod clocks;
 mod control;
 mod dashboard;
 mod dependencies;
+mod deploys;
 mod dev;
 mod docs;
 mod docs_api;

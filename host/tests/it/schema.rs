@@ -56,10 +56,13 @@ fn type_of(db: Db, kind: Kind) -> String {
         (Db::Postgres, Kind::Time) => "timestamp with time zone".into(),
         (Db::Postgres, Kind::Str(_) | Kind::Text) => "text".into(),
         (Db::Sqlite, Kind::Id | Kind::Int) => "INTEGER".into(),
+        (Db::Postgres, Kind::Bytes) => "bytea".into(),
+        (Db::Sqlite, Kind::Bytes) => "BLOB".into(),
         (Db::Sqlite, _) => "TEXT".into(),
         (Db::MySql, Kind::Time) => "datetime(6)".into(),
         (Db::MySql, Kind::Str(n)) => format!("varchar({n})"),
         (Db::MySql, Kind::Text) => "longtext".into(),
+        (Db::MySql, Kind::Bytes) => "longblob".into(),
     }
 }
 

@@ -69,6 +69,17 @@ impl MySqlDb {
                 next += ids.len() as i64;
             }
         }
+        // Each run's version, read now (a plain read after the marks, so it sees every release
+        // committed before it), not in the pick: a locking read would lock the releases too.
+        let ids: Vec<TaskId> = claimed.iter().map(|c| c.task_id).collect();
+        let digests = format!("SELECT id, {} FROM task_queue WHERE id IN ($1)", transitions::RUN_DIGEST);
+        let mut of = std::collections::HashMap::with_capacity(ids.len());
+        for r in self.rows(Some(&mut *tx), &digests, args![&ids]).await? {
+            of.insert(r.try_get::<i64, _>("id")?, r.text("run_digest")?);
+        }
+        for c in &mut claimed {
+            c.digest = of.remove(&c.task_id).flatten();
+        }
         transitions::claimed_runs(req, claimed, started)
     }
 
@@ -85,7 +96,7 @@ impl MySqlDb {
         let of_handlers = if req.handlers.is_some() { " AND task_handler_class IN ($4)" } else { "" };
         let only_these = if only.is_some() { " AND id IN ($5)" } else { "" };
         let pick = format!(
-            "SELECT {CLAIM_COLUMNS}, run_attempt FROM task_queue
+            "SELECT {CLAIM_COLUMNS}, run_attempt, NULL AS run_digest FROM task_queue
              WHERE {} AND queue IN ($1){of_handlers}{only_these} AND scheduled_on <= $2 AND {}
              ORDER BY priority, scheduled_on, id LIMIT $3 FOR UPDATE SKIP LOCKED",
             transitions::is::<MySqlDb>(TaskState::Scheduled),

@@ -50,6 +50,7 @@ fn claim_sql(one_queue: bool, of_these: bool) -> String {
     // statistics; on a queue they are always stale.
     let scheduled = transitions::is::<PostgresDb>(TaskState::Scheduled);
     let not_paused = transitions::NOT_PAUSED;
+    let run_digest = transitions::RUN_DIGEST;
     let timeout = "$1 + make_interval(secs => least(coalesce(run_timeout, $6), 3153600000))";
     // Each task's run is made here, on the task's row (see `store::transitions`).
     let claimed = transitions::claimed_task("nextval('task_runs_id_seq')", "$5", "$1", timeout);
@@ -89,7 +90,7 @@ fn claim_sql(one_queue: bool, of_these: bool) -> String {
          picked AS ({picked}),
          q AS (
              UPDATE task_queue SET {claimed} WHERE id = ANY(ARRAY(SELECT id FROM picked))
-             RETURNING {CLAIM_COLUMNS}, run_id AS started_id, run_attempt AS attempt
+             RETURNING {CLAIM_COLUMNS}, run_id AS started_id, run_attempt AS attempt, {run_digest}
          )
          SELECT * FROM q"
     )

@@ -13,6 +13,8 @@ pub enum Kind {
     Str(u32),
     /// Text of any length.
     Text,
+    /// Bytes (a piece of a component).
+    Bytes,
 }
 
 /// A column, as every database must have it.

@@ -4,6 +4,7 @@
 
 mod bulk;
 mod cancel;
+mod components;
 mod keys;
 mod limit_rows;
 mod limits;

@@ -48,7 +48,8 @@ pub(super) async fn claim_in(
          UPDATE task_queue SET {claimed}
          FROM picked WHERE task_queue.id = picked.id
            AND EXISTS (SELECT 1 FROM task_runners WHERE id = $6 AND status = {RUNNER_RUNNING})
-         RETURNING {CLAIM_COLUMNS}, run_id, run_attempt"
+         RETURNING {CLAIM_COLUMNS}, run_id, run_attempt, {}",
+        transitions::RUN_DIGEST
     );
     let last = "SELECT v FROM task_counters WHERE name = 'task_runs'";
     let Some(last) =

@@ -136,6 +136,12 @@ pub fn claimed_task(run_id: &str, runner: &str, now: &str, timeout: &str) -> Str
     )
 }
 
+/// The version a claimed task's run runs, read in the claim's own statement (as `run_digest`,
+/// on `task_queue` unaliased): the one its task is pinned to, or its handler's newest release's;
+/// NULL when the handler was never deployed (its plugin is a file of the plugins directory).
+pub const RUN_DIGEST: &str = "coalesce(task_queue.pinned_digest, (SELECT r.digest FROM task_handler_releases r
+     WHERE r.handler = task_queue.task_handler_class ORDER BY r.id DESC LIMIT 1)) AS run_digest";
+
 /// The columns of `task_runs` a run row takes from its task's running run, as [`RUN_FROM_TASK`]
 /// gives them; each insert of a run ended adds the columns of its end.
 pub const RUN_COLUMNS: &str = "id, task_queue_id, attempt, created_on, started_on, task_runner_id, timeout_on";

@@ -75,6 +75,7 @@ async fn as_claimed(store: &SharedStore, c: &Case) -> ClaimedRun {
         timeout_on: now() + secs(60),
         key: t.key,
         fuel_key: None,
+        digest: None,
     }
 }
 

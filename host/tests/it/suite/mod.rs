@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 mod basics;
+mod components;
 mod control;
 mod dependencies;
 mod fair;
@@ -17,6 +18,7 @@ mod signals;
 mod unique;
 mod workflows;
 pub use basics::*;
+pub use components::*;
 pub use control::*;
 pub use dependencies::*;
 pub use fair::*;
@@ -160,6 +162,8 @@ macro_rules! store_suite {
         case!(a_rate_per_key_paces_each_key_apart_across_runners);
         case!(a_key_whose_runs_burn_ten_times_the_fuel_gets_a_tenth_of_the_turns);
         case!(what_each_key_holds_and_what_each_limit_holds_back_are_listed);
+        case!(deployed_versions_are_stored_in_pieces_released_in_order_and_rolled_back);
+        case!(a_claim_names_the_version_its_handlers_newest_release_made_active);
         case!(every_transition_is_made_from_the_states_it_may_start_from_and_refused_from_the_others);
         case!(a_running_run_is_written_once_as_it_ended_and_ids_are_never_given_twice);
         case!(one_claim_gives_each_run_its_own_timeout_and_each_success_its_own_finish_time);
@@ -170,6 +174,13 @@ macro_rules! store_suite {
             let (a, guard) = $open.await;
             let b = $open_same(&guard).await;
             suite::concurrent_claims_never_share_a_run(a, b).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn deploys_of_one_component_at_once_store_it_once() {
+            let (a, guard) = $open.await;
+            let b = $open_same(&guard).await;
+            suite::deploys_of_one_component_at_once_store_it_once(a, b).await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,49 @@
+//! Deploys, versions and rollbacks of handlers kept in the database (see
+//! [`crate::store::components`]).
+
+use super::Client;
+use crate::error::{Error, Result};
+use crate::plugins::publish::ToDeploy;
+use crate::store::components::{Deployed, HandlerVersion, NewVersion, Release};
+
+/// Most releases listed.
+const MAX_RELEASES_LISTED: u32 = 1000;
+
+impl Client {
+    /// Store `component` (checked by [`crate::plugins::Catalog::check_to_deploy`]) as a version
+    /// of its handler and make it active, for every worker within a second; `by` says who.
+    pub async fn deploy(&self, component: &ToDeploy, by: &str) -> Result<Deployed> {
+        let version = NewVersion {
+            handler: &component.name,
+            bytes: &component.bytes,
+            digest: &component.digest,
+            manifest: component.manifest.as_deref(),
+            by: &crate::text::bounded(by, 255, "…"),
+        };
+        let deployed = self.store.deploy(&version, self.clock.now()).await?;
+        self.catalog.note_deployed(&component.name);
+        Ok(deployed)
+    }
+
+    /// A handler's versions, the newest deployed first; refused for a handler never deployed.
+    pub async fn versions(&self, handler: &str) -> Result<Vec<HandlerVersion>> {
+        let versions = self.store.versions(handler).await?;
+        if versions.is_empty() {
+            let reason = "nothing deployed by that name: see `taskhost deploy`".to_string();
+            return Err(Error::NoVersion { handler: handler.to_string(), reason });
+        }
+        Ok(versions)
+    }
+
+    /// A handler's releases (deploys and rollbacks), the newest first, at most `limit`.
+    pub async fn releases(&self, handler: &str, limit: u32) -> Result<Vec<Release>> {
+        self.store.releases(handler, limit.clamp(1, MAX_RELEASES_LISTED)).await
+    }
+
+    /// Make an earlier version of `handler` active: `to` (a digest or a prefix naming one
+    /// version), or the one active before. `by` says who.
+    pub async fn rollback(&self, handler: &str, to: Option<&str>, by: &str) -> Result<Release> {
+        let by = crate::text::bounded(by, 255, "…");
+        self.store.rollback(handler, to, &by, self.clock.now()).await
+    }
+}

@@ -1,0 +1,115 @@
+//! Handlers published into the database with `taskhost deploy`: run by worker processes that have
+//! none of them on disk, switched by a deploy or a rollback, on every database.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::process::{run, signal, stderr, stdout, wait_exit, Killed};
+use common::{component, wait_until, Db, Env};
+use sha2::{Digest, Sha256};
+use taskhost::model::{NewTask, RunStatus, TaskFilter, TaskId};
+
+/// A worker process with a plugins directory and a compiled cache of its own, both empty (as a
+/// fresh machine has), on the environment's database.
+fn fresh_worker(env: &Env, name: &str) -> Child {
+    let home = env.dir.path().join(name);
+    let (plugins, cache) = (home.join("plugins"), home.join("cache"));
+    std::fs::create_dir_all(&plugins).expect("plugins dir");
+    Command::new(env!("CARGO_BIN_EXE_taskhost"))
+        .arg("--database-url")
+        .arg(&env.db_url)
+        .arg("--plugins")
+        .arg(&plugins)
+        .arg("--cache-dir")
+        .arg(&cache)
+        .env_remove("TASKHOST_DATABASE_URL")
+        .env_remove("TASKHOST_PLUGINS")
+        .env_remove("TASKHOST_CONFIG")
+        .args(["worker", "--concurrency", "4", "--log", "info"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn worker")
+}
+
+fn digest_of(path: &Path) -> String {
+    hex::encode(Sha256::digest(std::fs::read(path).expect("read component")))
+}
+
+/// Queue `n` tasks of `greet`; their ids.
+async fn queue(env: &Env, n: usize) -> Vec<TaskId> {
+    let tasks = (0..n).map(|i| NewTask::new("greet", format!("{{\"i\": {i}}}"))).collect();
+    env.app.client.add_many(tasks).await.expect("add").iter().map(|a| a.id).collect()
+}
+
+/// Wait until each of `ids` succeeded; the component each ran.
+async fn ran(env: &Env, ids: &[TaskId]) -> Vec<String> {
+    let client = &env.app.client;
+    wait_until(Duration::from_secs(120), "the tasks ran", || async {
+        let tasks = client.list(&TaskFilter::default()).await.expect("list");
+        ids.iter().all(|id| tasks.iter().any(|t| t.id == *id && t.last_status == RunStatus::Success))
+    })
+    .await;
+    let mut digests = Vec::new();
+    for id in ids {
+        let (_, runs) = client.show(*id).await.expect("show");
+        let last = runs.last().expect("a run");
+        digests.push(last.component_digest.clone().expect("the run records its component"));
+    }
+    digests
+}
+
+/// A handler deployed into the database runs on two worker processes whose plugins directories
+/// and caches are empty; every task queued after a deploy runs the version it made active, and
+/// after a rollback the version before; `versions` lists both; a component that does not
+/// implement the world is refused with one line and changes nothing.
+async fn a_deployed_handler_runs_on_fresh_workers_and_each_release_switches_them_all(db: Db) {
+    let env = Env::on(db, &[]).await;
+    let (v1, v2) = (component("echo"), component("noop"));
+    let (d1, d2) = (digest_of(&v1), digest_of(&v2));
+    let o = run(&env, &["deploy", v1.to_str().expect("path"), "--name", "greet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with(&format!("deployed greet {}", &d1[..12])), "{}", stdout(&o));
+    let workers: Vec<Killed> = ["a", "b"].iter().map(|n| Killed(Some(fresh_worker(&env, n)))).collect();
+
+    let first = queue(&env, 8).await;
+    assert!(ran(&env, &first).await.iter().all(|d| *d == d1), "every run of the first version");
+
+    let o = run(&env, &["deploy", v2.to_str().expect("path"), "--name", "greet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Queued after the release is committed: no run of them may start on the version before.
+    let second = queue(&env, 8).await;
+    assert!(ran(&env, &second).await.iter().all(|d| *d == d2), "every run after the deploy runs it");
+
+    let o = run(&env, &["rollback", "greet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with(&format!("rolled greet back to {}", &d1[..12])), "{}", stdout(&o));
+    let third = queue(&env, 8).await;
+    assert!(ran(&env, &third).await.iter().all(|d| *d == d1), "every run after the rollback runs the first");
+
+    let listed = stdout(&run(&env, &["versions", "greet"]));
+    let active: Vec<&str> = listed.lines().filter(|l| l.starts_with('*')).collect();
+    assert_eq!(active.len(), 1, "{listed}");
+    assert!(active[0].contains(&d1[..12]) && listed.contains(&d2[..12]), "{listed}");
+    let history = stdout(&run(&env, &["versions", "greet", "--history"]));
+    assert_eq!(history.lines().filter(|l| l.contains("deploy") || l.contains("rollback")).count(), 3, "{history}");
+
+    let wrong = component("wrong-world");
+    let o = run(&env, &["deploy", wrong.to_str().expect("path"), "--name", "greet"]);
+    assert!(!o.status.success(), "a component of another world is refused");
+    let said = stderr(&o);
+    assert!(said.lines().next().is_some_and(|l| l.starts_with("refused greet: ") && l.contains("handle")), "{said}");
+    assert!(stdout(&run(&env, &["versions", "greet"])).lines().count() == 3, "nothing was deployed");
+
+    for w in workers {
+        let child = w.take();
+        signal(&child, "TERM");
+        let out = wait_exit(child, Duration::from_secs(30)).await;
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+on_every_database!(a_deployed_handler_runs_on_fresh_workers_and_each_release_switches_them_all);

@@ -1,0 +1,38 @@
+-- Components published into the database (issue 49): `taskhost deploy` stores a handler's
+-- component once by its sha256 (`task_components`, its bytes in pieces of at most 1 MiB in
+-- `task_component_pieces`, within MySQL's packet), a handler's versions with who deployed them
+-- and when (`task_handler_versions`), and each release, a deploy or a rollback, in order
+-- (`task_handler_releases`): a handler's active version is its newest release's, read by each
+-- claim, so that no run starts on a version once another's release is committed. A task may be
+-- pinned to a version (`pinned_digest`).
+CREATE TABLE task_components (
+    digest     TEXT NOT NULL PRIMARY KEY,
+    size       INTEGER NOT NULL,
+    pieces     INTEGER NOT NULL,
+    stored_on  TEXT NOT NULL
+);
+CREATE TABLE task_component_pieces (
+    digest  TEXT NOT NULL,
+    piece   INTEGER NOT NULL,
+    data    BLOB NOT NULL,
+    PRIMARY KEY (digest, piece)
+);
+CREATE TABLE task_handler_versions (
+    handler      TEXT NOT NULL,
+    digest       TEXT NOT NULL,
+    manifest     TEXT,
+    deployed_on  TEXT NOT NULL,
+    deployed_by  TEXT NOT NULL,
+    PRIMARY KEY (handler, digest)
+);
+CREATE TABLE task_handler_releases (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    handler      TEXT NOT NULL,
+    digest       TEXT NOT NULL,
+    released_on  TEXT NOT NULL,
+    released_by  TEXT NOT NULL,
+    action       TEXT NOT NULL
+);
+CREATE INDEX task_handler_releases_handler ON task_handler_releases (handler, id);
+ALTER TABLE task_queue ADD COLUMN pinned_digest TEXT;
+CREATE INDEX task_queue_pinned ON task_queue (pinned_digest) WHERE pinned_digest IS NOT NULL;
