@@ -102,6 +102,9 @@ impl Client {
             t.check(max_data_bytes).map_err(refused)?;
             handlers.insert(t.handler.clone());
         }
+        if tasks.iter().any(|t| t.version.is_some()) {
+            self.pin_versions(&mut tasks.to_vec()).await?;
+        }
         for name in handlers {
             if self.catalog.known_deployed(&name) {
                 continue;
@@ -118,7 +121,10 @@ impl Client {
                 // Deployed to the database (checked then): the plugins directory's file, if any,
                 // is not what runs.
                 if !crate::model::valid_handler_name(&name) || self.store.releases(&name, 1).await?.is_empty() {
-                    return Err(e);
+                    return Err(match e {
+                        Error::UnknownHandler { name, dir } => Error::NotDeployed { name, dir },
+                        e => e,
+                    });
                 }
                 self.catalog.note_deployed(&name);
             }
@@ -153,8 +159,9 @@ impl Client {
     }
 
     /// Queue many tasks in one transaction: all or nothing.
-    pub async fn add_many(&self, tasks: Vec<NewTask>) -> Result<Vec<Added>> {
+    pub async fn add_many(&self, mut tasks: Vec<NewTask>) -> Result<Vec<Added>> {
         self.validate(&tasks).await?;
+        self.pin_versions(&mut tasks).await?;
         let added = self.store.add_tasks(&tasks, self.clock.now()).await?;
         let metrics = crate::metrics::global();
         for (task, a) in tasks.iter().zip(&added) {

@@ -49,8 +49,20 @@ pub enum Error {
     InvalidJson(String),
 
     /// No plugin of that name in the plugins directory.
-    #[error("unknown handler {name:?}: none is deployed by that name (taskhost deploy), and there is no {name}.wasm in {}", dir.display())]
+    #[error("unknown handler {name:?}: there is no {name}.wasm in {}", dir.display())]
     UnknownHandler {
+        /// The handler asked for.
+        name: String,
+        /// The plugins directory.
+        dir: PathBuf,
+    },
+
+    /// No handler of that name: none deployed to the database, no plugin in the directory.
+    #[error(
+        "unknown handler {name:?}: none is deployed by that name (taskhost deploy), and there is no {name}.wasm in {}",
+        dir.display()
+    )]
+    NotDeployed {
         /// The handler asked for.
         name: String,
         /// The plugins directory.

@@ -146,6 +146,9 @@ pub fn task_detail(t: &Task, runs: &[Run]) -> String {
     if let Some(k) = &t.key {
         let _ = writeln!(out, "  key         {k} (its share: taskhost limits)");
     }
+    if let Some(v) = &t.version {
+        let _ = writeln!(out, "  version     {v} (pinned: its runs run this version)");
+    }
     if let Some(k) = &t.unique_key {
         let held = match t.unique_states {
             taskhost::model::UniqueStates::Unfinished => "while unfinished",

@@ -36,3 +36,6 @@ CREATE TABLE task_handler_releases (
 CREATE INDEX task_handler_releases_handler ON task_handler_releases (handler, id);
 ALTER TABLE task_queue ADD COLUMN pinned_digest TEXT;
 CREATE INDEX task_queue_pinned ON task_queue (pinned_digest) WHERE pinned_digest IS NOT NULL;
+-- Bumped by each release, in its transaction, whose lock it is: releases are written one at a time
+-- and a worker that reads it sees every release up to it committed (ids follow inserts, not commits).
+INSERT INTO task_counters (name, v) VALUES ('releases', 0);

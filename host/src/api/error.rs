@@ -100,7 +100,7 @@ impl From<Error> for ApiError {
             Error::InvalidJson(_) => Self::bad("invalid-json", message),
             Error::Invalid { .. } | Error::HandlerName(_) => Self::bad("invalid", message),
             // Without the server's plugins directory: callers need not know its paths.
-            Error::UnknownHandler { name, .. } => Self::bad(
+            Error::UnknownHandler { name, .. } | Error::NotDeployed { name, .. } => Self::bad(
                 "unknown-handler",
                 format!(
                     "unknown handler {name:?}: none is deployed by that name, and there is no {name}.wasm in the \
@@ -108,6 +108,7 @@ impl From<Error> for ApiError {
                 ),
             ),
             Error::BrokenHandler { .. } => Self::bad("handler-broken", message),
+            Error::NoVersion { .. } => Self::bad("no-version", message),
             Error::TaskNotFound(_) | Error::ScheduleNotFound(_) => {
                 Self::new(StatusCode::NOT_FOUND, "not-found", message)
             }

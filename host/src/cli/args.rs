@@ -339,6 +339,10 @@ pub struct AddArgs {
     /// While a task with this key is unfinished, adding another returns the existing one.
     #[arg(long)]
     pub unique_key: Option<String>,
+    /// Pin it to a deployed version of its handler: its runs run that version, not the active
+    /// one (a digest, or its start, as `taskhost versions` shows it).
+    #[arg(long, value_name = "DIGEST")]
+    pub version: Option<String>,
     /// With --unique-key: the key is let go this long after the task is queued, whatever its
     /// state (e.g. 24h).
     #[arg(long, requires = "unique_key", value_parser = taskhost::text::parse_duration)]

@@ -10,6 +10,28 @@ use crate::store::components::{Deployed, HandlerVersion, NewVersion, Release};
 const MAX_RELEASES_LISTED: u32 = 1000;
 
 impl Client {
+    /// Each pinned task's version as its whole digest: the version of its handler that its
+    /// digest (or the start of it) names; refused when none or several do.
+    pub(super) async fn pin_versions(&self, tasks: &mut [crate::model::NewTask]) -> Result<()> {
+        let mut known: std::collections::HashMap<String, Vec<String>> = Default::default();
+        for t in tasks.iter_mut() {
+            let Some(asked) = t.version.clone() else { continue };
+            if !known.contains_key(&t.handler) {
+                let versions = self.store.versions(&t.handler).await?;
+                known.insert(t.handler.clone(), versions.into_iter().map(|v| v.digest).collect());
+            }
+            let digests = known.get(&t.handler).map(Vec::as_slice).unwrap_or_default();
+            let matching: Vec<&String> = digests.iter().filter(|d| d.starts_with(&asked)).collect();
+            let no = |reason: String| Error::NoVersion { handler: t.handler.clone(), reason };
+            t.version = Some(match matching.as_slice() {
+                [one] => (*one).clone(),
+                [] => return Err(no(format!("no version {asked}: see `taskhost versions {}`", t.handler))),
+                more => return Err(no(format!("{asked} names {} versions: give more of it", more.len()))),
+            });
+        }
+        Ok(())
+    }
+
     /// Store `component` (checked by [`crate::plugins::Catalog::check_to_deploy`]) as a version
     /// of its handler and make it active, for every worker within a second; `by` says who.
     pub async fn deploy(&self, component: &ToDeploy, by: &str) -> Result<Deployed> {

@@ -1,8 +1,8 @@
 //! A task as JSON describes it, for `add --many` lines and the HTTP API: `{"handler": "resize",
 //! "data": {...}}` with optional `queue`, `priority`, `key`, `max_attempts`, `unique_key` (with
 //! `unique_for`, "24h", and `unique_states`: "unfinished", "succeeded" or "any"), `queued_by`,
-//! `at` (RFC 3339 with a zone), `run_timeout` ("90s"), `after` (task ids it runs after) and
-//! `run_anyway`. Unknown fields are refused;
+//! `at` (RFC 3339 with a zone), `run_timeout` ("90s"), `after` (task ids it runs after),
+//! `run_anyway` and `version` (a deployed version's digest, or its start, to pin it to). Unknown fields are refused;
 //! `max_retries`, the old name of `max_attempts`, is still read (the same number, 0 taken as 1).
 
 use serde::Deserialize;
@@ -49,6 +49,9 @@ pub struct TaskInput {
     /// Run it even when a task it runs after is dead or cancelled (else it is cancelled too).
     #[serde(default)]
     pub run_anyway: bool,
+    /// The version of its handler its runs run: a deployed component's digest, or the start of
+    /// it (at least 8 hex digits); the active version when absent.
+    pub version: Option<String>,
 }
 
 fn empty_object() -> serde_json::Value {
@@ -92,6 +95,7 @@ impl TaskInput {
         t.run_timeout = run_timeout;
         t.after = self.after;
         t.run_anyway = self.run_anyway;
+        t.version = self.version;
         Ok(t)
     }
 }

@@ -93,6 +93,8 @@ pub struct Task {
     pub priority: i32,
     /// The key whose share it is taken in.
     pub key: Option<String>,
+    /// The version of its handler it is pinned to (a deployed component's digest).
+    pub version: Option<String>,
     /// While the task is unfinished (or in [`Self::unique_states`]), no other task with this key
     /// is added.
     pub unique_key: Option<String>,

@@ -54,7 +54,14 @@ pub struct NewTask {
     /// When a task it runs after ends badly (dead or cancelled), run it all the same instead of
     /// cancelling it.
     pub run_anyway: bool,
+    /// The version of its handler its runs run: a deployed component's digest, or the start of
+    /// one (at least [`MIN_VERSION_CHARS`] hex digits), which the client resolves to the whole
+    /// digest (None: the version active when each run is claimed).
+    pub version: Option<String>,
 }
+
+/// The fewest hex digits that name a version.
+pub const MIN_VERSION_CHARS: usize = 8;
 
 /// Tasks one task may run after.
 pub const MAX_AFTER: usize = 10_000;
@@ -101,6 +108,7 @@ impl NewTask {
             backoff: BackoffSettings::default(),
             after: Vec::new(),
             run_anyway: false,
+            version: None,
         }
     }
     /// Due at `at` instead of now.
@@ -172,6 +180,11 @@ impl NewTask {
     /// Run when the tasks it runs after have ended, even if one ended badly.
     pub fn with_run_anyway(mut self) -> Self {
         self.run_anyway = true;
+        self
+    }
+    /// Its runs run this version of its handler (a digest, or its start), not the active one.
+    pub fn with_version(mut self, digest: impl Into<String>) -> Self {
+        self.version = Some(digest.into());
         self
     }
 }
@@ -246,6 +259,16 @@ impl NewTask {
         }
         if self.unique_key.as_deref() == Some("") {
             return field("unique key", "the unique key is empty".into());
+        }
+        if let Some(v) = &self.version {
+            let hex = v.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            if !hex || v.len() < MIN_VERSION_CHARS || v.len() > 64 {
+                let shown = crate::text::bounded(v, 70, "…");
+                return field(
+                    "version",
+                    format!("{shown:?} is not a digest: {MIN_VERSION_CHARS} to 64 hex digits (a-f, 0-9)"),
+                );
+            }
         }
         let held = self.unique_for.is_some() || self.unique_states != super::UniqueStates::Unfinished;
         if held && self.unique_key.is_none() {

@@ -29,6 +29,8 @@ pub(super) struct Deployed {
     known: std::collections::HashSet<String>,
     /// The active versions were read, and each is loaded or failed to load.
     settled: bool,
+    /// One turn a version at loading it from the database (runs that need it wait for it).
+    turns: HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>,
 }
 
 impl Catalog {
@@ -46,10 +48,18 @@ impl Catalog {
     pub fn set_active(&self, active: Vec<ActiveVersion>) {
         let mut d = self.deployed_mut();
         d.active = active.into_iter().map(|v| (v.handler.clone(), v)).collect();
-        let Deployed { active, loaded, .. } = &mut *d;
+        let Deployed { active, loaded, turns, settled, .. } = &mut *d;
         loaded.retain(|(name, digest), p| {
             active.get(name).is_some_and(|a| &a.digest == digest && a.manifest == p.manifest_text)
         });
+        turns.retain(|_, t| Arc::strong_count(t) > 1);
+        // A version to load: not settled until it is loaded (a draining worker waits for it).
+        *settled &= active.values().all(|a| loaded.contains_key(&(a.handler.clone(), a.digest.clone())));
+    }
+
+    /// The turn at loading the version `digest` of `name`: held while it is read and compiled.
+    pub fn load_turn(&self, name: &str, digest: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.deployed_mut().turns.entry((name.to_string(), digest.to_string())).or_default().clone()
     }
 
     /// Say whether every active version was read and is loaded or failed to load (a draining
@@ -61,6 +71,11 @@ impl Catalog {
     /// See [`Catalog::set_deploys_settled`].
     pub fn deploys_settled(&self) -> bool {
         self.deployed().settled
+    }
+
+    /// Changes each time a deployed version is loaded: an idle worker claims its tasks then.
+    pub fn versions_loaded(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.versions_loaded.subscribe()
     }
 
     /// Whether `name` is deployed to the database (as last read).
@@ -154,7 +169,15 @@ impl Catalog {
             manifest_text: manifest.map(str::to_string),
         });
         tracing::info!(plugin = name, version = short(digest), cached, "deployed version ready");
-        self.deployed_mut().loaded.insert((name.to_string(), digest.to_string()), plugin.clone());
+        let mut d = self.deployed_mut();
+        // Kept unless a release read meanwhile gave this active version another manifest (its
+        // runs take the new one once loaded).
+        let stale = d.active.get(name).is_some_and(|a| a.digest == digest && a.manifest.as_deref() != manifest);
+        if !stale {
+            d.loaded.insert((name.to_string(), digest.to_string()), plugin.clone());
+            drop(d);
+            self.versions_loaded.send_modify(|n| *n = n.wrapping_add(1));
+        }
         Ok(plugin)
     }
 }

@@ -109,6 +109,7 @@ pub struct Catalog {
     progress: std::sync::OnceLock<CompileProgress>,
     checks: CheckCache,
     deployed: RwLock<deployed::Deployed>,
+    versions_loaded: tokio::sync::watch::Sender<u64>,
 }
 
 /// Told when a compile starts, with the plugin's name and size in bytes; what it returns is
@@ -136,6 +137,7 @@ impl Catalog {
             progress: std::sync::OnceLock::new(),
             checks: CheckCache::default(),
             deployed: RwLock::default(),
+            versions_loaded: tokio::sync::watch::Sender::new(0),
         }
     }
 

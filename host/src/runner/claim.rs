@@ -50,6 +50,8 @@ pub(super) struct Claimer<'w> {
     /// Changes as each plugin of the first load is ready: its due tasks are claimed then, not
     /// at the next poll.
     pub loading: Option<tokio::sync::watch::Receiver<super::Loading>>,
+    /// Changes as each deployed version is loaded: its due tasks are claimed then.
+    pub versions_loaded: Option<tokio::sync::watch::Receiver<u64>>,
     /// The newest task's id at the last probe ([`crate::store::Store::newest_task_id`]) that
     /// saw it change; a claim follows each such probe, so none of those tasks waits for a poll.
     pub newest: TaskId,

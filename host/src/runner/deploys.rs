@@ -2,11 +2,12 @@
 //! that reads their active versions (at most a second after a release, by its mark) and loads
 //! each before the worker claims its tasks, and the loading of the version a claimed run names.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use crate::model::Failure;
 use crate::plugins::{short, Catalog, Plugin};
@@ -28,12 +29,15 @@ pub(super) struct Deploys {
 struct Seen {
     /// The release mark last read.
     mark: Option<i64>,
-    /// Versions that failed to load since: not tried again until the next release.
+    /// Versions that cannot be used here: not tried again until the next release.
     failed: HashSet<(String, String)>,
+    /// Loads under way, each on a task of its own: one slow compile holds up only its handler,
+    /// and the mark is read meanwhile.
+    loading: HashMap<(String, String), JoinHandle<Result<(), Failure>>>,
 }
 
 impl Deploys {
-    /// Read and load until `stop` turns true (a load under way is left to finish on its own).
+    /// Read and load until `stop` turns true (loads under way are left to finish on their own).
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let mut seen = Seen::default();
         let mut warned = false;
@@ -56,8 +60,9 @@ impl Deploys {
         }
     }
 
-    /// One turn: read the active versions when a release was made since the last turn, then
-    /// load those not loaded, one at a time.
+    /// One turn: read the active versions when a release was made since the last turn, see to
+    /// the loads that ended, and start one for each active version neither loaded, loading nor
+    /// refused here.
     async fn run_once(&self, seen: &mut Seen) -> crate::error::Result<()> {
         let mark = self.store.release_mark().await?;
         if seen.mark != Some(mark) {
@@ -65,17 +70,35 @@ impl Deploys {
             seen.mark = Some(mark);
             seen.failed.clear();
         }
+        let ended: Vec<(String, String)> =
+            seen.loading.iter().filter(|(_, h)| h.is_finished()).map(|(k, _)| k.clone()).collect();
+        for key in ended {
+            let Some(handle) = seen.loading.remove(&key) else { continue };
+            let failure = match handle.await {
+                Ok(Ok(())) => continue,
+                Ok(Err(f)) => f,
+                Err(e) => Failure::host_error(&format!("plugin loader panicked: {e}")),
+            };
+            // A database that could not be read is tried again next turn; a version that
+            // cannot be used here is not, until the next release.
+            tracing::warn!(plugin = %key.0, version = short(&key.1), "deployed version not loaded: {}", failure.message);
+            if !failure.retryable {
+                seen.failed.insert(key);
+            }
+        }
+        let mut left = false;
         for v in self.catalog.to_load() {
             let key = (v.handler.clone(), v.digest.clone());
             if seen.failed.contains(&key) {
                 continue;
             }
-            if let Err(f) = load(&self.store, &self.catalog, &v.handler, &v.digest).await {
-                tracing::warn!(plugin = %v.handler, version = short(&v.digest), "deployed version unusable: {}", f.message);
-                seen.failed.insert(key);
+            left = true;
+            if let std::collections::hash_map::Entry::Vacant(e) = seen.loading.entry(key) {
+                let (store, catalog) = (self.store.clone(), self.catalog.clone());
+                let load = async move { load(&store, &catalog, &v.handler, &v.digest).await.map(drop) };
+                e.insert(tokio::spawn(load));
             }
         }
-        let left = self.catalog.to_load().into_iter().any(|v| !seen.failed.contains(&(v.handler, v.digest)));
         self.catalog.set_deploys_settled(!left);
         Ok(())
     }
@@ -99,22 +122,33 @@ pub(super) async fn plugin_of(
 }
 
 /// Load the version `digest` of `name`: from this host's compiled cache when it holds it, else
-/// from its bytes in the database. A database that cannot be read puts the run back (not
-/// counted); a version that cannot be used fails it.
+/// from its bytes in the database; once however many runs ask at once. A database that cannot be
+/// read puts the run back (not counted); a version that cannot be used fails it.
 async fn load(store: &SharedStore, catalog: &Arc<Catalog>, name: &str, digest: &str) -> Result<Arc<Plugin>, Failure> {
-    let busy = |e: crate::error::Error| {
-        let message = format!("cannot read version {} of {name} from the database: {e}", short(digest));
-        Failure::host(codes::HOST_BUSY, message, true)
+    let turn = catalog.load_turn(name, digest);
+    let _turn = turn.lock().await;
+    if let Some(p) = catalog.version(name, digest) {
+        return Ok(p);
+    }
+    let failed = |e: crate::error::Error| match e {
+        // What the database holds is wrong (over the bound, a piece missing): not worth a retry.
+        crate::error::Error::Invalid { .. } | crate::error::Error::CorruptRow { .. } => {
+            Failure::handler_broken(name, &format!("version {}: {e}", short(digest)))
+        }
+        e => {
+            let message = format!("cannot read version {} of {name} from the database: {e}", short(digest));
+            Failure::host(codes::HOST_BUSY, message, true)
+        }
     };
     let not_there = || Failure::handler_broken(name, &format!("version {} is not deployed", short(digest)));
-    let version = store.version(name, digest).await.map_err(busy)?.ok_or_else(not_there)?;
+    let version = store.version(name, digest).await.map_err(failed)?.ok_or_else(not_there)?;
     let manifest = version.manifest;
     if catalog.is_compiled(digest) {
         if let Ok(p) = load_blocking(catalog, name, digest, manifest.clone(), None).await? {
             return Ok(p);
         }
     }
-    let bytes = store.component(digest, catalog.policy().max_component_bytes).await.map_err(busy)?;
+    let bytes = store.component(digest, catalog.policy().max_component_bytes).await.map_err(failed)?;
     let bytes = bytes.ok_or_else(not_there)?;
     load_blocking(catalog, name, digest, manifest, Some(bytes))
         .await?

@@ -133,6 +133,7 @@ impl Worker {
             wakeups,
             local_adds: self.store.added_here(),
             loading: self.loading.clone(),
+            versions_loaded: Some(self.catalog.versions_loaded()),
             newest: 0,
             queues: queues::QueueChoice::new(&self.config.queues),
             failures: 0,
@@ -201,8 +202,18 @@ impl Worker {
         };
         self.loading = Some(loading);
         // Handlers deployed to the database are loaded by the `deploys` part, once registered.
-        if usable == 0 && self.config.require_plugins && self.store.release_mark().await? == 0 {
-            return Err(crate::error::Error::NoPlugins { dir: self.catalog.dir().to_path_buf() });
+        if usable == 0 && self.config.require_plugins {
+            let mark = tokio::select! {
+                mark = self.store.release_mark() => mark?,
+                _ = &mut *shutdown => return Ok(None),
+            };
+            if mark > 0 {
+                tracing::info!(
+                    "no usable plugin in the plugins directory: running the handlers deployed to the database"
+                );
+            } else {
+                return Err(crate::error::Error::NoPlugins { dir: self.catalog.dir().to_path_buf() });
+            }
         }
         // The operator's limits, for every worker (one an operator set live is kept); before the
         // runner is registered, so a stop meanwhile leaves nothing behind.

@@ -191,7 +191,7 @@ impl Dialect for PostgresDb {
                  ON CONFLICT (active_unique_key) WHERE active_unique_key IS NOT NULL DO NOTHING
                  RETURNING id
              )
-             SELECT id FROM ins WHERE (SELECT count(*) FROM (SELECT pg_notify($18, '')) AS n) = 1"
+             SELECT id FROM ins WHERE (SELECT count(*) FROM (SELECT pg_notify($19, '')) AS n) = 1"
         );
         let mut values = new_task_args(t, now, lineage);
         values.push(Arg::from(CHANNEL));

@@ -73,6 +73,7 @@ pub fn task(r: &impl Cells) -> Result<Task> {
         queue: text(r, TASKS, "queue")?,
         priority: int(r, TASKS, "priority")?.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
         key: r.text("share_key")?,
+        version: r.text("pinned_digest")?,
         unique_key: r.text("unique_key")?,
         unique_until: r.time("unique_until")?,
         unique_states: match r.text("unique_states")? {

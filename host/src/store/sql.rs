@@ -114,8 +114,8 @@ pub(crate) use args;
 /// unique key is also the active one.
 pub const NEW_TASK: &str = "task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
          max_retries, queue, priority, unique_key, active_unique_key, run_timeout, backoff_base_ms, backoff_max_ms,
-         parent_id, depth, unique_until, unique_states, share_key)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+         parent_id, depth, unique_until, unique_states, share_key, pinned_digest)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)";
 
 /// Whose child a task being added is: the task whose run queued it, and how deep it is then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,6 +154,7 @@ pub fn new_task_args(t: &crate::model::NewTask, now: DateTime<Utc>, lineage: Opt
         // The default is written as none, as the tasks added before the column were.
         (t.unique_states != crate::model::UniqueStates::Unfinished).then(|| t.unique_states.as_str()),
         &t.key,
+        &t.version,
     ]
     .to_vec()
 }

@@ -90,6 +90,19 @@ async fn a_deployed_handler_runs_on_fresh_workers_and_each_release_switches_them
     let third = queue(&env, 8).await;
     assert!(ran(&env, &third).await.iter().all(|d| *d == d1), "every run after the rollback runs the first");
 
+    // Pinned to the version that is not active, by the start of its digest.
+    let o = run(&env, &["add", "greet", "--version", &d2[..12]]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pinned: TaskId = stdout(&o).trim().parse().expect("an id");
+    assert_eq!(ran(&env, &[pinned]).await, std::slice::from_ref(&d2), "a pinned task runs its version");
+    let shown = stdout(&run(&env, &["show", &pinned.to_string()]));
+    assert!(shown.contains(&format!("version     {d2}")), "{shown}");
+    for (version, says) in [("ffff0000", "no version ffff0000"), ("xyz", "not a digest")] {
+        let o = run(&env, &["add", "greet", "--version", version]);
+        assert!(!o.status.success(), "version {version} is refused");
+        assert!(stderr(&o).lines().count() == 1 && stderr(&o).contains(says), "{}", stderr(&o));
+    }
+
     let listed = stdout(&run(&env, &["versions", "greet"]));
     let active: Vec<&str> = listed.lines().filter(|l| l.starts_with('*')).collect();
     assert_eq!(active.len(), 1, "{listed}");

@@ -39,7 +39,7 @@ async fn runs_a_task_and_stores_its_results() {
 async fn unknown_handler_and_invalid_json_are_refused_at_add_time_and_nothing_is_written() {
     let env = Env::new(&["echo"]).await;
     let err = env.app.client.add(NewTask::new("nope", "{}")).await.expect_err("unknown handler");
-    assert!(matches!(err, Error::UnknownHandler { .. }), "{err}");
+    assert!(matches!(err, Error::NotDeployed { .. }), "{err}");
     assert!(err.to_string().contains("nope.wasm"), "{err}");
     let err = env.app.client.add(NewTask::new("echo", "{not json")).await.expect_err("invalid json");
     assert!(matches!(err, Error::InvalidJson(_)), "{err}");

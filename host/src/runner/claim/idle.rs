@@ -1,4 +1,5 @@
-//! An idle worker's wait: for a wake-up from the database, a newer task, a load or the poll.
+//! An idle worker's wait: for a wake-up from the database, a newer task, a load (of the plugins
+//! directory, or of a deployed version) or the poll.
 
 use std::time::Duration;
 
@@ -49,6 +50,7 @@ impl Claimer<'_> {
                 }
                 None
             }
+            _ = changed(&mut self.versions_loaded) => None,
             open = changed(&mut self.loading) => {
                 if !open {
                     self.loading = None; // the first load is over

@@ -5,13 +5,24 @@ use chrono::{DateTime, Utc};
 
 use super::super::components::*;
 use super::super::dialect::{transaction_read_committed, Dialect};
-use super::super::plumbing::Cells;
+use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::args;
 use super::super::transitions::is_any;
 use super::SqlStore;
 use crate::error::{Error, Result};
 use crate::model::TaskState;
+
+/// The releases' counter (migration 0027): locked by every deploy and rollback first, so that
+/// releases are written one at a time (their ids then follow their commits), and bumped by each
+/// release; what workers read to know one was made ([`release_mark`]).
+async fn lock_releases<D: Dialect>(db: &D, tx: &mut TxOf<D>) -> Result<()> {
+    let lock = format!("SELECT v FROM task_counters WHERE name = 'releases'{}", D::FOR_UPDATE);
+    if db.rows(Some(&mut *tx), &lock, &[]).await?.is_empty() {
+        return Err(Error::CorruptRow { table: "task_counters", reason: "no releases counter".into() });
+    }
+    Ok(())
+}
 
 /// The newest release of the handler `$1`.
 const NEWEST_RELEASE: &str = "SELECT id, handler, digest, released_on, released_by, action
@@ -67,12 +78,7 @@ fn versions_sql<D: Dialect>(one: bool) -> String {
 /// Store the component's pieces unless they are all there; whether they were stored now. The
 /// component's row is written first: its lock makes a second deploy of the same bytes wait for
 /// the first, then find them stored.
-async fn store_component<D: Dialect>(
-    db: &D,
-    tx: &mut crate::store::plumbing::TxOf<D>,
-    v: &NewVersion<'_>,
-    now: DateTime<Utc>,
-) -> Result<bool> {
+async fn store_component<D: Dialect>(db: &D, tx: &mut TxOf<D>, v: &NewVersion<'_>, now: DateTime<Utc>) -> Result<bool> {
     let pieces = v.bytes.len().div_ceil(PIECE_BYTES) as i64;
     let size = v.bytes.len() as i64;
     let row = format!(
@@ -89,7 +95,9 @@ async fn store_component<D: Dialect>(
         Some(r) => (r.int("n")?.unwrap_or(0), r.int("bytes")?.unwrap_or(0)),
         None => (0, 0),
     };
-    if n == pieces && bytes == size {
+    // All there, and what they should be (a row changed since would keep the version from ever
+    // loading): kept.
+    if n == pieces && bytes == size && stored_digest(db, tx, v.digest, pieces).await?.as_deref() == Some(v.digest) {
         return Ok(false);
     }
     db.exec(Some(&mut *tx), "DELETE FROM task_component_pieces WHERE digest = $1", args![v.digest]).await?;
@@ -100,9 +108,27 @@ async fn store_component<D: Dialect>(
     Ok(true)
 }
 
+/// The sha256 of the pieces stored for `digest`, read in order (None: one is missing).
+async fn stored_digest<D: Dialect>(db: &D, tx: &mut TxOf<D>, digest: &str, pieces: i64) -> Result<Option<String>> {
+    use sha2::Digest as _;
+    let mut hash = sha2::Sha256::new();
+    let piece = "SELECT data FROM task_component_pieces WHERE digest = $1 AND piece = $2";
+    for i in 0..pieces {
+        let found = db.rows(Some(&mut *tx), piece, args![digest, i]).await?;
+        let Some(data) = found.first().map(|r| r.bytes("data")).transpose()?.flatten() else { return Ok(None) };
+        hash.update(&data);
+    }
+    Ok(Some(hex::encode(hash.finalize())))
+}
+
 pub async fn deploy<D: Dialect>(db: &D, v: &NewVersion<'_>, now: DateTime<Utc>) -> Result<Deployed> {
+    use sha2::Digest as _;
+    if hex::encode(sha2::Sha256::digest(v.bytes)) != v.digest {
+        return Err(Error::invalid("component", "its digest is not the sha256 of its bytes"));
+    }
     transaction_read_committed(db, |t| {
         Box::pin(async move {
+            lock_releases(db, &mut t.tx).await?;
             let stored = store_component(db, &mut t.tx, v, now).await?;
             let known = "SELECT manifest FROM task_handler_versions WHERE handler = $1 AND digest = $2";
             let found = db.rows(Some(&mut t.tx), known, args![v.handler, v.digest]).await?;
@@ -135,7 +161,7 @@ pub async fn deploy<D: Dialect>(db: &D, v: &NewVersion<'_>, now: DateTime<Utc>) 
 
 async fn insert_release<D: Dialect>(
     db: &D,
-    tx: &mut crate::store::plumbing::TxOf<D>,
+    tx: &mut TxOf<D>,
     handler: &str,
     digest: &str,
     by: &str,
@@ -144,7 +170,9 @@ async fn insert_release<D: Dialect>(
 ) -> Result<i64> {
     let insert = "INSERT INTO task_handler_releases (handler, digest, released_on, released_by, action)
                   VALUES ($1, $2, $3, $4, $5)";
-    db.insert(Some(tx), insert, args![handler, digest, now, by, action.as_str()]).await
+    let id = db.insert(Some(&mut *tx), insert, args![handler, digest, now, by, action.as_str()]).await?;
+    db.exec(Some(tx), "UPDATE task_counters SET v = v + 1 WHERE name = 'releases'", &[]).await?;
+    Ok(id)
 }
 
 pub async fn versions<D: Dialect>(db: &D, handler: &str) -> Result<Vec<HandlerVersion>> {
@@ -180,18 +208,12 @@ pub async fn rollback<D: Dialect>(
     let no = |reason: String| Error::NoVersion { handler: handler.to_string(), reason };
     transaction_read_committed(db, |t| {
         Box::pin(async move {
-            // The handler's releases locked, newest first: two rollbacks at once take turns.
-            let lock = format!(
-                "SELECT id, handler, digest, released_on, released_by, action FROM task_handler_releases
-                 WHERE handler = $1 ORDER BY id DESC{}",
-                D::FOR_UPDATE
-            );
-            let all: Vec<Release> = db
-                .rows(Some(&mut t.tx), &lock, args![handler])
-                .await?
-                .iter()
-                .map(read_release)
-                .collect::<Result<_>>()?;
+            // Releases take turns; read after the lock, so another's rollback just made is seen.
+            lock_releases(db, &mut t.tx).await?;
+            let sql = "SELECT id, handler, digest, released_on, released_by, action FROM task_handler_releases
+                       WHERE handler = $1 ORDER BY id DESC";
+            let found = db.rows(Some(&mut t.tx), sql, args![handler]).await?;
+            let all: Vec<Release> = found.iter().map(read_release).collect::<Result<_>>()?;
             let Some(active) = all.first() else {
                 return Err(no("nothing deployed: see `taskhost deploy`".into()));
             };
@@ -241,8 +263,8 @@ fn short(digest: &str) -> &str {
 }
 
 pub async fn release_mark<D: Dialect>(db: &D) -> Result<i64> {
-    let found = db.rows(None, "SELECT max(id) AS id FROM task_handler_releases", &[]).await?;
-    Ok(found.first().map(|r| r.int("id")).transpose()?.flatten().unwrap_or(0))
+    let found = db.rows(None, "SELECT v FROM task_counters WHERE name = 'releases'", &[]).await?;
+    Ok(found.first().map(|r| r.int("v")).transpose()?.flatten().unwrap_or(0))
 }
 
 pub async fn active_versions<D: Dialect>(db: &D) -> Result<Vec<ActiveVersion>> {
@@ -272,13 +294,17 @@ pub async fn component<D: Dialect>(db: &D, digest: &str, max_bytes: u64) -> Resu
     if size > max_bytes {
         return Err(Error::invalid("component", format!("{size} bytes, over the limit of {max_bytes} bytes")));
     }
+    if u64::try_from(pieces).map_or(true, |n| n != size.div_ceil(PIECE_BYTES as u64)) {
+        return Err(corrupt(format!("{digest}: {pieces} pieces for {size} bytes")));
+    }
     // A piece at a time: never more than the component's size in memory, however many rows.
     let mut bytes = Vec::with_capacity(size as usize);
-    let piece = "SELECT data FROM task_component_pieces WHERE digest = $1 AND piece = $2";
+    // No piece longer than a piece may be is read at all.
+    let piece = "SELECT data FROM task_component_pieces WHERE digest = $1 AND piece = $2 AND length(data) <= $3";
     for i in 0..pieces {
-        let found = db.rows(None, piece, args![digest, i]).await?;
+        let found = db.rows(None, piece, args![digest, i, PIECE_BYTES as i64]).await?;
         let data = found.first().map(|r| r.bytes("data")).transpose()?.flatten();
-        let data = data.ok_or_else(|| corrupt(format!("{digest}: piece {i} of {pieces} is missing")))?;
+        let data = data.ok_or_else(|| corrupt(format!("{digest}: piece {i} of {pieces} is missing or too long")))?;
         if bytes.len() as u64 + data.len() as u64 > size {
             return Err(corrupt(format!("{digest}: more than its {size} bytes")));
         }

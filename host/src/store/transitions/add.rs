@@ -92,7 +92,8 @@ async fn add_tasks_under<D: Dialect + ?Sized>(
     let turned = super::fair::turns::<D>(conn, tasks, now).await?;
     let tasks = turned.as_deref().unwrap_or(tasks);
     let mut out = Vec::with_capacity(tasks.len());
-    if tasks.len() == 1 || tasks.iter().any(|t| t.unique_key.is_some() || !t.after.is_empty()) {
+    // The bulk statements leave out what few tasks have: unique keys, dependencies, versions.
+    if tasks.len() == 1 || tasks.iter().any(|t| t.unique_key.is_some() || !t.after.is_empty() || t.version.is_some()) {
         for t in tasks {
             out.push(add_one_under::<D>(conn, t, now, lineage).await?);
         }

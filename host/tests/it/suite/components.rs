@@ -98,8 +98,8 @@ pub async fn deployed_versions_are_stored_in_pieces_released_in_order_and_rolled
 }
 
 /// Each claim reads the version its run runs from the handler's newest release, in the claim
-/// itself: a run claimed after a release runs the version it released; a handler never deployed
-/// names none.
+/// itself: a run claimed after a release runs the version it released; a task pinned to a version
+/// runs that one; a handler never deployed names none.
 pub async fn a_claim_names_the_version_its_handlers_newest_release_made_active(store: SharedStore) {
     let (v1, v2) = (component(300, 3), component(400, 4));
     let (d1, d2) = (digest(&v1), digest(&v2));
@@ -114,6 +114,15 @@ pub async fn a_claim_names_the_version_its_handlers_newest_release_made_active(s
     let rest = store.claim(r, &queues, 10, t0() + secs(3), DAY).await.expect("claim");
     let named: Vec<(&str, Option<&str>)> = rest.iter().map(|c| (c.handler.as_str(), c.digest.as_deref())).collect();
     assert_eq!(named, [("mail", Some(d2.as_str())), ("file", None)]);
+
+    store.add_tasks(&[NewTask::new("mail", "{}").with_version(&d1)], t0() + secs(4)).await.expect("add");
+    let pinned = store.claim(r, &queues, 10, t0() + secs(5), DAY).await.expect("claim");
+    assert_eq!(pinned.iter().map(|c| c.digest.as_deref()).collect::<Vec<_>>(), [Some(d1.as_str())]);
+    let task = store.get_task(pinned[0].task_id).await.expect("get").expect("task");
+    assert_eq!(task.version.as_deref(), Some(d1.as_str()));
+    let listed = store.versions("mail").await.expect("versions");
+    let counts: Vec<(bool, i64)> = listed.iter().map(|v| (v.digest == d1, v.pinned)).collect();
+    assert_eq!(counts, [(false, 0), (true, 1)], "the running pinned task counts");
 }
 
 /// Two deploys of the same component at once both succeed, and it is stored once.
