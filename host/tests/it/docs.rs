@@ -203,6 +203,10 @@ fn the_five_minute_tour_runs_as_written() {
     assert_eq!(runs.len(), 2, "a dead run and its replay: {replayed}");
     assert_eq!(runs[0]["error_code"], "invalid-input", "{replayed}");
     assert_eq!(runs[1]["results"]["hello"], "again", "{replayed}");
+    let versions = taskhost_json(dir.path(), &["versions", "hello", "--json"]);
+    assert_eq!(versions.as_array().map(Vec::len), Some(1), "{versions}");
+    assert_eq!(versions[0]["active"], true, "{versions}");
+    assert_eq!(runs[1]["component_digest"], versions[0]["digest"], "the replay ran the version deployed");
     let stats = taskhost_json(dir.path(), &["stats", "--json"]);
     assert!(stats.to_string().contains("hello"), "stats name the handler: {stats}");
 }
