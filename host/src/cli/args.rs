@@ -301,12 +301,12 @@ impl Command {
 
 #[derive(Debug, Args)]
 pub struct AddArgs {
-    /// The handler: a plugin name (NAME.wasm in the plugins directory).
+    /// The handler: deployed (taskhost deploy), or NAME.wasm in the plugins directory.
     #[arg(required_unless_present = "many")]
     pub handler: Option<String>,
     /// Queue the tasks of a file instead, one JSON object a line ({"handler": …, "data": …,
     /// "queue", "priority", "key", "max_attempts", "unique_key", "unique_for", "unique_states", "queued_by", "at",
-    /// "after"}); - reads standard
+    /// "after", "run_anyway", "version"}); - reads standard
     /// input. Every line is checked before any task is queued.
     #[arg(long, conflicts_with = "handler", value_name = "FILE")]
     pub many: Option<String>,

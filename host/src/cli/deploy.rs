@@ -46,6 +46,9 @@ pub async fn deploy(app: &App, path: &Path, name: Option<&str>, compile: bool, j
         let (digest, size) = (short(&component.digest), megabytes(component.bytes.len() as i64));
         match deployed.release {
             Some(r) if !json => println!("deployed {name} {digest} ({size}), release {r}"),
+            None if !json && deployed.stored => {
+                println!("stored {name} {digest} ({size}) again: its copy was not whole")
+            }
             None if !json => println!("unchanged {name} {digest} ({size}): active already"),
             _ => {}
         }

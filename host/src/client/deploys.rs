@@ -11,14 +11,15 @@ const MAX_RELEASES_LISTED: u32 = 1000;
 
 impl Client {
     /// Each pinned task's version as its whole digest: the version of its handler that its
-    /// digest (or the start of it) names; refused when none or several do.
-    pub(super) async fn pin_versions(&self, tasks: &mut [crate::model::NewTask]) -> Result<()> {
+    /// digest (or the start of it) names; refused when none or several do. [`Client::add_many`]
+    /// does it; a caller that writes tasks itself (`add_tasks_in`) does it after
+    /// [`Client::validate`] (the store refuses a digest's start).
+    pub async fn pin_versions(&self, tasks: &mut [crate::model::NewTask]) -> Result<()> {
         let mut known: std::collections::HashMap<String, Vec<String>> = Default::default();
         for t in tasks.iter_mut() {
             let Some(asked) = t.version.clone() else { continue };
             if !known.contains_key(&t.handler) {
-                let versions = self.store.versions(&t.handler).await?;
-                known.insert(t.handler.clone(), versions.into_iter().map(|v| v.digest).collect());
+                known.insert(t.handler.clone(), self.store.version_digests(&t.handler).await?);
             }
             let digests = known.get(&t.handler).map(Vec::as_slice).unwrap_or_default();
             let matching: Vec<&String> = digests.iter().filter(|d| d.starts_with(&asked)).collect();

@@ -64,12 +64,6 @@ impl Deploys {
     /// the loads that ended, and start one for each active version neither loaded, loading nor
     /// refused here.
     async fn run_once(&self, seen: &mut Seen) -> crate::error::Result<()> {
-        let mark = self.store.release_mark().await?;
-        if seen.mark != Some(mark) {
-            self.catalog.set_active(self.store.active_versions().await?);
-            seen.mark = Some(mark);
-            seen.failed.clear();
-        }
         let ended: Vec<(String, String)> =
             seen.loading.iter().filter(|(_, h)| h.is_finished()).map(|(k, _)| k.clone()).collect();
         for key in ended {
@@ -85,6 +79,14 @@ impl Deploys {
             if !failure.retryable {
                 seen.failed.insert(key);
             }
+        }
+        // After the loads that ended are seen to: a failure of a load started before a release
+        // read now is forgotten with the others.
+        let mark = self.store.release_mark().await?;
+        if seen.mark != Some(mark) {
+            self.catalog.set_active(self.store.active_versions().await?);
+            seen.mark = Some(mark);
+            seen.failed.clear();
         }
         let mut left = false;
         for v in self.catalog.to_load() {

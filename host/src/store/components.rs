@@ -143,8 +143,10 @@ pub trait Components: Send + Sync {
     async fn release_mark(&self) -> Result<i64>;
     /// Every deployed handler's active version.
     async fn active_versions(&self) -> Result<Vec<ActiveVersion>>;
-    /// A handler's version, if it was deployed.
+    /// A handler's version, if it was deployed (`pinned` is not counted: 0).
     async fn version(&self, handler: &str, digest: &str) -> Result<Option<HandlerVersion>>;
+    /// The digests of a handler's versions.
+    async fn version_digests(&self, handler: &str) -> Result<Vec<String>>;
     /// The bytes of the component `digest`, if stored; refused when it is over `max_bytes`
     /// (read in pieces, checked as they come).
     async fn component(&self, digest: &str, max_bytes: u64) -> Result<Option<Vec<u8>>>;

@@ -62,13 +62,20 @@ fn read_version(r: &impl Cells, active: Option<&str>) -> Result<HandlerVersion> 
 fn versions_sql<D: Dialect>(one: bool) -> String {
     let unfinished =
         is_any::<D>(&[TaskState::Waiting, TaskState::Scheduled, TaskState::Running, TaskState::AwaitingRetry]);
+    // One version is read to load it: its pinned tasks are not counted then (a count a load).
+    let pinned = match one {
+        true => "0".to_string(),
+        false => format!(
+            "(SELECT count(*) FROM task_queue t
+              WHERE t.pinned_digest = v.digest AND t.task_handler_class = v.handler AND ({unfinished}))"
+        ),
+    };
     let one = if one { "AND v.digest = $2" } else { "" };
     format!(
         "SELECT v.handler, v.digest, c.size, v.manifest, v.deployed_on, v.deployed_by,
                 (SELECT max(r.released_on) FROM task_handler_releases r
                  WHERE r.handler = v.handler AND r.digest = v.digest) AS released_on,
-                (SELECT count(*) FROM task_queue t
-                 WHERE t.pinned_digest = v.digest AND t.task_handler_class = v.handler AND ({unfinished})) AS pinned
+                {pinned} AS pinned
          FROM task_handler_versions v JOIN task_components c ON c.digest = v.digest
          WHERE v.handler = $1 {one}
          ORDER BY v.deployed_on DESC, v.digest"
@@ -150,6 +157,12 @@ pub async fn deploy<D: Dialect>(db: &D, v: &NewVersion<'_>, now: DateTime<Utc>) 
             let newest = db.rows(Some(&mut t.tx), NEWEST_RELEASE, args![v.handler]).await?;
             let active = newest.first().map(read_release).transpose()?;
             if same_manifest && active.is_some_and(|a| a.digest == v.digest) {
+                if stored {
+                    // Its pieces were rewritten (missing or changed): workers that could not load
+                    // them try again.
+                    let bump = "UPDATE task_counters SET v = v + 1 WHERE name = 'releases'";
+                    db.exec(Some(&mut t.tx), bump, &[]).await?;
+                }
                 return Ok(Deployed { release: None, stored });
             }
             let release = insert_release(db, &mut t.tx, v.handler, v.digest, v.by, ReleaseAction::Deploy, now).await?;
@@ -190,6 +203,12 @@ pub async fn version<D: Dialect>(db: &D, handler: &str, digest: &str) -> Result<
 async fn active_digest<D: Dialect>(db: &D, handler: &str) -> Result<Option<String>> {
     let newest = db.rows(None, NEWEST_RELEASE, args![handler]).await?;
     Ok(newest.first().map(read_release).transpose()?.map(|r| r.digest))
+}
+
+pub async fn version_digests<D: Dialect>(db: &D, handler: &str) -> Result<Vec<String>> {
+    let sql = "SELECT digest FROM task_handler_versions WHERE handler = $1 ORDER BY digest";
+    let found = db.rows(None, sql, args![handler]).await?;
+    found.iter().map(|r| Ok(r.text("digest")?.unwrap_or_default())).collect()
 }
 
 pub async fn releases<D: Dialect>(db: &D, handler: &str, limit: u32) -> Result<Vec<Release>> {
@@ -264,7 +283,8 @@ fn short(digest: &str) -> &str {
 
 pub async fn release_mark<D: Dialect>(db: &D) -> Result<i64> {
     let found = db.rows(None, "SELECT v FROM task_counters WHERE name = 'releases'", &[]).await?;
-    Ok(found.first().map(|r| r.int("v")).transpose()?.flatten().unwrap_or(0))
+    let mark = found.first().map(|r| r.int("v")).transpose()?.flatten();
+    mark.ok_or_else(|| Error::CorruptRow { table: "task_counters", reason: "no releases counter".into() })
 }
 
 pub async fn active_versions<D: Dialect>(db: &D) -> Result<Vec<ActiveVersion>> {
@@ -338,6 +358,9 @@ impl<D: Dialect> Components for SqlStore<D> {
     }
     async fn version(&self, handler: &str, digest: &str) -> Result<Option<HandlerVersion>> {
         version(&self.db, handler, digest).await
+    }
+    async fn version_digests(&self, handler: &str) -> Result<Vec<String>> {
+        version_digests(&self.db, handler).await
     }
     async fn component(&self, digest: &str, max_bytes: u64) -> Result<Option<Vec<u8>>> {
         component(&self.db, digest, max_bytes).await

@@ -33,6 +33,11 @@ async fn add_one_under<D: Dialect + ?Sized>(
     now: DateTime<Utc>,
     lineage: Option<Lineage>,
 ) -> Result<Added> {
+    if t.version.as_ref().is_some_and(|v| v.len() != 64) {
+        // The start of a digest names a version only to the client, which resolves it.
+        let reason = "the start of a digest must be resolved first (Client::add, or Client::pin_versions)";
+        return Err(Error::invalid("version", reason));
+    }
     let keys: Vec<String> = t.unique_key.iter().cloned().collect();
     // A few tries: between a refused insert and the look for its key's holder, the holder may
     // end (or, outside a transaction, a racing add may let its lapsed key go) and hold it no more.

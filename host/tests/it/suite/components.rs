@@ -94,6 +94,11 @@ pub async fn deployed_versions_are_stored_in_pieces_released_in_order_and_rolled
     assert_eq!(actions, [Rollback, Rollback, Deploy, Deploy, Deploy]);
     assert_eq!(store.releases("mail", 2).await.expect("releases").len(), 2);
     assert!(store.version("mail", &d_big).await.expect("version").is_some_and(|v| !v.active));
+    assert_eq!(store.version_digests("mail").await.expect("digests"), {
+        let mut both = vec![d_big.clone(), d_small.clone()];
+        both.sort();
+        both
+    });
     assert_eq!(store.version("mail", &"0".repeat(64)).await.expect("version"), None);
 }
 
@@ -115,6 +120,8 @@ pub async fn a_claim_names_the_version_its_handlers_newest_release_made_active(s
     let named: Vec<(&str, Option<&str>)> = rest.iter().map(|c| (c.handler.as_str(), c.digest.as_deref())).collect();
     assert_eq!(named, [("mail", Some(d2.as_str())), ("file", None)]);
 
+    let refused = store.add_tasks(&[NewTask::new("mail", "{}").with_version(&d1[..12])], t0()).await;
+    assert!(refused.is_err(), "the start of a digest is resolved by the client, never stored");
     store.add_tasks(&[NewTask::new("mail", "{}").with_version(&d1)], t0() + secs(4)).await.expect("add");
     let pinned = store.claim(r, &queues, 10, t0() + secs(5), DAY).await.expect("claim");
     assert_eq!(pinned.iter().map(|c| c.digest.as_deref()).collect::<Vec<_>>(), [Some(d1.as_str())]);
