@@ -5,7 +5,8 @@
 # the compile's end, by its log, to the run's start); a second version (the Rust no-op, compiled
 # in a moment) switched to (from its compile's end to the start of a task queued at the deploy);
 # and a rollback to the first, cached (from the rollback command's start to the start of a task
-# queued after it). Times in milliseconds.
+# queued after it); last, a deploy through `serve`'s API (the 19 MB py-noop, as a form, with
+# curl, from the request's start to its answer). Times in milliseconds.
 #   scripts/bench-deploy.sh postgres://postgres@127.0.0.1:5432/deploybench
 set -euo pipefail
 URL=$1
@@ -58,3 +59,11 @@ third=$("$bin" add stats --data '{"numbers": [4]}')
 start=$(started "$third")
 echo "rollback to a cached version: first run $((start - t0)) ms after the command started"
 "$bin" show "$third" | grep component
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$bin" serve --listen "127.0.0.1:$port" > "$dir/serve.log" 2>&1 &
+until curl -sf "http://127.0.0.1:$port/api/v1/health" > /dev/null; do sleep 0.05; done
+pynoop=$root/target/test-plugins/py-noop.wasm
+t0=$(ms)
+curl -sSf -F "component=@$pynoop" "http://127.0.0.1:$port/api/v1/plugins/api-noop/versions" > "$dir/api.json"
+t1=$(ms)
+echo "deploy 19 MB through the API: $((t1 - t0)) ms ($(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["release"])' "$dir/api.json") release)"

@@ -12,9 +12,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A database call failed.
+    /// A database call failed. (Not its `source`: its words are in the line already, and a
+    /// chain printed would say them twice.)
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
 
     /// A migration failed.
     #[error("database migration failed: {0}")]
@@ -195,6 +196,12 @@ pub enum Error {
         /// What is wrong with the row.
         reason: String,
     },
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Database(e)
+    }
 }
 
 impl Error {

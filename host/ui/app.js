@@ -7,6 +7,7 @@ import * as overview from './overview.js';
 import * as tasks from './tasks.js';
 import * as task from './task.js';
 import * as ops from './operations.js';
+import * as plugins from './plugins.js';
 
 const LIVE_MS = 1500;
 const TOKEN_KEY = 'taskhost-token';
@@ -36,11 +37,14 @@ export class ApiError extends Error {
 /** One call to the API: its JSON answer, or an ApiError. */
 export async function api(method, path, body) {
   const headers = { Accept: 'application/json' };
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  // A form (a deploy's files) goes as the browser encodes it; anything else as JSON.
+  const form = body instanceof FormData;
+  if (body !== undefined && !form) headers['Content-Type'] = 'application/json';
   if (state.token) headers.Authorization = `Bearer ${state.token}`;
   let res;
   try {
-    res = await fetch(`/api/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const sent = body === undefined || form ? body : JSON.stringify(body);
+    res = await fetch(`/api/v1${path}`, { method, headers, body: sent });
   } catch (e) {
     throw new ApiError(0, 'unreachable', 'the server cannot be reached');
   }
@@ -64,7 +68,8 @@ export async function act(what, call) {
     const answer = await call();
     notify(typeof what === 'function' ? what(answer) : what);
   } catch (e) {
-    notify(e.status === 403 && e.code === 'forbidden' ? 'This token may only read.' : e.message, 'error');
+    const said = e.message.charAt(0).toUpperCase() + e.message.slice(1);
+    notify(e.status === 403 && e.code === 'forbidden' ? `${said}.` : e.message, 'error');
   }
   await refresh();
 }
@@ -98,7 +103,8 @@ const routes = [
   [/^\/limits$/, () => ops.limits],
   [/^\/schedules$/, () => ops.schedules],
   [/^\/runners$/, () => ops.runners],
-  [/^\/plugins$/, () => ops.plugins],
+  [/^\/plugins$/, () => plugins.list],
+  [/^\/plugins\/([^/]+)$/, (m) => (main) => plugins.versions(main, decodeURIComponent(m[1]))],
 ];
 
 async function route() {

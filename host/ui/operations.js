@@ -1,9 +1,9 @@
 // What an operator runs the queue with: queues (pause, resume), flow-control limits (set, clear)
-// and the keys sharing queues, schedules (pause, resume, trigger), the live runners, and the
-// handlers in the plugins directory.
+// and the keys sharing queues, schedules (pause, resume, trigger) and the live runners (handlers:
+// plugins.js).
 
 import { api, act } from './app.js';
-import { h, fill, put, table, section, when, duration, number, bytes, button, taskLink, pausedSince, lag } from './view.js';
+import { h, fill, put, table, section, when, duration, number, button, taskLink, pausedSince, lag } from './view.js';
 
 /** A page of one table, read from `path` and drawn by `draw(answer)`. */
 function page(main, title, hint, path, draw) {
@@ -230,27 +230,4 @@ export function runners(main) {
           h('li', {}, name, ' ', h('code', { class: 'muted', title: digest }, digest.slice(0, 12)))))
         : 'not said yet') },
     ], list, { key: (r) => r.id, empty: 'No worker is running. Start one with `taskhost worker`.' }));
-}
-
-export function plugins(main) {
-  return page(main, 'Plugins', 'The handlers in the plugins directory, as queueing checks them (nothing is compiled here). Grants show names only.',
-    '/plugins', ({ plugins: list }) => table([
-      { label: 'Handler', cell: (p) => h('a', { href: `#/tasks?handler=${path(p.name)}` }, p.name) },
-      { label: 'Queueable', cell: (p) => (p.ok ? h('span', { class: 'badge success' }, 'ok')
-        : [h('span', { class: 'badge error' }, 'broken'), ' ', h('span', { class: 'error-text' }, p.error || '')]) },
-      { label: 'sha256', cell: (p) => (p.sha256 ? h('code', { title: p.sha256 }, p.sha256.slice(0, 12)) : '—') },
-      { label: 'Workers', cell: (p) => `${number(p.served_by)}${p.compiled ? ' (compiled here)' : ''}`, cls: 'num' },
-      { label: 'At once', cell: (p) => number(p.max_running), cls: 'num' },
-      { label: 'Limits', cell: (p) => (p.limits ? h('ul', { class: 'plain' },
-        h('li', {}, `fuel ${number(p.limits.fuel)}`), h('li', {}, `memory ${bytes(p.limits.memory_bytes)}`),
-        h('li', {}, `time ${duration(p.limits.timeout_ms)}`)) : '—') },
-      { label: 'Grants', cell: (p) => grants(p.grants) },
-    ], list, { key: (p) => p.name, empty: 'No handler in the plugins directory.' }));
-}
-
-function grants(g) {
-  if (!g) return '—';
-  const items = [['env', g.env], ['dir', g.dirs], ['http', g.http], ['socket', g.sockets]]
-    .flatMap(([kind, names]) => names.map((n) => h('li', {}, h('span', { class: 'muted' }, `${kind} `), n)));
-  return items.length ? h('ul', { class: 'plain' }, items) : 'none';
 }

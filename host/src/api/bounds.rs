@@ -26,6 +26,11 @@ pub(super) fn body_budget() -> Semaphore {
 /// A request with a body waits until its bytes fit the budget (a body of unknown length counts as
 /// the largest allowed), and holds them until its answer is made.
 pub(super) async fn bodies(State(state): State<Arc<ApiState>>, req: Request, next: Next) -> Response {
+    // A deploy's body is a component: bounded at its own limit (its route has no other).
+    let req = match super::deploys::is_deploy(req.method(), req.uri().path()) {
+        true => super::deploys::bounded(&state, req),
+        false => req,
+    };
     // The body's own account: exactly 0 without one, its Content-Length when it has one; a
     // chunked body counts as the largest allowed.
     let bytes = match http_body::Body::size_hint(req.body()).exact() {

@@ -12,7 +12,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 /// Every file of the dashboard: its path under `/ui/`, type and content.
-const FILES: [(&str, &str, &str); 8] = [
+const FILES: [(&str, &str, &str); 9] = [
     ("style.css", "text/css; charset=utf-8", include_str!("../../ui/style.css")),
     ("app.js", JS, include_str!("../../ui/app.js")),
     ("view.js", JS, include_str!("../../ui/view.js")),
@@ -21,6 +21,7 @@ const FILES: [(&str, &str, &str); 8] = [
     ("task.js", JS, include_str!("../../ui/task.js")),
     ("graph.js", JS, include_str!("../../ui/graph.js")),
     ("operations.js", JS, include_str!("../../ui/operations.js")),
+    ("plugins.js", JS, include_str!("../../ui/plugins.js")),
 ];
 const JS: &str = "text/javascript; charset=utf-8";
 const INDEX: &str = include_str!("../../ui/index.html");

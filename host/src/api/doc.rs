@@ -18,7 +18,7 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     /// `invalid-json`, `invalid`, `unknown-handler`, `handler-broken`, `unauthorized`,
     /// `forbidden`, `not-found`, `method-not-allowed`, `conflict`, `too-many-tasks`,
-    /// `too-large`, `unavailable`.
+    /// `too-large`, `unavailable`, `no-version` (deploys), `refused` (a component not deployed).
     pub code: String,
     /// What went wrong, for a person.
     pub message: String,
@@ -34,7 +34,7 @@ pub enum Errors {
     /// No valid bearer token.
     #[response(status = 401)]
     Unauthorized(ErrorBody),
-    /// A read-only token asked for a change.
+    /// A `read` token asked for a change, or a `write` token for a deploy.
     #[response(status = 403)]
     Forbidden(ErrorBody),
     /// No such task, schedule or endpoint.
@@ -85,7 +85,9 @@ impl Modify for BearerTokens {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let scheme = HttpBuilder::new()
             .scheme(HttpAuthScheme::Bearer)
-            .description(Some("A token of the operator's `[api] tokens`: `read`, or `write` for changes"))
+            .description(Some(
+                "A token of the operator's `[api] tokens`: `read`, `write` for changes, `deploy` for deploys and rollbacks",
+            ))
             .build();
         openapi
             .components

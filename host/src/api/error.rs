@@ -16,7 +16,9 @@ use crate::error::Error;
 pub(super) async fn json_errors(req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let announced = req.headers().get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok());
-    let response = if announced.is_some_and(|n: u64| n > MAX_BODY_BYTES as u64) {
+    // A deploy's body is a component, bounded as it is read.
+    let bounded = !super::deploys::is_deploy(&method, req.uri().path());
+    let response = if bounded && announced.is_some_and(|n: u64| n > MAX_BODY_BYTES as u64) {
         StatusCode::PAYLOAD_TOO_LARGE.into_response()
     } else {
         next.run(req).await
@@ -106,6 +108,11 @@ impl From<Error> for ApiError {
                     "unknown handler {name:?}: none is deployed by that name, and there is no {name}.wasm in the \
                      plugins directory"
                 ),
+            ),
+            // No plugins directory (a server of deployed handlers alone): the handler is none of them.
+            Error::PluginsDir { .. } => Self::bad(
+                "unknown-handler",
+                "unknown handler: none is deployed by that name, and this server has no plugins directory to look in",
             ),
             Error::BrokenHandler { .. } => Self::bad("handler-broken", message),
             Error::NoVersion { .. } => Self::bad("no-version", message),

@@ -7,7 +7,7 @@
 //! | `GET /api/openapi.json` | the OpenAPI 3.1 document of all this ([`openapi`]) | none |
 //! | `GET /metrics` | Prometheus metrics (see [`crate::metrics`]) | read |
 //! | `GET /api/v1/health` | the database answers: `{"status": "ok"}`, else 503 | none |
-//! | `GET /api/v1/ready` | as health, and the tables exist and the plugins directory is readable | none |
+//! | `GET /api/v1/ready` | as health, and the tables exist and handlers are deployed or the plugins directory is readable | none |
 //! | `POST /api/v1/tasks` | queue one task (a [`crate::model::TaskInput`]) or `{"tasks": [...]}` | write |
 //! | `GET /api/v1/tasks` | list: `status`, `queue`, `handler`, `dead`, `text`, `order`, `limit`, `after` | read |
 //! | `GET /api/v1/tasks/{id}` | a task with its runs (progress, results, logs, error, digest, fuel) | read |
@@ -24,7 +24,10 @@
 //! | `GET /api/v1/stats` | statistics per handler and queue (`handler`, `queue`), as `taskhost stats` | read |
 //! | `GET /api/v1/stats/throughput` | runs ended a minute, by how, over the last `minutes` (≤ 60) | read |
 //! | `GET /api/v1/runners` | the live runners: host, PID, heartbeat, handlers served | read |
-//! | `GET /api/v1/plugins` | each handler: digest, whether it loads, limits, grants (names only) | read |
+//! | `GET /api/v1/plugins` | each handler, deployed or in the directory: digest, whether it loads, limits, grants (names only) | read |
+//! | `GET /api/v1/plugins/{name}/versions` | a deployed handler's versions and releases | read |
+//! | `POST /api/v1/plugins/{name}/versions` | deploy a component (`multipart/form-data`: `component`, `manifest`) | deploy |
+//! | `POST /api/v1/plugins/{name}/rollback` | make an earlier version active (`to`: a digest or its start) | deploy |
 //!
 //! Every error is JSON, `{"error": {"code": "...", "message": "..."}}`, with a 4xx status for
 //! what the caller can fix and 503 when the database cannot be reached; a 5xx never carries the
@@ -55,6 +58,7 @@ mod bounds;
 mod bulk;
 mod control;
 mod dashboard;
+mod deploys;
 pub mod doc;
 mod error;
 mod guard;
@@ -82,12 +86,15 @@ pub(crate) struct ApiState {
     bodies: tokio::sync::Semaphore,
     /// Pages of tasks made at once (see `tasks::page`).
     pages: tokio::sync::Semaphore,
+    /// One deploy at a time (see `deploys.rs`).
+    deploy_turn: tokio::sync::Mutex<()>,
 }
 
 impl ApiState {
     fn new(client: Client, access: ApiSection) -> Arc<Self> {
         let pages = tokio::sync::Semaphore::new(tasks::PAGES_AT_ONCE);
-        Arc::new(ApiState { client, access, plugin_scan: Default::default(), bodies: bounds::body_budget(), pages })
+        let (plugin_scan, deploy_turn) = Default::default();
+        Arc::new(ApiState { client, access, plugin_scan, bodies: bounds::body_budget(), pages, deploy_turn })
     }
 }
 
@@ -160,6 +167,16 @@ fn described() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(control::throughput))
         .routes(routes!(control::runners))
         .routes(routes!(plugins::list))
+        .routes(no_body_limit(routes!(deploys::versions, deploys::deploy)))
+        .routes(routes!(deploys::rollback))
+}
+
+/// A deploy's body is a component, bounded by `[plugins] max_component_mb` as it is read
+/// (`deploys.rs`), not by [`MAX_BODY_BYTES`].
+fn no_body_limit(
+    (schemas, paths, router): utoipa_axum::router::UtoipaMethodRouter<Arc<ApiState>>,
+) -> utoipa_axum::router::UtoipaMethodRouter<Arc<ApiState>> {
+    (schemas, paths, router.layer(DefaultBodyLimit::disable()))
 }
 
 /// Reads need a token's `read` role, anything else `write`; without tokens, everyone may.
@@ -168,7 +185,11 @@ async fn authorize(State(state): State<Arc<ApiState>>, req: Request, next: Next)
     if state.access.tokens.is_empty() || OPEN_PATHS.contains(&path) || dashboard::is_asset(path) {
         return next.run(req).await;
     }
-    let needed = if matches!(*req.method(), Method::GET | Method::HEAD) { Role::Read } else { Role::Write };
+    let needed = match *req.method() {
+        Method::GET | Method::HEAD => Role::Read,
+        ref m if deploys::is_deploy(m, path) => Role::Deploy,
+        _ => Role::Write,
+    };
     let presented = req
         .headers()
         .get(axum::http::header::AUTHORIZATION)
@@ -180,7 +201,11 @@ async fn authorize(State(state): State<Arc<ApiState>>, req: Request, next: Next)
                 .into_response()
         }
         Some(role) if role < needed => {
-            ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this token may only read").into_response()
+            let message = match needed {
+                Role::Deploy => "this token may not deploy: that needs the deploy role",
+                _ => "this token may only read",
+            };
+            ApiError::new(StatusCode::FORBIDDEN, "forbidden", message).into_response()
         }
         Some(_) => next.run(req).await,
     }
@@ -194,12 +219,16 @@ async fn health(State(state): State<Arc<ApiState>>) -> Result<Json<Status>, ApiE
     Ok(Json(Status { status: "ok".into() }))
 }
 
-/// The database answers, its tables exist and the plugins directory can be read: this server can
-/// take tasks.
+/// The database answers, its tables exist and handlers are deployed or the plugins directory can
+/// be read: this server can take tasks.
 #[utoipa::path(get, path = "/api/v1/ready", operation_id = "ready", tag = "operations", security(()),
     responses((status = 200, description = "Done", body = Status), Errors))]
 async fn ready(State(state): State<Arc<ApiState>>) -> Result<Json<Status>, ApiError> {
     state.client.store().check_migrated().await?;
+    // Handlers deployed into the database need no directory.
+    if state.client.store().release_mark().await? > 0 {
+        return Ok(Json(Status { status: "ready".into() }));
+    }
     state.client.catalog().check_dir().map_err(|e| {
         tracing::warn!("not ready: {e}");
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the plugins directory cannot be read")

@@ -3,6 +3,7 @@
 use clap::CommandFactory;
 
 use super::*;
+use taskhost::text::parse_time;
 
 /// `--help` tells what every option and argument is for.
 #[test]

@@ -51,8 +51,13 @@ pub async fn add(app: &App, a: AddArgs) -> Result<()> {
 pub async fn worker(app: &App, w: WorkerArgs, overseer: OverseerConfig, log_format: LogFormat) -> Result<()> {
     reload_on_hangup(app);
     // A worker that can run nothing would only turn every task it claims into a dead letter: a
-    // wrong --plugins is refused at start.
-    app.catalog.check_dir()?;
+    // wrong --plugins is refused at start, unless handlers are deployed into the database.
+    if let Err(e) = app.catalog.check_dir() {
+        if !app.store.release_mark().await.is_ok_and(|mark| mark > 0) {
+            return Err(e.into());
+        }
+        tracing::info!("{e}: running the handlers deployed into the database alone");
+    }
     if w.queues.len() > 1 && w.queues.iter().any(|q| q == taskhost::model::EVERY_QUEUE) {
         anyhow::bail!("--queues: * (every queue) cannot be listed with queue names");
     }

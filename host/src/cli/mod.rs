@@ -21,6 +21,7 @@ mod many;
 mod new;
 mod progress;
 mod schedule;
+mod task_args;
 pub mod telemetry;
 mod values;
 mod worker_args;
@@ -120,8 +121,11 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         _ => {}
     }
-    if matches!(cli.command, Command::Worker(_) | Command::Demo) {
-        // Said before the database is opened: opening a SQLite file makes it.
+    let new_file = taskhost::store::opening_makes_a_file(&config.database_url);
+    if matches!(cli.command, Command::Demo) || (matches!(cli.command, Command::Worker(_)) && new_file) {
+        // Said before the database is opened: opening a SQLite file makes it. (A worker of a
+        // database that exists may run the handlers deployed into it alone: it asks once the
+        // database is open.)
         taskhost::plugins::check_dir(&config.plugins_dir)?;
     }
     let app = App::open(&config).await?;

@@ -6,7 +6,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
 
-use super::{Cli, LogFormat};
+use super::{Cli, Command, LogFormat};
 
 /// Longest the spans still buffered may take to leave at exit: a stop stays within its grace
 /// even when the collector is gone.
@@ -35,7 +35,11 @@ type Boxed = Box<dyn Layer<Registry> + Send + Sync>;
 pub fn init(cli: &Cli) -> anyhow::Result<Telemetry> {
     // sqlx logs each statement and the server's notices ("relation _sqlx_migrations already
     // exists, skipping") at info: quiet unless the filter names it.
-    let wanted = if cli.log.contains("sqlx") { cli.log.clone() } else { format!("{},sqlx=warn", cli.log) };
+    // A command that ends (deploy, add) says what failed in its one line; sqlx's own warnings
+    // (a connection found broken) are for the logs of the long-running ones.
+    let long_running = matches!(cli.command, Command::Worker(_) | Command::Serve { .. } | Command::Overseer { .. });
+    let sqlx = if long_running { "sqlx=warn" } else { "sqlx=error" };
+    let wanted = if cli.log.contains("sqlx") { cli.log.clone() } else { format!("{},{sqlx}", cli.log) };
     let filter = EnvFilter::try_new(&wanted).unwrap_or_else(|_| EnvFilter::new("warn"));
     // Colours only for a terminal: logs piped to a file or a collector stay plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());

@@ -9,8 +9,8 @@
 //! ```
 //!
 //! A request carries `Authorization: Bearer TOKEN`. `read` may only read; `write` may also queue,
-//! cancel, retry and pause. With no token the API answers everyone as `write`, and `serve` then
-//! listens only on a loopback address.
+//! cancel, retry and pause; `deploy` may also deploy handlers and roll them back. With no token the
+//! API answers everyone as `deploy`, and `serve` then listens only on a loopback address.
 
 use serde::Deserialize;
 
@@ -22,6 +22,9 @@ pub enum Role {
     Read,
     /// May read and act (queue, cancel, retry, delete, pause).
     Write,
+    /// May also deploy handlers and roll them back: make any code run on every worker, with its
+    /// handler name's grants.
+    Deploy,
 }
 
 /// One caller's token. Its `Debug` leaves the token out.
@@ -74,8 +77,13 @@ impl ApiSection {
 
     /// The role of the caller presenting `token` (None: no such token).
     pub fn role_of(&self, token: &str) -> Option<Role> {
+        self.token_of(token).map(|t| t.role)
+    }
+
+    /// The caller presenting `token` (None: no such token).
+    pub fn token_of(&self, token: &str) -> Option<&ApiToken> {
         // Compared in full whatever the first difference, so the time says nothing.
-        self.tokens.iter().find(|t| constant_time_eq(t.token.as_bytes(), token.as_bytes())).map(|t| t.role)
+        self.tokens.iter().find(|t| constant_time_eq(t.token.as_bytes(), token.as_bytes()))
     }
 }
 

@@ -10,6 +10,7 @@
 //! | [`stats_compaction`] | rows of statistics (per minute and runner) older than 2 h → one row per handler, queue and hour | 10 min |
 //! | [`schedules`] | periodic tasks: each schedule's due slot → one task, however many overseers race | 1 s |
 //! | [`key_turns`] | rows of keys' last turns (fair shares) more than a day old, and the pace marks and fuel averages they leave → deleted, in batches | 10 min |
+//! | [`versions`] | deployed versions neither active nor pinned, superseded more than 30 days ago → deleted, with components no version is of | 10 min |
 //! | [`unserved`] | scheduled tasks whose handler no live runner has served for 10 min → given up (`handler-not-found`); a warning for each queue whose due tasks no live runner claims from | 30 s |
 //!
 //! Workers run the overseer too unless told not to. Only one node at a time runs the services:
@@ -42,6 +43,7 @@ pub mod run_timeout;
 pub mod schedules;
 pub mod stats_compaction;
 pub mod unserved;
+pub mod versions;
 
 /// Settings of every service: the defaults, or the operator's file's `[overseer]` table, each
 /// service's in its own table (`[overseer.rotation] retention = "90days"`) with its fields' names.
@@ -67,6 +69,8 @@ pub struct OverseerConfig {
     pub stats_compaction: stats_compaction::Config,
     /// `[overseer.key_turns]`: idle keys' turns.
     pub key_turns: key_turns::Config,
+    /// `[overseer.versions]`: old deployed versions.
+    pub versions: versions::Config,
 }
 
 impl OverseerConfig {
@@ -100,6 +104,8 @@ impl OverseerConfig {
             (".stats_compaction", "keep_minutes_for", self.stats_compaction.keep_minutes_for, YEAR),
             (".key_turns", "interval", self.key_turns.interval, YEAR),
             (".key_turns", "idle_for", self.key_turns.idle_for, YEAR),
+            (".versions", "interval", self.versions.interval, YEAR),
+            (".versions", "retention", self.versions.retention, YEAR.saturating_mul(100)),
         ];
         for (table, key, d, max) in durations {
             if d < Duration::from_millis(10) || d > max {
@@ -117,6 +123,8 @@ impl OverseerConfig {
             (".stats_compaction", "max_batches", self.stats_compaction.max_batches),
             (".key_turns", "batch", self.key_turns.batch),
             (".key_turns", "max_batches", self.key_turns.max_batches),
+            (".versions", "batch", self.versions.batch),
+            (".versions", "max_batches", self.versions.max_batches),
         ];
         for (table, key, n) in counts {
             if !(1..=100_000).contains(&n) {
@@ -139,6 +147,7 @@ impl Default for OverseerConfig {
             schedules: Default::default(),
             stats_compaction: Default::default(),
             key_turns: Default::default(),
+            versions: Default::default(),
         }
     }
 }
@@ -243,6 +252,7 @@ impl Overseer {
                 stats_compaction::StatsCompaction::new(store.clone(), c.stats_compaction),
             ),
             every("key-turns", c.key_turns.interval, key_turns::KeyTurns::new(store.clone(), c.key_turns)),
+            every("versions", c.versions.interval, versions::Versions::new(store.clone(), c.versions)),
         ];
         let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
         let holder = format!("{host}:{}:{:08x}", std::process::id(), rand::random::<u32>());

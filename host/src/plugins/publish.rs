@@ -4,8 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use super::files::{list_dir, read_source, Source};
+use sha2::{Digest, Sha256};
+
+use super::files::{limits_of, list_dir, read_source, Source};
 use super::{valid_name, Catalog};
+use crate::sandbox::grants::Grants;
+use crate::sandbox::Limits;
 
 /// A component ready to deploy.
 #[derive(Debug)]
@@ -37,13 +41,37 @@ pub fn deploy_sources(path: &Path, name: Option<&str>) -> crate::error::Result<V
 
 impl Catalog {
     /// Read the component at `path` (and its manifest beside it) as the handler `name`, and
-    /// check it as a worker would at load: a name a handler may have, its size, its manifest, the
-    /// world; with `compile`, compiled (or found compiled) in this host's cache. Blocking.
+    /// check it as [`Catalog::check_deployable`] does. Blocking.
     pub fn check_to_deploy(&self, name: &str, path: &Path, compile: bool) -> Result<ToDeploy, String> {
         if !valid_name(name) {
-            return Err("invalid handler name: use letters, digits, '-' and '_'".into());
+            return Err(BAD_NAME.into());
         }
-        let Source { bytes, digest, manifest_text, .. } = read_source(&self.policy, name, path)?;
+        let Source { bytes, manifest_text, .. } = read_source(&self.policy, name, path)?;
+        self.check_deployable(name, bytes, manifest_text, compile)
+    }
+
+    /// Check a component (sent to the API, say) as the handler `name` with its manifest, as a
+    /// worker would at load: a name a handler may have, its size, its manifest, the world; with
+    /// `compile`, compiled (or found compiled) in this host's cache. Blocking.
+    pub fn check_deployable(
+        &self,
+        name: &str,
+        bytes: Vec<u8>,
+        manifest: Option<String>,
+        compile: bool,
+    ) -> Result<ToDeploy, String> {
+        if !valid_name(name) {
+            return Err(BAD_NAME.into());
+        }
+        let max = self.policy.max_component_bytes;
+        if bytes.len() as u64 > max {
+            return Err(format!("{} bytes, over [plugins] max_component_mb ({} MiB)", bytes.len(), max >> 20));
+        }
+        let digest = hex::encode(Sha256::digest(&bytes));
+        limits_of(&self.policy, name, &digest, manifest.as_deref(), &format!("{name}.toml"))?;
+        if !bytes.starts_with(b"\0asm") {
+            return Err("not a WebAssembly file (bad magic number)".into());
+        }
         super::world::check_types(&bytes)?;
         if compile {
             let compiled = self.compiler.one_at_a_time(&digest, || self.compile(name, &bytes, &digest, true))?;
@@ -51,6 +79,19 @@ impl Catalog {
                 self.sandbox.prepare(&component)?;
             }
         }
-        Ok(ToDeploy { name: name.to_string(), bytes, digest, manifest: manifest_text })
+        Ok(ToDeploy { name: name.to_string(), bytes, digest, manifest })
+    }
+
+    /// The limits and grants a deployed version of `name` runs with (its manifest lowering the
+    /// operator's limits), or why it cannot run here.
+    pub fn deployed_limits(
+        &self,
+        name: &str,
+        digest: &str,
+        manifest: Option<&str>,
+    ) -> Result<(Limits, Grants), String> {
+        limits_of(&self.policy, name, digest, manifest, &format!("{name}.toml"))
     }
 }
+
+const BAD_NAME: &str = "invalid handler name: use letters, digits, '-' and '_'";

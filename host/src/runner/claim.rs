@@ -13,14 +13,16 @@ use tokio::sync::mpsc;
 
 use super::execute::Shared;
 use super::put_back::{hand_back_cut_claim, CutClaim};
-use super::release::{Holding, PutBackWhy, Release, Releases};
+use super::release::Holding;
 use super::run_tasks::AHEAD_WAIT_LIMIT;
 use super::{ExitReason, Held, RunTasks, Worker};
 use crate::model::*;
 use crate::retry::Backoff;
 use crate::store::ClaimRequest;
 
+mod give_back;
 mod idle;
+use give_back::{hand_back, put_back_waiting};
 
 /// Waits between claims while the database fails them.
 const CLAIM_BACKOFF: Backoff = Backoff { base: Duration::from_millis(50), max: Duration::from_secs(5), jitter: 0.5 };
@@ -370,35 +372,4 @@ async fn permit(semaphore: &Arc<tokio::sync::Semaphore>) -> Option<tokio::sync::
         Ok(permit) => Some(permit),
         Err(_) => semaphore.clone().acquire_owned().await.ok(),
     }
-}
-
-/// Put back, uncounted and in their place in line (due when they were), runs claimed ahead
-/// that waited [`AHEAD_WAIT_LIMIT`] for a slot; each is held until its release is applied, so
-/// the run watch does not take it for an orphan (one that cannot go back is then the run
-/// watch's, which puts back what this worker no longer holds).
-fn put_back_waiting(releases: &Releases, rest: Vec<(ClaimedRun, Held)>) {
-    // Slots whose guests were done may have taken them all meanwhile.
-    for (run, held) in rest {
-        let release = Release::PutBack { run: run.run_id, at: run.due_on, why: PutBackWhy::NoSlot, otherwise: None };
-        releases.send(release, Holding::of(held));
-    }
-}
-
-/// Put back runs claimed and not started when a signal or a reason to exit came.
-fn hand_back(worker: &Worker, releases: &Releases, cut: ExitReason, rest: Vec<(ClaimedRun, Held)>) -> Step {
-    Step::Exit(
-        cut,
-        Some(match cut {
-            ExitReason::Shutdown | ExitReason::MemoryCap => {
-                if !rest.is_empty() {
-                    tracing::info!(runs = rest.len(), "runs claimed and not started go back to the queue");
-                }
-                let now = worker.clock.now();
-                releases.put_back(rest.into_iter().map(|(_, held)| held), now, PutBackWhy::Exit);
-                CutClaim { spent: Duration::ZERO, all_back: true }
-            }
-            // A runner declared dead: its runs are timed out with it.
-            _ => CutClaim { spent: Duration::ZERO, all_back: false },
-        }),
-    )
 }

@@ -46,6 +46,7 @@ pub struct Deployed {
 
 /// A version of a handler, as `taskhost versions` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct HandlerVersion {
     /// The handler.
     pub handler: String,
@@ -84,6 +85,7 @@ pub struct ActiveVersion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub enum ReleaseAction {
     /// `taskhost deploy`.
     Deploy,
@@ -108,6 +110,7 @@ impl ReleaseAction {
 
 /// A release: a version made active.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
 pub struct Release {
     /// Its id, in release order.
     pub id: i64,
@@ -122,6 +125,24 @@ pub struct Release {
     /// A deploy or a rollback.
     pub action: ReleaseAction,
 }
+
+/// What one batch of the overseer's retirement of versions did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Retired {
+    /// Versions deleted.
+    pub versions: u64,
+    /// Components deleted with them (no version of any handler is of them any more).
+    pub components: u64,
+    /// Those components' bytes.
+    pub bytes: u64,
+    /// The batch ended at its bytes' bound ([`RETIRED_BYTES_A_BATCH`]) with more to do.
+    pub more: bool,
+}
+
+/// Bytes of components one batch of retirement deletes at most (past one component): a
+/// transaction stays small however large components are (each row a piece, in MySQL's binary log
+/// too).
+pub const RETIRED_BYTES_A_BATCH: u64 = 64 << 20;
 
 /// The store's part for components: deploys, versions, releases.
 #[async_trait]
@@ -150,4 +171,8 @@ pub trait Components: Send + Sync {
     /// The bytes of the component `digest`, if stored; refused when it is over `max_bytes`
     /// (read in pieces, checked as they come).
     async fn component(&self, digest: &str, max_bytes: u64) -> Result<Option<Vec<u8>>>;
+    /// Delete at most `batch` versions that are not active, stopped being active (or were
+    /// deployed, if never active) before `before` and have no unfinished task pinned to them,
+    /// with the components no version is of any more; their releases are kept.
+    async fn retire_versions(&self, before: DateTime<Utc>, batch: u32) -> Result<Retired>;
 }

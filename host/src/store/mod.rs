@@ -64,6 +64,17 @@ fn left_out(url: &str, name: &str, feature: &str) -> Error {
     }
 }
 
+/// Whether opening the store `url` names would make a file: a SQLite database whose file does
+/// not exist yet (nothing can be deployed in it).
+pub fn opening_makes_a_file(url: &str) -> bool {
+    #[cfg(feature = "sqlite")]
+    if url.starts_with("sqlite:") {
+        return sqlite::makes_a_file(url);
+    }
+    let _ = url;
+    false
+}
+
 /// Open the store a URL names: `sqlite://PATH`, `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` or
 /// `mysql://` (also `mariadb://`) `USER[:PASSWORD]@HOST[:PORT]/DB`.
 pub async fn open(url: &str, options: &StoreOptions) -> Result<SharedStore> {

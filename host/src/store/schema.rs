@@ -25,7 +25,9 @@
 //! column changes only when the run enters or leaves the filter's state, and a plain column
 //! such as `finished_on` only when it is written.
 
+mod indexes;
 mod parts;
+pub use indexes::INDEXES;
 pub use parts::*;
 use parts::{col, def, null};
 
@@ -257,149 +259,6 @@ pub const TABLES: &[Table] = &[
             def("d15", Int, "0"),
             def("snoozed", Int, "0"),
         ],
-    },
-];
-
-/// Every index, on every database.
-pub const INDEXES: &[Index] = &[
-    Index {
-        name: "task_runners_live",
-        table: "task_runners",
-        columns: &["status", "heartbeat_on"],
-        unique: false,
-        filter: None,
-        mysql: OnMySql::Same,
-    },
-    Index {
-        name: "task_queue_claim",
-        table: "task_queue",
-        columns: &["queue", "priority", "scheduled_on", "id"],
-        unique: false,
-        filter: Some("last_status = 'scheduled'"),
-        mysql: OnMySql::Columns(&["last_status", "queue", "priority", "scheduled_on", "id"]),
-    },
-    Index {
-        name: "task_queue_failed",
-        table: "task_queue",
-        columns: &["scheduled_on"],
-        unique: false,
-        filter: Some("last_status IN ('error', 'timeout') AND gave_up_on IS NULL"),
-        mysql: OnMySql::Generated {
-            column: "failed_scheduled_on",
-            kind: Time,
-            expression: "CASE WHEN last_status IN ('error', 'timeout') AND gave_up_on IS NULL THEN scheduled_on END",
-            then: &[],
-        },
-    },
-    Index {
-        name: "task_queue_done",
-        table: "task_queue",
-        columns: &["finished_on"],
-        unique: false,
-        filter: Some("last_status IN ('success', 'cancelled')"),
-        // Unfinished tasks have no `finished_on`: the rest are failed tasks given up on, which
-        // the queries' condition leaves out.
-        mysql: OnMySql::Same,
-    },
-    // Uniqueness of a key while its task is unfinished (the column is NULL once finished).
-    Index {
-        name: "task_queue_active_unique",
-        table: "task_queue",
-        columns: &["active_unique_key"],
-        unique: true,
-        filter: Some("active_unique_key IS NOT NULL"),
-        mysql: OnMySql::Same,
-    },
-    Index {
-        name: "task_runs_task",
-        table: "task_runs",
-        columns: &["task_queue_id"],
-        unique: false,
-        filter: None,
-        mysql: OnMySql::Same,
-    },
-    // Runs in flight, counted by queue and by handler for the concurrency limits, and found by
-    // the overseer (overdue, or of a lost runner) and by their workers: they are few.
-    Index {
-        name: "task_queue_running",
-        table: "task_queue",
-        columns: &["queue", "task_handler_class"],
-        unique: false,
-        filter: Some("last_status = 'running'"),
-        mysql: OnMySql::Covered("task_queue_claim"),
-    },
-    // A key's tasks (a key's limit's counts). By key alone: the state in it too would move a
-    // keyed task's entry at each claim and end (a claim 1.3 times as dear at 10,000 keys).
-    Index {
-        name: "task_queue_key",
-        table: "task_queue",
-        columns: &["share_key"],
-        unique: false,
-        filter: Some("share_key IS NOT NULL"),
-        mysql: OnMySql::Same,
-    },
-    // A queue's keys by pace mark: the first that may start again.
-    Index {
-        name: "task_key_paces_next",
-        table: "task_key_paces",
-        columns: &["queue", "next_us"],
-        unique: false,
-        filter: None,
-        mysql: OnMySql::Same,
-    },
-    // The tasks pinned to a version (counted by `taskhost versions`, kept by rotation).
-    Index {
-        name: "task_queue_pinned",
-        table: "task_queue",
-        columns: &["pinned_digest"],
-        unique: false,
-        filter: Some("pinned_digest IS NOT NULL"),
-        mysql: OnMySql::Same,
-    },
-    // A handler's newest release (its active version), read by each claim.
-    Index {
-        name: "task_handler_releases_handler",
-        table: "task_handler_releases",
-        columns: &["handler", "id"],
-        unique: false,
-        filter: None,
-        mysql: OnMySql::Same,
-    },
-    // A task's children (tasks its runs queued).
-    Index {
-        name: "task_queue_parent",
-        table: "task_queue",
-        columns: &["parent_id"],
-        unique: false,
-        filter: Some("parent_id IS NOT NULL"),
-        mysql: OnMySql::Same,
-    },
-    // The tasks waiting for a task, found when it ends.
-    Index {
-        name: "task_deps_after",
-        table: "task_deps",
-        columns: &["after_id"],
-        unique: false,
-        filter: None,
-        mysql: OnMySql::Same,
-    },
-    // A task's signals, by name.
-    Index {
-        name: "task_signals_task",
-        table: "task_signals",
-        columns: &["task_id", "name"],
-        unique: false,
-        filter: None,
-        mysql: OnMySql::Same,
-    },
-    // One row of statistics a handler, queue, minute and runner.
-    Index {
-        name: "task_stats_key",
-        table: "task_stats",
-        columns: &["handler", "queue", "bucket", "runner"],
-        unique: true,
-        filter: None,
-        mysql: OnMySql::Same,
     },
 ];
 

@@ -94,6 +94,13 @@ impl SqliteStore {
     }
 }
 
+/// Whether opening `url` would make its database file (a file that does not exist, not memory).
+pub(super) fn makes_a_file(url: &str) -> bool {
+    let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+    let file = SqliteConnectOptions::from_str(url).map(|o| o.get_filename().to_path_buf());
+    !in_memory && file.is_ok_and(|f| !f.exists())
+}
+
 /// Why the file could not be opened, in words: SQLite says only "unable to open database file".
 fn why_not_opened(file: &std::path::Path, e: &sqlx::Error) -> String {
     let dir = match file.parent() {

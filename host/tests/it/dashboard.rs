@@ -129,7 +129,10 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
     wait_exit(worker, Duration::from_secs(30)).await;
 }
 
-on_every_database!(the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking);
+on_every_database!(
+    the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking,
+    the_plugins_page_deploys_a_component_and_rolls_it_back_by_clicking
+);
 
 /// Run a browser script of `tests/browser/` against `served`: what it printed, once it passed.
 fn browse(script: &str, served: &Served, shots: &std::path::Path, args: &[&str]) -> Value {
@@ -205,4 +208,41 @@ async fn the_page_needs_no_token_forbids_foreign_scripts_and_another_site_cannot
     for host in ["localhost", "127.0.0.1:80", "[::1]:8080"] {
         assert_eq!(open.raw("GET", "/tasks", &format!("Host: {host}\r\n"), "").0, 200, "{host}");
     }
+}
+
+/// The Plugins page deploys a component through its form, lists the handler as deployed, and its
+/// versions page rolls back by a button, with a `deploy` token; a `write` token may not deploy,
+/// and what is not a component, or not of the world, is refused in one line.
+async fn the_plugins_page_deploys_a_component_and_rolls_it_back_by_clicking(db: Db) {
+    let _turn = ONE_BROWSER.lock().await;
+    let mut env = Env::on(db, &["echo"]).await;
+    let (deploy, write) = ("deploy-0123456789abcdef", "write-0123456789abcdef");
+    env.set_config(&format!(
+        "[api]\ntokens = [{{ name = \"ops\", token = \"{deploy}\", role = \"deploy\" }}, \
+         {{ name = \"app\", token = \"{write}\", role = \"write\" }}]\n"
+    ))
+    .await;
+    let served = Served::start(&env, "127.0.0.1:0");
+    let (v1, v2, wrong) = (common::component("echo"), common::component("noop"), common::component("wrong-world"));
+    let path = |p: &std::path::Path| p.to_str().expect("a path").to_string();
+    let shots = repo_root().join(format!("target/screenshots/deploys-{db:?}").to_lowercase());
+    let done = browse("deploys.mjs", &served, &shots, &[deploy, write, &path(&v1), &path(&v2), &path(&wrong)]);
+
+    assert_eq!(done["write_token"][0], 403, "{done}");
+    assert!(done["write_token"][2].as_str().is_some_and(|m| m.contains("deploy role")), "{done}");
+    assert_eq!((&done["not_wasm"][0], &done["not_wasm"][1]), (&Value::from(400), &Value::from("refused")), "{done}");
+    assert!(done["listed"].as_str().is_some_and(|t| t.contains("deployed, release")), "{done}");
+    let digest = |p: &std::path::Path| {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(std::fs::read(p).expect("read")))
+    };
+    let (d1, d2) = (digest(&v1), digest(&v2));
+    assert_eq!(done["versions"], serde_json::json!([d2, d1]), "the newest deployed first: {done}");
+    assert_eq!(done["rolled_back_to"], Value::from(d1.clone()), "{done}");
+    let active = env.app.client.store().active_versions().await.expect("active");
+    assert_eq!(active.iter().map(|a| (a.handler.as_str(), a.digest.as_str())).collect::<Vec<_>>(), [("greet", &*d1)]);
+    let releases = env.app.client.releases("greet", 10).await.expect("releases");
+    let by: Vec<(&str, &str)> = releases.iter().map(|r| (r.action.as_str(), r.released_by.as_str())).collect();
+    assert_eq!(by, [("rollback", "api:ops"), ("deploy", "api:ops"), ("deploy", "api:ops")], "{releases:?}");
+    assert!(shots.join("versions.png").exists());
 }

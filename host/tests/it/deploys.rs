@@ -12,12 +12,14 @@ use common::{component, wait_until, Db, Env};
 use sha2::{Digest, Sha256};
 use taskhost::model::{NewTask, RunStatus, TaskFilter, TaskId};
 
-/// A worker process with a plugins directory and a compiled cache of its own, both empty (as a
-/// fresh machine has), on the environment's database.
-fn fresh_worker(env: &Env, name: &str) -> Child {
+/// A worker process with a compiled cache of its own, empty (as a fresh machine has), and an
+/// empty plugins directory (`with_dir`) or none at all, on the environment's database.
+fn fresh_worker(env: &Env, name: &str, with_dir: bool) -> Child {
     let home = env.dir.path().join(name);
     let (plugins, cache) = (home.join("plugins"), home.join("cache"));
-    std::fs::create_dir_all(&plugins).expect("plugins dir");
+    if with_dir {
+        std::fs::create_dir_all(&plugins).expect("plugins dir");
+    }
     Command::new(env!("CARGO_BIN_EXE_taskhost"))
         .arg("--database-url")
         .arg(&env.db_url)
@@ -62,8 +64,8 @@ async fn ran(env: &Env, ids: &[TaskId]) -> Vec<String> {
     digests
 }
 
-/// A handler deployed into the database runs on two worker processes whose plugins directories
-/// and caches are empty; every task queued after a deploy runs the version it made active, and
+/// A handler deployed into the database runs on two worker processes whose caches are empty, one
+/// with an empty plugins directory and one with none; every task queued after a deploy runs the version it made active, and
 /// after a rollback the version before; `versions` lists both; a component that does not
 /// implement the world is refused with one line and changes nothing.
 async fn a_deployed_handler_runs_on_fresh_workers_and_each_release_switches_them_all(db: Db) {
@@ -73,7 +75,8 @@ async fn a_deployed_handler_runs_on_fresh_workers_and_each_release_switches_them
     let o = run(&env, &["deploy", v1.to_str().expect("path"), "--name", "greet"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).starts_with(&format!("deployed greet {}", &d1[..12])), "{}", stdout(&o));
-    let workers: Vec<Killed> = ["a", "b"].iter().map(|n| Killed(Some(fresh_worker(&env, n)))).collect();
+    let workers: Vec<Killed> =
+        [("a", true), ("b", false)].iter().map(|(n, dir)| Killed(Some(fresh_worker(&env, n, *dir)))).collect();
 
     let first = queue(&env, 8).await;
     assert!(ran(&env, &first).await.iter().all(|d| *d == d1), "every run of the first version");
@@ -125,4 +128,32 @@ async fn a_deployed_handler_runs_on_fresh_workers_and_each_release_switches_them
     }
 }
 
-on_every_database!(a_deployed_handler_runs_on_fresh_workers_and_each_release_switches_them_all);
+/// `serve` with no plugins directory at all: ready, its plugins list names the deployed handler,
+/// it queues that handler's tasks and refuses an unknown one in one line (400, not a 5xx).
+async fn a_server_without_a_plugins_directory_queues_deployed_handlers_and_refuses_others(db: Db) {
+    let env = Env::on(db, &[]).await;
+    let echo = component("echo");
+    let o = run(&env, &["deploy", echo.to_str().expect("path"), "--name", "greet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::remove_dir_all(&env.plugins).expect("remove the plugins directory");
+    let served = common::served::Served::start(&env, "127.0.0.1:0");
+    assert_eq!(served.call("GET", "/ready", None, None).0, 200);
+    let (status, listed) = served.call("GET", "/plugins", None, None);
+    assert_eq!(status, 200, "{listed}");
+    let names: Vec<(&str, &str)> = listed["plugins"]
+        .as_array()
+        .expect("plugins")
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap_or(""), p["source"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(names, [("greet", "deployed")], "{listed}");
+    let (status, added) = served.call("POST", "/tasks", None, Some(r#"{"handler": "greet"}"#));
+    assert_eq!(status, 201, "{added}");
+    let (status, refused) = served.call("POST", "/tasks", None, Some(r#"{"handler": "nosuch"}"#));
+    assert_eq!((status, refused["error"]["code"].as_str()), (400, Some("unknown-handler")), "{refused}");
+}
+
+on_every_database!(
+    a_deployed_handler_runs_on_fresh_workers_and_each_release_switches_them_all,
+    a_server_without_a_plugins_directory_queues_deployed_handlers_and_refuses_others
+);

@@ -12,11 +12,12 @@ use common::served::Served;
 use common::{repo_root, Db, Env};
 use taskhost::NewTask;
 
-const WRITE: &str = "write-0123456789abcdef";
+// The deploy role: every operation, deploys (of what the fuzzer makes) included, reaches its handler.
+const WRITE: &str = "deploy-0123456789abcdef";
 
 async fn the_live_server_answers_as_its_openapi_document_says(db: Db) {
     let mut env = Env::on(db, &["echo"]).await;
-    env.set_config(&format!("[api]\ntokens = [{{ name = \"st\", token = \"{WRITE}\", role = \"write\" }}]\n")).await;
+    env.set_config(&format!("[api]\ntokens = [{{ name = \"st\", token = \"{WRITE}\", role = \"deploy\" }}]\n")).await;
     let client = &env.app.client;
     let added = client.add_many(vec![NewTask::new("echo", "{}"); 3]).await.expect("add");
     client.cancel(&[added[0].id]).await.expect("cancel");

@@ -9,7 +9,8 @@ use common::{drain_config, Db, Env};
 use taskhost::clock::Clock;
 use taskhost::model::{NewTask, RunStatus, RunnerStatus, TaskFilter};
 use taskhost::overseer::{
-    key_turns, liveness, retries, rotation, run_timeout, stats_compaction, unserved, OverseerConfig, Service, Summary,
+    key_turns, liveness, retries, rotation, run_timeout, stats_compaction, unserved, versions, OverseerConfig, Service,
+    Summary,
 };
 use taskhost::retry::Backoff;
 use taskhost::runner::WorkerConfig;
@@ -237,6 +238,28 @@ async fn idle_keys_turns_are_deleted_in_batches_and_active_keys_keep_theirs(db: 
     assert_eq!(task.scheduled_on, clock.now(), "at the head (b's task, due now), as a new key");
 }
 
+/// Deployed versions superseded longer ago than the retention are deleted, in batches, with their
+/// components; the active version stays however old it is.
+async fn deployed_versions_go_after_the_retention_and_the_active_one_stays(db: Db) {
+    let (env, clock) = Env::manual_on(db, &[]).await;
+    for file in ["echo", "noop", "probe"] {
+        let component = env.app.catalog.check_to_deploy("greet", &common::component(file), false).expect("checked");
+        env.app.client.deploy(&component, "ops").await.expect("deploy");
+        clock.advance(chrono::Duration::days(1));
+    }
+    let config = versions::Config { batch: 1, retention: Duration::from_secs(10 * 86_400), ..Default::default() };
+    let svc = versions::Versions::new(env.app.store.clone(), config);
+    assert_eq!(svc.run_once(clock.now()).await.expect("retire").versions, 0, "superseded within the retention");
+    clock.advance(chrono::Duration::days(11));
+    let report = svc.run_once(clock.now()).await.expect("retire");
+    assert_eq!((report.versions, report.components, report.batches), (2, 2, 3), "{report:?}");
+    assert!(report.summary().is_some_and(|s| s.starts_with("deleted 2 old versions and 2 components (")), "{report:?}");
+    let kept = env.app.client.versions("greet").await.expect("versions");
+    assert_eq!((kept.len(), kept[0].active), (1, true), "{kept:?}");
+    clock.advance(chrono::Duration::days(400));
+    assert_eq!(svc.run_once(clock.now()).await.expect("retire").versions, 0, "the active version stays");
+}
+
 async fn a_worker_runs_the_overseer_and_recovers_a_dead_runners_task(db: Db) {
     let env = Env::on(db, &["echo"]).await;
     let store = env.app.store.clone();
@@ -363,6 +386,7 @@ on_every_database!(
     rotation_deletes_old_successful_tasks_and_keeps_the_rest,
     statistics_older_than_two_hours_are_merged_into_hours_and_read_the_same,
     idle_keys_turns_are_deleted_in_batches_and_active_keys_keep_theirs,
+    deployed_versions_go_after_the_retention_and_the_active_one_stays,
     a_worker_runs_the_overseer_and_recovers_a_dead_runners_task,
     one_overseer_at_a_time_holds_the_lease_and_another_takes_over,
 );

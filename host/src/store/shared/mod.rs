@@ -56,8 +56,7 @@ impl<D: Dialect> SqlStore<D> {
         &self.db
     }
 
-    /// The connection pool, for callers that queue tasks inside their own transaction
-    /// ([`SqlStore::add_tasks_in`]).
+    /// The connection pool, for callers that queue tasks in their own transaction.
     pub fn pool(&self) -> &sqlx::Pool<<D as SqlxDialect>::Db>
     where
         D: SqlxDialect,

@@ -142,3 +142,36 @@ pub async fn deploys_of_one_component_at_once_store_it_once(a: SharedStore, b: S
     assert!(x.stored != y.stored, "stored once: {x:?} {y:?}");
     assert_eq!(a.component(&d, 1 << 30).await.expect("read").as_deref(), Some(&bytes[..]));
 }
+
+/// The overseer's retirement deletes a version superseded before the retention, and its
+/// component once no version is of it; it keeps the active version whatever its age, a version
+/// superseded since, and one an unfinished task is pinned to (until that task is finished); the
+/// releases stay, and a rollback cannot go to a deleted version.
+pub async fn versions_superseded_before_the_retention_are_retired_unless_active_or_pinned(store: SharedStore) {
+    let (a, b, c) = (component(PIECE_BYTES + 1, 7), component(500, 8), component(600, 9));
+    let (da, db, dc) = (digest(&a), digest(&b), digest(&c));
+    store.deploy(&version("mail", &a, &da, None), t0()).await.expect("deploy");
+    // The same bytes in another handler, active there: its component stays.
+    store.deploy(&version("file", &a, &da, None), t0() + secs(5)).await.expect("deploy");
+    store.deploy(&version("mail", &b, &db, None), t0() + secs(10)).await.expect("deploy");
+    store.deploy(&version("mail", &c, &dc, None), t0() + secs(20)).await.expect("deploy");
+    let pinned = store.add_tasks(&[NewTask::new("mail", "{}").with_version(&db)], t0() + secs(21)).await.expect("add");
+
+    let retired = store.retire_versions(t0() + secs(15), 10).await.expect("retire");
+    assert_eq!((retired.versions, retired.components), (1, 0), "the first version alone; its bytes serve file");
+    assert_eq!(store.component(&da, 1 << 30).await.expect("read").as_deref(), Some(&a[..]));
+    let after = store.retire_versions(t0() + secs(86_400), 10).await.expect("retire");
+    assert_eq!(after.versions, 0, "the active version and the pinned one stay");
+
+    store.cancel_tasks(&[pinned[0].id], t0() + secs(30)).await.expect("cancel");
+    let retired = store.retire_versions(t0() + secs(86_400), 10).await.expect("retire");
+    assert_eq!((retired.versions, retired.components, retired.bytes), (1, 1, 500), "{retired:?}");
+    assert_eq!(store.component(&db, 1 << 30).await.expect("read"), None, "its component went with it");
+    let kept: Vec<String> = store.versions("mail").await.expect("versions").into_iter().map(|v| v.digest).collect();
+    assert_eq!(kept, std::slice::from_ref(&dc));
+    assert_eq!(store.releases("mail", 10).await.expect("releases").len(), 3, "the history stays");
+    let back = store.rollback("mail", None, "ops", t0() + secs(86_400)).await;
+    assert!(matches!(back, Err(taskhost::Error::NoVersion { .. })), "{back:?}");
+    assert_eq!(store.active_versions().await.expect("active").len(), 2);
+    assert_eq!(store.retire_versions(t0() + secs(400 * 86_400), 10).await.expect("retire").versions, 0);
+}

@@ -164,6 +164,7 @@ macro_rules! store_suite {
         case!(what_each_key_holds_and_what_each_limit_holds_back_are_listed);
         case!(deployed_versions_are_stored_in_pieces_released_in_order_and_rolled_back);
         case!(a_claim_names_the_version_its_handlers_newest_release_made_active);
+        case!(versions_superseded_before_the_retention_are_retired_unless_active_or_pinned);
         case!(every_transition_is_made_from_the_states_it_may_start_from_and_refused_from_the_others);
         case!(a_running_run_is_written_once_as_it_ended_and_ids_are_never_given_twice);
         case!(one_claim_gives_each_run_its_own_timeout_and_each_success_its_own_finish_time);

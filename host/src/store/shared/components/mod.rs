@@ -1,22 +1,24 @@
-//! Components, versions and releases (see [`super::super::components`]), written once.
+//! Components, versions and releases (see [`crate::store::components`]), written once.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::super::components::*;
-use super::super::dialect::{transaction_read_committed, Dialect};
-use super::super::plumbing::{Cells, TxOf};
-use super::super::rows;
-use super::super::sql::args;
-use super::super::transitions::is_any;
 use super::SqlStore;
 use crate::error::{Error, Result};
 use crate::model::TaskState;
+use crate::store::components::*;
+use crate::store::dialect::{transaction_read_committed, Dialect};
+use crate::store::plumbing::{Cells, TxOf};
+use crate::store::rows;
+use crate::store::sql::args;
+use crate::store::transitions::is_any;
+
+mod retire;
 
 /// The releases' counter (migration 0027): locked by every deploy and rollback first, so that
 /// releases are written one at a time (their ids then follow their commits), and bumped by each
 /// release; what workers read to know one was made ([`release_mark`]).
-async fn lock_releases<D: Dialect>(db: &D, tx: &mut TxOf<D>) -> Result<()> {
+pub(super) async fn lock_releases<D: Dialect>(db: &D, tx: &mut TxOf<D>) -> Result<()> {
     let lock = format!("SELECT v FROM task_counters WHERE name = 'releases'{}", D::FOR_UPDATE);
     if db.rows(Some(&mut *tx), &lock, &[]).await?.is_empty() {
         return Err(Error::CorruptRow { table: "task_counters", reason: "no releases counter".into() });
@@ -236,25 +238,30 @@ pub async fn rollback<D: Dialect>(
             let Some(active) = all.first() else {
                 return Err(no("nothing deployed: see `taskhost deploy`".into()));
             };
+            let listed = "SELECT digest FROM task_handler_versions WHERE handler = $1";
+            let versions = db.rows(Some(&mut t.tx), listed, args![handler]).await?;
+            let kept: Vec<String> =
+                versions.iter().map(|r| Ok(r.text("digest")?.unwrap_or_default())).collect::<Result<_>>()?;
             let digest = match to {
                 Some(prefix) => {
-                    let listed = "SELECT digest FROM task_handler_versions WHERE handler = $1";
-                    let versions = db.rows(Some(&mut t.tx), listed, args![handler]).await?;
-                    let mut matching = Vec::new();
-                    for r in &versions {
-                        let d = r.text("digest")?.unwrap_or_default();
-                        if !prefix.is_empty() && d.starts_with(prefix) {
-                            matching.push(d);
-                        }
-                    }
+                    let matching: Vec<&String> =
+                        kept.iter().filter(|d| !prefix.is_empty() && d.starts_with(prefix)).collect();
                     match matching.as_slice() {
-                        [one] => one.clone(),
+                        [one] => (*one).clone(),
                         [] => return Err(no(format!("no version {prefix}: see `taskhost versions {handler}`"))),
                         _ => return Err(no(format!("{prefix} names {} versions: give more of it", matching.len()))),
                     }
                 }
+                // The version active before (deleted by the overseer since: none; an older one
+                // would surprise).
                 None => match all.iter().find(|r| r.digest != active.digest) {
-                    Some(before) => before.digest.clone(),
+                    Some(before) if kept.contains(&before.digest) => before.digest.clone(),
+                    Some(before) => {
+                        let gone = short(&before.digest);
+                        return Err(no(format!(
+                            "the version before, {gone}, was deleted after its retention: give --to"
+                        )));
+                    }
                     None => return Err(no("no earlier version to roll back to".into())),
                 },
             };
@@ -364,5 +371,8 @@ impl<D: Dialect> Components for SqlStore<D> {
     }
     async fn component(&self, digest: &str, max_bytes: u64) -> Result<Option<Vec<u8>>> {
         component(&self.db, digest, max_bytes).await
+    }
+    async fn retire_versions(&self, before: DateTime<Utc>, batch: u32) -> Result<Retired> {
+        retire::retire_versions(&self.db, before, batch).await
     }
 }
