@@ -14,10 +14,9 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::doc::Errors;
 use super::{ApiError, ApiState};
+use crate::plugins::publish::BAD_NAME;
 use crate::plugins::MAX_MANIFEST_BYTES;
 use crate::store::components::{HandlerVersion, Release};
-
-const BAD_NAME: &str = "invalid handler name: use letters, digits, '-' and '_'";
 
 /// Releases listed with a handler's versions.
 const RELEASES_LISTED: u32 = 100;

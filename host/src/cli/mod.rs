@@ -93,6 +93,17 @@ fn reload_on_hangup(app: &App) {
     }
 }
 
+/// The plugins directory of a demo, or of a worker whose SQLite file does not exist yet, is
+/// checked before the database is opened: opening a SQLite file makes it. (A worker of a database
+/// that exists may run the handlers deployed into it alone: it asks once the database is open.)
+fn check_dir_before_opening(command: &Command, config: &AppConfig) -> Result<()> {
+    let new_file = taskhost::store::opening_makes_a_file(&config.database_url);
+    if matches!(command, Command::Demo) || (matches!(command, Command::Worker(_)) && new_file) {
+        taskhost::plugins::check_dir(&config.plugins_dir)?;
+    }
+    Ok(())
+}
+
 pub async fn run(cli: Cli) -> Result<()> {
     if let Command::CompileComponent { max_wasm_stack, incremental_cache, incremental_max_bytes } = &cli.command {
         let incremental = incremental_cache
@@ -121,13 +132,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         _ => {}
     }
-    let new_file = taskhost::store::opening_makes_a_file(&config.database_url);
-    if matches!(cli.command, Command::Demo) || (matches!(cli.command, Command::Worker(_)) && new_file) {
-        // Said before the database is opened: opening a SQLite file makes it. (A worker of a
-        // database that exists may run the handlers deployed into it alone: it asks once the
-        // database is open.)
-        taskhost::plugins::check_dir(&config.plugins_dir)?;
-    }
+    check_dir_before_opening(&cli.command, &config)?;
     let app = App::open(&config).await?;
     show_compiles(&app.catalog);
     let overseer_config = overseer_config(&cli, &app);

@@ -94,4 +94,5 @@ impl Catalog {
     }
 }
 
-const BAD_NAME: &str = "invalid handler name: use letters, digits, '-' and '_'";
+/// Why a handler's name is refused.
+pub const BAD_NAME: &str = "invalid handler name: use letters, digits, '-' and '_'";
