@@ -50,8 +50,9 @@ fn main() -> std::process::ExitCode {
         }
     };
     let result = runtime.block_on(cli::run(cli));
-    // Blocking work still going (a plugin load) must not hold the exit past the shutdown grace.
-    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    // Blocking work still going (a plugin compile) must not hold the exit past the shutdown
+    // grace: it is dropped, not waited for (the cache's files are written whole or not at all).
+    runtime.shutdown_background();
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) if e.is::<cli::Reported>() => std::process::ExitCode::FAILURE,

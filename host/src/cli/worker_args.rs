@@ -43,7 +43,8 @@ pub struct WorkerArgs {
     /// How often the worker records that it is alive.
     #[arg(long, value_parser = positive_duration, default_value = "5s")]
     pub heartbeat_interval: Duration,
-    /// Time in-flight runs get to finish after SIGINT/SIGTERM.
+    /// The longest a stop may take after SIGINT/SIGTERM: in-flight runs finish within it (less a
+    /// share for marking the runner); what is not done by then is left to the overseer.
     #[arg(long, value_parser = taskhost::text::parse_duration, default_value = "30s")]
     pub shutdown_grace: Duration,
     /// Guest memory in use at once, in MiB: each run holds its memory limit while it runs

@@ -270,12 +270,12 @@ impl Claimer<'_> {
         };
         Err(match cut {
             ExitReason::Shutdown | ExitReason::MemoryCap => {
-                let grace = worker.config.shutdown_grace;
+                let grace = super::stop::runs_share(worker.config.shutdown_grace);
                 let (releases, claims) = (&self.runs.releases, &self.runs.claims);
                 Step::Exit(cut, Some(hand_back_cut_claim(releases, claims, &worker.clock, grace, claim).await))
             }
             // A runner declared dead: its claim is cut off, its runs timed out with it.
-            reason => Step::Exit(reason, Some(CutClaim { spent: Duration::ZERO, all_back: false })),
+            reason => Step::Exit(reason, Some(CutClaim { asked: tokio::time::Instant::now(), all_back: false })),
         })
     }
 

@@ -32,8 +32,9 @@ pub struct WorkerConfig {
     /// still running, and stops those cancelled or timed out elsewhere (PostgreSQL also wakes it
     /// at once on a cancellation).
     pub run_check_interval: Duration,
-    /// How long in-flight runs may take to finish, and their outcomes to be written, after
-    /// shutdown is asked. An upper bound: what is not done by then is left to the overseer.
+    /// How long the whole stop may take once shutdown is asked: in-flight runs finishing, their
+    /// outcomes written, the runner marked (see `stop`). An upper bound: what is not done by
+    /// then is left to the overseer.
     pub shutdown_grace: Duration,
     /// Guest memory in use at once: each run reserves its memory limit from this budget before
     /// it starts. None = `concurrency` × the default memory limit.

@@ -37,13 +37,13 @@ mod queues;
 mod release;
 mod run_tasks;
 mod run_watch;
+mod stop;
 mod writer;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -54,7 +54,6 @@ pub use heartbeat::process_rss;
 use run_tasks::RunTasks;
 
 use parts::{Started, Stopped};
-use put_back::CutClaim;
 
 use crate::clock::SharedClock;
 use crate::error::Result;
@@ -97,10 +96,6 @@ fn load_plugins(catalog: Arc<Catalog>) -> watch::Receiver<Loading> {
     rx
 }
 
-/// Longest the last calls of a stopping worker (marking its runner) may take: past the grace
-/// period nothing may hold the process up.
-const LAST_CALL_TIMEOUT: Duration = Duration::from_secs(5);
-
 impl Worker {
     /// A worker over `store`, running the plugins of `catalog`.
     pub fn new(store: SharedStore, catalog: Arc<Catalog>, clock: SharedClock, config: WorkerConfig) -> Self {
@@ -115,6 +110,12 @@ impl Worker {
 
     /// Work until `shutdown` completes (or, with `drain`, until nothing is left).
     pub async fn run(mut self, shutdown: impl Future<Output = ()> + Send) -> Result<WorkerReport> {
+        // The grace is counted from the signal, however long the claim loop takes to see it.
+        let signalled = std::sync::OnceLock::new();
+        let shutdown = async {
+            shutdown.await;
+            let _ = signalled.set(tokio::time::Instant::now());
+        };
         let shutdown = std::pin::pin!(shutdown);
         let mut shutdown: Pin<&mut (dyn Future<Output = ()> + Send)> = shutdown;
         self.fit_concurrency();
@@ -154,19 +155,15 @@ impl Worker {
             }
         };
         tracing::info!(runner_id = runner, ?exit, "worker stopping");
-        // In-flight runs finish, and their outcomes are written, within the grace period (less
-        // what handing back a cut claim took); a runner declared dead stops its runs at once
-        // (they run again elsewhere).
-        let spent = cut.map_or(Duration::ZERO, |c| c.spent);
-        let grace = match exit {
-            ExitReason::RunnerLost => Duration::ZERO,
-            _ => self.config.shutdown_grace.saturating_sub(spent),
-        };
+        // In-flight runs finish, and their outcomes are written, within the grace period; a
+        // runner declared dead stops its runs at once (they run again elsewhere).
+        let from = signalled.get().copied().or(cut.map(|c| c.asked)).unwrap_or_else(tokio::time::Instant::now);
+        let plan = stop::StopPlan::new(exit, self.config.shutdown_grace, from);
         let health = parts.health.clone();
-        let stopped = parts.stop(runs, shared, grace).await;
+        let stopped = parts.stop(runs, shared, plan).await;
         // Runs left running: runs still claimed, and those the writer gave up on.
         let abandoned = stopped.claimed_left.max(health.abandoned.load(Ordering::Relaxed));
-        self.mark_stopped(runner, exit, abandoned, cut).await;
+        self.mark_stopped(runner, exit, abandoned, cut, plan.gone_by).await;
         Ok(self.report(runner, exit, abandoned, &stopped, &health))
     }
 
@@ -242,29 +239,6 @@ impl Worker {
         let concurrency = self.config.concurrency;
         tracing::info!(runner_id, pid, host = %host, concurrency, memory_budget, rss_cap, "worker started");
         Ok(Some(runner_id))
-    }
-
-    /// Mark the runner: stopped, or timed out with its runs when some were left running (runs
-    /// not finished in the grace period, or a claim cut short whose runs did not all go back).
-    async fn mark_stopped(&self, runner_id: RunnerId, exit: ExitReason, abandoned: u64, cut: Option<CutClaim>) {
-        let now = self.clock.now();
-        let lost_a_claim = cut.is_some_and(|c| !c.all_back);
-        let last = async {
-            if abandoned > 0 || lost_a_claim {
-                tracing::warn!(runner_id, abandoned, "runs not finished within the grace period: timing them out");
-                self.store.time_out_runners(&[runner_id], now).await.map(|_| ())
-            } else if exit != ExitReason::RunnerLost {
-                self.store.finish_runner(runner_id, RunnerStatus::Success, now).await
-            } else {
-                Ok(())
-            }
-        };
-        match tokio::time::timeout(LAST_CALL_TIMEOUT, last).await {
-            Ok(Ok(())) => {}
-            // The overseer of another worker finds this runner dead by its heartbeat instead.
-            Ok(Err(e)) => tracing::warn!(runner_id, "could not mark the runner stopped: {e}"),
-            Err(_) => tracing::warn!(runner_id, "could not mark the runner stopped: the database did not answer"),
-        }
     }
 
     fn report(

@@ -4,7 +4,6 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
@@ -16,8 +15,9 @@ use super::heartbeat::{self, Heartbeat};
 use super::put_back::PutBacks;
 use super::release::Releases;
 use super::run_watch::RunWatch;
+use super::stop::StopPlan;
 use super::writer::{OutcomeWriter, WriterHealth};
-use super::{progress, ExitReason, RunTasks, Worker, LAST_CALL_TIMEOUT};
+use super::{progress, ExitReason, RunTasks, Worker};
 use crate::model::RunnerId;
 use crate::overseer::Overseer;
 
@@ -176,12 +176,13 @@ pub(super) struct Stopped {
 }
 
 impl Parts {
-    /// Let every run claimed be released within `grace` (the runs in flight finish and their
-    /// outcomes are written, the runs going back are put back), then stop every part: together
-    /// they get [`LAST_CALL_TIMEOUT`], then the rest are cancelled (a part may be waiting on a
-    /// database that is down: none may hold the process past the grace).
-    pub async fn stop(self, runs: RunTasks, shared: Arc<Shared>, grace: Duration) -> Stopped {
-        let claimed_left = runs.claims.settle(grace).await as u64;
+    /// Let every run claimed be released by `plan.runs_until` (the runs in flight finish and
+    /// their outcomes are written, the runs going back are put back), then stop every part by
+    /// `plan.parts_until`, cancelling the rest (a part may be waiting on a database that is down:
+    /// none may hold the process past the grace).
+    pub async fn stop(self, runs: RunTasks, shared: Arc<Shared>, plan: StopPlan) -> Stopped {
+        let within = plan.runs_until.saturating_duration_since(tokio::time::Instant::now());
+        let claimed_left = runs.claims.settle(within).await as u64;
         let _ = self.abort.send(true);
         let ended_elsewhere = runs.ended_elsewhere.load(Ordering::Relaxed);
         drop(runs);
@@ -189,7 +190,7 @@ impl Parts {
         let _ = self.stop.send(true);
         let aborts: Vec<_> = self.handles.iter().map(|(name, t)| (*name, t.abort_handle())).collect();
         let all = futures::future::join_all(self.handles.into_iter().map(|(_, t)| t));
-        if tokio::time::timeout(LAST_CALL_TIMEOUT, all).await.is_err() {
+        if tokio::time::timeout_at(plan.parts_until, all).await.is_err() {
             for (name, abort) in aborts.iter().filter(|(_, a)| !a.is_finished()) {
                 tracing::warn!("the {name} did not stop in time: cancelled");
                 abort.abort();

@@ -61,10 +61,10 @@ impl PutBacks {
 
 /// What handing back a claim cut short by a signal took, and whether every run it claimed was
 /// handed to the writer to put back (the writer counts those it could not).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct CutClaim {
-    /// Of the grace period; the runs in flight get the rest.
-    pub spent: Duration,
+    /// When the reason to exit was seen: the grace is counted from it when no signal came.
+    pub asked: tokio::time::Instant,
     /// False: a run claimed may be left running with no task executing it.
     pub all_back: bool,
 }
@@ -79,7 +79,7 @@ pub(super) async fn hand_back_cut_claim(
     grace: Duration,
     claim: impl std::future::Future<Output = crate::error::Result<Vec<ClaimedRun>>>,
 ) -> CutClaim {
-    let started = Instant::now();
+    let asked = tokio::time::Instant::now();
     let answered = match tokio::time::timeout(grace, claim).await {
         Ok(Ok(claimed)) => {
             if !claimed.is_empty() {
@@ -96,5 +96,5 @@ pub(super) async fn hand_back_cut_claim(
         }
         Err(_) => false,
     };
-    CutClaim { spent: started.elapsed(), all_back: answered }
+    CutClaim { asked, all_back: answered }
 }

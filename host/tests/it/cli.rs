@@ -348,7 +348,7 @@ async fn a_run_longer_than_the_grace_period_is_timed_out_at_shutdown() {
     env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n").await;
     let id = add(&env, &["spin"]);
     let store = open(&env).await;
-    let worker = spawn_worker(&env, &["--shutdown-grace", "200ms"]);
+    let worker = spawn_worker(&env, &["--shutdown-grace", "2s"]);
     wait_until(Duration::from_secs(30), "the run is running", || async {
         run_status(&store, id).await == Some(RunStatus::Running)
     })

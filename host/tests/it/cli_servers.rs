@@ -1,14 +1,16 @@
 //! Real `taskhost worker` processes against real databases: several processes sharing one queue,
 //! a worker killed with SIGKILL mid-run, a worker shedding poison outcomes then stopped by SIGTERM,
-//! a drain whose last plugin loads during a claim.
+//! a drain whose last plugin loads during a claim, a worker stopped while its database does not
+//! answer.
 
 use crate::common;
 
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
+use common::locker::Locker;
 use common::process::{signal, spawn_worker, stderr, wait_exit};
-use common::{wait_until, Env};
+use common::{wait_until, Db, Env};
 use taskhost::model::{NewTask, RunStatus, TaskFilter};
 
 /// 4 worker processes drain 10,000 tasks: every task succeeds with exactly one run.
@@ -202,3 +204,36 @@ async fn a_drain_runs_the_tasks_of_a_plugin_loaded_during_its_claim_on_mysql() {
     let (lock, unlock) = ("LOCK TABLES task_queue READ", "UNLOCK TABLES");
     a_drain_runs_the_tasks_of_a_plugin_loaded_during_its_claim::<sqlx::MySqlConnection>(env, lock, unlock).await;
 }
+
+/// A worker process asked to stop while its database does not answer (the runners' table held
+/// locked: nothing the worker writes at its end gets through) is gone within its grace period
+/// all the same, counted from the signal: its run is left to the overseer, its last calls cut
+/// off rather than waited for. Once the database answers, the run is still `running`, its
+/// runner left for another overseer to find dead.
+async fn a_worker_stops_within_its_grace_while_its_database_does_not_answer(db: Db) {
+    let mut env = Env::on(db, &["spin"]).await;
+    env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"1h\"\n").await;
+    let id = env.app.client.add(NewTask::new("spin", "{}")).await.expect("add").id;
+    let worker = spawn_worker(&env, &["--shutdown-grace", "2s", "--poll-interval", "20ms"]);
+    let store = env.app.store.clone();
+    wait_until(Duration::from_secs(60), "the run started", || async {
+        store.runs_of(id).await.is_ok_and(|r| r.first().is_some_and(|r| r.status == RunStatus::Running))
+    })
+    .await;
+    let locker = Locker::lock(db, &env.db_url, "task_runners").await;
+    let asked = std::time::Instant::now();
+    signal(&worker, "TERM");
+    // The grace, and two seconds for the process to be scheduled and reaped on a loaded machine;
+    // before, the last calls waited 5 s each past the grace.
+    let out = wait_exit(worker, Duration::from_secs(4)).await;
+    eprintln!("stopped {:?} after SIGTERM with the database not answering", asked.elapsed());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("1 abandoned"), "{}", stderr(&out));
+    locker.unlock().await;
+    let runs = store.runs_of(id).await.expect("runs");
+    assert_eq!(runs[0].status, RunStatus::Running, "left for the overseer: {runs:?}");
+    let runner = runs[0].runner_id.expect("runner");
+    assert!(store.live_runners().await.expect("live").iter().any(|r| r.id == runner), "not marked");
+}
+
+crate::on_every_database!(a_worker_stops_within_its_grace_while_its_database_does_not_answer);

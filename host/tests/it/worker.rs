@@ -309,7 +309,7 @@ async fn progress_and_partial_results_are_visible_while_the_run_is_running() {
         .await
         .expect("add")
         .id;
-    let cfg = WorkerConfig { shutdown_grace: std::time::Duration::from_millis(100), ..drain_config() };
+    let cfg = WorkerConfig { shutdown_grace: std::time::Duration::from_secs(2), ..drain_config() };
     let worker = env.app.worker(cfg);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let handle = tokio::spawn(worker.run(async move {

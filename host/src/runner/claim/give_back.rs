@@ -1,8 +1,6 @@
 //! Runs claimed and not started, given back: those that waited too long for a slot, and all of
 //! them when a signal or a reason to exit comes.
 
-use std::time::Duration;
-
 use super::Step;
 use crate::model::ClaimedRun;
 use crate::runner::put_back::CutClaim;
@@ -32,10 +30,10 @@ pub(super) fn hand_back(worker: &Worker, releases: &Releases, cut: ExitReason, r
                 }
                 let now = worker.clock.now();
                 releases.put_back(rest.into_iter().map(|(_, held)| held), now, PutBackWhy::Exit);
-                CutClaim { spent: Duration::ZERO, all_back: true }
+                CutClaim { asked: tokio::time::Instant::now(), all_back: true }
             }
             // A runner declared dead: its runs are timed out with it.
-            _ => CutClaim { spent: Duration::ZERO, all_back: false },
+            _ => CutClaim { asked: tokio::time::Instant::now(), all_back: false },
         }),
     )
 }

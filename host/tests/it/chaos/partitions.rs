@@ -313,7 +313,11 @@ pub async fn chaos(db: Db) {
     let mut poll = tokio::time::interval(Duration::from_millis(50));
     for w in &mut workers {
         while !w.exited() {
-            assert!(asked.elapsed() < Duration::from_secs(30), "worker {} stops within its grace", w.index);
+            assert!(
+                asked.elapsed() < Duration::from_secs(7),
+                "worker {} stops within its grace (and two seconds)",
+                w.index
+            );
             poll.tick().await;
         }
         let text = std::fs::read_to_string(&w.log).expect("log");
