@@ -36,6 +36,8 @@ pub(super) async fn scrape(State(state): State<Arc<ApiState>>) -> Result<impl In
     ];
     let samples: Vec<_> = by_status.iter().map(|(s, n)| (vec![("status", s.to_string())], *n as f64)).collect();
     render_gauge(&mut out, "taskhost_tasks", "Tasks in the database by the status of their latest run.", &samples);
+    let waiting = [(vec![], state.waits.waiting() as f64)];
+    render_gauge(&mut out, "taskhost_api_waiting_requests", "Requests waiting for a task's end (`?wait=`).", &waiting);
     let stats = state.client.stats(None, None).await?;
     let stats = &stats[..stats.len().min(MAX_SERIES)];
     per_handler(&mut out, stats);

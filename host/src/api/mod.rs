@@ -10,7 +10,7 @@
 //! | `GET /api/v1/ready` | as health, and the tables exist and handlers are deployed or the plugins directory is readable | none |
 //! | `POST /api/v1/tasks` | queue one task (a [`crate::model::TaskInput`]) or `{"tasks": [...]}` | write |
 //! | `GET /api/v1/tasks` | list: `status`, `queue`, `handler`, `dead`, `text`, `order`, `limit`, `after` | read |
-//! | `GET /api/v1/tasks/{id}` | a task with its runs (progress, results, logs, error, digest, fuel) | read |
+//! | `GET /api/v1/tasks/{id}` | a task with its runs (progress, results, logs, error, digest, fuel); `wait=30s`: once it is final (see `wait.rs`) | read |
 //! | `POST /api/v1/tasks/{id}/cancel`, `/retry` | cancel an unfinished task; schedule a finished one again | write |
 //! | `DELETE /api/v1/tasks/{id}` | delete a finished task and its runs | write |
 //! | `POST /api/v1/tasks/cancel`, `/retry`, `/delete` | the same on many: `ids`, `queue`, `handler` or `all` | write |
@@ -69,10 +69,12 @@ mod queues;
 pub mod server;
 mod slow;
 mod tasks;
+mod wait;
 
 pub use bounds::BODIES_IN_FLIGHT_BYTES;
 pub use server::{serve, ServerLimits};
 pub use tasks::PAGE_BYTES;
+pub use wait::{Stopping, MAX_WAIT, MAX_WAITERS};
 
 /// Largest request body: room for a batch of tasks with their data.
 pub const MAX_BODY_BYTES: usize = 16 << 20;
@@ -88,13 +90,16 @@ pub(crate) struct ApiState {
     pages: tokio::sync::Semaphore,
     /// One deploy at a time (see `deploys.rs`).
     deploy_turn: tokio::sync::Mutex<()>,
+    /// Requests waiting for tasks' ends, and their watcher (see `wait.rs`).
+    waits: Arc<wait::Waits>,
 }
 
 impl ApiState {
     fn new(client: Client, access: ApiSection) -> Arc<Self> {
         let pages = tokio::sync::Semaphore::new(tasks::PAGES_AT_ONCE);
         let (plugin_scan, deploy_turn) = Default::default();
-        Arc::new(ApiState { client, access, plugin_scan, bodies: bounds::body_budget(), pages, deploy_turn })
+        let waits = Arc::default();
+        Arc::new(ApiState { client, access, plugin_scan, bodies: bounds::body_budget(), pages, deploy_turn, waits })
     }
 }
 

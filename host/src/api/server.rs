@@ -70,12 +70,14 @@ pub async fn serve(
         tracing::warn!("serving at most {cap} connections at once: the open-file limit is {open_files}");
     }
     let request_timeout = limits.request_timeout;
+    let (stop, stopping) = watch::channel(false);
+    // Requests waiting for a task's end (`?wait=`) end when the server stops.
     let router = router
-        .layer(middleware::from_fn(move |req: Request, next: Next| super::slow::within(request_timeout, req, next)));
+        .layer(middleware::from_fn(move |req: Request, next: Next| super::slow::within(request_timeout, req, next)))
+        .layer(axum::Extension(super::wait::Stopping(stopping.clone())));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(Some(limits.header_timeout)).keep_alive(true);
     let slots = Arc::new(Semaphore::new(cap));
-    let (stop, stopping) = watch::channel(false);
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {

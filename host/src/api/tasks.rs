@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
+use axum::Extension;
 use axum::Json;
 use serde::Serialize;
 use serde_json::Value;
@@ -225,14 +226,32 @@ async fn page(state: &ApiState, mut f: TaskFilter) -> Result<(Vec<Task>, Option<
 }
 
 /// A task and its runs (progress, partial and final results, logs, error, digest, fuel), and
-/// the tasks it runs after, as `taskhost show --json` prints them.
-#[utoipa::path(get, path = "/api/v1/tasks/{id}", operation_id = "get_task", tag = "tasks", params(("id" = TaskId, Path)),
+/// the tasks it runs after, as `taskhost show --json` prints them. With `wait` (a duration up to
+/// 60 s), answers once the task is final or the wait has passed, whichever comes first.
+#[utoipa::path(get, path = "/api/v1/tasks/{id}", operation_id = "get_task", tag = "tasks",
+    params(("id" = TaskId, Path),
+        ("wait" = Option<String>, Query, description = "Answer when the task is final (succeeded, dead, cancelled) or after this long (`30s`, at most `60s`), whichever comes first")),
     responses((status = 200, description = "Done", body = TaskDetail), Errors))]
 pub(super) async fn get(
     State(state): State<Arc<ApiState>>,
     Path(id): Path<String>,
+    Query(q): Query<BTreeMap<String, String>>,
+    stopping: Option<Extension<super::wait::Stopping>>,
 ) -> Result<Json<TaskDetail>, ApiError> {
     let id = task_id(&id)?;
+    let mut within = None;
+    for (key, value) in &q {
+        match key.as_str() {
+            "wait" => within = Some(super::wait::parse(value)?),
+            _ => return Err(ApiError::bad("invalid", format!("{key}={value:?}: no such parameter (wait)"))),
+        }
+    }
+    if let Some(within) = within {
+        let store = state.client.store();
+        let first_look = async { Ok(store.get_task(id).await?.is_none_or(|t| t.state.is_final())) };
+        let stopping = stopping.map(|Extension(s)| s);
+        state.waits.until_final(store, id, within, stopping, first_look).await?;
+    }
     let (task, runs) = state.client.show(id).await?;
     let after = state.client.dependencies(id).await?;
     let signals = state.client.signals(id).await?;

@@ -35,6 +35,9 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
     async fn get_task(&self, id: TaskId) -> Result<Option<Task>>;
     /// A task's runs, oldest first.
     async fn runs_of(&self, task_id: TaskId) -> Result<Vec<Run>>;
+    /// Of `ids`, the tasks that are final (succeeded, dead, cancelled): what a wait for their
+    /// end waits for. Few rows while nothing ends, however many are asked.
+    async fn final_among(&self, ids: &[TaskId]) -> Result<Vec<TaskId>>;
     /// The tasks a task runs after, in id order.
     async fn dependencies(&self, task_id: TaskId) -> Result<Vec<Dependency>>;
     /// The tasks a task runs after, in id order, with their last runs' results while those fit in

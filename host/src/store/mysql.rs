@@ -75,8 +75,10 @@ fn add<'a>(bound: &mut MySqlArguments, arg: Arg<'a>) -> std::result::Result<(), 
     let added = match arg {
         Arg::Int(v) => bound.add(v),
         Arg::Text(v) => bound.add(v),
-        Arg::Time(t) => bound.add(t),
-        Arg::MaybeTime(t) => bound.add(t),
+        // As DATETIME, not as TIMESTAMP (chrono's `DateTime<Utc>` binds as one): MariaDB turns a
+        // TIMESTAMP past 2038-01-19 into NULL, and a task to run in 2099 would be refused.
+        Arg::Time(t) => bound.add(t.naive_utc()),
+        Arg::MaybeTime(t) => bound.add(t.map(|t| t.naive_utc())),
         Arg::Bytes(b) => bound.add(b),
         Arg::Ints(_) | Arg::Texts(_) => return Err("a list bound as one value".into()),
     };
@@ -222,9 +224,9 @@ impl Dialect for MySqlDb {
                  share_key) ",
         );
         qb.push_values(tasks, |mut b, t| {
-            b.push_bind(now)
+            b.push_bind(now.naive_utc())
                 .push_bind(t.queued_by.clone())
-                .push_bind(t.scheduled_on.unwrap_or(now))
+                .push_bind(t.scheduled_on.unwrap_or(now).naive_utc())
                 .push_bind(t.handler.clone())
                 .push_bind(t.data.clone())
                 .push_bind(t.max_attempts as i64)

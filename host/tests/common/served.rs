@@ -60,6 +60,22 @@ impl Served {
         Served { child: Some(child), base }
     }
 
+    /// Another handle on the same server, for requests from another thread (it does not own
+    /// the process: dropping it stops nothing).
+    pub fn handle(&self) -> Served {
+        Served { child: None, base: self.base.clone() }
+    }
+
+    /// The server's process id (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Whether the server's process has exited.
+    pub fn exited(&mut self) -> bool {
+        self.child.as_mut().is_none_or(|c| c.try_wait().ok().flatten().is_some())
+    }
+
     /// One request: its status and JSON body.
     pub fn call(&self, method: &str, path: &str, token: Option<&str>, body: Option<&str>) -> (u16, Value) {
         let body = body.unwrap_or("");

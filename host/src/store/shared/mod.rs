@@ -107,6 +107,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         tasks::runs_of(&self.db, task_id).await
     }
 
+    async fn final_among(&self, ids: &[TaskId]) -> Result<Vec<TaskId>> {
+        tasks::final_among(&self.db, ids).await
+    }
+
     async fn dependencies(&self, task_id: TaskId) -> Result<Vec<Dependency>> {
         super::transitions::deps::of(&self.db, task_id).await
     }

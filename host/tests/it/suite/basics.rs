@@ -271,3 +271,22 @@ pub async fn a_late_outcome_does_not_override_a_timeout(store: SharedStore) {
     assert_eq!(runs[0].error_code.as_deref(), Some("run-timeout"));
     assert_eq!(runs[0].duration_ms, Some(10_000), "from its start to its timeout");
 }
+
+/// Tasks due after 2038 (past MariaDB's TIMESTAMP range) keep their time, one at a time and in
+/// bulk; of a list of ids, those of final tasks are told apart from unfinished and unknown ones
+/// (what a wait for a task's end reads).
+pub async fn a_task_due_in_2099_keeps_its_time_and_final_tasks_are_told_from_the_rest(store: SharedStore) {
+    let far = chrono::DateTime::parse_from_rfc3339("2099-01-01T00:00:00Z").expect("time").to_utc();
+    let one = store.add_tasks(&[NewTask::new("echo", "{}").with_scheduled_on(far)], t0()).await.expect("add one");
+    let many: Vec<NewTask> = (0..3).map(|_| NewTask::new("echo", "{}").with_scheduled_on(far)).collect();
+    let many = store.add_tasks(&many, t0()).await.expect("add many");
+    for a in one.iter().chain(&many) {
+        let task = store.get_task(a.id).await.expect("get").expect("exists");
+        assert_eq!(task.scheduled_on, far);
+    }
+    let cancelled = store.cancel_tasks(&[many[0].id], t0()).await.expect("cancel");
+    assert_eq!(cancelled, [many[0].id]);
+    let asked = [one[0].id, many[0].id, many[1].id, 999_999];
+    assert_eq!(store.final_among(&asked).await.expect("final"), [many[0].id]);
+    assert!(store.final_among(&[]).await.expect("none asked").is_empty());
+}

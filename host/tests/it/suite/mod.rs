@@ -101,6 +101,7 @@ macro_rules! store_suite {
         }
         case!(adds_a_task_whose_first_run_is_made_by_its_claim);
         case!(adds_many_tasks_in_order);
+        case!(a_task_due_in_2099_keeps_its_time_and_final_tasks_are_told_from_the_rest);
         case!(the_newest_task_id_follows_every_add);
         case!(claims_in_priority_then_fifo_order);
         case!(claims_only_due_tasks_of_the_given_queues);

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Requests waiting for tasks' ends through `taskhost serve` (`GET /api/v1/tasks/ID?wait=60s`), from
+another process. Standard library only.
+
+    python3 bench/wait-latency.py idle BASE_URL SERVE_PID [N] [SECONDS]
+    python3 bench/wait-latency.py ends BASE_URL [N]
+
+`idle`: queues N tasks due next year, holds one waiting request open on each, and prints the CPU
+`serve` (SERVE_PID) spent over SECONDS (20) while they waited, as a share of one core, beside the
+same span with nobody waiting.
+
+`ends`: queues N tasks due in a few seconds, holds one waiting request on each, then (start a
+worker meanwhile) prints how long after each task's end (its run's `finished_on`) its answer
+came: p50, p90, p99 in ms (a worker may be started before: the tasks are not due yet). Both
+print one JSON line.
+"""
+
+import asyncio
+import datetime
+import json
+import os
+import resource
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+
+def call(base, method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(base + path, data=data, method=method)
+    req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.load(r)
+
+
+def queue(base, n, at):
+    tasks = [{"handler": "noop", "data": {"i": i}, "at": at} for i in range(n)]
+    return [t["id"] for t in call(base, "POST", "/api/v1/tasks", {"tasks": tasks})["tasks"]]
+
+
+async def wait(host, port, task_id):
+    reader, writer = await asyncio.open_connection(host, port)
+    request = f"GET /api/v1/tasks/{task_id}?wait=60s HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
+    writer.write(request.encode())
+    await writer.drain()
+    answer = await reader.read()
+    at = time.time()
+    writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    if b" 200 " not in head.split(b"\r\n")[0]:
+        raise SystemExit(f"task {task_id}: {head[:80]!r}")
+    return at, json.loads(body)
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def waiting(base):
+    with urllib.request.urlopen(base + "/metrics", timeout=30) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("taskhost_api_waiting_requests "):
+                return int(float(line.split()[1]))
+    return 0
+
+
+async def idle(base, pid, n, seconds):
+    url = urllib.parse.urlsplit(base)
+    before = cpu_seconds(pid)
+    await asyncio.sleep(seconds)
+    alone = (cpu_seconds(pid) - before) / seconds
+    ids = queue(base, n, "2099-01-01T00:00:00Z")
+    waits = [asyncio.ensure_future(wait(url.hostname, url.port, i)) for i in ids]
+    while waiting(base) < n:
+        await asyncio.sleep(0.2)
+    before = cpu_seconds(pid)
+    await asyncio.sleep(seconds)
+    used = (cpu_seconds(pid) - before) / seconds
+    call(base, "POST", "/api/v1/tasks/cancel", {"ids": ids})
+    await asyncio.gather(*waits)
+    print(json.dumps({"waiting": n, "seconds": seconds, "core_share_waiting": round(used, 4),
+                      "core_share_nobody_waiting": round(alone, 4)}))
+
+
+async def ends(base, n):
+    url = urllib.parse.urlsplit(base)
+    due = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=5)
+    ids = queue(base, n, due.isoformat().replace("+00:00", "Z"))
+    waits = [asyncio.ensure_future(wait(url.hostname, url.port, i)) for i in ids]
+    answers = await asyncio.gather(*waits)
+    late, ended = [], []
+    for at, shown in answers:
+        finished = shown["runs"][-1]["finished_on"]
+        end = datetime.datetime.fromisoformat(finished.replace("Z", "+00:00")).timestamp()
+        ended.append(end)
+        late.append((at - end) * 1000)
+    late.sort()
+    pick = lambda q: round(late[min(len(late) - 1, int(q * len(late)))], 1)
+    spread = round((max(ended) - min(ended)) * 1000, 1)
+    print(json.dumps({"waiting": n, "p50_ms": pick(0.5), "p90_ms": pick(0.9), "p99_ms": pick(0.99),
+                      "runs_ended_over_ms": spread}))
+
+
+def main():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if sys.argv[1] == "idle":
+        n = int(sys.argv[4]) if len(sys.argv) > 4 else 1000
+        seconds = float(sys.argv[5]) if len(sys.argv) > 5 else 20
+        asyncio.run(idle(sys.argv[2], int(sys.argv[3]), n, seconds))
+    else:
+        asyncio.run(ends(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 1000))
+
+
+if __name__ == "__main__":
+    main()

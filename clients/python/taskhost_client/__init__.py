@@ -1,0 +1,135 @@
+"""A client for taskhost's HTTP API (`taskhost serve`), standard library only.
+
+Every method is one or a few requests to `BASE/api/v1/...`; answers are the API's JSON as
+dicts (see the server's `GET /api/openapi.json`). An error answer raises `TaskhostError` with
+its status, code and message; a server that cannot be reached raises `TaskhostError` with status
+0 and code `unreachable`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Dict, List, Optional, Sequence
+
+__all__ = ["Client", "TaskhostError", "FINAL_STATES", "TASK_FIELDS"]
+
+#: A task in one of these states will not run again unless someone replays it.
+FINAL_STATES = frozenset({"succeeded", "dead", "cancelled"})
+
+#: The fields of a task to queue, as the API's `TaskInput` names them (checked against the
+#: server's OpenAPI document by taskhost's tests).
+TASK_FIELDS = (
+    "handler", "data", "queue", "priority", "max_attempts", "key", "unique_key", "unique_for",
+    "unique_states", "queued_by", "at", "run_timeout", "after", "run_anyway", "version",
+)
+
+#: The longest one `?wait=` the server takes, in seconds; longer waits are asked again.
+_MAX_WAIT_SECONDS = 60
+
+
+class TaskhostError(Exception):
+    """An error answer of the API: `status` (HTTP), `code` (stable: `invalid`, `unknown-handler`,
+    `not-found`, `conflict`, `unauthorized`, `forbidden`, `busy`, `unavailable`, ...), `message`."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class Client:
+    """Requests to one taskhost server. `token`: an `[api]` token of the server's (a `write` one
+    to queue, cancel and retry), or None when the server has none. `timeout`: seconds for a
+    request other than a wait's."""
+
+    def __init__(self, base_url: str = "http://127.0.0.1:8080", token: Optional[str] = None,
+                 timeout: float = 30.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        if self.base_url.endswith("/api/v1"):
+            self.base_url = self.base_url[: -len("/api/v1")]
+        self.token = token
+        self.timeout = timeout
+
+    def enqueue(self, handler: str, data: Any = None, **fields: Any) -> int:
+        """Queue one task; its id (that of the task holding `unique_key`, when one does).
+        `fields`: any of `TASK_FIELDS` but handler and data (`at` and `run_timeout` as the API
+        takes them: `"2026-12-01T09:00:00Z"`, `"90s"`)."""
+        task = self._task(handler, data, fields)
+        return int(self._call("POST", "/tasks", task)["id"])
+
+    def enqueue_many(self, tasks: Sequence[Dict[str, Any]]) -> List[int]:
+        """Queue up to 10,000 tasks (dicts of `TASK_FIELDS`) at once: all or none; their ids, in
+        order."""
+        batch = [self._task(t.get("handler", ""), t.get("data"), {k: v for k, v in t.items()
+                                                                   if k not in ("handler", "data")})
+                 for t in tasks]
+        return [int(a["id"]) for a in self._call("POST", "/tasks", {"tasks": batch})["tasks"]]
+
+    def get(self, task_id: int) -> Dict[str, Any]:
+        """The task (`task`, with its `state`) and its `runs` (results, error, logs, ...)."""
+        return self._call("GET", f"/tasks/{int(task_id)}")
+
+    def wait(self, task_id: int, timeout: Optional[float] = 60.0) -> Dict[str, Any]:
+        """The task once it is final (succeeded, dead or cancelled), as `get` answers it, asked with
+        `?wait=` so that the server answers at its end (no polling). `timeout`: seconds, None for
+        no end; past it, `TimeoutError` (its `task` attribute: the task as it was)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = _MAX_WAIT_SECONDS if deadline is None else deadline - time.monotonic()
+            wait_ms = max(0, min(int(left * 1000), _MAX_WAIT_SECONDS * 1000))
+            shown = self._call("GET", f"/tasks/{int(task_id)}?wait={wait_ms}ms",
+                               timeout=wait_ms / 1000 + self.timeout)
+            if shown["task"]["state"] in FINAL_STATES:
+                return shown
+            if deadline is not None and time.monotonic() >= deadline:
+                error = TimeoutError(f"task {task_id} is still {shown['task']['state']} after {timeout} s")
+                error.task = shown  # type: ignore[attr-defined]
+                raise error
+
+    def cancel(self, task_id: int, with_children: bool = False) -> Dict[str, Any]:
+        """Cancel an unfinished task (`TaskhostError` 409 `conflict` when it has finished);
+        `with_children`: and every unfinished task under it. `{"id", "cancelled", "children_cancelled"}`."""
+        query = "?with_children=true" if with_children else ""
+        return self._call("POST", f"/tasks/{int(task_id)}/cancel{query}")
+
+    def retry(self, task_id: int) -> Dict[str, Any]:
+        """Run a finished task again, now. `{"id", "attempt"}`."""
+        return self._call("POST", f"/tasks/{int(task_id)}/retry")
+
+    @staticmethod
+    def _task(handler: str, data: Any, fields: Dict[str, Any]) -> Dict[str, Any]:
+        unknown = sorted(set(fields) - set(TASK_FIELDS))
+        if unknown:
+            raise TypeError(f"not a field of a task: {', '.join(unknown)} (fields: {', '.join(TASK_FIELDS)})")
+        task: Dict[str, Any] = {"handler": handler}
+        if data is not None:
+            task["data"] = data
+        task.update({k: v for k, v in fields.items() if v is not None})
+        return task
+
+    def _call(self, method: str, path: str, body: Any = None, timeout: Optional[float] = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base_url + "/api/v1" + path, data=data, method=method)
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if self.token:
+            request.add_header("Authorization", "Bearer " + self.token)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout or self.timeout) as answer:
+                return json.load(answer)
+        except urllib.error.HTTPError as e:
+            try:
+                error = json.load(e)["error"]
+                code, message = str(error["code"]), str(error["message"])
+            except (ValueError, KeyError, TypeError):
+                code, message = "http", f"{e.reason}"
+            raise TaskhostError(e.code, code, message) from None
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise TaskhostError(0, "unreachable", f"{self.base_url}: {reason}") from None

@@ -1,0 +1,202 @@
+//! Waiting for a task's end without polling: `GET /api/v1/tasks/{id}?wait=30s` answers when the
+//! task is final (succeeded, dead, cancelled; or deleted) or when the wait ends, whichever comes
+//! first, with the task as a plain `GET` has it.
+//!
+//! One watcher per server serves every waiter: while anyone waits it reads, every [`TICK`], which
+//! of the awaited tasks are final (one query for all of them, a chunk of [`IDS_A_QUERY`] at a
+//! time, answering only the few that ended) and wakes their waiters; while nobody waits it is not
+//! running and costs nothing. The state is read, not events: a task that ends between a waiter's
+//! first look and its registration is still found. (A task is deleted only once final, so a
+//! wait misses its end only if it is also deleted, or replayed, within one tick: that wait is
+//! answered when it runs out.) At most [`MAX_WAITERS`] wait at once (more get 503 `busy`), each
+//! at most [`MAX_WAIT`]; a server that stops ends every wait at once.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use tokio::sync::{watch, Semaphore};
+
+use super::ApiError;
+use crate::model::TaskId;
+use crate::store::SharedStore;
+
+/// The longest wait asked: longer ones are refused (proxies cut idle requests near a minute).
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+/// Requests waiting at once, on one server.
+pub const MAX_WAITERS: usize = 10_000;
+/// How often the watcher reads the awaited tasks' states while anyone waits.
+pub const TICK: Duration = Duration::from_millis(20);
+/// Ids in one query of the watcher.
+const IDS_A_QUERY: usize = 1_000;
+
+/// The waiters of one server, and its watcher.
+pub(super) struct Waits {
+    awaited: Mutex<HashMap<TaskId, Awaited>>,
+    /// Whether the watcher runs; changed only under `awaited`'s lock.
+    watching: AtomicBool,
+    slots: Arc<Semaphore>,
+}
+
+/// The requests waiting for one task.
+struct Awaited {
+    ended: watch::Sender<bool>,
+    waiters: usize,
+}
+
+/// A server's signal that it stops: waits end at once (see `server.rs`).
+#[derive(Clone)]
+pub struct Stopping(pub watch::Receiver<bool>);
+
+impl Default for Waits {
+    fn default() -> Self {
+        Waits {
+            awaited: Mutex::new(HashMap::new()),
+            watching: AtomicBool::new(false),
+            slots: Arc::new(Semaphore::new(MAX_WAITERS)),
+        }
+    }
+}
+
+/// The `wait` of a request: a duration up to [`MAX_WAIT`].
+pub(super) fn parse(text: &str) -> Result<Duration, ApiError> {
+    let bad = |why: String| ApiError::bad("invalid", format!("wait={text:?}: {why}"));
+    let wait = crate::text::parse_duration(text).map_err(bad)?;
+    if wait > MAX_WAIT {
+        return Err(bad(format!("at most {}s", MAX_WAIT.as_secs())));
+    }
+    Ok(wait)
+}
+
+impl Waits {
+    /// Wait until task `id` is final, `within` has passed or the server stops. Registered before
+    /// `first_look` runs: a first look that finds the task final ends the wait at once, and one
+    /// that does not cannot miss its end.
+    pub async fn until_final<F>(
+        self: &Arc<Self>,
+        store: &SharedStore,
+        id: TaskId,
+        within: Duration,
+        stopping: Option<Stopping>,
+        first_look: F,
+    ) -> Result<(), ApiError>
+    where
+        F: std::future::Future<Output = Result<bool, ApiError>>,
+    {
+        let Ok(_slot) = self.slots.clone().try_acquire_owned() else {
+            let message = format!("{MAX_WAITERS} requests are waiting already: ask again later, or without wait");
+            return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", message));
+        };
+        let mut ended = self.register(store, id);
+        let _leave = Leave { waits: self, id };
+        if first_look.await? {
+            return Ok(());
+        }
+        let stopped = async {
+            match stopping {
+                Some(Stopping(mut rx)) => drop(rx.wait_for(|s| *s).await),
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = ended.wait_for(|e| *e) => {}
+            _ = tokio::time::sleep(within) => {}
+            _ = stopped => {}
+        }
+        Ok(())
+    }
+
+    /// Requests waiting now.
+    pub fn waiting(&self) -> usize {
+        MAX_WAITERS - self.slots.available_permits()
+    }
+
+    fn register(self: &Arc<Self>, store: &SharedStore, id: TaskId) -> watch::Receiver<bool> {
+        let mut awaited = self.awaited.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = awaited.entry(id).or_insert_with(|| Awaited { ended: watch::Sender::new(false), waiters: 0 });
+        entry.waiters += 1;
+        let rx = entry.ended.subscribe();
+        if !self.watching.swap(true, Ordering::SeqCst) {
+            tokio::spawn(watch_tasks(self.clone(), store.clone()));
+        }
+        rx
+    }
+}
+
+/// Takes a waiter off its task's list when its request ends, however it ends.
+struct Leave<'a> {
+    waits: &'a Waits,
+    id: TaskId,
+}
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        let mut awaited = self.waits.awaited.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(a) = awaited.get_mut(&self.id) {
+            a.waiters -= 1;
+            if a.waiters == 0 {
+                awaited.remove(&self.id);
+            }
+        }
+    }
+}
+
+/// The watcher: each tick, the awaited tasks now final wake their waiters; it ends
+/// when nobody waits (the next waiter starts it again).
+async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
+    // However it ends (a panic too), the next waiter starts another.
+    let mut watching = Watching { waits: &waits, cleared: false };
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
+    loop {
+        tick.tick().await;
+        let ids: Vec<TaskId> = {
+            let awaited = waits.awaited.lock().unwrap_or_else(|p| p.into_inner());
+            if awaited.is_empty() {
+                // Marked under the lock, so a waiter registering now starts another watcher.
+                waits.watching.store(false, Ordering::SeqCst);
+                watching.cleared = true;
+                return;
+            }
+            awaited.keys().copied().collect()
+        };
+        for chunk in ids.chunks(IDS_A_QUERY) {
+            let ended = match store.final_among(chunk).await {
+                Ok(ended) => ended,
+                Err(e) => {
+                    // Said once a spell of failures: the waits end at their time meanwhile.
+                    if !std::mem::replace(&mut failing, true) {
+                        tracing::warn!("reading the awaited tasks failed: {e}");
+                    }
+                    continue;
+                }
+            };
+            failing = false;
+            let awaited = waits.awaited.lock().unwrap_or_else(|p| p.into_inner());
+            for id in ended {
+                if let Some(a) = awaited.get(&id) {
+                    a.ended.send_replace(true);
+                }
+            }
+        }
+    }
+}
+
+/// Marks the watcher gone if it ended otherwise than by finding nobody waiting (which marks it
+/// under the lock itself: clearing again later could hide a successor).
+struct Watching<'a> {
+    waits: &'a Waits,
+    cleared: bool,
+}
+
+impl Drop for Watching<'_> {
+    fn drop(&mut self) {
+        if !self.cleared {
+            let _awaited = self.waits.awaited.lock().unwrap_or_else(|p| p.into_inner());
+            self.waits.watching.store(false, Ordering::SeqCst);
+        }
+    }
+}

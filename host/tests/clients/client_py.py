@@ -1,0 +1,66 @@
+"""taskhost's Python client (clients/python, installed by path) against a live server with a
+worker: its routes and fields checked against the server's OpenAPI document, then each call.
+Prints one JSON line of what it saw.
+
+    python3 client_py.py BASE_URL
+"""
+import json
+import sys
+import urllib.request
+
+from taskhost_client import FINAL_STATES, TASK_FIELDS, Client, TaskhostError
+
+base = sys.argv[1]
+client = Client(base)
+seen = {}
+
+with urllib.request.urlopen(base + "/api/openapi.json", timeout=30) as r:
+    doc = json.load(r)
+fields = set(doc["components"]["schemas"]["TaskInput"]["properties"])
+assert set(TASK_FIELDS) <= fields, set(TASK_FIELDS) - fields
+for path, method in [("/api/v1/tasks", "post"), ("/api/v1/tasks/{id}", "get"),
+                     ("/api/v1/tasks/{id}/cancel", "post"), ("/api/v1/tasks/{id}/retry", "post")]:
+    assert method in doc["paths"][path], (path, method)
+waits = [p for p in doc["paths"]["/api/v1/tasks/{id}"]["get"]["parameters"] if p["name"] == "wait"]
+assert waits and waits[0]["in"] == "query", waits
+states = set(doc["components"]["schemas"]["TaskState"]["enum"])
+assert FINAL_STATES <= states, FINAL_STATES - states
+
+one = client.enqueue("echo", {"n": 1}, queued_by="py-client", unique_key="py-once")
+again = client.enqueue("echo", {"n": 2}, unique_key="py-once")
+done = client.wait(one, timeout=60)
+seen["one"] = {"same_id": one == again, "state": done["task"]["state"], "results": done["runs"][-1]["results"],
+               "queued_by": done["task"]["queued_by"]}
+ids = client.enqueue_many([{"handler": "echo", "data": {"n": n}, "priority": n} for n in range(3)])
+seen["many"] = [client.wait(i, timeout=60)["runs"][-1]["results"] for i in ids]
+
+later = client.enqueue("echo", {"n": 9}, at="2099-01-01T00:00:00Z")
+try:
+    client.wait(later, timeout=0.3)
+    seen["timeout"] = "no error"
+except TimeoutError as e:
+    seen["timeout"] = e.task["task"]["state"]
+seen["cancel"] = client.cancel(later)["cancelled"]
+try:
+    client.cancel(later)
+except TaskhostError as e:
+    seen["cancel_again"] = [e.status, e.code]
+seen["retry"] = client.retry(later)["attempt"]
+seen["after_retry"] = client.wait(later, timeout=60)["task"]["state"]
+
+errors = {}
+for name, call in [("unknown_handler", lambda: client.enqueue("missing")),
+                   ("bad_time", lambda: client.enqueue("echo", at="tomorrow")),
+                   ("not_found", lambda: client.get(999999)),
+                   ("unreachable", lambda: Client("http://127.0.0.1:1").get(1))]:
+    try:
+        call()
+        errors[name] = "no error"
+    except TaskhostError as e:
+        errors[name] = [e.status, e.code, e.message]
+try:
+    client.enqueue("echo", colour="red")
+except TypeError as e:
+    errors["unknown_field"] = str(e)
+seen["errors"] = errors
+print(json.dumps(seen))

@@ -1,0 +1,73 @@
+//! The clients in `clients/` against a live `taskhost serve` and worker on each database: the
+//! Python package installed by path (`pip install ./clients/python`, into a directory of the
+//! test's), its routes and fields checked against the server's OpenAPI document, then enqueue,
+//! enqueue_many, get, wait (at the task's end, and running out), cancel, retry and its errors.
+
+use crate::common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use common::process::{signal, spawn_worker, stderr, stdout, wait_exit};
+use common::served::Served;
+use common::{repo_root, Db, Env};
+use serde_json::{json, Value};
+
+/// The Python client installed once for the test run, from a copy of its source (the build
+/// leaves its files beside the source).
+fn python_client() -> &'static PathBuf {
+    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let root = repo_root().join("target/tools/python-client");
+        let (source, into) = (root.join("source"), root.join("lib"));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).expect("dir");
+        let copied = Command::new("cp").arg("-r").arg(repo_root().join("clients/python")).arg(&source).status();
+        assert!(copied.expect("cp").success());
+        let o = Command::new("python3")
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target"])
+            .arg(&into)
+            .arg(&source)
+            .output()
+            .expect("pip");
+        assert!(o.status.success(), "pip install ./clients/python: {}{}", stdout(&o), stderr(&o));
+        into
+    })
+}
+
+async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let served = Served::start(&env, "127.0.0.1:0");
+    let worker = spawn_worker(&env, &["--poll-interval", "20ms"]);
+    let lib = python_client();
+    let script = repo_root().join("host/tests/clients/client_py.py");
+    let base = served.base.trim_end_matches("/api/v1").to_string();
+    let o = Command::new("python3").arg(script).arg(&base).env("PYTHONPATH", lib).output().expect("python3");
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let seen: Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON line");
+    assert_eq!(
+        seen["one"],
+        json!({"same_id": true, "state": "succeeded", "results": {"n": 1}, "queued_by": "py-client"}),
+        "{seen}"
+    );
+    assert_eq!(seen["many"], json!([{"n": 0}, {"n": 1}, {"n": 2}]), "{seen}");
+    assert_eq!(seen["timeout"], "scheduled", "{seen}");
+    assert_eq!((&seen["cancel"], &seen["cancel_again"]), (&json!(true), &json!([409, "conflict"])), "{seen}");
+    assert_eq!((&seen["retry"], &seen["after_retry"]), (&json!(2), &json!("succeeded")), "{seen}");
+    let errors = &seen["errors"];
+    assert_eq!(
+        (&errors["unknown_handler"][0], &errors["unknown_handler"][1]),
+        (&json!(400), &json!("unknown-handler"))
+    );
+    assert_eq!((&errors["bad_time"][0], &errors["bad_time"][1]), (&json!(400), &json!("invalid")), "{errors}");
+    assert!(errors["bad_time"][2].as_str().unwrap_or("").contains("at"), "{errors}");
+    assert_eq!((&errors["not_found"][0], &errors["not_found"][1]), (&json!(404), &json!("not-found")));
+    assert_eq!((&errors["unreachable"][0], &errors["unreachable"][1]), (&json!(0), &json!("unreachable")));
+    assert!(errors["unknown_field"].as_str().unwrap_or("").contains("colour"), "{errors}");
+    signal(&worker, "TERM");
+    wait_exit(worker, Duration::from_secs(30)).await;
+}
+
+crate::on_every_database!(the_python_client_queues_waits_cancels_and_retries);
