@@ -1,7 +1,8 @@
 //! The clients in `clients/` against a live `taskhost serve` and worker on each database: the
-//! Python package installed by path (`pip install ./clients/python`, into a directory of the
-//! test's), its routes and fields checked against the server's OpenAPI document, then enqueue,
-//! enqueue_many, get, wait (at the task's end, and running out), cancel, retry and its errors.
+//! Python package and the Node.js one installed by path (`pip install ./clients/python`, `npm
+//! install ./clients/node`, into directories of the test's), their routes and fields checked
+//! against the server's OpenAPI document, then enqueue, enqueue many, get, wait (at the task's
+//! end, and running out), cancel, retry and their errors.
 
 use crate::common;
 
@@ -37,6 +38,65 @@ fn python_client() -> &'static PathBuf {
     })
 }
 
+/// The Node.js client installed once for the test run (`npm install ./clients/node` into a
+/// directory of the test's, where the test's script is copied: ESM resolves packages from the
+/// script's own directory).
+fn node_client() -> &'static PathBuf {
+    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let root = repo_root().join("target/tools/node-client");
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).expect("dir");
+        let copied =
+            Command::new("cp").arg("-r").arg(repo_root().join("clients/node")).arg(root.join("source")).status();
+        assert!(copied.expect("cp").success());
+        std::fs::write(root.join("package.json"), r#"{"private": true}"#).expect("package.json");
+        let o = Command::new("npm")
+            .args(["install", "--silent", "--no-audit", "--no-fund", "./source"])
+            .current_dir(&root)
+            .output()
+            .expect("npm");
+        assert!(o.status.success(), "npm install ./clients/node: {}{}", stdout(&o), stderr(&o));
+        let script = repo_root().join("host/tests/clients/client_node.mjs");
+        std::fs::copy(script, root.join("client_node.mjs")).expect("copy the script");
+        root
+    })
+}
+
+/// What both clients' scripts print, checked alike.
+fn check_what_a_client_saw(seen: &Value) {
+    assert_eq!(seen["one"]["same_id"], json!(true), "a second add with the unique key gets the first's id: {seen}");
+    assert_eq!(seen["one"]["state"], "succeeded", "{seen}");
+    assert_eq!(seen["one"]["results"], json!({"n": 1}), "{seen}");
+    assert_eq!(seen["many"], json!([{"n": 0}, {"n": 1}, {"n": 2}]), "{seen}");
+    assert_eq!(seen["timeout"], "scheduled", "{seen}");
+    assert_eq!((&seen["cancel"], &seen["cancel_again"]), (&json!(true), &json!([409, "conflict"])), "{seen}");
+    assert_eq!((&seen["retry"], &seen["after_retry"]), (&json!(2), &json!("succeeded")), "{seen}");
+    let errors = &seen["errors"];
+    let code = |name: &str| (errors[name][0].clone(), errors[name][1].clone());
+    assert_eq!(code("unknown_handler"), (json!(400), json!("unknown-handler")), "{errors}");
+    assert_eq!(code("bad_time"), (json!(400), json!("invalid")), "{errors}");
+    assert!(errors["bad_time"][2].as_str().unwrap_or("").contains("at"), "{errors}");
+    assert_eq!(code("not_found"), (json!(404), json!("not-found")), "{errors}");
+    assert_eq!(code("unreachable"), (json!(0), json!("unreachable")), "{errors}");
+    assert!(errors["unknown_field"].as_str().unwrap_or("").contains("colour"), "{errors}");
+}
+
+async fn the_node_client_queues_waits_cancels_and_retries(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let served = Served::start(&env, "127.0.0.1:0");
+    let worker = spawn_worker(&env, &["--poll-interval", "20ms"]);
+    let dir = node_client();
+    let base = served.base.trim_end_matches("/api/v1").to_string();
+    let o = Command::new("node").arg(dir.join("client_node.mjs")).arg(&base).output().expect("node");
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let seen: Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON line");
+    assert_eq!(seen["one"]["queued_by"], "node-client", "{seen}");
+    check_what_a_client_saw(&seen);
+    signal(&worker, "TERM");
+    wait_exit(worker, Duration::from_secs(30)).await;
+}
+
 async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
     let env = Env::on(db, &["echo"]).await;
     let served = Served::start(&env, "127.0.0.1:0");
@@ -47,27 +107,13 @@ async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
     let o = Command::new("python3").arg(script).arg(&base).env("PYTHONPATH", lib).output().expect("python3");
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let seen: Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON line");
-    assert_eq!(
-        seen["one"],
-        json!({"same_id": true, "state": "succeeded", "results": {"n": 1}, "queued_by": "py-client"}),
-        "{seen}"
-    );
-    assert_eq!(seen["many"], json!([{"n": 0}, {"n": 1}, {"n": 2}]), "{seen}");
-    assert_eq!(seen["timeout"], "scheduled", "{seen}");
-    assert_eq!((&seen["cancel"], &seen["cancel_again"]), (&json!(true), &json!([409, "conflict"])), "{seen}");
-    assert_eq!((&seen["retry"], &seen["after_retry"]), (&json!(2), &json!("succeeded")), "{seen}");
-    let errors = &seen["errors"];
-    assert_eq!(
-        (&errors["unknown_handler"][0], &errors["unknown_handler"][1]),
-        (&json!(400), &json!("unknown-handler"))
-    );
-    assert_eq!((&errors["bad_time"][0], &errors["bad_time"][1]), (&json!(400), &json!("invalid")), "{errors}");
-    assert!(errors["bad_time"][2].as_str().unwrap_or("").contains("at"), "{errors}");
-    assert_eq!((&errors["not_found"][0], &errors["not_found"][1]), (&json!(404), &json!("not-found")));
-    assert_eq!((&errors["unreachable"][0], &errors["unreachable"][1]), (&json!(0), &json!("unreachable")));
-    assert!(errors["unknown_field"].as_str().unwrap_or("").contains("colour"), "{errors}");
+    assert_eq!(seen["one"]["queued_by"], "py-client", "{seen}");
+    check_what_a_client_saw(&seen);
     signal(&worker, "TERM");
     wait_exit(worker, Duration::from_secs(30)).await;
 }
 
-crate::on_every_database!(the_python_client_queues_waits_cancels_and_retries);
+crate::on_every_database!(
+    the_python_client_queues_waits_cancels_and_retries,
+    the_node_client_queues_waits_cancels_and_retries
+);

@@ -1,0 +1,78 @@
+// Types for taskhost-client (index.mjs): the API's JSON as TypeScript sees it. The server's own
+// description is `GET /api/openapi.json`.
+
+export type TaskState = "waiting" | "scheduled" | "running" | "awaiting-retry" | "succeeded" | "dead" | "cancelled";
+export declare const FINAL_STATES: readonly ["succeeded", "dead", "cancelled"];
+export declare const TASK_FIELDS: readonly string[];
+
+/** A task to queue: the API's `TaskInput`. */
+export interface TaskInput {
+  handler: string;
+  data?: unknown;
+  queue?: string;
+  priority?: number;
+  max_attempts?: number;
+  key?: string;
+  unique_key?: string;
+  unique_for?: string;
+  unique_states?: "unfinished" | "succeeded" | "any";
+  queued_by?: string;
+  /** An RFC 3339 time with its zone, e.g. "2026-12-01T09:00:00Z". */
+  at?: string;
+  /** e.g. "90s". */
+  run_timeout?: string;
+  after?: number[];
+  run_anyway?: boolean;
+  version?: string;
+}
+
+export interface Task {
+  id: number;
+  state: TaskState;
+  handler: string;
+  queue: string;
+  data: unknown;
+  last_status: string;
+  queued_by?: string | null;
+  [field: string]: unknown;
+}
+
+export interface Run {
+  id: number;
+  attempt: number;
+  status: string;
+  results?: unknown;
+  error_code?: string | null;
+  error_message?: string | null;
+  started_on?: string | null;
+  finished_on?: string | null;
+  [field: string]: unknown;
+}
+
+export interface TaskDetail {
+  task: Task;
+  runs: Run[];
+  [field: string]: unknown;
+}
+
+export declare class TaskhostError extends Error {
+  readonly status: number;
+  /** Stable: "invalid", "unknown-handler", "not-found", "conflict", "unauthorized", "busy", "unreachable", ... */
+  readonly code: string;
+  readonly detail: string;
+}
+
+export declare class WaitTimeoutError extends Error {
+  /** The task as it was when the wait ran out. */
+  readonly task: TaskDetail;
+}
+
+export declare class Client {
+  constructor(baseUrl?: string, options?: { token?: string; timeoutMs?: number });
+  enqueue(handler: string, data?: unknown, fields?: Omit<TaskInput, "handler" | "data">): Promise<number>;
+  enqueueMany(tasks: TaskInput[]): Promise<number[]>;
+  get(id: number): Promise<TaskDetail>;
+  wait(id: number, options?: { timeoutMs?: number | null }): Promise<TaskDetail>;
+  cancel(id: number, options?: { withChildren?: boolean }): Promise<{ id: number; cancelled: boolean; children_cancelled: number }>;
+  retry(id: number): Promise<{ id: number; attempt: number }>;
+}

@@ -1,0 +1,124 @@
+// A client for taskhost's HTTP API (`taskhost serve`) over the platform's `fetch` (Node.js 18+,
+// Deno, Bun, browsers); no dependencies. Types: index.d.ts.
+
+/** States a task does not leave unless someone replays it. */
+export const FINAL_STATES = Object.freeze(["succeeded", "dead", "cancelled"]);
+
+/** The fields of a task to queue, as the API's `TaskInput` names them. */
+export const TASK_FIELDS = Object.freeze([
+  "handler", "data", "queue", "priority", "max_attempts", "key", "unique_key", "unique_for",
+  "unique_states", "queued_by", "at", "run_timeout", "after", "run_anyway", "version",
+]);
+
+/** The longest one `?wait=` the server takes, in milliseconds. */
+const MAX_WAIT_MS = 60_000;
+
+/** An error answer of the API: `status`, `code` (stable), `message`. */
+export class TaskhostError extends Error {
+  constructor(status, code, message) {
+    super(`${status} ${code}: ${message}`);
+    this.name = "TaskhostError";
+    this.status = status;
+    this.code = code;
+    this.detail = message;
+  }
+}
+
+/** A wait that ran out; `task`: the task as it was. */
+export class WaitTimeoutError extends Error {
+  constructor(id, task, timeoutMs) {
+    super(`task ${id} is still ${task.task.state} after ${timeoutMs} ms`);
+    this.name = "WaitTimeoutError";
+    this.task = task;
+  }
+}
+
+export class Client {
+  /**
+   * @param {string} baseUrl e.g. "http://127.0.0.1:8080"
+   * @param {{token?: string, timeoutMs?: number}} [options]
+   */
+  constructor(baseUrl = "http://127.0.0.1:8080", options = {}) {
+    this.baseUrl = baseUrl.replace(/\/+$/, "").replace(/\/api\/v1$/, "");
+    this.token = options.token;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  /** Queue one task; its id (that of the task holding its unique key, when one does). */
+  async enqueue(handler, data, fields = {}) {
+    const added = await this.#call("POST", "/tasks", task({ ...fields, handler, data }));
+    return added.id;
+  }
+
+  /** Queue up to 10,000 tasks at once, all or none; their ids in order. */
+  async enqueueMany(tasks) {
+    const added = await this.#call("POST", "/tasks", { tasks: tasks.map(task) });
+    return added.tasks.map((a) => a.id);
+  }
+
+  /** The task (`task`, with its `state`) and its `runs`. */
+  async get(id) {
+    return this.#call("GET", `/tasks/${taskId(id)}`);
+  }
+
+  /** The task once final, through `?wait=` (no polling); `timeoutMs` null: no end. */
+  async wait(id, { timeoutMs = 60_000 } = {}) {
+    const deadline = timeoutMs == null ? null : Date.now() + timeoutMs;
+    for (;;) {
+      const left = deadline == null ? MAX_WAIT_MS : deadline - Date.now();
+      const waitMs = Math.max(0, Math.min(Math.floor(left), MAX_WAIT_MS));
+      const shown = await this.#call("GET", `/tasks/${taskId(id)}?wait=${waitMs}ms`, undefined, waitMs + this.timeoutMs);
+      if (FINAL_STATES.includes(shown.task.state)) return shown;
+      if (deadline != null && Date.now() >= deadline) throw new WaitTimeoutError(id, shown, timeoutMs);
+    }
+  }
+
+  /** Cancel an unfinished task (409 `conflict` when it has finished). */
+  async cancel(id, { withChildren = false } = {}) {
+    return this.#call("POST", `/tasks/${taskId(id)}/cancel${withChildren ? "?with_children=true" : ""}`);
+  }
+
+  /** Run a finished task again, now: `{id, attempt}`. */
+  async retry(id) {
+    return this.#call("POST", `/tasks/${taskId(id)}/retry`);
+  }
+
+  async #call(method, path, body, timeoutMs = this.timeoutMs) {
+    const headers = { accept: "application/json" };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    let answer;
+    try {
+      answer = await fetch(`${this.baseUrl}/api/v1${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (e) {
+      throw new TaskhostError(0, "unreachable", `${this.baseUrl}: ${e.cause?.message ?? e.message}`);
+    }
+    const text = await answer.text();
+    let json;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new TaskhostError(answer.status, "http", text.slice(0, 200));
+    }
+    if (!answer.ok) {
+      throw new TaskhostError(answer.status, String(json?.error?.code ?? "http"), String(json?.error?.message ?? text));
+    }
+    return json;
+  }
+}
+
+function task(t) {
+  const unknown = Object.keys(t).filter((k) => !TASK_FIELDS.includes(k));
+  if (unknown.length) throw new TypeError(`not a field of a task: ${unknown.join(", ")} (fields: ${TASK_FIELDS.join(", ")})`);
+  return Object.fromEntries(Object.entries(t).filter(([, v]) => v !== undefined && v !== null));
+}
+
+function taskId(id) {
+  if (!Number.isSafeInteger(Number(id))) throw new TypeError(`not a task id: ${id}`);
+  return Number(id);
+}
