@@ -82,35 +82,38 @@ fn check_what_a_client_saw(seen: &Value) {
     assert!(errors["unknown_field"].as_str().unwrap_or("").contains("colour"), "{errors}");
 }
 
-async fn the_node_client_queues_waits_cancels_and_retries(db: Db) {
+/// A client's script run against a live serve and worker on `db` (`command`: the script's
+/// command for the server's base URL), what it printed checked.
+async fn a_client_against_a_live_server(db: Db, queued_by: &str, command: impl FnOnce(&str) -> Command) {
     let env = Env::on(db, &["echo"]).await;
     let served = Served::start(&env, "127.0.0.1:0");
     let worker = spawn_worker(&env, &["--poll-interval", "20ms"]);
-    let dir = node_client();
     let base = served.base.trim_end_matches("/api/v1").to_string();
-    let o = Command::new("node").arg(dir.join("client_node.mjs")).arg(&base).output().expect("node");
+    let o = command(&base).output().expect("run the client's script");
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let seen: Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON line");
-    assert_eq!(seen["one"]["queued_by"], "node-client", "{seen}");
+    assert_eq!(seen["one"]["queued_by"], queued_by, "{seen}");
     check_what_a_client_saw(&seen);
     signal(&worker, "TERM");
     wait_exit(worker, Duration::from_secs(30)).await;
 }
 
+async fn the_node_client_queues_waits_cancels_and_retries(db: Db) {
+    a_client_against_a_live_server(db, "node-client", |base| {
+        let mut c = Command::new("node");
+        c.arg(node_client().join("client_node.mjs")).arg(base);
+        c
+    })
+    .await;
+}
+
 async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
-    let env = Env::on(db, &["echo"]).await;
-    let served = Served::start(&env, "127.0.0.1:0");
-    let worker = spawn_worker(&env, &["--poll-interval", "20ms"]);
-    let lib = python_client();
-    let script = repo_root().join("host/tests/clients/client_py.py");
-    let base = served.base.trim_end_matches("/api/v1").to_string();
-    let o = Command::new("python3").arg(script).arg(&base).env("PYTHONPATH", lib).output().expect("python3");
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    let seen: Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON line");
-    assert_eq!(seen["one"]["queued_by"], "py-client", "{seen}");
-    check_what_a_client_saw(&seen);
-    signal(&worker, "TERM");
-    wait_exit(worker, Duration::from_secs(30)).await;
+    a_client_against_a_live_server(db, "py-client", |base| {
+        let mut c = Command::new("python3");
+        c.arg(repo_root().join("host/tests/clients/client_py.py")).arg(base).env("PYTHONPATH", python_client());
+        c
+    })
+    .await;
 }
 
 crate::on_every_database!(
