@@ -11,6 +11,7 @@
 //! | [`schedules`] | periodic tasks: each schedule's due slot → one task, however many overseers race | 1 s |
 //! | [`key_turns`] | rows of keys' last turns (fair shares) more than a day old, and the pace marks and fuel averages they leave → deleted, in batches | 10 min |
 //! | [`versions`] | deployed versions neither active nor pinned, superseded more than 30 days ago → deleted, with components no version is of | 10 min |
+//! | [`intake`] | tasks queued in SQL with a key or `after` → given their turn and their waits, as an add through the API gives them | 0.5 s |
 //! | [`unserved`] | scheduled tasks whose handler no live runner has served for 10 min → given up (`handler-not-found`); a warning for each queue whose due tasks no live runner claims from | 30 s |
 //!
 //! Workers run the overseer too unless told not to. Only one node at a time runs the services:
@@ -34,6 +35,7 @@ use crate::store::SharedStore;
 pub use lease::Leadership;
 use lease::Lease;
 
+pub mod intake;
 pub mod key_turns;
 mod lease;
 pub mod liveness;
@@ -71,6 +73,8 @@ pub struct OverseerConfig {
     pub key_turns: key_turns::Config,
     /// `[overseer.versions]`: old deployed versions.
     pub versions: versions::Config,
+    /// `[overseer.intake]`: tasks queued in SQL with a key or `after`.
+    pub intake: intake::Config,
 }
 
 impl OverseerConfig {
@@ -106,6 +110,7 @@ impl OverseerConfig {
             (".key_turns", "idle_for", self.key_turns.idle_for, YEAR),
             (".versions", "interval", self.versions.interval, YEAR),
             (".versions", "retention", self.versions.retention, YEAR.saturating_mul(100)),
+            (".intake", "interval", self.intake.interval, YEAR),
         ];
         for (table, key, d, max) in durations {
             if d < Duration::from_millis(10) || d > max {
@@ -125,6 +130,8 @@ impl OverseerConfig {
             (".key_turns", "max_batches", self.key_turns.max_batches),
             (".versions", "batch", self.versions.batch),
             (".versions", "max_batches", self.versions.max_batches),
+            (".intake", "batch", self.intake.batch),
+            (".intake", "max_batches", self.intake.max_batches),
         ];
         for (table, key, n) in counts {
             if !(1..=100_000).contains(&n) {
@@ -148,6 +155,7 @@ impl Default for OverseerConfig {
             stats_compaction: Default::default(),
             key_turns: Default::default(),
             versions: Default::default(),
+            intake: Default::default(),
         }
     }
 }
@@ -253,6 +261,7 @@ impl Overseer {
             ),
             every("key-turns", c.key_turns.interval, key_turns::KeyTurns::new(store.clone(), c.key_turns)),
             every("versions", c.versions.interval, versions::Versions::new(store.clone(), c.versions)),
+            every("intake", c.intake.interval, intake::Intake::new(store.clone(), c.intake)),
         ];
         let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
         let holder = format!("{host}:{}:{:08x}", std::process::id(), rand::random::<u32>());

@@ -143,6 +143,9 @@ pub trait Dialect: Plumbing {
     /// spelled as the database indexes it: the filter of the partial index `task_queue_failed`
     /// (PostgreSQL, SQLite; see [`super::schema`]).
     const AWAITING_RETRY: &'static str = "last_status IN ('error', 'timeout') AND gave_up_on IS NULL";
+    /// The condition on `task_queue` of a task queued in SQL awaiting the intake
+    /// (`transitions/intake.rs`), spelled as the database indexes it (`task_queue_arriving`).
+    const ARRIVING: &'static str = "last_status = 'waiting' AND waiting_for < 0";
     /// What ends `INSERT INTO table (…) SELECT …` so that a row whose `key` exists already is
     /// updated instead: `add` columns summed, `greatest` and `least` ones kept at their extreme.
     fn upsert(table: &str, key: &[&str], add: &[&str], greatest: &[&str], least: &[&str]) -> String {

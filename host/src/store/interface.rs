@@ -277,6 +277,9 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
     /// Delete at most `batch` rows of keys' last turns (fair shares) older than `before`; how
     /// many.
     async fn prune_key_turns(&self, before: DateTime<Utc>, batch: u32) -> Result<u64>;
+    /// Give at most `batch` tasks queued in SQL with a key or `after` their turns and waits
+    /// (`store/transitions/intake.rs`); how many were taken in.
+    async fn take_in_arrivals(&self, now: DateTime<Utc>, batch: u32) -> Result<u64>;
     /// Merge up to `batch` rows of statistics of minutes before `before` into one row per
     /// handler, queue and hour; the rows merged (0: nothing left to merge). The statistics read
     /// the same after, but for the runs of the last minute and hour, which must be after `before`.

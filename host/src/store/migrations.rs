@@ -57,6 +57,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0025_rate_per_key.sql",
     "0026_key_fuel.sql",
     "0027_components.sql",
+    "0028_sql_add.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -89,6 +90,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0025_rate_per_key.sql",
     "0026_key_fuel.sql",
     "0027_components.sql",
+    "0028_sql_add.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -122,6 +124,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0026_rate_per_key.sql",
     "0027_key_fuel.sql",
     "0028_components.sql",
+    "0029_sql_add.sql",
 );
 
 impl Embedded {

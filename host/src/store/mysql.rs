@@ -162,6 +162,7 @@ impl Dialect for MySqlDb {
     // Generated columns stand for the partial indexes (see `store::schema`): MariaDB uses an
     // index of a generated column only when the query names the column.
     const AWAITING_RETRY: &'static str = "failed_scheduled_on IS NOT NULL";
+    const ARRIVING: &'static str = "arriving = 1";
     fn upsert(t: &str, _key: &[&str], add: &[&str], greatest: &[&str], least: &[&str]) -> String {
         // Qualified: the selected rows' columns have the same names.
         let mut set: Vec<String> = add.iter().map(|c| format!("{t}.{c} = {t}.{c} + VALUES({c})")).collect();

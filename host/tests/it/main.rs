@@ -49,6 +49,7 @@ mod serve_limits;
 mod signals;
 mod snooze;
 mod sockets;
+mod sql_add;
 mod store_mysql;
 mod store_postgres;
 mod store_sqlite;

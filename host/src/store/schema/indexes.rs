@@ -117,6 +117,20 @@ pub const INDEXES: &[Index] = &[
         filter: Some("parent_id IS NOT NULL"),
         mysql: OnMySql::Same,
     },
+    // Tasks queued in SQL waiting for the intake (`overseer/intake.rs`).
+    Index {
+        name: "task_queue_arriving",
+        table: "task_queue",
+        columns: &["id"],
+        unique: false,
+        filter: Some("last_status = 'waiting' AND waiting_for < 0"),
+        mysql: OnMySql::Generated {
+            column: "arriving",
+            kind: Int,
+            expression: "CASE WHEN last_status = 'waiting' AND waiting_for < 0 THEN 1 END",
+            then: &[],
+        },
+    },
     // The tasks waiting for a task, found when it ends.
     Index {
         name: "task_deps_after",

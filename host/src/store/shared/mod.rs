@@ -370,6 +370,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         keys::prune_turns(&self.db, before, batch).await
     }
 
+    async fn take_in_arrivals(&self, now: DateTime<Utc>, batch: u32) -> Result<u64> {
+        super::transitions::intake::take_in(&self.db, now, batch).await
+    }
+
     async fn rotate(&self, before: DateTime<Utc>, batch: u32) -> Result<u64> {
         bulk::rotate_batch(&self.db, before, batch).await
     }

@@ -22,6 +22,7 @@
 //! | transition | written by |
 //! |---|---|
 //! | add | [`add::add_tasks_in`] (a caller's), [`add::queue_children`] (a run's, with its end); [`deps::wait`] |
+//! | intake (a task queued in SQL with a key or `after`) | [`intake::take_in`] |
 //! | ready, dependency failed | [`deps::succeeded`], [`deps::ended_badly`], with the end of a task it runs after |
 //! | claim | each database's claim statement, with [`claimed_task`]; [`claimed_runs`] |
 //! | succeed | each database's batched success, with [`RUN_FROM_TASK`] and [`Set`] |
@@ -42,6 +43,7 @@ pub mod add;
 pub mod deps;
 mod fair;
 mod fuel;
+pub mod intake;
 pub mod runs;
 mod set;
 pub mod signals;

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# What a task queued in SQL (`taskhost_add`, docs/clients.md) costs against a plain INSERT of the
+# same row, on each database, one client, each statement its own transaction, alternated twice.
+#   PostgreSQL: pgbench (the servers of `make services`), MariaDB: mariadb-slap, SQLite: Python's
+#   sqlite3 (a file on this disk; each add committed, then 20,000 in one transaction).
+# Usage: bash bench/sql-add.sh [SECONDS]   (needs target/release/taskhost: cargo build --release)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-10}
+bin=target/release/taskhost
+pgbench=$(ls /usr/lib/postgresql/*/bin/pgbench | tail -1)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "== PostgreSQL ($secs s each, pgbench, 1 client)"
+psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS taskhost_bench_sql" -c "CREATE DATABASE taskhost_bench_sql"
+$bin --database-url postgres://postgres@127.0.0.1:5432/taskhost_bench_sql migrate >/dev/null
+echo "SELECT taskhost_add('noop', '{\"n\": 1}');" > "$work/add.sql"
+echo "INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data) VALUES (now(), now(), 'noop', '{\"n\": 1}');" > "$work/insert.sql"
+for rep in 1 2; do
+    for what in insert add; do
+        lat=$($pgbench -h 127.0.0.1 -U postgres -n -c 1 -T "$secs" -f "$work/$what.sql" taskhost_bench_sql 2>/dev/null |
+            awk '/latency average/ {print $4}')
+        echo "rep $rep  $what: $lat ms a statement"
+    done
+done
+psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE taskhost_bench_sql"
+
+echo "== MariaDB (20,000 statements each, mariadb-slap, 1 client)"
+mysql -h 127.0.0.1 -u taskhost -e "DROP DATABASE IF EXISTS taskhost_bench_sql; CREATE DATABASE taskhost_bench_sql"
+$bin --database-url mysql://taskhost@127.0.0.1:3306/taskhost_bench_sql migrate >/dev/null
+for rep in 1 2; do
+    for what in insert add; do
+        if [ $what = add ]; then q="CALL taskhost_add('noop', '{\"n\": 1}', NULL)"; else
+            q="INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data) VALUES (UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 'noop', '{\"n\": 1}')"
+        fi
+        s=$(mariadb-slap -h 127.0.0.1 -u taskhost --create-schema=taskhost_bench_sql --concurrency=1 \
+            --number-of-queries=20000 --query="$q" 2>/dev/null | awk '/Average number of seconds/ {print $9}')
+        echo "rep $rep  $what: $(python3 -c "print(round($s / 20000 * 1000, 4))") ms a statement"
+    done
+done
+mysql -h 127.0.0.1 -u taskhost -e "DROP DATABASE taskhost_bench_sql"
+
+echo "== SQLite (a file here, Python's sqlite3)"
+$bin --database-url "sqlite://$work/bench.db" migrate >/dev/null
+python3 - "$work/bench.db" <<'EOF'
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA journal_mode = WAL")
+add = "INSERT INTO taskhost_add (handler, data) VALUES ('noop', '{\"n\": 1}')"
+insert = ("INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data) VALUES "
+          "(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000', strftime('%Y-%m-%d %H:%M:%f', 'now') || '000', 'noop', '{\"n\": 1}')")
+def each(sql, n):
+    start = time.perf_counter()
+    for _ in range(n):
+        conn.execute("BEGIN IMMEDIATE"); conn.execute(sql); conn.execute("COMMIT")
+    return (time.perf_counter() - start) / n * 1000
+def batch(sql, n):
+    start = time.perf_counter()
+    conn.execute("BEGIN IMMEDIATE")
+    for _ in range(n):
+        conn.execute(sql)
+    conn.execute("COMMIT")
+    return (time.perf_counter() - start) / n * 1000
+for rep in (1, 2):
+    for name, sql in (("insert", insert), ("add", add)):
+        print(f"rep {rep}  {name}: {each(sql, 2000):.4f} ms committed each, {batch(sql, 20000):.4f} ms in one transaction")
+EOF
