@@ -5,9 +5,12 @@
 //! One watcher per server serves every waiter: while anyone waits it reads, every [`TICK`], which
 //! of the awaited tasks are final (one query for all of them, a chunk of [`IDS_A_QUERY`] at a
 //! time, answering only the few that ended) and wakes their waiters; while nobody waits it is not
-//! running and costs nothing. The state is read, not events: a task that ends between a waiter's
+//! running and costs nothing. Where the database has a cheap change marker (a stat of SQLite's
+//! log, PostgreSQL's current snapshot: [`Store::change_marker`](crate::store::Store::change_marker)),
+//! a tick that finds it as it was skips the read, but for one read every [`SAFETY_READ`]: an idle
+//! queue costs a marker a tick. The state is read, not events: a task that ends between a waiter's
 //! first look and its registration is still found. (A task is deleted only once final, so a
-//! wait misses its end only if it is also deleted, or replayed, within one tick: that wait is
+//! wait misses its end only if it is also deleted, or replayed, before the next read: that wait is
 //! answered when it runs out.) At most [`MAX_WAITERS`] wait at once (more get 503 `busy`), each
 //! at most [`MAX_WAIT`]; a server that stops ends every wait at once.
 
@@ -31,6 +34,8 @@ pub const MAX_WAITERS: usize = 10_000;
 pub const TICK: Duration = Duration::from_millis(20);
 /// Ids in one query of the watcher.
 const IDS_A_QUERY: usize = 1_000;
+/// How often the watcher reads whatever the change marker says (a marker that failed to move).
+pub const SAFETY_READ: Duration = Duration::from_secs(1);
 
 /// The waiters of one server, and its watcher.
 pub(super) struct Waits {
@@ -151,6 +156,12 @@ async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
+    // The marker at the tick before, and that of the last read that may be trusted to have seen
+    // every commit it marks (see below), with when it was.
+    let mut seen: Option<u64> = None;
+    let mut read: Option<(u64, tokio::time::Instant)> = None;
+    // A marker that cannot be read (a server without the function) is asked no more.
+    let mut marked = true;
     loop {
         tick.tick().await;
         let ids: Vec<TaskId> = {
@@ -163,6 +174,22 @@ async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
             }
             awaited.keys().copied().collect()
         };
+        // Read before the states: a commit after it moves it for the next tick.
+        let marker = match marked.then(|| store.change_marker()) {
+            Some(read) => read.await.unwrap_or_else(|e| {
+                tracing::warn!("the database's change marker cannot be read, so waits read every tick: {e}");
+                marked = false;
+                None
+            }),
+            None => None,
+        };
+        if let (Some(now), Some((then, at))) = (marker, read) {
+            if now == then && at.elapsed() < SAFETY_READ {
+                seen = marker;
+                continue;
+            }
+        }
+        let mut all_read = true;
         for chunk in ids.chunks(IDS_A_QUERY) {
             let ended = match store.final_among(chunk).await {
                 Ok(ended) => ended,
@@ -171,6 +198,7 @@ async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
                     if !std::mem::replace(&mut failing, true) {
                         tracing::warn!("reading the awaited tasks failed: {e}");
                     }
+                    all_read = false;
                     continue;
                 }
             };
@@ -182,6 +210,10 @@ async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
                 }
             }
         }
+        // A commit's log record is written a moment before the commit is seen: a read is trusted
+        // only once the marker stood still for a tick before it (each change costs two reads).
+        read = marker.filter(|m| all_read && seen == Some(*m)).map(|m| (m, tokio::time::Instant::now()));
+        seen = marker;
     }
 }
 

@@ -268,6 +268,13 @@ pub trait Dialect: Plumbing {
         Ok(())
     }
 
+    /// A number that changes whenever anything may have been committed, far cheaper to read than
+    /// the data: a reader that finds it as it was need not read again (it reads now and then all
+    /// the same). None where the database has none: readers read.
+    async fn change_marker(&self) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
     /// Wake idle workers, when `tx` commits, for tasks made due other than by adding them
     /// (replayed, or in a resumed queue); adding tasks wakes them by itself.
     async fn notify_tasks(&self, _tx: &mut TxOf<Self>) -> Result<()> {

@@ -38,6 +38,9 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
     /// Of `ids`, the tasks that are final (succeeded, dead, cancelled): what a wait for their
     /// end waits for. Few rows while nothing ends, however many are asked.
     async fn final_among(&self, ids: &[TaskId]) -> Result<Vec<TaskId>>;
+    /// A number that changes whenever anything may have been committed (a write-ahead log's
+    /// stat, a snapshot), far cheaper to read than the data; None where the database has none.
+    async fn change_marker(&self) -> Result<Option<u64>>;
     /// The tasks a task runs after, in id order.
     async fn dependencies(&self, task_id: TaskId) -> Result<Vec<Dependency>>;
     /// The tasks a task runs after, in id order, with their last runs' results while those fit in

@@ -347,6 +347,16 @@ impl Dialect for PostgresDb {
         Ok(())
     }
 
+    async fn change_marker(&self) -> Result<Option<u64>> {
+        // The transactions running and the next id: it changes when a commit becomes visible (not
+        // when its log record is written, before), on a standby too; a function call, no scan.
+        use std::hash::{Hash, Hasher};
+        let snapshot: String = sqlx::query_scalar("SELECT pg_current_snapshot()::text").fetch_one(&self.pool).await?;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        snapshot.hash(&mut h);
+        Ok(Some(h.finish()))
+    }
+
     async fn notify_tasks(&self, tx: &mut Tx<Postgres>) -> Result<()> {
         sqlx::query("SELECT pg_notify($1, '')").bind(CHANNEL).execute(&mut *tx.tx).await?;
         Ok(())

@@ -58,6 +58,8 @@ pub struct SqliteDb {
     /// Writers queue here rather than on SQLite's lock, whose busy handler sleeps between
     /// retries and would leave the database idle, and starve another process's writers.
     writers: turn::Writers,
+    /// The database's file (None: in memory), whose log marks commits ([`Dialect::change_marker`]).
+    file: Option<std::path::PathBuf>,
 }
 
 impl SqliteStore {
@@ -90,7 +92,10 @@ impl SqliteStore {
         // A database in memory is this process's alone.
         let in_memory = url.contains(":memory:") || url.contains("mode=memory");
         let writers = turn::Writers::open((!in_memory).then(|| opts.get_filename()), BUSY_WAIT)?;
-        Ok(SqlStore::new(SqliteDb { pool, writers }))
+        // The file itself, as SQLite names its log after it (a link's target).
+        let file =
+            (!in_memory).then(|| std::fs::canonicalize(opts.get_filename()).unwrap_or(opts.get_filename().into()));
+        Ok(SqlStore::new(SqliteDb { pool, writers, file }))
     }
 }
 
@@ -187,6 +192,20 @@ fn time_of(row: &SqliteRow, col: &str) -> Result<Option<DateTime<Utc>>> {
 
 #[async_trait]
 impl Dialect for SqliteDb {
+    async fn change_marker(&self) -> Result<Option<u64>> {
+        // A commit grows the write-ahead log or rewrites it (its time changes); a checkpoint
+        // writes the file. A stat, no query: serve's watcher reads only when these moved.
+        use std::hash::{Hash, Hasher};
+        let Some(file) = &self.file else { return Ok(None) };
+        let mut wal = file.clone().into_os_string();
+        wal.push("-wal");
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for path in [file.as_os_str(), wal.as_os_str()] {
+            std::fs::metadata(path).ok().map(|m| (m.len(), m.modified().ok())).hash(&mut h);
+        }
+        Ok(Some(h.finish()))
+    }
+
     async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
         super::shared::tasks::add_tasks_in_tx(self, tasks, now).await
     }

@@ -26,8 +26,9 @@ assert waits and waits[0]["in"] == "query", waits
 states = set(doc["components"]["schemas"]["TaskState"]["enum"])
 assert FINAL_STATES <= states, FINAL_STATES - states
 
-one = client.enqueue("echo", {"n": 1}, queued_by="py-client", unique_key="py-once")
-again = client.enqueue("echo", {"n": 2}, unique_key="py-once")
+# The key is kept once it succeeded too: the worker may end the first before the second is sent.
+one = client.enqueue("echo", {"n": 1}, queued_by="py-client", unique_key="py-once", unique_states="succeeded")
+again = client.enqueue("echo", {"n": 2}, unique_key="py-once", unique_states="succeeded")
 done = client.wait(one, timeout=60)
 seen["one"] = {"same_id": one == again, "state": done["task"]["state"], "results": done["runs"][-1]["results"],
                "queued_by": done["task"]["queued_by"]}

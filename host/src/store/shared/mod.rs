@@ -111,6 +111,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         tasks::final_among(&self.db, ids).await
     }
 
+    async fn change_marker(&self) -> Result<Option<u64>> {
+        self.db.change_marker().await
+    }
+
     async fn dependencies(&self, task_id: TaskId) -> Result<Vec<Dependency>> {
         super::transitions::deps::of(&self.db, task_id).await
     }
