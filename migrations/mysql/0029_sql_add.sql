@@ -43,8 +43,8 @@ BEGIN
     DECLARE v_msg        VARCHAR(512);
     DECLARE v_own_tx     BOOLEAN DEFAULT FALSE;
     DECLARE CONTINUE HANDLER FOR 1062 SET v_dup = TRUE;
-    -- A call outside a transaction (autocommit) is one all the same: its task and its
-    -- dependencies are written together or not at all.
+    -- A call outside a transaction (autocommit) with `after` is one all the same: its task and
+    -- its dependencies are written together or not at all.
     DECLARE EXIT HANDLER FOR SQLEXCEPTION
     BEGIN
         IF v_own_tx THEN
@@ -198,7 +198,8 @@ BEGIN
     SET v_arriving = (v_key IS NOT NULL AND v_due <= v_now) OR v_after IS NOT NULL;
     -- A few tries, as an add through the API: the key's holder may end between the refused
     -- insert and the look for it.
-    IF @@in_transaction = 0 THEN
+    -- (Without `after` the task is one row, written by one statement: no transaction needed.)
+    IF @@in_transaction = 0 AND v_after IS NOT NULL THEN
         START TRANSACTION;
         SET v_own_tx = TRUE;
     END IF;
