@@ -1,6 +1,9 @@
 // The dashboard: one page whose views read and act through the JSON API under /api/v1. The
 // address after `#` names the view, so a view can be bookmarked and shared; a view is mounted
-// once and refreshed every LIVE_MS while live updates are on.
+// once and, while live updates are on, refreshed when the task event stream
+// (/api/v1/events) tells of a change, at most every EVENT_GAP_MS; the views whose data changes
+// otherwise too (queues, limits, schedules, runners, plugins), and every view while the stream is
+// down, are read again every LIVE_MS, and the others every SAFETY_MS all the same.
 
 import { h, fill, button } from './view.js';
 import * as overview from './overview.js';
@@ -10,12 +13,25 @@ import * as ops from './operations.js';
 import * as plugins from './plugins.js';
 
 const LIVE_MS = 1500;
+const EVENT_GAP_MS = 1000;
+const SAFETY_MS = 15000;
+const RECONNECT_MS = 2000;
 const TOKEN_KEY = 'taskhost-token';
 
 const state = {
   token: sessionStorage.getItem(TOKEN_KEY),
   live: localStorage.getItem('taskhost-live') !== 'off',
   view: null,
+  // Whether the current view's data changes with task events (see `routes`).
+  follows: false,
+  // Whether the event stream is open, and what closes it.
+  streaming: false,
+  stream: null,
+  // When the current view was last read (ms), and whether a read for an event is due.
+  readAt: 0,
+  eventDue: false,
+  // A task event came while the tab was hidden: read once it shows.
+  stale: false,
   // A view mounted later makes an earlier one's late answers moot.
   generation: 0,
   // The generation whose refresh is under way, and whether another was asked for meanwhile.
@@ -94,23 +110,24 @@ function askToken() {
   input.focus();
 }
 
+// Each view, and whether what it shows changes only as tasks do (then task events drive it).
 const routes = [
-  [/^\/?$/, () => overview.mount],
-  [/^\/tasks\/(\d+)$/, (m) => (main) => task.mount(main, Number(m[1]))],
-  [/^\/tasks$/, () => tasks.mount],
-  [/^\/dead$/, () => (main, q) => tasks.mount(main, q, { dead: true })],
-  [/^\/queues$/, () => ops.queues],
-  [/^\/limits$/, () => ops.limits],
-  [/^\/schedules$/, () => ops.schedules],
-  [/^\/runners$/, () => ops.runners],
-  [/^\/plugins$/, () => plugins.list],
-  [/^\/plugins\/([^/]+)$/, (m) => (main) => plugins.versions(main, decodeURIComponent(m[1]))],
+  [/^\/?$/, () => overview.mount, true],
+  [/^\/tasks\/(\d+)$/, (m) => (main) => task.mount(main, Number(m[1])), true],
+  [/^\/tasks$/, () => tasks.mount, true],
+  [/^\/dead$/, () => (main, q) => tasks.mount(main, q, { dead: true }), true],
+  [/^\/queues$/, () => ops.queues, false],
+  [/^\/limits$/, () => ops.limits, false],
+  [/^\/schedules$/, () => ops.schedules, false],
+  [/^\/runners$/, () => ops.runners, false],
+  [/^\/plugins$/, () => plugins.list, false],
+  [/^\/plugins\/([^/]+)$/, (m) => (main) => plugins.versions(main, decodeURIComponent(m[1])), false],
 ];
 
 async function route() {
   const [path, query = ''] = location.hash.replace(/^#/, '').split('?');
   const main = document.getElementById('main');
-  const found = routes.map(([re, view]) => [path.match(re), view]).find(([m]) => m);
+  const found = routes.map(([re, view, follows]) => [path.match(re), view, follows]).find(([m]) => m);
   for (const a of document.querySelectorAll('nav a')) {
     a.toggleAttribute('aria-current', a.getAttribute('href') === `#${path.split('/').slice(0, 2).join('/')}` ||
       (path === '' && a.getAttribute('href') === '#/'));
@@ -123,6 +140,7 @@ async function route() {
     return;
   }
   const view = found[1](found[0])(fill(main), new URLSearchParams(query));
+  state.follows = found[2];
   if (generation === state.generation) state.view = view;
   await refresh();
 }
@@ -145,6 +163,7 @@ export async function refresh({ tick = false } = {}) {
     try {
       do {
         state.again = false;
+        state.readAt = Date.now();
         await view.refresh(() => generation === state.generation);
         document.body.dataset.updated = String(Date.now());
       } while (state.again && generation === state.generation);
@@ -184,8 +203,77 @@ function setLive(on) {
   const b = document.getElementById('live');
   b.setAttribute('aria-pressed', String(on));
   b.textContent = on ? 'Live' : 'Paused';
-  b.title = on ? `Updating every ${LIVE_MS / 1000} s: click to pause` : 'Not updating: click to resume';
+  b.title = on ? 'Updating as tasks change: click to pause' : 'Not updating: click to resume';
   document.body.dataset.live = on ? 'on' : 'off';
+  if (on) follow();
+  else if (state.stream) state.stream.abort();
+}
+
+/** A task event: read the view again, at most every EVENT_GAP_MS. */
+function told() {
+  if (!state.live || !state.follows || state.eventDue) return;
+  if (document.hidden) {
+    state.stale = true;
+    return;
+  }
+  state.eventDue = true;
+  const wait = Math.max(0, state.readAt + EVENT_GAP_MS - Date.now());
+  setTimeout(() => {
+    state.eventDue = false;
+    // Counted for the browser test: reads a task event asked for.
+    document.body.dataset.eventReads = String(Number(document.body.dataset.eventReads || 0) + 1);
+    // Not a tick: a read under way reads once more after it, so the change is not missed.
+    refresh();
+  }, wait);
+}
+
+/**
+ * Follow /api/v1/events while live (with fetch, not EventSource, which cannot send a token),
+ * opening it again RECONNECT_MS after it closes.
+ */
+async function follow() {
+  if (state.stream && !state.stream.signal.aborted) return;
+  const stream = new AbortController();
+  state.stream = stream;
+  while (state.live && !stream.signal.aborted) {
+    try {
+      const headers = { Accept: 'text/event-stream' };
+      if (state.token) headers.Authorization = `Bearer ${state.token}`;
+      const token = state.token;
+      const res = await fetch('/api/v1/events', { headers, signal: stream.signal });
+      if (res.status === 401) {
+        // Asked again once a token is given (the views' own reads ask for it).
+        while (state.token === token && !stream.signal.aborted) await pause(RECONNECT_MS);
+      }
+      if (res.ok && res.body) {
+        setStreaming(true);
+        // Missed while it was down.
+        if (state.live && state.follows) refresh();
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let text = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          text += value;
+          const events = text.split('\n\n');
+          text = events.pop();
+          if (events.some((e) => /^event: (task|lagged)$/m.test(e))) told();
+        }
+      }
+    } catch (e) {
+      // Closed, aborted or unreachable: polled meanwhile, opened again below.
+    }
+    setStreaming(false);
+    if (!stream.signal.aborted) await pause(RECONNECT_MS);
+  }
+  if (state.stream === stream) state.stream = null;
+}
+
+const pause = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function setStreaming(on) {
+  state.streaming = on;
+  document.body.dataset.stream = on ? 'open' : 'closed';
 }
 
 function start() {
@@ -195,8 +283,15 @@ function start() {
   });
   setLive(state.live);
   window.addEventListener('hashchange', route);
+  document.addEventListener('visibilitychange', () => {
+    if (document.hidden || !state.stale) return;
+    state.stale = false;
+    refresh();
+  });
   setInterval(() => {
-    if (state.live && !document.hidden) refresh({ tick: true });
+    if (!state.live || document.hidden) return;
+    const polled = !state.follows || !state.streaming;
+    if (polled || Date.now() - state.readAt >= SAFETY_MS) refresh({ tick: true });
   }, LIVE_MS);
   route();
 }

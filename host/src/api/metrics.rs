@@ -38,6 +38,8 @@ pub(super) async fn scrape(State(state): State<Arc<ApiState>>) -> Result<impl In
     render_gauge(&mut out, "taskhost_tasks", "Tasks in the database by the status of their latest run.", &samples);
     let waiting = [(vec![], state.waits.waiting() as f64)];
     render_gauge(&mut out, "taskhost_api_waiting_requests", "Requests waiting for a task's end (`?wait=`).", &waiting);
+    let streams = [(vec![], state.feed.streams() as f64)];
+    render_gauge(&mut out, "taskhost_api_event_streams", "Event streams open (`/api/v1/events`).", &streams);
     let stats = state.client.stats(None, None).await?;
     let stats = &stats[..stats.len().min(MAX_SERIES)];
     per_handler(&mut out, stats);

@@ -11,6 +11,7 @@
 //! | `POST /api/v1/tasks` | queue one task (a [`crate::model::TaskInput`]) or `{"tasks": [...]}` | write |
 //! | `GET /api/v1/tasks` | list: `status`, `queue`, `handler`, `dead`, `text`, `order`, `limit`, `after` | read |
 //! | `GET /api/v1/tasks/{id}` | a task with its runs (progress, results, logs, error, digest, fuel); `wait=30s`: once it is final (see `wait.rs`) | read |
+//! | `GET /api/v1/events` | task events as Server-Sent Events: `queue`, `handler`, `task` (see `events.rs`) | read |
 //! | `POST /api/v1/tasks/{id}/cancel`, `/retry` | cancel an unfinished task; schedule a finished one again | write |
 //! | `DELETE /api/v1/tasks/{id}` | delete a finished task and its runs | write |
 //! | `POST /api/v1/tasks/cancel`, `/retry`, `/delete` | the same on many: `ids`, `queue`, `handler` or `all` | write |
@@ -61,8 +62,11 @@ mod dashboard;
 mod deploys;
 pub mod doc;
 mod error;
+mod events;
+mod feed;
 mod guard;
 mod limits;
+mod marker;
 mod metrics;
 mod plugins;
 mod queues;
@@ -72,6 +76,8 @@ mod tasks;
 mod wait;
 
 pub use bounds::BODIES_IN_FLIGHT_BYTES;
+pub use events::MAX_TASKS as MAX_EVENT_TASKS;
+pub use feed::MAX_STREAMS as MAX_EVENT_STREAMS;
 pub use server::{serve, ServerLimits};
 pub use tasks::PAGE_BYTES;
 pub use wait::{Stopping, MAX_WAIT, MAX_WAITERS};
@@ -92,14 +98,17 @@ pub(crate) struct ApiState {
     deploy_turn: tokio::sync::Mutex<()>,
     /// Requests waiting for tasks' ends, and their watcher (see `wait.rs`).
     waits: Arc<wait::Waits>,
+    /// Open event streams, and their reader (see `feed.rs`).
+    feed: Arc<feed::Feed>,
 }
 
 impl ApiState {
     fn new(client: Client, access: ApiSection) -> Arc<Self> {
         let pages = tokio::sync::Semaphore::new(tasks::PAGES_AT_ONCE);
         let (plugin_scan, deploy_turn) = Default::default();
-        let waits = Arc::default();
-        Arc::new(ApiState { client, access, plugin_scan, bodies: bounds::body_budget(), pages, deploy_turn, waits })
+        let (waits, feed) = Default::default();
+        let bodies = bounds::body_budget();
+        Arc::new(ApiState { client, access, plugin_scan, bodies, pages, deploy_turn, waits, feed })
     }
 }
 
@@ -158,6 +167,7 @@ fn described() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(tasks::cancel))
         .routes(routes!(tasks::retry))
         .routes(routes!(tasks::signal))
+        .routes(routes!(events::stream))
         .routes(routes!(queues::list))
         .routes(routes!(queues::pause))
         .routes(routes!(queues::resume))

@@ -250,7 +250,9 @@ pub(super) async fn get(
         let store = state.client.store();
         let first_look = async { Ok(store.get_task(id).await?.is_none_or(|t| t.state.is_final())) };
         let stopping = stopping.map(|Extension(s)| s);
-        state.waits.until_final(store, id, within, stopping, first_look).await?;
+        if let Some(detail) = state.waits.until_final(store, id, within, stopping, first_look).await? {
+            return Ok(Json(detail));
+        }
     }
     let (task, runs) = state.client.show(id).await?;
     let after = state.client.dependencies(id).await?;

@@ -4,10 +4,12 @@
 //!
 //! One watcher per server serves every waiter: while anyone waits it reads, every [`TICK`], which
 //! of the awaited tasks are final (one query for all of them, a chunk of [`IDS_A_QUERY`] at a
-//! time, answering only the few that ended) and wakes their waiters; while nobody waits it is not
+//! time, answering only the few that ended), reads the answers of those that ended, four
+//! statements for them all ([`Store::details`](crate::store::Store::details)), and hands each
+//! to its waiters; while nobody waits it is not
 //! running and costs nothing. Where the database has a cheap change marker (a stat of SQLite's
 //! log, PostgreSQL's current snapshot: [`Store::change_marker`](crate::store::Store::change_marker)),
-//! a tick that finds it as it was skips the read, but for one read every [`SAFETY_READ`]: an idle
+//! a tick that finds it as it was skips the read, but for one read every [`SAFETY_READ`](super::marker::SAFETY_READ): an idle
 //! queue costs a marker a tick. The state is read, not events: a task that ends between a waiter's
 //! first look and its registration is still found. (A task is deleted only once final, so a
 //! wait misses its end only if it is also deleted, or replayed, before the next read: that wait is
@@ -23,7 +25,7 @@ use axum::http::StatusCode;
 use tokio::sync::{watch, Semaphore};
 
 use super::ApiError;
-use crate::model::TaskId;
+use crate::model::{TaskDetail, TaskId};
 use crate::store::SharedStore;
 
 /// The longest wait asked: longer ones are refused (proxies cut idle requests near a minute).
@@ -34,8 +36,6 @@ pub const MAX_WAITERS: usize = 10_000;
 pub const TICK: Duration = Duration::from_millis(20);
 /// Ids in one query of the watcher.
 const IDS_A_QUERY: usize = 1_000;
-/// How often the watcher reads whatever the change marker says (a marker that failed to move).
-pub const SAFETY_READ: Duration = Duration::from_secs(1);
 
 /// The waiters of one server, and its watcher.
 pub(super) struct Waits {
@@ -47,8 +47,17 @@ pub(super) struct Waits {
 
 /// The requests waiting for one task.
 struct Awaited {
-    ended: watch::Sender<bool>,
+    ended: watch::Sender<End>,
     waiters: usize,
+}
+
+/// Whether an awaited task ended, with its answer when the watcher read it with the others that
+/// ended then (else the request reads it itself).
+#[derive(Clone, Default)]
+enum End {
+    #[default]
+    Not,
+    Ended(Option<Arc<TaskDetail>>),
 }
 
 /// A server's signal that it stops: waits end at once (see `server.rs`).
@@ -76,9 +85,9 @@ pub(super) fn parse(text: &str) -> Result<Duration, ApiError> {
 }
 
 impl Waits {
-    /// Wait until task `id` is final, `within` has passed or the server stops. Registered before
-    /// `first_look` runs: a first look that finds the task final ends the wait at once, and one
-    /// that does not cannot miss its end.
+    /// Wait until task `id` is final, `within` has passed or the server stops: the task's
+    /// answer, when the watcher read it. Registered before `first_look` runs: a first look that
+    /// finds the task final ends the wait at once, and one that does not cannot miss its end.
     pub async fn until_final<F>(
         self: &Arc<Self>,
         store: &SharedStore,
@@ -86,7 +95,7 @@ impl Waits {
         within: Duration,
         stopping: Option<Stopping>,
         first_look: F,
-    ) -> Result<(), ApiError>
+    ) -> Result<Option<TaskDetail>, ApiError>
     where
         F: std::future::Future<Output = Result<bool, ApiError>>,
     {
@@ -97,7 +106,7 @@ impl Waits {
         let mut ended = self.register(store, id);
         let _leave = Leave { waits: self, id };
         if first_look.await? {
-            return Ok(());
+            return Ok(None);
         }
         let stopped = async {
             match stopping {
@@ -105,12 +114,20 @@ impl Waits {
                 None => std::future::pending().await,
             }
         };
+        let end = async {
+            match ended.wait_for(|e| matches!(e, End::Ended(_))).await {
+                Ok(end) => match &*end {
+                    End::Ended(Some(detail)) => Some(TaskDetail::clone(detail)),
+                    _ => None,
+                },
+                Err(_) => None,
+            }
+        };
         tokio::select! {
-            _ = ended.wait_for(|e| *e) => {}
-            _ = tokio::time::sleep(within) => {}
-            _ = stopped => {}
+            detail = end => Ok(detail),
+            _ = tokio::time::sleep(within) => Ok(None),
+            _ = stopped => Ok(None),
         }
-        Ok(())
     }
 
     /// Requests waiting now.
@@ -118,9 +135,9 @@ impl Waits {
         MAX_WAITERS - self.slots.available_permits()
     }
 
-    fn register(self: &Arc<Self>, store: &SharedStore, id: TaskId) -> watch::Receiver<bool> {
+    fn register(self: &Arc<Self>, store: &SharedStore, id: TaskId) -> watch::Receiver<End> {
         let mut awaited = self.awaited.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = awaited.entry(id).or_insert_with(|| Awaited { ended: watch::Sender::new(false), waiters: 0 });
+        let entry = awaited.entry(id).or_insert_with(|| Awaited { ended: watch::Sender::new(End::Not), waiters: 0 });
         entry.waiters += 1;
         let rx = entry.ended.subscribe();
         if !self.watching.swap(true, Ordering::SeqCst) {
@@ -156,12 +173,7 @@ async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
-    // The marker at the tick before, and that of the last read that may be trusted to have seen
-    // every commit it marks (see below), with when it was.
-    let mut seen: Option<u64> = None;
-    let mut read: Option<(u64, tokio::time::Instant)> = None;
-    // A marker that cannot be read (a server without the function) is asked no more.
-    let mut marked = true;
+    let mut gate = super::marker::Gate::default();
     loop {
         tick.tick().await;
         let ids: Vec<TaskId> = {
@@ -174,21 +186,7 @@ async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
             }
             awaited.keys().copied().collect()
         };
-        // Read before the states: a commit after it moves it for the next tick.
-        let marker = match marked.then(|| store.change_marker()) {
-            Some(read) => read.await.unwrap_or_else(|e| {
-                tracing::warn!("the database's change marker cannot be read, so waits read every tick: {e}");
-                marked = false;
-                None
-            }),
-            None => None,
-        };
-        if let (Some(now), Some((then, at))) = (marker, read) {
-            if now == then && at.elapsed() < SAFETY_READ {
-                seen = marker;
-                continue;
-            }
-        }
+        let Some(pass) = gate.pass(&store, "waits").await else { continue };
         let mut all_read = true;
         for chunk in ids.chunks(IDS_A_QUERY) {
             let ended = match store.final_among(chunk).await {
@@ -203,17 +201,26 @@ async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
                 }
             };
             failing = false;
+            if ended.is_empty() {
+                continue;
+            }
+            // Their answers in a few statements for all: a request that gets none reads its own.
+            let mut details: HashMap<TaskId, Arc<TaskDetail>> = match store.details(&ended).await {
+                Ok(found) => found.into_iter().map(|d| (d.task.id, Arc::new(d))).collect(),
+                Err(e) => {
+                    tracing::debug!("reading the ended tasks' answers failed, so each is read alone: {e}");
+                    HashMap::new()
+                }
+            };
             let awaited = waits.awaited.lock().unwrap_or_else(|p| p.into_inner());
             for id in ended {
                 if let Some(a) = awaited.get(&id) {
-                    a.ended.send_replace(true);
+                    let detail = details.remove(&id).filter(|d| d.task.state.is_final());
+                    a.ended.send_replace(End::Ended(detail));
                 }
             }
         }
-        // A commit's log record is written a moment before the commit is seen: a read is trusted
-        // only once the marker stood still for a tick before it (each change costs two reads).
-        read = marker.filter(|m| all_read && seen == Some(*m)).map(|m| (m, tokio::time::Instant::now()));
-        seen = marker;
+        gate.done(pass, all_read);
     }
 }
 

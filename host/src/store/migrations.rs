@@ -58,6 +58,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0026_key_fuel.sql",
     "0027_components.sql",
     "0028_sql_add.sql",
+    "0029_dead_index.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -91,6 +92,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0026_key_fuel.sql",
     "0027_components.sql",
     "0028_sql_add.sql",
+    "0029_dead_index.sql",
 );
 
 /// The migrations of `migrations/mysql/`.

@@ -127,6 +127,24 @@ pub fn run(r: &impl Cells) -> Result<Run> {
     })
 }
 
+/// A task in brief, from a row of [`BRIEF_COLUMNS`](super::shared::events::BRIEF_COLUMNS).
+pub fn brief(r: &impl Cells) -> Result<super::types::Brief> {
+    let state = task_state(r)?;
+    Ok(super::types::Brief {
+        id: int(r, TASKS, "id")?,
+        queue: text(r, TASKS, "queue")?,
+        handler: text(r, TASKS, "task_handler_class")?,
+        state,
+        attempt: n32(int(r, TASKS, "run_attempt")?),
+        failures: n32(int(r, TASKS, "task_runs_failed")?),
+        progress: (state == TaskState::Running)
+            .then(|| r.int("run_percent"))
+            .transpose()?
+            .map(|p| p.unwrap_or(0).clamp(0, 100) as u8),
+        finished_on: if state.is_final() { r.time("finished_on")? } else { None },
+    })
+}
+
 /// The running run of a running task, from its task's row (see `store::transitions`).
 pub fn running_run(r: &impl Cells) -> Result<Run> {
     let started_on = time(r, TASKS, "run_started_on")?;

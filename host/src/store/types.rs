@@ -259,3 +259,60 @@ pub struct KeyInfo {
     /// None: not weighed, or no run ended yet.
     pub fuel_per_run: Option<u64>,
 }
+
+/// What the event stream asks each time the database may have changed (see `api/feed.rs`).
+#[derive(Debug, Clone, Default)]
+pub struct Look {
+    /// Tasks with a greater id: the newly queued.
+    pub newer_than: Option<TaskId>,
+    /// The running tasks, and those awaiting a retry.
+    pub running: bool,
+    /// Tasks finished after this, by the database's clock.
+    pub finished_after: Option<DateTime<Utc>>,
+    /// These tasks, in whatever state.
+    pub ids: Vec<TaskId>,
+    /// At most this many rows of each part (new, running, awaiting a retry, finished).
+    pub limit: u32,
+}
+
+/// A task in brief, as the event stream tells it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
+pub struct Brief {
+    /// Its id.
+    pub id: TaskId,
+    /// Its queue.
+    pub queue: String,
+    /// Its handler.
+    pub handler: String,
+    /// Where it is in its life.
+    pub state: TaskState,
+    /// The attempt of its latest run (0 before its first).
+    pub attempt: u32,
+    /// Failed runs in a row.
+    pub failures: u32,
+    /// Its running run's progress in percent, while it runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress: Option<u8>,
+    /// When it finished, if it is final.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_on: Option<DateTime<Utc>>,
+}
+
+/// What a [`Look`] found: the new and asked in id order, the running and retrying in none, the
+/// finished in the order they finished.
+#[derive(Debug, Clone, Default)]
+pub struct Glimpse {
+    /// The tasks newer than [`Look::newer_than`].
+    pub new: Vec<Brief>,
+    /// The running tasks.
+    pub running: Vec<Brief>,
+    /// The failed tasks awaiting their retry.
+    pub retrying: Vec<Brief>,
+    /// The tasks of [`Look::ids`] found.
+    pub asked: Vec<Brief>,
+    /// The tasks finished after [`Look::finished_after`].
+    pub finished: Vec<Brief>,
+    /// When a part of the finished was cut at the limit: the earliest end it was read up to.
+    pub finished_cut: Option<DateTime<Utc>>,
+}

@@ -37,7 +37,13 @@ export async function open(browser, viewport, problems, expected = () => false) 
     problems.push(`${m.type()}: ${m.text()}`);
   });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on('requestfailed', (r) => {
+    // The event stream is closed by the page when live updates pause, and by the browser when the
+    // page closes: aborted, not failed.
+    const aborted = r.failure()?.errorText === 'net::ERR_ABORTED';
+    if (aborted && new URL(r.url()).pathname === '/api/v1/events') return;
+    problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
+  });
   page.on('dialog', (d) => d.accept());
   return page;
 }

@@ -86,8 +86,10 @@ let page;
 try {
   page = await open({ width: 1280, height: 800 });
 
-  // A running task's progress bar advances without a reload.
+  // A running task's progress bar advances without a reload, read again as the event stream
+  // tells of its progress.
   await visit(page, `#/tasks/${slow.id}`, '[data-run] [role=progressbar]');
+  await page.waitForSelector('body[data-stream="open"]', WAIT);
   await page.waitForFunction(() => Number(document.querySelector('[data-run] [role=progressbar]')
     .getAttribute('aria-valuenow')) > 0, null, WAIT);
   const first = Number(await page.getAttribute('[data-run] [role=progressbar]', 'aria-valuenow'));
@@ -97,6 +99,7 @@ try {
   await page.waitForSelector('[data-run] pre.logs', WAIT);
   await shot(page, 'task-done');
   done.progress = [first, Number(await page.getAttribute('[data-run] [role=progressbar]', 'aria-valuenow'))];
+  done.event_reads = Number(await page.getAttribute('body', 'data-event-reads'));
 
   // A workflow's graph: the fan-out, then its two parts and the join, each with its state; from
   // the join, its parent and the two parts it runs after.

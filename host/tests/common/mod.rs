@@ -18,6 +18,7 @@ pub mod locker;
 pub mod netns;
 pub mod process;
 pub mod served;
+pub mod sse;
 pub mod wakeups;
 
 pub fn repo_root() -> PathBuf {

@@ -39,6 +39,7 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
     let client = &env.app.client;
     let progress: Vec<u64> = serde_json::from_value(done["progress"].clone()).expect("two readings");
     assert!(progress[1] > progress[0] && progress[0] > 0, "{done}");
+    assert!(done["event_reads"].as_u64().is_some_and(|n| n >= 1), "the event stream drove reads: {done}");
     let status_of = |id: &Value| {
         let id = id.as_i64().expect("an id");
         async move { client.show(id).await.expect("show").0.last_status }

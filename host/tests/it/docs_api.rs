@@ -84,7 +84,12 @@ fn the_endpoint_table_lists_exactly_the_documents_endpoints_and_their_answers_fi
             let Some(op) = doc["paths"][path].get(method) else { continue };
             let answers = op["responses"].as_object().expect("responses");
             for (status, answer) in answers.iter().filter(|(s, _)| s.starts_with('2')) {
-                let schema = &answer["content"]["application/json"]["schema"];
+                // JSON, or the events of a stream (`/events`).
+                let content = &answer["content"];
+                let schema = match content.get("application/json") {
+                    Some(json) => &json["schema"],
+                    None => &content["text/event-stream"]["schema"],
+                };
                 assert!(!schema.is_null(), "{method} {path} {status}: no JSON schema");
                 fields.extend(properties(&doc, schema));
             }

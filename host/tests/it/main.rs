@@ -26,6 +26,7 @@ mod deploys;
 mod dev;
 mod docs;
 mod docs_api;
+mod events;
 mod fence;
 mod first_day;
 mod hostile;

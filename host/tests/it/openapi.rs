@@ -43,6 +43,9 @@ async fn the_live_server_answers_as_its_openapi_document_says(db: Db) {
         .args(["run", &document, "--header", &format!("Authorization: Bearer {WRITE}")])
         .args(["--checks", checks, "--phases", "coverage,fuzzing", "--max-examples", "30", "--seed", "7"])
         .args(["--workers", "1", "--no-color"])
+        // A stream never ends, so schemathesis would wait out its timeout on each request:
+        // `events.rs` checks the stream's answers and events against the document.
+        .args(["--exclude-path", "/api/v1/events"])
         .env("SCHEMATHESIS_HOOKS", "")
         .current_dir(env.dir.path())
         .output()
@@ -52,14 +55,14 @@ async fn the_live_server_answers_as_its_openapi_document_says(db: Db) {
     if std::env::var_os("TASKHOST_TEST_SHOW").is_some() {
         println!("{out}");
     }
-    // It did test: every operation the router has, and many requests.
+    // It did test: every operation the router has but the event stream, and many requests.
     let doc = serde_json::to_value(taskhost::api::openapi()).expect("the document as JSON");
     let methods = ["get", "post", "put", "patch", "delete"];
     let operations: usize = doc["paths"]
         .as_object()
         .map(|paths| paths.values().map(|p| methods.iter().filter(|m| p.get(**m).is_some()).count()).sum())
         .unwrap_or(0);
-    assert!(out.contains(&format!("{operations} selected / {operations} total")), "{out}");
+    assert!(out.contains(&format!("{} selected / {operations} total", operations - 1)), "{out}");
     let generated = out
         .lines()
         .find_map(|l| l.trim().split_once(" generated, ").and_then(|(n, _)| n.parse::<u32>().ok()))

@@ -45,10 +45,14 @@ fn add(served: &Served, body: &str) -> i64 {
 async fn a_wait_answers_when_the_task_ends_or_when_it_runs_out(db: Db) {
     let env = Env::on(db, &["echo"]).await;
     let mut served = Served::start(&env, "127.0.0.1:0");
-    let id = add(&served, r#"{"handler": "echo", "data": {"n": 1}}"#);
+    // A task that runs after another and holds a signal, so its answer has every part.
+    let first = add(&served, r#"{"handler": "echo", "data": {"n": 0}}"#);
+    let id = add(&served, &format!(r#"{{"handler": "echo", "data": {{"n": 1}}, "after": [{first}]}}"#));
+    let (status, sent) = served.call("POST", &format!("/tasks/{id}/signals/go"), None, Some("{}"));
+    assert_eq!(status, 201, "{sent}");
     // No worker yet: the wait runs out, and the task is answered as it is.
     let (status, shown) = served.call("GET", &format!("/tasks/{id}?wait=300ms"), None, None);
-    assert_eq!((status, shown["task"]["state"].as_str()), (200, Some("scheduled")), "{shown}");
+    assert_eq!((status, shown["task"]["state"].as_str()), (200, Some("waiting")), "{shown}");
 
     // A wait under way when a worker runs the task answers with its results, long before it runs out.
     let pending = wait_for(&served, id, "25s");
@@ -58,6 +62,10 @@ async fn a_wait_answers_when_the_task_ends_or_when_it_runs_out(db: Db) {
     assert_eq!((status, shown["task"]["state"].as_str()), (200, Some("succeeded")), "{shown}");
     assert_eq!(shown["runs"][0]["results"], json!({"n": 1}), "{shown}");
     assert!(took < Duration::from_secs(20), "answered at the end, not when the wait ran out: {took:?}");
+    // Handed over by the watcher, read with the others that ended then: as a plain read has it.
+    let (_, plain) = served.call("GET", &format!("/tasks/{id}"), None, None);
+    assert_eq!(shown, plain);
+    assert_eq!((shown["after"][0]["id"].as_i64(), shown["signals"][0]["name"].as_str()), (Some(first), Some("go")));
     // A final task is answered at once, however long the wait asked.
     let (status, shown) = served.call("GET", &format!("/tasks/{id}?wait=60s"), None, None);
     assert_eq!((status, shown["task"]["state"].as_str()), (200, Some("succeeded")));

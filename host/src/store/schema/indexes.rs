@@ -44,6 +44,15 @@ pub const INDEXES: &[Index] = &[
         // the queries' condition leaves out.
         mysql: OnMySql::Same,
     },
+    // Dead letters by when they died (the event stream's finished tasks).
+    Index {
+        name: "task_queue_dead",
+        table: "task_queue",
+        columns: &["finished_on"],
+        unique: false,
+        filter: Some("gave_up_on IS NOT NULL"),
+        mysql: OnMySql::Covered("task_queue_done"),
+    },
     // Uniqueness of a key while its task is unfinished (the column is NULL once finished).
     Index {
         name: "task_queue_active_unique",

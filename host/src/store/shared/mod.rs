@@ -5,6 +5,8 @@
 mod bulk;
 mod cancel;
 mod components;
+mod details;
+pub(crate) mod events;
 mod keys;
 mod limit_rows;
 mod limits;
@@ -13,6 +15,7 @@ mod queues;
 mod runners;
 mod runs;
 mod schedules;
+mod sql_store;
 pub(crate) mod tasks;
 mod upkeep;
 
@@ -23,55 +26,12 @@ use chrono::{DateTime, Utc};
 
 use super::dialect::{ClaimRequest, Claimed, Dialect};
 use super::interface::Store;
-use super::plumbing::{ConnOf, SqlxDialect};
 use super::types::*;
 use super::{stats, transitions};
 use crate::error::{Error, Result};
 use crate::model::*;
 use crate::schedule::{NewSchedule, Schedule};
-
-/// A [`Store`] over one database's [`Dialect`].
-#[derive(Debug, Clone)]
-pub struct SqlStore<D> {
-    db: D,
-    /// Counts the times this store queued tasks ([`Store::added_here`]).
-    added: tokio::sync::watch::Sender<u64>,
-}
-
-impl<D: Dialect> SqlStore<D> {
-    /// The store over `db`.
-    pub fn new(db: D) -> Self {
-        SqlStore { db, added: tokio::sync::watch::Sender::new(0) }
-    }
-
-    /// Tell this process's workers that tasks were queued (when `queued`).
-    fn tell_added(&self, queued: bool) {
-        if queued {
-            self.added.send_modify(|n| *n = n.wrapping_add(1));
-        }
-    }
-
-    /// The database's part (its pool, for queueing tasks in a transaction of your own).
-    pub fn dialect(&self) -> &D {
-        &self.db
-    }
-
-    /// The connection pool, for callers that queue tasks in their own transaction.
-    pub fn pool(&self) -> &sqlx::Pool<<D as SqlxDialect>::Db>
-    where
-        D: SqlxDialect,
-    {
-        self.db.pool()
-    }
-
-    /// Queue validated tasks on the caller's connection or transaction: they are committed
-    /// (or rolled back) with the caller's own writes. Keyed tasks take their turns exactly only
-    /// in a transaction (it holds their keys' rows; on a bare connection two adds of one key at
-    /// once may take the same turns).
-    pub async fn add_tasks_in(conn: &mut ConnOf<D>, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
-        tasks::add_tasks_in::<D>(conn, tasks, now).await
-    }
-}
+pub use sql_store::SqlStore;
 
 #[async_trait]
 impl<D: Dialect> Store for SqlStore<D> {
@@ -113,6 +73,14 @@ impl<D: Dialect> Store for SqlStore<D> {
 
     async fn change_marker(&self) -> Result<Option<u64>> {
         self.db.change_marker().await
+    }
+
+    async fn glimpse(&self, look: &Look) -> Result<Glimpse> {
+        events::glimpse(&self.db, look).await
+    }
+
+    async fn details(&self, ids: &[TaskId]) -> Result<Vec<TaskDetail>> {
+        details::details(&self.db, ids).await
     }
 
     async fn dependencies(&self, task_id: TaskId) -> Result<Vec<Dependency>> {

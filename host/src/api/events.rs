@@ -1,0 +1,172 @@
+//! `GET /api/v1/events`: task events as Server-Sent Events, for the dashboard and any client that
+//! would rather be told than poll. Each event is `event: task` with the task in brief as its data
+//! (`{"id", "queue", "handler", "state", "attempt", "failures", "progress"?, "finished_on"?}`),
+//! sent when the server's one reader (`feed.rs`) finds the task changed; `queue`, `handler` and
+//! `task` (each a comma-separated list) keep only the tasks they name, and a stream asking for
+//! tasks by id is first told their states as they are. When events were lost, the stream is told
+//! `event: lagged` and goes on: `{"reason": "behind", "looks": N}` when it fell over the reader's
+//! backlog behind (a client reading slower than events come), `{"reason": "burst"}` when more
+//! changed at once than a look tells; a client then reads what it shows again. A comment every
+//! 15 s keeps idle proxies from closing the stream. `taskhost serve` ends every stream when it
+//! stops; a Rust application serving [`router`](super::router) itself ends them by adding the
+//! layer `axum::Extension(taskhost::api::Stopping(rx))` and sending `true` on its channel
+//! before its graceful shutdown (otherwise an open stream holds the shutdown).
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::watch;
+
+use super::feed::Told;
+use super::{ApiError, ApiState};
+use crate::model::TaskId;
+use crate::store::{Brief, Look};
+
+/// Tasks one stream may ask for by id.
+pub const MAX_TASKS: usize = 100;
+/// How often an idle stream is sent a comment.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// What a stream keeps: the tasks of these queues, handlers and ids (each list empty: all).
+#[derive(Debug, Default)]
+struct Filter {
+    queues: Vec<String>,
+    handlers: Vec<String>,
+    tasks: HashSet<TaskId>,
+}
+
+impl Filter {
+    fn parse(q: &BTreeMap<String, String>) -> Result<Filter, ApiError> {
+        let mut f = Filter::default();
+        let list = |v: &str| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
+        for (key, value) in q {
+            let bad = |why: String| ApiError::bad("invalid", format!("{key}={value:?}: {why}"));
+            match key.as_str() {
+                "queue" => f.queues = list(value),
+                "handler" => f.handlers = list(value),
+                "task" => {
+                    let ids: Vec<String> = list(value);
+                    if ids.len() > MAX_TASKS {
+                        return Err(bad(format!("at most {MAX_TASKS} tasks")));
+                    }
+                    f.tasks = ids
+                        .iter()
+                        .map(|id| id.parse::<TaskId>().ok().filter(|n| *n > 0))
+                        .collect::<Option<_>>()
+                        .ok_or_else(|| bad("not a list of task ids".into()))?;
+                }
+                _ => return Err(bad("no such parameter (queue, handler, task)".into())),
+            }
+        }
+        Ok(f)
+    }
+
+    fn keeps(&self, b: &Brief) -> bool {
+        (self.queues.is_empty() || self.queues.contains(&b.queue))
+            && (self.handlers.is_empty() || self.handlers.contains(&b.handler))
+            && (self.tasks.is_empty() || self.tasks.contains(&b.id))
+    }
+}
+
+/// Stream task events: when tasks are queued, start, make progress, fail a run and end.
+#[utoipa::path(get, path = "/api/v1/events", operation_id = "events", tag = "tasks",
+    params(
+        ("queue" = Option<String>, Query, description = "Only tasks of these queues (comma-separated)"),
+        ("handler" = Option<String>, Query, description = "Only tasks of these handlers (comma-separated)"),
+        ("task" = Option<String>, Query, description = "Only these tasks (comma-separated ids, at most 100); their states as they are come first")),
+    responses((status = 200, description = "Server-Sent Events: `event: task` with a task in brief as data; `event: lagged` with `{\"missed\": N}`", content_type = "text/event-stream", body = Brief), super::doc::Errors))]
+pub(super) async fn stream(
+    State(state): State<Arc<ApiState>>,
+    Query(q): Query<BTreeMap<String, String>>,
+    stopping: Option<Extension<super::wait::Stopping>>,
+) -> Result<Response, ApiError> {
+    let filter = Filter::parse(&q)?;
+    let store = state.client.store();
+    if !filter.tasks.is_empty() {
+        let found = store
+            .glimpse(&Look { ids: filter.tasks.iter().copied().collect(), limit: MAX_TASKS as u32, ..Look::default() })
+            .await?;
+        if let Some(id) = filter.tasks.iter().find(|id| !found.asked.iter().any(|b| b.id == **id)) {
+            return Err(ApiError::new(
+                axum::http::StatusCode::NOT_FOUND,
+                "not-found",
+                format!("there is no task {id}"),
+            ));
+        }
+    }
+    let subscription = state.feed.subscribe(store, filter.tasks.iter().copied().collect()).await?;
+    let stopping = stopping.map(|Extension(s)| s.0);
+    let start = (subscription, Stream { filter, told: HashMap::new() }, stopping, VecDeque::new());
+    let events = futures::stream::unfold(start, |(mut sub, mut stream, mut stopping, mut queue)| async move {
+        loop {
+            if let Some(event) = queue.pop_front() {
+                return Some((Ok::<Event, Infallible>(event), (sub, stream, stopping, queue)));
+            }
+            let got = tokio::select! {
+                got = sub.events.recv() => got,
+                _ = stopped(&mut stopping) => return None,
+            };
+            match got {
+                Ok(told) => queue.extend(stream.tell(&told)),
+                Err(RecvError::Lagged(looks)) => queue.push_back(
+                    Event::default().event("lagged").data(format!(r#"{{"reason":"behind","looks":{looks}}}"#)),
+                ),
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    });
+    let mut response = Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
+    // Proxies that buffer answers would hold the events back.
+    response.headers_mut().insert("x-accel-buffering", axum::http::HeaderValue::from_static("no"));
+    Ok(response)
+}
+
+/// An open stream: what it keeps, and the last state it told of each task it asked for by id.
+struct Stream {
+    filter: Filter,
+    told: HashMap<TaskId, Brief>,
+}
+
+impl Stream {
+    /// The events of a look for this stream: the changed tasks it keeps, and the tasks it asked
+    /// for that the reader tells as they are, unless it told that already.
+    fn tell<'a>(&'a mut self, told: &'a Told) -> impl Iterator<Item = Event> + 'a {
+        let changed = told.changed.iter().filter(|b| self.filter.keeps(b));
+        let fresh = told.fresh.iter().filter(|b| self.filter.keeps(b) && !self.filter.tasks.is_empty());
+        let mut out: Vec<Event> = Vec::new();
+        if told.lagged {
+            out.push(Event::default().event("lagged").data(r#"{"reason":"burst"}"#));
+        }
+        for b in changed.chain(fresh) {
+            if self.filter.tasks.contains(&b.id) {
+                if self.told.get(&b.id) == Some(b) {
+                    continue;
+                }
+                self.told.insert(b.id, b.clone());
+            }
+            out.push(event(b));
+        }
+        out.into_iter()
+    }
+}
+
+/// A task's event.
+fn event(b: &Brief) -> Event {
+    let data = serde_json::to_string(b).unwrap_or_else(|_| String::from("{}"));
+    Event::default().event("task").data(data)
+}
+
+/// Completes once the server stops; never, for a router served otherwise.
+async fn stopped(stopping: &mut Option<watch::Receiver<bool>>) {
+    match stopping {
+        Some(rx) => drop(rx.wait_for(|s| *s).await),
+        None => std::future::pending().await,
+    }
+}

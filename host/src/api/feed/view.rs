@@ -1,0 +1,129 @@
+//! What the event stream's reader last saw, and what changed at its next look.
+//!
+//! A look reads five parts (see [`Store::glimpse`](crate::store::Store::glimpse)); each task in
+//! them is told when it differs from what the look before saw of it, or was not seen then. A
+//! task that was running, awaiting a retry or asked for, and is in no part now, is read again by
+//! id to tell where it went (scheduled again after a failure or a put-back, waiting for a
+//! signal). The newest tasks and the finished are read again for [`OVERLAP`] after the newest
+//! seen, so one whose write committed up to that late after its id or its time is not missed.
+//! A part cut at its limit moves the look on past what it read (no overlap), and when the
+//! finished were cut, or more than [`MAX_TOLD`] tasks changed at once, the streams are told
+//! they lagged: a client then reads again what it shows.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::time::Instant;
+
+use super::Told;
+use crate::error::Result;
+use crate::model::TaskId;
+use crate::store::{Brief, Look, SharedStore};
+
+/// How long a new or finished task is read again after the newest seen.
+pub const OVERLAP: Duration = Duration::from_secs(1);
+/// Rows of each part a look reads.
+const LIMIT: u32 = 5_000;
+/// Tasks told changed in one look, at most; past it the streams are told they lagged instead.
+pub const MAX_TOLD: usize = 5_000;
+
+/// What the reader last saw.
+#[derive(Default)]
+pub(super) struct View {
+    /// Each task seen at the last look, as it was.
+    known: HashMap<TaskId, Brief>,
+    /// The tasks whose absence at a look means they changed: running, awaiting a retry, asked.
+    tracked: HashSet<TaskId>,
+    /// The newest id seen at each look of the last [`OVERLAP`] (and one before).
+    newest: VecDeque<(Instant, TaskId)>,
+    /// The finished are read from this end on (the database's clock), and whether it is where a
+    /// cut part ended (read on from there, no overlap).
+    finished: Option<DateTime<Utc>>,
+    finished_cut: bool,
+    /// Whether a first look was made (it tells nothing changed).
+    primed: bool,
+}
+
+impl View {
+    pub fn primed(&self) -> bool {
+        self.primed
+    }
+
+    /// Look, and tell what changed since the look before, in id order. Nothing is changed in
+    /// the view unless the whole look succeeds.
+    pub async fn look(&mut self, store: &SharedStore, asked: Vec<TaskId>, fresh: &HashSet<TaskId>) -> Result<Told> {
+        let overlap = chrono::Duration::from_std(OVERLAP).unwrap_or_default();
+        if !self.primed {
+            self.newest = VecDeque::from([(Instant::now(), store.newest_task_id().await?)]);
+            self.finished = Some(store.server_time().await?.unwrap_or_else(Utc::now));
+            self.finished_cut = true;
+        }
+        let finished_after = self.finished.map(|t| if self.finished_cut { t } else { t - overlap });
+        let look = Look { newer_than: Some(self.since()), running: true, finished_after, ids: asked, limit: LIMIT };
+        let glimpse = store.glimpse(&look).await?;
+        let full = |part: &[Brief]| part.len() >= LIMIT as usize;
+        // Past a running part cut at its limit, no absence means anything.
+        let running_cut = full(&glimpse.running) || full(&glimpse.retrying);
+        let new_cut = glimpse.new.last().map(|b| b.id).filter(|_| full(&glimpse.new));
+        let newest = glimpse.new.iter().map(|b| b.id).max();
+        let ended = glimpse.finished.iter().filter_map(|b| b.finished_on).max();
+        let finished_cut = glimpse.finished_cut;
+        let tracked: HashSet<TaskId> =
+            glimpse.running.iter().chain(&glimpse.retrying).chain(&glimpse.asked).map(|b| b.id).collect();
+        // Read later, so truer: the finished last.
+        let mut seen: HashMap<TaskId, Brief> = HashMap::new();
+        for part in [glimpse.new, glimpse.running, glimpse.retrying, glimpse.asked, glimpse.finished] {
+            seen.extend(part.into_iter().map(|b| (b.id, b)));
+        }
+        let gone: Vec<TaskId> = match running_cut {
+            true => Vec::new(),
+            false => self.tracked.iter().copied().filter(|id| !seen.contains_key(id)).take(LIMIT as usize).collect(),
+        };
+        if !gone.is_empty() {
+            // A task deleted meanwhile is not found, and not told.
+            let again = store.glimpse(&Look { ids: gone, limit: LIMIT, ..Look::default() }).await?;
+            seen.extend(again.asked.into_iter().map(|b| (b.id, b)));
+        }
+        let mut told = Told { lagged: self.primed && finished_cut.is_some(), ..Told::default() };
+        for b in seen.values() {
+            if self.primed && self.known.get(&b.id) != Some(b) {
+                told.changed.push(b.clone());
+            }
+            if fresh.contains(&b.id) {
+                told.fresh.push(b.clone());
+            }
+        }
+        told.changed.sort_by_key(|b| b.id);
+        if told.changed.len() > MAX_TOLD {
+            told.changed = Vec::new();
+            told.lagged = true;
+        }
+        // The look succeeded: the view moves on.
+        let now = Instant::now();
+        match new_cut {
+            // Read on from the cut: the overlap matters only at the newest.
+            Some(cut) => self.newest = VecDeque::from([(now, cut)]),
+            None => {
+                let before = self.newest.back().map_or(0, |(_, id)| *id);
+                self.newest.push_back((now, newest.map_or(before, |n| n.max(before))));
+                while self.newest.get(1).is_some_and(|(at, _)| now - *at >= OVERLAP) {
+                    self.newest.pop_front();
+                }
+            }
+        }
+        match finished_cut {
+            Some(cut) => (self.finished, self.finished_cut) = (Some(cut), true),
+            None => (self.finished, self.finished_cut) = (self.finished.max(ended), false),
+        }
+        self.known = seen;
+        self.tracked = tracked;
+        self.primed = true;
+        Ok(told)
+    }
+
+    /// The id the newest tasks are read from: the newest seen at least [`OVERLAP`] ago.
+    fn since(&self) -> TaskId {
+        self.newest.front().map_or(0, |(_, id)| *id)
+    }
+}

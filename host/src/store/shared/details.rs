@@ -1,0 +1,68 @@
+//! Many tasks as a plain read of each has it (the task, its runs, the tasks it runs after, its
+//! newest signals), in four statements for them all rather than five for each: what the waits'
+//! watcher hands the requests waiting for tasks that ended together (`api/wait.rs`).
+
+use std::collections::HashMap;
+
+use super::super::dialect::Dialect;
+use super::super::rows;
+use super::super::sql::args;
+use super::super::transitions::signals::LISTED;
+use crate::error::Result;
+use crate::model::{Dependency, Run, Signal, TaskDetail, TaskId, TaskState};
+
+/// The tasks of `ids` found, each as [`Store::get_task`](crate::store::Store::get_task),
+/// [`Store::runs_of`](crate::store::Store::runs_of), [`Store::dependencies`](crate::store::Store::dependencies)
+/// and [`Store::signals_of`](crate::store::Store::signals_of) give it.
+pub async fn details<D: Dialect>(db: &D, ids: &[TaskId]) -> Result<Vec<TaskDetail>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    // The task rows first, and with them a running run, then the ended runs (as `runs_of` reads
+    // them: a run that ends in between is found twice, and kept as it ended).
+    let found = db.rows(None, "SELECT * FROM task_queue WHERE id IN ($1) ORDER BY id", args![ids]).await?;
+    let mut tasks = Vec::with_capacity(found.len());
+    for r in &found {
+        let task = rows::task(r)?;
+        let running = match task.state == TaskState::Running {
+            true => Some(rows::running_run(r)?),
+            false => None,
+        };
+        tasks.push((task, running));
+    }
+    let mut runs: HashMap<TaskId, Vec<Run>> = HashMap::new();
+    let sql = "SELECT * FROM task_runs WHERE task_queue_id IN ($1) ORDER BY id";
+    for r in &db.rows(None, sql, args![ids]).await? {
+        let run = rows::run(r)?;
+        runs.entry(run.task_id).or_default().push(run);
+    }
+    let mut after: HashMap<TaskId, Vec<Dependency>> = HashMap::new();
+    let sql = "SELECT d.task_id, q.id, q.last_status, q.gave_up_on FROM task_deps d
+               JOIN task_queue q ON q.id = d.after_id WHERE d.task_id IN ($1) ORDER BY d.task_id, q.id";
+    for r in &db.rows(None, sql, args![ids]).await? {
+        let dependency = Dependency { id: rows::id(r, "id")?, state: rows::task_state(r)? };
+        after.entry(rows::id(r, "task_id")?).or_default().push(dependency);
+    }
+    let mut signals: HashMap<TaskId, Vec<Signal>> = HashMap::new();
+    let sql = format!(
+        "SELECT * FROM (SELECT s.*, ROW_NUMBER() OVER (PARTITION BY task_id ORDER BY id DESC) AS newest
+         FROM task_signals s WHERE task_id IN ($1)) x WHERE newest <= {LISTED} ORDER BY id"
+    );
+    for r in &db.rows(None, &sql, args![ids]).await? {
+        let signal = rows::signal(r)?;
+        signals.entry(signal.task_id).or_default().push(signal);
+    }
+    let mut out = Vec::with_capacity(tasks.len());
+    for (task, running) in tasks {
+        let id = task.id;
+        let mut ran = runs.remove(&id).unwrap_or_default();
+        if let Some(run) = running.filter(|r| !ran.iter().any(|e| e.id == r.id)) {
+            ran.push(run);
+        }
+        let detail = TaskDetail::new(task, ran)
+            .with_after(after.remove(&id).unwrap_or_default())
+            .with_signals(signals.remove(&id).unwrap_or_default());
+        out.push(detail);
+    }
+    Ok(out)
+}

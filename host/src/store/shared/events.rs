@@ -1,0 +1,55 @@
+//! What the event stream reads (`api/feed.rs`): the tasks that may have changed, in brief. Each
+//! part is found by an index: the newest by the primary key, the running and those awaiting a
+//! retry by their partial indexes (they are few), the finished by `finished_on`
+//! (`task_queue_done`, and `task_queue_dead` for dead letters; MySQL's `task_queue_done` holds
+//! both), the asked by id. No task's data is read.
+
+use super::super::dialect::Dialect;
+use super::super::rows;
+use super::super::sql::args;
+use super::super::transitions::{is, is_any};
+use super::super::types::{Brief, Glimpse, Look};
+use crate::error::Result;
+use crate::model::TaskState;
+
+/// The columns [`rows::brief`] reads.
+pub const BRIEF_COLUMNS: &str = "id, queue, task_handler_class, last_status, gave_up_on, run_attempt, run_percent, \
+                                 task_runs_failed, finished_on";
+
+/// Read what `look` asks, the finished last: a task that ends while the parts are read is found
+/// there, or in a later look.
+pub async fn glimpse<D: Dialect>(db: &D, look: &Look) -> Result<Glimpse> {
+    let limit = look.limit.max(1);
+    let read = |condition: String, order: &'static str| {
+        format!("SELECT {BRIEF_COLUMNS} FROM task_queue WHERE {condition} ORDER BY {order} LIMIT {limit}")
+    };
+    let briefs = |found: Vec<D::Row>| found.iter().map(rows::brief).collect::<Result<Vec<Brief>>>();
+    let mut glimpse = Glimpse::default();
+    if let Some(newer_than) = look.newer_than {
+        glimpse.new = briefs(db.rows(None, &read("id > $1".into(), "id"), args![newer_than]).await?)?;
+    }
+    if look.running {
+        // In no order: ordered by id, SQLite scans the table for it rather than use the state's index.
+        let unordered =
+            |condition: String| format!("SELECT {BRIEF_COLUMNS} FROM task_queue WHERE {condition} LIMIT {limit}");
+        glimpse.running = briefs(db.rows(None, &unordered(is::<D>(TaskState::Running)), &[]).await?)?;
+        glimpse.retrying = briefs(db.rows(None, &unordered(is::<D>(TaskState::AwaitingRetry)), &[]).await?)?;
+    }
+    if !look.ids.is_empty() {
+        glimpse.asked = briefs(db.rows(None, &read("id IN ($1)".into(), "id"), args![&look.ids[..]]).await?)?;
+    }
+    if let Some(after) = look.finished_after {
+        let ended = is_any::<D>(&[TaskState::Succeeded, TaskState::Cancelled]);
+        for condition in [ended, is::<D>(TaskState::Dead)] {
+            let condition = format!("{condition} AND finished_on > $1");
+            let part = briefs(db.rows(None, &read(condition, "finished_on"), args![after]).await?)?;
+            // A part cut at the limit was read up to its last end.
+            if let Some(last) = part.last().and_then(|b| b.finished_on).filter(|_| part.len() >= limit as usize) {
+                glimpse.finished_cut = Some(glimpse.finished_cut.map_or(last, |cut| cut.min(last)));
+            }
+            glimpse.finished.extend(part);
+        }
+        glimpse.finished.sort_by_key(|b| b.finished_on);
+    }
+    Ok(glimpse)
+}

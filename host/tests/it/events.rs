@@ -1,0 +1,139 @@
+//! Task events as Server-Sent Events (`GET /api/v1/events`), with real server and worker
+//! processes: a stream is told each task as it is queued, runs, fails a run and ends; `handler`,
+//! `queue` and `task` keep only the tasks they name (a stream for a task is told its state at
+//! once); bad streams get one clear error; a server that stops ends its streams. `/metrics`
+//! counts the open streams, which is how the test knows they are open before tasks are added.
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use common::process::{signal, spawn_worker, wait_exit};
+use common::served::Served;
+use common::sse::Events;
+use common::{wait_until, Db, Env};
+use serde_json::{json, Value};
+
+const TOLD: Duration = Duration::from_secs(30);
+
+fn add(served: &Served, body: Value) -> i64 {
+    let (status, added) = served.call("POST", "/tasks", None, Some(&body.to_string()));
+    assert_eq!(status, 201, "{added}");
+    added["id"].as_i64().expect("an id")
+}
+
+/// Until `/metrics` counts `n` open event streams.
+async fn streams(served: &Served, n: usize) {
+    let want = format!("taskhost_api_event_streams {n}\n");
+    wait_until(TOLD, &format!("{n} event streams"), || async { served.page("/metrics").2.contains(&want) }).await;
+}
+
+/// Each event's fields are the ones the OpenAPI document gives the stream's data, its required
+/// ones all there (schemathesis leaves the stream out: it would wait for its end).
+fn as_documented(served: &Served, told: &[Value]) {
+    let (status, _, body) = served.page("/api/openapi.json");
+    assert_eq!(status, 200);
+    let doc: Value = serde_json::from_str(&body).expect("the document");
+    let answer = &doc["paths"]["/api/v1/events"]["get"]["responses"]["200"]["content"]["text/event-stream"];
+    let name = answer["schema"]["$ref"].as_str().expect("a schema").rsplit('/').next().unwrap_or_default();
+    let schema = &doc["components"]["schemas"][name];
+    let properties = schema["properties"].as_object().expect("properties");
+    for event in told {
+        let fields = event.as_object().expect("an object");
+        assert!(fields.keys().all(|k| properties.contains_key(k)), "{event} beside {schema}");
+        let required = schema["required"].as_array().expect("required");
+        assert!(required.iter().all(|r| fields.contains_key(r.as_str().unwrap_or_default())), "{event}: {schema}");
+    }
+}
+
+fn is(id: i64, state: &str) -> impl Fn(&Value) -> bool + '_ {
+    move |e| e["id"] == id && e["state"] == state
+}
+
+async fn a_stream_tells_each_task_as_it_is_queued_runs_fails_and_ends(db: Db) {
+    let mut env = Env::on(db, &["echo", "fail", "spin"]).await;
+    env.set_config("[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"1h\"\n").await;
+    let mut served = Served::start(&env, "127.0.0.1:0");
+    let all = Events::open(&served, "/events");
+    assert_eq!(all.status, 200, "{}", all.head);
+    assert!(all.head.contains("content-type: text/event-stream"), "{}", all.head);
+    let failing = Events::open(&served, "/events?handler=fail");
+    let other = Events::open(&served, "/events?queue=other,elsewhere");
+    streams(&served, 3).await;
+
+    // Queued, with no worker yet: each is told scheduled.
+    let echo = add(&served, json!({"handler": "echo", "data": {"n": 1}}));
+    let fail = add(&served, json!({"handler": "fail", "max_attempts": 2}));
+    let later = add(&served, json!({"handler": "echo", "queue": "other", "at": "2099-01-01T00:00:00Z"}));
+    let told = all.until(TOLD, "the three queued", |e| e["id"] == later);
+    for id in [echo, fail, later] {
+        assert!(told.iter().any(is(id, "scheduled")), "{id} told queued: {told:?}");
+    }
+    assert_eq!(told.last().map(|e| (e["queue"].clone(), e["attempt"].clone())), Some((json!("other"), json!(0))));
+
+    // A worker runs them: echo succeeds; fail fails, is scheduled again, and dies.
+    let worker = spawn_worker(&env, &["--poll-interval", "20ms"]);
+    let told = all.until(TOLD, "echo succeeded", is(echo, "succeeded"));
+    let ended = told.last().expect("told");
+    assert_eq!((ended["handler"].as_str(), ended["attempt"].as_i64()), (Some("echo"), Some(1)), "{ended}");
+    assert!(ended["finished_on"].is_string(), "{ended}");
+    as_documented(&served, &told);
+    let told = failing.until(TOLD, "fail dead", is(fail, "dead"));
+    as_documented(&served, &told);
+    assert!(told.iter().all(|e| e["handler"] == "fail"), "only fail's events: {told:?}");
+    assert!(told.iter().any(|e| e["state"] == "scheduled" && e["failures"] == 1), "its retry told: {told:?}");
+    assert_eq!(told.last().map(|e| e["failures"].clone()), Some(json!(2)));
+
+    // A task running is told running, with its progress, and cancelled when it is.
+    let spin = add(&served, json!({"handler": "spin"}));
+    let told = all.until(TOLD, "spin running", is(spin, "running"));
+    assert_eq!(told.last().map(|e| e["progress"].clone()), Some(json!(0)));
+    as_documented(&served, &told);
+    let (status, answer) = served.call("POST", &format!("/tasks/{spin}/cancel"), None, None);
+    assert_eq!(status, 200, "{answer}");
+    all.until(TOLD, "spin cancelled", is(spin, "cancelled"));
+
+    // A stream of one queue is told only that queue's tasks.
+    let (status, answer) = served.call("POST", &format!("/tasks/{later}/cancel"), None, None);
+    assert_eq!(status, 200, "{answer}");
+    let told = other.until(TOLD, "later cancelled", is(later, "cancelled"));
+    assert!(told.iter().all(|e| e["queue"] == "other"), "only queue other's events: {told:?}");
+    assert!(told.iter().any(is(later, "scheduled")), "{told:?}");
+
+    // A stream of one task is told its state as it is, at once.
+    let one = Events::open(&served, &format!("/events?task={echo}"));
+    let told = one.until(TOLD, "echo as it is", |_| true);
+    assert_eq!(
+        told,
+        [json!({"id": echo, "queue": "default", "handler": "echo", "state": "succeeded",
+        "attempt": 1, "failures": 0, "finished_on": ended["finished_on"]})]
+    );
+
+    for (path, status, code, needle) in [
+        ("/events?task=999999".to_string(), 404, "not-found", "there is no task 999999"),
+        (format!("/events?task={echo},x"), 400, "invalid", "not a list of task ids"),
+        ("/events?colour=red".to_string(), 400, "invalid", "no such parameter (queue, handler, task)"),
+    ] {
+        let (got, error) = served.call("GET", &path, None, None);
+        assert_eq!((got, error["error"]["code"].as_str()), (status, Some(code)), "{path}: {error}");
+        assert!(error["error"]["message"].as_str().unwrap_or("").contains(needle), "{path}: {error}");
+    }
+    signal(&worker, "TERM");
+    wait_exit(worker, TOLD).await;
+
+    // A server asked to stop ends its streams, and exits.
+    let asked = Instant::now();
+    let kill = std::process::Command::new("kill").args(["-TERM", &served.pid().to_string()]).status();
+    assert!(kill.expect("kill").success());
+    for stream in [all, failing, other, one] {
+        while stream.next(TOLD).is_some() {}
+    }
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    while !served.exited() {
+        assert!(asked.elapsed() < TOLD, "serve did not exit");
+        tick.tick().await;
+    }
+    eprintln!("serve exited {:?} after SIGTERM with four event streams open", asked.elapsed());
+}
+
+crate::on_every_database!(a_stream_tells_each_task_as_it_is_queued_runs_fails_and_ends);
