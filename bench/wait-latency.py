@@ -97,11 +97,38 @@ async def ends(base, n):
         end = datetime.datetime.fromisoformat(finished.replace("Z", "+00:00")).timestamp()
         ended.append(end)
         late.append((at - end) * 1000)
-    late.sort()
-    pick = lambda q: round(late[min(len(late) - 1, int(q * len(late)))], 1)
+    pick = lambda xs, q: round(sorted(xs)[min(len(xs) - 1, int(q * len(xs)))], 1) if xs else None
     spread = round((max(ended) - min(ended)) * 1000, 1)
-    print(json.dumps({"waiting": n, "p50_ms": pick(0.5), "p90_ms": pick(0.9), "p99_ms": pick(0.99),
-                      "runs_ended_over_ms": spread}))
+    figures = {"waiting": n, "p50_ms": pick(late, 0.5), "p90_ms": pick(late, 0.9), "p99_ms": pick(late, 0.99),
+               "runs_ended_over_ms": spread}
+    # The server's side: when `serve` answered each (its JSON log, SERVE_LOG), after the end.
+    if os.environ.get("SERVE_LOG"):
+        answered = served_at(os.environ["SERVE_LOG"])
+        ends_of = {shown["task"]["id"]: end for (_, shown), end in zip(answers, ended)}
+        server = [(answered[i] - e) * 1000 for i, e in ends_of.items() if i in answered]
+        figures.update({"serve_p50_ms": pick(server, 0.5), "serve_p99_ms": pick(server, 0.99),
+                        "serve_answered": len(server)})
+    print(json.dumps(figures))
+
+
+def served_at(path):
+    """Task id -> when `serve` answered its wait at its end, from its JSON log."""
+    at = {}
+    with open(path) as f:
+        for line in f:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            fields = event.get("fields", {})
+            if fields.get("message") == "a wait answered at its task's end":
+                stamp = event["timestamp"].replace("Z", "+00:00")
+                # Python before 3.11 reads at most six digits of a second.
+                head, _, rest = stamp.partition(".")
+                digits = "".join(c for c in rest if c.isdigit())
+                zone = rest[len(digits):]
+                at[int(fields["task"])] = datetime.datetime.fromisoformat(f"{head}.{digits[:6]}{zone}").timestamp()
+    return at
 
 
 def main():

@@ -17,7 +17,9 @@ cp target/test-plugins/noop.wasm "$dir/plugins/"
 th() { "$bin" --database-url "$url" --plugins "$dir/plugins" "$@"; }
 th migrate > /dev/null
 port=$((20000 + RANDOM % 20000))
-"$bin" --database-url "$url" --plugins "$dir/plugins" serve --listen "127.0.0.1:$port" 2> "$dir/serve.log" &
+# Its JSON log says when it answered each wait at its task's end (the server's side of the latency).
+"$bin" --database-url "$url" --plugins "$dir/plugins" --log warn,taskhost::api::tasks=debug --log-format json \
+  serve --listen "127.0.0.1:$port" 2> "$dir/serve.log" &
 serve=$!
 until curl -sf "http://127.0.0.1:$port/api/v1/health" > /dev/null; do
   kill -0 $serve || { cat "$dir/serve.log"; exit 1; }
@@ -26,6 +28,7 @@ done
 [ -n "${SKIP_IDLE:-}" ] || python3 bench/wait-latency.py idle "http://127.0.0.1:$port" "$serve" 1000 20
 "$bin" --database-url "$url" --plugins "$dir/plugins" worker --concurrency 64 --poll-interval 20ms \
   2> "$dir/worker.log" &
+export SERVE_LOG="$dir/serve.log"
 python3 bench/wait-latency.py ends "http://127.0.0.1:$port" 1000
 python3 bench/wait-latency.py ends "http://127.0.0.1:$port" 100
 python3 bench/wait-latency.py ends "http://127.0.0.1:$port" 1

@@ -55,6 +55,26 @@ export interface TaskDetail {
   [field: string]: unknown;
 }
 
+/** A task as the event stream tells it. */
+export interface TaskBrief {
+  id: number;
+  queue: string;
+  handler: string;
+  state: TaskState;
+  attempt: number;
+  failures: number;
+  /** While it runs. */
+  progress?: number;
+  /** Once final. */
+  finished_on?: string;
+}
+
+export type TaskEvent = ["task", TaskBrief] | ["lagged", { reason: "behind" | "burst"; looks?: number }];
+
+export interface EventStream extends AsyncIterable<TaskEvent> {
+  close(): void;
+}
+
 export declare class TaskhostError extends Error {
   readonly status: number;
   /** Stable: "invalid", "unknown-handler", "not-found", "conflict", "unauthorized", "busy", "unreachable", ... */
@@ -75,4 +95,5 @@ export declare class Client {
   wait(id: number, options?: { timeoutMs?: number | null }): Promise<TaskDetail>;
   cancel(id: number, options?: { withChildren?: boolean }): Promise<{ id: number; cancelled: boolean; children_cancelled: number }>;
   retry(id: number): Promise<{ id: number; attempt: number }>;
+  events(options?: { queue?: string | string[]; handler?: string | string[]; tasks?: number[] }): Promise<EventStream>;
 }

@@ -83,6 +83,39 @@ export class Client {
     return this.#call("POST", `/tasks/${taskId(id)}/retry`);
   }
 
+  /**
+   * Task events as they happen (`GET /api/v1/events`, Server-Sent Events), open once this
+   * resolves (a task queued after it is told): an async iterable of `[kind, data]`, kind "task"
+   * (data: `{id, queue, handler, state, attempt, failures, progress?, finished_on?}`) or "lagged"
+   * (events were lost: read again what you show), with `close()`. `queue`, `handler`: a name or
+   * names; `tasks`: ids, whose states as they are come first.
+   */
+  async events({ queue, handler, tasks } = {}) {
+    const params = new URLSearchParams();
+    for (const [name, value] of [["queue", queue], ["handler", handler], ["task", tasks]]) {
+      if (value != null) params.set(name, [value].flat().map((v) => (name === "task" ? taskId(v) : v)).join(","));
+    }
+    const query = params.toString() ? `?${params}` : "";
+    const closer = new AbortController();
+    const headers = { accept: "text/event-stream" };
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    let answer;
+    try {
+      answer = await fetch(`${this.baseUrl}/api/v1/events${query}`, { headers, signal: closer.signal });
+    } catch (e) {
+      throw new TaskhostError(0, "unreachable", `${this.baseUrl}: ${e.cause?.message ?? e.message}`);
+    }
+    if (!answer.ok) {
+      const text = await answer.text();
+      let json = null;
+      try {
+        json = JSON.parse(text);
+      } catch {}
+      throw new TaskhostError(answer.status, String(json?.error?.code ?? "http"), String(json?.error?.message ?? text));
+    }
+    return { [Symbol.asyncIterator]: () => readEvents(answer.body, closer), close: () => closer.abort() };
+  }
+
   async #call(method, path, body, timeoutMs = this.timeoutMs) {
     const headers = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
@@ -121,4 +154,30 @@ function task(t) {
 function taskId(id) {
   if (!Number.isSafeInteger(Number(id))) throw new TypeError(`not a task id: ${id}`);
   return Number(id);
+}
+
+/** The events of an open stream, as `Client.events` gives them; ends when it closes. */
+async function* readEvents(body, closer) {
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    for await (const bytes of body) {
+      text += decoder.decode(bytes, { stream: true });
+      const blocks = text.split("\n\n");
+      text = blocks.pop();
+      for (const block of blocks) {
+        let kind = "message";
+        const data = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event:")) kind = line.slice(6).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+        }
+        if (data.length) yield [kind, JSON.parse(data.join("\n"))];
+      }
+    }
+  } catch (e) {
+    if (!closer.signal.aborted) throw new TaskhostError(0, "unreachable", `the event stream broke: ${e.message}`);
+  } finally {
+    closer.abort();
+  }
 }

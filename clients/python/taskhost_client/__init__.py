@@ -13,7 +13,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 __all__ = ["Client", "TaskhostError", "FINAL_STATES", "TASK_FIELDS"]
 
@@ -101,6 +101,24 @@ class Client:
         """Run a finished task again, now. `{"id", "attempt"}`."""
         return self._call("POST", f"/tasks/{int(task_id)}/retry")
 
+    def events(self, queue: Union[str, Iterable[str], None] = None, handler: Union[str, Iterable[str], None] = None,
+               tasks: Optional[Iterable[int]] = None) -> Iterator[Tuple[str, Dict[str, Any]]]:
+        """Task events as they happen (`GET /api/v1/events`, Server-Sent Events), opened before this
+        returns (a task queued after it is told): yields `("task", brief)` each time a task changes
+        (`id`, `queue`, `handler`, `state`, `attempt`, `failures`; `progress` while it runs,
+        `finished_on` once final) and `("lagged", {"reason": ...})` when events were lost (read
+        again what you show). `queue`, `handler`: a name or names; `tasks`: ids, whose states as
+        they are come first. Ends when the server ends the stream; close the iterator to leave."""
+        params = {}
+        for name, value in (("queue", queue), ("handler", handler), ("task", tasks)):
+            if value is not None:
+                values = [value] if isinstance(value, (str, int)) else list(value)
+                params[name] = ",".join(str(v) for v in values)
+        query = "?" + urllib.parse.urlencode(params) if params else ""
+        # A comment comes every 15 s: a read waiting over a minute means the server is gone.
+        answer = self._open("GET", "/events" + query, None, max(self.timeout, 60.0), "text/event-stream")
+        return _events(answer)
+
     @staticmethod
     def _task(handler: str, data: Any, fields: Dict[str, Any]) -> Dict[str, Any]:
         unknown = sorted(set(fields) - set(TASK_FIELDS))
@@ -113,16 +131,22 @@ class Client:
         return task
 
     def _call(self, method: str, path: str, body: Any = None, timeout: Optional[float] = None) -> Any:
+        with self._open(method, path, body, timeout or self.timeout, "application/json") as answer:
+            try:
+                return json.load(answer)
+            except OSError as e:
+                raise TaskhostError(0, "unreachable", f"{self.base_url}: {e}") from None
+
+    def _open(self, method: str, path: str, body: Any, timeout: float, accept: str) -> Any:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base_url + "/api/v1" + path, data=data, method=method)
-        request.add_header("Accept", "application/json")
+        request.add_header("Accept", accept)
         if data is not None:
             request.add_header("Content-Type", "application/json")
         if self.token:
             request.add_header("Authorization", "Bearer " + self.token)
         try:
-            with urllib.request.urlopen(request, timeout=timeout or self.timeout) as answer:
-                return json.load(answer)
+            return urllib.request.urlopen(request, timeout=timeout)
         except urllib.error.HTTPError as e:
             try:
                 error = json.load(e)["error"]
@@ -133,3 +157,19 @@ class Client:
         except (urllib.error.URLError, OSError) as e:
             reason = getattr(e, "reason", e)
             raise TaskhostError(0, "unreachable", f"{self.base_url}: {reason}") from None
+
+
+def _events(answer: Any) -> Iterator[Tuple[str, Dict[str, Any]]]:
+    """The events of an open stream, as `Client.events` yields them."""
+    with answer:
+        name, data = "message", []  # type: str, List[str]
+        for raw in answer:
+            line = raw.decode("utf-8").rstrip("\r\n")
+            if not line:
+                if data:
+                    yield name, json.loads("\n".join(data))
+                name, data = "message", []
+            elif line.startswith("event:"):
+                name = line[len("event:"):].strip()
+            elif line.startswith("data:"):
+                data.append(line[len("data:"):].lstrip())

@@ -251,6 +251,8 @@ pub(super) async fn get(
         let first_look = async { Ok(store.get_task(id).await?.is_none_or(|t| t.state.is_final())) };
         let stopping = stopping.map(|Extension(s)| s);
         if let Some(detail) = state.waits.until_final(store, id, within, stopping, first_look).await? {
+            // When the server answered, beside when the client heard it (`bench/wait.sh`).
+            tracing::debug!(task = id, "a wait answered at its task's end");
             return Ok(Json(detail));
         }
     }

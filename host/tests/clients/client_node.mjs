@@ -16,6 +16,7 @@ for (const [path, method] of [["/api/v1/tasks", "post"], ["/api/v1/tasks/{id}", 
   check(doc.paths[path]?.[method], `${method} ${path}`);
 }
 check(doc.paths["/api/v1/tasks/{id}"].get.parameters.some((p) => p.name === "wait" && p.in === "query"), "wait");
+check(["queue", "handler", "task"].every((n) => doc.paths["/api/v1/events"].get.parameters.some((p) => p.name === n)), "events");
 check(FINAL_STATES.every((s) => doc.components.schemas.TaskState.enum.includes(s)), "states");
 
 const seen = {};
@@ -61,4 +62,23 @@ try {
   errors.unknown_field = e instanceof TypeError ? e.message : String(e);
 }
 seen.errors = errors;
+
+// Events: a stream of one task is told its state at once; one of a queue, opened before a task
+// is queued in it, is told that task until it ends.
+const asked = await client.events({ tasks: [one] });
+for await (const [kind, data] of asked) {
+  seen.events_asked = [kind, data.id === one, data.state];
+  break;
+}
+asked.close();
+const stream = await client.events({ queue: "node-events" });
+const watched = await client.enqueue("echo", { n: 5 }, { queue: "node-events" });
+const states = [];
+for await (const [kind, data] of stream) {
+  if (kind !== "task") continue;
+  states.push(data.id === watched ? data.state : `another task: ${data.id}`);
+  if (FINAL_STATES.includes(data.state)) break;
+}
+stream.close();
+seen.events_queue = states;
 console.log(JSON.stringify(seen));

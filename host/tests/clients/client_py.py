@@ -21,6 +21,8 @@ assert set(TASK_FIELDS) <= fields, set(TASK_FIELDS) - fields
 for path, method in [("/api/v1/tasks", "post"), ("/api/v1/tasks/{id}", "get"),
                      ("/api/v1/tasks/{id}/cancel", "post"), ("/api/v1/tasks/{id}/retry", "post")]:
     assert method in doc["paths"][path], (path, method)
+events = {p["name"] for p in doc["paths"]["/api/v1/events"]["get"]["parameters"]}
+assert {"queue", "handler", "task"} <= events, events
 waits = [p for p in doc["paths"]["/api/v1/tasks/{id}"]["get"]["parameters"] if p["name"] == "wait"]
 assert waits and waits[0]["in"] == "query", waits
 states = set(doc["components"]["schemas"]["TaskState"]["enum"])
@@ -64,4 +66,22 @@ try:
 except TypeError as e:
     errors["unknown_field"] = str(e)
 seen["errors"] = errors
+
+# Events: a stream of one task is told its state at once; one of a queue, opened before a task
+# is queued in it, is told that task until it ends.
+asked = client.events(tasks=[one])
+kind, data = next(asked)
+seen["events_asked"] = [kind, data["id"] == one, data["state"]]
+asked.close()
+stream = client.events(queue="py-events")
+watched = client.enqueue("echo", {"n": 5}, queue="py-events")
+states = []
+for kind, data in stream:
+    if kind != "task":
+        continue
+    states.append(data["state"] if data["id"] == watched else f"another task: {data['id']}")
+    if data["state"] in FINAL_STATES:
+        break
+stream.close()
+seen["events_queue"] = states
 print(json.dumps(seen))

@@ -81,6 +81,13 @@ async fn a_run_ended_elsewhere_is_stopped_at_once(mut env: Env) {
     let far = chrono::Utc::now() + chrono::Duration::days(365);
     assert_eq!(store.time_out_overdue_runs(far, chrono::Utc::now(), 10).await.expect("time out"), 1);
     let ended = Instant::now();
+    // Running in the store from the claim's commit on: the guest may not have started yet, and a
+    // worker stopping then hands the run back unstarted (nothing to stop, counted nowhere). The
+    // worker saves the fuel of the guest it stopped on the run's row.
+    wait_until(Duration::from_secs(10), "the worker stopped the run ended elsewhere", || async {
+        store.runs_of(id).await.expect("runs").first().is_some_and(|r| r.fuel_used.is_some())
+    })
+    .await;
     // The grace period is ten minutes: the worker stops this quickly only if the run is gone.
     let report = worker.stop("the worker stopped without waiting for the run").await;
     assert_eq!((report.runs_ended_elsewhere, report.runs_abandoned), (1, 0), "{report:?}");
