@@ -93,19 +93,27 @@ export class Client {
   async events({ queue, handler, tasks } = {}) {
     const params = new URLSearchParams();
     for (const [name, value] of [["queue", queue], ["handler", handler], ["task", tasks]]) {
-      if (value != null) params.set(name, [value].flat().map((v) => (name === "task" ? taskId(v) : v)).join(","));
+      if (value == null) continue;
+      const values = [value].flat();
+      // An empty list would be no filter at all, the server's every task.
+      if (!values.length) throw new TypeError(`events({${name}: []}): an empty list follows nothing; leave it out for all`);
+      params.set(name, values.map((v) => (name === "task" ? taskId(v) : v)).join(","));
     }
     const query = params.toString() ? `?${params}` : "";
     const closer = new AbortController();
     const headers = { accept: "text/event-stream" };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
+    // A comment comes every 15 s: a minute without a byte means the server is gone.
+    const idle = new Idle(closer, STREAM_IDLE_MS);
     let answer;
     try {
       answer = await fetch(`${this.baseUrl}/api/v1/events${query}`, { headers, signal: closer.signal });
     } catch (e) {
+      idle.stop();
       throw new TaskhostError(0, "unreachable", `${this.baseUrl}: ${e.cause?.message ?? e.message}`);
     }
     if (!answer.ok) {
+      idle.stop();
       const text = await answer.text();
       let json = null;
       try {
@@ -113,7 +121,15 @@ export class Client {
       } catch {}
       throw new TaskhostError(answer.status, String(json?.error?.code ?? "http"), String(json?.error?.message ?? text));
     }
-    return { [Symbol.asyncIterator]: () => readEvents(answer.body, closer), close: () => closer.abort() };
+    // One reading of the body: iterated once (again, it is over).
+    const events = readEvents(answer.body, closer, idle, this.baseUrl);
+    return {
+      [Symbol.asyncIterator]: () => events,
+      close: () => {
+        idle.stop();
+        closer.abort();
+      },
+    };
   }
 
   async #call(method, path, body, timeoutMs = this.timeoutMs) {
@@ -156,13 +172,44 @@ function taskId(id) {
   return Number(id);
 }
 
+/** A minute without a byte from the event stream ends it. */
+const STREAM_IDLE_MS = 60_000;
+
+/** Aborts `closer` once `ms` pass without a `touch()`; `expired` says it did. */
+class Idle {
+  constructor(closer, ms) {
+    this.closer = closer;
+    this.ms = ms;
+    this.expired = false;
+    this.touch();
+  }
+  touch() {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.expired = true;
+      this.closer.abort();
+    }, this.ms);
+    // A stream left open does not hold a Node.js process that is otherwise done.
+    this.timer.unref?.();
+  }
+  stop() {
+    clearTimeout(this.timer);
+  }
+}
+
 /** The events of an open stream, as `Client.events` gives them; ends when it closes. */
-async function* readEvents(body, closer) {
+async function* readEvents(body, closer, idle, baseUrl) {
+  // A reader, not `for await`: browsers before 2024 cannot iterate a stream.
+  const reader = body.getReader();
   const decoder = new TextDecoder();
   let text = "";
   try {
-    for await (const bytes of body) {
-      text += decoder.decode(bytes, { stream: true });
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      idle.touch();
+      // Lines may end in CRLF, LF or CR; a CR last may be half of a CRLF.
+      text = (text + decoder.decode(value, { stream: true })).replace(/\r\n|\r(?!$)/g, "\n");
       const blocks = text.split("\n\n");
       text = blocks.pop();
       for (const block of blocks) {
@@ -176,8 +223,10 @@ async function* readEvents(body, closer) {
       }
     }
   } catch (e) {
-    if (!closer.signal.aborted) throw new TaskhostError(0, "unreachable", `the event stream broke: ${e.message}`);
+    if (idle.expired) throw new TaskhostError(0, "unreachable", `${baseUrl}: the event stream was silent for a minute`);
+    if (!closer.signal.aborted) throw new TaskhostError(0, "unreachable", `${baseUrl}: the event stream broke: ${e.message}`);
   } finally {
+    idle.stop();
     closer.abort();
   }
 }

@@ -8,6 +8,7 @@ its status, code and message; a server that cannot be reached raises `TaskhostEr
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
@@ -113,11 +114,14 @@ class Client:
         for name, value in (("queue", queue), ("handler", handler), ("task", tasks)):
             if value is not None:
                 values = [value] if isinstance(value, (str, int)) else list(value)
+                if not values:
+                    # An empty list would be no filter at all, the server's every task.
+                    raise ValueError(f"events({name}=[]): an empty list follows nothing; pass None for all")
                 params[name] = ",".join(str(v) for v in values)
         query = "?" + urllib.parse.urlencode(params) if params else ""
         # A comment comes every 15 s: a read waiting over a minute means the server is gone.
         answer = self._open("GET", "/events" + query, None, max(self.timeout, 60.0), "text/event-stream")
-        return _events(answer)
+        return _events(answer, self.base_url)
 
     @staticmethod
     def _task(handler: str, data: Any, fields: Dict[str, Any]) -> Dict[str, Any]:
@@ -134,7 +138,7 @@ class Client:
         with self._open(method, path, body, timeout or self.timeout, "application/json") as answer:
             try:
                 return json.load(answer)
-            except OSError as e:
+            except (OSError, http.client.HTTPException) as e:
                 raise TaskhostError(0, "unreachable", f"{self.base_url}: {e}") from None
 
     def _open(self, method: str, path: str, body: Any, timeout: float, accept: str) -> Any:
@@ -159,11 +163,19 @@ class Client:
             raise TaskhostError(0, "unreachable", f"{self.base_url}: {reason}") from None
 
 
-def _events(answer: Any) -> Iterator[Tuple[str, Dict[str, Any]]]:
-    """The events of an open stream, as `Client.events` yields them."""
+def _events(answer: Any, base_url: str) -> Iterator[Tuple[str, Dict[str, Any]]]:
+    """The events of an open stream, as `Client.events` yields them; a stream that breaks (the
+    server gone, a minute without even a keep-alive) raises `TaskhostError` `unreachable`."""
     with answer:
         name, data = "message", []  # type: str, List[str]
-        for raw in answer:
+        lines = iter(answer)
+        while True:
+            try:
+                raw = next(lines, None)
+            except (OSError, http.client.HTTPException) as e:
+                raise TaskhostError(0, "unreachable", f"{base_url}: the event stream broke: {e}") from None
+            if raw is None:
+                return
             line = raw.decode("utf-8").rstrip("\r\n")
             if not line:
                 if data:

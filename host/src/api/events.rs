@@ -45,9 +45,15 @@ struct Filter {
 impl Filter {
     fn parse(q: &BTreeMap<String, String>) -> Result<Filter, ApiError> {
         let mut f = Filter::default();
-        let list = |v: &str| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
+        let list = |v: &str| -> Vec<String> {
+            v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+        };
         for (key, value) in q {
             let bad = |why: String| ApiError::bad("invalid", format!("{key}={value:?}: {why}"));
+            // An empty list would keep everything: a caller whose list came out empty meant none.
+            if list(value).is_empty() {
+                return Err(bad("an empty list".into()));
+            }
             match key.as_str() {
                 "queue" => f.queues = list(value),
                 "handler" => f.handlers = list(value),
@@ -81,7 +87,7 @@ impl Filter {
         ("queue" = Option<String>, Query, description = "Only tasks of these queues (comma-separated)"),
         ("handler" = Option<String>, Query, description = "Only tasks of these handlers (comma-separated)"),
         ("task" = Option<String>, Query, description = "Only these tasks (comma-separated ids, at most 100); their states as they are come first")),
-    responses((status = 200, description = "Server-Sent Events: `event: task` with a task in brief as data; `event: lagged` with `{\"missed\": N}`", content_type = "text/event-stream", body = Brief), super::doc::Errors))]
+    responses((status = 200, description = "Server-Sent Events: `event: task` with a task in brief as data; `event: lagged` with `{\"reason\": \"behind\", \"looks\": N}` or `{\"reason\": \"burst\"}` (events were lost: read again)", content_type = "text/event-stream", body = Brief), super::doc::Errors))]
 pub(super) async fn stream(
     State(state): State<Arc<ApiState>>,
     Query(q): Query<BTreeMap<String, String>>,

@@ -65,6 +65,11 @@ seen.errors = errors;
 
 // Events: a stream of one task is told its state at once; one of a queue, opened before a task
 // is queued in it, is told that task until it ends.
+// A lost end must fail the test, not hang it: the rest has a minute from here.
+setTimeout(() => {
+  console.error("the events were not told within a minute");
+  process.exit(1);
+}, 60_000).unref();
 const asked = await client.events({ tasks: [one] });
 for await (const [kind, data] of asked) {
   seen.events_asked = [kind, data.id === one, data.state];
@@ -74,7 +79,9 @@ asked.close();
 const stream = await client.events({ queue: "node-events" });
 const watched = await client.enqueue("echo", { n: 5 }, { queue: "node-events" });
 const states = [];
-for await (const [kind, data] of stream) {
+for await (let [kind, data] of stream) {
+  // Events were lost: read the task instead.
+  if (kind === "lagged") [kind, data] = ["task", (await client.get(watched)).task];
   if (kind !== "task") continue;
   states.push(data.id === watched ? data.state : `another task: ${data.id}`);
   if (FINAL_STATES.includes(data.state)) break;

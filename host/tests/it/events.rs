@@ -113,6 +113,8 @@ async fn a_stream_tells_each_task_as_it_is_queued_runs_fails_and_ends(db: Db) {
         ("/events?task=999999".to_string(), 404, "not-found", "there is no task 999999"),
         (format!("/events?task={echo},x"), 400, "invalid", "not a list of task ids"),
         ("/events?colour=red".to_string(), 400, "invalid", "no such parameter (queue, handler, task)"),
+        ("/events?task=".to_string(), 400, "invalid", "an empty list"),
+        ("/events?queue=,".to_string(), 400, "invalid", "an empty list"),
     ] {
         let (got, error) = served.call("GET", &path, None, None);
         assert_eq!((got, error["error"]["code"].as_str()), (status, Some(code)), "{path}: {error}");
