@@ -19,6 +19,7 @@ use std::time::Duration;
 use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::Router;
+use futures::future::BoxFuture;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -58,11 +59,31 @@ const RESERVED_FILES: usize = 128;
 
 /// Serve `router` on `listener` until `shutdown` completes; then stop accepting, let requests in
 /// flight finish (at most one request timeout) and return.
-pub async fn serve(
+pub fn serve<'a>(
     listener: TcpListener,
     router: Router,
     limits: ServerLimits,
-    shutdown: impl Future<Output = ()>,
+    shutdown: impl Future<Output = ()> + Send + 'a,
+) -> BoxFuture<'a, std::io::Result<()>> {
+    serve_boxed(listener, router, limits, Box::pin(shutdown))
+}
+
+// Not generic and boxed: a crate awaiting `serve` would otherwise compile the server again.
+#[inline(never)]
+fn serve_boxed(
+    listener: TcpListener,
+    router: Router,
+    limits: ServerLimits,
+    shutdown: BoxFuture<'_, ()>,
+) -> BoxFuture<'_, std::io::Result<()>> {
+    Box::pin(serve_now(listener, router, limits, shutdown))
+}
+
+async fn serve_now(
+    listener: TcpListener,
+    router: Router,
+    limits: ServerLimits,
+    mut shutdown: BoxFuture<'_, ()>,
 ) -> std::io::Result<()> {
     let open_files = raise_open_files_limit();
     let cap = limits.max_connections.min(open_files.saturating_sub(RESERVED_FILES)).max(1);
@@ -78,7 +99,6 @@ pub async fn serve(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(Some(limits.header_timeout)).keep_alive(true);
     let slots = Arc::new(Semaphore::new(cap));
-    tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {
             _ = &mut shutdown => break,

@@ -45,6 +45,7 @@ use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use tokio::sync::watch;
 
 use claim::{Claimer, Step};
@@ -109,7 +110,18 @@ impl Worker {
     }
 
     /// Work until `shutdown` completes (or, with `drain`, until nothing is left).
-    pub async fn run(mut self, shutdown: impl Future<Output = ()> + Send) -> Result<WorkerReport> {
+    pub fn run<'a>(self, shutdown: impl Future<Output = ()> + Send + 'a) -> BoxFuture<'a, Result<WorkerReport>> {
+        self.run_boxed(Box::pin(shutdown))
+    }
+
+    // Not generic and boxed: a crate awaiting `run` would otherwise compile the whole worker
+    // again (as for `store::open`).
+    #[inline(never)]
+    fn run_boxed<'a>(self, shutdown: BoxFuture<'a, ()>) -> BoxFuture<'a, Result<WorkerReport>> {
+        Box::pin(self.work(shutdown))
+    }
+
+    async fn work(mut self, shutdown: BoxFuture<'_, ()>) -> Result<WorkerReport> {
         // The grace is counted from the signal, however long the claim loop takes to see it.
         let signalled = std::sync::OnceLock::new();
         let shutdown = async {

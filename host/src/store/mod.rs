@@ -64,6 +64,24 @@ fn left_out(url: &str, name: &str, feature: &str) -> Error {
     }
 }
 
+// One per database, not generic: a crate that made a `SharedStore` of a concrete store itself
+// would compile every `Store` method of it again (as it would any generic it instantiates).
+macro_rules! shared_store {
+    ($feature:literal, $store:ty) => {
+        #[cfg(feature = $feature)]
+        impl $store {
+            /// This store as the rest of taskhost holds it (sharing its pool).
+            #[inline(never)]
+            pub fn shared(&self) -> SharedStore {
+                Arc::new(self.clone())
+            }
+        }
+    };
+}
+shared_store!("sqlite", sqlite::SqliteStore);
+shared_store!("postgres", postgres::PostgresStore);
+shared_store!("mysql", mysql::MySqlStore);
+
 /// Whether opening the store `url` names would make a file: a SQLite database whose file does
 /// not exist yet (nothing can be deployed in it).
 pub fn opening_makes_a_file(url: &str) -> bool {
@@ -77,15 +95,22 @@ pub fn opening_makes_a_file(url: &str) -> bool {
 
 /// Open the store a URL names: `sqlite://PATH`, `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` or
 /// `mysql://` (also `mariadb://`) `USER[:PASSWORD]@HOST[:PORT]/DB`.
-pub async fn open(url: &str, options: &StoreOptions) -> Result<SharedStore> {
+// Boxed here, not `async fn`: a crate awaiting an `async fn` of this one compiles its body (and
+// every store it makes) again, as it would a generic; a boxed future is compiled once, here.
+#[inline(never)]
+pub fn open<'a>(url: &'a str, options: &'a StoreOptions) -> futures::future::BoxFuture<'a, Result<SharedStore>> {
+    Box::pin(open_now(url, options))
+}
+
+async fn open_now(url: &str, options: &StoreOptions) -> Result<SharedStore> {
     let scheme = url.split_once("://").map(|(s, _)| s).or_else(|| url.split_once(':').map(|(s, _)| s));
     let store: SharedStore = match scheme {
         #[cfg(feature = "sqlite")]
-        Some("sqlite") => Arc::new(sqlite::SqliteStore::connect(url, options).await?),
+        Some("sqlite") => sqlite::SqliteStore::connect(url, options).await?.shared(),
         #[cfg(feature = "postgres")]
-        Some("postgres") | Some("postgresql") => Arc::new(postgres::PostgresStore::connect(url, options).await?),
+        Some("postgres") | Some("postgresql") => postgres::PostgresStore::connect(url, options).await?.shared(),
         #[cfg(feature = "mysql")]
-        Some("mysql") | Some("mariadb") => Arc::new(mysql::MySqlStore::connect(url, options).await?),
+        Some("mysql") | Some("mariadb") => mysql::MySqlStore::connect(url, options).await?.shared(),
         #[cfg(not(feature = "sqlite"))]
         Some("sqlite") => return Err(left_out(url, "SQLite", "sqlite")),
         #[cfg(not(feature = "postgres"))]

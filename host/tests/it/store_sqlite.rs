@@ -51,7 +51,7 @@ async fn tasks_can_be_queued_inside_the_callers_own_transaction() {
     sqlx::query("INSERT INTO orders (item) VALUES ('book')").execute(&mut *tx).await.expect("order");
     SqliteStore::add_tasks_in(&mut tx, &[NewTask::new("mail", r#"{"order": 1}"#)], now).await.expect("add");
     tx.rollback().await.expect("rollback");
-    let store_dyn: SharedStore = std::sync::Arc::new(store.clone());
+    let store_dyn: SharedStore = store.shared();
     assert_eq!(store_dyn.counts().await.expect("counts").scheduled, 0);
     // Committed: both.
     let mut tx = store.pool().begin().await.expect("begin");
@@ -78,7 +78,7 @@ async fn a_connection_returned_inside_a_transaction_is_not_reused() {
     let tx = sqlx::Connection::begin_with(&mut *conn, "BEGIN IMMEDIATE").await.expect("begin");
     std::mem::forget(tx);
     drop(conn);
-    let shared: SharedStore = std::sync::Arc::new(store.clone());
+    let shared: SharedStore = store.shared();
     let added = shared.add_tasks(&[NewTask::new("noop", "{}")], chrono::Utc::now()).await.expect("add after");
     assert_eq!(added.len(), 1);
     assert_eq!(shared.counts().await.expect("counts").scheduled, 1);

@@ -240,7 +240,7 @@ macro_rules! server_store_suite {
             let scratch = $scratch.await;
             let store = <$store>::connect(&scratch, &StoreOptions::default()).await.expect("connect");
             taskhost::store::Store::migrate(&store).await.expect("migrate");
-            let shared: SharedStore = std::sync::Arc::new(store.clone());
+            let shared: SharedStore = store.shared();
             suite::tasks_queued_in_the_callers_transaction_share_its_fate(shared, |commit| {
                 let store = store.clone();
                 async move {
@@ -265,7 +265,7 @@ macro_rules! server_store_suite {
             let scratch = $scratch.await;
             let raw = <$store>::connect(&scratch, &StoreOptions::default()).await.expect("connect");
             taskhost::store::Store::migrate(&raw).await.expect("migrate");
-            let store: SharedStore = std::sync::Arc::new(raw.clone());
+            let store: SharedStore = raw.shared();
             let now = chrono::Utc::now();
             store.add_tasks(&[NewTask::new("h", "{}")], now).await.expect("add");
             let runner = store.register_runner(1, "elsewhere", now, 10).await.expect("register");
