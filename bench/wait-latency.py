@@ -101,18 +101,29 @@ async def ends(base, n):
     spread = round((max(ended) - min(ended)) * 1000, 1)
     figures = {"waiting": n, "p50_ms": pick(late, 0.5), "p90_ms": pick(late, 0.9), "p99_ms": pick(late, 0.99),
                "runs_ended_over_ms": spread}
-    # The server's side: when `serve` answered each (its JSON log, SERVE_LOG), after the end.
-    if os.environ.get("SERVE_LOG"):
-        answered = served_at(os.environ["SERVE_LOG"])
-        ends_of = {shown["task"]["id"]: end for (_, shown), end in zip(answers, ended)}
+    # The server's side: when `serve` answered each (its JSON log, SERVE_LOG), after the end; and
+    # when the worker committed each end (its JSON log, WORKER_LOG), so the delay splits in two.
+    ends_of = {shown["task"]["id"]: end for (_, shown), end in zip(answers, ended)}
+    answered = logged_at(os.environ.get("SERVE_LOG"), "a wait answered at its task's end")
+    written = logged_at(os.environ.get("WORKER_LOG"), "outcome written")
+    if answered:
         server = [(answered[i] - e) * 1000 for i, e in ends_of.items() if i in answered]
         figures.update({"serve_p50_ms": pick(server, 0.5), "serve_p99_ms": pick(server, 0.99),
                         "serve_answered": len(server)})
+    if written:
+        commit = [(written[i] - e) * 1000 for i, e in ends_of.items() if i in written]
+        figures.update({"written_p50_ms": pick(commit, 0.5), "written_p99_ms": pick(commit, 0.99)})
+    if answered and written:
+        after = [(answered[i] - written[i]) * 1000 for i in ends_of if i in answered and i in written]
+        figures.update({"serve_after_commit_p50_ms": pick(after, 0.5),
+                        "serve_after_commit_p99_ms": pick(after, 0.99)})
     print(json.dumps(figures))
 
 
-def served_at(path):
-    """Task id -> when `serve` answered its wait at its end, from its JSON log."""
+def logged_at(path, message):
+    """Task id -> when a JSON log (`--log-format json`) at `path` said `message` of it."""
+    if not path:
+        return {}
     at = {}
     with open(path) as f:
         for line in f:
@@ -121,7 +132,7 @@ def served_at(path):
             except ValueError:
                 continue
             fields = event.get("fields", {})
-            if fields.get("message") == "a wait answered at its task's end":
+            if fields.get("message") == message:
                 stamp = event["timestamp"].replace("Z", "+00:00")
                 # Python before 3.11 reads at most six digits of a second.
                 head, _, rest = stamp.partition(".")

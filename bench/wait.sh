@@ -4,11 +4,11 @@
 #
 #   bash bench/wait.sh [DATABASE_URL]     (default: a new SQLite file)
 #
-# Needs a release build (target/release/taskhost) and the test plugins (noop). A PostgreSQL or
+# Needs a release build (target/release/taskhost, or TASKHOST_BIN) and the test plugins (noop). A PostgreSQL or
 # MySQL URL must name an empty database. Prints one JSON line per measure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=target/release/taskhost
+bin=${TASKHOST_BIN:-target/release/taskhost}
 dir=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
 url=${1:-sqlite://$dir/wait.db}
@@ -26,9 +26,9 @@ until curl -sf "http://127.0.0.1:$port/api/v1/health" > /dev/null; do
   sleep 0.1
 done
 [ -n "${SKIP_IDLE:-}" ] || python3 bench/wait-latency.py idle "http://127.0.0.1:$port" "$serve" 1000 20
-"$bin" --database-url "$url" --plugins "$dir/plugins" worker --concurrency 64 --poll-interval 20ms \
-  2> "$dir/worker.log" &
-export SERVE_LOG="$dir/serve.log"
+"$bin" --database-url "$url" --plugins "$dir/plugins" --log warn,taskhost::runner::writer=debug --log-format json \
+  worker --concurrency 64 --poll-interval 20ms 2> "$dir/worker.log" &
+export SERVE_LOG="$dir/serve.log" WORKER_LOG="$dir/worker.log"
 python3 bench/wait-latency.py ends "http://127.0.0.1:$port" 1000
 python3 bench/wait-latency.py ends "http://127.0.0.1:$port" 100
 python3 bench/wait-latency.py ends "http://127.0.0.1:$port" 1

@@ -2,11 +2,11 @@
 //! task is final (succeeded, dead, cancelled; or deleted) or when the wait ends, whichever comes
 //! first, with the task as a plain `GET` has it.
 //!
-//! One watcher per server serves every waiter: while anyone waits it reads, every [`TICK`], which
-//! of the awaited tasks are final (one query for all of them, a chunk of [`IDS_A_QUERY`] at a
-//! time, answering only the few that ended), reads the answers of those that ended, four
-//! statements for them all ([`Store::details`](crate::store::Store::details)), and hands each
-//! to its waiters; while nobody waits it is not
+//! One watcher per server serves every waiter: while anyone waits it reads, every [`TICK`], the
+//! awaited tasks not yet answered that are now final, with their answers (a chunk of
+//! [`IDS_A_QUERY`] at a time, four statements for them all, no row while nothing ends:
+//! [`Store::final_details`](crate::store::Store::final_details)), and hands each to its waiters;
+//! while nobody waits it is not
 //! running and costs nothing. Where the database has a cheap change marker (a stat of SQLite's
 //! log, PostgreSQL's current snapshot: [`Store::change_marker`](crate::store::Store::change_marker)),
 //! a tick that finds it as it was skips the read, but for one read every [`SAFETY_READ`](super::marker::SAFETY_READ): an idle
@@ -51,13 +51,13 @@ struct Awaited {
     waiters: usize,
 }
 
-/// Whether an awaited task ended, with its answer when the watcher read it with the others that
-/// ended then (else the request reads it itself).
+/// Whether an awaited task ended, with its answer as the watcher read it with the others that
+/// ended then.
 #[derive(Clone, Default)]
 enum End {
     #[default]
     Not,
-    Ended(Option<Arc<TaskDetail>>),
+    Ended(Arc<TaskDetail>),
 }
 
 /// A server's signal that it stops: waits end at once (see `server.rs`).
@@ -117,8 +117,8 @@ impl Waits {
         let end = async {
             match ended.wait_for(|e| matches!(e, End::Ended(_))).await {
                 Ok(end) => match &*end {
-                    End::Ended(Some(detail)) => Some(TaskDetail::clone(detail)),
-                    _ => None,
+                    End::Ended(detail) => Some(TaskDetail::clone(detail)),
+                    End::Not => None,
                 },
                 Err(_) => None,
             }
@@ -184,12 +184,16 @@ async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
                 watching.cleared = true;
                 return;
             }
-            awaited.keys().copied().collect()
+            // A task already answered is not read again while its waiters leave.
+            awaited.iter().filter(|(_, a)| matches!(*a.ended.borrow(), End::Not)).map(|(id, _)| *id).collect()
         };
+        if ids.is_empty() {
+            continue;
+        }
         let Some(pass) = gate.pass(&store, "waits").await else { continue };
         let mut all_read = true;
         for chunk in ids.chunks(IDS_A_QUERY) {
-            let ended = match store.final_among(chunk).await {
+            let ended = match store.final_details(chunk).await {
                 Ok(ended) => ended,
                 Err(e) => {
                     // Said once a spell of failures: the waits end at their time meanwhile.
@@ -201,22 +205,10 @@ async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
                 }
             };
             failing = false;
-            if ended.is_empty() {
-                continue;
-            }
-            // Their answers in a few statements for all: a request that gets none reads its own.
-            let mut details: HashMap<TaskId, Arc<TaskDetail>> = match store.details(&ended).await {
-                Ok(found) => found.into_iter().map(|d| (d.task.id, Arc::new(d))).collect(),
-                Err(e) => {
-                    tracing::debug!("reading the ended tasks' answers failed, so each is read alone: {e}");
-                    HashMap::new()
-                }
-            };
             let awaited = waits.awaited.lock().unwrap_or_else(|p| p.into_inner());
-            for id in ended {
-                if let Some(a) = awaited.get(&id) {
-                    let detail = details.remove(&id).filter(|d| d.task.state.is_final());
-                    a.ended.send_replace(End::Ended(detail));
+            for detail in ended {
+                if let Some(a) = awaited.get(&detail.task.id) {
+                    a.ended.send_replace(End::Ended(Arc::new(detail)));
                 }
             }
         }

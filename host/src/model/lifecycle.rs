@@ -77,9 +77,12 @@ impl TaskState {
         }
     }
 
+    /// The states a task will not leave unless an operator replays it.
+    pub const FINAL: [TaskState; 3] = [TaskState::Succeeded, TaskState::Dead, TaskState::Cancelled];
+
     /// Whether the task will not run again unless an operator replays it.
     pub fn is_final(self) -> bool {
-        matches!(self, TaskState::Succeeded | TaskState::Dead | TaskState::Cancelled)
+        Self::FINAL.contains(&self)
     }
 
     /// Whether `t` may start from this state.

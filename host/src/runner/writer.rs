@@ -164,6 +164,8 @@ impl OutcomeWriter {
         for release in batch {
             match release {
                 Release::Ended(o) => {
+                    // When its end was committed (bench/wait.sh reads it beside the run's end).
+                    tracing::debug!(task = o.task_id, "outcome written");
                     self.health.finished.fetch_add(1, Ordering::Relaxed);
                     match o.status() {
                         crate::model::RunStatus::Success => self.health.succeeded.fetch_add(1, Ordering::Relaxed),

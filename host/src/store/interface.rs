@@ -35,17 +35,16 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
     async fn get_task(&self, id: TaskId) -> Result<Option<Task>>;
     /// A task's runs, oldest first.
     async fn runs_of(&self, task_id: TaskId) -> Result<Vec<Run>>;
-    /// Of `ids`, the tasks that are final (succeeded, dead, cancelled): what a wait for their
-    /// end waits for. Few rows while nothing ends, however many are asked.
-    async fn final_among(&self, ids: &[TaskId]) -> Result<Vec<TaskId>>;
     /// A number that changes whenever anything may have been committed (a write-ahead log's
     /// stat, a snapshot), far cheaper to read than the data; None where the database has none.
     async fn change_marker(&self) -> Result<Option<u64>>;
     /// The tasks that may have changed, in brief, as `look` asks: what the event stream reads.
     async fn glimpse(&self, look: &Look) -> Result<Glimpse>;
-    /// The tasks of `ids` found, each as a plain read of the task, its runs, dependencies and
-    /// signals has it, in a few statements for them all (what waits for many ends answer).
-    async fn details(&self, ids: &[TaskId]) -> Result<Vec<TaskDetail>>;
+    /// Of `ids`, the tasks that are final (succeeded, dead, cancelled), each as a plain read of
+    /// the task, its runs, dependencies and signals has it, in a few statements for them all:
+    /// what waits for their ends are answered with. No row while nothing ends, however many
+    /// are asked.
+    async fn final_details(&self, ids: &[TaskId]) -> Result<Vec<TaskDetail>>;
     /// The tasks a task runs after, in id order.
     async fn dependencies(&self, task_id: TaskId) -> Result<Vec<Dependency>>;
     /// The tasks a task runs after, in id order, with their last runs' results while those fit in

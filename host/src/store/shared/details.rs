@@ -1,34 +1,34 @@
-//! Many tasks as a plain read of each has it (the task, its runs, the tasks it runs after, its
-//! newest signals), in four statements for them all rather than five for each: what the waits'
-//! watcher hands the requests waiting for tasks that ended together (`api/wait.rs`).
+//! Many final tasks as a plain read of each has it (the task, its runs, the tasks it runs after,
+//! its newest signals), in four statements for them all rather than five for each: what the
+//! waits' watcher hands the requests waiting for tasks that ended together (`api/wait.rs`).
 
 use std::collections::HashMap;
 
 use super::super::dialect::Dialect;
 use super::super::rows;
 use super::super::sql::args;
+use super::super::transitions::is_any;
 use super::super::transitions::signals::LISTED;
 use crate::error::Result;
 use crate::model::{Dependency, Run, Signal, TaskDetail, TaskId, TaskState};
 
-/// The tasks of `ids` found, each as [`Store::get_task`](crate::store::Store::get_task),
+/// Of `ids`, the tasks that are final, each as [`Store::get_task`](crate::store::Store::get_task),
 /// [`Store::runs_of`](crate::store::Store::runs_of), [`Store::dependencies`](crate::store::Store::dependencies)
 /// and [`Store::signals_of`](crate::store::Store::signals_of) give it.
-pub async fn details<D: Dialect>(db: &D, ids: &[TaskId]) -> Result<Vec<TaskDetail>> {
+pub async fn final_details<D: Dialect>(db: &D, ids: &[TaskId]) -> Result<Vec<TaskDetail>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    // The task rows first, and with them a running run, then the ended runs (as `runs_of` reads
-    // them: a run that ends in between is found twice, and kept as it ended).
-    let found = db.rows(None, "SELECT * FROM task_queue WHERE id IN ($1) ORDER BY id", args![ids]).await?;
-    let mut tasks = Vec::with_capacity(found.len());
-    for r in &found {
-        let task = rows::task(r)?;
-        let running = match task.state == TaskState::Running {
-            true => Some(rows::running_run(r)?),
-            false => None,
-        };
-        tasks.push((task, running));
+    // The final ones in the statement that reads their rows: one read where a watcher first
+    // asked which had ended and then read those (twice the time, under a burst of ends).
+    let ended = is_any::<D>(&TaskState::FINAL);
+    let sql = format!("SELECT * FROM task_queue WHERE id IN ($1) AND ({ended}) ORDER BY id");
+    let tasks = db.rows(None, &sql, args![ids]).await?.iter().map(rows::task).collect::<Result<Vec<_>>>()?;
+    // The rest only for those (a final task has no running run).
+    let found: Vec<TaskId> = tasks.iter().map(|t| t.id).collect();
+    let ids = &found[..];
+    if ids.is_empty() {
+        return Ok(Vec::new());
     }
     let mut runs: HashMap<TaskId, Vec<Run>> = HashMap::new();
     let sql = "SELECT * FROM task_runs WHERE task_queue_id IN ($1) ORDER BY id";
@@ -53,13 +53,9 @@ pub async fn details<D: Dialect>(db: &D, ids: &[TaskId]) -> Result<Vec<TaskDetai
         signals.entry(signal.task_id).or_default().push(signal);
     }
     let mut out = Vec::with_capacity(tasks.len());
-    for (task, running) in tasks {
+    for task in tasks {
         let id = task.id;
-        let mut ran = runs.remove(&id).unwrap_or_default();
-        if let Some(run) = running.filter(|r| !ran.iter().any(|e| e.id == r.id)) {
-            ran.push(run);
-        }
-        let detail = TaskDetail::new(task, ran)
+        let detail = TaskDetail::new(task, runs.remove(&id).unwrap_or_default())
             .with_after(after.remove(&id).unwrap_or_default())
             .with_signals(signals.remove(&id).unwrap_or_default());
         out.push(detail);

@@ -67,10 +67,6 @@ impl<D: Dialect> Store for SqlStore<D> {
         tasks::runs_of(&self.db, task_id).await
     }
 
-    async fn final_among(&self, ids: &[TaskId]) -> Result<Vec<TaskId>> {
-        tasks::final_among(&self.db, ids).await
-    }
-
     async fn change_marker(&self) -> Result<Option<u64>> {
         self.db.change_marker().await
     }
@@ -79,8 +75,8 @@ impl<D: Dialect> Store for SqlStore<D> {
         events::glimpse(&self.db, look).await
     }
 
-    async fn details(&self, ids: &[TaskId]) -> Result<Vec<TaskDetail>> {
-        details::details(&self.db, ids).await
+    async fn final_details(&self, ids: &[TaskId]) -> Result<Vec<TaskDetail>> {
+        details::final_details(&self.db, ids).await
     }
 
     async fn dependencies(&self, task_id: TaskId) -> Result<Vec<Dependency>> {

@@ -22,16 +22,6 @@ pub async fn newest_id<D: Dialect>(db: &D) -> Result<TaskId> {
     found.first().map_or(Ok(0), |r| rows::id(r, "id"))
 }
 
-/// Of `ids`, the tasks that are final.
-pub async fn final_among<D: Dialect>(db: &D, ids: &[TaskId]) -> Result<Vec<TaskId>> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ended = transitions::is_any::<D>(&[TaskState::Succeeded, TaskState::Dead, TaskState::Cancelled]);
-    let sql = format!("SELECT id FROM task_queue WHERE id IN ($1) AND ({ended})");
-    db.rows(None, &sql, args![ids]).await?.iter().map(|r| rows::id(r, "id")).collect()
-}
-
 /// A task's runs, oldest first: those ended, from `task_runs`, then the one running, from the
 /// task's row. (Read in that order, a run that ends in between is not missed: it is found
 /// twice, and kept as it ended.)

@@ -287,6 +287,8 @@ pub async fn a_task_due_in_2099_keeps_its_time_and_final_tasks_are_told_from_the
     let cancelled = store.cancel_tasks(&[many[0].id], t0()).await.expect("cancel");
     assert_eq!(cancelled, [many[0].id]);
     let asked = [one[0].id, many[0].id, many[1].id, 999_999];
-    assert_eq!(store.final_among(&asked).await.expect("final"), [many[0].id]);
-    assert!(store.final_among(&[]).await.expect("none asked").is_empty());
+    let ended = store.final_details(&asked).await.expect("final");
+    assert_eq!(ended.iter().map(|d| d.task.id).collect::<Vec<_>>(), [many[0].id]);
+    assert_eq!(ended[0].task.state, TaskState::Cancelled);
+    assert!(store.final_details(&[]).await.expect("none asked").is_empty());
 }
