@@ -2,16 +2,16 @@
 //! task is final (succeeded, dead, cancelled; or deleted) or when the wait ends, whichever comes
 //! first, with the task as a plain `GET` has it.
 //!
-//! One watcher per server serves every waiter: while anyone waits it reads, every [`TICK`], the
-//! awaited tasks not yet answered that are now final, with their answers (a chunk of
-//! [`IDS_A_QUERY`] at a time, four statements for them all, no row while nothing ends:
+//! One watcher per server serves every waiter: while any wait is unanswered it reads, every
+//! [`TICK`], which of those tasks are now final, and their answers with them (a chunk of
+//! [`IDS_A_QUERY`] at a time, four statements a chunk, no row while nothing ends:
 //! [`Store::final_details`](crate::store::Store::final_details)), and hands each to its waiters;
-//! while nobody waits it is not
+//! a task answered is not read again while its requests leave. While nobody waits it is not
 //! running and costs nothing. Where the database has a cheap change marker (a stat of SQLite's
 //! log, PostgreSQL's current snapshot: [`Store::change_marker`](crate::store::Store::change_marker)),
 //! a tick that finds it as it was skips the read, but for one read every [`SAFETY_READ`](super::marker::SAFETY_READ): an idle
 //! queue costs a marker a tick. The state is read, not events: a task that ends between a waiter's
-//! first look and its registration is still found. (A task is deleted only once final, so a
+//! registration and its first look is still found. (A task is deleted only once final, so a
 //! wait misses its end only if it is also deleted, or replayed, before the next read: that wait is
 //! answered when it runs out.) At most [`MAX_WAITERS`] wait at once (more get 503 `busy`), each
 //! at most [`MAX_WAIT`]; a server that stops ends every wait at once.
@@ -32,7 +32,7 @@ use crate::store::SharedStore;
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
 /// Requests waiting at once, on one server.
 pub const MAX_WAITERS: usize = 10_000;
-/// How often the watcher reads the awaited tasks' states while anyone waits.
+/// How often the watcher reads the awaited tasks' states while any wait is unanswered.
 pub const TICK: Duration = Duration::from_millis(20);
 /// Ids in one query of the watcher.
 const IDS_A_QUERY: usize = 1_000;
@@ -52,12 +52,12 @@ struct Awaited {
 }
 
 /// Whether an awaited task ended, with its answer as the watcher read it with the others that
-/// ended then.
+/// ended then (None: it could not be read, and the request reads it itself).
 #[derive(Clone, Default)]
 enum End {
     #[default]
     Not,
-    Ended(Arc<TaskDetail>),
+    Ended(Option<Arc<TaskDetail>>),
 }
 
 /// A server's signal that it stops: waits end at once (see `server.rs`).
@@ -117,8 +117,8 @@ impl Waits {
         let end = async {
             match ended.wait_for(|e| matches!(e, End::Ended(_))).await {
                 Ok(end) => match &*end {
-                    End::Ended(detail) => Some(TaskDetail::clone(detail)),
-                    End::Not => None,
+                    End::Ended(Some(detail)) => Some(TaskDetail::clone(detail)),
+                    End::Ended(None) | End::Not => None,
                 },
                 Err(_) => None,
             }
@@ -138,6 +138,11 @@ impl Waits {
     fn register(self: &Arc<Self>, store: &SharedStore, id: TaskId) -> watch::Receiver<End> {
         let mut awaited = self.awaited.lock().unwrap_or_else(|p| p.into_inner());
         let entry = awaited.entry(id).or_insert_with(|| Awaited { ended: watch::Sender::new(End::Not), waiters: 0 });
+        // Answered, and its requests not all gone: the task may have been replayed since, so the
+        // newcomer waits on a new end (the others keep the answer they were sent).
+        if matches!(*entry.ended.borrow(), End::Ended(_)) {
+            entry.ended = watch::Sender::new(End::Not);
+        }
         entry.waiters += 1;
         let rx = entry.ended.subscribe();
         if !self.watching.swap(true, Ordering::SeqCst) {
@@ -193,27 +198,53 @@ async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
         let Some(pass) = gate.pass(&store, "waits").await else { continue };
         let mut all_read = true;
         for chunk in ids.chunks(IDS_A_QUERY) {
-            let ended = match store.final_details(chunk).await {
-                Ok(ended) => ended,
+            match answer_ended(&waits, &store, chunk).await {
+                Ok(()) => failing = false,
                 Err(e) => {
                     // Said once a spell of failures: the waits end at their time meanwhile.
                     if !std::mem::replace(&mut failing, true) {
                         tracing::warn!("reading the awaited tasks failed: {e}");
                     }
                     all_read = false;
-                    continue;
-                }
-            };
-            failing = false;
-            let awaited = waits.awaited.lock().unwrap_or_else(|p| p.into_inner());
-            for detail in ended {
-                if let Some(a) = awaited.get(&detail.task.id) {
-                    a.ended.send_replace(End::Ended(Arc::new(detail)));
                 }
             }
         }
         gate.done(pass, all_read);
     }
+}
+
+/// Hand the tasks of `ids` that are final their answers. A read the database refuses for the
+/// data it meets (a row this version cannot read) is split until the task at fault is alone:
+/// its requests read it themselves and say what is wrong, the others are answered as usual. An
+/// error that may pass (the database unreachable) is returned: the next tick reads again.
+async fn answer_ended(waits: &Waits, store: &SharedStore, ids: &[TaskId]) -> crate::error::Result<()> {
+    let mut pending = vec![ids];
+    while let Some(ids) = pending.pop() {
+        let (ended, unread) = match store.final_details(ids).await {
+            Ok(ended) => (ended, None),
+            Err(e) if e.is_retryable() => return Err(e),
+            Err(_) if ids.len() > 1 => {
+                let (first, second) = ids.split_at(ids.len() / 2);
+                pending.extend([first, second]);
+                continue;
+            }
+            Err(e) => {
+                let id = ids.first().copied();
+                tracing::debug!(task = ?id, "an awaited task cannot be read, so its requests read it: {e}");
+                (Vec::new(), id)
+            }
+        };
+        let awaited = waits.awaited.lock().unwrap_or_else(|p| p.into_inner());
+        for detail in ended {
+            if let Some(a) = awaited.get(&detail.task.id) {
+                a.ended.send_replace(End::Ended(Some(Arc::new(detail))));
+            }
+        }
+        if let Some(a) = unread.and_then(|id| awaited.get(&id)) {
+            a.ended.send_replace(End::Ended(None));
+        }
+    }
+    Ok(())
 }
 
 /// Marks the watcher gone if it ended otherwise than by finding nobody waiting (which marks it
