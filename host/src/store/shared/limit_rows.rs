@@ -217,29 +217,7 @@ pub async fn set<D: Dialect>(
                 db.exec(Some(&mut tx.tx), "INSERT INTO task_run_limits (name) VALUES ($1)", args![name]).await?;
             }
             let next_on = mark_after(&before, after.rate, now);
-            let (count, period, burst) = rate_cells(after.rate);
-            let per_key = rate_cells(after.rate_per_key);
-            let sql = "UPDATE task_run_limits SET max_running = $2, rate_count = $3, rate_period_us = $4,
-                       rate_burst = $5, next_on = $6, set_by = $7, updated_on = $8, max_running_per_key = $9,
-                       weight = $10, rate_per_key_count = $11, rate_per_key_period_us = $12,
-                       rate_per_key_burst = $13, fuel_per_turn = $14 WHERE name = $1";
-            let values = args![
-                name,
-                after.max_running.map(i64::from),
-                count,
-                period,
-                burst,
-                next_on,
-                by.as_str(),
-                now,
-                after.max_running_per_key.map(i64::from),
-                after.weight.map(i64::from),
-                per_key.0,
-                per_key.1,
-                per_key.2,
-                after.fuel_per_turn.map(|n| i64::try_from(n).unwrap_or(i64::MAX))
-            ];
-            db.exec(Some(&mut tx.tx), sql, values).await?;
+            write_row(db, &mut tx.tx, name, &after, next_on, by, now).await?;
             if let (LimitScope::Queue, Some(new)) = (scope, after.rate_per_key) {
                 if before.limit.rate_per_key != Some(new) {
                     bring_back_key_marks(db, &mut tx.tx, target, new, now).await?;
@@ -249,6 +227,42 @@ pub async fn set<D: Dialect>(
         })
     })
     .await
+}
+
+/// Write `after` over the limit row `name`, set `by` at `now`, its pace mark `next_on`.
+async fn write_row<D: Dialect>(
+    db: &D,
+    tx: &mut super::super::plumbing::TxOf<D>,
+    name: &str,
+    after: &Limit,
+    next_on: Option<DateTime<Utc>>,
+    by: LimitSetBy,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let (count, period, burst) = rate_cells(after.rate);
+    let per_key = rate_cells(after.rate_per_key);
+    let sql = "UPDATE task_run_limits SET max_running = $2, rate_count = $3, rate_period_us = $4,
+               rate_burst = $5, next_on = $6, set_by = $7, updated_on = $8, max_running_per_key = $9,
+               weight = $10, rate_per_key_count = $11, rate_per_key_period_us = $12,
+               rate_per_key_burst = $13, fuel_per_turn = $14 WHERE name = $1";
+    let values = args![
+        name,
+        after.max_running.map(i64::from),
+        count,
+        period,
+        burst,
+        next_on,
+        by.as_str(),
+        now,
+        after.max_running_per_key.map(i64::from),
+        after.weight.map(i64::from),
+        per_key.0,
+        per_key.1,
+        per_key.2,
+        after.fuel_per_turn.map(|n| i64::try_from(n).unwrap_or(i64::MAX))
+    ];
+    db.exec(Some(tx), sql, values).await?;
+    Ok(())
 }
 
 /// The pace mark of `before`'s rate changed to `new`: no further ahead than one pace of it.

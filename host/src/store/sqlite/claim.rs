@@ -51,12 +51,7 @@ pub(super) async fn claim_in(
          RETURNING {CLAIM_COLUMNS}, run_id, run_attempt, {}",
         transitions::RUN_DIGEST
     );
-    let last = "SELECT v FROM task_counters WHERE name = 'task_runs'";
-    let Some(last) =
-        db.rows(Some(&mut *tx), last, &[]).await?.first().map(|r| crate::store::rows::id(r, "v")).transpose()?
-    else {
-        return Err(Error::CorruptRow { table: "task_counters", reason: "no task_runs counter".into() });
-    };
+    let last = last_run_id(db, tx).await?;
     let queues = if req.queues.len() == 1 { Arg::from(&req.queues[0]) } else { Arg::Texts(req.queues) };
     let mut args = vec![
         Arg::Time(now),
@@ -83,4 +78,13 @@ pub(super) async fn claim_in(
     }
     db.take_run_ids(tx, found.len()).await?;
     transitions::claimed_runs(req, ClaimedTask::read_all(&found)?, started)
+}
+
+/// The run counter's value: the newest run id given out.
+async fn last_run_id(db: &SqliteDb, tx: &mut Tx<Sqlite>) -> Result<i64> {
+    let last = "SELECT v FROM task_counters WHERE name = 'task_runs'";
+    match db.rows(Some(&mut *tx), last, &[]).await?.first() {
+        Some(r) => crate::store::rows::id(r, "v"),
+        None => Err(Error::CorruptRow { table: "task_counters", reason: "no task_runs counter".into() }),
+    }
 }
