@@ -111,23 +111,25 @@ done
 
 # JavaScript (StarlingMonkey with WASI features off but stdio: console output and uncaught errors reach the
 # run's logs; a handler that calls fetch keeps http, which fetch needs). A handler written with taskhost's
-# SDK (it imports ./sdk/taskhost.js) is built from a copy beside sdk/js/taskhost.js, as `taskhost new js`
-# lays one out, with clocks (the SDK's timeouts) and http kept.
+# SDK (it imports ./sdk/taskhost.js) is built from a copy beside sdk/js/*.js, against the SDK's world
+# (sdk/js/js.wit), as `taskhost new js` lays one out, with clocks (the SDK's timeouts) and http kept.
 for app in plugins/*/app.js; do
     [ -e "$app" ] || continue
     dir=$(dirname "$app"); name=$(basename "$dir")
     wanted "$name" || continue
-    if stale "$stage/$name.wasm" "$dir"/*.js sdk/js/*.js wit/*.wit plugins/build.sh; then
+    if stale "$stage/$name.wasm" "$dir"/*.js sdk/js/*.js sdk/js/*.wit wit/*.wit plugins/build.sh; then
         js_tools
-        source=$app off="random clocks http fetch-event"
+        source=$app off="random clocks http fetch-event" wit=wit world=task-handler
         grep -q 'fetch(' "$app" && off="random clocks fetch-event"
         if grep -q '"./sdk/taskhost.js"' "$app"; then
             rm -rf "$stage/js/$name" && mkdir -p "$stage/js/$name/sdk"
-            cp "$dir"/*.js "$stage/js/$name/" && cp sdk/js/taskhost.js "$stage/js/$name/sdk/"
-            source=$stage/js/$name/app.js off="random fetch-event"
+            cp "$dir"/*.js "$stage/js/$name/" && cp sdk/js/*.js "$stage/js/$name/sdk/"
+            # The SDK's world, with WASI's WIT (py-webhook's), as `taskhost new js` writes it.
+            cp -rL plugins/py-webhook/wit "$stage/js/$name/wit" && cp sdk/js/js.wit "$stage/js/$name/wit/"
+            source=$stage/js/$name/app.js off="random fetch-event" wit=$stage/js/$name/wit world=task-handler-js
         fi
         # shellcheck disable=SC2086 # one word a feature
-        "$tools/js/node_modules/.bin/componentize-js" "$source" --wit wit -n task-handler \
+        "$tools/js/node_modules/.bin/componentize-js" "$source" --wit "$wit" -n "$world" \
             -d $off -o "$stage/$name.wasm" >/dev/null
     fi
     publish "$name" "$stage/$name.wasm"

@@ -31,10 +31,14 @@
 //   the handler's terms (`request-timeout`, `request-failed`; a refused destination's run gets the host's
 //   `denied`), `raiseForStatus()` (`http-5xx`, retried; `http-4xx`, not, but 408 and 429) and `snoozeIfBusy()`.
 //   `fetch` itself works too.
+// - Under `taskhost dev`, an edit of the handler's own .js files runs without a build (taskhost_live.js).
+// Built against the world in js.wit (`componentize-js app.js --wit wit -n task-handler-js`).
 import {
   setProgress, setResults, log as hostLog, snooze as hostSnooze, enqueue as hostEnqueue, enqueueAfter as hostEnqueueAfter,
   dependencies as hostDependencies, awaitSignal as hostAwaitSignal,
 } from "taskhost:plugin/host@0.2.0";
+import { liveHandle } from "./taskhost_live.js";
+import * as sdk from "./taskhost.js";
 
 // Busy answers without a Retry-After are tried again after this many seconds; a server's longer
 // Retry-After is cut to the longest snooze the host takes (30 days).
@@ -237,9 +241,30 @@ function id(n) {
   return typeof n === "bigint" ? (n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : String(n)) : n;
 }
 
-/** The `handle` export for `fn(task)`: `export const handle = handler(async (task) => ...)`. */
+/** The `handle` export for `fn(task)`: `export const handle = handler(async (task) => ...)`. Under
+ * `taskhost dev`, the handler's source as it is now runs instead (taskhost_live.js). */
 export function handler(fn) {
+  return wrap(fn, true);
+}
+
+/** What a run's thrown `e` ends it as, when the handler did not say. */
+function uncaught(e) {
+  return { code: "uncaught-exception", message: e && e.stack ? `${e}\n${e.stack}` : String(e), retryable: true };
+}
+
+function wrap(fn, live) {
   return async function handle(raw) {
+    // Only `taskhost dev` and `run-once` run task 0; a queued task does not look.
+    if (live && (raw.taskId === 0n || raw.taskId === 0)) {
+      let current;
+      try {
+        // The lent source's modules get this SDK, whose handler() there does not look again.
+        current = liveHandle({ ...sdk, handler: (f) => wrap(f, false) });
+      } catch (e) {
+        throw e && typeof e.code === "string" ? e : uncaught(e);
+      }
+      if (current) return current(raw);
+    }
     const task = {
       id: id(raw.taskId), runId: id(raw.runId), attempt: raw.attempt, handler: raw.handler,
       queuedBy: raw.queuedBy, raw: raw.data, data: JSON.parse(raw.data),
@@ -261,7 +286,7 @@ export function handler(fn) {
       if (e instanceof TaskError) throw { code: e.code, message: e.detail, retryable: e.retryable };
       // A thrown {code, message, retryable}, as handlers without the SDK throw it.
       if (e && typeof e.code === "string" && typeof e.message === "string") throw e;
-      throw { code: "uncaught-exception", message: e && e.stack ? `${e}\n${e.stack}` : String(e), retryable: true };
+      throw uncaught(e);
     }
     if (results === undefined) return undefined;
     try {
@@ -274,4 +299,4 @@ export function handler(fn) {
 
 // SpiderMonkey compiles a function to bytecode at its first call, and every run starts from the
 // component as it was made: the wrapper called once now, when it is made, spares each run that.
-handler(() => undefined)({ taskId: 0n, runId: 0n, attempt: 1, handler: "", data: "{}" });
+wrap(() => undefined, false)({ taskId: 0n, runId: 0n, attempt: 1, handler: "", data: "{}" });

@@ -8,13 +8,15 @@
 //! Files under `plugins/`, `build/`, `target/`, `node_modules/`, `__pycache__/` and hidden directories
 //! (`.venv/`) are not watched: the build writes them.
 //!
-//! A Python handler on taskhost's SDK is not built again when only its own `.py` files changed:
-//! its runs are lent a copy of those files (`DIR/.taskhost-dev`, nothing else of the directory),
-//! read only, at [`DEV_SOURCE`], and the SDK imports the handler from there, as it is now, in the
-//! component built last (componentize-py's 7–10 s skipped). Any other change (the SDK, the WIT,
+//! A Python or JavaScript handler on taskhost's SDK is not built again when only its own `.py`
+//! (`.js`, `.mjs`) files changed: its runs are lent a copy of those files (`DIR/.taskhost-dev`,
+//! nothing else of the directory), read only, at [`DEV_SOURCE`], and the SDK runs the handler from
+//! there, as it is now, in the component built last (componentize-py's 7–10 s, componentize-js's
+//! 7–8 s and the compile of what they made skipped). Any other change (the SDK, the WIT,
 //! `build.sh`, a dependency's file) builds again, and so does a run that imports a module the
-//! component lacks; `--always-build` builds at every change. A worker lends nothing (no grant
-//! may reach that path): it runs what was built.
+//! component lacks (the JavaScript SDK: anything a build must read, `dev-needs-build`);
+//! `--always-build` builds at every change. A worker lends nothing (no grant may reach that path):
+//! it runs what was built.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,7 +42,7 @@ pub struct DevArgs {
     /// Build and run once, then exit with the run's outcome (0 for success).
     #[arg(long)]
     pub once: bool,
-    /// Build again at every change, even of a Python handler's own source only.
+    /// Build again at every change, even of a Python or JavaScript handler's own source only.
     #[arg(long)]
     pub always_build: bool,
 }
@@ -68,8 +70,8 @@ pub async fn run(args: &DevArgs, config: &AppConfig) -> Result<()> {
     config.plugins_dir = dir.join("plugins");
     let stop = crate::shutdown::shutdown_signal();
     tokio::pin!(stop);
-    // A Python handler on an SDK that reads its source at run time (see the module's docs).
-    let live = !args.once && !args.always_build && reads_live_source(dir);
+    // A handler on an SDK that reads its source at run time (see the module's docs).
+    let live = if args.once || args.always_build { None } else { reads_live_source(dir) };
     let mut seen = sources(dir);
     let mut build = true;
     loop {
@@ -94,7 +96,7 @@ pub async fn run(args: &DevArgs, config: &AppConfig) -> Result<()> {
             let now = sources(dir);
             if now != seen {
                 // A failed build is built again whatever changed: its output is not there.
-                build = build_failed || !live || !only_python_changed(dir, &seen, &now);
+                build = build_failed || !live.is_some_and(|l| only_own_source_changed(l, dir, &seen, &now));
                 seen = now;
                 break;
             }
@@ -114,19 +116,33 @@ impl std::fmt::Display for BuildFailed {
 
 impl std::error::Error for BuildFailed {}
 
-/// Build (unless `build` is false), then run once, lent the handler's Python source when `live`:
+/// Build (unless `build` is false), then run once, lent the handler's own source when `live`:
 /// the run's outcome (`Reported` when it failed). A live run that imports a module the component
-/// lacks (it was not imported when the component was made) builds, and runs again.
-async fn once(dir: &Path, name: &str, data: &str, config: &AppConfig, mut build: bool, live: bool) -> Result<()> {
+/// lacks (it was not imported when the component was made), or that only a build can read, builds,
+/// and runs again; source that only a build can read is not lent to the run after that build.
+async fn once(
+    dir: &Path,
+    name: &str,
+    data: &str,
+    config: &AppConfig,
+    mut build: bool,
+    mut live: Option<Live>,
+) -> Result<()> {
     let data = super::read_data(data)?;
+    let mut built = false;
     loop {
-        if build {
+        if build && !built {
             build_it(dir, name).await.map_err(|e| BuildFailed(format!("{e:#}")))?;
-        } else {
-            println!("not building {name}: only its Python source changed, which the run reads as it is now");
+            built = true;
+        } else if !build {
+            let language = live.map_or("", Live::language);
+            println!("not building {name}: only its {language} source changed, which the run reads as it is now");
         }
         let started = Instant::now();
-        let lent = if live { Some(Lent::copy(dir)?) } else { None };
+        let lent = match live {
+            Some(live) => Some(Lent::copy(live, dir)?),
+            None => None,
+        };
         let outcome = super::run_once_outcome(config, name, &data, lent.as_ref().map(|l| l.0.as_path())).await?;
         drop(lent);
         println!("loaded and ran in {}", taskhost::text::duration(started.elapsed()));
@@ -136,29 +152,73 @@ async fn once(dir: &Path, name: &str, data: &str, config: &AppConfig, mut build:
                 println!("the source imports a module the component built last lacks: building it again");
                 build = true;
             }
+            GuestOutcome::Failed(f) if live.is_some() && f.code == NEEDS_BUILD => {
+                if built {
+                    println!("the source is read only by its build ({}): running what was built", f.message);
+                    live = None;
+                } else {
+                    println!("the source needs a build ({}): building it again", f.message);
+                }
+                build = true;
+            }
             _ => return Err(super::Reported.into()),
         }
     }
 }
 
-/// Whether `dir` is a Python handler on an SDK that reads its source where `taskhost dev` lends it.
-fn reads_live_source(dir: &Path) -> bool {
-    dir.join("app.py").is_file()
-        && std::fs::read_to_string(dir.join("sdk/taskhost.py")).is_ok_and(|sdk| sdk.contains(DEV_SOURCE))
+/// The code the JavaScript SDK fails a run with when the lent source needs a build.
+const NEEDS_BUILD: &str = "dev-needs-build";
+
+/// A handler whose SDK runs the source `taskhost dev` lends it, in its language.
+#[derive(Debug, Clone, Copy)]
+enum Live {
+    Python,
+    Js,
 }
 
-/// The copy of a handler's own `.py` files a run is lent: only what the SDK imports, never the
+impl Live {
+    fn language(self) -> &'static str {
+        match self {
+            Live::Python => "Python",
+            Live::Js => "JavaScript",
+        }
+    }
+
+    /// The extensions of its source files.
+    fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Live::Python => &["py"],
+            Live::Js => &["js", "mjs"],
+        }
+    }
+}
+
+/// Which handler `dir` is, if it is one on an SDK that reads its source where `taskhost dev` lends it.
+fn reads_live_source(dir: &Path) -> Option<Live> {
+    let on_sdk = |app: &str, sdk: &str| {
+        dir.join(app).is_file() && std::fs::read_to_string(dir.join(sdk)).is_ok_and(|sdk| sdk.contains(DEV_SOURCE))
+    };
+    if on_sdk("app.py", "sdk/taskhost.py") {
+        Some(Live::Python)
+    } else if on_sdk("app.js", "sdk/taskhost_live.js") {
+        Some(Live::Js)
+    } else {
+        None
+    }
+}
+
+/// The copy of a handler's own source files a run is lent: only what the SDK reads, never the
 /// directory's other files (`.env`, `.git`). In the handler's directory (hidden, so neither
 /// watched nor copied), removed when dropped.
 struct Lent(PathBuf);
 
 impl Lent {
-    fn copy(dir: &Path) -> Result<Lent> {
+    fn copy(live: Live, dir: &Path) -> Result<Lent> {
         let to = dir.join(".taskhost-dev");
         let _ = std::fs::remove_dir_all(&to);
         std::fs::create_dir(&to).with_context(|| format!("cannot make {}", to.display()))?;
         let lent = Lent(to);
-        for path in sources(dir).into_keys().filter(|p| own_python(dir, p)) {
+        for path in sources(dir).into_keys().filter(|p| own_source(live, dir, p)) {
             let Ok(relative) = path.strip_prefix(dir) else { continue };
             let copy = lent.0.join(relative);
             if let Some(parent) = copy.parent() {
@@ -194,17 +254,18 @@ async fn build_it(dir: &Path, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Whether every file added, removed or changed between `before` and `now` is a `.py` file of
+/// Whether every file added, removed or changed between `before` and `now` is a source file of
 /// the handler's own (not the SDK's).
-fn only_python_changed(dir: &Path, before: &Files, now: &Files) -> bool {
+fn only_own_source_changed(live: Live, dir: &Path, before: &Files, now: &Files) -> bool {
     let changed = before.iter().filter(|(path, meta)| now.get(*path) != Some(meta)).map(|(path, _)| path);
     let added = now.keys().filter(|path| !before.contains_key(*path));
-    changed.chain(added).all(|path| own_python(dir, path))
+    changed.chain(added).all(|path| own_source(live, dir, path))
 }
 
-/// A `.py` file of the handler's own (not the SDK's).
-fn own_python(dir: &Path, path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "py") && !path.strip_prefix(dir).is_ok_and(|p| p.starts_with("sdk"))
+/// A source file in `live`'s language of the handler's own (not the SDK's).
+fn own_source(live: Live, dir: &Path, path: &Path) -> bool {
+    path.extension().is_some_and(|e| live.extensions().iter().any(|x| e == *x))
+        && !path.strip_prefix(dir).is_ok_and(|p| p.starts_with("sdk"))
 }
 
 /// Source files and their modification time and size.

@@ -67,8 +67,13 @@ fn rust_sdk() -> Vec<(&'static str, Contents)> {
     ]
 }
 
-/// taskhost's JavaScript SDK, which every JavaScript handler `taskhost new` writes imports.
-const JS_SDK: (&str, Contents) = ("sdk/taskhost.js", Contents::Bytes(include_bytes!("../../../sdk/js/taskhost.js")));
+/// taskhost's JavaScript SDK, which every JavaScript handler `taskhost new` writes imports, and the
+/// world it is built against (with the WASI WIT of [`http_wit`]).
+const JS_SDK: [(&str, Contents); 3] = [
+    ("sdk/taskhost.js", Contents::Bytes(include_bytes!("../../../sdk/js/taskhost.js"))),
+    ("sdk/taskhost_live.js", Contents::Bytes(include_bytes!("../../../sdk/js/taskhost_live.js"))),
+    ("wit/js.wit", Contents::Bytes(include_bytes!("../../../sdk/js/js.wit"))),
+];
 
 /// py-webhook's wit/: the world with wasi:http, and WASI 0.2.12's WIT it needs.
 macro_rules! http_wit {
@@ -109,7 +114,10 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
             } else {
                 template!("js/app.js")
             };
-            vec![app, template!("js/build.sh"), JS_SDK, WIT]
+            let mut files = vec![app, template!("js/build.sh"), WIT];
+            files.extend(JS_SDK);
+            files.extend(http_wit());
+            files
         }
         // The bindings are the ones the C examples are built with (sdk/c/gen, made by `wit-bindgen
         // c`), which the SDK's headers wrap.
@@ -141,7 +149,7 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
 }
 
 /// The world with wasi:http and WASI 0.2.12's WIT it needs: for every Python and C handler (their
-/// SDKs import wasi:http).
+/// SDKs import wasi:http), and every JavaScript one (its SDK imports wasi:filesystem).
 fn http_wit() -> Vec<(&'static str, Contents)> {
     http_wit!("cli.wit", "clocks.wit", "filesystem.wit", "http.wit", "io.wit", "random.wit", "sockets.wit")
 }

@@ -1,7 +1,7 @@
 //! `taskhost dev DIR`, a real process on a handler `taskhost new` wrote: it builds and runs the
 //! handler on sample data, builds and runs it again when its source changes (not when the build
 //! writes its own files), says why a build failed and waits for the fix, and stops on SIGTERM; a
-//! Python handler's own source is run as it is now, without a build.
+//! Python or JavaScript handler's own source is run as it is now, without a build.
 
 use crate::common;
 
@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::process::{signal, stderr, stdout, wait_exit};
+use common::process::{signal, stderr, stdout, wait_exit, Killed};
 use common::{built_plugins, cache_dir, repo_root, wait_until};
 
 fn taskhost(dir: &Path) -> Command {
@@ -34,14 +34,50 @@ fn new_c_handler(dir: &Path) {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
-/// `taskhost dev hello` in `dir` on `{"name": "you"}`, printing to `log`.
-fn dev_hello(dir: &Path, cache: &Path, log: &Path) -> std::process::Child {
-    taskhost_caching_in(dir, cache)
-        .args(["dev", "hello", "--data", r#"{"name": "you"}"#])
-        .stdout(std::fs::File::create(log).expect("log"))
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn taskhost dev")
+/// `taskhost new LANGUAGE hello` in `tmp`, its build a copy of the example `component` made from the
+/// same SDK (another app inside), counted in `plugins/builds`: componentize-py and componentize-js
+/// are not what is tested here, and the shared cache has the example compiled already. The
+/// handler's directory and its build script.
+fn new_handler_built_as(tmp: &Path, language: &str, component: &str) -> (std::path::PathBuf, String) {
+    let o = taskhost(tmp).args(["new", language, "hello"]).output().expect("taskhost new");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let built = built_plugins().join(format!("{component}.wasm"));
+    let dir = tmp.join("hello");
+    let build =
+        format!("mkdir -p plugins && cp '{}' plugins/hello.wasm && echo built >> plugins/builds\n", built.display());
+    std::fs::write(dir.join("build.sh"), &build).expect("build.sh");
+    (dir, build)
+}
+
+/// Anything but the handler's own source (here the build script) builds again: the third build,
+/// before the `n`th run's end.
+async fn edit_the_build_script(dir: &Path, build: &str, log: &Path, n: usize) {
+    std::fs::write(dir.join("build.sh"), format!("{build}# edited\n")).expect("edit build.sh");
+    let printed = || std::fs::read_to_string(log).unwrap_or_default();
+    let watching = || async { printed().matches("watching hello for changes").count() >= n };
+    wait_until(Duration::from_secs(60), "the build after build.sh changed", watching).await;
+    let builds = std::fs::read_to_string(dir.join("plugins/builds")).unwrap_or_default().lines().count();
+    assert_eq!(builds, 3, "{}", printed());
+}
+
+/// `taskhost dev hello` in `dir` on `{"name": "you"}`, printing to `log` (killed if the test fails).
+fn dev_hello(dir: &Path, cache: &Path, log: &Path) -> Killed {
+    Killed(Some(
+        taskhost_caching_in(dir, cache)
+            .args(["dev", "hello", "--data", r#"{"name": "you"}"#])
+            .stdout(std::fs::File::create(log).expect("log"))
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn taskhost dev"),
+    ))
+}
+
+/// SIGTERM to `dev`, which must exit well within 10 s.
+async fn stop(dev: Killed) {
+    let child = dev.take();
+    signal(&child, "TERM");
+    let o = wait_exit(child, Duration::from_secs(10)).await;
+    assert!(o.status.success(), "{:?}", o.status);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,9 +102,7 @@ async fn dev_runs_the_handler_again_at_each_edit_of_its_source_and_stops_on_sigt
     wait_until(Duration::from_secs(120), "the failed build", || watching(3)).await;
     assert!(printed().contains("error: the build failed"), "{}", printed());
 
-    signal(&child, "TERM");
-    let o = wait_exit(child, Duration::from_secs(10)).await;
-    assert!(o.status.success(), "{:?}", o.status);
+    stop(child).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,15 +123,7 @@ async fn dev_once_exits_with_the_runs_outcome() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dev_runs_a_python_handlers_edited_source_without_building_it_again() {
     let tmp = tempfile::tempdir().expect("temp dir");
-    let o = taskhost(tmp.path()).args(["new", "python", "hello"]).output().expect("taskhost new");
-    assert!(o.status.success(), "{}", stderr(&o));
-    // The build: a component made from the same SDK (another app inside), counted; componentize-py
-    // itself is not what is tested here. The shared cache has it compiled already.
-    let built = built_plugins().join("py-webhook.wasm");
-    let dir = tmp.path().join("hello");
-    let build =
-        format!("mkdir -p plugins && cp '{}' plugins/hello.wasm && echo built >> plugins/builds\n", built.display());
-    std::fs::write(dir.join("build.sh"), &build).expect("build.sh");
+    let (dir, build) = new_handler_built_as(tmp.path(), "python", "py-webhook");
     std::fs::write(dir.join(".env"), "SECRET=never lent\n").expect(".env");
     let log = tmp.path().join("dev.log");
     let child = dev_hello(tmp.path(), &cache_dir(), &log);
@@ -142,12 +168,70 @@ async fn dev_runs_a_python_handlers_edited_source_without_building_it_again() {
     assert!(printed().contains("imports a module the component built last lacks: building it again"), "{}", printed());
     assert_eq!(builds(), 2, "{}", printed());
 
-    // Anything else (here the build script) builds again.
-    std::fs::write(dir.join("build.sh"), format!("{build}# edited\n")).expect("edit build.sh");
-    wait_until(Duration::from_secs(60), "the build after build.sh changed", || watching(6)).await;
-    assert_eq!(builds(), 3, "{}", printed());
+    edit_the_build_script(&dir, &build, &log, 6).await;
 
-    signal(&child, "TERM");
-    let o = wait_exit(child, Duration::from_secs(10)).await;
-    assert!(o.status.success(), "{:?}", o.status);
+    stop(child).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_runs_a_javascript_handlers_edited_source_without_building_it_again() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (dir, build) = new_handler_built_as(tmp.path(), "js", "js-webhook");
+    let log = tmp.path().join("dev.log");
+    let child = dev_hello(tmp.path(), &cache_dir(), &log);
+    let printed = || std::fs::read_to_string(&log).unwrap_or_default();
+    let builds = || std::fs::read_to_string(dir.join("plugins/builds")).unwrap_or_default().lines().count();
+    let watching = |n: usize| async move { printed().matches("watching hello for changes").count() >= n };
+    let last = || {
+        let shown = printed();
+        shown[shown.rfind("not building").unwrap_or(0)..].to_string()
+    };
+    wait_until(Duration::from_secs(180), "the first build and run", || watching(1)).await;
+    // The template's handle, read from the directory: the component's own app wants a "url".
+    assert!(printed().contains(r#"success: {"hello":"you"}"#), "{}", printed());
+
+    // A new module of the handler's, imported under another name: its exception's line is its own.
+    let app = dir.join("app.js");
+    let text = std::fs::read_to_string(&app).expect("app.js");
+    std::fs::write(dir.join("helper.js"), "// twice\nexport function twice(s) {\n  throw new TypeError(`no twice for ${s}`);\n}\nexport const unit = \"x\";\n")
+        .expect("helper");
+    let edited = format!(
+        "import {{ twice as double, unit }} from \"./helper.js\";\n{}",
+        text.replace("return { hello: name };", "return { edited: name, unit };")
+    );
+    std::fs::write(&app, &edited).expect("edit");
+    wait_until(Duration::from_secs(60), "the run after the edit", || watching(2)).await;
+    assert!(last().contains(r#"success: {"edited":"you","unit":"x"}"#), "{}", printed());
+    assert!(last().contains("not building hello: only its JavaScript source changed"), "{}", printed());
+    std::fs::write(&app, edited.replace("return { edited: name, unit };", "return double(name);")).expect("edit");
+    wait_until(Duration::from_secs(60), "the run of the new module", || watching(3)).await;
+    assert!(last().contains("failed: uncaught-exception (retryable): TypeError: no twice for you"), "{}", last());
+    assert!(last().contains("/taskhost-dev/helper.js:3:"), "the helper's own line: {}", last());
+    assert_eq!(builds(), 1, "{}", printed());
+
+    // The SDK's own errors are still the SDK's; a syntax error names its file and line.
+    std::fs::write(&app, text.replace("return { hello: name };", r#"throw new Fail("bad-name", "no");"#))
+        .expect("edit");
+    wait_until(Duration::from_secs(60), "the run that fails", || watching(4)).await;
+    assert!(last().contains("failed: bad-name (not retryable): no"), "{}", last());
+    std::fs::write(&app, text.replace("progress(50);", "progress(50;")).expect("edit");
+    wait_until(Duration::from_secs(60), "the run with a syntax error", || watching(5)).await;
+    assert!(last().contains("failed: syntax-error (not retryable): /taskhost-dev/app.js:7:"), "{}", last());
+    assert_eq!(builds(), 1, "{}", printed());
+
+    // What only a build reads (a package) builds again, then runs what was built: its own app.
+    std::fs::write(&app, format!("import lodash from \"lodash\";\n{text}")).expect("edit");
+    wait_until(Duration::from_secs(60), "the build for a package", || watching(6)).await;
+    assert!(
+        printed().contains(r#"the source needs a build (app.js imports "lodash", which only a build brings)"#),
+        "{}",
+        printed()
+    );
+    assert!(printed().contains("the source is read only by its build"), "{}", printed());
+    assert!(last().contains("not an http:// or https:// URL"), "the built app ran: {}", last());
+    assert_eq!(builds(), 2, "{}", printed());
+
+    edit_the_build_script(&dir, &build, &log, 7).await;
+
+    stop(child).await;
 }

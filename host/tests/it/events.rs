@@ -1,7 +1,8 @@
 //! Task events as Server-Sent Events (`GET /api/v1/events`), with real server and worker
 //! processes: a stream is told each task as it is queued, runs, fails a run and ends; `handler`,
 //! `queue` and `task` keep only the tasks they name (a stream for a task is told its state at
-//! once); bad streams get one clear error; a server that stops ends its streams. `/metrics`
+//! once); bad streams get one clear error; a server that stops ends its streams; more ends at
+//! once than a look reads are told as `lagged`, and the stream goes on. `/metrics`
 //! counts the open streams, which is how the test knows they are open before tasks are added.
 
 use crate::common;
@@ -138,4 +139,43 @@ async fn a_stream_tells_each_task_as_it_is_queued_runs_fails_and_ends(db: Db) {
     eprintln!("serve exited {:?} after SIGTERM with four event streams open", asked.elapsed());
 }
 
-crate::on_every_database!(a_stream_tells_each_task_as_it_is_queued_runs_fails_and_ends);
+/// The next `lagged` event's data, within `within` (task events before it are passed over).
+fn lagged(stream: &Events, within: Duration) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match stream.next(left) {
+            Some((name, data)) if name == "lagged" => return data,
+            Some(_) => {}
+            None => panic!("the stream ended before it was told it lagged"),
+        }
+    }
+}
+
+async fn more_ends_at_once_than_a_look_reads_are_told_as_lagged_and_the_stream_goes_on(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let served = Served::start(&env, "127.0.0.1:0");
+    let all = Events::open(&served, "/events");
+    streams(&served, 1).await;
+    // 6,000 queued (no worker): told as they come, 5,000 a look at most, nothing lost.
+    let tasks: Vec<Value> = (0..6000).map(|i| json!({"handler": "echo", "queue": "burst", "data": {"i": i}})).collect();
+    let (status, added) = served.call("POST", "/tasks", None, Some(&json!({ "tasks": tasks }).to_string()));
+    assert_eq!(status, 201, "{}", added.to_string().chars().take(300).collect::<String>());
+    let last = added["tasks"].as_array().and_then(|t| t.last()).and_then(|t| t["id"].as_i64()).expect("ids");
+    let told = all.until(TOLD, "the last of 6,000 queued", |e| e["id"] == last);
+    assert!(told.len() >= 6000, "each queued task told: {}", told.len());
+
+    // All cancelled at once: more ended than a look reads, so the stream is told it lagged.
+    let (status, answer) = served.call("POST", "/tasks/cancel", None, Some(r#"{"queue": "burst"}"#));
+    assert_eq!((status, &answer["cancelled"]), (200, &json!(6000)), "{answer}");
+    assert_eq!(lagged(&all, TOLD), json!({"reason": "burst"}));
+
+    // And goes on: a task queued next is told.
+    let next = add(&served, json!({"handler": "echo", "queue": "after"}));
+    all.until(TOLD, "the task after the burst", is(next, "scheduled"));
+}
+
+crate::on_every_database!(
+    a_stream_tells_each_task_as_it_is_queued_runs_fails_and_ends,
+    more_ends_at_once_than_a_look_reads_are_told_as_lagged_and_the_stream_goes_on
+);

@@ -1,0 +1,145 @@
+// taskhost's JavaScript SDK, its part for `taskhost dev`: a run of task 0 (`dev` and `run-once` run no
+// other) that is lent the handler's own source, read only at /taskhost-dev, runs that source as it is now
+// instead of the handler built into the component, so an edit is run without componentize-js's build.
+// A worker lends nothing, and a queued task (its id not 0) does not even look.
+//
+// StarlingMonkey has neither a file API nor `import()` at run time, so the files are read through
+// wasi:filesystem and each module is evaluated as a function: its `import ... from "./x.js"` lines become
+// reads of the other lent modules' exports ("./sdk/taskhost.js" is the SDK in the component), its `export`s
+// properties of its exports, its lines where they were. What only a build can give (a package, a WIT
+// interface, `export ... from`, `import.meta`) fails the run with `dev-needs-build`, and `taskhost dev`
+// builds the component again, which says what is wrong if anything is; a syntax error fails it with
+// `syntax-error` and the file, line and column.
+import { getDirectories } from "wasi:filesystem/preopens@0.2.12";
+
+const LIVE = "/taskhost-dev";
+
+/** The run's failure when the lent source needs a build: `taskhost dev` builds and runs again. */
+function needsBuild(why) {
+  return { code: "dev-needs-build", message: why, retryable: false };
+}
+
+/** The lent source's `handle(raw)`, or undefined when nothing is lent. `sdk` is what "./sdk/taskhost.js"
+ * gives the lent modules. */
+export function liveHandle(sdk) {
+  const lent = getDirectories().find(([, path]) => path === LIVE);
+  if (!lent) return undefined;
+  const modules = new Map();
+  const load = (path) => {
+    let exports = modules.get(path);
+    if (exports) return exports;
+    const text = read(lent[0], path);
+    exports = Object.create(null);
+    modules.set(path, exports);
+    let body;
+    try {
+      body = (0, eval)(moduleFunction(text, path));
+    } catch (e) {
+      // Said here with its line (componentize-js's build says only that there is one); with
+      // `--always-build`, the build reads it instead of this reading of modules.
+      if (e instanceof SyntaxError) {
+        const at = `${LIVE}/${path}:${e.lineNumber}:${e.columnNumber}`;
+        throw { code: "syntax-error", message: `${at}: SyntaxError: ${e.message}`, retryable: false };
+      }
+      throw e;
+    }
+    body((spec) => {
+      if (!spec.startsWith("./") && !spec.startsWith("../")) {
+        throw needsBuild(`${path} imports ${JSON.stringify(spec)}, which only a build brings`);
+      }
+      const target = join(path, spec);
+      return target === "sdk/taskhost.js" ? sdk : load(target);
+    }, exports);
+    return exports;
+  };
+  const app = load("app.js");
+  if (typeof app.handle !== "function") throw needsBuild("app.js exports no handle function");
+  return app.handle;
+}
+
+/** The text of the file at `path` in the lent directory `dir`. */
+function read(dir, path) {
+  let file;
+  try {
+    file = dir.openAt({}, path, {}, { read: true });
+  } catch (e) {
+    throw needsBuild(`${path} is not among the handler's own files (${e && e.payload !== undefined ? e.payload : e})`);
+  }
+  const size = file.stat().size;
+  const parts = [];
+  let at = 0n;
+  for (;;) {
+    const [bytes, end] = file.read(size - at > 0n ? size - at : 1n, at);
+    if (bytes.length) parts.push(bytes);
+    at += BigInt(bytes.length);
+    if (end || !bytes.length || at >= size) break;
+  }
+  const all = new Uint8Array(Number(at));
+  let offset = 0;
+  for (const p of parts) {
+    all.set(p, offset);
+    offset += p.length;
+  }
+  return new TextDecoder().decode(all);
+}
+
+/** `spec` ("./x.js", "../y.js") from the module at `from`, as a path in the lent directory. */
+function join(from, spec) {
+  const parts = from.split("/").slice(0, -1);
+  for (const part of spec.split("/")) {
+    if (part === "..") parts.pop();
+    else if (part !== "." && part !== "") parts.push(part);
+  }
+  return parts.join("/");
+}
+
+const IMPORT_FROM = /^[ \t]*import\s+([\w${*][^;]*?)\s+from\s*(["'])([^"'\n]+)\2[ \t]*;?/gm;
+const IMPORT_BARE = /^[ \t]*import\s*(["'])([^"'\n]+)\1[ \t]*;?/gm;
+const EXPORT_LIST = /^[ \t]*export\s*\{([^}]*)\}[ \t]*;?/gm;
+const EXPORT_DECLARED = /^([ \t]*)export\s+((?:async\s+)?function\s*\*?\s*([\w$]+)|class\s+([\w$]+)|(?:const|let|var)\s+([\w$]+))/gm;
+const EXPORT_DEFAULT = /^([ \t]*)export\s+default\s+/gm;
+const UNREAD = /^[ \t]*(export\s*\*|export\s*\{[^}]*\}\s*from|export\s+(?:const|let|var)\s*[[{])|\bimport\.meta\b/m;
+
+/** `text` replaced by `to`, with as many lines, so every line of the module stays where it was. */
+function sameLines(text, to) {
+  return to + "\n".repeat((text.match(/\n/g) || []).length);
+}
+
+/** The source of a function `(importOf, exports) => void` that evaluates the module `text`. */
+function moduleFunction(text, path) {
+  const unread = text.match(UNREAD);
+  if (unread) throw needsBuild(`${path}: ${unread[0].trim()} is read only by a build`);
+  const names = []; // [exported, local]
+  let n = 0;
+  const body = text
+    .replace(IMPORT_FROM, (all, clause, _q, spec) => {
+      const m = `__taskhost_m${n++}`;
+      let take = `const ${m} = __taskhost_import(${JSON.stringify(spec)});`;
+      for (let part of clause.split(/,(?![^{]*\})/)) {
+        part = part.trim();
+        if (part.startsWith("* as ")) take += ` const ${part.slice(5).trim()} = ${m};`;
+        else if (part.startsWith("{")) take += ` const ${part.replace(/([\w$]+)\s+as\s+([\w$]+)/g, "$1: $2")} = ${m};`;
+        else if (part) take += ` const ${part} = ${m}.default;`;
+      }
+      return sameLines(all, take);
+    })
+    .replace(IMPORT_BARE, (all, _q, spec) => sameLines(all, `__taskhost_import(${JSON.stringify(spec)});`))
+    .replace(EXPORT_LIST, (all, list) => {
+      for (const item of list.split(",").map((s) => s.trim()).filter(Boolean)) {
+        const [local, exported = local] = item.split(/\s+as\s+/);
+        names.push([exported.trim(), local.trim()]);
+      }
+      return sameLines(all, "");
+    })
+    .replace(EXPORT_DECLARED, (_all, indent, declaration, fn, cls, binding) => {
+      const name = fn || cls || binding;
+      names.push([name, name]);
+      return indent + declaration;
+    })
+    .replace(EXPORT_DEFAULT, (_all, indent) => `${indent}__taskhost_exports.default = `);
+  const getters = names
+    .map(([exported, local]) => `Object.defineProperty(__taskhost_exports, ${JSON.stringify(exported)}, { enumerable: true, get: () => ${local} });`)
+    .join(" ");
+  // All on the first line: the module's own lines keep their numbers in errors' stacks.
+  return `(function (__taskhost_import, __taskhost_exports) { "use strict"; ${getters} ${body}\n})\n//# sourceURL=${LIVE}/${path}`;
+}
