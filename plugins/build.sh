@@ -124,8 +124,9 @@ for app in plugins/*/app.js; do
         if grep -q '"./sdk/taskhost.js"' "$app"; then
             rm -rf "$stage/js/$name" && mkdir -p "$stage/js/$name/sdk"
             cp "$dir"/*.js "$stage/js/$name/" && cp sdk/js/*.js "$stage/js/$name/sdk/"
-            # The SDK's world, with WASI's WIT (py-webhook's), as `taskhost new js` writes it.
-            cp -rL plugins/py-webhook/wit "$stage/js/$name/wit" && cp sdk/js/js.wit "$stage/js/$name/wit/"
+            # The SDK's world, as `taskhost new js` writes it.
+            mkdir -p "$stage/js/$name/wit/deps" && cp wit/task-handler.wit sdk/js/js.wit "$stage/js/$name/wit/"
+            cp sdk/js/filesystem.wit "$stage/js/$name/wit/deps/"
             source=$stage/js/$name/app.js off="random fetch-event" wit=$stage/js/$name/wit world=task-handler-js
         fi
         # shellcheck disable=SC2086 # one word a feature

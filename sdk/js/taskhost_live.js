@@ -37,6 +37,7 @@ export function liveHandle(sdk) {
     } catch (e) {
       // Said here with its line (componentize-js's build says only that there is one); with
       // `--always-build`, the build reads it instead of this reading of modules.
+      if (e instanceof SyntaxError && UNREAD_SYNTAX.test(e.message)) throw needsBuild(`${path}: ${e.message}`);
       if (e instanceof SyntaxError) {
         const at = `${LIVE}/${path}:${e.lineNumber}:${e.columnNumber}`;
         throw { code: "syntax-error", message: `${at}: SyntaxError: ${e.message}`, retryable: false };
@@ -49,7 +50,7 @@ export function liveHandle(sdk) {
       }
       const target = join(path, spec);
       return target === "sdk/taskhost.js" ? sdk : load(target);
-    }, exports);
+    }, exports, provides);
     return exports;
   };
   const app = load("app.js");
@@ -65,14 +66,14 @@ function read(dir, path) {
   } catch (e) {
     throw needsBuild(`${path} is not among the handler's own files (${e && e.payload !== undefined ? e.payload : e})`);
   }
-  const size = file.stat().size;
+  // Read to its end, a piece at a time (the SDK's world has no `stat`: see wit/deps/filesystem.wit).
   const parts = [];
   let at = 0n;
   for (;;) {
-    const [bytes, end] = file.read(size - at > 0n ? size - at : 1n, at);
+    const [bytes, end] = file.read(65536n, at);
     if (bytes.length) parts.push(bytes);
     at += BigInt(bytes.length);
-    if (end || !bytes.length || at >= size) break;
+    if (end || !bytes.length) break;
   }
   const all = new Uint8Array(Number(at));
   let offset = 0;
@@ -93,16 +94,30 @@ function join(from, spec) {
   return parts.join("/");
 }
 
-const IMPORT_FROM = /^[ \t]*import\s+([\w${*][^;]*?)\s+from\s*(["'])([^"'\n]+)\2[ \t]*;?/gm;
+// An import's clause exactly (a default, a `{...}` list, `* as ns`), so no text in a comment reads as one.
+const CLAUSE = String.raw`(?:[\w$]+\s*,\s*)?(?:\{[^}]*\}|\*\s*as\s+[\w$]+)|[\w$]+`;
+const IMPORT_FROM = new RegExp(String.raw`^[ \t]*import\s*(${CLAUSE})\s*from\s*(["'])([^"'\n]+)\2[ \t]*;?`, "gm");
 const IMPORT_BARE = /^[ \t]*import\s*(["'])([^"'\n]+)\1[ \t]*;?/gm;
 const EXPORT_LIST = /^[ \t]*export\s*\{([^}]*)\}[ \t]*;?/gm;
-const EXPORT_DECLARED = /^([ \t]*)export\s+((?:async\s+)?function\s*\*?\s*([\w$]+)|class\s+([\w$]+)|(?:const|let|var)\s+([\w$]+))/gm;
+const EXPORT_DECLARED = /^([ \t]*)export(\s+)(default\s+)?((?:async\s+)?function\s*\*?\s*([\w$]*)|class\s*([\w$]*)|(?:const|let|var)\s+([\w$]+))/gm;
 const EXPORT_DEFAULT = /^([ \t]*)export\s+default\s+/gm;
-const UNREAD = /^[ \t]*(export\s*\*|export\s*\{[^}]*\}\s*from|export\s+(?:const|let|var)\s*[[{])|\bimport\.meta\b/m;
+// What a build reads and this does not: re-exports, a declaration of several names or a pattern, import.meta.
+const UNREAD = /^[ \t]*(export\s*\*|export\s*\{[^}]*\}\s*from|export\s+(?:const|let|var)\s*[[{]|export\s+(?:const|let|var)\s+[^;\n]*,)|\bimport\.meta\b/m;
+// A SyntaxError about these is this reading's (an import not at a line's start, import attributes, a
+// top-level await): the build reads the module instead.
+const UNREAD_SYNTAX = /\b(import|export|await|with)\b/;
 
 /** `text` replaced by `to`, with as many lines, so every line of the module stays where it was. */
 function sameLines(text, to) {
-  return to + "\n".repeat((text.match(/\n/g) || []).length);
+  return to.replace(/\n/g, " ") + "\n".repeat((text.match(/\n/g) || []).length);
+}
+
+/** Throws as a build would when module `m` (from `spec`) does not export each of `names`. */
+function provides(m, names, spec) {
+  for (const name of names) {
+    if (!(name in m)) throw new SyntaxError(`the module ${JSON.stringify(spec)} does not provide an export named ${JSON.stringify(name)}`);
+  }
+  return m;
 }
 
 /** The source of a function `(importOf, exports) => void` that evaluates the module `text`. */
@@ -114,32 +129,48 @@ function moduleFunction(text, path) {
   const body = text
     .replace(IMPORT_FROM, (all, clause, _q, spec) => {
       const m = `__taskhost_m${n++}`;
-      let take = `const ${m} = __taskhost_import(${JSON.stringify(spec)});`;
+      const wanted = [];
+      let take = "";
       for (let part of clause.split(/,(?![^{]*\})/)) {
         part = part.trim();
-        if (part.startsWith("* as ")) take += ` const ${part.slice(5).trim()} = ${m};`;
-        else if (part.startsWith("{")) take += ` const ${part.replace(/([\w$]+)\s+as\s+([\w$]+)/g, "$1: $2")} = ${m};`;
-        else if (part) take += ` const ${part} = ${m}.default;`;
+        if (part.startsWith("*")) take += ` const ${part.replace(/^\*\s*as\s+/, "")} = ${m};`;
+        else if (part.startsWith("{")) {
+          const list = part.slice(1, -1).split(",").map((x) => x.trim()).filter(Boolean);
+          wanted.push(...list.map((x) => x.split(/\s+as\s+/)[0]));
+          take += ` const { ${list.map((x) => x.replace(/^([\w$]+)\s+as\s+([\w$]+)$/, "$1: $2")).join(", ")} } = ${m};`;
+        } else if (part) {
+          wanted.push("default");
+          take += ` const ${part} = ${m}.default;`;
+        }
       }
-      return sameLines(all, take);
+      const from = `__taskhost_provides(__taskhost_import(${JSON.stringify(spec)}), ${JSON.stringify(wanted)}, ${JSON.stringify(spec)})`;
+      return sameLines(all, `const ${m} = ${from};${take}`);
     })
     .replace(IMPORT_BARE, (all, _q, spec) => sameLines(all, `__taskhost_import(${JSON.stringify(spec)});`))
     .replace(EXPORT_LIST, (all, list) => {
-      for (const item of list.split(",").map((s) => s.trim()).filter(Boolean)) {
+      for (const item of list.split(",").map((x) => x.trim()).filter(Boolean)) {
         const [local, exported = local] = item.split(/\s+as\s+/);
         names.push([exported.trim(), local.trim()]);
       }
       return sameLines(all, "");
     })
-    .replace(EXPORT_DECLARED, (_all, indent, declaration, fn, cls, binding) => {
-      const name = fn || cls || binding;
-      names.push([name, name]);
-      return indent + declaration;
+    .replace(EXPORT_DECLARED, (all, indent, space, isDefault, declaration, fn, cls, binding) => {
+      // A declaration stays one (hoisted, its name bound in the module); a nameless default is named.
+      let name = fn || (cls !== "extends" && cls) || binding;
+      if (!name) {
+        if (cls === "extends") declaration = "class extends";
+        name = "__taskhost_default";
+        declaration = declaration.replace(/(function\s*\*?|class)(\s*)(extends)?$/, (_d, kw, _s, ext) => `${kw} ${name}${ext ? " extends" : ""}`);
+      }
+      names.push([isDefault ? "default" : name, name]);
+      // Spaces where `export` (and `default`) stood: every column stays where it was.
+      return indent + " ".repeat(6 + space.length + (isDefault ? isDefault.length : 0)) + declaration;
     })
     .replace(EXPORT_DEFAULT, (_all, indent) => `${indent}__taskhost_exports.default = `);
-  const getters = names
+  // One getter a name (a declaration in a comment may repeat one).
+  const getters = [...new Map(names)]
     .map(([exported, local]) => `Object.defineProperty(__taskhost_exports, ${JSON.stringify(exported)}, { enumerable: true, get: () => ${local} });`)
     .join(" ");
-  // All on the first line: the module's own lines keep their numbers in errors' stacks.
-  return `(function (__taskhost_import, __taskhost_exports) { "use strict"; ${getters} ${body}\n})\n//# sourceURL=${LIVE}/${path}`;
+// All on the first line: the module's own lines keep their numbers in errors' stacks.
+  return `(function (__taskhost_import, __taskhost_exports, __taskhost_provides) { "use strict"; ${getters} ${body}\n})\n//# sourceURL=${LIVE}/${path}`;
 }

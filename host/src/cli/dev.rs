@@ -70,13 +70,13 @@ pub async fn run(args: &DevArgs, config: &AppConfig) -> Result<()> {
     config.plugins_dir = dir.join("plugins");
     let stop = crate::shutdown::shutdown_signal();
     tokio::pin!(stop);
-    // A handler on an SDK that reads its source at run time (see the module's docs).
-    let live = if args.once || args.always_build { None } else { reads_live_source(dir) };
+    // A handler on an SDK that reads its source at run time (see the module's docs), as it is now.
+    let live = || if args.once || args.always_build { None } else { reads_live_source(dir) };
     let mut seen = sources(dir);
     let mut build = true;
     loop {
         let outcome = tokio::select! {
-            outcome = once(dir, &name, &args.data, &config, build, live) => outcome,
+            outcome = once(dir, &name, &args.data, &config, build, live()) => outcome,
             _ = &mut stop => return Ok(()),
         };
         if args.once {
@@ -96,7 +96,7 @@ pub async fn run(args: &DevArgs, config: &AppConfig) -> Result<()> {
             let now = sources(dir);
             if now != seen {
                 // A failed build is built again whatever changed: its output is not there.
-                build = build_failed || !live.is_some_and(|l| only_own_source_changed(l, dir, &seen, &now));
+                build = build_failed || !live().is_some_and(|l| only_own_source_changed(l, dir, &seen, &now));
                 seen = now;
                 break;
             }
@@ -116,30 +116,31 @@ impl std::fmt::Display for BuildFailed {
 
 impl std::error::Error for BuildFailed {}
 
-/// Build (unless `build` is false), then run once, lent the handler's own source when `live`:
-/// the run's outcome (`Reported` when it failed). A live run that imports a module the component
-/// lacks (it was not imported when the component was made), or that only a build can read, builds,
-/// and runs again; source that only a build can read is not lent to the run after that build.
+/// Build (unless `build` is false), then run once, lent the handler's own source when `live` (a
+/// JavaScript handler's only when it was not built: after a build, what was built runs): the run's
+/// outcome (`Reported` when it failed). A live run that imports a module the component lacks (it
+/// was not imported when the component was made), or that only a build can read, builds, and runs
+/// what was built.
 async fn once(
     dir: &Path,
     name: &str,
     data: &str,
     config: &AppConfig,
-    mut build: bool,
+    build: bool,
     mut live: Option<Live>,
 ) -> Result<()> {
     let data = super::read_data(data)?;
-    let mut built = false;
+    let mut build = build;
     loop {
-        if build && !built {
+        if build {
             build_it(dir, name).await.map_err(|e| BuildFailed(format!("{e:#}")))?;
-            built = true;
-        } else if !build {
+        } else {
             let language = live.map_or("", Live::language);
             println!("not building {name}: only its {language} source changed, which the run reads as it is now");
         }
         let started = Instant::now();
         let lent = match live {
+            Some(Live::Js) if build => None,
             Some(live) => Some(Lent::copy(live, dir)?),
             None => None,
         };
@@ -152,14 +153,9 @@ async fn once(
                 println!("the source imports a module the component built last lacks: building it again");
                 build = true;
             }
-            GuestOutcome::Failed(f) if live.is_some() && f.code == NEEDS_BUILD => {
-                if built {
-                    println!("the source is read only by its build ({}): running what was built", f.message);
-                    live = None;
-                } else {
-                    println!("the source needs a build ({}): building it again", f.message);
-                }
-                build = true;
+            GuestOutcome::Failed(f) if !build && f.code == NEEDS_BUILD => {
+                println!("the source is read only by a build ({}): building it again", f.message);
+                (build, live) = (true, None);
             }
             _ => return Err(super::Reported.into()),
         }
@@ -200,11 +196,17 @@ fn reads_live_source(dir: &Path) -> Option<Live> {
     };
     if on_sdk("app.py", "sdk/taskhost.py") {
         Some(Live::Python)
-    } else if on_sdk("app.js", "sdk/taskhost_live.js") {
+    } else if on_sdk("app.js", "sdk/taskhost_live.js") && wraps_handle(&dir.join("app.js")) {
         Some(Live::Js)
     } else {
         None
     }
+}
+
+/// Whether the JavaScript module at `app` makes its `handle` with the SDK's `handler()`, which is
+/// what runs the lent source (a `handle` of its own would run what was built, whatever the edit).
+fn wraps_handle(app: &Path) -> bool {
+    std::fs::read_to_string(app).is_ok_and(|text| text.contains("\"./sdk/taskhost.js\"") && text.contains("handler("))
 }
 
 /// The copy of a handler's own source files a run is lent: only what the SDK reads, never the

@@ -68,11 +68,12 @@ fn rust_sdk() -> Vec<(&'static str, Contents)> {
 }
 
 /// taskhost's JavaScript SDK, which every JavaScript handler `taskhost new` writes imports, and the
-/// world it is built against (with the WASI WIT of [`http_wit`]).
-const JS_SDK: [(&str, Contents); 3] = [
+/// world it is built against, with the part of WASI's filesystem the SDK calls.
+const JS_SDK: [(&str, Contents); 4] = [
     ("sdk/taskhost.js", Contents::Bytes(include_bytes!("../../../sdk/js/taskhost.js"))),
     ("sdk/taskhost_live.js", Contents::Bytes(include_bytes!("../../../sdk/js/taskhost_live.js"))),
     ("wit/js.wit", Contents::Bytes(include_bytes!("../../../sdk/js/js.wit"))),
+    ("wit/deps/filesystem.wit", Contents::Bytes(include_bytes!("../../../sdk/js/filesystem.wit"))),
 ];
 
 /// py-webhook's wit/: the world with wasi:http, and WASI 0.2.12's WIT it needs.
@@ -116,7 +117,6 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
             };
             let mut files = vec![app, template!("js/build.sh"), WIT];
             files.extend(JS_SDK);
-            files.extend(http_wit());
             files
         }
         // The bindings are the ones the C examples are built with (sdk/c/gen, made by `wit-bindgen
@@ -149,7 +149,7 @@ fn files(language: Language, http: bool) -> Vec<(&'static str, Contents)> {
 }
 
 /// The world with wasi:http and WASI 0.2.12's WIT it needs: for every Python and C handler (their
-/// SDKs import wasi:http), and every JavaScript one (its SDK imports wasi:filesystem).
+/// SDKs import wasi:http).
 fn http_wit() -> Vec<(&'static str, Contents)> {
     http_wit!("cli.wit", "clocks.wit", "filesystem.wit", "http.wit", "io.wit", "random.wit", "sockets.wit")
 }
