@@ -32,12 +32,16 @@ export function liveHandle(sdk) {
     exports = Object.create(null);
     modules.set(path, exports);
     let body;
+    let source;
     try {
-      body = (0, eval)(moduleFunction(text, path));
+      source = moduleFunction(text, path);
+      body = (0, eval)(source);
     } catch (e) {
       // Said here with its line (componentize-js's build says only that there is one); with
       // `--always-build`, the build reads it instead of this reading of modules.
-      if (e instanceof SyntaxError && UNREAD_SYNTAX.test(e.message)) throw needsBuild(`${path}: ${e.message}`);
+      if (e instanceof SyntaxError && (UNREAD_SYNTAX.test(e.message) || topLevelAwait(e, source))) {
+        throw needsBuild(`${path}: ${e.message}`);
+      }
       if (e instanceof SyntaxError) {
         const at = `${LIVE}/${path}:${e.lineNumber}:${e.columnNumber}`;
         throw { code: "syntax-error", message: `${at}: SyntaxError: ${e.message}`, retryable: false };
@@ -56,6 +60,18 @@ export function liveHandle(sdk) {
   const app = load("app.js");
   if (typeof app.handle !== "function") throw needsBuild("app.js exports no handle function");
   return app.handle;
+}
+
+/** Whether SyntaxError `e` of the module function `source` is an `await` at its top level: the
+ * module compiles as an async function (a build reads it; an `await` in a plain function is an error). */
+function topLevelAwait(e, source) {
+  if (!source || !/\bawait\b/.test(e.message)) return false;
+  try {
+    (0, eval)(source.replace("(function (", "(async function ("));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The text of the file at `path` in the lent directory `dir`. */
@@ -99,17 +115,44 @@ const CLAUSE = String.raw`(?:[\w$]+\s*,\s*)?(?:\{[^}]*\}|\*\s*as\s+[\w$]+)|[\w$]
 const IMPORT_FROM = new RegExp(String.raw`^[ \t]*import\s*(${CLAUSE})\s*from\s*(["'])([^"'\n]+)\2[ \t]*;?`, "gm");
 const IMPORT_BARE = /^[ \t]*import\s*(["'])([^"'\n]+)\1[ \t]*;?/gm;
 const EXPORT_LIST = /^[ \t]*export\s*\{([^}]*)\}[ \t]*;?/gm;
-const EXPORT_DECLARED = /^([ \t]*)export(\s+)(default\s+)?((?:async\s+)?function\s*\*?\s*([\w$]*)|class\s*([\w$]*)|(?:const|let|var)\s+([\w$]+))/gm;
+const EXPORT_DECLARED = /^([ \t]*)(export\s+(?:default\s+)?)((?:async\s+)?function\b\s*\*?\s*([\w$]*)|class\b\s*([\w$]*)|(?:const|let|var)\s+([\w$]+))/gm;
 const EXPORT_DEFAULT = /^([ \t]*)export\s+default\s+/gm;
-// What a build reads and this does not: re-exports, a declaration of several names or a pattern, import.meta.
-const UNREAD = /^[ \t]*(export\s*\*|export\s*\{[^}]*\}\s*from|export\s+(?:const|let|var)\s*[[{]|export\s+(?:const|let|var)\s+[^;\n]*,)|\bimport\.meta\b/m;
-// A SyntaxError about these is this reading's (an import not at a line's start, import attributes, a
-// top-level await): the build reads the module instead.
-const UNREAD_SYNTAX = /\b(import|export|await|with)\b/;
+const EXPORT_BINDING = /^[ \t]*export\s+(?:const|let|var)\s/gm;
+// What a build reads and this does not: re-exports, an exported pattern, import.meta.
+const UNREAD = /^[ \t]*(export\s*\*|export\s*\{[^}]*\}\s*from|export\s+(?:const|let|var)\s*[[{])|\bimport\.meta\b/m;
+// A SyntaxError about these is this reading's (an import not at a line's start, import attributes): the
+// build reads the module instead. One about `await` is a top-level await only if the module compiles as
+// an async function.
+const UNREAD_SYNTAX = /\b(import|export|with)\b/;
 
 /** `text` replaced by `to`, with as many lines, so every line of the module stays where it was. */
 function sameLines(text, to) {
   return to.replace(/\n/g, " ") + "\n".repeat((text.match(/\n/g) || []).length);
+}
+
+/** `text` as spaces, its line breaks kept: what stood there is gone, every column where it was. */
+function blank(text) {
+  return text.replace(/[^\n]/g, " ");
+}
+
+/** Whether the `export const|let|var` at `at` in `text` declares several names (a comma outside
+ * brackets and strings, before the statement's end), which this reading would export only the first of. */
+function declaresSeveral(text, at) {
+  const close = { "(": ")", "[": "]", "{": "}" };
+  const open = [];
+  for (let i = at; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"' || c === "'" || c === "`") {
+      for (i++; i < text.length && text[i] !== c; i++) if (text[i] === "\\") i++;
+    } else if (c === "/" && text[i + 1] === "/") {
+      while (i < text.length && text[i] !== "\n") i++;
+      i--;
+    } else if (close[c]) open.push(close[c]);
+    else if (open.length && c === open[open.length - 1]) open.pop();
+    else if (!open.length && (c === ";" || c === "\n")) return false;
+    else if (!open.length && c === ",") return true;
+  }
+  return false;
 }
 
 /** Throws as a build would when module `m` (from `spec`) does not export each of `names`. */
@@ -124,10 +167,14 @@ function provides(m, names, spec) {
 function moduleFunction(text, path) {
   const unread = text.match(UNREAD);
   if (unread) throw needsBuild(`${path}: ${unread[0].trim()} is read only by a build`);
+  for (const m of text.matchAll(EXPORT_BINDING)) {
+    if (declaresSeveral(text, m.index + m[0].length)) throw needsBuild(`${path}: an export declaring several names is read only by a build`);
+  }
   const names = []; // [exported, local]
   let n = 0;
   const body = text
     .replace(IMPORT_FROM, (all, clause, _q, spec) => {
+      clause = clause.replace(/\/\*[\s\S]*?\*\/|\/\/[^\n]*/g, " ");
       const m = `__taskhost_m${n++}`;
       const wanted = [];
       let take = "";
@@ -154,7 +201,8 @@ function moduleFunction(text, path) {
       }
       return sameLines(all, "");
     })
-    .replace(EXPORT_DECLARED, (all, indent, space, isDefault, declaration, fn, cls, binding) => {
+    .replace(EXPORT_DECLARED, (all, indent, exported, declaration, fn, cls, binding) => {
+      const isDefault = /default/.test(exported);
       // A declaration stays one (hoisted, its name bound in the module); a nameless default is named.
       let name = fn || (cls !== "extends" && cls) || binding;
       if (!name) {
@@ -163,14 +211,17 @@ function moduleFunction(text, path) {
         declaration = declaration.replace(/(function\s*\*?|class)(\s*)(extends)?$/, (_d, kw, _s, ext) => `${kw} ${name}${ext ? " extends" : ""}`);
       }
       names.push([isDefault ? "default" : name, name]);
-      // Spaces where `export` (and `default`) stood: every column stays where it was.
-      return indent + " ".repeat(6 + space.length + (isDefault ? isDefault.length : 0)) + declaration;
+      return indent + blank(exported) + declaration;
     })
-    .replace(EXPORT_DEFAULT, (_all, indent) => `${indent}__taskhost_exports.default = `);
+    // `__taskhost_d = ` is as wide as `export default `; its getter is there from the start (a cycle).
+    .replace(EXPORT_DEFAULT, (all, indent) => {
+      names.push(["default", "__taskhost_d"]);
+      return `${indent}__taskhost_d = ${blank(all.slice(indent.length + 15))}`;
+    });
   // One getter a name (a declaration in a comment may repeat one).
   const getters = [...new Map(names)]
     .map(([exported, local]) => `Object.defineProperty(__taskhost_exports, ${JSON.stringify(exported)}, { enumerable: true, get: () => ${local} });`)
     .join(" ");
 // All on the first line: the module's own lines keep their numbers in errors' stacks.
-  return `(function (__taskhost_import, __taskhost_exports, __taskhost_provides) { "use strict"; ${getters} ${body}\n})\n//# sourceURL=${LIVE}/${path}`;
+  return `(function (__taskhost_import, __taskhost_exports, __taskhost_provides) { "use strict"; let __taskhost_d; ${getters} ${body}\n})\n//# sourceURL=${LIVE}/${path}`;
 }

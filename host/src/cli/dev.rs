@@ -70,13 +70,16 @@ pub async fn run(args: &DevArgs, config: &AppConfig) -> Result<()> {
     config.plugins_dir = dir.join("plugins");
     let stop = crate::shutdown::shutdown_signal();
     tokio::pin!(stop);
-    // A handler on an SDK that reads its source at run time (see the module's docs), as it is now.
+    // A handler on an SDK that reads its source at run time (see the module's docs), as it is now,
+    // and as it was when last built (what the component does with a lent source).
     let live = || if args.once || args.always_build { None } else { reads_live_source(dir) };
+    let mut now_live = live();
+    let mut built_live = now_live;
     let mut seen = sources(dir);
     let mut build = true;
     loop {
         let outcome = tokio::select! {
-            outcome = once(dir, &name, &args.data, &config, build, live()) => outcome,
+            outcome = once(dir, &name, &args.data, &config, build, now_live) => outcome,
             _ = &mut stop => return Ok(()),
         };
         if args.once {
@@ -96,7 +99,12 @@ pub async fn run(args: &DevArgs, config: &AppConfig) -> Result<()> {
             let now = sources(dir);
             if now != seen {
                 // A failed build is built again whatever changed: its output is not there.
-                build = build_failed || !live().is_some_and(|l| only_own_source_changed(l, dir, &seen, &now));
+                now_live = live();
+                let own = |l: Live| only_own_source_changed(l, dir, &seen, &now);
+                build = build_failed || built_live.is_none() || !now_live.is_some_and(own);
+                if build {
+                    built_live = now_live;
+                }
                 seen = now;
                 break;
             }
@@ -206,7 +214,9 @@ fn reads_live_source(dir: &Path) -> Option<Live> {
 /// Whether the JavaScript module at `app` makes its `handle` with the SDK's `handler()`, which is
 /// what runs the lent source (a `handle` of its own would run what was built, whatever the edit).
 fn wraps_handle(app: &Path) -> bool {
-    std::fs::read_to_string(app).is_ok_and(|text| text.contains("\"./sdk/taskhost.js\"") && text.contains("handler("))
+    std::fs::read_to_string(app).is_ok_and(|text| {
+        (text.contains("\"./sdk/taskhost.js\"") || text.contains("'./sdk/taskhost.js'")) && text.contains("handler(")
+    })
 }
 
 /// The copy of a handler's own source files a run is lent: only what the SDK reads, never the

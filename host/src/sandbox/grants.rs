@@ -20,9 +20,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
-/// Where `taskhost dev` lends a run the handler's source (read only), and the Python SDK looks for
-/// it: no operator's grant may reach it (nor `/`, under which a guest could make it), so a
-/// worker's guest can never put code there for a later run.
+/// Where `taskhost dev` lends a run the handler's source (read only), and the Python and
+/// JavaScript SDKs look for it: no operator's grant may reach it (nor `/`, under which a guest
+/// could make it), so a worker's guest can never put code there for a later run.
 pub const DEV_SOURCE: &str = "/taskhost-dev";
 
 /// Whether a guest path is `/`, or at or under [`DEV_SOURCE`], or climbs with `..`.
