@@ -134,11 +134,10 @@ async fn once(
     name: &str,
     data: &str,
     config: &AppConfig,
-    build: bool,
+    mut build: bool,
     mut live: Option<Live>,
 ) -> Result<()> {
     let data = super::read_data(data)?;
-    let mut build = build;
     loop {
         if build {
             build_it(dir, name).await.map_err(|e| BuildFailed(format!("{e:#}")))?;

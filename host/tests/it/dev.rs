@@ -233,5 +233,35 @@ async fn dev_runs_a_javascript_handlers_edited_source_without_building_it_again(
 
     edit_the_build_script(&dir, &build, &log, 7).await;
 
+    // An import list over lines, with a comment: the lines below it keep their numbers.
+    let listed = format!(
+        "import {{\n  twice as double, // the helper's\n  unit,\n}} from \"./helper.js\";\n{}",
+        text.replace("return { hello: name };", "return double(name + unit);")
+    );
+    let line = listed.lines().position(|l| l.contains("return double(")).expect("the call") + 1;
+    std::fs::write(&app, &listed).expect("edit");
+    wait_until(Duration::from_secs(60), "the run with a listed import", || watching(8)).await;
+    assert!(last().contains("TypeError: no twice for youx"), "{}", last());
+    assert!(last().contains(&format!("/taskhost-dev/app.js:{line}:")), "app.js's own line {line}: {}", last());
+
+    // A name the module does not export is an error, as a build makes it.
+    std::fs::write(&app, listed.replace("  unit,", "  nothing,")).expect("edit");
+    wait_until(Duration::from_secs(60), "the run with a missing name", || watching(9)).await;
+    assert!(last().contains(r#"does not provide an export named "nothing""#), "{}", last());
+    assert_eq!(builds(), 3, "{}", printed());
+
+    // A handle of its own, not made by handler(), reads no lent source: each change builds, and so
+    // does the change back, since what was built then does not read it either.
+    std::fs::write(&app, "export async function handle() {\n  return \"own\";\n}\n").expect("edit");
+    wait_until(Duration::from_secs(60), "the build of a handle of its own", || watching(10)).await;
+    assert_eq!(builds(), 4, "{}", printed());
+    std::fs::write(&app, &text).expect("edit back");
+    wait_until(Duration::from_secs(60), "the build back to handler()", || watching(11)).await;
+    assert_eq!(builds(), 5, "{}", printed());
+    std::fs::write(&app, text.replace("return { hello: name };", "return { again: name };")).expect("edit");
+    wait_until(Duration::from_secs(60), "the run read again", || watching(12)).await;
+    assert!(last().contains(r#"success: {"again":"you"}"#), "{}", last());
+    assert_eq!(builds(), 5, "{}", printed());
+
     stop(child).await;
 }
