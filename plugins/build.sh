@@ -111,8 +111,9 @@ done
 
 # JavaScript (StarlingMonkey with WASI features off but stdio: console output and uncaught errors reach the
 # run's logs; a handler that calls fetch keeps http, which fetch needs). A handler written with taskhost's
-# SDK (it imports ./sdk/taskhost.js) is built from a copy beside sdk/js/*.js, against the SDK's world
-# (sdk/js/js.wit), as `taskhost new js` lays one out, with clocks (the SDK's timeouts) and http kept.
+# SDK (it imports ./sdk/taskhost.js) is built from a copy beside sdk/js/*.js, as `taskhost new js` lays one
+# out, with clocks (the SDK's timeouts) and http kept. js-webhook is also built as `taskhost dev` builds it
+# (sdk/dev.js, against the SDK's world in sdk/js/js.wit), into $out/dev/, for the dev tests.
 for app in plugins/*/app.js; do
     [ -e "$app" ] || continue
     dir=$(dirname "$app"); name=$(basename "$dir")
@@ -127,13 +128,21 @@ for app in plugins/*/app.js; do
             # The SDK's world, as `taskhost new js` writes it.
             mkdir -p "$stage/js/$name/wit/deps" && cp wit/task-handler.wit sdk/js/js.wit "$stage/js/$name/wit/"
             cp sdk/js/filesystem.wit "$stage/js/$name/wit/deps/"
-            source=$stage/js/$name/app.js off="random fetch-event" wit=$stage/js/$name/wit world=task-handler-js
+            source=$stage/js/$name/app.js off="random fetch-event" wit=$stage/js/$name/wit
+            if [ "$name" = js-webhook ]; then
+                # shellcheck disable=SC2086 # one word a feature
+                "$tools/js/node_modules/.bin/componentize-js" "$stage/js/$name/sdk/dev.js" --wit "$wit" \
+                    -n task-handler-js -d $off -o "$stage/$name.dev.wasm" >/dev/null
+            fi
         fi
         # shellcheck disable=SC2086 # one word a feature
         "$tools/js/node_modules/.bin/componentize-js" "$source" --wit "$wit" -n "$world" \
             -d $off -o "$stage/$name.wasm" >/dev/null
     fi
     publish "$name" "$stage/$name.wasm"
+    if [ -e "$stage/$name.dev.wasm" ]; then
+        mkdir -p "$out/dev" && cp "$stage/$name.dev.wasm" "$out/dev/.$name.tmp" && mv "$out/dev/.$name.tmp" "$out/dev/$name.wasm"
+    fi
 done
 
 # C: a plugin's own bindings in its gen/ (`wit-bindgen c wit --world task-handler`), else the SDK's

@@ -31,13 +31,13 @@
 //   the handler's terms (`request-timeout`, `request-failed`; a refused destination's run gets the host's
 //   `denied`), `raiseForStatus()` (`http-5xx`, retried; `http-4xx`, not, but 408 and 429) and `snoozeIfBusy()`.
 //   `fetch` itself works too.
-// - Under `taskhost dev`, an edit of the handler's own .js files runs without a build (taskhost_live.js).
-// Built against the world in js.wit (`componentize-js app.js --wit wit -n task-handler-js`).
+// - Under `taskhost dev`, an edit of the handler's own .js files runs without a build: dev builds with
+//   TASKHOST_DEV=1, and build.sh then builds dev.js (this SDK, taskhost_live.js and app.js) against the world
+//   in js.wit; a worker's build (`sh build.sh`) is app.js against `task-handler`, without that part.
 import {
   setProgress, setResults, log as hostLog, snooze as hostSnooze, enqueue as hostEnqueue, enqueueAfter as hostEnqueueAfter,
   dependencies as hostDependencies, awaitSignal as hostAwaitSignal,
 } from "taskhost:plugin/host@0.2.0";
-import { liveHandle } from "./taskhost_live.js";
 import * as sdk from "./taskhost.js";
 
 // Busy answers without a Retry-After are tried again after this many seconds; a server's longer
@@ -247,6 +247,15 @@ export function handler(fn) {
   return wrap(fn, true);
 }
 
+// taskhost_live.js's reader of the lent source, installed by dev.js (a build for `taskhost dev`); a
+// worker's build has none.
+let liveHandle;
+
+/** For dev.js: runs of task 0 look for a lent source with `reader` (taskhost_live.js's liveHandle). */
+export function readLentSource(reader) {
+  liveHandle = reader;
+}
+
 /** What a run's thrown `e` ends it as, when the handler did not say. */
 function uncaught(e) {
   return { code: "uncaught-exception", message: e && e.stack ? `${e}\n${e.stack}` : String(e), retryable: true };
@@ -255,7 +264,7 @@ function uncaught(e) {
 function wrap(fn, live) {
   return async function handle(raw) {
     // Only `taskhost dev` and `run-once` run task 0; a queued task does not look.
-    if (live && (raw.taskId === 0n || raw.taskId === 0)) {
+    if (live && liveHandle && (raw.taskId === 0n || raw.taskId === 0)) {
       let current;
       try {
         // The lent source's modules get this SDK, whose handler() there does not look again.

@@ -16,7 +16,10 @@
 //! `build.sh`, a dependency's file) builds again, and so does a run that imports a module the
 //! component lacks (the JavaScript SDK: anything a build must read, `dev-needs-build`);
 //! `--always-build` builds at every change. A worker lends nothing (no grant may reach that path):
-//! it runs what was built.
+//! it runs what was built. The build runs with `TASKHOST_DEV=1` (but under `--once` and
+//! `--always-build`, which lend nothing), with which a JavaScript handler's `build.sh` builds the
+//! SDK's reader of the lent source in; a worker's build leaves it out (each WASI function a
+//! JavaScript component imports costs its every run).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -72,14 +75,15 @@ pub async fn run(args: &DevArgs, config: &AppConfig) -> Result<()> {
     tokio::pin!(stop);
     // A handler on an SDK that reads its source at run time (see the module's docs), as it is now,
     // and as it was when last built (what the component does with a lent source).
-    let live = || if args.once || args.always_build { None } else { reads_live_source(dir) };
+    let lends = !args.once && !args.always_build;
+    let live = || if lends { reads_live_source(dir) } else { None };
     let mut now_live = live();
     let mut built_live = now_live;
     let mut seen = sources(dir);
     let mut build = true;
     loop {
         let outcome = tokio::select! {
-            outcome = once(dir, &name, &args.data, &config, build, now_live) => outcome,
+            outcome = once(dir, &name, &args.data, &config, build, now_live, lends) => outcome,
             _ = &mut stop => return Ok(()),
         };
         if args.once {
@@ -128,7 +132,7 @@ impl std::error::Error for BuildFailed {}
 /// JavaScript handler's only when it was not built: after a build, what was built runs): the run's
 /// outcome (`Reported` when it failed). A live run that imports a module the component lacks (it
 /// was not imported when the component was made), or that only a build can read, builds, and runs
-/// what was built.
+/// what was built. `lends`: whether any run may be lent the source (built for it, `DEV_ENV`).
 async fn once(
     dir: &Path,
     name: &str,
@@ -136,11 +140,12 @@ async fn once(
     config: &AppConfig,
     mut build: bool,
     mut live: Option<Live>,
+    lends: bool,
 ) -> Result<()> {
     let data = super::read_data(data)?;
     loop {
         if build {
-            build_it(dir, name).await.map_err(|e| BuildFailed(format!("{e:#}")))?;
+            build_it(dir, name, lends).await.map_err(|e| BuildFailed(format!("{e:#}")))?;
         } else {
             let language = live.map_or("", Live::language);
             println!("not building {name}: only its {language} source changed, which the run reads as it is now");
@@ -203,12 +208,23 @@ fn reads_live_source(dir: &Path) -> Option<Live> {
     };
     if on_sdk("app.py", "sdk/taskhost.py") {
         Some(Live::Python)
-    } else if on_sdk("app.js", "sdk/taskhost_live.js") && wraps_handle(&dir.join("app.js")) {
+    } else if on_sdk("app.js", "sdk/taskhost_live.js") && builds_live(dir) && wraps_handle(&dir.join("app.js")) {
         Some(Live::Js)
     } else {
         None
     }
 }
+
+/// Whether the JavaScript handler's `build.sh` builds the SDK's reader of the lent source in: when
+/// `TASKHOST_DEV` is set, as `taskhost new js` writes it, or always, as it did before (its world
+/// `task-handler-js`). A build without it would run what was built, whatever the edit.
+fn builds_live(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("build.sh")).is_ok_and(|b| b.contains(DEV_ENV) || b.contains("task-handler-js"))
+}
+
+/// Set for a build by `taskhost dev`: a JavaScript handler's build then builds in what runs the
+/// source dev lends (sdk/dev.js), which a worker's build leaves out.
+const DEV_ENV: &str = "TASKHOST_DEV";
 
 /// Whether the JavaScript module at `app` makes its `handle` with the SDK's `handler()`, which is
 /// what runs the lent source (a `handle` of its own would run what was built, whatever the edit).
@@ -247,11 +263,18 @@ impl Drop for Lent {
     }
 }
 
-/// `sh build.sh` in the handler's directory.
-async fn build_it(dir: &Path, name: &str) -> Result<()> {
+/// `sh build.sh` in the handler's directory, with `DEV_ENV` set when a run may be lent the source
+/// (not under `--once` or `--always-build`, so that `dev --once` builds what a worker runs).
+async fn build_it(dir: &Path, name: &str, lends: bool) -> Result<()> {
     let started = Instant::now();
     println!("building {name}: sh {}", dir.join("build.sh").display());
-    let status = tokio::process::Command::new("sh")
+    let mut command = tokio::process::Command::new("sh");
+    if lends {
+        command.env(DEV_ENV, "1");
+    } else {
+        command.env_remove(DEV_ENV);
+    }
+    let status = command
         .arg("build.sh")
         .current_dir(dir)
         .kill_on_drop(true)

@@ -69,9 +69,10 @@ fn rust_sdk() -> Vec<(&'static str, Contents)> {
 
 /// taskhost's JavaScript SDK, which every JavaScript handler `taskhost new` writes imports, and the
 /// world it is built against, with the part of WASI's filesystem the SDK calls.
-const JS_SDK: [(&str, Contents); 4] = [
+const JS_SDK: [(&str, Contents); 5] = [
     ("sdk/taskhost.js", Contents::Bytes(include_bytes!("../../../sdk/js/taskhost.js"))),
     ("sdk/taskhost_live.js", Contents::Bytes(include_bytes!("../../../sdk/js/taskhost_live.js"))),
+    ("sdk/dev.js", Contents::Bytes(include_bytes!("../../../sdk/js/dev.js"))),
     ("wit/js.wit", Contents::Bytes(include_bytes!("../../../sdk/js/js.wit"))),
     ("wit/deps/filesystem.wit", Contents::Bytes(include_bytes!("../../../sdk/js/filesystem.wit"))),
 ];

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds plugins/{{name}}.wasm with componentize-js, installed with npm on first use. sdk/ is
-# taskhost's JavaScript SDK; wit/js.wit the world it is built against.
+# taskhost's JavaScript SDK.
 set -e
 cd "$(dirname "$0")"
 tools=${NODE_TOOLS:-.}
@@ -11,6 +11,10 @@ mkdir -p plugins
 # -d: WASI random and the fetch-event export off. Stdio stays (console.log lands in the run's logs),
 # clocks (setTimeout, the SDK's timeouts) and http (fetch: requests go where the operator's network
 # grant allows).
-"$tools/node_modules/.bin/componentize-js" app.js --wit wit -n task-handler-js \
+# `taskhost dev` builds with TASKHOST_DEV=1: sdk/dev.js, app.js with the SDK's part that runs an edit of
+# it without a build, against wit/js.wit's world; workers need neither.
+entry=app.js world=task-handler
+if [ -n "${TASKHOST_DEV:-}" ]; then entry=sdk/dev.js world=task-handler-js; fi
+"$tools/node_modules/.bin/componentize-js" "$entry" --wit wit -n "$world" \
     -d random fetch-event -o plugins/{{name}}.wasm
 echo "built plugins/{{name}}.wasm"

@@ -36,15 +36,16 @@ fn new_c_handler(dir: &Path) {
 
 /// `taskhost new LANGUAGE hello` in `tmp`, its build a copy of the example `component` made from the
 /// same SDK (another app inside), counted in `plugins/builds`: componentize-py and componentize-js
-/// are not what is tested here, and the shared cache has the example compiled already. The
-/// handler's directory and its build script.
+/// are not what is tested here, and the shared cache has the example compiled already. A JavaScript
+/// build with `TASKHOST_DEV` set copies the example as `taskhost dev` builds it (`dev/`), as the
+/// template's build.sh does. The handler's directory and its build script.
 fn new_handler_built_as(tmp: &Path, language: &str, component: &str) -> (std::path::PathBuf, String) {
     let o = taskhost(tmp).args(["new", language, "hello"]).output().expect("taskhost new");
     assert!(o.status.success(), "{}", stderr(&o));
-    let built = built_plugins().join(format!("{component}.wasm"));
     let dir = tmp.join("hello");
-    let build =
-        format!("mkdir -p plugins && cp '{}' plugins/hello.wasm && echo built >> plugins/builds\n", built.display());
+    let dev = if language == "js" { "${TASKHOST_DEV:+dev/}" } else { "" };
+    let built = format!("{}/{dev}{component}.wasm", built_plugins().display());
+    let build = format!("mkdir -p plugins && cp \"{built}\" plugins/hello.wasm && echo built >> plugins/builds\n");
     std::fs::write(dir.join("build.sh"), &build).expect("build.sh");
     (dir, build)
 }
@@ -217,11 +218,24 @@ async fn dev_runs_a_javascript_handlers_edited_source_without_building_it_again(
     std::fs::write(&app, text.replace("progress(50);", "progress(50;")).expect("edit");
     wait_until(Duration::from_secs(60), "the run with a syntax error", || watching(5)).await;
     assert!(last().contains("failed: syntax-error (not retryable): /taskhost-dev/app.js:7:"), "{}", last());
+    // An await in a function that is not async is one too, on its line; the SDK quoted with ' is the SDK.
+    let quoted = text.replace("\"./sdk/taskhost.js\"", "'./sdk/taskhost.js'");
+    std::fs::write(&app, format!("{quoted}function later() {{\n  await 1;\n}}\n")).expect("edit");
+    wait_until(Duration::from_secs(60), "the run with an await in a plain function", || watching(6)).await;
+    let line = quoted.lines().count() + 2;
+    assert!(
+        last().contains(&format!("failed: syntax-error (not retryable): /taskhost-dev/app.js:{line}:")),
+        "{}",
+        last()
+    );
+    std::fs::write(&app, quoted.replace("return { hello: name };", "return { quoted: name };")).expect("edit");
+    wait_until(Duration::from_secs(60), "the run with the SDK quoted with '", || watching(7)).await;
+    assert!(last().contains(r#"success: {"quoted":"you"}"#), "{}", last());
     assert_eq!(builds(), 1, "{}", printed());
 
     // What only a build reads (a package) builds again, then runs what was built: its own app.
     std::fs::write(&app, format!("import lodash from \"lodash\";\n{text}")).expect("edit");
-    wait_until(Duration::from_secs(60), "the build for a package", || watching(6)).await;
+    wait_until(Duration::from_secs(60), "the build for a package", || watching(8)).await;
     assert!(
         printed()
             .contains(r#"the source is read only by a build (app.js imports "lodash", which only a build brings)"#),
@@ -231,7 +245,7 @@ async fn dev_runs_a_javascript_handlers_edited_source_without_building_it_again(
     assert!(last().contains("not an http:// or https:// URL"), "the built app ran: {}", last());
     assert_eq!(builds(), 2, "{}", printed());
 
-    edit_the_build_script(&dir, &build, &log, 7).await;
+    edit_the_build_script(&dir, &build, &log, 9).await;
 
     // An import list over lines, with a comment: the lines below it keep their numbers.
     let listed = format!(
@@ -240,28 +254,41 @@ async fn dev_runs_a_javascript_handlers_edited_source_without_building_it_again(
     );
     let line = listed.lines().position(|l| l.contains("return double(")).expect("the call") + 1;
     std::fs::write(&app, &listed).expect("edit");
-    wait_until(Duration::from_secs(60), "the run with a listed import", || watching(8)).await;
+    wait_until(Duration::from_secs(60), "the run with a listed import", || watching(10)).await;
     assert!(last().contains("TypeError: no twice for youx"), "{}", last());
     assert!(last().contains(&format!("/taskhost-dev/app.js:{line}:")), "app.js's own line {line}: {}", last());
 
     // A name the module does not export is an error, as a build makes it.
     std::fs::write(&app, listed.replace("  unit,", "  nothing,")).expect("edit");
-    wait_until(Duration::from_secs(60), "the run with a missing name", || watching(9)).await;
+    wait_until(Duration::from_secs(60), "the run with a missing name", || watching(11)).await;
     assert!(last().contains(r#"does not provide an export named "nothing""#), "{}", last());
     assert_eq!(builds(), 3, "{}", printed());
 
     // A handle of its own, not made by handler(), reads no lent source: each change builds, and so
     // does the change back, since what was built then does not read it either.
     std::fs::write(&app, "export async function handle() {\n  return \"own\";\n}\n").expect("edit");
-    wait_until(Duration::from_secs(60), "the build of a handle of its own", || watching(10)).await;
+    wait_until(Duration::from_secs(60), "the build of a handle of its own", || watching(12)).await;
     assert_eq!(builds(), 4, "{}", printed());
     std::fs::write(&app, &text).expect("edit back");
-    wait_until(Duration::from_secs(60), "the build back to handler()", || watching(11)).await;
+    wait_until(Duration::from_secs(60), "the build back to handler()", || watching(13)).await;
     assert_eq!(builds(), 5, "{}", printed());
     std::fs::write(&app, text.replace("return { hello: name };", "return { again: name };")).expect("edit");
-    wait_until(Duration::from_secs(60), "the run read again", || watching(12)).await;
+    wait_until(Duration::from_secs(60), "the run read again", || watching(14)).await;
     assert!(last().contains(r#"success: {"again":"you"}"#), "{}", last());
     assert_eq!(builds(), 5, "{}", printed());
+
+    // A build that never builds the reader of the lent source in (a worker's, whatever TASKHOST_DEV
+    // says) builds at each change: what it built would run, not the edit.
+    let plain = format!(
+        "mkdir -p plugins && cp \"{}\" plugins/hello.wasm && echo built >> plugins/builds\n",
+        built_plugins().join("js-webhook.wasm").display()
+    );
+    std::fs::write(dir.join("build.sh"), plain).expect("build.sh");
+    wait_until(Duration::from_secs(60), "the build after build.sh changed", || watching(15)).await;
+    std::fs::write(&app, text.replace("return { hello: name };", "return { plain: name };")).expect("edit");
+    wait_until(Duration::from_secs(60), "the build of a plain build's edit", || watching(16)).await;
+    assert!(last().contains("not an http:// or https:// URL"), "what was built ran: {}", printed());
+    assert_eq!(builds(), 7, "{}", printed());
 
     stop(child).await;
 }
