@@ -130,9 +130,11 @@ for app in plugins/*/app.js; do
             cp sdk/js/filesystem.wit "$stage/js/$name/wit/deps/"
             source=$stage/js/$name/app.js off="random fetch-event" wit=$stage/js/$name/wit
             if [ "$name" = js-webhook ]; then
+                # From the handler's directory, as the template's build.sh: componentize-js reads
+                # modules under the directory it runs in, and dev.js imports ../app.js.
                 # shellcheck disable=SC2086 # one word a feature
-                "$tools/js/node_modules/.bin/componentize-js" "$stage/js/$name/sdk/dev.js" --wit "$wit" \
-                    -n task-handler-js -d $off -o "$stage/$name.dev.wasm" >/dev/null
+                (cd "$stage/js/$name" && "$tools/js/node_modules/.bin/componentize-js" sdk/dev.js --wit wit \
+                    -n task-handler-js -d $off -o "$stage/$name.dev.wasm" >/dev/null)
             fi
         fi
         # shellcheck disable=SC2086 # one word a feature

@@ -90,6 +90,10 @@ pub async fn run(args: &DevArgs, config: &AppConfig) -> Result<()> {
             return outcome;
         }
         let build_failed = matches!(&outcome, Err(e) if e.is::<BuildFailed>());
+        // What this loop built last; another build of it since (`sh build.sh` for a deploy: no
+        // reader of the lent source) is built over at the next change.
+        let component = config.plugins_dir.join(format!("{name}.wasm"));
+        let ours = stamp(&component);
         match &outcome {
             Err(e) if !e.is::<super::Reported>() => println!("error: {e:#}"),
             _ => {}
@@ -105,7 +109,7 @@ pub async fn run(args: &DevArgs, config: &AppConfig) -> Result<()> {
                 // A failed build is built again whatever changed: its output is not there.
                 now_live = live();
                 let own = |l: Live| only_own_source_changed(l, dir, &seen, &now);
-                build = build_failed || built_live.is_none() || !now_live.is_some_and(own);
+                build = build_failed || built_live.is_none() || !now_live.is_some_and(own) || stamp(&component) != ours;
                 if build {
                     built_live = now_live;
                 }
@@ -215,11 +219,18 @@ fn reads_live_source(dir: &Path) -> Option<Live> {
     }
 }
 
-/// Whether the JavaScript handler's `build.sh` builds the SDK's reader of the lent source in: when
-/// `TASKHOST_DEV` is set, as `taskhost new js` writes it, or always, as it did before (its world
+/// Whether the JavaScript handler's `build.sh` builds the SDK's reader of the lent source in: its
+/// `sdk/dev.js` when `TASKHOST_DEV` is set, as `taskhost new js` writes it, or, with the SDK from
+/// before dev.js (whose taskhost.js imports the reader itself), always (the world
 /// `task-handler-js`). A build without it would run what was built, whatever the edit.
 fn builds_live(dir: &Path) -> bool {
-    std::fs::read_to_string(dir.join("build.sh")).is_ok_and(|b| b.contains(DEV_ENV) || b.contains("task-handler-js"))
+    let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+    let (build, sdk) = (read("build.sh"), read("sdk/taskhost.js"));
+    if sdk.contains("readLentSource") {
+        build.contains(DEV_ENV) && read("sdk/dev.js").contains("readLentSource")
+    } else {
+        build.contains("task-handler-js") && sdk.contains("./taskhost_live.js")
+    }
 }
 
 /// Set for a build by `taskhost dev`: a JavaScript handler's build then builds in what runs the
@@ -300,6 +311,12 @@ fn only_own_source_changed(live: Live, dir: &Path, before: &Files, now: &Files) 
 fn own_source(live: Live, dir: &Path, path: &Path) -> bool {
     path.extension().is_some_and(|e| live.extensions().iter().any(|x| e == *x))
         && !path.strip_prefix(dir).is_ok_and(|p| p.starts_with("sdk"))
+}
+
+/// A file's modification time and size, if it is there.
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), meta.len()))
 }
 
 /// Source files and their modification time and size.

@@ -67,8 +67,9 @@ fn rust_sdk() -> Vec<(&'static str, Contents)> {
     ]
 }
 
-/// taskhost's JavaScript SDK, which every JavaScript handler `taskhost new` writes imports, and the
-/// world it is built against, with the part of WASI's filesystem the SDK calls.
+/// taskhost's JavaScript SDK, which every JavaScript handler `taskhost new` writes imports, and what
+/// `taskhost dev` builds in to read the handler's source (dev.js, its world with the part of WASI's
+/// filesystem the reader calls).
 const JS_SDK: [(&str, Contents); 5] = [
     ("sdk/taskhost.js", Contents::Bytes(include_bytes!("../../../sdk/js/taskhost.js"))),
     ("sdk/taskhost_live.js", Contents::Bytes(include_bytes!("../../../sdk/js/taskhost_live.js"))),

@@ -14,7 +14,7 @@ mkdir -p plugins
 # `taskhost dev` builds with TASKHOST_DEV=1: sdk/dev.js, app.js with the SDK's part that runs an edit of
 # it without a build, against wit/js.wit's world; workers need neither.
 entry=app.js world=task-handler
-if [ -n "${TASKHOST_DEV:-}" ]; then entry=sdk/dev.js world=task-handler-js; fi
+if [ "${TASKHOST_DEV:-}" = 1 ]; then entry=sdk/dev.js world=task-handler-js; fi
 "$tools/node_modules/.bin/componentize-js" "$entry" --wit wit -n "$world" \
     -d random fetch-event -o plugins/{{name}}.wasm
 echo "built plugins/{{name}}.wasm"

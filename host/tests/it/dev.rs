@@ -45,7 +45,9 @@ fn new_handler_built_as(tmp: &Path, language: &str, component: &str) -> (std::pa
     let dir = tmp.join("hello");
     let dev = if language == "js" { "${TASKHOST_DEV:+dev/}" } else { "" };
     let built = format!("{}/{dev}{component}.wasm", built_plugins().display());
-    let build = format!("mkdir -p plugins && cp \"{built}\" plugins/hello.wasm && echo built >> plugins/builds\n");
+    let build = format!(
+        "mkdir -p plugins && cp \"{built}\" plugins/hello.wasm && echo \"built ${{TASKHOST_DEV:-unset}}\" >> plugins/builds\n"
+    );
     std::fs::write(dir.join("build.sh"), &build).expect("build.sh");
     (dir, build)
 }
@@ -277,18 +279,34 @@ async fn dev_runs_a_javascript_handlers_edited_source_without_building_it_again(
     assert!(last().contains(r#"success: {"again":"you"}"#), "{}", last());
     assert_eq!(builds(), 5, "{}", printed());
 
-    // A build that never builds the reader of the lent source in (a worker's, whatever TASKHOST_DEV
-    // says) builds at each change: what it built would run, not the edit.
-    let plain = format!(
-        "mkdir -p plugins && cp \"{}\" plugins/hello.wasm && echo built >> plugins/builds\n",
-        built_plugins().join("js-webhook.wasm").display()
-    );
-    std::fs::write(dir.join("build.sh"), plain).expect("build.sh");
-    wait_until(Duration::from_secs(60), "the build after build.sh changed", || watching(15)).await;
-    std::fs::write(&app, text.replace("return { hello: name };", "return { plain: name };")).expect("edit");
-    wait_until(Duration::from_secs(60), "the build of a plain build's edit", || watching(16)).await;
+    // Built meanwhile for a deploy (`sh build.sh`: no reader in it), the next change builds again.
+    let o = Command::new("sh").arg("build.sh").current_dir(&dir).env_remove("TASKHOST_DEV").output().expect("sh");
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::write(&app, text.replace("return { hello: name };", "return { deployed: name };")).expect("edit");
+    wait_until(Duration::from_secs(60), "the build after a build for a deploy", || watching(15)).await;
     assert!(last().contains("not an http:// or https:// URL"), "what was built ran: {}", printed());
     assert_eq!(builds(), 7, "{}", printed());
 
+    // A build.sh that never builds the reader in (`task-handler-js` named, TASKHOST_DEV not, as the
+    // template did before sdk/dev.js) builds at each change: what it built would run, not the edit.
+    let plain = format!(
+        "# componentize-js app.js -n task-handler-js\nmkdir -p plugins && cp \"{}\" plugins/hello.wasm && echo built >> plugins/builds\n",
+        built_plugins().join("js-webhook.wasm").display()
+    );
+    std::fs::write(dir.join("build.sh"), plain).expect("build.sh");
+    wait_until(Duration::from_secs(60), "the build after build.sh changed", || watching(16)).await;
+    std::fs::write(&app, text.replace("return { hello: name };", "return { plain: name };")).expect("edit");
+    wait_until(Duration::from_secs(60), "the build of a plain build's edit", || watching(17)).await;
+    assert!(last().contains("not an http:// or https:// URL"), "what was built ran: {}", printed());
+    assert_eq!(builds(), 9, "{}", printed());
     stop(child).await;
+
+    // dev builds with TASKHOST_DEV=1, but under --once (which lends nothing): what a worker runs.
+    std::fs::write(dir.join("build.sh"), &build).expect("build.sh");
+    let o = taskhost(tmp.path()).args(["dev", "hello", "--once"]).output().expect("dev --once");
+    assert_eq!(o.status.code(), Some(1), "the built app wants a url: {}", stdout(&o));
+    let built = std::fs::read_to_string(dir.join("plugins/builds")).expect("builds");
+    let kinds: Vec<&str> = built.lines().collect();
+    assert_eq!(kinds.first(), Some(&"built 1"), "{built}");
+    assert_eq!((kinds.get(5), kinds.last()), (Some(&"built unset"), Some(&"built unset")), "{built}");
 }

@@ -33,10 +33,17 @@ fn new_handler(language: &str, name: &str, parent: &Path) -> PathBuf {
 /// Run the handler's `build.sh` as the docs say, with the tools plugins/build.sh installed
 /// (the script installs its own when they are missing) and a shared cargo target directory.
 fn build(dir: &Path) {
+    build_with(dir, &[]);
+}
+
+/// `build.sh` with `env` set (`TASKHOST_DEV=1`: as `taskhost dev` builds).
+fn build_with(dir: &Path, env: &[(&str, &str)]) {
     built_plugins();
     let root = repo_root();
     let o = Command::new("sh")
         .arg(dir.join("build.sh"))
+        .env_remove("TASKHOST_DEV")
+        .envs(env.iter().copied())
         .env("VENV", root.join("target/tools/py"))
         .env("NODE_TOOLS", root.join("target/tools/js"))
         .env("CARGO_TARGET_DIR", root.join("target/new-handlers"))
@@ -136,6 +143,18 @@ fn first_hour(env: &Env, language: &str, expected: serde_json::Value) {
     assert_eq!((&run["status"], &run["results"]), (&serde_json::json!("success"), &expected), "{language}: {shown}");
     let logs = run["logs"].as_array().map(|l| l.iter().filter_map(|l| l.as_str()).collect::<Vec<_>>().join("\n"));
     assert!(logs.unwrap_or_default().contains("[stdout] "), "{language}: what it printed is in the logs: {shown}");
+
+    // As `taskhost dev` builds it, a JavaScript handler has the reader of its lent source in (another
+    // component: sdk/dev.js against wit/js.wit's world), and runs the same.
+    if language == "js" {
+        let component = dir.join(format!("plugins/{name}.wasm"));
+        let size = || std::fs::metadata(&component).expect("the component").len();
+        let for_workers = size();
+        build_with(&dir, &[("TASKHOST_DEV", "1")]);
+        assert_ne!(size(), for_workers, "TASKHOST_DEV=1 builds another component");
+        let o = once(r#"{"name": "dev"}"#);
+        assert!(stdout(&o).contains(r#"success: {"hello":"dev"}"#), "{}{}", stdout(&o), stderr(&o));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
