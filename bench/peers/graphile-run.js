@@ -9,6 +9,7 @@
 // (perfTest/init.js); see graphile.sh's header for what differs.
 //
 //   node bench/peers/graphile-run.js --url postgres://... --jobs 50000 --processes 2
+//   node bench/peers/graphile-run.js --url postgres://... --migrate    (the schema only)
 //
 // Env: PEERS_GRAPHILE_DIR, where graphile-worker is installed (default <repo>/target/peers/graphile).
 "use strict";
@@ -51,6 +52,7 @@ function args(argv) {
     else if (k === "--jobs") (out.jobs = parseInt(v, 10)), i++;
     else if (k === "--processes") (out.processes = parseInt(v, 10)), i++;
     else if (k === "--child") out.child = true;
+    else if (k === "--migrate") out.migrate = true;
     else throw new Error(`unknown argument ${k}`);
   }
   if (!out.url) throw new Error("--url (or PERF_DATABASE_URL) is required");
@@ -100,10 +102,14 @@ async function child(opts) {
 async function parent(opts) {
   const { Pool } = requirePg("pg");
   const { runMigrations } = requireGw("graphile-worker");
-  const gwVersion = requireGw("graphile-worker/package.json").version;
+  // Read as a file: graphile-worker 0.18's "exports" does not export its package.json.
+  const gwPackage = path.join(GRAPHILE_DIR, "node_modules", "graphile-worker", "package.json");
+  const gwVersion = JSON.parse(require("fs").readFileSync(gwPackage, "utf8")).version;
 
-  // Schema installed (migrations) before anything is timed, and the jobs table emptied.
+  // Schema installed (migrations) before anything is timed, and the jobs table emptied. `--migrate`:
+  // only that (graphile.sh installs it before it reads the server's counters).
   await runMigrations({ connectionString: opts.url });
+  if (opts.migrate) return;
   const pool = new Pool({ connectionString: opts.url, max: 2 });
   const empty = async () => {
     await pool.query("truncate graphile_worker._private_jobs");
