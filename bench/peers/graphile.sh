@@ -147,18 +147,40 @@ else
   echo "NOTE: the server does not load pg_stat_statements (shared_preload_libraries): no statements' table." >&2
 fi
 
+# Whether none of the postmaster's processes serves the benchmark's database or is ending (a zombie):
+# a backend read between the list of processes and its end would be counted neither alive nor reaped.
+server_quiet() {
+  local c state
+  for c in $(pgrep -P "$POSTMASTER"); do
+    state=$(sed 's/^.*) //' "/proc/$c/stat" 2>/dev/null | cut -d' ' -f1) || continue
+    [[ $state == Z ]] && return 1
+    tr '\0' ' ' <"/proc/$c/cmdline" 2>/dev/null | grep -q " $DB " && return 1
+  done
+  return 0
+}
+
 # The server's CPU so far in clock ticks: the postmaster's, its live processes', and those of the
-# processes it reaped (cutime, cstime: a backend's CPU when its connection closed). Empty without it.
+# processes it reaped (cutime, cstime: a backend's CPU when its connection closed), once the last
+# run's connections are gone (at most 30 s). Empty without it.
 server_ticks() {
   [[ -n $POSTMASTER ]] || return 0
+  local deadline=$((SECONDS + 30))
+  until server_quiet; do
+    ((SECONDS < deadline)) || { echo "NOTE: the server's processes did not settle: this run's CPU is rough" >&2; break; }
+    sleep 0.05
+  done
   # Fields after "pid (comm) ": $12 utime, $13 stime, $14 cutime, $15 cstime.
   { cat "/proc/$POSTMASTER/stat"; for c in $(pgrep -P "$POSTMASTER"); do cat "/proc/$c/stat" 2>/dev/null; done; } |
     awk 'NR == 1 { sub(/^.*\) /, ""); s += $12 + $13 + $14 + $15; next } { sub(/^.*\) /, ""); s += $12 + $13 } END { print s }'
 }
 wal_bytes() { psql "$URL" -Atc "select pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint"; }
-# Before a run: the ticks and the WAL, and the statements' counts reset.
+# Before a run: the previous run's dead rows vacuumed and a checkpoint (so that neither an autovacuum
+# nor a checkpoint of what the last run left lands in this run's figures, and each run starts with
+# the same full-page writes ahead), then the ticks and the WAL read and the statements' counts reset.
 SERVER0=
 server_start() {
+  psql "$URL" -c "vacuum" >/dev/null
+  psql "$URL" -c "checkpoint" >/dev/null 2>&1 || true # a superuser's (or pg_checkpoint's)
   ((STAT_STATEMENTS)) && psql "$URL" -Atc "select pg_stat_statements_reset()" >/dev/null
   SERVER0="$(server_ticks) $(wal_bytes)"
 }
