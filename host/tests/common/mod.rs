@@ -338,7 +338,11 @@ pub fn compiler() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_taskhost"))
 }
 
-/// A worker config for tests: drain, no overseer, quick polls.
+/// A worker config for tests: drain, no overseer, quick polls, no memory cap.
+///
+/// The cap is on the process's resident memory, and every in-process test shares this one: its
+/// size says nothing about one test's worker, and passing the cap (768 MiB with one slot) made
+/// unrelated workers exit at once, running nothing. The cap is tested on worker processes (cli.rs).
 pub fn drain_config() -> WorkerConfig {
     WorkerConfig {
         drain: true,
@@ -346,6 +350,7 @@ pub fn drain_config() -> WorkerConfig {
         watch_plugins: None,
         poll_interval: Duration::from_millis(20),
         concurrency: 4,
+        rss_cap_bytes: Some(u64::MAX),
         ..WorkerConfig::default()
     }
 }

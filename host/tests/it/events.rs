@@ -2,7 +2,8 @@
 //! processes: a stream is told each task as it is queued, runs, fails a run and ends; `handler`,
 //! `queue` and `task` keep only the tasks they name (a stream for a task is told its state at
 //! once); bad streams get one clear error; a server that stops ends its streams; more ends at
-//! once than a look reads are told as `lagged`, and the stream goes on. `/metrics`
+//! once than a look reads are told as `lagged`, and the stream goes on, as is a stream read
+//! slower than its events come (in process, over the router). `/metrics`
 //! counts the open streams, which is how the test knows they are open before tasks are added.
 
 use crate::common;
@@ -14,6 +15,7 @@ use common::served::Served;
 use common::sse::Events;
 use common::{wait_until, Db, Env};
 use serde_json::{json, Value};
+use taskhost::model::NewTask;
 
 const TOLD: Duration = Duration::from_secs(30);
 
@@ -175,7 +177,79 @@ async fn more_ends_at_once_than_a_look_reads_are_told_as_lagged_and_the_stream_g
     all.until(TOLD, "the task after the burst", is(next, "scheduled"));
 }
 
+/// A stream's body served by the router in this process, its events read as they come.
+struct Body(axum::body::Body, String);
+
+impl Body {
+    /// Open `/api/v1/events` on `router`.
+    async fn open(router: &axum::Router) -> Body {
+        use tower::ServiceExt;
+        let req = axum::http::Request::get("/api/v1/events").header("host", "localhost");
+        let answer = router.clone().oneshot(req.body(axum::body::Body::empty()).expect("a request")).await;
+        let answer = answer.expect("an answer");
+        assert_eq!(answer.status(), 200);
+        Body(answer.into_body(), String::new())
+    }
+
+    /// The next event's name and data (comments passed over), within `within`.
+    async fn next(&mut self, within: Duration) -> (String, Value) {
+        use http_body_util::BodyExt;
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(end) = self.1.find("\n\n") {
+                let event: String = self.1.drain(..end + 2).collect();
+                let field = |name: &str| event.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+                let Some(data) = field("data:") else { continue };
+                let name = field("event:").unwrap_or("message").to_string();
+                return (name, serde_json::from_str(data).unwrap_or(Value::String(data.into())));
+            }
+            let frame = tokio::time::timeout_at(deadline, self.0.frame()).await.expect("an event in time");
+            let frame = frame.expect("the stream goes on").expect("a frame");
+            if let Ok(data) = frame.into_data() {
+                self.1.push_str(std::str::from_utf8(&data).expect("text"));
+            }
+        }
+    }
+
+    /// Read until a `task` event for which `done` holds.
+    async fn until(&mut self, what: &str, done: impl Fn(&Value) -> bool) {
+        let deadline = tokio::time::Instant::now() + TOLD;
+        loop {
+            let (name, data) = self.next(deadline.saturating_duration_since(tokio::time::Instant::now())).await;
+            assert!(name == "task" || name == "lagged", "{what}: {name} {data}");
+            if name == "task" && done(&data) {
+                return;
+            }
+        }
+    }
+}
+
+/// A client reading slower than its events come is told `lagged`, with the reason `behind` and
+/// how many looks it missed, and its stream goes on. Over the router in this process: the slow
+/// stream's body is not read at all while the looks go by (over a socket, how much the kernel and
+/// the server buffer first would decide when it falls behind).
+async fn a_stream_read_slower_than_its_events_come_is_told_it_fell_behind_and_goes_on(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let router = taskhost::api::router(env.app.client.clone(), Default::default());
+    let mut read = Body::open(&router).await;
+    let mut unread = Body::open(&router).await;
+    // 40 looks with news, each its own (the read stream was told its task before the next is
+    // queued): 8 more than the reader keeps for a stream (32).
+    for i in 0..40 {
+        let id = env.app.client.add(NewTask::new("echo", "{}").with_queue("looks")).await.expect("add").id;
+        read.until(&format!("task {i} told"), |e| e["id"] == id).await;
+    }
+    let (name, data) = unread.next(TOLD).await;
+    assert_eq!(name, "lagged", "{data}");
+    assert_eq!(data["reason"], "behind", "{data}");
+    assert!(data["looks"].as_u64().is_some_and(|n| n >= 8), "{data}");
+    // And goes on: a task queued now is told after what the reader kept.
+    let next = env.app.client.add(NewTask::new("echo", "{}").with_queue("after")).await.expect("add").id;
+    unread.until("the task after the lag", is(next, "scheduled")).await;
+}
+
 crate::on_every_database!(
     a_stream_tells_each_task_as_it_is_queued_runs_fails_and_ends,
-    more_ends_at_once_than_a_look_reads_are_told_as_lagged_and_the_stream_goes_on
+    more_ends_at_once_than_a_look_reads_are_told_as_lagged_and_the_stream_goes_on,
+    a_stream_read_slower_than_its_events_come_is_told_it_fell_behind_and_goes_on
 );
