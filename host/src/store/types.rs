@@ -269,6 +269,11 @@ pub struct Look {
     pub running: bool,
     /// Tasks finished after this, by the database's clock.
     pub finished_after: Option<DateTime<Utc>>,
+    /// And up to this (none: up to now).
+    pub finished_until: Option<DateTime<Utc>>,
+    /// Count the tasks finished after the first time and up to the second (see
+    /// [`Glimpse::window`]).
+    pub finished_window: Option<(DateTime<Utc>, DateTime<Utc>)>,
     /// These tasks, in whatever state.
     pub ids: Vec<TaskId>,
     /// At most this many rows of each part (new, running, awaiting a retry, finished).
@@ -315,4 +320,6 @@ pub struct Glimpse {
     pub finished: Vec<Brief>,
     /// When a part of the finished was cut at the limit: the earliest end it was read up to.
     pub finished_cut: Option<DateTime<Utc>>,
+    /// The tasks finished within [`Look::finished_window`]: how many, and the sum of their ids.
+    pub window: Option<(u64, i64)>,
 }

@@ -15,7 +15,9 @@ use common::served::Served;
 use common::sse::Events;
 use common::{wait_until, Db, Env};
 use serde_json::{json, Value};
+use taskhost::clock::Clock;
 use taskhost::model::NewTask;
+use taskhost::runner::WorkerConfig;
 
 const TOLD: Duration = Duration::from_secs(30);
 
@@ -211,14 +213,18 @@ impl Body {
         }
     }
 
-    /// Read until a `task` event for which `done` holds.
-    async fn until(&mut self, what: &str, done: impl Fn(&Value) -> bool) {
+    /// Read until a `task` event for which `done` holds: the `task` events read.
+    async fn until(&mut self, what: &str, done: impl Fn(&Value) -> bool) -> Vec<Value> {
         let deadline = tokio::time::Instant::now() + TOLD;
+        let mut told = Vec::new();
         loop {
             let (name, data) = self.next(deadline.saturating_duration_since(tokio::time::Instant::now())).await;
             assert!(name == "task" || name == "lagged", "{what}: {name} {data}");
-            if name == "task" && done(&data) {
-                return;
+            if name == "task" {
+                told.push(data);
+                if done(told.last().unwrap_or(&Value::Null)) {
+                    return told;
+                }
             }
         }
     }
@@ -248,8 +254,42 @@ async fn a_stream_read_slower_than_its_events_come_is_told_it_fell_behind_and_go
     unread.until("the task after the lag", is(next, "scheduled")).await;
 }
 
+/// An end written after a later one (its time before the newest end the reader has seen, as a
+/// batch of another worker committed late) is told, once, and the ends told before are not told
+/// again: the reader counts the second before its newest end and reads it again only when the
+/// count differs. The worker's clock, which stamps the ends, is set by the test.
+async fn an_end_written_after_a_later_one_is_told_once(db: Db) {
+    let (env, clock) = Env::manual_on(db, &["echo"]).await;
+    let t0 = clock.now();
+    let add = |queue: &'static str| {
+        let client = env.app.client.clone();
+        async move { client.add(NewTask::new("echo", "{}").with_queue(queue)).await.expect("add").id }
+    };
+    // Queued before the stream opens, so the reader does not read them again as new ones.
+    let (early, late, third) = (add("early").await, add("late").await, add("third").await);
+    let router = taskhost::api::router(env.app.client.clone(), Default::default());
+    let mut stream = Body::open(&router).await;
+    let drain = |queue: &str| WorkerConfig { queues: vec![queue.into()], ..common::drain_config() };
+    clock.set(t0 + chrono::Duration::milliseconds(500));
+    env.drain(drain("late")).await;
+    stream.until("the later end", is(late, "succeeded")).await;
+    // Written now, ended 300 ms before the end told: within the second counted.
+    clock.set(t0 + chrono::Duration::milliseconds(200));
+    env.drain(drain("early")).await;
+    let told = stream.until("the end written late", is(early, "succeeded")).await;
+    assert!(!told.iter().any(is(late, "succeeded")), "the later end told again: {told:?}");
+    // And nothing twice: the events until a third end name neither end again.
+    clock.set(t0 + chrono::Duration::milliseconds(800));
+    env.drain(drain("third")).await;
+    let told = stream.until("a third end", is(third, "succeeded")).await;
+    for id in [early, late] {
+        assert!(!told.iter().any(|e| e["id"] == id), "{id} told again: {told:?}");
+    }
+}
+
 crate::on_every_database!(
     a_stream_tells_each_task_as_it_is_queued_runs_fails_and_ends,
+    an_end_written_after_a_later_one_is_told_once,
     more_ends_at_once_than_a_look_reads_are_told_as_lagged_and_the_stream_goes_on,
     a_stream_read_slower_than_its_events_come_is_told_it_fell_behind_and_goes_on
 );
