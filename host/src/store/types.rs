@@ -320,6 +320,7 @@ pub struct Glimpse {
     pub finished: Vec<Brief>,
     /// When a part of the finished was cut at the limit: the earliest end it was read up to.
     pub finished_cut: Option<DateTime<Utc>>,
-    /// The tasks finished within [`Look::finished_window`]: how many, and the sum of their ids.
-    pub window: Option<(u64, i64)>,
+    /// The tasks finished within [`Look::finished_window`]: how many, the sum of their ids and
+    /// the sum of their runs' attempts (a task replayed and ended again counts anew).
+    pub window: Option<(u64, i64, i64)>,
 }

@@ -260,7 +260,6 @@ async fn a_stream_read_slower_than_its_events_come_is_told_it_fell_behind_and_go
 /// count differs. The worker's clock, which stamps the ends, is set by the test.
 async fn an_end_written_after_a_later_one_is_told_once(db: Db) {
     let (env, clock) = Env::manual_on(db, &["echo"]).await;
-    let t0 = clock.now();
     let add = |queue: &'static str| {
         let client = env.app.client.clone();
         async move { client.add(NewTask::new("echo", "{}").with_queue(queue)).await.expect("add").id }
@@ -269,6 +268,10 @@ async fn an_end_written_after_a_later_one_is_told_once(db: Db) {
     let (early, late, third) = (add("early").await, add("late").await, add("third").await);
     let router = taskhost::api::router(env.app.client.clone(), Default::default());
     let mut stream = Body::open(&router).await;
+    // The ends come after the reader's first look, which reads from the server's time on.
+    let server = env.app.store.server_time().await.expect("the server's time");
+    let t0 = server.unwrap_or_else(chrono::Utc::now).max(clock.now()) + chrono::Duration::seconds(2);
+    let t0 = chrono::SubsecRound::trunc_subsecs(t0, 6);
     let drain = |queue: &str| WorkerConfig { queues: vec![queue.into()], ..common::drain_config() };
     clock.set(t0 + chrono::Duration::milliseconds(500));
     env.drain(drain("late")).await;

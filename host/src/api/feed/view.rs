@@ -6,8 +6,8 @@
 //! id to tell where it went (scheduled again after a failure or a put-back, waiting for a
 //! signal). The newest tasks are read again for [`OVERLAP`] after the newest seen, so one whose
 //! write committed up to that late after its id is not missed. The finished are read from the
-//! newest end seen on; the [`OVERLAP`] before it is only counted (how many ends, the sum of their
-//! ids: two counts by index, no row) and read again when that differs from the ends the view saw
+//! newest end seen on; the [`OVERLAP`] before it is only counted (how many ends, the sums of their
+//! ids and attempts: one row back a state) and read again when that differs from the ends the view saw
 //! there, so an end committed up to that late after its time is told without a second of ends
 //! read again at each look (at 15,000 ends a second that read was cut at every look).
 //! A part cut at its limit moves the look on past what it read (no overlap), and when the
@@ -45,8 +45,9 @@ pub(super) struct View {
     /// cut part ended (read on from there, no overlap).
     finished: Option<DateTime<Utc>>,
     finished_cut: bool,
-    /// The ends seen within [`OVERLAP`] before the newest end seen: each task's end.
-    ends: HashMap<TaskId, DateTime<Utc>>,
+    /// The ends seen within [`OVERLAP`] before the newest end seen: each task's end, and the
+    /// attempt of the run that ended it.
+    ends: HashMap<TaskId, End>,
     /// Whether a first look was made (it tells nothing changed).
     primed: bool,
 }
@@ -88,7 +89,6 @@ impl View {
         // Ends may have been missed: more since the last look than a look reads, or more in the
         // window read again.
         let ends_cut = glimpse.finished_cut.is_some() || late_cut;
-        ends.extend(glimpse.finished.iter().filter_map(|b| b.finished_on.map(|t| (b.id, t))));
         let tracked: HashSet<TaskId> =
             glimpse.running.iter().chain(&glimpse.retrying).chain(&glimpse.asked).map(|b| b.id).collect();
         // Read later, so truer: the finished last.
@@ -105,6 +105,8 @@ impl View {
             let again = store.glimpse(&Look { ids: gone, limit: LIMIT, ..Look::default() }).await?;
             seen.extend(again.asked.into_iter().map(|b| (b.id, b)));
         }
+        // Every end seen, whichever part found it: the window's counts take them all.
+        ends.extend(seen.values().filter_map(|b| b.finished_on.map(|t| (b.id, (t, b.attempt)))));
         let mut told = Told { lagged: self.primed && ends_cut, ..Told::default() };
         for b in seen.values() {
             if self.primed && self.known.get(&b.id) != Some(b) {
@@ -138,7 +140,7 @@ impl View {
         }
         // Kept for the overlap before the newest end: the next look's window.
         if let Some(newest) = self.finished {
-            ends.retain(|_, t| *t > newest - overlap);
+            ends.retain(|_, (t, _)| *t > newest - overlap);
         }
         self.ends = ends;
         self.known = seen;
@@ -155,8 +157,8 @@ impl View {
         &self,
         store: &SharedStore,
         window: Option<(DateTime<Utc>, DateTime<Utc>)>,
-        found: Option<(u64, i64)>,
-    ) -> Result<(Vec<Brief>, HashMap<TaskId, DateTime<Utc>>, bool)> {
+        found: Option<(u64, i64, i64)>,
+    ) -> Result<(Vec<Brief>, HashMap<TaskId, End>, bool)> {
         let mut ends = self.ends.clone();
         let (Some((after, until)), Some(found)) = (window, found) else { return Ok((Vec::new(), ends, false)) };
         if found == window_sums(&ends, after, until) {
@@ -166,12 +168,12 @@ impl View {
         let again = store.glimpse(&again).await?;
         let cut = again.finished_cut.is_some();
         if !cut {
-            ends.retain(|_, t| *t <= after || *t > until);
+            ends.retain(|_, (t, _)| *t <= after || *t > until);
         }
         let mut late = Vec::new();
         for b in again.finished {
-            match b.finished_on {
-                Some(t) if self.ends.get(&b.id) == Some(&t) => drop(ends.insert(b.id, t)),
+            match b.finished_on.map(|t| (t, b.attempt)) {
+                Some(end) if self.ends.get(&b.id) == Some(&end) => drop(ends.insert(b.id, end)),
                 _ => late.push(b),
             }
         }
@@ -184,9 +186,14 @@ impl View {
     }
 }
 
-/// How many of `ends` fall after `after` and up to `until`, and the sum of their ids: as
-/// [`Glimpse::window`](crate::store::Glimpse::window) counts the database's.
-fn window_sums(ends: &HashMap<TaskId, DateTime<Utc>>, after: DateTime<Utc>, until: DateTime<Utc>) -> (u64, i64) {
-    let within = ends.iter().filter(|(_, t)| **t > after && **t <= until);
-    within.fold((0, 0), |(n, sum), (id, _)| (n + 1, sum.wrapping_add(*id)))
+/// A task's end: when, and the attempt of the run that ended it.
+type End = (DateTime<Utc>, u32);
+
+/// How many of `ends` fall after `after` and up to `until`, the sum of their ids and of their
+/// attempts: as [`Glimpse::window`](crate::store::Glimpse::window) counts the database's.
+fn window_sums(ends: &HashMap<TaskId, End>, after: DateTime<Utc>, until: DateTime<Utc>) -> (u64, i64, i64) {
+    let within = ends.iter().filter(|(_, (t, _))| *t > after && *t <= until);
+    within.fold((0, 0, 0), |(n, ids, attempts), (id, (_, attempt))| {
+        (n + 1, ids.wrapping_add(*id), attempts.wrapping_add(i64::from(*attempt)))
+    })
 }
