@@ -59,6 +59,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0027_components.sql",
     "0028_sql_add.sql",
     "0029_dead_index.sql",
+    "0030_succeeded_run_on_its_task.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -93,6 +94,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0027_components.sql",
     "0028_sql_add.sql",
     "0029_dead_index.sql",
+    "0030_succeeded_run_on_its_task.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -127,6 +129,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0027_key_fuel.sql",
     "0028_components.sql",
     "0029_sql_add.sql",
+    "0030_succeeded_run_on_its_task.sql",
 );
 
 impl Embedded {

@@ -20,10 +20,8 @@ use super::plumbing::{decoded, Cells, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::tasks::{add_one, add_tasks_in_tx};
 use super::shared::SqlStore;
-use super::sql::{
-    lineage_values, new_task_args, render, Arg, Lineage, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING, SUCCESS,
-};
-use super::transitions::{self, RUN_COLUMNS, RUN_FROM_TASK};
+use super::sql::{lineage_values, new_task_args, render, Arg, Lineage, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING};
+use super::transitions;
 use super::types::{Backend, Wakeups};
 use crate::error::{Error, Result};
 use crate::model::*;

@@ -168,6 +168,34 @@ pub fn running_run(r: &impl Cells) -> Result<Run> {
     })
 }
 
+/// The run that succeeded kept on a succeeded task's row, if it is kept there (see
+/// `store::transitions`; a task that succeeded before runs were kept so has its run in `task_runs`).
+pub fn kept_run(r: &impl Cells) -> Result<Option<Run>> {
+    let Some(duration_ms) = r.int("run_duration_ms")? else { return Ok(None) };
+    if task_state(r)? != TaskState::Succeeded {
+        return Ok(None);
+    }
+    let started_on = time(r, TASKS, "run_started_on")?;
+    Ok(Some(Run {
+        id: int(r, TASKS, "run_id")?,
+        task_id: int(r, TASKS, "id")?,
+        attempt: n32(int(r, TASKS, "run_attempt")?),
+        created_on: started_on,
+        started_on: Some(started_on),
+        percents_completed: 100,
+        finished_on: r.time("finished_on")?,
+        results: r.text("run_results")?,
+        status: RunStatus::Success,
+        error_code: None,
+        error_message: None,
+        runner_id: r.int("run_runner_id")?,
+        duration_ms: Some(duration_ms),
+        component_digest: r.text("run_digest")?,
+        fuel_used: r.int("run_fuel_used")?,
+        logs: r.text("run_logs")?,
+    }))
+}
+
 pub fn runner(r: &impl Cells) -> Result<Runner> {
     Ok(Runner {
         id: int(r, RUNNERS, "id")?,

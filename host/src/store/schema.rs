@@ -104,6 +104,12 @@ pub const TABLES: &[Table] = &[
             null("share_key", NAME),
             // The version its runs run (issue 49), when it is pinned to one.
             null("pinned_digest", DIGEST),
+            // A run that succeeded, kept on its task's row instead of `task_runs` while the task
+            // stays succeeded (set exactly then: see `store::transitions`).
+            null("run_duration_ms", Int),
+            null("run_digest", DIGEST),
+            null("run_fuel_used", Int),
+            null("run_logs", Text),
         ],
     },
     // Signals sent to a task, kept until a run reads one and ends well (`read_by_run`).

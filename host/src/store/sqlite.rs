@@ -26,10 +26,8 @@ use super::migrations::{self, Embedded};
 use super::plumbing::{decoded, Cells, Held, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
-use super::sql::{
-    json_list, lineage_values, new_task_args, render, Arg, Lineage, Slot, NEW_TASK, RUNNER_RUNNING, SUCCESS,
-};
-use super::transitions::{self, RUN_COLUMNS, RUN_FROM_TASK};
+use super::sql::{json_list, lineage_values, new_task_args, render, Arg, Lineage, Slot, NEW_TASK, RUNNER_RUNNING};
+use super::transitions;
 use super::types::Backend;
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -303,7 +301,7 @@ impl Dialect for SqliteDb {
     /// summing them in the worker cost the drain about a tenth.)
     async fn finish_successes(&self, tx: &mut Tx<Sqlite>, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
         let mut written = Vec::with_capacity(ok.len());
-        // Seven values a run, within SQLite's 32,766 a statement.
+        // Eight values a run, within SQLite's 32,766 a statement.
         for chunk in ok.chunks(2_000) {
             written.extend(finish_chunk(tx, chunk).await?);
         }
@@ -312,11 +310,11 @@ impl Dialect for SqliteDb {
 }
 
 /// [`Dialect::finish_successes`] of at most 2,000 runs, by bound values, not a JSON document:
-/// SQLite re-read the document for each `->>`, seven a run. The runs' rows are made from their
-/// tasks' (see `store::transitions`) before the tasks move on.
+/// SQLite re-read the document for each `->>`, seven a run. Each run stays on its task's row
+/// (see `store::transitions`): no run row is written.
 async fn finish_chunk(tx: &mut Tx<Sqlite>, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
-    let mut runs = QueryBuilder::<Sqlite>::new("WITH j (id, t, f, res, ms, dg, fu, lg) AS (");
-    runs.push_values(ok, |mut b, o| {
+    let mut tasks = QueryBuilder::<Sqlite>::new("WITH j (id, t, f, res, ms, dg, fu, lg) AS (");
+    tasks.push_values(ok, |mut b, o| {
         b.push_bind(o.run_id)
             .push_bind(o.task_id)
             .push_bind(ts(o.finished_on))
@@ -326,36 +324,25 @@ async fn finish_chunk(tx: &mut Tx<Sqlite>, ok: &[&RunOutcome]) -> Result<Vec<End
             .push_bind(o.fuel_used)
             .push_bind(o.logs.as_deref());
     });
-    runs.push(format!(
-        ") INSERT INTO task_runs ({RUN_COLUMNS}, status, finished_on, results, percents_completed, duration_ms,
-              component_digest, fuel_used, logs)
-           SELECT {RUN_FROM_TASK}, {SUCCESS}, j.f, j.res, 100, j.ms, j.dg, j.fu, j.lg
-           FROM j JOIN task_queue q ON q.id = j.t AND q.run_id = j.id
-           WHERE q.{}
-           RETURNING id, task_queue_id, finished_on",
+    tasks.push(format!(
+        ") UPDATE task_queue SET {}, {} FROM j
+           WHERE task_queue.id = j.t AND task_queue.run_id = j.id AND task_queue.{}
+           RETURNING task_queue.run_id, task_queue.id",
+        transitions::Set::of(Transition::Succeed, "j.f").key_apart(),
+        transitions::kept_run("", "j.res", "j.ms", "j.dg", "j.fu", "j.lg"),
         transitions::from::<SqliteDb>(Transition::Succeed)
     ));
-    let done: Vec<(i64, i64, String)> = runs.build_query_as().fetch_all(&mut *tx.tx).await?;
+    let done: Vec<(i64, i64)> = tasks.build_query_as().fetch_all(&mut *tx.tx).await?;
     if done.is_empty() {
         return Ok(Vec::new());
     }
-    let mut tasks = QueryBuilder::<Sqlite>::new("WITH j (t, f) AS (");
-    tasks.push_values(&done, |mut b, (_, t, f)| {
-        b.push_bind(*t).push_bind(f.as_str());
-    });
-    tasks.push(format!(
-        ") UPDATE task_queue SET {} FROM j WHERE task_queue.id = j.t AND task_queue.{}",
-        transitions::Set::of(Transition::Succeed, "j.f").key_apart(),
-        transitions::from::<SqliteDb>(Transition::Succeed)
-    ));
-    tasks.build().execute(&mut *tx.tx).await?;
     // Apart, so rows without a key do not touch the unique index.
     let release = transitions::release_key(Transition::Succeed);
     let mut keys = QueryBuilder::<Sqlite>::new(format!("UPDATE task_queue SET {release} WHERE id IN ("));
     let mut ids = keys.separated(", ");
-    for (_, t, _) in &done {
+    for (_, t) in &done {
         ids.push_bind(*t);
     }
     keys.push(") AND active_unique_key IS NOT NULL").build().execute(&mut *tx.tx).await?;
-    Ok(done.into_iter().map(|(run_id, _, _)| Ended { run_id, of: None }).collect())
+    Ok(done.into_iter().map(|(run_id, _)| Ended { run_id, of: None }).collect())
 }

@@ -23,7 +23,15 @@ pub async fn final_details<D: Dialect>(db: &D, ids: &[TaskId]) -> Result<Vec<Tas
     // asked which had ended and then read those (twice the time, under a burst of ends).
     let ended = is_any::<D>(&TaskState::FINAL);
     let sql = format!("SELECT * FROM task_queue WHERE id IN ($1) AND ({ended}) ORDER BY id");
-    let tasks = db.rows(None, &sql, args![ids]).await?.iter().map(rows::task).collect::<Result<Vec<_>>>()?;
+    let found = db.rows(None, &sql, args![ids]).await?;
+    let tasks = found.iter().map(rows::task).collect::<Result<Vec<_>>>()?;
+    // A run that succeeded is kept on its task's row (see `store::transitions`), after those in `task_runs`.
+    let mut kept: HashMap<TaskId, Run> = HashMap::new();
+    for r in &found {
+        if let Some(run) = rows::kept_run(r)? {
+            kept.insert(run.task_id, run);
+        }
+    }
     // The rest only for those (a final task has no running run).
     let found: Vec<TaskId> = tasks.iter().map(|t| t.id).collect();
     let ids = &found[..];
@@ -35,6 +43,12 @@ pub async fn final_details<D: Dialect>(db: &D, ids: &[TaskId]) -> Result<Vec<Tas
     for r in &db.rows(None, sql, args![ids]).await? {
         let run = rows::run(r)?;
         runs.entry(run.task_id).or_default().push(run);
+    }
+    for (task, run) in kept {
+        let list = runs.entry(task).or_default();
+        if !list.iter().any(|e| e.id == run.id) {
+            list.push(run);
+        }
     }
     let mut after: HashMap<TaskId, Vec<Dependency>> = HashMap::new();
     let sql = "SELECT d.task_id, q.id, q.last_status, q.gave_up_on FROM task_deps d

@@ -22,15 +22,19 @@ pub async fn newest_id<D: Dialect>(db: &D) -> Result<TaskId> {
     found.first().map_or(Ok(0), |r| rows::id(r, "id"))
 }
 
-/// A task's runs, oldest first: those ended, from `task_runs`, then the one running, from the
-/// task's row. (Read in that order, a run that ends in between is not missed: it is found
-/// twice, and kept as it ended.)
+/// A task's runs, oldest first: those ended, from `task_runs`, then the one on the task's row,
+/// running or succeeded. (Read in that order, a run that ends in between is not missed: it is
+/// found twice, and kept as it ended, or found running.)
 pub async fn runs_of<D: Dialect>(db: &D, task_id: TaskId) -> Result<Vec<Run>> {
-    let running = format!("SELECT * FROM task_queue WHERE id = $1 AND {}", is::<D>(TaskState::Running));
-    let running = db.rows(None, &running, args![task_id]).await?.first().map(rows::running_run).transpose()?;
+    let row = db.rows(None, "SELECT * FROM task_queue WHERE id = $1", args![task_id]).await?;
+    let on_row = match row.first() {
+        Some(r) if rows::task_state(r)? == TaskState::Running => Some(rows::running_run(r)?),
+        Some(r) => rows::kept_run(r)?,
+        None => None,
+    };
     let found = db.rows(None, "SELECT * FROM task_runs WHERE task_queue_id = $1 ORDER BY id", args![task_id]).await?;
     let mut runs = found.iter().map(rows::run).collect::<Result<Vec<_>>>()?;
-    if let Some(run) = running.filter(|r| !runs.iter().any(|e| e.id == r.id)) {
+    if let Some(run) = on_row.filter(|r| !runs.iter().any(|e| e.id == r.id)) {
         runs.push(run);
     }
     Ok(runs)

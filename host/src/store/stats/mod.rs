@@ -12,9 +12,9 @@ use chrono::{DateTime, DurationRound, Utc};
 use super::dialect::{transaction_read_committed, Dialect, Ended};
 use super::plumbing::{Cells, TxOf};
 use super::rows;
-use super::sql::{args, Arg, CANCELLED, ERROR, SNOOZED, SUCCESS, TIMEOUT};
+use super::sql::{args, Arg, CANCELLED, ERROR, KEPT, SNOOZED, SUCCESS, TIMEOUT};
 use crate::error::Result;
-use crate::model::{RunId, RunOutcome};
+use crate::model::{RunId, RunOutcome, TaskId};
 use crate::stats::{BUCKETS, DURATION_BOUNDS_MS};
 
 /// Counters summed when rows meet (the histogram's `d0`… come after these).
@@ -35,7 +35,26 @@ fn minute(t: DateTime<Utc>) -> DateTime<Utc> {
 /// Count the runs `runs`, which this transaction just ended, into the statistics of their
 /// handler, queue and runner, in the minute of `now`.
 pub async fn record<D: Dialect>(db: &D, tx: &mut TxOf<D>, runs: &[RunId], now: DateTime<Utc>) -> Result<()> {
-    if runs.is_empty() {
+    let rows = "task_runs r JOIN task_queue q ON q.id = r.task_queue_id WHERE r.id IN ($1)";
+    record_from(db, tx, rows, runs, now).await
+}
+
+/// Count the runs that succeeded on the tasks `tasks`, kept on their rows (see
+/// `store::transitions`), which this transaction just ended: as [`record`] does.
+async fn record_kept<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now: DateTime<Utc>) -> Result<()> {
+    let rows = format!(
+        "(SELECT id AS task_queue_id, {SUCCESS} AS status, run_duration_ms AS duration_ms, run_fuel_used AS fuel_used,
+              run_runner_id AS task_runner_id, run_started_on AS started_on, finished_on
+          FROM task_queue WHERE id IN ($1) AND {KEPT}) r
+         JOIN task_queue q ON q.id = r.task_queue_id WHERE 1 = 1"
+    );
+    record_from(db, tx, &rows, tasks, now).await
+}
+
+/// Count the runs of `rows` (a `FROM` clause of runs `r` and their tasks `q`, selected by the
+/// ids `$1`) into the statistics, in the minute of `now`.
+async fn record_from<D: Dialect>(db: &D, tx: &mut TxOf<D>, rows: &str, ids: &[i64], now: DateTime<Utc>) -> Result<()> {
+    if ids.is_empty() {
         return Ok(());
     }
     let hist = histogram_columns();
@@ -63,8 +82,7 @@ pub async fn record<D: Dialect>(db: &D, tx: &mut TxOf<D>, runs: &[RunId], now: D
              coalesce(sum(r.fuel_used), 0) AS fuel_sum, coalesce(max(r.fuel_used), 0) AS fuel_max,
              coalesce(min(coalesce(r.started_on, r.finished_on)), $2) AS first_on,
              coalesce(max(r.finished_on), $2) AS last_on, {}
-         FROM task_runs r JOIN task_queue q ON q.id = r.task_queue_id
-         WHERE r.id IN ($1)
+         FROM {rows}
          GROUP BY q.task_handler_class, q.queue, coalesce(r.task_runner_id, 0)",
         count(SUCCESS),
         count(ERROR),
@@ -90,7 +108,7 @@ pub async fn record<D: Dialect>(db: &D, tx: &mut TxOf<D>, runs: &[RunId], now: D
          SELECT * FROM ({select}) AS s WHERE 1 = 1 {upsert}",
         hist.join(", ")
     );
-    db.exec(Some(tx), &sql, args![runs, minute(now)]).await?;
+    db.exec(Some(tx), &sql, args![ids, minute(now)]).await?;
     Ok(())
 }
 
@@ -108,14 +126,16 @@ pub async fn record_successes<D: Dialect>(
 ) -> Result<()> {
     let outcomes: std::collections::HashMap<RunId, &RunOutcome> = ok.iter().map(|o| (o.run_id, *o)).collect();
     let mut rows: BTreeMap<(&str, &str, i64), Summed> = BTreeMap::new();
+    // Those the finish did not read along, by their tasks' rows, where they are kept.
     let mut unread = Vec::new();
     for e in ended {
         match (&e.of, outcomes.get(&e.run_id)) {
             (Some(of), Some(o)) => rows.entry((&of.handler, &of.queue, of.runner)).or_default().add(o, of.started_on),
-            _ => unread.push(e.run_id),
+            (None, Some(o)) => unread.push(o.task_id),
+            (_, None) => {}
         }
     }
-    record(db, tx, &unread, now).await?;
+    record_kept(db, tx, &unread, now).await?;
     if rows.is_empty() {
         return Ok(());
     }

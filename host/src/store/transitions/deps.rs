@@ -11,7 +11,7 @@
 //! the reason ([`DEPENDENCY_FAILED`]), and those waiting for them in turn; a task added with
 //! `run_anyway` counts such an end as met instead.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
@@ -163,10 +163,21 @@ pub async fn of<D: Dialect>(db: &D, task: TaskId) -> Result<Vec<Dependency>> {
 /// in `max_bytes` in all (past it they are left out, so a join over many tasks costs the reader
 /// at most that); those deleted since are not listed.
 pub async fn results_of<D: Dialect>(db: &D, task: TaskId, max_bytes: usize) -> Result<Vec<DependencyResults>> {
-    let sql = "SELECT q.id, q.task_handler_class, q.last_status, q.gave_up_on
+    let sql = "SELECT q.id, q.task_handler_class, q.last_status, q.gave_up_on, q.run_id, q.run_duration_ms,
+                   octet_length(q.run_results) AS bytes
                FROM task_deps d JOIN task_queue q ON q.id = d.after_id WHERE d.task_id = $1 ORDER BY q.id";
     let mut out = Vec::new();
+    // Each one's last run, with the size of its results: a run that succeeded kept on its task's
+    // row (see `store::transitions`), from there.
+    let mut last: HashMap<TaskId, (i64, usize)> = HashMap::new();
+    let mut on_row: HashSet<TaskId> = HashSet::new();
     for r in &db.rows(None, sql, args![task]).await? {
+        let kept = rows::task_state(r)? == TaskState::Succeeded && r.int("run_duration_ms")?.is_some();
+        if kept {
+            let (id, run) = (rows::id(r, "id")?, rows::id(r, "run_id")?);
+            last.insert(id, (run, usize::try_from(r.int("bytes")?.unwrap_or(0)).unwrap_or(usize::MAX)));
+            on_row.insert(id);
+        }
         out.push(DependencyResults {
             id: rows::id(r, "id")?,
             handler: r.text("task_handler_class")?.unwrap_or_default(),
@@ -175,9 +186,9 @@ pub async fn results_of<D: Dialect>(db: &D, task: TaskId, max_bytes: usize) -> R
             results_left_out: false,
         });
     }
-    // Each one's last run and the size of its results, by plain lookups in lists (no correlated
-    // subquery: a planner without statistics, on fresh tables, ran one as a scan a row).
-    let ids: Vec<TaskId> = out.iter().map(|d| d.id).collect();
+    // The others' from `task_runs`, by plain lookups in lists (no correlated subquery: a planner
+    // without statistics, on fresh tables, ran one as a scan a row).
+    let ids: Vec<TaskId> = out.iter().map(|d| d.id).filter(|id| !last.contains_key(id)).collect();
     // One row a dependency, however many runs it had (a task may run thousands of times).
     let mut newest: Vec<i64> = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(1000) {
@@ -186,7 +197,6 @@ pub async fn results_of<D: Dialect>(db: &D, task: TaskId, max_bytes: usize) -> R
             newest.push(rows::id(r, "id")?);
         }
     }
-    let mut last: HashMap<TaskId, (i64, usize)> = HashMap::with_capacity(ids.len());
     for chunk in newest.chunks(1000) {
         let sql = "SELECT id, task_queue_id, octet_length(results) AS bytes FROM task_runs WHERE id IN ($1)";
         for r in &db.rows(None, sql, args![chunk]).await? {
@@ -206,11 +216,24 @@ pub async fn results_of<D: Dialect>(db: &D, task: TaskId, max_bytes: usize) -> R
             _ => {}
         }
     }
-    let ids: Vec<i64> = runs.keys().copied().collect();
-    for chunk in ids.chunks(1000) {
-        for r in &db.rows(None, "SELECT id, results FROM task_runs WHERE id IN ($1)", args![chunk]).await? {
-            if let Some(d) = runs.get(&rows::id(r, "id")?).and_then(|&i| out.get_mut(i)) {
-                d.results = r.text("results")?;
+    // By run id from `task_runs`; by task id from the tasks' rows (their runs' ids are not indexed there).
+    let (mut in_runs, mut kept) = (Vec::new(), Vec::new());
+    for (&run, &i) in &runs {
+        match out.get(i).map(|d| d.id).filter(|task| on_row.contains(task)) {
+            Some(task) => kept.push(task),
+            None => in_runs.push(run),
+        }
+    }
+    let reads = [
+        ("SELECT id, results FROM task_runs WHERE id IN ($1)", in_runs),
+        ("SELECT run_id AS id, run_results AS results FROM task_queue WHERE id IN ($1)", kept),
+    ];
+    for (sql, ids) in reads {
+        for chunk in ids.chunks(1000) {
+            for r in &db.rows(None, sql, args![chunk]).await? {
+                if let Some(d) = runs.get(&rows::id(r, "id")?).and_then(|&i| out.get_mut(i)) {
+                    d.results = r.text("results")?;
+                }
             }
         }
     }

@@ -10,10 +10,12 @@
 //!
 //! **A running run lives on its task's row.** The claim writes it there ([`claimed_task`]: the
 //! `run_*` columns of `task_queue`, with the task's status in one row written), and progress
-//! updates it there. Its `task_runs` row is inserted once, when it ends, with how it ended: a
-//! success in the same statement as its task's ([`RUN_COLUMNS`], [`RUN_FROM_TASK`]); the rarer
-//! ends (fail, time out, cancel) write the running run to `task_runs` first
-//! ([`runs::write_running`]) and then end it as any run. A run put back leaves no row. Run ids
+//! updates it there. **A run that succeeds stays there**: its success writes its outcome to its
+//! task's row with the task's status ([`kept_run`]: one row written, no run row inserted, the
+//! hot path's largest saving), and it is read from there while the task stays succeeded
+//! ([`KEPT`](super::sql::KEPT)); a replay writes it to `task_runs` ([`kept_to_runs`]) before the task runs again.
+//! The rarer ends (fail, time out, cancel) write the running run to `task_runs` first
+//! ([`runs::write_running`]) and then end it there. A run put back leaves no row. Run ids
 //! are handed out by the claims (from the sequence of `task_runs` on PostgreSQL, from the
 //! counter in `task_counters` elsewhere), so a worker knows its run's id from the start; the
 //! `run_*` columns mean something only while the task is running, except `run_attempt`, the
@@ -25,14 +27,14 @@
 //! | intake (a task queued in SQL with a key or `after`) | [`intake::take_in`] |
 //! | ready, dependency failed | [`deps::succeeded`], [`deps::ended_badly`], with the end of a task it runs after |
 //! | claim | each database's claim statement, with [`claimed_task`]; [`claimed_runs`] |
-//! | succeed | each database's batched success, with [`RUN_FROM_TASK`] and [`Set`] |
+//! | succeed | each database's batched success, with [`Set`] and [`kept_run`] |
 //! | fail, retry / fail, give up | [`runs::finish`] |
 //! | time out | [`runs::time_out`] |
 //! | put back | [`runs::put_back`] |
 //! | retry, give up | [`tasks::retry`], [`tasks::give_up`] |
 //! | abandon | [`tasks::abandon`] |
 //! | cancel | [`tasks::cancel`] |
-//! | replay | [`tasks::replay`] |
+//! | replay | [`tasks::replay`], with [`kept_to_runs`] |
 //! | signal (due at once) | [`signals::send`]; a run's wait: [`signals::awaiting`], with its snooze |
 //!
 //! Claims and successes are the hot path: each database writes a batch of them in one or two
@@ -57,7 +59,7 @@ use std::collections::HashMap;
 
 use super::dialect::{ClaimRequest, Dialect};
 use super::rows::ClaimedTask;
-use super::sql::{CANCELLED, RUNNING, SCHEDULED, SUCCESS, WAITING};
+use super::sql::{CANCELLED, KEPT, RUNNING, SCHEDULED, SUCCESS, WAITING};
 use crate::error::Result;
 use crate::model::{codes, ClaimedRun, RunId, TaskId, TaskState, Transition};
 
@@ -151,6 +153,29 @@ pub const RUN_COLUMNS: &str = "id, task_queue_id, attempt, created_on, started_o
 /// The values of [`RUN_COLUMNS`] from the running task `q` (a row of `task_queue`).
 pub const RUN_FROM_TASK: &str =
     "q.run_id, q.id, q.run_attempt, q.run_started_on, q.run_started_on, q.run_runner_id, q.run_timeout_on";
+
+/// What a success writes to its task besides [`Set`]: its run's outcome, kept on the row (each
+/// argument an SQL expression: results, duration in ms, component digest, fuel used, logs;
+/// every column qualified with `q`). Its status is the task's, its end the task's `finished_on`.
+pub fn kept_run(q: &str, results: &str, ms: &str, digest: &str, fuel: &str, logs: &str) -> String {
+    format!(
+        "{q}run_results = {results}, {q}run_percent = 100, {q}run_duration_ms = {ms}, {q}run_digest = {digest}, \
+         {q}run_fuel_used = {fuel}, {q}run_logs = {logs}"
+    )
+}
+
+/// The statement that writes the runs kept on the rows of the tasks `$1` (those
+/// [`KEPT`](super::sql::KEPT)) to `task_runs`, as they ended: a replay's first step, before its
+/// [`Set`] clears them.
+pub fn kept_to_runs() -> String {
+    format!(
+        "INSERT INTO task_runs ({RUN_COLUMNS}, status, finished_on, results, percents_completed, duration_ms,
+             component_digest, fuel_used, logs)
+         SELECT {RUN_FROM_TASK}, q.last_status, q.finished_on, q.run_results, 100, q.run_duration_ms, q.run_digest,
+             q.run_fuel_used, q.run_logs
+         FROM task_queue q WHERE q.id IN ($1) AND q.{KEPT}"
+    )
+}
 
 /// The claimed runs, in claim order: each task's run (`started`: task id → run id and attempt,
 /// as the claim statement wrote them on the task). A run is made by its claim, never before, and

@@ -9,8 +9,8 @@
 //! | awaiting retry | `last_status`: how the run ended (error or timeout) |
 //! | a final state | `last_status` (kept by a give-up), `finished_on`, `gave_up_on` (dead), the unique key released unless its `unique_states` keeps it there |
 //!
-//! Leaving a final state (a replay) clears `finished_on` and `gave_up_on` and holds the key
-//! again. Besides, a transition that ends a run in failure counts it (`task_runs_failed + 1`),
+//! Leaving a final state (a replay) clears `finished_on` and `gave_up_on` and the run a success
+//! kept on the row (written to `task_runs` first), and holds the key again. Besides, a transition that ends a run in failure counts it (`task_runs_failed + 1`),
 //! a success or a replay forgets the failures, a claim counts an attempt and a put-back gives
 //! it back, and so does a snooze, which is counted (`snoozes + 1`) and awaits no signal.
 
@@ -114,11 +114,15 @@ impl<'a> Set<'a> {
                 out.push(("awaiting_signal", "NULL".to_string()));
                 out.push(("awaiting_until", "NULL".to_string()));
             }
-            // Run again from the start: its snoozes and waits forgotten with its failures.
+            // Run again from the start: its snoozes and waits forgotten with its failures, and
+            // the run it kept (written to `task_runs` first: `transitions::kept_to_runs`).
             Transition::Replay => {
                 out.push(("snoozes", "0".to_string()));
                 out.push(("awaiting_signal", "NULL".to_string()));
                 out.push(("awaiting_until", "NULL".to_string()));
+                for kept in ["run_duration_ms", "run_digest", "run_fuel_used", "run_logs"] {
+                    out.push((kept, "NULL".to_string()));
+                }
             }
             _ => {}
         }
@@ -195,7 +199,7 @@ mod tests {
             set(Transition::Replay, None),
             "last_status = 'scheduled', scheduled_on = $2, finished_on = NULL, gave_up_on = NULL, \
              active_unique_key = unique_key, task_runs_failed = 0, snoozes = 0, awaiting_signal = NULL, \
-             awaiting_until = NULL"
+             awaiting_until = NULL, run_duration_ms = NULL, run_digest = NULL, run_fuel_used = NULL, run_logs = NULL"
         );
         assert_eq!(
             Set::of(Transition::Succeed, "r.f").qualified("q.").to_string(),

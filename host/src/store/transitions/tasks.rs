@@ -9,7 +9,7 @@ use super::super::dialect::Dialect;
 use super::super::plumbing::Cells;
 use super::super::plumbing::TxOf;
 use super::super::rows;
-use super::super::sql::{args, Lit, CANCELLED, ERROR};
+use super::super::sql::{args, Lit, CANCELLED, ERROR, KEPT};
 use super::{from, Set, Why, CANCELLED_BY_OPERATOR, UNSERVED};
 use crate::error::Result;
 use crate::model::{RunId, RunStatus, TaskId, Transition};
@@ -150,6 +150,13 @@ async fn end_active_runs<D: Dialect>(
 /// transaction is rolled back.
 pub async fn replay<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now: DateTime<Utc>) -> Result<u64> {
     let t = Transition::Replay;
+    // The runs kept on their rows go to `task_runs` first, their tasks locked so that a replay
+    // racing this one finds them gone rather than writing them twice.
+    let kept = format!("SELECT id FROM task_queue WHERE id IN ($1) AND {}{}", KEPT, D::FOR_UPDATE);
+    let kept = ids(&db.rows(Some(&mut *tx), &kept, args![tasks]).await?)?;
+    if !kept.is_empty() {
+        db.exec(Some(&mut *tx), &super::kept_to_runs(), args![&kept]).await?;
+    }
     let revive = format!("UPDATE task_queue SET {} WHERE id IN ($1) AND {}", Set::of(t, "$2"), from::<D>(t));
     let n = db.exec(Some(&mut *tx), &revive, args![tasks, now]).await?;
     if n == 0 {

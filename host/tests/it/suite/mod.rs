@@ -15,6 +15,7 @@ mod reads_and_upkeep;
 mod release;
 mod runners;
 mod signals;
+mod succeeded_runs;
 mod unique;
 mod workflows;
 pub use basics::*;
@@ -30,6 +31,7 @@ pub use reads_and_upkeep::*;
 pub use release::*;
 pub use runners::*;
 pub use signals::*;
+pub use succeeded_runs::*;
 pub use unique::*;
 pub use workflows::*;
 
@@ -170,6 +172,7 @@ macro_rules! store_suite {
         case!(a_running_run_is_written_once_as_it_ended_and_ids_are_never_given_twice);
         case!(one_claim_gives_each_run_its_own_timeout_and_each_success_its_own_finish_time);
         case!(a_claim_of_ten_thousand_and_more_gives_every_task_a_run_of_its_own);
+        case!(a_run_that_succeeded_reads_the_same_everywhere_and_a_replay_keeps_it);
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_claims_never_share_a_run() {
