@@ -11,24 +11,14 @@
 # empty database. Prints one JSON line per drain.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=${TASKHOST_BIN:-target/release/taskhost}
 tasks=${EVENTS_TASKS:-50000} streams=${EVENTS_STREAMS:-10} reps=${EVENTS_REPS:-2}
-dir=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
-url=${1:-sqlite://$dir/events.db}
-mkdir -p "$dir/plugins"
-cp target/test-plugins/noop.wasm "$dir/plugins/"
-th() { "$bin" --database-url "$url" --plugins "$dir/plugins" "$@"; }
-th migrate > /dev/null
+. bench/lib.sh
+bench_setup events "${1:-}"
 seq "$tasks" | sed 's/.*/{"handler": "noop", "data": {"i": &}}/' > "$dir/tasks.jsonl"
-port=$((20000 + RANDOM % 20000))
 base="http://127.0.0.1:$port"
 "$bin" --database-url "$url" --plugins "$dir/plugins" --log warn serve --listen "127.0.0.1:$port" > /dev/null 2> "$dir/serve.log" &
 serve=$!
-until curl -sf "$base/api/v1/health" > /dev/null; do
-  kill -0 $serve || { cat "$dir/serve.log"; exit 1; }
-  sleep 0.1
-done
+wait_up $serve "$base" "$dir/serve.log"
 # utime + stime of a process, in clock ticks.
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)

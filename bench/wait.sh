@@ -8,23 +8,13 @@
 # MySQL URL must name an empty database. Prints one JSON line per measure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=${TASKHOST_BIN:-target/release/taskhost}
-dir=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
-url=${1:-sqlite://$dir/wait.db}
-mkdir -p "$dir/plugins"
-cp target/test-plugins/noop.wasm "$dir/plugins/"
-th() { "$bin" --database-url "$url" --plugins "$dir/plugins" "$@"; }
-th migrate > /dev/null
-port=$((20000 + RANDOM % 20000))
+. bench/lib.sh
+bench_setup wait "${1:-}"
 # Its JSON log says when it answered each wait at its task's end (the server's side of the latency).
 "$bin" --database-url "$url" --plugins "$dir/plugins" --log warn,taskhost::api::tasks=debug --log-format json \
   serve --listen "127.0.0.1:$port" 2> "$dir/serve.log" &
 serve=$!
-until curl -sf "http://127.0.0.1:$port/api/v1/health" > /dev/null; do
-  kill -0 $serve || { cat "$dir/serve.log"; exit 1; }
-  sleep 0.1
-done
+wait_up $serve "http://127.0.0.1:$port" "$dir/serve.log"
 [ -n "${SKIP_IDLE:-}" ] || python3 bench/wait-latency.py idle "http://127.0.0.1:$port" "$serve" 1000 20
 "$bin" --database-url "$url" --plugins "$dir/plugins" --log warn,taskhost::runner::writer=debug --log-format json \
   worker --concurrency 64 --poll-interval 20ms 2> "$dir/worker.log" &

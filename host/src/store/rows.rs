@@ -48,6 +48,14 @@ pub fn task_state(r: &impl Cells) -> Result<TaskState> {
     Ok(TaskState::of(status(r, TASKS, "last_status")?, r.time("gave_up_on")?.is_some()))
 }
 
+/// The columns of `task_queue` [`task`] reads: a listing's, without the texts of a run kept on the
+/// row (a succeeded task's results and logs, up to megabytes each).
+pub const TASK_COLUMNS: &str =
+    "id, queued_on, queued_by_id, scheduled_on, task_handler_class, task_data, last_status, \
+     max_retries, task_runs_failed, snoozes, parent_id, depth, waiting_for, awaiting_signal, awaiting_until, queue, \
+     priority, share_key, pinned_digest, unique_key, unique_until, unique_states, run_timeout, backoff_base_ms, \
+     backoff_max_ms, gave_up_on";
+
 pub fn task(r: &impl Cells) -> Result<Task> {
     let last_status = status(r, TASKS, "last_status")?;
     let gave_up_on = r.time("gave_up_on")?;

@@ -245,9 +245,11 @@ pub const WAITING: Lit = Lit(RunStatus::Waiting.as_str());
 /// (SQLite uses a partial index only when its condition appears in the query).
 pub const DONE: &str = "last_status IN ('success', 'cancelled')";
 /// The condition on `task_queue` (unaliased) of the tasks whose run that succeeded is kept on
-/// their row (`transitions::kept_run`): set by a success, cleared by a replay, NULL on a task that
-/// succeeded before runs were kept so (its run is a row of `task_runs`).
-pub const KEPT: &str = "run_duration_ms IS NOT NULL";
+/// their row (`transitions::kept_run`): `run_duration_ms` is set by a success and cleared by a
+/// replay and a claim, NULL on a task that succeeded before runs were kept so (its run is a row of
+/// `task_runs`). The status is asked too, so that a row an older version replayed (without
+/// clearing it) is never taken for one.
+pub const KEPT: &str = "(last_status = 'success' AND run_duration_ms IS NOT NULL)";
 /// Statuses of runners.
 pub const RUNNER_RUNNING: Lit = Lit(RunnerStatus::Running.as_str());
 /// See [`RUNNER_RUNNING`].

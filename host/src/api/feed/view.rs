@@ -107,20 +107,7 @@ impl View {
         }
         // Every end seen, whichever part found it: the window's counts take them all.
         ends.extend(seen.values().filter_map(|b| b.finished_on.map(|t| (b.id, (t, b.attempt)))));
-        let mut told = Told { lagged: self.primed && ends_cut, ..Told::default() };
-        for b in seen.values() {
-            if self.primed && self.known.get(&b.id) != Some(b) {
-                told.changed.push(b.clone());
-            }
-            if fresh.contains(&b.id) {
-                told.fresh.push(b.clone());
-            }
-        }
-        told.changed.sort_by_key(|b| b.id);
-        if told.changed.len() > MAX_TOLD {
-            told.changed = Vec::new();
-            told.lagged = true;
-        }
+        let told = self.tell(&seen, fresh, ends_cut);
         // The look succeeded: the view moves on.
         let now = Instant::now();
         match new_cut {
@@ -147,6 +134,27 @@ impl View {
         self.tracked = tracked;
         self.primed = true;
         Ok(told)
+    }
+
+    /// What a look that saw `seen` tells: the tasks changed since the last look (none on the
+    /// first), those `fresh` asks for, and whether ends may have been missed (`ends_cut`, or more
+    /// changed than a look tells).
+    fn tell(&self, seen: &HashMap<TaskId, Brief>, fresh: &HashSet<TaskId>, ends_cut: bool) -> Told {
+        let mut told = Told { lagged: self.primed && ends_cut, ..Told::default() };
+        for b in seen.values() {
+            if self.primed && self.known.get(&b.id) != Some(b) {
+                told.changed.push(b.clone());
+            }
+            if fresh.contains(&b.id) {
+                told.fresh.push(b.clone());
+            }
+        }
+        told.changed.sort_by_key(|b| b.id);
+        if told.changed.len() > MAX_TOLD {
+            told.changed = Vec::new();
+            told.lagged = true;
+        }
+        told
     }
 
     /// When the ends the database counts in `window` (`found`) differ from those the view saw

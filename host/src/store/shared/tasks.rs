@@ -49,11 +49,12 @@ pub async fn list<D: Dialect>(db: &D, f: &TaskFilter) -> Result<Vec<Task>> {
     };
     let mut sql = match f.dead {
         true => format!(
-            "SELECT task_queue.*, {} AS last_error_code, {} AS last_error_message FROM task_queue WHERE 1 = 1",
+            "SELECT {}, {} AS last_error_code, {} AS last_error_message FROM task_queue WHERE 1 = 1",
+            rows::TASK_COLUMNS,
             latest("error_code"),
             latest("error_message")
         ),
-        false => String::from("SELECT * FROM task_queue WHERE 1 = 1"),
+        false => format!("SELECT {} FROM task_queue WHERE 1 = 1", rows::TASK_COLUMNS),
     };
     let mut values: Vec<Arg<'_>> = Vec::new();
     let tests = [

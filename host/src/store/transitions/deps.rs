@@ -216,22 +216,25 @@ pub async fn results_of<D: Dialect>(db: &D, task: TaskId, max_bytes: usize) -> R
             _ => {}
         }
     }
-    // By run id from `task_runs`; by task id from the tasks' rows (their runs' ids are not indexed there).
-    let (mut in_runs, mut kept) = (Vec::new(), Vec::new());
-    for (&run, &i) in &runs {
-        match out.get(i).map(|d| d.id).filter(|task| on_row.contains(task)) {
-            Some(task) => kept.push(task),
-            None => in_runs.push(run),
-        }
-    }
+    // Those kept by task id from the tasks' rows (their runs' ids are not indexed there), then the
+    // others by run id from `task_runs`, with any no longer on its row (replayed meanwhile: the
+    // replay wrote it there).
+    let kept: Vec<TaskId> =
+        runs.values().filter_map(|&i| out.get(i).map(|d| d.id)).filter(|t| on_row.contains(t)).collect();
+    let mut unread: HashSet<i64> = runs.keys().copied().collect();
     let reads = [
-        ("SELECT id, results FROM task_runs WHERE id IN ($1)", in_runs),
-        ("SELECT run_id AS id, run_results AS results FROM task_queue WHERE id IN ($1)", kept),
+        "SELECT run_id AS id, run_results AS results FROM task_queue WHERE id IN ($1)",
+        "SELECT id, results FROM task_runs WHERE id IN ($1)",
     ];
-    for (sql, ids) in reads {
+    for (step, sql) in reads.into_iter().enumerate() {
+        let ids: Vec<i64> = match step {
+            0 => kept.clone(),
+            _ => unread.iter().copied().collect(),
+        };
         for chunk in ids.chunks(1000) {
             for r in &db.rows(None, sql, args![chunk]).await? {
-                if let Some(d) = runs.get(&rows::id(r, "id")?).and_then(|&i| out.get_mut(i)) {
+                let run = rows::id(r, "id")?;
+                if let Some(d) = runs.get(&run).filter(|_| unread.remove(&run)).and_then(|&i| out.get_mut(i)) {
                     d.results = r.text("results")?;
                 }
             }

@@ -18,8 +18,8 @@
 //! ([`runs::write_running`]) and then end it there. A run put back leaves no row. Run ids
 //! are handed out by the claims (from the sequence of `task_runs` on PostgreSQL, from the
 //! counter in `task_counters` elsewhere), so a worker knows its run's id from the start; the
-//! `run_*` columns mean something only while the task is running, except `run_attempt`, the
-//! attempt of the task's latest run, which the next claim counts on from.
+//! `run_*` columns mean something only while the task is running, or succeeded with its run kept,
+//! except `run_attempt`, the attempt of the task's latest run, which the next claim counts on from.
 //!
 //! | transition | written by |
 //! |---|---|
@@ -131,11 +131,13 @@ pub fn from<D: Dialect + ?Sized>(t: Transition) -> String {
 }
 
 /// What a claim writes to its task: running ([`Set`]), with its run's id, runner, start and
-/// timeout (each an SQL expression), no progress yet.
+/// timeout (each an SQL expression), no progress yet, and no run kept (see [`kept_run`]: a
+/// replay clears it, but an older version's did not).
 pub fn claimed_task(run_id: &str, runner: &str, now: &str, timeout: &str) -> String {
     format!(
         "{}, run_id = {run_id}, run_runner_id = {runner}, run_started_on = {now}, run_timeout_on = {timeout},
-         run_percent = 0, run_results = NULL",
+         run_percent = 0, run_results = NULL, run_duration_ms = NULL, run_digest = NULL, run_fuel_used = NULL,
+         run_logs = NULL",
         Set::of(Transition::Claim, now)
     )
 }
@@ -173,7 +175,7 @@ pub fn kept_to_runs() -> String {
              component_digest, fuel_used, logs)
          SELECT {RUN_FROM_TASK}, q.last_status, q.finished_on, q.run_results, 100, q.run_duration_ms, q.run_digest,
              q.run_fuel_used, q.run_logs
-         FROM task_queue q WHERE q.id IN ($1) AND q.{KEPT}"
+         FROM task_queue q WHERE q.id IN ($1) AND {KEPT}"
     )
 }
 

@@ -56,6 +56,8 @@ pub async fn a_run_that_succeeded_reads_the_same_everywhere_and_a_replay_keeps_i
     assert_eq!((again[0].task_id, again[0].attempt), (id, 2));
     let running = store.runs_of(id).await.expect("runs");
     assert_eq!(running.iter().map(|r| r.status).collect::<Vec<_>>(), [RunStatus::Success, RunStatus::Running]);
+    let results = store.dependency_results(join, 1 << 20).await.expect("results");
+    assert_eq!(results[0].results.as_deref(), Some(r#"{"a":1}"#), "its last ended run's, while it runs again");
     store.finish_runs(&[success(&again[0], t0() + secs(3), r#"{"a":2}"#)]).await.expect("finish");
     let second = (again[0].run_id, 2, RunStatus::Success, 100, Some(t0() + secs(3)), Some(r#"{"a":2}"#), Some(3));
     let runs = store.runs_of(id).await.expect("runs");
