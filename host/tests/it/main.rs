@@ -32,6 +32,7 @@ mod first_day;
 mod hostile;
 mod incremental;
 mod joins;
+mod kept_runs;
 mod languages;
 mod layers;
 mod network;
