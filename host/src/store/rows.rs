@@ -176,13 +176,19 @@ pub fn running_run(r: &impl Cells) -> Result<Run> {
     })
 }
 
+/// Whether a row of `task_queue` (its `last_status`, `gave_up_on` and `run_duration_ms`) holds a
+/// run that succeeded: [`KEPT`](super::sql::KEPT), read in Rust.
+pub fn is_kept(r: &impl Cells) -> Result<bool> {
+    Ok(task_state(r)? == TaskState::Succeeded && r.int("run_duration_ms")?.is_some())
+}
+
 /// The run that succeeded kept on a succeeded task's row, if it is kept there (see
 /// `store::transitions`; a task that succeeded before runs were kept so has its run in `task_runs`).
 pub fn kept_run(r: &impl Cells) -> Result<Option<Run>> {
-    let Some(duration_ms) = r.int("run_duration_ms")? else { return Ok(None) };
-    if task_state(r)? != TaskState::Succeeded {
+    if !is_kept(r)? {
         return Ok(None);
     }
+    let Some(duration_ms) = r.int("run_duration_ms")? else { return Ok(None) };
     let started_on = time(r, TASKS, "run_started_on")?;
     Ok(Some(Run {
         id: int(r, TASKS, "run_id")?,

@@ -172,8 +172,7 @@ pub async fn results_of<D: Dialect>(db: &D, task: TaskId, max_bytes: usize) -> R
     let mut last: HashMap<TaskId, (i64, usize)> = HashMap::new();
     let mut on_row: HashSet<TaskId> = HashSet::new();
     for r in &db.rows(None, sql, args![task]).await? {
-        let kept = rows::task_state(r)? == TaskState::Succeeded && r.int("run_duration_ms")?.is_some();
-        if kept {
+        if rows::is_kept(r)? {
             let (id, run) = (rows::id(r, "id")?, rows::id(r, "run_id")?);
             last.insert(id, (run, usize::try_from(r.int("bytes")?.unwrap_or(0)).unwrap_or(usize::MAX)));
             on_row.insert(id);
