@@ -3,7 +3,7 @@
 another process. Standard library only.
 
     python3 bench/wait-latency.py idle BASE_URL SERVE_PID [N] [SECONDS]
-    python3 bench/wait-latency.py ends BASE_URL [N]
+    python3 bench/wait-latency.py ends BASE_URL [N] [SPREAD_SECONDS]
 
 `idle`: queues N tasks due next year, holds one waiting request open on each, and prints the CPU
 `serve` (SERVE_PID) spent over SECONDS (20) while they waited, as a share of one core, beside the
@@ -11,8 +11,11 @@ same span with nobody waiting.
 
 `ends`: queues N tasks due in a few seconds, holds one waiting request on each, then (start a
 worker meanwhile) prints how long after each task's end (its run's `finished_on`) its answer
-came: p50, p90, p99 in ms (a worker may be started before: the tasks are not due yet). Both
-print one JSON line.
+came: p50, p90, p99 in ms (a worker may be started before: the tasks are not due yet). With
+SPREAD_SECONDS, the tasks fall due one after another over that span, N / SPREAD a second, instead
+of all at once (a burst of N ends, through which a small machine's cores, not the waits, decide how
+late the last are heard), and N more requests wait throughout on tasks due next year, so that every
+end is heard with at least N waiting. Both print one JSON line.
 """
 
 import asyncio
@@ -35,7 +38,9 @@ def call(base, method, path, body=None):
 
 
 def queue(base, n, at):
-    tasks = [{"handler": "noop", "data": {"i": i}, "at": at} for i in range(n)]
+    """N tasks due at `at` (a time, or a list of N times)."""
+    times = at if isinstance(at, list) else [at] * n
+    tasks = [{"handler": "noop", "data": {"i": i}, "at": times[i]} for i in range(n)]
     return [t["id"] for t in call(base, "POST", "/api/v1/tasks", {"tasks": tasks})["tasks"]]
 
 
@@ -85,12 +90,18 @@ async def idle(base, pid, n, seconds):
                       "core_share_nobody_waiting": round(alone, 4)}))
 
 
-async def ends(base, n):
+async def ends(base, n, over):
     url = urllib.parse.urlsplit(base)
     due = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=5)
-    ids = queue(base, n, due.isoformat().replace("+00:00", "Z"))
+    times = [due + datetime.timedelta(seconds=over * i / n) for i in range(n)]
+    ids = queue(base, n, [t.isoformat().replace("+00:00", "Z") for t in times])
+    held = queue(base, n, "2099-01-01T00:00:00Z") if over else []
+    holding = [asyncio.ensure_future(wait(url.hostname, url.port, i)) for i in held]
     waits = [asyncio.ensure_future(wait(url.hostname, url.port, i)) for i in ids]
     answers = await asyncio.gather(*waits)
+    if held:
+        call(base, "POST", "/api/v1/tasks/cancel", {"ids": held})
+        await asyncio.gather(*holding)
     late, ended = [], []
     for at, shown in answers:
         finished = shown["runs"][-1]["finished_on"]
@@ -99,7 +110,7 @@ async def ends(base, n):
         late.append((at - end) * 1000)
     pick = lambda xs, q: round(sorted(xs)[min(len(xs) - 1, int(q * len(xs)))], 1) if xs else None
     spread = round((max(ended) - min(ended)) * 1000, 1)
-    figures = {"waiting": n, "p50_ms": pick(late, 0.5), "p90_ms": pick(late, 0.9), "p99_ms": pick(late, 0.99),
+    figures = {"waiting": n, "due_over_s": over, "p50_ms": pick(late, 0.5), "p90_ms": pick(late, 0.9), "p99_ms": pick(late, 0.99),
                "runs_ended_over_ms": spread}
     # The server's side: when `serve` answered each (its JSON log, SERVE_LOG), after the end; and
     # when the worker committed each end (its JSON log, WORKER_LOG), so the delay splits in two.
@@ -150,7 +161,8 @@ def main():
         seconds = float(sys.argv[5]) if len(sys.argv) > 5 else 20
         asyncio.run(idle(sys.argv[2], int(sys.argv[3]), n, seconds))
     else:
-        asyncio.run(ends(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 1000))
+        n = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
+        asyncio.run(ends(sys.argv[2], n, float(sys.argv[4]) if len(sys.argv) > 4 else 0.0))
 
 
 if __name__ == "__main__":

@@ -52,6 +52,11 @@ impl Gate {
         Some(Pass(marker))
     }
 
+    /// The read of `pass` was not needed after all (nothing to read): its marker counts as seen.
+    pub fn skip(&mut self, pass: Pass) {
+        self.seen = pass.0;
+    }
+
     /// The read of `pass` is done (`whole`: it read everything it meant to).
     pub fn done(&mut self, pass: Pass, whole: bool) {
         let Pass(marker) = pass;

@@ -2,15 +2,19 @@
 //! task is final (succeeded, dead, cancelled; or deleted) or when the wait ends, whichever comes
 //! first, with the task as a plain `GET` has it.
 //!
-//! One watcher per server serves every waiter: while any wait is unanswered it reads, every
+//! One watcher per server serves every waiter: while any wait is unanswered it reads, each
 //! [`TICK`], which of those tasks are now final, and their answers with them (a chunk of
 //! [`IDS_A_QUERY`] at a time, four statements a chunk, no row while nothing ends:
 //! [`Store::final_details`](crate::store::Store::final_details)), and hands each to its waiters;
 //! a task answered is not read again while its requests leave. While nobody waits it is not
 //! running and costs nothing. Where the database has a cheap change marker (a stat of SQLite's
-//! log, PostgreSQL's current snapshot: [`Store::change_marker`](crate::store::Store::change_marker)),
-//! a tick that finds it as it was skips the read, but for one read every [`SAFETY_READ`](super::marker::SAFETY_READ): an idle
-//! queue costs a marker a tick. The state is read, not events: a task that ends between a waiter's
+//! log, PostgreSQL's current snapshot, MariaDB's redo log position:
+//! [`Store::change_marker`](crate::store::Store::change_marker)),
+//! a tick that finds it as it was skips the read, but for one read every
+//! [`SAFETY_READ`](super::marker::SAFETY_READ): an idle queue costs a marker a tick. Where the
+//! database also rings when its files are written ([`Store::commit_bell`](crate::store::Store::commit_bell):
+//! SQLite on Linux), the watcher looks at once, not at its next tick, at most a read each
+//! [`READ_GAP`] through a burst of commits. The state is read, not events: a task that ends between a waiter's
 //! registration and its first look is still found. (A task is deleted only once final, so a
 //! wait misses its end only if it is also deleted, or replayed, before the next read: that wait is
 //! answered when it runs out.) At most [`MAX_WAITERS`] wait at once (more get 503 `busy`), each
@@ -32,8 +36,12 @@ use crate::store::SharedStore;
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
 /// Requests waiting at once, on one server.
 pub const MAX_WAITERS: usize = 10_000;
-/// How often the watcher reads the awaited tasks' states while any wait is unanswered.
+/// How often the watcher looks for ends while any wait is unanswered, where the database has no
+/// [`CommitBell`](crate::store::CommitBell) (and where it has one, in case it missed a commit).
 pub const TICK: Duration = Duration::from_millis(20);
+/// Between two reads at least, however often the bell rings (through a burst of ends, a read
+/// after each commit would take the cores the worker needs).
+const READ_GAP: Duration = Duration::from_millis(5);
 /// Ids in one query of the watcher.
 const IDS_A_QUERY: usize = 1_000;
 
@@ -175,13 +183,28 @@ impl Drop for Leave<'_> {
 async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
     // However it ends (a panic too), the next waiter starts another.
     let mut watching = Watching { waits: &waits, cleared: false };
+    // Where the database rings at a commit, the watcher looks at once; else (and as well) each tick.
+    let mut bell = store.commit_bell();
+    // Ticks keep their pace whatever a read takes (a read of thousands of ids can take a tick).
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
     let mut gate = super::marker::Gate::default();
+    let mut last_read: Option<tokio::time::Instant> = None;
     loop {
-        tick.tick().await;
-        let ids: Vec<TaskId> = {
+        if let Some(ringing) = bell.as_mut() {
+            let rang = tokio::select! {
+                _ = tick.tick() => Ok(()),
+                rang = ringing.rung() => rang,
+            };
+            if let Err(e) = rang {
+                tracing::warn!("the database's commit bell failed, so waits look each {TICK:?}: {e}");
+                bell = None;
+            }
+        } else {
+            tick.tick().await;
+        }
+        {
             let awaited = waits.awaited.lock().unwrap_or_else(|p| p.into_inner());
             if awaited.is_empty() {
                 // Marked under the lock, so a waiter registering now starts another watcher.
@@ -189,13 +212,23 @@ async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
                 watching.cleared = true;
                 return;
             }
-            // A task already answered is not read again while its waiters leave.
+        }
+        // Through a burst of commits, a read each READ_GAP at most (the commits meanwhile are
+        // read then: the marker moved).
+        if let Some(at) = last_read {
+            tokio::time::sleep_until(at + READ_GAP).await;
+        }
+        let Some(pass) = gate.pass(&store, "waits").await else { continue };
+        // A task already answered is not read again while its waiters leave.
+        let ids: Vec<TaskId> = {
+            let awaited = waits.awaited.lock().unwrap_or_else(|p| p.into_inner());
             awaited.iter().filter(|(_, a)| matches!(*a.ended.borrow(), End::Not)).map(|(id, _)| *id).collect()
         };
         if ids.is_empty() {
+            gate.skip(pass);
             continue;
         }
-        let Some(pass) = gate.pass(&store, "waits").await else { continue };
+        last_read = Some(tokio::time::Instant::now());
         let mut all_read = true;
         for chunk in ids.chunks(IDS_A_QUERY) {
             match answer_ended(&waits, &store, chunk).await {

@@ -268,6 +268,13 @@ pub trait Dialect: Plumbing {
         Ok(())
     }
 
+    /// A bell that rings when something may have been committed, where the database gives one
+    /// without a query (a watch on SQLite's log); None: readers look at the change marker each
+    /// tick.
+    fn commit_bell(&self) -> Option<super::bell::CommitBell> {
+        None
+    }
+
     /// A number that changes whenever anything may have been committed, far cheaper to read than
     /// the data: a reader that finds it as it was need not read again (it reads now and then all
     /// the same). None where the database has none: readers read.

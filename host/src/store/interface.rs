@@ -38,6 +38,9 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
     /// A number that changes whenever anything may have been committed (a write-ahead log's
     /// stat, a snapshot), far cheaper to read than the data; None where the database has none.
     async fn change_marker(&self) -> Result<Option<u64>>;
+    /// A bell that rings when something may have been committed (SQLite on Linux: its log is
+    /// written); None where readers must look at the marker each tick.
+    fn commit_bell(&self) -> Option<super::bell::CommitBell>;
     /// The tasks that may have changed, in brief, as `look` asks: what the event stream reads.
     async fn glimpse(&self, look: &Look) -> Result<Glimpse>;
     /// Of `ids`, the tasks that are final (succeeded, dead, cancelled), each as a plain read of

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
+mod bell;
 pub mod components;
 mod connect;
 pub mod dialect;
@@ -38,6 +39,7 @@ mod stats;
 mod transitions;
 mod types;
 
+pub use bell::CommitBell;
 pub use components::Components;
 pub use connect::{redact, StoreOptions};
 pub use dialect::{ClaimRequest, Claimed};

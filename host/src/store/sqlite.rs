@@ -204,6 +204,14 @@ impl Dialect for SqliteDb {
         Ok(Some(h.finish()))
     }
 
+    fn commit_bell(&self) -> Option<super::bell::CommitBell> {
+        // The log sits beside the file: its directory's writes ring.
+        let dir = self.file.as_deref()?.parent()?;
+        super::bell::CommitBell::watch(dir)
+            .map_err(|e| tracing::debug!("no bell for {}, so readers tick: {e}", dir.display()))
+            .ok()
+    }
+
     async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
         super::shared::tasks::add_tasks_in_tx(self, tasks, now).await
     }

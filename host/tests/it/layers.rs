@@ -161,7 +161,7 @@ fn paths_in_braces_are_read_item_by_item() {
 /// them all). So the dialects' trait is below the code written once over it, statistics below
 /// the transitions that record them, and no two modules need each other.
 const STORE: &[&[&str]] = &[
-    &["types", "components", "sql", "schema", "refusal", "migrations"],
+    &["types", "components", "sql", "schema", "refusal", "migrations", "bell"],
     &["plumbing", "connect"],
     &["rows"],
     &["dialect"],

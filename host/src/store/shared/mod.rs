@@ -71,6 +71,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         self.db.change_marker().await
     }
 
+    fn commit_bell(&self) -> Option<super::bell::CommitBell> {
+        self.db.commit_bell()
+    }
+
     async fn glimpse(&self, look: &Look) -> Result<Glimpse> {
         events::glimpse(&self.db, look).await
     }
