@@ -3,17 +3,27 @@
 //! read that may be trusted, for at most [`SAFETY_READ`]. Shared by the waits' watcher
 //! (`wait.rs`) and the event stream's reader (`feed.rs`).
 
+use std::time::Duration;
+
 use tokio::time::Instant;
 
 use crate::store::SharedStore;
 
 /// How often a reader reads whatever the change marker says (a marker that failed to move).
-pub const SAFETY_READ: std::time::Duration = std::time::Duration::from_secs(1);
+pub const SAFETY_READ: Duration = Duration::from_secs(1);
+
+/// How long the marker must have stood still before a read for the read to be trusted to have
+/// seen every commit it marks: a commit's log record is written a moment before the commit is
+/// seen, and SQLite's marker (a file's size and time) may not move for a second commit within
+/// the file system's clock tick (4 to 10 ms before Linux 6.13).
+pub const STILL: Duration = Duration::from_millis(20);
 
 /// A reader's view of the change marker.
 pub(super) struct Gate {
     /// The marker at the look before.
     seen: Option<u64>,
+    /// Since when `seen` has been the marker (or since the database last said it was written).
+    seen_since: Instant,
     /// The marker of the last read that may be trusted to have seen every commit it marks, and
     /// when that read was.
     read: Option<(u64, Instant)>,
@@ -21,12 +31,13 @@ pub(super) struct Gate {
     marked: bool,
 }
 
-/// A read the gate let through, with the marker read before it.
-pub(super) struct Pass(Option<u64>);
+/// A read the gate let through, with the marker read before it and whether the marker had
+/// stood still for [`STILL`] then.
+pub(super) struct Pass(Option<u64>, bool);
 
 impl Default for Gate {
     fn default() -> Self {
-        Gate { seen: None, read: None, marked: true }
+        Gate { seen: None, seen_since: Instant::now(), read: None, marked: true }
     }
 }
 
@@ -45,24 +56,33 @@ impl Gate {
         };
         if let (Some(now), Some((then, at))) = (marker, self.read) {
             if now == then && at.elapsed() < SAFETY_READ {
-                self.seen = marker;
+                self.see(marker);
                 return None;
             }
         }
-        Some(Pass(marker))
+        let still = marker.is_some() && marker == self.seen && self.seen_since.elapsed() >= STILL;
+        Some(Pass(marker, still))
     }
 
-    /// The read of `pass` was not needed after all (nothing to read): its marker counts as seen.
-    pub fn skip(&mut self, pass: Pass) {
-        self.seen = pass.0;
+    /// The database said it was written, whatever its marker says (SQLite's bell rang): the next
+    /// look reads, and a read is trusted again only once all stood still for [`STILL`].
+    pub fn disturb(&mut self) {
+        self.read = None;
+        self.seen_since = Instant::now();
     }
 
-    /// The read of `pass` is done (`whole`: it read everything it meant to).
+    /// The read of `pass` is done (`whole`: it read everything it meant to). It is trusted only
+    /// if the marker had stood still before it (so each change costs two reads).
     pub fn done(&mut self, pass: Pass, whole: bool) {
-        let Pass(marker) = pass;
-        // A commit's log record is written a moment before the commit is seen: a read is trusted
-        // only once the marker stood still for a tick before it (each change costs two reads).
-        self.read = marker.filter(|m| whole && self.seen == Some(*m)).map(|m| (m, Instant::now()));
-        self.seen = marker;
+        let Pass(marker, still) = pass;
+        self.read = marker.filter(|_| whole && still).map(|m| (m, Instant::now()));
+        self.see(marker);
+    }
+
+    fn see(&mut self, marker: Option<u64>) {
+        if marker != self.seen {
+            self.seen = marker;
+            self.seen_since = Instant::now();
+        }
     }
 }

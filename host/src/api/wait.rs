@@ -39,7 +39,8 @@ pub const MAX_WAITERS: usize = 10_000;
 /// How often the watcher looks for ends while any wait is unanswered, where the database has no
 /// [`CommitBell`](crate::store::CommitBell) (and where it has one, in case it missed a commit).
 pub const TICK: Duration = Duration::from_millis(20);
-/// Between two reads at least, however often the bell rings (through a burst of ends, a read
+/// Between two looks at least (the marker read, and the tasks if it moved), however often the
+/// bell rings (through a burst of ends, a read
 /// after each commit would take the cores the worker needs).
 const READ_GAP: Duration = Duration::from_millis(5);
 /// Ids in one query of the watcher.
@@ -190,19 +191,11 @@ async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
     let mut gate = super::marker::Gate::default();
-    let mut last_read: Option<tokio::time::Instant> = None;
+    // No look before this (READ_GAP after the last look's end).
+    let mut next_look = tokio::time::Instant::now();
     loop {
-        if let Some(ringing) = bell.as_mut() {
-            let rang = tokio::select! {
-                _ = tick.tick() => Ok(()),
-                rang = ringing.rung() => rang,
-            };
-            if let Err(e) = rang {
-                tracing::warn!("the database's commit bell failed, so waits look each {TICK:?}: {e}");
-                bell = None;
-            }
-        } else {
-            tick.tick().await;
+        if tick_or_bell(&mut tick, &mut bell).await {
+            gate.disturb();
         }
         {
             let awaited = waits.awaited.lock().unwrap_or_else(|p| p.into_inner());
@@ -213,22 +206,20 @@ async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
                 return;
             }
         }
-        // Through a burst of commits, a read each READ_GAP at most (the commits meanwhile are
-        // read then: the marker moved).
-        if let Some(at) = last_read {
-            tokio::time::sleep_until(at + READ_GAP).await;
-        }
-        let Some(pass) = gate.pass(&store, "waits").await else { continue };
+        // Through a burst of commits, a look each READ_GAP at most (the commits meanwhile are
+        // read then: the bell rang, or the marker moved).
+        tokio::time::sleep_until(next_look).await;
+        let pass = gate.pass(&store, "waits").await;
+        next_look = tokio::time::Instant::now() + READ_GAP;
+        let Some(pass) = pass else { continue };
         // A task already answered is not read again while its waiters leave.
         let ids: Vec<TaskId> = {
             let awaited = waits.awaited.lock().unwrap_or_else(|p| p.into_inner());
             awaited.iter().filter(|(_, a)| matches!(*a.ended.borrow(), End::Not)).map(|(id, _)| *id).collect()
         };
         if ids.is_empty() {
-            gate.skip(pass);
             continue;
         }
-        last_read = Some(tokio::time::Instant::now());
         let mut all_read = true;
         for chunk in ids.chunks(IDS_A_QUERY) {
             match answer_ended(&waits, &store, chunk).await {
@@ -243,7 +234,26 @@ async fn watch_tasks(waits: Arc<Waits>, store: SharedStore) {
             }
         }
         gate.done(pass, all_read);
+        next_look = tokio::time::Instant::now() + READ_GAP;
     }
+}
+
+/// Wait for the next tick, or for the database's bell: whether it rang. A bell that fails is
+/// said once and dropped: ticks go on.
+async fn tick_or_bell(tick: &mut tokio::time::Interval, bell: &mut Option<crate::store::CommitBell>) -> bool {
+    let Some(ringing) = bell.as_mut() else {
+        tick.tick().await;
+        return false;
+    };
+    let heard = tokio::select! {
+        _ = tick.tick() => Ok(false),
+        rang = ringing.rung() => rang.map(|()| true),
+    };
+    heard.unwrap_or_else(|e| {
+        tracing::warn!("the database's commit bell failed, so waits look each {TICK:?}: {e}");
+        *bell = None;
+        false
+    })
 }
 
 /// Hand the tasks of `ids` that are final their answers. A read the database refuses for the

@@ -185,11 +185,12 @@ impl Dialect for MySqlDb {
 
     async fn change_marker(&self) -> Result<Option<u64>> {
         // MariaDB's redo log position: it moves when anything is written (a moment before the
-        // commit is seen, which the readers allow for); a table every user may read. MySQL has
-        // it elsewhere: there the read fails and readers read every tick, as before.
-        let sql =
-            "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'INNODB_LSN_CURRENT'";
-        let lsn: Option<String> = sqlx::query_scalar(sql).fetch_optional(&self.pool).await?;
+        // commit is seen, which the readers allow for), and any user may read it. MySQL names
+        // no such status: no row, so no marker, and readers read every tick. (SHOW is sent as
+        // text: not every server prepares it.)
+        // (sqlx 0.8's raw `fetch_optional` is `fetch_one`, which fails on no row.)
+        let found = sqlx::raw_sql("SHOW GLOBAL STATUS LIKE 'Innodb_lsn_current'").fetch_all(&self.pool).await?;
+        let lsn = found.first().map(|r| r.try_get::<String, _>(1)).transpose()?;
         Ok(lsn.and_then(|v| v.trim().parse().ok()))
     }
 

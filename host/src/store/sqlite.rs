@@ -205,10 +205,16 @@ impl Dialect for SqliteDb {
     }
 
     fn commit_bell(&self) -> Option<super::bell::CommitBell> {
-        // The log sits beside the file: its directory's writes ring.
-        let dir = self.file.as_deref()?.parent()?;
-        super::bell::CommitBell::watch(dir)
-            .map_err(|e| tracing::debug!("no bell for {}, so readers tick: {e}", dir.display()))
+        // The log sits beside the file, named after it.
+        let file = self.file.as_deref()?;
+        super::bell::CommitBell::watch(file)
+            .map_err(|e| {
+                // Once a process: a limit of inotify instances reached is the operator's to raise.
+                static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+                if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    tracing::warn!("no inotify watch on {}, so waits look for ends each tick: {e}", file.display());
+                }
+            })
             .ok()
     }
 
