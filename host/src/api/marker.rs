@@ -54,35 +54,123 @@ impl Gate {
             }),
             None => None,
         };
-        if let (Some(now), Some((then, at))) = (marker, self.read) {
-            if now == then && at.elapsed() < SAFETY_READ {
-                self.see(marker);
+        self.pass_at(marker, Instant::now())
+    }
+
+    /// [`Gate::pass`] with the marker read, at `now`.
+    fn pass_at(&mut self, marker: Option<u64>, now: Instant) -> Option<Pass> {
+        if let (Some(current), Some((then, at))) = (marker, self.read) {
+            if current == then && now.saturating_duration_since(at) < SAFETY_READ {
+                self.see(marker, now);
                 return None;
             }
         }
-        let still = marker.is_some() && marker == self.seen && self.seen_since.elapsed() >= STILL;
+        let still = marker.is_some() && marker == self.seen && now.saturating_duration_since(self.seen_since) >= STILL;
         Some(Pass(marker, still))
     }
 
     /// The database said it was written, whatever its marker says (SQLite's bell rang): the next
     /// look reads, and a read is trusted again only once all stood still for [`STILL`].
     pub fn disturb(&mut self) {
+        self.disturb_at(Instant::now());
+    }
+
+    fn disturb_at(&mut self, now: Instant) {
         self.read = None;
-        self.seen_since = Instant::now();
+        self.seen_since = now;
     }
 
     /// The read of `pass` is done (`whole`: it read everything it meant to). It is trusted only
     /// if the marker had stood still before it (so each change costs two reads).
     pub fn done(&mut self, pass: Pass, whole: bool) {
-        let Pass(marker, still) = pass;
-        self.read = marker.filter(|_| whole && still).map(|m| (m, Instant::now()));
-        self.see(marker);
+        self.done_at(pass, whole, Instant::now());
     }
 
-    fn see(&mut self, marker: Option<u64>) {
+    fn done_at(&mut self, pass: Pass, whole: bool, now: Instant) {
+        let Pass(marker, still) = pass;
+        self.read = marker.filter(|_| whole && still).map(|m| (m, now));
+        self.see(marker, now);
+    }
+
+    fn see(&mut self, marker: Option<u64>, now: Instant) {
         if marker != self.seen {
             self.seen = marker;
-            self.seen_since = Instant::now();
+            self.seen_since = now;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// A gate whose marker stood at `marker` since `t0`, with no read trusted.
+    fn gate(t0: Instant, marker: u64) -> Gate {
+        Gate { seen: Some(marker), seen_since: t0, read: None, marked: true }
+    }
+
+    #[test]
+    fn a_read_is_trusted_only_when_the_marker_stood_still_before_it() {
+        let t0 = Instant::now();
+        let mut g = Gate { seen_since: t0, ..Gate::default() };
+        // The first look, and one right after the marker moved, read and are not trusted.
+        let first = g.pass_at(Some(1), t0).expect("a first look reads");
+        g.done_at(first, true, t0 + MS);
+        let soon = g.pass_at(Some(1), t0 + 10 * MS).expect("too soon to trust the read before");
+        g.done_at(soon, true, t0 + 11 * MS);
+        // Still for STILL: this read is trusted, and the looks after it read nothing.
+        let later = g.pass_at(Some(1), t0 + STILL + 10 * MS).expect("not trusted yet");
+        g.done_at(later, true, t0 + STILL + 11 * MS);
+        assert!(g.pass_at(Some(1), t0 + STILL + 20 * MS).is_none(), "nothing changed since a trusted read");
+        // A move reads again, twice.
+        let moved = g.pass_at(Some(2), t0 + STILL + 30 * MS).expect("the marker moved");
+        g.done_at(moved, true, t0 + STILL + 31 * MS);
+        assert!(g.pass_at(Some(2), t0 + STILL + 40 * MS).is_some(), "a read just after a move is not trusted");
+    }
+
+    #[test]
+    fn a_read_that_missed_something_is_never_trusted() {
+        let t0 = Instant::now();
+        let mut g = gate(t0, 1);
+        let pass = g.pass_at(Some(1), t0 + 2 * STILL).expect("no read trusted yet");
+        g.done_at(pass, false, t0 + 2 * STILL);
+        assert!(g.pass_at(Some(1), t0 + 3 * STILL).is_some());
+    }
+
+    #[test]
+    fn a_database_that_says_it_was_written_is_read_whatever_its_marker_says() {
+        let t0 = Instant::now();
+        let mut g = gate(t0, 1);
+        let pass = g.pass_at(Some(1), t0 + STILL).expect("no read trusted yet");
+        g.done_at(pass, true, t0 + STILL);
+        assert!(g.pass_at(Some(1), t0 + STILL + MS).is_none());
+        // The bell rang (a commit whose marker did not move yet, or a coarse clock's).
+        g.disturb_at(t0 + STILL + 2 * MS);
+        let rung = g.pass_at(Some(1), t0 + STILL + 3 * MS).expect("read after the bell");
+        assert!(!rung.1, "a read just after the bell is not trusted");
+        g.done_at(rung, true, t0 + STILL + 4 * MS);
+        assert!(g.pass_at(Some(1), t0 + STILL + 5 * MS).is_some(), "read again until all stood still");
+    }
+
+    #[test]
+    fn a_trusted_read_is_made_again_each_safety_read() {
+        let t0 = Instant::now();
+        let mut g = gate(t0, 1);
+        let pass = g.pass_at(Some(1), t0 + STILL).expect("no read trusted yet");
+        g.done_at(pass, true, t0 + STILL);
+        assert!(g.pass_at(Some(1), t0 + STILL + SAFETY_READ - MS).is_none());
+        assert!(g.pass_at(Some(1), t0 + STILL + SAFETY_READ).is_some(), "read once a second all the same");
+    }
+
+    #[test]
+    fn without_a_marker_every_look_reads() {
+        let t0 = Instant::now();
+        let mut g = Gate { seen_since: t0, ..Gate::default() };
+        for i in 1..4 {
+            let pass = g.pass_at(None, t0 + i * STILL).expect("every look reads");
+            g.done_at(pass, true, t0 + i * STILL);
         }
     }
 }

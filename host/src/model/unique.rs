@@ -52,8 +52,9 @@ impl std::str::FromStr for UniqueStates {
     }
 }
 
-/// The longest period a key may be held for: a hundred years (beyond, hold it in any state).
-pub const MAX_UNIQUE_FOR: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+/// The longest period a key may be held for: a hundred years of 365.25 days, as `100y` reads and
+/// PostgreSQL's `interval '100 years'` is (beyond, hold it in any state).
+pub const MAX_UNIQUE_FOR: Duration = Duration::from_secs(3_155_760_000);
 
 #[cfg(test)]
 mod tests {
@@ -66,5 +67,17 @@ mod tests {
         }
         let refused = "done".parse::<UniqueStates>().expect_err("refused");
         assert!(refused.contains("unfinished, succeeded, any"), "{refused}");
+    }
+
+    #[test]
+    fn a_hundred_years_as_written_is_the_longest_period_a_key_is_held() {
+        let held = |period: &str| {
+            let mut t = crate::model::NewTask::new("h", "{}");
+            t.unique_key = Some("k".into());
+            t.unique_for = Some(crate::text::parse_duration(period).expect("a duration"));
+            t.check(1024).is_ok()
+        };
+        assert!(held("100y") && held("1s"));
+        assert!(!held("100y 1s") && !held("999ms"));
     }
 }

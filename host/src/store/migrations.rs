@@ -60,6 +60,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0028_sql_add.sql",
     "0029_dead_index.sql",
     "0030_succeeded_run_on_its_task.sql",
+    "0031_sql_add_options.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -95,6 +96,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0028_sql_add.sql",
     "0029_dead_index.sql",
     "0030_succeeded_run_on_its_task.sql",
+    "0031_sql_add_options.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -130,6 +132,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0028_components.sql",
     "0029_sql_add.sql",
     "0030_succeeded_run_on_its_task.sql",
+    "0031_sql_add_options.sql",
 );
 
 impl Embedded {

@@ -60,22 +60,28 @@ fn sqlite_path(url: &str) -> &str {
     path.split_once('?').map_or(path, |(p, _)| p)
 }
 
+/// The options that are periods: intervals on PostgreSQL, whole seconds on the others.
+const PERIODS: [&str; 2] = ["unique_for", "run_timeout"];
+
 /// One `taskhost_add` in `db`'s spelling: `options` as a JSON object (MySQL's third argument;
 /// PostgreSQL's named arguments; SQLite's columns), and the statements that answer its id.
 fn add_sql(db: Db, handler: &str, data: &str, options: Value) -> Vec<String> {
     let quote = |s: &str| format!("'{}'", s.replace('\'', "''"));
     let options = options.as_object().cloned().unwrap_or_default();
-    let value = |v: &Value| match (db, v) {
+    let value = |is_period: bool, v: &Value| match (db, v) {
         (_, Value::String(s)) => quote(s),
         (Db::Postgres, Value::Array(ids)) => {
             format!("ARRAY[{}]::bigint[]", ids.iter().map(Value::to_string).collect::<Vec<_>>().join(", "))
         }
         (Db::Sqlite, Value::Array(_)) => quote(&v.to_string()),
+        // PostgreSQL takes periods as intervals; the others as whole seconds.
+        (Db::Postgres, Value::Number(n)) if is_period => format!("make_interval(secs => {n})"),
         (_, v) => v.to_string(),
     };
     match db {
         Db::Postgres => {
-            let named: String = options.iter().map(|(k, v)| format!(", {k} => {}", value(v))).collect();
+            let named: String =
+                options.iter().map(|(k, v)| format!(", {k} => {}", value(PERIODS.contains(&k.as_str()), v))).collect();
             vec![format!("SELECT taskhost_add({}, {}{named})", quote(handler), quote(data))]
         }
         Db::MySql => {
@@ -84,7 +90,7 @@ fn add_sql(db: Db, handler: &str, data: &str, options: Value) -> Vec<String> {
         }
         Db::Sqlite => {
             let names: String = options.keys().map(|k| format!(", \"{k}\"")).collect();
-            let values: String = options.values().map(|v| format!(", {}", value(v))).collect();
+            let values: String = options.values().map(|v| format!(", {}", value(false, v))).collect();
             vec![
                 format!(
                     "INSERT INTO taskhost_add (handler, data{names}) VALUES ({}, {}{values})",
@@ -187,6 +193,13 @@ async fn bad_input_to_taskhost_add_is_one_error_naming_what_is_wrong_and_adds_no
         ("echo", "{}", json!({"run_at": "someday"}), "run_at".into()),
         ("echo", "{}", json!({"queued_by": "x".repeat(256)}), "invalid queued_by".into()),
         ("echo", &big, json!({}), "data".into()),
+        ("echo", "{}", json!({"unique_for": 3600}), "invalid unique_for".into()),
+        ("echo", "{}", json!({"unique_key": "k", "unique_for": 0}), "invalid unique_for".into()),
+        ("echo", "{}", json!({"unique_key": "k", "unique_states": "all"}), "invalid unique_states".into()),
+        ("echo", "{}", json!({"unique_states": "any"}), "invalid unique_states".into()),
+        ("echo", "{}", json!({"run_timeout": 31_557_601}), "invalid run_timeout".into()),
+        ("echo", "{}", json!({"version": "ABCDEF01"}), "invalid version".into()),
+        ("echo", "{}", json!({"version": "abcdef01"}), "invalid version".into()),
     ];
     for (handler, data, options, needle) in cases {
         let statements = add_sql(db, handler, data, options.clone());
@@ -199,6 +212,44 @@ async fn bad_input_to_taskhost_add_is_one_error_naming_what_is_wrong_and_adds_no
     }
     let all = env.app.store.list_tasks(&Default::default()).await.expect("list");
     assert_eq!(all.iter().map(|t| t.id).collect::<Vec<_>>(), vec![done], "nothing was added");
+}
+
+/// A unique period and states, a run timeout and a pinned version given in SQL are written as an
+/// add through the API writes them (a digest's start resolved to the whole), and hold: the key is
+/// kept past the task's success, and its run runs the version pinned.
+async fn the_rest_of_the_add_options_given_in_sql_are_written_as_the_api_writes_them(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let component = env.app.catalog.check_to_deploy("echo", &common::component("echo"), false).expect("checked");
+    env.app.client.deploy(&component, "ops").await.expect("deploy");
+    let options = |unique: &str| {
+        json!({"unique_key": unique, "unique_for": 3600, "unique_states": "any", "run_timeout": 90,
+               "version": &component.digest[..12]})
+    };
+    let in_sql = add_in_shell(db, &env, "echo", r#"{"n": 1}"#, options("sql"), true);
+    let mut through_api = NewTask::new("echo", r#"{"n": 1}"#);
+    through_api.unique_key = Some("api".into());
+    through_api.unique_for = Some(Duration::from_secs(3600));
+    through_api.unique_states = taskhost::model::UniqueStates::Any;
+    through_api.run_timeout = Some(Duration::from_secs(90));
+    through_api.version = Some(component.digest[..12].to_string());
+    let through_api = env.app.client.add(through_api).await.expect("add through the API").id;
+    let written = |t: taskhost::model::Task| {
+        let held = t.unique_until.map(|u| (u - t.queued_on).num_seconds());
+        (held, t.unique_states, t.run_timeout_secs, t.version)
+    };
+    let want = (Some(3600), taskhost::model::UniqueStates::Any, Some(90), Some(component.digest.clone()));
+    for id in [in_sql, through_api] {
+        assert_eq!(written(env.app.store.get_task(id).await.expect("get").expect("the task")), want, "task {id}");
+    }
+
+    let worker = spawn_worker(&env, &["--poll-interval", "20ms"]);
+    until_state(&env, in_sql, TaskState::Succeeded).await;
+    let runs = env.app.store.runs_of(in_sql).await.expect("runs");
+    assert_eq!(runs.last().and_then(|r| r.component_digest.clone()), Some(component.digest.clone()), "{runs:?}");
+    let again = add_in_shell(db, &env, "echo", r#"{"n": 2}"#, options("sql"), true);
+    assert_eq!(again, in_sql, "a key held in any state is held past the task's success");
+    signal(&worker, "TERM");
+    wait_exit(worker, Duration::from_secs(30)).await;
 }
 
 /// A task it runs after that is cancelled between the add and the intake cancels the task, and
@@ -282,6 +333,7 @@ async fn an_application_queues_tasks_in_its_own_transactions_with_its_python_dri
 crate::on_every_database!(
     a_task_queued_in_sql_from_the_shell_runs_and_one_rolled_back_leaves_nothing,
     bad_input_to_taskhost_add_is_one_error_naming_what_is_wrong_and_adds_nothing,
+    the_rest_of_the_add_options_given_in_sql_are_written_as_the_api_writes_them,
     a_dependency_that_ends_badly_before_the_intake_cancels_the_task_and_those_after_it,
     a_task_queued_in_sql_for_a_handler_no_worker_has_becomes_a_dead_letter,
     an_application_queues_tasks_in_its_own_transactions_with_its_python_driver
