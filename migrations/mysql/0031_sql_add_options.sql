@@ -164,12 +164,13 @@ BEGIN
                 SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
                     'taskhost_add: invalid unique_for: not a whole number of seconds from 1 to 3155760000 (100 years)';
             END IF;
-            SET v_for = CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.unique_for')) AS SIGNED);
+            -- (Through DECIMAL: MariaDB types 1e3 as an integer, which a cast to SIGNED refuses.)
+            SET v_for = CAST(CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.unique_for')) AS DECIMAL(30)) AS SIGNED);
         END IF;
         IF JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_states')) NOT IN ('NULL') THEN
             SET v_text = JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.unique_states'));
             IF JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_states')) <> 'STRING'
-                    OR BINARY v_text NOT IN ('unfinished', 'succeeded', 'any') THEN
+                    OR v_text COLLATE utf8mb4_bin NOT IN ('unfinished', 'succeeded', 'any') THEN
                 SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
                     'taskhost_add: invalid unique_states: not "unfinished", "succeeded" or "any"';
             END IF;
@@ -181,12 +182,13 @@ BEGIN
                 SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
                     'taskhost_add: invalid run_timeout: not a whole number of seconds from 1 to 31557600 (a year)';
             END IF;
-            SET v_timeout = CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.run_timeout')) AS SIGNED);
+            -- (Through DECIMAL: MariaDB types 1e3 as an integer, which a cast to SIGNED refuses.)
+            SET v_timeout = CAST(CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.run_timeout')) AS DECIMAL(30)) AS SIGNED);
         END IF;
         IF JSON_TYPE(JSON_EXTRACT(p_options, '$.version')) NOT IN ('NULL') THEN
             SET v_text = JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.version'));
             IF JSON_TYPE(JSON_EXTRACT(p_options, '$.version')) <> 'STRING'
-                    OR BINARY v_text NOT REGEXP '^[0-9a-f]{8,64}\\z' THEN
+                    OR v_text COLLATE utf8mb4_bin NOT REGEXP '^[0-9a-f]{8,64}\\z' THEN
                 SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
                     'taskhost_add: invalid version: not a digest: 8 to 64 hex digits (a-f, 0-9)';
             END IF;

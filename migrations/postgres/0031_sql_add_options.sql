@@ -5,6 +5,13 @@
 -- seconds are kept) and `version` (a deployed version of the handler its runs run: the digest, or
 -- its start, at least 8 hex digits naming one version). A call with the arguments of 0028 means
 -- what it meant. (A function's arguments are its identity: it is made again.)
+-- The grants an operator made on it are kept: a function made again would have the defaults (any role
+-- may call it).
+CREATE TEMPORARY TABLE taskhost_add_grants AS
+SELECT a.grantee, a.privilege_type
+FROM pg_proc p, aclexplode(p.proacl) a
+WHERE p.oid = 'taskhost_add(text, text, text, integer, timestamptz, text, integer, text, bigint[], boolean, text)'::regprocedure;
+
 DROP FUNCTION taskhost_add(text, text, text, integer, timestamptz, text, integer, text, bigint[], boolean, text);
 
 CREATE FUNCTION taskhost_add(
@@ -161,7 +168,10 @@ BEGIN
             unique_until, unique_states, run_timeout, pinned_digest)
         VALUES (now_, queued_by, coalesce(run_at, now_), handler, data, max_attempts, queue, priority, unique_key,
             unique_key, key, CASE WHEN arriving THEN 'waiting' ELSE 'scheduled' END,
-            CASE WHEN arriving THEN -1 ELSE 0 END, run_anyway::int, now_ + unique_for,
+            -- The period as the seconds checked (a month 30 days, a year 365.25), not calendar
+            -- months and days in the session's time zone.
+            CASE WHEN arriving THEN -1 ELSE 0 END, run_anyway::int,
+            now_ + make_interval(secs => extract(epoch FROM unique_for)::float8),
             -- The default is written as none, as the host writes it.
             nullif(unique_states, 'unfinished'), floor(extract(epoch FROM run_timeout))::bigint, pinned)
         ON CONFLICT (active_unique_key) WHERE active_unique_key IS NOT NULL DO NOTHING
@@ -181,3 +191,21 @@ BEGIN
     RAISE EXCEPTION 'taskhost_add: the task holding unique key % was not found', unique_key;
 END
 $fn$;
+
+DO $grants$
+DECLARE
+    g record;
+BEGIN
+    -- No rows: the function had the default grants, which the new one has too.
+    IF EXISTS (SELECT 1 FROM taskhost_add_grants) THEN
+        REVOKE ALL ON FUNCTION taskhost_add(text, text, text, integer, timestamptz, text, integer, text, bigint[],
+            boolean, text, interval, text, interval, text) FROM PUBLIC;
+        FOR g IN SELECT DISTINCT grantee FROM taskhost_add_grants WHERE privilege_type = 'EXECUTE' LOOP
+            EXECUTE format('GRANT EXECUTE ON FUNCTION taskhost_add(text, text, text, integer, timestamptz, text, '
+                'integer, text, bigint[], boolean, text, interval, text, interval, text) TO %s',
+                CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END);
+        END LOOP;
+    END IF;
+END
+$grants$;
+DROP TABLE taskhost_add_grants;

@@ -241,6 +241,19 @@ async fn the_rest_of_the_add_options_given_in_sql_are_written_as_the_api_writes_
     for id in [in_sql, through_api] {
         assert_eq!(written(env.app.store.get_task(id).await.expect("get").expect("the task")), want, "task {id}");
     }
+    // The default states may be named, and need no unique key.
+    let plain = add_in_shell(db, &env, "echo", "{}", json!({"unique_states": "unfinished"}), true);
+    let plain = env.app.store.get_task(plain).await.expect("get").expect("the task");
+    assert_eq!(written(plain), (None, taskhost::model::UniqueStates::Unfinished, None, None));
+    if db == Db::Postgres {
+        // An interval's month is held 30 days, as it was checked, whatever the calendar and the zone.
+        let add = "SELECT taskhost_add('echo', unique_key => 'month', unique_for => '1 mon')";
+        let o = shell(db, &env, &["SET TimeZone = 'Europe/Berlin'", add]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let id: TaskId = stdout(&o).trim().parse().expect("the id");
+        let task = env.app.store.get_task(id).await.expect("get").expect("the task");
+        assert_eq!(written(task).0, Some(30 * 86_400));
+    }
 
     let worker = spawn_worker(&env, &["--poll-interval", "20ms"]);
     until_state(&env, in_sql, TaskState::Succeeded).await;
