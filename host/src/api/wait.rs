@@ -13,9 +13,9 @@
 //! a tick that finds it as it was skips the read, but for one read every
 //! [`SAFETY_READ`](super::marker::SAFETY_READ): an idle queue costs a marker a tick. Where the
 //! database also rings when its files are written ([`Store::commit_bell`](crate::store::Store::commit_bell):
-//! SQLite on Linux), the watcher looks at once, not at its next tick, at most a read each
-//! [`READ_GAP`] through a burst of commits. The state is read, not events: a task that ends between a waiter's
-//! registration and its first look is still found. (A task is deleted only once final, so a
+//! SQLite on Linux), the watcher looks at once, not at its next tick, at most a look each
+//! [`READ_GAP`] through a burst of commits. The state is read, not events: a task that ends
+//! between a waiter's registration and its first look is still found. (A task is deleted only once final, so a
 //! wait misses its end only if it is also deleted, or replayed, before the next read: that wait is
 //! answered when it runs out.) At most [`MAX_WAITERS`] wait at once (more get 503 `busy`), each
 //! at most [`MAX_WAIT`]; a server that stops ends every wait at once.
@@ -40,8 +40,8 @@ pub const MAX_WAITERS: usize = 10_000;
 /// [`CommitBell`](crate::store::CommitBell) (and where it has one, in case it missed a commit).
 pub const TICK: Duration = Duration::from_millis(20);
 /// Between two looks at least (the marker read, and the tasks if it moved), however often the
-/// bell rings (through a burst of ends, a read
-/// after each commit would take the cores the worker needs).
+/// bell rings (through a burst of ends, a read after each commit would take the cores the worker
+/// needs).
 const READ_GAP: Duration = Duration::from_millis(5);
 /// Ids in one query of the watcher.
 const IDS_A_QUERY: usize = 1_000;

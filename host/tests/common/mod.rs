@@ -15,6 +15,7 @@ use tempfile::TempDir;
 
 pub mod http;
 pub mod locker;
+pub mod migrated;
 pub mod netns;
 pub mod process;
 pub mod served;

@@ -346,23 +346,7 @@ async fn an_upgrade_keeps_every_run_and_its_numbering_and_a_running_run_still_fi
     for (url, folder, before) in
         [(sqlite.as_str(), "sqlite", "0013"), (&*pg, "postgres", "0013"), (&*my, "mysql", "0014")]
     {
-        // The migrations up to the one before, from a copy of the folder holding only them.
-        let old = tempfile::tempdir().expect("temp dir");
-        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations").join(folder);
-        for f in std::fs::read_dir(&src).expect("migrations") {
-            let f = f.expect("entry").path();
-            let name = f.file_name().and_then(|n| n.to_str()).expect("name").to_string();
-            if name.as_str() < before {
-                std::fs::copy(&f, old.path().join(&name)).expect("copy");
-            }
-        }
-        let old = sqlx::migrate::Migrator::new(old.path()).await.expect("old migrations");
-        match folder {
-            "sqlite" => old.run(&mut sqlx::SqliteConnection::connect(url).await.expect("connect")).await,
-            "postgres" => old.run(&mut sqlx::PgConnection::connect(url).await.expect("connect")).await,
-            _ => old.run(&mut sqlx::MySqlConnection::connect(url).await.expect("connect")).await,
-        }
-        .expect("the old migrations");
+        common::migrated::migrate_before(url, folder, before).await;
         // As the old versions left them: task 1 failed once, its retry a scheduled run; task 2
         // running its first run (id 3), 40 % done.
         let at = "'2026-01-01 00:00:00.000000'";
