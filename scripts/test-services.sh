@@ -64,8 +64,8 @@ wait_for "MariaDB" mariadb-admin ping
 $SUDO mariadb -e "CREATE DATABASE IF NOT EXISTS test;
     CREATE USER IF NOT EXISTS 'taskhost'@'127.0.0.1';
     CREATE USER IF NOT EXISTS 'taskhost'@'localhost';
-    GRANT ALL PRIVILEGES ON *.* TO 'taskhost'@'127.0.0.1';
-    GRANT ALL PRIVILEGES ON *.* TO 'taskhost'@'localhost';"
+    GRANT ALL PRIVILEGES ON *.* TO 'taskhost'@'127.0.0.1' WITH GRANT OPTION;
+    GRANT ALL PRIVILEGES ON *.* TO 'taskhost'@'localhost' WITH GRANT OPTION;"
 wait_for "MariaDB database test" mariadb -h 127.0.0.1 -u taskhost test -e "SELECT 1"
 echo "MariaDB $(mariadb -N -e 'SELECT VERSION()' 2>/dev/null) is up: mysql://taskhost@127.0.0.1:3306/test"
 

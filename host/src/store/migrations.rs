@@ -133,6 +133,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0029_sql_add.sql",
     "0030_succeeded_run_on_its_task.sql",
     "0031_sql_add_options.sql",
+    "0032_sql_add_fast.sql",
 );
 
 impl Embedded {

@@ -265,46 +265,6 @@ async fn the_rest_of_the_add_options_given_in_sql_are_written_as_the_api_writes_
     wait_exit(worker, Duration::from_secs(30)).await;
 }
 
-/// Making `taskhost_add` again for new options (0031) keeps the grants an operator made on it:
-/// a role granted it may still call it, and PUBLIC, from which it was revoked, does not get the
-/// default grant back (no ACL is the default's: PUBLIC may call it).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upgrade_keeps_the_grants_made_on_taskhost_add_on_postgres() {
-    use sqlx::{Connection, Row};
-    let pg = common::postgres_scratch().await;
-    common::migrated::migrate_before(&pg, "postgres", "0031").await;
-    let role = format!("taskhost app {:08x}", rand::random::<u32>());
-    let old = "taskhost_add(text, text, text, integer, timestamptz, text, integer, text, bigint[], boolean, text)";
-    let mut conn = sqlx::PgConnection::connect(&pg).await.expect("connect");
-    for sql in [
-        format!("CREATE ROLE \"{role}\""),
-        format!("REVOKE ALL ON FUNCTION {old} FROM PUBLIC"),
-        format!("GRANT EXECUTE ON FUNCTION {old} TO \"{role}\""),
-    ] {
-        sqlx::raw_sql(&sql).execute(&mut conn).await.expect(&sql);
-    }
-    let store = taskhost::store::open(&pg, &taskhost::store::StoreOptions::default()).await.expect("open");
-    store.migrate().await.expect("0031");
-    let new = "taskhost_add(text, text, text, integer, timestamptz, text, integer, text, bigint[], boolean, text, \
-               interval, text, interval, text)";
-    let may = format!("SELECT has_function_privilege('{role}', '{new}', 'EXECUTE') AS may");
-    let granted = sqlx::query(&may).fetch_one(&mut conn).await.expect("read");
-    let public = sqlx::query(&format!(
-        "SELECT count(*) AS n FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a \
-         WHERE p.oid = '{new}'::regprocedure \
-         AND a.grantee = 0"
-    ))
-    .fetch_one(&mut conn)
-    .await
-    .expect("read");
-    sqlx::raw_sql(&format!("REVOKE ALL ON FUNCTION {new} FROM \"{role}\"; DROP ROLE \"{role}\""))
-        .execute(&mut conn)
-        .await
-        .expect("drop the role");
-    assert!(granted.get::<bool, _>("may"), "the role's grant was lost");
-    assert_eq!(public.get::<i64, _>("n"), 0, "PUBLIC may call it again");
-}
-
 /// A task it runs after that is cancelled between the add and the intake cancels the task, and
 /// the tasks already waiting for it in turn.
 async fn a_dependency_that_ends_badly_before_the_intake_cancels_the_task_and_those_after_it(db: Db) {

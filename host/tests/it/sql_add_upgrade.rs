@@ -1,0 +1,124 @@
+//! What an upgrade that makes `taskhost_add` again keeps (docs/clients.md): the grants an
+//! operator made on it, on PostgreSQL and on MariaDB; and on MariaDB, where a call without options
+//! is written by a short path of its own (0032), the same row as every other call writes.
+
+use crate::common;
+
+use sqlx::{Connection, Row};
+
+/// Making `taskhost_add` again for new options (0031) keeps the grants an operator made on it:
+/// a role granted it may still call it, and PUBLIC, from which it was revoked, does not get the
+/// default grant back (no ACL is the default's: PUBLIC may call it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_keeps_the_grants_made_on_taskhost_add_on_postgres() {
+    use sqlx::{Connection, Row};
+    let pg = common::postgres_scratch().await;
+    common::migrated::migrate_before(&pg, "postgres", "0031").await;
+    let role = format!("taskhost app {:08x}", rand::random::<u32>());
+    let old = "taskhost_add(text, text, text, integer, timestamptz, text, integer, text, bigint[], boolean, text)";
+    let mut conn = sqlx::PgConnection::connect(&pg).await.expect("connect");
+    for sql in [
+        format!("CREATE ROLE \"{role}\""),
+        format!("REVOKE ALL ON FUNCTION {old} FROM PUBLIC"),
+        format!("GRANT EXECUTE ON FUNCTION {old} TO \"{role}\""),
+    ] {
+        sqlx::raw_sql(&sql).execute(&mut conn).await.expect(&sql);
+    }
+    let store = taskhost::store::open(&pg, &taskhost::store::StoreOptions::default()).await.expect("open");
+    store.migrate().await.expect("0031");
+    let new = "taskhost_add(text, text, text, integer, timestamptz, text, integer, text, bigint[], boolean, text, \
+               interval, text, interval, text)";
+    let may = format!("SELECT has_function_privilege('{role}', '{new}', 'EXECUTE') AS may");
+    let granted = sqlx::query(&may).fetch_one(&mut conn).await.expect("read");
+    let public = sqlx::query(&format!(
+        "SELECT count(*) AS n FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a \
+         WHERE p.oid = '{new}'::regprocedure \
+         AND a.grantee = 0"
+    ))
+    .fetch_one(&mut conn)
+    .await
+    .expect("read");
+    sqlx::raw_sql(&format!("REVOKE ALL ON FUNCTION {new} FROM \"{role}\"; DROP ROLE \"{role}\""))
+        .execute(&mut conn)
+        .await
+        .expect("drop the role");
+    assert!(granted.get::<bool, _>("may"), "the role's grant was lost");
+    assert_eq!(public.get::<i64, _>("n"), 0, "PUBLIC may call it again");
+}
+
+/// Making `taskhost_add` again (0032, its short path for calls without options) keeps a `GRANT
+/// EXECUTE` made on it on MariaDB, where a DROP would take it along; and an application's user
+/// granted only it may call it with options, which it hands to `taskhost_add_checked` (a
+/// procedure runs with its definer's rights).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_keeps_the_grants_made_on_taskhost_add_on_mariadb() {
+    let my = common::mysql_scratch().await;
+    common::migrated::migrate_before(&my, "mysql", "0032").await;
+    let (server, db) = my.url.rsplit_once('/').expect("URL has a database");
+    let user = format!("app_{:08x}", rand::random::<u32>());
+    let mut admin = sqlx::MySqlConnection::connect(&my).await.expect("connect");
+    for sql in [
+        format!("CREATE USER '{user}'@'127.0.0.1'"),
+        format!("GRANT EXECUTE ON PROCEDURE {db}.taskhost_add TO '{user}'@'127.0.0.1'"),
+    ] {
+        sqlx::raw_sql(&sql).execute(&mut admin).await.expect(&sql);
+    }
+    let store = taskhost::store::open(&my, &taskhost::store::StoreOptions::default()).await.expect("open");
+    store.migrate().await.expect("0032");
+
+    let app_url = format!("{}/", server.replacen("taskhost@", &format!("{user}@"), 1));
+    let mut app = sqlx::MySqlConnection::connect(&app_url).await.expect("the application's user connects");
+    let mut ids = Vec::new();
+    for options in ["NULL", r#"'{"queue": "mail"}'"#] {
+        let call = format!(r#"CALL {db}.taskhost_add('echo', '{{"n": 1}}', {options})"#);
+        let answered = sqlx::raw_sql(&call).fetch_all(&mut app).await;
+        let id: i64 = answered.as_ref().map(|rows| rows[0].get(0)).unwrap_or_else(|e| panic!("{call}: {e}"));
+        ids.push(id);
+    }
+    app.close().await.expect("close");
+    let queues: Vec<String> = sqlx::query("SELECT queue FROM task_queue ORDER BY id")
+        .fetch_all(&mut admin)
+        .await
+        .expect("read")
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.get::<Vec<u8>, _>(0)).into_owned())
+        .collect();
+    sqlx::raw_sql(&format!("DROP USER '{user}'@'127.0.0.1'")).execute(&mut admin).await.expect("drop the user");
+    assert_eq!(queues, ["default", "mail"], "tasks {ids:?}");
+}
+
+/// A call without options, written by `taskhost_add`'s short path, is the row the whole
+/// procedure writes for the same call given `{}`: every column alike but the id and the times,
+/// and it is queued and due at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_without_options_writes_the_row_every_other_call_writes_on_mariadb() {
+    let my = common::mysql_scratch().await;
+    let store = taskhost::store::open(&my, &taskhost::store::StoreOptions::default()).await.expect("open");
+    store.migrate().await.expect("migrate");
+    let mut conn = sqlx::MySqlConnection::connect(&my).await.expect("connect");
+    for options in ["NULL", "'{}'", "NULL"] {
+        let call = format!(r#"CALL taskhost_add('echo', '{{"n": 1}}', {options})"#);
+        sqlx::raw_sql(&call).fetch_all(&mut conn).await.expect(&call);
+    }
+    let columns: Vec<String> = sqlx::query(
+        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() \
+         AND TABLE_NAME = 'task_queue' AND COLUMN_NAME NOT IN ('id', 'queued_on', 'scheduled_on')",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("columns")
+    .iter()
+    .map(|r| r.get(0))
+    .collect();
+    assert!(columns.len() > 30, "{columns:?}");
+    let listed = columns.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ");
+    let read = format!(
+        "SELECT COUNT(*) AS n, COUNT(DISTINCT CONCAT_WS('|', {})) AS kinds, \
+         CAST(SUM(queued_on = scheduled_on AND queued_on > UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE) AS SIGNED) AS due \
+         FROM (SELECT {listed}, queued_on, scheduled_on FROM task_queue) AS t",
+        columns.iter().map(|c| format!("COALESCE(`{c}`, '<null>')")).collect::<Vec<_>>().join(", ")
+    );
+    let row = sqlx::query(&read).fetch_one(&mut conn).await.expect(&read);
+    let counts: (i64, i64, i64) = (row.get("n"), row.get("kinds"), row.get("due"));
+    assert_eq!(counts, (3, 1, 3), "(rows, kinds of row, due at once): the rows differ in a column of {listed}");
+}
