@@ -87,19 +87,21 @@ async fn an_upgrade_keeps_the_grants_made_on_taskhost_add_on_mariadb() {
     assert_eq!(queues, ["default", "mail"], "tasks {ids:?}");
 }
 
-/// A call without options, written by `taskhost_add`'s short path, is the row the whole
-/// procedure writes for the same call given `{}`: every column alike but the id and the times,
-/// and it is queued and due at once.
+/// A call `taskhost_add`'s short path takes (no options, or a few plain ones) writes the row the
+/// whole procedure writes for the same call, made to take it by a JSON null (the default) beside:
+/// every column alike but the id and the times, queued and due at once; and a priority written
+/// 1e3 is 1000 there, not an error naming no option.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_without_options_writes_the_row_every_other_call_writes_on_mariadb() {
+async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_on_mariadb() {
     let my = common::mysql_scratch().await;
     let store = taskhost::store::open(&my, &taskhost::store::StoreOptions::default()).await.expect("open");
     store.migrate().await.expect("migrate");
     let mut conn = sqlx::MySqlConnection::connect(&my).await.expect("connect");
-    for options in ["NULL", "'{}'", "NULL"] {
-        let call = format!(r#"CALL taskhost_add('echo', '{{"n": 1}}', {options})"#);
-        sqlx::raw_sql(&call).fetch_all(&mut conn).await.expect(&call);
-    }
+    let plain = r#""queue": "mail.out", "priority": -5, "max_attempts": 3, "run_timeout": 60, "queued_by": "shop""#;
+    let pairs = [
+        ("NULL".to_string(), "'{}'".to_string()),
+        (format!("'{{{plain}}}'"), format!(r#"'{{{plain}, "key": null}}'"#)),
+    ];
     let columns: Vec<String> = sqlx::query(
         "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() \
          AND TABLE_NAME = 'task_queue' AND COLUMN_NAME NOT IN ('id', 'queued_on', 'scheduled_on')",
@@ -111,14 +113,28 @@ async fn a_call_without_options_writes_the_row_every_other_call_writes_on_mariad
     .map(|r| r.get(0))
     .collect();
     assert!(columns.len() > 30, "{columns:?}");
-    let listed = columns.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ");
-    let read = format!(
-        "SELECT COUNT(*) AS n, COUNT(DISTINCT CONCAT_WS('|', {})) AS kinds, \
-         CAST(SUM(queued_on = scheduled_on AND queued_on > UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE) AS SIGNED) AS due \
-         FROM (SELECT {listed}, queued_on, scheduled_on FROM task_queue) AS t",
-        columns.iter().map(|c| format!("COALESCE(`{c}`, '<null>')")).collect::<Vec<_>>().join(", ")
-    );
-    let row = sqlx::query(&read).fetch_one(&mut conn).await.expect(&read);
-    let counts: (i64, i64, i64) = (row.get("n"), row.get("kinds"), row.get("due"));
-    assert_eq!(counts, (3, 1, 3), "(rows, kinds of row, due at once): the rows differ in a column of {listed}");
+    let listed = columns.iter().map(|c| format!("COALESCE(`{c}`, '<null>')")).collect::<Vec<_>>().join(", ");
+    for (short, whole) in &pairs {
+        sqlx::raw_sql("DELETE FROM task_queue").execute(&mut conn).await.expect("empty the table");
+        for options in [short, whole, short] {
+            let call = format!(r#"CALL taskhost_add('echo', '{{"n": 1}}', {options})"#);
+            sqlx::raw_sql(&call).fetch_all(&mut conn).await.expect(&call);
+        }
+        let read = format!(
+            "SELECT COUNT(*) AS n, COUNT(DISTINCT CONCAT_WS('|', {listed})) AS kinds, \
+             CAST(SUM(queued_on = scheduled_on AND queued_on > UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE) AS SIGNED) AS due \
+             FROM task_queue"
+        );
+        let row = sqlx::query(&read).fetch_one(&mut conn).await.expect(&read);
+        let counts: (i64, i64, i64) = (row.get("n"), row.get("kinds"), row.get("due"));
+        assert_eq!(counts, (3, 1, 3), "(rows, kinds of row, due at once) for {short} and {whole}");
+    }
+    let call = r#"CALL taskhost_add('echo', '{}', '{"priority": 1e3}')"#;
+    let id: i64 = sqlx::raw_sql(call).fetch_all(&mut conn).await.expect(call)[0].get(0);
+    let priority: i64 = sqlx::query_scalar("SELECT priority FROM task_queue WHERE id = ?")
+        .bind(id)
+        .fetch_one(&mut conn)
+        .await
+        .expect("read");
+    assert_eq!(priority, 1000);
 }
