@@ -3,11 +3,14 @@
 -- its own, about 2 µs each: the 70 or so of 0031's on a call without options made it 1.9× a plain
 -- INSERT, 2.5× with options. `taskhost_add` now writes such a call's task with one test and one
 -- INSERT, and hands every other call (other options, or input its test does not take) to
--- `taskhost_add_checked`: 0031's procedure under a new name (and `priority` and `max_attempts`
--- written as 1e3 read as 1000, as `unique_for` is, where the cast refused them with an error naming
--- no option), which checks each argument and names what is wrong. Callers need no grant on it: a
--- procedure runs with its definer's rights. `CREATE OR REPLACE` keeps the grants made on
--- `taskhost_add`, which a DROP would take with it.
+-- `taskhost_add_checked`: 0031's procedure under a new name, which checks each argument and names
+-- what is wrong. Mended on the way: `priority` and `max_attempts` written as 1e3 read as 1000, as
+-- `unique_for` did (the cast refused them with an error naming no option); a number with a
+-- fraction (15e-1) is refused, not rounded; option names and the handler's are compared as bytes
+-- (the parameters' collation ignores case: `Queue` passed as known and was ignored, and the
+-- letters of the handler's pattern took K and ſ). Callers need no grant on it: a procedure runs
+-- with its definer's rights. `CREATE OR REPLACE` keeps the grants made on `taskhost_add`, which a
+-- DROP would take with it.
 
 CREATE PROCEDURE taskhost_add_checked(
     IN p_handler LONGTEXT CHARACTER SET utf8mb4,
@@ -54,7 +57,7 @@ BEGIN
     END;
 
     -- (`\z`: `$` would let a final newline through.)
-    IF p_handler IS NULL OR p_handler NOT REGEXP '^[A-Za-z0-9_-]{1,128}\\z' THEN
+    IF p_handler IS NULL OR p_handler COLLATE utf8mb4_bin NOT REGEXP '^[A-Za-z0-9_-]{1,128}\\z' THEN
         SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
             'taskhost_add: invalid handler: not a handler name (1 to 128 letters, digits, - and _)';
     END IF;
@@ -71,7 +74,7 @@ BEGIN
             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'taskhost_add: invalid options: not a JSON object';
         END IF;
         SELECT k INTO v_bad FROM JSON_TABLE(JSON_KEYS(p_options), '$[*]' COLUMNS (k VARCHAR(64) PATH '$')) AS j
-        WHERE k NOT IN ('queue', 'priority', 'run_at', 'unique_key', 'max_attempts', 'key', 'after', 'run_anyway',
+        WHERE k COLLATE utf8mb4_bin NOT IN ('queue', 'priority', 'run_at', 'unique_key', 'max_attempts', 'key', 'after', 'run_anyway',
                         'queued_by', 'unique_for', 'unique_states', 'run_timeout', 'version')
         LIMIT 1;
         IF v_bad IS NOT NULL THEN
@@ -92,6 +95,8 @@ BEGIN
         END IF;
         IF JSON_TYPE(JSON_EXTRACT(p_options, '$.priority')) NOT IN ('NULL') THEN
             IF JSON_TYPE(JSON_EXTRACT(p_options, '$.priority')) <> 'INTEGER'
+                    OR CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.priority')) AS DECIMAL(40, 10))
+                        <> CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.priority')) AS DECIMAL(30))
                     OR CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.priority')) AS DECIMAL(30)) NOT BETWEEN -2147483648 AND 2147483647 THEN
                 SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
                     'taskhost_add: invalid priority: not an integer from -2147483648 to 2147483647';
@@ -101,6 +106,8 @@ BEGIN
         END IF;
         IF JSON_TYPE(JSON_EXTRACT(p_options, '$.max_attempts')) NOT IN ('NULL') THEN
             IF JSON_TYPE(JSON_EXTRACT(p_options, '$.max_attempts')) <> 'INTEGER'
+                    OR CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.max_attempts')) AS DECIMAL(40, 10))
+                        <> CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.max_attempts')) AS DECIMAL(30))
                     OR CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.max_attempts')) AS DECIMAL(30)) NOT BETWEEN 1 AND 2147483647 THEN
                 SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
                     'taskhost_add: invalid max_attempts: not an integer from 1 to 2147483647 (the first run is an attempt)';
@@ -165,6 +172,8 @@ BEGIN
         -- As `NewTask::check`: a period of 1 second to 100 years, a timeout of 1 second to a year.
         IF JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_for')) NOT IN ('NULL') THEN
             IF JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_for')) <> 'INTEGER'
+                    OR CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.unique_for')) AS DECIMAL(40, 10))
+                        <> CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.unique_for')) AS DECIMAL(30))
                     OR CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.unique_for')) AS DECIMAL(30)) NOT BETWEEN 1 AND 3155760000 THEN
                 SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
                     'taskhost_add: invalid unique_for: not a whole number of seconds from 1 to 3155760000 (100 years)';
@@ -183,6 +192,8 @@ BEGIN
         END IF;
         IF JSON_TYPE(JSON_EXTRACT(p_options, '$.run_timeout')) NOT IN ('NULL') THEN
             IF JSON_TYPE(JSON_EXTRACT(p_options, '$.run_timeout')) <> 'INTEGER'
+                    OR CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.run_timeout')) AS DECIMAL(40, 10))
+                        <> CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.run_timeout')) AS DECIMAL(30))
                     OR CAST(JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.run_timeout')) AS DECIMAL(30)) NOT BETWEEN 1 AND 31557600 THEN
                 SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
                     'taskhost_add: invalid run_timeout: not a whole number of seconds from 1 to 31557600 (a year)';
@@ -304,7 +315,7 @@ END;
 
 -- The same row as `taskhost_add_checked` writes for the call (a test compares them), for a call
 -- whose options are none, or only these, each plainly valid (a strict part of what the whole
--- procedure takes): `queue` (letters, digits, `_ . : / -`), `priority`, `max_attempts`,
+-- procedure takes): `queue` (ASCII letters, digits, `_ . : / -`), `priority`, `max_attempts`,
 -- `run_timeout` (whole numbers written as such), `queued_by`. Anything else, a JSON null included,
 -- goes to `taskhost_add_checked`, which takes it or refuses it by name.
 CREATE OR REPLACE PROCEDURE taskhost_add(
@@ -314,7 +325,7 @@ CREATE OR REPLACE PROCEDURE taskhost_add(
 )
 MODIFIES SQL DATA
 BEGIN
-    IF p_options IS NULL AND p_handler REGEXP '^[A-Za-z0-9_-]{1,128}\\z' AND OCTET_LENGTH(p_data) <= 1048576
+    IF p_options IS NULL AND p_handler COLLATE utf8mb4_bin REGEXP '^[A-Za-z0-9_-]{1,128}\\z' AND OCTET_LENGTH(p_data) <= 1048576
             AND JSON_VALID(p_data) AND LOCATE(CHAR(0), p_data) = 0 THEN
         INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data, max_retries, queue, priority,
             last_status, waiting_for, run_anyway)
@@ -322,7 +333,7 @@ BEGIN
         -- (Signed, as the whole procedure answers: LAST_INSERT_ID() is unsigned.)
         SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id;
     -- (Apart: MariaDB prepares a condition each time it is reached, its patterns compiled too.)
-    ELSEIF p_handler REGEXP '^[A-Za-z0-9_-]{1,128}\\z' AND OCTET_LENGTH(p_data) <= 1048576 AND JSON_VALID(p_data)
+    ELSEIF p_handler COLLATE utf8mb4_bin REGEXP '^[A-Za-z0-9_-]{1,128}\\z' AND OCTET_LENGTH(p_data) <= 1048576 AND JSON_VALID(p_data)
             AND LOCATE(CHAR(0), p_data) = 0 AND JSON_VALID(p_options) AND JSON_TYPE(p_options) = 'OBJECT' AND (
                 JSON_LENGTH(p_options) = JSON_CONTAINS_PATH(p_options, 'one', '$.queue')
                     + JSON_CONTAINS_PATH(p_options, 'one', '$.priority')
@@ -331,7 +342,7 @@ BEGIN
                     + JSON_CONTAINS_PATH(p_options, 'one', '$.queued_by')
                 AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.queue')
                     OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.queue')) = 'STRING'
-                        AND JSON_VALUE(p_options, '$.queue') REGEXP '^[A-Za-z0-9_.:/-]{1,128}\\z'))
+                        AND JSON_VALUE(p_options, '$.queue') COLLATE utf8mb4_bin REGEXP '^[A-Za-z0-9_.:/-]{1,128}\\z'))
                 AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.priority')
                     OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.priority')) = 'INTEGER'
                         AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.priority'))) = 0

@@ -89,8 +89,10 @@ async fn an_upgrade_keeps_the_grants_made_on_taskhost_add_on_mariadb() {
 
 /// A call `taskhost_add`'s short path takes (no options, or a few plain ones) writes the row the
 /// whole procedure writes for the same call, made to take it by a JSON null (the default) beside:
-/// every column alike but the id and the times, queued and due at once; and a priority written
-/// 1e3 is 1000 there, not an error naming no option.
+/// every column alike but the id and the times, queued and due at once. What it must not take
+/// (an option named in another case, a fraction, a queue of 150 bytes in 50 Kelvin signs, a
+/// handler's long s) is refused by name; a priority written 1e3 is 1000, not an error naming no
+/// option.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_on_mariadb() {
     let my = common::mysql_scratch().await;
@@ -129,6 +131,20 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         let counts: (i64, i64, i64) = (row.get("n"), row.get("kinds"), row.get("due"));
         assert_eq!(counts, (3, 1, 3), "(rows, kinds of row, due at once) for {short} and {whole}");
     }
+    // What only the whole procedure may refuse, each by name: not taken by the short path.
+    let kelvins = format!(r#"'{{"queue": "{}"}}'"#, "\u{212a}".repeat(50));
+    for (options, needle) in [
+        (r#"'{"Queue": "mail"}'"#.to_string(), "unknown option 'Queue'"),
+        (r#"'{"priority": 15e-1}'"#.to_string(), "invalid priority"),
+        (kelvins, "invalid queue"),
+    ] {
+        let call = format!("CALL taskhost_add('echo', '{{}}', {options})");
+        let refused = sqlx::raw_sql(&call).fetch_all(&mut conn).await.map(|_| ()).expect_err(&call).to_string();
+        assert!(refused.contains(needle), "{call}: {refused}");
+    }
+    let call = "CALL taskhost_add('\u{17f}', '{}', NULL)";
+    let refused = sqlx::raw_sql(call).fetch_all(&mut conn).await.map(|_| ()).expect_err(call).to_string();
+    assert!(refused.contains("invalid handler"), "{refused}");
     let call = r#"CALL taskhost_add('echo', '{}', '{"priority": 1e3}')"#;
     let id: i64 = sqlx::raw_sql(call).fetch_all(&mut conn).await.expect(call)[0].get(0);
     let priority: i64 = sqlx::query_scalar("SELECT priority FROM task_queue WHERE id = ?")
