@@ -101,6 +101,20 @@ impl Ended {
     }
 }
 
+/// How a database bounds a read by the rows it walks.
+#[derive(Debug, Clone, Copy)]
+pub enum Walk {
+    /// A subquery of the window's rows, the filter outside it.
+    Nested {
+        /// Whether the outer query keeps an `ORDER BY` (the planner sees it is met; SQLite
+        /// sorts again, reading the whole window, and keeps the subquery's order without it).
+        ordered: bool,
+    },
+    /// MariaDB's `LIMIT … ROWS EXAMINED N` (its subqueries with a LIMIT are read whole), N
+    /// counting each task and the rows its conditions look up.
+    RowsExamined,
+}
+
 /// What each database gives the store written once: its spelling, its claim, its batched
 /// success, its wake-ups. A fourth database is one more implementation (and its migrations).
 #[async_trait]
@@ -138,6 +152,11 @@ pub trait Dialect: Plumbing {
     /// index scan (MySQL: one seek a value), so the queues holding scheduled tasks are listed so
     /// rather than by a recursive statement (whose iterations MySQL and MariaDB cap at 1,000).
     const LOOSE_DISTINCT: bool = false;
+    /// How a read of due tasks is bounded by the tasks it walks (`shared::key_reads`).
+    const WALK: Walk = Walk::Nested { ordered: true };
+    /// Whether `(a, b, c) > ($1, $2, $3)` is read as a range of an index on `(a, b, c)`
+    /// (MariaDB: not; it walks the index from its start).
+    const ROW_VALUES: bool = true;
 
     /// The condition on `task_queue` (unaliased) of a failed task awaiting the overseer's retry,
     /// spelled as the database indexes it: the filter of the partial index `task_queue_failed`

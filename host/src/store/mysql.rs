@@ -16,7 +16,7 @@ use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlPool, MySqlRow};
 use sqlx::{Arguments, MySql, MySqlConnection, QueryBuilder, Row};
 
 use super::connect::{redact, StoreOptions};
-use super::dialect::{retrying, ClaimRequest, Dialect, Ended};
+use super::dialect::{retrying, ClaimRequest, Dialect, Ended, Walk};
 use super::migrations::{self, Embedded};
 use super::plumbing::{decoded, unchecked, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
@@ -156,6 +156,8 @@ impl Dialect for MySqlDb {
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const LOOSE_DISTINCT: bool = true;
+    const WALK: Walk = Walk::RowsExamined;
+    const ROW_VALUES: bool = false;
     const ADD_CHUNK: usize = 2_000;
     const MS_SINCE_START: &'static str = "TIMESTAMPDIFF(MICROSECOND, started_on, $2) DIV 1000";
     const INT: &'static str = "SIGNED";

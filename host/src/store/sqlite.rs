@@ -21,7 +21,7 @@ use sqlx::sqlite::{
 use sqlx::{Arguments, Connection, QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use super::connect::{redact, StoreOptions};
-use super::dialect::{ClaimRequest, Dialect, Ended};
+use super::dialect::{ClaimRequest, Dialect, Ended, Walk};
 use super::migrations::{self, Embedded};
 use super::plumbing::{decoded, Cells, Held, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
@@ -226,6 +226,7 @@ impl Dialect for SqliteDb {
     const SKIP_LOCKED: &'static str = "";
     const FOR_UPDATE: &'static str = "";
     const ONE_WRITER: bool = true;
+    const WALK: Walk = Walk::Nested { ordered: false };
     // Fourteen values a task, under SQLite's 32,766 at most.
     const ADD_CHUNK: usize = 2_300;
     // Rounded: julianday's doubles are exact to about 20 µs.

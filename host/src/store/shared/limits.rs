@@ -31,13 +31,14 @@ use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg, RUNNING, SCHEDULED};
 use super::super::transitions;
+use super::key_reads::{self, DeepPlaces, KeyRead};
 use super::limit_rows::{LimitRow, LIMIT_COLUMNS};
 use super::per_key::{self, PerKey};
 use crate::error::Result;
 use crate::model::*;
 
 /// Claim as the request asks, within its limits.
-pub async fn claim<D: Dialect>(db: &D, req: &ClaimRequest<'_>) -> Result<Claimed> {
+pub async fn claim<D: Dialect>(db: &D, req: &ClaimRequest<'_>, places: &DeepPlaces) -> Result<Claimed> {
     let Some(limits) = req.limits.filter(|l| l.apply_to(req.queues, req.handlers)) else {
         return Ok(Claimed { runs: db.claim(req).await?, next_start_on: None });
     };
@@ -59,7 +60,7 @@ pub async fn claim<D: Dialect>(db: &D, req: &ClaimRequest<'_>) -> Result<Claimed
             );
             let found = db.rows(Some(&mut tx.tx), &sql, args![names.as_slice()]).await?;
             let rows = found.iter().map(LimitRow::read).collect::<Result<Vec<_>>>()?;
-            claim_within(db, &mut tx.tx, req, rows).await
+            claim_within(db, &mut tx.tx, req, rows, places).await
         })
     })
     .await
@@ -87,6 +88,7 @@ async fn claim_within<D: Dialect>(
     tx: &mut TxOf<D>,
     req: &ClaimRequest<'_>,
     rows: Vec<LimitRow>,
+    places: &DeepPlaces,
 ) -> Result<Claimed> {
     // The time the rates count by: the server's, read under the limits' locks, for workers.
     let mut now = req.now;
@@ -129,6 +131,7 @@ async fn claim_within<D: Dialect>(
             &mut queue_room,
             &mut handler_room,
             &mut keys,
+            places,
         )
         .await?;
     }
@@ -175,20 +178,16 @@ async fn pick<D: Dialect>(
     queue_room: &mut HashMap<String, Room>,
     handler_room: &mut HashMap<String, Room>,
     keys: &mut PerKey,
+    places: &DeepPlaces,
 ) -> Result<Vec<TaskId>> {
     let of_handlers = match open_handlers {
         Some(_) => "AND task_handler_class IN ($4)",
         None => "AND task_handler_class NOT IN ($5)",
     };
-    let sql = |of_keys: &str, pace: &str| {
-        format!(
-            "SELECT id, queue, task_handler_class, priority, scheduled_on, share_key{pace} FROM task_queue
-             WHERE last_status = {SCHEDULED} AND queue IN ($1) AND scheduled_on <= $2 AND {} {of_handlers}{of_keys}
-             ORDER BY priority, scheduled_on, id LIMIT $3{}",
-            transitions::NOT_PAUSED,
-            D::SKIP_LOCKED
-        )
-    };
+    let conds = format!(
+        "last_status = {SCHEDULED} AND queue IN ($1) AND scheduled_on <= $2 AND {} {of_handlers}",
+        transitions::NOT_PAUSED
+    );
     let mut due = Vec::new();
     for read in &reads(req, open_queues, queue_room, keys) {
         let values = [
@@ -200,7 +199,7 @@ async fn pick<D: Dialect>(
             Arg::Texts(&read.full_keys),
             per_key::paced_arg(read.paced, req.now),
         ];
-        let (mut of_keys, mut pace) = (String::new(), "");
+        let (mut of_keys, mut pace) = (String::from("1 = 1"), "");
         if !read.full_keys.is_empty() {
             of_keys.push_str(" AND (share_key IS NULL OR share_key NOT IN ($6))");
         }
@@ -208,7 +207,19 @@ async fn pick<D: Dialect>(
             of_keys.push_str(per_key::NOT_PACED_OUT);
             pace = per_key::PACE_COLUMN;
         }
-        for r in &db.rows(Some(&mut *tx), &sql(&of_keys, pace), &values).await? {
+        let found = if read.full_keys.is_empty() && read.paced.is_none() {
+            let sql = format!("SELECT {COLUMNS} FROM task_queue WHERE {conds} {ORDER} LIMIT $3{}", D::SKIP_LOCKED);
+            db.rows(Some(&mut *tx), &sql, &values).await?
+        } else {
+            // Keys are left out: bounded by the tasks it walks, not the tasks it keeps.
+            let (cols, extra, most) = (COLUMNS, pace, read.most);
+            let queue = read.queues.first().map_or("", String::as_str);
+            let (conds, filter, values) = (conds.clone(), of_keys, values.to_vec());
+            let lookups = u32::from(read.paced.is_some());
+            let read = KeyRead { queue, cols, conds, filter, extra, values, most, lookups };
+            key_reads::read(db, tx, &read, places).await?
+        };
+        for r in &found {
             let order = (r.int("priority")?.unwrap_or(0), r.time("scheduled_on")?, rows::id(r, "id")?);
             let (queue, handler) =
                 (r.text("queue")?.unwrap_or_default(), r.text("task_handler_class")?.unwrap_or_default());
@@ -240,6 +251,10 @@ async fn pick<D: Dialect>(
     }
     Ok(picked)
 }
+
+/// The columns a limited claim reads of each due task, and their order.
+const COLUMNS: &str = "id, queue, task_handler_class, priority, scheduled_on, share_key";
+const ORDER: &str = "ORDER BY priority, scheduled_on, id";
 
 /// One read of a limited claim.
 struct Read {

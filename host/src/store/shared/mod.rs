@@ -7,6 +7,7 @@ mod cancel;
 mod components;
 mod details;
 pub(crate) mod events;
+mod key_reads;
 mod keys;
 mod limit_rows;
 mod limits;
@@ -200,7 +201,7 @@ impl<D: Dialect> Store for SqlStore<D> {
         if req.is_empty() {
             return Ok(Claimed::default());
         }
-        limits::claim(&self.db, req).await
+        limits::claim(&self.db, req, &self.deep).await
     }
 
     async fn limits(&self, now: DateTime<Utc>, scope: Option<LimitScope>) -> Result<Vec<LimitInfo>> {

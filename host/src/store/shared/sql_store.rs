@@ -15,12 +15,14 @@ pub struct SqlStore<D> {
     pub(super) db: D,
     /// Counts the times this store queued tasks ([`Store::added_here`](super::super::interface::Store::added_here)).
     pub(super) added: tokio::sync::watch::Sender<u64>,
+    /// Where the limited claims' deeper reads of each queue go on from (see `key_reads`).
+    pub(super) deep: std::sync::Arc<super::key_reads::DeepPlaces>,
 }
 
 impl<D: Dialect> SqlStore<D> {
     /// The store over `db`.
     pub fn new(db: D) -> Self {
-        SqlStore { db, added: tokio::sync::watch::Sender::new(0) }
+        SqlStore { db, added: tokio::sync::watch::Sender::new(0), deep: Default::default() }
     }
 
     /// Tell this process's workers that tasks were queued (when `queued`).

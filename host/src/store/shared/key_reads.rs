@@ -1,0 +1,185 @@
+//! The read of a queue limited per key, bounded by the tasks it walks.
+//!
+//! A limited claim leaves out the due tasks of keys out of room (at their cap, or out of
+//! starts) by a condition on each task read. Turns interleave keys, so such tasks are usually a
+//! share of the head of the queue; but when every key near the head is out of room, a read
+//! that must find `$3` tasks walks every due task of those keys: a backlog of 100,000 was read
+//! whole by each claim (15 – 94 ms on PostgreSQL), at every poll of every idle worker.
+//!
+//! So a read walks at most [`WINDOW`] due tasks from the head of the queue. When it finds too
+//! few there and the window was full, it goes on *deeper*: another window, from where the last
+//! deep read of this queue stopped (a place kept by the store, [`DeepPlaces`]), or from the
+//! head window's end. Each claim walks at most four windows (two reads, two probes of where a
+//! window ends), whatever the backlog. A task that fits behind a backlog of `n` due tasks that do
+//! not is found within `n / WINDOW` claims of one worker (a task near the head, as a new key's
+//! turns are, at once); a deep read that reaches the last due task starts the next lap at the
+//! head window's end again.
+//!
+//! Tasks are only read here; the claim locks and checks again those it takes
+//! ([`Dialect::claim_these`]), so a place kept from an earlier claim is a hint, never a promise.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use chrono::{DateTime, Utc};
+
+use super::super::dialect::{Dialect, Walk};
+use super::super::plumbing::{Cells, TxOf};
+use super::super::rows;
+use super::super::sql::Arg;
+use crate::error::{Error, Result};
+
+/// Due tasks a read walks at most from where it starts.
+pub(super) const WINDOW: u32 = 2_000;
+
+/// A task's place in claim order: its priority, due time and id.
+type Place = (i64, DateTime<Utc>, i64);
+
+/// Where each queue's next deep read starts, kept across the claims of one store.
+#[derive(Debug, Default)]
+pub struct DeepPlaces(Mutex<HashMap<String, Place>>);
+
+impl DeepPlaces {
+    fn get(&self, queue: &str) -> Option<Place> {
+        self.0.lock().ok().and_then(|m| m.get(queue).copied())
+    }
+
+    fn set(&self, queue: &str, place: Option<Place>) {
+        let Ok(mut m) = self.0.lock() else { return };
+        match place {
+            Some(p) => m.insert(queue.to_string(), p),
+            None => m.remove(queue),
+        };
+    }
+}
+
+/// One queue's read: its due tasks (`conds`, over `task_queue`, in claim order) that meet the
+/// keys' `filter`, `$3` at most, with `extra` columns; `values` bind `$1` to `$7`.
+pub(super) struct KeyRead<'a> {
+    pub queue: &'a str,
+    pub cols: &'a str,
+    pub conds: String,
+    pub filter: String,
+    pub extra: &'a str,
+    pub values: Vec<Arg<'a>>,
+    pub most: u32,
+    /// Rows the filter looks up a task (a pace mark: 1), which MariaDB counts as examined.
+    pub lookups: u32,
+}
+
+/// The tasks of `read`, in claim order: from the head window, then, if that had too few, from
+/// a deeper one.
+pub(super) async fn read<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    read: &KeyRead<'_>,
+    places: &DeepPlaces,
+) -> Result<Vec<D::Row>> {
+    let mut found = window(db, tx, read, None, read.most).await?;
+    let short = read.most as usize - found.len().min(read.most as usize);
+    if short == 0 {
+        return Ok(found);
+    }
+    let from = match places.get(read.queue) {
+        Some(p) => p,
+        None => match end_of(db, tx, read, None).await? {
+            Some(end) => end,
+            // Every due task was in the window.
+            None => return Ok(found),
+        },
+    };
+    let deeper = window(db, tx, read, Some(from), short as u32).await?;
+    let next = if deeper.len() >= short {
+        deeper.last().map(place).transpose()?
+    } else {
+        end_of(db, tx, read, Some(from)).await?
+    };
+    places.set(read.queue, next);
+    // A place kept from before may lie in the head window: its tasks are not read twice.
+    let mut seen = std::collections::HashSet::new();
+    for r in &found {
+        seen.insert(rows::id(r, "id")?);
+    }
+    for r in deeper {
+        if !seen.contains(&rows::id(&r, "id")?) {
+            found.push(r);
+        }
+    }
+    Ok(found)
+}
+
+/// A row's place in claim order.
+fn place(r: &impl Cells) -> Result<Place> {
+    let Some(at) = r.time("scheduled_on")? else {
+        return Err(Error::CorruptRow { table: "task_queue", reason: "scheduled_on is NULL".into() });
+    };
+    Ok((r.int("priority")?.unwrap_or(0), at, rows::id(r, "id")?))
+}
+
+/// The tasks of the window of `read` after `from` (from the head: None) that meet its filter,
+/// `most` at most.
+async fn window<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    read: &KeyRead<'_>,
+    from: Option<Place>,
+    most: u32,
+) -> Result<Vec<D::Row>> {
+    let conds = format!("{}{}", read.conds, after::<D>(from.is_some()));
+    let (cols, filter, extra) = (read.cols, &read.filter, read.extra);
+    const ORDER: &str = "ORDER BY priority, scheduled_on, id";
+    let sql = match D::WALK {
+        Walk::Nested { ordered } => format!(
+            "SELECT *{extra} FROM (SELECT {cols} FROM task_queue WHERE {conds} {ORDER} LIMIT {WINDOW}) AS task_queue
+             WHERE {filter} {} LIMIT $3",
+            if ordered { ORDER } else { "" }
+        ),
+        Walk::RowsExamined => format!(
+            "SELECT {cols}{extra} FROM task_queue WHERE {conds} AND {filter} {ORDER} LIMIT $3 ROWS EXAMINED {}",
+            WINDOW * (1 + read.lookups)
+        ),
+    };
+    db.rows(Some(tx), &sql, &values(read, most, from)).await
+}
+
+/// Where the window of `read` after `from` ends: the place of its last task, None when it holds
+/// fewer than a window's tasks (the last due task is in it).
+async fn end_of<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    read: &KeyRead<'_>,
+    from: Option<Place>,
+) -> Result<Option<Place>> {
+    let sql = format!(
+        "SELECT priority, scheduled_on, id FROM task_queue WHERE {}{}
+         ORDER BY priority, scheduled_on, id LIMIT 1 OFFSET {}",
+        read.conds,
+        after::<D>(from.is_some()),
+        WINDOW - 1
+    );
+    db.rows(Some(tx), &sql, &values(read, read.most, from)).await?.first().map(place).transpose()
+}
+
+/// The condition of the tasks after a place bound as `$8` to `$10`.
+fn after<D: Dialect>(from: bool) -> &'static str {
+    match (from, D::ROW_VALUES) {
+        (false, _) => "",
+        (true, true) => " AND (priority, scheduled_on, id) > ($8, $9, $10)",
+        // Spelled out, so that MariaDB reads it as ranges of the claim index.
+        (true, false) => {
+            " AND (priority > $8 OR (priority = $8 AND (scheduled_on > $9 OR (scheduled_on = $9 AND id > $10))))"
+        }
+    }
+}
+
+/// The read's values, `$3` set to `most` and a place as `$8` to `$10`.
+fn values<'a>(read: &KeyRead<'a>, most: u32, from: Option<Place>) -> Vec<Arg<'a>> {
+    let mut values = read.values.clone();
+    if let Some(most_arg) = values.get_mut(2) {
+        *most_arg = Arg::from(most);
+    }
+    if let Some((priority, at, id)) = from {
+        values.extend([Arg::from(priority), Arg::Time(at), Arg::from(id)]);
+    }
+    values
+}

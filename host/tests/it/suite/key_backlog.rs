@@ -1,0 +1,71 @@
+//! The store suite's cases for a deep backlog of keys out of room: a claim reads a bounded part
+//! of it, and still reaches the tasks that fit behind it.
+
+use super::*;
+use taskhost::store::{Backend, LimitEdit, LimitSetBy};
+
+/// Due tasks a limited claim walks at most from where it starts (`store::shared::key_reads`).
+const WINDOW: usize = 2_000;
+
+/// Queue `queue` limited per key by `limit`; key a's backlog of `n`, then b's task and a keyless
+/// one due a second later (tasks due later keep their times: behind a's turns). The first claim
+/// takes one of a's, which leaves a out of room; then claims of 16 go on until they hold b's and
+/// the keyless task, each claim's tasks checked by `check`. The number of claims that took.
+async fn claims_to_reach_past(store: &SharedStore, queue: &str, limit: Limit, n: usize) -> usize {
+    let by = LimitSetBy::Operator;
+    store.set_limit(LimitScope::Queue, queue, LimitEdit::Set(limit), by, t0()).await.expect("set");
+    let in_q = |t: NewTask| t.with_queue(queue);
+    let backlog: Vec<NewTask> =
+        (0..n).map(|i| in_q(NewTask::new("h", format!("{{\"i\": {i}}}")).with_key("a"))).collect();
+    store.add_tasks(&backlog, t0()).await.expect("add a's backlog");
+    let behind = [
+        in_q(NewTask::new("h", "{}").with_key("b").with_scheduled_on(t0() + secs(1))),
+        in_q(NewTask::new("h", "{}").with_scheduled_on(t0() + secs(1))),
+    ];
+    let behind: Vec<TaskId> = store.add_tasks(&behind, t0()).await.expect("add").iter().map(|a| a.id).collect();
+    let limits = store.limits_in_force().await.expect("limits");
+    let queues = [queue.to_string()];
+    let r = runner(store, t0()).await;
+    let claim =
+        |n| taskhost::store::ClaimRequest { now: t0() + secs(2), ..super::limited(r, &queues, None, n, &limits) };
+    let first = store.claim_paced(&claim(1)).await.expect("claim");
+    assert_eq!(first.runs.len(), 1, "one of a's");
+    let mut reached = Vec::new();
+    for claims in 1..=n / WINDOW + 2 {
+        let claimed = store.claim_paced(&claim(16)).await.expect("claim");
+        for c in &claimed.runs {
+            assert!(behind.contains(&c.task_id), "claim {claims} took one of a's, out of room: {:?}", c.task_id);
+            reached.push(c.task_id);
+        }
+        if reached.len() == behind.len() {
+            return claims;
+        }
+    }
+    panic!("b's and the keyless task not reached past a's {n} in {} claims: {reached:?}", n / WINDOW + 2);
+}
+
+/// A key at its cap with a backlog of two and a half windows, and a key paced out with as many:
+/// the tasks that fit behind them (another key's, a keyless one) are claimed by the second or
+/// third claim, not the first: each claim reads a bounded part of the backlog (a claim once read
+/// it whole, at every poll of every idle worker), and the next goes on from where it stopped.
+pub async fn tasks_that_fit_behind_a_deep_backlog_of_keys_out_of_room_are_reached_in_a_few_claims(store: SharedStore) {
+    let n = WINDOW * 5 / 2;
+    let capped = Limit { max_running_per_key: Some(1), ..Limit::default() };
+    let claims = claims_to_reach_past(&store, "capped", capped, n).await;
+    // Not the first claim: it read no more than two windows. (MariaDB may read the tasks of the
+    // keys not full by the index of keys, and take them at once.)
+    let first = if store.backend() == Backend::MySql { 1 } else { 2 };
+    assert!((first..=3).contains(&claims), "{claims} claims past a full key's backlog");
+    let rate = Rate::parse("1/1h").and_then(|r| r.with_burst(0)).expect("a rate");
+    let paced = Limit { rate_per_key: Some(rate), ..Limit::default() };
+    let claims = claims_to_reach_past(&store, "paced", paced, n).await;
+    assert!((2..=3).contains(&claims), "{claims} claims past a paced-out key's backlog");
+    // Nothing is left that fits: a claim reads its bounded part and takes none.
+    let limits = store.limits_in_force().await.expect("limits");
+    let queues = ["capped".to_string(), "paced".to_string()];
+    let r = runner(&store, t0()).await;
+    let claim = taskhost::store::ClaimRequest { now: t0() + secs(3), ..super::limited(r, &queues, None, 16, &limits) };
+    for _ in 0..3 {
+        assert!(store.claim_paced(&claim).await.expect("claim").runs.is_empty());
+    }
+}
