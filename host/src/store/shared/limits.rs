@@ -135,6 +135,28 @@ async fn claim_within<D: Dialect>(
         )
         .await?;
     }
+    let mut runs = Vec::new();
+    if !picked.is_empty() {
+        // Started at the time the rates counted by: a claim that waited on the limits' locks
+        // starts its runs when it got them, as their starts are paced.
+        let narrowed = ClaimRequest { queues: &open_queues, limit: picked.len() as u32, ..*req };
+        let ids: Vec<TaskId> = picked.iter().map(|p| p.id).collect();
+        runs = db.claim_these(tx, &narrowed, &ids).await?;
+    }
+    // Only the runs claimed count: a task picked and not claimed takes no room and no start.
+    if runs.len() < picked.len() {
+        let claimed: std::collections::HashSet<TaskId> = runs.iter().map(|r| r.task_id).collect();
+        for p in picked.iter().filter(|p| !claimed.contains(&p.id)) {
+            for (rooms, name) in [(&mut queue_room, &p.queue), (&mut handler_room, &p.handler)] {
+                if let Some(room) = rooms.get_mut(name.as_str()) {
+                    room.taken = room.taken.saturating_sub(1);
+                }
+            }
+            if let Some(slot) = &p.slot {
+                keys.give_back(slot);
+            }
+        }
+    }
     let mut next_start_on: Option<chrono::DateTime<chrono::Utc>> = None;
     for room in queue_room.values().chain(handler_room.values()) {
         let Some(rate) = room.row.limit.rate else { continue };
@@ -148,14 +170,7 @@ async fn claim_within<D: Dialect>(
             next_start_on = Some(next_start_on.map_or(grant.due_on, |t| t.min(grant.due_on)));
         }
     }
-    let room_left = picked.len() < req.limit as usize;
-    let mut runs = Vec::new();
-    if !picked.is_empty() {
-        // Started at the time the rates counted by: a claim that waited on the limits' locks
-        // starts its runs when it got them, as their starts are paced.
-        let narrowed = ClaimRequest { queues: &open_queues, limit: picked.len() as u32, ..*req };
-        runs = db.claim_these(tx, &narrowed, &picked).await?;
-    }
+    let room_left = runs.len() < req.limit as usize;
     // After the claim: a key whose due tasks it took has none due left.
     if let Some(at) = keys.write(db, tx, &queue_room, now, room_left).await? {
         next_start_on = Some(next_start_on.map_or(at, |t| t.min(at)));
@@ -179,19 +194,19 @@ async fn pick<D: Dialect>(
     handler_room: &mut HashMap<String, Room>,
     keys: &mut PerKey,
     places: &DeepPlaces,
-) -> Result<Vec<TaskId>> {
+) -> Result<Vec<Picked>> {
     let of_handlers = match open_handlers {
         Some(_) => "AND task_handler_class IN ($4)",
         None => "AND task_handler_class NOT IN ($5)",
     };
     let conds = format!(
-        "last_status = {SCHEDULED} AND queue IN ($1) AND scheduled_on <= $2 AND {} {of_handlers}",
+        "last_status = {SCHEDULED} AND queue = $1 AND scheduled_on <= $2 AND {} {of_handlers}",
         transitions::NOT_PAUSED
     );
     let mut due = Vec::new();
     for read in &reads(req, open_queues, queue_room, keys) {
         let values = [
-            Arg::Texts(&read.queues),
+            Arg::Text(Some(&read.queue)),
             Arg::Time(req.now),
             Arg::from(read.most),
             Arg::Texts(open_handlers.unwrap_or_default()),
@@ -213,7 +228,7 @@ async fn pick<D: Dialect>(
         } else {
             // Keys are left out: bounded by the tasks it walks, not the tasks it keeps.
             let (cols, extra, most) = (COLUMNS, pace, read.most);
-            let queue = read.queues.first().map_or("", String::as_str);
+            let queue = read.queue.as_str();
             let (conds, filter, values) = (conds.clone(), of_keys, values.to_vec());
             let lookups = u32::from(read.paced.is_some());
             let read = KeyRead { queue, cols, conds, filter, extra, values, most, lookups };
@@ -243,23 +258,33 @@ async fn pick<D: Dialect>(
                     room.taken += 1;
                 }
             }
-            if let Some(slot) = slot {
-                keys.take(slot);
+            if let Some(slot) = &slot {
+                keys.take(slot.clone());
             }
-            picked.push(id);
+            picked.push(Picked { id, queue, handler, slot });
         }
     }
     Ok(picked)
+}
+
+/// A task a limited claim picked, and the room it takes.
+struct Picked {
+    id: TaskId,
+    queue: String,
+    handler: String,
+    slot: Option<per_key::Slot>,
 }
 
 /// The columns a limited claim reads of each due task, and their order.
 const COLUMNS: &str = "id, queue, task_handler_class, priority, scheduled_on, share_key";
 const ORDER: &str = "ORDER BY priority, scheduled_on, id";
 
-/// One read of a limited claim.
+/// One read of a limited claim: one queue's, so that its condition is an equality and the claim
+/// index yields its tasks in claim order (with `queue IN (…)`, PostgreSQL sorted every due task of
+/// the queue: 87 ms at each claim of a backlog of 100,000, against 0.2 ms).
 struct Read {
-    /// The queues it reads.
-    queues: Vec<String>,
+    /// The queue it reads.
+    queue: String,
     /// How many tasks at most.
     most: u32,
     /// Keys at their cap, whose tasks it leaves out.
@@ -268,8 +293,7 @@ struct Read {
     paced: Option<Rate>,
 }
 
-/// The reads of a limited claim: each limited queue's apart, at most its room, and the other
-/// queues' together. A queue limited per key leaves out the keys with no room, and as a key
+/// The reads of a limited claim, a queue each: a limited queue's at most its room. A queue limited per key leaves out the keys with no room, and as a key
 /// with room may have more tasks read than it can take, it reads more.
 fn reads(
     req: &ClaimRequest<'_>,
@@ -284,15 +308,14 @@ fn reads(
         let limit = room.row.limit;
         let most = room.left.min(req.limit);
         reads.push(Read {
-            queues: vec![q.clone()],
+            queue: q.clone(),
             most: if limit.is_per_key() { most.saturating_mul(PER_KEY_READ) } else { most },
             full_keys: limit.max_running_per_key.map(|cap| keys.full(q, cap)).unwrap_or_default(),
             paced: limit.rate_per_key,
         });
     }
-    if !free.is_empty() {
-        let queues = free.into_iter().cloned().collect();
-        reads.push(Read { queues, most: req.limit, full_keys: Vec::new(), paced: None });
+    for q in free {
+        reads.push(Read { queue: q.clone(), most: req.limit, full_keys: Vec::new(), paced: None });
     }
     reads
 }

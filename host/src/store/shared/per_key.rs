@@ -117,6 +117,17 @@ impl PerKey {
         }
     }
 
+    /// A run of the key picked but not claimed (its task changed or locked meanwhile, or the
+    /// runner timed out): it started nothing, so it moves no pace mark.
+    pub fn give_back(&mut self, slot: &Slot) {
+        if let Some(n) = self.taken.get_mut(slot) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.taken.remove(slot);
+            }
+        }
+    }
+
     /// Move the pace marks of the keys that started runs on by their starts (rows in one order),
     /// and, when the claim had room left (`room_left`) and a paced queue too, say when the first
     /// key out of starts with a due task there may start again (the earliest mark, by

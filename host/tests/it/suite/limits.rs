@@ -277,3 +277,26 @@ pub async fn limits_are_set_live_and_a_file_does_not_overwrite_an_operators(stor
     assert!(store.set_file_limits(&file, t0()).await.expect("file").is_empty());
     assert_eq!(store.limits_in_force().await.expect("limits"), file);
 }
+
+/// A claim that picks tasks but claims none (its runner timed out meanwhile, as after a
+/// partition) uses no start of a rate: neither the queue's nor a key's pace moves, and a live
+/// runner takes the starts.
+pub async fn a_claim_that_takes_nothing_uses_no_start_of_a_rate(store: SharedStore) {
+    let rate = |text: &str| Some(Rate::parse(text).and_then(|r| r.with_burst(0)).expect("a rate"));
+    let by = LimitSetBy::Operator;
+    for (queue, limit) in [
+        ("paced", Limit { rate: rate("1/1h"), ..Limit::default() }),
+        ("keyed", Limit { rate_per_key: rate("1/1h"), ..Limit::default() }),
+    ] {
+        store.set_limit(LimitScope::Queue, queue, LimitEdit::Set(limit), by, t0()).await.expect("set");
+        store.add_tasks(&[NewTask::new("h", "{}").with_key("a").with_queue(queue)], t0()).await.expect("add");
+    }
+    let limits = store.limits_in_force().await.expect("limits");
+    let queues = ["paced".to_string(), "keyed".to_string()];
+    let (gone, live) = (runner(&store, t0()).await, runner(&store, t0()).await);
+    store.time_out_runners(&[gone], t0() + secs(60)).await.expect("time out");
+    let claim = |r| taskhost::store::ClaimRequest { now: t0() + secs(61), ..limited(r, &queues, None, 16, &limits) };
+    assert!(store.claim_paced(&claim(gone)).await.expect("claim").runs.is_empty(), "a timed-out runner claims none");
+    let taken = store.claim_paced(&claim(live)).await.expect("claim");
+    assert_eq!(taken.runs.len(), 2, "each queue's one start is still there");
+}

@@ -161,6 +161,7 @@ macro_rules! store_suite {
         case!(claims_keep_runs_in_flight_within_the_queue_and_handler_limits);
         case!(rate_limits_pace_starts_across_runners_and_say_when_the_next_is_allowed);
         case!(limits_are_set_live_and_a_file_does_not_overwrite_an_operators);
+        case!(a_claim_that_takes_nothing_uses_no_start_of_a_rate);
         case!(a_key_that_comes_later_takes_turns_with_a_keys_backlog);
         case!(a_keys_weight_gives_it_that_many_turns_to_another_keys_one);
         case!(a_queue_capped_per_key_holds_each_key_to_its_cap_across_runners);
