@@ -83,3 +83,21 @@ pub async fn an_idle_worker_probes_for_what_another_process_adds(env: &Env, othe
     }
     worker.stop().await;
 }
+
+/// A worker whose polls are ten minutes apart, in a queue capped at one run in flight: each run's
+/// room is its successor's once the run's outcome is written (the writer says so), not at the
+/// next poll. Five tasks run one after another.
+pub async fn a_capped_worker_claims_again_once_its_runs_are_written(env: &Env) {
+    use taskhost::model::{Limit, LimitScope};
+    use taskhost::store::{LimitEdit, LimitSetBy};
+    let one = Limit { max_running: Some(1), ..Limit::default() };
+    let (store, at) = (&env.app.store, chrono::Utc::now());
+    store.set_limit(LimitScope::Queue, "default", LimitEdit::Set(one), LimitSetBy::Operator, at).await.expect("cap");
+    let worker = IdleWorker::start(env, Duration::ZERO).await;
+    let tasks: Vec<NewTask> = (0..5).map(|_| NewTask::new("echo", "{}")).collect();
+    let ids: Vec<i64> = env.app.client.add_many(tasks).await.expect("add").iter().map(|a| a.id).collect();
+    for id in ids {
+        runs(env, id, "each task ran, one after another, without a poll").await;
+    }
+    worker.stop().await;
+}

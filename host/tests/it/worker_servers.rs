@@ -160,3 +160,29 @@ async fn a_stop_during_a_claim_puts_what_it_claimed_back_on_mysql() {
     let locks = [lock, unlock, "SELECT CAST(connection_id() AS SIGNED)", waiting];
     a_stop_during_a_claim_puts_what_it_claimed_back::<sqlx::MySqlConnection>(env, locks).await;
 }
+
+/// A capped worker claims its next run when its last is written, not at its poll (ten minutes
+/// here), on each database.
+mod a_capped_worker_claims_again_once_its_runs_are_written {
+    use super::*;
+
+    async fn case(db: common::Db) {
+        let env = Env::on(db, &["echo"]).await;
+        common::wakeups::a_capped_worker_claims_again_once_its_runs_are_written(&env).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn on_sqlite() {
+        case(common::Db::Sqlite).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn on_postgres() {
+        case(common::Db::Postgres).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn on_mysql() {
+        case(common::Db::MySql).await
+    }
+}

@@ -21,11 +21,13 @@ impl Claimer<'_> {
         } else {
             cfg.poll_interval
         };
-        // A draining worker whose last outcomes are being written is done once they are: the
-        // writer says so, rather than the next poll.
+        // A draining worker whose last outcomes are being written is done once they are, and a
+        // capped one finds the room its own runs held once they are: the writer says so, rather
+        // than the next poll (a cap of 8 on no-op runs drained 130 a second at the 50 ms poll).
         let runs = self.runs;
+        let wait_written = cfg.drain || self.capped;
         let written = async move {
-            if cfg.drain && !runs.claims.is_empty() {
+            if wait_written && !runs.claims.is_empty() {
                 runs.written.notified().await
             } else {
                 std::future::pending().await

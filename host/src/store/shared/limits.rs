@@ -20,7 +20,8 @@
 //! default isolation. SQLite's write transactions exclude each other already.
 //!
 //! A run counts from its claim until its outcome is written, so a worker whose run just ended
-//! finds room for its successor only once the outcome is in (its own slot is free before). (A run
+//! finds room for its successor only once the outcome is in (its own slot is free before; a
+//! capped worker claims again when its writer says so). (A run
 //! cancelled or timed out elsewhere stops counting at once, while its guest may run on until its
 //! worker's next check, within a second.) A run held back costs nothing: it is simply not claimed.
 

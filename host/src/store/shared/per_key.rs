@@ -8,9 +8,8 @@
 //! started, as a mark in the past), written by those claims only: no add waits for it, nor it
 //! for an add. A full key's tasks (at its cap) are left out of the claim's read by name (runs in
 //! flight are few); a key out of starts, by its mark (`NOT EXISTS`: the keys paced lately may be
-//! many), so neither crowds the others out of the claim's `LIMIT`. (When every key with due tasks
-//! is out of room, the read walks their due tasks to find none: a backlog of 100,000 is read
-//! whole by each claim; see docs/queue.md.)
+//! many), so neither crowds the others out of the claim's `LIMIT`. When every key near the head
+//! is out of room, the read is bounded by the tasks it walks ([`super::key_reads`]).
 
 use std::collections::{BTreeMap, HashMap};
 
