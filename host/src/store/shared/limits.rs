@@ -144,22 +144,51 @@ async fn claim_within<D: Dialect>(
         let ids: Vec<TaskId> = picked.iter().map(|p| p.id).collect();
         runs = db.claim_these(tx, &narrowed, &ids).await?;
     }
-    // Only the runs claimed count: a task picked and not claimed takes no room and no start.
-    if runs.len() < picked.len() {
-        let claimed: std::collections::HashSet<TaskId> = runs.iter().map(|r| r.task_id).collect();
-        for p in picked.iter().filter(|p| !claimed.contains(&p.id)) {
-            for (rooms, name) in [(&mut queue_room, &p.queue), (&mut handler_room, &p.handler)] {
-                if let Some(room) = rooms.get_mut(name.as_str()) {
-                    room.taken = room.taken.saturating_sub(1);
-                }
-            }
-            if let Some(slot) = &p.slot {
-                keys.give_back(slot);
+    give_back(&picked, &runs, &mut queue_room, &mut handler_room, &mut keys);
+    let mut next_start_on = move_rates(db, tx, queue_room.values().chain(handler_room.values()), now).await?;
+    let room_left = runs.len() < req.limit as usize;
+    // After the claim: a key whose due tasks it took has none due left.
+    if let Some(at) = keys.write(db, tx, &queue_room, now, room_left).await? {
+        next_start_on = Some(next_start_on.map_or(at, |t| t.min(at)));
+    }
+    Ok(Claimed { runs, next_start_on })
+}
+
+/// Only the runs claimed count: a task picked and not claimed (changed or locked meanwhile, or
+/// its runner timed out) takes no room and no start.
+fn give_back(
+    picked: &[Picked],
+    runs: &[ClaimedRun],
+    queue_room: &mut HashMap<String, Room>,
+    handler_room: &mut HashMap<String, Room>,
+    keys: &mut PerKey,
+) {
+    if runs.len() >= picked.len() {
+        return;
+    }
+    let claimed: std::collections::HashSet<TaskId> = runs.iter().map(|r| r.task_id).collect();
+    for p in picked.iter().filter(|p| !claimed.contains(&p.id)) {
+        for (rooms, name) in [(&mut *queue_room, &p.queue), (&mut *handler_room, &p.handler)] {
+            if let Some(room) = rooms.get_mut(name.as_str()) {
+                room.taken = room.taken.saturating_sub(1);
             }
         }
+        if let Some(slot) = &p.slot {
+            keys.give_back(slot);
+        }
     }
+}
+
+/// Move each rate's pace mark on by the starts taken; when the first rate out of starts allows
+/// the next one (the worker claims again then).
+async fn move_rates<'r, D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    rooms: impl Iterator<Item = &'r Room>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<chrono::DateTime<chrono::Utc>>> {
     let mut next_start_on: Option<chrono::DateTime<chrono::Utc>> = None;
-    for room in queue_room.values().chain(handler_room.values()) {
+    for room in rooms {
         let Some(rate) = room.row.limit.rate else { continue };
         let grant = rate.grant(room.row.next_on, now, room.taken);
         if room.taken > 0 {
@@ -171,12 +200,7 @@ async fn claim_within<D: Dialect>(
             next_start_on = Some(next_start_on.map_or(grant.due_on, |t| t.min(grant.due_on)));
         }
     }
-    let room_left = runs.len() < req.limit as usize;
-    // After the claim: a key whose due tasks it took has none due left.
-    if let Some(at) = keys.write(db, tx, &queue_room, now, room_left).await? {
-        next_start_on = Some(next_start_on.map_or(at, |t| t.min(at)));
-    }
-    Ok(Claimed { runs, next_start_on })
+    Ok(next_start_on)
 }
 
 /// Due tasks in claim order, of queues and handlers with room, kept while they fit (the first
@@ -206,35 +230,7 @@ async fn pick<D: Dialect>(
     );
     let mut due = Vec::new();
     for read in &reads(req, open_queues, queue_room, keys) {
-        let values = [
-            Arg::Text(Some(&read.queue)),
-            Arg::Time(req.now),
-            Arg::from(read.most),
-            Arg::Texts(open_handlers.unwrap_or_default()),
-            Arg::Texts(full_handlers),
-            Arg::Texts(&read.full_keys),
-            per_key::paced_arg(read.paced, req.now),
-        ];
-        let (mut of_keys, mut pace) = (String::from("1 = 1"), "");
-        if !read.full_keys.is_empty() {
-            of_keys.push_str(" AND (share_key IS NULL OR share_key NOT IN ($6))");
-        }
-        if read.paced.is_some() {
-            of_keys.push_str(per_key::NOT_PACED_OUT);
-            pace = per_key::PACE_COLUMN;
-        }
-        let found = if read.full_keys.is_empty() && read.paced.is_none() {
-            let sql = format!("SELECT {COLUMNS} FROM task_queue WHERE {conds} {ORDER} LIMIT $3{}", D::SKIP_LOCKED);
-            db.rows(Some(&mut *tx), &sql, &values).await?
-        } else {
-            // Keys are left out: bounded by the tasks it walks, not the tasks it keeps.
-            let (cols, extra, most) = (COLUMNS, pace, read.most);
-            let queue = read.queue.as_str();
-            let (conds, filter, values) = (conds.clone(), of_keys, values.to_vec());
-            let lookups = u32::from(read.paced.is_some());
-            let read = KeyRead { queue, cols, conds, filter, extra, values, most, lookups };
-            key_reads::read(db, tx, &read, places).await?
-        };
+        let found = read_due(db, tx, req, read, &conds, open_handlers, full_handlers, places).await?;
         for r in &found {
             let order = (r.int("priority")?.unwrap_or(0), r.time("scheduled_on")?, rows::id(r, "id")?);
             let (queue, handler) =
@@ -266,6 +262,47 @@ async fn pick<D: Dialect>(
         }
     }
     Ok(picked)
+}
+
+/// One read's due tasks, in claim order: a queue limited per key that leaves keys out is
+/// bounded by the tasks it walks, not the tasks it keeps (see [`key_reads`]).
+#[allow(clippy::too_many_arguments)]
+async fn read_due<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    req: &ClaimRequest<'_>,
+    read: &Read,
+    conds: &str,
+    open_handlers: Option<&[String]>,
+    full_handlers: &[String],
+    places: &DeepPlaces,
+) -> Result<Vec<D::Row>> {
+    let values = [
+        Arg::Text(Some(&read.queue)),
+        Arg::Time(req.now),
+        Arg::from(read.most),
+        Arg::Texts(open_handlers.unwrap_or_default()),
+        Arg::Texts(full_handlers),
+        Arg::Texts(&read.full_keys),
+        per_key::paced_arg(read.paced, req.now),
+    ];
+    let (mut of_keys, mut pace) = (String::from("1 = 1"), "");
+    if !read.full_keys.is_empty() {
+        of_keys.push_str(" AND (share_key IS NULL OR share_key NOT IN ($6))");
+    }
+    if read.paced.is_some() {
+        of_keys.push_str(per_key::NOT_PACED_OUT);
+        pace = per_key::PACE_COLUMN;
+    }
+    if read.full_keys.is_empty() && read.paced.is_none() {
+        let sql = format!("SELECT {COLUMNS} FROM task_queue WHERE {conds} {ORDER} LIMIT $3{}", D::SKIP_LOCKED);
+        return db.rows(Some(&mut *tx), &sql, &values).await;
+    }
+    let (cols, extra, most) = (COLUMNS, pace, read.most);
+    let (queue, conds, filter, values) = (read.queue.as_str(), conds.to_string(), of_keys, values.to_vec());
+    let lookups = u32::from(read.paced.is_some());
+    let read = KeyRead { queue, cols, conds, filter, extra, values, most, lookups };
+    key_reads::read(db, tx, &read, places).await
 }
 
 /// A task a limited claim picked, and the room it takes.
