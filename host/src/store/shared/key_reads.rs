@@ -23,25 +23,11 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::Dialect;
+use super::super::dialect::{Dialect, Walk};
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::Arg;
 use crate::error::{Error, Result};
-
-/// How a database bounds a read by the rows it walks.
-#[derive(Debug, Clone, Copy)]
-pub enum Walk {
-    /// A subquery of the window's rows, the filter outside it.
-    Nested {
-        /// Whether the outer query keeps an `ORDER BY` (the planner sees it is met; SQLite
-        /// sorts again, reading the whole window, and keeps the subquery's order without it).
-        ordered: bool,
-    },
-    /// MariaDB's `LIMIT … ROWS EXAMINED N` (its subqueries with a LIMIT are read whole), N
-    /// counting each task and the rows its conditions look up.
-    RowsExamined,
-}
 
 /// Due tasks a read walks at most from where it starts.
 pub(super) const WINDOW: u32 = 2_000;

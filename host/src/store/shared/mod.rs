@@ -32,7 +32,6 @@ use super::{stats, transitions};
 use crate::error::{Error, Result};
 use crate::model::*;
 use crate::schedule::{NewSchedule, Schedule};
-pub use key_reads::Walk;
 pub use sql_store::SqlStore;
 
 #[async_trait]
