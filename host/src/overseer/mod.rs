@@ -10,6 +10,7 @@
 //! | [`stats_compaction`] | rows of statistics (per minute and runner) older than 2 h → one row per handler, queue and hour | 10 min |
 //! | [`schedules`] | periodic tasks: each schedule's due slot → one task, however many overseers race | 1 s |
 //! | [`key_turns`] | rows of keys' last turns (fair shares) more than a day old, and the pace marks and fuel averages they leave → deleted, in batches | 10 min |
+//! | [`key_fuel`] | due tasks of keys weighed by fuel whose runs' average has moved to more than twice, or under half, what their turns were laid by → their turns laid again by it, in batches | 1 s |
 //! | [`versions`] | deployed versions neither active nor pinned, superseded more than 30 days ago → deleted, with components no version is of | 10 min |
 //! | [`intake`] | tasks queued in SQL with a key or `after` → given their turn and their waits, as an add through the API gives them | 0.5 s |
 //! | [`unserved`] | scheduled tasks whose handler no live runner has served for 10 min → given up (`handler-not-found`); a warning for each queue whose due tasks no live runner claims from | 30 s |
@@ -36,6 +37,7 @@ pub use lease::Leadership;
 use lease::Lease;
 
 pub mod intake;
+pub mod key_fuel;
 pub mod key_turns;
 mod lease;
 pub mod liveness;
@@ -71,6 +73,8 @@ pub struct OverseerConfig {
     pub stats_compaction: stats_compaction::Config,
     /// `[overseer.key_turns]`: idle keys' turns.
     pub key_turns: key_turns::Config,
+    /// `[overseer.key_fuel]`: keys' turns laid again by their fuel.
+    pub key_fuel: key_fuel::Config,
     /// `[overseer.versions]`: old deployed versions.
     pub versions: versions::Config,
     /// `[overseer.intake]`: tasks queued in SQL with a key or `after`.
@@ -108,6 +112,8 @@ impl OverseerConfig {
             (".stats_compaction", "keep_minutes_for", self.stats_compaction.keep_minutes_for, YEAR),
             (".key_turns", "interval", self.key_turns.interval, YEAR),
             (".key_turns", "idle_for", self.key_turns.idle_for, YEAR),
+            (".key_fuel", "interval", self.key_fuel.interval, YEAR),
+            (".key_fuel", "again_after", self.key_fuel.again_after, YEAR),
             (".versions", "interval", self.versions.interval, YEAR),
             (".versions", "retention", self.versions.retention, YEAR.saturating_mul(100)),
             (".intake", "interval", self.intake.interval, YEAR),
@@ -128,6 +134,8 @@ impl OverseerConfig {
             (".stats_compaction", "max_batches", self.stats_compaction.max_batches),
             (".key_turns", "batch", self.key_turns.batch),
             (".key_turns", "max_batches", self.key_turns.max_batches),
+            (".key_fuel", "batch", self.key_fuel.batch),
+            (".key_fuel", "max_batches", self.key_fuel.max_batches),
             (".versions", "batch", self.versions.batch),
             (".versions", "max_batches", self.versions.max_batches),
             (".intake", "batch", self.intake.batch),
@@ -154,6 +162,7 @@ impl Default for OverseerConfig {
             schedules: Default::default(),
             stats_compaction: Default::default(),
             key_turns: Default::default(),
+            key_fuel: Default::default(),
             versions: Default::default(),
             intake: Default::default(),
         }
@@ -260,6 +269,7 @@ impl Overseer {
                 stats_compaction::StatsCompaction::new(store.clone(), c.stats_compaction),
             ),
             every("key-turns", c.key_turns.interval, key_turns::KeyTurns::new(store.clone(), c.key_turns)),
+            every("key-fuel", c.key_fuel.interval, key_fuel::KeyFuel::new(store.clone(), c.key_fuel)),
             every("versions", c.versions.interval, versions::Versions::new(store.clone(), c.versions)),
             every("intake", c.intake.interval, intake::Intake::new(store.clone(), c.intake)),
         ];

@@ -23,13 +23,13 @@ impl LimitsView {
     /// How long a worker claims within the limits it read, at most.
     pub const REFRESH: Duration = Duration::from_secs(1);
 
-    /// Read the limits again when due (a failed read is the caller's to back off from, as from
-    /// a failed claim; the last read stays).
     /// Read them again before the next claim (a wake-up may say a limit changed).
     pub fn expire(&mut self) {
         self.fresh_until = None;
     }
 
+    /// Read the limits again when due (a failed read is the caller's to back off from, as from
+    /// a failed claim; the last read stays).
     pub async fn refresh(&mut self, store: &dyn Store) -> crate::error::Result<()> {
         if self.fresh_until.is_none_or(|t| Instant::now() >= t) {
             self.now = store.limits_in_force().await?;

@@ -61,6 +61,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0029_dead_index.sql",
     "0030_succeeded_run_on_its_task.sql",
     "0031_sql_add_options.sql",
+    "0032_key_turns_laid.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -97,6 +98,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0029_dead_index.sql",
     "0030_succeeded_run_on_its_task.sql",
     "0031_sql_add_options.sql",
+    "0032_key_turns_laid.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -134,6 +136,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0030_succeeded_run_on_its_task.sql",
     "0031_sql_add_options.sql",
     "0032_sql_add_fast.sql",
+    "0033_key_turns_laid.sql",
 );
 
 impl Embedded {

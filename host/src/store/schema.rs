@@ -181,7 +181,7 @@ pub const TABLES: &[Table] = &[
     // Each key's fuel a run on average in a queue weighed by fuel, and its runs counted.
     Table {
         name: "task_key_fuel",
-        columns: &[col("queue", NAME), col("name", NAME), col("fuel", Int), col("runs", Int)],
+        columns: &[col("queue", NAME), col("name", NAME), col("fuel", Int), col("runs", Int), null("laid_fuel", Int)],
     },
     // Components published into the database (`taskhost deploy`), by digest, in pieces.
     Table {

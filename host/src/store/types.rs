@@ -324,3 +324,45 @@ pub struct Glimpse {
     /// the sum of their runs' attempts (a task replayed and ended again counts anew).
     pub window: Option<(u64, i64, i64)>,
 }
+
+/// A key of a queue weighed by fuel whose due tasks' turns were laid by another fuel a run than
+/// its runs burn now ([`Store::keys_to_relay`](super::interface::Store::keys_to_relay)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyToRelay {
+    /// The queue.
+    pub queue: String,
+    /// The key.
+    pub key: String,
+    /// Its runs' average fuel now.
+    pub fuel: i64,
+    /// The fuel its due tasks' turns were laid by; None: not known, taken as its queue's fuel per
+    /// turn (a turn a task, as tasks queued before any of its runs ended are laid).
+    pub laid_fuel: Option<i64>,
+    /// Its queue's fuel per turn.
+    pub per_turn: i64,
+    /// Its stride now, in picoseconds (`transitions::fair`).
+    pub stride_ps: i64,
+    /// The stride its due tasks were laid by, in picoseconds.
+    pub laid_stride_ps: i64,
+}
+
+/// How far a re-lay of one key's turns has gone
+/// ([`Store::relay_turns`](super::interface::Store::relay_turns)): handed back to go on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayCursor {
+    /// Stretching (from the last due task back) or drawing together (from the first on).
+    pub(crate) stretch: bool,
+    /// The due time and id of the last task read (not yet: from the end).
+    pub(crate) after: Option<(DateTime<Utc>, i64)>,
+    /// The turn the next task read is given, in picoseconds.
+    pub(crate) next_ps: i128,
+    /// The stride it lays by, in picoseconds.
+    pub(crate) stride_ps: i64,
+}
+
+impl RelayCursor {
+    /// The stride it lays by, in picoseconds.
+    pub fn stride_ps(&self) -> i64 {
+        self.stride_ps
+    }
+}

@@ -97,11 +97,7 @@ async fn a_key_whose_runs_burn_more_fuel_is_given_fewer_turns_on_a_worker(db: Db
     let mut env = Env::on(db, &["word-count"]).await;
     env.set_config("[queues.metered]\nfuel_per_turn = 1000000\n").await;
     let client = &env.app.client;
-    let heavy = format!("{{\"text\": \"{}\"}}", "lorem ipsum dolor sit amet\\n".repeat(8_000));
-    let task = |queue: &str, key: &str| {
-        let data = if key == "heavy" { heavy.clone() } else { r#"{"text": "a"}"#.to_string() };
-        NewTask::new("word-count", data).with_queue(queue).with_key(key)
-    };
+    let task = counting;
     let drain = |queue: &str| {
         let o = run(&env, &["worker", "--drain", "--concurrency", "1", "--queues", queue]);
         assert!(o.status.success(), "{}", stderr(&o));
@@ -138,6 +134,47 @@ async fn a_key_whose_runs_burn_more_fuel_is_given_fewer_turns_on_a_worker(db: Db
     assert!((9..=11).contains(&first[1]), "heavy took {} of plain's first 20 turns", first[1]);
 }
 
+/// A backlog of two keys queued at once, before any run of theirs has ended, in a queue weighed
+/// by fuel: a turn a task each at first; once the first runs end, the worker's overseer lays the
+/// heavy key's due tasks' turns again by its fuel, so the light key's tasks start first, where
+/// turns a task would alternate the two to the end.
+async fn a_backlog_queued_before_any_run_ended_is_weighed_by_fuel_on_a_worker(db: Db) {
+    let mut env = Env::on(db, &["word-count"]).await;
+    // Paced to 50 starts a second, so that the first runs end, and the overseer's pass comes,
+    // long before the backlog is through.
+    let file = "[queues.metered]\nfuel_per_turn = 1000000\nrate_limit = \"50/1s\"\n\n[overseer.key_fuel]\ninterval = \"10ms\"\n";
+    env.set_config(file).await;
+    let backlog = (0..60).flat_map(|_| [counting("metered", "heavy"), counting("metered", "light")]);
+    env.app.client.add_many(backlog.collect()).await.expect("add");
+    let o = run(&env, &["worker", "--drain", "--concurrency", "1", "--queues", "metered", "--log", "info"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut first_starts = Vec::new();
+    for t in env.app.client.list(&TaskFilter::default()).await.expect("list") {
+        assert_eq!(t.last_status, RunStatus::Success, "each ran");
+        let runs = env.app.store.runs_of(t.id).await.expect("runs");
+        let start = runs.iter().filter_map(|r| r.started_on).min().expect("a start");
+        first_starts.push((start, t.id, t.key.unwrap_or_default()));
+    }
+    first_starts.sort();
+    let heavy = first_starts.iter().take(60).filter(|(_, _, k)| k == "heavy").count();
+    // Turns a task would give heavy 30 of the first 60 starts; laid by fuel (about a hundred
+    // times light's), only those claimed before its first runs ended and the re-lay.
+    let lines = stderr(&o);
+    let order: String = first_starts.iter().map(|(_, _, k)| if k == "heavy" { 'H' } else { 'l' }).collect();
+    assert!(heavy <= 12, "heavy took {heavy} of the first 60 starts ({order}): {lines}");
+    assert!(lines.contains("service=\"key-fuel\""), "the overseer's pass is logged: {lines}");
+}
+
+/// A task of `key` counting words in `queue`: the words of 200 KB for the key "heavy", of one
+/// letter for any other.
+fn counting(queue: &str, key: &str) -> NewTask {
+    let data = match key {
+        "heavy" => format!("{{\"text\": \"{}\"}}", "lorem ipsum dolor sit amet\\n".repeat(8_000)),
+        _ => r#"{"text": "a"}"#.to_string(),
+    };
+    NewTask::new("word-count", data).with_queue(queue).with_key(key)
+}
+
 /// Every run's start (the time its rate counted by), in order.
 async fn starts(env: &Env) -> Vec<chrono::DateTime<chrono::Utc>> {
     starts_of(env, None).await
@@ -163,5 +200,6 @@ fn most_in(starts: &[chrono::DateTime<chrono::Utc>], width: chrono::Duration) ->
 on_every_database!(
     a_rate_limit_paces_worker_processes_and_a_live_change_applies_without_a_restart,
     a_rate_per_key_paces_each_key_apart_on_worker_processes,
-    a_key_whose_runs_burn_more_fuel_is_given_fewer_turns_on_a_worker
+    a_key_whose_runs_burn_more_fuel_is_given_fewer_turns_on_a_worker,
+    a_backlog_queued_before_any_run_ended_is_weighed_by_fuel_on_a_worker
 );

@@ -13,6 +13,7 @@ mod limit_rows;
 mod limits;
 mod per_key;
 mod queues;
+mod relay;
 mod runners;
 mod runs;
 mod schedules;
@@ -341,6 +342,20 @@ impl<D: Dialect> Store for SqlStore<D> {
 
     async fn prune_key_turns(&self, before: DateTime<Utc>, batch: u32) -> Result<u64> {
         keys::prune_turns(&self.db, before, batch).await
+    }
+
+    async fn keys_to_relay(&self, limit: u32) -> Result<Vec<KeyToRelay>> {
+        relay::keys_to_relay(&self.db, limit).await
+    }
+
+    async fn relay_turns(
+        &self,
+        key: &KeyToRelay,
+        at: Option<RelayCursor>,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<(u64, Option<RelayCursor>)> {
+        relay::relay(&self.db, key, at, now, limit).await
     }
 
     async fn take_in_arrivals(&self, now: DateTime<Utc>, batch: u32) -> Result<u64> {

@@ -73,9 +73,8 @@ pub(crate) async fn turns<D: Dialect + ?Sized>(
         };
         // In picoseconds, so that weights up to 1,000 keep their ratios; weighed by fuel, as
         // many thousandths of that as the key's runs cost (1 to 1,000,000).
-        let weight = i128::from(weights.get(&key).copied().unwrap_or(DEFAULT_WEIGHT).max(1));
-        let cost = i128::from(costs.get(&(queue.clone(), key.clone())).copied().unwrap_or(1_000));
-        let stride = (1_000 * cost / weight).max(1);
+        let weight = weights.get(&key).copied().unwrap_or(DEFAULT_WEIGHT);
+        let stride = stride(costs.get(&(queue.clone(), key.clone())).copied().unwrap_or(1_000), weight);
         let head = i128::from(head) * 1_000;
         let turn = last.get(&(queue.clone(), key.clone())).map_or(head, |l| head.max(l + stride));
         last.insert((queue, key), turn);
@@ -89,6 +88,12 @@ pub(crate) async fn turns<D: Dialect + ?Sized>(
         write::<D>(conn, chunk.iter().copied(), false).await?;
     }
     Ok(Some(out))
+}
+
+/// A key's stride in picoseconds: 1 µs over its weight, times `cost` thousandths (weighed by
+/// fuel, [`super::fuel::cost`]; 1,000 otherwise).
+pub(crate) fn stride(cost: i64, weight: u32) -> i128 {
+    (1_000 * i128::from(cost) / i128::from(weight.max(1))).max(1)
 }
 
 /// Lock the rows of these slots (sorted: every add locks in one order), made if new, and read
@@ -152,7 +157,7 @@ async fn write<'a, D: Dialect + ?Sized>(
 
 /// The weights set of these keys (`key:NAME` limits), and the fuel per turn of these queues
 /// that weigh their keys by fuel (`queue:NAME` limits).
-async fn weights<D: Dialect + ?Sized>(
+pub(crate) async fn weights<D: Dialect + ?Sized>(
     conn: &mut ConnOf<D>,
     keys: &[String],
     queues: &[String],

@@ -120,13 +120,19 @@ pub(crate) async fn costs<D: Dialect + ?Sized>(
         for chunk in names.chunks(KEYS_A_STATEMENT) {
             let sql = "SELECT name, fuel FROM task_key_fuel WHERE queue = $1 AND name IN ($2)";
             for r in D::rows_on(conn, sql, &[Arg::Text(Some(queue)), Arg::Texts(chunk)]).await? {
-                let fuel = i128::from(rows::id(&r, "fuel")?.max(0));
-                let cost = (fuel * 1_000 / per_turn).clamp(1, 1_000_000);
-                out.insert((queue.to_string(), r.text("name")?.unwrap_or_default()), cost as i64);
+                let cost = cost(rows::id(&r, "fuel")?, per_turn);
+                out.insert((queue.to_string(), r.text("name")?.unwrap_or_default()), cost);
             }
         }
     }
     Ok(out)
+}
+
+/// What a turn of a key whose runs burn `fuel` on average costs in a queue of `per_turn`, in
+/// thousandths of a task's turn (1 to 1,000,000).
+pub(crate) fn cost(fuel: i64, per_turn: i128) -> i64 {
+    let cost = (i128::from(fuel.max(0)) * 1_000 / per_turn.max(1)).clamp(1, 1_000_000);
+    i64::try_from(cost).unwrap_or(1_000_000)
 }
 
 #[cfg(test)]

@@ -43,8 +43,8 @@
 
 pub mod add;
 pub mod deps;
-mod fair;
-mod fuel;
+pub(crate) mod fair;
+pub(crate) mod fuel;
 pub mod intake;
 pub mod runs;
 mod set;

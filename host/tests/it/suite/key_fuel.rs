@@ -1,6 +1,8 @@
 //! The store suite's case for keys weighed by fuel (a queue's `fuel_per_turn`).
 
 use super::*;
+use taskhost::overseer::key_fuel::{self, KeyFuel};
+use taskhost::overseer::{Service, Summary};
 use taskhost::store::{ClaimRequest, LimitEdit, LimitSetBy};
 
 fn metered(key: &str, n: usize) -> Vec<NewTask> {
@@ -72,4 +74,76 @@ pub async fn a_key_whose_runs_burn_ten_times_the_fuel_gets_a_tenth_of_the_turns(
     store.add_tasks(&metered("heavy", 1), t0() + DAY).await.expect("add");
     let listed = store.keys(Some("metered"), t0() + DAY, 10).await.expect("keys");
     assert_eq!(listed.iter().map(|k| (k.key.as_str(), k.fuel_per_run)).collect::<Vec<_>>(), [("heavy", None)]);
+}
+
+/// The next `n` runs claims take in the metered queue.
+async fn next_runs(store: &SharedStore, r: RunnerId, n: u32, at: DateTime<Utc>) -> Vec<ClaimedRun> {
+    let limits = store.limits_in_force().await.expect("limits");
+    let queues = ["metered".to_string()];
+    let claim = ClaimRequest { now: at, ..super::limited(r, &queues, None, n, &limits) };
+    store.claim_for(&claim).await.expect("claim")
+}
+
+fn keys_of(runs: &[ClaimedRun]) -> Vec<&str> {
+    runs.iter().map(|c| c.key.as_deref().unwrap_or_default()).collect()
+}
+
+/// Their runs end, heavy's burning `heavy` and light's 1,000,000.
+async fn end(store: &SharedStore, runs: &[ClaimedRun], heavy: i64, at: DateTime<Utc>) {
+    let fuel = |c: &ClaimedRun| if c.key.as_deref() == Some("heavy") { heavy } else { 1_000_000 };
+    let outcomes: Vec<RunOutcome> = runs.iter().map(|c| charged(c, fuel(c), at)).collect();
+    store.finish_runs(&outcomes).await.expect("finish");
+}
+
+/// A key's backlog queued before any of its runs ended is given a turn a task; once its runs
+/// burn ten times another key's fuel, the overseer lays its due tasks' turns again (a chunk at a
+/// time, its first where it was), so it takes a tenth of the turns from then on, not from its
+/// next add; once its runs grow cheap, its turns are drawn together, though not within 30 s of
+/// the last time. A key within twice what its turns were laid by is only marked.
+pub async fn a_keys_backlog_queued_before_its_runs_ended_is_laid_again_by_their_fuel(store: SharedStore) {
+    let per_turn = Limit { fuel_per_turn: Some(1_000_000), ..Limit::default() };
+    let by = LimitSetBy::Operator;
+    store.set_limit(LimitScope::Queue, "metered", LimitEdit::Set(per_turn), by, t0()).await.expect("set");
+    let r = runner(&store, t0()).await;
+    // Both backlogs at once, before any run: a turn a task each, one for one.
+    let mut backlog = metered("heavy", 41);
+    backlog.extend(metered("light", 81));
+    store.add_tasks(&backlog, t0()).await.expect("add");
+    assert!(store.keys_to_relay(100).await.expect("keys").is_empty(), "no run ended: nothing to weigh");
+    let first = next_runs(&store, r, 2, t0() + secs(1)).await;
+    assert_eq!(keys_of(&first), ["heavy", "light"], "one for one");
+    end(&store, &first, 10_000_000, t0() + secs(1)).await;
+
+    // The overseer's passes, 3 chunks of 7 tasks each: heavy's 40 due tasks laid 10 µs apart
+    // from its first (from the last back), going on at the next pass where the last stopped;
+    // light, at a turn a task already, only marked.
+    let svc = KeyFuel::new(store.clone(), key_fuel::Config { batch: 7, max_batches: 3, ..Default::default() });
+    let mut passes = Vec::new();
+    for _ in 0..3 {
+        let pass = svc.run_once(t0() + secs(2)).await.expect("pass");
+        passes.push((pass.keys, pass.tasks_moved, pass.batches));
+    }
+    assert_eq!(passes, [(0, 21, 3), (1, 18, 3), (1, 0, 1)], "heavy's 39 after its first, then light");
+    assert!(store.keys_to_relay(100).await.expect("keys").is_empty(), "both laid as their fuel asks");
+    assert_eq!(svc.run_once(t0() + secs(2)).await.expect("pass"), key_fuel::Report::default());
+    let taken = next_runs(&store, r, 30, t0() + secs(2)).await;
+    let keys = keys_of(&taken);
+    assert_eq!(keys.iter().filter(|k| **k == "heavy").count(), 3, "a tenth of the turns: {keys:?}");
+    assert_eq!(keys.first(), Some(&"heavy"), "its first due task stays where it was: {keys:?}");
+
+    // Heavy's runs grow cheap: its average (2,500,000) falls under half of what its turns were
+    // laid by, and they are drawn together to 2.5 µs apart.
+    end(&store, &taken, 0, t0() + secs(3)).await;
+    // Not within 30 s of its last re-lay (a guest swinging its cost cannot keep the database
+    // rewriting its backlog); then from the first on, its 36 tasks after its first, over two
+    // passes.
+    assert_eq!(svc.run_once(t0() + secs(3)).await.expect("pass"), key_fuel::Report::default());
+    let first = svc.run_once(t0() + secs(40)).await.expect("pass");
+    let second = svc.run_once(t0() + secs(40)).await.expect("pass");
+    let passes = [(first.keys, first.tasks_moved, first.batches), (second.keys, second.tasks_moved, second.batches)];
+    assert_eq!(passes, [(0, 20, 3), (1, 16, 3)], "heavy's tasks drawn together");
+    assert_eq!(second.summary().as_deref(), Some("gave 16 tasks the turns their keys' fuel asks (1 key done)"));
+    let taken = next_runs(&store, r, 20, t0() + secs(40)).await;
+    let keys = keys_of(&taken);
+    assert!((5..=8).contains(&keys.iter().filter(|k| **k == "heavy").count()), "{keys:?}");
 }

@@ -1,0 +1,229 @@
+//! Keys' turns laid anew (fair shares weighed by fuel, docs/queue.md). An add spaces a key's
+//! tasks by the fuel its runs burnt on average until then (`transitions::fair`), so a key that
+//! queues a backlog before any of its runs has ended is given a turn a task, and one whose runs
+//! grow dearer keeps the turns its queued tasks were given. The overseer's `key-fuel` finds the
+//! keys whose average has moved to more than twice, or under half, what their due tasks were
+//! laid by ([`keys_to_relay`]) and lays those tasks' turns again by it ([`relay`]), a bounded
+//! chunk a call, so the key takes the share its fuel gives it from then on, not from its next add.
+//!
+//! A re-lay keeps a key's first due task where it is and gives the others the turns that follow
+//! it one stride apart, in the order they had. It never moves a task before its due time when
+//! stretching, nor after it when drawing together, so each chunk leaves the key's order as it
+//! was: stretching goes from the last due task back (each moves later, away from those not yet
+//! read), drawing together from the first on. Only due tasks move (a task due later keeps its
+//! time: it was asked for, or is a turn not yet reached). Tasks are written by id, guarded by
+//! their state, in statements of their own; a claim between two chunks is no harm (the turns
+//! written are fixed when the re-lay starts). A stretched key's last turn (`task_keys`) moves to
+//! its new last task's first, so its next add queues after it.
+
+use chrono::{DateTime, Utc};
+
+use super::super::dialect::{transaction, Dialect};
+use super::super::plumbing::Cells;
+use super::super::rows;
+use super::super::sql::{args, Arg};
+use super::super::transitions::{fair, fuel, is};
+use super::super::types::{KeyToRelay, RelayCursor};
+use crate::error::Result;
+use crate::model::{Limit, TaskState, DEFAULT_WEIGHT};
+
+/// Tasks written in one statement at most.
+const A_STATEMENT: usize = 500;
+
+/// How far a key's average may move from what its turns were laid by before they are laid again.
+const SLACK: i64 = 2;
+
+/// Keys of queues weighed by fuel whose average fuel a run has moved to more than twice, or
+/// under half, what their tasks' turns were laid by, or is not yet known against it; at most
+/// `limit`.
+pub async fn keys_to_relay<D: Dialect>(db: &D, limit: u32) -> Result<Vec<KeyToRelay>> {
+    let sql = "SELECT name FROM task_run_limits WHERE fuel_per_turn IS NOT NULL";
+    let mut queues = Vec::new();
+    for r in &db.rows(None, sql, &[]).await? {
+        queues.extend(r.text("name")?.as_deref().and_then(|n| n.strip_prefix("queue:")).map(str::to_string));
+    }
+    if queues.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Halves, not doubles: an average near the top of BIGINT does not overflow.
+    let sql = format!(
+        "SELECT queue, name, fuel, laid_fuel FROM task_key_fuel WHERE queue IN ($1)
+             AND (laid_fuel IS NULL OR fuel / {SLACK} > laid_fuel OR laid_fuel / {SLACK} > fuel)
+         ORDER BY queue, name LIMIT $2"
+    );
+    let found = db.rows(None, &sql, args![queues.as_slice(), limit]).await?;
+    if found.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut keys = Vec::with_capacity(found.len());
+    for r in &found {
+        let laid_fuel = r.int("laid_fuel")?;
+        let fuel = rows::id(r, "fuel")?;
+        let (queue, key) = (r.text("queue")?.unwrap_or_default(), r.text("name")?.unwrap_or_default());
+        keys.push(KeyToRelay { queue, key, fuel, laid_fuel, per_turn: 0, stride_ps: 0, laid_stride_ps: 0 });
+    }
+    let names: Vec<String> = keys.iter().map(|k| k.key.clone()).collect();
+    let (weights, per_turn) = transaction(db, |tx| {
+        let (names, queues) = (&names, &queues);
+        Box::pin(async move { fair::weights::<D>(D::conn(&mut tx.tx), names, queues).await })
+    })
+    .await?;
+    for k in &mut keys {
+        let per_turn = per_turn.get(&k.queue).copied().unwrap_or(Limit::MIN_FUEL_PER_TURN);
+        k.per_turn = i64::try_from(per_turn).unwrap_or(i64::MAX);
+        let per_turn = i128::from(per_turn);
+        let weight = weights.get(&k.key).copied().unwrap_or(DEFAULT_WEIGHT);
+        let laid = k.laid_fuel.unwrap_or(k.per_turn);
+        let stride = |fuel| i64::try_from(fair::stride(fuel::cost(fuel, per_turn), weight)).unwrap_or(i64::MAX);
+        (k.stride_ps, k.laid_stride_ps) = (stride(k.fuel), stride(laid));
+    }
+    Ok(keys)
+}
+
+/// Lay at most `limit` of `key`'s due tasks' turns again by its stride now, going on from `at`
+/// (None: from the start); how many tasks moved, and where to go on (None: done, and the key
+/// marked laid by its average now).
+pub async fn relay<D: Dialect>(
+    db: &D,
+    key: &KeyToRelay,
+    at: Option<RelayCursor>,
+    now: DateTime<Utc>,
+    limit: u32,
+) -> Result<(u64, Option<RelayCursor>)> {
+    let at = match at {
+        Some(at) => at,
+        // Within the slack once strides are clamped (or not known, and as a turn a task would
+        // lay them): written down as laid, nothing moved.
+        None if !needs_relay(key) => return mark(db, key, key.laid_fuel.map_or(key.per_turn, |_| key.fuel)).await,
+        None => match start(db, key, now).await? {
+            Some(at) => at,
+            None => return mark(db, key, key.fuel).await,
+        },
+    };
+    let (read, moves, next) = chunk(db, key, at, now, limit).await?;
+    let moved = moves.len() as u64;
+    if !moves.is_empty() {
+        transaction(db, |tx| {
+            let moves = &moves;
+            Box::pin(async move {
+                for part in moves.chunks(A_STATEMENT) {
+                    write::<D>(db, &mut tx.tx, part).await?;
+                }
+                Ok(())
+            })
+        })
+        .await?;
+    }
+    if read < u64::from(limit) {
+        mark(db, key, key.fuel).await?;
+        return Ok((moved, None));
+    }
+    Ok((moved, Some(next)))
+}
+
+/// Whether `key`'s turns are out by more than the slack.
+fn needs_relay(key: &KeyToRelay) -> bool {
+    let (now, laid) = (key.stride_ps.max(1), key.laid_stride_ps.max(1));
+    now / SLACK > laid || laid / SLACK > now
+}
+
+/// Where a re-lay of `key` starts: its due tasks' first turn and how many there are; None when it
+/// has none. A stretched key's last turn moves now, so that adds meanwhile queue after the end.
+async fn start<D: Dialect>(db: &D, key: &KeyToRelay, now: DateTime<Utc>) -> Result<Option<RelayCursor>> {
+    let sql = format!(
+        "SELECT count(*) AS n, min(scheduled_on) AS first FROM task_queue
+         WHERE queue = $1 AND share_key = $2 AND {} AND scheduled_on <= $3",
+        is::<D>(TaskState::Scheduled)
+    );
+    let found = db.rows(None, &sql, args![key.queue.as_str(), key.key.as_str(), now]).await?;
+    let Some(r) = found.first() else { return Ok(None) };
+    let (n, first) = (rows::id(r, "n")?, r.time("first")?);
+    let Some(first) = first.filter(|_| n > 0) else { return Ok(None) };
+    let stride = i128::from(key.stride_ps.max(1));
+    let first_ps = i128::from(first.timestamp_micros()) * 1_000_000;
+    let stretch = key.stride_ps > key.laid_stride_ps;
+    let next_ps = if stretch { first_ps + i128::from(n - 1) * stride } else { first_ps };
+    if stretch {
+        let last_ns = i64::try_from(next_ps.div_euclid(1_000)).unwrap_or(i64::MAX);
+        let sql = "UPDATE task_keys SET turn_ns = $3 WHERE queue = $1 AND name = $2 AND turn_ns < $3";
+        db.exec(None, sql, args![key.queue.as_str(), key.key.as_str(), last_ns]).await?;
+    }
+    Ok(Some(RelayCursor { stretch, after: None, next_ps, stride_ps: key.stride_ps.max(1) }))
+}
+
+/// Read the next `limit` due tasks of `key` from `at`, and the turns they move to: how many were
+/// read, the moves (id, new due time) and where the next chunk starts.
+async fn chunk<D: Dialect>(
+    db: &D,
+    key: &KeyToRelay,
+    mut at: RelayCursor,
+    now: DateTime<Utc>,
+    limit: u32,
+) -> Result<(u64, Vec<(i64, DateTime<Utc>)>, RelayCursor)> {
+    let (side, order) = if at.stretch { ("<", "DESC") } else { (">", "ASC") };
+    let past = match at.after {
+        Some(_) => format!("AND (scheduled_on {side} $5 OR (scheduled_on = $5 AND id {side} $6))"),
+        None => String::new(),
+    };
+    let sql = format!(
+        "SELECT id, scheduled_on FROM task_queue
+         WHERE queue = $1 AND share_key = $2 AND {} AND scheduled_on <= $3 {past}
+         ORDER BY scheduled_on {order}, id {order} LIMIT $4",
+        is::<D>(TaskState::Scheduled)
+    );
+    let mut values = vec![Arg::Text(Some(&key.queue)), Arg::Text(Some(&key.key)), Arg::Time(now), Arg::from(limit)];
+    if let Some((t, id)) = at.after {
+        values.extend([Arg::Time(t), Arg::Int(Some(id))]);
+    }
+    let found = db.rows(None, &sql, &values).await?;
+    let stride = i128::from(at.stride_ps);
+    let mut moves = Vec::new();
+    for r in &found {
+        let (id, Some(old)) = (rows::id(r, "id")?, r.time("scheduled_on")?) else { continue };
+        let old_ps = i128::from(old.timestamp_micros()) * 1_000_000;
+        // Never earlier than it was when stretching, nor later when drawing together: the key's
+        // order holds between chunks.
+        let (want, next) = if at.stretch {
+            (at.next_ps.max(old_ps), at.next_ps - stride)
+        } else {
+            (at.next_ps.min(old_ps), at.next_ps + stride)
+        };
+        at.next_ps = next;
+        let micros = i64::try_from(want.div_euclid(1_000_000)).unwrap_or(i64::MAX);
+        if micros != old.timestamp_micros() {
+            moves.push((id, DateTime::from_timestamp_micros(micros).unwrap_or(old)));
+        }
+        at.after = Some((old, id));
+    }
+    Ok((found.len() as u64, moves, at))
+}
+
+/// Move these tasks to their new due times, those still due.
+async fn write<D: Dialect>(
+    db: &D,
+    tx: &mut super::super::plumbing::TxOf<D>,
+    moves: &[(i64, DateTime<Utc>)],
+) -> Result<()> {
+    let mut values: Vec<Arg<'_>> = Vec::with_capacity(moves.len() * 2 + 1);
+    let mut arms = String::new();
+    for (id, at) in moves {
+        values.extend([Arg::Int(Some(*id)), Arg::Time(*at)]);
+        arms.push_str(&format!(" WHEN ${} THEN ${}", values.len() - 1, values.len()));
+    }
+    let ids: Vec<i64> = moves.iter().map(|(id, _)| *id).collect();
+    values.push(Arg::Ints(&ids));
+    let sql = format!(
+        "UPDATE task_queue SET scheduled_on = CASE id{arms} END WHERE id IN (${}) AND {}",
+        values.len(),
+        is::<D>(TaskState::Scheduled)
+    );
+    db.exec(Some(tx), &sql, &values).await?;
+    Ok(())
+}
+
+/// Write down the fuel `key`'s turns are laid by; done.
+async fn mark<D: Dialect>(db: &D, key: &KeyToRelay, laid: i64) -> Result<(u64, Option<RelayCursor>)> {
+    let sql = "UPDATE task_key_fuel SET laid_fuel = $3 WHERE queue = $1 AND name = $2";
+    db.exec(None, sql, args![key.queue.as_str(), key.key.as_str(), laid]).await?;
+    Ok((0, None))
+}
