@@ -6,7 +6,8 @@
 //! dearer keeps the turns its queued tasks were given. Each pass finds the keys whose average
 //! has moved to more than twice, or under half, what their due tasks were laid by, and lays
 //! those tasks' turns again by it (`store/shared/relay.rs`), `batch` tasks a transaction and at
-//! most `max_batches` a pass; a key not done goes on from where it stopped at the next pass.
+//! most `batch` × `max_batches` a pass, each key's read in one statement; a key not done goes on
+//! from where it stopped at the next pass.
 //!
 //! A key's runs are a guest's to make cheap or dear: a key laid to the end is not laid again
 //! within `again_after`, so a tenant swinging its runs' cost cannot keep the database rewriting
@@ -107,6 +108,8 @@ impl Service for KeyFuel {
         let lately = super::ago(now, self.config.again_after);
         laid.retain(|_, at| *at > lately);
         let mut stopped = HashMap::new();
+        // Tasks a pass reads at most, in one statement a key (a read walks the key's tasks).
+        let mut room = u64::from(self.config.batch) * u64::from(self.config.max_batches);
         for key in &keys {
             let slot = (key.queue.clone(), key.key.clone());
             if laid.contains_key(&slot) {
@@ -115,14 +118,18 @@ impl Service for KeyFuel {
             // Gone on only at the stride it began with: a key whose average moved again starts over.
             let mut at = left.remove(&slot).filter(|c| c.stride_ps() == key.stride_ps);
             loop {
-                if report.batches >= self.config.max_batches {
+                if room == 0 {
                     stopped.extend(at.map(|c| (slot.clone(), c)));
                     break;
                 }
-                let (moved, next) = self.store.relay_turns(key, at, now, self.config.batch).await?;
-                report.batches += 1;
-                report.tasks_moved += moved;
-                at = next;
+                let limit = u32::try_from(room).unwrap_or(u32::MAX);
+                let done = self.store.relay_turns(key, at, now, limit, self.config.batch).await?;
+                // A key only marked costs a statement: counted as a task read.
+                room = room.saturating_sub(done.read.max(1));
+                report.batches +=
+                    u32::try_from(done.read.div_ceil(u64::from(self.config.batch)).max(1)).unwrap_or(u32::MAX);
+                report.tasks_moved += done.moved;
+                at = done.next;
                 if at.is_none() {
                     report.keys += 1;
                     laid.insert(slot.clone(), now);

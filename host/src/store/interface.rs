@@ -291,14 +291,16 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
     /// their runs burn now (more than twice, or under half; or not yet known), at most `limit`.
     async fn keys_to_relay(&self, limit: u32) -> Result<Vec<KeyToRelay>>;
     /// Lay at most `limit` of `key`'s due tasks' turns again by its stride now, going on from
-    /// `at` (None: from the start): how many moved, and where to go on (None: done).
+    /// `at` (None: from the start), `batch` a transaction: how many were read and moved, and
+    /// where to go on (None: done).
     async fn relay_turns(
         &self,
         key: &KeyToRelay,
         at: Option<RelayCursor>,
         now: DateTime<Utc>,
         limit: u32,
-    ) -> Result<(u64, Option<RelayCursor>)>;
+        batch: u32,
+    ) -> Result<Relaid>;
     /// Give at most `batch` tasks queued in SQL with a key or `after` their turns and waits
     /// (`store/transitions/intake.rs`); how many were taken in.
     async fn take_in_arrivals(&self, now: DateTime<Utc>, batch: u32) -> Result<u64>;

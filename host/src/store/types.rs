@@ -360,6 +360,17 @@ pub struct RelayCursor {
     pub(crate) stride_ps: i64,
 }
 
+/// What one call of [`Store::relay_turns`](super::interface::Store::relay_turns) did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Relaid {
+    /// Due tasks read.
+    pub read: u64,
+    /// Tasks given another turn.
+    pub moved: u64,
+    /// Where to go on; None: the key is done.
+    pub next: Option<RelayCursor>,
+}
+
 impl RelayCursor {
     /// The stride it lays by, in picoseconds.
     pub fn stride_ps(&self) -> i64 {

@@ -354,8 +354,9 @@ impl<D: Dialect> Store for SqlStore<D> {
         at: Option<RelayCursor>,
         now: DateTime<Utc>,
         limit: u32,
-    ) -> Result<(u64, Option<RelayCursor>)> {
-        relay::relay(&self.db, key, at, now, limit).await
+        batch: u32,
+    ) -> Result<Relaid> {
+        relay::relay(&self.db, key, at, now, (limit, batch)).await
     }
 
     async fn take_in_arrivals(&self, now: DateTime<Utc>, batch: u32) -> Result<u64> {

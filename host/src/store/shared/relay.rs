@@ -23,7 +23,7 @@ use super::super::plumbing::Cells;
 use super::super::rows;
 use super::super::sql::{args, Arg};
 use super::super::transitions::{fair, fuel, is};
-use super::super::types::{KeyToRelay, RelayCursor};
+use super::super::types::{KeyToRelay, Relaid, RelayCursor};
 use crate::error::Result;
 use crate::model::{Limit, TaskState, DEFAULT_WEIGHT};
 
@@ -81,15 +81,16 @@ pub async fn keys_to_relay<D: Dialect>(db: &D, limit: u32) -> Result<Vec<KeyToRe
 }
 
 /// Lay at most `limit` of `key`'s due tasks' turns again by its stride now, going on from `at`
-/// (None: from the start); how many tasks moved, and where to go on (None: done, and the key
-/// marked laid by its average now).
+/// (None: from the start), read in one statement and written `batch` a transaction: how many
+/// were read and moved, and where to go on (None: done, and the key marked laid by its average
+/// now).
 pub async fn relay<D: Dialect>(
     db: &D,
     key: &KeyToRelay,
     at: Option<RelayCursor>,
     now: DateTime<Utc>,
-    limit: u32,
-) -> Result<(u64, Option<RelayCursor>)> {
+    (limit, batch): (u32, u32),
+) -> Result<Relaid> {
     let at = match at {
         Some(at) => at,
         // Within the slack once strides are clamped (or not known, and as a turn a task would
@@ -101,12 +102,10 @@ pub async fn relay<D: Dialect>(
         },
     };
     let (read, moves, next) = chunk(db, key, at, now, limit).await?;
-    let moved = moves.len() as u64;
-    if !moves.is_empty() {
+    for one in moves.chunks(usize::try_from(batch.max(1)).unwrap_or(usize::MAX)) {
         transaction(db, |tx| {
-            let moves = &moves;
             Box::pin(async move {
-                for part in moves.chunks(A_STATEMENT) {
+                for part in one.chunks(A_STATEMENT) {
                     write::<D>(db, &mut tx.tx, part).await?;
                 }
                 Ok(())
@@ -114,11 +113,12 @@ pub async fn relay<D: Dialect>(
         })
         .await?;
     }
+    let moved = moves.len() as u64;
     if read < u64::from(limit) {
         mark(db, key, key.fuel).await?;
-        return Ok((moved, None));
+        return Ok(Relaid { read, moved, next: None });
     }
-    Ok((moved, Some(next)))
+    Ok(Relaid { read, moved, next: Some(next) })
 }
 
 /// Whether `key`'s turns are out by more than the slack.
@@ -222,8 +222,8 @@ async fn write<D: Dialect>(
 }
 
 /// Write down the fuel `key`'s turns are laid by; done.
-async fn mark<D: Dialect>(db: &D, key: &KeyToRelay, laid: i64) -> Result<(u64, Option<RelayCursor>)> {
+async fn mark<D: Dialect>(db: &D, key: &KeyToRelay, laid: i64) -> Result<Relaid> {
     let sql = "UPDATE task_key_fuel SET laid_fuel = $3 WHERE queue = $1 AND name = $2";
     db.exec(None, sql, args![key.queue.as_str(), key.key.as_str(), laid]).await?;
-    Ok((0, None))
+    Ok(Relaid::default())
 }
