@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::plumbing::{Cells, ConnOf, Plumbing, TxOf};
-use super::sql::{args, Arg, Lineage, RUNNING};
+use super::sql::{args, Arg, Lineage, Walk, RUNNING};
 use super::types::{Backend, Wakeups};
 use crate::error::{Error, Result};
 use crate::model::*;
@@ -99,20 +99,6 @@ impl Ended {
         };
         Ok(Ended { run_id: super::rows::id(r, "id")?, of: Some(of) })
     }
-}
-
-/// How a database bounds a read by the rows it walks.
-#[derive(Debug, Clone, Copy)]
-pub enum Walk {
-    /// A subquery of the window's rows, the filter outside it.
-    Nested {
-        /// Whether the outer query keeps an `ORDER BY` (the planner sees it is met; SQLite
-        /// sorts again, reading the whole window, and keeps the subquery's order without it).
-        ordered: bool,
-    },
-    /// MariaDB's `LIMIT … ROWS EXAMINED N` (its subqueries with a LIMIT are read whole), N
-    /// counting each task and the rows its conditions look up.
-    RowsExamined,
 }
 
 /// What each database gives the store written once: its spelling, its claim, its batched

@@ -137,6 +137,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0031_sql_add_options.sql",
     "0032_sql_add_fast.sql",
     "0033_key_turns_laid.sql",
+    "0034_sql_add_escaped_names.sql",
 );
 
 impl Embedded {

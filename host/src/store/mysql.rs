@@ -16,12 +16,12 @@ use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlPool, MySqlRow};
 use sqlx::{Arguments, MySql, MySqlConnection, QueryBuilder, Row};
 
 use super::connect::{redact, StoreOptions};
-use super::dialect::{retrying, ClaimRequest, Dialect, Ended, Walk};
+use super::dialect::{retrying, ClaimRequest, Dialect, Ended};
 use super::migrations::{self, Embedded};
 use super::plumbing::{decoded, unchecked, Cells, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
-use super::sql::{args, lineage_values, new_task_args, render, Arg, Lineage, Slot, NEW_TASK, RUNNER_RUNNING};
+use super::sql::{args, lineage_values, new_task_args, render, Arg, Lineage, Slot, Walk, NEW_TASK, RUNNER_RUNNING};
 use super::transitions;
 use super::types::Backend;
 use crate::error::{Error, Result};

@@ -290,12 +290,16 @@ impl Dialect for PostgresDb {
         Ok("nextval('task_runs_id_seq')".into())
     }
 
+    /// Rows another transaction holds are left (progress is best effort, and such a row is being
+    /// ended): an update that waited for them could deadlock with the batch ending them, whatever
+    /// order each plan locks its rows in, and cost the outcome writer a second each time.
     async fn record_progress(&self, updates: &[ProgressUpdate]) -> Result<()> {
         let sql = format!(
             "UPDATE task_queue q SET run_percent = coalesce(t.p, q.run_percent),
                  run_results = coalesce(t.res, q.run_results)
              FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::bigint[]) AS t(id, p, res, task)
-             WHERE q.id = t.task AND q.run_id = t.id AND (q.last_status = {RUNNING}) IS TRUE"
+             WHERE q.id = t.task AND q.run_id = t.id AND (q.last_status = {RUNNING}) IS TRUE
+                 AND q.id IN (SELECT id FROM task_queue WHERE id = ANY($4) FOR UPDATE SKIP LOCKED)"
         );
         sqlx::query(&sql)
             .bind(updates.iter().map(|u| u.run_id).collect::<Vec<_>>())

@@ -261,6 +261,20 @@ pub fn json_list<T: serde::Serialize>(values: &[T]) -> std::result::Result<Strin
     serde_json::to_string(values).map_err(|e| e.to_string())
 }
 
+/// How a database bounds a read by the rows it walks.
+#[derive(Debug, Clone, Copy)]
+pub enum Walk {
+    /// A subquery of the window's rows, the filter outside it.
+    Nested {
+        /// Whether the outer query keeps an `ORDER BY` (the planner sees it is met; SQLite
+        /// sorts again, reading the whole window, and keeps the subquery's order without it).
+        ordered: bool,
+    },
+    /// MariaDB's `LIMIT … ROWS EXAMINED N` (its subqueries with a LIMIT are read whole), N
+    /// counting each task and the rows its conditions look up.
+    RowsExamined,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

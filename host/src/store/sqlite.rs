@@ -21,12 +21,14 @@ use sqlx::sqlite::{
 use sqlx::{Arguments, Connection, QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use super::connect::{redact, StoreOptions};
-use super::dialect::{ClaimRequest, Dialect, Ended, Walk};
+use super::dialect::{ClaimRequest, Dialect, Ended};
 use super::migrations::{self, Embedded};
 use super::plumbing::{decoded, Cells, Held, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
-use super::sql::{json_list, lineage_values, new_task_args, render, Arg, Lineage, Slot, NEW_TASK, RUNNER_RUNNING};
+use super::sql::{
+    json_list, lineage_values, new_task_args, render, Arg, Lineage, Slot, Walk, NEW_TASK, RUNNER_RUNNING,
+};
 use super::transitions;
 use super::types::Backend;
 use crate::error::{Error, Result};

@@ -23,10 +23,10 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{Dialect, Walk};
+use super::super::dialect::Dialect;
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
-use super::super::sql::Arg;
+use super::super::sql::{Arg, Walk};
 use crate::error::{Error, Result};
 
 /// Due tasks a read walks at most from where it starts.

@@ -12,7 +12,9 @@ use crate::model::*;
 
 /// One update a run, the later reports of a run overriding the earlier (a report without
 /// percent or results keeps the earlier's): a batch statement that met one run twice would
-/// keep either (PostgreSQL's `UPDATE … FROM`), not the latest.
+/// keep either (PostgreSQL's `UPDATE … FROM`), not the latest. In task order, as outcomes are
+/// written (`transitions::runs`): two writes of the same running tasks lock them in one order,
+/// never each waiting for the other (PostgreSQL found such a deadlock, a second lost each time).
 pub fn coalesce_progress(updates: &[ProgressUpdate]) -> Vec<ProgressUpdate> {
     let mut merged: Vec<ProgressUpdate> = Vec::with_capacity(updates.len());
     let mut at: std::collections::HashMap<RunId, usize> = std::collections::HashMap::with_capacity(updates.len());
@@ -31,6 +33,7 @@ pub fn coalesce_progress(updates: &[ProgressUpdate]) -> Vec<ProgressUpdate> {
             }
         }
     }
+    merged.sort_by_key(|u| u.task_id);
     merged
 }
 
@@ -95,4 +98,21 @@ pub async fn has_due_work<D: Dialect>(
         Some(r) => rows::id(r, "due")? != 0,
         None => false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(task_id: TaskId, percent: Option<u8>) -> ProgressUpdate {
+        ProgressUpdate { task_id, run_id: task_id * 10, percent, results: None }
+    }
+
+    #[test]
+    fn reports_are_one_a_run_the_latest_kept_in_task_order() {
+        let merged =
+            coalesce_progress(&[report(9, Some(10)), report(3, Some(50)), report(9, Some(20)), report(3, None)]);
+        let seen: Vec<(TaskId, Option<u8>)> = merged.iter().map(|u| (u.task_id, u.percent)).collect();
+        assert_eq!(seen, [(3, Some(50)), (9, Some(20))]);
+    }
 }

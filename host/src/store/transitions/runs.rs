@@ -66,9 +66,13 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
     if outcomes.is_empty() {
         return Ok(ended_here);
     }
-    let (ok, rare): (Vec<&RunOutcome>, Vec<&RunOutcome>) =
-        outcomes.iter().partition(|o| matches!(o.end, RunEnd::Success { .. }));
     let latest = outcomes.iter().map(|o| o.finished_on).max().unwrap_or_default();
+    // In task order, as progress is written (`shared::runs::coalesce_progress`): two writes of
+    // the same running tasks lock them in one order, never each waiting for the other.
+    let mut sorted = outcomes.to_vec();
+    sorted.sort_by_key(|o| o.task_id);
+    let (ok, rare): (Vec<&RunOutcome>, Vec<&RunOutcome>) =
+        sorted.into_iter().partition(|o| matches!(o.end, RunEnd::Success { .. }));
     // The runs that ended well here (not ended elsewhere meanwhile): their children are queued.
     let mut well: Vec<&RunOutcome> = Vec::new();
     if !ok.is_empty() {
