@@ -12,6 +12,10 @@
 //! A key's runs are a guest's to make cheap or dear: a key laid to the end is not laid again
 //! within `again_after`, so a tenant swinging its runs' cost cannot keep the database rewriting
 //! its backlog.
+//!
+//! A key's weight changed live (`limits set key:K --weight N`, or cleared) is the operator's
+//! word: in every queue, fuel-weighed or not, its due tasks are laid again by the weight now at
+//! the next pass, whatever `again_after` says.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -112,7 +116,8 @@ impl Service for KeyFuel {
         let mut room = u64::from(self.config.batch) * u64::from(self.config.max_batches);
         for key in &keys {
             let slot = (key.queue.clone(), key.key.clone());
-            if laid.contains_key(&slot) {
+            // (A weight the operator changed is laid at once.)
+            if laid.contains_key(&slot) && key.laid_weight.is_none() {
                 continue;
             }
             // Gone on only at the stride it began with: a key whose average moved again starts over.
@@ -147,7 +152,10 @@ impl Summary for Report {
     fn summary(&self) -> Option<String> {
         (self.tasks_moved > 0).then(|| {
             let tasks = crate::text::count(self.tasks_moved, "task");
-            format!("gave {tasks} the turns their keys' fuel asks ({} done)", crate::text::count(self.keys, "key"))
+            format!(
+                "gave {tasks} the turns their keys' fuel and weight ask ({} done)",
+                crate::text::count(self.keys, "key")
+            )
         })
     }
 }

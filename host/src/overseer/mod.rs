@@ -10,7 +10,7 @@
 //! | [`stats_compaction`] | rows of statistics (per minute and runner) older than 2 h → one row per handler, queue and hour | 10 min |
 //! | [`schedules`] | periodic tasks: each schedule's due slot → one task, however many overseers race | 1 s |
 //! | [`key_turns`] | rows of keys' last turns (fair shares) more than a day old, and the pace marks and fuel averages they leave → deleted, in batches | 10 min |
-//! | [`key_fuel`] | due tasks of keys weighed by fuel whose runs' average has moved to more than twice, or under half, what their turns were laid by → their turns laid again by it, in batches | 1 s |
+//! | [`key_fuel`] | due tasks of keys weighed by fuel whose runs' average has moved to more than twice, or under half, what their turns were laid by, and of keys whose weight was changed live → their turns laid again by their stride now, in batches | 1 s |
 //! | [`versions`] | deployed versions neither active nor pinned, superseded more than 30 days ago → deleted, with components no version is of | 10 min |
 //! | [`intake`] | tasks queued in SQL with a key or `after` → given their turn and their waits, as an add through the API gives them | 0.5 s |
 //! | [`unserved`] | scheduled tasks whose handler no live runner has served for 10 min → given up (`handler-not-found`); a warning for each queue whose due tasks no live runner claims from | 30 s |

@@ -62,6 +62,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0030_succeeded_run_on_its_task.sql",
     "0031_sql_add_options.sql",
     "0032_key_turns_laid.sql",
+    "0033_key_relays.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -99,6 +100,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0030_succeeded_run_on_its_task.sql",
     "0031_sql_add_options.sql",
     "0032_key_turns_laid.sql",
+    "0033_key_relays.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -138,6 +140,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0032_sql_add_fast.sql",
     "0033_key_turns_laid.sql",
     "0034_sql_add_escaped_names.sql",
+    "0035_key_relays.sql",
 );
 
 impl Embedded {

@@ -183,6 +183,12 @@ pub const TABLES: &[Table] = &[
         name: "task_key_fuel",
         columns: &[col("queue", NAME), col("name", NAME), col("fuel", Int), col("runs", Int), null("laid_fuel", Int)],
     },
+    // Keys whose weight changed while they had turns in a queue: the weight those were laid by,
+    // and the changes asked (`store/shared/relay.rs`).
+    Table {
+        name: "task_key_relays",
+        columns: &[col("queue", NAME), col("name", NAME), col("laid_weight", Int), col("asked", Int)],
+    },
     // Components published into the database (`taskhost deploy`), by digest, in pieces.
     Table {
         name: "task_components",

@@ -325,8 +325,9 @@ pub struct Glimpse {
     pub window: Option<(u64, i64, i64)>,
 }
 
-/// A key of a queue weighed by fuel whose due tasks' turns were laid by another fuel a run than
-/// its runs burn now ([`Store::keys_to_relay`](super::interface::Store::keys_to_relay)).
+/// A key whose due tasks' turns were laid by another stride than it has now: in a queue weighed
+/// by fuel, by another fuel a run than its runs burn now, or by another weight than it was given
+/// since ([`Store::keys_to_relay`](super::interface::Store::keys_to_relay)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyToRelay {
     /// The queue.
@@ -338,8 +339,13 @@ pub struct KeyToRelay {
     /// The fuel its due tasks' turns were laid by; None: not known, taken as its queue's fuel per
     /// turn (a turn a task, as tasks queued before any of its runs ended are laid).
     pub laid_fuel: Option<i64>,
-    /// Its queue's fuel per turn.
+    /// Its queue's fuel per turn (0: a queue not weighed by fuel).
     pub per_turn: i64,
+    /// Its weight now.
+    pub weight: u32,
+    /// The weight its due tasks' turns were laid by, and the changes of it asked for, when it was
+    /// changed since (`limits set key:K --weight`); None: laid by its weight now.
+    pub laid_weight: Option<(u32, i64)>,
     /// Its stride now, in picoseconds (`transitions::fair`).
     pub stride_ps: i64,
     /// The stride its due tasks were laid by, in picoseconds.

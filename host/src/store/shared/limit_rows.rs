@@ -11,7 +11,7 @@ use super::super::sql::args;
 use super::super::transitions::{is, is_any};
 use super::super::types::{LimitEdit, LimitInfo, LimitSetBy, LimitWritten};
 use crate::error::{Error, Result};
-use crate::model::{Limit, LimitScope, Rate, RunLimits, TaskState};
+use crate::model::{Limit, LimitScope, Rate, RunLimits, TaskState, DEFAULT_WEIGHT};
 
 /// The columns a limit is read from.
 pub(super) const LIMIT_COLUMNS: &str = "name, max_running, rate_count, rate_period_us, rate_burst, next_on, \
@@ -207,6 +207,12 @@ pub async fn set<D: Dialect>(
             // (A key's weight and a file's limit written unchanged wake nobody.)
             if after != before.limit && scope != LimitScope::Key {
                 db.notify_tasks(&mut tx.tx).await?;
+            }
+            // A key's tasks queued already are laid again by its weight now (the overseer's
+            // `key-fuel`), not only those it adds from now on.
+            let weight = |l: &Limit| l.weight.unwrap_or(DEFAULT_WEIGHT);
+            if scope == LimitScope::Key && weight(&after) != weight(&before.limit) {
+                super::relay::ask::<D>(db, &mut tx.tx, target, weight(&before.limit)).await?;
             }
             if !after.is_some() {
                 db.exec(Some(&mut tx.tx), "DELETE FROM task_run_limits WHERE name = $1", args![name]).await?;

@@ -5,6 +5,8 @@
 //! keys whose average has moved to more than twice, or under half, what their due tasks were
 //! laid by ([`keys_to_relay`]) and lays those tasks' turns again by it ([`relay`]), a bounded
 //! chunk a call, so the key takes the share its fuel gives it from then on, not from its next add.
+//! So too for a key's weight changed live: the change writes a row of `task_key_relays` for each
+//! queue where the key has turns ([`ask`]), and its due tasks there are laid by the weight now.
 //!
 //! A re-lay keeps a key's first due task where it is and gives the others the turns that follow
 //! it one stride apart, in the order they had. It never moves a task before its due time when
@@ -16,16 +18,18 @@
 //! written are fixed when the re-lay starts). A stretched key's last turn (`task_keys`) moves to
 //! its new last task's first, so its next add queues after it.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use chrono::{DateTime, Utc};
 
 use super::super::dialect::{transaction, Dialect};
-use super::super::plumbing::Cells;
+use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg};
 use super::super::transitions::{fair, fuel, is};
 use super::super::types::{KeyToRelay, Relaid, RelayCursor};
 use crate::error::Result;
-use crate::model::{Limit, TaskState, DEFAULT_WEIGHT};
+use crate::model::{TaskState, DEFAULT_WEIGHT};
 
 /// Tasks written in one statement at most.
 const A_STATEMENT: usize = 500;
@@ -33,51 +37,105 @@ const A_STATEMENT: usize = 500;
 /// How far a key's average may move from what its turns were laid by before they are laid again.
 const SLACK: i64 = 2;
 
-/// Keys of queues weighed by fuel whose average fuel a run has moved to more than twice, or
-/// under half, what their tasks' turns were laid by, or is not yet known against it; at most
-/// `limit`.
+/// Keys whose due tasks' turns are out: in queues weighed by fuel, those whose average fuel a
+/// run has moved to more than twice, or under half, what their turns were laid by, or is not yet
+/// known against it; and those whose weight was changed since ([`ask`]); at most `limit`.
 pub async fn keys_to_relay<D: Dialect>(db: &D, limit: u32) -> Result<Vec<KeyToRelay>> {
     let sql = "SELECT name FROM task_run_limits WHERE fuel_per_turn IS NOT NULL";
-    let mut queues = Vec::new();
+    let mut queues = BTreeSet::new();
     for r in &db.rows(None, sql, &[]).await? {
         queues.extend(r.text("name")?.as_deref().and_then(|n| n.strip_prefix("queue:")).map(str::to_string));
     }
-    if queues.is_empty() {
-        return Ok(Vec::new());
+    // Each key found: its fuel and the fuel its turns were laid by, and its weight's change.
+    let mut found: BTreeMap<Slot, Found> = BTreeMap::new();
+    if !queues.is_empty() {
+        // Halves, not doubles: an average near the top of BIGINT does not overflow.
+        let sql = format!(
+            "SELECT queue, name, fuel, laid_fuel FROM task_key_fuel WHERE queue IN ($1)
+                 AND (laid_fuel IS NULL OR fuel / {SLACK} > laid_fuel OR laid_fuel / {SLACK} > fuel)
+             ORDER BY queue, name LIMIT $2"
+        );
+        let fuel_queues: Vec<String> = queues.iter().cloned().collect();
+        read_fuel(&db.rows(None, &sql, args![fuel_queues.as_slice(), limit]).await?, &mut found)?;
     }
-    // Halves, not doubles: an average near the top of BIGINT does not overflow.
-    let sql = format!(
-        "SELECT queue, name, fuel, laid_fuel FROM task_key_fuel WHERE queue IN ($1)
-             AND (laid_fuel IS NULL OR fuel / {SLACK} > laid_fuel OR laid_fuel / {SLACK} > fuel)
-         ORDER BY queue, name LIMIT $2"
-    );
-    let found = db.rows(None, &sql, args![queues.as_slice(), limit]).await?;
+    let sql = "SELECT queue, name, laid_weight, asked FROM task_key_relays ORDER BY queue, name LIMIT $1";
+    let mut unread: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in &db.rows(None, sql, args![limit]).await? {
+        let slot = (r.text("queue")?.unwrap_or_default(), r.text("name")?.unwrap_or_default());
+        let laid = u32::try_from(r.int("laid_weight")?.unwrap_or(1).clamp(1, 1_000)).unwrap_or(DEFAULT_WEIGHT);
+        let asked = r.int("asked")?.unwrap_or(0);
+        if queues.contains(&slot.0) && !found.contains_key(&slot) {
+            unread.entry(slot.0.clone()).or_default().push(slot.1.clone());
+        }
+        found.entry(slot).or_default().weight = Some((laid, asked));
+    }
+    // The fuel of the keys reweighed in queues weighed by fuel, not read above.
+    for (queue, names) in &unread {
+        let sql = "SELECT queue, name, fuel, laid_fuel FROM task_key_fuel WHERE queue = $1 AND name IN ($2)";
+        read_fuel(&db.rows(None, sql, args![queue.as_str(), names.as_slice()]).await?, &mut found)?;
+    }
     if found.is_empty() {
         return Ok(Vec::new());
     }
-    let mut keys = Vec::with_capacity(found.len());
-    for r in &found {
-        let laid_fuel = r.int("laid_fuel")?;
-        let fuel = rows::id(r, "fuel")?;
-        let (queue, key) = (r.text("queue")?.unwrap_or_default(), r.text("name")?.unwrap_or_default());
-        keys.push(KeyToRelay { queue, key, fuel, laid_fuel, per_turn: 0, stride_ps: 0, laid_stride_ps: 0 });
-    }
-    let names: Vec<String> = keys.iter().map(|k| k.key.clone()).collect();
+    let names: Vec<String> = found.keys().map(|(_, k)| k.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+    let in_queues: Vec<String> = found.keys().map(|(q, _)| q.clone()).collect::<BTreeSet<_>>().into_iter().collect();
     let (weights, per_turn) = transaction(db, |tx| {
-        let (names, queues) = (&names, &queues);
+        let (names, queues) = (&names, &in_queues);
         Box::pin(async move { fair::weights::<D>(D::conn(&mut tx.tx), names, queues).await })
     })
     .await?;
-    for k in &mut keys {
-        let per_turn = per_turn.get(&k.queue).copied().unwrap_or(Limit::MIN_FUEL_PER_TURN);
-        k.per_turn = i64::try_from(per_turn).unwrap_or(i64::MAX);
-        let per_turn = i128::from(per_turn);
-        let weight = weights.get(&k.key).copied().unwrap_or(DEFAULT_WEIGHT);
-        let laid = k.laid_fuel.unwrap_or(k.per_turn);
-        let stride = |fuel| i64::try_from(fair::stride(fuel::cost(fuel, per_turn), weight)).unwrap_or(i64::MAX);
-        (k.stride_ps, k.laid_stride_ps) = (stride(k.fuel), stride(laid));
+    let mut keys = Vec::with_capacity(found.len());
+    for ((queue, key), f) in found.into_iter().take(usize::try_from(limit).unwrap_or(usize::MAX)) {
+        // A queue not weighed by fuel: a turn a task.
+        let per_turn = per_turn.get(&queue).copied().map_or(0, |p| i64::try_from(p).unwrap_or(i64::MAX));
+        let fuel = f.fuel.unwrap_or(per_turn);
+        let weight = weights.get(&key).copied().unwrap_or(DEFAULT_WEIGHT);
+        let stride = |fuel: i64, weight| {
+            let cost = if per_turn > 0 { fuel::cost(fuel, i128::from(per_turn)) } else { 1_000 };
+            i64::try_from(fair::stride(cost, weight)).unwrap_or(i64::MAX)
+        };
+        let stride_ps = stride(fuel, weight);
+        let laid_stride_ps = stride(f.laid_fuel.unwrap_or(per_turn), f.weight.map_or(weight, |(w, _)| w));
+        let laid_fuel = f.laid_fuel;
+        let laid_weight = f.weight;
+        keys.push(KeyToRelay { queue, key, fuel, laid_fuel, per_turn, weight, laid_weight, stride_ps, laid_stride_ps });
     }
     Ok(keys)
+}
+
+/// A key in a queue.
+type Slot = (String, String);
+
+/// What [`keys_to_relay`] read of a key.
+#[derive(Default)]
+struct Found {
+    fuel: Option<i64>,
+    laid_fuel: Option<i64>,
+    /// The weight its turns were laid by, and the changes asked.
+    weight: Option<(u32, i64)>,
+}
+
+/// Keep each key's fuel read in `rows`.
+fn read_fuel<R: Cells>(rows: &[R], found: &mut BTreeMap<Slot, Found>) -> Result<()> {
+    for r in rows {
+        let slot = (r.text("queue")?.unwrap_or_default(), r.text("name")?.unwrap_or_default());
+        let one = found.entry(slot).or_default();
+        (one.fuel, one.laid_fuel) = (Some(rows::id(r, "fuel")?), r.int("laid_fuel")?);
+    }
+    Ok(())
+}
+
+/// `key`'s weight was changed from `laid_weight` (within the transaction that changes it): its
+/// due tasks in each queue where it has turns are to be laid again by the weight now. A change
+/// asked while one is pending keeps the weight the tasks were laid by and counts the ask.
+pub(crate) async fn ask<D: Dialect>(db: &D, tx: &mut TxOf<D>, key: &str, laid_weight: u32) -> Result<()> {
+    let upsert = D::upsert("task_key_relays", &["queue", "name"], &["asked"], &[], &[]);
+    let sql = format!(
+        "INSERT INTO task_key_relays (queue, name, laid_weight, asked)
+         SELECT queue, name, $2, 1 FROM task_keys WHERE name = $1 {upsert}"
+    );
+    db.exec(Some(tx), &sql, args![key, i64::from(laid_weight)]).await?;
+    Ok(())
 }
 
 /// Lay at most `limit` of `key`'s due tasks' turns again by its stride now, going on from `at`
@@ -121,10 +179,12 @@ pub async fn relay<D: Dialect>(
     Ok(Relaid { read, moved, next: Some(next) })
 }
 
-/// Whether `key`'s turns are out by more than the slack.
+/// Whether `key`'s turns are out: by any stride for a weight changed (the operator asked), by
+/// more than the slack for fuel.
 fn needs_relay(key: &KeyToRelay) -> bool {
     let (now, laid) = (key.stride_ps.max(1), key.laid_stride_ps.max(1));
-    now / SLACK > laid || laid / SLACK > now
+    let reweighed = key.laid_weight.is_some_and(|(w, _)| w != key.weight);
+    (reweighed && now != laid) || now / SLACK > laid || laid / SLACK > now
 }
 
 /// Where a re-lay of `key` starts: its due tasks' first turn and how many there are; None when it
@@ -143,6 +203,12 @@ async fn start<D: Dialect>(db: &D, key: &KeyToRelay, now: DateTime<Utc>) -> Resu
     let first_ps = i128::from(first.timestamp_micros()) * 1_000_000;
     let stretch = key.stride_ps > key.laid_stride_ps;
     let next_ps = if stretch { first_ps + i128::from(n - 1) * stride } else { first_ps };
+    if key.laid_weight.is_some() {
+        // Laid by the weight now from here on: a change asked before this re-lay ends is laid
+        // from it (one back to the weight before undoes the tasks this one moved).
+        let sql = "UPDATE task_key_relays SET laid_weight = $3 WHERE queue = $1 AND name = $2";
+        db.exec(None, sql, args![key.queue.as_str(), key.key.as_str(), i64::from(key.weight)]).await?;
+    }
     if stretch {
         let last_ns = i64::try_from(next_ps.div_euclid(1_000)).unwrap_or(i64::MAX);
         let sql = "UPDATE task_keys SET turn_ns = $3 WHERE queue = $1 AND name = $2 AND turn_ns < $3";
@@ -199,11 +265,7 @@ async fn chunk<D: Dialect>(
 }
 
 /// Move these tasks to their new due times, those still due.
-async fn write<D: Dialect>(
-    db: &D,
-    tx: &mut super::super::plumbing::TxOf<D>,
-    moves: &[(i64, DateTime<Utc>)],
-) -> Result<()> {
+async fn write<D: Dialect>(db: &D, tx: &mut TxOf<D>, moves: &[(i64, DateTime<Utc>)]) -> Result<()> {
     let mut values: Vec<Arg<'_>> = Vec::with_capacity(moves.len() * 2 + 1);
     let mut arms = String::new();
     for (id, at) in moves {
@@ -221,9 +283,17 @@ async fn write<D: Dialect>(
     Ok(())
 }
 
-/// Write down the fuel `key`'s turns are laid by; done.
+/// Write down the fuel and the weight `key`'s turns are laid by; done. A weight changed again
+/// meanwhile (its asks counted on) stays to be laid.
 async fn mark<D: Dialect>(db: &D, key: &KeyToRelay, laid: i64) -> Result<Relaid> {
-    let sql = "UPDATE task_key_fuel SET laid_fuel = $3 WHERE queue = $1 AND name = $2";
-    db.exec(None, sql, args![key.queue.as_str(), key.key.as_str(), laid]).await?;
+    let (queue, name) = (key.queue.as_str(), key.key.as_str());
+    if key.per_turn > 0 {
+        let sql = "UPDATE task_key_fuel SET laid_fuel = $3 WHERE queue = $1 AND name = $2";
+        db.exec(None, sql, args![queue, name, laid]).await?;
+    }
+    if let Some((_, asked)) = key.laid_weight {
+        let sql = "DELETE FROM task_key_relays WHERE queue = $1 AND name = $2 AND asked = $3";
+        db.exec(None, sql, args![queue, name, asked]).await?;
+    }
     Ok(Relaid::default())
 }

@@ -142,8 +142,86 @@ pub async fn a_keys_backlog_queued_before_its_runs_ended_is_laid_again_by_their_
     let second = svc.run_once(t0() + secs(40)).await.expect("pass");
     let passes = [(first.keys, first.tasks_moved, first.batches), (second.keys, second.tasks_moved, second.batches)];
     assert_eq!(passes, [(0, 20, 3), (1, 16, 3)], "heavy's tasks drawn together");
-    assert_eq!(second.summary().as_deref(), Some("gave 16 tasks the turns their keys' fuel asks (1 key done)"));
+    assert_eq!(
+        second.summary().as_deref(),
+        Some("gave 16 tasks the turns their keys' fuel and weight ask (1 key done)")
+    );
     let taken = next_runs(&store, r, 20, t0() + secs(40)).await;
     let keys = keys_of(&taken);
     assert!((5..=8).contains(&keys.iter().filter(|k| **k == "heavy").count()), "{keys:?}");
+}
+
+/// Passes of `svc` at `at` until one does nothing (at most 20).
+async fn until_laid(svc: &KeyFuel, at: DateTime<Utc>) -> u64 {
+    let mut moved = 0;
+    for _ in 0..20 {
+        let pass = svc.run_once(at).await.expect("pass");
+        if pass == key_fuel::Report::default() {
+            return moved;
+        }
+        moved += pass.tasks_moved;
+    }
+    panic!("still laying after 20 passes");
+}
+
+/// A key's weight changed while its backlog waits lays that backlog's due tasks again by it at
+/// the overseer's next pass (in any queue, weighed by fuel or not), so the key takes its new
+/// share at once, not from its next add; two changes before a pass are laid by the last; a change
+/// made while a re-lay is under way is laid after it, and one back to the weight before undoes
+/// what it had moved.
+pub async fn a_keys_weight_changed_live_lays_its_queued_tasks_again(store: SharedStore) {
+    let by = LimitSetBy::Operator;
+    let keyed =
+        |key: &str| (0..60).map(|i| NewTask::new("h", format!("{{\"i\": {i}}}")).with_key(key)).collect::<Vec<_>>();
+    let backlog: Vec<NewTask> = [keyed("heavy"), keyed("light")].concat();
+    let added = store.add_tasks(&backlog, t0()).await.expect("add");
+    let heavy_last = added[59].id;
+    let due = |id| {
+        let store = store.clone();
+        async move { store.get_task(id).await.expect("get").expect("the task").scheduled_on }
+    };
+    assert_eq!(due(heavy_last).await, t0() + chrono::Duration::microseconds(59), "a turn a task");
+    assert!(store.keys_to_relay(100).await.expect("keys").is_empty());
+    let weight = |w| LimitEdit::Set(Limit { weight: Some(w), ..Limit::default() });
+    for w in [2, 3] {
+        store.set_limit(LimitScope::Key, "heavy", weight(w), by, t0()).await.expect("weight");
+    }
+    let keys = store.keys_to_relay(100).await.expect("keys");
+    let found: Vec<_> = keys.iter().map(|k| (k.queue.as_str(), k.key.as_str(), k.weight, k.laid_weight)).collect();
+    assert_eq!(found, [("default", "heavy", 3, Some((1, 2)))], "laid by 1, two changes asked");
+
+    // Heavy's 59 after its first drawn together to a third of a microsecond apart; light's kept.
+    let at = t0() + secs(1);
+    let svc = KeyFuel::new(store.clone(), key_fuel::Config::default());
+    let pass = svc.run_once(at).await.expect("pass");
+    assert_eq!((pass.keys, pass.tasks_moved), (1, 59));
+    assert!(store.keys_to_relay(100).await.expect("keys").is_empty(), "done");
+    assert_eq!(due(heavy_last).await, t0() + chrono::Duration::microseconds(19));
+    assert_eq!(due(added[119].id).await, t0() + chrono::Duration::microseconds(59), "light's kept");
+    let r = runner(&store, t0()).await;
+    let claimed = store.claim(r, &["default".into()], 40, at, DAY).await.expect("claim");
+    let heavy = claimed.iter().filter(|c| c.key.as_deref() == Some("heavy")).count();
+    // (Three of heavy's a microsecond to light's one, turns 333,333 ps apart rounded down to
+    // microseconds; ties by id, heavy's added first.)
+    assert_eq!(heavy, 31, "three turns to light's one");
+
+    // Cleared while heavy's 29 left wait; a pass of 7 stretches its last 7 back (laid again
+    // within `again_after` of its last re-lay: the operator asked), then the weight is set to 3
+    // again: what was moved is drawn together again, passes on.
+    let svc = KeyFuel::new(store.clone(), key_fuel::Config { batch: 7, max_batches: 1, ..Default::default() });
+    store.set_limit(LimitScope::Key, "heavy", LimitEdit::Set(Limit::default()), by, at).await.expect("clear");
+    assert_eq!(svc.run_once(at).await.expect("pass").tasks_moved, 7);
+    assert_eq!(due(heavy_last).await, t0() + chrono::Duration::microseconds(38), "its last a microsecond a task on");
+    store.set_limit(LimitScope::Key, "heavy", weight(3), by, at).await.expect("weight");
+    assert!(until_laid(&svc, at).await >= 7);
+    assert_eq!(due(heavy_last).await, t0() + chrono::Duration::microseconds(19), "as the weight of 3 had it");
+
+    // Cleared again, to the end: a turn a task from heavy's first left, one for one with light.
+    store.set_limit(LimitScope::Key, "heavy", LimitEdit::Set(Limit::default()), by, at).await.expect("clear");
+    assert_eq!(until_laid(&svc, at).await, 28);
+    assert_eq!(due(heavy_last).await, t0() + chrono::Duration::microseconds(38));
+    assert!(store.keys_to_relay(100).await.expect("keys").is_empty(), "nothing left asked");
+    let claimed = store.claim(r, &["default".into()], 30, at, DAY).await.expect("claim");
+    let heavy = claimed.iter().filter(|c| c.key.as_deref() == Some("heavy")).count();
+    assert_eq!(heavy, 15, "one for one");
 }
