@@ -63,6 +63,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0031_sql_add_options.sql",
     "0032_key_turns_laid.sql",
     "0033_key_relays.sql",
+    "0034_key_index_scheduled.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -101,6 +102,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0031_sql_add_options.sql",
     "0032_key_turns_laid.sql",
     "0033_key_relays.sql",
+    "0034_key_index_scheduled.sql",
 );
 
 /// The migrations of `migrations/mysql/`.

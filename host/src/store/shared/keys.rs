@@ -10,7 +10,7 @@ use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::args;
-use super::super::transitions::{is, is_any, NOT_PAUSED};
+use super::super::transitions::{is, NOT_PAUSED};
 use super::super::types::KeyInfo;
 use crate::error::Result;
 use crate::model::{Limit, LimitScope, TaskState};
@@ -30,10 +30,9 @@ pub async fn list<D: Dialect>(db: &D, queue: Option<&str>, now: DateTime<Utc>, l
              count(CASE WHEN {scheduled} AND scheduled_on > $1 THEN 1 END) AS later,
              count(CASE WHEN {running} THEN 1 END) AS running,
              {waiting} AS waiting_since
-         FROM task_queue WHERE share_key IS NOT NULL AND {} {of_queue}
-         GROUP BY queue, share_key
+         FROM {} GROUP BY queue, share_key
          ORDER BY CASE WHEN {waiting} IS NULL THEN 1 ELSE 0 END, {waiting}, queue, share_key LIMIT $2",
-        is_any::<D>(&[TaskState::Scheduled, TaskState::Running])
+        unfinished_keyed::<D>(of_queue)
     );
     let found = match queue {
         Some(q) => db.rows(None, &sql, args![now, limit, q]).await?,
@@ -107,12 +106,12 @@ pub async fn held_per_key<D: Dialect>(db: &D, queue: &str, limit: &Limit, now: D
         "SELECT p.due, p.running, k.next_us
          FROM (SELECT share_key, count(CASE WHEN {} AND scheduled_on <= $2 AND {NOT_PAUSED} THEN 1 END) AS due,
                       count(CASE WHEN {} THEN 1 END) AS running
-               FROM task_queue WHERE queue = $1 AND share_key IS NOT NULL AND {} GROUP BY share_key) p
+               FROM {} GROUP BY share_key) p
          LEFT JOIN task_key_paces k ON k.queue = $1 AND k.name = p.share_key
          WHERE p.due > 0 AND (p.due + p.running > $3 OR p.due > $4 OR k.next_us > $5)",
         is::<D>(TaskState::Scheduled),
         is::<D>(TaskState::Running),
-        is_any::<D>(&[TaskState::Scheduled, TaskState::Running])
+        unfinished_keyed::<D>("AND queue = $1")
     );
     let cap = limit.max_running_per_key.map_or(i64::MAX, i64::from);
     let rate = limit.rate_per_key;
@@ -152,10 +151,8 @@ pub async fn prune_turns<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) 
                 delete_found(db, &mut tx.tx, &found, "task_key_paces", "next_us < $3", Some(before_us)).await?;
             // (No order: a scan stops at its batch.)
             let turns = format!(
-                "SELECT queue, name FROM task_keys k WHERE turn_ns < $1
-                     AND NOT EXISTS (SELECT 1 FROM task_queue t WHERE t.share_key = k.name AND t.queue = k.queue AND {})
-                 LIMIT $2{}",
-                is_any::<D>(&[TaskState::Scheduled, TaskState::Running]),
+                "SELECT queue, name FROM task_keys k WHERE turn_ns < $1 AND {} LIMIT $2{}",
+                none_unfinished::<D>("k.name", "k.queue"),
                 D::SKIP_LOCKED
             );
             let found = db.rows(Some(&mut tx.tx), &turns, args![before_ns, batch]).await?;
@@ -164,9 +161,8 @@ pub async fn prune_turns<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) 
             // queue (it starts afresh then, as a new key does).
             let orphan = format!(
                 "NOT EXISTS (SELECT 1 FROM task_keys k WHERE k.queue = task_key_fuel.queue AND k.name = task_key_fuel.name)
-                 AND NOT EXISTS (SELECT 1 FROM task_queue t WHERE t.share_key = task_key_fuel.name
-                                 AND t.queue = task_key_fuel.queue AND {})",
-                is_any::<D>(&[TaskState::Scheduled, TaskState::Running])
+                 AND {}",
+                none_unfinished::<D>("task_key_fuel.name", "task_key_fuel.queue")
             );
             let fuel = format!("SELECT queue, name FROM task_key_fuel WHERE {orphan} LIMIT $1{}", D::SKIP_LOCKED);
             let found = db.rows(Some(&mut tx.tx), &fuel, args![batch]).await?;
@@ -204,4 +200,30 @@ async fn delete_found<D: Dialect>(
 
 fn count(r: &impl Cells, col: &str) -> Result<u64> {
     Ok(rows::id(r, col)?.max(0) as u64)
+}
+
+/// Keyed tasks scheduled or running (with `cond` too), as a derived table `t` of their queue,
+/// key, status, due time and queueing: each state read by its own index (`task_queue_key` holds
+/// scheduled tasks only, so a claim and an end write none of its entries; runs in flight are
+/// few, read by `task_queue_running`).
+fn unfinished_keyed<D: Dialect>(cond: &str) -> String {
+    let cols = "queue, share_key, last_status, scheduled_on, queued_on";
+    format!(
+        "(SELECT {cols} FROM task_queue WHERE share_key IS NOT NULL AND {} {cond}
+          UNION ALL SELECT {cols} FROM task_queue WHERE {} AND share_key IS NOT NULL {cond}) t",
+        is::<D>(TaskState::Scheduled),
+        is::<D>(TaskState::Running)
+    )
+}
+
+/// No task of the key `name` in `queue` (SQL expressions) is scheduled or running, each state
+/// asked of its own index (see [`unfinished_keyed`]).
+fn none_unfinished<D: Dialect>(name: &str, queue: &str) -> String {
+    let none = |state| {
+        format!(
+            "NOT EXISTS (SELECT 1 FROM task_queue t WHERE t.share_key = {name} AND t.queue = {queue} AND {})",
+            is::<D>(state)
+        )
+    };
+    format!("{} AND {}", none(TaskState::Scheduled), none(TaskState::Running))
 }
