@@ -3,26 +3,33 @@
 # (issue 48): one key's backlog of N due tasks in a queue under `rate_limit_per_key = "1/1h"`
 # (and a cap per key of 1,000, which binds nothing but keeps idle workers at the 50 ms poll, as
 # a cap per key does on every database). The first run takes the key's one start; then one
-# worker of 16 slots polls for SECS seconds, finding nothing it may take.
+# worker of 16 slots polls for SECS seconds, finding nothing it may take. MODE `capped`: a cap
+# per key of 1 and no rate instead, the key's first run (the `probe` plugin) sleeping meanwhile.
 #
-#   scripts/bench-key-backlog.sh BIN URL [N=100000] [SECS=20]
+#   scripts/bench-key-backlog.sh BIN URL [N=100000] [SECS=20] [MODE=paced|capped]
 #
 # URL: postgres://…, mysql://… or sqlite:///path (a new file). Prints the CPU the database
 # server's processes used meanwhile (PostgreSQL: the postmaster's children; MariaDB: mariadbd)
 # and the worker's own, in ms a second; the worker's is SQLite's whole cost.
 set -euo pipefail
-bin=$1 url=$2 n=${3:-100000} secs=${4:-20}
+bin=$1 url=$2 n=${3:-100000} secs=${4:-20} mode=${5:-paced}
 cd "$(dirname "$0")/.."
 plugins=$(mktemp -d)
 trap 'kill "${worker:-}" 2>/dev/null && wait "$worker" 2>/dev/null; rm -rf "$plugins"' EXIT
-cp target/wasm32-wasip2/release/noop.wasm "$plugins/"
+cp target/wasm32-wasip2/release/noop.wasm target/test-plugins/probe.wasm "$plugins/"
 th() { "$bin" --database-url "$url" --plugins "$plugins" --log warn "$@"; }
 th migrate > /dev/null
-th limits set queue:kb --max-running-per-key 1000 --rate-per-key 1/1h > /dev/null
+if [ "$mode" = capped ]; then
+  th limits set queue:kb --max-running-per-key 1 > /dev/null
+  handler=probe data='{"sleep_ms": 600000}' ran=running
+else
+  th limits set queue:kb --max-running-per-key 1000 --rate-per-key 1/1h > /dev/null
+  handler=noop data='{}' ran=succeeded
+fi
 python3 -c "
 import json, sys
 for i in range($n):
-    sys.stdout.write(json.dumps({'handler': 'noop', 'queue': 'kb', 'key': 'a', 'data': {'i': i}}) + '\n')
+    sys.stdout.write(json.dumps({'handler': '$handler', 'queue': 'kb', 'key': 'a', 'data': $data}) + '\n')
 " | th add --many - > /dev/null
 
 # CPU ticks (1/100 s) of the server's processes, or 0 for SQLite.
@@ -55,9 +62,9 @@ ticks_of() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 "$bin" --database-url "$url" --plugins "$plugins" --log warn worker --queues kb --concurrency 16 > /dev/null 2>&1 &
 worker=$!
-# The key's one start done: then nothing more fits for an hour.
+# The key's one start done (capped: its one run under way): then nothing more fits.
 deadline=$((SECONDS + 60))
-until th list --queue kb --state succeeded 2>/dev/null | grep noop > /dev/null; do
+until th list --queue kb --state $ran 2>/dev/null | grep $handler > /dev/null; do
   [ $SECONDS -lt $deadline ] || { echo "no run finished within 60 s" >&2; exit 1; }
   sleep 0.2
 done

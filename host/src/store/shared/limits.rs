@@ -301,7 +301,14 @@ async fn read_due<D: Dialect>(
     let (cols, extra, most) = (COLUMNS, pace, read.most);
     let (queue, conds, filter, values) = (read.queue.as_str(), conds.to_string(), of_keys, values.to_vec());
     let lookups = u32::from(read.paced.is_some());
-    let read = KeyRead { queue, cols, conds, filter, extra, values, most, lookups };
+    // Kept dry only unpaced: a pace mark passing lets a key's tasks in unseen.
+    let sign = read.paced.is_none().then(|| {
+        let mut full = read.full_keys.clone();
+        full.sort();
+        format!("{full:?} {open_handlers:?} {full_handlers:?}")
+    });
+    let now = req.now;
+    let read = KeyRead { queue, cols, conds, filter, extra, values, most, lookups, sign, now };
     key_reads::read(db, tx, &read, places).await
 }
 

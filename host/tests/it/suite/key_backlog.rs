@@ -7,6 +7,10 @@ use taskhost::store::{Backend, LimitEdit, LimitSetBy};
 /// Due tasks a limited claim walks at most from where it starts (`store::shared::key_reads`).
 const WINDOW: usize = 2_000;
 
+fn ms(n: i64) -> chrono::Duration {
+    chrono::Duration::milliseconds(n)
+}
+
 /// Queue `queue` limited per key by `limit`; key a's backlog of `n`, then b's task and a keyless
 /// one due a second later (tasks due later keep their times: behind a's turns). The first claim
 /// takes one of a's, which leaves a out of room; then claims of 16 go on until they hold b's and
@@ -68,4 +72,50 @@ pub async fn tasks_that_fit_behind_a_deep_backlog_of_keys_out_of_room_are_reache
     for _ in 0..3 {
         assert!(store.claim_paced(&claim).await.expect("claim").runs.is_empty());
     }
+}
+
+/// A queue capped per key where every due task's key is full is read to its last due task, then
+/// left unread for a second (a lap of one window): a task that came due by time meanwhile waits
+/// until then. But a task added, or a run of a full key ending, is claimed at once, whatever the
+/// time.
+pub async fn a_queue_where_nothing_fits_is_left_unread_a_while_but_an_add_or_a_freed_key_is_seen_at_once(
+    store: SharedStore,
+) {
+    let by = LimitSetBy::Operator;
+    let capped = Limit { max_running_per_key: Some(1), ..Limit::default() };
+    store.set_limit(LimitScope::Queue, "dry", LimitEdit::Set(capped), by, t0()).await.expect("set");
+    let in_q = |t: NewTask| t.with_queue("dry");
+    let mut tasks: Vec<NewTask> =
+        (0..100).map(|i| in_q(NewTask::new("h", format!("{{\"i\": {i}}}")).with_key("a"))).collect();
+    // c's task comes due by time, a second and a half in.
+    tasks.push(in_q(NewTask::new("h", "{}").with_key("c").with_scheduled_on(t0() + secs(2) + ms(500))));
+    let c = store.add_tasks(&tasks, t0()).await.expect("add")[100].id;
+    let limits = store.limits_in_force().await.expect("limits");
+    let queues = ["dry".to_string()];
+    let r = runner(&store, t0()).await;
+    let claim = |n, at| taskhost::store::ClaimRequest { now: at, ..super::limited(r, &queues, None, n, &limits) };
+    let at = t0() + secs(2);
+    let first = store.claim_paced(&claim(1, at)).await.expect("claim").runs;
+    assert_eq!(first.len(), 1, "one of a's, a full from then on");
+    assert!(store.claim_paced(&claim(16, at)).await.expect("claim").runs.is_empty(), "a's 99 left out: dry");
+
+    // An add is seen at once.
+    let added = store.add_tasks(&[in_q(NewTask::new("h", "{}"))], at).await.expect("add")[0].id;
+    let taken = store.claim_paced(&claim(16, at)).await.expect("claim").runs;
+    assert_eq!(taken.iter().map(|c| c.task_id).collect::<Vec<_>>(), [added], "the keyless task added");
+    assert!(store.claim_paced(&claim(16, at)).await.expect("claim").runs.is_empty(), "dry again");
+
+    // c's task came due by time: not read for a second after the read that found the queue dry.
+    let later = at + ms(600);
+    assert!(store.claim_paced(&claim(16, later)).await.expect("claim").runs.is_empty(), "left unread");
+    let taken = store.claim_paced(&claim(16, at + ms(1_100))).await.expect("claim").runs;
+    assert_eq!(taken.iter().map(|c| c.task_id).collect::<Vec<_>>(), [c], "read again after a second");
+
+    // A full key's run ends: its next task is claimed at once.
+    let at = at + ms(1_100);
+    assert!(store.claim_paced(&claim(16, at)).await.expect("claim").runs.is_empty(), "dry");
+    store.finish_runs(&[success(&first[0], at, "{}")]).await.expect("finish");
+    let taken = store.claim_paced(&claim(16, at)).await.expect("claim").runs;
+    assert_eq!(taken.len(), 1, "a's next, a having room again");
+    assert_eq!(taken[0].key.as_deref(), Some("a"));
 }
