@@ -22,13 +22,15 @@
 //! the queue's due tasks fit in a window). Once a lap in which no read found a task that fits
 //! ends, with the same keys left out, the same handlers and no task added meanwhile, the queue
 //! is *dry*: its claims read nothing of it (one look at the newest task's id instead) for as
-//! long as that lap took, at least [`DRY_FOR`], or until a task is added or the keys left out
-//! change (a full key's run ended, a cap changed). An idle worker under a cap per key polls at
-//! the short interval, so a backlog of full keys was read two windows a poll (about 5 ms on
-//! PostgreSQL, 12 ms on MariaDB). What a dry queue may miss is a task that became due by time
-//! or by a change of state, not by an add (a retry, a snooze, a dependency met): it is found
-//! within twice the lap's time, at least 2 × [`DRY_FOR`]. A queue paced per key is not kept
-//! dry: a key's pace mark passing lets its tasks in without any of those changes.
+//! long as that lap took, between [`DRY_FOR`] and [`DRY_MOST`] (a lap held up between claims,
+//! its worker busy elsewhere, does not leave the queue unread as long), or until a task is
+//! added or the keys left out change (a full key's run ended, a cap changed). An idle worker
+//! under a cap per key polls at the short interval, so a backlog of full keys was read two
+//! windows a poll (about 5 ms on PostgreSQL, 12 ms on MariaDB). What a dry queue may miss is a
+//! task that became due by time or by a change of state, not by an add (a retry, a snooze, a
+//! dependency met), or an add whose id is below one committed before it: it is found within
+//! two laps and the time left unread. A queue paced per key is not kept dry: a key's pace mark
+//! passing lets its tasks in without any of those changes.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -49,6 +51,9 @@ type Place = (i64, DateTime<Utc>, i64);
 
 /// A dry queue is not read for at least this long.
 pub(super) const DRY_FOR: TimeDelta = TimeDelta::seconds(1);
+
+/// Nor for longer than this, however long its lap took.
+pub(super) const DRY_MOST: TimeDelta = TimeDelta::seconds(10);
 
 /// What decides which of a queue's due tasks fit (the keys left out, the handlers: the read's
 /// `sign`) and the newest task's id when it was seen.
@@ -110,7 +115,7 @@ impl DeepPlaces {
         }
         lap.clean &= found_none;
         if ends && lap.clean {
-            lap.dry_until = Some(now + DRY_FOR.max(now - lap.started));
+            lap.dry_until = Some(now + (now - lap.started).clamp(DRY_FOR, DRY_MOST));
         }
     }
 }
