@@ -197,6 +197,17 @@ pub(super) async fn read<D: Dialect>(
     Ok(found)
 }
 
+/// What decides which of a queue's due tasks fit, as a read's `sign`: the keys left out and the
+/// handlers, each sorted (read from maps, their order is not theirs to keep).
+pub(super) fn sign(full_keys: &[String], open_handlers: Option<&[String]>, full_handlers: &[String]) -> String {
+    let sorted = |names: &[String]| {
+        let mut names = names.to_vec();
+        names.sort();
+        names
+    };
+    format!("{:?} {:?} {:?}", sorted(full_keys), open_handlers.map(sorted), sorted(full_handlers))
+}
+
 /// The newest task's id: an add moves it.
 async fn newest<D: Dialect>(db: &D, tx: &mut TxOf<D>) -> Result<i64> {
     let found = db.rows(Some(tx), "SELECT COALESCE(MAX(id), 0) AS id FROM task_queue", &[]).await?;

@@ -302,16 +302,7 @@ async fn read_due<D: Dialect>(
     let (queue, conds, filter, values) = (read.queue.as_str(), conds.to_string(), of_keys, values.to_vec());
     let lookups = u32::from(read.paced.is_some());
     // Kept dry only unpaced: a pace mark passing lets a key's tasks in unseen.
-    let sign = read.paced.is_none().then(|| {
-        // Sorted: read from maps, their order is not theirs to keep.
-        let sorted = |names: &[String]| {
-            let mut names = names.to_vec();
-            names.sort();
-            names
-        };
-        let open = open_handlers.map(sorted);
-        format!("{:?} {open:?} {:?}", sorted(&read.full_keys), sorted(full_handlers))
-    });
+    let sign = read.paced.is_none().then(|| key_reads::sign(&read.full_keys, open_handlers, full_handlers));
     let now = req.now;
     let read = KeyRead { queue, cols, conds, filter, extra, values, most, lookups, sign, now };
     key_reads::read(db, tx, &read, places).await
