@@ -11,11 +11,12 @@
 //!
 //! A key's runs are a guest's to make cheap or dear: a key laid to the end is not laid again
 //! within `again_after`, so a tenant swinging its runs' cost cannot keep the database rewriting
-//! its backlog.
+//! its backlog. (A key only marked, its turns found as they ask already, is not held.)
 //!
-//! A key's weight changed live (`limits set key:K --weight N`, or cleared) is the operator's
-//! word: in every queue, fuel-weighed or not, its due tasks are laid again by the weight now at
-//! the next pass, whatever `again_after` says.
+//! A key's weight, or a queue's fuel per turn, changed live (`limits set key:K --weight N`,
+//! `limits set queue:Q --fuel-per-turn N`, or cleared) is the operator's word: in every queue,
+//! fuel-weighed or not, the due tasks it touches are laid again by what is in force now at the
+//! next pass, whatever `again_after` says.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -116,12 +117,15 @@ impl Service for KeyFuel {
         let mut room = u64::from(self.config.batch) * u64::from(self.config.max_batches);
         for key in &keys {
             let slot = (key.queue.clone(), key.key.clone());
-            // (A weight the operator changed is laid at once.)
-            if laid.contains_key(&slot) && key.laid_weight.is_none() {
+            // (A weight or fuel per turn the operator changed is laid at once.)
+            if laid.contains_key(&slot) && key.asked.is_none() {
                 continue;
             }
             // Gone on only at the stride it began with: a key whose average moved again starts over.
             let mut at = left.remove(&slot).filter(|c| c.stride_ps() == key.stride_ps);
+            // Tasks read for it (one gone on with: some, before): a key only marked, its turns
+            // as they ask already, is not held.
+            let mut read = u64::from(at.is_some());
             loop {
                 if room == 0 {
                     stopped.extend(at.map(|c| (slot.clone(), c)));
@@ -135,9 +139,12 @@ impl Service for KeyFuel {
                     u32::try_from(done.read.div_ceil(u64::from(self.config.batch)).max(1)).unwrap_or(u32::MAX);
                 report.tasks_moved += done.moved;
                 at = done.next;
+                read += done.read;
                 if at.is_none() {
                     report.keys += 1;
-                    laid.insert(slot.clone(), now);
+                    if read > 0 {
+                        laid.insert(slot.clone(), now);
+                    }
                     break;
                 }
             }

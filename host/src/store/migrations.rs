@@ -64,6 +64,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0032_key_turns_laid.sql",
     "0033_key_relays.sql",
     "0034_key_index_scheduled.sql",
+    "0035_key_relays_per_turn.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -103,6 +104,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0032_key_turns_laid.sql",
     "0033_key_relays.sql",
     "0034_key_index_scheduled.sql",
+    "0035_key_relays_per_turn.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -143,6 +145,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0033_key_turns_laid.sql",
     "0034_sql_add_escaped_names.sql",
     "0035_key_relays.sql",
+    "0036_key_relays_per_turn.sql",
 );
 
 impl Embedded {

@@ -156,7 +156,7 @@ impl Dialect for MySqlDb {
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const LOOSE_DISTINCT: bool = true;
-    const WALK: Walk = Walk::RowsExamined;
+    const WALK: Walk = Walk::Bounded;
     const ROW_VALUES: bool = false;
     const ADD_CHUNK: usize = 2_000;
     const MS_SINCE_START: &'static str = "TIMESTAMPDIFF(MICROSECOND, started_on, $2) DIV 1000";

@@ -183,11 +183,18 @@ pub const TABLES: &[Table] = &[
         name: "task_key_fuel",
         columns: &[col("queue", NAME), col("name", NAME), col("fuel", Int), col("runs", Int), null("laid_fuel", Int)],
     },
-    // Keys whose weight changed while they had turns in a queue: the weight those were laid by,
-    // and the changes asked (`store/shared/relay.rs`).
+    // Keys whose weight, or whose queue's fuel per turn, changed while they had turns there: the
+    // weight and fuel per turn those were laid by (NULL: the one now), and the changes asked
+    // (`store/shared/relay.rs`).
     Table {
         name: "task_key_relays",
-        columns: &[col("queue", NAME), col("name", NAME), col("laid_weight", Int), col("asked", Int)],
+        columns: &[
+            col("queue", NAME),
+            col("name", NAME),
+            null("laid_weight", Int),
+            col("asked", Int),
+            null("laid_per_turn", Int),
+        ],
     },
     // Components published into the database (`taskhost deploy`), by digest, in pieces.
     Table {

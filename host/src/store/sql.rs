@@ -270,9 +270,10 @@ pub enum Walk {
         /// sorts again, reading the whole window, and keeps the subquery's order without it).
         ordered: bool,
     },
-    /// MariaDB's `LIMIT … ROWS EXAMINED N` (its subqueries with a LIMIT are read whole), N
-    /// counting each task and the rows its conditions look up.
-    RowsExamined,
+    /// The window's end found first by the claim index alone (no task's row read), the read
+    /// bounded by it: MariaDB (its subqueries with a LIMIT are read whole, and its `ROWS
+    /// EXAMINED` counts a task once or three times as the plan goes, and other handlers' tasks).
+    Bounded,
 }
 
 #[cfg(test)]

@@ -343,13 +343,25 @@ pub struct KeyToRelay {
     pub per_turn: i64,
     /// Its weight now.
     pub weight: u32,
-    /// The weight its due tasks' turns were laid by, and the changes of it asked for, when it was
-    /// changed since (`limits set key:K --weight`); None: laid by its weight now.
-    pub laid_weight: Option<(u32, i64)>,
+    /// What its due tasks' turns were laid by when the operator changed it since (`limits set
+    /// key:K --weight`, `limits set queue:Q --fuel-per-turn`); None: laid by what is in force now.
+    pub asked: Option<Asked>,
     /// Its stride now, in picoseconds (`transitions::fair`).
     pub stride_ps: i64,
     /// The stride its due tasks were laid by, in picoseconds.
     pub laid_stride_ps: i64,
+}
+
+/// A key's weight, or its queue's fuel per turn, changed by the operator while it had turns: what
+/// its due tasks' turns were laid by, and how many changes were asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Asked {
+    /// The weight they were laid by.
+    pub weight: u32,
+    /// The fuel per turn they were laid by (0: none, a turn a task).
+    pub per_turn: i64,
+    /// The changes asked: a re-lay done takes the ask out only when no change came meanwhile.
+    pub count: i64,
 }
 
 /// How far a re-lay of one key's turns has gone

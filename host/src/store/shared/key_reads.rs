@@ -10,7 +10,11 @@
 //! few there and the window was full, it goes on *deeper*: another window, from where the last
 //! deep read of this queue stopped (a place kept by the store, [`DeepPlaces`]), or from the
 //! head window's end. Each claim walks at most four windows (two reads, two probes of where a
-//! window ends), whatever the backlog. A task that fits behind a backlog of `n` due tasks that do
+//! window ends), whatever the backlog. On MariaDB a window's end is found first, from the claim
+//! index alone, and its read bounded by it ([`Walk::Bounded`]): its windows hold the due tasks
+//! of every handler. (They were bounded by `ROWS EXAMINED`, which counts a task once or three
+//! times as the plan goes, and other handlers' tasks, while the next window started where one of
+//! the worker's handlers' tasks would end: the tasks between were never read.) A task that fits behind a backlog of `n` due tasks that do
 //! not is found within `n / WINDOW` claims of one worker (a task near the head, as a new key's
 //! turns are, at once); a deep read that reaches the last due task starts the next lap at the
 //! head window's end again.
@@ -40,7 +44,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use super::super::dialect::Dialect;
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
-use super::super::sql::{Arg, Walk};
+use super::super::sql::{Arg, Walk, SCHEDULED};
 use crate::error::{Error, Result};
 
 /// Due tasks a read walks at most from where it starts.
@@ -130,8 +134,6 @@ pub(super) struct KeyRead<'a> {
     pub extra: &'a str,
     pub values: Vec<Arg<'a>>,
     pub most: u32,
-    /// Rows the filter looks up a task (a pace mark: 1), which MariaDB counts as examined.
-    pub lookups: u32,
     /// What decides which of its tasks fit, when it may be kept dry (not paced per key).
     pub sign: Option<String>,
     /// The claim's time.
@@ -158,7 +160,8 @@ pub(super) async fn read<D: Dialect>(
             places.note(read.queue, seen, read.now, lap, found_none);
         }
     };
-    let mut found = window(db, tx, read, None, read.most).await?;
+    let head = window(db, tx, read, None, read.most).await?;
+    let mut found = head.rows;
     let short = read.most as usize - found.len().min(read.most as usize);
     if short == 0 {
         note((false, false), false);
@@ -167,7 +170,7 @@ pub(super) async fn read<D: Dialect>(
     let begins = places.get(read.queue).is_none();
     let from = match places.get(read.queue) {
         Some(p) => p,
-        None => match end_of(db, tx, read, None).await? {
+        None => match known_end(head.end, db, tx, read, None).await? {
             Some(end) => end,
             // Every due task was in the window: a lap of its own.
             None => {
@@ -176,11 +179,11 @@ pub(super) async fn read<D: Dialect>(
             }
         },
     };
-    let deeper = window(db, tx, read, Some(from), short as u32).await?;
+    let Window { rows: deeper, end } = window(db, tx, read, Some(from), short as u32).await?;
     let next = if deeper.len() >= short {
         deeper.last().map(place).transpose()?
     } else {
-        end_of(db, tx, read, Some(from)).await?
+        known_end(end, db, tx, read, Some(from)).await?
     };
     places.set(read.queue, next);
     note((begins, next.is_none()), found.is_empty() && deeper.is_empty());
@@ -222,6 +225,12 @@ fn place(r: &impl Cells) -> Result<Place> {
     Ok((r.int("priority")?.unwrap_or(0), at, rows::id(r, "id")?))
 }
 
+/// A window's tasks, and where it ends when its read found that out first.
+struct Window<R> {
+    rows: Vec<R>,
+    end: Option<Option<Place>>,
+}
+
 /// The tasks of the window of `read` after `from` (from the head: None) that meet its filter,
 /// `most` at most.
 async fn window<D: Dialect>(
@@ -230,61 +239,116 @@ async fn window<D: Dialect>(
     read: &KeyRead<'_>,
     from: Option<Place>,
     most: u32,
-) -> Result<Vec<D::Row>> {
-    let conds = format!("{}{}", read.conds, after::<D>(from.is_some()));
+) -> Result<Window<D::Row>> {
     let (cols, filter, extra) = (read.cols, &read.filter, read.extra);
     const ORDER: &str = "ORDER BY priority, scheduled_on, id";
-    let sql = match D::WALK {
-        Walk::Nested { ordered } => format!(
-            "SELECT *{extra} FROM (SELECT {cols} FROM task_queue WHERE {conds} {ORDER} LIMIT {WINDOW}) AS task_queue
-             WHERE {filter} {} LIMIT $3",
-            if ordered { ORDER } else { "" }
-        ),
-        Walk::RowsExamined => format!(
-            "SELECT {cols}{extra} FROM task_queue WHERE {conds} AND {filter} {ORDER} LIMIT $3 ROWS EXAMINED {}",
-            WINDOW * (1 + read.lookups)
-        ),
-    };
-    db.rows(Some(tx), &sql, &values(read, most, from)).await
+    match D::WALK {
+        Walk::Nested { ordered } => {
+            let conds = format!("{}{}", read.conds, after::<D>(from.is_some()));
+            let sql = format!(
+                "SELECT *{extra} FROM (SELECT {cols} FROM task_queue WHERE {conds} {ORDER} LIMIT {WINDOW}) AS task_queue
+                 WHERE {filter} {} LIMIT $3",
+                if ordered { ORDER } else { "" }
+            );
+            Ok(Window { rows: db.rows(Some(tx), &sql, &values(read, most, from, None)).await?, end: None })
+        }
+        Walk::Bounded => {
+            let end = end_of(db, tx, read, from).await?;
+            let conds = format!("{}{}{}", read.conds, after::<D>(from.is_some()), up_to::<D>(end.is_some()));
+            let sql = format!("SELECT {cols}{extra} FROM task_queue WHERE {conds} AND {filter} {ORDER} LIMIT $3");
+            Ok(Window { rows: db.rows(Some(tx), &sql, &values(read, most, from, end)).await?, end: Some(end) })
+        }
+    }
+}
+
+/// `end` when a window's read found it, else [`end_of`].
+async fn known_end<D: Dialect>(
+    end: Option<Option<Place>>,
+    db: &D,
+    tx: &mut TxOf<D>,
+    read: &KeyRead<'_>,
+    from: Option<Place>,
+) -> Result<Option<Place>> {
+    match end {
+        Some(end) => Ok(end),
+        None => end_of(db, tx, read, from).await,
+    }
 }
 
 /// Where the window of `read` after `from` ends: the place of its last task, None when it holds
-/// fewer than a window's tasks (the last due task is in it).
+/// fewer than a window's tasks (the last due task is in it). A bounded walk's window is of the
+/// due tasks of every handler, read from the claim index alone.
 async fn end_of<D: Dialect>(
     db: &D,
     tx: &mut TxOf<D>,
     read: &KeyRead<'_>,
     from: Option<Place>,
 ) -> Result<Option<Place>> {
+    let conds = match D::WALK {
+        Walk::Nested { .. } => read.conds.clone(),
+        Walk::Bounded => due(),
+    };
     let sql = format!(
-        "SELECT priority, scheduled_on, id FROM task_queue WHERE {}{}
+        "SELECT priority, scheduled_on, id FROM task_queue WHERE {conds}{}
          ORDER BY priority, scheduled_on, id LIMIT 1 OFFSET {}",
-        read.conds,
         after::<D>(from.is_some()),
         WINDOW - 1
     );
-    db.rows(Some(tx), &sql, &values(read, read.most, from)).await?.first().map(place).transpose()
+    db.rows(Some(tx), &sql, &values(read, read.most, from, None)).await?.first().map(place).transpose()
+}
+
+/// The conditions of a queue's due tasks that the claim index holds alone, `$1` the queue and
+/// `$2` the claim's time: a read's `conds` begin with them.
+pub(super) fn due() -> String {
+    format!("last_status = {SCHEDULED} AND queue = $1 AND scheduled_on <= $2")
 }
 
 /// The condition of the tasks after a place bound as `$8` to `$10`.
-fn after<D: Dialect>(from: bool) -> &'static str {
-    match (from, D::ROW_VALUES) {
-        (false, _) => "",
-        (true, true) => " AND (priority, scheduled_on, id) > ($8, $9, $10)",
-        // Spelled out, so that MariaDB reads it as ranges of the claim index.
-        (true, false) => {
-            " AND (priority > $8 OR (priority = $8 AND (scheduled_on > $9 OR (scheduled_on = $9 AND id > $10))))"
-        }
+fn after<D: Dialect>(from: bool) -> String {
+    if from {
+        past::<D>(">", 8)
+    } else {
+        String::new()
     }
 }
 
-/// The read's values, `$3` set to `most` and a place as `$8` to `$10`.
-fn values<'a>(read: &KeyRead<'a>, most: u32, from: Option<Place>) -> Vec<Arg<'a>> {
+/// The condition of the tasks up to a place bound as `$11` to `$13`.
+fn up_to<D: Dialect>(to: bool) -> String {
+    if to {
+        past::<D>("<=", 11)
+    } else {
+        String::new()
+    }
+}
+
+/// The condition of the tasks whose place in claim order is `op` (`>` or `<=`) the place bound
+/// from `$n`.
+fn past<D: Dialect>(op: &str, n: usize) -> String {
+    let (p, t, i) = (n, n + 1, n + 2);
+    if D::ROW_VALUES {
+        return format!(" AND (priority, scheduled_on, id) {op} (${p}, ${t}, ${i})");
+    }
+    // Spelled out, so that MariaDB reads it as ranges of the claim index.
+    let strict = if op.starts_with('>') { ">" } else { "<" };
+    format!(
+        " AND (priority {strict} ${p} OR (priority = ${p} AND (scheduled_on {strict} ${t} OR (scheduled_on = ${t} AND id {op} ${i}))))"
+    )
+}
+
+/// The read's values, `$3` set to `most`, a place after which to read as `$8` to `$10` and one
+/// up to which as `$11` to `$13`.
+fn values<'a>(read: &KeyRead<'a>, most: u32, from: Option<Place>, to: Option<Place>) -> Vec<Arg<'a>> {
     let mut values = read.values.clone();
     if let Some(most_arg) = values.get_mut(2) {
         *most_arg = Arg::from(most);
     }
-    if let Some((priority, at, id)) = from {
+    let places = match (from, to) {
+        (None, None) => vec![],
+        (from, None) => vec![from],
+        // Unread when there is no `from`, but bound: `$11` is the eleventh.
+        (from, Some(to)) => vec![Some(from.unwrap_or(to)), Some(to)],
+    };
+    for (priority, at, id) in places.into_iter().flatten() {
         values.extend([Arg::from(priority), Arg::Time(at), Arg::from(id)]);
     }
     values

@@ -10,6 +10,7 @@ use super::super::plumbing::Cells;
 use super::super::sql::args;
 use super::super::transitions::{is, is_any};
 use super::super::types::{LimitEdit, LimitInfo, LimitSetBy, LimitWritten};
+use super::relay::Change;
 use crate::error::{Error, Result};
 use crate::model::{Limit, LimitScope, Rate, RunLimits, TaskState, DEFAULT_WEIGHT};
 
@@ -208,11 +209,21 @@ pub async fn set<D: Dialect>(
             if after != before.limit && scope != LimitScope::Key {
                 db.notify_tasks(&mut tx.tx).await?;
             }
-            // A key's tasks queued already are laid again by its weight now (the overseer's
-            // `key-fuel`), not only those it adds from now on.
+            // A key's tasks queued already are laid again by its weight, or its queue's fuel per
+            // turn, now (the overseer's `key-fuel`), not only those added from now on.
             let weight = |l: &Limit| l.weight.unwrap_or(DEFAULT_WEIGHT);
-            if scope == LimitScope::Key && weight(&after) != weight(&before.limit) {
-                super::relay::ask::<D>(db, &mut tx.tx, target, weight(&before.limit)).await?;
+            let per_turn = |l: &Limit| l.fuel_per_turn.map_or(0, |n| i64::try_from(n).unwrap_or(i64::MAX));
+            let change = match scope {
+                LimitScope::Key if weight(&after) != weight(&before.limit) => {
+                    Some(Change::Weight { key: target, laid: weight(&before.limit) })
+                }
+                LimitScope::Queue if per_turn(&after) != per_turn(&before.limit) => {
+                    Some(Change::PerTurn { queue: target, laid: per_turn(&before.limit) })
+                }
+                _ => None,
+            };
+            if let Some(change) = change {
+                super::relay::ask::<D>(db, &mut tx.tx, change).await?;
             }
             if !after.is_some() {
                 db.exec(Some(&mut tx.tx), "DELETE FROM task_run_limits WHERE name = $1", args![name]).await?;

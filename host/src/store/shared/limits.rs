@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use super::super::dialect::{transaction_read_committed, ClaimRequest, Claimed, Dialect};
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
-use super::super::sql::{args, Arg, RUNNING, SCHEDULED};
+use super::super::sql::{args, Arg, RUNNING};
 use super::super::transitions;
 use super::key_reads::{self, DeepPlaces, KeyRead};
 use super::limit_rows::{LimitRow, LIMIT_COLUMNS};
@@ -224,10 +224,7 @@ async fn pick<D: Dialect>(
         Some(_) => "AND task_handler_class IN ($4)",
         None => "AND task_handler_class NOT IN ($5)",
     };
-    let conds = format!(
-        "last_status = {SCHEDULED} AND queue = $1 AND scheduled_on <= $2 AND {} {of_handlers}",
-        transitions::NOT_PAUSED
-    );
+    let conds = format!("{} AND {} {of_handlers}", key_reads::due(), transitions::NOT_PAUSED);
     let mut due = Vec::new();
     for read in &reads(req, open_queues, queue_room, keys) {
         let found = read_due(db, tx, req, read, &conds, open_handlers, full_handlers, places).await?;
@@ -300,11 +297,10 @@ async fn read_due<D: Dialect>(
     }
     let (cols, extra, most) = (COLUMNS, pace, read.most);
     let (queue, conds, filter, values) = (read.queue.as_str(), conds.to_string(), of_keys, values.to_vec());
-    let lookups = u32::from(read.paced.is_some());
     // Kept dry only unpaced: a pace mark passing lets a key's tasks in unseen.
     let sign = read.paced.is_none().then(|| key_reads::sign(&read.full_keys, open_handlers, full_handlers));
     let now = req.now;
-    let read = KeyRead { queue, cols, conds, filter, extra, values, most, lookups, sign, now };
+    let read = KeyRead { queue, cols, conds, filter, extra, values, most, sign, now };
     key_reads::read(db, tx, &read, places).await
 }
 

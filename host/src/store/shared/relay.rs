@@ -5,8 +5,9 @@
 //! keys whose average has moved to more than twice, or under half, what their due tasks were
 //! laid by ([`keys_to_relay`]) and lays those tasks' turns again by it ([`relay`]), a bounded
 //! chunk a call, so the key takes the share its fuel gives it from then on, not from its next add.
-//! So too for a key's weight changed live: the change writes a row of `task_key_relays` for each
-//! queue where the key has turns ([`ask`]), and its due tasks there are laid by the weight now.
+//! So too for a key's weight, or a queue's fuel per turn, changed live: the change writes a row of
+//! `task_key_relays` for each queue where the key has turns, or each key with turns in the queue
+//! ([`ask`]), and those due tasks are laid by what is in force now.
 //!
 //! A re-lay keeps a key's first due task where it is and gives the others the turns that follow
 //! it one stride apart, in the order they had. It never moves a task before its due time when
@@ -27,9 +28,9 @@ use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg};
 use super::super::transitions::{fair, fuel, is};
-use super::super::types::{KeyToRelay, Relaid, RelayCursor};
+use super::super::types::{Asked, KeyToRelay, Relaid, RelayCursor};
 use crate::error::Result;
-use crate::model::{TaskState, DEFAULT_WEIGHT};
+use crate::model::{Limit, TaskState, DEFAULT_WEIGHT};
 
 /// Tasks written in one statement at most.
 const A_STATEMENT: usize = 500;
@@ -39,7 +40,8 @@ const SLACK: i64 = 2;
 
 /// Keys whose due tasks' turns are out: in queues weighed by fuel, those whose average fuel a
 /// run has moved to more than twice, or under half, what their turns were laid by, or is not yet
-/// known against it; and those whose weight was changed since ([`ask`]); at most `limit`.
+/// known against it; and those whose weight or queue's fuel per turn was changed since
+/// ([`ask`]); at most `limit`.
 pub async fn keys_to_relay<D: Dialect>(db: &D, limit: u32) -> Result<Vec<KeyToRelay>> {
     let sql = "SELECT name FROM task_run_limits WHERE fuel_per_turn IS NOT NULL";
     let mut queues = BTreeSet::new();
@@ -58,18 +60,22 @@ pub async fn keys_to_relay<D: Dialect>(db: &D, limit: u32) -> Result<Vec<KeyToRe
         let fuel_queues: Vec<String> = queues.iter().cloned().collect();
         read_fuel(&db.rows(None, &sql, args![fuel_queues.as_slice(), limit]).await?, &mut found)?;
     }
-    let sql = "SELECT queue, name, laid_weight, asked FROM task_key_relays ORDER BY queue, name LIMIT $1";
+    let sql = "SELECT queue, name, laid_weight, laid_per_turn, asked FROM task_key_relays
+               ORDER BY queue, name LIMIT $1";
     let mut unread: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for r in &db.rows(None, sql, args![limit]).await? {
         let slot = (r.text("queue")?.unwrap_or_default(), r.text("name")?.unwrap_or_default());
-        let laid = u32::try_from(r.int("laid_weight")?.unwrap_or(1).clamp(1, 1_000)).unwrap_or(DEFAULT_WEIGHT);
-        let asked = r.int("asked")?.unwrap_or(0);
-        if queues.contains(&slot.0) && !found.contains_key(&slot) {
+        // Out of range (written by hand): the nearest in range.
+        let weight = r.int("laid_weight")?.map(|w| u32::try_from(w.clamp(1, 1_000)).unwrap_or(DEFAULT_WEIGHT));
+        let per_turn = r.int("laid_per_turn")?.map(|p| if p > 0 { p.max(MIN_PER_TURN) } else { 0 });
+        let count = r.int("asked")?.unwrap_or(0);
+        let weighed = queues.contains(&slot.0) || per_turn.is_some_and(|p| p > 0);
+        if weighed && !found.contains_key(&slot) {
             unread.entry(slot.0.clone()).or_default().push(slot.1.clone());
         }
-        found.entry(slot).or_default().weight = Some((laid, asked));
+        found.entry(slot).or_default().asked = Some((weight, per_turn, count));
     }
-    // The fuel of the keys reweighed in queues weighed by fuel, not read above.
+    // The fuel of the keys asked for in queues weighed by fuel (now or when laid), not read above.
     for (queue, names) in &unread {
         let sql = "SELECT queue, name, fuel, laid_fuel FROM task_key_fuel WHERE queue = $1 AND name IN ($2)";
         read_fuel(&db.rows(None, sql, args![queue.as_str(), names.as_slice()]).await?, &mut found)?;
@@ -90,17 +96,29 @@ pub async fn keys_to_relay<D: Dialect>(db: &D, limit: u32) -> Result<Vec<KeyToRe
         let per_turn = per_turn.get(&queue).copied().map_or(0, |p| i64::try_from(p).unwrap_or(i64::MAX));
         let fuel = f.fuel.unwrap_or(per_turn);
         let weight = weights.get(&key).copied().unwrap_or(DEFAULT_WEIGHT);
-        let stride = |fuel: i64, weight| {
-            let cost = if per_turn > 0 { fuel::cost(fuel, i128::from(per_turn)) } else { 1_000 };
-            i64::try_from(fair::stride(cost, weight)).unwrap_or(i64::MAX)
-        };
-        let stride_ps = stride(fuel, weight);
-        let laid_stride_ps = stride(f.laid_fuel.unwrap_or(per_turn), f.weight.map_or(weight, |(w, _)| w));
+        let asked = f.asked.map(|(laid_weight, laid_per_turn, count)| Asked {
+            weight: laid_weight.unwrap_or(weight),
+            per_turn: laid_per_turn.unwrap_or(per_turn),
+            count,
+        });
+        let stride_ps = stride(fuel, weight, per_turn);
+        let laid_per_turn = asked.map_or(per_turn, |a| a.per_turn);
+        let laid_weight = asked.map_or(weight, |a| a.weight);
+        let laid_stride_ps = stride(f.laid_fuel.unwrap_or(laid_per_turn), laid_weight, laid_per_turn);
         let laid_fuel = f.laid_fuel;
-        let laid_weight = f.weight;
-        keys.push(KeyToRelay { queue, key, fuel, laid_fuel, per_turn, weight, laid_weight, stride_ps, laid_stride_ps });
+        keys.push(KeyToRelay { queue, key, fuel, laid_fuel, per_turn, weight, asked, stride_ps, laid_stride_ps });
     }
     Ok(keys)
+}
+
+/// The fuel per turn read from a limit's row is at least this (`fair::weights`).
+const MIN_PER_TURN: i64 = Limit::MIN_FUEL_PER_TURN as i64;
+
+/// A key's stride in picoseconds, by its fuel a run, its weight and its queue's fuel per turn
+/// (0: a turn a task).
+fn stride(fuel: i64, weight: u32, per_turn: i64) -> i64 {
+    let cost = if per_turn > 0 { fuel::cost(fuel, i128::from(per_turn)) } else { 1_000 };
+    i64::try_from(fair::stride(cost, weight)).unwrap_or(i64::MAX)
 }
 
 /// A key in a queue.
@@ -111,8 +129,9 @@ type Slot = (String, String);
 struct Found {
     fuel: Option<i64>,
     laid_fuel: Option<i64>,
-    /// The weight its turns were laid by, and the changes asked.
-    weight: Option<(u32, i64)>,
+    /// The weight and fuel per turn its turns were laid by (None: the one now), and the changes
+    /// asked.
+    asked: Option<(Option<u32>, Option<i64>, i64)>,
 }
 
 /// Keep each key's fuel read in `rows`.
@@ -125,16 +144,33 @@ fn read_fuel<R: Cells>(rows: &[R], found: &mut BTreeMap<Slot, Found>) -> Result<
     Ok(())
 }
 
-/// `key`'s weight was changed from `laid_weight` (within the transaction that changes it): its
-/// due tasks in each queue where it has turns are to be laid again by the weight now. A change
-/// asked while one is pending keeps the weight the tasks were laid by and counts the ask.
-pub(crate) async fn ask<D: Dialect>(db: &D, tx: &mut TxOf<D>, key: &str, laid_weight: u32) -> Result<()> {
+/// What an operator changed, and what was in force before it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Change<'a> {
+    /// A key's weight, from this one.
+    Weight { key: &'a str, laid: u32 },
+    /// A queue's fuel per turn, from this one (0: none).
+    PerTurn { queue: &'a str, laid: i64 },
+}
+
+/// `change` was made (within the transaction that makes it): the due tasks of the keys it
+/// touches, in each queue where they have turns, are to be laid again by what is in force now. A
+/// change asked while one is pending keeps what the tasks were laid by and counts the ask.
+pub(crate) async fn ask<D: Dialect>(db: &D, tx: &mut TxOf<D>, change: Change<'_>) -> Result<()> {
+    let (by, of, column, laid) = match change {
+        Change::Weight { key, laid } => ("name", key, "laid_weight", i64::from(laid)),
+        Change::PerTurn { queue, laid } => ("queue", queue, "laid_per_turn", laid),
+    };
     let upsert = D::upsert("task_key_relays", &["queue", "name"], &["asked"], &[], &[]);
     let sql = format!(
-        "INSERT INTO task_key_relays (queue, name, laid_weight, asked)
-         SELECT queue, name, $2, 1 FROM task_keys WHERE name = $1 {upsert}"
+        "INSERT INTO task_key_relays (queue, name, {column}, asked)
+         SELECT queue, name, $2, 1 FROM task_keys WHERE {by} = $1 {upsert}"
     );
-    db.exec(Some(tx), &sql, args![key, i64::from(laid_weight)]).await?;
+    db.exec(Some(&mut *tx), &sql, args![of, laid]).await?;
+    // A row asked by the other change alone: its tasks were laid by what this one changed from.
+    // (After the insert, which holds every such row of this change's.)
+    let sql = format!("UPDATE task_key_relays SET {column} = $2 WHERE {by} = $1 AND {column} IS NULL");
+    db.exec(Some(tx), &sql, args![of, laid]).await?;
     Ok(())
 }
 
@@ -179,12 +215,12 @@ pub async fn relay<D: Dialect>(
     Ok(Relaid { read, moved, next: Some(next) })
 }
 
-/// Whether `key`'s turns are out: by any stride for a weight changed (the operator asked), by
-/// more than the slack for fuel.
+/// Whether `key`'s turns are out: by any stride for a weight or fuel per turn changed (the
+/// operator asked), by more than the slack for fuel.
 fn needs_relay(key: &KeyToRelay) -> bool {
     let (now, laid) = (key.stride_ps.max(1), key.laid_stride_ps.max(1));
-    let reweighed = key.laid_weight.is_some_and(|(w, _)| w != key.weight);
-    (reweighed && now != laid) || now / SLACK > laid || laid / SLACK > now
+    let changed = key.asked.is_some_and(|a| a.weight != key.weight || a.per_turn != key.per_turn);
+    (changed && now != laid) || now / SLACK > laid || laid / SLACK > now
 }
 
 /// Where a re-lay of `key` starts: its due tasks' first turn and how many there are; None when it
@@ -203,11 +239,12 @@ async fn start<D: Dialect>(db: &D, key: &KeyToRelay, now: DateTime<Utc>) -> Resu
     let first_ps = i128::from(first.timestamp_micros()) * 1_000_000;
     let stretch = key.stride_ps > key.laid_stride_ps;
     let next_ps = if stretch { first_ps + i128::from(n - 1) * stride } else { first_ps };
-    if key.laid_weight.is_some() {
-        // Laid by the weight now from here on: a change asked before this re-lay ends is laid
-        // from it (one back to the weight before undoes the tasks this one moved).
-        let sql = "UPDATE task_key_relays SET laid_weight = $3 WHERE queue = $1 AND name = $2";
-        db.exec(None, sql, args![key.queue.as_str(), key.key.as_str(), i64::from(key.weight)]).await?;
+    if key.asked.is_some() {
+        // Laid by what is in force now from here on: a change asked before this re-lay ends is
+        // laid from it (one back to what was before undoes the tasks this one moved).
+        let sql = "UPDATE task_key_relays SET laid_weight = $3, laid_per_turn = $4 WHERE queue = $1 AND name = $2";
+        let (queue, name, weight) = (key.queue.as_str(), key.key.as_str(), i64::from(key.weight));
+        db.exec(None, sql, args![queue, name, weight, key.per_turn]).await?;
     }
     if stretch {
         let last_ns = i64::try_from(next_ps.div_euclid(1_000)).unwrap_or(i64::MAX);
@@ -283,7 +320,7 @@ async fn write<D: Dialect>(db: &D, tx: &mut TxOf<D>, moves: &[(i64, DateTime<Utc
     Ok(())
 }
 
-/// Write down the fuel and the weight `key`'s turns are laid by; done. A weight changed again
+/// Write down the fuel `key`'s turns are laid by; done. A weight or fuel per turn changed again
 /// meanwhile (its asks counted on) stays to be laid.
 async fn mark<D: Dialect>(db: &D, key: &KeyToRelay, laid: i64) -> Result<Relaid> {
     let (queue, name) = (key.queue.as_str(), key.key.as_str());
@@ -291,9 +328,9 @@ async fn mark<D: Dialect>(db: &D, key: &KeyToRelay, laid: i64) -> Result<Relaid>
         let sql = "UPDATE task_key_fuel SET laid_fuel = $3 WHERE queue = $1 AND name = $2";
         db.exec(None, sql, args![queue, name, laid]).await?;
     }
-    if let Some((_, asked)) = key.laid_weight {
+    if let Some(asked) = key.asked {
         let sql = "DELETE FROM task_key_relays WHERE queue = $1 AND name = $2 AND asked = $3";
-        db.exec(None, sql, args![queue, name, asked]).await?;
+        db.exec(None, sql, args![queue, name, asked.count]).await?;
     }
     Ok(Relaid::default())
 }

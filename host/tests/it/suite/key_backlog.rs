@@ -74,6 +74,47 @@ pub async fn tasks_that_fit_behind_a_deep_backlog_of_keys_out_of_room_are_reache
     }
 }
 
+/// A worker that runs only handler h, in a queue where another handler's tasks lie between h's:
+/// behind a full key a's backlog, the tasks of three other keys (a window's third, its middle,
+/// its last part) are all claimed within a few claims. A read bounded by the rows it walks
+/// (MariaDB's `ROWS EXAMINED`, which counts the other handler's rows and more than one a task)
+/// once went on from where a window of h's tasks alone would end, and never read some of them.
+pub async fn tasks_that_fit_amid_a_backlog_of_full_keys_and_other_handlers_tasks_are_all_reached(store: SharedStore) {
+    let by = LimitSetBy::Operator;
+    let capped = Limit { max_running_per_key: Some(1), ..Limit::default() };
+    store.set_limit(LimitScope::Queue, "amid", LimitEdit::Set(capped), by, t0()).await.expect("set");
+    let in_q = |t: NewTask| t.with_queue("amid");
+    let n = WINDOW * 5 / 4;
+    let fitting = [(WINDOW / 3, "b"), (WINDOW * 3 / 4, "c"), (WINDOW * 6 / 5, "d")];
+    let mut tasks = Vec::new();
+    for i in 0..n {
+        tasks.push(in_q(NewTask::new("h", format!("{{\"i\": {i}}}")).with_key("a")));
+        tasks.push(in_q(NewTask::new("other", "{}")));
+        if let Some((_, key)) = fitting.iter().find(|(at, _)| *at == i) {
+            tasks.push(in_q(NewTask::new("h", "{}").with_key(*key)));
+        }
+    }
+    store.add_tasks(&tasks, t0()).await.expect("add");
+    let limits = store.limits_in_force().await.expect("limits");
+    let (queues, handlers) = (["amid".to_string()], ["h".to_string()]);
+    let r = runner(&store, t0()).await;
+    let claim = |n| taskhost::store::ClaimRequest {
+        now: t0() + secs(1),
+        ..super::limited(r, &queues, Some(&handlers), n, &limits)
+    };
+    let first = store.claim_paced(&claim(1)).await.expect("claim").runs;
+    assert_eq!(first.iter().map(|c| c.key.as_deref()).collect::<Vec<_>>(), [Some("a")], "a full from then on");
+    let mut reached = Vec::new();
+    for _ in 0..4 {
+        for c in store.claim_paced(&claim(16)).await.expect("claim").runs {
+            assert_eq!(c.handler, "h", "only h's tasks");
+            reached.push(c.key.unwrap_or_default());
+        }
+    }
+    reached.sort();
+    assert_eq!(reached, ["b", "c", "d"], "the three keys' tasks amid a's backlog, in four claims");
+}
+
 /// A queue capped per key where every due task's key is full is read to its last due task, then
 /// left unread for a second (a lap of one window): a task that came due by time meanwhile waits
 /// until then. But a task added, or a run of a full key ending, is claimed at once, whatever the

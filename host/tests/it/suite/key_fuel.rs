@@ -3,7 +3,7 @@
 use super::*;
 use taskhost::overseer::key_fuel::{self, KeyFuel};
 use taskhost::overseer::{Service, Summary};
-use taskhost::store::{ClaimRequest, LimitEdit, LimitSetBy};
+use taskhost::store::{Asked, ClaimRequest, LimitEdit, LimitSetBy};
 
 fn metered(key: &str, n: usize) -> Vec<NewTask> {
     (0..n).map(|i| NewTask::new("h", format!("{{\"i\": {i}}}")).with_key(key).with_queue("metered")).collect()
@@ -187,8 +187,9 @@ pub async fn a_keys_weight_changed_live_lays_its_queued_tasks_again(store: Share
         store.set_limit(LimitScope::Key, "heavy", weight(w), by, t0()).await.expect("weight");
     }
     let keys = store.keys_to_relay(100).await.expect("keys");
-    let found: Vec<_> = keys.iter().map(|k| (k.queue.as_str(), k.key.as_str(), k.weight, k.laid_weight)).collect();
-    assert_eq!(found, [("default", "heavy", 3, Some((1, 2)))], "laid by 1, two changes asked");
+    let found: Vec<_> = keys.iter().map(|k| (k.queue.as_str(), k.key.as_str(), k.weight, k.asked)).collect();
+    let asked = Asked { weight: 1, per_turn: 0, count: 2 };
+    assert_eq!(found, [("default", "heavy", 3, Some(asked))], "laid by 1, two changes asked");
 
     // Heavy's 59 after its first drawn together to a third of a microsecond apart; light's kept.
     let at = t0() + secs(1);
@@ -224,4 +225,55 @@ pub async fn a_keys_weight_changed_live_lays_its_queued_tasks_again(store: Share
     let claimed = store.claim(r, &["default".into()], 30, at, DAY).await.expect("claim");
     let heavy = claimed.iter().filter(|c| c.key.as_deref() == Some("heavy")).count();
     assert_eq!(heavy, 15, "one for one");
+}
+
+/// A queue's fuel per turn changed live lays its keys' queued tasks again by it at the
+/// overseer's next pass, not only those added from then on: at ten times the fuel a turn, a key
+/// whose runs burn ten turns' worth is laid a turn a task and one whose runs burn one a tenth of
+/// a turn apart; cleared, a turn a task each (the first only marked, laid so already).
+pub async fn a_queues_fuel_per_turn_changed_live_lays_its_keys_queued_tasks_again(store: SharedStore) {
+    let by = LimitSetBy::Operator;
+    let per_turn = |n| LimitEdit::Set(Limit { fuel_per_turn: n, ..Limit::default() });
+    store.set_limit(LimitScope::Queue, "metered", per_turn(Some(1_000_000)), by, t0()).await.expect("set");
+    let r = runner(&store, t0()).await;
+    store.add_tasks(&[metered("heavy", 1), metered("light", 1)].concat(), t0()).await.expect("add");
+    end(&store, &next_runs(&store, r, 2, t0() + secs(1)).await, 10_000_000, t0() + secs(1)).await;
+    // Laid by the fuel their runs burn: heavy's 10 µs apart, light's 1 µs.
+    let at = t0() + secs(2);
+    let added = store.add_tasks(&[metered("heavy", 30), metered("light", 30)].concat(), at).await.expect("add");
+    let spans = || {
+        let store = store.clone();
+        let ends = [(added[0].id, added[29].id), (added[30].id, added[59].id)];
+        async move {
+            let mut spans = Vec::new();
+            for (first, last) in ends {
+                let due = |id| {
+                    let store = store.clone();
+                    async move { store.get_task(id).await.expect("get").expect("the task").scheduled_on }
+                };
+                spans.push((due(last).await - due(first).await).num_microseconds().unwrap_or_default());
+            }
+            spans
+        }
+    };
+    assert_eq!(spans().await, [290, 29], "heavy's and light's first to last, in µs");
+    let svc = KeyFuel::new(store.clone(), key_fuel::Config::default());
+    assert_eq!(until_laid(&svc, at).await, 0, "each laid by its fuel already: only marked");
+    assert!(store.keys_to_relay(100).await.expect("keys").is_empty());
+
+    store.set_limit(LimitScope::Queue, "metered", per_turn(Some(10_000_000)), by, at).await.expect("set");
+    let keys = store.keys_to_relay(100).await.expect("keys");
+    let found: Vec<_> = keys.iter().map(|k| (k.key.as_str(), k.per_turn, k.asked)).collect();
+    let asked = Some(Asked { weight: 1, per_turn: 1_000_000, count: 1 });
+    assert_eq!(found, [("heavy", 10_000_000, asked), ("light", 10_000_000, asked)], "laid by the per turn before");
+    let at = at + secs(1);
+    assert_eq!(until_laid(&svc, at).await, 58, "each one's 29 after its first");
+    // Light's turns 0.1 µs apart, rounded down to microseconds.
+    assert_eq!(spans().await, [29, 2]);
+    assert!(store.keys_to_relay(100).await.expect("keys").is_empty(), "nothing left asked");
+
+    store.set_limit(LimitScope::Queue, "metered", per_turn(None), by, at).await.expect("clear");
+    assert_eq!(until_laid(&svc, at).await, 29, "light's stretched, heavy's only marked");
+    assert_eq!(spans().await, [29, 29]);
+    assert!(store.keys_to_relay(100).await.expect("keys").is_empty(), "nothing left asked");
 }

@@ -170,10 +170,12 @@ macro_rules! store_suite {
         case!(a_turn_earlier_than_its_queueing_does_not_make_a_task_look_unserved);
         case!(a_rate_per_key_paces_each_key_apart_across_runners);
         case!(tasks_that_fit_behind_a_deep_backlog_of_keys_out_of_room_are_reached_in_a_few_claims);
+        case!(tasks_that_fit_amid_a_backlog_of_full_keys_and_other_handlers_tasks_are_all_reached);
         case!(a_queue_where_nothing_fits_is_left_unread_a_while_but_an_add_or_a_freed_key_is_seen_at_once);
         case!(a_key_whose_runs_burn_ten_times_the_fuel_gets_a_tenth_of_the_turns);
         case!(a_keys_backlog_queued_before_its_runs_ended_is_laid_again_by_their_fuel);
         case!(a_keys_weight_changed_live_lays_its_queued_tasks_again);
+        case!(a_queues_fuel_per_turn_changed_live_lays_its_keys_queued_tasks_again);
         case!(what_each_key_holds_and_what_each_limit_holds_back_are_listed);
         case!(deployed_versions_are_stored_in_pieces_released_in_order_and_rolled_back);
         case!(a_claim_names_the_version_its_handlers_newest_release_made_active);
