@@ -33,8 +33,10 @@
 //! windows a poll (about 5 ms on PostgreSQL, 12 ms on MariaDB). What a dry queue may miss is a
 //! task that became due by time or by a change of state, not by an add (a retry, a snooze, a
 //! dependency met), or an add whose id is below one committed before it: it is found within
-//! two laps and the time left unread. A queue paced per key is not kept dry: a key's pace mark
-//! passing lets its tasks in without any of those changes.
+//! two laps and the time left unread. A queue paced per key is left unread no later than the
+//! first key paced out may start again (its pace mark passing lets its tasks in without any of
+//! those changes), and not at all when a key paced out opened while the lap went on (its tasks
+//! may lie behind where the lap has been); a rate per key changed is a change of the sign.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -44,8 +46,10 @@ use chrono::{DateTime, TimeDelta, Utc};
 use super::super::dialect::Dialect;
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
-use super::super::sql::{Arg, Walk, SCHEDULED};
+use super::super::sql::{args, Arg, Walk, SCHEDULED};
+use super::per_key;
 use crate::error::{Error, Result};
+use crate::model::Rate;
 
 /// Due tasks a read walks at most from where it starts.
 pub(super) const WINDOW: u32 = 2_000;
@@ -53,7 +57,7 @@ pub(super) const WINDOW: u32 = 2_000;
 /// A task's place in claim order: its priority, due time and id.
 type Place = (i64, DateTime<Utc>, i64);
 
-/// A dry queue is not read for at least this long.
+/// A dry queue is not read for at least this long (unless a key paced out may start sooner).
 pub(super) const DRY_FOR: TimeDelta = TimeDelta::seconds(1);
 
 /// Nor for longer than this, however long its lap took.
@@ -101,9 +105,19 @@ impl DeepPlaces {
         laps.get(queue).is_some_and(|l| l.seen == *seen && l.dry_until.is_some_and(|until| now < until))
     }
 
-    /// A read of `queue` as `seen` at `now`: whether it `begins` a lap, `ends` one, and found
-    /// nothing that fits.
-    fn note(&self, queue: &str, seen: Seen, now: DateTime<Utc>, (begins, ends): (bool, bool), found_none: bool) {
+    /// When the lap of `queue` as `seen` that a read `begins` or goes on with started.
+    fn lap_start(&self, queue: &str, seen: &Seen, begins: bool, now: DateTime<Utc>) -> DateTime<Utc> {
+        let Ok(laps) = self.laps.lock() else { return now };
+        match laps.get(queue) {
+            Some(lap) if !begins && lap.seen == *seen => lap.started,
+            _ => now,
+        }
+    }
+
+    /// A read of `queue` as `seen` at `now`: whether it `begins` a lap, `ends` one, found
+    /// nothing that fits, and when the first key paced out since the lap began opens (None: none).
+    fn note(&self, queue: &str, seen: Seen, now: DateTime<Utc>, lap: (bool, bool), found_none: bool, opens: Opens) {
+        let (begins, ends) = lap;
         let Ok(mut laps) = self.laps.lock() else { return };
         let lap = laps.entry(queue.to_string()).or_insert_with(|| Lap {
             seen: seen.clone(),
@@ -119,10 +133,19 @@ impl DeepPlaces {
         }
         lap.clean &= found_none;
         if ends && lap.clean {
-            lap.dry_until = Some(now + (now - lap.started).clamp(DRY_FOR, DRY_MOST));
+            let until = now + (now - lap.started).clamp(DRY_FOR, DRY_MOST);
+            lap.dry_until = match opens {
+                // Opened while the lap went on: its tasks may lie behind where it has been.
+                Some(open) if open <= now => None,
+                Some(open) => Some(until.min(open)),
+                None => Some(until),
+            };
         }
     }
 }
+
+/// When the first key paced out since a lap began may start again.
+type Opens = Option<DateTime<Utc>>;
 
 /// One queue's read: its due tasks (`conds`, over `task_queue`, in claim order) that meet the
 /// keys' `filter`, `$3` at most, with `extra` columns; `values` bind `$1` to `$7`.
@@ -134,8 +157,10 @@ pub(super) struct KeyRead<'a> {
     pub extra: &'a str,
     pub values: Vec<Arg<'a>>,
     pub most: u32,
-    /// What decides which of its tasks fit, when it may be kept dry (not paced per key).
-    pub sign: Option<String>,
+    /// What decides which of its tasks fit, but for the keys' pace marks.
+    pub sign: String,
+    /// Its queue's rate per key: a key paced out lets its tasks in when its mark passes.
+    pub pace: Option<Rate>,
     /// The claim's time.
     pub now: DateTime<Utc>,
 }
@@ -148,23 +173,15 @@ pub(super) async fn read<D: Dialect>(
     read: &KeyRead<'_>,
     places: &DeepPlaces,
 ) -> Result<Vec<D::Row>> {
-    let seen = match &read.sign {
-        Some(sign) => Some((sign.clone(), newest::<D>(db, tx).await?)),
-        None => None,
-    };
-    if seen.as_ref().is_some_and(|seen| places.dry(read.queue, seen, read.now)) {
+    let seen = (read.sign.clone(), newest::<D>(db, tx).await?);
+    if places.dry(read.queue, &seen, read.now) {
         return Ok(Vec::new());
     }
-    let note = |lap, found_none| {
-        if let Some(seen) = seen.clone() {
-            places.note(read.queue, seen, read.now, lap, found_none);
-        }
-    };
     let head = window(db, tx, read, None, read.most).await?;
     let mut found = head.rows;
     let short = read.most as usize - found.len().min(read.most as usize);
     if short == 0 {
-        note((false, false), false);
+        places.note(read.queue, seen, read.now, (false, false), false, None);
         return Ok(found);
     }
     let begins = places.get(read.queue).is_none();
@@ -174,7 +191,8 @@ pub(super) async fn read<D: Dialect>(
             Some(end) => end,
             // Every due task was in the window: a lap of its own.
             None => {
-                note((true, true), found.is_empty());
+                let opens = if found.is_empty() { first_open(db, tx, read, read.now).await? } else { None };
+                places.note(read.queue, seen, read.now, (true, true), found.is_empty(), opens);
                 return Ok(found);
             }
         },
@@ -186,7 +204,12 @@ pub(super) async fn read<D: Dialect>(
         known_end(end, db, tx, read, Some(from)).await?
     };
     places.set(read.queue, next);
-    note((begins, next.is_none()), found.is_empty() && deeper.is_empty());
+    let (ends, found_none) = (next.is_none(), found.is_empty() && deeper.is_empty());
+    let opens = match ends && found_none {
+        true => first_open(db, tx, read, places.lap_start(read.queue, &seen, begins, read.now)).await?,
+        false => None,
+    };
+    places.note(read.queue, seen, read.now, (begins, ends), found_none, opens);
     // A place kept from before may lie in the head window: its tasks are not read twice.
     let mut seen = std::collections::HashSet::new();
     for r in &found {
@@ -200,15 +223,30 @@ pub(super) async fn read<D: Dialect>(
     Ok(found)
 }
 
-/// What decides which of a queue's due tasks fit, as a read's `sign`: the keys left out and the
-/// handlers, each sorted (read from maps, their order is not theirs to keep).
-pub(super) fn sign(full_keys: &[String], open_handlers: Option<&[String]>, full_handlers: &[String]) -> String {
+/// When the first key of `read`'s queue paced out after `since` may start again: None when its
+/// queue is not paced per key, or no key was.
+async fn first_open<D: Dialect>(db: &D, tx: &mut TxOf<D>, read: &KeyRead<'_>, since: DateTime<Utc>) -> Result<Opens> {
+    let Some(rate) = read.pace else { return Ok(None) };
+    let sql = "SELECT MIN(next_us) AS m FROM task_key_paces WHERE queue = $1 AND next_us > $2";
+    let found = db.rows(Some(tx), sql, args![read.queue, per_key::paced_out_after(rate, since)]).await?;
+    Ok(found.first().map(|r| r.int("m")).transpose()?.flatten().and_then(|m| per_key::opens_at(rate, m)))
+}
+
+/// What decides which of a queue's due tasks fit, but for the keys' pace marks, as a read's
+/// `sign`: the keys left out, the handlers (each sorted: read from maps, their order is not
+/// theirs to keep) and the rate per key.
+pub(super) fn sign(
+    full_keys: &[String],
+    open_handlers: Option<&[String]>,
+    full_handlers: &[String],
+    pace: Option<Rate>,
+) -> String {
     let sorted = |names: &[String]| {
         let mut names = names.to_vec();
         names.sort();
         names
     };
-    format!("{:?} {:?} {:?}", sorted(full_keys), open_handlers.map(sorted), sorted(full_handlers))
+    format!("{:?} {:?} {:?} {pace:?}", sorted(full_keys), open_handlers.map(sorted), sorted(full_handlers))
 }
 
 /// The newest task's id: an add moves it.

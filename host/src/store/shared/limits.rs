@@ -297,10 +297,9 @@ async fn read_due<D: Dialect>(
     }
     let (cols, extra, most) = (COLUMNS, pace, read.most);
     let (queue, conds, filter, values) = (read.queue.as_str(), conds.to_string(), of_keys, values.to_vec());
-    // Kept dry only unpaced: a pace mark passing lets a key's tasks in unseen.
-    let sign = read.paced.is_none().then(|| key_reads::sign(&read.full_keys, open_handlers, full_handlers));
-    let now = req.now;
-    let read = KeyRead { queue, cols, conds, filter, extra, values, most, sign, now };
+    let (pace, now) = (read.paced, req.now);
+    let sign = key_reads::sign(&read.full_keys, open_handlers, full_handlers, pace);
+    let read = KeyRead { queue, cols, conds, filter, extra, values, most, sign, pace, now };
     key_reads::read(db, tx, &read, places).await
 }
 

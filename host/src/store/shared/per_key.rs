@@ -160,9 +160,7 @@ impl PerKey {
             );
             let found = db.rows(Some(&mut *tx), &sql, args![queue.as_str(), paced_out_after(rate, now), now]).await?;
             let Some(m) = found.first().map(|r| r.int("m")).transpose()?.flatten() else { continue };
-            let Some(at) = mark(Some(m)) else { continue };
-            // Allowed once the mark is no more than its burst ahead.
-            let at = at - TimeDelta::microseconds(slack_us(rate));
+            let Some(at) = opens_at(rate, m) else { continue };
             next_start = Some(next_start.map_or(at, |t| t.min(at)));
         }
         Ok(next_start)
@@ -173,6 +171,12 @@ impl PerKey {
 /// than its burst's paces ahead.
 pub(super) fn paced_out_after(rate: Rate, now: DateTime<Utc>) -> i64 {
     now.timestamp_micros().saturating_add(slack_us(rate))
+}
+
+/// When a key of `rate` whose mark is `mark_us` may start: once the mark is no more than its
+/// burst ahead.
+pub(super) fn opens_at(rate: Rate, mark_us: i64) -> Option<DateTime<Utc>> {
+    mark(Some(mark_us)).map(|at| at - TimeDelta::microseconds(slack_us(rate)))
 }
 
 /// The paces a rate's burst allows ahead, in microseconds.

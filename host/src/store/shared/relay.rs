@@ -26,7 +26,7 @@ use chrono::{DateTime, Utc};
 use super::super::dialect::{transaction, Dialect};
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
-use super::super::sql::{args, Arg};
+use super::super::sql::{args, Arg, SCHEDULED};
 use super::super::transitions::{fair, fuel, is};
 use super::super::types::{Asked, KeyToRelay, Relaid, RelayCursor};
 use crate::error::Result;
@@ -162,9 +162,14 @@ pub(crate) async fn ask<D: Dialect>(db: &D, tx: &mut TxOf<D>, change: Change<'_>
         Change::PerTurn { queue, laid } => ("queue", queue, "laid_per_turn", laid),
     };
     let upsert = D::upsert("task_key_relays", &["queue", "name"], &["asked"], &[], &[]);
+    // Only keys with tasks queued there: a key's turn outlives its last task by a day, and a
+    // queue's change would write a row for each such key in the transaction that holds its limit.
     let sql = format!(
         "INSERT INTO task_key_relays (queue, name, {column}, asked)
-         SELECT queue, name, $2, 1 FROM task_keys WHERE {by} = $1 {upsert}"
+         SELECT queue, name, $2, 1 FROM task_keys k WHERE {by} = $1
+             AND EXISTS (SELECT 1 FROM task_queue t WHERE t.share_key = k.name AND t.queue = k.queue
+                         AND t.last_status = {SCHEDULED})
+         {upsert}"
     );
     db.exec(Some(&mut *tx), &sql, args![of, laid]).await?;
     // A row asked by the other change alone: its tasks were laid by what this one changed from.

@@ -74,25 +74,27 @@ pub async fn tasks_that_fit_behind_a_deep_backlog_of_keys_out_of_room_are_reache
     }
 }
 
-/// A worker that runs only handler h, in a queue where another handler's tasks lie between h's:
-/// behind a full key a's backlog, the tasks of three other keys (a window's third, its middle,
-/// its last part) are all claimed within a few claims. A read bounded by the rows it walks
-/// (MariaDB's `ROWS EXAMINED`, which counts the other handler's rows and more than one a task)
-/// once went on from where a window of h's tasks alone would end, and never read some of them.
+/// A worker that runs only handler h, in a queue where another handler's tasks lie among h's:
+/// the tasks of three other keys due among a full key a's backlog (a third of a window in, three
+/// quarters, and in the second window) are all claimed within a few claims. MariaDB's read, once
+/// bounded by `ROWS EXAMINED` (which counted the other handler's rows, and more than once a
+/// task), went on from where a window of h's tasks alone would end and never read some of them.
 pub async fn tasks_that_fit_amid_a_backlog_of_full_keys_and_other_handlers_tasks_are_all_reached(store: SharedStore) {
     let by = LimitSetBy::Operator;
     let capped = Limit { max_running_per_key: Some(1), ..Limit::default() };
     store.set_limit(LimitScope::Queue, "amid", LimitEdit::Set(capped), by, t0()).await.expect("set");
     let in_q = |t: NewTask| t.with_queue("amid");
     let n = WINDOW * 5 / 4;
+    // a's turns are a microsecond apart from t0; the others' tasks keep the times they ask.
     let fitting = [(WINDOW / 3, "b"), (WINDOW * 3 / 4, "c"), (WINDOW * 6 / 5, "d")];
     let mut tasks = Vec::new();
     for i in 0..n {
         tasks.push(in_q(NewTask::new("h", format!("{{\"i\": {i}}}")).with_key("a")));
         tasks.push(in_q(NewTask::new("other", "{}")));
-        if let Some((_, key)) = fitting.iter().find(|(at, _)| *at == i) {
-            tasks.push(in_q(NewTask::new("h", "{}").with_key(*key)));
-        }
+    }
+    for (at, key) in fitting {
+        let due = t0() + chrono::Duration::microseconds(at as i64);
+        tasks.push(in_q(NewTask::new("h", "{}").with_key(key).with_scheduled_on(due)));
     }
     store.add_tasks(&tasks, t0()).await.expect("add");
     let limits = store.limits_in_force().await.expect("limits");
@@ -159,4 +161,49 @@ pub async fn a_queue_where_nothing_fits_is_left_unread_a_while_but_an_add_or_a_f
     let taken = store.claim_paced(&claim(16, at)).await.expect("claim").runs;
     assert_eq!(taken.len(), 1, "a's next, a having room again");
     assert_eq!(taken[0].key.as_deref(), Some("a"));
+}
+
+/// A queue paced per key where every due task's key is out of starts is left unread too, but
+/// only until the first such key may start again: a task that came due by time meanwhile waits
+/// until then. A rate per key changed is seen at once.
+pub async fn a_paced_queue_where_nothing_fits_is_left_unread_until_its_first_key_may_start(store: SharedStore) {
+    let by = LimitSetBy::Operator;
+    let paced = |r: &str| {
+        let rate = Rate::parse(r).and_then(|r| r.with_burst(0)).expect("a rate");
+        LimitEdit::Set(Limit { rate_per_key: Some(rate), ..Limit::default() })
+    };
+    store.set_limit(LimitScope::Queue, "slow", paced("2/1s"), by, t0()).await.expect("set");
+    let in_q = |t: NewTask| t.with_queue("slow");
+    let mut tasks: Vec<NewTask> =
+        (0..100).map(|i| in_q(NewTask::new("h", format!("{{\"i\": {i}}}")).with_key("a"))).collect();
+    // c's task comes due by time, 0.2 s in.
+    tasks.push(in_q(NewTask::new("h", "{}").with_key("c").with_scheduled_on(t0() + secs(2) + ms(200))));
+    store.add_tasks(&tasks, t0()).await.expect("add");
+    let r = runner(&store, t0()).await;
+    let queues = ["slow".to_string()];
+    let claim = |at| {
+        let store = store.clone();
+        let queues = queues.clone();
+        async move {
+            let limits = store.limits_in_force().await.expect("limits");
+            let req = taskhost::store::ClaimRequest { now: at, ..super::limited(r, &queues, None, 16, &limits) };
+            let mut keys: Vec<String> =
+                store.claim_paced(&req).await.expect("claim").runs.into_iter().filter_map(|c| c.key).collect();
+            keys.sort();
+            keys
+        }
+    };
+    let at = t0() + secs(2);
+    assert_eq!(claim(at).await, ["a"], "a's first; a out of starts for half a second");
+    assert!(claim(at).await.is_empty(), "a's 99 left out: dry until a may start");
+    assert!(claim(at + ms(300)).await.is_empty(), "left unread, though c's task is due");
+    assert_eq!(claim(at + ms(500)).await, ["a"], "read again as a may start: a's next (its backlog read first)");
+    assert_eq!(claim(at + ms(500)).await, ["c"], "then c's, a out of starts again");
+
+    // Dry until a may start again, a second on; a rate raised is seen at once (a's mark is
+    // brought back to one pace of it ahead).
+    let at = at + ms(500);
+    assert!(claim(at).await.is_empty(), "dry");
+    store.set_limit(LimitScope::Queue, "slow", paced("10/1s"), by, at).await.expect("set");
+    assert_eq!(claim(at + ms(100)).await, ["a"], "read again under the new rate");
 }

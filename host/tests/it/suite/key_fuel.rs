@@ -230,7 +230,7 @@ pub async fn a_keys_weight_changed_live_lays_its_queued_tasks_again(store: Share
 /// A queue's fuel per turn changed live lays its keys' queued tasks again by it at the
 /// overseer's next pass, not only those added from then on: at ten times the fuel a turn, a key
 /// whose runs burn ten turns' worth is laid a turn a task and one whose runs burn one a tenth of
-/// a turn apart; cleared, a turn a task each (the first only marked, laid so already).
+/// a turn apart; cleared, a turn a task each (the first's left as they were, laid so already).
 pub async fn a_queues_fuel_per_turn_changed_live_lays_its_keys_queued_tasks_again(store: SharedStore) {
     let by = LimitSetBy::Operator;
     let per_turn = |n| LimitEdit::Set(Limit { fuel_per_turn: n, ..Limit::default() });
@@ -273,7 +273,7 @@ pub async fn a_queues_fuel_per_turn_changed_live_lays_its_keys_queued_tasks_agai
     assert!(store.keys_to_relay(100).await.expect("keys").is_empty(), "nothing left asked");
 
     store.set_limit(LimitScope::Queue, "metered", per_turn(None), by, at).await.expect("clear");
-    assert_eq!(until_laid(&svc, at).await, 29, "light's stretched, heavy's only marked");
+    assert_eq!(until_laid(&svc, at).await, 29, "light's stretched, heavy's read and left as they were");
     assert_eq!(spans().await, [29, 29]);
     assert!(store.keys_to_relay(100).await.expect("keys").is_empty(), "nothing left asked");
 }

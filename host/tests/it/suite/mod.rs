@@ -172,6 +172,7 @@ macro_rules! store_suite {
         case!(tasks_that_fit_behind_a_deep_backlog_of_keys_out_of_room_are_reached_in_a_few_claims);
         case!(tasks_that_fit_amid_a_backlog_of_full_keys_and_other_handlers_tasks_are_all_reached);
         case!(a_queue_where_nothing_fits_is_left_unread_a_while_but_an_add_or_a_freed_key_is_seen_at_once);
+        case!(a_paced_queue_where_nothing_fits_is_left_unread_until_its_first_key_may_start);
         case!(a_key_whose_runs_burn_ten_times_the_fuel_gets_a_tenth_of_the_turns);
         case!(a_keys_backlog_queued_before_its_runs_ended_is_laid_again_by_their_fuel);
         case!(a_keys_weight_changed_live_lays_its_queued_tasks_again);
