@@ -14,10 +14,11 @@
 //! index alone, and its read bounded by it ([`Walk::Bounded`]): its windows hold the due tasks
 //! of every handler. (They were bounded by `ROWS EXAMINED`, which counts a task once or three
 //! times as the plan goes, and other handlers' tasks, while the next window started where one of
-//! the worker's handlers' tasks would end: the tasks between were never read.) A task that fits behind a backlog of `n` due tasks that do
-//! not is found within `n / WINDOW` claims of one worker (a task near the head, as a new key's
-//! turns are, at once); a deep read that reaches the last due task starts the next lap at the
-//! head window's end again.
+//! the worker's handlers' tasks would end: the tasks between were never read.)
+//!
+//! A task that fits behind a backlog of `n` due tasks that do not is found within `n / WINDOW`
+//! claims of one worker (a task near the head, as a new key's turns are, at once); a deep read
+//! that reaches the last due task starts the next lap at the head window's end again.
 //!
 //! Tasks are only read here; the claim locks and checks again those it takes
 //! ([`Dialect::claim_these`]), so a place kept from an earlier claim is a hint, never a promise.
@@ -28,15 +29,16 @@
 //! is *dry*: its claims read nothing of it (one look at the newest task's id instead) for as
 //! long as that lap took, between [`DRY_FOR`] and [`DRY_MOST`] (a lap held up between claims,
 //! its worker busy elsewhere, does not leave the queue unread as long), or until a task is
-//! added or the keys left out change (a full key's run ended, a cap changed). An idle worker
-//! under a cap per key polls at the short interval, so a backlog of full keys was read two
-//! windows a poll (about 5 ms on PostgreSQL, 12 ms on MariaDB). What a dry queue may miss is a
-//! task that became due by time or by a change of state, not by an add (a retry, a snooze, a
-//! dependency met), or an add whose id is below one committed before it: it is found within
-//! two laps and the time left unread. A queue paced per key is left unread no later than the
-//! first key paced out may start again (its pace mark passing lets its tasks in without any of
-//! those changes), and not at all when a key paced out opened while the lap went on (its tasks
-//! may lie behind where the lap has been); a rate per key changed is a change of the sign.
+//! added or the keys left out change (a full key's run ended, a cap changed), or the queue is
+//! resumed. An idle worker under a cap per key polls at the short interval, so a backlog of full
+//! keys was read two windows a poll (about 5 ms on PostgreSQL, 12 ms on MariaDB). What a dry
+//! queue may miss is a task that became due by time or by a change of state, not by an add (a
+//! retry, a snooze, a dependency met, a dead letter replayed), or an add whose id is below one
+//! committed before it: it is found within two laps and the time left unread. A queue paced
+//! per key is left unread no later than the first key paced out may start again (its pace mark
+//! passing lets its tasks in without any of those changes), and not at all when a key paced
+//! out opened while the lap went on (its tasks may lie behind where the lap has been); a rate
+//! per key changed is a change of the sign.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -173,7 +175,7 @@ pub(super) async fn read<D: Dialect>(
     read: &KeyRead<'_>,
     places: &DeepPlaces,
 ) -> Result<Vec<D::Row>> {
-    let seen = (read.sign.clone(), newest::<D>(db, tx).await?);
+    let seen = seen_now(db, tx, read).await?;
     if places.dry(read.queue, &seen, read.now) {
         return Ok(Vec::new());
     }
@@ -249,10 +251,18 @@ pub(super) fn sign(
     format!("{:?} {:?} {:?} {pace:?}", sorted(full_keys), open_handlers.map(sorted), sorted(full_handlers))
 }
 
-/// The newest task's id: an add moves it.
-async fn newest<D: Dialect>(db: &D, tx: &mut TxOf<D>) -> Result<i64> {
-    let found = db.rows(Some(tx), "SELECT COALESCE(MAX(id), 0) AS id FROM task_queue", &[]).await?;
-    found.first().map_or(Ok(0), |r| rows::id(r, "id"))
+/// `read`'s sign, with whether its queue is paused (a paused queue's read finds nothing: resumed,
+/// it is read at once), and the newest task's id (an add moves it).
+async fn seen_now<D: Dialect>(db: &D, tx: &mut TxOf<D>, read: &KeyRead<'_>) -> Result<Seen> {
+    let sql = "SELECT COALESCE(MAX(id), 0) AS id,
+                      (SELECT COUNT(*) FROM task_queue_pauses WHERE queue = $1) AS paused
+               FROM task_queue";
+    let found = db.rows(Some(tx), sql, args![read.queue]).await?;
+    let (newest, paused) = match found.first() {
+        Some(r) => (rows::id(r, "id")?, r.int("paused")?.unwrap_or(0) > 0),
+        None => (0, false),
+    };
+    Ok((format!("{} paused={paused}", read.sign), newest))
 }
 
 /// A row's place in claim order.

@@ -119,8 +119,8 @@ pub async fn tasks_that_fit_amid_a_backlog_of_full_keys_and_other_handlers_tasks
 
 /// A queue capped per key where every due task's key is full is read to its last due task, then
 /// left unread for a second (a lap of one window): a task that came due by time meanwhile waits
-/// until then. But a task added, or a run of a full key ending, is claimed at once, whatever the
-/// time.
+/// until then. But a task added, a run of a full key ending, or the queue resumed, is claimed at
+/// once, whatever the time.
 pub async fn a_queue_where_nothing_fits_is_left_unread_a_while_but_an_add_or_a_freed_key_is_seen_at_once(
     store: SharedStore,
 ) {
@@ -161,6 +161,15 @@ pub async fn a_queue_where_nothing_fits_is_left_unread_a_while_but_an_add_or_a_f
     let taken = store.claim_paced(&claim(16, at)).await.expect("claim").runs;
     assert_eq!(taken.len(), 1, "a's next, a having room again");
     assert_eq!(taken[0].key.as_deref(), Some("a"));
+
+    // Paused, a's run ends: nothing is claimed, and the queue is left unread; resumed, it is read
+    // at once.
+    assert!(store.pause_queue("dry", at).await.expect("pause"));
+    store.finish_runs(&[success(&taken[0], at, "{}")]).await.expect("finish");
+    assert!(store.claim_paced(&claim(16, at)).await.expect("claim").runs.is_empty(), "paused");
+    assert!(store.resume_queue("dry").await.expect("resume"));
+    let taken = store.claim_paced(&claim(16, at)).await.expect("claim").runs;
+    assert_eq!(taken.iter().map(|c| c.key.as_deref()).collect::<Vec<_>>(), [Some("a")], "resumed: read at once");
 }
 
 /// A queue paced per key where every due task's key is out of starts is left unread too, but
