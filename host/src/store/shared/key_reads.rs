@@ -292,7 +292,7 @@ async fn window<D: Dialect>(
     const ORDER: &str = "ORDER BY priority, scheduled_on, id";
     match D::WALK {
         Walk::Nested { ordered } => {
-            let conds = format!("{}{}", read.conds, after::<D>(from.is_some()));
+            let conds = format!("{}{}", read.conds, past::<D>(">", 8, from.is_some()));
             let sql = format!(
                 "SELECT *{extra} FROM (SELECT {cols} FROM task_queue WHERE {conds} {ORDER} LIMIT {WINDOW}) AS task_queue
                  WHERE {filter} {} LIMIT $3",
@@ -302,7 +302,8 @@ async fn window<D: Dialect>(
         }
         Walk::Bounded => {
             let end = end_of(db, tx, read, from).await?;
-            let conds = format!("{}{}{}", read.conds, after::<D>(from.is_some()), up_to::<D>(end.is_some()));
+            let conds =
+                format!("{}{}{}", read.conds, past::<D>(">", 8, from.is_some()), past::<D>("<=", 11, end.is_some()));
             let sql = format!("SELECT {cols}{extra} FROM task_queue WHERE {conds} AND {filter} {ORDER} LIMIT $3");
             Ok(Window { rows: db.rows(Some(tx), &sql, &values(read, most, from, end)).await?, end: Some(end) })
         }
@@ -339,7 +340,7 @@ async fn end_of<D: Dialect>(
     let sql = format!(
         "SELECT priority, scheduled_on, id FROM task_queue WHERE {conds}{}
          ORDER BY priority, scheduled_on, id LIMIT 1 OFFSET {}",
-        after::<D>(from.is_some()),
+        past::<D>(">", 8, from.is_some()),
         WINDOW - 1
     );
     db.rows(Some(tx), &sql, &values(read, read.most, from, None)).await?.first().map(place).transpose()
@@ -351,28 +352,13 @@ pub(super) fn due() -> String {
     format!("last_status = {SCHEDULED} AND queue = $1 AND scheduled_on <= $2")
 }
 
-/// The condition of the tasks after a place bound as `$8` to `$10`.
-fn after<D: Dialect>(from: bool) -> String {
-    if from {
-        past::<D>(">", 8)
-    } else {
-        String::new()
-    }
-}
-
-/// The condition of the tasks up to a place bound as `$11` to `$13`.
-fn up_to<D: Dialect>(to: bool) -> String {
-    if to {
-        past::<D>("<=", 11)
-    } else {
-        String::new()
-    }
-}
-
-/// The condition of the tasks whose place in claim order is `op` (`>` or `<=`) the place bound
-/// from `$n`.
-fn past<D: Dialect>(op: &str, n: usize) -> String {
+/// The condition, when `on`, of the tasks whose place in claim order is `op` (`>` or `<=`) the
+/// place bound from `$n`: after a place as `$8` to `$10`, up to one as `$11` to `$13`.
+fn past<D: Dialect>(op: &str, n: usize, on: bool) -> String {
     let (p, t, i) = (n, n + 1, n + 2);
+    if !on {
+        return String::new();
+    }
     if D::ROW_VALUES {
         return format!(" AND (priority, scheduled_on, id) {op} (${p}, ${t}, ${i})");
     }

@@ -12,7 +12,7 @@ use super::super::transitions::{is, is_any};
 use super::super::types::{LimitEdit, LimitInfo, LimitSetBy, LimitWritten};
 use super::relay::Change;
 use crate::error::{Error, Result};
-use crate::model::{Limit, LimitScope, Rate, RunLimits, TaskState, DEFAULT_WEIGHT};
+use crate::model::{Limit, LimitScope, Rate, RunLimits, TaskState};
 
 /// The columns a limit is read from.
 pub(super) const LIMIT_COLUMNS: &str = "name, max_running, rate_count, rate_period_us, rate_burst, next_on, \
@@ -211,18 +211,7 @@ pub async fn set<D: Dialect>(
             }
             // A key's tasks queued already are laid again by its weight, or its queue's fuel per
             // turn, now (the overseer's `key-fuel`), not only those added from now on.
-            let weight = |l: &Limit| l.weight.unwrap_or(DEFAULT_WEIGHT);
-            let per_turn = |l: &Limit| l.fuel_per_turn.map_or(0, |n| i64::try_from(n).unwrap_or(i64::MAX));
-            let change = match scope {
-                LimitScope::Key if weight(&after) != weight(&before.limit) => {
-                    Some(Change::Weight { key: target, laid: weight(&before.limit) })
-                }
-                LimitScope::Queue if per_turn(&after) != per_turn(&before.limit) => {
-                    Some(Change::PerTurn { queue: target, laid: per_turn(&before.limit) })
-                }
-                _ => None,
-            };
-            if let Some(change) = change {
+            if let Some(change) = Change::of(scope, target, &before.limit, &after) {
                 super::relay::ask::<D>(db, &mut tx.tx, change).await?;
             }
             if !after.is_some() {

@@ -30,7 +30,7 @@ use super::super::sql::{args, Arg, SCHEDULED};
 use super::super::transitions::{fair, fuel, is};
 use super::super::types::{Asked, KeyToRelay, Relaid, RelayCursor};
 use crate::error::Result;
-use crate::model::{Limit, TaskState, DEFAULT_WEIGHT};
+use crate::model::{Limit, LimitScope, TaskState, DEFAULT_WEIGHT};
 
 /// Tasks written in one statement at most.
 const A_STATEMENT: usize = 500;
@@ -151,6 +151,24 @@ pub(crate) enum Change<'a> {
     Weight { key: &'a str, laid: u32 },
     /// A queue's fuel per turn, from this one (0: none).
     PerTurn { queue: &'a str, laid: i64 },
+}
+
+impl<'a> Change<'a> {
+    /// The change of `target`'s limit in `scope` from `before` to `after` that lays queued tasks
+    /// again, if it is one.
+    pub(crate) fn of(scope: LimitScope, target: &'a str, before: &Limit, after: &Limit) -> Option<Self> {
+        let weight = |l: &Limit| l.weight.unwrap_or(DEFAULT_WEIGHT);
+        let per_turn = |l: &Limit| l.fuel_per_turn.map_or(0, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        match scope {
+            LimitScope::Key if weight(after) != weight(before) => {
+                Some(Change::Weight { key: target, laid: weight(before) })
+            }
+            LimitScope::Queue if per_turn(after) != per_turn(before) => {
+                Some(Change::PerTurn { queue: target, laid: per_turn(before) })
+            }
+            _ => None,
+        }
+    }
 }
 
 /// `change` was made (within the transaction that makes it): the due tasks of the keys it
