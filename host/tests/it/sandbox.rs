@@ -262,3 +262,18 @@ async fn table_growth_past_the_limit_is_stopped() {
         run.error_message
     );
 }
+
+/// The pool resets a reused slot's memory by copying back what runs wrote (up to 512 regions:
+/// vendor/README.md) and decommitting the rest; whichever way, a run sees none of an earlier one's
+/// writes, in the image's pages or in zeroed ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_sees_none_of_the_memory_an_earlier_run_wrote() {
+    let env = Env::new(&["probe"]).await;
+    // 40 image pages written each run, then 40, 300 (under 512 regions), 600 (over) zeroed ones.
+    for zeroed in [40, 300, 600, 300, 40] {
+        let run = probe(&env, serde_json::json!({ "scatter": zeroed })).await;
+        assert_eq!(run.status, RunStatus::Success, "{:?}", run.error_message);
+        let results: serde_json::Value = serde_json::from_str(run.results.as_deref().expect("results")).expect("json");
+        assert_eq!(results, serde_json::json!({ "stale": 0, "written": 40 + zeroed }), "after {zeroed}");
+    }
+}

@@ -7,7 +7,9 @@
 //! reporting progress and logging a line after each: a task that moves while watched), `{"log_lines": N}` (a log flood),
 //! `{"sockets": N}` (creates up to N TCP sockets and holds them; reports how many it got),
 //! `{"pollables": N}` (creates N timers' pollables and holds them all), `{"reread": N}` (calls
-//! `dependencies` N times, keeping nothing: reports how many calls were answered, and the refusal).
+//! `dependencies` N times, keeping nothing: reports how many calls were answered, and the refusal),
+//! `{"scatter": N}` (counts the pages of its memory an earlier run left written, then writes every
+//! other page of its initialized memory and N pages, each apart, of its zeroed memory).
 //! A refused capability ends the run with code `refused`.
 wit_bindgen::generate!({ path: "../../wit", world: "task-handler" });
 
@@ -17,6 +19,30 @@ use taskhost::plugin::host::log;
 use taskhost::plugin::types::LogLevel;
 
 struct Probe;
+
+/// Memory pages as the host resets them (4 KiB), and statics spanning many of them: one the
+/// component's image fills with [`FILL`], one zeroed. `UnsafeCell`: written through raw pointers.
+const PAGE: usize = 4096;
+const FILL: u8 = 0x5a;
+struct Pages<const N: usize>(std::cell::UnsafeCell<[u8; N]>);
+// SAFETY: a component runs on one thread.
+unsafe impl<const N: usize> Sync for Pages<N> {}
+static FILLED: Pages<{ 80 * PAGE }> = Pages(std::cell::UnsafeCell::new([FILL; 80 * PAGE]));
+static ZEROED: Pages<{ 1200 * PAGE }> = Pages(std::cell::UnsafeCell::new([0; 1200 * PAGE]));
+
+impl<const N: usize> Pages<N> {
+    /// Pages whose byte 17 is not `want`; then `mark` written to every other page's, `limit` at most.
+    fn scatter(&self, want: u8, mark: u8, limit: usize) -> (usize, usize) {
+        let base = self.0.get().cast::<u8>();
+        let pages = N / PAGE;
+        // SAFETY: every offset is inside the static; volatile so each page is really touched.
+        let stale = (0..pages).filter(|p| unsafe { std::ptr::read_volatile(base.add(p * PAGE + 17)) } != want).count();
+        let written = (0..pages).step_by(2).take(limit).inspect(|p| unsafe {
+            std::ptr::write_volatile(base.add(p * PAGE + 17), mark);
+        });
+        (stale, written.count())
+    }
+}
 
 fn denied(what: &str, e: impl std::fmt::Display) -> HandlerError {
     HandlerError { code: "refused".into(), message: format!("{what}: {e}"), retryable: false }
@@ -110,6 +136,11 @@ impl Guest for Probe {
             let held: Vec<_> =
                 (0..count).map(|_| wasi::clocks::monotonic_clock::subscribe_duration(1_000_000_000)).collect();
             return ok(serde_json::json!({ "pollables": held.len() }));
+        }
+        if let Some(limit) = n("scatter") {
+            let (stale_filled, filled) = FILLED.scatter(FILL, 0x33, usize::MAX);
+            let (stale_zeroed, zeroed) = ZEROED.scatter(0, 0x33, usize::try_from(limit).unwrap_or(usize::MAX));
+            return ok(serde_json::json!({ "stale": stale_filled + stale_zeroed, "written": filled + zeroed }));
         }
         if let Some(lines) = n("log_lines") {
             let line = "x".repeat(1000);
