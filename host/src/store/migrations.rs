@@ -65,6 +65,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0033_key_relays.sql",
     "0034_key_index_scheduled.sql",
     "0035_key_relays_per_turn.sql",
+    "0036_sql_add_utf8.sql",
 );
 
 /// The migrations of `migrations/postgres/`.

@@ -37,8 +37,8 @@ where
 }
 
 /// A cell as sqlx decodes it, its type not checked (for drivers that report a column's type
-/// otherwise than it is stored).
-#[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+/// otherwise than it is stored, and SQLite's text read as bytes).
+#[cfg_attr(not(any(feature = "mysql", feature = "sqlite")), allow(dead_code))]
 pub fn unchecked<'r, R, T>(row: &'r R, col: &str) -> Result<Option<T>>
 where
     R: sqlx::Row,

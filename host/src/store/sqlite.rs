@@ -23,7 +23,7 @@ use sqlx::{Arguments, Connection, QueryBuilder, Row, Sqlite, SqliteConnection};
 use super::connect::{redact, StoreOptions};
 use super::dialect::{ClaimRequest, Dialect, Ended};
 use super::migrations::{self, Embedded};
-use super::plumbing::{decoded, Cells, Held, Plumbing, SqlxDialect, Tx};
+use super::plumbing::{decoded, unchecked, Cells, Held, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
 use super::sql::{
@@ -170,7 +170,11 @@ impl Cells for SqliteRow {
         decoded(self, col)
     }
     fn text(&self, col: &str) -> Result<Option<String>> {
-        decoded(self, col)
+        // SQLite keeps whatever bytes a TEXT value is given; `taskhost_add` refuses text that
+        // is not UTF-8, but a row written around it is read with U+FFFD in place of the bad
+        // bytes, not left to fail every read that meets it (a claim, a list) for good.
+        let bytes: Option<Vec<u8>> = unchecked(self, col)?;
+        Ok(bytes.map(|b| String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())))
     }
     fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>> {
         time_of(self, col)
