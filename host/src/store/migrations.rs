@@ -147,6 +147,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0034_sql_add_escaped_names.sql",
     "0035_key_relays.sql",
     "0036_key_relays_per_turn.sql",
+    "0037_sql_add_fast_key.sql",
 );
 
 impl Embedded {

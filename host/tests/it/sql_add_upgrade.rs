@@ -88,7 +88,7 @@ async fn an_upgrade_keeps_the_grants_made_on_taskhost_add_on_mariadb() {
     assert_eq!(queues, ["default", "mail"], "tasks {ids:?}");
 }
 
-/// A call `taskhost_add`'s short path takes (no options, or a few plain ones) writes the row the
+/// A call `taskhost_add`'s short path takes (no options, or a few plain ones, a key among them) writes the row the
 /// whole procedure writes for the same call, made to take it by a JSON null (the default) beside:
 /// every column alike but the id and the times, queued and due at once. What it must not take
 /// (an option named in another case or with a JSON escape, a fraction, a queue of 150 bytes in 50
@@ -104,6 +104,12 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
     let pairs = [
         ("NULL".to_string(), "'{}'".to_string()),
         (format!("'{{{plain}}}'"), format!(r#"'{{{plain}, "key": null}}'"#)),
+        // A key and a unique key (0037): the task written waiting for the intake, holding its
+        // unique key (N: the call's number, a key of its own).
+        (
+            format!(r#"'{{{plain}, "key": "tenant-1", "unique_key": "u-N"}}'"#),
+            format!(r#"'{{{plain}, "key": "tenant-1", "unique_key": "u-N", "run_at": null}}'"#),
+        ),
     ];
     let columns: Vec<String> = sqlx::query(
         "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() \
@@ -116,10 +122,19 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
     .map(|r| r.get(0))
     .collect();
     assert!(columns.len() > 30, "{columns:?}");
-    let listed = columns.iter().map(|c| format!("COALESCE(`{c}`, '<null>')")).collect::<Vec<_>>().join(", ");
+    // (The unique key as the call's number shows in the two columns that hold it.)
+    let listed = columns
+        .iter()
+        .map(|c| match c.as_str() {
+            "unique_key" | "active_unique_key" => format!("LEFT(`{c}`, 2)"),
+            _ => format!("COALESCE(`{c}`, '<null>')"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     for (short, whole) in &pairs {
         sqlx::raw_sql("DELETE FROM task_queue").execute(&mut conn).await.expect("empty the table");
-        for options in [short, whole, short] {
+        for (n, options) in [short, whole, short].into_iter().enumerate() {
+            let options = options.replace("u-N", &format!("u-{n}"));
             let call = format!(r#"CALL taskhost_add('echo', '{{"n": 1}}', {options})"#);
             sqlx::raw_sql(&call).fetch_all(&mut conn).await.expect(&call);
         }
@@ -140,11 +155,22 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         (r#"'{"\\u0071ueue": "mail"}'"#.to_string(), "an option name written with a JSON escape"),
         (r#"'{"priority": 15e-1}'"#.to_string(), "invalid priority"),
         (kelvins, "invalid queue"),
+        (r#"'{"key": " padded"}'"#.to_string(), "invalid key"),
+        (r#"'{"key": ""}'"#.to_string(), "invalid key"),
     ] {
         let call = format!("CALL taskhost_add('echo', '{{}}', {options})");
         let refused = sqlx::raw_sql(&call).fetch_all(&mut conn).await.map(|_| ()).expect_err(&call).to_string();
         assert!(refused.contains(needle), "{call}: {refused}");
     }
+    // A unique key held answers its holder's id; held past its period, it is let go and taken.
+    let add = r#"CALL taskhost_add('echo', '{}', '{"unique_key": "once"}')"#;
+    let first: i64 = sqlx::raw_sql(add).fetch_all(&mut conn).await.expect(add)[0].get(0);
+    let again: i64 = sqlx::raw_sql(add).fetch_all(&mut conn).await.expect(add)[0].get(0);
+    assert_eq!(again, first, "the holder answered");
+    let expire = "UPDATE task_queue SET unique_until = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE unique_key = 'once'";
+    sqlx::raw_sql(expire).execute(&mut conn).await.expect(expire);
+    let taken: i64 = sqlx::raw_sql(add).fetch_all(&mut conn).await.expect(add)[0].get(0);
+    assert_ne!(taken, first, "a key held past its period is taken by a new task");
     let call = "CALL taskhost_add('\u{17f}', '{}', NULL)";
     let refused = sqlx::raw_sql(call).fetch_all(&mut conn).await.map(|_| ()).expect_err(call).to_string();
     assert!(refused.contains("invalid handler"), "{refused}");
