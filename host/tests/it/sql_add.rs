@@ -19,7 +19,7 @@ use taskhost::model::{NewTask, TaskId, TaskState};
 
 /// Run `statements` in one session of `db`'s shell, in order, stopping at the first error
 /// (read from standard input: an argument is at most 128 KiB).
-fn shell(db: Db, env: &Env, statements: &[&str]) -> Output {
+pub(crate) fn shell(db: Db, env: &Env, statements: &[&str]) -> Output {
     use std::io::Write;
     let url = env.db_url.as_str();
     let mut c = match db {
@@ -104,7 +104,7 @@ fn add_sql(db: Db, handler: &str, data: &str, options: Value) -> Vec<String> {
 }
 
 /// Queue one task from `db`'s shell, in a transaction committed (or rolled back); its id.
-fn add_in_shell(db: Db, env: &Env, handler: &str, data: &str, options: Value, commit: bool) -> TaskId {
+pub(crate) fn add_in_shell(db: Db, env: &Env, handler: &str, data: &str, options: Value, commit: bool) -> TaskId {
     let begin = if db == Db::MySql { "START TRANSACTION" } else { "BEGIN" };
     let mut statements = vec![begin.to_string()];
     statements.extend(add_sql(db, handler, data, options));
@@ -115,7 +115,7 @@ fn add_in_shell(db: Db, env: &Env, handler: &str, data: &str, options: Value, co
     stdout(&o).trim().parse().unwrap_or_else(|_| panic!("one id printed: {:?}", stdout(&o)))
 }
 
-async fn state(env: &Env, id: TaskId) -> Option<TaskState> {
+pub(crate) async fn state(env: &Env, id: TaskId) -> Option<TaskState> {
     env.app.store.get_task(id).await.expect("get").map(|t| t.state)
 }
 
@@ -298,58 +298,6 @@ async fn a_task_queued_in_sql_for_a_handler_no_worker_has_becomes_a_dead_letter(
     assert_eq!(runs.last().and_then(|r| r.error_code.as_deref()), Some("handler-not-found"), "{runs:?}");
     signal(&worker, "TERM");
     wait_exit(worker, Duration::from_secs(30)).await;
-}
-
-/// SQLite keeps any bytes as TEXT: `taskhost_add` refuses text that is not UTF-8, naming the
-/// argument, and keeps text that is; a row written around it (here an UPDATE) is read with U+FFFD
-/// in place of its bad bytes, and stops no claim or list. (PostgreSQL and MariaDB refuse such
-/// bytes themselves.)
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn text_that_is_not_utf8_is_refused_in_sql_on_sqlite_and_a_row_holding_it_stops_nothing() {
-    let env = Env::on(Db::Sqlite, &["echo"]).await;
-    let bad = |arg: &str, bytes: &str| {
-        let o = shell(
-            Db::Sqlite,
-            &env,
-            &[&format!("INSERT INTO taskhost_add (handler, \"{arg}\") VALUES ('echo', CAST(X'{bytes}' AS TEXT))")],
-        );
-        assert!(!o.status.success(), "{arg} {bytes} was taken");
-        let said = stderr(&o);
-        assert!(said.contains(&format!("taskhost_add: invalid {arg}: not UTF-8 text")), "{arg} {bytes}: {said}");
-    };
-    // A lone byte past ASCII, a cut sequence, an overlong form, a surrogate, past U+10FFFF.
-    bad("data", "7B2261223A22FF227D");
-    bad("data", "7B2261223A22E282227D");
-    bad("queue", "C080");
-    bad("unique_key", "EDA080");
-    bad("key", "F4908080");
-    bad("queued_by", "6D80");
-    assert!(env.app.store.list_tasks(&Default::default()).await.expect("list").is_empty(), "nothing was added");
-
-    let data = r#"{"name": "Zoë", "sign": "€", "face": "😀"}"#;
-    let kept = add_in_shell(Db::Sqlite, &env, "echo", data, json!({"queue": "médias", "queued_by": "ü"}), true);
-    let around = add_in_shell(Db::Sqlite, &env, "echo", "{}", json!({}), true);
-    let good = add_in_shell(Db::Sqlite, &env, "echo", r#"{"n": 1}"#, json!({}), true);
-    let o = shell(
-        Db::Sqlite,
-        &env,
-        &[&format!(
-        "UPDATE task_queue SET task_data = CAST(X'7B2261223A22FF227D' AS TEXT), queued_by_id = CAST(X'FF' AS TEXT) \
-         WHERE id = {around}"
-    )],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let listed = env.app.store.list_tasks(&Default::default()).await.expect("a list reads the row");
-    assert_eq!(listed.len(), 3);
-    let report = env.drain(common::drain_config()).await;
-    assert_eq!(report.runs_finished, 3, "{report:?}");
-    for id in [good, around, kept] {
-        assert_eq!(state(&env, id).await, Some(TaskState::Succeeded), "task {id}");
-    }
-    let task = env.app.store.get_task(around).await.expect("get").expect("task");
-    assert_eq!((task.data.as_str(), task.queued_by.as_deref()), ("{\"a\":\"\u{FFFD}\"}", Some("\u{FFFD}")));
-    let task = env.app.store.get_task(kept).await.expect("get").expect("task");
-    assert_eq!((task.data.as_str(), task.queue.as_str(), task.queued_by.as_deref()), (data, "médias", Some("ü")));
 }
 
 /// psycopg and PyMySQL installed once for the test run, into a directory of the tests'.

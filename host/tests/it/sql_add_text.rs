@@ -1,0 +1,63 @@
+//! Text that is not UTF-8 queued in SQL on SQLite, which keeps any bytes as TEXT (the other
+//! databases refuse them themselves): refused by `taskhost_add`, and harmless in a row written
+//! around it.
+
+use crate::common;
+use crate::sql_add::{add_in_shell, shell, state};
+
+use common::process::stderr;
+use common::{Db, Env};
+use serde_json::json;
+use taskhost::model::TaskState;
+
+/// SQLite keeps any bytes as TEXT: `taskhost_add` refuses text that is not UTF-8, naming the
+/// argument, and keeps text that is; a row written around it (here an UPDATE) is read with U+FFFD
+/// in place of its bad bytes, and stops no claim or list. (PostgreSQL and MariaDB refuse such
+/// bytes themselves.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_that_is_not_utf8_is_refused_in_sql_on_sqlite_and_a_row_holding_it_stops_nothing() {
+    let env = Env::on(Db::Sqlite, &["echo"]).await;
+    let bad = |arg: &str, bytes: &str| {
+        let o = shell(
+            Db::Sqlite,
+            &env,
+            &[&format!("INSERT INTO taskhost_add (handler, \"{arg}\") VALUES ('echo', CAST(X'{bytes}' AS TEXT))")],
+        );
+        assert!(!o.status.success(), "{arg} {bytes} was taken");
+        let said = stderr(&o);
+        assert!(said.contains(&format!("taskhost_add: invalid {arg}: not UTF-8 text")), "{arg} {bytes}: {said}");
+    };
+    // A lone byte past ASCII, a cut sequence, an overlong form, a surrogate, past U+10FFFF.
+    bad("data", "7B2261223A22FF227D");
+    bad("data", "7B2261223A22E282227D");
+    bad("queue", "C080");
+    bad("unique_key", "EDA080");
+    bad("key", "F4908080");
+    bad("queued_by", "6D80");
+    assert!(env.app.store.list_tasks(&Default::default()).await.expect("list").is_empty(), "nothing was added");
+
+    let data = r#"{"name": "Zoë", "sign": "€", "face": "😀"}"#;
+    let kept = add_in_shell(Db::Sqlite, &env, "echo", data, json!({"queue": "médias", "queued_by": "ü"}), true);
+    let around = add_in_shell(Db::Sqlite, &env, "echo", "{}", json!({}), true);
+    let good = add_in_shell(Db::Sqlite, &env, "echo", r#"{"n": 1}"#, json!({}), true);
+    let o = shell(
+        Db::Sqlite,
+        &env,
+        &[&format!(
+        "UPDATE task_queue SET task_data = CAST(X'7B2261223A22FF227D' AS TEXT), queued_by_id = CAST(X'FF' AS TEXT) \
+         WHERE id = {around}"
+    )],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = env.app.store.list_tasks(&Default::default()).await.expect("a list reads the row");
+    assert_eq!(listed.len(), 3);
+    let report = env.drain(common::drain_config()).await;
+    assert_eq!(report.runs_finished, 3, "{report:?}");
+    for id in [good, around, kept] {
+        assert_eq!(state(&env, id).await, Some(TaskState::Succeeded), "task {id}");
+    }
+    let task = env.app.store.get_task(around).await.expect("get").expect("task");
+    assert_eq!((task.data.as_str(), task.queued_by.as_deref()), ("{\"a\":\"\u{FFFD}\"}", Some("\u{FFFD}")));
+    let task = env.app.store.get_task(kept).await.expect("get").expect("task");
+    assert_eq!((task.data.as_str(), task.queue.as_str(), task.queued_by.as_deref()), (data, "médias", Some("ü")));
+}
