@@ -69,6 +69,15 @@ BEGIN
             -- procedure answers its holder's id, or takes the key over.
             DECLARE v_dup BOOLEAN DEFAULT FALSE;
             DECLARE CONTINUE HANDLER FOR 1062 SET v_dup = TRUE;
+            IF JSON_CONTAINS_PATH(p_options, 'one', '$.unique_key') THEN
+                -- As the whole procedure does, and first: it locks the holder's entry for writing
+                -- before the insert meets it. (The insert's duplicate alone would take a shared
+                -- lock, and two callers holding it, each then letting go in the whole procedure,
+                -- would deadlock each other's transaction.)
+                UPDATE task_queue SET active_unique_key = NULL
+                WHERE active_unique_key = JSON_VALUE(p_options, '$.unique_key') COLLATE utf8mb4_bin
+                    AND unique_until <= UTC_TIMESTAMP(6);
+            END IF;
             -- A keyed task due now waits for the intake, as the whole procedure writes it.
             INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data, max_retries,
                 queue, priority, unique_key, active_unique_key, share_key, last_status, waiting_for, run_anyway,

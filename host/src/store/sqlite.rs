@@ -172,9 +172,18 @@ impl Cells for SqliteRow {
     fn text(&self, col: &str) -> Result<Option<String>> {
         // SQLite keeps whatever bytes a TEXT value is given; `taskhost_add` refuses text that
         // is not UTF-8, but a row written around it is read with U+FFFD in place of the bad
-        // bytes, not left to fail every read that meets it (a claim, a list) for good.
+        // bytes, not left to fail every read that meets it (a claim, a list) for good. Said each
+        // time: a key so read no longer names the stored one.
         let bytes: Option<Vec<u8>> = unchecked(self, col)?;
-        Ok(bytes.map(|b| String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())))
+        Ok(bytes.map(|b| {
+            String::from_utf8(b).unwrap_or_else(|e| {
+                tracing::warn!(
+                    column = col,
+                    "a text cell that is not UTF-8 (written around taskhost_add) read with U+FFFD"
+                );
+                String::from_utf8_lossy(e.as_bytes()).into_owned()
+            })
+        }))
     }
     fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>> {
         time_of(self, col)
