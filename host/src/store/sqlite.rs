@@ -179,7 +179,7 @@ impl Cells for SqliteRow {
             String::from_utf8(b).unwrap_or_else(|e| {
                 tracing::warn!(
                     column = col,
-                    "a text cell that is not UTF-8 (written around taskhost_add) read with U+FFFD"
+                    "a text cell that is not UTF-8 (not written by taskhost_add, or before its migration 0036) read with U+FFFD"
                 );
                 String::from_utf8_lossy(e.as_bytes()).into_owned()
             })
