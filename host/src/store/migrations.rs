@@ -148,6 +148,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0035_key_relays.sql",
     "0036_key_relays_per_turn.sql",
     "0037_sql_add_fast_key.sql",
+    "0038_sql_add_fast_options.sql",
 );
 
 impl Embedded {

@@ -88,12 +88,13 @@ async fn an_upgrade_keeps_the_grants_made_on_taskhost_add_on_mariadb() {
     assert_eq!(queues, ["default", "mail"], "tasks {ids:?}");
 }
 
-/// A call `taskhost_add`'s short path takes (no options, or a few plain ones, a key among them) writes the row the
-/// whole procedure writes for the same call, made to take it by a JSON null (the default) beside:
-/// every column alike but the id and the times, queued and due at once. What it must not take
-/// (an option named in another case or with a JSON escape, a fraction, a queue of 150 bytes in 50
-/// Kelvin signs, a handler's long s) is refused by name; a priority written 1e3 is 1000, not an error naming no
-/// option.
+/// A call `taskhost_add`'s short paths take (no options; plain ones, a key and a unique key among
+/// them; a time to run at in any zone, a unique period and states) writes the row the whole
+/// procedure writes for the same call, made to take it by a JSON null (the default) beside: every
+/// column alike but the id and the times, a time to run at the same, a unique period as long.
+/// What they must not take (an option named in another case or with a JSON escape, a fraction, a
+/// queue of 150 bytes in 50 Kelvin signs, a handler's long s, a day no calendar has) is refused by
+/// name; a priority written 1e3 is 1000, not an error naming no option.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_on_mariadb() {
     let my = common::mysql_scratch().await;
@@ -110,10 +111,30 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
             format!(r#"'{{{plain}, "key": "tenant-1", "unique_key": "u-N"}}'"#),
             format!(r#"'{{{plain}, "key": "tenant-1", "unique_key": "u-N", "run_at": null}}'"#),
         ),
+        // A time to run at, a unique period and states (0038). A keyed task due later is
+        // scheduled at once; due already, it waits for the intake.
+        (
+            format!(r#"'{{{plain}, "key": "tenant-1", "run_at": "2030-01-01T10:00:00.25-02:30"}}'"#),
+            format!(r#"'{{{plain}, "key": "tenant-1", "run_at": "2030-01-01T10:00:00.25-02:30", "after": null}}'"#),
+        ),
+        (
+            r#"'{"key": "tenant-1", "run_at": "2020-02-29 23:59:59Z"}'"#.to_string(),
+            r#"'{"key": "tenant-1", "run_at": "2020-02-29 23:59:59Z", "version": null}'"#.to_string(),
+        ),
+        (
+            r#"'{"run_at": "2030-06-01 00:00:00+05:45", "unique_key": "u-N", "unique_for": 60, "unique_states": "succeeded"}'"#
+                .to_string(),
+            r#"'{"run_at": "2030-06-01 00:00:00+05:45", "unique_key": "u-N", "unique_for": 60, "unique_states": "succeeded", "run_anyway": null}'"#
+                .to_string(),
+        ),
+        (
+            r#"'{"unique_key": "u-N", "unique_states": "unfinished"}'"#.to_string(),
+            r#"'{"unique_key": "u-N", "unique_states": "unfinished", "after": null}'"#.to_string(),
+        ),
     ];
     let columns: Vec<String> = sqlx::query(
         "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() \
-         AND TABLE_NAME = 'task_queue' AND COLUMN_NAME NOT IN ('id', 'queued_on', 'scheduled_on')",
+         AND TABLE_NAME = 'task_queue' AND COLUMN_NAME NOT IN ('id', 'queued_on')",
     )
     .fetch_all(&mut conn)
     .await
@@ -122,11 +143,14 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
     .map(|r| r.get(0))
     .collect();
     assert!(columns.len() > 30, "{columns:?}");
-    // (The unique key as the call's number shows in the two columns that hold it.)
+    // (The unique key as the call's number shows in the two columns that hold it; the times as
+    // they stand to the add's.)
     let listed = columns
         .iter()
         .map(|c| match c.as_str() {
             "unique_key" | "active_unique_key" => format!("LEFT(`{c}`, 2)"),
+            "scheduled_on" => "IF(scheduled_on = queued_on, 'at once', scheduled_on)".to_string(),
+            "unique_until" => "COALESCE(TIMESTAMPDIFF(MICROSECOND, queued_on, unique_until), '<null>')".to_string(),
             _ => format!("COALESCE(`{c}`, '<null>')"),
         })
         .collect::<Vec<_>>()
@@ -140,12 +164,27 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         }
         let read = format!(
             "SELECT COUNT(*) AS n, COUNT(DISTINCT CONCAT_WS('|', {listed})) AS kinds, \
-             CAST(SUM(queued_on = scheduled_on AND queued_on > UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE) AS SIGNED) AS due \
+             CAST(SUM(queued_on > UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE) AS SIGNED) AS now, \
+             CAST(MIN(IF(scheduled_on = queued_on, 'at once', scheduled_on)) AS CHAR) AS due, \
+             CAST(MIN(CONCAT_WS(' ', last_status, TIMESTAMPDIFF(SECOND, queued_on, unique_until), unique_states)) AS CHAR) AS state \
              FROM task_queue"
         );
         let row = sqlx::query(&read).fetch_one(&mut conn).await.expect(&read);
-        let counts: (i64, i64, i64) = (row.get("n"), row.get("kinds"), row.get("due"));
-        assert_eq!(counts, (3, 1, 3), "(rows, kinds of row, due at once) for {short} and {whole}");
+        let counts: (i64, i64, i64) = (row.get("n"), row.get("kinds"), row.get("now"));
+        assert_eq!(counts, (3, 1, 3), "(rows, kinds of row, queued now) for {short} and {whole}");
+        let (due, state): (String, String) = (row.get("due"), row.get("state"));
+        let want = if short.contains("2030-01-01") {
+            ("2030-01-01 12:30:00.250000", "scheduled")
+        } else if short.contains("2020-02-29") {
+            ("2020-02-29 23:59:59.000000", "waiting")
+        } else if short.contains("2030-06-01") {
+            ("2030-05-31 18:15:00.000000", "scheduled 60 succeeded")
+        } else if short.contains("tenant-1") {
+            ("at once", "waiting")
+        } else {
+            ("at once", "scheduled")
+        };
+        assert_eq!((due.as_str(), state.as_str()), want, "(due, state) for {short}");
     }
     // What only the whole procedure may refuse, each by name: not taken by the short path.
     let kelvins = format!(r#"'{{"queue": "{}"}}'"#, "\u{212a}".repeat(50));
@@ -157,6 +196,19 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         (kelvins, "invalid queue"),
         (r#"'{"key": " padded"}'"#.to_string(), "invalid key"),
         (r#"'{"key": ""}'"#.to_string(), "invalid key"),
+        (r#"'{"key": "padded　"}'"#.to_string(), "invalid key"),
+        (r#"'{"run_at": "2030-02-30 00:00:00"}'"#.to_string(), "invalid run_at: not a calendar time"),
+        (
+            r#"'{"run_at": "2030-01-01 24:00:00Z", "unique_key": "u"}'"#.to_string(),
+            "invalid run_at: not a calendar time",
+        ),
+        (r#"'{"run_at": "tomorrow"}'"#.to_string(), "invalid run_at"),
+        (r#"'{"run_at": ["2030-01-01 00:00:00"]}'"#.to_string(), "invalid run_at"),
+        (r#"'{"run_at": "2030-01-01t00:00:00"}'"#.to_string(), "invalid run_at: not a calendar time"),
+        (r#"'{"unique_for": 60}'"#.to_string(), "invalid unique_for: a unique period or states need a unique_key"),
+        (r#"'{"unique_key": "u", "unique_for": 0}'"#.to_string(), "invalid unique_for"),
+        (r#"'{"unique_key": "u", "unique_states": "Any"}'"#.to_string(), "invalid unique_states"),
+        (r#"'{"run_at": "2030-01-01 00:00:00", "queue": "*"}'"#.to_string(), "invalid queue"),
     ] {
         let call = format!("CALL taskhost_add('echo', '{{}}', {options})");
         let refused = sqlx::raw_sql(&call).fetch_all(&mut conn).await.map(|_| ()).expect_err(&call).to_string();
@@ -185,17 +237,25 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
 }
 
 /// Callers adding a unique key another task holds, each in a transaction of its own and at once,
-/// are all answered the holder's id and none is chosen as a deadlock's victim: the short path
-/// locks the holder's entry for writing first, as the whole procedure does. (Its insert meeting
-/// the duplicate first took a shared lock, and two callers then letting go deadlocked: about 150
-/// of 240 such transactions failed so.)
+/// are all answered the holder's id and none is chosen as a deadlock's victim, through either
+/// short path: each locks the holder's entry for writing at once, as the whole procedure does.
+/// (An insert meeting the duplicate first took a shared lock, and two callers then letting go
+/// deadlocked: about 150 of 240 such transactions failed so.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn callers_adding_a_held_unique_key_at_once_in_transactions_are_all_answered_its_holder_on_mariadb() {
     let my = common::mysql_scratch().await;
     let store = taskhost::store::open(&my, &taskhost::store::StoreOptions::default()).await.expect("open");
     store.migrate().await.expect("migrate");
-    let add = r#"CALL taskhost_add('echo', '{}', '{"unique_key": "held"}')"#;
-    let mut conn = sqlx::MySqlConnection::connect(&my).await.expect("connect");
+    for add in [
+        r#"CALL taskhost_add('echo', '{}', '{"unique_key": "held"}')"#,
+        r#"CALL taskhost_add('echo', '{}', '{"unique_key": "held for", "unique_for": 3600}')"#,
+    ] {
+        all_answered_the_holder(&my, add).await;
+    }
+}
+
+async fn all_answered_the_holder(my: &common::ScratchDb, add: &'static str) {
+    let mut conn = sqlx::MySqlConnection::connect(my).await.expect("connect");
     let holder: i64 = sqlx::raw_sql(add).fetch_all(&mut conn).await.expect(add)[0].get(0);
     // (Polled together by this task: the server runs their transactions at once.)
     let callers = (0..8).map(|_| {

@@ -1,0 +1,196 @@
+-- SQL enqueue (issue 50): a call with `run_at`, `unique_for` or `unique_states` takes a short
+-- path too, and a unique key costs one statement, not two. Such calls went to
+-- `taskhost_add_checked`, whose 70 or so instructions made them 2.8 – 2.9× a plain INSERT of the
+-- row; a unique key's let-go UPDATE before the INSERT made a call 2.2 – 2.3× (BENCHMARKS.md,
+-- session 65). Measured here: MariaDB prepares every expression of a condition or statement it
+-- reaches, each call, evaluated or not (a pattern compiled, a JSON path parsed), so each kind of
+-- call has a condition and an INSERT of its own, and a cheap test chooses among them.
+--
+-- A unique key: the INSERT's `ON DUPLICATE KEY UPDATE` changes nothing but locks the holder's
+-- entry for writing at once, as the let-go UPDATE did (a duplicate's shared lock, taken by two
+-- callers, each then letting go in the whole procedure, deadlocked them), and sets LAST_INSERT_ID
+-- to 0, which tells a held key from a new task whatever the client's CLIENT_FOUND_ROWS. A held
+-- key is handed to the whole procedure, which answers its holder or lets go one held past its
+-- period. The key's new task meets no gap lock of its own UPDATE now, which also made
+-- transactions adding new keys at once deadlock now and then.
+--
+-- Each short path takes a strict part of what the whole procedure takes and writes the row it
+-- writes (a test compares them). Options holding a backslash anywhere (an escape) go to the whole
+-- procedure, so a value read here is the value it reads; so do `after`, `run_anyway`, `version`
+-- and a JSON null. `CREATE OR REPLACE` keeps the grants made on `taskhost_add`.
+CREATE OR REPLACE PROCEDURE taskhost_add(
+    IN p_handler LONGTEXT CHARACTER SET utf8mb4,
+    IN p_data    LONGTEXT CHARACTER SET utf8mb4,
+    IN p_options LONGTEXT CHARACTER SET utf8mb4
+)
+MODIFIES SQL DATA
+BEGIN
+    IF p_options IS NULL THEN
+        IF p_handler COLLATE utf8mb4_bin REGEXP '^[A-Za-z0-9_-]{1,128}\\z' AND OCTET_LENGTH(p_data) <= 1048576
+                AND JSON_VALID(p_data) AND LOCATE(CHAR(0), p_data) = 0 THEN
+            INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data, max_retries, queue,
+                priority, last_status, waiting_for, run_anyway)
+            VALUES (UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), p_handler, p_data, 5, 'default', 0, 'scheduled', 0, 0);
+            -- (Signed, as the whole procedure answers: LAST_INSERT_ID() is unsigned.)
+            SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id;
+        ELSE
+            CALL taskhost_add_checked(p_handler, p_data, p_options);
+        END IF;
+    -- (NULL for options that are not JSON: the next test refuses them.)
+    ELSEIF JSON_CONTAINS_PATH(p_options, 'one', '$.run_at', '$.unique_for', '$.unique_states') THEN
+        BEGIN
+            DECLARE v_at LONGTEXT CHARACTER SET utf8mb4 DEFAULT JSON_VALUE(p_options, '$.run_at');
+            -- As the whole procedure reads a time its pattern (below) takes: the zone's offset by
+            -- hand (CONVERT_TZ leaves times past 2038 as they are).
+            DECLARE v_due DATETIME(6);
+            BEGIN
+                -- (In strict mode a text that is no time, or a day no calendar has, is an error
+                -- naming no option: here it is NULL, and refused below by name.)
+                DECLARE CONTINUE HANDLER FOR 1292, 1411 SET v_due = NULL;
+                SET v_due = STR_TO_DATE(
+                        REPLACE(TRIM(TRAILING 'Z' FROM IF(SUBSTRING(v_at, -6, 1) IN ('+', '-'), LEFT(v_at, CHAR_LENGTH(v_at) - 6), v_at)), 'T', ' '),
+                        IF(v_at LIKE '%.%', '%Y-%m-%d %H:%i:%s.%f', '%Y-%m-%d %H:%i:%s'))
+                    - INTERVAL IF(SUBSTRING(v_at, -6, 1) IN ('+', '-'),
+                        CAST(SUBSTRING(v_at, -6, 3) AS SIGNED) * 60 + CAST(CONCAT(SUBSTRING(v_at, -6, 1), RIGHT(v_at, 2)) AS SIGNED), 0) MINUTE;
+            END;
+            IF p_handler COLLATE utf8mb4_bin REGEXP '^[A-Za-z0-9_-]{1,128}\\z' AND OCTET_LENGTH(p_data) <= 1048576
+                    AND JSON_VALID(p_data) AND LOCATE(CHAR(0), p_data) = 0 AND LOCATE('\\', p_options) = 0
+                    AND JSON_TYPE(p_options) = 'OBJECT' AND (
+                    JSON_LENGTH(JSON_REMOVE(p_options, '$.queue', '$.priority', '$.max_attempts', '$.run_timeout', '$.queued_by', '$.key', '$.unique_key', '$.run_at', '$.unique_for', '$.unique_states')) = 0
+                    -- (JSON_VALUE reads an array or object as NULL: the option is tested, not the value.)
+                    AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.run_at') OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.run_at')) = 'STRING' AND v_at COLLATE utf8mb4_bin REGEXP
+                        '^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})?\\z'
+                        AND v_due IS NOT NULL))
+                    AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_for')
+                        OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_for')) = 'INTEGER'
+                            AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.unique_for'))) = 0
+                            AND CAST(JSON_VALUE(p_options, '$.unique_for') AS DECIMAL(30)) BETWEEN 1 AND 3155760000))
+                    AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_states')
+                        OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_states')) = 'STRING'
+                            AND JSON_VALUE(p_options, '$.unique_states') COLLATE utf8mb4_bin IN ('unfinished', 'succeeded', 'any')))
+                    -- (A unique period or states without a unique key: the whole procedure refuses them.)
+                    AND (JSON_CONTAINS_PATH(p_options, 'one', '$.unique_key')
+                        OR NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_for', '$.unique_states'))
+                    AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.queue')
+                        OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.queue')) = 'STRING'
+                            AND OCTET_LENGTH(JSON_VALUE(p_options, '$.queue')) BETWEEN 1 AND 128
+                            AND JSON_VALUE(p_options, '$.queue') <> '*' AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.queue')) = 0))
+                    AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.priority')
+                        OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.priority')) = 'INTEGER'
+                            AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.priority'))) = 0
+                            AND CAST(JSON_VALUE(p_options, '$.priority') AS DECIMAL(30)) BETWEEN -2147483648 AND 2147483647))
+                    AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.max_attempts')
+                        OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.max_attempts')) = 'INTEGER'
+                            AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.max_attempts'))) = 0
+                            AND CAST(JSON_VALUE(p_options, '$.max_attempts') AS DECIMAL(30)) BETWEEN 1 AND 2147483647))
+                    AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.run_timeout')
+                        OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.run_timeout')) = 'INTEGER'
+                            AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.run_timeout'))) = 0
+                            AND CAST(JSON_VALUE(p_options, '$.run_timeout') AS DECIMAL(30)) BETWEEN 1 AND 31557600))
+                    AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.queued_by')
+                        OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.queued_by')) = 'STRING'
+                            AND OCTET_LENGTH(JSON_VALUE(p_options, '$.queued_by')) <= 255
+                            AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.queued_by')) = 0))
+                    -- (A key beginning or ending past ASCII goes to the whole procedure, whose
+                    -- pattern judges white space.)
+                    AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.key')
+                        OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.key')) = 'STRING'
+                            AND OCTET_LENGTH(JSON_VALUE(p_options, '$.key')) BETWEEN 1 AND 128
+                            AND ORD(LEFT(JSON_VALUE(p_options, '$.key'), 1)) BETWEEN 33 AND 126
+                            AND ORD(RIGHT(JSON_VALUE(p_options, '$.key'), 1)) BETWEEN 33 AND 126
+                            AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.key')) = 0))
+                    AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_key')
+                        OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_key')) = 'STRING'
+                            AND OCTET_LENGTH(JSON_VALUE(p_options, '$.unique_key')) BETWEEN 1 AND 255
+                            AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.unique_key')) = 0))) THEN
+                -- A keyed task due now waits for the intake, as the whole procedure writes it.
+                INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
+                    max_retries, queue, priority, unique_key, active_unique_key, share_key, last_status, waiting_for,
+                    run_anyway, unique_until, unique_states, run_timeout)
+                VALUES (UTC_TIMESTAMP(6), JSON_VALUE(p_options, '$.queued_by'), COALESCE(v_due, UTC_TIMESTAMP(6)),
+                    p_handler, p_data, COALESCE(CAST(JSON_VALUE(p_options, '$.max_attempts') AS SIGNED), 5),
+                    COALESCE(JSON_VALUE(p_options, '$.queue'), 'default'),
+                    COALESCE(CAST(JSON_VALUE(p_options, '$.priority') AS SIGNED), 0),
+                    JSON_VALUE(p_options, '$.unique_key'), JSON_VALUE(p_options, '$.unique_key'),
+                    JSON_VALUE(p_options, '$.key'),
+                    IF(JSON_CONTAINS_PATH(p_options, 'one', '$.key') AND COALESCE(v_due, UTC_TIMESTAMP(6)) <= UTC_TIMESTAMP(6),
+                        'waiting', 'scheduled'),
+                    IF(JSON_CONTAINS_PATH(p_options, 'one', '$.key') AND COALESCE(v_due, UTC_TIMESTAMP(6)) <= UTC_TIMESTAMP(6),
+                        -1, 0),
+                    0, UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_VALUE(p_options, '$.unique_for') AS SIGNED) SECOND,
+                    NULLIF(JSON_VALUE(p_options, '$.unique_states'), 'unfinished'),
+                    CAST(JSON_VALUE(p_options, '$.run_timeout') AS SIGNED))
+                ON DUPLICATE KEY UPDATE active_unique_key = IF(LAST_INSERT_ID(0), NULL, active_unique_key);
+                IF LAST_INSERT_ID() = 0 THEN
+                    CALL taskhost_add_checked(p_handler, p_data, p_options);
+                ELSE
+                    SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id;
+                END IF;
+            -- (The whole procedure's pattern ignores case, as here: it took a `t` and then failed
+            -- with an error naming no option, as it did for a day no calendar has.)
+            ELSEIF v_due IS NULL AND v_at REGEXP
+                    '^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})?\\z' THEN
+                SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
+                    'taskhost_add: invalid run_at: not a calendar time (YYYY-MM-DD HH:MM:SS, with Z, +HH:MM or UTC)';
+            ELSE
+                CALL taskhost_add_checked(p_handler, p_data, p_options);
+            END IF;
+        END;
+    -- Plain options only: `queue`, `priority`, `max_attempts`, `run_timeout` (whole numbers
+    -- written as such), `queued_by`, `key`, `unique_key`.
+    ELSEIF p_handler COLLATE utf8mb4_bin REGEXP '^[A-Za-z0-9_-]{1,128}\\z' AND OCTET_LENGTH(p_data) <= 1048576
+            AND JSON_VALID(p_data) AND LOCATE(CHAR(0), p_data) = 0 AND LOCATE('\\', p_options) = 0
+            AND JSON_VALID(p_options) AND JSON_TYPE(p_options) = 'OBJECT' AND (
+                JSON_LENGTH(JSON_REMOVE(p_options, '$.queue', '$.priority', '$.max_attempts', '$.run_timeout', '$.queued_by', '$.key', '$.unique_key')) = 0
+                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.queue')
+                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.queue')) = 'STRING'
+                        AND OCTET_LENGTH(JSON_VALUE(p_options, '$.queue')) BETWEEN 1 AND 128
+                        AND JSON_VALUE(p_options, '$.queue') <> '*' AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.queue')) = 0))
+                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.priority')
+                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.priority')) = 'INTEGER'
+                        AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.priority'))) = 0
+                        AND CAST(JSON_VALUE(p_options, '$.priority') AS DECIMAL(30)) BETWEEN -2147483648 AND 2147483647))
+                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.max_attempts')
+                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.max_attempts')) = 'INTEGER'
+                        AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.max_attempts'))) = 0
+                        AND CAST(JSON_VALUE(p_options, '$.max_attempts') AS DECIMAL(30)) BETWEEN 1 AND 2147483647))
+                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.run_timeout')
+                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.run_timeout')) = 'INTEGER'
+                        AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.run_timeout'))) = 0
+                        AND CAST(JSON_VALUE(p_options, '$.run_timeout') AS DECIMAL(30)) BETWEEN 1 AND 31557600))
+                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.queued_by')
+                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.queued_by')) = 'STRING'
+                        AND OCTET_LENGTH(JSON_VALUE(p_options, '$.queued_by')) <= 255
+                        AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.queued_by')) = 0))
+                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.key')
+                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.key')) = 'STRING'
+                        AND OCTET_LENGTH(JSON_VALUE(p_options, '$.key')) BETWEEN 1 AND 128
+                        AND ORD(LEFT(JSON_VALUE(p_options, '$.key'), 1)) BETWEEN 33 AND 126
+                        AND ORD(RIGHT(JSON_VALUE(p_options, '$.key'), 1)) BETWEEN 33 AND 126
+                        AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.key')) = 0))
+                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_key')
+                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_key')) = 'STRING'
+                        AND OCTET_LENGTH(JSON_VALUE(p_options, '$.unique_key')) BETWEEN 1 AND 255
+                        AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.unique_key')) = 0))) THEN
+        INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data, max_retries,
+            queue, priority, unique_key, active_unique_key, share_key, last_status, waiting_for, run_anyway,
+            run_timeout)
+        VALUES (UTC_TIMESTAMP(6), JSON_VALUE(p_options, '$.queued_by'), UTC_TIMESTAMP(6), p_handler, p_data,
+            COALESCE(CAST(JSON_VALUE(p_options, '$.max_attempts') AS SIGNED), 5),
+            COALESCE(JSON_VALUE(p_options, '$.queue'), 'default'),
+            COALESCE(CAST(JSON_VALUE(p_options, '$.priority') AS SIGNED), 0),
+            JSON_VALUE(p_options, '$.unique_key'), JSON_VALUE(p_options, '$.unique_key'),
+            JSON_VALUE(p_options, '$.key'),
+            IF(JSON_CONTAINS_PATH(p_options, 'one', '$.key'), 'waiting', 'scheduled'),
+            IF(JSON_CONTAINS_PATH(p_options, 'one', '$.key'), -1, 0), 0,
+            CAST(JSON_VALUE(p_options, '$.run_timeout') AS SIGNED))
+        ON DUPLICATE KEY UPDATE active_unique_key = IF(LAST_INSERT_ID(0), NULL, active_unique_key);
+        IF LAST_INSERT_ID() = 0 THEN
+            CALL taskhost_add_checked(p_handler, p_data, p_options);
+        ELSE
+            SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id;
+        END IF;
+    ELSE
+        CALL taskhost_add_checked(p_handler, p_data, p_options);
+    END IF;
+END;
