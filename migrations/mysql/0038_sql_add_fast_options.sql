@@ -6,18 +6,23 @@
 -- reaches, each call, evaluated or not (a pattern compiled, a JSON path parsed), so each kind of
 -- call has a condition and an INSERT of its own, and a cheap test chooses among them.
 --
--- A unique key: the INSERT's `ON DUPLICATE KEY UPDATE` changes nothing but locks the holder's
--- entry for writing at once, as the let-go UPDATE did (a duplicate's shared lock, taken by two
--- callers, each then letting go in the whole procedure, deadlocked them), and sets LAST_INSERT_ID
--- to 0, which tells a held key from a new task whatever the client's CLIENT_FOUND_ROWS. A held
--- key is handed to the whole procedure, which answers its holder or lets go one held past its
--- period. The key's new task meets no gap lock of its own UPDATE now, which also made
--- transactions adding new keys at once deadlock now and then.
+-- A unique key: the INSERT's `ON DUPLICATE KEY UPDATE` locks the holder's entry for writing at
+-- once, as the let-go UPDATE did (a duplicate's shared lock, taken by two callers, each then
+-- letting go in the whole procedure, deadlocked them). A key held past its period is let go by
+-- that update itself and the INSERT made again; the whole procedure's UPDATE then INSERT behind
+-- that lock deadlocked callers adding such a key at once (166 of 240 transactions, a review
+-- measured). A key still held is handed to the whole procedure, which answers its holder. The
+-- update sets LAST_INSERT_ID to 0 (a caller reading it after a held key's answer reads 0), which
+-- tells a held key from a new task whatever the client's CLIENT_FOUND_ROWS. A new key's task
+-- meets no gap lock of the let-go UPDATE now, which made transactions adding new keys at once
+-- deadlock now and then.
 --
 -- Each short path takes a strict part of what the whole procedure takes and writes the row it
--- writes (a test compares them). Options holding a backslash anywhere (an escape) go to the whole
--- procedure, so a value read here is the value it reads; so do `after`, `run_anyway`, `version`
--- and a JSON null. `CREATE OR REPLACE` keeps the grants made on `taskhost_add`.
+-- writes (a test compares them). Options holding a backslash anywhere (an escape) are not taken,
+-- so a value read here is the value it reads; nor are `after`, `run_anyway`, `version` and a JSON
+-- null. A time the database cannot hold (30 February, 24:00, a year 0000 moved out of range by
+-- its zone) was an error naming no option, here and in the whole procedure: a call with `run_at`
+-- handed on now hears it named. `CREATE OR REPLACE` keeps the grants made on `taskhost_add`.
 CREATE OR REPLACE PROCEDURE taskhost_add(
     IN p_handler LONGTEXT CHARACTER SET utf8mb4,
     IN p_data    LONGTEXT CHARACTER SET utf8mb4,
@@ -44,11 +49,13 @@ BEGIN
             -- hand (CONVERT_TZ leaves times past 2038 as they are).
             DECLARE v_due DATETIME(6);
             BEGIN
-                -- (In strict mode a text that is no time, or a day no calendar has, is an error
-                -- naming no option: here it is NULL, and refused below by name.)
-                DECLARE CONTINUE HANDLER FOR 1292, 1411 SET v_due = NULL;
+                -- (In strict mode a text that is no time, a day no calendar has or a time out of
+                -- range is an error naming no option: here it is NULL, and the call handed on.)
+                DECLARE CONTINUE HANDLER FOR 1292, 1411, 1441 SET v_due = NULL;
+                -- (`= 'Z'` ignores case, as the whole procedure's LIKE.)
                 SET v_due = STR_TO_DATE(
-                        REPLACE(TRIM(TRAILING 'Z' FROM IF(SUBSTRING(v_at, -6, 1) IN ('+', '-'), LEFT(v_at, CHAR_LENGTH(v_at) - 6), v_at)), 'T', ' '),
+                        REPLACE(IF(SUBSTRING(v_at, -6, 1) IN ('+', '-'), LEFT(v_at, CHAR_LENGTH(v_at) - 6),
+                            IF(RIGHT(v_at, 1) = 'Z', LEFT(v_at, CHAR_LENGTH(v_at) - 1), v_at)), 'T', ' '),
                         IF(v_at LIKE '%.%', '%Y-%m-%d %H:%i:%s.%f', '%Y-%m-%d %H:%i:%s'))
                     - INTERVAL IF(SUBSTRING(v_at, -6, 1) IN ('+', '-'),
                         CAST(SUBSTRING(v_at, -6, 3) AS SIGNED) * 60 + CAST(CONCAT(SUBSTRING(v_at, -6, 1), RIGHT(v_at, 2)) AS SIGNED), 0) MINUTE;
@@ -59,7 +66,7 @@ BEGIN
                     JSON_LENGTH(JSON_REMOVE(p_options, '$.queue', '$.priority', '$.max_attempts', '$.run_timeout', '$.queued_by', '$.key', '$.unique_key', '$.run_at', '$.unique_for', '$.unique_states')) = 0
                     -- (JSON_VALUE reads an array or object as NULL: the option is tested, not the value.)
                     AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.run_at') OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.run_at')) = 'STRING' AND v_at COLLATE utf8mb4_bin REGEXP
-                        '^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})?\\z'
+                        '^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,6})?([Zz]|[+-][0-9]{2}:[0-9]{2})?\\z'
                         AND v_due IS NOT NULL))
                     AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_for')
                         OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_for')) = 'INTEGER'
@@ -68,13 +75,14 @@ BEGIN
                     AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_states')
                         OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_states')) = 'STRING'
                             AND JSON_VALUE(p_options, '$.unique_states') COLLATE utf8mb4_bin IN ('unfinished', 'succeeded', 'any')))
-                    -- (A unique period or states without a unique key: the whole procedure refuses them.)
+                    -- (A unique period, or states other than the default, without a unique key: the
+                    -- whole procedure refuses them; it takes the default, which is left to it.)
                     AND (JSON_CONTAINS_PATH(p_options, 'one', '$.unique_key')
                         OR NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_for', '$.unique_states'))
                     AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.queue')
                         OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.queue')) = 'STRING'
-                            AND OCTET_LENGTH(JSON_VALUE(p_options, '$.queue')) BETWEEN 1 AND 128
-                            AND JSON_VALUE(p_options, '$.queue') <> '*' AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.queue')) = 0))
+                            AND OCTET_LENGTH(JSON_VALUE(p_options, '$.queue')) <= 128
+                            AND JSON_VALUE(p_options, '$.queue') NOT IN ('', '*') AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.queue')) = 0))
                     AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.priority')
                         OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.priority')) = 'INTEGER'
                             AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.priority'))) = 0
@@ -101,37 +109,44 @@ BEGIN
                             AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.key')) = 0))
                     AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_key')
                         OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_key')) = 'STRING'
-                            AND OCTET_LENGTH(JSON_VALUE(p_options, '$.unique_key')) BETWEEN 1 AND 255
+                            AND OCTET_LENGTH(JSON_VALUE(p_options, '$.unique_key')) <= 255 AND JSON_VALUE(p_options, '$.unique_key') <> ''
                             AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.unique_key')) = 0))) THEN
                 -- A keyed task due now waits for the intake, as the whole procedure writes it.
-                INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
-                    max_retries, queue, priority, unique_key, active_unique_key, share_key, last_status, waiting_for,
-                    run_anyway, unique_until, unique_states, run_timeout)
-                VALUES (UTC_TIMESTAMP(6), JSON_VALUE(p_options, '$.queued_by'), COALESCE(v_due, UTC_TIMESTAMP(6)),
-                    p_handler, p_data, COALESCE(CAST(JSON_VALUE(p_options, '$.max_attempts') AS SIGNED), 5),
-                    COALESCE(JSON_VALUE(p_options, '$.queue'), 'default'),
-                    COALESCE(CAST(JSON_VALUE(p_options, '$.priority') AS SIGNED), 0),
-                    JSON_VALUE(p_options, '$.unique_key'), JSON_VALUE(p_options, '$.unique_key'),
-                    JSON_VALUE(p_options, '$.key'),
-                    IF(JSON_CONTAINS_PATH(p_options, 'one', '$.key') AND COALESCE(v_due, UTC_TIMESTAMP(6)) <= UTC_TIMESTAMP(6),
-                        'waiting', 'scheduled'),
-                    IF(JSON_CONTAINS_PATH(p_options, 'one', '$.key') AND COALESCE(v_due, UTC_TIMESTAMP(6)) <= UTC_TIMESTAMP(6),
-                        -1, 0),
-                    0, UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_VALUE(p_options, '$.unique_for') AS SIGNED) SECOND,
-                    NULLIF(JSON_VALUE(p_options, '$.unique_states'), 'unfinished'),
-                    CAST(JSON_VALUE(p_options, '$.run_timeout') AS SIGNED))
-                ON DUPLICATE KEY UPDATE active_unique_key = IF(LAST_INSERT_ID(0), NULL, active_unique_key);
+                -- Twice when a key held past its period was let go (the update sets it NULL: two rows
+                -- affected, whatever the client's CLIENT_FOUND_ROWS).
+                REPEAT
+                    INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data,
+                        max_retries, queue, priority, unique_key, active_unique_key, share_key, last_status, waiting_for,
+                        run_anyway, unique_until, unique_states, run_timeout)
+                    VALUES (UTC_TIMESTAMP(6), JSON_VALUE(p_options, '$.queued_by'), COALESCE(v_due, UTC_TIMESTAMP(6)),
+                        p_handler, p_data, COALESCE(CAST(JSON_VALUE(p_options, '$.max_attempts') AS SIGNED), 5),
+                        COALESCE(JSON_VALUE(p_options, '$.queue'), 'default'),
+                        COALESCE(CAST(JSON_VALUE(p_options, '$.priority') AS SIGNED), 0),
+                        JSON_VALUE(p_options, '$.unique_key'), JSON_VALUE(p_options, '$.unique_key'),
+                        JSON_VALUE(p_options, '$.key'),
+                        IF(JSON_CONTAINS_PATH(p_options, 'one', '$.key') AND COALESCE(v_due, UTC_TIMESTAMP(6)) <= UTC_TIMESTAMP(6),
+                            'waiting', 'scheduled'),
+                        IF(JSON_CONTAINS_PATH(p_options, 'one', '$.key') AND COALESCE(v_due, UTC_TIMESTAMP(6)) <= UTC_TIMESTAMP(6),
+                            -1, 0),
+                        0, UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_VALUE(p_options, '$.unique_for') AS SIGNED) SECOND,
+                        NULLIF(JSON_VALUE(p_options, '$.unique_states'), 'unfinished'),
+                        CAST(JSON_VALUE(p_options, '$.run_timeout') AS SIGNED))
+                    ON DUPLICATE KEY UPDATE active_unique_key = IF(LAST_INSERT_ID(0) OR unique_until <= UTC_TIMESTAMP(6), NULL, active_unique_key);
+                UNTIL LAST_INSERT_ID() <> 0 OR ROW_COUNT() <> 2 END REPEAT;
                 IF LAST_INSERT_ID() = 0 THEN
                     CALL taskhost_add_checked(p_handler, p_data, p_options);
                 ELSE
                     SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id;
                 END IF;
-            -- (The whole procedure's pattern ignores case, as here: it took a `t` and then failed
-            -- with an error naming no option, as it did for a day no calendar has.)
-            ELSEIF v_due IS NULL AND v_at REGEXP
-                    '^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})?\\z' THEN
-                SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
-                    'taskhost_add: invalid run_at: not a calendar time (YYYY-MM-DD HH:MM:SS, with Z, +HH:MM or UTC)';
+            ELSEIF v_at IS NOT NULL THEN
+                -- The whole procedure checks the arguments in its order; reaching `run_at`, it
+                -- fails on a time the database cannot hold with an error naming no option.
+                BEGIN
+                    DECLARE EXIT HANDLER FOR 1292, 1411, 1441
+                        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
+                            'taskhost_add: invalid run_at: not a calendar time, or out of range (YYYY-MM-DD HH:MM:SS, with Z, +HH:MM or UTC)';
+                    CALL taskhost_add_checked(p_handler, p_data, p_options);
+                END;
             ELSE
                 CALL taskhost_add_checked(p_handler, p_data, p_options);
             END IF;
@@ -144,8 +159,8 @@ BEGIN
                 JSON_LENGTH(JSON_REMOVE(p_options, '$.queue', '$.priority', '$.max_attempts', '$.run_timeout', '$.queued_by', '$.key', '$.unique_key')) = 0
                 AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.queue')
                     OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.queue')) = 'STRING'
-                        AND OCTET_LENGTH(JSON_VALUE(p_options, '$.queue')) BETWEEN 1 AND 128
-                        AND JSON_VALUE(p_options, '$.queue') <> '*' AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.queue')) = 0))
+                        AND OCTET_LENGTH(JSON_VALUE(p_options, '$.queue')) <= 128
+                        AND JSON_VALUE(p_options, '$.queue') NOT IN ('', '*') AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.queue')) = 0))
                 AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.priority')
                     OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.priority')) = 'INTEGER'
                         AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.priority'))) = 0
@@ -170,21 +185,25 @@ BEGIN
                         AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.key')) = 0))
                 AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_key')
                     OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_key')) = 'STRING'
-                        AND OCTET_LENGTH(JSON_VALUE(p_options, '$.unique_key')) BETWEEN 1 AND 255
+                        AND OCTET_LENGTH(JSON_VALUE(p_options, '$.unique_key')) <= 255 AND JSON_VALUE(p_options, '$.unique_key') <> ''
                         AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.unique_key')) = 0))) THEN
-        INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data, max_retries,
-            queue, priority, unique_key, active_unique_key, share_key, last_status, waiting_for, run_anyway,
-            run_timeout)
-        VALUES (UTC_TIMESTAMP(6), JSON_VALUE(p_options, '$.queued_by'), UTC_TIMESTAMP(6), p_handler, p_data,
-            COALESCE(CAST(JSON_VALUE(p_options, '$.max_attempts') AS SIGNED), 5),
-            COALESCE(JSON_VALUE(p_options, '$.queue'), 'default'),
-            COALESCE(CAST(JSON_VALUE(p_options, '$.priority') AS SIGNED), 0),
-            JSON_VALUE(p_options, '$.unique_key'), JSON_VALUE(p_options, '$.unique_key'),
-            JSON_VALUE(p_options, '$.key'),
-            IF(JSON_CONTAINS_PATH(p_options, 'one', '$.key'), 'waiting', 'scheduled'),
-            IF(JSON_CONTAINS_PATH(p_options, 'one', '$.key'), -1, 0), 0,
-            CAST(JSON_VALUE(p_options, '$.run_timeout') AS SIGNED))
-        ON DUPLICATE KEY UPDATE active_unique_key = IF(LAST_INSERT_ID(0), NULL, active_unique_key);
+        -- Twice when a key held past its period was let go (the update sets it NULL: two rows
+        -- affected, whatever the client's CLIENT_FOUND_ROWS).
+        REPEAT
+            INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data, max_retries,
+                queue, priority, unique_key, active_unique_key, share_key, last_status, waiting_for, run_anyway,
+                run_timeout)
+            VALUES (UTC_TIMESTAMP(6), JSON_VALUE(p_options, '$.queued_by'), UTC_TIMESTAMP(6), p_handler, p_data,
+                COALESCE(CAST(JSON_VALUE(p_options, '$.max_attempts') AS SIGNED), 5),
+                COALESCE(JSON_VALUE(p_options, '$.queue'), 'default'),
+                COALESCE(CAST(JSON_VALUE(p_options, '$.priority') AS SIGNED), 0),
+                JSON_VALUE(p_options, '$.unique_key'), JSON_VALUE(p_options, '$.unique_key'),
+                JSON_VALUE(p_options, '$.key'),
+                IF(JSON_CONTAINS_PATH(p_options, 'one', '$.key'), 'waiting', 'scheduled'),
+                IF(JSON_CONTAINS_PATH(p_options, 'one', '$.key'), -1, 0), 0,
+                CAST(JSON_VALUE(p_options, '$.run_timeout') AS SIGNED))
+            ON DUPLICATE KEY UPDATE active_unique_key = IF(LAST_INSERT_ID(0) OR unique_until <= UTC_TIMESTAMP(6), NULL, active_unique_key);
+        UNTIL LAST_INSERT_ID() <> 0 OR ROW_COUNT() <> 2 END REPEAT;
         IF LAST_INSERT_ID() = 0 THEN
             CALL taskhost_add_checked(p_handler, p_data, p_options);
         ELSE

@@ -131,6 +131,11 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
             r#"'{"unique_key": "u-N", "unique_states": "unfinished"}'"#.to_string(),
             r#"'{"unique_key": "u-N", "unique_states": "unfinished", "after": null}'"#.to_string(),
         ),
+        // A zone's Z in either case, as the whole procedure reads it.
+        (
+            r#"'{"run_at": "2030-01-01 10:00:00.25z", "key": "tenant-1", "queue": "mail.out"}'"#.to_string(),
+            r#"'{"run_at": "2030-01-01 10:00:00.25z", "key": "tenant-1", "queue": "mail.out", "after": null}'"#.to_string(),
+        ),
     ];
     let columns: Vec<String> = sqlx::query(
         "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() \
@@ -173,8 +178,10 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         let counts: (i64, i64, i64) = (row.get("n"), row.get("kinds"), row.get("now"));
         assert_eq!(counts, (3, 1, 3), "(rows, kinds of row, queued now) for {short} and {whole}");
         let (due, state): (String, String) = (row.get("due"), row.get("state"));
-        let want = if short.contains("2030-01-01") {
+        let want = if short.contains("-02:30") {
             ("2030-01-01 12:30:00.250000", "scheduled")
+        } else if short.contains("25z") {
+            ("2030-01-01 10:00:00.250000", "scheduled")
         } else if short.contains("2020-02-29") {
             ("2020-02-29 23:59:59.000000", "waiting")
         } else if short.contains("2030-06-01") {
@@ -197,7 +204,16 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         (r#"'{"key": " padded"}'"#.to_string(), "invalid key"),
         (r#"'{"key": ""}'"#.to_string(), "invalid key"),
         (r#"'{"key": "padded　"}'"#.to_string(), "invalid key"),
+        (r#"'{"queue": "  "}'"#.to_string(), "invalid queue"),
+        (r#"'{"unique_key": " "}'"#.to_string(), "invalid unique_key"),
         (r#"'{"run_at": "2030-02-30 00:00:00"}'"#.to_string(), "invalid run_at: not a calendar time"),
+        (r#"'{"run_at": "2030-02-30 00:00:00", "after": []}'"#.to_string(), "invalid run_at: not a calendar time"),
+        // Out of range once its zone is taken off (was an error naming no option).
+        (r#"'{"run_at": "9999-12-31 23:59:59-01:00"}'"#.to_string(), "invalid run_at"),
+        (r#"'{"run_at": "0000-01-01 00:00:00"}'"#.to_string(), "invalid run_at"),
+        // The whole procedure's order: what it checks before the time is named first.
+        (r#"'{"run_at": "0000-01-01 00:00:00", "bogus": 1}'"#.to_string(), "unknown option 'bogus'"),
+        (r#"'{"run_at": "2030-02-30 00:00:00", "queue": "*"}'"#.to_string(), "invalid queue"),
         (
             r#"'{"run_at": "2030-01-01 24:00:00Z", "unique_key": "u"}'"#.to_string(),
             "invalid run_at: not a calendar time",
@@ -214,18 +230,33 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         let refused = sqlx::raw_sql(&call).fetch_all(&mut conn).await.map(|_| ()).expect_err(&call).to_string();
         assert!(refused.contains(needle), "{call}: {refused}");
     }
-    // A unique key held answers its holder's id; held past its period, it is let go and taken.
-    let add = r#"CALL taskhost_add('echo', '{}', '{"unique_key": "once"}')"#;
-    let first: i64 = sqlx::raw_sql(add).fetch_all(&mut conn).await.expect(add)[0].get(0);
-    let again: i64 = sqlx::raw_sql(add).fetch_all(&mut conn).await.expect(add)[0].get(0);
-    assert_eq!(again, first, "the holder answered");
-    let expire = "UPDATE task_queue SET unique_until = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE unique_key = 'once'";
-    sqlx::raw_sql(expire).execute(&mut conn).await.expect(expire);
-    let taken: i64 = sqlx::raw_sql(add).fetch_all(&mut conn).await.expect(add)[0].get(0);
-    assert_ne!(taken, first, "a key held past its period is taken by a new task");
-    let call = "CALL taskhost_add('\u{17f}', '{}', NULL)";
-    let refused = sqlx::raw_sql(call).fetch_all(&mut conn).await.map(|_| ()).expect_err(call).to_string();
-    assert!(refused.contains("invalid handler"), "{refused}");
+    // A unique key held answers its holder's id; held past its period, it is let go and taken,
+    // through either short path.
+    for (add, key) in [
+        (r#"CALL taskhost_add('echo', '{}', '{"unique_key": "once"}')"#, "once"),
+        (r#"CALL taskhost_add('echo', '{}', '{"unique_key": "once for", "unique_for": 60}')"#, "once for"),
+    ] {
+        let first: i64 = sqlx::raw_sql(add).fetch_all(&mut conn).await.expect(add)[0].get(0);
+        let again: i64 = sqlx::raw_sql(add).fetch_all(&mut conn).await.expect(add)[0].get(0);
+        assert_eq!(again, first, "the holder answered");
+        let expire = "UPDATE task_queue SET unique_until = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE unique_key = ?";
+        sqlx::query(expire).bind(key).execute(&mut conn).await.expect(expire);
+        let taken: i64 = sqlx::raw_sql(add).fetch_all(&mut conn).await.expect(add)[0].get(0);
+        assert_ne!(taken, first, "a key held past its period is taken by a new task");
+        let holders: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM task_queue WHERE active_unique_key = ?")
+            .bind(key)
+            .fetch_one(&mut conn)
+            .await
+            .expect("read");
+        assert_eq!(holders, 1, "{key}");
+    }
+    for call in [
+        "CALL taskhost_add('\u{17f}', '{}', NULL)",
+        r#"CALL taskhost_add('bad!', '{}', '{"run_at": "0000-01-01 00:00:00"}')"#,
+    ] {
+        let refused = sqlx::raw_sql(call).fetch_all(&mut conn).await.map(|_| ()).expect_err(call).to_string();
+        assert!(refused.contains("invalid handler"), "{call}: {refused}");
+    }
     let call = r#"CALL taskhost_add('echo', '{}', '{"priority": 1e3}')"#;
     let id: i64 = sqlx::raw_sql(call).fetch_all(&mut conn).await.expect(call)[0].get(0);
     let priority: i64 = sqlx::query_scalar("SELECT priority FROM task_queue WHERE id = ?")
@@ -240,23 +271,31 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
 /// are all answered the holder's id and none is chosen as a deadlock's victim, through either
 /// short path: each locks the holder's entry for writing at once, as the whole procedure does.
 /// (An insert meeting the duplicate first took a shared lock, and two callers then letting go
-/// deadlocked: about 150 of 240 such transactions failed so.)
+/// deadlocked: about 150 of 240 such transactions failed so.) A key held past its period is taken
+/// by one caller's task, and the others are answered that.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn callers_adding_a_held_unique_key_at_once_in_transactions_are_all_answered_its_holder_on_mariadb() {
     let my = common::mysql_scratch().await;
     let store = taskhost::store::open(&my, &taskhost::store::StoreOptions::default()).await.expect("open");
     store.migrate().await.expect("migrate");
-    for add in [
-        r#"CALL taskhost_add('echo', '{}', '{"unique_key": "held"}')"#,
-        r#"CALL taskhost_add('echo', '{}', '{"unique_key": "held for", "unique_for": 3600}')"#,
+    for (add, past_its_period) in [
+        (r#"CALL taskhost_add('echo', '{}', '{"unique_key": "held"}')"#, false),
+        (r#"CALL taskhost_add('echo', '{}', '{"unique_key": "held for", "unique_for": 3600}')"#, false),
+        (r#"CALL taskhost_add('echo', '{}', '{"unique_key": "held past", "unique_for": 3600}')"#, true),
     ] {
-        all_answered_the_holder(&my, add).await;
+        all_answered_the_holder(&my, add, past_its_period).await;
     }
 }
 
-async fn all_answered_the_holder(my: &common::ScratchDb, add: &'static str) {
+/// Eight callers, each adding `add` twenty times, each in a transaction; with `past_its_period`,
+/// the holder's period ended first, so the first caller's task holds the key and is answered.
+async fn all_answered_the_holder(my: &common::ScratchDb, add: &'static str, past_its_period: bool) {
     let mut conn = sqlx::MySqlConnection::connect(my).await.expect("connect");
-    let holder: i64 = sqlx::raw_sql(add).fetch_all(&mut conn).await.expect(add)[0].get(0);
+    let mut holder: i64 = sqlx::raw_sql(add).fetch_all(&mut conn).await.expect(add)[0].get(0);
+    if past_its_period {
+        let expire = "UPDATE task_queue SET unique_until = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?";
+        sqlx::query(expire).bind(holder).execute(&mut conn).await.expect(expire);
+    }
     // (Polled together by this task: the server runs their transactions at once.)
     let callers = (0..8).map(|_| {
         let url = my.url.clone();
@@ -272,7 +311,13 @@ async fn all_answered_the_holder(my: &common::ScratchDb, add: &'static str) {
             answers
         }
     });
-    for answer in futures::future::join_all(callers).await.into_iter().flatten() {
-        assert_eq!(answer, Ok(holder));
+    let answers: Vec<_> = futures::future::join_all(callers).await.into_iter().flatten().collect();
+    if past_its_period {
+        let taken = answers.iter().find_map(|a| a.clone().ok()).expect("an answer");
+        assert_ne!(taken, holder, "a new task took the key");
+        holder = taken;
+    }
+    for answer in answers {
+        assert_eq!(answer, Ok(holder), "{add}");
     }
 }
