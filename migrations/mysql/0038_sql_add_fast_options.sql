@@ -3,8 +3,9 @@
 -- `taskhost_add_checked`, whose 70 or so instructions made them 2.8 – 2.9× a plain INSERT of the
 -- row; a unique key's let-go UPDATE before the INSERT made a call 2.2 – 2.3× (BENCHMARKS.md,
 -- session 65). Measured here: MariaDB prepares every expression of a condition or statement it
--- reaches, each call, evaluated or not (a pattern compiled, a JSON path parsed), so each kind of
--- call has a condition and an INSERT of its own, and a cheap test chooses among them.
+-- reaches, each call, evaluated or not (a pattern compiled, a JSON path parsed), so the tests of a
+-- time and a unique period or states are reached only by a call that has them (one cheap test),
+-- and the rest is one test and one INSERT for every call with options.
 --
 -- A unique key: the INSERT's `ON DUPLICATE KEY UPDATE` locks the holder's entry for writing at
 -- once, as the let-go UPDATE did (a duplicate's shared lock, taken by two callers, each then
@@ -44,44 +45,51 @@ BEGIN
         ELSE
             CALL taskhost_add_checked(p_handler, p_data, p_options);
         END IF;
-    -- (NULL for options that are not JSON: the next test refuses them.)
-    ELSEIF JSON_CONTAINS_PATH(p_options, 'one', '$.run_at', '$.unique_for', '$.unique_states') THEN
+    ELSE
+        -- Options: plain ones, and `run_at`, `unique_for`, `unique_states`, each plainly written.
         BEGIN
-            DECLARE v_at LONGTEXT CHARACTER SET utf8mb4 DEFAULT JSON_VALUE(p_options, '$.run_at');
-            -- As the whole procedure reads a time its pattern (below) takes: the zone's offset by
-            -- hand (CONVERT_TZ leaves times past 2038 as they are).
+            DECLARE v_at LONGTEXT CHARACTER SET utf8mb4;
             DECLARE v_due DATETIME(6);
-            BEGIN
-                -- (In strict mode a text that is no time, a day no calendar has or a time out of
-                -- range is an error naming no option: here it is NULL, and the call handed on.)
-                DECLARE CONTINUE HANDLER FOR 1292, 1411, 1441 SET v_due = NULL;
-                -- (`= 'Z'` ignores case, as the whole procedure's LIKE.)
-                SET v_due = STR_TO_DATE(
-                        REPLACE(IF(SUBSTRING(v_at, -6, 1) IN ('+', '-'), LEFT(v_at, CHAR_LENGTH(v_at) - 6),
-                            IF(RIGHT(v_at, 1) = 'Z', LEFT(v_at, CHAR_LENGTH(v_at) - 1), v_at)), 'T', ' '),
-                        IF(v_at LIKE '%.%', '%Y-%m-%d %H:%i:%s.%f', '%Y-%m-%d %H:%i:%s'))
-                    - INTERVAL IF(SUBSTRING(v_at, -6, 1) IN ('+', '-'),
-                        CAST(SUBSTRING(v_at, -6, 3) AS SIGNED) * 60 + CAST(CONCAT(SUBSTRING(v_at, -6, 1), RIGHT(v_at, 2)) AS SIGNED), 0) MINUTE;
-            END;
-            IF p_handler COLLATE utf8mb4_bin REGEXP '^[A-Za-z0-9_-]{1,128}\\z' AND OCTET_LENGTH(p_data) <= 1048576
+            DECLARE v_ok BOOLEAN DEFAULT TRUE;
+            -- Only a call with these prepares their tests. (NULL for options that are not JSON:
+            -- the next test refuses them.)
+            IF JSON_CONTAINS_PATH(p_options, 'one', '$.run_at', '$.unique_for', '$.unique_states') THEN
+                SET v_at = JSON_VALUE(p_options, '$.run_at');
+                -- As the whole procedure reads a time its pattern (below) takes: the zone's offset
+                -- by hand (CONVERT_TZ leaves times past 2038 as they are).
+                BEGIN
+                    -- (In strict mode a text that is no time, a day no calendar has or a time out of
+                    -- range is an error naming no option: here it is NULL, and the call handed on.)
+                    DECLARE CONTINUE HANDLER FOR 1292, 1411, 1441 SET v_due = NULL;
+                    -- (`= 'Z'` ignores case, as the whole procedure's LIKE.)
+                    SET v_due = STR_TO_DATE(
+                            REPLACE(IF(SUBSTRING(v_at, -6, 1) IN ('+', '-'), LEFT(v_at, CHAR_LENGTH(v_at) - 6),
+                                IF(RIGHT(v_at, 1) = 'Z', LEFT(v_at, CHAR_LENGTH(v_at) - 1), v_at)), 'T', ' '),
+                            IF(v_at LIKE '%.%', '%Y-%m-%d %H:%i:%s.%f', '%Y-%m-%d %H:%i:%s'))
+                        - INTERVAL IF(SUBSTRING(v_at, -6, 1) IN ('+', '-'),
+                            CAST(SUBSTRING(v_at, -6, 3) AS SIGNED) * 60 + CAST(CONCAT(SUBSTRING(v_at, -6, 1), RIGHT(v_at, 2)) AS SIGNED), 0) MINUTE;
+                END;
+                -- (JSON_VALUE reads an array or object as NULL: the option is tested, not the value.)
+                SET v_ok = (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.run_at')
+                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.run_at')) = 'STRING' AND v_at COLLATE utf8mb4_bin REGEXP
+                    '^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,6})?([Zz]|[+-][0-9]{2}:[0-9]{2})?\\z'
+                    AND v_due IS NOT NULL))
+                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_for')
+                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_for')) = 'INTEGER'
+                        AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.unique_for'))) = 0
+                        AND CAST(JSON_VALUE(p_options, '$.unique_for') AS DECIMAL(30)) BETWEEN 1 AND 3155760000))
+                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_states')
+                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_states')) = 'STRING'
+                        AND JSON_VALUE(p_options, '$.unique_states') COLLATE utf8mb4_bin IN ('unfinished', 'succeeded', 'any')))
+                -- (A unique period, or states other than the default, without a unique key: the
+                -- whole procedure refuses them; it takes the default, which is left to it.)
+                AND (JSON_CONTAINS_PATH(p_options, 'one', '$.unique_key')
+                    OR NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_for', '$.unique_states'));
+            END IF;
+            IF v_ok AND p_handler COLLATE utf8mb4_bin REGEXP '^[A-Za-z0-9_-]{1,128}\\z' AND OCTET_LENGTH(p_data) <= 1048576
                     AND JSON_VALID(p_data) AND LOCATE(CHAR(0), p_data) = 0 AND LOCATE('\\', p_options) = 0
-                    AND JSON_TYPE(p_options) = 'OBJECT' AND (
+                    AND JSON_VALID(p_options) AND JSON_TYPE(p_options) = 'OBJECT' AND (
                     JSON_LENGTH(JSON_REMOVE(p_options, '$.queue', '$.priority', '$.max_attempts', '$.run_timeout', '$.queued_by', '$.key', '$.unique_key', '$.run_at', '$.unique_for', '$.unique_states')) = 0
-                    -- (JSON_VALUE reads an array or object as NULL: the option is tested, not the value.)
-                    AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.run_at') OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.run_at')) = 'STRING' AND v_at COLLATE utf8mb4_bin REGEXP
-                        '^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,6})?([Zz]|[+-][0-9]{2}:[0-9]{2})?\\z'
-                        AND v_due IS NOT NULL))
-                    AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_for')
-                        OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_for')) = 'INTEGER'
-                            AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.unique_for'))) = 0
-                            AND CAST(JSON_VALUE(p_options, '$.unique_for') AS DECIMAL(30)) BETWEEN 1 AND 3155760000))
-                    AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_states')
-                        OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_states')) = 'STRING'
-                            AND JSON_VALUE(p_options, '$.unique_states') COLLATE utf8mb4_bin IN ('unfinished', 'succeeded', 'any')))
-                    -- (A unique period, or states other than the default, without a unique key: the
-                    -- whole procedure refuses them; it takes the default, which is left to it.)
-                    AND (JSON_CONTAINS_PATH(p_options, 'one', '$.unique_key')
-                        OR NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_for', '$.unique_states'))
                     AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.queue')
                         OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.queue')) = 'STRING'
                             AND OCTET_LENGTH(JSON_VALUE(p_options, '$.queue')) <= 128
@@ -151,65 +159,5 @@ BEGIN
                 CALL taskhost_add_checked(p_handler, p_data, p_options);
             END IF;
         END;
-    -- Plain options only: `queue`, `priority`, `max_attempts`, `run_timeout` (whole numbers
-    -- written as such), `queued_by`, `key`, `unique_key`.
-    ELSEIF p_handler COLLATE utf8mb4_bin REGEXP '^[A-Za-z0-9_-]{1,128}\\z' AND OCTET_LENGTH(p_data) <= 1048576
-            AND JSON_VALID(p_data) AND LOCATE(CHAR(0), p_data) = 0 AND LOCATE('\\', p_options) = 0
-            AND JSON_VALID(p_options) AND JSON_TYPE(p_options) = 'OBJECT' AND (
-                JSON_LENGTH(JSON_REMOVE(p_options, '$.queue', '$.priority', '$.max_attempts', '$.run_timeout', '$.queued_by', '$.key', '$.unique_key')) = 0
-                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.queue')
-                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.queue')) = 'STRING'
-                        AND OCTET_LENGTH(JSON_VALUE(p_options, '$.queue')) <= 128
-                        AND JSON_VALUE(p_options, '$.queue') NOT IN ('', '*') AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.queue')) = 0))
-                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.priority')
-                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.priority')) = 'INTEGER'
-                        AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.priority'))) = 0
-                        AND CAST(JSON_VALUE(p_options, '$.priority') AS DECIMAL(30)) BETWEEN -2147483648 AND 2147483647))
-                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.max_attempts')
-                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.max_attempts')) = 'INTEGER'
-                        AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.max_attempts'))) = 0
-                        AND CAST(JSON_VALUE(p_options, '$.max_attempts') AS DECIMAL(30)) BETWEEN 1 AND 2147483647))
-                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.run_timeout')
-                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.run_timeout')) = 'INTEGER'
-                        AND LOCATE('e', LOWER(JSON_VALUE(p_options, '$.run_timeout'))) = 0
-                        AND CAST(JSON_VALUE(p_options, '$.run_timeout') AS DECIMAL(30)) BETWEEN 1 AND 31557600))
-                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.queued_by')
-                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.queued_by')) = 'STRING'
-                        AND OCTET_LENGTH(JSON_VALUE(p_options, '$.queued_by')) <= 255
-                        AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.queued_by')) = 0))
-                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.key')
-                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.key')) = 'STRING'
-                        AND OCTET_LENGTH(JSON_VALUE(p_options, '$.key')) BETWEEN 1 AND 128
-                        AND ORD(LEFT(JSON_VALUE(p_options, '$.key'), 1)) BETWEEN 33 AND 126
-                        AND ORD(RIGHT(JSON_VALUE(p_options, '$.key'), 1)) BETWEEN 33 AND 126
-                        AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.key')) = 0))
-                AND (NOT JSON_CONTAINS_PATH(p_options, 'one', '$.unique_key')
-                    OR (JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_key')) = 'STRING'
-                        AND OCTET_LENGTH(JSON_VALUE(p_options, '$.unique_key')) <= 255 AND JSON_VALUE(p_options, '$.unique_key') <> ''
-                        AND LOCATE(CHAR(0), JSON_VALUE(p_options, '$.unique_key')) = 0))) THEN
-        -- Twice when a key held past its period was let go (the update sets it NULL: two rows
-        -- affected, whatever the client's CLIENT_FOUND_ROWS).
-        REPEAT
-            INSERT INTO task_queue (queued_on, queued_by_id, scheduled_on, task_handler_class, task_data, max_retries,
-                queue, priority, unique_key, active_unique_key, share_key, last_status, waiting_for, run_anyway,
-                run_timeout)
-            VALUES (UTC_TIMESTAMP(6), JSON_VALUE(p_options, '$.queued_by'), UTC_TIMESTAMP(6), p_handler, p_data,
-                COALESCE(CAST(JSON_VALUE(p_options, '$.max_attempts') AS SIGNED), 5),
-                COALESCE(JSON_VALUE(p_options, '$.queue'), 'default'),
-                COALESCE(CAST(JSON_VALUE(p_options, '$.priority') AS SIGNED), 0),
-                JSON_VALUE(p_options, '$.unique_key'), JSON_VALUE(p_options, '$.unique_key'),
-                JSON_VALUE(p_options, '$.key'),
-                IF(JSON_CONTAINS_PATH(p_options, 'one', '$.key'), 'waiting', 'scheduled'),
-                IF(JSON_CONTAINS_PATH(p_options, 'one', '$.key'), -1, 0), 0,
-                CAST(JSON_VALUE(p_options, '$.run_timeout') AS SIGNED))
-            ON DUPLICATE KEY UPDATE active_unique_key = IF(LAST_INSERT_ID(0) OR unique_until <= UTC_TIMESTAMP(6), NULL, active_unique_key);
-        UNTIL LAST_INSERT_ID() <> 0 OR ROW_COUNT() <> 2 END REPEAT;
-        IF LAST_INSERT_ID() = 0 THEN
-            CALL taskhost_add_checked(p_handler, p_data, p_options);
-        ELSE
-            SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id;
-        END IF;
-    ELSE
-        CALL taskhost_add_checked(p_handler, p_data, p_options);
     END IF;
 END;
