@@ -214,10 +214,7 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         // The whole procedure's order: what it checks before the time is named first.
         (r#"'{"run_at": "0000-01-01 00:00:00", "bogus": 1}'"#.to_string(), "unknown option 'bogus'"),
         (r#"'{"run_at": "2030-02-30 00:00:00", "queue": "*"}'"#.to_string(), "invalid queue"),
-        (
-            r#"'{"run_at": "2030-01-01 24:00:00Z", "unique_key": "u"}'"#.to_string(),
-            "invalid run_at: not a time",
-        ),
+        (r#"'{"run_at": "2030-01-01 24:00:00Z", "unique_key": "u"}'"#.to_string(), "invalid run_at: not a time"),
         (r#"'{"run_at": "tomorrow"}'"#.to_string(), "invalid run_at"),
         (r#"'{"run_at": ["2030-01-01 00:00:00"]}'"#.to_string(), "invalid run_at"),
         (r#"'{"run_at": "2030-01-01t00:00:00"}'"#.to_string(), "invalid run_at: not a time"),
