@@ -95,10 +95,32 @@ impl App {
         if !config.migrate {
             store.check_migrated().await?;
         }
+        Self::tell_sql_data_limit(&*store, config.policy.max_data_bytes).await;
         store::sync_clock(&*store, &*clock).await?;
         let catalog = Self::open_catalog(config).await?;
         let client = Client::new(store.clone(), catalog.clone(), clock.clone());
         Ok(App { store, catalog, clock, client })
+    }
+
+    /// Write the configuration's `[tasks] max_data_bytes` where `taskhost_add` in SQL reads it
+    /// (the database's functions cannot read the file), saying so when it changes. A failure is
+    /// said and stops nothing: a role that may not write it still runs tasks.
+    /// What it says, when it changed.
+    pub async fn tell_sql_data_limit(store: &dyn store::Store, bytes: usize) -> Option<String> {
+        match store.set_sql_data_limit(bytes as u64).await {
+            Ok(Some(was)) => {
+                let said = format!(
+                    "taskhost_add now takes task data of at most {bytes} bytes ([tasks] max_data_bytes; was {was})"
+                );
+                tracing::info!("{said}");
+                Some(said)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!("telling taskhost_add in SQL the limit of [tasks] max_data_bytes failed: {e}");
+                None
+            }
+        }
     }
 
     /// The sandbox and the plugins directory alone, without a database (for checking plugins or

@@ -300,11 +300,15 @@ async fn migrate(config: &AppConfig) -> Result<()> {
         taskhost::store::StoreOptions { migrate: false, connect_timeout: config.connect_timeout, ..Default::default() };
     let store = taskhost::store::open(&config.database_url, &options).await?;
     let applied = store.migrate().await?;
+    let limit = App::tell_sql_data_limit(&*store, config.policy.max_data_bytes).await;
     if applied.is_empty() {
         println!("database is up to date");
     }
     for m in applied {
         println!("applied {m}");
+    }
+    if let Some(said) = limit {
+        println!("{said}");
     }
     Ok(())
 }

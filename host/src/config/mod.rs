@@ -125,6 +125,9 @@ impl Policy {
     pub const DEFAULT_MAX_SNOOZES: u32 = tasks::DEFAULT_MAX_SNOOZES;
     /// The largest task data any configuration may allow (as the largest results).
     pub const MAX_DATA_BYTES: usize = Limits::MAX_RESULTS_BYTES;
+    /// The least limit of task data a configuration may set: `taskhost_add` on MariaDB reads the
+    /// limit only for more data than this (a read costs its common call a third more).
+    pub const MIN_DATA_BYTES: usize = 1024;
 
     /// Read and check the configuration file at `path`.
     pub fn load(path: &Path) -> Result<Policy> {

@@ -27,9 +27,9 @@ impl TasksSection {
     /// Each value within its range, or one line naming the one that is not.
     pub(super) fn checked(&self) -> Result<Checked, String> {
         let max_data_bytes = self.max_data_bytes.unwrap_or(Policy::DEFAULT_MAX_DATA_BYTES);
-        if !(2..=Policy::MAX_DATA_BYTES).contains(&max_data_bytes) {
-            let max = Policy::MAX_DATA_BYTES;
-            return Err(format!("[tasks] max_data_bytes = {max_data_bytes} is out of range (2 to {max})"));
+        if !(Policy::MIN_DATA_BYTES..=Policy::MAX_DATA_BYTES).contains(&max_data_bytes) {
+            let (min, max) = (Policy::MIN_DATA_BYTES, Policy::MAX_DATA_BYTES);
+            return Err(format!("[tasks] max_data_bytes = {max_data_bytes} is out of range ({min} to {max})"));
         }
         Ok(Checked {
             max_data_bytes,

@@ -35,7 +35,9 @@ fn the_task_data_limit_is_set_in_its_table_and_bounds_what_the_file_declares() {
     assert_eq!(p.largest_value_bytes(), 8192 + Limits::DEFAULT_MAX_LOG_BYTES);
     assert_eq!(Policy::default().largest_value_bytes(), crate::store::StoreOptions::DEFAULT_MAX_VALUE_BYTES);
     let err = policy("[tasks]\nmax_data_bytes = 67108865\n").expect_err("refused");
-    assert_eq!(err, "[tasks] max_data_bytes = 67108865 is out of range (2 to 67108864)");
+    assert_eq!(err, "[tasks] max_data_bytes = 67108865 is out of range (1024 to 67108864)");
+    let err = policy("[tasks]\nmax_data_bytes = 1023\n").expect_err("refused");
+    assert_eq!(err, "[tasks] max_data_bytes = 1023 is out of range (1024 to 67108864)");
     let big = "x".repeat(5000);
     let err = policy(&format!("[tasks]\nmax_data_bytes = 4096\n[schedules.s]\ncron = \"* * * * *\"\nhandler = \"h\"\ndata = {{ a = \"{big}\" }}\n"))
         .expect_err("refused");

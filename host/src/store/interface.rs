@@ -26,6 +26,9 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
     async fn migrate(&self) -> Result<Vec<String>>;
     /// Fails with [`Error::NotMigrated`](crate::error::Error::NotMigrated) when the tables do not exist.
     async fn check_migrated(&self) -> Result<()>;
+    /// Tell `taskhost_add` in SQL the operator's `[tasks] max_data_bytes` (where it differs from
+    /// what it has); the limit replaced, if one was.
+    async fn set_sql_data_limit(&self, bytes: u64) -> Result<Option<u64>>;
 
     // --- tasks -----------------------------------------------------------------------------
 

@@ -66,6 +66,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0034_key_index_scheduled.sql",
     "0035_key_relays_per_turn.sql",
     "0036_sql_add_utf8.sql",
+    "0037_sql_add_data_limit.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -106,6 +107,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0033_key_relays.sql",
     "0034_key_index_scheduled.sql",
     "0035_key_relays_per_turn.sql",
+    "0036_sql_add_data_limit.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -149,6 +151,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0036_key_relays_per_turn.sql",
     "0037_sql_add_fast_key.sql",
     "0038_sql_add_fast_options.sql",
+    "0039_sql_add_data_limit.sql",
 );
 
 impl Embedded {

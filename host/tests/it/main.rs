@@ -52,6 +52,7 @@ mod signals;
 mod snooze;
 mod sockets;
 mod sql_add;
+mod sql_add_limit;
 mod sql_add_text;
 mod sql_add_upgrade;
 mod store_mysql;

@@ -65,7 +65,7 @@ const PERIODS: [&str; 2] = ["unique_for", "run_timeout"];
 
 /// One `taskhost_add` in `db`'s spelling: `options` as a JSON object (MySQL's third argument;
 /// PostgreSQL's named arguments; SQLite's columns), and the statements that answer its id.
-fn add_sql(db: Db, handler: &str, data: &str, options: Value) -> Vec<String> {
+pub(crate) fn add_sql(db: Db, handler: &str, data: &str, options: Value) -> Vec<String> {
     let quote = |s: &str| format!("'{}'", s.replace('\'', "''"));
     let options = options.as_object().cloned().unwrap_or_default();
     let value = |is_period: bool, v: &Value| match (db, v) {

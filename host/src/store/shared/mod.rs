@@ -17,6 +17,7 @@ mod relay;
 mod runners;
 mod runs;
 mod schedules;
+mod settings;
 mod sql_store;
 pub(crate) mod tasks;
 mod upkeep;
@@ -50,6 +51,10 @@ impl<D: Dialect> Store for SqlStore<D> {
             Err(e) if e.is_missing_table() => Err(Error::NotMigrated),
             other => other.map(|_| ()),
         }
+    }
+
+    async fn set_sql_data_limit(&self, bytes: u64) -> Result<Option<u64>> {
+        settings::set_sql_data_limit(&self.db, bytes).await
     }
 
     async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
