@@ -95,7 +95,6 @@ impl App {
         if !config.migrate {
             store.check_migrated().await?;
         }
-        Self::tell_sql_data_limit(&*store, config.policy.max_data_bytes).await;
         store::sync_clock(&*store, &*clock).await?;
         let catalog = Self::open_catalog(config).await?;
         let client = Client::new(store.clone(), catalog.clone(), clock.clone());
@@ -103,8 +102,10 @@ impl App {
     }
 
     /// Write the configuration's `[tasks] max_data_bytes` where `taskhost_add` in SQL reads it
-    /// (the database's functions cannot read the file), saying so when it changes. A failure is
-    /// said and stops nothing: a role that may not write it still runs tasks.
+    /// (the database's functions cannot read the file), saying so when it changes: what the
+    /// `worker`, `serve` and `migrate` commands do, not a command run once (whose file may leave
+    /// the limit out). A failure is said and stops nothing: a role that may not write it still
+    /// runs tasks.
     /// What it says, when it changed.
     pub async fn tell_sql_data_limit(store: &dyn store::Store, bytes: usize) -> Option<String> {
         match store.set_sql_data_limit(bytes as u64).await {

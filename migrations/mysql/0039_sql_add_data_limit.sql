@@ -1,8 +1,8 @@
 -- SQL enqueue (issue 50): `taskhost_add` bounds task data by the operator's `[tasks] max_data_bytes`,
 -- as every other way of queueing does, where it was bounded at 1 MiB (the default) whatever the
 -- file said. The database cannot read the file, so the host writes the limit into
--- `task_counters` (`max_data_bytes`) each time a process opens the database with its configuration
--- (and `taskhost migrate`), and both procedures read it there; until a host has written it the
+-- `task_counters` (`max_data_bytes`) when a worker or `serve` starts with its configuration, and
+-- `taskhost migrate`, and both procedures read it there; until a host has written it the
 -- default stands. They are made again whole (`CREATE OR REPLACE` keeps the grants made on them),
 -- as 0034 and 0038 left them but for the limit.
 INSERT IGNORE INTO task_counters (name, v) VALUES ('max_data_bytes', 1048576);

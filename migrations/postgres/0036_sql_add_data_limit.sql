@@ -1,8 +1,8 @@
 -- SQL enqueue (issue 50): `taskhost_add` bounds task data by the operator's `[tasks] max_data_bytes`,
 -- as every other way of queueing does, where it was bounded at 1 MiB (the default) whatever the
 -- file said. The database cannot read the file, so the host writes the limit into
--- `task_counters` (`max_data_bytes`) each time a process opens the database with its configuration
--- (and `taskhost migrate`), and the function reads it there. Until a host has written it the
+-- `task_counters` (`max_data_bytes`) when a worker or `serve` starts with its configuration, and
+-- `taskhost migrate`, and the function reads it there. Until a host has written it the
 -- default stands. (`CREATE OR REPLACE` with the same arguments keeps the grants made on it; a
 -- role that calls it now reads `task_counters` too.)
 INSERT INTO task_counters (name, v) VALUES ('max_data_bytes', 1048576) ON CONFLICT (name) DO NOTHING;

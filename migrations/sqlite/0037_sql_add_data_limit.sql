@@ -1,8 +1,8 @@
 -- SQL enqueue (issue 50): `taskhost_add` bounds task data by the operator's `[tasks] max_data_bytes`,
 -- as every other way of queueing does, where it was bounded at 1 MiB (the default) whatever the
 -- file said. The database cannot read the file, so the host writes the limit into
--- `task_counters` (`max_data_bytes`) each time a process opens the database with its configuration
--- (and `taskhost migrate`), and the triggers read it there; until a host has written it the
+-- `task_counters` (`max_data_bytes`) when a worker or `serve` starts with its configuration, and
+-- `taskhost migrate`, and the triggers read it there; until a host has written it the
 -- default stands. Both of the view's triggers are made again: 0031's, which refuses data over the
 -- limit, and 0036's, which walks text no longer than it (so the walk is bounded by the limit).
 INSERT OR IGNORE INTO task_counters (name, v) VALUES ('max_data_bytes', 1048576);

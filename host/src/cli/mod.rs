@@ -135,6 +135,11 @@ pub async fn run(cli: Cli) -> Result<()> {
     check_dir_before_opening(&cli.command, &config)?;
     let app = App::open(&config).await?;
     show_compiles(&app.catalog);
+    // The processes that queue with this file's limit tell SQL's `taskhost_add` it; a command run
+    // once, perhaps without the file, does not.
+    if matches!(cli.command, Command::Worker(_) | Command::Serve { .. }) {
+        App::tell_sql_data_limit(&*app.store, config.policy.max_data_bytes).await;
+    }
     let overseer_config = overseer_config(&cli, &app);
     match cli.command {
         Command::Add(a) => commands::add(&app, a).await?,

@@ -1,12 +1,13 @@
 //! `taskhost_add` bounds task data by the operator's `[tasks] max_data_bytes`, as every other way
-//! of queueing does (docs/clients.md): the database's functions cannot read the file, so each
-//! process that opens the database with its configuration, and `taskhost migrate`, writes the
-//! limit where they read it.
+//! of queueing does (docs/clients.md): the database's functions cannot read the file, so a
+//! worker or `serve` started with it, and `taskhost migrate`, write the limit where they read it.
 
 use crate::common;
 
-use common::process::{stderr, stdout};
-use common::{taskhost_command, Db, Env};
+use std::time::Duration;
+
+use common::process::{signal, spawn_worker, stderr, stdout, wait_exit};
+use common::{taskhost_command, wait_until, Db, Env};
 use serde_json::json;
 
 use super::sql_add::{add_in_shell, add_sql, shell};
@@ -14,6 +15,13 @@ use super::sql_add::{add_in_shell, add_sql, shell};
 /// A JSON string of `n` bytes.
 fn data(n: usize) -> String {
     format!("\"{}\"", "x".repeat(n - 2))
+}
+
+/// The limit `taskhost_add` reads, as the database holds it.
+fn held(db: Db, env: &Env) -> String {
+    let o = shell(db, env, &["SELECT v FROM task_counters WHERE name = 'max_data_bytes'"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o).trim().to_string()
 }
 
 fn refused(db: Db, env: &Env, data: &str, options: serde_json::Value) -> String {
@@ -32,6 +40,13 @@ async fn taskhost_add_takes_data_up_to_the_operators_max_data_bytes_and_refuses_
     // The least limit (under which MariaDB reads none), then one over the default.
     for limit in [1024, 1_572_864] {
         env.set_config(&format!("[tasks]\nmax_data_bytes = {limit}\n")).await;
+        let worker = spawn_worker(&env, &[]);
+        wait_until(Duration::from_secs(60), "the worker wrote the file's limit", || async {
+            held(db, &env) == limit.to_string()
+        })
+        .await;
+        signal(&worker, "TERM");
+        wait_exit(worker, Duration::from_secs(30)).await;
         for options in &ways {
             let id = add_in_shell(db, &env, "echo", &data(limit), options.clone(), true);
             let task = env.app.store.get_task(id).await.expect("get").expect("the task added");
@@ -45,8 +60,12 @@ async fn taskhost_add_takes_data_up_to_the_operators_max_data_bytes_and_refuses_
             }
         }
     }
-    // `taskhost migrate` with a file that leaves it out puts the default back.
+    // A command run once with a file that leaves it out changes nothing; `taskhost migrate` with
+    // it puts the default back.
     std::fs::write(env.config.as_ref().expect("a config file"), "").expect("write the config");
+    let o = taskhost_command(&env).arg("list").output().expect("taskhost list");
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(held(db, &env), "1572864");
     let o = taskhost_command(&env).arg("migrate").output().expect("taskhost migrate");
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let said = "taskhost_add now takes task data of at most 1048576 bytes ([tasks] max_data_bytes; was 1572864)";
