@@ -110,6 +110,8 @@ impl App {
     pub async fn tell_sql_data_limit(store: &dyn store::Store, bytes: usize) -> Option<String> {
         match store.set_sql_data_limit(bytes as u64).await {
             Ok(Some(was)) => {
+                // (0: the row was missing or held no number; a limit is never under 1 KiB.)
+                let was = if was == 0 { "unset".to_string() } else { was.to_string() };
                 let said = format!(
                     "taskhost_add now takes task data of at most {bytes} bytes ([tasks] max_data_bytes; was {was})"
                 );
@@ -118,7 +120,10 @@ impl App {
             }
             Ok(None) => None,
             Err(e) => {
-                tracing::warn!("telling taskhost_add in SQL the limit of [tasks] max_data_bytes failed: {e}");
+                tracing::warn!(
+                    "telling taskhost_add in SQL the limit of [tasks] max_data_bytes failed (it keeps the limit the \
+                     database holds): {e}"
+                );
                 None
             }
         }

@@ -67,6 +67,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0035_key_relays_per_turn.sql",
     "0036_sql_add_utf8.sql",
     "0037_sql_add_data_limit.sql",
+    "0038_sql_add_utf8_bounds.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -108,6 +109,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0034_key_index_scheduled.sql",
     "0035_key_relays_per_turn.sql",
     "0036_sql_add_data_limit.sql",
+    "0037_sql_add_limit_definer.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -152,6 +154,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0037_sql_add_fast_key.sql",
     "0038_sql_add_fast_options.sql",
     "0039_sql_add_data_limit.sql",
+    "0040_sql_add_limit_unlocked.sql",
 );
 
 impl Embedded {

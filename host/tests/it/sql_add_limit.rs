@@ -72,6 +72,14 @@ async fn taskhost_add_takes_data_up_to_the_operators_max_data_bytes_and_refuses_
     assert!(stdout(&o).contains(said), "{}", stdout(&o));
     let said = refused(db, &env, &data(1_048_577), json!({}));
     assert!(said.contains("taskhost_add: invalid data: "), "{said}");
+    // A row gone (a database migrated by hand, say) is written again.
+    let o = shell(db, &env, &["DELETE FROM task_counters WHERE name = 'max_data_bytes'"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = taskhost_command(&env).arg("migrate").output().expect("taskhost migrate");
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let said = "taskhost_add now takes task data of at most 1048576 bytes ([tasks] max_data_bytes; was unset)";
+    assert!(stdout(&o).contains(said), "{}", stdout(&o));
+    assert_eq!(held(db, &env), "1048576");
     let mut all: Vec<_> =
         env.app.store.list_tasks(&Default::default()).await.expect("list").iter().map(|t| t.id).collect();
     all.sort();
@@ -79,3 +87,59 @@ async fn taskhost_add_takes_data_up_to_the_operators_max_data_bytes_and_refuses_
 }
 
 crate::on_every_database!(taskhost_add_takes_data_up_to_the_operators_max_data_bytes_and_refuses_more);
+
+/// A caller's transaction that queued more than 1 KiB of data holds no lock on the limit: a worker
+/// starting meanwhile writes its file's limit at once (0039 read it with a locking read, and the
+/// worker's write waited for the caller's commit, up to the lock wait timeout, then gave up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_that_queued_data_over_1_kib_leaves_the_limit_free_to_write_on_mariadb() {
+    use sqlx::{Connection, Row};
+    let my = common::mysql_scratch().await;
+    let store = taskhost::store::open(&my, &taskhost::store::StoreOptions::default()).await.expect("open");
+    store.migrate().await.expect("migrate");
+    let mut caller = sqlx::MySqlConnection::connect(&my).await.expect("connect");
+    for (options, limit) in [("NULL", 4096u64), (r#"'{"queue": "mail"}'"#, 8192)] {
+        sqlx::raw_sql("START TRANSACTION").execute(&mut caller).await.expect("begin");
+        let add = format!("CALL taskhost_add('echo', '{}', {options})", data(2000));
+        let id: i64 = sqlx::raw_sql(&add).fetch_all(&mut caller).await.expect("add")[0].get(0);
+        let wrote = tokio::time::timeout(Duration::from_secs(20), store.set_sql_data_limit(limit)).await;
+        assert!(matches!(wrote, Ok(Ok(Some(_)))), "{options}: the limit's write waited for the caller: {wrote:?}");
+        sqlx::raw_sql("COMMIT").execute(&mut caller).await.expect("commit");
+        assert!(store.get_task(id).await.expect("get").is_some(), "{options}: the caller's task");
+    }
+}
+
+/// On PostgreSQL `taskhost_add` runs with its caller's rights: a role granted what queueing needs
+/// (the tasks' tables, not `task_counters`) may queue more than 1 KiB of data (0036 refused it:
+/// permission denied), and a table of its own named `task_counters` does not raise its limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_granted_the_tasks_tables_queues_data_over_1_kib_and_cannot_raise_its_limit_on_postgres() {
+    use sqlx::{Connection, Row};
+    let pg = common::postgres_scratch().await;
+    let store = taskhost::store::open(&pg, &taskhost::store::StoreOptions::default()).await.expect("open");
+    store.migrate().await.expect("migrate");
+    let role = format!("taskhost app {:08x}", rand::random::<u32>());
+    let mut conn = sqlx::PgConnection::connect(&pg).await.expect("connect");
+    let schema: String =
+        sqlx::query("SELECT current_schema() AS s").fetch_one(&mut conn).await.expect("schema").get("s");
+    let setup = format!(
+        "CREATE ROLE \"{role}\"; GRANT USAGE ON SCHEMA {schema} TO \"{role}\"; \
+         GRANT SELECT, INSERT, UPDATE ON task_queue, task_deps TO \"{role}\"; \
+         GRANT SELECT ON task_handler_versions TO \"{role}\"; \
+         GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO \"{role}\"; SET ROLE \"{role}\""
+    );
+    sqlx::raw_sql(&setup).execute(&mut conn).await.expect(&setup);
+    let add = |n: usize| format!("SELECT taskhost_add('echo', '{}') AS id", data(n));
+    let taken = sqlx::query(&add(2000)).fetch_one(&mut conn).await.map(|r| r.get::<i64, _>("id"));
+    let shadow = "CREATE TEMP TABLE task_counters (name text, v bigint); \
+                  INSERT INTO task_counters VALUES ('max_data_bytes', 100000000)";
+    sqlx::raw_sql(shadow).execute(&mut conn).await.expect(shadow);
+    let over = sqlx::query(&add(1_048_577)).fetch_one(&mut conn).await.map(|r| r.get::<i64, _>("id"));
+    let cleanup =
+        format!("RESET ROLE; DROP TABLE pg_temp.task_counters; DROP OWNED BY \"{role}\"; DROP ROLE \"{role}\"");
+    sqlx::raw_sql(&cleanup).execute(&mut conn).await.expect(&cleanup);
+    let id = taken.expect("2,000 bytes taken from the role");
+    assert!(store.get_task(id).await.expect("get").is_some());
+    let said = over.expect_err("over the limit, its own task_counters beside").to_string();
+    assert!(said.contains("1048577 bytes, over the limit of 1048576 bytes ([tasks] max_data_bytes)"), "{said}");
+}

@@ -61,3 +61,30 @@ async fn text_that_is_not_utf8_is_refused_in_sql_on_sqlite_and_a_row_holding_it_
     let task = env.app.store.get_task(kept).await.expect("get").expect("task");
     assert_eq!((task.data.as_str(), task.queue.as_str(), task.queued_by.as_deref()), (data, "médias", Some("ü")));
 }
+
+/// The walk reads each argument only as far as it may be long (0038): a queue too long is refused
+/// for its length unwalked, however high the data's limit (0037 walked it up to the limit: seconds
+/// for a long one under 4 MiB, holding the write lock), and data up to 1 KiB is walked however
+/// low the limit's row was set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_utf8_walk_reads_each_argument_only_as_far_as_it_may_be_long_on_sqlite() {
+    let env = Env::on(Db::Sqlite, &["echo"]).await;
+    let said = |limit: u64, insert: &str| {
+        let set = format!("UPDATE task_counters SET v = {limit} WHERE name = 'max_data_bytes'");
+        let o = shell(Db::Sqlite, &env, &[&set, insert]);
+        assert!(!o.status.success(), "{insert} was taken under a limit of {limit}");
+        stderr(&o)
+    };
+    // 300 bytes, the first not UTF-8.
+    let queue =
+        "INSERT INTO taskhost_add (handler, queue) VALUES ('echo', CAST(X'FF' AS TEXT) || printf('%.*c', 299, 'q'))";
+    let refused = said(4 << 20, queue);
+    assert!(refused.contains("taskhost_add: invalid queue: empty, *, or over 128 bytes"), "{refused}");
+    let data = "INSERT INTO taskhost_add (handler, data) \
+                VALUES ('echo', '\"' || CAST(X'FF' AS TEXT) || printf('%.*c', 297, 'x') || '\"')";
+    for limit in [0, 255] {
+        let refused = said(limit, data);
+        assert!(refused.contains("taskhost_add: invalid data: not UTF-8 text"), "{limit}: {refused}");
+    }
+    assert!(env.app.store.list_tasks(&Default::default()).await.expect("list").is_empty(), "nothing was added");
+}

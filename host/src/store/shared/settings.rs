@@ -8,13 +8,17 @@ use super::super::sql::args;
 use crate::error::Result;
 
 /// Write `bytes` as the data limit of `taskhost_add` where it differs; the limit it replaced, if
-/// it did. Nothing when the database has no such row (migrated before it, by an older host).
+/// it did (0 for a row that was missing or held no number: written all the same, so that what SQL
+/// takes follows the file).
 pub async fn set_sql_data_limit<D: Dialect>(db: &D, bytes: u64) -> Result<Option<u64>> {
-    let found = db.rows(None, "SELECT v FROM task_counters WHERE name = 'max_data_bytes'", &[]).await?;
-    let Some(was) = found.first().map(|r| r.int("v")).transpose()?.flatten() else {
-        return Ok(None);
-    };
+    // (`+ 0`: a value SQLite holds as text reads as a number, 0, and is written over.)
+    let found = db.rows(None, "SELECT v + 0 AS v FROM task_counters WHERE name = 'max_data_bytes'", &[]).await?;
     let bytes_i = i64::try_from(bytes).unwrap_or(i64::MAX);
+    let Some(was) = found.first().map(|r| r.int("v")).transpose()?.flatten() else {
+        let sql = "INSERT INTO task_counters (name, v) VALUES ('max_data_bytes', $1)";
+        db.exec(None, sql, args![bytes_i]).await?;
+        return Ok(Some(0));
+    };
     if was == bytes_i {
         return Ok(None);
     }
