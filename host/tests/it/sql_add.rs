@@ -38,8 +38,11 @@ pub(crate) fn shell(db: Db, env: &Env, statements: &[&str]) -> Output {
             c
         }
         Db::Sqlite => {
+            // (A busy timeout, as the host's own connections have: a write meeting one of the
+            // host's, a deploy's say, waits for it instead of failing at once with "database is
+            // locked".)
             let mut c = Command::new("sqlite3");
-            c.args(["-bail", sqlite_path(url)]);
+            c.args(["-bail", "-cmd", ".timeout 30000", sqlite_path(url)]);
             c
         }
     };
