@@ -68,6 +68,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0036_sql_add_utf8.sql",
     "0037_sql_add_data_limit.sql",
     "0038_sql_add_utf8_bounds.sql",
+    "0039_sql_add_limit_as_number.sql",
 );
 
 /// The migrations of `migrations/postgres/`.

@@ -86,7 +86,10 @@ async fn taskhost_add_takes_data_up_to_the_operators_max_data_bytes_and_refuses_
     assert_eq!(all, added, "only the tasks taken");
 }
 
-crate::on_every_database!(taskhost_add_takes_data_up_to_the_operators_max_data_bytes_and_refuses_more);
+crate::on_every_database!(
+    taskhost_add_takes_data_up_to_the_operators_max_data_bytes_and_refuses_more,
+    processes_starting_together_without_the_limits_row_each_write_it
+);
 
 /// A caller's transaction that queued more than 1 KiB of data holds no lock on the limit: a worker
 /// starting meanwhile writes its file's limit at once (0039 read it with a locking read, and the
@@ -142,4 +145,42 @@ async fn a_role_granted_the_tasks_tables_queues_data_over_1_kib_and_cannot_raise
     assert!(store.get_task(id).await.expect("get").is_some());
     let said = over.expect_err("over the limit, its own task_counters beside").to_string();
     assert!(said.contains("1048577 bytes, over the limit of 1048576 bytes ([tasks] max_data_bytes)"), "{said}");
+}
+
+/// Processes opening a database whose limit's row is gone, together, each write their limit: the
+/// one that finds the row written by another meanwhile writes over it (the first write of the row
+/// refused the others for its name, and they did not start).
+async fn processes_starting_together_without_the_limits_row_each_write_it(db: Db) {
+    let env = Env::on(db, &[]).await;
+    let o = shell(db, &env, &["DELETE FROM task_counters WHERE name = 'max_data_bytes'"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let options = taskhost::store::StoreOptions::default();
+    let mut stores = Vec::new();
+    for _ in 0..6 {
+        stores.push(taskhost::store::open(&env.db_url, &options).await.expect("open"));
+    }
+    let starts = stores.iter().enumerate().map(|(i, s)| s.set_sql_data_limit(4096 + i as u64));
+    let wrote = futures::future::join_all(starts).await;
+    for (i, w) in wrote.iter().enumerate() {
+        assert!(w.is_ok(), "process {i}: {w:?}");
+    }
+    let limit: u64 = held(db, &env).parse().expect("a number");
+    assert!((4096..4102).contains(&limit), "{limit}");
+}
+
+/// On SQLite a limit's row holding text (written by hand: the host writes a number) reads as the
+/// least limit, 1 KiB, until a host writes the file's limit again (0037 compared the data's length
+/// with the text, which SQLite orders after every number, and took data of any length).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limits_row_holding_text_bounds_sql_data_at_1_kib_on_sqlite() {
+    let env = Env::on(Db::Sqlite, &["echo"]).await;
+    let o = shell(Db::Sqlite, &env, &["UPDATE task_counters SET v = 'lots' WHERE name = 'max_data_bytes'"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said = refused(Db::Sqlite, &env, &data(1025), json!({}));
+    assert!(said.contains("taskhost_add: invalid data: over the limit of [tasks] max_data_bytes"), "{said}");
+    let id = add_in_shell(Db::Sqlite, &env, "echo", &data(1024), json!({}), true);
+    assert_eq!(env.app.store.get_task(id).await.expect("get").expect("the task").data.len(), 1024);
+    assert_eq!(env.app.store.set_sql_data_limit(4096).await.expect("write the limit"), Some(0));
+    let id = add_in_shell(Db::Sqlite, &env, "echo", &data(4096), json!({}), true);
+    assert_eq!(env.app.store.get_task(id).await.expect("get").expect("the task").data.len(), 4096);
 }

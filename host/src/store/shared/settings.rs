@@ -13,17 +13,23 @@ use crate::error::Result;
 pub async fn set_sql_data_limit<D: Dialect>(db: &D, bytes: u64) -> Result<Option<u64>> {
     // (`+ 0`: a value SQLite holds as text reads as a number, 0, and is written over.)
     let found = db.rows(None, "SELECT v + 0 AS v FROM task_counters WHERE name = 'max_data_bytes'", &[]).await?;
+    let was = found.first().map(|r| r.int("v")).transpose()?.flatten();
     let bytes_i = i64::try_from(bytes).unwrap_or(i64::MAX);
-    let Some(was) = found.first().map(|r| r.int("v")).transpose()?.flatten() else {
-        let sql = "INSERT INTO task_counters (name, v) VALUES ('max_data_bytes', $1)";
-        db.exec(None, sql, args![bytes_i]).await?;
-        return Ok(Some(0));
-    };
-    if was == bytes_i {
-        return Ok(None);
-    }
     // (Read first: a process opening the database with the limit written, the usual case, writes
     // nothing, and SQLite's one write turn is not taken for it.)
+    if was == Some(bytes_i) {
+        return Ok(None);
+    }
+    if was.is_none() {
+        let sql = "INSERT INTO task_counters (name, v) VALUES ('max_data_bytes', $1)";
+        match db.exec(None, sql, args![bytes_i]).await {
+            Ok(_) => return Ok(Some(0)),
+            // Another process starting wrote it meanwhile: this one's file is written over it, as
+            // if it had been read.
+            Err(e) if e.is_unique_violation() => {}
+            Err(e) => return Err(e),
+        }
+    }
     db.exec(None, "UPDATE task_counters SET v = $1 WHERE name = 'max_data_bytes'", args![bytes_i]).await?;
-    Ok(Some(u64::try_from(was).unwrap_or(0)))
+    Ok(Some(was.map_or(0, |was| u64::try_from(was).unwrap_or(0))))
 }
