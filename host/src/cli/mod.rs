@@ -141,40 +141,45 @@ pub async fn run(cli: Cli) -> Result<()> {
         App::tell_sql_data_limit(&*app.store, config.policy.max_data_bytes).await;
     }
     let overseer_config = overseer_config(&cli, &app);
-    match cli.command {
-        Command::Add(a) => commands::add(&app, a).await?,
-        Command::Worker(w) => commands::worker(&app, w, overseer_config, cli.log_format).await?,
-        Command::Overseer { once, apply, .. } => commands::overseer(&app, overseer_config, once, apply).await?,
-        Command::List(l) => list(&app, l).await?,
-        Command::Show { id, json } => commands::show(&app, id, json).await?,
-        Command::Schedule { command } => schedule::run(&app, command).await?,
-        Command::Queues { json, keys: false, .. } => commands::queues(&app, json).await?,
+    on_app(&app, cli.command, overseer_config, cli.log_format).await
+}
+
+/// Run a command that works on the opened database.
+async fn on_app(app: &App, command: Command, overseer_config: OverseerConfig, log_format: LogFormat) -> Result<()> {
+    match command {
+        Command::Add(a) => commands::add(app, a).await?,
+        Command::Worker(w) => commands::worker(app, w, overseer_config, log_format).await?,
+        Command::Overseer { once, apply, .. } => commands::overseer(app, overseer_config, once, apply).await?,
+        Command::List(l) => list(app, l).await?,
+        Command::Show { id, json } => commands::show(app, id, json).await?,
+        Command::Schedule { command } => schedule::run(app, command).await?,
+        Command::Queues { json, keys: false, .. } => commands::queues(app, json).await?,
         Command::Queues { json, keys: true, queue, limit } => {
-            commands::keys(&app, queue.as_deref(), limit, json).await?
+            commands::keys(app, queue.as_deref(), limit, json).await?
         }
         Command::Limits { command } => {
-            limits::run(&app, command.unwrap_or(limits::LimitsCommand::List { json: false })).await?
+            limits::run(app, command.unwrap_or(limits::LimitsCommand::List { json: false })).await?
         }
         Command::Deploy { path, name, compile, json } => {
-            deploy::deploy(&app, &path, name.as_deref(), compile, json).await?
+            deploy::deploy(app, &path, name.as_deref(), compile, json).await?
         }
-        Command::Versions { name, history, json } => deploy::versions(&app, &name, history, json).await?,
-        Command::Rollback { name, to } => deploy::rollback(&app, &name, to.as_deref()).await?,
-        Command::Pause { queue } => commands::pause(&app, &queue).await?,
-        Command::Resume { queue } => commands::resume(&app, &queue).await?,
-        Command::Stats { handler, queue, json } => commands::stats(&app, handler, queue, json).await?,
-        Command::Cancel(c) => bulk::cancel(&app, c).await?,
-        Command::Retry(r) => bulk::retry(&app, r).await?,
-        Command::Signal { id, name, data } => commands::signal(&app, id, &name, &data).await?,
-        Command::DeleteFinished(d) => bulk::delete_finished(&app, d).await?,
-        Command::Demo => crate::demo::run(&app).await?,
+        Command::Versions { name, history, json } => deploy::versions(app, &name, history, json).await?,
+        Command::Rollback { name, to } => deploy::rollback(app, &name, to.as_deref()).await?,
+        Command::Pause { queue } => commands::pause(app, &queue).await?,
+        Command::Resume { queue } => commands::resume(app, &queue).await?,
+        Command::Stats { handler, queue, json } => commands::stats(app, handler, queue, json).await?,
+        Command::Cancel(c) => bulk::cancel(app, c).await?,
+        Command::Retry(r) => bulk::retry(app, r).await?,
+        Command::Signal { id, name, data } => commands::signal(app, id, &name, &data).await?,
+        Command::DeleteFinished(d) => bulk::delete_finished(app, d).await?,
+        Command::Demo => crate::demo::run(app).await?,
         Command::Serve { listen, header_timeout, request_timeout, max_connections } => {
             let limits = taskhost::api::ServerLimits {
                 header_timeout,
                 request_timeout,
                 max_connections: max_connections as usize,
             };
-            serve(&app, listen, limits).await?
+            serve(app, listen, limits).await?
         }
         // Handled before opening the database.
         Command::RunOnce { .. }
