@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::plugins::{self, Catalog};
 use crate::runner::{Worker, WorkerConfig};
 use crate::sandbox::{Sandbox, SandboxConfig};
-use crate::store::{self, SharedStore, StoreOptions};
+use crate::store::{self, DataLimitWrite, SharedStore, StoreOptions};
 
 /// What [`App::open`] needs: the database, the plugins directory, the sandbox and the operator's policy.
 #[derive(Clone)]
@@ -108,25 +108,22 @@ impl App {
     /// runs tasks.
     /// What it says, when it changed.
     pub async fn tell_sql_data_limit(store: &dyn store::Store, bytes: usize) -> Option<String> {
-        match store.set_sql_data_limit(bytes as u64).await {
-            Ok(Some(was)) => {
-                // (0: the row was missing or held no number; a limit is never under 1 KiB.)
-                let was = if was == 0 { "unset".to_string() } else { was.to_string() };
-                let said = format!(
-                    "taskhost_add now takes task data of at most {bytes} bytes ([tasks] max_data_bytes; was {was})"
-                );
-                tracing::info!("{said}");
-                Some(said)
-            }
-            Ok(None) => None,
+        let was = match store.set_sql_data_limit(bytes as u64).await {
+            Ok(DataLimitWrite::Unchanged) => return None,
+            Ok(DataLimitWrite::Replaced(was)) => was.to_string(),
+            Ok(DataLimitWrite::WasUnset) => "unset".to_string(),
             Err(e) => {
                 tracing::warn!(
                     "telling taskhost_add in SQL the limit of [tasks] max_data_bytes failed (it keeps the limit the \
                      database holds): {e}"
                 );
-                None
+                return None;
             }
-        }
+        };
+        let said =
+            format!("taskhost_add now takes task data of at most {bytes} bytes ([tasks] max_data_bytes; was {was})");
+        tracing::info!("{said}");
+        Some(said)
     }
 
     /// The sandbox and the plugins directory alone, without a database (for checking plugins or

@@ -27,8 +27,8 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
     /// Fails with [`Error::NotMigrated`](crate::error::Error::NotMigrated) when the tables do not exist.
     async fn check_migrated(&self) -> Result<()>;
     /// Tell `taskhost_add` in SQL the operator's `[tasks] max_data_bytes` (where it differs from
-    /// what it has); the limit replaced, if one was.
-    async fn set_sql_data_limit(&self, bytes: u64) -> Result<Option<u64>>;
+    /// what it has); what was written over.
+    async fn set_sql_data_limit(&self, bytes: u64) -> Result<DataLimitWrite>;
 
     // --- tasks -----------------------------------------------------------------------------
 
@@ -345,3 +345,14 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
 
 /// A store shared by the parts of a process.
 pub type SharedStore = Arc<dyn Store>;
+
+/// What [`Store::set_sql_data_limit`] found and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataLimitWrite {
+    /// The database held this limit already: nothing was written.
+    Unchanged,
+    /// It held this other limit, written over.
+    Replaced(u64),
+    /// It held none (the row missing, or holding no number): the limit was written.
+    WasUnset,
+}

@@ -43,7 +43,7 @@ pub use bell::CommitBell;
 pub use components::Components;
 pub use connect::{redact, StoreOptions};
 pub use dialect::{ClaimRequest, Claimed};
-pub use interface::{SharedStore, Store};
+pub use interface::{DataLimitWrite, SharedStore, Store};
 pub use types::*;
 
 /// Set `clock` from the database's time, when it follows the database's (a [`ServerClock`](crate::clock::ServerClock)) and

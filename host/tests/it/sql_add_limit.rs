@@ -9,6 +9,7 @@ use std::time::Duration;
 use common::process::{signal, spawn_worker, stderr, stdout, wait_exit};
 use common::{taskhost_command, wait_until, Db, Env};
 use serde_json::json;
+use taskhost::store::DataLimitWrite;
 
 use super::sql_add::{add_in_shell, add_sql, shell};
 
@@ -106,7 +107,10 @@ async fn a_transaction_that_queued_data_over_1_kib_leaves_the_limit_free_to_writ
         let add = format!("CALL taskhost_add('echo', '{}', {options})", data(2000));
         let id: i64 = sqlx::raw_sql(&add).fetch_all(&mut caller).await.expect("add")[0].get(0);
         let wrote = tokio::time::timeout(Duration::from_secs(20), store.set_sql_data_limit(limit)).await;
-        assert!(matches!(wrote, Ok(Ok(Some(_)))), "{options}: the limit's write waited for the caller: {wrote:?}");
+        assert!(
+            matches!(wrote, Ok(Ok(DataLimitWrite::Replaced(_)))),
+            "{options}: the limit's write waited for the caller: {wrote:?}"
+        );
         sqlx::raw_sql("COMMIT").execute(&mut caller).await.expect("commit");
         assert!(store.get_task(id).await.expect("get").is_some(), "{options}: the caller's task");
     }
@@ -180,7 +184,7 @@ async fn a_limits_row_holding_text_bounds_sql_data_at_1_kib_on_sqlite() {
     assert!(said.contains("taskhost_add: invalid data: over the limit of [tasks] max_data_bytes"), "{said}");
     let id = add_in_shell(Db::Sqlite, &env, "echo", &data(1024), json!({}), true);
     assert_eq!(env.app.store.get_task(id).await.expect("get").expect("the task").data.len(), 1024);
-    assert_eq!(env.app.store.set_sql_data_limit(4096).await.expect("write the limit"), Some(0));
+    assert_eq!(env.app.store.set_sql_data_limit(4096).await.expect("write the limit"), DataLimitWrite::WasUnset);
     let id = add_in_shell(Db::Sqlite, &env, "echo", &data(4096), json!({}), true);
     assert_eq!(env.app.store.get_task(id).await.expect("get").expect("the task").data.len(), 4096);
 }
