@@ -53,7 +53,7 @@ impl<D: Dialect> Store for SqlStore<D> {
         }
     }
 
-    async fn set_sql_data_limit(&self, bytes: u64) -> Result<super::DataLimitWrite> {
+    async fn set_sql_data_limit(&self, bytes: u64) -> Result<super::interface::DataLimitWrite> {
         settings::set_sql_data_limit(&self.db, bytes).await
     }
 

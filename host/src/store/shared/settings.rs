@@ -3,9 +3,9 @@
 //! `task_counters` as `max_data_bytes` (a row the migrations made with the default).
 
 use super::super::dialect::Dialect;
+use super::super::interface::DataLimitWrite;
 use super::super::plumbing::Cells;
 use super::super::sql::args;
-use super::super::DataLimitWrite;
 use crate::error::Result;
 
 /// Write `bytes` as the data limit of `taskhost_add` where it differs (a row that was missing or
