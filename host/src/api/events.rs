@@ -26,19 +26,22 @@ use tokio::sync::watch;
 
 use super::feed::Told;
 use super::{ApiError, ApiState};
-use crate::model::TaskId;
+use crate::model::{TaskId, MAX_HANDLER_BYTES, MAX_QUEUE_BYTES};
 use crate::store::{Brief, Look};
 
 /// Tasks one stream may ask for by id.
 pub const MAX_TASKS: usize = 100;
+/// Queues, and handlers, one stream may name: each of a thousand streams holds its lists and
+/// weighs every event against them, so a hostile query string (hundreds of KiB) may not.
+pub const MAX_NAMES: usize = 100;
 /// How often an idle stream is sent a comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// What a stream keeps: the tasks of these queues, handlers and ids (each list empty: all).
 #[derive(Debug, Default)]
 struct Filter {
-    queues: Vec<String>,
-    handlers: Vec<String>,
+    queues: HashSet<String>,
+    handlers: HashSet<String>,
     tasks: HashSet<TaskId>,
 }
 
@@ -55,8 +58,8 @@ impl Filter {
                 return Err(bad("an empty list".into()));
             }
             match key.as_str() {
-                "queue" => f.queues = list(value),
-                "handler" => f.handlers = list(value),
+                "queue" => f.queues = names(list(value), "queues", MAX_QUEUE_BYTES).map_err(bad)?,
+                "handler" => f.handlers = names(list(value), "handlers", MAX_HANDLER_BYTES).map_err(bad)?,
                 "task" => {
                     let ids: Vec<String> = list(value);
                     if ids.len() > MAX_TASKS {
@@ -81,11 +84,23 @@ impl Filter {
     }
 }
 
+/// A list of queue or handler names, bounded: at most [`MAX_NAMES`], none longer than any such
+/// name can be (`longest` bytes).
+fn names(list: Vec<String>, what: &str, longest: usize) -> Result<HashSet<String>, String> {
+    if list.len() > MAX_NAMES {
+        return Err(format!("at most {MAX_NAMES} {what}"));
+    }
+    if let Some(long) = list.iter().find(|n| n.len() > longest) {
+        return Err(format!("a name of {} bytes: no {what} name is over {longest}", long.len()));
+    }
+    Ok(list.into_iter().collect())
+}
+
 /// Stream task events: when tasks are queued, start, make progress, fail a run and end.
 #[utoipa::path(get, path = "/api/v1/events", operation_id = "events", tag = "tasks",
     params(
-        ("queue" = Option<String>, Query, description = "Only tasks of these queues (comma-separated)"),
-        ("handler" = Option<String>, Query, description = "Only tasks of these handlers (comma-separated)"),
+        ("queue" = Option<String>, Query, description = "Only tasks of these queues (comma-separated, at most 100)"),
+        ("handler" = Option<String>, Query, description = "Only tasks of these handlers (comma-separated, at most 100)"),
         ("task" = Option<String>, Query, description = "Only these tasks (comma-separated ids, at most 100); their states as they are come first")),
     responses((status = 200, description = "Server-Sent Events: `event: task` with a task in brief as data; `event: lagged` with `{\"reason\": \"behind\", \"looks\": N}` or `{\"reason\": \"burst\"}` (events were lost: read again)", content_type = "text/event-stream", body = Brief), super::doc::Errors))]
 pub(super) async fn stream(

@@ -120,6 +120,8 @@ async fn a_stream_tells_each_task_as_it_is_queued_runs_fails_and_ends(db: Db) {
         ("/events?colour=red".to_string(), 400, "invalid", "no such parameter (queue, handler, task)"),
         ("/events?task=".to_string(), 400, "invalid", "an empty list"),
         ("/events?queue=,".to_string(), 400, "invalid", "an empty list"),
+        (format!("/events?queue={}", vec!["q"; 101].join(",")), 400, "invalid", "at most 100 queues"),
+        (format!("/events?handler={}", "h".repeat(129)), 400, "invalid", "a name of 129 bytes"),
     ] {
         let (got, error) = served.call("GET", &path, None, None);
         assert_eq!((got, error["error"]["code"].as_str()), (status, Some(code)), "{path}: {error}");
