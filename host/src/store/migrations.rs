@@ -69,6 +69,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0037_sql_add_data_limit.sql",
     "0038_sql_add_utf8_bounds.sql",
     "0039_sql_add_limit_as_number.sql",
+    "0040_sql_add_days_that_exist.sql",
 );
 
 /// The migrations of `migrations/postgres/`.

@@ -194,6 +194,8 @@ async fn bad_input_to_taskhost_add_is_one_error_naming_what_is_wrong_and_adds_no
         ("echo", "{}", json!({"run_anyway": true}), "invalid run_anyway".into()),
         ("echo", "{}", json!({"priority": 3_000_000_000i64}), "priority".into()),
         ("echo", "{}", json!({"run_at": "someday"}), "run_at".into()),
+        ("echo", "{}", json!({"run_at": "2030-02-30 00:00:00"}), "run_at".into()),
+        ("echo", "{}", json!({"run_at": "0000-01-01 00:00:00+14:00"}), "run_at".into()),
         ("echo", "{}", json!({"queued_by": "x".repeat(256)}), "invalid queued_by".into()),
         ("echo", &big, json!({}), "data".into()),
         ("echo", "{}", json!({"unique_for": 3600}), "invalid unique_for".into()),

@@ -1,6 +1,7 @@
 //! Text that is not UTF-8 queued in SQL on SQLite, which keeps any bytes as TEXT (the other
 //! databases refuse them themselves): refused by `taskhost_add`, and harmless in a row written
-//! around it.
+//! around it. And times SQLite's functions take as given, a day past its month's end or the hour
+//! 24: refused, and a task they were written to before 0040 due at the time they mean.
 
 use crate::common;
 use crate::sql_add::{add_in_shell, shell, state};
@@ -87,4 +88,41 @@ async fn the_utf8_walk_reads_each_argument_only_as_far_as_it_may_be_long_on_sqli
         assert!(refused.contains("taskhost_add: invalid data: not UTF-8 text"), "{limit}: {refused}");
     }
     assert!(env.app.store.list_tasks(&Default::default()).await.expect("list").is_empty(), "nothing was added");
+}
+
+/// Before 0040, `taskhost_add` on SQLite took a `run_at` of a day past its month's end or of the
+/// hour 24 and wrote it as given, a time the host cannot read: every claim of its queue failed on
+/// the task, and every list. The upgrade makes such a task due at the time SQLite reads it as (the
+/// day moved on), and `taskhost_add` refuses such a time, naming it, as the other databases do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_at_of_a_day_that_does_not_exist_is_refused_and_one_written_before_is_read_on_sqlite() {
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("queue.db").display());
+    common::migrated::migrate_before(&url, "sqlite", "0040").await;
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("connect");
+    for at in ["2030-02-30 00:00:00", "2030-01-01T24:00:00Z", "2030-05-01 10:00:00+02:00"] {
+        let add = format!("INSERT INTO taskhost_add (handler, run_at) VALUES ('echo', '{at}')");
+        sqlx::raw_sql(&add).execute(&mut conn).await.expect("0039 took it");
+    }
+    drop(conn);
+    let store = taskhost::store::open(&url, &taskhost::store::StoreOptions::default()).await.expect("open");
+    store.migrate().await.expect("migrate");
+    let listed = store.list_tasks(&Default::default()).await.expect("a list reads every task");
+    let mut due: Vec<String> = listed.iter().map(|t| t.scheduled_on.to_rfc3339()).collect();
+    due.sort();
+    assert_eq!(due, ["2030-01-02T00:00:00+00:00", "2030-03-02T00:00:00+00:00", "2030-05-01T08:00:00+00:00"]);
+
+    let env = Env::on(Db::Sqlite, &["echo"]).await;
+    for at in ["2030-02-30 00:00:00", "2030-04-31T10:00:00Z", "2030-01-01 24:00:00", "0000-06-01 00:00:00"] {
+        let o =
+            shell(Db::Sqlite, &env, &[&format!("INSERT INTO taskhost_add (handler, run_at) VALUES ('echo', '{at}')")]);
+        assert!(!o.status.success(), "{at} was taken");
+        let said = stderr(&o);
+        assert!(said.contains("taskhost_add: invalid run_at: not a time"), "{at}: {said}");
+    }
+    assert!(env.app.store.list_tasks(&Default::default()).await.expect("list").is_empty(), "nothing was added");
+    let leap = add_in_shell(Db::Sqlite, &env, "echo", "{}", json!({"run_at": "2028-02-29 23:59:59"}), true);
+    let task = env.app.store.get_task(leap).await.expect("get").expect("the task");
+    assert_eq!(task.scheduled_on.to_rfc3339(), "2028-02-29T23:59:59+00:00");
 }
