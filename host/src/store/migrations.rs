@@ -70,6 +70,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0038_sql_add_utf8_bounds.sql",
     "0039_sql_add_limit_as_number.sql",
     "0040_sql_add_days_that_exist.sql",
+    "0041_sql_add_key_unicode_space.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -112,6 +113,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0035_key_relays_per_turn.sql",
     "0036_sql_add_data_limit.sql",
     "0037_sql_add_limit_definer.sql",
+    "0038_sql_add_key_unicode_space.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
