@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue};
+use axum::http::{header, HeaderValue, Method};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use tokio::sync::Semaphore;
 
 use super::{ApiState, MAX_BODY_BYTES};
@@ -24,7 +24,8 @@ pub(super) fn body_budget() -> Semaphore {
 }
 
 /// A request with a body waits until its bytes fit the budget (a body of unknown length counts as
-/// the largest allowed), and holds them until its answer is made.
+/// the largest allowed), and holds them until its answer is made; a GET or HEAD with one is
+/// refused.
 pub(super) async fn bodies(State(state): State<Arc<ApiState>>, req: Request, next: Next) -> Response {
     // A deploy's body is a component: bounded at its own limit (its route has no other).
     let req = match super::deploys::is_deploy(req.method(), req.uri().path()) {
@@ -39,6 +40,12 @@ pub(super) async fn bodies(State(state): State<Arc<ApiState>>, req: Request, nex
     };
     if bytes == 0 {
         return next.run(req).await;
+    }
+    // No GET reads a body, and a GET may wait (`?wait=`, the event stream): holding its announced
+    // bytes meanwhile let three such requests stop every request with a body.
+    if matches!(*req.method(), Method::GET | Method::HEAD) {
+        let message = format!("a {} request carries no body: send it without one", req.method());
+        return super::error::ApiError::bad("body-not-allowed", message).into_response();
     }
     let units = u32::try_from(bytes.div_ceil(UNIT)).unwrap_or(u32::MAX);
     // The semaphore is never closed; should it be, the request goes on unbounded rather than fail.

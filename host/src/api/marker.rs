@@ -18,6 +18,10 @@ pub const SAFETY_READ: Duration = Duration::from_secs(1);
 /// the file system's clock tick (4 to 10 ms before Linux 6.13).
 pub const STILL: Duration = Duration::from_millis(20);
 
+/// How long a reader whose marker could not be read reads every tick before it asks again: a
+/// server without the function fails each time, a database down a moment only then.
+pub const MARKER_RETRY: Duration = Duration::from_secs(60);
+
 /// A reader's view of the change marker.
 pub(super) struct Gate {
     /// The marker at the look before.
@@ -27,8 +31,10 @@ pub(super) struct Gate {
     /// The marker of the last read that may be trusted to have seen every commit it marks, and
     /// when that read was.
     read: Option<(u64, Instant)>,
-    /// False once the marker could not be read (a server without the function): not asked again.
-    marked: bool,
+    /// Until when the marker is not asked for, after it could not be read.
+    unmarked_until: Option<Instant>,
+    /// Whether that failure was told (once, until the marker is read again).
+    told: bool,
 }
 
 /// A read the gate let through, with the marker read before it and whether the marker had
@@ -37,7 +43,7 @@ pub(super) struct Pass(Option<u64>, bool);
 
 impl Default for Gate {
     fn default() -> Self {
-        Gate { seen: None, seen_since: Instant::now(), read: None, marked: true }
+        Gate { seen: None, seen_since: Instant::now(), read: None, unmarked_until: None, told: false }
     }
 }
 
@@ -46,15 +52,31 @@ impl Gate {
     /// else the pass to read with (the marker is read before the data: a commit after it moves
     /// it for the next look). `what` names the reader in the one warning of a failing marker.
     pub async fn pass(&mut self, store: &SharedStore, what: &str) -> Option<Pass> {
-        let marker = match self.marked.then(|| store.change_marker()) {
-            Some(read) => read.await.unwrap_or_else(|e| {
-                tracing::warn!("the database's change marker cannot be read, so {what} reads every tick: {e}");
-                self.marked = false;
-                None
-            }),
-            None => None,
+        let marker = match self.asks_at(Instant::now()) {
+            true => match store.change_marker().await {
+                Ok(marker) => {
+                    if std::mem::take(&mut self.told) {
+                        tracing::info!("the database's change marker is read again, so {what} reads on its moves");
+                    }
+                    self.unmarked_until = None;
+                    marker
+                }
+                Err(e) => {
+                    if !std::mem::replace(&mut self.told, true) {
+                        tracing::warn!("the database's change marker cannot be read, so {what} reads every tick: {e}");
+                    }
+                    self.unmarked_until = Some(Instant::now() + MARKER_RETRY);
+                    None
+                }
+            },
+            false => None,
         };
         self.pass_at(marker, Instant::now())
+    }
+
+    /// Whether the marker is asked for at `now`: always, but for [`MARKER_RETRY`] after it failed.
+    fn asks_at(&self, now: Instant) -> bool {
+        self.unmarked_until.is_none_or(|until| now >= until)
     }
 
     /// [`Gate::pass`] with the marker read, at `now`.
@@ -108,7 +130,7 @@ mod tests {
 
     /// A gate whose marker stood at `marker` since `t0`, with no read trusted.
     fn gate(t0: Instant, marker: u64) -> Gate {
-        Gate { seen: Some(marker), seen_since: t0, read: None, marked: true }
+        Gate { seen: Some(marker), seen_since: t0, ..Gate::default() }
     }
 
     #[test]
@@ -162,6 +184,16 @@ mod tests {
         g.done_at(pass, true, t0 + STILL);
         assert!(g.pass_at(Some(1), t0 + STILL + SAFETY_READ - MS).is_none());
         assert!(g.pass_at(Some(1), t0 + STILL + SAFETY_READ).is_some(), "read once a second all the same");
+    }
+
+    #[test]
+    fn a_marker_that_failed_is_asked_for_again_a_retry_later() {
+        let t0 = Instant::now();
+        let mut g = gate(t0, 1);
+        assert!(g.asks_at(t0));
+        g.unmarked_until = Some(t0 + MARKER_RETRY);
+        assert!(!g.asks_at(t0 + MARKER_RETRY - MS), "not asked for while it may still fail");
+        assert!(g.asks_at(t0 + MARKER_RETRY), "asked for again: a database down a moment is back");
     }
 
     #[test]

@@ -253,12 +253,17 @@ impl NewTask {
         if self.key.as_deref() == Some("") {
             return field("key", "the key is empty".into());
         }
-        if self.key.as_deref().is_some_and(|k| k.trim() != k) {
-            // MySQL compares keys padded with spaces: "a" and "a " would be one key there.
-            return field("key", "the key begins or ends with white space".into());
-        }
         if self.unique_key.as_deref() == Some("") {
             return field("unique key", "the unique key is empty".into());
+        }
+        // MySQL compares names padded with spaces: "a" and "a " would be one queue, one key there,
+        // and one where the other databases hold two. Refused on every database alike.
+        let names =
+            [("queue", Some(&self.queue)), ("key", self.key.as_ref()), ("unique key", self.unique_key.as_ref())];
+        for (what, name) in names {
+            if name.is_some_and(|n| n.trim() != n) {
+                return field(what, format!("the {what} begins or ends with white space"));
+            }
         }
         if let Some(v) = &self.version {
             let hex = v.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));

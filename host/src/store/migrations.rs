@@ -71,6 +71,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0039_sql_add_limit_as_number.sql",
     "0040_sql_add_days_that_exist.sql",
     "0041_sql_add_key_unicode_space.sql",
+    "0042_sql_add_names_unpadded.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -114,6 +115,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0036_sql_add_data_limit.sql",
     "0037_sql_add_limit_definer.sql",
     "0038_sql_add_key_unicode_space.sql",
+    "0039_sql_add_names_unpadded.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -159,6 +161,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0038_sql_add_fast_options.sql",
     "0039_sql_add_data_limit.sql",
     "0040_sql_add_limit_unlocked.sql",
+    "0041_sql_add_names_unpadded.sql",
 );
 
 impl Embedded {

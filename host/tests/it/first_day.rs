@@ -161,6 +161,24 @@ async fn every_queue_is_spelled_alone_and_is_no_queue_s_name() {
     assert!(env.app.client.queues().await.expect("queues").is_empty(), "nothing was queued");
 }
 
+/// MariaDB compares names padded with spaces ("mail" and "mail " would be one queue there, two
+/// elsewhere), so a queue, key or unique key bordered by white space is refused on every database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_or_unique_key_bordered_by_white_space_is_refused_in_one_line() {
+    let env = Env::new(&["echo"]).await;
+    let cases = [
+        (["--queue", "mail "], "error: invalid queue: the queue begins or ends with white space\n"),
+        (["--queue", "\u{3000}mail"], "error: invalid queue: the queue begins or ends with white space\n"),
+        (["--unique-key", " k"], "error: invalid unique key: the unique key begins or ends with white space\n"),
+        (["--key", "k\t"], "error: invalid key: the key begins or ends with white space\n"),
+    ];
+    for (args, said) in cases {
+        let o = taskhost_command(&env).args(["add", "echo"]).args(args).output().expect("run");
+        assert_eq!((o.status.code(), stderr(&o).as_str()), (Some(1), said), "{args:?}");
+    }
+    assert!(env.app.client.queues().await.expect("queues").is_empty(), "nothing was queued");
+}
+
 /// One name for attempts: `--max-attempts` counts the runs a task may have, the first included;
 /// the old `--max-retries` (and `max_retries` in a `--many` line) is read as the same number.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -106,7 +106,7 @@ async fn a_client_that_reads_none_of_its_answers_loses_its_connection() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_host_that_only_starts_like_loopback_and_an_absolute_target_are_refused() {
+async fn a_host_that_only_starts_like_loopback_an_absolute_target_and_a_get_with_a_body_are_refused() {
     let env = Env::new(&["echo"]).await;
     let served = Served::start(&env, "127.0.0.1:0");
     let port = served.host().rsplit_once(':').map(|(_, p)| p.to_string()).expect("a port");
@@ -117,6 +117,9 @@ async fn a_host_that_only_starts_like_loopback_and_an_absolute_target_are_refuse
     for host in ["localhost", &format!("127.0.0.1:{port}"), &format!("[::1]:{port}")] {
         assert_eq!(served.raw("GET", "/health", &format!("Host: {host}\r\n"), "").0, 200, "{host}");
     }
+    // A GET with a body is refused before it waits, holding none of the bytes it announced.
+    let (status, answer) = served.raw("GET", "/tasks/1?wait=60s", "Content-Length: 16777216\r\n", "{}");
+    assert_eq!((status, answer["error"]["code"].as_str()), (400, Some("body-not-allowed")), "{answer}");
     let (status, _, body) = served.exchange("GET", "http://evil.example/api/v1/health", "", "");
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("absolute-target"), "{body}");

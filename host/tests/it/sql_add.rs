@@ -191,6 +191,13 @@ async fn bad_input_to_taskhost_add_is_one_error_naming_what_is_wrong_and_adds_no
         ("echo", "{}", json!({"key": "\u{a0}padded"}), "invalid key".into()),
         ("echo", "{}", json!({"key": "padded\u{3000}"}), "invalid key".into()),
         ("echo", "{}", json!({"unique_key": ""}), "invalid unique_key".into()),
+        // MariaDB compares names padded with spaces: such names are refused on every database.
+        ("echo", "{}", json!({"queue": "mail "}), "invalid queue".into()),
+        ("echo", "{}", json!({"queue": "\u{3000}mail"}), "invalid queue".into()),
+        ("echo", "{}", json!({"unique_key": "k "}), "invalid unique_key".into()),
+        ("echo", "{}", json!({"unique_key": "\u{a0}k"}), "invalid unique_key".into()),
+        ("echo", "{}", json!({"unique_key": "k", "unique_states": "any "}), "invalid unique_states".into()),
+        ("echo", "{}", json!({"run_at": "2030-01-01 00:00:00+99:99"}), "run_at".into()),
         ("echo", "{}", json!({"after": [done + 1000]}), "invalid after".into()),
         ("echo", "{}", json!({"after": [done]}), "dead or cancelled".into()),
         ("echo", "{}", json!({"run_anyway": true}), "invalid run_anyway".into()),
@@ -211,6 +218,10 @@ async fn bad_input_to_taskhost_add_is_one_error_naming_what_is_wrong_and_adds_no
     if db != Db::MySql {
         // (The mysql client's string literal drops the backslash of JSON's `\u000b`.)
         cases.push(("echo", "{}", json!({"key": "padded\u{b}"}), "invalid key".into()));
+    } else {
+        // Option names are exact, spaces too (only MariaDB takes options as one JSON object).
+        cases.push(("echo", "{}", json!({"queue ": "mail"}), "unknown option".into()));
+        cases.push(("echo", "{}", json!({"unique_key": "k", "unique_states ": "any"}), "unknown option".into()));
     }
     for (handler, data, options, needle) in cases {
         let statements = add_sql(db, handler, data, options.clone());
