@@ -6,7 +6,8 @@
 //! tasks by id is first told their states as they are. When events were lost, the stream is told
 //! `event: lagged` and goes on: `{"reason": "behind", "looks": N}` when it fell over the reader's
 //! backlog behind (a client reading slower than events come), `{"reason": "burst"}` when more
-//! changed at once than a look tells; a client then reads what it shows again. A comment every
+//! changed at once than a look tells, `{"reason": "unavailable"}` when it opened while the
+//! database could not be read (told once it can); a client then reads what it shows again. A comment every
 //! 15 s keeps idle proxies from closing the stream. `taskhost serve` ends every stream when it
 //! stops; a Rust application serving [`router`](super::router) itself ends them by adding the
 //! layer `axum::Extension(taskhost::api::Stopping(rx))` and sending `true` on its channel
@@ -102,13 +103,15 @@ fn names(list: Vec<String>, what: &str, longest: usize) -> Result<HashSet<String
         ("queue" = Option<String>, Query, description = "Only tasks of these queues (comma-separated, at most 100)"),
         ("handler" = Option<String>, Query, description = "Only tasks of these handlers (comma-separated, at most 100)"),
         ("task" = Option<String>, Query, description = "Only these tasks (comma-separated ids, at most 100); their states as they are come first")),
-    responses((status = 200, description = "Server-Sent Events: `event: task` with a task in brief as data; `event: lagged` with `{\"reason\": \"behind\", \"looks\": N}` or `{\"reason\": \"burst\"}` (events were lost: read again)", content_type = "text/event-stream", body = Brief), super::doc::Errors))]
+    responses((status = 200, description = "Server-Sent Events: `event: task` with a task in brief as data; `event: lagged` with `{\"reason\": \"behind\", \"looks\": N}`, `{\"reason\": \"burst\"}` or `{\"reason\": \"unavailable\"}` (events were lost: read again)", content_type = "text/event-stream", body = Brief), super::doc::Errors))]
 pub(super) async fn stream(
     State(state): State<Arc<ApiState>>,
     Query(q): Query<BTreeMap<String, String>>,
     stopping: Option<Extension<super::wait::Stopping>>,
+    held: Option<Extension<super::server::LongHeld>>,
 ) -> Result<Response, ApiError> {
     let filter = Filter::parse(&q)?;
+    let turn = held.map(|Extension(h)| h.take()).transpose()?;
     let store = state.client.store();
     if !filter.tasks.is_empty() {
         let found = store
@@ -124,7 +127,7 @@ pub(super) async fn stream(
     }
     let subscription = state.feed.subscribe(store, filter.tasks.iter().copied().collect()).await?;
     let stopping = stopping.map(|Extension(s)| s.0);
-    let start = (subscription, Stream { filter, told: HashMap::new() }, stopping, VecDeque::new());
+    let start = (subscription, Stream { filter, told: HashMap::new(), _turn: turn }, stopping, VecDeque::new());
     let events = futures::stream::unfold(start, |(mut sub, mut stream, mut stopping, mut queue)| async move {
         loop {
             if let Some(event) = queue.pop_front() {
@@ -132,6 +135,11 @@ pub(super) async fn stream(
             }
             let got = tokio::select! {
                 got = sub.events.recv() => got,
+                _ = primed(&mut sub.unprimed), if sub.unprimed.is_some() => {
+                    sub.unprimed = None;
+                    queue.push_back(Event::default().event("lagged").data(r#"{"reason":"unavailable"}"#));
+                    continue;
+                }
                 _ = stopped(&mut stopping) => return None,
             };
             match got {
@@ -153,6 +161,8 @@ pub(super) async fn stream(
 struct Stream {
     filter: Filter,
     told: HashMap<TaskId, Brief>,
+    /// Its connection's turn to be held long, while it is open.
+    _turn: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Stream {
@@ -182,6 +192,14 @@ impl Stream {
 fn event(b: &Brief) -> Event {
     let data = serde_json::to_string(b).unwrap_or_else(|_| String::from("{}"));
     Event::default().event("task").data(data)
+}
+
+/// Completes once the reader has looked (a stream opened before it could).
+async fn primed(unprimed: &mut Option<watch::Receiver<bool>>) {
+    match unprimed {
+        Some(rx) => drop(rx.wait_for(|p| *p).await),
+        None => std::future::pending().await,
+    }
 }
 
 /// Completes once the server stops; never, for a router served otherwise.

@@ -67,6 +67,9 @@ struct Shared {
 /// An open stream's place: its events, and its tasks let go of when it is dropped.
 pub(super) struct Subscription {
     pub events: broadcast::Receiver<Arc<Told>>,
+    /// Opened before the reader's first look (the database could not be read): what changed
+    /// until it is, it cannot tell. Completes once the reader has looked.
+    pub unprimed: Option<watch::Receiver<bool>>,
     feed: Arc<Feed>,
     ids: Vec<TaskId>,
     _slot: OwnedSemaphorePermit,
@@ -92,7 +95,7 @@ impl Feed {
         let Ok(slot) = self.slots.clone().try_acquire_owned() else {
             return Err(busy(format!("{MAX_STREAMS} event streams are open already: try again later")));
         };
-        let subscription = {
+        let mut subscription = {
             let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
             let more = ids.iter().filter(|id| !shared.asked.contains_key(id)).count();
             if shared.asked.len() + more > MAX_ASKED {
@@ -108,11 +111,13 @@ impl Feed {
                 self.primed.send_replace(false);
                 tokio::spawn(read(self.clone(), store.clone()));
             }
-            Subscription { events, feed: self.clone(), ids, _slot: slot }
+            Subscription { events, unprimed: None, feed: self.clone(), ids, _slot: slot }
         };
-        // A reader that cannot look (the database down) keeps trying: the stream opens meanwhile.
+        // A reader that cannot look (the database down) keeps trying: the stream opens meanwhile,
+        // and is told it lagged once the reader has looked.
         let mut primed = self.primed.subscribe();
-        let _ = tokio::time::timeout(PRIMING, primed.wait_for(|p| *p)).await;
+        let in_time = tokio::time::timeout(PRIMING, primed.wait_for(|p| *p)).await.is_ok_and(|p| p.is_ok());
+        subscription.unprimed = (!in_time).then_some(primed);
         Ok(subscription)
     }
 

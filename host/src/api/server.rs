@@ -11,6 +11,8 @@
 //! - At most [`ServerLimits::max_connections`] are open at once (further ones wait in the
 //!   listen backlog until one closes), below the open-file limit, which is raised to its hard
 //!   maximum at start: running out of file descriptors would stop every caller, health probes too.
+//!   Of those, waits (`?wait=`) and event streams hold at most three quarters ([`LongHeld`]), so
+//!   that, however many a client opens, the others are answered.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -23,7 +25,9 @@ use futures::future::BoxFuture;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+
+use super::ApiError;
 
 /// How long and how many: see the module's documentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +99,8 @@ async fn serve_now(
     // Requests waiting for a task's end (`?wait=`) end when the server stops.
     let router = router
         .layer(middleware::from_fn(move |req: Request, next: Next| super::slow::within(request_timeout, req, next)))
-        .layer(axum::Extension(super::wait::Stopping(stopping.clone())));
+        .layer(axum::Extension(super::wait::Stopping(stopping.clone())))
+        .layer(axum::Extension(LongHeld::of(cap)));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(Some(limits.header_timeout)).keep_alive(true);
     let slots = Arc::new(Semaphore::new(cap));
@@ -136,6 +141,35 @@ async fn serve_now(
     let all = u32::try_from(cap).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(request_timeout, slots.acquire_many(all)).await;
     Ok(())
+}
+
+/// The connections that waits and event streams may hold at once on one server: three quarters of
+/// its own (at least one). A router served otherwise has none, and bounds them by their own
+/// counts only.
+#[derive(Clone)]
+pub struct LongHeld {
+    turns: Arc<Semaphore>,
+    most: usize,
+}
+
+impl LongHeld {
+    fn of(connections: usize) -> Self {
+        let most = (connections - connections / 4).max(1);
+        LongHeld { turns: Arc::new(Semaphore::new(most)), most }
+    }
+
+    /// A connection's turn to be held long, kept while the permit lives; 503 `busy` when every
+    /// turn is taken.
+    pub(super) fn take(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+        self.turns.clone().try_acquire_owned().map_err(|_| {
+            let message = format!(
+                "{} connections, three quarters of this server's, are held by waits and event streams already: \
+                 ask again later, or without wait",
+                self.most
+            );
+            ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, "busy", message)
+        })
+    }
 }
 
 /// An accept that failed: out of file descriptors (or memory) is waited out briefly rather than

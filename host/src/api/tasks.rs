@@ -237,6 +237,7 @@ pub(super) async fn get(
     Path(id): Path<String>,
     Query(q): Query<BTreeMap<String, String>>,
     stopping: Option<Extension<super::wait::Stopping>>,
+    held: Option<Extension<super::server::LongHeld>>,
 ) -> Result<Json<TaskDetail>, ApiError> {
     let id = task_id(&id)?;
     let mut within = None;
@@ -247,6 +248,7 @@ pub(super) async fn get(
         }
     }
     if let Some(within) = within {
+        let _turn = held.map(|Extension(h)| h.take()).transpose()?;
         let store = state.client.store();
         let first_look = async { Ok(store.get_task(id).await?.is_none_or(|t| t.state.is_final())) };
         let stopping = stopping.map(|Extension(s)| s);

@@ -43,3 +43,13 @@ impl Locker {
         }
     }
 }
+
+/// One statement on a connection of the test's own, outside the application's pools.
+pub async fn execute(db: Db, url: &str, sql: &str) {
+    use sqlx::{Connection, Executor};
+    match db {
+        Db::Sqlite => drop(sqlx::SqliteConnection::connect(url).await.expect("connect").execute(sql).await.expect(sql)),
+        Db::Postgres => drop(sqlx::PgConnection::connect(url).await.expect("connect").execute(sql).await.expect(sql)),
+        Db::MySql => drop(sqlx::MySqlConnection::connect(url).await.expect("connect").execute(sql).await.expect(sql)),
+    }
+}

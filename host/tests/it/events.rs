@@ -3,7 +3,8 @@
 //! `queue` and `task` keep only the tasks they name (a stream for a task is told its state at
 //! once); bad streams get one clear error; a server that stops ends its streams; more ends at
 //! once than a look reads are told as `lagged`, and the stream goes on, as is a stream read
-//! slower than its events come (in process, over the router). `/metrics`
+//! slower than its events come (in process, over the router), and a stream opened while the
+//! database cannot be read is told it lagged once it can. `/metrics`
 //! counts the open streams, which is how the test knows they are open before tasks are added.
 
 use crate::common;
@@ -292,7 +293,24 @@ async fn an_end_written_after_a_later_one_is_told_once(db: Db) {
     }
 }
 
+/// A stream opened while the database cannot be read (its tasks' table is away) opens all the
+/// same, and is told it lagged once the reader can look: what changed meanwhile it cannot tell.
+/// Then it goes on.
+async fn a_stream_opened_while_the_database_cannot_be_read_is_told_it_lagged_once_it_can(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let rename = |from: &str, to: &str| format!("ALTER TABLE {from} RENAME TO {to}");
+    common::locker::execute(db, &env.db_url, &rename("task_queue", "task_queue_away")).await;
+    let router = taskhost::api::router(env.app.client.clone(), Default::default());
+    let mut stream = Body::open(&router).await;
+    common::locker::execute(db, &env.db_url, &rename("task_queue_away", "task_queue")).await;
+    let (name, data) = stream.next(TOLD).await;
+    assert_eq!((name.as_str(), data), ("lagged", json!({"reason": "unavailable"})));
+    let next = env.app.client.add(NewTask::new("echo", "{}").with_queue("after")).await.expect("add").id;
+    stream.until("the task queued once the database can be read", is(next, "scheduled")).await;
+}
+
 crate::on_every_database!(
+    a_stream_opened_while_the_database_cannot_be_read_is_told_it_lagged_once_it_can,
     a_stream_tells_each_task_as_it_is_queued_runs_fails_and_ends,
     an_end_written_after_a_later_one_is_told_once,
     more_ends_at_once_than_a_look_reads_are_told_as_lagged_and_the_stream_goes_on,

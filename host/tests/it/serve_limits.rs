@@ -234,6 +234,39 @@ async fn a_handler_is_checked_again_only_when_its_file_changes_and_the_plugins_p
     assert_eq!(cached, 0, "nothing was compiled");
 }
 
+/// Waits and event streams hold at most three quarters of the server's connections: with four,
+/// a fourth long-held request is refused (503 `busy`), and a plain request is still answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_and_event_streams_never_hold_every_connection() {
+    let env = Env::new(&["echo"]).await;
+    let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    let served = Served::start_with(&env, &["--listen", "127.0.0.1:0", "--max-connections", "4"], None);
+    let host = served.host();
+    let mut held = Vec::new();
+    for path in
+        [format!("/api/v1/tasks/{id}?wait=60s"), format!("/api/v1/tasks/{id}?wait=60s"), "/api/v1/events".into()]
+    {
+        let mut s = TcpStream::connect(&host).expect("connect");
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes()).expect("send");
+        held.push(s);
+    }
+    let counted = "taskhost_api_waiting_requests 2\n";
+    let streams = "taskhost_api_event_streams 1\n";
+    common::wait_until(Duration::from_secs(30), "two waits and a stream", || async {
+        let metrics = served.page("/metrics").2;
+        metrics.contains(counted) && metrics.contains(streams)
+    })
+    .await;
+    for path in [format!("/tasks/{id}?wait=1s"), "/events".into()] {
+        let (status, answer) = served.raw("GET", &path, "", "");
+        assert_eq!((status, answer["error"]["code"].as_str()), (503, Some("busy")), "{path}: {answer}");
+        assert!(answer["error"]["message"].as_str().unwrap_or_default().contains("three quarters"), "{answer}");
+    }
+    let (status, task) = served.call("GET", &format!("/tasks/{id}"), None, None);
+    assert_eq!((status, &task["task"]["id"]), (200, &json!(id)), "a plain read is answered beside them");
+    drop(held);
+}
+
 /// `[serve]` in the configuration file sets `serve`'s options, `listen` among them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_configuration_file_sets_where_serve_listens() {
