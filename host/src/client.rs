@@ -283,6 +283,9 @@ impl Client {
     /// it was paused already.
     pub async fn pause_queue(&self, queue: &str) -> Result<bool> {
         check_text("queue", queue, MAX_QUEUE_BYTES)?;
+        if crate::model::padded(queue) {
+            return Err(Error::invalid("queue", "the queue begins or ends with white space"));
+        }
         self.store.pause_queue(queue, self.clock.now()).await
     }
 

@@ -7,7 +7,8 @@
 --   `queue` or `unique_key` beginning or ending with white space is refused, as a `key` is, and as
 --   `taskhost add`, the API and the other databases now refuse them.
 -- And a `run_at` offset past any zone's (`+99:99` was taken and counted) is refused: to 15:59, as
--- PostgreSQL takes. Both procedures are made again whole (`CREATE OR REPLACE` keeps the grants
+-- PostgreSQL takes. White space is the 25 code points Unicode names so (`[[:space:]]` also took
+-- U+180E, which the host takes). Both procedures are made again whole (`CREATE OR REPLACE` keeps the grants
 -- made on them), as 0039 and 0040 left them but for these checks.
 CREATE OR REPLACE PROCEDURE taskhost_add_checked(
     IN p_handler LONGTEXT CHARACTER SET utf8mb4,
@@ -94,7 +95,7 @@ BEGIN
         IF JSON_TYPE(JSON_EXTRACT(p_options, '$.queue')) NOT IN ('NULL') THEN
             SET v_text = JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.queue'));
             IF JSON_TYPE(JSON_EXTRACT(p_options, '$.queue')) <> 'STRING' OR v_text IN ('', '*')
-                    OR OCTET_LENGTH(v_text) > 128 OR v_text REGEXP '^[[:space:]]|[[:space:]]\\z'
+                    OR OCTET_LENGTH(v_text) > 128 OR v_text REGEXP '^[\\t\\n\\x0b\\f\\r \\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}]|[\\t\\n\\x0b\\f\\r \\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}]\\z'
                     OR LOCATE(CHAR(0), v_text) > 0 THEN
                 SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
                     'taskhost_add: invalid queue: not a string, empty, *, over 128 bytes, or beginning or ending with white space (* means every queue to workers)';
@@ -148,7 +149,7 @@ BEGIN
         IF JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_key')) NOT IN ('NULL') THEN
             SET v_text = JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.unique_key'));
             IF JSON_TYPE(JSON_EXTRACT(p_options, '$.unique_key')) <> 'STRING' OR v_text = ''
-                    OR OCTET_LENGTH(v_text) > 255 OR v_text REGEXP '^[[:space:]]|[[:space:]]\\z'
+                    OR OCTET_LENGTH(v_text) > 255 OR v_text REGEXP '^[\\t\\n\\x0b\\f\\r \\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}]|[\\t\\n\\x0b\\f\\r \\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}]\\z'
                     OR LOCATE(CHAR(0), v_text) > 0 THEN
                 SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
                     'taskhost_add: invalid unique_key: not a string, empty, over 255 bytes, or beginning or ending with white space';
@@ -158,7 +159,7 @@ BEGIN
         IF JSON_TYPE(JSON_EXTRACT(p_options, '$.key')) NOT IN ('NULL') THEN
             SET v_text = JSON_UNQUOTE(JSON_EXTRACT(p_options, '$.key'));
             IF JSON_TYPE(JSON_EXTRACT(p_options, '$.key')) <> 'STRING' OR v_text = '' OR OCTET_LENGTH(v_text) > 128
-                    OR v_text REGEXP '^[[:space:]]|[[:space:]]\\z' OR LOCATE(CHAR(0), v_text) > 0 THEN
+                    OR v_text REGEXP '^[\\t\\n\\x0b\\f\\r \\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}]|[\\t\\n\\x0b\\f\\r \\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}]\\z' OR LOCATE(CHAR(0), v_text) > 0 THEN
                 SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
                     'taskhost_add: invalid key: not a string, empty, over 128 bytes, or beginning or ending with white space';
             END IF;

@@ -6,8 +6,8 @@
 //! tasks by id is first told their states as they are. When events were lost, the stream is told
 //! `event: lagged` and goes on: `{"reason": "behind", "looks": N}` when it fell over the reader's
 //! backlog behind (a client reading slower than events come), `{"reason": "burst"}` when more
-//! changed at once than a look tells, `{"reason": "unavailable"}` when it opened while the
-//! database could not be read (told once it can); a client then reads what it shows again. A comment every
+//! changed at once than a look tells, `{"reason": "unavailable"}` when it opened before the
+//! reader had read the database once (told once it has); a client then reads what it shows again. A comment every
 //! 15 s keeps idle proxies from closing the stream. `taskhost serve` ends every stream when it
 //! stops; a Rust application serving [`router`](super::router) itself ends them by adding the
 //! layer `axum::Extension(taskhost::api::Stopping(rx))` and sending `true` on its channel

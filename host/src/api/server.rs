@@ -154,7 +154,7 @@ pub struct LongHeld {
 
 impl LongHeld {
     fn of(connections: usize) -> Self {
-        let most = (connections - connections / 4).max(1);
+        let most = (connections * 3 / 4).max(1);
         LongHeld { turns: Arc::new(Semaphore::new(most)), most }
     }
 

@@ -248,14 +248,20 @@ pub(super) async fn get(
         }
     }
     if let Some(within) = within {
-        let _turn = held.map(|Extension(h)| h.take()).transpose()?;
         let store = state.client.store();
-        let first_look = async { Ok(store.get_task(id).await?.is_none_or(|t| t.state.is_final())) };
-        let stopping = stopping.map(|Extension(s)| s);
-        if let Some(detail) = state.waits.until_final(store, id, within, stopping, first_look).await? {
-            // When the server answered, beside when the client heard it (`bench/wait.sh`).
-            tracing::debug!(task = id, "a wait answered at its task's end");
-            return Ok(Json(detail));
+        let final_now = || async { Ok::<_, ApiError>(store.get_task(id).await?.is_none_or(|t| t.state.is_final())) };
+        match held.map(|Extension(h)| h.take()).transpose() {
+            Ok(_turn) => {
+                let stopping = stopping.map(|Extension(s)| s);
+                if let Some(detail) = state.waits.until_final(store, id, within, stopping, final_now()).await? {
+                    // When the server answered, beside when the client heard it (`bench/wait.sh`).
+                    tracing::debug!(task = id, "a wait answered at its task's end");
+                    return Ok(Json(detail));
+                }
+            }
+            // No connection left to hold: a task final already is answered all the same.
+            Err(busy) if !final_now().await? => return Err(busy),
+            Err(_) => {}
         }
     }
     let (task, runs) = state.client.show(id).await?;

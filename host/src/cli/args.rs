@@ -133,7 +133,7 @@ pub enum Command {
     /// machine and across restarts, until `resume`.
     Pause {
         /// The queue.
-        #[arg(value_parser = non_empty)]
+        #[arg(value_parser = queue_name)]
         queue: String,
     },
     /// Resume a paused queue.

@@ -59,6 +59,16 @@ pub(super) fn non_empty(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// A queue's name: not empty, beginning and ending with no white space (a worker's queues, a
+/// queue to pause: see `taskhost::model::padded`).
+pub(super) fn queue_name(s: &str) -> Result<String, String> {
+    let s = non_empty(s)?;
+    if taskhost::model::padded(&s) {
+        return Err("must not begin or end with white space".into());
+    }
+    Ok(s)
+}
+
 /// A run status, its possible values listed in the help.
 pub(super) fn status() -> impl TypedValueParser<Value = RunStatus> {
     PossibleValuesParser::new(RunStatus::ALL.into_iter().filter(|s| s.is_of_tasks()).map(RunStatus::as_str))

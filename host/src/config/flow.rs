@@ -34,8 +34,10 @@ pub(super) fn read(
     limits: &mut RunLimits,
 ) -> Result<(), String> {
     for (name, q) in queues {
-        if name.is_empty() || name.len() > MAX_QUEUE_BYTES {
-            return Err(format!("[queues.{name}]: a queue's name is 1 to {MAX_QUEUE_BYTES} bytes"));
+        if name.is_empty() || name.len() > MAX_QUEUE_BYTES || crate::model::padded(name) {
+            return Err(format!(
+                "[queues.{name}]: a queue's name is 1 to {MAX_QUEUE_BYTES} bytes, beginning and ending with no white space"
+            ));
         }
         let mut limit = Limit::from_settings(q.max_running, q.rate_limit.as_deref(), q.rate_burst)
             .map_err(|e| format!("[queues.{name}] {e}"))?;
@@ -54,8 +56,10 @@ pub(super) fn read(
         limits.set(LimitScope::Queue, name, limit);
     }
     for (name, k) in keys {
-        if name.is_empty() || name.len() > MAX_SHARE_KEY_BYTES {
-            return Err(format!("[keys.{name}]: a key is 1 to {MAX_SHARE_KEY_BYTES} bytes"));
+        if name.is_empty() || name.len() > MAX_SHARE_KEY_BYTES || crate::model::padded(name) {
+            return Err(format!(
+                "[keys.{name}]: a key is 1 to {MAX_SHARE_KEY_BYTES} bytes, beginning and ending with no white space"
+            ));
         }
         let weight = k.weight.map(Limit::weight).transpose().map_err(|e| format!("[keys.{name}] {e}"))?;
         limits.set(LimitScope::Key, name, Limit { weight, ..Limit::default() });

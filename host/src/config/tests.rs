@@ -90,6 +90,8 @@ fn runs_in_flight_and_starts_are_limited_per_queue_and_per_handler() {
         ("[handlers.h]\nrate_limit_per_key = \"5/1s\"\n", "unknown field"),
         ("[queues.q]\nfuel_per_turn = 1000\n", "[queues.q] fuel_per_turn = 1000 is out of range"),
         ("[keys.k]\nfuel_per_turn = 1000000\n", "unknown field"),
+        ("[queues.\"mail \"]\nmax_running = 2\n", "no white space"),
+        ("[keys.\" k\"]\nweight = 2\n", "no white space"),
     ] {
         let err = policy(bad).expect_err(bad);
         assert!(err.contains(what), "{bad}: {err}");
@@ -116,6 +118,8 @@ fn schedules_are_declared_with_json_or_toml_data_and_checked() {
         ("cron = \"* * * * *\"\nhandler = \"../h\"", "not a plugin name"),
         ("cron = \"* * * * *\"\nhandler = \"h\"\ndata = '{nope'", "not valid JSON"),
         ("cron = \"* * * * *\"\nhandler = \"h\"\nmissed = \"twice\"", "once or skip"),
+        ("cron = \"* * * * *\"\nhandler = \"h\"\nqueue = \"mail \"", "no white space"),
+        ("cron = \"* * * * *\"\nhandler = \"h\"\nqueue = \"*\"", "not *"),
     ] {
         let err = policy(&format!("[schedules.s]\n{bad}\n")).expect_err(bad);
         assert!(err.contains("[schedules.s]") && err.contains(what), "{err}");

@@ -263,9 +263,9 @@ impl LimitScope {
             _ => return Err(bad()),
         };
         let fits = match scope {
-            LimitScope::Queue => !rest.is_empty() && rest.len() <= super::MAX_QUEUE_BYTES,
+            LimitScope::Queue => !rest.is_empty() && rest.len() <= super::MAX_QUEUE_BYTES && !super::padded(rest),
             LimitScope::Handler => super::valid_handler_name(rest),
-            LimitScope::Key => !rest.is_empty() && rest.len() <= super::MAX_SHARE_KEY_BYTES,
+            LimitScope::Key => !rest.is_empty() && rest.len() <= super::MAX_SHARE_KEY_BYTES && !super::padded(rest),
         };
         if !fits {
             return Err(format!("\"{rest}\" is no {} name", scope.as_str()));

@@ -212,6 +212,13 @@ impl std::fmt::Display for Invalid {
     }
 }
 
+/// Whether a name (a queue, a key, a unique key) begins or ends with white space, as Unicode
+/// names it: such names are refused everywhere, as MySQL compares names padded with spaces ("a"
+/// and "a " would be one queue there, and two on the other databases).
+pub fn padded(name: &str) -> bool {
+    name.trim() != name
+}
+
 /// What is wrong with a stored text: over `max` bytes (the same maximum on every database) or
 /// holding a NUL byte (PostgreSQL refuses it); None when nothing is.
 pub fn text_refusal(value: &str, max: usize) -> Option<String> {
@@ -256,12 +263,10 @@ impl NewTask {
         if self.unique_key.as_deref() == Some("") {
             return field("unique key", "the unique key is empty".into());
         }
-        // MySQL compares names padded with spaces: "a" and "a " would be one queue, one key there,
-        // and one where the other databases hold two. Refused on every database alike.
         let names =
             [("queue", Some(&self.queue)), ("key", self.key.as_ref()), ("unique key", self.unique_key.as_ref())];
         for (what, name) in names {
-            if name.is_some_and(|n| n.trim() != n) {
+            if name.is_some_and(|n| padded(n)) {
                 return field(what, format!("the {what} begins or ends with white space"));
             }
         }

@@ -176,7 +176,18 @@ async fn a_queue_or_unique_key_bordered_by_white_space_is_refused_in_one_line() 
         let o = taskhost_command(&env).args(["add", "echo"]).args(args).output().expect("run");
         assert_eq!((o.status.code(), stderr(&o).as_str()), (Some(1), said), "{args:?}");
     }
-    assert!(env.app.client.queues().await.expect("queues").is_empty(), "nothing was queued");
+    // Nor can such a queue be paused, limited or claimed from: on MariaDB it would be "mail".
+    let refusals: [(&[&str], &str); 4] = [
+        (&["pause", "mail "], "must not begin or end with white space"),
+        (&["worker", "--drain", "--queues", "mail,\u{a0}mail"], "must not begin or end with white space"),
+        (&["limits", "set", "queue:mail ", "--max-running", "1"], "is no queue name"),
+        (&["limits", "set", "key: k", "--max-running", "1"], "is no key name"),
+    ];
+    for (args, said) in refusals {
+        let o = taskhost_command(&env).args(args).output().expect("run");
+        assert!(!o.status.success() && stderr(&o).contains(said), "{args:?}: {}", stderr(&o));
+    }
+    assert!(env.app.client.queues().await.expect("queues").is_empty(), "nothing was queued, paused or limited");
 }
 
 /// One name for attempts: `--max-attempts` counts the runs a task may have, the first included;

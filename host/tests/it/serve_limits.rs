@@ -264,6 +264,11 @@ async fn waits_and_event_streams_never_hold_every_connection() {
     }
     let (status, task) = served.call("GET", &format!("/tasks/{id}"), None, None);
     assert_eq!((status, &task["task"]["id"]), (200, &json!(id)), "a plain read is answered beside them");
+    // A wait for a task final already holds nothing: it is answered all the same.
+    let done = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    env.app.store.cancel_tasks(&[done], env.clock.now()).await.expect("cancel");
+    let (status, task) = served.call("GET", &format!("/tasks/{done}?wait=30s"), None, None);
+    assert_eq!((status, &task["task"]["state"]), (200, &json!("cancelled")), "{task}");
     drop(held);
 }
 

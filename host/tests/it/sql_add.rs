@@ -234,6 +234,11 @@ async fn bad_input_to_taskhost_add_is_one_error_naming_what_is_wrong_and_adds_no
     }
     let all = env.app.store.list_tasks(&Default::default()).await.expect("list");
     assert_eq!(all.iter().map(|t| t.id).collect::<Vec<_>>(), vec![done], "nothing was added");
+    // U+180E is no white space to Unicode, nor to the host: taken on every database.
+    let names = json!({"queue": "mail\u{180e}", "key": "k\u{180e}", "unique_key": "\u{180e}u"});
+    let taken = add_in_shell(db, &env, "echo", "{}", names, true);
+    let taken = env.app.store.get_task(taken).await.expect("get").expect("the task");
+    assert_eq!((taken.queue.as_str(), taken.key.as_deref()), ("mail\u{180e}", Some("k\u{180e}")));
 }
 
 /// A unique period and states, a run timeout and a pinned version given in SQL are written as an
