@@ -25,7 +25,7 @@ use axum::Extension;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
 
-use super::feed::Told;
+use super::feed::{Said, Told};
 use super::{ApiError, ApiState};
 use crate::model::{TaskId, MAX_HANDLER_BYTES, MAX_QUEUE_BYTES};
 use crate::store::{Brief, Look};
@@ -169,29 +169,29 @@ impl Stream {
     /// The events of a look for this stream: the changed tasks it keeps, and the tasks it asked
     /// for that the reader tells as they are, unless it told that already.
     fn tell<'a>(&'a mut self, told: &'a Told) -> impl Iterator<Item = Event> + 'a {
-        let changed = told.changed.iter().filter(|b| self.filter.keeps(b));
-        let fresh = told.fresh.iter().filter(|b| self.filter.keeps(b) && !self.filter.tasks.is_empty());
+        let changed = told.changed.iter().filter(|s| self.filter.keeps(&s.brief));
+        let fresh = told.fresh.iter().filter(|s| self.filter.keeps(&s.brief) && !self.filter.tasks.is_empty());
         let mut out: Vec<Event> = Vec::new();
         if told.lagged {
             out.push(Event::default().event("lagged").data(r#"{"reason":"burst"}"#));
         }
-        for b in changed.chain(fresh) {
+        for said in changed.chain(fresh) {
+            let b = &said.brief;
             if self.filter.tasks.contains(&b.id) {
                 if self.told.get(&b.id) == Some(b) {
                     continue;
                 }
                 self.told.insert(b.id, b.clone());
             }
-            out.push(event(b));
+            out.push(event(said));
         }
         out.into_iter()
     }
 }
 
 /// A task's event.
-fn event(b: &Brief) -> Event {
-    let data = serde_json::to_string(b).unwrap_or_else(|_| String::from("{}"));
-    Event::default().event("task").data(data)
+fn event(said: &Said) -> Event {
+    Event::default().event("task").data(said.data())
 }
 
 /// Completes once the reader has looked (a stream opened before it could).

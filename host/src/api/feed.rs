@@ -50,9 +50,30 @@ pub(super) struct Feed {
 /// not tell all (over [`view::MAX_TOLD`] changed, or more ended at once than a look reads).
 #[derive(Debug, Default)]
 pub(super) struct Told {
-    pub changed: Vec<Brief>,
-    pub fresh: Vec<Brief>,
+    pub changed: Vec<Said>,
+    pub fresh: Vec<Said>,
     pub lagged: bool,
+}
+
+/// A task told, with its event's data: written once, by the first stream that tells it, for
+/// every stream (not once a stream, nor for tasks no stream keeps).
+#[derive(Debug)]
+pub(super) struct Said {
+    pub brief: Brief,
+    data: std::sync::OnceLock<String>,
+}
+
+impl Said {
+    /// The task in brief, as JSON.
+    pub fn data(&self) -> &str {
+        self.data.get_or_init(|| serde_json::to_string(&self.brief).unwrap_or_else(|_| String::from("{}")))
+    }
+}
+
+impl From<Brief> for Said {
+    fn from(brief: Brief) -> Self {
+        Said { brief, data: std::sync::OnceLock::new() }
+    }
 }
 
 struct Shared {

@@ -143,13 +143,13 @@ impl View {
         let mut told = Told { lagged: self.primed && ends_cut, ..Told::default() };
         for b in seen.values() {
             if self.primed && self.known.get(&b.id) != Some(b) {
-                told.changed.push(b.clone());
+                told.changed.push(b.clone().into());
             }
             if fresh.contains(&b.id) {
-                told.fresh.push(b.clone());
+                told.fresh.push(b.clone().into());
             }
         }
-        told.changed.sort_by_key(|b| b.id);
+        told.changed.sort_by_key(|s| s.brief.id);
         if told.changed.len() > MAX_TOLD {
             told.changed = Vec::new();
             told.lagged = true;
