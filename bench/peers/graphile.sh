@@ -16,6 +16,8 @@
 #        "2 processes" graphile: 2 worker processes; taskhost: --processes 2
 #        (taskhost at --concurrency 1024 --claim-batch 256 in both), then
 #        "defaults"    taskhost alone with its default worker settings, --processes 0
+#        "p1del", "p2del" taskhost alone as "1 process" and "2 processes" with its queue deleting
+#                      its successes (--on-success delete), as Graphile deletes its jobs
 #      each with PEERS_JOBS no-op jobs: bulk add jobs/s, drain jobs/s, worker CPU µs a job, and the
 #      database server's work over the whole run (bulk add, drain, clean-up) a job: its CPU (the
 #      postmaster's processes, those that ended included, from /proc: only when the server runs on
@@ -267,6 +269,10 @@ for ((r = 1; r <= REPS; r++)); do
   # taskhost with its defaults (what a user gets without tuning), against graphile's 1-process
   # figures of this repetition.
   taskhost defaults "taskhost defaults, 1 process" "$r" p1 0
+  # taskhost with its queue deleting its successes (`--on-success delete`), as Graphile deletes its
+  # jobs, against graphile's figures of the same repetition.
+  taskhost p1del "1 process, successes deleted" "$r" p1 0 --concurrency 1024 --claim-batch 256 --on-success delete
+  taskhost p2del "2 processes, successes deleted" "$r" p2 2 --concurrency 1024 --claim-batch 256 --on-success delete
 done
 
 # The setting, then the tables.

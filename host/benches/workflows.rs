@@ -112,6 +112,7 @@ async fn children(app: &App) {
                 fuel_used: Some(1),
                 logs: None,
                 fuel_key: None,
+                delete_on_success: false,
             };
             let t = Instant::now();
             app.store.finish_runs(&[outcome]).await.expect("finish");

@@ -238,6 +238,7 @@ pub async fn claim_and_finish_all(
                 fuel_used: Some(100),
                 logs: None,
                 fuel_key: None,
+                delete_on_success: false,
             })
             .collect();
         let t = Instant::now();
@@ -266,6 +267,8 @@ pub async fn clean(app: &App, queue: &str) -> Result<u64> {
     let later = now + chrono::Duration::days(1);
     let deleted = app.store.delete_finished(Finished::Any, &filter, later).await?;
     app.store.forget_stats(queue).await?;
+    // Its limit, where `--on-success` set one.
+    app.client.clear_limit(&format!("queue:{queue}")).await?;
     Ok(deleted)
 }
 

@@ -66,6 +66,7 @@ const CHANGE = [
   { field: 'rate_burst_per_key', hint: 'burst per key', min: 0, title: 'With a rate per key: starts each key may take at once beyond its pace' },
   { field: 'weight', hint: 'weight', min: 1, title: 'Turns to a weight-1 key’s one (a key)' },
   { field: 'fuel_per_turn', hint: 'fuel per turn', min: 1000000, title: 'The fuel a turn of a key buys: each key’s turns spaced by the fuel its runs burn (a queue)' },
+  { field: 'on_success', hint: 'on success: delete, keep', title: 'What a success does with its task: keep it, or delete it where nothing reads it again (a queue)' },
 ];
 
 // Keys listed, the longest-waiting first: enough to see who waits, not every tenant there is.
@@ -100,6 +101,7 @@ function limitTable(list) {
     { label: 'Rate per key', cell: (l) => rate(l.rate_per_key, l.rate_burst_per_key) },
     { label: 'Weight', cell: (l) => number(l.weight), cls: 'num' },
     { label: 'Fuel per turn', cell: (l) => number(l.fuel_per_turn), cls: 'num' },
+    { label: 'On success', cell: (l) => (l.scope === 'queue' ? l.on_success : '—') },
     { label: 'Running', cell: (l) => number(l.running), cls: 'num' },
     { label: 'Due', cell: (l) => number(l.due), cls: 'num' },
     { label: 'Held back', cell: (l) => (l.scope === 'key' ? '—' : number(l.held_back)), cls: 'num' },
@@ -180,7 +182,7 @@ function summary(a) {
   const parts = [a.max_running && `${number(a.max_running)} running at most`, a.rate_limit && rate(a.rate_limit, a.rate_burst),
     a.max_running_per_key && `${number(a.max_running_per_key)} per key`,
     a.rate_limit_per_key && `${rate(a.rate_limit_per_key, a.rate_burst_per_key)} per key`, a.weight && `weight ${a.weight}`,
-    a.fuel_per_turn && `${number(a.fuel_per_turn)} fuel a turn`];
+    a.fuel_per_turn && `${number(a.fuel_per_turn)} fuel a turn`, a.on_success === 'delete' && 'successes deleted'];
   return parts.filter(Boolean).join(', ') || 'nothing limited';
 }
 

@@ -45,6 +45,8 @@ pub(super) struct LimitSet {
     rate_burst_per_key: Option<u32>,
     /// A queue's fuel a turn of a key buys now (None: turns counted by tasks).
     fuel_per_turn: Option<u64>,
+    /// What a queue's successes do with their tasks now.
+    on_success: crate::model::OnSuccess,
     /// A key's weight now (None: 1).
     weight: Option<u32>,
 }
@@ -73,6 +75,7 @@ pub(super) async fn set(
         rate_limit_per_key: now.rate_per_key.map(|r| r.per_period()),
         rate_burst_per_key: now.rate_per_key.map(|r| r.burst),
         fuel_per_turn: now.fuel_per_turn,
+        on_success: now.on_success,
         weight: now.weight,
     }))
 }

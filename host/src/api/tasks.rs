@@ -253,7 +253,13 @@ pub(super) async fn get(
         match held.map(|Extension(h)| h.take()).transpose() {
             Ok(_turn) => {
                 let stopping = stopping.map(|Extension(s)| s);
-                if let Some(detail) = state.waits.until_final(store, id, within, stopping, final_now()).await? {
+                // Its row is kept when it succeeds, in a queue that deletes its successes: this
+                // wait answers with it then (marked before the first look, which then finds it).
+                let first_look = async {
+                    store.keep_tasks(&[id]).await?;
+                    final_now().await
+                };
+                if let Some(detail) = state.waits.until_final(store, id, within, stopping, first_look).await? {
                     // When the server answered, beside when the client heard it (`bench/wait.sh`).
                     tracing::debug!(task = id, "a wait answered at its task's end");
                     return Ok(Json(detail));

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use taskhost::bench::{self, Phase};
+use taskhost::model::{LimitChange, OnSuccess};
 use taskhost::runner::WorkerConfig;
 use taskhost::{App, AppConfig};
 
@@ -39,6 +40,10 @@ pub struct BenchArgs {
     /// Single adds timed to an idle worker, for the latency (0: none).
     #[arg(long, default_value_t = 200)]
     pub latency_runs: usize,
+    /// What the benchmark queue's successes do with their tasks: keep them (as by default), or
+    /// delete them (`taskhost limits set queue:NAME --on-success delete`).
+    #[arg(long, value_name = "keep|delete", default_value = "keep", value_parser = OnSuccess::parse)]
+    pub on_success: OnSuccess,
     /// Leave the benchmark's tasks, runs and statistics in the database.
     #[arg(long)]
     pub keep: bool,
@@ -130,6 +135,10 @@ async fn measure(
     f.bulk_add_per_s = b.tasks as f64 / add.as_secs_f64();
     line(b, &format!("bulk add   {:>10.0} tasks/s   {} in {}", f.bulk_add_per_s, b.tasks, secs(add)));
 
+    if b.on_success != OnSuccess::Keep {
+        let change = LimitChange { on_success: Some(b.on_success), ..LimitChange::default() };
+        app.client.set_limit(&format!("queue:{queue}"), &change).await?;
+    }
     let worker = WorkerConfig { concurrency: b.concurrency, claim_batch: b.claim_batch, ..WorkerConfig::default() };
     let (took, cpu) = if b.processes == 0 {
         let d = bench::drain(app, queue, worker, b.tasks as u64, progress).await?;

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::Subcommand;
-use taskhost::model::LimitChange;
+use taskhost::model::{LimitChange, OnSuccess};
 use taskhost::App;
 
 use crate::output;
@@ -46,6 +46,10 @@ pub enum LimitsCommand {
         /// burn (1,000,000 to 10^15; none: turns counted by tasks).
         #[arg(long, value_name = "N|none")]
         fuel_per_turn: Option<String>,
+        /// What a queue's successes do with their tasks: keep them (as by default), or delete
+        /// them where nothing reads them again, a narrow record of each end kept instead.
+        #[arg(long, value_name = "delete|keep", value_parser = OnSuccess::parse)]
+        on_success: Option<OnSuccess>,
     },
     /// Take a limit out (a worker started later with it in its file sets it again).
     Clear {
@@ -98,6 +102,7 @@ pub async fn run(app: &App, command: LimitsCommand) -> Result<()> {
             burst_per_key,
             weight,
             fuel_per_turn,
+            on_success,
         } => {
             let change = LimitChange {
                 max_running: count_or_none("max-running", max_running.as_deref(), 1_000_000)?,
@@ -108,6 +113,7 @@ pub async fn run(app: &App, command: LimitsCommand) -> Result<()> {
                 rate_burst_per_key: burst_per_key,
                 weight: count_or_none("weight", weight.as_deref(), 1_000)?,
                 fuel_per_turn: fuel_or_none(fuel_per_turn.as_deref())?,
+                on_success,
             };
             let now = app.client.set_limit(&name, &change).await?;
             println!("limit {name} set: {}; every worker applies it within a second", output::limit_summary(&now));

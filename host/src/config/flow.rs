@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::model::{Limit, LimitScope, RunLimits, MAX_QUEUE_BYTES, MAX_SHARE_KEY_BYTES};
+use crate::model::{Limit, LimitScope, OnSuccess, RunLimits, MAX_QUEUE_BYTES, MAX_SHARE_KEY_BYTES};
 
 /// A `[queues.NAME]` table, as written.
 #[derive(Debug, Default, Deserialize)]
@@ -18,6 +18,7 @@ pub(super) struct QueueSection {
     rate_limit_per_key: Option<String>,
     rate_burst_per_key: Option<i64>,
     fuel_per_turn: Option<i64>,
+    on_success: Option<String>,
 }
 
 /// A `[keys.NAME]` table, as written.
@@ -53,6 +54,9 @@ pub(super) fn read(
             .map(|n| Limit::fuel_per_turn(i128::from(n)))
             .transpose()
             .map_err(|e| format!("[queues.{name}] {e}"))?;
+        if let Some(word) = &q.on_success {
+            limit.on_success = OnSuccess::parse(word).map_err(|e| format!("[queues.{name}] {e}"))?;
+        }
         limits.set(LimitScope::Queue, name, limit);
     }
     for (name, k) in keys {

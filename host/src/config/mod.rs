@@ -29,6 +29,8 @@
 //!                               # flight of each key (a task's --key) at once; rate_limit_per_key
 //!                               # (and rate_burst_per_key): starts of each key, paced apart;
 //!                               # fuel_per_turn = N: each key's turns spaced by its runs' fuel
+//!                               # on_success = "delete": a success deletes its task where
+//!                               # nothing reads it again (a narrow record of its end is kept)
 //! [keys.tenant-a]
 //! weight = 3                    # a key's share: three turns to a weight-1 key's one
 //!

@@ -64,13 +64,14 @@ fn a_handler_may_be_raised_and_pinned() {
 fn runs_in_flight_and_starts_are_limited_per_queue_and_per_handler() {
     let p = policy(
         "[queues.payments]\nmax_running = 2\nrate_limit_per_key = \"1/1s\"\nrate_burst_per_key = 3\n\
-         fuel_per_turn = 10000000\n\
+         fuel_per_turn = 10000000\non_success = \"delete\"\n\
          [handlers.mail]\nmax_running = 5\nrate_limit = \"10/1m\"\nrate_burst = 2\n",
     )
     .expect("ok");
     let per_key = p.run_limits.queues.get("payments").and_then(|l| l.rate_per_key).map(|r| r.to_string());
     assert_eq!(per_key.as_deref(), Some("1/1s (burst 3)"));
     assert_eq!(p.run_limits.queues.get("payments").and_then(|l| l.fuel_per_turn), Some(10_000_000));
+    assert!(p.run_limits.deletes_successes("payments") && !p.run_limits.deletes_successes("mail"));
     let running = |l: Option<&Limit>| l.and_then(|l| l.max_running);
     assert_eq!(running(p.run_limits.queues.get("payments")), Some(2));
     assert_eq!(running(p.run_limits.handlers.get("mail")), Some(5));
@@ -90,6 +91,8 @@ fn runs_in_flight_and_starts_are_limited_per_queue_and_per_handler() {
         ("[handlers.h]\nrate_limit_per_key = \"5/1s\"\n", "unknown field"),
         ("[queues.q]\nfuel_per_turn = 1000\n", "[queues.q] fuel_per_turn = 1000 is out of range"),
         ("[keys.k]\nfuel_per_turn = 1000000\n", "unknown field"),
+        ("[queues.q]\non_success = \"drop\"\n", "[queues.q] on_success = \"drop\" is neither keep nor delete"),
+        ("[handlers.h]\non_success = \"delete\"\n", "unknown field"),
         ("[queues.\"mail \"]\nmax_running = 2\n", "no white space"),
         ("[keys.\" k\"]\nweight = 2\n", "no white space"),
     ] {

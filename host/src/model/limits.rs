@@ -32,6 +32,41 @@ pub struct Limit {
     /// burn on average, so a key whose runs burn ten times another's is given a tenth of the
     /// turns (see `store::transitions::fair`).
     pub fuel_per_turn: Option<u64>,
+    /// What a success does with its task (a queue): kept, or deleted where nothing reads it
+    /// again (see `store::transitions::ends`).
+    pub on_success: OnSuccess,
+}
+
+/// What a queue's successes do with their tasks (`on_success`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "serve", derive(utoipa::ToSchema))]
+pub enum OnSuccess {
+    /// The task's row stays, with its run, until rotation or a delete.
+    #[default]
+    Keep,
+    /// The task's row is deleted, and a narrow row of its end written in its place, unless a
+    /// wait, a dependent, a signal, a unique key, an earlier run or its children need it kept.
+    Delete,
+}
+
+impl OnSuccess {
+    /// Its name, as the operator writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnSuccess::Keep => "keep",
+            OnSuccess::Delete => "delete",
+        }
+    }
+
+    /// From the operator's word.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "keep" => Ok(OnSuccess::Keep),
+            "delete" => Ok(OnSuccess::Delete),
+            _ => Err(format!("on_success = {s:?} is neither keep nor delete")),
+        }
+    }
 }
 
 /// A key's weight unless one is set.
@@ -57,6 +92,7 @@ impl Limit {
             || self.rate_per_key.is_some()
             || self.weight.is_some()
             || self.fuel_per_turn.is_some()
+            || self.on_success == OnSuccess::Delete
     }
 
     /// Whether its queue's or handler's claims must count and pace (a cap or a rate, of its own
@@ -73,7 +109,7 @@ impl Limit {
     /// Whether it holds what its scope takes: a key a weight only, a queue or a handler no weight,
     /// and only a queue a cap or a rate per key and a fuel per turn.
     pub fn check_for(&self, scope: LimitScope) -> Result<(), String> {
-        let queue_only = self.is_per_key() || self.fuel_per_turn.is_some();
+        let queue_only = self.is_per_key() || self.fuel_per_turn.is_some() || self.on_success == OnSuccess::Delete;
         let fits = match scope {
             LimitScope::Key => self.max_running.is_none() && self.rate.is_none() && !queue_only,
             LimitScope::Queue => self.weight.is_none(),
@@ -82,7 +118,7 @@ impl Limit {
         match (fits, scope) {
             (true, _) => Ok(()),
             (false, LimitScope::Key) => Err("a key takes a weight only (its queue caps, paces and weighs each key: \
-                 max_running_per_key, rate_limit_per_key, fuel_per_turn)"
+                 max_running_per_key, rate_limit_per_key, fuel_per_turn; and deletes its successes: on_success)"
                 .into()),
             (false, LimitScope::Queue) => Err("a queue takes no weight (a key does: key:NAME)".into()),
             (false, LimitScope::Handler) => Err("a handler takes max_running and a rate only".into()),
@@ -176,6 +212,8 @@ pub struct LimitChange {
     #[serde(default, deserialize_with = "given")]
     #[cfg_attr(feature = "serve", schema(value_type = Option<u64>))]
     pub fuel_per_turn: Option<Option<u64>>,
+    /// What a queue's successes do with their tasks: `keep` (as by default) or `delete`.
+    pub on_success: Option<OnSuccess>,
 }
 
 /// A field given, even as `null` (Some(None)), told apart from one left out (None).
@@ -189,7 +227,7 @@ impl LimitChange {
         if *self == LimitChange::default() {
             return Err(
                 "nothing to change: give a max running, a rate, a burst, a cap or a rate per key, a weight or a fuel \
-                 per turn"
+                 per turn, or on_success"
                     .into(),
             );
         }
@@ -204,6 +242,9 @@ impl LimitChange {
         }
         if let Some(fuel) = self.fuel_per_turn {
             limit.fuel_per_turn = fuel.map(|n| Limit::fuel_per_turn(i128::from(n))).transpose()?;
+        }
+        if let Some(on_success) = self.on_success {
+            limit.on_success = on_success;
         }
         change_rate(&mut limit.rate, self.rate_limit.as_ref(), self.rate_burst, "")?;
         change_rate(&mut limit.rate_per_key, self.rate_limit_per_key.as_ref(), self.rate_burst_per_key, "_per_key")
@@ -342,6 +383,11 @@ impl RunLimits {
     /// Whether the claims of `queue` are limited ([`Limit::limits_claims`]).
     pub fn limits_claims_of(&self, queue: &str) -> bool {
         self.queues.get(queue).is_some_and(Limit::limits_claims)
+    }
+
+    /// Whether `queue`'s successes delete their tasks.
+    pub fn deletes_successes(&self, queue: &str) -> bool {
+        self.queues.get(queue).is_some_and(|l| l.on_success == OnSuccess::Delete)
     }
 
     /// The fuel a turn of `queue`'s keys buys, where it weighs its keys by fuel.

@@ -18,7 +18,7 @@ pub use failure::{codes, ErrorSource, Failure, FailureKind};
 pub use input::TaskInput;
 pub use json::{task_json, RunDetail, TaskDetail};
 pub use lifecycle::{TaskState, Transition};
-pub use limits::{Limit, LimitChange, LimitScope, RunLimits, DEFAULT_WEIGHT};
+pub use limits::{Limit, LimitChange, LimitScope, OnSuccess, RunLimits, DEFAULT_WEIGHT};
 pub use new_task::*;
 pub use outcome::*;
 pub use rate::{Grant, Rate};
@@ -263,6 +263,9 @@ pub struct ClaimedRun {
     /// Its task's key, in a queue that weighs its keys by the fuel their runs burn: the run's
     /// fuel is charged to it when it ends (set by the worker, from the limits it read).
     pub fuel_key: Option<FuelKey>,
+    /// Its queue deletes its successes (`on_success = delete`): a success of this run deletes
+    /// the task where nothing reads it again (set by the worker, from the limits it read).
+    pub delete_on_success: bool,
     /// The version of its handler it runs: the digest of a component deployed to the database
     /// (the one its task is pinned to, or the active one when it was claimed); None for a
     /// handler from the plugins directory.

@@ -55,6 +55,9 @@ pub struct RunOutcome {
     pub logs: Option<String>,
     /// The key its fuel is charged to ([`super::ClaimedRun::fuel_key`]).
     pub fuel_key: Option<super::FuelKey>,
+    /// A success deletes its task where nothing reads it again
+    /// ([`super::ClaimedRun::delete_on_success`]).
+    pub delete_on_success: bool,
 }
 
 /// A run's end: a success with its results, or a failure of a known kind with its code, message

@@ -63,7 +63,7 @@ pub fn limit_table(limits: &[taskhost::store::LimitInfo]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<32} {:>11} {:>12} {:>6} {:>7} {:>12} {:>6} {:>10} {:>8} {:>8} {:>8}  SET BY",
+        "{:<32} {:>11} {:>12} {:>6} {:>7} {:>12} {:>6} {:>10} {:>10} {:>8} {:>8} {:>8}  SET BY",
         "LIMIT",
         "MAX RUNNING",
         "RATE",
@@ -72,6 +72,7 @@ pub fn limit_table(limits: &[taskhost::store::LimitInfo]) -> String {
         "RATE PER KEY",
         "WEIGHT",
         "FUEL/TURN",
+        "ON SUCCESS",
         "RUNNING",
         "DUE",
         "HELD"
@@ -85,7 +86,7 @@ pub fn limit_table(limits: &[taskhost::store::LimitInfo]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<32} {:>11} {:>12} {:>6} {:>7} {:>12} {:>6} {:>10} {:>8} {:>8} {:>8}  {by}",
+            "{:<32} {:>11} {:>12} {:>6} {:>7} {:>12} {:>6} {:>10} {:>10} {:>8} {:>8} {:>8}  {by}",
             clip(&format!("{}:{}", l.scope.as_str(), l.target), 32),
             or_dash(l.max_running.map(|n| n.to_string())),
             or_dash(l.rate.clone()),
@@ -98,6 +99,7 @@ pub fn limit_table(limits: &[taskhost::store::LimitInfo]) -> String {
             })),
             or_dash(l.weight.map(|n| n.to_string())),
             or_dash(l.fuel_per_turn.map(|n| n.to_string())),
+            l.on_success.as_str(),
             l.running,
             l.due,
             l.held_back
@@ -126,6 +128,9 @@ pub fn limit_summary(l: &taskhost::model::Limit) -> String {
     }
     if let Some(w) = l.weight {
         parts.push(format!("weight {w}"));
+    }
+    if l.on_success != taskhost::model::OnSuccess::Keep {
+        parts.push(format!("on success {}", l.on_success.as_str()));
     }
     if parts.is_empty() {
         return "none".into();

@@ -122,7 +122,7 @@ impl Claimer<'_> {
             Err(step) => return step,
         };
         self.failures = 0;
-        super::limits::charge_to_keys(&mut claimed, &self.limits.now);
+        super::limits::mark_by_limits(&mut claimed, &self.limits.now);
         if claimed.is_empty() {
             self.queues.found_nothing();
         } else {

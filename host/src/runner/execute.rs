@@ -64,6 +64,7 @@ pub(super) struct RunMeta {
     pub backoff: BackoffSettings,
     pub snoozes: u32,
     pub fuel_key: Option<FuelKey>,
+    pub delete_on_success: bool,
 }
 
 /// The tasks a run queued, each due at its time now that the run ended at `end`.
@@ -88,6 +89,7 @@ impl RunMeta {
             backoff: run.backoff,
             snoozes: run.snoozes,
             fuel_key: run.fuel_key.clone(),
+            delete_on_success: run.delete_on_success,
         }
     }
 }
@@ -360,6 +362,7 @@ fn outcome(shared: &Shared, meta: RunMeta, started: Instant, mut ended: Ended) -
         fuel_used: ended.fuel,
         logs,
         fuel_key: meta.fuel_key,
+        delete_on_success: meta.delete_on_success,
     }
 }
 

@@ -27,6 +27,7 @@ async fn a_panic_while_running_ends_the_run_with_a_host_error() {
         backoff: BackoffSettings::default(),
         snoozes: 0,
         fuel_key: None,
+        delete_on_success: false,
     };
     let Ran::Ended(o) = guarded(&shared, meta, Instant::now(), async { panic!("boom") }).await else {
         panic!("a panic ends the run")

@@ -40,9 +40,11 @@ impl LimitsView {
 }
 
 /// Mark the keyed runs of queues that weigh their keys by fuel (`fuel_per_turn`): each is
-/// charged the fuel it burns to its key when it ends.
-pub(super) fn charge_to_keys(runs: &mut [ClaimedRun], limits: &RunLimits) {
+/// charged the fuel it burns to its key when it ends; and the runs of queues that delete their
+/// successes (`on_success`).
+pub(super) fn mark_by_limits(runs: &mut [ClaimedRun], limits: &RunLimits) {
     for run in runs {
+        run.delete_on_success = limits.deletes_successes(&run.queue);
         if let (Some(key), Some(_)) = (&run.key, limits.fuel_per_turn(&run.queue)) {
             run.fuel_key = Some(FuelKey { queue: run.queue.clone(), key: key.clone() });
         }
@@ -82,11 +84,12 @@ mod tests {
             timeout_on: now,
             key: key.map(str::to_string),
             fuel_key: None,
+            delete_on_success: false,
             digest: None,
         };
         let mut runs =
             [run("metered", Some("a")), run("metered", None), run("capped", Some("a")), run("default", Some("a"))];
-        charge_to_keys(&mut runs, &limits);
+        mark_by_limits(&mut runs, &limits);
         let charged: Vec<_> =
             runs.iter().map(|r| r.fuel_key.as_ref().map(|k| (k.queue.as_str(), k.key.as_str()))).collect();
         assert_eq!(charged, [Some(("metered", "a")), None, None, None]);

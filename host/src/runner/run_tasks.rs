@@ -260,6 +260,7 @@ mod tests {
             timeout_on: now,
             key: None,
             fuel_key: None,
+            delete_on_success: false,
             digest: None,
         }
     }

@@ -226,6 +226,13 @@ pub trait Dialect: Plumbing {
     /// the runs written, with what their statistics are counted under (read by the writes
     /// themselves where the database returns what it wrote).
     async fn finish_successes(&self, tx: &mut TxOf<Self>, ok: &[&RunOutcome]) -> Result<Vec<Ended>>;
+    /// Delete the tasks of these successes that may go, writing their ends, in a way of its own
+    /// (`transitions::ends`): the runs so ended, with what their statistics are counted under;
+    /// None: the shared way.
+    async fn delete_successes(&self, tx: &mut TxOf<Self>, ok: &[&RunOutcome]) -> Result<Option<Vec<Ended>>> {
+        let _ = (tx, ok);
+        Ok(None)
+    }
     /// Take `n` run ids, consecutive, from the `task_runs` counter of `task_counters`; the
     /// first. (Run ids are handed out by claims, before their rows exist: see
     /// `store/transitions/`.)

@@ -36,6 +36,9 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
     async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>>;
     /// A task, if it exists.
     async fn get_task(&self, id: TaskId) -> Result<Option<Task>>;
+    /// Keep these tasks' rows when they succeed, in a queue that deletes its successes
+    /// (a wait for them begins): those not finished yet; how many were marked.
+    async fn keep_tasks(&self, ids: &[TaskId]) -> Result<u64>;
     /// A task's runs, oldest first.
     async fn runs_of(&self, task_id: TaskId) -> Result<Vec<Run>>;
     /// A number that changes whenever anything may have been committed (a write-ahead log's

@@ -72,6 +72,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0040_sql_add_days_that_exist.sql",
     "0041_sql_add_key_unicode_space.sql",
     "0042_sql_add_names_unpadded.sql",
+    "0043_delete_on_success.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -116,6 +117,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0037_sql_add_limit_definer.sql",
     "0038_sql_add_key_unicode_space.sql",
     "0039_sql_add_names_unpadded.sql",
+    "0040_delete_on_success.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -162,6 +164,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0039_sql_add_data_limit.sql",
     "0040_sql_add_limit_unlocked.sql",
     "0041_sql_add_names_unpadded.sql",
+    "0042_delete_on_success.sql",
 );
 
 impl Embedded {

@@ -284,6 +284,10 @@ impl Dialect for PostgresDb {
         finish::finish_successes(&mut tx.tx, ok).await
     }
 
+    async fn delete_successes(&self, tx: &mut Tx<Postgres>, ok: &[&RunOutcome]) -> Result<Option<Vec<Ended>>> {
+        finish::delete_successes(&mut tx.tx, ok).await.map(Some)
+    }
+
     /// The sequence of `task_runs`, as the claims' (no counter row: concurrent claims would
     /// queue on it).
     async fn new_run_ids(&self, _tx: &mut Tx<Postgres>, _n: usize) -> Result<String> {

@@ -317,6 +317,7 @@ impl ClaimedTask {
             started_on: now,
             key: self.key,
             fuel_key: None,
+            delete_on_success: false,
             digest: self.digest,
         }
     }

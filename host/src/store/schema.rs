@@ -110,6 +110,21 @@ pub const TABLES: &[Table] = &[
             null("run_digest", DIGEST),
             null("run_fuel_used", Int),
             null("run_logs", Text),
+            // Set (1) on a task that a wait, a dependent or a signal names: kept when it succeeds
+            // in a queue that deletes its successes (`transitions::ends`).
+            null("keep_row", Int),
+        ],
+    },
+    // The tasks a queue that deletes its successes deleted: what the event stream, the counts
+    // and a later `after` read of them; rotated as finished tasks are.
+    Table {
+        name: "task_ends",
+        columns: &[
+            col("id", Int),
+            col("finished_on", Time),
+            col("queue", NAME),
+            col("task_handler_class", NAME),
+            col("run_attempt", Int),
         ],
     },
     // Signals sent to a task, kept until a run reads one and ends well (`read_by_run`).
@@ -172,6 +187,8 @@ pub const TABLES: &[Table] = &[
             null("rate_per_key_period_us", Int),
             def("rate_per_key_burst", Int, "0"),
             null("fuel_per_turn", Int),
+            // `delete`: a success deletes its task where nothing reads it again (NULL: kept).
+            null("on_success", Str(16)),
         ],
     },
     // Each key's last turn in each queue, in nanoseconds since the epoch (`transitions::fair`).

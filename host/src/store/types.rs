@@ -220,6 +220,8 @@ pub struct LimitInfo {
     pub rate_burst_per_key: Option<u32>,
     /// A queue's fuel a turn of a key buys (None: turns counted by tasks).
     pub fuel_per_turn: Option<u64>,
+    /// What a queue's successes do with their tasks.
+    pub on_success: crate::model::OnSuccess,
     /// A key's weight (None: 1).
     pub weight: Option<u32>,
     /// Who set it last (None: a host before live limits).

@@ -235,7 +235,7 @@ try {
   // form, see both listed, clear the key's by its button; the keys table lists the key.
   await visit(page, '#/limits', '#limit-form');
   await setLimit(page, 'queue:keyed', { max_running: 1, max_running_per_key: 1, rate_limit_per_key: '5/1s', rate_burst_per_key: 2,
-    fuel_per_turn: 2000000 });
+    fuel_per_turn: 2000000, on_success: 'delete' });
   await setLimit(page, 'key:tenant-a', { weight: 3 });
   await page.waitForFunction((names) => names.every((n) => document.querySelector(`#limit-list tr[data-key="${n}"]`)),
     ['queue:keyed', 'key:tenant-a'], WAIT);
@@ -243,6 +243,7 @@ try {
   done.held_back_shown = await page.evaluate(cellText, ['#limit-list', 'queue:keyed', 'Held back']);
   done.rate_per_key_shown = await page.evaluate(cellText, ['#limit-list', 'queue:keyed', 'Rate per key']);
   done.fuel_per_turn_shown = await page.evaluate(cellText, ['#limit-list', 'queue:keyed', 'Fuel per turn']);
+  done.on_success_shown = await page.evaluate(cellText, ['#limit-list', 'queue:keyed', 'On success']);
   await page.waitForSelector('#key-list tr[data-key="keyed/tenant-b"]', WAIT);
   done.keys_shown = await page.$$eval('#key-list tr[data-key]', (rows) => rows.map((r) => r.children[0].textContent));
   await shot(page, 'limits');

@@ -14,7 +14,7 @@ use common::process::{signal, spawn_worker, stderr, stdout, wait_exit};
 use common::served::Served;
 use common::{repo_root, Db, Env};
 use serde_json::Value;
-use taskhost::model::RunStatus;
+use taskhost::model::{OnSuccess, RunStatus};
 
 /// One browser at a time: three at once on two cores would make their waits the test.
 static ONE_BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -111,6 +111,7 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
         (Some(2_000_000), Some("2,000,000")),
         "{done}"
     );
+    assert_eq!((held.on_success, done["on_success_shown"].as_str()), (OnSuccess::Delete, Some("delete")), "{done}");
     assert!(limit("key:tenant-a").is_none(), "key:tenant-a was cleared: {limits:?}");
     for name in [
         "overview",

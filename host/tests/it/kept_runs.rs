@@ -53,6 +53,7 @@ fn ended(c: &ClaimedRun, end: RunEnd) -> RunOutcome {
         fuel_used: Some(10),
         logs: Some("log\n".into()),
         fuel_key: None,
+        delete_on_success: false,
     }
 }
 

@@ -396,6 +396,7 @@ async fn an_upgrade_keeps_every_run_and_its_numbering_and_a_running_run_still_fi
             fuel_used: None,
             logs: None,
             fuel_key: None,
+            delete_on_success: false,
         };
         store.finish_runs(&[ok]).await.expect("finish");
         let done = store.runs_of(2).await.expect("runs");

@@ -261,7 +261,22 @@ async fn keys_and_what_limits_hold_back_are_shown_by_the_api_the_metrics_and_the
     let listed = stdout(&run(&env, &["limits"]));
     let row: Vec<&str> =
         listed.lines().find(|l| l.starts_with("queue:paced")).unwrap_or("").split_whitespace().collect();
-    assert_eq!(row[..10], ["queue:paced", "-", "-", "-", "-", "1/1h", "-", "-", "0", "4"], "{listed}");
+    assert_eq!(row[..11], ["queue:paced", "-", "-", "-", "-", "1/1h", "-", "-", "keep", "0", "4"], "{listed}");
+    // A queue's successes deleted: set, shown, and a word it does not know refused in one line.
+    let o = run(&env, &["limits", "set", "queue:paced", "--on-success", "delete"]);
+    assert!(o.status.success() && stdout(&o).contains("on success delete"), "{}{}", stdout(&o), stderr(&o));
+    let (_, limits) = served.call("GET", "/limits", None, None);
+    assert_eq!(limits["limits"][1]["on_success"], json!("delete"));
+    let o = run(&env, &["limits", "set", "queue:paced", "--on-success", "sometimes"]);
+    assert!(!o.status.success() && stderr(&o).contains("\"sometimes\" is neither keep nor delete"), "{}", stderr(&o));
+    let o = run(&env, &["limits", "set", "handler:echo", "--on-success", "delete"]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("a handler takes max_running and a rate only"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&env, &["limits", "set", "queue:paced", "--on-success", "keep"]);
+    assert!(o.status.success(), "{}", stderr(&o));
     // Keys weighed by fuel: set, shown, and refused where it means nothing.
     let o = run(&env, &["limits", "set", "queue:paced", "--fuel-per-turn", "5000000"]);
     assert!(o.status.success() && stdout(&o).contains("fuel per turn 5000000"), "{}{}", stdout(&o), stderr(&o));

@@ -153,6 +153,15 @@ pub const INDEXES: &[Index] = &[
         filter: None,
         mysql: OnMySql::Same,
     },
+    // The ends of tasks deleted on success, by when (the event stream's, and rotation's).
+    Index {
+        name: "task_ends_finished",
+        table: "task_ends",
+        columns: &["finished_on"],
+        unique: false,
+        filter: None,
+        mysql: OnMySql::Same,
+    },
     // A task's signals, by name.
     Index {
         name: "task_signals_task",

@@ -52,14 +52,46 @@ pub async fn delete_finished_batch<D: Dialect>(
         }
     };
     let order = if which == Finished::Dead || which == Finished::Any { "id" } else { "finished_on" };
-    delete_batch(db, &finished, order, f, before, batch).await
+    let n = delete_batch(db, &finished, order, f, before, batch).await?;
+    // The successes that deleted their tasks too (`transitions::ends`).
+    let ends = match which {
+        Finished::Succeeded | Finished::Any => delete_ends_batch(db, f, before, batch).await?,
+        Finished::Cancelled | Finished::Dead => 0,
+    };
+    Ok(n + ends)
 }
 
 /// The overseer's rotation: one batch of tasks that succeeded or were cancelled before `before`,
 /// oldest first (dead letters are kept until deleted by hand).
 pub async fn rotate_batch<D: Dialect>(db: &D, before: DateTime<Utc>, batch: u32) -> Result<u64> {
     let done = format!("{DONE} AND finished_on < $1");
-    delete_batch(db, &done, "finished_on", &BulkFilter::default(), before, batch).await
+    let n = delete_batch(db, &done, "finished_on", &BulkFilter::default(), before, batch).await?;
+    Ok(n + delete_ends_batch(db, &BulkFilter::default(), before, batch).await?)
+}
+
+/// One batch of the ends of successes that deleted their tasks (`transitions::ends`), ended
+/// before `before`, with what those tasks ran after.
+async fn delete_ends_batch<D: Dialect>(db: &D, f: &BulkFilter, before: DateTime<Utc>, batch: u32) -> Result<u64> {
+    let mut values: Vec<Arg<'_>> = args![before].to_vec();
+    let filter = filtered(f, &mut values);
+    values.push(Arg::from(batch));
+    let pick = format!(
+        "SELECT id FROM task_ends WHERE finished_on < $1{filter} ORDER BY finished_on LIMIT ${}{}",
+        values.len(),
+        D::SKIP_LOCKED
+    );
+    let (pick, values) = (&pick, &values);
+    transaction(db, |tx| {
+        Box::pin(async move {
+            let ids = super::super::rows::ids(&db.rows(Some(&mut tx.tx), pick, values).await?)?;
+            if ids.is_empty() {
+                return Ok(0);
+            }
+            db.exec(Some(&mut tx.tx), "DELETE FROM task_deps WHERE task_id IN ($1)", args![&ids]).await?;
+            db.exec(Some(&mut tx.tx), "DELETE FROM task_ends WHERE id IN ($1)", args![&ids]).await
+        })
+    })
+    .await
 }
 
 async fn delete_batch<D: Dialect>(

@@ -12,11 +12,11 @@ use super::super::transitions::{is, is_any};
 use super::super::types::{LimitEdit, LimitInfo, LimitSetBy, LimitWritten};
 use super::relay::Change;
 use crate::error::{Error, Result};
-use crate::model::{Limit, LimitScope, Rate, RunLimits, TaskState};
+use crate::model::{Limit, LimitScope, OnSuccess, Rate, RunLimits, TaskState};
 
 /// The columns a limit is read from.
 pub(super) const LIMIT_COLUMNS: &str = "name, max_running, rate_count, rate_period_us, rate_burst, next_on, \
-     max_running_per_key, weight, rate_per_key_count, rate_per_key_period_us, rate_per_key_burst, fuel_per_turn";
+     max_running_per_key, weight, rate_per_key_count, rate_per_key_period_us, rate_per_key_burst, fuel_per_turn, on_success";
 
 /// A limit's row as read: its name, its limits, its rate's pace mark.
 pub(super) struct LimitRow {
@@ -55,6 +55,10 @@ impl LimitRow {
                 .int("fuel_per_turn")?
                 .map(|n| Limit::fuel_per_turn(i128::from(n)).map_err(|e| corrupt(format!("{name}: {e}"))))
                 .transpose()?,
+            on_success: match r.text("on_success")? {
+                Some(word) => OnSuccess::parse(&word).map_err(|e| corrupt(format!("{name}: {e}")))?,
+                None => OnSuccess::Keep,
+            },
         };
         Ok(LimitRow { limit, next_on: r.time("next_on")?, name })
     }
@@ -86,6 +90,7 @@ pub async fn list<D: Dialect>(db: &D, now: DateTime<Utc>, of: Option<LimitScope>
             rate_per_key: row.limit.rate_per_key.map(|r| r.per_period()),
             rate_burst_per_key: row.limit.rate_per_key.map(|r| r.burst),
             fuel_per_turn: row.limit.fuel_per_turn,
+            on_success: row.limit.on_success,
             weight: row.limit.weight,
             set_by: r.text("set_by")?.as_deref().and_then(LimitSetBy::parse),
             updated_on: r.time("updated_on")?,
@@ -250,7 +255,7 @@ async fn write_row<D: Dialect>(
     let sql = "UPDATE task_run_limits SET max_running = $2, rate_count = $3, rate_period_us = $4,
                rate_burst = $5, next_on = $6, set_by = $7, updated_on = $8, max_running_per_key = $9,
                weight = $10, rate_per_key_count = $11, rate_per_key_period_us = $12,
-               rate_per_key_burst = $13, fuel_per_turn = $14 WHERE name = $1";
+               rate_per_key_burst = $13, fuel_per_turn = $14, on_success = $15 WHERE name = $1";
     let values = args![
         name,
         after.max_running.map(i64::from),
@@ -265,7 +270,8 @@ async fn write_row<D: Dialect>(
         per_key.0,
         per_key.1,
         per_key.2,
-        after.fuel_per_turn.map(|n| i64::try_from(n).unwrap_or(i64::MAX))
+        after.fuel_per_turn.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+        (after.on_success != OnSuccess::Keep).then(|| after.on_success.as_str())
     ];
     db.exec(Some(tx), sql, values).await?;
     Ok(())

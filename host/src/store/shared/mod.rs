@@ -70,6 +70,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         tasks::get(&self.db, None, id).await
     }
 
+    async fn keep_tasks(&self, ids: &[TaskId]) -> Result<u64> {
+        transitions::ends::keep(&self.db, None, ids).await
+    }
+
     async fn runs_of(&self, task_id: TaskId) -> Result<Vec<Run>> {
         tasks::runs_of(&self.db, task_id).await
     }

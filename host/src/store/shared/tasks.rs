@@ -120,6 +120,10 @@ pub async fn counts<D: Dialect>(db: &D) -> Result<QueueCounts> {
         Some(r) => rows::id(r, "n")?.max(0) as u64,
         None => 0,
     };
+    // Successes whose tasks were deleted (`transitions::ends`) count as succeeded tasks kept.
+    if let Some(r) = db.rows(None, "SELECT count(*) AS n FROM task_ends", &[]).await?.first() {
+        c.success += rows::id(r, "n")?.max(0) as u64;
+    }
     Ok(c)
 }
 

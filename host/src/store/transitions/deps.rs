@@ -44,6 +44,13 @@ pub(crate) async fn wait<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, task: TaskId
         state.insert(rows::id(r, "id")?, rows::task_state(r)?);
     }
     let refuse = |reason: String| Err(Error::Invalid { what: "after", reason });
+    // One not there may have been deleted by its success (`ends`): that one has succeeded.
+    let missing: Vec<TaskId> = after.iter().copied().filter(|id| !state.contains_key(id)).collect();
+    if !missing.is_empty() {
+        for id in super::ends::ended_on::<D>(conn, &missing).await? {
+            state.insert(id, TaskState::Succeeded);
+        }
+    }
     let (mut met, mut unmet) = (Vec::new(), Vec::new());
     for &id in &after {
         match state.get(&id) {
@@ -61,6 +68,11 @@ pub(crate) async fn wait<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, task: TaskId
         if !list.is_empty() {
             D::exec_on(conn, rows, args![task, list, flag]).await?;
         }
+    }
+    // Those not ended yet are kept when they succeed: this task's run may read their results.
+    if !unmet.is_empty() {
+        let keep = "UPDATE task_queue SET keep_row = 1 WHERE id IN ($1) AND keep_row IS NULL";
+        D::exec_on(conn, keep, args![&unmet]).await?;
     }
     if !unmet.is_empty() {
         let sql =

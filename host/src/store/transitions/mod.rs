@@ -43,6 +43,7 @@
 
 pub mod add;
 pub mod deps;
+pub mod ends;
 pub(crate) mod fair;
 pub(crate) mod fuel;
 pub mod intake;

@@ -76,7 +76,21 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
     // The runs that ended well here (not ended elsewhere meanwhile): their children are queued.
     let mut well: Vec<&RunOutcome> = Vec::new();
     if !ok.is_empty() {
-        let done = db.finish_successes(tx, &ok).await?;
+        // Those whose queue deletes its successes first (`ends`): the rest, and those of them
+        // kept, written as any success.
+        let wanted = super::ends::wanted(&ok);
+        let mut done = match wanted.is_empty() {
+            true => Vec::new(),
+            false => match db.delete_successes(tx, &wanted).await? {
+                Some(done) => done,
+                None => super::ends::delete(db, tx, &wanted).await?,
+            },
+        };
+        let deleted: HashSet<RunId> = done.iter().map(|e| e.run_id).collect();
+        let rest: Vec<&RunOutcome> = ok.iter().copied().filter(|o| !deleted.contains(&o.run_id)).collect();
+        if !rest.is_empty() {
+            done.extend(db.finish_successes(tx, &rest).await?);
+        }
         super::super::stats::record_successes(db, tx, &done, &ok, latest).await?;
         let done: HashSet<RunId> = done.iter().map(|e| e.run_id).collect();
         well.extend(ok.iter().copied().filter(|o| done.contains(&o.run_id)));

@@ -75,6 +75,7 @@ async fn as_claimed(store: &SharedStore, c: &Case) -> ClaimedRun {
         timeout_on: now() + secs(60),
         key: t.key,
         fuel_key: None,
+        delete_on_success: false,
         digest: None,
     }
 }
@@ -265,6 +266,7 @@ pub async fn a_large_finish_writes_each_run_and_task_with_its_own_values(store: 
             fuel_used: Some(i as i64 * 10),
             logs: (i % 2 == 0).then(|| format!("log {i}")),
             fuel_key: None,
+            delete_on_success: false,
             component_digest: (i % 3 != 0).then(|| format!("{i:064}")),
             ..success(c, t0() + secs(1 + i as i64 % 50), &format!(r#"{{"i":{i}}}"#))
         })

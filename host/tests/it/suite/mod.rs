@@ -5,6 +5,7 @@
 mod basics;
 mod components;
 mod control;
+mod deleted_successes;
 mod dependencies;
 mod fair;
 mod key_backlog;
@@ -23,6 +24,7 @@ mod workflows;
 pub use basics::*;
 pub use components::*;
 pub use control::*;
+pub use deleted_successes::*;
 pub use dependencies::*;
 pub use fair::*;
 pub use key_backlog::*;
@@ -73,6 +75,7 @@ fn success(c: &ClaimedRun, now: DateTime<Utc>, results: &str) -> RunOutcome {
         fuel_used: Some(1234),
         logs: None,
         fuel_key: None,
+        delete_on_success: false,
     }
 }
 
@@ -186,6 +189,9 @@ macro_rules! store_suite {
         case!(one_claim_gives_each_run_its_own_timeout_and_each_success_its_own_finish_time);
         case!(a_claim_of_ten_thousand_and_more_gives_every_task_a_run_of_its_own);
         case!(a_run_that_succeeded_reads_the_same_everywhere_and_a_replay_keeps_it);
+        case!(a_queues_on_success_is_set_read_and_taken_out_as_its_other_limits);
+        case!(a_success_that_deletes_its_task_leaves_its_end_for_the_stream_the_counts_and_after);
+        case!(a_task_something_reads_again_is_kept_when_its_success_would_delete_it);
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_claims_never_share_a_run() {

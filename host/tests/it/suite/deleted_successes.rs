@@ -1,0 +1,122 @@
+//! The store suite's cases for a queue that deletes its successes (issue 51, `on_success =
+//! delete`): a success deletes its task where nothing reads it again and leaves its end in
+//! `task_ends`, which the event stream, the counts, a later `after` and rotation read.
+
+use taskhost::store::{LimitEdit, LimitSetBy, Look};
+
+use super::*;
+
+/// A success of `c` in a queue that deletes its successes.
+fn deleting(c: &ClaimedRun, now: DateTime<Utc>) -> RunOutcome {
+    RunOutcome { delete_on_success: true, ..success(c, now, r#"{"ok":true}"#) }
+}
+
+/// Whether `id` has a row.
+async fn there(store: &SharedStore, id: TaskId) -> bool {
+    store.get_task(id).await.expect("get").is_some()
+}
+
+/// A queue's `on_success` is kept with its other limits, read by the workers, and taken out as
+/// they are.
+pub async fn a_queues_on_success_is_set_read_and_taken_out_as_its_other_limits(store: SharedStore) {
+    let delete = Limit { on_success: OnSuccess::Delete, ..Limit::default() };
+    store.set_limit(LimitScope::Queue, "gone", LimitEdit::Set(delete), LimitSetBy::Operator, t0()).await.expect("set");
+    let limits = store.limits_in_force().await.expect("limits");
+    assert!(limits.deletes_successes("gone") && !limits.deletes_successes("default"));
+    assert!(!limits.limits_claims_of("gone"), "it limits no claim");
+    let listed = store.limits(t0(), None).await.expect("list");
+    assert_eq!(
+        listed.iter().map(|l| (l.target.as_str(), l.on_success)).collect::<Vec<_>>(),
+        [("gone", OnSuccess::Delete)]
+    );
+    let keep = LimitChange { on_success: Some(OnSuccess::Keep), ..LimitChange::default() };
+    store
+        .set_limit(LimitScope::Queue, "gone", LimitEdit::Change(&keep), LimitSetBy::Operator, t0())
+        .await
+        .expect("set");
+    assert!(store.limits_in_force().await.expect("limits").queues.is_empty(), "keep is no limit: taken out");
+    let on_a_key = store.set_limit(LimitScope::Key, "k", LimitEdit::Set(delete), LimitSetBy::Operator, t0()).await;
+    assert!(on_a_key.is_err(), "a key deletes nothing");
+}
+
+/// A success that may delete its task leaves only its end: the task reads as gone, and its end
+/// is counted, told by the event stream (by when it ended and by id), met by a later `after`, and
+/// rotated with the finished tasks.
+pub async fn a_success_that_deletes_its_task_leaves_its_end_for_the_stream_the_counts_and_after(store: SharedStore) {
+    let r = runner(&store, t0()).await;
+    let added = store.add_tasks(&[NewTask::new("h", "{}").with_queue("gone")], t0()).await.expect("add");
+    let id = added[0].id;
+    let claimed = store.claim(r, &["gone".into()], 1, t0(), DAY).await.expect("claim");
+    store.finish_runs(&[deleting(&claimed[0], t0() + secs(1))]).await.expect("finish");
+
+    assert!(!there(&store, id).await, "deleted");
+    assert_eq!(store.counts().await.expect("counts").success, 1, "counted as a success kept");
+    let stats = store.stats(Some("h"), None, t0() + secs(2)).await.expect("stats");
+    assert_eq!(stats[0].runs.succeeded, 1, "in the statistics");
+    let look = Look { finished_after: Some(t0()), ids: vec![id], limit: 100, ..Look::default() };
+    let glimpse = store.glimpse(&look).await.expect("glimpse");
+    let brief =
+        |b: &taskhost::store::Brief| (b.id, b.queue.clone(), b.handler.clone(), b.state, b.attempt, b.finished_on);
+    let want = (id, "gone".to_string(), "h".to_string(), TaskState::Succeeded, 1, Some(t0() + secs(1)));
+    assert_eq!(glimpse.finished.iter().map(brief).collect::<Vec<_>>(), std::slice::from_ref(&want), "the stream's");
+    assert_eq!(glimpse.asked.iter().map(brief).collect::<Vec<_>>(), [want], "asked by id");
+    let window = Look { finished_window: Some((t0(), t0() + secs(2))), limit: 100, ..Look::default() };
+    assert_eq!(store.glimpse(&window).await.expect("glimpse").window, Some((1, id, 1)), "summed in its window");
+
+    let after = store.add_tasks(&[NewTask::new("j", "{}").with_after([id])], t0() + secs(2)).await.expect("after it");
+    let next = store.get_task(after[0].id).await.expect("get").expect("added");
+    assert_eq!(next.state, TaskState::Scheduled, "its end counts as met");
+
+    assert_eq!(store.rotate(t0() + secs(3), 100).await.expect("rotate"), 1, "its end rotated");
+    assert_eq!(store.counts().await.expect("counts").success, 0);
+    assert!(store.glimpse(&look).await.expect("glimpse").finished.is_empty());
+}
+
+/// A task that a wait, a dependent or a signal names, one with a unique key, one whose run
+/// failed before and one whose run queued children are kept when they succeed, and so is a
+/// success whose queue does not delete: each reads as succeeded.
+pub async fn a_task_something_reads_again_is_kept_when_its_success_would_delete_it(store: SharedStore) {
+    let r = runner(&store, t0()).await;
+    let q = |h: &str| NewTask::new(h, "{}").with_queue("gone");
+    let tasks = [
+        q("waited"),
+        q("depended"),
+        q("signalled"),
+        q("unique").with_unique_key("u"),
+        q("retried"),
+        q("parent"),
+        q("kept"),
+    ];
+    let ids: Vec<TaskId> = store.add_tasks(&tasks, t0()).await.expect("add").iter().map(|a| a.id).collect();
+    assert_eq!(store.keep_tasks(&[ids[0]]).await.expect("keep"), 1, "a wait marks it");
+    let dependent = store.add_tasks(&[NewTask::new("j", "{}").with_after([ids[1]])], t0()).await.expect("add")[0].id;
+    store.signal(ids[2], "go", "{}", t0()).await.expect("signal");
+    let claimed = store.claim(r, &["gone".into()], 10, t0(), DAY).await.expect("claim");
+    let of = |h: &str| claimed.iter().find(|c| c.handler == h).expect("claimed");
+    store
+        .finish_runs(&[failure(of("retried"), t0() + secs(1), NextStep::RetryAt(t0() + secs(1)))])
+        .await
+        .expect("fail");
+    let again = store.claim(r, &["gone".into()], 10, t0() + secs(2), DAY).await.expect("claim");
+    let mut outcomes: Vec<RunOutcome> =
+        claimed.iter().filter(|c| c.handler != "retried").chain(&again).map(|c| deleting(c, t0() + secs(3))).collect();
+    for o in &mut outcomes {
+        if o.task_id == ids[5] {
+            o.end = RunEnd::Success {
+                results: None,
+                children: QueuedTasks { tasks: vec![NewTask::new("child", "{}")], ..Default::default() },
+            };
+        }
+        if o.task_id == ids[6] {
+            o.delete_on_success = false;
+        }
+    }
+    store.finish_runs(&outcomes).await.expect("finish");
+    for (i, id) in ids.iter().enumerate() {
+        let task = store.get_task(*id).await.expect("get").unwrap_or_else(|| panic!("{} deleted", tasks[i].handler));
+        assert_eq!(task.state, TaskState::Succeeded, "{}", tasks[i].handler);
+    }
+    let dependent = store.get_task(dependent).await.expect("get").expect("there");
+    assert_eq!(dependent.state, TaskState::Scheduled, "its dependency's success released it");
+    assert_eq!(store.counts().await.expect("counts").success, 7, "none counted twice");
+}
