@@ -1,16 +1,20 @@
 -- A queue may delete its tasks that succeed (issue 51, `limits set queue:NAME --on-success delete`):
--- the success deletes the task's row and writes a narrow row of `task_ends` instead (its id,
--- when it ended, its queue, handler and attempt), which the event stream, the counts and a later
--- `after` read; rotated as finished tasks are. Only a task nothing will read again is deleted:
--- `keep_row` is set on one a wait, a dependent or a signal names, and a task with a unique key, a
--- failed or snoozed run, or children is kept (`store::transitions::ends`).
+-- the success deletes the task's row, and the ends of the tasks a batch deletes are written in
+-- bulk to `task_ends`, one row a queue and handler: when the batch ended, the tasks' ids as text
+-- (`12,15,16`), their count, least and greatest (its key) and sum. The event stream, the counts and
+-- a later `after` read them; rotated as finished tasks are. Only a task nothing will read again is
+-- deleted: `keep_row` is set on one a wait, a dependent or a signal names, and a task with a unique
+-- key, a failed or snoozed run, or children is kept (`store::transitions::ends`).
 ALTER TABLE task_run_limits ADD COLUMN on_success TEXT;
 ALTER TABLE task_queue ADD COLUMN keep_row BIGINT;
 CREATE TABLE task_ends (
-    id                 BIGINT PRIMARY KEY,
+    max_id             BIGINT PRIMARY KEY,
     finished_on        TIMESTAMPTZ NOT NULL,
     queue              TEXT NOT NULL,
     task_handler_class TEXT NOT NULL,
-    run_attempt        BIGINT NOT NULL
+    n                  BIGINT NOT NULL,
+    min_id             BIGINT NOT NULL,
+    ids_sum            BIGINT NOT NULL,
+    ids                TEXT NOT NULL
 );
 CREATE INDEX task_ends_finished ON task_ends (finished_on);

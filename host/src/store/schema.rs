@@ -115,16 +115,20 @@ pub const TABLES: &[Table] = &[
             null("keep_row", Int),
         ],
     },
-    // The tasks a queue that deletes its successes deleted: what the event stream, the counts
-    // and a later `after` read of them; rotated as finished tasks are.
+    // The tasks a queue that deletes its successes deleted, a row a batch, queue and handler
+    // (keyed by its greatest id): what the event stream, the counts and a later `after` read of
+    // them; rotated as finished tasks are (`transitions::ends`).
     Table {
         name: "task_ends",
         columns: &[
-            col("id", Int),
+            col("max_id", Int),
             col("finished_on", Time),
             col("queue", NAME),
             col("task_handler_class", NAME),
-            col("run_attempt", Int),
+            col("n", Int),
+            col("min_id", Int),
+            col("ids_sum", Int),
+            col("ids", Text),
         ],
     },
     // Signals sent to a task, kept until a run reads one and ends well (`read_by_run`).

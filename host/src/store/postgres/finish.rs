@@ -35,8 +35,8 @@ pub(super) async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]
     found.iter().map(Ended::read).collect()
 }
 
-/// Delete the tasks of these successes that may go and write their ends, in one statement (see
-/// `transitions::ends`); the runs so ended.
+/// Delete the tasks of these successes that may go and write their ends, a row a queue and
+/// handler, in one statement (see `transitions::ends`); the runs so ended.
 pub(super) async fn delete_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
     let from = transitions::from::<PostgresDb>(Transition::Succeed);
     let (deletable, columns) = (transitions::ends::DELETABLE, transitions::ends::END_COLUMNS);
@@ -44,10 +44,12 @@ pub(super) async fn delete_successes(conn: &mut PgConnection, ok: &[&RunOutcome]
         "WITH gone AS (
              DELETE FROM task_queue q USING UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[]) AS t(task, run, f)
              WHERE q.id = t.task AND q.run_id = t.run AND (q.{from}) IS TRUE AND {deletable}
-             RETURNING q.id AS task, t.f, q.queue, q.task_handler_class, q.run_attempt, q.run_id, q.run_runner_id,
+             RETURNING q.id AS task, t.f, q.queue, q.task_handler_class, q.run_id, q.run_runner_id,
                  q.run_started_on),
          ends AS (INSERT INTO task_ends ({columns})
-                  SELECT task, f, queue, task_handler_class, run_attempt FROM gone)
+                  SELECT max(task), max(f), queue, task_handler_class, count(*), min(task), sum(task),
+                         string_agg(task::text, ',' ORDER BY task)
+                  FROM gone GROUP BY queue, task_handler_class)
          SELECT run_id AS id, run_runner_id AS task_runner_id, run_started_on AS started_on, task_handler_class, queue
          FROM gone"
     );

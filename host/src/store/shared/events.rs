@@ -2,14 +2,13 @@
 //! part is found by an index: the newest by the primary key, the running and those awaiting a
 //! retry by their partial indexes (they are few), the finished by `finished_on`
 //! (`task_queue_done`, and `task_queue_dead` for dead letters; MySQL's `task_queue_done` holds
-//! both), the asked by id; the successes that deleted their tasks from `task_ends`, by
-//! `finished_on` and by id (`transitions::ends`). No task's data is read.
+//! both), the asked by id; the successes that deleted their tasks from their rows of `task_ends`,
+//! by `finished_on` and by id (`transitions::ends`). No task's data is read.
 
 use super::super::dialect::Dialect;
-use super::super::plumbing::Cells;
 use super::super::rows;
 use super::super::sql::args;
-use super::super::transitions::ends::END_COLUMNS;
+use super::super::transitions::ends::{EndsRow, COVERING};
 use super::super::transitions::{is, is_any};
 use super::super::types::{Brief, Glimpse, Look};
 use crate::error::Result;
@@ -43,11 +42,12 @@ pub async fn glimpse<D: Dialect>(db: &D, look: &Look) -> Result<Glimpse> {
         // Those not there may have been deleted by their successes (`transitions::ends`).
         let missing: Vec<i64> =
             look.ids.iter().copied().filter(|id| !glimpse.asked.iter().any(|b| b.id == *id)).collect();
-        if !missing.is_empty() {
-            let sql = format!("SELECT {END_COLUMNS} FROM task_ends WHERE id IN ($1) ORDER BY id LIMIT {limit}");
-            glimpse.asked.extend(ends(db.rows(None, &sql, args![&missing[..]]).await?)?);
-            glimpse.asked.sort_by_key(|b| b.id);
+        for id in missing.into_iter().take(limit as usize) {
+            if let Some(row) = EndsRow::holding(&db.rows(None, COVERING, args![id]).await?, id)? {
+                glimpse.asked.extend(briefs_of(&row).filter(|b| b.id == id));
+            }
         }
+        glimpse.asked.sort_by_key(|b| b.id);
     }
     if let Some(after) = look.finished_after {
         let ended = is_any::<D>(&[TaskState::Succeeded, TaskState::Cancelled]);
@@ -65,20 +65,7 @@ pub async fn glimpse<D: Dialect>(db: &D, look: &Look) -> Result<Glimpse> {
             }
             glimpse.finished.extend(part);
         }
-        // The successes that deleted their tasks, from their ends, read as the parts above.
-        let until = look.finished_until.map_or("", |_| " AND finished_on <= $2");
-        let sql = format!(
-            "SELECT {END_COLUMNS} FROM task_ends WHERE finished_on > $1{until} ORDER BY finished_on LIMIT {limit}"
-        );
-        let found = match look.finished_until {
-            Some(t) => db.rows(None, &sql, args![after, t]).await?,
-            None => db.rows(None, &sql, args![after]).await?,
-        };
-        let part = ends(found)?;
-        if let Some(last) = part.last().and_then(|b| b.finished_on).filter(|_| part.len() >= limit as usize) {
-            glimpse.finished_cut = Some(glimpse.finished_cut.map_or(last, |cut| cut.min(last)));
-        }
-        glimpse.finished.extend(part);
+        finished_ends(db, look, after, limit, &mut glimpse).await?;
         glimpse.finished.sort_by_key(|b| b.finished_on);
     }
     if let Some((after, until)) = look.finished_window {
@@ -86,11 +73,13 @@ pub async fn glimpse<D: Dialect>(db: &D, look: &Look) -> Result<Glimpse> {
         // an end it has not seen was written late into the window without reading the window.
         let (mut n, mut ids, mut attempts) = (0u64, 0i64, 0i64);
         let parts = [is_any::<D>(&[TaskState::Succeeded, TaskState::Cancelled]), is::<D>(TaskState::Dead)];
-        let parts = parts.into_iter().map(|c| ("task_queue", c)).chain([("task_ends", "1 = 1".to_string())]);
-        for (table, condition) in parts {
+        let parts = parts.into_iter().map(|c| (c, "count(*)", "id", "run_attempt", "task_queue"));
+        // And the ends of tasks deleted by their successes, each at its first attempt.
+        let parts = parts.chain([("1 = 1".to_string(), "sum(n)", "ids_sum", "n", "task_ends")]);
+        for (condition, count, id, attempt, table) in parts {
             let sql = format!(
-                "SELECT count(*) AS n, CAST(coalesce(sum(id), 0) AS {int}) AS ids,
-                        CAST(coalesce(sum(run_attempt), 0) AS {int}) AS attempts FROM {table}
+                "SELECT CAST(coalesce({count}, 0) AS {int}) AS n, CAST(coalesce(sum({id}), 0) AS {int}) AS ids,
+                        CAST(coalesce(sum({attempt}), 0) AS {int}) AS attempts FROM {table}
                  WHERE {condition} AND finished_on > $1 AND finished_on <= $2",
                 int = D::INT
             );
@@ -105,19 +94,50 @@ pub async fn glimpse<D: Dialect>(db: &D, look: &Look) -> Result<Glimpse> {
     Ok(glimpse)
 }
 
-/// Tasks deleted by their successes, in brief, from rows of [`END_COLUMNS`].
-fn ends<R: Cells>(found: Vec<R>) -> Result<Vec<Brief>> {
-    let brief = |r: &R| -> Result<Brief> {
-        Ok(Brief {
-            id: rows::id(r, "id")?,
-            queue: r.text("queue")?.unwrap_or_default(),
-            handler: r.text("task_handler_class")?.unwrap_or_default(),
-            state: TaskState::Succeeded,
-            attempt: u32::try_from(r.int("run_attempt")?.unwrap_or(1)).unwrap_or(1),
-            failures: 0,
-            progress: None,
-            finished_on: r.time("finished_on")?,
-        })
+/// The successes that deleted their tasks, from their ends (a row a batch, each end at the
+/// batch's time), read as [`glimpse`]'s finished parts: whole rows, until `limit`'s worth of ends.
+async fn finished_ends<D: Dialect>(
+    db: &D,
+    look: &Look,
+    after: chrono::DateTime<chrono::Utc>,
+    limit: u32,
+    glimpse: &mut Glimpse,
+) -> Result<()> {
+    let until = look.finished_until.map_or("", |_| " AND finished_on <= $2");
+    let sql = format!(
+        "SELECT finished_on, queue, task_handler_class, ids FROM task_ends WHERE finished_on > $1{until}
+         ORDER BY finished_on LIMIT {limit}"
+    );
+    let found = match look.finished_until {
+        Some(t) => db.rows(None, &sql, args![after, t]).await?,
+        None => db.rows(None, &sql, args![after]).await?,
     };
-    found.iter().map(brief).collect()
+    let (mut told, mut last) = (0usize, None);
+    for r in &found {
+        let row = EndsRow::read(r)?;
+        told += row.ids.len();
+        last = Some(row.finished_on);
+        glimpse.finished.extend(briefs_of(&row));
+        if told >= limit as usize {
+            break;
+        }
+    }
+    if let Some(last) = last.filter(|_| told >= limit as usize || found.len() >= limit as usize) {
+        glimpse.finished_cut = Some(glimpse.finished_cut.map_or(last, |cut| cut.min(last)));
+    }
+    Ok(())
+}
+
+/// The tasks of a row of ends, in brief: each succeeded at its first attempt, when its batch ended.
+fn briefs_of(row: &EndsRow) -> impl Iterator<Item = Brief> + '_ {
+    row.ids.iter().map(move |&id| Brief {
+        id,
+        queue: row.queue.clone(),
+        handler: row.handler.clone(),
+        state: TaskState::Succeeded,
+        attempt: 1,
+        failures: 0,
+        progress: None,
+        finished_on: Some(row.finished_on),
+    })
 }

@@ -121,7 +121,8 @@ pub async fn counts<D: Dialect>(db: &D) -> Result<QueueCounts> {
         None => 0,
     };
     // Successes whose tasks were deleted (`transitions::ends`) count as succeeded tasks kept.
-    if let Some(r) = db.rows(None, "SELECT count(*) AS n FROM task_ends", &[]).await?.first() {
+    let ends = format!("SELECT CAST(coalesce(sum(n), 0) AS {}) AS n FROM task_ends", D::INT);
+    if let Some(r) = db.rows(None, &ends, &[]).await?.first() {
         c.success += rows::id(r, "n")?.max(0) as u64;
     }
     Ok(c)

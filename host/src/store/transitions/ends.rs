@@ -1,10 +1,13 @@
 //! A success that deletes its task: a queue's `on_success = delete` (issue 51, as BullMQ's
 //! `removeOnComplete`). A succeeded task's row is the largest write of the hot path (its second
 //! new version, with its index entries); a queue whose successes nobody reads back can have them
-//! deleted instead, and a narrow row of `task_ends` written in its place: the task's id, when it
-//! ended, its queue, handler and attempt. That row is what the event stream tells of the end
-//! (`shared::events`), what the counts count, and what a later `after` finds (a dependency
-//! found there has succeeded); it is rotated as finished tasks are.
+//! deleted instead, and their ends written in bulk to `task_ends`: one row for the tasks of a queue
+//! and handler a batch deletes, with when the batch ended and the tasks' ids as text
+//! (`12,15,16`), their count, least and greatest id and sum. That row is what the event stream
+//! tells of those ends (`shared::events`), what the counts count, and what a later `after` finds (a
+//! dependency found there has succeeded: [`COVERING`]); it is rotated as finished tasks are. One
+//! row a batch, not a row a task: a row a task, with its index entries, wrote a third as much
+//! again to PostgreSQL's log as the rest of the task's life.
 //!
 //! A task is deleted only when nothing reads it again ([`DELETABLE`]), else its success is
 //! written as any other:
@@ -17,22 +20,34 @@
 //!
 //! `show`, `retry` and a plain `GET` of a deleted task answer that there is no such task.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
 
 use super::super::dialect::{Dialect, Ended, RunOf};
 use super::super::plumbing::{Cells, ConnOf, TxOf};
 use super::super::rows;
 use super::super::sql::{args, Arg};
 use super::{from, Transition};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::{RunEnd, RunId, RunOutcome, TaskId};
 
-/// The condition on a running task's row that lets its success delete it.
+/// The condition on a running task's row that lets its success delete it. (A task deleted is
+/// so at its first attempt: its end's attempt is 1.)
 pub const DELETABLE: &str =
     "keep_row IS NULL AND unique_key IS NULL AND run_attempt = 1 AND snoozes = 0 AND task_runs_failed = 0";
 
-/// The columns of `task_ends`, in the order [`write`] binds them.
-pub const END_COLUMNS: &str = "id, finished_on, queue, task_handler_class, run_attempt";
+/// The columns of `task_ends`, in the order [`write`] binds them (`max_id` is its key: a task is
+/// in one row).
+pub const END_COLUMNS: &str = "max_id, finished_on, queue, task_handler_class, n, min_id, ids_sum, ids";
+
+/// The rows that may hold the task `$1`: those whose ids span it, among the thousand rows of the
+/// least greatest ids from it on (its own is among them unless a thousand rows' greatest ids lie
+/// between its id and its row's: a lookup reads that much at most).
+pub const COVERING: &str = "SELECT finished_on, queue, task_handler_class, ids FROM
+         (SELECT max_id, min_id, finished_on, queue, task_handler_class, ids FROM task_ends
+          WHERE max_id >= $1 ORDER BY max_id LIMIT 1000) AS t
+     WHERE min_id <= $1";
 
 /// The successes whose tasks may be deleted, by what their runs say (their rows say the rest).
 pub fn wanted<'a>(ok: &[&'a RunOutcome]) -> Vec<&'a RunOutcome> {
@@ -46,14 +61,14 @@ pub fn wanted<'a>(ok: &[&'a RunOutcome]) -> Vec<&'a RunOutcome> {
 /// Delete the tasks of these successes that [`DELETABLE`] lets go, still running these runs, and
 /// write their ends: the runs so ended. (PostgreSQL does this in one statement of its own.)
 pub async fn delete<D: Dialect>(db: &D, tx: &mut TxOf<D>, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
-    let by_task: HashMap<TaskId, &RunOutcome> = ok.iter().map(|o| (o.task_id, *o)).collect();
+    let by_task: std::collections::HashMap<TaskId, &RunOutcome> = ok.iter().map(|o| (o.task_id, *o)).collect();
     let lock = format!(
-        "SELECT id, run_id, run_runner_id, run_started_on, task_handler_class, queue, run_attempt FROM task_queue
+        "SELECT id, run_id, run_runner_id, run_started_on, task_handler_class, queue FROM task_queue
          WHERE id IN ($1) AND {} AND {DELETABLE} ORDER BY id{}",
         from::<D>(Transition::Succeed),
         D::FOR_UPDATE
     );
-    let mut gone: Vec<Gone> = Vec::new();
+    let mut gone: Vec<(TaskId, RunId, DateTime<Utc>, RunOf)> = Vec::new();
     let ids: Vec<TaskId> = by_task.keys().copied().collect();
     for chunk in ids.chunks(CHUNK) {
         for r in &db.rows(Some(&mut *tx), &lock, args![chunk]).await? {
@@ -67,55 +82,95 @@ pub async fn delete<D: Dialect>(db: &D, tx: &mut TxOf<D>, ok: &[&RunOutcome]) ->
                 runner: r.int("run_runner_id")?.unwrap_or(0),
                 started_on: r.time("run_started_on")?,
             };
-            gone.push(Gone {
-                run_id: o.run_id,
-                task,
-                finished_on: o.finished_on,
-                attempt: rows::id(r, "run_attempt")?,
-                of,
-            });
+            gone.push((task, o.run_id, o.finished_on, of));
         }
     }
-    let ids: Vec<TaskId> = gone.iter().map(|g| g.task).collect();
+    let ids: Vec<TaskId> = gone.iter().map(|g| g.0).collect();
     for chunk in ids.chunks(CHUNK) {
         db.exec(Some(&mut *tx), "DELETE FROM task_queue WHERE id IN ($1)", args![chunk]).await?;
     }
-    write(db, tx, &gone).await?;
-    Ok(gone.into_iter().map(|g| Ended { run_id: g.run_id, of: Some(g.of) }).collect())
+    // One row of ends a queue and handler, ended when the batch's last one did.
+    let mut ends: Batch<'_> = BTreeMap::new();
+    for (task, _, at, of) in &gone {
+        let end = ends.entry((&of.queue, &of.handler)).or_insert((*at, Vec::new()));
+        end.0 = end.0.max(*at);
+        end.1.push(*task);
+    }
+    for ((queue, handler), (at, ids)) in &mut ends {
+        ids.sort_unstable();
+        write(db, tx, queue, handler, *at, ids).await?;
+    }
+    Ok(gone.into_iter().map(|(_, run_id, _, of)| Ended { run_id, of: Some(of) }).collect())
 }
+
+/// The ends of one batch: a queue and handler's, when the last ended and the tasks.
+type Batch<'a> = BTreeMap<(&'a str, &'a str), (DateTime<Utc>, Vec<TaskId>)>;
 
 /// Ids in one statement at most.
 const CHUNK: usize = 1_000;
 
-/// A task deleted by its success.
-struct Gone {
-    run_id: RunId,
-    task: TaskId,
-    finished_on: chrono::DateTime<chrono::Utc>,
-    attempt: i64,
-    of: RunOf,
+/// Write the ends of `ids` (sorted), of one queue and handler, at `at`: one row.
+async fn write<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    queue: &str,
+    handler: &str,
+    at: DateTime<Utc>,
+    ids: &[TaskId],
+) -> Result<()> {
+    let (Some(&min), Some(&max)) = (ids.first(), ids.last()) else { return Ok(()) };
+    let sum = ids.iter().fold(0i64, |s, id| s.wrapping_add(*id));
+    let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+    let sql = format!("INSERT INTO task_ends ({END_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
+    let values = [
+        Arg::from(max),
+        Arg::Time(at),
+        Arg::from(queue),
+        Arg::from(handler),
+        Arg::from(ids.len() as i64),
+        Arg::from(min),
+        Arg::from(sum),
+        Arg::from(list.as_str()),
+    ];
+    db.exec(Some(tx), &sql, &values).await?;
+    Ok(())
 }
 
-/// Write the ends of the tasks deleted, by value.
-async fn write<D: Dialect>(db: &D, tx: &mut TxOf<D>, gone: &[Gone]) -> Result<()> {
-    for chunk in gone.chunks(CHUNK) {
-        let tuples: Vec<String> = (0..chunk.len())
-            .map(|i| format!("(${}, ${}, ${}, ${}, ${})", 5 * i + 1, 5 * i + 2, 5 * i + 3, 5 * i + 4, 5 * i + 5))
-            .collect();
-        let sql = format!("INSERT INTO task_ends ({END_COLUMNS}) VALUES {}", tuples.join(", "));
-        let mut values: Vec<Arg<'_>> = Vec::with_capacity(5 * chunk.len());
-        for g in chunk {
-            values.extend([
-                Arg::from(g.task),
-                Arg::Time(g.finished_on),
-                Arg::from(g.of.queue.as_str()),
-                Arg::from(g.of.handler.as_str()),
-                Arg::from(g.attempt),
-            ]);
-        }
-        db.exec(Some(&mut *tx), &sql, &values).await?;
+/// A row of `task_ends`, read.
+#[derive(Debug, Clone)]
+pub struct EndsRow {
+    pub finished_on: DateTime<Utc>,
+    pub queue: String,
+    pub handler: String,
+    pub ids: Vec<TaskId>,
+}
+
+impl EndsRow {
+    /// From a row of `finished_on`, `queue`, `task_handler_class` and `ids`.
+    pub fn read(r: &impl Cells) -> Result<EndsRow> {
+        let corrupt = |reason: String| Error::CorruptRow { table: "task_ends", reason };
+        let list = r.text("ids")?.unwrap_or_default();
+        let ids = list
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| s.trim().parse::<TaskId>().map_err(|_| corrupt(format!("{s:?} is not a task id"))))
+            .collect::<Result<Vec<_>>>()?;
+        let finished_on = r.time("finished_on")?.ok_or_else(|| corrupt("no finished_on".into()))?;
+        let (queue, handler) =
+            (r.text("queue")?.unwrap_or_default(), r.text("task_handler_class")?.unwrap_or_default());
+        Ok(EndsRow { finished_on, queue, handler, ids })
     }
-    Ok(())
+
+    /// Of `rows` read by [`COVERING`], the one holding `id`.
+    pub fn holding(rows: &[impl Cells], id: TaskId) -> Result<Option<EndsRow>> {
+        for r in rows {
+            let row = EndsRow::read(r)?;
+            if row.ids.contains(&id) {
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
+    }
 }
 
 /// Keep these tasks' rows when they succeed (a wait, a dependent or a signal names them): those
@@ -130,13 +185,13 @@ pub async fn keep<D: Dialect>(db: &D, tx: Option<&mut TxOf<D>>, tasks: &[TaskId]
     Ok(n)
 }
 
-/// Of `tasks`, those whose success deleted them (`task_ends`), on the caller's connection (a
-/// locking read: it sees an end committed since its transaction began).
+/// Of `tasks`, those whose success deleted them (`task_ends`), on the caller's connection.
 pub async fn ended_on<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, tasks: &[TaskId]) -> Result<Vec<TaskId>> {
-    let sql = format!("SELECT id FROM task_ends WHERE id IN ($1){}", D::FOR_UPDATE);
     let mut found = Vec::new();
-    for chunk in tasks.chunks(CHUNK) {
-        found.extend(rows::ids(&D::rows_on(conn, &sql, args![chunk]).await?)?);
+    for &id in tasks {
+        if EndsRow::holding(&D::rows_on(conn, COVERING, args![id]).await?, id)?.is_some() {
+            found.push(id);
+        }
     }
     Ok(found)
 }

@@ -39,35 +39,51 @@ pub async fn a_queues_on_success_is_set_read_and_taken_out_as_its_other_limits(s
     assert!(on_a_key.is_err(), "a key deletes nothing");
 }
 
-/// A success that may delete its task leaves only its end: the task reads as gone, and its end
-/// is counted, told by the event stream (by when it ended and by id), met by a later `after`, and
-/// rotated with the finished tasks.
+/// Successes that may delete their tasks leave only their ends, written a row a queue and
+/// handler of each batch: the tasks read as gone, and their ends are counted, told by the event
+/// stream (by when they ended and by id), met by a later `after`, and rotated with the finished
+/// tasks.
 pub async fn a_success_that_deletes_its_task_leaves_its_end_for_the_stream_the_counts_and_after(store: SharedStore) {
     let r = runner(&store, t0()).await;
-    let added = store.add_tasks(&[NewTask::new("h", "{}").with_queue("gone")], t0()).await.expect("add");
-    let id = added[0].id;
-    let claimed = store.claim(r, &["gone".into()], 1, t0(), DAY).await.expect("claim");
-    store.finish_runs(&[deleting(&claimed[0], t0() + secs(1))]).await.expect("finish");
+    let tasks = [NewTask::new("h", "{}"), NewTask::new("h", "{}"), NewTask::new("g", "{}"), NewTask::new("h", "{}")];
+    let tasks = tasks.map(|t| t.with_queue("gone"));
+    let ids: Vec<TaskId> = store.add_tasks(&tasks, t0()).await.expect("add").iter().map(|a| a.id).collect();
+    let claimed = store.claim(r, &["gone".into()], 4, t0(), DAY).await.expect("claim");
+    let outcomes: Vec<RunOutcome> = claimed.iter().map(|c| deleting(c, t0() + secs(1))).collect();
+    store.finish_runs(&outcomes[..3]).await.expect("finish");
+    store.finish_runs(&outcomes[3..]).await.expect("finish, another batch");
 
-    assert!(!there(&store, id).await, "deleted");
-    assert_eq!(store.counts().await.expect("counts").success, 1, "counted as a success kept");
+    for id in &ids {
+        assert!(!there(&store, *id).await, "{id} deleted");
+    }
+    assert_eq!(store.counts().await.expect("counts").success, 4, "counted as successes kept");
     let stats = store.stats(Some("h"), None, t0() + secs(2)).await.expect("stats");
-    assert_eq!(stats[0].runs.succeeded, 1, "in the statistics");
-    let look = Look { finished_after: Some(t0()), ids: vec![id], limit: 100, ..Look::default() };
+    assert_eq!(stats[0].runs.succeeded, 3, "in the statistics");
+    let look = Look { finished_after: Some(t0()), ids: vec![ids[1], ids[2]], limit: 100, ..Look::default() };
     let glimpse = store.glimpse(&look).await.expect("glimpse");
     let brief =
-        |b: &taskhost::store::Brief| (b.id, b.queue.clone(), b.handler.clone(), b.state, b.attempt, b.finished_on);
-    let want = (id, "gone".to_string(), "h".to_string(), TaskState::Succeeded, 1, Some(t0() + secs(1)));
-    assert_eq!(glimpse.finished.iter().map(brief).collect::<Vec<_>>(), std::slice::from_ref(&want), "the stream's");
-    assert_eq!(glimpse.asked.iter().map(brief).collect::<Vec<_>>(), [want], "asked by id");
+        |b: &taskhost::store::Brief| (b.id, b.handler.clone(), b.queue.clone(), b.state, b.attempt, b.finished_on);
+    let want =
+        |i: usize, h: &str| (ids[i], h.to_string(), "gone".to_string(), TaskState::Succeeded, 1, Some(t0() + secs(1)));
+    let mut finished: Vec<_> = glimpse.finished.iter().map(brief).collect();
+    finished.sort_by_key(|b| b.0);
+    assert_eq!(finished, [want(0, "h"), want(1, "h"), want(2, "g"), want(3, "h")], "the stream's");
+    assert_eq!(glimpse.asked.iter().map(brief).collect::<Vec<_>>(), [want(1, "h"), want(2, "g")], "asked by id");
     let window = Look { finished_window: Some((t0(), t0() + secs(2))), limit: 100, ..Look::default() };
-    assert_eq!(store.glimpse(&window).await.expect("glimpse").window, Some((1, id, 1)), "summed in its window");
+    let sum: i64 = ids.iter().sum();
+    assert_eq!(store.glimpse(&window).await.expect("glimpse").window, Some((4, sum, 4)), "summed in its window");
+    let cut = Look { finished_after: Some(t0()), limit: 1, ..Look::default() };
+    let cut = store.glimpse(&cut).await.expect("glimpse");
+    assert!(!cut.finished.is_empty() && cut.finished_cut == Some(t0() + secs(1)), "a whole row, cut after it");
 
-    let after = store.add_tasks(&[NewTask::new("j", "{}").with_after([id])], t0() + secs(2)).await.expect("after it");
+    let after = [NewTask::new("j", "{}").with_after([ids[1], ids[3]])];
+    let after = store.add_tasks(&after, t0() + secs(2)).await.expect("after them");
     let next = store.get_task(after[0].id).await.expect("get").expect("added");
-    assert_eq!(next.state, TaskState::Scheduled, "its end counts as met");
+    assert_eq!(next.state, TaskState::Scheduled, "their ends count as met");
+    let missing = store.add_tasks(&[NewTask::new("j", "{}").with_after([ids[3] + 100])], t0() + secs(2)).await;
+    assert!(missing.is_err(), "a task that never was is still refused");
 
-    assert_eq!(store.rotate(t0() + secs(3), 100).await.expect("rotate"), 1, "its end rotated");
+    assert_eq!(store.rotate(t0() + secs(3), 100).await.expect("rotate"), 4, "their ends rotated");
     assert_eq!(store.counts().await.expect("counts").success, 0);
     assert!(store.glimpse(&look).await.expect("glimpse").finished.is_empty());
 }
