@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 
-use super::super::dialect::{transaction, Dialect};
+use super::super::dialect::{transaction, Dialect, Ended};
 use super::super::plumbing::{Cells, TxOf};
 use super::super::rows;
 use super::super::sql::{args, RUNNING, SCHEDULED, TIMEOUT};
@@ -76,21 +76,7 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
     // The runs that ended well here (not ended elsewhere meanwhile): their children are queued.
     let mut well: Vec<&RunOutcome> = Vec::new();
     if !ok.is_empty() {
-        // Those whose queue deletes its successes first (`ends`): the rest, and those of them
-        // kept, written as any success.
-        let wanted = super::ends::wanted(&ok);
-        let mut done = match wanted.is_empty() {
-            true => Vec::new(),
-            false => match db.delete_successes(tx, &wanted).await? {
-                Some(done) => done,
-                None => super::ends::delete(db, tx, &wanted).await?,
-            },
-        };
-        let deleted: HashSet<RunId> = done.iter().map(|e| e.run_id).collect();
-        let rest: Vec<&RunOutcome> = ok.iter().copied().filter(|o| !deleted.contains(&o.run_id)).collect();
-        if !rest.is_empty() {
-            done.extend(db.finish_successes(tx, &rest).await?);
-        }
+        let done = succeed(db, tx, &ok).await?;
         super::super::stats::record_successes(db, tx, &done, &ok, latest).await?;
         let done: HashSet<RunId> = done.iter().map(|e| e.run_id).collect();
         well.extend(ok.iter().copied().filter(|o| done.contains(&o.run_id)));
@@ -141,6 +127,25 @@ async fn finish<D: Dialect>(db: &D, tx: &mut TxOf<D>, outcomes: &[&RunOutcome]) 
     super::deps::ended_badly(db, tx, &dead, latest).await?;
     super::super::stats::record(db, tx, &ended, latest).await?;
     Ok(ended_here)
+}
+
+/// Write these successes (`ok`, in task order): first those whose queue deletes its successes
+/// (`ends`), then the rest, and those of them kept, as any success; the runs ended.
+async fn succeed<D: Dialect>(db: &D, tx: &mut TxOf<D>, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
+    let wanted = super::ends::wanted(ok);
+    let mut done = match wanted.is_empty() {
+        true => Vec::new(),
+        false => match db.delete_successes(tx, &wanted).await? {
+            Some(done) => done,
+            None => super::ends::delete(db, tx, &wanted).await?,
+        },
+    };
+    let deleted: HashSet<RunId> = done.iter().map(|e| e.run_id).collect();
+    let rest: Vec<&RunOutcome> = ok.iter().copied().filter(|o| !deleted.contains(&o.run_id)).collect();
+    if !rest.is_empty() {
+        done.extend(db.finish_successes(tx, &rest).await?);
+    }
+    Ok(done)
 }
 
 /// A failed run's outcome, its parts unpacked.
