@@ -73,6 +73,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0041_sql_add_key_unicode_space.sql",
     "0042_sql_add_names_unpadded.sql",
     "0043_delete_on_success.sql",
+    "0044_sql_after_keeps.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -118,6 +119,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0038_sql_add_key_unicode_space.sql",
     "0039_sql_add_names_unpadded.sql",
     "0040_delete_on_success.sql",
+    "0041_sql_after_keeps.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -165,6 +167,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0040_sql_add_limit_unlocked.sql",
     "0041_sql_add_names_unpadded.sql",
     "0042_delete_on_success.sql",
+    "0043_sql_after_keeps.sql",
 );
 
 impl Embedded {

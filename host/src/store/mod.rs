@@ -44,6 +44,8 @@ pub use components::Components;
 pub use connect::{redact, StoreOptions};
 pub use dialect::{ClaimRequest, Claimed};
 pub use interface::{DataLimitWrite, SharedStore, Store};
+/// Ids a row of a queue's deleted successes spans at most (see `transitions::ends`).
+pub use transitions::ends::SPAN as ENDS_SPAN;
 pub use types::*;
 
 /// Set `clock` from the database's time, when it follows the database's (a [`ServerClock`](crate::clock::ServerClock)) and

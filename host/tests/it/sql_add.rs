@@ -311,6 +311,46 @@ async fn a_dependency_that_ends_badly_before_the_intake_cancels_the_task_and_tho
     assert_eq!(env.app.store.take_in_arrivals(env.clock.now(), 100).await.expect("intake"), 0, "nothing left");
 }
 
+/// A task queued in SQL `after` one of a queue that deletes its successes keeps that one's row
+/// when it succeeds before the intake (the add marked it, in its own transaction): its dependent's
+/// run reads its results.
+async fn a_task_queued_in_sql_after_another_keeps_it_when_its_queue_deletes_its_successes(db: Db) {
+    use taskhost::model::{Limit, LimitScope, OnSuccess, RunEnd, RunOutcome};
+    use taskhost::store::{LimitEdit, LimitSetBy};
+    let env = Env::on(db, &["echo"]).await;
+    let (store, now) = (&env.app.store, env.clock.now());
+    let delete = Limit { on_success: OnSuccess::Delete, ..Limit::default() };
+    store
+        .set_limit(LimitScope::Queue, "default", LimitEdit::Set(delete), LimitSetBy::Operator, now)
+        .await
+        .expect("set");
+    let first = store.add_tasks(&[NewTask::new("echo", "{}")], now).await.expect("add")[0].id;
+    let second = add_in_shell(db, &env, "echo", "{}", json!({"after": [first]}), true);
+    let runner = store.register_runner(4242, "test-host", now, 100).await.expect("runner");
+    let claimed = store.claim(runner, &["default".into()], 1, now, Duration::from_secs(60)).await.expect("claim");
+    let c = claimed.first().expect("the first task claimed (the second waits for the intake)");
+    assert_eq!(c.task_id, first);
+    let success = RunOutcome {
+        run_id: c.run_id,
+        task_id: c.task_id,
+        end: RunEnd::Success { results: Some(r#"{"n":1}"#.into()), children: Default::default() },
+        percents_completed: None,
+        finished_on: now,
+        duration_ms: 1,
+        component_digest: None,
+        fuel_used: None,
+        logs: None,
+        fuel_key: None,
+        delete_on_success: true,
+    };
+    store.finish_runs(&[success]).await.expect("finish");
+    assert_eq!(state(&env, first).await, Some(TaskState::Succeeded), "kept, not deleted");
+    assert_eq!(store.take_in_arrivals(now, 100).await.expect("intake"), 1);
+    assert_eq!(state(&env, second).await, Some(TaskState::Scheduled), "its dependency met");
+    let read = store.dependency_results(second, 1 << 20).await.expect("results");
+    assert_eq!(read.iter().map(|d| (d.id, d.results.as_deref())).collect::<Vec<_>>(), [(first, Some(r#"{"n":1}"#))]);
+}
+
 async fn a_task_queued_in_sql_for_a_handler_no_worker_has_becomes_a_dead_letter(db: Db) {
     let mut env = Env::on(db, &["echo"]).await;
     env.set_config("[overseer.unserved]\nhorizon = \"1s\"\ninterval = \"100ms\"\n").await;
@@ -375,6 +415,7 @@ crate::on_every_database!(
     bad_input_to_taskhost_add_is_one_error_naming_what_is_wrong_and_adds_nothing,
     the_rest_of_the_add_options_given_in_sql_are_written_as_the_api_writes_them,
     a_dependency_that_ends_badly_before_the_intake_cancels_the_task_and_those_after_it,
+    a_task_queued_in_sql_after_another_keeps_it_when_its_queue_deletes_its_successes,
     a_task_queued_in_sql_for_a_handler_no_worker_has_becomes_a_dead_letter,
     an_application_queues_tasks_in_its_own_transactions_with_its_python_driver
 );

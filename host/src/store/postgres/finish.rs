@@ -36,10 +36,11 @@ pub(super) async fn finish_successes(conn: &mut PgConnection, ok: &[&RunOutcome]
 }
 
 /// Delete the tasks of these successes that may go and write their ends, a row a queue and
-/// handler, in one statement (see `transitions::ends`); the runs so ended.
+/// handler and span, in one statement (see `transitions::ends`); the runs so ended.
 pub(super) async fn delete_successes(conn: &mut PgConnection, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
     let from = transitions::from::<PostgresDb>(Transition::Succeed);
-    let (deletable, columns) = (transitions::ends::DELETABLE, transitions::ends::END_COLUMNS);
+    let (deletable, columns, span) =
+        (transitions::ends::DELETABLE, transitions::ends::END_COLUMNS, transitions::ends::SPAN);
     let sql = format!(
         "WITH gone AS (
              DELETE FROM task_queue q USING UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[]) AS t(task, run, f)
@@ -49,7 +50,7 @@ pub(super) async fn delete_successes(conn: &mut PgConnection, ok: &[&RunOutcome]
          ends AS (INSERT INTO task_ends ({columns})
                   SELECT max(task), max(f), queue, task_handler_class, count(*), min(task), sum(task),
                          string_agg(task::text, ',' ORDER BY task)
-                  FROM gone GROUP BY queue, task_handler_class)
+                  FROM gone GROUP BY queue, task_handler_class, task / {span})
          SELECT run_id AS id, run_runner_id AS task_runner_id, run_started_on AS started_on, task_handler_class, queue
          FROM gone"
     );

@@ -8,7 +8,7 @@
 use super::super::dialect::Dialect;
 use super::super::rows;
 use super::super::sql::args;
-use super::super::transitions::ends::{EndsRow, COVERING};
+use super::super::transitions::ends::{EndsRow, Lookup};
 use super::super::transitions::{is, is_any};
 use super::super::types::{Brief, Glimpse, Look};
 use crate::error::Result;
@@ -42,9 +42,10 @@ pub async fn glimpse<D: Dialect>(db: &D, look: &Look) -> Result<Glimpse> {
         // Those not there may have been deleted by their successes (`transitions::ends`).
         let missing: Vec<i64> =
             look.ids.iter().copied().filter(|id| !glimpse.asked.iter().any(|b| b.id == *id)).collect();
-        for id in missing.into_iter().take(limit as usize) {
-            if let Some(row) = EndsRow::holding(&db.rows(None, COVERING, args![id]).await?, id)? {
-                glimpse.asked.extend(briefs_of(&row).filter(|b| b.id == id));
+        // A statement a span of ids (`ends::SPAN`): those followed are mostly a few spans.
+        for lookup in Lookup::of(&missing).into_iter().take(limit as usize) {
+            for row in lookup.found(&db.rows(None, lookup.sql(), &lookup.args()).await?)? {
+                glimpse.asked.extend(briefs_of(&row));
             }
         }
         glimpse.asked.sort_by_key(|b| b.id);

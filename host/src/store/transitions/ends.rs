@@ -1,18 +1,19 @@
 //! A success that deletes its task: a queue's `on_success = delete` (issue 51, as BullMQ's
 //! `removeOnComplete`). A succeeded task's row is the largest write of the hot path (its second
 //! new version, with its index entries); a queue whose successes nobody reads back can have them
-//! deleted instead, and their ends written in bulk to `task_ends`: one row for the tasks of a queue
-//! and handler a batch deletes, with when the batch ended and the tasks' ids as text
+//! deleted instead, and their ends written in bulk to `task_ends`: one row for the tasks of a queue,
+//! handler and span of ids ([`SPAN`]) a batch deletes, with when the batch ended and the tasks' ids as text
 //! (`12,15,16`), their count, least and greatest id and sum. That row is what the event stream
 //! tells of those ends (`shared::events`), what the counts count, and what a later `after` finds (a
-//! dependency found there has succeeded: [`COVERING`]); it is rotated as finished tasks are. One
+//! dependency found there has succeeded: [`Lookup`]); it is rotated as finished tasks are. One
 //! row a batch, not a row a task: a row a task, with its index entries, wrote a third as much
 //! again to PostgreSQL's log as the rest of the task's life.
 //!
 //! A task is deleted only when nothing reads it again ([`DELETABLE`]), else its success is
 //! written as any other:
 //! - `keep_row` is set on a task that a wait (`GET /tasks/{id}?wait=`), a dependent
-//!   (`after`, whose run may read its results) or a signal names, in the transaction that names it
+//!   (`after`, whose run may read its results; one queued in SQL by `taskhost_add`'s own write,
+//!   migrations `*_sql_after_keeps.sql`) or a signal names, in the transaction that names it
 //!   (locking the row the success locks, so the success sees it);
 //! - a task with a unique key (which holds the key for its period and states), with a failed,
 //!   timed-out or snoozed run before (its history), or whose run queued children (which read
@@ -30,7 +31,7 @@ use super::super::rows;
 use super::super::sql::{args, Arg};
 use super::{from, Transition};
 use crate::error::{Error, Result};
-use crate::model::{RunEnd, RunId, RunOutcome, TaskId};
+use crate::model::{OnSuccess, RunEnd, RunId, RunOutcome, TaskId};
 
 /// The condition on a running task's row that lets its success delete it. (A task deleted is
 /// so at its first attempt: its end's attempt is 1.)
@@ -41,13 +42,64 @@ pub const DELETABLE: &str =
 /// in one row).
 pub const END_COLUMNS: &str = "max_id, finished_on, queue, task_handler_class, n, min_id, ids_sum, ids";
 
-/// The rows that may hold the task `$1`: those whose ids span it, among the thousand rows of the
-/// least greatest ids from it on (its own is among them unless a thousand rows' greatest ids lie
-/// between its id and its row's: a lookup reads that much at most).
-pub const COVERING: &str = "SELECT finished_on, queue, task_handler_class, ids FROM
-         (SELECT max_id, min_id, finished_on, queue, task_handler_class, ids FROM task_ends
-          WHERE max_id >= $1 ORDER BY max_id LIMIT 1000) AS t
-     WHERE min_id <= $1";
+/// The ids of a row of ends lie in one span of this many (`id / SPAN` alike: a batch's deleted
+/// tasks are written a row a queue, handler and span), so a lookup reads the rows of one span:
+/// at most this many ids in all, however long after newer ones a task ended.
+pub const SPAN: i64 = 4096;
+
+/// The rows that may hold tasks of one span from `$1` to `$2`: those whose greatest id lies from
+/// `$1` to the span's last id, `$3`, and whose least is at most `$2` (by the key, `max_id`).
+const COVERING: &str = "SELECT finished_on, queue, task_handler_class, ids FROM task_ends
+     WHERE max_id >= $1 AND max_id <= $3 AND min_id <= $2";
+
+/// A lookup of tasks of one span among the ends: [`COVERING`] with [`Lookup::args`].
+#[derive(Debug)]
+pub struct Lookup {
+    /// The tasks looked for, ascending.
+    pub ids: Vec<TaskId>,
+    /// The span's last id.
+    last: TaskId,
+}
+
+impl Lookup {
+    /// The lookups of `ids` (any order, repeats allowed), a span each, in id order.
+    pub fn of(ids: &[TaskId]) -> Vec<Lookup> {
+        let mut spans: BTreeMap<i64, Vec<TaskId>> = BTreeMap::new();
+        for &id in ids {
+            spans.entry(id.div_euclid(SPAN)).or_default().push(id);
+        }
+        let lookup = |(span, mut ids): (i64, Vec<TaskId>)| {
+            ids.sort_unstable();
+            ids.dedup();
+            Lookup { ids, last: span.saturating_mul(SPAN).saturating_add(SPAN - 1) }
+        };
+        spans.into_iter().map(lookup).collect()
+    }
+
+    /// The statement.
+    pub fn sql(&self) -> &'static str {
+        COVERING
+    }
+
+    /// Its arguments.
+    pub fn args(&self) -> [Arg<'static>; 3] {
+        let (first, last) = (self.ids.first().copied().unwrap_or(0), self.ids.last().copied().unwrap_or(0));
+        [Arg::from(first), Arg::from(last), Arg::from(self.last)]
+    }
+
+    /// Of the rows the statement read, those holding tasks looked for, each narrowed to them.
+    pub fn found(&self, rows: &[impl Cells]) -> Result<Vec<EndsRow>> {
+        let mut found = Vec::new();
+        for r in rows {
+            let mut row = EndsRow::read(r)?;
+            row.ids.retain(|id| self.ids.binary_search(id).is_ok());
+            if !row.ids.is_empty() {
+                found.push(row);
+            }
+        }
+        Ok(found)
+    }
+}
 
 /// The successes whose tasks may be deleted, by what their runs say (their rows say the rest).
 pub fn wanted<'a>(ok: &[&'a RunOutcome]) -> Vec<&'a RunOutcome> {
@@ -89,27 +141,27 @@ pub async fn delete<D: Dialect>(db: &D, tx: &mut TxOf<D>, ok: &[&RunOutcome]) ->
     for chunk in ids.chunks(CHUNK) {
         db.exec(Some(&mut *tx), "DELETE FROM task_queue WHERE id IN ($1)", args![chunk]).await?;
     }
-    // One row of ends a queue and handler, ended when the batch's last one did.
+    // One row of ends a queue, handler and span, ended when the batch's last one did.
     let mut ends: Batch<'_> = BTreeMap::new();
     for (task, _, at, of) in &gone {
-        let end = ends.entry((&of.queue, &of.handler)).or_insert((*at, Vec::new()));
+        let end = ends.entry((&of.queue, &of.handler, task.div_euclid(SPAN))).or_insert((*at, Vec::new()));
         end.0 = end.0.max(*at);
         end.1.push(*task);
     }
-    for ((queue, handler), (at, ids)) in &mut ends {
+    for ((queue, handler, _), (at, ids)) in &mut ends {
         ids.sort_unstable();
         write(db, tx, queue, handler, *at, ids).await?;
     }
     Ok(gone.into_iter().map(|(_, run_id, _, of)| Ended { run_id, of: Some(of) }).collect())
 }
 
-/// The ends of one batch: a queue and handler's, when the last ended and the tasks.
-type Batch<'a> = BTreeMap<(&'a str, &'a str), (DateTime<Utc>, Vec<TaskId>)>;
+/// The ends of one batch: a queue, handler and span's, when the last ended and the tasks.
+type Batch<'a> = BTreeMap<(&'a str, &'a str, i64), (DateTime<Utc>, Vec<TaskId>)>;
 
 /// Ids in one statement at most.
 const CHUNK: usize = 1_000;
 
-/// Write the ends of `ids` (sorted), of one queue and handler, at `at`: one row.
+/// Write the ends of `ids` (sorted), of one queue, handler and span, at `at`: one row.
 async fn write<D: Dialect>(
     db: &D,
     tx: &mut TxOf<D>,
@@ -160,38 +212,56 @@ impl EndsRow {
             (r.text("queue")?.unwrap_or_default(), r.text("task_handler_class")?.unwrap_or_default());
         Ok(EndsRow { finished_on, queue, handler, ids })
     }
-
-    /// Of `rows` read by [`COVERING`], the one holding `id`.
-    pub fn holding(rows: &[impl Cells], id: TaskId) -> Result<Option<EndsRow>> {
-        for r in rows {
-            let row = EndsRow::read(r)?;
-            if row.ids.contains(&id) {
-                return Ok(Some(row));
-            }
-        }
-        Ok(None)
-    }
 }
 
-/// Keep these tasks' rows when they succeed (a wait, a dependent or a signal names them): those
-/// not finished yet. Within the caller's transaction, which holds them locked where it must.
+/// Keep these tasks' rows when they succeed (a wait or a signal names them): those not finished
+/// yet, of a queue that deletes its successes (read first: where none does, as by default,
+/// nothing is written). Within the caller's transaction, which holds them locked where it must.
 pub async fn keep<D: Dialect>(db: &D, tx: Option<&mut TxOf<D>>, tasks: &[TaskId]) -> Result<u64> {
-    let mut n = 0;
     let mut tx = tx;
+    let sql = format!("SELECT name FROM task_run_limits WHERE on_success = '{}'", OnSuccess::Delete.as_str());
+    let mut queues = Vec::new();
+    for r in &db.rows(tx.as_deref_mut(), &sql, &[]).await? {
+        queues.extend(r.text("name")?.as_deref().and_then(|n| n.strip_prefix("queue:")).map(str::to_string));
+    }
+    if queues.is_empty() {
+        return Ok(0);
+    }
+    let mut n = 0;
     for chunk in tasks.chunks(CHUNK) {
-        let sql = "UPDATE task_queue SET keep_row = 1 WHERE id IN ($1) AND keep_row IS NULL AND finished_on IS NULL";
-        n += db.exec(tx.as_deref_mut(), sql, args![chunk]).await?;
+        let sql = "UPDATE task_queue SET keep_row = 1
+                   WHERE id IN ($1) AND queue IN ($2) AND keep_row IS NULL AND finished_on IS NULL";
+        n += db.exec(tx.as_deref_mut(), sql, args![chunk, &queues[..]]).await?;
     }
     Ok(n)
 }
 
-/// Of `tasks`, those whose success deleted them (`task_ends`), on the caller's connection.
+/// Of `tasks`, those whose success deleted them (`task_ends`), on the caller's connection, up to
+/// the first span holding one that is not there (the caller refuses it: no more is read).
 pub async fn ended_on<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, tasks: &[TaskId]) -> Result<Vec<TaskId>> {
     let mut found = Vec::new();
-    for &id in tasks {
-        if EndsRow::holding(&D::rows_on(conn, COVERING, args![id]).await?, id)?.is_some() {
-            found.push(id);
+    for lookup in Lookup::of(tasks) {
+        let rows = lookup.found(&D::rows_on(conn, lookup.sql(), &lookup.args()).await?)?;
+        let before = found.len();
+        found.extend(rows.into_iter().flat_map(|r| r.ids));
+        if found.len() - before < lookup.ids.len() {
+            break;
         }
     }
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookups_are_a_span_each_in_id_order_with_the_ids_sorted_once() {
+        let found = Lookup::of(&[SPAN + 5, 3, SPAN * 3, 7, 3, SPAN - 1]);
+        let spans: Vec<(Vec<TaskId>, TaskId)> = found.iter().map(|l| (l.ids.clone(), l.last)).collect();
+        assert_eq!(
+            spans,
+            [(vec![3, 7, SPAN - 1], SPAN - 1), (vec![SPAN + 5], 2 * SPAN - 1), (vec![SPAN * 3], 4 * SPAN - 1)]
+        );
+    }
 }

@@ -192,6 +192,7 @@ macro_rules! store_suite {
         case!(a_queues_on_success_is_set_read_and_taken_out_as_its_other_limits);
         case!(a_success_that_deletes_its_task_leaves_its_end_for_the_stream_the_counts_and_after);
         case!(a_task_something_reads_again_is_kept_when_its_success_would_delete_it);
+        case!(the_ends_of_a_batch_across_spans_of_ids_are_each_found_by_id);
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_claims_never_share_a_run() {
