@@ -115,7 +115,7 @@ pub const TABLES: &[Table] = &[
             null("keep_row", Int),
         ],
     },
-    // The tasks a queue that deletes its successes deleted, a row a batch, queue and handler
+    // The tasks a queue that deletes its successes deleted, a row a batch, queue, handler and span
     // (keyed by its greatest id): what the event stream, the counts and a later `after` read of
     // them; rotated as finished tasks are (`transitions::ends`).
     Table {

@@ -71,7 +71,7 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn keep_tasks(&self, ids: &[TaskId]) -> Result<u64> {
-        transitions::ends::keep(&self.db, None, ids).await
+        transitions::ends::keep(&self.db, None, ids, true).await
     }
 
     async fn runs_of(&self, task_id: TaskId) -> Result<Vec<Run>> {

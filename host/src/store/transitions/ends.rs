@@ -215,23 +215,28 @@ impl EndsRow {
 }
 
 /// Keep these tasks' rows when they succeed (a wait or a signal names them): those not finished
-/// yet, of a queue that deletes its successes (read first: where none does, as by default,
-/// nothing is written). Within the caller's transaction, which holds them locked where it must.
-pub async fn keep<D: Dialect>(db: &D, tx: Option<&mut TxOf<D>>, tasks: &[TaskId]) -> Result<u64> {
+/// yet; only those of a queue that deletes its successes now when `only_deleting` (a wait: read
+/// first, so that where no queue does, as by default, nothing is written). Within the caller's
+/// transaction, which holds them locked where it must.
+pub async fn keep<D: Dialect>(db: &D, tx: Option<&mut TxOf<D>>, tasks: &[TaskId], only_deleting: bool) -> Result<u64> {
     let mut tx = tx;
-    let sql = format!("SELECT name FROM task_run_limits WHERE on_success = '{}'", OnSuccess::Delete.as_str());
     let mut queues = Vec::new();
-    for r in &db.rows(tx.as_deref_mut(), &sql, &[]).await? {
-        queues.extend(r.text("name")?.as_deref().and_then(|n| n.strip_prefix("queue:")).map(str::to_string));
-    }
-    if queues.is_empty() {
-        return Ok(0);
+    if only_deleting {
+        let sql = format!("SELECT name FROM task_run_limits WHERE on_success = '{}'", OnSuccess::Delete.as_str());
+        for r in &db.rows(tx.as_deref_mut(), &sql, &[]).await? {
+            queues.extend(r.text("name")?.as_deref().and_then(|n| n.strip_prefix("queue:")).map(str::to_string));
+        }
+        if queues.is_empty() {
+            return Ok(0);
+        }
     }
     let mut n = 0;
     for chunk in tasks.chunks(CHUNK) {
-        let sql = "UPDATE task_queue SET keep_row = 1
-                   WHERE id IN ($1) AND queue IN ($2) AND keep_row IS NULL AND finished_on IS NULL";
-        n += db.exec(tx.as_deref_mut(), sql, args![chunk, &queues[..]]).await?;
+        let sql = "UPDATE task_queue SET keep_row = 1 WHERE id IN ($1) AND keep_row IS NULL AND finished_on IS NULL";
+        n += match only_deleting {
+            true => db.exec(tx.as_deref_mut(), &format!("{sql} AND queue IN ($2)"), args![chunk, &queues[..]]).await?,
+            false => db.exec(tx.as_deref_mut(), sql, args![chunk]).await?,
+        };
     }
     Ok(n)
 }

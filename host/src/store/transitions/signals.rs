@@ -46,7 +46,7 @@ pub async fn send<D: Dialect>(db: &D, task: TaskId, name: &str, data: &str, now:
             let insert = "INSERT INTO task_signals (task_id, name, data, sent_on) VALUES ($1, $2, $3, $4)";
             let id = db.insert(Some(&mut tx.tx), insert, args![task, name, data, now]).await?;
             // Its row is kept when it succeeds (`ends`): a signal outlives the run that reads it.
-            super::ends::keep(db, Some(&mut tx.tx), &[task]).await?;
+            super::ends::keep(db, Some(&mut tx.tx), &[task], false).await?;
             let mut woke = false;
             if state == TaskState::Scheduled && awaiting.as_deref() == Some(name) {
                 let due = format!(
