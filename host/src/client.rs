@@ -282,9 +282,8 @@ impl Client {
     /// Pause a queue: workers claim nothing more from it and finish what they run. False when
     /// it was paused already.
     pub async fn pause_queue(&self, queue: &str) -> Result<bool> {
-        check_text("queue", queue, MAX_QUEUE_BYTES)?;
-        if crate::model::padded(queue) {
-            return Err(Error::invalid("queue", "the queue begins or ends with white space"));
+        if let Some(reason) = crate::model::queue_refusal(queue) {
+            return Err(Error::invalid("queue", reason));
         }
         self.store.pause_queue(queue, self.clock.now()).await
     }

@@ -59,14 +59,17 @@ pub(super) fn non_empty(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
-/// A queue's name: not empty, beginning and ending with no white space (a worker's queues, a
-/// queue to pause: see `taskhost::model::padded`).
+/// A queue's name (a queue to pause: `taskhost::model::queue_refusal`).
 pub(super) fn queue_name(s: &str) -> Result<String, String> {
-    let s = non_empty(s)?;
-    if taskhost::model::padded(&s) {
-        return Err("must not begin or end with white space".into());
+    taskhost::model::queue_refusal(s).map_or_else(|| Ok(s.to_string()), Err)
+}
+
+/// A worker's queue: a queue's name, or `*` (every queue).
+pub(super) fn worker_queue(s: &str) -> Result<String, String> {
+    match s == taskhost::model::EVERY_QUEUE {
+        true => Ok(s.to_string()),
+        false => queue_name(s),
     }
-    Ok(s)
 }
 
 /// A run status, its possible values listed in the help.

@@ -13,7 +13,7 @@ pub struct WorkerArgs {
     #[arg(long, default_value_t = WorkerConfig::DEFAULT_CONCURRENCY, value_parser = at_least_one)]
     pub concurrency: usize,
     /// Queues to claim from, comma-separated; * (the default) claims from every queue.
-    #[arg(long, value_delimiter = ',', default_value = taskhost::model::EVERY_QUEUE, value_parser = queue_name)]
+    #[arg(long, value_delimiter = ',', default_value = taskhost::model::EVERY_QUEUE, value_parser = worker_queue)]
     pub queues: Vec<String>,
     /// Most runs claimed in one round trip (at least 1).
     #[arg(long, default_value_t = WorkerConfig::DEFAULT_CLAIM_BATCH, value_parser = at_least_one)]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::model::{Limit, LimitScope, OnSuccess, RunLimits, MAX_QUEUE_BYTES, MAX_SHARE_KEY_BYTES};
+use crate::model::{Limit, LimitScope, OnSuccess, RunLimits};
 
 /// A `[queues.NAME]` table, as written.
 #[derive(Debug, Default, Deserialize)]
@@ -35,10 +35,8 @@ pub(super) fn read(
     limits: &mut RunLimits,
 ) -> Result<(), String> {
     for (name, q) in queues {
-        if name.is_empty() || name.len() > MAX_QUEUE_BYTES || crate::model::padded(name) {
-            return Err(format!(
-                "[queues.{name}]: a queue's name is 1 to {MAX_QUEUE_BYTES} bytes, beginning and ending with no white space"
-            ));
+        if let Some(reason) = crate::model::queue_refusal(name) {
+            return Err(format!("[queues.{name}]: {reason}"));
         }
         let mut limit = Limit::from_settings(q.max_running, q.rate_limit.as_deref(), q.rate_burst)
             .map_err(|e| format!("[queues.{name}] {e}"))?;
@@ -60,10 +58,8 @@ pub(super) fn read(
         limits.set(LimitScope::Queue, name, limit);
     }
     for (name, k) in keys {
-        if name.is_empty() || name.len() > MAX_SHARE_KEY_BYTES || crate::model::padded(name) {
-            return Err(format!(
-                "[keys.{name}]: a key is 1 to {MAX_SHARE_KEY_BYTES} bytes, beginning and ending with no white space"
-            ));
+        if let Some(reason) = crate::model::key_refusal(name) {
+            return Err(format!("[keys.{name}]: {reason}"));
         }
         let weight = k.weight.map(Limit::weight).transpose().map_err(|e| format!("[keys.{name}] {e}"))?;
         limits.set(LimitScope::Key, name, Limit { weight, ..Limit::default() });

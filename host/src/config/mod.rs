@@ -351,9 +351,8 @@ impl ScheduleSection {
             s.time_zone.clone_from(tz);
         }
         if let Some(q) = &self.queue {
-            if q.is_empty() || q.len() > crate::model::MAX_QUEUE_BYTES || crate::model::padded(q) || q == "*" {
-                let most = crate::model::MAX_QUEUE_BYTES;
-                return Err(format!("queue is 1 to {most} bytes, not *, beginning and ending with no white space"));
+            if let Some(reason) = crate::model::queue_refusal(q) {
+                return Err(format!("queue: {reason}"));
             }
             s.queue.clone_from(q);
         }

@@ -93,8 +93,9 @@ fn runs_in_flight_and_starts_are_limited_per_queue_and_per_handler() {
         ("[keys.k]\nfuel_per_turn = 1000000\n", "unknown field"),
         ("[queues.q]\non_success = \"drop\"\n", "[queues.q] on_success = \"drop\" is neither keep nor delete"),
         ("[handlers.h]\non_success = \"delete\"\n", "unknown field"),
-        ("[queues.\"mail \"]\nmax_running = 2\n", "no white space"),
-        ("[keys.\" k\"]\nweight = 2\n", "no white space"),
+        ("[queues.\"mail \"]\nmax_running = 2\n", "[queues.mail ]: the queue begins or ends with white space"),
+        ("[queues.\"*\"]\nmax_running = 2\n", "[queues.*]: * is not a queue's name"),
+        ("[keys.\" k\"]\nweight = 2\n", "[keys. k]: the key begins or ends with white space"),
     ] {
         let err = policy(bad).expect_err(bad);
         assert!(err.contains(what), "{bad}: {err}");
@@ -121,8 +122,8 @@ fn schedules_are_declared_with_json_or_toml_data_and_checked() {
         ("cron = \"* * * * *\"\nhandler = \"../h\"", "not a plugin name"),
         ("cron = \"* * * * *\"\nhandler = \"h\"\ndata = '{nope'", "not valid JSON"),
         ("cron = \"* * * * *\"\nhandler = \"h\"\nmissed = \"twice\"", "once or skip"),
-        ("cron = \"* * * * *\"\nhandler = \"h\"\nqueue = \"mail \"", "no white space"),
-        ("cron = \"* * * * *\"\nhandler = \"h\"\nqueue = \"*\"", "not *"),
+        ("cron = \"* * * * *\"\nhandler = \"h\"\nqueue = \"mail \"", "queue: the queue begins or ends with white"),
+        ("cron = \"* * * * *\"\nhandler = \"h\"\nqueue = \"*\"", "queue: * is not a queue's name"),
     ] {
         let err = policy(&format!("[schedules.s]\n{bad}\n")).expect_err(bad);
         assert!(err.contains("[schedules.s]") && err.contains(what), "{err}");

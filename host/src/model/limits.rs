@@ -271,13 +271,15 @@ impl LimitScope {
             "key" => LimitScope::Key,
             _ => return Err(bad()),
         };
-        let fits = match scope {
-            LimitScope::Queue => !rest.is_empty() && rest.len() <= super::MAX_QUEUE_BYTES && !super::padded(rest),
-            LimitScope::Handler => super::valid_handler_name(rest),
-            LimitScope::Key => !rest.is_empty() && rest.len() <= super::MAX_SHARE_KEY_BYTES && !super::padded(rest),
+        let refusal = match scope {
+            LimitScope::Queue => super::queue_refusal(rest),
+            LimitScope::Handler => {
+                (!super::valid_handler_name(rest)).then(|| "1 to 128 letters, digits, - and _".to_string())
+            }
+            LimitScope::Key => super::key_refusal(rest),
         };
-        if !fits {
-            return Err(format!("\"{rest}\" is no {} name", scope.as_str()));
+        if let Some(reason) = refusal {
+            return Err(format!("\"{rest}\" is no {} name: {reason}", scope.as_str()));
         }
         Ok((scope, rest))
     }

@@ -59,7 +59,7 @@ fn limit_names_say_their_scope() {
     assert_eq!(LimitScope::parse_name("queue:mail"), Ok((LimitScope::Queue, "mail")));
     assert_eq!(LimitScope::parse_name("handler:send-mail"), Ok((LimitScope::Handler, "send-mail")));
     assert_eq!(LimitScope::parse_name("key:tenant-a"), Ok((LimitScope::Key, "tenant-a")));
-    for bad in ["mail", "tenant:a", "queue:", "handler:a/b", "key:"] {
+    for bad in ["mail", "tenant:a", "queue:", "queue:*", "queue:a\0", "queue: a", "handler:a/b", "key:", "key:k "] {
         assert!(LimitScope::parse_name(bad).is_err(), "{bad} was taken");
     }
     assert_eq!(LimitScope::Handler.name("x"), "handler:x");

@@ -219,6 +219,35 @@ pub fn padded(name: &str) -> bool {
     name.trim() != name
 }
 
+/// What is wrong with `name` as a queue's name; None when nothing is. The one rule wherever a
+/// queue is named: a task's, a schedule's, a limit's (`queue:NAME`, `[queues.NAME]`), a pause, a
+/// worker's `--queues` (where `*` alone means every queue); SQL's `taskhost_add` checks the same in
+/// its migrations. 1 to [`MAX_QUEUE_BYTES`] bytes without NUL, not `*`, not [`padded`].
+pub fn queue_refusal(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("the queue name is empty".into());
+    }
+    if name == EVERY_QUEUE {
+        return Some("* is not a queue's name: to workers it means every queue".into());
+    }
+    if padded(name) {
+        return Some("the queue begins or ends with white space".into());
+    }
+    text_refusal(name, MAX_QUEUE_BYTES)
+}
+
+/// What is wrong with `name` as a key (a task's `--key`, a limit's `key:NAME`, `[keys.NAME]`);
+/// None when nothing is: 1 to [`MAX_SHARE_KEY_BYTES`] bytes without NUL, not [`padded`].
+pub fn key_refusal(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("the key is empty".into());
+    }
+    if padded(name) {
+        return Some("the key begins or ends with white space".into());
+    }
+    text_refusal(name, MAX_SHARE_KEY_BYTES)
+}
+
 /// What is wrong with a stored text: over `max` bytes (the same maximum on every database) or
 /// holding a NUL byte (PostgreSQL refuses it); None when nothing is.
 pub fn text_refusal(value: &str, max: usize) -> Option<String> {
@@ -251,24 +280,17 @@ impl NewTask {
         if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&self.data) {
             return Err(Invalid::Json(e.to_string()));
         }
-        if self.queue.is_empty() {
-            return field("queue", "the queue name is empty".into());
+        if let Some(reason) = queue_refusal(&self.queue) {
+            return field("queue", reason);
         }
-        if self.queue == EVERY_QUEUE {
-            return field("queue", "* is not a queue's name: to workers it means every queue".into());
-        }
-        if self.key.as_deref() == Some("") {
-            return field("key", "the key is empty".into());
+        if let Some(reason) = self.key.as_deref().and_then(key_refusal) {
+            return field("key", reason);
         }
         if self.unique_key.as_deref() == Some("") {
             return field("unique key", "the unique key is empty".into());
         }
-        let names =
-            [("queue", Some(&self.queue)), ("key", self.key.as_ref()), ("unique key", self.unique_key.as_ref())];
-        for (what, name) in names {
-            if name.is_some_and(|n| padded(n)) {
-                return field(what, format!("the {what} begins or ends with white space"));
-            }
+        if self.unique_key.as_deref().is_some_and(padded) {
+            return field("unique key", "the unique key begins or ends with white space".into());
         }
         if let Some(v) = &self.version {
             let hex = v.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
@@ -290,9 +312,7 @@ impl NewTask {
         }
         let texts = [
             ("handler name", Some(&self.handler), MAX_HANDLER_BYTES),
-            ("queue", Some(&self.queue), MAX_QUEUE_BYTES),
             ("unique key", self.unique_key.as_ref(), MAX_UNIQUE_KEY_BYTES),
-            ("key", self.key.as_ref(), MAX_SHARE_KEY_BYTES),
             ("queued-by", self.queued_by.as_ref(), MAX_QUEUED_BY_BYTES),
         ];
         for (what, value, max) in texts {

@@ -177,11 +177,14 @@ async fn a_queue_or_unique_key_bordered_by_white_space_is_refused_in_one_line() 
         assert_eq!((o.status.code(), stderr(&o).as_str()), (Some(1), said), "{args:?}");
     }
     // Nor can such a queue be paused, limited or claimed from: on MariaDB it would be "mail".
-    let refusals: [(&[&str], &str); 4] = [
-        (&["pause", "mail "], "must not begin or end with white space"),
-        (&["worker", "--drain", "--queues", "mail,\u{a0}mail"], "must not begin or end with white space"),
-        (&["limits", "set", "queue:mail ", "--max-running", "1"], "is no queue name"),
-        (&["limits", "set", "key: k", "--max-running", "1"], "is no key name"),
+    // One rule, one sentence, wherever a queue or a key is named.
+    let refusals: [(&[&str], &str); 6] = [
+        (&["pause", "mail "], "the queue begins or ends with white space"),
+        (&["pause", "*"], "* is not a queue's name"),
+        (&["worker", "--drain", "--queues", "mail,\u{a0}mail"], "the queue begins or ends with white space"),
+        (&["limits", "set", "queue:mail ", "--max-running", "1"], "is no queue name: the queue begins or ends"),
+        (&["limits", "set", "queue:*", "--max-running", "1"], "is no queue name: * is not a queue's name"),
+        (&["limits", "set", "key: k", "--max-running", "1"], "is no key name: the key begins or ends"),
     ];
     for (args, said) in refusals {
         let o = taskhost_command(&env).args(args).output().expect("run");
