@@ -8,7 +8,14 @@
 //! backlog behind (a client reading slower than events come), `{"reason": "burst"}` when more
 //! changed at once than a look tells, `{"reason": "unavailable"}` when it opened before the
 //! reader had read the database once (told once it has); a client then reads what it shows again. A comment every
-//! 15 s keeps idle proxies from closing the stream. `taskhost serve` ends every stream when it
+//! 15 s keeps idle proxies from closing the stream.
+//!
+//! The last event of each look a stream is told carries an id (`id:`); a stream opened with the
+//! header `Last-Event-ID` (a browser's `EventSource` sends it when it reconnects) is first told
+//! the tasks of the looks it missed since that event, if the server still keeps them (the last
+//! 256 looks, 20,000 tasks, and 30 s after the last stream closed: `feed.rs`), each as it was
+//! then; otherwise it is told `lagged` with `{"reason": "resume"}`. A look torn by the disconnect
+//! is told again whole. `taskhost serve` ends every stream when it
 //! stops; a Rust application serving [`router`](super::router) itself ends them by adding the
 //! layer `axum::Extension(taskhost::api::Stopping(rx))` and sending `true` on its channel
 //! before its graceful shutdown (otherwise an open stream holds the shutdown).
@@ -25,7 +32,7 @@ use axum::Extension;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
 
-use super::feed::{Said, Told};
+use super::feed::{Resume, Said, Told};
 use super::{ApiError, ApiState};
 use crate::model::{TaskId, MAX_HANDLER_BYTES, MAX_QUEUE_BYTES};
 use crate::store::{Brief, Look};
@@ -102,13 +109,15 @@ fn names(list: Vec<String>, what: &str, longest: usize) -> Result<HashSet<String
     params(
         ("queue" = Option<String>, Query, description = "Only tasks of these queues (comma-separated, at most 100)"),
         ("handler" = Option<String>, Query, description = "Only tasks of these handlers (comma-separated, at most 100)"),
-        ("task" = Option<String>, Query, description = "Only these tasks (comma-separated ids, at most 100); their states as they are come first")),
-    responses((status = 200, description = "Server-Sent Events: `event: task` with a task in brief as data; `event: lagged` with `{\"reason\": \"behind\", \"looks\": N}`, `{\"reason\": \"burst\"}` or `{\"reason\": \"unavailable\"}` (events were lost: read again)", content_type = "text/event-stream", body = Brief), super::doc::Errors))]
+        ("task" = Option<String>, Query, description = "Only these tasks (comma-separated ids, at most 100); their states as they are come first"),
+        ("Last-Event-ID" = Option<String>, Header, description = "The id of the last event a stream read: the tasks of the looks it missed come first, if the server still keeps them (else `lagged` with `{\"reason\": \"resume\"}`)")),
+    responses((status = 200, description = "Server-Sent Events: `event: task` with a task in brief as data; `event: lagged` with `{\"reason\": \"behind\", \"looks\": N}`, `{\"reason\": \"burst\"}`, `{\"reason\": \"unavailable\"}` or `{\"reason\": \"resume\"}` (events were lost: read again); the last event of each look has an `id`", content_type = "text/event-stream", body = Brief), super::doc::Errors))]
 pub(super) async fn stream(
     State(state): State<Arc<ApiState>>,
     Query(q): Query<BTreeMap<String, String>>,
     stopping: Option<Extension<super::wait::Stopping>>,
     held: Option<Extension<super::server::LongHeld>>,
+    headers: axum::http::HeaderMap,
 ) -> Result<Response, ApiError> {
     let filter = Filter::parse(&q)?;
     let turn = held.map(|Extension(h)| h.take()).transpose()?;
@@ -125,9 +134,18 @@ pub(super) async fn stream(
             ));
         }
     }
-    let subscription = state.feed.subscribe(store, filter.tasks.iter().copied().collect()).await?;
+    // (Any text: only an id this server wrote, and still keeps, resumes.)
+    let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty());
+    let mut subscription = state.feed.subscribe(store, filter.tasks.iter().copied().collect(), last).await?;
     let stopping = stopping.map(|Extension(s)| s.0);
-    let start = (subscription, Stream { filter, told: HashMap::new(), _turn: turn }, stopping, VecDeque::new());
+    let mut stream = Stream { filter, told: HashMap::new(), feed: state.feed.clone(), _turn: turn };
+    let mut queue = VecDeque::new();
+    match std::mem::replace(&mut subscription.resume, Resume::Fresh) {
+        Resume::Fresh => {}
+        Resume::Missed(looks) => looks.iter().for_each(|told| queue.extend(stream.tell(told))),
+        Resume::Lost => queue.push_back(Event::default().event("lagged").data(r#"{"reason":"resume"}"#)),
+    }
+    let start = (subscription, stream, stopping, queue);
     let events = futures::stream::unfold(start, |(mut sub, mut stream, mut stopping, mut queue)| async move {
         loop {
             if let Some(event) = queue.pop_front() {
@@ -161,13 +179,15 @@ pub(super) async fn stream(
 struct Stream {
     filter: Filter,
     told: HashMap<TaskId, Brief>,
+    feed: Arc<super::feed::Feed>,
     /// Its connection's turn to be held long, while it is open.
     _turn: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Stream {
     /// The events of a look for this stream: the changed tasks it keeps, and the tasks it asked
-    /// for that the reader tells as they are, unless it told that already.
+    /// for that the reader tells as they are, unless it told that already; the last with the
+    /// look's id.
     fn tell<'a>(&'a mut self, told: &'a Told) -> impl Iterator<Item = Event> + 'a {
         let changed = told.changed.iter().filter(|s| self.filter.keeps(&s.brief));
         let fresh = told.fresh.iter().filter(|s| self.filter.keeps(&s.brief) && !self.filter.tasks.is_empty());
@@ -184,6 +204,9 @@ impl Stream {
                 self.told.insert(b.id, b.clone());
             }
             out.push(event(said));
+        }
+        if let Some(last) = out.pop() {
+            out.push(last.id(self.feed.event_id(told.seq)));
         }
         out.into_iter()
     }

@@ -11,10 +11,15 @@
 //! are told as the last of them (a task queued, run and ended within a tick is told once, ended).
 //! Nothing is written to the database for the stream: the claims and ends of tasks cost the same
 //! with it open or not.
+//!
+//! Each look that tells something is numbered; the reader keeps the last [`HISTORY`] of them (at
+//! most [`HISTORY_TASKS`] tasks), and goes on reading for [`LINGER`] after the last stream closed,
+//! so a client that reconnects with the id of the last event it read (`Last-Event-ID`, which a
+//! browser's `EventSource` sends by itself) is told what it missed: see [`Feed::subscribe`].
 
 mod view;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,9 +40,18 @@ pub const MAX_ASKED: usize = 2_000;
 const BACKLOG: usize = 32;
 /// How long a new stream waits for a new reader's first look (its baseline).
 const PRIMING: Duration = Duration::from_secs(5);
+/// Looks kept for streams that resume, at most.
+const HISTORY: usize = 256;
+/// Tasks told in the looks kept, at most (the oldest looks go first).
+const HISTORY_TASKS: usize = 20_000;
+/// How long the reader goes on after the last stream closed, so one that reconnects resumes.
+pub const LINGER: Duration = Duration::from_secs(30);
 
 /// The streams of one server, and their reader.
 pub(super) struct Feed {
+    /// This feed's name in event ids (`NAME-SEQ`): an id of another server, or of this one
+    /// before it restarted, is not taken for one of its own.
+    name: String,
     shared: Mutex<Shared>,
     sender: broadcast::Sender<Arc<Told>>,
     slots: Arc<Semaphore>,
@@ -50,6 +64,8 @@ pub(super) struct Feed {
 /// not tell all (over [`view::MAX_TOLD`] changed, or more ended at once than a look reads).
 #[derive(Debug, Default)]
 pub(super) struct Told {
+    /// Its number, from 1, in the order told.
+    pub seq: u64,
     pub changed: Vec<Said>,
     pub fresh: Vec<Said>,
     pub lagged: bool,
@@ -83,11 +99,30 @@ struct Shared {
     fresh: HashSet<TaskId>,
     /// Whether the reader runs.
     reading: bool,
+    /// The last looks told, oldest first, and how many tasks they tell.
+    history: VecDeque<Arc<Told>>,
+    history_tasks: usize,
+    /// The last look's number, and the first of the running reader's (a stream that read less
+    /// cannot resume: between two readers nothing was seen).
+    seq: u64,
+    first_of_reader: u64,
+}
+
+/// Where a stream opened with the id of the last event it read stands.
+pub(super) enum Resume {
+    /// No id given.
+    Fresh,
+    /// The looks it missed, to tell first (none: it missed nothing).
+    Missed(Vec<Arc<Told>>),
+    /// It cannot be told what it missed: another server's id, or looks no longer kept.
+    Lost,
 }
 
 /// An open stream's place: its events, and its tasks let go of when it is dropped.
 pub(super) struct Subscription {
     pub events: broadcast::Receiver<Arc<Told>>,
+    /// What it missed since the event id it gave.
+    pub resume: Resume,
     /// Opened before the reader's first look (the database could not be read): what changed
     /// until it is, it cannot tell. Completes once the reader has looked.
     pub unprimed: Option<watch::Receiver<bool>>,
@@ -98,8 +133,20 @@ pub(super) struct Subscription {
 
 impl Default for Feed {
     fn default() -> Self {
+        // The process and when it started: another server's, or a restarted one's, differs.
+        let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let shared = Shared {
+            asked: HashMap::new(),
+            fresh: HashSet::new(),
+            reading: false,
+            history: VecDeque::new(),
+            history_tasks: 0,
+            seq: 0,
+            first_of_reader: 1,
+        };
         Feed {
-            shared: Mutex::new(Shared { asked: HashMap::new(), fresh: HashSet::new(), reading: false }),
+            name: format!("{:x}{:x}", std::process::id(), started.as_micros()),
+            shared: Mutex::new(shared),
             sender: broadcast::Sender::new(BACKLOG),
             slots: Arc::new(Semaphore::new(MAX_STREAMS)),
             primed: watch::Sender::new(false),
@@ -110,8 +157,15 @@ impl Default for Feed {
 impl Feed {
     /// A new stream, following `ids` besides every other task; the next look tells those
     /// tasks' states as they are. Answered once the reader has its baseline, so a task queued
-    /// after it is told.
-    pub async fn subscribe(self: &Arc<Self>, store: &SharedStore, ids: Vec<TaskId>) -> Result<Subscription, ApiError> {
+    /// after it is told. Given the id of the last event a stream read (`last`), what it missed
+    /// since: the looks after that one, read with the receiver under one lock, so none is told
+    /// twice or lost between them.
+    pub async fn subscribe(
+        self: &Arc<Self>,
+        store: &SharedStore,
+        ids: Vec<TaskId>,
+        last: Option<&str>,
+    ) -> Result<Subscription, ApiError> {
         let busy = |message: String| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", message);
         let Ok(slot) = self.slots.clone().try_acquire_owned() else {
             return Err(busy(format!("{MAX_STREAMS} event streams are open already: try again later")));
@@ -130,9 +184,11 @@ impl Feed {
             let events = self.sender.subscribe();
             if !std::mem::replace(&mut shared.reading, true) {
                 self.primed.send_replace(false);
+                shared.first_of_reader = shared.seq + 1;
                 tokio::spawn(read(self.clone(), store.clone()));
             }
-            Subscription { events, unprimed: None, feed: self.clone(), ids, _slot: slot }
+            let resume = last.map_or(Resume::Fresh, |id| self.missed(&shared, id));
+            Subscription { events, resume, unprimed: None, feed: self.clone(), ids, _slot: slot }
         };
         // A reader that cannot look (the database down) keeps trying: the stream opens meanwhile,
         // and is told it lagged once the reader has looked.
@@ -140,6 +196,41 @@ impl Feed {
         let in_time = tokio::time::timeout(PRIMING, primed.wait_for(|p| *p)).await.is_ok_and(|p| p.is_ok());
         subscription.unprimed = (!in_time).then_some(primed);
         Ok(subscription)
+    }
+
+    /// The looks told after the one `last` names (`NAME-SEQ`), if all are kept.
+    fn missed(&self, shared: &Shared, last: &str) -> Resume {
+        let seq = last.strip_prefix(self.name.as_str()).and_then(|s| s.strip_prefix('-')).and_then(|s| s.parse().ok());
+        let Some(seq) = seq.filter(|s: &u64| *s <= shared.seq && *s >= shared.first_of_reader) else {
+            return Resume::Lost;
+        };
+        let oldest = shared.history.front().map_or(shared.seq + 1, |t| t.seq);
+        if oldest > seq + 1 {
+            return Resume::Lost;
+        }
+        Resume::Missed(shared.history.iter().filter(|t| t.seq > seq).cloned().collect())
+    }
+
+    /// An event's id: this feed's name and the look's number.
+    pub fn event_id(&self, seq: u64) -> String {
+        format!("{}-{seq}", self.name)
+    }
+
+    /// Tell the streams a look, numbered and kept for those that resume.
+    fn tell(&self, mut told: Told) {
+        let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        shared.seq += 1;
+        told.seq = shared.seq;
+        let told = Arc::new(told);
+        shared.history_tasks += told.changed.len() + told.fresh.len();
+        shared.history.push_back(told.clone());
+        while shared.history.len() > HISTORY || (shared.history_tasks > HISTORY_TASKS && shared.history.len() > 1) {
+            if let Some(old) = shared.history.pop_front() {
+                shared.history_tasks -= old.changed.len() + old.fresh.len();
+            }
+        }
+        // None listening is no error (a reader lingering).
+        let _ = self.sender.send(told);
     }
 
     /// Streams open now.
@@ -171,11 +262,14 @@ async fn read(feed: Arc<Feed>, store: SharedStore) {
     let mut gate = super::marker::Gate::default();
     let mut view = view::View::default();
     let mut failing = false;
+    let mut alone_since: Option<tokio::time::Instant> = None;
     loop {
         tick.tick().await;
         let (asked, fresh): (Vec<TaskId>, HashSet<TaskId>) = {
             let mut shared = feed.shared.lock().unwrap_or_else(|p| p.into_inner());
-            if feed.sender.receiver_count() == 0 {
+            let alone = feed.sender.receiver_count() == 0;
+            alone_since = alone.then(|| alone_since.unwrap_or_else(tokio::time::Instant::now));
+            if alone_since.is_some_and(|t| t.elapsed() >= LINGER) {
                 // Under the lock, so a stream subscribing now starts another reader.
                 shared.reading = false;
                 reading.cleared = true;
@@ -197,8 +291,7 @@ async fn read(feed: Arc<Feed>, store: SharedStore) {
                 failing = false;
                 feed.primed.send_replace(true);
                 if !told.changed.is_empty() || !told.fresh.is_empty() || told.lagged {
-                    // None listening is no error: the next tick ends the reader.
-                    let _ = feed.sender.send(Arc::new(told));
+                    feed.tell(told);
                 }
             }
             Err(e) => {

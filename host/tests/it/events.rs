@@ -182,18 +182,27 @@ async fn more_ends_at_once_than_a_look_reads_are_told_as_lagged_and_the_stream_g
     all.until(TOLD, "the task after the burst", is(next, "scheduled"));
 }
 
-/// A stream's body served by the router in this process, its events read as they come.
-struct Body(axum::body::Body, String);
+/// A stream's body served by the router in this process, its events read as they come, and the
+/// last event id it was told.
+struct Body(axum::body::Body, String, Option<String>);
 
 impl Body {
     /// Open `/api/v1/events` on `router`.
     async fn open(router: &axum::Router) -> Body {
+        Body::resume(router, None).await
+    }
+
+    /// Open `/api/v1/events` on `router`, with `Last-Event-ID: last` if given.
+    async fn resume(router: &axum::Router, last: Option<&str>) -> Body {
         use tower::ServiceExt;
-        let req = axum::http::Request::get("/api/v1/events").header("host", "localhost");
+        let mut req = axum::http::Request::get("/api/v1/events").header("host", "localhost");
+        if let Some(last) = last {
+            req = req.header("last-event-id", last);
+        }
         let answer = router.clone().oneshot(req.body(axum::body::Body::empty()).expect("a request")).await;
         let answer = answer.expect("an answer");
         assert_eq!(answer.status(), 200);
-        Body(answer.into_body(), String::new())
+        Body(answer.into_body(), String::new(), None)
     }
 
     /// The next event's name and data (comments passed over), within `within`.
@@ -204,6 +213,9 @@ impl Body {
             if let Some(end) = self.1.find("\n\n") {
                 let event: String = self.1.drain(..end + 2).collect();
                 let field = |name: &str| event.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+                if let Some(id) = field("id:") {
+                    self.2 = Some(id.to_string());
+                }
                 let Some(data) = field("data:") else { continue };
                 let name = field("event:").unwrap_or("message").to_string();
                 return (name, serde_json::from_str(data).unwrap_or(Value::String(data.into())));
@@ -309,7 +321,49 @@ async fn a_stream_opened_while_the_database_cannot_be_read_is_told_it_lagged_onc
     stream.until("the task queued once the database can be read", is(next, "scheduled")).await;
 }
 
+/// A stream that reconnects with the id of the last event it read (`Last-Event-ID`, as a
+/// browser's `EventSource` sends it) is told first what changed while it was away, as it was
+/// then (the reader had told it to another stream); after every stream closed too, the reader
+/// going on meanwhile; an id the server never wrote is told `lagged` (`resume`).
+async fn a_stream_that_reconnects_with_its_last_event_id_is_told_what_it_missed(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let router = taskhost::api::router(env.app.client.clone(), Default::default());
+    let add = |queue: &'static str| {
+        let client = env.app.client.clone();
+        async move { client.add(NewTask::new("echo", "{}").with_queue(queue)).await.expect("add").id }
+    };
+    let mut first = Body::open(&router).await;
+    let a = add("a").await;
+    first.until("a queued", is(a, "scheduled")).await;
+    let last = first.2.clone().expect("an event id");
+    let mut other = Body::open(&router).await;
+    drop(first);
+    let b = add("b").await;
+    other.until("b queued, seen by the reader", is(b, "scheduled")).await;
+    let mut again = Body::resume(&router, Some(&last)).await;
+    let (name, data) = again.next(TOLD).await;
+    assert_eq!((name.as_str(), &data["id"], &data["state"]), ("task", &json!(b), &json!("scheduled")), "{data}");
+    let last = again.2.clone().expect("an event id");
+
+    drop((again, other));
+    let c = add("c").await;
+    let mut back = Body::resume(&router, Some(&last)).await;
+    // No `lagged` first: the reader went on after the last stream closed.
+    loop {
+        let (name, data) = back.next(TOLD).await;
+        assert_eq!(name, "task", "{data}");
+        assert!(data["id"] != a && data["id"] != b, "told again: {data}");
+        if is(c, "scheduled")(&data) {
+            break;
+        }
+    }
+
+    let mut stranger = Body::resume(&router, Some("elsewhere-7")).await;
+    assert_eq!(stranger.next(TOLD).await, ("lagged".to_string(), json!({"reason": "resume"})));
+}
+
 crate::on_every_database!(
+    a_stream_that_reconnects_with_its_last_event_id_is_told_what_it_missed,
     a_stream_opened_while_the_database_cannot_be_read_is_told_it_lagged_once_it_can,
     a_stream_tells_each_task_as_it_is_queued_runs_fails_and_ends,
     an_end_written_after_a_later_one_is_told_once,
