@@ -290,6 +290,8 @@ impl Client {
 
     /// Resume a paused queue. False when it was not paused.
     pub async fn resume_queue(&self, queue: &str) -> Result<bool> {
+        // Any name paused before the rule (none is refused here), bounded as a stored text.
+        check_text("queue", queue, MAX_QUEUE_BYTES)?;
         self.store.resume_queue(queue).await
     }
 

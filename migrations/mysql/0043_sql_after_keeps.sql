@@ -1,8 +1,9 @@
 -- A task `taskhost_add` names in `after` is kept when it succeeds (issue 51, a queue that deletes
 -- its successes), as one the host's add names is: its dependent's run may read its results. The
 -- procedure writes its dependency rows `met = -1` for the intake, and now first locks those
--- dependencies in the add's transaction (refusing one a success deleted since its check) and marks
--- them `keep_row`, so a success deleting one waits for the add and then finds it kept. (Not a trigger, as on the other
+-- dependencies in the add's transaction, in id order and each by its key (refusing one a success
+-- deleted since its check), and marks them `keep_row`, so a success deleting one waits for the add
+-- and then finds it kept. (Not a trigger, as on the other
 -- databases: with the binary log on, making one asks for rights a procedure does not.) Made again
 -- whole (`CREATE OR REPLACE` keeps the grants made on it), as 0041 left it but for that write.
 CREATE OR REPLACE PROCEDURE taskhost_add_checked(
@@ -281,22 +282,21 @@ BEGIN
         SET v_own_tx = TRUE;
     END IF;
     IF v_after IS NOT NULL THEN
-        -- The tasks it runs after, locked until the add commits (a locking read sees what
-        -- committed since the caller's snapshot): one a success deleted since the check above is
-        -- refused as not there, and the others are kept when they succeed, so a success that
-        -- would delete one waits for this add and then keeps it. (Joined, not `IN (SELECT …)`:
-        -- MariaDB before 11.1 scans the table for that, locking every row.)
-        SELECT COUNT(*) INTO v_n FROM task_queue t
-            JOIN (SELECT DISTINCT a.id FROM JSON_TABLE(v_after, '$[*]' COLUMNS (id BIGINT PATH '$')) AS a) d
-            ON t.id = d.id FOR UPDATE;
-        IF v_n < (SELECT COUNT(DISTINCT a.id) FROM JSON_TABLE(v_after, '$[*]' COLUMNS (id BIGINT PATH '$')) AS a) THEN
-            SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
-                'taskhost_add: invalid after: a task it runs after is no longer there (its success deleted it)';
-        END IF;
-        UPDATE task_queue t
-            JOIN (SELECT DISTINCT a.id FROM JSON_TABLE(v_after, '$[*]' COLUMNS (id BIGINT PATH '$')) AS a) d
-            ON t.id = d.id
-        SET t.keep_row = 1 WHERE t.keep_row IS NULL AND t.finished_on IS NULL;
+        -- The tasks it runs after, each locked until the add commits, in id order (as the host's
+        -- add and the worker's batches lock tasks, so that they do not deadlock), by its key (no
+        -- scan: a scan under REPEATABLE READ would lock every row it read). A locking read sees
+        -- what committed since the caller's snapshot: one a success deleted since the check above
+        -- is refused as not there, and the others are kept when they succeed, so a success that
+        -- would delete one waits for this add and then keeps it.
+        FOR r IN (SELECT DISTINCT a.id FROM JSON_TABLE(v_after, '$[*]' COLUMNS (id BIGINT PATH '$')) AS a
+                  ORDER BY a.id) DO
+            SELECT COUNT(*) INTO v_n FROM task_queue WHERE id = r.id FOR UPDATE;
+            IF v_n = 0 THEN
+                SET v_msg = CONCAT('taskhost_add: invalid after: task ', r.id, ' is no longer there (its success deleted it)');
+                SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = v_msg;
+            END IF;
+            UPDATE task_queue SET keep_row = 1 WHERE id = r.id AND keep_row IS NULL AND finished_on IS NULL;
+        END FOR;
     END IF;
     WHILE v_try < 3 DO
         SET v_try = v_try + 1, v_dup = FALSE, v_id = NULL;

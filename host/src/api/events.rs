@@ -44,6 +44,8 @@ pub const MAX_TASKS: usize = 100;
 pub const MAX_NAMES: usize = 100;
 /// How often an idle stream is sent a comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Looks that told a stream nothing after which it is sent the last one's id alone.
+const QUIET_LOOKS: u32 = 64;
 
 /// What a stream keeps: the tasks of these queues, handlers and ids (each list empty: all).
 #[derive(Debug, Default)]
@@ -134,15 +136,16 @@ pub(super) async fn stream(
             ));
         }
     }
-    // (Any text: only an id this server wrote, and still keeps, resumes.)
-    let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty());
+    // Any text: only an id this server wrote, and still keeps, resumes (one not text: none does).
+    let last = headers.get("last-event-id").map(|v| v.to_str().map_or("-", str::trim)).filter(|v| !v.is_empty());
     let mut subscription = state.feed.subscribe(store, filter.tasks.iter().copied().collect(), last).await?;
     let stopping = stopping.map(|Extension(s)| s.0);
-    let mut stream = Stream { filter, told: HashMap::new(), feed: state.feed.clone(), _turn: turn };
+    let feed = state.feed.clone();
+    let mut stream = Stream { filter, told: HashMap::new(), feed, missed: VecDeque::new(), quiet: 0, _turn: turn };
     let mut queue = VecDeque::new();
     match std::mem::replace(&mut subscription.resume, Resume::Fresh) {
         Resume::Fresh => {}
-        Resume::Missed(looks) => looks.iter().for_each(|told| queue.extend(stream.tell(told))),
+        Resume::Missed(looks) => stream.missed = looks.into(),
         Resume::Lost => queue.push_back(Event::default().event("lagged").data(r#"{"reason":"resume"}"#)),
     }
     let start = (subscription, stream, stopping, queue);
@@ -150,6 +153,12 @@ pub(super) async fn stream(
         loop {
             if let Some(event) = queue.pop_front() {
                 return Some((Ok::<Event, Infallible>(event), (sub, stream, stopping, queue)));
+            }
+            // What a resumed stream missed, a look at a time as it is read (the looks are the
+            // feed's own, shared: a stream that stops reading holds no copy of them).
+            if let Some(told) = stream.missed.pop_front() {
+                queue.extend(stream.tell(&told));
+                continue;
             }
             let got = tokio::select! {
                 got = sub.events.recv() => got,
@@ -180,6 +189,10 @@ struct Stream {
     filter: Filter,
     told: HashMap<TaskId, Brief>,
     feed: Arc<super::feed::Feed>,
+    /// The looks a resumed stream missed, yet to be told.
+    missed: VecDeque<Arc<Told>>,
+    /// Looks told since the last id it was sent.
+    quiet: u32,
     /// Its connection's turn to be held long, while it is open.
     _turn: Option<tokio::sync::OwnedSemaphorePermit>,
 }
@@ -205,8 +218,13 @@ impl Stream {
             }
             out.push(event(said));
         }
-        if let Some(last) = out.pop() {
+        self.quiet += 1;
+        // An id alone after many looks that told it nothing (a filtered stream): its client's
+        // place stays within the looks the server keeps (SSE: an id is taken without data).
+        let last = out.pop().or_else(|| (self.quiet >= QUIET_LOOKS).then(Event::default));
+        if let Some(last) = last {
             out.push(last.id(self.feed.event_id(told.seq)));
+            self.quiet = 0;
         }
         out.into_iter()
     }

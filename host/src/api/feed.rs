@@ -184,7 +184,10 @@ impl Feed {
             let events = self.sender.subscribe();
             if !std::mem::replace(&mut shared.reading, true) {
                 self.primed.send_replace(false);
+                // What the last reader told cannot be resumed from: between the two, nothing was seen.
                 shared.first_of_reader = shared.seq + 1;
+                shared.history.clear();
+                shared.history_tasks = 0;
                 tokio::spawn(read(self.clone(), store.clone()));
             }
             let resume = last.map_or(Resume::Fresh, |id| self.missed(&shared, id));
@@ -231,6 +234,11 @@ impl Feed {
         }
         // None listening is no error (a reader lingering).
         let _ = self.sender.send(told);
+    }
+
+    /// Looks told since the server started (each one's number is its events' id).
+    pub fn looks(&self) -> u64 {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner()).seq
     }
 
     /// Streams open now.

@@ -40,6 +40,9 @@ pub(super) async fn scrape(State(state): State<Arc<ApiState>>) -> Result<impl In
     render_gauge(&mut out, "taskhost_api_waiting_requests", "Requests waiting for a task's end (`?wait=`).", &waiting);
     let streams = [(vec![], state.feed.streams() as f64)];
     render_gauge(&mut out, "taskhost_api_event_streams", "Event streams open (`/api/v1/events`).", &streams);
+    let looks = [(vec![], state.feed.looks() as f64)];
+    let help = "Looks of the event streams' reader that told something (the last one's number ends their events' ids).";
+    render_counter(&mut out, "taskhost_api_event_looks_total", help, &looks);
     let stats = state.client.stats(None, None).await?;
     let stats = &stats[..stats.len().min(MAX_SERIES)];
     per_handler(&mut out, stats);

@@ -121,7 +121,9 @@ pub async fn delete<D: Dialect>(db: &D, tx: &mut TxOf<D>, ok: &[&RunOutcome]) ->
         D::FOR_UPDATE
     );
     let mut gone: Vec<(TaskId, RunId, DateTime<Utc>, RunOf)> = Vec::new();
-    let ids: Vec<TaskId> = by_task.keys().copied().collect();
+    // In id order, as every writer locks tasks.
+    let mut ids: Vec<TaskId> = by_task.keys().copied().collect();
+    ids.sort_unstable();
     for chunk in ids.chunks(CHUNK) {
         for r in &db.rows(Some(&mut *tx), &lock, args![chunk]).await? {
             let task = rows::id(r, "id")?;
