@@ -145,8 +145,8 @@ async fn nonsense_values_are_usage_errors_with_exit_status_2() {
     for (args, needle) in [
         (vec!["worker", "--concurrency", "0"], "must be at least 1"),
         (vec!["worker", "--claim-batch", "0"], "must be at least 1"),
-        (vec!["worker", "--queues", ""], "must not be empty"),
-        (vec!["worker", "--queues", "a,,b"], "must not be empty"),
+        (vec!["worker", "--queues", ""], "the queue name is empty"),
+        (vec!["worker", "--queues", "a,,b"], "the queue name is empty"),
         (vec!["worker", "--poll-interval", "0s"], "longer than zero"),
         (vec!["worker", "--runner-limit", "0"], "--runner-limit"),
         (vec!["add", "echo", "--queue", " "], "must not be empty"),
