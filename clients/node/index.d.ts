@@ -69,9 +69,17 @@ export interface TaskBrief {
   finished_on?: string;
 }
 
-export type TaskEvent = ["task", TaskBrief] | ["lagged", { reason: "behind" | "burst"; looks?: number }];
+export type TaskEvent = ["task", TaskBrief] | ["lagged", { reason: "behind" | "burst" | "unavailable" | "resume"; looks?: number }];
 
-export interface EventStream extends AsyncIterable<TaskEvent> {
+/**
+ * An open event stream: reconnects by itself when it breaks or the server ends it, sending
+ * `lastEventId` (what it missed is told first, or `lagged` with reason "resume"), for
+ * `reconnectMs`; then throws `TaskhostError` "unreachable".
+ */
+export declare class EventStream implements AsyncIterable<TaskEvent> {
+  /** The id of the last look it was told; null before the first. */
+  readonly lastEventId: string | null;
+  [Symbol.asyncIterator](): AsyncIterator<TaskEvent>;
   close(): void;
 }
 
@@ -95,5 +103,13 @@ export declare class Client {
   wait(id: number, options?: { timeoutMs?: number | null }): Promise<TaskDetail>;
   cancel(id: number, options?: { withChildren?: boolean }): Promise<{ id: number; cancelled: boolean; children_cancelled: number }>;
   retry(id: number): Promise<{ id: number; attempt: number }>;
-  events(options?: { queue?: string | string[]; handler?: string | string[]; tasks?: number[] }): Promise<EventStream>;
+  events(options?: {
+    queue?: string | string[];
+    handler?: string | string[];
+    tasks?: number[];
+    /** Go on from a stream's `lastEventId`. */
+    lastEventId?: string | null;
+    /** How long a broken stream tries to reconnect; 0: it throws (default 60,000). */
+    reconnectMs?: number;
+  }): Promise<EventStream>;
 }

@@ -85,12 +85,15 @@ export class Client {
 
   /**
    * Task events as they happen (`GET /api/v1/events`, Server-Sent Events), open once this
-   * resolves (a task queued after it is told): an async iterable of `[kind, data]`, kind "task"
-   * (data: `{id, queue, handler, state, attempt, failures, progress?, finished_on?}`) or "lagged"
-   * (events were lost: read again what you show), with `close()`. `queue`, `handler`: a name or
-   * names; `tasks`: ids, whose states as they are come first.
+   * resolves (a task queued after it is told): an `EventStream`, async iterable of `[kind,
+   * data]`, kind "task" (data: `{id, queue, handler, state, attempt, failures, progress?,
+   * finished_on?}`) or "lagged" (events were lost: read again what you show). `queue`,
+   * `handler`: a name or names; `tasks`: ids, whose states as they are come first;
+   * `lastEventId`: go on from a stream's `lastEventId` (what it missed is told first);
+   * `reconnectMs`: how long a broken stream tries to reconnect (0: it throws, and ends when the
+   * server ends it).
    */
-  async events({ queue, handler, tasks } = {}) {
+  async events({ queue, handler, tasks, lastEventId = null, reconnectMs = 60_000 } = {}) {
     const params = new URLSearchParams();
     for (const [name, value] of [["queue", queue], ["handler", handler], ["task", tasks]]) {
       if (value == null) continue;
@@ -100,36 +103,9 @@ export class Client {
       params.set(name, values.map((v) => (name === "task" ? taskId(v) : v)).join(","));
     }
     const query = params.toString() ? `?${params}` : "";
-    const closer = new AbortController();
-    const headers = { accept: "text/event-stream" };
-    if (this.token) headers.authorization = `Bearer ${this.token}`;
-    // A comment comes every 15 s: a minute without a byte means the server is gone.
-    const idle = new Idle(closer, STREAM_IDLE_MS);
-    let answer;
-    try {
-      answer = await fetch(`${this.baseUrl}/api/v1/events${query}`, { headers, signal: closer.signal });
-    } catch (e) {
-      idle.stop();
-      throw new TaskhostError(0, "unreachable", `${this.baseUrl}: ${e.cause?.message ?? e.message}`);
-    }
-    if (!answer.ok) {
-      idle.stop();
-      const text = await answer.text();
-      let json = null;
-      try {
-        json = JSON.parse(text);
-      } catch {}
-      throw new TaskhostError(answer.status, String(json?.error?.code ?? "http"), String(json?.error?.message ?? text));
-    }
-    // One reading of the body: iterated once (again, it is over).
-    const events = readEvents(answer.body, closer, idle, this.baseUrl);
-    return {
-      [Symbol.asyncIterator]: () => events,
-      close: () => {
-        idle.stop();
-        closer.abort();
-      },
-    };
+    const stream = new EventStream(this.baseUrl, `${this.baseUrl}/api/v1/events${query}`, this.token, lastEventId, reconnectMs);
+    await stream.open();
+    return stream;
   }
 
   async #call(method, path, body, timeoutMs = this.timeoutMs) {
@@ -197,36 +173,138 @@ class Idle {
   }
 }
 
-/** The events of an open stream, as `Client.events` gives them; ends when it closes. */
-async function* readEvents(body, closer, idle, baseUrl) {
-  // A reader, not `for await`: browsers before 2024 cannot iterate a stream.
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      idle.touch();
-      // Lines may end in CRLF, LF or CR; a CR last may be half of a CRLF.
-      text = (text + decoder.decode(value, { stream: true })).replace(/\r\n|\r(?!$)/g, "\n");
-      const blocks = text.split("\n\n");
-      text = blocks.pop();
-      for (const block of blocks) {
-        let kind = "message";
-        const data = [];
-        for (const line of block.split("\n")) {
-          if (line.startsWith("event:")) kind = line.slice(6).trim();
-          else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
-        }
-        if (data.length) yield [kind, JSON.parse(data.join("\n"))];
-      }
+/**
+ * An open event stream (`Client.events`): async iterable of `[kind, data]`; `close()` leaves.
+ * `lastEventId`: the id of the last look it was told (null before the first), which
+ * `events({lastEventId})` goes on from, here or in another process. When the stream breaks or
+ * the server ends it, it reconnects by itself with that id (`Last-Event-ID`): the server first
+ * tells what it missed, or `["lagged", {reason: "resume"}]` when it cannot (a server restarted,
+ * or away longer than it keeps), as the stream itself does when it broke before it had an id.
+ * It tries for `reconnectMs`, then throws `TaskhostError` `unreachable`.
+ */
+export class EventStream {
+  #baseUrl;
+  #url;
+  #token;
+  #reconnectMs;
+  #closed = false;
+  #closer = null;
+  #idle = null;
+  #answer = null;
+  #events;
+
+  constructor(baseUrl, url, token, lastEventId, reconnectMs) {
+    this.#baseUrl = baseUrl;
+    this.#url = url;
+    this.#token = token;
+    this.lastEventId = lastEventId;
+    this.#reconnectMs = reconnectMs;
+    // One reading: iterated once (again, it is over).
+    this.#events = this.#run();
+  }
+
+  [Symbol.asyncIterator]() {
+    return this.#events;
+  }
+
+  close() {
+    this.#closed = true;
+    this.#idle?.stop();
+    this.#closer?.abort();
+  }
+
+  /** Connect, with the last id if there is one; an error answer or no server throws. */
+  async open() {
+    const closer = new AbortController();
+    const headers = { accept: "text/event-stream" };
+    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
+    if (this.lastEventId != null) headers["last-event-id"] = this.lastEventId;
+    // A comment comes every 15 s: a minute without a byte means the server is gone.
+    const idle = new Idle(closer, STREAM_IDLE_MS);
+    let answer;
+    try {
+      answer = await fetch(this.#url, { headers, signal: closer.signal });
+    } catch (e) {
+      idle.stop();
+      throw new TaskhostError(0, "unreachable", `${this.#baseUrl}: ${e.cause?.message ?? e.message}`);
     }
-  } catch (e) {
-    if (idle.expired) throw new TaskhostError(0, "unreachable", `${baseUrl}: the event stream was silent for a minute`);
-    if (!closer.signal.aborted) throw new TaskhostError(0, "unreachable", `${baseUrl}: the event stream broke: ${e.message}`);
-  } finally {
-    idle.stop();
-    closer.abort();
+    if (!answer.ok) {
+      idle.stop();
+      const text = await answer.text();
+      let json = null;
+      try {
+        json = JSON.parse(text);
+      } catch {}
+      throw new TaskhostError(answer.status, String(json?.error?.code ?? "http"), String(json?.error?.message ?? text));
+    }
+    [this.#closer, this.#idle, this.#answer] = [closer, idle, answer];
+  }
+
+  async *#run() {
+    for (;;) {
+      let broke = null;
+      try {
+        yield* this.#read(this.#answer.body, this.#closer, this.#idle);
+      } catch (e) {
+        broke = e;
+      }
+      if (this.#closed) return;
+      if (!(this.#reconnectMs > 0)) {
+        if (broke) throw broke;
+        return;
+      }
+      const placed = this.lastEventId != null;
+      const deadline = Date.now() + this.#reconnectMs;
+      for (let pause = 250; ; pause = 1000) {
+        await new Promise((resolve) => setTimeout(resolve, pause));
+        if (this.#closed) return;
+        try {
+          await this.open();
+          break;
+        } catch (e) {
+          // Only a server away or busy is waited for; a refusal is an answer.
+          if (![0, 503].includes(e.status) || Date.now() >= deadline) throw e;
+        }
+      }
+      if (!placed) yield ["lagged", { reason: "resume" }];
+    }
+  }
+
+  /** The events of one connection; ends when it closes, throws when it breaks. */
+  async *#read(body, closer, idle) {
+    // A reader, not `for await`: browsers before 2024 cannot iterate a stream.
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        idle.touch();
+        // Lines may end in CRLF, LF or CR; a CR last may be half of a CRLF.
+        text = (text + decoder.decode(value, { stream: true })).replace(/\r\n|\r(?!$)/g, "\n");
+        const blocks = text.split("\n\n");
+        text = blocks.pop();
+        for (const block of blocks) {
+          let kind = "message";
+          let id = null;
+          const data = [];
+          for (const line of block.split("\n")) {
+            if (line.startsWith("event:")) kind = line.slice(6).trim();
+            else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+            else if (line.startsWith("id:")) id = line.slice(3).trim();
+          }
+          // An id is taken with its event, and alone too (a place sent to a quiet stream).
+          if (id != null) this.lastEventId = id;
+          if (data.length) yield [kind, JSON.parse(data.join("\n"))];
+        }
+      }
+    } catch (e) {
+      if (idle.expired) throw new TaskhostError(0, "unreachable", `${this.#baseUrl}: the event stream was silent for a minute`);
+      if (!closer.signal.aborted) throw new TaskhostError(0, "unreachable", `${this.#baseUrl}: the event stream broke: ${e.message}`);
+    } finally {
+      idle.stop();
+      closer.abort();
+    }
   }
 }

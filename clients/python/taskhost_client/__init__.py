@@ -16,7 +16,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-__all__ = ["Client", "TaskhostError", "FINAL_STATES", "TASK_FIELDS"]
+__all__ = ["Client", "EventStream", "TaskhostError", "FINAL_STATES", "TASK_FIELDS"]
 
 #: A task in one of these states will not run again unless someone replays it.
 FINAL_STATES = frozenset({"succeeded", "dead", "cancelled"})
@@ -103,13 +103,16 @@ class Client:
         return self._call("POST", f"/tasks/{int(task_id)}/retry")
 
     def events(self, queue: Union[str, Iterable[str], None] = None, handler: Union[str, Iterable[str], None] = None,
-               tasks: Optional[Iterable[int]] = None) -> Iterator[Tuple[str, Dict[str, Any]]]:
+               tasks: Optional[Iterable[int]] = None, *, last_event_id: Optional[str] = None,
+               reconnect: float = 60.0) -> EventStream:
         """Task events as they happen (`GET /api/v1/events`, Server-Sent Events), opened before this
         returns (a task queued after it is told): yields `("task", brief)` each time a task changes
         (`id`, `queue`, `handler`, `state`, `attempt`, `failures`; `progress` while it runs,
         `finished_on` once final) and `("lagged", {"reason": ...})` when events were lost (read
         again what you show). `queue`, `handler`: a name or names; `tasks`: ids, whose states as
-        they are come first. Ends when the server ends the stream; close the iterator to leave."""
+        they are come first. `last_event_id`: go on from a stream's `last_event_id` (what it
+        missed is told first); `reconnect`: seconds a broken stream tries to reconnect (0: it
+        raises, and ends when the server ends it). See `EventStream`."""
         params = {}
         for name, value in (("queue", queue), ("handler", handler), ("task", tasks)):
             if value is not None:
@@ -119,9 +122,7 @@ class Client:
                     raise ValueError(f"events({name}=[]): an empty list follows nothing; pass None for all")
                 params[name] = ",".join(str(v) for v in values)
         query = "?" + urllib.parse.urlencode(params) if params else ""
-        # A comment comes every 15 s: a read waiting over a minute means the server is gone.
-        answer = self._open("GET", "/events" + query, None, max(self.timeout, 60.0), "text/event-stream")
-        return _events(answer, self.base_url)
+        return EventStream(self, "/events" + query, last_event_id, reconnect)
 
     @staticmethod
     def _task(handler: str, data: Any, fields: Dict[str, Any]) -> Dict[str, Any]:
@@ -141,7 +142,8 @@ class Client:
             except (OSError, http.client.HTTPException) as e:
                 raise TaskhostError(0, "unreachable", f"{self.base_url}: {e}") from None
 
-    def _open(self, method: str, path: str, body: Any, timeout: float, accept: str) -> Any:
+    def _open(self, method: str, path: str, body: Any, timeout: float, accept: str,
+              headers: Optional[Dict[str, str]] = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base_url + "/api/v1" + path, data=data, method=method)
         request.add_header("Accept", accept)
@@ -149,6 +151,8 @@ class Client:
             request.add_header("Content-Type", "application/json")
         if self.token:
             request.add_header("Authorization", "Bearer " + self.token)
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
         try:
             return urllib.request.urlopen(request, timeout=timeout)
         except urllib.error.HTTPError as e:
@@ -163,25 +167,104 @@ class Client:
             raise TaskhostError(0, "unreachable", f"{self.base_url}: {reason}") from None
 
 
-def _events(answer: Any, base_url: str) -> Iterator[Tuple[str, Dict[str, Any]]]:
-    """The events of an open stream, as `Client.events` yields them; a stream that breaks (the
-    server gone, a minute without even a keep-alive) raises `TaskhostError` `unreachable`."""
-    with answer:
-        name, data = "message", []  # type: str, List[str]
+class EventStream:
+    """An open event stream (`Client.events`): iterate it for `(kind, data)`; `close()` to leave
+    (or use it in a `with`). `last_event_id`: the id of the last look it was told (None before
+    the first), which `Client.events(last_event_id=...)` goes on from, in this process or another.
+
+    When the stream breaks or the server ends it, it reconnects by itself, sending that id
+    (`Last-Event-ID`): the server first tells what it missed, or `("lagged", {"reason":
+    "resume"})` when it cannot (a server restarted, or away longer than the server keeps), and
+    so does the stream itself when it broke before it had an id. It tries for `reconnect`
+    seconds, then raises `TaskhostError` `unreachable`; with `reconnect=0` a break raises at
+    once and the server's end ends the iteration."""
+
+    def __init__(self, client: Client, path: str, last_event_id: Optional[str], reconnect: float) -> None:
+        self._client, self._path, self._reconnect = client, path, reconnect
+        self.last_event_id = last_event_id
+        self._closed = False
+        # Opened before `events` returns: a task queued after it is told.
+        self._answer: Any = self._connect()
+        self._events = self._run()
+
+    def __iter__(self) -> EventStream:
+        return self
+
+    def __next__(self) -> Tuple[str, Dict[str, Any]]:
+        return next(self._events)
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._closed = True
+        self._events.close()
+        self._answer.close()
+
+    def _connect(self) -> Any:
+        headers = {} if self.last_event_id is None else {"Last-Event-ID": self.last_event_id}
+        # A comment comes every 15 s: a read waiting over a minute means the server is gone.
+        timeout = max(self._client.timeout, 60.0)
+        return self._client._open("GET", self._path, None, timeout, "text/event-stream", headers)
+
+    def _run(self) -> Iterator[Tuple[str, Dict[str, Any]]]:
+        while True:
+            broke: Optional[TaskhostError] = None
+            try:
+                yield from self._read(self._answer)
+            except TaskhostError as e:
+                broke = e
+            finally:
+                self._answer.close()
+            if self._closed:
+                return
+            if self._reconnect <= 0:
+                if broke is not None:
+                    raise broke
+                return
+            placed = self.last_event_id is not None
+            deadline = time.monotonic() + self._reconnect
+            pause = 0.25
+            while True:
+                time.sleep(pause)
+                pause = 1.0
+                try:
+                    self._answer = self._connect()
+                    break
+                except TaskhostError as e:
+                    # Only a server away or busy is waited for; a refusal is an answer.
+                    if e.status not in (0, 503) or time.monotonic() >= deadline:
+                        raise
+            if not placed:
+                yield "lagged", {"reason": "resume"}
+
+    def _read(self, answer: Any) -> Iterator[Tuple[str, Dict[str, Any]]]:
+        """The events of one connection; one that breaks (the server gone, a minute without even
+        a keep-alive) raises `TaskhostError` `unreachable`."""
+        name, data, event_id = "message", [], None  # type: str, List[str], Optional[str]
         lines = iter(answer)
         while True:
             try:
                 raw = next(lines, None)
             except (OSError, http.client.HTTPException) as e:
-                raise TaskhostError(0, "unreachable", f"{base_url}: the event stream broke: {e}") from None
+                base = self._client.base_url
+                raise TaskhostError(0, "unreachable", f"{base}: the event stream broke: {e}") from None
             if raw is None:
                 return
             line = raw.decode("utf-8").rstrip("\r\n")
             if not line:
+                # An id is taken with its event, and alone too (a place sent to a quiet stream).
+                if event_id is not None:
+                    self.last_event_id = event_id
                 if data:
                     yield name, json.loads("\n".join(data))
-                name, data = "message", []
+                name, data, event_id = "message", [], None
             elif line.startswith("event:"):
                 name = line[len("event:"):].strip()
             elif line.startswith("data:"):
                 data.append(line[len("data:"):].lstrip())
+            elif line.startswith("id:"):
+                event_id = line[len("id:"):].strip()

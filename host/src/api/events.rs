@@ -44,7 +44,8 @@ pub const MAX_TASKS: usize = 100;
 pub const MAX_NAMES: usize = 100;
 /// How often an idle stream is sent a comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
-/// Looks that told a stream nothing after which it is sent the last one's id alone.
+/// Looks that told a stream nothing after which it is sent the last one's id alone (and its
+/// first look's, whatever it told: a client has a place to resume from soon after it opens).
 const QUIET_LOOKS: u32 = 64;
 
 /// What a stream keeps: the tasks of these queues, handlers and ids (each list empty: all).
@@ -141,7 +142,8 @@ pub(super) async fn stream(
     let mut subscription = state.feed.subscribe(store, filter.tasks.iter().copied().collect(), last).await?;
     let stopping = stopping.map(|Extension(s)| s.0);
     let feed = state.feed.clone();
-    let mut stream = Stream { filter, told: HashMap::new(), feed, missed: VecDeque::new(), quiet: 0, _turn: turn };
+    let mut stream =
+        Stream { filter, told: HashMap::new(), feed, missed: VecDeque::new(), quiet: QUIET_LOOKS, _turn: turn };
     let mut queue = VecDeque::new();
     match std::mem::replace(&mut subscription.resume, Resume::Fresh) {
         Resume::Fresh => {}

@@ -3,6 +3,7 @@
 // Prints one JSON line of what it saw.
 //
 //     node client_node.mjs BASE_URL   (run where `npm install ./clients/node` put node_modules)
+import net from "node:net";
 import { Client, FINAL_STATES, TASK_FIELDS, TaskhostError, WaitTimeoutError } from "taskhost-client";
 
 const base = process.argv[2];
@@ -88,4 +89,61 @@ for await (let [kind, data] of stream) {
 }
 stream.close();
 seen.events_queue = states;
+
+/** A TCP proxy to the server whose connections the script cuts, holding new ones until it lets
+ * them through; it keeps what the client sent. */
+class Proxy {
+  constructor(target) {
+    this.sent = [];
+    this.sockets = new Set();
+    this.held = [];
+    this.through = true;
+    const pass = (near) => {
+      const far = net.connect(target.port, target.hostname);
+      for (const s of [near, far]) {
+        this.sockets.add(s);
+        s.on("error", () => {});
+        s.on("close", () => this.sockets.delete(s));
+      }
+      near.on("data", (chunk) => this.sent.push(chunk));
+      near.pipe(far).pipe(near);
+    };
+    this.pass = pass;
+    this.server = net.createServer((near) => (this.through ? pass(near) : this.held.push(near)));
+  }
+  async listen() {
+    await new Promise((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+    this.url = `http://127.0.0.1:${this.server.address().port}`;
+  }
+  cut() {
+    this.through = false;
+    for (const s of this.sockets) s.destroy();
+  }
+  open() {
+    this.through = true;
+    for (const near of this.held.splice(0)) this.pass(near);
+  }
+}
+
+// A stream whose connection breaks reconnects with its last id and is told first what it missed:
+// the task queued while it was away (seen by another stream meanwhile, so the server's look told
+// it before the reconnect). Tasks scheduled for later: each is told once.
+const proxy = new Proxy(new URL(base));
+await proxy.listen();
+const direct = await client.events({ queue: "node-resume" });
+const resumed = await new Client(proxy.url).events({ queue: "node-resume" });
+const later2099 = { queue: "node-resume", at: "2099-01-01T00:00:00Z" };
+const first = await client.enqueue("echo", {}, later2099);
+const reading = resumed[Symbol.asyncIterator]();
+const [, told] = (await reading.next()).value;
+const place = resumed.lastEventId;
+proxy.cut();
+const second = await client.enqueue("echo", {}, later2099);
+for await (const [kind, data] of direct) if (kind === "task" && data.id === second) break;
+proxy.open();
+const [kind, resumedTask] = (await reading.next()).value;
+const sent = Buffer.concat(proxy.sent).toString("latin1").toLowerCase();
+resumed.close();
+proxy.server.close();
+seen.events_resumed = [told.id === first, place != null, sent.includes(`last-event-id: ${place}`.toLowerCase()), kind, resumedTask.id === second];
 console.log(JSON.stringify(seen));

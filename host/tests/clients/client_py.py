@@ -6,7 +6,10 @@ Prints one JSON line of what it saw.
 """
 import json
 import signal
+import socket
 import sys
+import threading
+import urllib.parse
 import urllib.request
 
 from taskhost_client import FINAL_STATES, TASK_FIELDS, Client, TaskhostError
@@ -90,4 +93,74 @@ for kind, data in stream:
         break
 stream.close()
 seen["events_queue"] = states
+
+
+class Proxy:
+    """A TCP proxy to the server whose connections the script cuts, holding new ones until it
+    lets them through; it keeps what the client sent."""
+
+    def __init__(self, target):
+        self.target, self.sent, self.pairs = target, [], []
+        self.through = threading.Event()
+        self.through.set()
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            near, _ = self.server.accept()
+            self.through.wait()
+            far = socket.create_connection(self.target)
+            self.pairs.append((near, far))
+            threading.Thread(target=self._pipe, args=(near, far, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(far, near, False), daemon=True).start()
+
+    def _pipe(self, src, dst, keep):
+        try:
+            while chunk := src.recv(65536):
+                if keep:
+                    self.sent.append(chunk)
+                dst.sendall(chunk)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        self.through.clear()
+        for pair in self.pairs:
+            for s in pair:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        self.pairs.clear()
+
+
+# A stream whose connection breaks reconnects with its last id and is told first what it missed:
+# the task queued while it was away (seen by another stream meanwhile, so the server's look told
+# it before the reconnect). Tasks scheduled for later: each is told once.
+parts = urllib.parse.urlsplit(base)
+proxy = Proxy((parts.hostname, parts.port))
+direct = client.events(queue="py-resume")
+resumed = Client(proxy.url).events(queue="py-resume")
+first = client.enqueue("echo", {}, queue="py-resume", at="2099-01-01T00:00:00Z")
+_, told = next(resumed)
+place = resumed.last_event_id
+proxy.cut()
+second = client.enqueue("echo", {}, queue="py-resume", at="2099-01-01T00:00:00Z")
+for kind, data in direct:
+    if kind == "task" and data["id"] == second:
+        break
+direct.close()
+proxy.through.set()
+kind, again = next(resumed)
+sent = b"".join(proxy.sent).decode("latin-1").lower()
+resumed.close()
+seen["events_resumed"] = [told["id"] == first, place is not None, f"last-event-id: {place}".lower() in sent,
+                          kind, again.get("id") == second]
 print(json.dumps(seen))

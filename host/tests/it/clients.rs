@@ -2,7 +2,8 @@
 //! Python package and the Node.js one installed by path (`pip install ./clients/python`, `npm
 //! install ./clients/node`, into directories of the test's), their routes and fields checked
 //! against the server's OpenAPI document, then enqueue, enqueue many, get, wait (at the task's
-//! end, and running out), cancel, retry and their errors.
+//! end, and running out), cancel, retry and their errors, and event streams, one of which
+//! reconnects through a proxy that cut it and is told what it missed.
 
 use crate::common;
 
@@ -84,6 +85,8 @@ fn check_what_a_client_saw(seen: &Value) {
     let states = seen["events_queue"].as_array().expect("the states a stream was told");
     assert_eq!(states.last(), Some(&json!("succeeded")), "{seen}");
     assert!(states.iter().all(|s| ["scheduled", "running", "succeeded"].contains(&s.as_str().unwrap_or(""))), "{seen}");
+    // A stream whose connection was cut: told first the task queued while it was away.
+    assert_eq!(seen["events_resumed"], json!([true, true, true, "task", true]), "{seen}");
 }
 
 /// A client's script run against a live serve and worker on `db` (`command`: the script's

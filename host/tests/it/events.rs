@@ -395,21 +395,25 @@ async fn a_stream_that_reconnects_with_its_last_event_id_is_told_what_it_missed(
     assert_eq!(stranger.next(TOLD).await, ("lagged".to_string(), json!({"reason": "resume"})));
 }
 
-/// A stream whose filter keeps nothing of 64 looks in a row is sent the last one's id alone, so
-/// its place stays within the looks the server keeps for a resume.
+/// A stream whose filter keeps nothing is sent the id of the first look after it opened, alone,
+/// and then of each 64th look in a row that told it nothing, so its place stays within the
+/// looks the server keeps for a resume.
 async fn a_stream_told_nothing_for_many_looks_is_sent_its_place(db: Db) {
     let env = Env::on(db, &["echo"]).await;
     let router = taskhost::api::router(env.app.client.clone(), Default::default());
     let mut quiet = Body::at(&router, "/api/v1/events?queue=quiet", None).await;
     // Read as it comes (a stream not read falls behind the reader's backlog instead).
-    let place = tokio::spawn(async move { quiet.an_id(TOLD * 2).await });
+    let places = tokio::spawn(async move { (quiet.an_id(TOLD * 2).await, quiet.an_id(TOLD * 2).await) });
     let mut loud = Body::open(&router).await;
-    for i in 0..64 {
+    let mut ids = Vec::new();
+    for i in 0..65 {
         let id = env.app.client.add(NewTask::new("echo", "{}").with_queue("loud")).await.expect("add").id;
         loud.until(&format!("task {i} told"), |e| e["id"] == id).await;
+        ids.push(loud.2.clone());
     }
-    let place = place.await.expect("the quiet stream read");
-    assert_eq!(Some(&place), loud.2.as_ref(), "the same look's id as the stream told its task");
+    let (first, place) = places.await.expect("the quiet stream read");
+    assert_eq!(Some(&first), ids[0].as_ref(), "the first look's id, as the loud stream was told its task");
+    assert_eq!(Some(&place), ids[64].as_ref(), "the 64th look after it");
     let q = env.app.client.add(NewTask::new("echo", "{}").with_queue("quiet")).await.expect("add").id;
     let mut back = Body::at(&router, "/api/v1/events?queue=quiet", Some(&place)).await;
     let (name, data) = back.next(TOLD).await;
