@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use axum::Extension;
 use axum::Json;
 use serde::Serialize;
@@ -238,7 +239,7 @@ pub(super) async fn get(
     Query(q): Query<BTreeMap<String, String>>,
     stopping: Option<Extension<super::wait::Stopping>>,
     held: Option<Extension<super::server::LongHeld>>,
-) -> Result<Json<TaskDetail>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     let id = task_id(&id)?;
     let mut within = None;
     for (key, value) in &q {
@@ -262,7 +263,7 @@ pub(super) async fn get(
                 if let Some(detail) = state.waits.until_final(store, id, within, stopping, first_look).await? {
                     // When the server answered, beside when the client heard it (`bench/wait.sh`).
                     tracing::debug!(task = id, "a wait answered at its task's end");
-                    return Ok(Json(detail));
+                    return Ok(Json(&*detail).into_response());
                 }
             }
             // No connection left to hold: a task final already is answered all the same.
@@ -273,7 +274,7 @@ pub(super) async fn get(
     let (task, runs) = state.client.show(id).await?;
     let after = state.client.dependencies(id).await?;
     let signals = state.client.signals(id).await?;
-    Ok(Json(TaskDetail::new(task, runs).with_after(after).with_signals(signals)))
+    Ok(Json(TaskDetail::new(task, runs).with_after(after).with_signals(signals)).into_response())
 }
 
 /// Send the signal `name` to an unfinished task, the body its data (a JSON document, `{}` for

@@ -104,7 +104,7 @@ impl Waits {
         within: Duration,
         stopping: Option<Stopping>,
         first_look: F,
-    ) -> Result<Option<TaskDetail>, ApiError>
+    ) -> Result<Option<Arc<TaskDetail>>, ApiError>
     where
         F: std::future::Future<Output = Result<bool, ApiError>>,
     {
@@ -126,7 +126,8 @@ impl Waits {
         let end = async {
             match ended.wait_for(|e| matches!(e, End::Ended(_))).await {
                 Ok(end) => match &*end {
-                    End::Ended(Some(detail)) => Some(TaskDetail::clone(detail)),
+                    // Shared with the task's other waiters: each serializes it, none copies it.
+                    End::Ended(Some(detail)) => Some(detail.clone()),
                     End::Ended(None) | End::Not => None,
                 },
                 Err(_) => None,
