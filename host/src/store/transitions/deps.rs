@@ -71,10 +71,7 @@ pub(crate) async fn wait<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, task: TaskId
     }
     // Those not ended yet are kept when they succeed: this task's run may read their results.
     if !unmet.is_empty() {
-        let keep = "UPDATE task_queue SET keep_row = 1 WHERE id IN ($1) AND keep_row IS NULL";
-        D::exec_on(conn, keep, args![&unmet]).await?;
-    }
-    if !unmet.is_empty() {
+        super::ends::keep_on::<D>(conn, &unmet).await?;
         let sql =
             format!("UPDATE task_queue SET last_status = {WAITING}, waiting_for = $2, run_anyway = $3 WHERE id = $1");
         D::exec_on(conn, &sql, args![task, unmet.len() as i64, i64::from(t.run_anyway)]).await?;

@@ -234,14 +234,25 @@ pub async fn keep<D: Dialect>(db: &D, tx: Option<&mut TxOf<D>>, tasks: &[TaskId]
     }
     let mut n = 0;
     for chunk in tasks.chunks(CHUNK) {
-        let sql = "UPDATE task_queue SET keep_row = 1 WHERE id IN ($1) AND keep_row IS NULL AND finished_on IS NULL";
         n += match only_deleting {
-            true => db.exec(tx.as_deref_mut(), &format!("{sql} AND queue IN ($2)"), args![chunk, &queues[..]]).await?,
-            false => db.exec(tx.as_deref_mut(), sql, args![chunk]).await?,
+            true => db.exec(tx.as_deref_mut(), &format!("{KEEP} AND queue IN ($2)"), args![chunk, &queues[..]]).await?,
+            false => db.exec(tx.as_deref_mut(), KEEP, args![chunk]).await?,
         };
     }
     Ok(n)
 }
+
+/// Keep these tasks' rows when they succeed, as [`keep`] does whatever their queue, on the
+/// caller's connection (an add's `after`, in its transaction).
+pub async fn keep_on<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, tasks: &[TaskId]) -> Result<()> {
+    for chunk in tasks.chunks(CHUNK) {
+        D::exec_on(conn, KEEP, args![chunk]).await?;
+    }
+    Ok(())
+}
+
+/// Marks unfinished tasks to be kept when they succeed.
+const KEEP: &str = "UPDATE task_queue SET keep_row = 1 WHERE id IN ($1) AND keep_row IS NULL AND finished_on IS NULL";
 
 /// Of `tasks`, those whose success deleted them (`task_ends`), on the caller's connection, up to
 /// the first span holding one that is not there (the caller refuses it: no more is read).
