@@ -163,7 +163,7 @@ pub struct Sandbox {
     fingerprint: String,
     capacity: u32,
     max_wasm_stack: usize,
-    _ticker: EpochTicker,
+    ticker: EpochTicker,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -223,7 +223,7 @@ impl Sandbox {
             format!("{:016x}", h.finish())
         };
         let ticker = EpochTicker::start(engine.clone(), config.epoch_tick)?;
-        Ok(Sandbox { engine, linker, fingerprint, capacity: n, max_wasm_stack: config.max_wasm_stack, _ticker: ticker })
+        Ok(Sandbox { engine, linker, fingerprint, capacity: n, max_wasm_stack: config.max_wasm_stack, ticker })
     }
 
     /// Runs this sandbox can hold at once (its pool's component instances).
@@ -265,6 +265,8 @@ impl Sandbox {
         control: RunControl,
     ) -> RunResult {
         let RunControl { progress, time_left, stop, dependencies, signals } = control;
+        // The epoch moves (deadlines, yields) while this run lasts, its store dropped included.
+        let _ticking = self.ticker.running();
         let started = Instant::now();
         let output = output::GuestOutput::new(limits.max_log_bytes);
         // The run stops at the earlier of its handler's deadline and its task's run timeout.

@@ -1,7 +1,7 @@
 //! The engine's settings: what the operator may set ([`SandboxConfig`]), what decides compiled
 //! code ([`engine_config`]), and the thread that moves the epoch.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -73,31 +73,73 @@ impl Default for SandboxConfig {
 
 /// Advances the engine's epoch from its own OS thread, so a busy tokio runtime cannot delay
 /// deadlines.
+/// The thread that moves the engine's epoch each tick while a run is in the sandbox, and sleeps
+/// while none is: an idle worker, or `serve` (which runs none), is not woken a hundred times a
+/// second for nothing.
 pub(super) struct EpochTicker {
-    stop: Arc<AtomicBool>,
+    shared: Arc<Ticking>,
     thread: Option<JoinHandle<()>>,
 }
 
+#[derive(Default)]
+struct Ticking {
+    stop: AtomicBool,
+    runs: AtomicUsize,
+}
+
+/// A run in the sandbox, for as long as it is held: the epoch moves meanwhile.
+pub(super) struct Running<'a>(&'a EpochTicker);
+
 impl EpochTicker {
+    /// Longest the thread sleeps with no run, in case a wake-up were ever missed.
+    const IDLE_CHECK: Duration = Duration::from_secs(1);
+
     pub(super) fn start(engine: Engine, tick: Duration) -> Result<Self> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let shared = Arc::new(Ticking::default());
+        let flag = shared.clone();
         let thread = std::thread::Builder::new()
             .name("taskhost-epoch".into())
             .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
+                while !flag.stop.load(Ordering::SeqCst) {
+                    // A run starting after this read unparks the thread, and an unpark given
+                    // before the park makes it return at once: no start is missed.
+                    if flag.runs.load(Ordering::SeqCst) == 0 {
+                        std::thread::park_timeout(Self::IDLE_CHECK);
+                        continue;
+                    }
                     std::thread::sleep(tick);
                     engine.increment_epoch();
                 }
             })
             .map_err(|e| Error::io("starting the epoch thread", e))?;
-        Ok(EpochTicker { stop, thread: Some(thread) })
+        Ok(EpochTicker { shared, thread: Some(thread) })
+    }
+
+    /// A run starts: the epoch moves until every such guard is dropped.
+    pub(super) fn running(&self) -> Running<'_> {
+        if self.shared.runs.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.wake();
+        }
+        Running(self)
+    }
+
+    fn wake(&self) {
+        if let Some(t) = &self.thread {
+            t.thread().unpark();
+        }
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.shared.runs.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
 impl Drop for EpochTicker {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.wake();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
