@@ -103,9 +103,7 @@ export class Client {
       params.set(name, values.map((v) => (name === "task" ? taskId(v) : v)).join(","));
     }
     const query = params.toString() ? `?${params}` : "";
-    const stream = new EventStream(this.baseUrl, `${this.baseUrl}/api/v1/events${query}`, this.token, lastEventId, reconnectMs);
-    await stream.open();
-    return stream;
+    return EventStream.connect(this.baseUrl, `${this.baseUrl}/api/v1/events${query}`, this.token, lastEventId, reconnectMs);
   }
 
   async #call(method, path, body, timeoutMs = this.timeoutMs) {
@@ -188,6 +186,7 @@ export class EventStream {
   #token;
   #reconnectMs;
   #closed = false;
+  #heard = false;
   #closer = null;
   #idle = null;
   #answer = null;
@@ -213,9 +212,18 @@ export class EventStream {
     this.#closer?.abort();
   }
 
+  /** A stream connected (what `Client.events` returns). */
+  static async connect(baseUrl, url, token, lastEventId, reconnectMs) {
+    const stream = new EventStream(baseUrl, url, token, lastEventId, reconnectMs);
+    await stream.#open();
+    return stream;
+  }
+
   /** Connect, with the last id if there is one; an error answer or no server throws. */
-  async open() {
+  async #open() {
     const closer = new AbortController();
+    // Kept at once: a close() while this connects aborts it.
+    this.#closer = closer;
     const headers = { accept: "text/event-stream" };
     if (this.#token) headers.authorization = `Bearer ${this.#token}`;
     if (this.lastEventId != null) headers["last-event-id"] = this.lastEventId;
@@ -237,36 +245,49 @@ export class EventStream {
       } catch {}
       throw new TaskhostError(answer.status, String(json?.error?.code ?? "http"), String(json?.error?.message ?? text));
     }
-    [this.#closer, this.#idle, this.#answer] = [closer, idle, answer];
+    [this.#idle, this.#answer] = [idle, answer];
   }
 
   async *#run() {
-    for (;;) {
-      let broke = null;
-      try {
-        yield* this.#read(this.#answer.body, this.#closer, this.#idle);
-      } catch (e) {
-        broke = e;
-      }
-      if (this.#closed) return;
-      if (!(this.#reconnectMs > 0)) {
-        if (broke) throw broke;
-        return;
-      }
-      const placed = this.lastEventId != null;
-      const deadline = Date.now() + this.#reconnectMs;
-      for (let pause = 250; ; pause = 1000) {
-        await new Promise((resolve) => setTimeout(resolve, pause));
-        if (this.#closed) return;
+    let deadline = null;
+    try {
+      for (;;) {
+        this.#heard = false;
+        let broke = null;
         try {
-          await this.open();
-          break;
+          yield* this.#read(this.#answer.body, this.#closer, this.#idle);
         } catch (e) {
-          // Only a server away or busy is waited for; a refusal is an answer.
-          if (![0, 503].includes(e.status) || Date.now() >= deadline) throw e;
+          // A break is reconnected; anything else (an event not JSON) is the caller's.
+          if (!(e instanceof TaskhostError)) throw e;
+          broke = e;
         }
+        if (this.#closed) return;
+        if (!(this.#reconnectMs > 0)) {
+          if (broke) throw broke;
+          return;
+        }
+        const placed = this.lastEventId != null;
+        // The time to reconnect runs from the last connection that told anything: one answering
+        // and ending at once, again and again, is not reconnected forever.
+        if (deadline == null || this.#heard) deadline = Date.now() + this.#reconnectMs;
+        for (let pause = this.#heard ? 250 : 1000; ; pause = 1000) {
+          await new Promise((resolve) => setTimeout(resolve, pause));
+          if (this.#closed) return;
+          try {
+            await this.#open();
+            break;
+          } catch (e) {
+            if (this.#closed) return;
+            // Only a server away, busy or behind a proxy restarting is waited for.
+            if (![0, 502, 503, 504].includes(e.status) || Date.now() >= deadline) throw e;
+          }
+        }
+        if (this.#closed) return;
+        if (!placed) yield ["lagged", { reason: "resume" }];
       }
-      if (!placed) yield ["lagged", { reason: "resume" }];
+    } finally {
+      this.#idle?.stop();
+      this.#closer?.abort();
     }
   }
 
@@ -281,6 +302,7 @@ export class EventStream {
         const { value, done } = await reader.read();
         if (done) return;
         idle.touch();
+        this.#heard = true;
         // Lines may end in CRLF, LF or CR; a CR last may be half of a CRLF.
         text = (text + decoder.decode(value, { stream: true })).replace(/\r\n|\r(?!$)/g, "\n");
         const blocks = text.split("\n\n");
@@ -292,14 +314,17 @@ export class EventStream {
           for (const line of block.split("\n")) {
             if (line.startsWith("event:")) kind = line.slice(6).trim();
             else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
-            else if (line.startsWith("id:")) id = line.slice(3).trim();
+            // (SSE: one space after the colon is not the value's; an id holding NUL is ignored.)
+            else if (line.startsWith("id:") && !line.includes("\0")) id = line.slice(3).replace(/^ /, "");
           }
-          // An id is taken with its event, and alone too (a place sent to a quiet stream).
-          if (id != null) this.lastEventId = id;
+          // An id is taken with its event, and alone too (a place sent to a quiet stream); an
+          // empty one leaves no place.
+          if (id != null) this.lastEventId = id || null;
           if (data.length) yield [kind, JSON.parse(data.join("\n"))];
         }
       }
     } catch (e) {
+      if (e instanceof SyntaxError) throw e;
       if (idle.expired) throw new TaskhostError(0, "unreachable", `${this.#baseUrl}: the event stream was silent for a minute`);
       if (!closer.signal.aborted) throw new TaskhostError(0, "unreachable", `${this.#baseUrl}: the event stream broke: ${e.message}`);
     } finally {

@@ -183,6 +183,7 @@ class EventStream:
         self._client, self._path, self._reconnect = client, path, reconnect
         self.last_event_id = last_event_id
         self._closed = False
+        self._heard = False
         # Opened before `events` returns: a task queued after it is told.
         self._answer: Any = self._connect()
         self._events = self._run()
@@ -201,8 +202,12 @@ class EventStream:
 
     def close(self) -> None:
         self._closed = True
-        self._events.close()
         self._answer.close()
+        try:
+            self._events.close()
+        except ValueError:
+            # Iterated in another thread now: its read fails on the closed answer and it ends.
+            pass
 
     def _connect(self) -> Any:
         headers = {} if self.last_event_id is None else {"Last-Event-ID": self.last_event_id}
@@ -211,35 +216,47 @@ class EventStream:
         return self._client._open("GET", self._path, None, timeout, "text/event-stream", headers)
 
     def _run(self) -> Iterator[Tuple[str, Dict[str, Any]]]:
-        while True:
-            broke: Optional[TaskhostError] = None
-            try:
-                yield from self._read(self._answer)
-            except TaskhostError as e:
-                broke = e
-            finally:
-                self._answer.close()
-            if self._closed:
-                return
-            if self._reconnect <= 0:
-                if broke is not None:
-                    raise broke
-                return
-            placed = self.last_event_id is not None
-            deadline = time.monotonic() + self._reconnect
-            pause = 0.25
+        deadline: Optional[float] = None
+        try:
             while True:
-                time.sleep(pause)
-                pause = 1.0
+                self._heard = False
+                broke: Optional[TaskhostError] = None
                 try:
-                    self._answer = self._connect()
-                    break
+                    yield from self._read(self._answer)
                 except TaskhostError as e:
-                    # Only a server away or busy is waited for; a refusal is an answer.
-                    if e.status not in (0, 503) or time.monotonic() >= deadline:
-                        raise
-            if not placed:
-                yield "lagged", {"reason": "resume"}
+                    broke = e
+                finally:
+                    self._answer.close()
+                if self._closed:
+                    return
+                if self._reconnect <= 0:
+                    if broke is not None:
+                        raise broke
+                    return
+                placed = self.last_event_id is not None
+                # The time to reconnect runs from the last connection that told anything: one
+                # answering and ending at once, again and again, is not reconnected forever.
+                if deadline is None or self._heard:
+                    deadline = time.monotonic() + self._reconnect
+                pause = 0.25 if self._heard else 1.0
+                while True:
+                    time.sleep(pause)
+                    pause = 1.0
+                    if self._closed:
+                        return
+                    try:
+                        self._answer = self._connect()
+                        break
+                    except TaskhostError as e:
+                        # Only a server away, busy or behind a proxy restarting is waited for.
+                        if e.status not in (0, 502, 503, 504) or time.monotonic() >= deadline:
+                            raise
+                if self._closed:
+                    return
+                if not placed:
+                    yield "lagged", {"reason": "resume"}
+        finally:
+            self._answer.close()
 
     def _read(self, answer: Any) -> Iterator[Tuple[str, Dict[str, Any]]]:
         """The events of one connection; one that breaks (the server gone, a minute without even
@@ -254,11 +271,13 @@ class EventStream:
                 raise TaskhostError(0, "unreachable", f"{base}: the event stream broke: {e}") from None
             if raw is None:
                 return
+            self._heard = True
             line = raw.decode("utf-8").rstrip("\r\n")
             if not line:
-                # An id is taken with its event, and alone too (a place sent to a quiet stream).
+                # An id is taken with its event, and alone too (a place sent to a quiet stream);
+                # an empty one leaves no place.
                 if event_id is not None:
-                    self.last_event_id = event_id
+                    self.last_event_id = event_id or None
                 if data:
                     yield name, json.loads("\n".join(data))
                 name, data, event_id = "message", [], None
@@ -266,5 +285,6 @@ class EventStream:
                 name = line[len("event:"):].strip()
             elif line.startswith("data:"):
                 data.append(line[len("data:"):].lstrip())
-            elif line.startswith("id:"):
-                event_id = line[len("id:"):].strip()
+            elif line.startswith("id:") and "\0" not in line:
+                # (SSE: one space after the colon is not the value's; an id holding NUL is ignored.)
+                event_id = line[len("id:"):].removeprefix(" ")

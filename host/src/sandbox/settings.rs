@@ -72,10 +72,8 @@ impl Default for SandboxConfig {
 }
 
 /// Advances the engine's epoch from its own OS thread, so a busy tokio runtime cannot delay
-/// deadlines.
-/// The thread that moves the engine's epoch each tick while a run is in the sandbox, and sleeps
-/// while none is: an idle worker, or `serve` (which runs none), is not woken a hundred times a
-/// second for nothing.
+/// deadlines: each tick while a run is in the sandbox; it sleeps while none is, so an idle worker,
+/// or `serve` (which runs none), is not woken a hundred times a second for nothing.
 pub(super) struct EpochTicker {
     shared: Arc<Ticking>,
     thread: Option<JoinHandle<()>>,

@@ -144,6 +144,18 @@ proxy.open();
 const [kind, resumedTask] = (await reading.next()).value;
 const sent = Buffer.concat(proxy.sent).toString("latin1").toLowerCase();
 resumed.close();
+
+// A stream closed while it reconnects (its new connection held by the proxy) ends at once.
+const closing = await new Client(proxy.url).events({ queue: "node-resume" });
+const pendingRead = closing[Symbol.asyncIterator]().next();
+proxy.cut();
+for (const until = Date.now() + 30_000; !proxy.held.length;) {
+  check(Date.now() < until, "the stream's reconnect reached the proxy");
+  await new Promise((resolve) => setTimeout(resolve, 10));
+}
+closing.close();
+seen.events_closed_reconnecting = (await pendingRead).done;
+proxy.open();
 proxy.server.close();
 seen.events_resumed = [told.id === first, place != null, sent.includes(`last-event-id: ${place}`.toLowerCase()), kind, resumedTask.id === second];
 console.log(JSON.stringify(seen));

@@ -163,4 +163,16 @@ sent = b"".join(proxy.sent).decode("latin-1").lower()
 resumed.close()
 seen["events_resumed"] = [told["id"] == first, place is not None, f"last-event-id: {place}".lower() in sent,
                           kind, again.get("id") == second]
+
+# A stream that is not to reconnect ends, or raises, when its connection is cut.
+plain = Client(proxy.url).events(queue="py-resume", reconnect=0)
+proxy.cut()
+try:
+    next(plain)
+    seen["events_not_reconnected"] = "no error"
+except TaskhostError as e:
+    seen["events_not_reconnected"] = [e.status, e.code]
+except StopIteration:
+    seen["events_not_reconnected"] = "ended"
+plain.close()
 print(json.dumps(seen))
