@@ -149,6 +149,18 @@ impl RunResult {
     }
 }
 
+/// The run stops at the earlier of its handler's deadline and its task's run timeout: whether
+/// the run timeout comes first, the time allowed, and the instant it ends.
+fn time_allowed(limits: &Limits, time_left: Option<Duration>, started: Instant) -> (bool, Duration, Instant) {
+    let run_timeout_first = time_left.is_some_and(|t| t < limits.deadline);
+    let allowed = match time_left {
+        Some(t) if run_timeout_first => t,
+        _ => limits.deadline,
+    };
+    let far = started + Duration::from_secs(365 * 24 * 3600);
+    (run_timeout_first, allowed, started.checked_add(allowed).unwrap_or(far))
+}
+
 /// Fuel a run gets at a time; a yield to tokio comes with each step. Compiled code keeps its
 /// fuel count in a register and stores it only when it leaves wasm for the fuel check, so a run
 /// interrupted for time would report the fuel of its last store (often a few hundred units).
@@ -269,14 +281,7 @@ impl Sandbox {
         let _ticking = self.ticker.running();
         let started = Instant::now();
         let output = output::GuestOutput::new(limits.max_log_bytes);
-        // The run stops at the earlier of its handler's deadline and its task's run timeout.
-        let run_timeout_first = time_left.is_some_and(|t| t < limits.deadline);
-        let allowed = match time_left {
-            Some(t) if run_timeout_first => t,
-            _ => limits.deadline,
-        };
-        let far = started + Duration::from_secs(365 * 24 * 3600);
-        let deadline = started.checked_add(allowed).unwrap_or(far);
+        let (run_timeout_first, allowed, deadline) = time_allowed(&limits, time_left, started);
         let net = net::RunNet::new(&input.handler, grants, deadline);
         let wasi = match grants::wasi_ctx(grants, &output, net.sockets()) {
             Ok(w) => w,
