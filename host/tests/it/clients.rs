@@ -87,6 +87,8 @@ fn check_what_a_client_saw(seen: &Value) {
     assert!(states.iter().all(|s| ["scheduled", "running", "succeeded"].contains(&s.as_str().unwrap_or(""))), "{seen}");
     // A stream whose connection was cut: told first the task queued while it was away.
     assert_eq!(seen["events_resumed"], json!([true, true, true, "task", true]), "{seen}");
+    // Broken before the server told it a place: told by the client that events may be lost.
+    assert_eq!(seen["events_lagged_unplaced"], json!(["lagged", {"reason": "resume"}, false]), "{seen}");
 }
 
 /// A client's script run against a live serve and worker on `db` (`command`: the script's
