@@ -219,8 +219,12 @@ export class EventStream {
     return stream;
   }
 
-  /** Connect, with the last id if there is one; an error answer or no server throws. */
-  async #open() {
+  /**
+   * Connect, with the last id if there is one; an error answer or no server throws. The answer
+   * is waited for at most `withinMs` (at least 5 s), so a reconnect gives up at its deadline even
+   * when a server takes connections and does not answer; then a minute of silence breaks it.
+   */
+  async #open(withinMs = STREAM_IDLE_MS) {
     const closer = new AbortController();
     // Kept at once: a close() while this connects aborts it.
     this.#closer = closer;
@@ -228,7 +232,7 @@ export class EventStream {
     if (this.#token) headers.authorization = `Bearer ${this.#token}`;
     if (this.lastEventId != null) headers["last-event-id"] = this.lastEventId;
     // A comment comes every 15 s: a minute without a byte means the server is gone.
-    const idle = new Idle(closer, STREAM_IDLE_MS);
+    const idle = new Idle(closer, Math.min(STREAM_IDLE_MS, Math.max(withinMs, 5_000)));
     let answer;
     try {
       answer = await fetch(this.#url, { headers, signal: closer.signal });
@@ -245,6 +249,8 @@ export class EventStream {
       } catch {}
       throw new TaskhostError(answer.status, String(json?.error?.code ?? "http"), String(json?.error?.message ?? text));
     }
+    idle.ms = STREAM_IDLE_MS;
+    idle.touch();
     [this.#idle, this.#answer] = [idle, answer];
   }
 
@@ -274,7 +280,7 @@ export class EventStream {
           await new Promise((resolve) => setTimeout(resolve, pause));
           if (this.#closed) return;
           try {
-            await this.#open();
+            await this.#open(deadline - Date.now());
             break;
           } catch (e) {
             if (this.#closed) return;

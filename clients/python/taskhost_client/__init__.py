@@ -209,10 +209,16 @@ class EventStream:
             # Iterated in another thread now: its read fails on the closed answer and it ends.
             pass
 
-    def _connect(self) -> Any:
+    def _connect(self, within: Optional[float] = None) -> Any:
+        """Connect, waiting for the answer at most a minute, or `within` seconds (at least 5) when
+        that is less: a reconnect gives up at its deadline even when a server takes connections
+        and does not answer. The connection's reads keep that time: one made near the deadline
+        with less, when quiet for it, breaks and is reconnected (it told its place first)."""
         headers = {} if self.last_event_id is None else {"Last-Event-ID": self.last_event_id}
         # A comment comes every 15 s: a read waiting over a minute means the server is gone.
         timeout = max(self._client.timeout, 60.0)
+        if within is not None:
+            timeout = min(timeout, max(within, 5.0))
         return self._client._open("GET", self._path, None, timeout, "text/event-stream", headers)
 
     def _run(self) -> Iterator[Tuple[str, Dict[str, Any]]]:
@@ -245,7 +251,7 @@ class EventStream:
                     if self._closed:
                         return
                     try:
-                        self._answer = self._connect()
+                        self._answer = self._connect(deadline - time.monotonic())
                         break
                     except TaskhostError as e:
                         # Only a server away, busy or behind a proxy restarting is waited for.

@@ -179,6 +179,21 @@ for (const until = Date.now() + 30_000; !proxy.held.length;) {
 closing.close();
 seen.events_closed_reconnecting = (await pendingRead).done;
 proxy.open();
+
+// A stream whose reconnects are taken and never answered (the proxy holds them) gives up at its
+// deadline, not after a minute's wait for each answer.
+const hung = await new Client(proxy.url).events({ queue: "node-resume", reconnectMs: 6_000 });
+const hungReading = hung[Symbol.asyncIterator]();
+proxy.cut();
+const hungAt = Date.now();
+try {
+  while (!(await hungReading.next()).done);
+  seen.events_given_up = "ended";
+} catch (e) {
+  seen.events_given_up = [e.status, e.code, Math.round((Date.now() - hungAt) / 1000)];
+}
+hung.close();
+for (const near of proxy.held.splice(0)) near.destroy();
 proxy.server.close();
 seen.events_resumed = [told.id === first, place != null, sent.includes(`last-event-id: ${place}`.toLowerCase()), kind, resumedTask.id === second];
 console.log(JSON.stringify(seen));

@@ -9,6 +9,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 import urllib.parse
 import urllib.request
 
@@ -193,4 +194,18 @@ except TaskhostError as e:
 except StopIteration:
     seen["events_not_reconnected"] = "ended"
 plain.close()
+
+# A stream whose reconnects are taken and never answered (the proxy holds them) gives up at its
+# deadline, not after a minute's wait for each answer.
+proxy.through.set()
+hung = Client(proxy.url).events(queue="py-resume", reconnect=6)
+proxy.cut()
+started = time.monotonic()
+try:
+    for _ in hung:
+        pass
+    seen["events_given_up"] = "ended"
+except TaskhostError as e:
+    seen["events_given_up"] = [e.status, e.code, round(time.monotonic() - started)]
+hung.close()
 print(json.dumps(seen))

@@ -89,6 +89,11 @@ fn check_what_a_client_saw(seen: &Value) {
     assert_eq!(seen["events_resumed"], json!([true, true, true, "task", true]), "{seen}");
     // Broken before the server told it a place: told by the client that events may be lost.
     assert_eq!(seen["events_lagged_unplaced"], json!(["lagged", {"reason": "resume"}, false]), "{seen}");
+    // Reconnects taken and never answered: given up at the 6 s deadline (an attempt waits at least
+    // 5 s), not after the minute an answer is otherwise waited for.
+    let given_up = seen["events_given_up"].as_array().expect("how a hung reconnect ended");
+    assert_eq!(given_up[..2], [json!(0), json!("unreachable")], "{seen}");
+    assert!(given_up[2].as_u64().is_some_and(|secs| secs < 40), "given up too late: {seen}");
 }
 
 /// A client's script run against a live serve and worker on `db` (`command`: the script's
