@@ -89,7 +89,7 @@ pub async fn a_dependency_that_ends_badly_cancels_the_tasks_waiting_for_it_unles
 }
 
 /// A task after one that does not exist, or after one dead or cancelled already (unless it runs
-/// anyway), is refused by name, and nothing of its batch is added.
+/// anyway), is refused by name, and nothing of its batch is added, nor itself when added alone.
 pub async fn a_task_after_a_missing_or_dead_task_is_refused_and_nothing_is_added(store: SharedStore) {
     let r = runner(&store, t0()).await;
     let dead = add(&store, NewTask::new("x", "{}").with_queue("x")).await;
@@ -101,9 +101,12 @@ pub async fn a_task_after_a_missing_or_dead_task_is_refused_and_nothing_is_added
         (NewTask::new("y", "{}").with_after([dead]), format!("task {dead} is dead")),
     ];
     for (t, words) in refusals {
-        let err = store.add_tasks(&[NewTask::new("ok", "{}"), t], t0()).await.expect_err("refused");
+        let err = store.add_tasks(&[NewTask::new("ok", "{}"), t.clone()], t0()).await.expect_err("refused");
         assert!(err.to_string().contains(&words), "{err}");
         assert_eq!(store.newest_task_id().await.expect("newest"), newest, "nothing added");
+        let err = store.add_tasks(&[t], t0()).await.expect_err("refused alone");
+        assert!(err.to_string().contains(&words), "{err}");
+        assert_eq!(store.newest_task_id().await.expect("newest"), newest, "nothing added alone");
     }
     let anyway = add(&store, NewTask::new("y", "{}").with_after([dead]).with_run_anyway()).await;
     assert_eq!(state(&store, anyway).await, (TaskState::Scheduled, 0), "it runs anyway");
