@@ -120,6 +120,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0039_sql_add_names_unpadded.sql",
     "0040_delete_on_success.sql",
     "0041_sql_after_keeps.sql",
+    "0042_sql_after_locks_deleting_only.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -168,6 +169,8 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0041_sql_add_names_unpadded.sql",
     "0042_delete_on_success.sql",
     "0043_sql_after_keeps.sql",
+    "0044_sql_after_locks_deleting_only.sql",
+    "0045_deps_after_by_met.sql",
 );
 
 impl Embedded {

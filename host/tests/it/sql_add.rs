@@ -315,7 +315,7 @@ async fn a_dependency_that_ends_badly_before_the_intake_cancels_the_task_and_tho
 /// when it succeeds before the intake (the add marked it, in its own transaction): its dependent's
 /// run reads its results.
 async fn a_task_queued_in_sql_after_another_keeps_it_when_its_queue_deletes_its_successes(db: Db) {
-    use taskhost::model::{Limit, LimitScope, OnSuccess, RunEnd, RunOutcome};
+    use taskhost::model::{Limit, LimitScope, OnSuccess};
     use taskhost::store::{LimitEdit, LimitSetBy};
     let env = Env::on(db, &["echo"]).await;
     let (store, now) = (&env.app.store, env.clock.now());
@@ -326,11 +326,24 @@ async fn a_task_queued_in_sql_after_another_keeps_it_when_its_queue_deletes_its_
         .expect("set");
     let first = store.add_tasks(&[NewTask::new("echo", "{}")], now).await.expect("add")[0].id;
     let second = add_in_shell(db, &env, "echo", "{}", json!({"after": [first]}), true);
+    let success = claim_and_succeed(&env, first, true).await;
+    store.finish_runs(&[success]).await.expect("finish");
+    assert_eq!(state(&env, first).await, Some(TaskState::Succeeded), "kept, not deleted");
+    assert_eq!(store.take_in_arrivals(now, 100).await.expect("intake"), 1);
+    assert_eq!(state(&env, second).await, Some(TaskState::Scheduled), "its dependency met");
+    let read = store.dependency_results(second, 1 << 20).await.expect("results");
+    assert_eq!(read.iter().map(|d| (d.id, d.results.as_deref())).collect::<Vec<_>>(), [(first, Some(r#"{"n":1}"#))]);
+}
+
+/// The success of `task`, claimed now (the only task due), as its worker writes it.
+async fn claim_and_succeed(env: &Env, task: TaskId, delete_on_success: bool) -> taskhost::model::RunOutcome {
+    use taskhost::model::{RunEnd, RunOutcome};
+    let (store, now) = (&env.app.store, env.clock.now());
     let runner = store.register_runner(4242, "test-host", now, 100).await.expect("runner");
     let claimed = store.claim(runner, &["default".into()], 1, now, Duration::from_secs(60)).await.expect("claim");
-    let c = claimed.first().expect("the first task claimed (the second waits for the intake)");
-    assert_eq!(c.task_id, first);
-    let success = RunOutcome {
+    let c = claimed.first().expect("the task claimed (one after it waits for the intake)");
+    assert_eq!(c.task_id, task);
+    RunOutcome {
         run_id: c.run_id,
         task_id: c.task_id,
         end: RunEnd::Success { results: Some(r#"{"n":1}"#.into()), children: Default::default() },
@@ -341,14 +354,65 @@ async fn a_task_queued_in_sql_after_another_keeps_it_when_its_queue_deletes_its_
         fuel_used: None,
         logs: None,
         fuel_key: None,
-        delete_on_success: true,
+        delete_on_success,
+    }
+}
+
+/// A task queued in SQL `after` another, in an application's transaction still open, does not hold
+/// back that one's success where its queue keeps its successes: nothing of it is locked (a long
+/// transaction would stall its worker's whole batch of successes); the intake meets it after the
+/// commit. (SQLite has no row locks: there an open write transaction holds every writer back.)
+async fn an_open_transaction_that_queued_a_task_after_another_does_not_hold_back_its_success(db: Db) {
+    use sqlx::{Connection, Row};
+    let env = Env::on(db, &["echo"]).await;
+    let (store, now) = (&env.app.store, env.clock.now());
+    // Tasks of another queue, for later: with a table of a few rows, MariaDB writes a success by
+    // scanning the table (locking each row, the open transaction's new one too), as it never
+    // would a table of any size.
+    let later: Vec<NewTask> = (0..5_000)
+        .map(|_| NewTask::new("echo", "{}").with_queue("later").with_scheduled_on(now + chrono::Duration::days(1)))
+        .collect();
+    store.add_tasks(&later, now).await.expect("add later");
+    let first = store.add_tasks(&[NewTask::new("echo", "{}")], now).await.expect("add")[0].id;
+    let success = claim_and_succeed(&env, first, false).await;
+    let add = add_sql(db, "echo", "{}", json!({"after": [first]})).join(";\n");
+    let finish = async {
+        let written = tokio::time::timeout(Duration::from_secs(30), store.finish_runs(&[success])).await;
+        written.expect("the success is written while the transaction is open").expect("finish");
     };
-    store.finish_runs(&[success]).await.expect("finish");
-    assert_eq!(state(&env, first).await, Some(TaskState::Succeeded), "kept, not deleted");
+    let second: TaskId = match db {
+        Db::Postgres => {
+            let mut conn = sqlx::PgConnection::connect(&env.db_url).await.expect("connect");
+            let mut tx = conn.begin().await.expect("begin");
+            let row = sqlx::raw_sql(&add).fetch_one(&mut *tx).await.expect("add");
+            finish.await;
+            tx.commit().await.expect("commit");
+            row.try_get(0).expect("the id")
+        }
+        Db::MySql => {
+            let mut conn = sqlx::MySqlConnection::connect(&env.db_url).await.expect("connect");
+            sqlx::raw_sql("ANALYZE TABLE task_queue, task_deps").execute(&mut conn).await.expect("analyze");
+            let mut tx = conn.begin().await.expect("begin");
+            let row = sqlx::raw_sql(&add).fetch_one(&mut *tx).await.expect("add");
+            finish.await;
+            tx.commit().await.expect("commit");
+            row.try_get(0).expect("the id")
+        }
+        Db::Sqlite => unreachable!("row locks are the servers'"),
+    };
+    assert_eq!(state(&env, first).await, Some(TaskState::Succeeded));
     assert_eq!(store.take_in_arrivals(now, 100).await.expect("intake"), 1);
     assert_eq!(state(&env, second).await, Some(TaskState::Scheduled), "its dependency met");
-    let read = store.dependency_results(second, 1 << 20).await.expect("results");
-    assert_eq!(read.iter().map(|d| (d.id, d.results.as_deref())).collect::<Vec<_>>(), [(first, Some(r#"{"n":1}"#))]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_transaction_that_queued_a_task_after_another_does_not_hold_back_its_success_on_postgres() {
+    an_open_transaction_that_queued_a_task_after_another_does_not_hold_back_its_success(Db::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_transaction_that_queued_a_task_after_another_does_not_hold_back_its_success_on_mysql() {
+    an_open_transaction_that_queued_a_task_after_another_does_not_hold_back_its_success(Db::MySql).await;
 }
 
 async fn a_task_queued_in_sql_for_a_handler_no_worker_has_becomes_a_dead_letter(db: Db) {

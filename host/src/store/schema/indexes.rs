@@ -144,14 +144,16 @@ pub const INDEXES: &[Index] = &[
             then: &[],
         },
     },
-    // The tasks waiting for a task, found when it ends.
+    // The tasks waiting for a task, found when it ends. On MySQL with `met` too: the end's locking
+    // read of the rows `met = 0` then passes by rows an open transaction wrote for the intake
+    // (`met = -1`, `taskhost_add`'s), which it would otherwise wait for (mysql 0045).
     Index {
         name: "task_deps_after",
         table: "task_deps",
         columns: &["after_id"],
         unique: false,
         filter: None,
-        mysql: OnMySql::Same,
+        mysql: OnMySql::Columns(&["after_id", "met"]),
     },
     // The ends of tasks deleted on success, by when (the event stream's, and rotation's).
     Index {
