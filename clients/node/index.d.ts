@@ -85,7 +85,7 @@ export declare class EventStream implements AsyncIterable<TaskEvent> {
 
 export declare class TaskhostError extends Error {
   readonly status: number;
-  /** Stable: "invalid", "unknown-handler", "not-found", "conflict", "unauthorized", "busy", "unreachable", ... */
+  /** Stable: "invalid", "unknown-handler", "not-found", "conflict", "deleted" (410: it succeeded, and its queue deleted it), "unauthorized", "busy", "unreachable", ... */
   readonly code: string;
   readonly detail: string;
 }

@@ -130,6 +130,23 @@ pub enum Error {
     #[error("task {0} not found")]
     TaskNotFound(TaskId),
 
+    /// A task its success deleted (its queue's `on_success = delete`): only its end is kept.
+    #[error(
+        "task {id} succeeded at {} and was deleted: queue {queue:?} deletes its successes, so its data, \
+         results and logs are not kept",
+        finished_on.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    )]
+    TaskDeleted {
+        /// The task.
+        id: TaskId,
+        /// Its queue.
+        queue: String,
+        /// Its handler.
+        handler: String,
+        /// When its run succeeded (the last of the batch of successes that deleted it).
+        finished_on: chrono::DateTime<chrono::Utc>,
+    },
+
     /// No schedule with that name.
     #[error("no schedule named {0:?}")]
     ScheduleNotFound(String),

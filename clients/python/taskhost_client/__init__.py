@@ -34,7 +34,8 @@ _MAX_WAIT_SECONDS = 60
 
 class TaskhostError(Exception):
     """An error answer of the API: `status` (HTTP), `code` (stable: `invalid`, `unknown-handler`,
-    `not-found`, `conflict`, `unauthorized`, `forbidden`, `busy`, `unavailable`, ...), `message`."""
+    `not-found`, `conflict`, `deleted`, `unauthorized`, `forbidden`, `busy`, `unavailable`, ...), `message`.
+    410 `deleted`: the task succeeded and its queue deleted it (`on_success = delete`); only that is kept."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(f"{status} {code}: {message}")

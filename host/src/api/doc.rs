@@ -43,6 +43,10 @@ pub enum Errors {
     /// The task is not in a state that allows this.
     #[response(status = 409)]
     Conflict(ErrorBody),
+    /// `deleted`: the task succeeded and its success deleted it (its queue deletes its successes,
+    /// `on_success = delete`); the message says when. Only its end is kept.
+    #[response(status = 410)]
+    Gone(ErrorBody),
     /// Too many tasks or ids, or a body over 16 MiB.
     #[response(status = 413)]
     TooLarge(ErrorBody),

@@ -119,6 +119,8 @@ impl From<Error> for ApiError {
             Error::TaskNotFound(_) | Error::ScheduleNotFound(_) => {
                 Self::new(StatusCode::NOT_FOUND, "not-found", message)
             }
+            // Not "not found": the task was there and succeeded; only its end is kept.
+            Error::TaskDeleted { .. } => Self::new(StatusCode::GONE, "deleted", message),
             Error::CannotRetry { .. } | Error::CannotSignal { .. } => {
                 Self::new(StatusCode::CONFLICT, "conflict", message)
             }

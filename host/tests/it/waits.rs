@@ -8,7 +8,7 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::process::{signal, spawn_worker, wait_exit};
+use common::process::{run, signal, spawn_worker, stderr, stdout, wait_exit};
 use common::served::Served;
 use common::{wait_until, Db, Env};
 use serde_json::{json, Value};
@@ -114,4 +114,50 @@ async fn a_wait_answers_when_the_task_ends_or_when_it_runs_out(db: Db) {
     eprintln!("serve exited {:?} after SIGTERM with a request waiting", asked.elapsed());
 }
 
-crate::on_every_database!(a_wait_answers_when_the_task_ends_or_when_it_runs_out);
+/// A task its success deleted (a queue with `--on-success delete`) is answered as that, not as
+/// no task: 410 `deleted`, saying when it succeeded, to a plain read, a wait (at once), a retry,
+/// a cancel, a signal and `taskhost show`; an id never given is still 404.
+async fn a_task_its_success_deleted_is_answered_as_succeeded_and_deleted_not_as_missing(db: Db) {
+    let env = Env::on(db, &["echo"]).await;
+    let o = run(&env, &["limits", "set", "queue:gone", "--on-success", "delete"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let served = Served::start(&env, "127.0.0.1:0");
+    let id = add(&served, r#"{"handler": "echo", "queue": "gone"}"#);
+    let worker = spawn_worker(&env, &["--queues", "gone", "--poll-interval", "20ms"]);
+    let path = format!("/tasks/{id}");
+    // Plain reads (a wait would keep it), until its success has deleted it.
+    wait_until(Duration::from_secs(60), "the task's success deleted it", || async {
+        served.call("GET", &path, None, None).0 == 410
+    })
+    .await;
+    signal(&worker, "TERM");
+    let plain = served.call("GET", &path, None, None);
+    let start = Instant::now();
+    let waited = served.call("GET", &format!("{path}?wait=30s"), None, None);
+    assert!(start.elapsed() < Duration::from_secs(20), "answered at once: {:?}", start.elapsed());
+    let retried = served.call("POST", &format!("{path}/retry"), None, None);
+    let cancelled = served.call("POST", &format!("{path}/cancel"), None, None);
+    let signalled = served.call("POST", &format!("{path}/signals/go"), None, Some("{}"));
+    for (what, (status, error)) in
+        [("get", plain), ("wait", waited), ("retry", retried), ("cancel", cancelled), ("signal", signalled)]
+    {
+        assert_eq!((status, error["error"]["code"].as_str()), (410, Some("deleted")), "{what}: {error}");
+        let message = error["error"]["message"].as_str().unwrap_or("");
+        let told = format!("task {id} succeeded at 20");
+        assert!(
+            message.contains(&told) && message.contains("queue \"gone\" deletes its successes"),
+            "{what}: {message}"
+        );
+    }
+    let o = run(&env, &["show", &id.to_string()]);
+    assert!(!o.status.success() && stderr(&o).contains("and was deleted"), "{}{}", stdout(&o), stderr(&o));
+    let (status, error) = served.call("GET", &format!("/tasks/{}", id + 1000), None, None);
+    assert_eq!((status, error["error"]["code"].as_str()), (404, Some("not-found")), "{error}");
+    wait_exit(worker, Duration::from_secs(30)).await;
+    drop(served);
+}
+
+crate::on_every_database!(
+    a_wait_answers_when_the_task_ends_or_when_it_runs_out,
+    a_task_its_success_deleted_is_answered_as_succeeded_and_deleted_not_as_missing
+);

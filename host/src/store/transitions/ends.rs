@@ -19,7 +19,8 @@
 //!   timed-out or snoozed run before (its history), or whose run queued children (which read
 //!   their parent's row) is kept.
 //!
-//! `show`, `retry` and a plain `GET` of a deleted task answer that there is no such task.
+//! `show`, `retry`, a signal and a `GET` of a deleted task answer that it succeeded and was
+//! deleted, and when (`Error::TaskDeleted`, the API's 410 `deleted`), from its end.
 
 use std::collections::BTreeMap;
 
