@@ -74,6 +74,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0042_sql_add_names_unpadded.sql",
     "0043_delete_on_success.sql",
     "0044_sql_after_keeps.sql",
+    "0045_sql_after_a_deleted_task.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
@@ -121,6 +122,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0040_delete_on_success.sql",
     "0041_sql_after_keeps.sql",
     "0042_sql_after_locks_deleting_only.sql",
+    "0043_sql_after_a_deleted_task.sql",
 );
 
 /// The migrations of `migrations/mysql/`.
@@ -171,6 +173,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0043_sql_after_keeps.sql",
     "0044_sql_after_locks_deleting_only.sql",
     "0045_deps_after_by_met.sql",
+    "0046_sql_after_a_deleted_task.sql",
 );
 
 impl Embedded {

@@ -335,6 +335,31 @@ async fn a_task_queued_in_sql_after_another_keeps_it_when_its_queue_deletes_its_
     assert_eq!(read.iter().map(|d| (d.id, d.results.as_deref())).collect::<Vec<_>>(), [(first, Some(r#"{"n":1}"#))]);
 }
 
+/// A task queued in SQL `after` one its success deleted already finds that one's end and counts
+/// it met, as an add through the API does (the function refused it as no such task).
+async fn a_task_queued_in_sql_after_one_its_success_deleted_counts_it_met(db: Db) {
+    use taskhost::model::{Limit, LimitScope, OnSuccess};
+    use taskhost::store::{LimitEdit, LimitSetBy};
+    let env = Env::on(db, &["echo"]).await;
+    let (store, now) = (&env.app.store, env.clock.now());
+    let delete = Limit { on_success: OnSuccess::Delete, ..Limit::default() };
+    store
+        .set_limit(LimitScope::Queue, "default", LimitEdit::Set(delete), LimitSetBy::Operator, now)
+        .await
+        .expect("set");
+    let first = store.add_tasks(&[NewTask::new("echo", "{}")], now).await.expect("add")[0].id;
+    let success = claim_and_succeed(&env, first, true).await;
+    store.finish_runs(&[success]).await.expect("finish");
+    assert_eq!(state(&env, first).await, None, "its success deleted it");
+    let kept = store.add_tasks(&[NewTask::new("echo", "{}").with_queue("kept")], now).await.expect("add")[0].id;
+    let second = add_in_shell(db, &env, "echo", "{}", json!({"after": [kept, first]}), true);
+    assert_eq!(store.take_in_arrivals(now, 100).await.expect("intake"), 1);
+    let task = store.get_task(second).await.expect("get").expect("added");
+    assert_eq!((task.state, task.waiting_for), (TaskState::Waiting, 1), "it waits for the unfinished one alone");
+    let after = store.dependencies(second).await.expect("dependencies");
+    assert_eq!(after.iter().map(|d| d.id).collect::<Vec<_>>(), [kept], "{after:?}");
+}
+
 /// The success of `task`, claimed now (the only task due), as its worker writes it.
 async fn claim_and_succeed(env: &Env, task: TaskId, delete_on_success: bool) -> taskhost::model::RunOutcome {
     use taskhost::model::{RunEnd, RunOutcome};
@@ -480,6 +505,7 @@ crate::on_every_database!(
     the_rest_of_the_add_options_given_in_sql_are_written_as_the_api_writes_them,
     a_dependency_that_ends_badly_before_the_intake_cancels_the_task_and_those_after_it,
     a_task_queued_in_sql_after_another_keeps_it_when_its_queue_deletes_its_successes,
+    a_task_queued_in_sql_after_one_its_success_deleted_counts_it_met,
     a_task_queued_in_sql_for_a_handler_no_worker_has_becomes_a_dead_letter,
     an_application_queues_tasks_in_its_own_transactions_with_its_python_driver
 );

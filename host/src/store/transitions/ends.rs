@@ -45,7 +45,8 @@ pub const END_COLUMNS: &str = "max_id, finished_on, queue, task_handler_class, n
 
 /// The ids of a row of ends lie in one span of this many (`id / SPAN` alike: a batch's deleted
 /// tasks are written a row a queue, handler and span), so a lookup reads the rows of one span:
-/// at most this many ids in all, however long after newer ones a task ended.
+/// at most this many ids in all, however long after newer ones a task ended. (`taskhost_add` in
+/// SQL reads spans of this many too: migrations `*_sql_after_a_deleted_task.sql`. Never change it.)
 pub const SPAN: i64 = 4096;
 
 /// The rows that may hold tasks of one span from `$1` to `$2`: those whose greatest id lies from
