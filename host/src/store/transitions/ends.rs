@@ -112,24 +112,36 @@ pub fn wanted<'a>(ok: &[&'a RunOutcome]) -> Vec<&'a RunOutcome> {
     ok.iter().copied().filter(|o| o.delete_on_success && alone(o)).collect()
 }
 
-/// Delete the tasks of these successes that [`DELETABLE`] lets go, still running these runs, and
-/// write their ends: the runs so ended. (PostgreSQL does this in one statement of its own.)
-pub async fn delete<D: Dialect>(db: &D, tx: &mut TxOf<D>, ok: &[&RunOutcome]) -> Result<Vec<Ended>> {
-    let by_task: std::collections::HashMap<TaskId, &RunOutcome> = ok.iter().map(|o| (o.task_id, *o)).collect();
+/// Delete the tasks of these successes (`wanted`) that [`DELETABLE`] lets go, still running these
+/// runs, and write their ends: the runs so ended. Every task of the batch's successes (`all`) is
+/// locked first, in id order, as every writer locks tasks: the rest are written after, and a
+/// lock taken on one of a lower id after one deleted could deadlock with an add locking both.
+/// (PostgreSQL deletes in one statement of its own, which locks only those it deletes: a lock
+/// there is a write to its log.)
+pub async fn delete<D: Dialect>(
+    db: &D,
+    tx: &mut TxOf<D>,
+    wanted: &[&RunOutcome],
+    all: &[&RunOutcome],
+) -> Result<Vec<Ended>> {
+    let by_task: std::collections::HashMap<TaskId, &RunOutcome> = wanted.iter().map(|o| (o.task_id, *o)).collect();
     let lock = format!(
-        "SELECT id, run_id, run_runner_id, run_started_on, task_handler_class, queue FROM task_queue
-         WHERE id IN ($1) AND {} AND {DELETABLE} ORDER BY id{}",
+        "SELECT id, run_id, run_runner_id, run_started_on, task_handler_class, queue,
+             CASE WHEN {} AND {DELETABLE} THEN 1 ELSE 0 END AS deletable
+         FROM task_queue WHERE id IN ($1) ORDER BY id{}",
         from::<D>(Transition::Succeed),
         D::FOR_UPDATE
     );
     let mut gone: Vec<(TaskId, RunId, DateTime<Utc>, RunOf)> = Vec::new();
-    // In id order, as every writer locks tasks.
-    let mut ids: Vec<TaskId> = by_task.keys().copied().collect();
+    let mut ids: Vec<TaskId> = all.iter().map(|o| o.task_id).collect();
     ids.sort_unstable();
+    ids.dedup();
     for chunk in ids.chunks(CHUNK) {
         for r in &db.rows(Some(&mut *tx), &lock, args![chunk]).await? {
             let task = rows::id(r, "id")?;
-            let Some(o) = by_task.get(&task).filter(|o| r.int("run_id").ok().flatten() == Some(o.run_id)) else {
+            let deletable = r.int("deletable")? == Some(1);
+            let run = r.int("run_id")?;
+            let Some(o) = by_task.get(&task).filter(|o| deletable && run == Some(o.run_id)) else {
                 continue;
             };
             let of = RunOf {

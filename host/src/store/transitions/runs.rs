@@ -137,7 +137,7 @@ async fn succeed<D: Dialect>(db: &D, tx: &mut TxOf<D>, ok: &[&RunOutcome]) -> Re
         true => Vec::new(),
         false => match db.delete_successes(tx, &wanted).await? {
             Some(done) => done,
-            None => super::ends::delete(db, tx, &wanted).await?,
+            None => super::ends::delete(db, tx, &wanted, ok).await?,
         },
     };
     let deleted: HashSet<RunId> = done.iter().map(|e| e.run_id).collect();
