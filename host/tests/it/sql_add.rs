@@ -315,15 +315,9 @@ async fn a_dependency_that_ends_badly_before_the_intake_cancels_the_task_and_tho
 /// when it succeeds before the intake (the add marked it, in its own transaction): its dependent's
 /// run reads its results.
 async fn a_task_queued_in_sql_after_another_keeps_it_when_its_queue_deletes_its_successes(db: Db) {
-    use taskhost::model::{Limit, LimitScope, OnSuccess};
-    use taskhost::store::{LimitEdit, LimitSetBy};
     let env = Env::on(db, &["echo"]).await;
     let (store, now) = (&env.app.store, env.clock.now());
-    let delete = Limit { on_success: OnSuccess::Delete, ..Limit::default() };
-    store
-        .set_limit(LimitScope::Queue, "default", LimitEdit::Set(delete), LimitSetBy::Operator, now)
-        .await
-        .expect("set");
+    delete_successes(&env).await;
     let first = store.add_tasks(&[NewTask::new("echo", "{}")], now).await.expect("add")[0].id;
     let second = add_in_shell(db, &env, "echo", "{}", json!({"after": [first]}), true);
     let success = claim_and_succeed(&env, first, true).await;
@@ -338,15 +332,9 @@ async fn a_task_queued_in_sql_after_another_keeps_it_when_its_queue_deletes_its_
 /// A task queued in SQL `after` one its success deleted already finds that one's end and counts
 /// it met, as an add through the API does (the function refused it as no such task).
 async fn a_task_queued_in_sql_after_one_its_success_deleted_counts_it_met(db: Db) {
-    use taskhost::model::{Limit, LimitScope, OnSuccess};
-    use taskhost::store::{LimitEdit, LimitSetBy};
     let env = Env::on(db, &["echo"]).await;
     let (store, now) = (&env.app.store, env.clock.now());
-    let delete = Limit { on_success: OnSuccess::Delete, ..Limit::default() };
-    store
-        .set_limit(LimitScope::Queue, "default", LimitEdit::Set(delete), LimitSetBy::Operator, now)
-        .await
-        .expect("set");
+    delete_successes(&env).await;
     let first = store.add_tasks(&[NewTask::new("echo", "{}")], now).await.expect("add")[0].id;
     let success = claim_and_succeed(&env, first, true).await;
     store.finish_runs(&[success]).await.expect("finish");
@@ -362,25 +350,22 @@ async fn a_task_queued_in_sql_after_one_its_success_deleted_counts_it_met(db: Db
 
 /// The success of `task`, claimed now (the only task due), as its worker writes it.
 async fn claim_and_succeed(env: &Env, task: TaskId, delete_on_success: bool) -> taskhost::model::RunOutcome {
-    use taskhost::model::{RunEnd, RunOutcome};
+    use taskhost::model::RunOutcome;
     let (store, now) = (&env.app.store, env.clock.now());
     let runner = store.register_runner(4242, "test-host", now, 100).await.expect("runner");
     let claimed = store.claim(runner, &["default".into()], 1, now, Duration::from_secs(60)).await.expect("claim");
     let c = claimed.first().expect("the task claimed (one after it waits for the intake)");
     assert_eq!(c.task_id, task);
-    RunOutcome {
-        run_id: c.run_id,
-        task_id: c.task_id,
-        end: RunEnd::Success { results: Some(r#"{"n":1}"#.into()), children: Default::default() },
-        percents_completed: None,
-        finished_on: now,
-        duration_ms: 1,
-        component_digest: None,
-        fuel_used: None,
-        logs: None,
-        fuel_key: None,
-        delete_on_success,
-    }
+    RunOutcome { delete_on_success, ..crate::suite::success(c, now, r#"{"n":1}"#) }
+}
+
+/// The default queue deletes its successes from now on.
+async fn delete_successes(env: &Env) {
+    use taskhost::model::{Limit, LimitScope, OnSuccess};
+    use taskhost::store::{LimitEdit, LimitSetBy};
+    let delete = Limit { on_success: OnSuccess::Delete, ..Limit::default() };
+    let (scope, set) = (LimitScope::Queue, LimitEdit::Set(delete));
+    env.app.store.set_limit(scope, "default", set, LimitSetBy::Operator, env.clock.now()).await.expect("set");
 }
 
 /// A task queued in SQL `after` another, in an application's transaction still open, does not hold

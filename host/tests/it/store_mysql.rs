@@ -56,7 +56,7 @@ async fn a_lock_wait_timeout_is_contention_and_a_missing_table_is_named() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_of_successes_holds_its_tasks_in_id_order_before_it_deletes_any() {
     use sqlx::Connection;
-    use taskhost::model::{Limit, LimitScope, NewTask, OnSuccess, RunEnd, RunOutcome, TaskState};
+    use taskhost::model::{Limit, LimitScope, NewTask, OnSuccess, RunOutcome, TaskState};
     use taskhost::store::{LimitEdit, LimitSetBy};
     let db = common::mysql_scratch().await;
     let store = store::open(&db, &StoreOptions::default()).await.expect("open");
@@ -74,19 +74,7 @@ async fn a_batch_of_successes_holds_its_tasks_in_id_order_before_it_deletes_any(
     let outcomes: Vec<RunOutcome> = claimed
         .expect("claim")
         .iter()
-        .map(|c| RunOutcome {
-            run_id: c.run_id,
-            task_id: c.task_id,
-            end: RunEnd::Success { results: None, children: Default::default() },
-            percents_completed: None,
-            finished_on: now,
-            duration_ms: 1,
-            component_digest: None,
-            fuel_used: None,
-            logs: None,
-            fuel_key: None,
-            delete_on_success: true,
-        })
+        .map(|c| RunOutcome { delete_on_success: true, ..suite::success(c, now, "{}") })
         .collect();
     assert_eq!(outcomes.len(), 2);
     let mut holder = sqlx::MySqlConnection::connect(&db).await.expect("connect");

@@ -63,7 +63,8 @@ async fn runner(store: &SharedStore, now: DateTime<Utc>) -> RunnerId {
     store.register_runner(4242, "test-host", now, 100).await.expect("register runner")
 }
 
-fn success(c: &ClaimedRun, now: DateTime<Utc>, results: &str) -> RunOutcome {
+/// The success of `c` at `now`, with `results`, as a worker writes it.
+pub(crate) fn success(c: &ClaimedRun, now: DateTime<Utc>, results: &str) -> RunOutcome {
     RunOutcome {
         run_id: c.run_id,
         task_id: c.task_id,
