@@ -184,17 +184,15 @@ impl Client {
 
     /// `e`, or, when it is that a task is not there and the task's success deleted it (its
     /// queue's `on_success = delete`), [`Error::TaskDeleted`] with its end: a caller told "not
-    /// found" could not tell a task that succeeded from an id never given.
+    /// found" could not tell a task that succeeded from an id never given. A lookup that fails
+    /// answers its own error (the API's 503), not "not found", which may be untrue.
     async fn gone(&self, e: Error) -> Error {
         let Error::TaskNotFound(id) = e else { return e };
         let look = crate::store::Look { ids: vec![id], limit: 1, ..Default::default() };
+        // (Read from the ends where the task is not there; a task is never queued again once gone.)
         let found = match self.store.glimpse(&look).await {
             Ok(g) => g.asked.into_iter().find(|b| b.id == id && b.state == TaskState::Succeeded),
-            // The answer stays "not found", which it was; the lookup's own failure is logged.
-            Err(lookup) => {
-                tracing::warn!(task = id, "could not look a missing task up among the ends: {lookup}");
-                None
-            }
+            Err(lookup) => return lookup,
         };
         match found {
             Some(crate::store::Brief { queue, handler, finished_on: Some(finished_on), .. }) => {

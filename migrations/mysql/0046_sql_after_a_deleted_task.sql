@@ -3,9 +3,11 @@
 -- `task_ends` and counts it met. The procedure now looks for the end too (the intake, which drops a
 -- dependency no longer there, counts it met). A row of `task_ends` holds tasks of one span of 4,096
 -- ids (`transitions::ends::SPAN`): the end of task N is in a row whose greatest id lies from N to
--- its span's last id and whose least is at most N, read by the key. One deleted after the caller's
--- snapshot read it (REPEATABLE READ, the server's default) is still refused as no longer there:
--- that snapshot does not hold its end, and a locking read of the ends would hold back the span's
+-- its span's last id and whose least is at most N, read by the key. The procedure's own transaction
+-- (a call outside one) is READ COMMITTED, as the host's are, so a task a success deletes while the
+-- add locks it is found among the ends. In a caller's own REPEATABLE READ transaction (the server's
+-- default) one deleted after that transaction's first read is still refused as no longer there:
+-- its snapshot does not hold the end, and a locking read of the ends would hold back the span's
 -- successes until the caller commits. Made again whole (`CREATE OR REPLACE` keeps the grants made
 -- on it), as 0044 left it but for those checks.
 CREATE OR REPLACE PROCEDURE taskhost_add_checked(
@@ -283,6 +285,9 @@ BEGIN
     -- insert and the look for it.
     -- (Without `after` the task is one row, written by one statement: no transaction needed.)
     IF @@in_transaction = 0 AND v_after IS NOT NULL THEN
+        -- Read committed, as the host's own: a task a success deletes while this add locks it is
+        -- then found among the ends, not missed by the snapshot of the add's first read.
+        SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
         START TRANSACTION;
         SET v_own_tx = TRUE;
     END IF;

@@ -6,19 +6,35 @@
 -- `after` such a task; a caller's temporary `task_ends` changes nothing), and the intake, which
 -- drops a dependency no longer there, counts it met. A row of `task_ends` holds tasks of one span
 -- of 4,096 ids (`transitions::ends::SPAN`): the ends of task N are in a row whose greatest id lies
--- from N to its span's last id and whose least is at most N, read by the key. `taskhost_add` is
+-- from N to its span's last id and whose least is at most N, read by the key (each operator's
+-- operands of one type, so none of a schema on its path is taken for pg_catalog's). Its grants are
+-- those of `taskhost_add` (a role that may call that may call this, and PUBLIC only if it may call
+-- that: where an operator revoked it, or new functions are not PUBLIC's). `taskhost_add` is
 -- made again whole (`CREATE OR REPLACE` keeps the grants made on it), as 0039 left it but for that
 -- check, and so is `taskhost_keep_after()`, as 0042 left it.
 CREATE OR REPLACE FUNCTION taskhost_ended(task bigint) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER
 AS $fn$ SELECT EXISTS (SELECT 1 FROM task_ends e
-    WHERE e.max_id >= $1 AND e.max_id <= $1 - $1 % 4096 + 4095 AND e.min_id <= $1
+    WHERE e.max_id >= $1 AND e.max_id <= $1 - $1 % 4096::bigint + 4095::bigint AND e.min_id <= $1
         AND $1::text = ANY (string_to_array(e.ids, ','))) $fn$;
 DO $do$
 BEGIN
     EXECUTE format('ALTER FUNCTION taskhost_ended(bigint) SET search_path = %I, pg_temp', current_schema());
 END
 $do$;
+DO $grants$
+DECLARE
+    g record;
+BEGIN
+    REVOKE ALL ON FUNCTION taskhost_ended(bigint) FROM PUBLIC;
+    FOR g IN SELECT DISTINCT a.grantee FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+             WHERE p.proname = 'taskhost_add' AND p.pronamespace = current_schema()::regnamespace
+                 AND a.privilege_type = 'EXECUTE' LOOP
+        EXECUTE format('GRANT EXECUTE ON FUNCTION taskhost_ended(bigint) TO %s',
+            CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END);
+    END LOOP;
+END
+$grants$;
 
 CREATE OR REPLACE FUNCTION taskhost_add(
     handler      text,

@@ -17,7 +17,8 @@ pub struct ErrorBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// `invalid-json`, `invalid`, `unknown-handler`, `handler-broken`, `unauthorized`,
-    /// `forbidden`, `not-found`, `method-not-allowed`, `conflict`, `too-many-tasks`,
+    /// `forbidden`, `not-found`, `method-not-allowed`, `conflict`, `deleted` (a task its success
+    /// deleted), `too-many-tasks`,
     /// `too-large`, `unavailable`, `no-version` (deploys), `refused` (a component not deployed).
     pub code: String,
     /// What went wrong, for a person.

@@ -330,22 +330,45 @@ async fn a_task_queued_in_sql_after_another_keeps_it_when_its_queue_deletes_its_
 }
 
 /// A task queued in SQL `after` one its success deleted already finds that one's end and counts
-/// it met, as an add through the API does (the function refused it as no such task).
+/// it met, as an add through the API does (the function refused it as no such task); an id
+/// within the ends' row but not of it (a task kept, then deleted by the operator) is still no
+/// task, in SQL and to `show`.
 async fn a_task_queued_in_sql_after_one_its_success_deleted_counts_it_met(db: Db) {
+    use taskhost::model::RunOutcome;
+    use taskhost::store::{BulkFilter, Finished};
     let env = Env::on(db, &["echo"]).await;
     let (store, now) = (&env.app.store, env.clock.now());
     delete_successes(&env).await;
-    let first = store.add_tasks(&[NewTask::new("echo", "{}")], now).await.expect("add")[0].id;
-    let success = claim_and_succeed(&env, first, true).await;
-    store.finish_runs(&[success]).await.expect("finish");
-    assert_eq!(state(&env, first).await, None, "its success deleted it");
+    // One batch: the first and last deleted, the middle one (a unique key) kept.
+    let three =
+        [NewTask::new("echo", "{}"), NewTask::new("echo", "{}").with_unique_key("u"), NewTask::new("echo", "{}")];
+    let ids: Vec<TaskId> = store.add_tasks(&three, now).await.expect("add").iter().map(|a| a.id).collect();
+    let runner = store.register_runner(4242, "test-host", now, 100).await.expect("runner");
+    let claimed = store.claim(runner, &["default".into()], 3, now, Duration::from_secs(60)).await.expect("claim");
+    let outcomes: Vec<RunOutcome> =
+        claimed.iter().map(|c| RunOutcome { delete_on_success: true, ..crate::suite::success(c, now, "{}") }).collect();
+    assert_eq!(outcomes.len(), 3);
+    store.finish_runs(&outcomes).await.expect("finish");
+    let states = [state(&env, ids[0]).await, state(&env, ids[1]).await, state(&env, ids[2]).await];
+    assert_eq!(states, [None, Some(TaskState::Succeeded), None], "the first and last deleted");
+    let middle = BulkFilter { ids: Some(vec![ids[1]]), ..Default::default() };
+    assert_eq!(env.app.client.delete_finished(Finished::Any, &middle, Duration::ZERO).await.expect("delete"), 1);
+
     let kept = store.add_tasks(&[NewTask::new("echo", "{}").with_queue("kept")], now).await.expect("add")[0].id;
-    let second = add_in_shell(db, &env, "echo", "{}", json!({"after": [kept, first]}), true);
+    let second = add_in_shell(db, &env, "echo", "{}", json!({"after": [kept, ids[0], ids[2]]}), true);
     assert_eq!(store.take_in_arrivals(now, 100).await.expect("intake"), 1);
     let task = store.get_task(second).await.expect("get").expect("added");
     assert_eq!((task.state, task.waiting_for), (TaskState::Waiting, 1), "it waits for the unfinished one alone");
     let after = store.dependencies(second).await.expect("dependencies");
     assert_eq!(after.iter().map(|d| d.id).collect::<Vec<_>>(), [kept], "{after:?}");
+
+    let statements = add_sql(db, "echo", "{}", json!({"after": [ids[1]]}));
+    let o = shell(db, &env, &statements.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(!o.status.success() && stderr(&o).contains("invalid after"), "{}{}", stdout(&o), stderr(&o));
+    let shown = env.app.client.show(ids[0]).await.map(|_| ()).expect_err("deleted");
+    assert!(matches!(shown, taskhost::Error::TaskDeleted { id, .. } if id == ids[0]), "{shown}");
+    let shown = env.app.client.show(ids[1]).await.map(|_| ()).expect_err("no such task");
+    assert!(matches!(shown, taskhost::Error::TaskNotFound(id) if id == ids[1]), "{shown}");
 }
 
 /// The success of `task`, claimed now (the only task due), as its worker writes it.

@@ -38,11 +38,21 @@ async fn an_upgrade_keeps_the_grants_made_on_taskhost_add_on_postgres() {
     .fetch_one(&mut conn)
     .await
     .expect("read");
-    sqlx::raw_sql(&format!("REVOKE ALL ON FUNCTION {new} FROM \"{role}\"; DROP ROLE \"{role}\""))
-        .execute(&mut conn)
-        .await
-        .expect("drop the role");
+    // And the function through which its `after` finds a task its success deleted (0043).
+    let may_find = format!(
+        "SELECT has_function_privilege('{role}', 'taskhost_ended(bigint)', 'EXECUTE') AS may, \
+         (SELECT count(*) FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a \
+          WHERE p.oid = 'taskhost_ended(bigint)'::regprocedure AND a.grantee = 0) AS public"
+    );
+    let found = sqlx::query(&may_find).fetch_one(&mut conn).await.expect("read");
+    let drop = format!(
+        "REVOKE ALL ON FUNCTION {new} FROM \"{role}\"; REVOKE ALL ON FUNCTION taskhost_ended(bigint) FROM \"{role}\"; \
+         DROP ROLE \"{role}\""
+    );
+    sqlx::raw_sql(&drop).execute(&mut conn).await.expect("drop the role");
     assert!(granted.get::<bool, _>("may"), "the role's grant was lost");
+    assert!(found.get::<bool, _>("may"), "the role may not call taskhost_ended");
+    assert_eq!(found.get::<i64, _>("public"), 0, "PUBLIC may call taskhost_ended, as it may not taskhost_add");
     assert_eq!(public.get::<i64, _>("n"), 0, "PUBLIC may call it again");
 }
 

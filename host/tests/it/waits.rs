@@ -138,9 +138,18 @@ async fn a_task_its_success_deleted_is_answered_as_succeeded_and_deleted_not_as_
     let retried = served.call("POST", &format!("{path}/retry"), None, None);
     let cancelled = served.call("POST", &format!("{path}/cancel"), None, None);
     let signalled = served.call("POST", &format!("{path}/signals/go"), None, Some("{}"));
-    for (what, (status, error)) in
-        [("get", plain), ("wait", waited), ("retry", retried), ("cancel", cancelled), ("signal", signalled)]
-    {
+    let under = served.call("POST", &format!("{path}/cancel?with_children=true"), None, None);
+    let deleted = served.call("DELETE", &path, None, None);
+    let answers = [
+        ("get", plain),
+        ("wait", waited),
+        ("retry", retried),
+        ("cancel", cancelled),
+        ("signal", signalled),
+        ("cancel with children", under),
+        ("delete", deleted),
+    ];
+    for (what, (status, error)) in answers {
         assert_eq!((status, error["error"]["code"].as_str()), (410, Some("deleted")), "{what}: {error}");
         let message = error["error"]["message"].as_str().unwrap_or("");
         let told = format!("task {id} succeeded at 20");
