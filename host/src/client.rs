@@ -176,30 +176,30 @@ impl Client {
     /// A task with its runs, oldest run first.
     pub async fn show(&self, id: TaskId) -> Result<(Task, Vec<Run>)> {
         let Some(task) = self.store.get_task(id).await? else {
-            return Err(self.gone(Error::TaskNotFound(id)).await);
+            return self.or_gone(Err(Error::TaskNotFound(id))).await;
         };
         let runs = self.store.runs_of(id).await?;
         Ok((task, runs))
     }
 
-    /// `e`, or, when it is that a task is not there and the task's success deleted it (its
+    /// `answer`, or, when it is that a task is not there and the task's success deleted it (its
     /// queue's `on_success = delete`), [`Error::TaskDeleted`] with its end: a caller told "not
     /// found" could not tell a task that succeeded from an id never given. A lookup that fails
     /// answers its own error (the API's 503), not "not found", which may be untrue.
-    async fn gone(&self, e: Error) -> Error {
-        let Error::TaskNotFound(id) = e else { return e };
+    async fn or_gone<T>(&self, answer: Result<T>) -> Result<T> {
+        let Err(Error::TaskNotFound(id)) = answer else { return answer };
         let look = crate::store::Look { ids: vec![id], limit: 1, ..Default::default() };
         // (Read from the ends where the task is not there; a task is never queued again once gone.)
         let found = match self.store.glimpse(&look).await {
             Ok(g) => g.asked.into_iter().find(|b| b.id == id && b.state == TaskState::Succeeded),
-            Err(lookup) => return lookup,
+            Err(lookup) => return Err(lookup),
         };
-        match found {
+        Err(match found {
             Some(crate::store::Brief { queue, handler, finished_on: Some(finished_on), .. }) => {
                 Error::TaskDeleted { id, queue, handler, finished_on }
             }
-            _ => e,
-        }
+            _ => Error::TaskNotFound(id),
+        })
     }
 
     /// The tasks a task runs after (`after`), each with its state, in id order.
@@ -217,19 +217,13 @@ impl Client {
     /// Replay a finished task (a dead letter, a cancelled task, or a succeeded one to run it again):
     /// its failure count is reset and it is scheduled now; the attempt its next run will be.
     pub async fn retry(&self, id: TaskId) -> Result<u32> {
-        match self.store.retry_task(id, None, self.clock.now()).await {
-            Err(e) => Err(self.gone(e).await),
-            ok => ok,
-        }
+        self.or_gone(self.store.retry_task(id, None, self.clock.now()).await).await
     }
 
     /// Replay a finished task with new data (checked as JSON first).
     pub async fn retry_with_data(&self, id: TaskId, data: &str) -> Result<u32> {
         self.check_data(data)?;
-        match self.store.retry_task(id, Some(data), self.clock.now()).await {
-            Err(e) => Err(self.gone(e).await),
-            ok => ok,
-        }
+        self.or_gone(self.store.retry_task(id, Some(data), self.clock.now()).await).await
     }
 
     /// Send the signal `name` to a task with `data` (a JSON document, checked as task data is):
@@ -242,10 +236,7 @@ impl Client {
             // A wait that timed out answers none: null data would read the same.
             return Err(Error::invalid("signal data", "null reads as no signal: send {} or another value"));
         }
-        match self.store.signal(id, name, data, self.clock.now()).await {
-            Err(e) => Err(self.gone(e).await),
-            ok => ok,
-        }
+        self.or_gone(self.store.signal(id, name, data, self.clock.now()).await).await
     }
 
     /// A task's signals, the newest 100, oldest first.
