@@ -237,10 +237,11 @@ fn log_outcome(handler: &str, o: &RunOutcome) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn claimed(run_id: RunId) -> ClaimedRun {
+    /// A claimed run of `echo`, due and started now.
+    pub(in crate::runner) fn claimed(run_id: RunId) -> ClaimedRun {
         let now = chrono::Utc::now();
         ClaimedRun {
             run_id,

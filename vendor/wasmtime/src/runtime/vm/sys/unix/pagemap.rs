@@ -288,6 +288,14 @@ pub unsafe fn reset_with_pagemap(
     // regions cover taskhost's default `keep_resident` (2 MiB) page by page.
     const MAX_REGIONS: usize = 512;
     let mut storage = [MaybeUninit::uninit(); MAX_REGIONS];
+    // taskhost: no more regions than the scan can report (disjoint regions of
+    // n pages are at most n / 2, rounded up, and no more than the pages it
+    // may report): the kernel allocates a buffer of this many regions each
+    // scan, 12 KiB for 512, which is a page allocation and its accounting per
+    // run where a small guest's memory needs a few hundred bytes.
+    let pages = len.byte_count() / host_page_size;
+    let keep_pages = keep_resident.byte_count() / host_page_size;
+    let regions = MAX_REGIONS.min(pages.div_ceil(2)).min(keep_pages).max(1);
 
     let scan_arg = PageMapScanBuilder::new(ptr::slice_from_raw_parts(ptr, len.byte_count()))
         .max_pages(keep_resident.byte_count() / host_page_size)
@@ -306,7 +314,7 @@ pub unsafe fn reset_with_pagemap(
         // since the reported set of categories is always empty and we otherwise
         // aren't looking for anything in particular.
         .return_mask(Categories::empty())
-        .build(&mut storage);
+        .build(&mut storage[..regions]);
 
     // SAFETY: this should be a safe ioctl as we control the fd we're operating
     // on plus all of `scan_arg`, but this relies on `Ioctl` below being the
