@@ -103,8 +103,82 @@ struct Buckets {
 
 #[derive(Debug, Default)]
 struct Inner {
-    counters: BTreeMap<Counter, BTreeMap<Labels, u64>>,
-    histograms: BTreeMap<Histogram, BTreeMap<Labels, Buckets>>,
+    counters: BTreeMap<Counter, BTreeMap<Series, u64>>,
+    histograms: BTreeMap<Histogram, BTreeMap<Series, Buckets>>,
+}
+
+/// A label set as a metric keeps it. A series already kept is found by the labels as given,
+/// compared pair by pair ([`Pairs`]), without copying them: every run counts five times.
+#[derive(Debug)]
+struct Series(Labels);
+
+/// Labels compared pair by pair, kept ([`Series`]) or given ([`Given`]) alike.
+trait Pairs {
+    fn pair(&self, i: usize) -> Option<(&str, &str)>;
+}
+
+struct Given<'a>(&'a [(&'static str, &'a str)]);
+
+impl Pairs for Series {
+    fn pair(&self, i: usize) -> Option<(&str, &str)> {
+        self.0.get(i).map(|(k, v)| (*k, v.as_str()))
+    }
+}
+
+impl Pairs for Given<'_> {
+    fn pair(&self, i: usize) -> Option<(&str, &str)> {
+        self.0.get(i).copied()
+    }
+}
+
+impl Ord for dyn Pairs + '_ {
+    /// As tuples of their pairs: the first differing pair decides, a set that ends first is less.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (0..)
+            .map(|i| (self.pair(i), other.pair(i)))
+            .find(|(a, b)| a != b || a.is_none())
+            .map_or(std::cmp::Ordering::Equal, |(a, b)| a.cmp(&b))
+    }
+}
+
+impl PartialOrd for dyn Pairs + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for dyn Pairs + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for dyn Pairs + '_ {}
+
+impl Ord for Series {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self as &dyn Pairs).cmp(other)
+    }
+}
+
+impl PartialOrd for Series {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Series {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Series {}
+
+impl<'a> std::borrow::Borrow<dyn Pairs + 'a> for Series {
+    fn borrow(&self) -> &(dyn Pairs + 'a) {
+        self
+    }
 }
 
 /// The metrics of one process.
@@ -119,39 +193,41 @@ pub fn global() -> &'static Metrics {
     METRICS.get_or_init(Metrics::default)
 }
 
-/// `labels` as kept: as given, or every value `_other` once the metric has [`MAX_SERIES`] sets.
-fn series<V>(map: &BTreeMap<Labels, V>, labels: &[(&'static str, &str)]) -> Labels {
-    let given: Labels = labels.iter().map(|(k, v)| (*k, v.to_string())).collect();
-    if map.len() < MAX_SERIES || map.contains_key(&given) {
-        return given;
+/// `f` applied to the series `labels` count in, made if need be: as given, or every value
+/// `_other` once the metric has [`MAX_SERIES`] sets.
+fn in_series<V: Default>(map: &mut BTreeMap<Series, V>, labels: &[(&'static str, &str)], f: impl FnOnce(&mut V)) {
+    if let Some(kept) = map.get_mut(&Given(labels) as &dyn Pairs) {
+        return f(kept);
     }
-    labels.iter().map(|(k, _)| (*k, "_other".to_string())).collect()
+    let key = if map.len() < MAX_SERIES {
+        Series(labels.iter().map(|(k, v)| (*k, v.to_string())).collect())
+    } else {
+        Series(labels.iter().map(|(k, _)| (*k, "_other".to_string())).collect())
+    };
+    f(map.entry(key).or_default())
 }
 
 impl Metrics {
     /// Add `by` to `counter` with these labels.
     pub fn add(&self, counter: Counter, labels: &[(&'static str, &str)], by: u64) {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let map = inner.counters.entry(counter).or_default();
-        let key = series(map, labels);
-        *map.entry(key).or_default() += by;
+        in_series(inner.counters.entry(counter).or_default(), labels, |n| *n += by);
     }
 
     /// Count `value` in `histogram` with these labels.
     pub fn observe(&self, histogram: Histogram, labels: &[(&'static str, &str)], value: f64) {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let map = inner.histograms.entry(histogram).or_default();
-        let key = series(map, labels);
-        let b = map.entry(key).or_default();
         let bounds = histogram.bounds();
-        b.counts.resize(bounds.len(), 0);
-        for (i, bound) in bounds.iter().enumerate() {
-            if value <= *bound {
-                b.counts[i] += 1;
+        in_series(inner.histograms.entry(histogram).or_default(), labels, |b| {
+            b.counts.resize(bounds.len(), 0);
+            for (i, bound) in bounds.iter().enumerate() {
+                if value <= *bound {
+                    b.counts[i] += 1;
+                }
             }
-        }
-        b.sum += value;
-        b.count += 1;
+            b.sum += value;
+            b.count += 1;
+        });
     }
 
     /// Every counter and histogram in the text exposition format (version 0.0.4).
@@ -159,14 +235,14 @@ impl Metrics {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         for (counter, map) in &inner.counters {
             let _ = writeln!(out, "# HELP {} {}\n# TYPE {} counter", counter.name(), counter.help(), counter.name());
-            for (labels, n) in map {
+            for (Series(labels), n) in map {
                 let _ = writeln!(out, "{}{} {n}", counter.name(), label_text(labels, None));
             }
         }
         for (histogram, map) in &inner.histograms {
             let name = histogram.name();
             let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} histogram", histogram.help());
-            for (labels, b) in map {
+            for (Series(labels), b) in map {
                 for (bound, n) in histogram.bounds().iter().zip(&b.counts) {
                     let _ = writeln!(out, "{name}_bucket{} {n}", label_text(labels, Some(&bound.to_string())));
                 }
@@ -243,5 +319,23 @@ mod tests {
         m.render(&mut out);
         assert_eq!(out.lines().filter(|l| l.starts_with("taskhost_tasks_added_total{")).count(), MAX_SERIES + 1);
         assert!(out.contains("taskhost_tasks_added_total{queue=\"_other\"} 50\n"), "{out}");
+    }
+
+    #[test]
+    fn a_kept_series_is_found_by_its_labels_as_given_even_when_the_metric_is_full() {
+        let m = Metrics::default();
+        for i in 0..MAX_SERIES {
+            m.add(Counter::TasksAdded, &[("queue", &format!("q{i}"))], 1);
+        }
+        m.add(Counter::TasksAdded, &[("queue", "q7")], 1);
+        m.add(Counter::TasksAdded, &[("queue", "new")], 1);
+        let mut out = String::new();
+        m.render(&mut out);
+        assert!(out.contains("taskhost_tasks_added_total{queue=\"q7\"} 2\n"), "{out}");
+        assert!(out.contains("taskhost_tasks_added_total{queue=\"_other\"} 1\n"), "{out}");
+        let kept = Series(vec![("queue", "q".to_string())]);
+        let (given, longer) = (Given(&[("queue", "q")]), Given(&[("queue", "q"), ("handler", "h")]));
+        assert!((&kept as &dyn Pairs) == (&given as &dyn Pairs), "kept and given compare as their pairs");
+        assert!((&given as &dyn Pairs) < (&longer as &dyn Pairs), "a set that ends first is less");
     }
 }
