@@ -61,9 +61,7 @@ impl<D: Dialect> Store for SqlStore<D> {
         if tasks.is_empty() {
             return Ok(Vec::new());
         }
-        let added = self.db.add_tasks(tasks, now).await?;
-        self.tell_added(added.iter().any(|a| a.created));
-        Ok(added)
+        self.telling(self.db.add_tasks(tasks, now).await, |added| added.iter().any(|a| a.created))
     }
 
     async fn get_task(&self, id: TaskId) -> Result<Option<Task>> {
@@ -103,9 +101,7 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn signal(&self, task_id: TaskId, name: &str, data: &str, now: DateTime<Utc>) -> Result<SignalSent> {
-        let sent = transitions::signals::send(&self.db, task_id, name, data, now).await?;
-        self.tell_added(sent.woke);
-        Ok(sent)
+        self.telling(transitions::signals::send(&self.db, task_id, name, data, now).await, |sent| sent.woke)
     }
 
     async fn signal_lookup(&self, task_id: TaskId, name: &str) -> Result<SignalLookup> {
@@ -125,9 +121,7 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn retry_task(&self, id: TaskId, data: Option<&str>, now: DateTime<Utc>) -> Result<u32> {
-        let attempt = tasks::replay(&self.db, id, data, now).await?;
-        self.tell_added(true);
-        Ok(attempt)
+        self.telling(tasks::replay(&self.db, id, data, now).await, |_| true)
     }
 
     async fn stats(
@@ -150,9 +144,7 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn replay(&self, which: Replay, filter: &BulkFilter, now: DateTime<Utc>) -> Result<u64> {
-        let replayed = bulk::replay(&self.db, which, filter, now).await?;
-        self.tell_added(replayed > 0);
-        Ok(replayed)
+        self.telling(bulk::replay(&self.db, which, filter, now).await, |replayed| *replayed > 0)
     }
 
     async fn cancel_tasks(&self, ids: &[TaskId], now: DateTime<Utc>) -> Result<Vec<TaskId>> {
@@ -257,9 +249,7 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn resume_queue(&self, queue: &str) -> Result<bool> {
-        let resumed = queues::resume(&self.db, queue).await?;
-        self.tell_added(resumed);
-        Ok(resumed)
+        self.telling(queues::resume(&self.db, queue).await, |resumed| *resumed)
     }
 
     async fn paused_queues(&self) -> Result<Vec<String>> {
@@ -287,9 +277,7 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn queue_due_slots(&self, now: DateTime<Utc>) -> Result<Vec<(String, TaskId)>> {
-        let queued = schedules::queue_due(&self.db, now).await?;
-        self.tell_added(!queued.is_empty());
-        Ok(queued)
+        self.telling(schedules::queue_due(&self.db, now).await, |queued| !queued.is_empty())
     }
 
     async fn sync_schedules(&self, declared: &[NewSchedule], now: DateTime<Utc>) -> Result<crate::schedule::Synced> {
@@ -301,9 +289,7 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn trigger_schedule(&self, name: &str, now: DateTime<Utc>) -> Result<TaskId> {
-        let task = schedules::trigger(&self.db, name, now).await?;
-        self.tell_added(true);
-        Ok(task)
+        self.telling(schedules::trigger(&self.db, name, now).await, |_| true)
     }
 
     async fn has_due_work_for(

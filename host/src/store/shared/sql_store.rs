@@ -26,10 +26,19 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     /// Tell this process's workers that tasks were queued (when `queued`).
-    pub(super) fn tell_added(&self, queued: bool) {
+    fn tell_added(&self, queued: bool) {
         if queued {
             self.added.send_modify(|n| *n = n.wrapping_add(1));
         }
+    }
+
+    /// `done` as it is, once this process's workers are told of any tasks it queued (`queued`
+    /// says, of what it did).
+    pub(super) fn telling<T>(&self, done: Result<T>, queued: impl FnOnce(&T) -> bool) -> Result<T> {
+        if let Ok(what) = &done {
+            self.tell_added(queued(what));
+        }
+        done
     }
 
     /// The database's part (its pool, for queueing tasks in a transaction of your own).
