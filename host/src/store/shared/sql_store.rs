@@ -25,18 +25,11 @@ impl<D: Dialect> SqlStore<D> {
         SqlStore { db, added: tokio::sync::watch::Sender::new(0), deep: Default::default() }
     }
 
-    /// Tell this process's workers that tasks were queued (when `queued`).
-    fn tell_added(&self, queued: bool) {
-        if queued {
-            self.added.send_modify(|n| *n = n.wrapping_add(1));
-        }
-    }
-
     /// `done` as it is, once this process's workers are told of any tasks it queued (`queued`
     /// says, of what it did).
     pub(super) fn telling<T>(&self, done: Result<T>, queued: impl FnOnce(&T) -> bool) -> Result<T> {
-        if let Ok(what) = &done {
-            self.tell_added(queued(what));
+        if matches!(&done, Ok(what) if queued(what)) {
+            self.added.send_modify(|n| *n = n.wrapping_add(1));
         }
         done
     }
