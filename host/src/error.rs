@@ -238,3 +238,12 @@ impl Error {
         Error::Invalid { what, reason: reason.into() }
     }
 }
+
+/// What a caught panic said (its message, if it gave one as text).
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
+}

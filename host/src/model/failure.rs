@@ -105,12 +105,16 @@ pub mod codes {
     /// A task it ran after is dead or was cancelled, so the waiting task was cancelled (the
     /// run's status is `cancelled`).
     pub const DEPENDENCY_FAILED: &str = "dependency-failed";
+    /// Its task's row held a value the host cannot read (written past `taskhost_add`: a column of
+    /// the wrong type, a time out of range); the task is given up, where it would stop every
+    /// claim of its queue. Not retried.
+    pub const UNREADABLE_TASK: &str = "unreadable-task";
     /// An uncaught exception, in any language (see `crate::sandbox::uncaught`): the host gives
     /// it to a trap it recognises, and a handler's glue may return it; not reserved.
     pub const UNCAUGHT_EXCEPTION: &str = "uncaught-exception";
 
     /// Every code the host writes.
-    pub const HOST: [&str; 23] = [
+    pub const HOST: [&str; 24] = [
         FUEL_EXHAUSTED,
         DEADLINE,
         MEMORY_LIMIT,
@@ -134,6 +138,7 @@ pub mod codes {
         CANCELLED,
         TOO_MANY_SNOOZES,
         DEPENDENCY_FAILED,
+        UNREADABLE_TASK,
     ];
 
     /// Whether `code` is one of the host's.
@@ -220,6 +225,11 @@ impl Failure {
     /// The run snoozed its task once more than the operator allows: not retried.
     pub fn too_many_snoozes(message: String) -> Self {
         Failure::host(codes::TOO_MANY_SNOOZES, message, false)
+    }
+
+    /// Its task's row could not be read, for `reason`: not retried (a run would read it alike).
+    pub fn unreadable_task(reason: &str) -> Self {
+        Failure::host(codes::UNREADABLE_TASK, format!("its task's row cannot be read: {reason}"), false)
     }
 
     /// The database refused a run's outcome; this one, which says why, is written instead.

@@ -272,6 +272,9 @@ pub struct ClaimedRun {
     /// (the one its task is pinned to, or the active one when it was claimed); None for a
     /// handler from the plugins directory.
     pub digest: Option<String>,
+    /// Why its task's row could not be read, if it could not: then it does not run, and ends
+    /// as `unreadable-task` (see `store::rows::ClaimedTask::read_all`).
+    pub unreadable: Option<String>,
 }
 
 /// A key in a queue that weighs its keys by fuel (a queue's `fuel_per_turn`).

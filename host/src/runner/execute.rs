@@ -151,11 +151,7 @@ async fn guarded(shared: &Shared, meta: RunMeta, started: Instant, run: impl std
     match std::panic::AssertUnwindSafe(run).catch_unwind().await {
         Ok(ran) => ran,
         Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic".into());
+            let what = crate::error::panic_text(&*panic);
             tracing::error!(run_id = meta.run_id, "the host panicked while running a task: {what}");
             let failure = Failure::host_error(&format!("panic: {what}")).bounded();
             Ran::Ended(outcome(shared, meta, started, Ended { failure: Some(failure), ..Ended::default() }))
@@ -189,6 +185,10 @@ struct Ended {
 
 async fn execute(shared: &Shared, run: ClaimedRun, started: Instant, stop: Arc<Notify>) -> Ran {
     let meta = RunMeta::of(&run);
+    if let Some(reason) = run.unreadable.as_deref() {
+        let failure = Failure::unreadable_task(reason).bounded();
+        return Ran::Ended(outcome(shared, meta, started, Ended { failure: Some(failure), ..Ended::default() }));
+    }
     match plugin_of(shared, &run, &stop).await {
         None => Ran::Stopped(None),
         Some(Ok(plugin)) => execute_plugin(shared, run, meta, started, stop, plugin).await,

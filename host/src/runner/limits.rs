@@ -86,6 +86,7 @@ mod tests {
             fuel_key: None,
             delete_on_success: false,
             digest: None,
+            unreadable: None,
         };
         let mut runs =
             [run("metered", Some("a")), run("metered", None), run("capped", Some("a")), run("default", Some("a"))];

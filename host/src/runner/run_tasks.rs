@@ -263,6 +263,7 @@ pub(super) mod tests {
             fuel_key: None,
             delete_on_success: false,
             digest: None,
+            unreadable: None,
         }
     }
 

@@ -18,7 +18,7 @@ use sqlx::{Arguments, MySql, MySqlConnection, QueryBuilder, Row};
 use super::connect::{redact, StoreOptions};
 use super::dialect::{retrying, ClaimRequest, Dialect, Ended};
 use super::migrations::{self, Embedded};
-use super::plumbing::{decoded, unchecked, Cells, Plumbing, SqlxDialect, Tx};
+use super::plumbing::{decoded, unchecked, Cells, Col, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
 use super::sql::{args, lineage_values, new_task_args, render, Arg, Lineage, Slot, Walk, NEW_TASK, RUNNER_RUNNING};
@@ -128,17 +128,17 @@ impl SqlxDialect for MySqlDb {
 // Unchecked: MySQL reports binary-collated (case-sensitive) VARCHARs as VARBINARY though they
 // hold UTF-8 text, and expressions as integers of any width.
 impl Cells for MySqlRow {
-    fn int(&self, col: &str) -> Result<Option<i64>> {
-        unchecked(self, col)
+    fn int<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<i64>> {
+        unchecked(self, col.into())
     }
-    fn text(&self, col: &str) -> Result<Option<String>> {
-        unchecked(self, col)
+    fn text<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<String>> {
+        unchecked(self, col.into())
     }
-    fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>> {
-        decoded(self, col)
+    fn time<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<DateTime<Utc>>> {
+        decoded(self, col.into())
     }
-    fn bytes(&self, col: &str) -> Result<Option<Vec<u8>>> {
-        decoded(self, col)
+    fn bytes<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<Vec<u8>>> {
+        decoded(self, col.into())
     }
 }
 

@@ -14,38 +14,95 @@ use super::migrations::Embedded;
 use super::sql::Arg;
 use crate::error::Result;
 
-/// A row as the shared code reads it: each column by name, NULL as `None`.
+/// A row as the shared code reads it: each column by name (or by where a name was found once,
+/// see [`Col`]), NULL as `None`.
 pub trait Cells {
     /// An integer cell.
-    fn int(&self, col: &str) -> Result<Option<i64>>;
+    fn int<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<i64>>;
     /// A text cell.
-    fn text(&self, col: &str) -> Result<Option<String>>;
+    fn text<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<String>>;
     /// A time cell.
-    fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>>;
+    fn time<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<DateTime<Utc>>>;
     /// A bytes cell.
-    fn bytes(&self, col: &str) -> Result<Option<Vec<u8>>>;
+    fn bytes<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<Vec<u8>>>;
+}
+
+/// A column to read: by its name, or at the position its name was found at in a result's first
+/// row. A driver finds a name by hashing it, for every cell; reading the hundreds of rows of a
+/// claim so, a worker spent 5 % of its CPU on finding the columns.
+#[derive(Clone, Copy, Debug)]
+pub struct Col<'a> {
+    pub name: &'a str,
+    pub at: Option<usize>,
+}
+
+impl<'a> From<&'a str> for Col<'a> {
+    fn from(name: &'a str) -> Self {
+        Col { name, at: None }
+    }
+}
+
+impl<'a> From<&'a String> for Col<'a> {
+    fn from(name: &'a String) -> Self {
+        Col { name, at: None }
+    }
+}
+
+impl<'a> Col<'a> {
+    /// The column `name` where it sits in `row`, and in every row of its result (by name again
+    /// if `row` lacks it, to fail so).
+    pub fn found<R>(row: &R, name: &'a str) -> Self
+    where
+        R: sqlx::Row,
+        for<'c> &'c str: sqlx::ColumnIndex<R>,
+    {
+        use sqlx::Column as _;
+        Col { name, at: row.try_column(name).ok().map(|c| c.ordinal()) }
+    }
 }
 
 /// A cell as sqlx decodes it, its type checked.
-pub fn decoded<'r, R, T>(row: &'r R, col: &str) -> Result<Option<T>>
+pub fn decoded<'r, R, T>(row: &'r R, col: Col<'_>) -> Result<Option<T>>
 where
     R: sqlx::Row,
     for<'c> &'c str: sqlx::ColumnIndex<R>,
+    usize: sqlx::ColumnIndex<R>,
     Option<T>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
 {
-    Ok(row.try_get(col)?)
+    caught(col, || match col.at {
+        Some(i) => row.try_get(i),
+        None => row.try_get(col.name),
+    })
 }
 
 /// A cell as sqlx decodes it, its type not checked (for drivers that report a column's type
 /// otherwise than it is stored, and SQLite's text read as bytes).
 #[cfg_attr(not(any(feature = "mysql", feature = "sqlite")), allow(dead_code))]
-pub fn unchecked<'r, R, T>(row: &'r R, col: &str) -> Result<Option<T>>
+pub fn unchecked<'r, R, T>(row: &'r R, col: Col<'_>) -> Result<Option<T>>
 where
     R: sqlx::Row,
     for<'c> &'c str: sqlx::ColumnIndex<R>,
+    usize: sqlx::ColumnIndex<R>,
     Option<T>: sqlx::Decode<'r, R::Database>,
 {
-    Ok(row.try_get_unchecked(col)?)
+    caught(col, || match col.at {
+        Some(i) => row.try_get_unchecked(i),
+        None => row.try_get_unchecked(col.name),
+    })
+}
+
+/// The cell `get` reads, its error naming `col` (as sqlx names a column read by name, not one
+/// read by position), and a panic of the driver's decoding taken as its error: sqlx's
+/// PostgreSQL driver panics on a time chrono cannot hold, such as `-infinity`, and a value
+/// written past the host must fail its own read, not the worker's task that reads it.
+fn caught<T>(col: Col<'_>, get: impl FnOnce() -> std::result::Result<T, sqlx::Error>) -> Result<T> {
+    let source = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(get)) {
+        Ok(Ok(v)) => return Ok(v),
+        Ok(Err(sqlx::Error::ColumnDecode { source, .. })) => source,
+        Ok(Err(e)) => return Err(e.into()),
+        Err(panic) => crate::error::panic_text(&*panic).into(),
+    };
+    Err(sqlx::Error::ColumnDecode { index: format!("{:?}", col.name), source }.into())
 }
 
 /// What a writer holds while it writes, given up when dropped (SQLite's write turn).

@@ -11,12 +11,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgRow};
-use sqlx::{Arguments, PgConnection, Postgres, Row};
+use sqlx::{Arguments, PgConnection, Postgres};
 
 use super::connect::{redact, StoreOptions};
 use super::dialect::{ClaimRequest, Dialect, Ended};
 use super::migrations::{self, Embedded};
-use super::plumbing::{decoded, Cells, SqlxDialect, Tx};
+use super::plumbing::{decoded, Cells, Col, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::tasks::{add_one, add_tasks_in_tx};
 use super::shared::SqlStore;
@@ -127,25 +127,25 @@ impl SqlxDialect for PostgresDb {
 }
 
 impl Cells for PgRow {
-    fn int(&self, col: &str) -> Result<Option<i64>> {
-        int_of(self, col)
+    fn int<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<i64>> {
+        int_of(self, col.into())
     }
-    fn text(&self, col: &str) -> Result<Option<String>> {
-        decoded(self, col)
+    fn text<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<String>> {
+        decoded(self, col.into())
     }
-    fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>> {
-        decoded(self, col)
+    fn time<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<DateTime<Utc>>> {
+        decoded(self, col.into())
     }
-    fn bytes(&self, col: &str) -> Result<Option<Vec<u8>>> {
-        decoded(self, col)
+    fn bytes<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<Vec<u8>>> {
+        decoded(self, col.into())
     }
 }
 
 /// Expressions (`CASE … THEN 1`) are INTEGER; columns and counts BIGINT.
-fn int_of(row: &PgRow, col: &str) -> Result<Option<i64>> {
-    match row.try_get::<Option<i64>, _>(col) {
+fn int_of(row: &PgRow, col: Col<'_>) -> Result<Option<i64>> {
+    match decoded::<_, i64>(row, col) {
         Ok(v) => Ok(v),
-        Err(_) => Ok(row.try_get::<Option<i32>, _>(col)?.map(i64::from)),
+        Err(_) => Ok(decoded::<_, i32>(row, col)?.map(i64::from)),
     }
 }
 

@@ -18,12 +18,12 @@ use sqlx::sqlite::{
     SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
 };
-use sqlx::{Arguments, Connection, QueryBuilder, Row, Sqlite, SqliteConnection};
+use sqlx::{Arguments, Connection, QueryBuilder, Sqlite, SqliteConnection};
 
 use super::connect::{redact, StoreOptions};
 use super::dialect::{ClaimRequest, Dialect, Ended};
 use super::migrations::{self, Embedded};
-use super::plumbing::{decoded, unchecked, Cells, Held, Plumbing, SqlxDialect, Tx};
+use super::plumbing::{decoded, unchecked, Cells, Col, Held, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
 use super::sql::{
@@ -166,41 +166,42 @@ impl SqlxDialect for SqliteDb {
 }
 
 impl Cells for SqliteRow {
-    fn int(&self, col: &str) -> Result<Option<i64>> {
-        decoded(self, col)
+    fn int<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<i64>> {
+        decoded(self, col.into())
     }
-    fn text(&self, col: &str) -> Result<Option<String>> {
+    fn text<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<String>> {
         // SQLite keeps whatever bytes a TEXT value is given; `taskhost_add` refuses text that
         // is not UTF-8, but a row written around it is read with U+FFFD in place of the bad
         // bytes, not left to fail every read that meets it (a claim, a list) for good. Said each
         // time: a key so read no longer names the stored one.
+        let col = col.into();
         let bytes: Option<Vec<u8>> = unchecked(self, col)?;
         Ok(bytes.map(|b| {
             String::from_utf8(b).unwrap_or_else(|e| {
                 tracing::warn!(
-                    column = col,
+                    column = col.name,
                     "a text cell that is not UTF-8 (not written by taskhost_add, or before its migration 0036) read with U+FFFD"
                 );
                 String::from_utf8_lossy(e.as_bytes()).into_owned()
             })
         }))
     }
-    fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>> {
-        time_of(self, col)
+    fn time<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<DateTime<Utc>>> {
+        time_of(self, col.into())
     }
-    fn bytes(&self, col: &str) -> Result<Option<Vec<u8>>> {
-        decoded(self, col)
+    fn bytes<'c>(&self, col: impl Into<Col<'c>>) -> Result<Option<Vec<u8>>> {
+        decoded(self, col.into())
     }
 }
 
 /// Times are stored as text in [`TS_WRITE`]'s format.
-fn time_of(row: &SqliteRow, col: &str) -> Result<Option<DateTime<Utc>>> {
-    let Some(s) = row.try_get::<Option<String>, _>(col)? else {
+fn time_of(row: &SqliteRow, col: Col<'_>) -> Result<Option<DateTime<Utc>>> {
+    let Some(s) = decoded::<_, String>(row, col)? else {
         return Ok(None);
     };
     NaiveDateTime::parse_from_str(&s, TS_READ)
         .map(|n| Some(n.and_utc()))
-        .map_err(|e| Error::CorruptRow { table: "(sqlite)", reason: format!("bad time {s:?} in {col}: {e}") })
+        .map_err(|e| Error::CorruptRow { table: "(sqlite)", reason: format!("bad time {s:?} in {}: {e}", col.name) })
 }
 
 #[async_trait]

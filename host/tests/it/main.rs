@@ -59,6 +59,7 @@ mod store_mysql;
 mod store_postgres;
 mod store_sqlite;
 mod unique;
+mod unreadable_rows;
 mod waits;
 mod worker;
 mod worker_servers;

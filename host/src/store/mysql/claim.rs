@@ -23,7 +23,7 @@ impl MySqlDb {
         let now = req.now;
         let picked = self.pick(tx, req, only).await?;
         // In claim order (read_all sorts), the first `limit` of them all.
-        let mut claimed = ClaimedTask::read_all(&picked)?;
+        let mut claimed = ClaimedTask::read_all(&picked, now)?;
         claimed.truncate(req.limit as usize);
         if claimed.is_empty() {
             return Ok(Vec::new());

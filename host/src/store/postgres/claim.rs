@@ -29,12 +29,17 @@ impl PostgresDb {
             None => q.fetch_all(&self.claims).await?,
         };
         let mut runs_of = std::collections::HashMap::with_capacity(rows.len());
-        for r in &rows {
-            if let (Some(run), Some(attempt)) = (r.try_get::<Option<i64>, _>("started_id")?, r.try_get("attempt")?) {
-                runs_of.insert(r.try_get::<i64, _>("id")?, (run, attempt));
+        if let Some(first) = rows.first() {
+            // Found once, as `read_all` does: the columns sit alike in every row.
+            let (id, run, attempt) =
+                (Col::found(first, "id"), Col::found(first, "started_id"), Col::found(first, "attempt"));
+            for r in &rows {
+                if let (Some(task), Some(run), Some(attempt)) = (r.int(id)?, r.int(run)?, r.int(attempt)?) {
+                    runs_of.insert(task, (run, attempt));
+                }
             }
         }
-        transitions::claimed_runs(req, ClaimedTask::read_all(&rows)?, runs_of)
+        transitions::claimed_runs(req, ClaimedTask::read_all(&rows, req.now)?, runs_of)
     }
 }
 

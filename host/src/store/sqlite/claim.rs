@@ -61,7 +61,7 @@ pub(super) async fn claim_in(
         Arg::Ints(only.unwrap_or_default()),
         Arg::from(req.runner),
         Arg::from(last),
-        Arg::Time(crate::store::rows::timeout_on(now, None, req.default_timeout)),
+        Arg::Time(crate::store::rows::claimed::timeout_on(now, None, req.default_timeout)),
     ];
     if (2..=UNION_MOST).contains(&req.queues.len()) {
         args.extend(req.queues.iter().map(Arg::from));
@@ -71,13 +71,15 @@ pub(super) async fn claim_in(
         return Ok(Vec::new());
     }
     let mut started = std::collections::HashMap::with_capacity(found.len());
+    // Found once, as `read_all` does: the columns sit alike in every row.
+    let (id, run, attempt) =
+        (Col::found(&found[0], "id"), Col::found(&found[0], "run_id"), Col::found(&found[0], "run_attempt"));
     for r in &found {
-        let (task, run, attempt) =
-            (crate::store::rows::id(r, "id")?, crate::store::rows::id(r, "run_id")?, r.int("run_attempt")?);
+        let (task, run, attempt) = (crate::store::rows::id(r, id)?, crate::store::rows::id(r, run)?, r.int(attempt)?);
         started.insert(task, (run, attempt.unwrap_or(1)));
     }
     db.take_run_ids(tx, found.len()).await?;
-    transitions::claimed_runs(req, ClaimedTask::read_all(&found)?, started)
+    transitions::claimed_runs(req, ClaimedTask::read_all(&found, now)?, started)
 }
 
 /// The run counter's value: the newest run id given out.

@@ -77,6 +77,7 @@ async fn as_claimed(store: &SharedStore, c: &Case) -> ClaimedRun {
         fuel_key: None,
         delete_on_success: false,
         digest: None,
+        unreadable: None,
     }
 }
 

@@ -1,14 +1,16 @@
 //! Rows read into records, once for every database (each gives its columns as [`Cells`]).
 
 use std::str::FromStr;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::plumbing::Cells;
+use super::plumbing::{Cells, Col};
 use super::types::RetryCandidate;
 use crate::error::{Error, Result};
 use crate::model::*;
+
+pub(crate) mod claimed;
+pub use claimed::{ClaimedTask, CLAIM_COLUMNS};
 
 const TASKS: &str = "task_queue";
 const RUNS: &str = "task_runs";
@@ -18,8 +20,9 @@ fn need<T>(table: &'static str, col: &str, v: Option<T>) -> Result<T> {
     v.ok_or_else(|| Error::CorruptRow { table, reason: format!("{col} is NULL") })
 }
 
-fn int(r: &impl Cells, table: &'static str, col: &str) -> Result<i64> {
-    need(table, col, r.int(col)?)
+fn int<'c>(r: &impl Cells, table: &'static str, col: impl Into<Col<'c>>) -> Result<i64> {
+    let col = col.into();
+    need(table, col.name, r.int(col)?)
 }
 
 /// A count or number as u32 (negative → 0).
@@ -27,12 +30,14 @@ pub(crate) fn n32(v: i64) -> u32 {
     v.clamp(0, u32::MAX as i64) as u32
 }
 
-fn text(r: &impl Cells, table: &'static str, col: &str) -> Result<String> {
-    need(table, col, r.text(col)?)
+fn text<'c>(r: &impl Cells, table: &'static str, col: impl Into<Col<'c>>) -> Result<String> {
+    let col = col.into();
+    need(table, col.name, r.text(col)?)
 }
 
-fn time(r: &impl Cells, table: &'static str, col: &str) -> Result<DateTime<Utc>> {
-    need(table, col, r.time(col)?)
+fn time<'c>(r: &impl Cells, table: &'static str, col: impl Into<Col<'c>>) -> Result<DateTime<Utc>> {
+    let col = col.into();
+    need(table, col.name, r.time(col)?)
 }
 
 fn status<T: FromStr<Err = UnknownStatus>>(r: &impl Cells, table: &'static str, col: &str) -> Result<T> {
@@ -224,108 +229,26 @@ pub fn runner(r: &impl Cells) -> Result<Runner> {
     })
 }
 
+/// A failed task's facts for its retry. A row that cannot be read (a count written past
+/// `taskhost_add` as text, on SQLite) gives its task up, said in the log: failing instead would
+/// stop every retry behind it, pass after pass, as an unreadable claimed row would every claim.
 pub fn retry_candidate(r: &impl Cells) -> Result<RetryCandidate> {
-    Ok(RetryCandidate {
-        task_id: int(r, TASKS, "id")?,
-        failures: n32(int(r, TASKS, "task_runs_failed")?),
-        max_attempts: n32(int(r, TASKS, "max_retries")?),
-        backoff: backoff(r)?,
+    let read = || -> Result<RetryCandidate> {
+        Ok(RetryCandidate {
+            task_id: int(r, TASKS, "id")?,
+            failures: n32(int(r, TASKS, "task_runs_failed")?),
+            max_attempts: n32(int(r, TASKS, "max_retries")?),
+            backoff: backoff(r)?,
+        })
+    };
+    read().or_else(|e| {
+        let task_id = int(r, TASKS, "id")?;
+        tracing::warn!(task_id, "a failed task's row cannot be read, so it is given up, not retried: {e}");
+        Ok(RetryCandidate { task_id, failures: 1, max_attempts: 1, backoff: BackoffSettings::default() })
     })
 }
 
 /// The first column of a one-column row, as an integer.
-pub fn id(r: &impl Cells, col: &str) -> Result<i64> {
+pub fn id<'c>(r: &impl Cells, col: impl Into<Col<'c>>) -> Result<i64> {
     int(r, TASKS, col)
-}
-
-/// A task a claim has just marked running, before its run is known: the columns every claim
-/// returns (`id`, handler, data, … `priority`, `scheduled_on`).
-#[derive(Debug)]
-pub struct ClaimedTask {
-    pub task_id: TaskId,
-    pub priority: i64,
-    pub scheduled_on: DateTime<Utc>,
-    pub handler: String,
-    pub queue: String,
-    pub data: String,
-    pub queued_by: Option<String>,
-    pub max_attempts: u32,
-    pub failed: u32,
-    pub snoozes: u32,
-    pub depth: u32,
-    pub backoff: BackoffSettings,
-    pub run_timeout: Option<i64>,
-    pub key: Option<String>,
-    /// The version its run runs (`run_digest`, see [`crate::store::components`]).
-    pub digest: Option<String>,
-}
-
-/// The columns of `task_queue` a claim returns, in this order.
-pub const CLAIM_COLUMNS: &str = "id, task_handler_class, task_data, queued_by_id, max_retries, task_runs_failed, \
-                                 run_timeout, backoff_base_ms, backoff_max_ms, priority, scheduled_on, queue, \
-                                 snoozes, depth, share_key";
-
-impl ClaimedTask {
-    pub fn read(r: &impl Cells) -> Result<Self> {
-        Ok(ClaimedTask {
-            task_id: int(r, TASKS, "id")?,
-            priority: int(r, TASKS, "priority")?,
-            scheduled_on: time(r, TASKS, "scheduled_on")?,
-            handler: text(r, TASKS, "task_handler_class")?,
-            queue: text(r, TASKS, "queue")?,
-            data: text(r, TASKS, "task_data")?,
-            queued_by: r.text("queued_by_id")?,
-            max_attempts: n32(int(r, TASKS, "max_retries")?),
-            failed: n32(int(r, TASKS, "task_runs_failed")?),
-            snoozes: n32(int(r, TASKS, "snoozes")?),
-            depth: n32(int(r, TASKS, "depth")?),
-            backoff: backoff(r)?,
-            run_timeout: r.int("run_timeout")?,
-            key: r.text("share_key")?,
-            digest: r.text("run_digest")?,
-        })
-    }
-
-    /// Read claimed rows, in claim order (an `UPDATE … RETURNING` returns them in any order).
-    pub fn read_all<R: Cells>(rows: &[R]) -> Result<Vec<Self>> {
-        let mut claimed = rows.iter().map(Self::read).collect::<Result<Vec<_>>>()?;
-        claimed.sort_by_key(|c| (c.priority, c.scheduled_on, c.task_id));
-        Ok(claimed)
-    }
-
-    /// When its run, started at `now`, times out.
-    pub fn timeout_on(&self, now: DateTime<Utc>, default: Duration) -> DateTime<Utc> {
-        timeout_on(now, self.run_timeout, default)
-    }
-
-    pub fn into_run(self, run_id: RunId, attempt: i64, now: DateTime<Utc>, default: Duration) -> ClaimedRun {
-        ClaimedRun {
-            run_id,
-            task_id: self.task_id,
-            attempt: n32(attempt).max(1),
-            timeout_on: self.timeout_on(now, default),
-            handler: self.handler,
-            queue: self.queue,
-            due_on: self.scheduled_on,
-            data: self.data,
-            queued_by: self.queued_by,
-            max_attempts: self.max_attempts,
-            task_runs_failed: self.failed,
-            backoff: self.backoff,
-            snoozes: self.snoozes,
-            depth: self.depth,
-            started_on: now,
-            key: self.key,
-            fuel_key: None,
-            delete_on_success: false,
-            digest: self.digest,
-        }
-    }
-}
-
-/// When a run started at `now` times out: its task's run timeout (seconds), else the default.
-pub fn timeout_on(now: DateTime<Utc>, run_timeout_secs: Option<i64>, default: Duration) -> DateTime<Utc> {
-    let timeout = run_timeout_secs.map(|s| Duration::from_secs(s.max(0) as u64)).unwrap_or(default);
-    let timeout = chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::days(36500));
-    now.checked_add_signed(timeout).unwrap_or(now)
 }
