@@ -118,7 +118,8 @@ impl ClaimedTask {
         Ok(ClaimedTask {
             task_id,
             priority: r.int(c.priority).ok().flatten().unwrap_or(0),
-            scheduled_on: r.time(c.scheduled_on).ok().flatten().unwrap_or(now),
+            // (Not read again: a time is what a driver may panic on, and say so once more.)
+            scheduled_on: now,
             handler: text(c.handler).unwrap_or_default(),
             queue: text(c.queue).unwrap_or_default(),
             data: "{}".into(),
