@@ -13,9 +13,10 @@ use futures::future::BoxFuture;
 use sqlx::error::BoxDynError;
 use sqlx::migrate::{Migration, MigrationSource, MigrationType};
 
-/// One database's migrations: each file's name and text.
+/// One database's migrations: each file's name and text, and the files a server of another
+/// flavor runs in their place (MySQL beside MariaDB), by the same names.
 #[derive(Debug, Clone, Copy)]
-pub struct Embedded(pub &'static [(&'static str, &'static str)]);
+pub struct Embedded(pub &'static [(&'static str, &'static str)], pub &'static [(&'static str, &'static str)]);
 
 /// The migrations of `migrations/$dir`, each file named.
 macro_rules! embedded {
@@ -23,7 +24,7 @@ macro_rules! embedded {
         Embedded(&[$((
             $file,
             include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../migrations/", $dir, "/", $file)),
-        )),*])
+        )),*], &[])
     };
 }
 
@@ -176,11 +177,40 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0046_sql_after_a_deleted_task.sql",
 );
 
+/// The files of `migrations/mysql-only/`: MySQL runs each in place of the file of
+/// `migrations/mysql/` of its name, where MariaDB's SQL is not MySQL's (a redefined column's
+/// CHECK, the `taskhost_add` procedures). Each names a file of [`MYSQL`] (a test checks), so both flavors have one list of
+/// versions and descriptions; a database's checksums are its flavor's.
+#[cfg(feature = "mysql")]
+pub const MYSQL_ONLY: Embedded = embedded!("mysql-only":
+    "0008_cancelled.sql",
+    "0017_snoozes.sql",
+    "0019_dependencies.sql",
+    "0029_sql_add.sql",
+    "0031_sql_add_options.sql",
+    "0032_sql_add_fast.sql",
+    "0034_sql_add_escaped_names.sql",
+    "0037_sql_add_fast_key.sql",
+    "0038_sql_add_fast_options.sql",
+    "0039_sql_add_data_limit.sql",
+    "0040_sql_add_limit_unlocked.sql",
+    "0041_sql_add_names_unpadded.sql",
+    "0043_sql_after_keeps.sql",
+    "0044_sql_after_locks_deleting_only.sql",
+    "0046_sql_after_a_deleted_task.sql",
+);
+
 impl Embedded {
+    /// These migrations with `other`'s files run in place of those of their names.
+    pub const fn replaced_by(self, other: Embedded) -> Embedded {
+        Embedded(self.0, other.0)
+    }
+
     /// Each migration as sqlx reads it from a directory, by version.
     pub fn migrations(self) -> Result<Vec<Migration>, BoxDynError> {
         let mut out = Vec::with_capacity(self.0.len());
         for &(file, sql) in self.0 {
+            let sql = self.1.iter().find(|(f, _)| *f == file).map_or(sql, |&(_, other)| other);
             let named = || format!("migration {file}: not named <VERSION>_<DESCRIPTION>.sql");
             let (version, rest) = file.split_once('_').filter(|(_, r)| r.ends_with(".sql")).ok_or_else(named)?;
             let version: i64 = version.parse().map_err(|_| named())?;
@@ -188,6 +218,9 @@ impl Embedded {
             let description = rest.trim_end_matches(kind.suffix()).replace('_', " ");
             let no_tx = sql.starts_with("-- no-transaction");
             out.push(Migration::new(version, Cow::Owned(description), kind, Cow::Borrowed(sql), no_tx));
+        }
+        if let Some((file, _)) = self.1.iter().find(|(f, _)| !self.0.iter().any(|(g, _)| g == f)) {
+            return Err(format!("migration {file} replaces no migration of its name").into());
         }
         out.sort_by_key(|m| m.version);
         Ok(out)
@@ -233,5 +266,21 @@ mod tests {
     #[test]
     fn the_mysql_migrations_built_in_are_those_of_the_directory_as_sqlx_reads_it() {
         same_as_the_directory("mysql", MYSQL);
+        same_as_the_directory("mysql-only", MYSQL_ONLY);
+    }
+
+    #[cfg(feature = "mysql")]
+    #[test]
+    fn mysql_runs_its_own_files_in_place_of_mariadbs_by_name_and_the_same_versions() {
+        let maria = MYSQL.migrations().expect("resolves");
+        let mysql = MYSQL.replaced_by(MYSQL_ONLY).migrations().expect("resolves");
+        assert_eq!(maria.len(), mysql.len());
+        for (a, b) in maria.iter().zip(&mysql) {
+            assert_eq!((a.version, &a.description), (b.version, &b.description));
+            let replaced = MYSQL_ONLY.0.iter().any(|(f, _)| f.starts_with(&format!("{:04}_", a.version)));
+            assert_eq!(a.checksum != b.checksum, replaced, "migration {}", a.version);
+        }
+        let stray = Embedded(MYSQL.0, &[("0999_nothing.sql", "DO 0;")]);
+        assert!(stray.migrations().is_err(), "a file replacing no migration is refused");
     }
 }

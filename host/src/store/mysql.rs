@@ -34,6 +34,9 @@ pub type MySqlStore = SqlStore<MySqlDb>;
 #[derive(Debug, Clone)]
 pub struct MySqlDb {
     pool: MySqlPool,
+    /// MariaDB, not MySQL: the server's own `VERSION()` says so. Only the migrations that make the
+    /// `taskhost_add` procedures differ (`migrations/mysql-only/`).
+    mariadb: bool,
 }
 
 impl MySqlStore {
@@ -44,7 +47,8 @@ impl MySqlStore {
             url_.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: redact(url), reason: e.to_string() })?;
         let pool = super::connect::server_pool(url, opts, options).await?;
         check_packet(&pool, url, options).await?;
-        Ok(SqlStore::new(MySqlDb { pool }))
+        let version: String = sqlx::query_scalar("SELECT VERSION()").fetch_one(&pool).await?;
+        Ok(SqlStore::new(MySqlDb { pool, mariadb: version.contains("MariaDB") }))
     }
 }
 
@@ -117,8 +121,11 @@ impl SqlxDialect for MySqlDb {
     fn pool(&self) -> &sqlx::Pool<MySql> {
         &self.pool
     }
-    fn migrations() -> Embedded {
-        migrations::MYSQL
+    fn migrations(&self) -> Embedded {
+        match self.mariadb {
+            true => migrations::MYSQL,
+            false => migrations::MYSQL.replaced_by(migrations::MYSQL_ONLY),
+        }
     }
     fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <MySql as sqlx::Database>::Arguments<'a>)> {
         bind(sql, args)
@@ -186,12 +193,14 @@ impl Dialect for MySqlDb {
     }
 
     async fn change_marker(&self) -> Result<Option<u64>> {
-        // MariaDB's redo log position: it moves when anything is written (a moment before the
-        // commit is seen, which the readers allow for), and any user may read it. MySQL names
-        // no such status: no row, so no marker, and readers read every tick. (SHOW is sent as
+        // The redo log's position (MariaDB's `Innodb_lsn_current`, MySQL 8.0.30's
+        // `Innodb_redo_log_current_lsn`): it moves when anything is written (a moment before the
+        // commit is seen, which the readers allow for), and any user may read it. An older MySQL
+        // names neither: no row, so no marker, and readers read every tick. (SHOW is sent as
         // text: not every server prepares it.)
         // (sqlx 0.8's raw `fetch_optional` is `fetch_one`, which fails on no row.)
-        let found = sqlx::raw_sql("SHOW GLOBAL STATUS LIKE 'Innodb_lsn_current'").fetch_all(&self.pool).await?;
+        let show = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_lsn_current', 'Innodb_redo_log_current_lsn')";
+        let found = sqlx::raw_sql(show).fetch_all(&self.pool).await?;
         let lsn = found.first().map(|r| r.try_get::<String, _>(1)).transpose()?;
         Ok(lsn.and_then(|v| v.trim().parse().ok()))
     }

@@ -162,7 +162,7 @@ pub trait SqlxDialect: Send + Sync + 'static {
     /// Its connection pool.
     fn pool(&self) -> &sqlx::Pool<Self::Db>;
     /// Its migrations, built in.
-    fn migrations() -> Embedded;
+    fn migrations(&self) -> Embedded;
     /// A shared statement in this database's spelling, with its arguments bound.
     fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <Self::Db as Database>::Arguments<'a>)>;
     /// What a statement that writes outside a transaction holds while it runs (SQLite: the
@@ -214,7 +214,7 @@ where
     type Row = <D::Db as Database>::Row;
 
     async fn migrate(&self) -> Result<Vec<String>> {
-        let migrator = Migrator::new(D::migrations()).await?;
+        let migrator = Migrator::new(self.migrations()).await?;
         // On one connection: a SQLite connection that read the tables before another changed
         // them prepares `SELECT *` with the old columns, which sqlx then reads past.
         let mut conn = self.pool().acquire().await?;

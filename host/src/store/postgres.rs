@@ -118,7 +118,7 @@ impl SqlxDialect for PostgresDb {
     fn pool(&self) -> &sqlx::Pool<Postgres> {
         &self.pool
     }
-    fn migrations() -> Embedded {
+    fn migrations(&self) -> Embedded {
         migrations::POSTGRES
     }
     fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <Postgres as sqlx::Database>::Arguments<'a>)> {

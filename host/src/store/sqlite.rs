@@ -157,7 +157,7 @@ impl SqlxDialect for SqliteDb {
     fn pool(&self) -> &sqlx::Pool<Sqlite> {
         &self.pool
     }
-    fn migrations() -> Embedded {
+    fn migrations(&self) -> Embedded {
         migrations::SQLITE
     }
     fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <Sqlite as sqlx::Database>::Arguments<'a>)> {

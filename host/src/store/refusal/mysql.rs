@@ -7,8 +7,9 @@ use super::Refusal;
 pub(super) fn refusal(db: &dyn sqlx::error::DatabaseError) -> Option<Refusal> {
     let e = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()?;
     Some(match e.number() {
-        // Deadlock, lock wait timeout, a deadlock on the auto-increment lock.
-        1213 | 1205 | 1467 => Refusal::Contention,
+        // Deadlock, lock wait timeout (MariaDB's answer to `NOWAIT` too), a deadlock on the
+        // auto-increment lock, MySQL's answer to `NOWAIT`.
+        1213 | 1205 | 1467 | 3572 => Refusal::Contention,
         // Data too long, bad string, out of range, null, packet too large, bad value.
         1406 | 1366 | 1264 | 1048 | 1153 | 1301 | 1292 => Refusal::Data,
         1146 => Refusal::MissingTable,
