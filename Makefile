@@ -51,7 +51,8 @@ dashboard: demo-plugins build
 	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	$(TASKHOST) --database-url sqlite://$(DEMO_DB) --plugins $(PLUGINS) serve --listen 127.0.0.1:8080
 
-# PostgreSQL for the store suite (installed/started when missing; see scripts/test-services.sh).
+# PostgreSQL, MariaDB and MySQL for the tests (installed/started when missing; see
+# scripts/test-services.sh).
 services:
 	bash scripts/test-services.sh
 
@@ -68,8 +69,17 @@ test-tools:
 # a thread for four minutes using half a core. (At four, two tests failed once under the load: a
 # lost wake-up, since fixed, and a timing assertion.)
 TEST_THREADS ?= 3
+# The tests that use MySQL/MariaDB run first against MariaDB (3306), then again against MySQL
+# (scripts/mysql-server.sh, Debian unstable's build; about 2.5 minutes): the two differ in CHECKs,
+# the change marker, lock errors and JSON. Not the chaos tests (their servers are their own, MariaDB
+# on 3307) and not yet the SQL enqueue (`taskhost_add`), which has no MySQL procedure yet (issue 50;
+# docs/databases.md).
+MYSQL_URL ?= mysql://taskhost@127.0.0.1:3310/test
+MYSQL_SKIP := --skip chaos:: --skip sql_add
 test: plugins services test-tools install-check
 	$(CARGO) test --release --workspace --lib --bins --tests -- --test-threads=$(TEST_THREADS)
+	TASKHOST_TEST_MYSQL=$(MYSQL_URL) $(CARGO) test --release -p taskhost --test it -- \
+		--test-threads=$(TEST_THREADS) mysql schema:: kept_runs:: $(MYSQL_SKIP)
 	$(CARGO) test --release --workspace --doc
 
 # The library builds with each database alone and without the command line, and the command

@@ -69,6 +69,12 @@ $SUDO mariadb -e "CREATE DATABASE IF NOT EXISTS test;
 wait_for "MariaDB database test" mariadb -h 127.0.0.1 -u taskhost test -e "SELECT 1"
 echo "MariaDB $(mariadb -N -e 'SELECT VERSION()' 2>/dev/null) is up: mysql://taskhost@127.0.0.1:3306/test"
 
+# --- MySQL --------------------------------------------------------------------------------
+#   database `test`, user taskhost, no password; Debian 12 has no MySQL: scripts/mysql-server.sh
+#   unpacks Debian unstable's beside the system and runs it (`make test` runs the MySQL tests again
+#   against it with TASKHOST_TEST_MYSQL=mysql://taskhost@127.0.0.1:3310/test)
+bash "$(dirname "$0")/mysql-server.sh" start
+
 # --- the servers of the tests that stop theirs (scripts/own-servers.sh) -------------------
 bash "$(dirname "$0")/own-servers.sh" start all
 echo "PostgreSQL and MariaDB for the restart tests are up: ports 5433 and 3307"
@@ -82,7 +88,7 @@ for port in 5432 5433; do
         psql -qc "SET client_min_messages = warning; DROP SCHEMA $s CASCADE" "$url" >/dev/null
     done
 done
-for port in 3306 3307; do
+for port in 3306 3307 3310; do
     for d in $(mariadb -h 127.0.0.1 -P $port -u taskhost -N -e "SHOW DATABASES" | grep -E '^t_[0-9a-f]{16}$'); do
         mariadb -h 127.0.0.1 -P $port -u taskhost -e "DROP DATABASE $d"
     done
