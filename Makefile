@@ -70,12 +70,11 @@ test-tools:
 # lost wake-up, since fixed, and a timing assertion.)
 TEST_THREADS ?= 3
 # The tests that use MySQL/MariaDB run first against MariaDB (3306), then again against MySQL
-# (scripts/mysql-server.sh, Debian unstable's build; about 2.5 minutes): the two differ in CHECKs,
-# the change marker, lock errors and JSON. Not the chaos tests (their servers are their own, MariaDB
-# on 3307) and not yet the SQL enqueue (`taskhost_add`), which has no MySQL procedure yet (issue 50;
-# docs/databases.md).
+# (scripts/mysql-server.sh, Debian unstable's build; about 3 minutes): the two differ in CHECKs,
+# the change marker, lock errors, JSON and `taskhost_add`'s procedures. Not the chaos tests (their
+# servers are their own, MariaDB on 3307).
 MYSQL_URL ?= mysql://taskhost@127.0.0.1:3310/test
-MYSQL_SKIP := --skip chaos:: --skip sql_add
+MYSQL_SKIP := --skip chaos::
 test: plugins services test-tools install-check
 	$(CARGO) test --release --workspace --lib --bins --tests -- --test-threads=$(TEST_THREADS)
 	TASKHOST_TEST_MYSQL=$(MYSQL_URL) $(CARGO) test --release -p taskhost --test it -- \

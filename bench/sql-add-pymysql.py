@@ -1,10 +1,12 @@
-# What each kind of `taskhost_add` call costs an application on MariaDB, from Python's PyMySQL
-# (each its own transaction), beside a plain INSERT of its row (bench/sql-add.sh runs it).
-# Usage: python3 bench/sql-add-pymysql.py DRIVERS_DIR DATABASE   (a database `taskhost migrate` made)
+# What each kind of `taskhost_add` call costs an application on MariaDB or MySQL, from Python's
+# PyMySQL (each its own transaction), beside a plain INSERT of its row (bench/sql-add.sh runs it).
+# Usage: python3 bench/sql-add-pymysql.py DRIVERS_DIR DATABASE [PORT]   (a database `taskhost migrate`
+# made; PORT 3306, MariaDB's of `make services`, or 3310, MySQL's)
 import sys, time, uuid
 sys.path.insert(0, sys.argv[1])
 import pymysql
-c = pymysql.connect(host='127.0.0.1', user='taskhost', database=sys.argv[2], autocommit=True)
+c = pymysql.connect(host='127.0.0.1', port=int(sys.argv[3]) if len(sys.argv) > 3 else 3306, user='taskhost',
+                    database=sys.argv[2], autocommit=True)
 cur = c.cursor()
 INS = "INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data{}) VALUES (UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 'noop', '{{\"n\": 1}}'{})"
 def call(opts):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What a task queued in SQL (`taskhost_add`, docs/clients.md) costs against a plain INSERT of the
 # same row, on each database, one client, each statement its own transaction, alternated twice.
-#   PostgreSQL: pgbench (the servers of `make services`), MariaDB: mariadb-slap and PyMySQL, SQLite: Python's
+#   PostgreSQL: pgbench (the servers of `make services`), MariaDB: mariadb-slap and PyMySQL, MySQL:
+#   PyMySQL, SQLite: Python's
 #   sqlite3 (a file on this disk; each add committed, then 20,000 in one transaction).
 # Usage: bash bench/sql-add.sh [SECONDS]   (needs target/release/taskhost: cargo build --release)
 set -euo pipefail
@@ -54,6 +55,12 @@ drivers=target/tools/sql-drivers
 [ -d "$drivers/pymysql" ] || python3 -m pip install --quiet --disable-pip-version-check --target "$drivers" PyMySQL
 python3 bench/sql-add-pymysql.py "$drivers" taskhost_bench_sql
 mysql -h 127.0.0.1 -u taskhost -e "DROP DATABASE taskhost_bench_sql"
+
+echo "== MySQL from Python's PyMySQL (3,000 statements each; scripts/mysql-server.sh's server, port 3310)"
+mysql -h 127.0.0.1 -P 3310 -u taskhost -e "DROP DATABASE IF EXISTS taskhost_bench_sql; CREATE DATABASE taskhost_bench_sql"
+$bin --database-url mysql://taskhost@127.0.0.1:3310/taskhost_bench_sql migrate >/dev/null
+python3 bench/sql-add-pymysql.py "$drivers" taskhost_bench_sql 3310
+mysql -h 127.0.0.1 -P 3310 -u taskhost -e "DROP DATABASE taskhost_bench_sql"
 
 echo "== SQLite (a file here, Python's sqlite3)"
 $bin --database-url "sqlite://$work/bench.db" migrate >/dev/null

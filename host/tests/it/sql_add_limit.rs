@@ -96,7 +96,7 @@ crate::on_every_database!(
 /// starting meanwhile writes its file's limit at once (0039 read it with a locking read, and the
 /// worker's write waited for the caller's commit, up to the lock wait timeout, then gave up).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_transaction_that_queued_data_over_1_kib_leaves_the_limit_free_to_write_on_mariadb() {
+async fn a_transaction_that_queued_data_over_1_kib_leaves_the_limit_free_to_write_on_mysql() {
     use sqlx::{Connection, Row};
     let my = common::mysql_scratch().await;
     let store = taskhost::store::open(&my, &taskhost::store::StoreOptions::default()).await.expect("open");
