@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # What a task queued in SQL (`taskhost_add`, docs/clients.md) costs against a plain INSERT of the
 # same row, on each database, one client, each statement its own transaction, alternated twice.
-#   PostgreSQL: pgbench (the servers of `make services`), MariaDB: mariadb-slap and PyMySQL, MySQL:
-#   PyMySQL, SQLite: Python's
-#   sqlite3 (a file on this disk; each add committed, then 20,000 in one transaction).
+#   PostgreSQL: pgbench (the servers of `make services`), MariaDB and MySQL: mariadb-slap and PyMySQL,
+#   SQLite: Python's sqlite3 (a file on this disk; each add committed, then 20,000 in one transaction).
 # Usage: bash bench/sql-add.sh [SECONDS]   (needs target/release/taskhost: cargo build --release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,40 +26,38 @@ for rep in 1 2; do
 done
 psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE taskhost_bench_sql"
 
-echo "== MariaDB (20,000 statements each, mariadb-slap, 1 client)"
-mysql -h 127.0.0.1 -u taskhost -e "DROP DATABASE IF EXISTS taskhost_bench_sql; CREATE DATABASE taskhost_bench_sql"
-$bin --database-url mysql://taskhost@127.0.0.1:3306/taskhost_bench_sql migrate >/dev/null
 # A call without options, with plain ones (0032, 0037) or with a time to run at or a unique key
 # (0038) takes a short path of the procedure; `after`, `version`, `run_anyway`, the whole one.
-# Each call beside a plain INSERT of its row.
-for rep in 1 2; do
-    for what in insert add add-with-options insert-unique add-unique add-run-at add-after; do
-        case $what in
-        insert) q="INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data) VALUES (UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 'noop', '{\"n\": 1}')" ;;
-        add) q="CALL taskhost_add('noop', '{\"n\": 1}', NULL)" ;;
-        add-with-options) q="CALL taskhost_add('noop', '{\"n\": 1}', '{\"queue\": \"mail\", \"priority\": 1}')" ;;
-        insert-unique) q="INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data, unique_key, active_unique_key) VALUES (UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 'noop', '{\"n\": 1}', @u := UUID(), @u)" ;;
-        add-unique) q="CALL taskhost_add('noop', '{\"n\": 1}', CONCAT('{\"unique_key\": \"', UUID(), '\"}'))" ;;
-        add-run-at) q="CALL taskhost_add('noop', '{\"n\": 1}', '{\"run_at\": \"2030-01-01T00:00:00Z\"}')" ;;
-        # (Its task and one dependency: a plain INSERT of its rows would be two.)
-        *) q="CALL taskhost_add('noop', '{\"n\": 1}', '{\"after\": [1]}')" ;;
-        esac
-        s=$(mariadb-slap -h 127.0.0.1 -u taskhost --create-schema=taskhost_bench_sql --concurrency=1 \
-            --number-of-queries=20000 --query="$q" 2>/dev/null | awk '/Average number of seconds/ {print $9}')
-        echo "rep $rep  $what: $(python3 -c "print(round($s / 20000 * 1000, 4))") ms a statement"
-    done
-done
-echo "== MariaDB from Python's PyMySQL (3,000 statements each)"
+# Each call beside a plain INSERT of its row, with mariadb-slap (a bare C client), then from PyMySQL.
+# MariaDB: `make services`' server (3306); MySQL: scripts/mysql-server.sh's (3310).
 drivers=target/tools/sql-drivers
 [ -d "$drivers/pymysql" ] || python3 -m pip install --quiet --disable-pip-version-check --target "$drivers" PyMySQL
-python3 bench/sql-add-pymysql.py "$drivers" taskhost_bench_sql
-mysql -h 127.0.0.1 -u taskhost -e "DROP DATABASE taskhost_bench_sql"
-
-echo "== MySQL from Python's PyMySQL (3,000 statements each; scripts/mysql-server.sh's server, port 3310)"
-mysql -h 127.0.0.1 -P 3310 -u taskhost -e "DROP DATABASE IF EXISTS taskhost_bench_sql; CREATE DATABASE taskhost_bench_sql"
-$bin --database-url mysql://taskhost@127.0.0.1:3310/taskhost_bench_sql migrate >/dev/null
-python3 bench/sql-add-pymysql.py "$drivers" taskhost_bench_sql 3310
-mysql -h 127.0.0.1 -P 3310 -u taskhost -e "DROP DATABASE taskhost_bench_sql"
+for server in MariaDB:3306 MySQL:3310; do
+    name=${server%:*} port=${server#*:}
+    echo "== $name (20,000 statements each, mariadb-slap, 1 client)"
+    mysql -h 127.0.0.1 -P "$port" -u taskhost -e "DROP DATABASE IF EXISTS taskhost_bench_sql; CREATE DATABASE taskhost_bench_sql"
+    $bin --database-url "mysql://taskhost@127.0.0.1:$port/taskhost_bench_sql" migrate >/dev/null
+    for rep in 1 2; do
+        for what in insert add add-with-options insert-unique add-unique add-run-at add-after; do
+            case $what in
+            insert) q="INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data) VALUES (UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 'noop', '{\"n\": 1}')" ;;
+            add) q="CALL taskhost_add('noop', '{\"n\": 1}', NULL)" ;;
+            add-with-options) q="CALL taskhost_add('noop', '{\"n\": 1}', '{\"queue\": \"mail\", \"priority\": 1}')" ;;
+            insert-unique) q="INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data, unique_key, active_unique_key) VALUES (UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 'noop', '{\"n\": 1}', @u := UUID(), @u)" ;;
+            add-unique) q="CALL taskhost_add('noop', '{\"n\": 1}', CONCAT('{\"unique_key\": \"', UUID(), '\"}'))" ;;
+            add-run-at) q="CALL taskhost_add('noop', '{\"n\": 1}', '{\"run_at\": \"2030-01-01T00:00:00Z\"}')" ;;
+            # (Its task and one dependency: a plain INSERT of its rows would be two.)
+            *) q="CALL taskhost_add('noop', '{\"n\": 1}', '{\"after\": [1]}')" ;;
+            esac
+            s=$(mariadb-slap -h 127.0.0.1 -P "$port" -u taskhost --create-schema=taskhost_bench_sql --concurrency=1 \
+                --number-of-queries=20000 --query="$q" 2>/dev/null | awk '/Average number of seconds/ {print $9}')
+            echo "rep $rep  $what: $(python3 -c "print(round($s / 20000 * 1000, 4))") ms a statement"
+        done
+    done
+    echo "== $name from Python's PyMySQL (3,000 statements each)"
+    python3 bench/sql-add-pymysql.py "$drivers" taskhost_bench_sql "$port"
+    mysql -h 127.0.0.1 -P "$port" -u taskhost -e "DROP DATABASE taskhost_bench_sql"
+done
 
 echo "== SQLite (a file here, Python's sqlite3)"
 $bin --database-url "sqlite://$work/bench.db" migrate >/dev/null
