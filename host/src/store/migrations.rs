@@ -176,6 +176,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0045_deps_after_by_met.sql",
     "0046_sql_after_a_deleted_task.sql",
     "0047_sql_add_mysql.sql",
+    "0048_sql_add_mysql_fixes.sql",
 );
 
 /// The files of `migrations/mysql-only/`: MySQL runs each in place of the file of
@@ -200,6 +201,7 @@ pub const MYSQL_ONLY: Embedded = embedded!("mysql-only":
     "0044_sql_after_locks_deleting_only.sql",
     "0046_sql_after_a_deleted_task.sql",
     "0047_sql_add_mysql.sql",
+    "0048_sql_add_mysql_fixes.sql",
 );
 
 impl Embedded {

@@ -47,8 +47,9 @@ async fn a_call_with_after_is_rolled_back_with_its_callers_transaction_with_auto
 
 /// An option name written with a JSON escape is the name it spells on MySQL (as on PostgreSQL,
 /// whose arguments are named); MariaDB's JSON functions keep the escape, so it refuses such names.
-/// Data nested deeper than MySQL's JSON reads, and an unknown option's long name, are refused in a
-/// message naming what, within MySQL's 128 characters.
+/// Data nested deeper than MySQL's JSON reads, an unknown option's long name, options that are not
+/// JSON and long lists of long ids to run after are refused in a message naming what, within
+/// MySQL's 128 characters; names of characters MySQL's collation ignores are taken.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn names_with_escapes_deep_data_and_long_unknown_names_are_each_answered_clearly_on_mysql() {
     let env = Env::on(Db::MySql, &["echo"]).await;
@@ -68,12 +69,24 @@ async fn names_with_escapes_deep_data_and_long_unknown_names_are_each_answered_c
         assert_eq!(task.queue, "mail");
         added.push(id);
     }
+    // Characters MySQL's collation ignores are names as any other (were refused as empty or `*`).
+    let ignorable = call("{}", r#"{"queue": "\u00ad", "key": "\u200b", "unique_key": "\u00ad"}"#);
+    assert!(ignorable.status.success(), "{}", stderr(&ignorable));
+    let id: TaskId = stdout(&ignorable).trim().parse().expect("the id");
+    let task = env.app.store.get_task(id).await.expect("get").expect("the task");
+    assert_eq!((task.queue.as_str(), task.key.as_deref()), ("\u{ad}", Some("\u{200b}")));
+    added.push(id);
     let deep = format!("{}{}", "[".repeat(101), "]".repeat(101));
+    // 10,000 ids of 14 digits (overflowed the pattern MySQL first checked them with) and one of 20.
+    let long_ids = format!(r#"{{"after": [{}]}}"#, vec!["10000000000000"; 10_000].join(", "));
     let long_name = format!(r#"{{"{}": 1}}"#, "q".repeat(300));
     for (data, options, needle) in [
         (deep.as_str(), "{}", "data"),
         ("{}", &format!(r#"{{"a": {deep}}}"#), "invalid options"),
         ("{}", &long_name, "unknown option"),
+        ("{}", "nope", "invalid options"),
+        ("{}", &long_ids, "invalid after"),
+        ("{}", r#"{"after": [18446744073709551615]}"#, "invalid after"),
     ] {
         let o = call(data, options);
         let said = stderr(&o);
