@@ -34,8 +34,8 @@ pub type MySqlStore = SqlStore<MySqlDb>;
 #[derive(Debug, Clone)]
 pub struct MySqlDb {
     pool: MySqlPool,
-    /// MariaDB, not MySQL: the server's own `VERSION()` says so. Only the migrations that make the
-    /// `taskhost_add` procedures differ (`migrations/mysql-only/`).
+    /// MariaDB, not MySQL: the server's own `VERSION()` says so. Only some migrations differ
+    /// (`migrations/mysql-only/`: the CHECKs of redefined columns, the `taskhost_add` procedures).
     mariadb: bool,
 }
 
