@@ -2,7 +2,8 @@
 # What a task queued in SQL (`taskhost_add`, docs/clients.md) costs against a plain INSERT of the
 # same row, on each database, one client, each statement its own transaction, alternated twice.
 #   PostgreSQL: pgbench (the servers of `make services`), MariaDB and MySQL: mariadb-slap and PyMySQL,
-#   SQLite: Python's sqlite3 (a file on this disk; each add committed, then 20,000 in one transaction).
+#   SQLite: Python's sqlite3 (a file on this disk; each add committed, then 20,000 in one transaction;
+#   bench/sql-add-sqlite.py).
 # Usage: bash bench/sql-add.sh [SECONDS]   (needs target/release/taskhost: cargo build --release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,26 +62,4 @@ done
 
 echo "== SQLite (a file here, Python's sqlite3)"
 $bin --database-url "sqlite://$work/bench.db" migrate >/dev/null
-python3 - "$work/bench.db" <<'EOF'
-import sqlite3, sys, time
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("PRAGMA journal_mode = WAL")
-add = "INSERT INTO taskhost_add (handler, data) VALUES ('noop', '{\"n\": 1}')"
-insert = ("INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data) VALUES "
-          "(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000', strftime('%Y-%m-%d %H:%M:%f', 'now') || '000', 'noop', '{\"n\": 1}')")
-def each(sql, n):
-    start = time.perf_counter()
-    for _ in range(n):
-        conn.execute("BEGIN IMMEDIATE"); conn.execute(sql); conn.execute("COMMIT")
-    return (time.perf_counter() - start) / n * 1000
-def batch(sql, n):
-    start = time.perf_counter()
-    conn.execute("BEGIN IMMEDIATE")
-    for _ in range(n):
-        conn.execute(sql)
-    conn.execute("COMMIT")
-    return (time.perf_counter() - start) / n * 1000
-for rep in (1, 2):
-    for name, sql in (("insert", insert), ("add", add)):
-        print(f"rep {rep}  {name}: {each(sql, 2000):.4f} ms committed each, {batch(sql, 20000):.4f} ms in one transaction")
-EOF
+python3 bench/sql-add-sqlite.py "$work/bench.db"

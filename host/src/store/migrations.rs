@@ -76,6 +76,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0043_delete_on_success.sql",
     "0044_sql_after_keeps.sql",
     "0045_sql_after_a_deleted_task.sql",
+    "0046_sql_add_without_copies.sql",
 );
 
 /// The migrations of `migrations/postgres/`.
