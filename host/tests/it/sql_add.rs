@@ -323,20 +323,27 @@ async fn a_task_queued_in_sql_after_another_keeps_it_when_its_queue_deletes_its_
     let env = Env::on(db, &["echo"]).await;
     let (store, now) = (&env.app.store, env.clock.now());
     delete_successes(&env).await;
-    let first = store.add_tasks(&[NewTask::new("echo", "{}")], now).await.expect("add")[0].id;
-    let second = add_in_shell(db, &env, "echo", "{}", json!({"after": [first]}), true);
-    // An id given twice is one dependency.
-    let third = add_in_shell(db, &env, "echo", "{}", json!({"after": [first, first]}), true);
-    let success = claim_and_succeed(&env, first, true).await;
-    store.finish_runs(&[success]).await.expect("finish");
-    assert_eq!(state(&env, first).await, Some(TaskState::Succeeded), "kept, not deleted");
+    let two = [NewTask::new("echo", "{}"), NewTask::new("echo", "{}")];
+    let firsts: Vec<TaskId> = store.add_tasks(&two, now).await.expect("add").iter().map(|a| a.id).collect();
+    let second = add_in_shell(db, &env, "echo", "{}", json!({"after": [firsts[0]]}), true);
+    // A list of two (SQLite marks one task by its id, more by the list); an id given twice is one
+    // dependency.
+    let third = add_in_shell(db, &env, "echo", "{}", json!({"after": [firsts[1], firsts[1]]}), true);
+    for &first in &firsts {
+        let success = claim_and_succeed(&env, first, true).await;
+        store.finish_runs(&[success]).await.expect("finish");
+        assert_eq!(state(&env, first).await, Some(TaskState::Succeeded), "kept, not deleted");
+    }
     assert_eq!(store.take_in_arrivals(now, 100).await.expect("intake"), 2);
     assert_eq!(state(&env, second).await, Some(TaskState::Scheduled), "its dependency met");
     assert_eq!(state(&env, third).await, Some(TaskState::Scheduled), "its dependency met");
     let after = store.dependencies(third).await.expect("dependencies");
-    assert_eq!(after.iter().map(|d| d.id).collect::<Vec<_>>(), [first], "{after:?}");
+    assert_eq!(after.iter().map(|d| d.id).collect::<Vec<_>>(), [firsts[1]], "{after:?}");
     let read = store.dependency_results(second, 1 << 20).await.expect("results");
-    assert_eq!(read.iter().map(|d| (d.id, d.results.as_deref())).collect::<Vec<_>>(), [(first, Some(r#"{"n":1}"#))]);
+    assert_eq!(
+        read.iter().map(|d| (d.id, d.results.as_deref())).collect::<Vec<_>>(),
+        [(firsts[0], Some(r#"{"n":1}"#))]
+    );
 }
 
 /// A task queued in SQL `after` one its success deleted already finds that one's end and counts
