@@ -2,6 +2,7 @@
 # MySQL for the tests, on a machine whose Debian has none (Debian 12 ships MariaDB only).
 #
 #   scripts/mysql-server.sh start   # port 3310, database `test`, user taskhost, no password
+#   (as root: scripts/test-services.sh runs it with sudo when it is not)
 #   scripts/mysql-server.sh stop
 #
 # Debian unstable builds MySQL (9.7 in 2026-12); its binaries need a newer C library than Debian
@@ -57,6 +58,11 @@ start() {
             --socket="$SOCK" --mysqlx=OFF --secure-file-priv= --max-allowed-packet=16M --disable-log-bin \
             --log-error="$MYSQL_HOME/error.log" >/dev/null 2>&1 &
         for _ in $(seq 300); do client -u root -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.1; done
+        if ! client -u root -e 'SELECT 1' >/dev/null 2>&1; then
+            echo "MySQL did not start on port $PORT within 30 s; its log ($MYSQL_HOME/error.log) ends:" >&2
+            tail -n 5 "$MYSQL_HOME/error.log" >&2 || true
+            exit 1
+        fi
     fi
     client -u root -e "CREATE DATABASE IF NOT EXISTS test;
         CREATE USER IF NOT EXISTS 'taskhost'@'%';

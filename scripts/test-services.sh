@@ -72,8 +72,9 @@ echo "MariaDB $(mariadb -N -e 'SELECT VERSION()' 2>/dev/null) is up: mysql://tas
 # --- MySQL --------------------------------------------------------------------------------
 #   database `test`, user taskhost, no password; Debian 12 has no MySQL: scripts/mysql-server.sh
 #   unpacks Debian unstable's beside the system and runs it (`make test` runs the MySQL tests again
-#   against it with TASKHOST_TEST_MYSQL=mysql://taskhost@127.0.0.1:3310/test)
-bash "$(dirname "$0")/mysql-server.sh" start
+#   against it with TASKHOST_TEST_MYSQL=mysql://taskhost@127.0.0.1:3310/test); as root, as the
+#   other servers run (its files are under /var/cache)
+$SUDO bash "$(dirname "$0")/mysql-server.sh" start
 
 # --- the servers of the tests that stop theirs (scripts/own-servers.sh) -------------------
 bash "$(dirname "$0")/own-servers.sh" start all
