@@ -1,12 +1,14 @@
 """What an INSERT into SQLite's `taskhost_add` view costs against a plain INSERT of the same rows.
 
 Usage: python3 bench/sql-add-sqlite.py DATABASE_FILE   (a file `taskhost migrate` made; bench/sql-add.sh)
+       SQLITE_TEMP_STORE=memory python3 bench/sql-add-sqlite.py FILE   (the connection's temp_store)
 
 Each kind of call against the INSERTs of the rows it writes (the task; with `after`, its dependency
 too), two ways: each committed in its own transaction, and many in one. The kinds alternate with
 their INSERTs, twice, in one connection. Values are bound, as an application binds them: a statement
 whose text changes is compiled again, and the view's is compiled with its triggers (about 0.6 ms).
 """
+import os
 import sqlite3
 import sys
 import time
@@ -22,6 +24,8 @@ def insert(cols="", vals=""):
 
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
 conn.execute("PRAGMA journal_mode = WAL")
+if os.environ.get("SQLITE_TEMP_STORE"):
+    conn.execute(f"PRAGMA temp_store = {os.environ['SQLITE_TEMP_STORE']}")
 conn.execute("BEGIN IMMEDIATE")
 conn.execute(insert())
 first = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
