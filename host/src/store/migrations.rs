@@ -77,6 +77,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0044_sql_after_keeps.sql",
     "0045_sql_after_a_deleted_task.sql",
     "0046_sql_add_without_copies.sql",
+    "0047_status_check_by_comparisons.sql",
 );
 
 /// The migrations of `migrations/postgres/`.

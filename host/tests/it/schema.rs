@@ -275,6 +275,32 @@ async fn the_sqlite_schema_is_the_one_described() {
     check(Db::Sqlite, &sqlite_catalog(&env.db_url).await);
 }
 
+/// SQLite checks a task's status by comparisons (migration 0047: it builds a CHECK's list of more
+/// than two constants into a temporary index at each write of the column), and still refuses a
+/// status that is none of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_checks_a_tasks_status_without_a_list_and_still_refuses_an_unknown_one() {
+    let env = Env::new(&[]).await;
+    let mut conn = sqlx::SqliteConnection::connect(&env.db_url).await.expect("connect");
+    let table: String =
+        sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'task_queue'")
+            .fetch_one(&mut conn)
+            .await
+            .expect("the table's text");
+    assert!(table.contains("last_status = 'waiting'") && !table.contains("last_status IN"), "{table}");
+    let insert = |status: &str| {
+        format!(
+            "INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data, last_status) \
+             VALUES ('2030-01-01 00:00:00.000000000', '2030-01-01 00:00:00.000000000', 'h', '{{}}', '{status}')"
+        )
+    };
+    for status in ["scheduled", "running", "success", "error", "timeout", "cancelled", "waiting"] {
+        sqlx::query(&insert(status)).execute(&mut conn).await.expect(status);
+    }
+    let refused = sqlx::query(&insert("done")).execute(&mut conn).await.expect_err("an unknown status");
+    assert!(refused.to_string().contains("CHECK constraint failed"), "{refused}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_postgres_schema_is_the_one_described() {
     let env = Env::postgres(&[]).await;
