@@ -12,7 +12,10 @@
 -- - The UTF-8 walk's trigger is entered only for text holding a byte outside printable ASCII.
 -- - White space at a name's ends is looked for with instr in a string of it, not IN a list: SQLite
 --   builds a list of constants into a temporary index at every call that reaches it; and only in
---   a name that begins or ends with something other than printable ASCII.
+--   a name that begins or ends with something other than printable ASCII. The string is written
+--   in UTF-8 as a blob: U+0009 - U+000D, U+0020, U+0085, U+00A0, U+1680, U+2000 - U+200A, U+2028,
+--   U+2029, U+202F, U+205F, U+3000 (char() of the 25 took a register each, in a trigger whose
+--   registers are allocated and cleared at every call).
 -- (Each temporary table or index costs a page cache's first allocation, about 90 KB; in a
 -- connection whose cache had filled, glibc returned it to the system at each free, and an add
 -- in a long transaction cost 10 - 16x an INSERT. Set GLIBC_TUNABLES' malloc trim threshold
@@ -55,8 +58,8 @@ BEGIN
     WHERE NEW.queue IS NOT NULL AND (typeof(NEW.queue) <> 'text' OR NEW.queue IN ('', '*')
        OR length(CAST(NEW.queue AS BLOB)) > 128
        OR (NOT (NEW.queue GLOB '[!-~]*' AND NEW.queue GLOB '*[!-~]')
-           AND (instr(char(9, 10, 11, 12, 13, 32, 133, 160, 5760, 8192, 8193, 8194, 8195, 8196, 8197, 8198, 8199, 8200, 8201, 8202, 8232, 8233, 8239, 8287, 12288), substr(NEW.queue, 1, 1)) > 0
-             OR instr(char(9, 10, 11, 12, 13, 32, 133, 160, 5760, 8192, 8193, 8194, 8195, 8196, 8197, 8198, 8199, 8200, 8201, 8202, 8232, 8233, 8239, 8287, 12288), substr(NEW.queue, -1, 1)) > 0))
+           AND (instr(CAST(X'090A0B0C0D20C285C2A0E19A80E28080E28081E28082E28083E28084E28085E28086E28087E28088E28089E2808AE280A8E280A9E280AFE2819FE38080' AS TEXT), substr(NEW.queue, 1, 1)) > 0
+             OR instr(CAST(X'090A0B0C0D20C285C2A0E19A80E28080E28081E28082E28083E28084E28085E28086E28087E28088E28089E2808AE280A8E280A9E280AFE2819FE38080' AS TEXT), substr(NEW.queue, -1, 1)) > 0))
        OR instr(CAST(NEW.queue AS BLOB), X'00') > 0);
     SELECT RAISE(ABORT, 'taskhost_add: invalid priority: not an integer from -2147483648 to 2147483647')
     WHERE NEW.priority IS NOT NULL AND (typeof(NEW.priority) <> 'integer'
@@ -75,15 +78,15 @@ BEGIN
     WHERE NEW.unique_key IS NOT NULL AND (typeof(NEW.unique_key) <> 'text' OR NEW.unique_key = ''
        OR length(CAST(NEW.unique_key AS BLOB)) > 255
        OR (NOT (NEW.unique_key GLOB '[!-~]*' AND NEW.unique_key GLOB '*[!-~]')
-           AND (instr(char(9, 10, 11, 12, 13, 32, 133, 160, 5760, 8192, 8193, 8194, 8195, 8196, 8197, 8198, 8199, 8200, 8201, 8202, 8232, 8233, 8239, 8287, 12288), substr(NEW.unique_key, 1, 1)) > 0
-             OR instr(char(9, 10, 11, 12, 13, 32, 133, 160, 5760, 8192, 8193, 8194, 8195, 8196, 8197, 8198, 8199, 8200, 8201, 8202, 8232, 8233, 8239, 8287, 12288), substr(NEW.unique_key, -1, 1)) > 0))
+           AND (instr(CAST(X'090A0B0C0D20C285C2A0E19A80E28080E28081E28082E28083E28084E28085E28086E28087E28088E28089E2808AE280A8E280A9E280AFE2819FE38080' AS TEXT), substr(NEW.unique_key, 1, 1)) > 0
+             OR instr(CAST(X'090A0B0C0D20C285C2A0E19A80E28080E28081E28082E28083E28084E28085E28086E28087E28088E28089E2808AE280A8E280A9E280AFE2819FE38080' AS TEXT), substr(NEW.unique_key, -1, 1)) > 0))
        OR instr(CAST(NEW.unique_key AS BLOB), X'00') > 0);
     SELECT RAISE(ABORT, 'taskhost_add: invalid key: empty, over 128 bytes, or beginning or ending with white space')
     WHERE NEW."key" IS NOT NULL AND (typeof(NEW."key") <> 'text' OR NEW."key" = ''
        OR length(CAST(NEW."key" AS BLOB)) > 128
        OR (NOT (NEW."key" GLOB '[!-~]*' AND NEW."key" GLOB '*[!-~]')
-           AND (instr(char(9, 10, 11, 12, 13, 32, 133, 160, 5760, 8192, 8193, 8194, 8195, 8196, 8197, 8198, 8199, 8200, 8201, 8202, 8232, 8233, 8239, 8287, 12288), substr(NEW."key", 1, 1)) > 0
-             OR instr(char(9, 10, 11, 12, 13, 32, 133, 160, 5760, 8192, 8193, 8194, 8195, 8196, 8197, 8198, 8199, 8200, 8201, 8202, 8232, 8233, 8239, 8287, 12288), substr(NEW."key", -1, 1)) > 0))
+           AND (instr(CAST(X'090A0B0C0D20C285C2A0E19A80E28080E28081E28082E28083E28084E28085E28086E28087E28088E28089E2808AE280A8E280A9E280AFE2819FE38080' AS TEXT), substr(NEW."key", 1, 1)) > 0
+             OR instr(CAST(X'090A0B0C0D20C285C2A0E19A80E28080E28081E28082E28083E28084E28085E28086E28087E28088E28089E2808AE280A8E280A9E280AFE2819FE38080' AS TEXT), substr(NEW."key", -1, 1)) > 0))
        OR instr(CAST(NEW."key" AS BLOB), X'00') > 0);
     SELECT RAISE(ABORT, 'taskhost_add: invalid queued_by: not text, or over 255 bytes')
     WHERE NEW.queued_by IS NOT NULL AND (typeof(NEW.queued_by) <> 'text' OR length(CAST(NEW.queued_by AS BLOB)) > 255
