@@ -63,6 +63,6 @@ done
 echo "== SQLite (a file here, Python's sqlite3)"
 $bin --database-url "sqlite://$work/bench.db" migrate >/dev/null
 python3 bench/sql-add-sqlite.py "$work/bench.db"
-echo "== SQLite, the connection's temp_store = memory (docs/clients.md: what an add costs on SQLite)"
+echo "== SQLite, the connection's temp_store = memory (BENCHMARKS.md, session 84: no longer differs)"
 $bin --database-url "sqlite://$work/bench-memory.db" migrate >/dev/null
 SQLITE_TEMP_STORE=memory python3 bench/sql-add-sqlite.py "$work/bench-memory.db"
