@@ -299,6 +299,9 @@ async fn sqlite_checks_a_tasks_status_without_a_list_and_still_refuses_an_unknow
     }
     let refused = sqlx::query(&insert("done")).execute(&mut conn).await.expect_err("an unknown status");
     assert!(refused.to_string().contains("CHECK constraint failed"), "{refused}");
+    // The table's text was edited in place (`writable_schema`): the file is whole.
+    let integrity: String = sqlx::query_scalar("PRAGMA integrity_check").fetch_one(&mut conn).await.expect("check");
+    assert_eq!(integrity, "ok");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
