@@ -53,6 +53,22 @@ pg_stop() {
     $SUDO pg_ctlcluster --skip-systemctl-redirect "$ver" restarts stop -m fast
 }
 
+my_running() { pgrep -f "mariadbd .*--datadir=$MY_DATA( |$)" >/dev/null; }
+
+my_launch() {
+    # By its pid file: the shared server runs the same program.
+    $SUDO start-stop-daemon --start --oknodo --background --pidfile "$MY_PID" --exec /usr/sbin/mariadbd -- \
+        --user=mysql --datadir="$MY_DATA" --port="$MY_PORT" --socket="$MY_SOCKET" --pid-file="$MY_PID" \
+        --bind-address=127.0.0.1 --log-error="$MY_DATA/error.log" >/dev/null 2>&1
+    # Until it answers, or for as long as it runs (crash recovery after a killed run), up to 120 s.
+    for i in $(seq 1 600); do
+        mariadb-admin --socket="$MY_SOCKET" ping >/dev/null 2>&1 && return 0
+        [ "$i" -gt 25 ] && ! my_running && return 1
+        sleep 0.2
+    done
+    return 1
+}
+
 my_start() {
     $SUDO mkdir -p /run/mysqld
     $SUDO chown mysql:mysql /run/mysqld
@@ -61,12 +77,26 @@ my_start() {
             --skip-test-db >/dev/null
     fi
     if ! mariadb-admin --socket="$MY_SOCKET" ping >/dev/null 2>&1; then
-        # By its pid file: the shared server runs the same program.
-        $SUDO start-stop-daemon --start --oknodo --background --pidfile "$MY_PID" --exec /usr/sbin/mariadbd -- \
-            --user=mysql --datadir="$MY_DATA" --port="$MY_PORT" --socket="$MY_SOCKET" --pid-file="$MY_PID" \
-            --bind-address=127.0.0.1 --log-error="$MY_DATA/error.log" >/dev/null 2>&1
+        # A server of this data directory that does not answer (its socket removed, or left stopped
+        # by a killed run) holds the directory's locks: a new one would wait on them, so it goes.
+        if my_running; then
+            $SUDO pkill -f "mariadbd .*--datadir=$MY_DATA( |$)" || true
+            $SUDO pkill -CONT -f "mariadbd .*--datadir=$MY_DATA( |$)" || true
+            for _ in $(seq 1 150); do my_running || break; sleep 0.2; done
+            $SUDO pkill -9 -f "mariadbd .*--datadir=$MY_DATA( |$)" || true
+        fi
+        if ! my_launch; then
+            echo "MariaDB (restarts) did not come up; its log ($MY_DATA/error.log) ends:" >&2
+            $SUDO tail -n 8 "$MY_DATA/error.log" >&2 || true
+            # A throwaway server: a data directory it cannot start from is set aside and made anew.
+            $SUDO pkill -9 -f "mariadbd .*--datadir=$MY_DATA( |$)" || true
+            $SUDO rm -rf "$MY_DATA.broken" && $SUDO mv "$MY_DATA" "$MY_DATA.broken"
+            echo "MariaDB (restarts): starting from a new data directory ($MY_DATA.broken kept)" >&2
+            $SUDO mariadb-install-db --user=mysql --datadir="$MY_DATA" --auth-root-authentication-method=socket \
+                --skip-test-db >/dev/null
+            my_launch || { echo "error: MariaDB (restarts) did not come up" >&2; $SUDO tail -n 8 "$MY_DATA/error.log" >&2; exit 1; }
+        fi
     fi
-    wait_for "MariaDB (restarts)" mariadb-admin --socket="$MY_SOCKET" ping
     $SUDO mariadb --socket="$MY_SOCKET" -e "CREATE DATABASE IF NOT EXISTS test;
         CREATE USER IF NOT EXISTS 'taskhost'@'127.0.0.1';
         GRANT ALL PRIVILEGES ON *.* TO 'taskhost'@'127.0.0.1';"

@@ -58,7 +58,10 @@ echo "PostgreSQL $ver is up: postgres://postgres@127.0.0.1:5432/test"
 if ! mariadb-admin ping >/dev/null 2>&1; then
     $SUDO mkdir -p /run/mysqld
     $SUDO chown mysql:mysql /run/mysqld
-    $SUDO start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
+    # By its pid file (Debian's configuration names it): the restart tests' server runs the same
+    # program, and --exec alone would take that one for this one.
+    $SUDO start-stop-daemon --start --oknodo --background --pidfile /run/mysqld/mysqld.pid \
+        --exec /usr/sbin/mariadbd -- --user=mysql
 fi
 wait_for "MariaDB" mariadb-admin ping
 $SUDO mariadb -e "CREATE DATABASE IF NOT EXISTS test;
