@@ -78,6 +78,7 @@ pub const SQLITE: Embedded = embedded!("sqlite":
     "0045_sql_after_a_deleted_task.sql",
     "0046_sql_add_without_copies.sql",
     "0047_status_check_by_comparisons.sql",
+    "0048_sql_add_in_one_trigger.sql",
 );
 
 /// The migrations of `migrations/postgres/`.

@@ -275,31 +275,62 @@ async fn the_sqlite_schema_is_the_one_described() {
     check(Db::Sqlite, &sqlite_catalog(&env.db_url).await);
 }
 
-/// SQLite checks a task's status by comparisons (migration 0047: it builds a CHECK's list of more
-/// than two constants into a temporary index at each write of the column), and still refuses a
-/// status that is none of them.
+/// SQLite checks a status by comparisons (migrations 0047 and 0048: it builds a CHECK's list of
+/// more than two constants into a temporary index at each write of the column): a task's, a run's
+/// and a worker's. Each still takes every status it took and refuses one that is none of them, and
+/// a write of one compiles without a temporary table.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_checks_a_tasks_status_without_a_list_and_still_refuses_an_unknown_one() {
+async fn sqlite_checks_each_status_without_a_list_and_still_refuses_an_unknown_one() {
     let env = Env::new(&[]).await;
     let mut conn = sqlx::SqliteConnection::connect(&env.db_url).await.expect("connect");
-    let table: String =
-        sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'task_queue'")
+    let t = "'2030-01-01 00:00:00.000000000'";
+    let tables: [(&str, &str, String, &[&str]); 3] = [
+        (
+            "task_queue",
+            "last_status",
+            format!(
+                "(queued_on, scheduled_on, task_handler_class, task_data, last_status) VALUES ({t}, {t}, 'h', '{{}}', "
+            ),
+            &["scheduled", "running", "success", "error", "timeout", "cancelled", "waiting"],
+        ),
+        (
+            "task_runs",
+            "status",
+            format!("(task_queue_id, attempt, created_on, status) VALUES (1, 1, {t}, "),
+            &["scheduled", "running", "success", "error", "timeout", "cancelled", "snoozed"],
+        ),
+        (
+            "task_runners",
+            "status",
+            format!("(process_id, host_name, started_on, heartbeat_on, status) VALUES (1, 'h', {t}, {t}, "),
+            &["running", "success", "timeout"],
+        ),
+    ];
+    for (table, column, values, statuses) in tables {
+        let text: String = sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?")
+            .bind(table)
             .fetch_one(&mut conn)
             .await
             .expect("the table's text");
-    assert!(table.contains("last_status = 'waiting'") && !table.contains("last_status IN"), "{table}");
-    let insert = |status: &str| {
-        format!(
-            "INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data, last_status) \
-             VALUES ('2030-01-01 00:00:00.000000000', '2030-01-01 00:00:00.000000000', 'h', '{{}}', '{status}')"
-        )
-    };
-    for status in ["scheduled", "running", "success", "error", "timeout", "cancelled", "waiting"] {
-        sqlx::query(&insert(status)).execute(&mut conn).await.expect(status);
+        let last = statuses.last().expect("a status");
+        assert!(text.contains(&format!("{column} = '{last}'")) && !text.contains(&format!("{column} IN")), "{text}");
+        let insert = |status: &str| format!("INSERT INTO {table} {values}'{status}')");
+        let ops: Vec<String> = sqlx::query(&format!("EXPLAIN {}", insert(last)))
+            .fetch_all(&mut conn)
+            .await
+            .expect("explain")
+            .iter()
+            .map(|row| row.get::<String, _>("opcode"))
+            .collect();
+        assert!(ops.iter().any(|op| op == "Insert"), "{table}: {ops:?}");
+        assert!(!ops.iter().any(|op| op == "OpenEphemeral"), "{table}: a temporary table: {ops:?}");
+        for status in statuses {
+            sqlx::query(&insert(status)).execute(&mut conn).await.expect(status);
+        }
+        let refused = sqlx::query(&insert("done")).execute(&mut conn).await.expect_err("an unknown status");
+        assert!(refused.to_string().contains("CHECK constraint failed"), "{table}: {refused}");
     }
-    let refused = sqlx::query(&insert("done")).execute(&mut conn).await.expect_err("an unknown status");
-    assert!(refused.to_string().contains("CHECK constraint failed"), "{refused}");
-    // The table's text was edited in place (`writable_schema`): the file is whole.
+    // The tables' text was edited in place (`writable_schema`): the file is whole.
     let integrity: String = sqlx::query_scalar("PRAGMA integrity_check").fetch_one(&mut conn).await.expect("check");
     assert_eq!(integrity, "ok");
 }
