@@ -29,6 +29,8 @@ command -v faketime >/dev/null || apt_install faketime
 # --- ip and iptables: workers in network namespaces, partitions (host/tests/it/chaos/) ---
 command -v ip >/dev/null || apt_install iproute2
 command -v iptables >/dev/null || apt_install iptables
+# --- pgrep and pkill: a restart server left by a killed run is stopped (scripts/own-servers.sh) ---
+command -v pgrep >/dev/null || apt_install procps
 # --- the sqlite3 shell: tasks queued in SQL from it (host/tests/it/sql_add.rs) ---------------
 command -v sqlite3 >/dev/null || apt_install sqlite3
 
