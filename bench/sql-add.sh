@@ -3,7 +3,7 @@
 # same row, on each database, one client, each statement its own transaction, alternated twice.
 #   PostgreSQL: pgbench (the servers of `make services`), MariaDB and MySQL: mariadb-slap and PyMySQL,
 #   SQLite: Python's sqlite3 (a file on this disk; each add committed, then 20,000 in one transaction;
-#   bench/sql-add-sqlite.py).
+#   bench/sql-add-sqlite.py), and SQLite alone from C (bench/sql-add-sqlite.c: time and SQLite's steps a call).
 # Usage: bash bench/sql-add.sh [SECONDS]   (needs target/release/taskhost: cargo build --release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,3 +66,12 @@ python3 bench/sql-add-sqlite.py "$work/bench.db"
 echo "== SQLite, the connection's temp_store = memory (BENCHMARKS.md, session 84: no longer differs)"
 $bin --database-url "sqlite://$work/bench-memory.db" migrate >/dev/null
 SQLITE_TEMP_STORE=memory python3 bench/sql-add-sqlite.py "$work/bench-memory.db"
+echo "== SQLite itself, no driver (bench/sql-add-sqlite.c: 20 rounds of 1,000 in one transaction, two copies)"
+if [ ! -e /usr/include/sqlite3.h ]; then
+    if [ "$(id -u)" = 0 ]; then apt-get install -y -qq libsqlite3-dev >/dev/null; else sudo apt-get install -y -qq libsqlite3-dev >/dev/null; fi
+fi
+cc -O2 -o target/sql-add-sqlite bench/sql-add-sqlite.c -lsqlite3
+$bin --database-url "sqlite://$work/bench-fresh.db" migrate >/dev/null
+for kind in none unique after; do
+    target/sql-add-sqlite "$kind" 20 1000 "$work/bench-fresh.db" "$work/bench-fresh.db"
+done
