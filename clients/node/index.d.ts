@@ -101,7 +101,7 @@ export declare class Client {
   enqueueMany(tasks: TaskInput[]): Promise<number[]>;
   get(id: number): Promise<TaskDetail>;
   wait(id: number, options?: { timeoutMs?: number | null }): Promise<TaskDetail>;
-  cancel(id: number, options?: { withChildren?: boolean }): Promise<{ id: number; cancelled: boolean; children_cancelled: number }>;
+  cancel(id: number, options?: { withChildren?: boolean }): Promise<{ id: number; cancelled: boolean; children_cancelled?: number }>;
   retry(id: number): Promise<{ id: number; attempt: number }>;
   events(options?: {
     queue?: string | string[];

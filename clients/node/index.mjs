@@ -61,13 +61,26 @@ export class Client {
     return this.#call("GET", `/tasks/${taskId(id)}`);
   }
 
-  /** The task once final, through `?wait=` (no polling); `timeoutMs` null: no end. */
+  /**
+   * The task once final, through `?wait=` (no polling); `timeoutMs` null: no end. A server that
+   * holds as many waits as it may (503 `busy`) is asked again, a moment later each time, while
+   * the time lasts.
+   */
   async wait(id, { timeoutMs = 60_000 } = {}) {
     const deadline = timeoutMs == null ? null : Date.now() + timeoutMs;
+    let pause = 100;
     for (;;) {
       const left = deadline == null ? MAX_WAIT_MS : deadline - Date.now();
       const waitMs = Math.max(0, Math.min(Math.floor(left), MAX_WAIT_MS));
-      const shown = await this.#call("GET", `/tasks/${taskId(id)}?wait=${waitMs}ms`, undefined, waitMs + this.timeoutMs);
+      let shown;
+      try {
+        shown = await this.#call("GET", `/tasks/${taskId(id)}?wait=${waitMs}ms`, undefined, waitMs + this.timeoutMs);
+      } catch (e) {
+        if (!(e instanceof TaskhostError) || e.code !== "busy" || (deadline != null && Date.now() + pause >= deadline)) throw e;
+        await new Promise((resolve) => setTimeout(resolve, pause));
+        pause = Math.min(pause * 2, 2_000);
+        continue;
+      }
       if (FINAL_STATES.includes(shown.task.state)) return shown;
       if (deadline != null && Date.now() >= deadline) throw new WaitTimeoutError(id, shown, timeoutMs);
     }

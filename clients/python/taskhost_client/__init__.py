@@ -79,13 +79,25 @@ class Client:
     def wait(self, task_id: int, timeout: Optional[float] = 60.0) -> Dict[str, Any]:
         """The task once it is final (succeeded, dead or cancelled), as `get` answers it, asked with
         `?wait=` so that the server answers at its end (no polling). `timeout`: seconds, None for
-        no end; past it, `TimeoutError` (its `task` attribute: the task as it was)."""
+        no end; past it, `TimeoutError` (its `task` attribute: the task as it was). A server that
+        holds as many waits as it may (503 `busy`) is asked again, a moment later each time, while
+        the time lasts."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        pause = 0.1
         while True:
             left = _MAX_WAIT_SECONDS if deadline is None else deadline - time.monotonic()
             wait_ms = max(0, min(int(left * 1000), _MAX_WAIT_SECONDS * 1000))
-            shown = self._call("GET", f"/tasks/{int(task_id)}?wait={wait_ms}ms",
-                               timeout=wait_ms / 1000 + self.timeout)
+            try:
+                shown = self._call("GET", f"/tasks/{int(task_id)}?wait={wait_ms}ms",
+                                   timeout=wait_ms / 1000 + self.timeout)
+            except TaskhostError as e:
+                # A server holding all the waits it may (503 `busy`) is asked again a moment
+                # later, while the time lasts, as a stream reconnects.
+                if e.code != "busy" or (deadline is not None and time.monotonic() + pause >= deadline):
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 2.0)
+                continue
             if shown["task"]["state"] in FINAL_STATES:
                 return shown
             if deadline is not None and time.monotonic() >= deadline:
@@ -95,7 +107,8 @@ class Client:
 
     def cancel(self, task_id: int, with_children: bool = False) -> Dict[str, Any]:
         """Cancel an unfinished task (`TaskhostError` 409 `conflict` when it has finished);
-        `with_children`: and every unfinished task under it. `{"id", "cancelled", "children_cancelled"}`."""
+        `with_children`: and every unfinished task under it. `{"id", "cancelled"}`, and
+        `"children_cancelled"` (how many) with `with_children`."""
         query = "?with_children=true" if with_children else ""
         return self._call("POST", f"/tasks/{int(task_id)}/cancel{query}")
 

@@ -127,6 +127,7 @@ pub const POSTGRES: Embedded = embedded!("postgres":
     "0041_sql_after_keeps.sql",
     "0042_sql_after_locks_deleting_only.sql",
     "0043_sql_after_a_deleted_task.sql",
+    "0044_sql_add_json_data.sql",
 );
 
 /// The migrations of `migrations/mysql/`.

@@ -4,6 +4,7 @@ Prints one JSON line of what it saw.
 
     python3 client_py.py BASE_URL
 """
+import http.server
 import json
 import signal
 import socket
@@ -208,4 +209,40 @@ try:
 except TaskhostError as e:
     seen["events_given_up"] = [e.status, e.code, round(time.monotonic() - started)]
 hung.close()
+
+# A server holding all the waits it may answers 503 `busy`: `wait` asks again while its time lasts
+# (two busy answers, then the task), and raises `busy` when the server stays so past it.
+class Busy(http.server.BaseHTTPRequestHandler):
+    busy_left = 2  # -1: busy for ever
+    asked = 0
+
+    def do_GET(self):
+        Busy.asked += 1
+        if Busy.busy_left != 0:
+            Busy.busy_left -= 1 if Busy.busy_left > 0 else 0
+            status, body = 503, {"error": {"code": "busy", "message": "too many requests wait"}}
+        else:
+            status, body = 200, {"task": {"id": 7, "state": "succeeded"}, "runs": []}
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+busy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Busy)
+threading.Thread(target=busy.serve_forever, daemon=True).start()
+busy_client = Client(f"http://127.0.0.1:{busy.server_address[1]}")
+seen["wait_busy"] = [busy_client.wait(7, timeout=30)["task"]["state"], Busy.asked]
+Busy.busy_left, Busy.asked = -1, 0
+try:
+    busy_client.wait(7, timeout=1)
+    seen["wait_busy_past_deadline"] = "answered"
+except TaskhostError as e:
+    seen["wait_busy_past_deadline"] = [e.status, e.code, Busy.asked > 1]
+busy.shutdown()
 print(json.dumps(seen))

@@ -54,6 +54,7 @@ mod sockets;
 mod sql_add;
 mod sql_add_limit;
 mod sql_add_mysql;
+mod sql_add_postgres;
 mod sql_add_text;
 mod sql_add_upgrade;
 mod store_mysql;

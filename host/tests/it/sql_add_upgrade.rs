@@ -45,10 +45,8 @@ async fn an_upgrade_keeps_the_grants_made_on_taskhost_add_on_postgres() {
           WHERE p.oid = 'taskhost_ended(bigint)'::regprocedure AND a.grantee = 0) AS public"
     );
     let found = sqlx::query(&may_find).fetch_one(&mut conn).await.expect("read");
-    let drop = format!(
-        "REVOKE ALL ON FUNCTION {new} FROM \"{role}\"; REVOKE ALL ON FUNCTION taskhost_ended(bigint) FROM \"{role}\"; \
-         DROP ROLE \"{role}\""
-    );
+    // (Its grants go with it: on each function granted it, those of 0043 and 0044 too.)
+    let drop = format!("DROP OWNED BY \"{role}\"; DROP ROLE \"{role}\"");
     sqlx::raw_sql(&drop).execute(&mut conn).await.expect("drop the role");
     assert!(granted.get::<bool, _>("may"), "the role's grant was lost");
     assert!(found.get::<bool, _>("may"), "the role may not call taskhost_ended");
