@@ -14,7 +14,8 @@
 #      (graphile's schema dropped when the version changes):
 #        "1 process"   graphile: 1 worker process;  taskhost: --processes 0 (drain in bench's process)
 #        "2 processes" graphile: 2 worker processes; taskhost: --processes 2
-#        (taskhost at --concurrency 1024 --claim-batch 256 in both), then
+#        (taskhost at --concurrency 1024 --claim-batch 256 in both: PEERS_TASKHOST_CONCURRENCY and
+#        PEERS_TASKHOST_CLAIM_BATCH change them), then
 #        "defaults"    taskhost alone with its default worker settings, --processes 0
 #        "p1del", "p2del" taskhost alone as "1 process" and "2 processes" with its queue deleting
 #                      its successes (--on-success delete), as Graphile deletes its jobs
@@ -41,6 +42,8 @@
 #   PEERS_REPS              repetitions (default 3)
 #   PEERS_GRAPHILE_VERSIONS graphile-worker versions from npm, by spaces (default "0.17.3 0.18.0";
 #                           PEERS_GRAPHILE_VERSION, one version, is read too)
+#   PEERS_TASKHOST_CONCURRENCY, PEERS_TASKHOST_CLAIM_BATCH
+#                           taskhost's --concurrency (1024) and --claim-batch (256) in the runs above
 #   TASKHOST                taskhost binary (default <repo>/target/release/taskhost; not built
 #                           here: without it the taskhost rows are skipped)
 # Results (one JSON line a run) and the runs' logs go to target/peers/.
@@ -54,6 +57,8 @@ JOBS=${PEERS_JOBS:-50000}
 REPS=${PEERS_REPS:-3}
 read -r -a VERSIONS <<<"${PEERS_GRAPHILE_VERSIONS:-${PEERS_GRAPHILE_VERSION:-0.17.3 0.18.0}}"
 TASKHOST=${TASKHOST:-$ROOT/target/release/taskhost}
+TH_CONCURRENCY=${PEERS_TASKHOST_CONCURRENCY:-1024}
+TH_CLAIM_BATCH=${PEERS_TASKHOST_CLAIM_BATCH:-256}
 OUT=$ROOT/target/peers
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 RESULTS=$OUT/graphile-$STAMP.jsonl
@@ -263,16 +268,16 @@ for ((r = 1; r <= REPS; r++)); do
   echo "repetition $r/$REPS" >&2
   # Interleaved, graphile first then taskhost, so a slow moment of the machine hits both.
   for v in "${VERSIONS[@]}"; do graphile p1 "1 process" "$r" 1 "$v"; done
-  taskhost p1 "1 process" "$r" "" 0 --concurrency 1024 --claim-batch 256
+  taskhost p1 "1 process" "$r" "" 0 --concurrency "$TH_CONCURRENCY" --claim-batch "$TH_CLAIM_BATCH"
   for v in "${VERSIONS[@]}"; do graphile p2 "2 processes" "$r" 2 "$v"; done
-  taskhost p2 "2 processes" "$r" "" 2 --concurrency 1024 --claim-batch 256
+  taskhost p2 "2 processes" "$r" "" 2 --concurrency "$TH_CONCURRENCY" --claim-batch "$TH_CLAIM_BATCH"
   # taskhost with its defaults (what a user gets without tuning), against graphile's 1-process
   # figures of this repetition.
   taskhost defaults "taskhost defaults, 1 process" "$r" p1 0
   # taskhost with its queue deleting its successes (`--on-success delete`), as Graphile deletes its
   # jobs, against graphile's figures of the same repetition.
-  taskhost p1del "1 process, successes deleted" "$r" p1 0 --concurrency 1024 --claim-batch 256 --on-success delete
-  taskhost p2del "2 processes, successes deleted" "$r" p2 2 --concurrency 1024 --claim-batch 256 --on-success delete
+  taskhost p1del "1 process, successes deleted" "$r" p1 0 --concurrency "$TH_CONCURRENCY" --claim-batch "$TH_CLAIM_BATCH" --on-success delete
+  taskhost p2del "2 processes, successes deleted" "$r" p2 2 --concurrency "$TH_CONCURRENCY" --claim-batch "$TH_CLAIM_BATCH" --on-success delete
 done
 
 # The setting, then the tables.
@@ -286,7 +291,7 @@ echo "- PostgreSQL $(psql "$URL" -Atc 'show server_version') (same server for bo
 for v in "${VERSIONS[@]}"; do
   echo "- graphile-worker $v (node $("${NODE[$v]}" --version)): perfTest batching config, concurrency 24 a process"
 done
-echo "- taskhost: $th_version ($TASKHOST)"
+echo "- taskhost: $th_version ($TASKHOST), --concurrency $TH_CONCURRENCY --claim-batch $TH_CLAIM_BATCH a process"
 echo
 node "$HERE/table.js" "$RESULTS"
 echo

@@ -64,7 +64,7 @@ export class Client {
   /**
    * The task once final, through `?wait=` (no polling); `timeoutMs` null: no end. A server that
    * holds as many waits as it may (503 `busy`) is asked again, a moment later each time, while
-   * the time lasts.
+   * the time lasts (the task read meanwhile without `?wait=`).
    */
   async wait(id, { timeoutMs = 60_000 } = {}) {
     const deadline = timeoutMs == null ? null : Date.now() + timeoutMs;
@@ -76,10 +76,15 @@ export class Client {
       try {
         shown = await this.#call("GET", `/tasks/${taskId(id)}?wait=${waitMs}ms`, undefined, waitMs + this.timeoutMs);
       } catch (e) {
-        if (!(e instanceof TaskhostError) || e.code !== "busy" || (deadline != null && Date.now() + pause >= deadline)) throw e;
-        await new Promise((resolve) => setTimeout(resolve, pause));
-        pause = Math.min(pause * 2, 2_000);
-        continue;
+        // A busy server still answers a plain read: the task is read so meanwhile.
+        if (!(e instanceof TaskhostError) || e.code !== "busy") throw e;
+        shown = await this.get(id);
+        if (!FINAL_STATES.includes(shown.task.state)) {
+          const sleep = deadline == null ? pause : Math.max(0, Math.min(pause, deadline - Date.now()));
+          await new Promise((resolve) => setTimeout(resolve, sleep));
+          pause = Math.min(pause * 2, 2_000);
+          if (deadline == null || Date.now() < deadline) continue;
+        }
       }
       if (FINAL_STATES.includes(shown.task.state)) return shown;
       if (deadline != null && Date.now() >= deadline) throw new WaitTimeoutError(id, shown, timeoutMs);

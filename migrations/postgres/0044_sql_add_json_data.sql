@@ -3,21 +3,22 @@
 -- with data `text` alone such a call found no function ("function taskhost_add(unknown, jsonb)
 -- does not exist"). Each is the text function's arguments with the data's type changed and no
 -- default for it, and calls it with the data as text, so every check and message is the text
--- function's. A call whose data is a quoted literal, NULL or left out still finds the text function
+-- function's. Their options default to NULL, which the text function reads as its own default
+-- (so a default changed there holds here too). A call whose data is a quoted literal, NULL or left out still finds the text function
 -- alone: an argument of unknown type goes to the candidate taking text, and a call without data
 -- matches no function that needs it. Their grants are those of the text function (a role that may
 -- call that may call these, and PUBLIC only if it may call that).
 CREATE FUNCTION taskhost_add(
     handler      text,
     data         jsonb,
-    queue        text DEFAULT 'default',
-    priority     integer DEFAULT 0,
+    queue        text DEFAULT NULL,
+    priority     integer DEFAULT NULL,
     run_at       timestamptz DEFAULT NULL,
     unique_key   text DEFAULT NULL,
-    max_attempts integer DEFAULT 5,
+    max_attempts integer DEFAULT NULL,
     key          text DEFAULT NULL,
     after        bigint[] DEFAULT NULL,
-    run_anyway   boolean DEFAULT false,
+    run_anyway   boolean DEFAULT NULL,
     queued_by    text DEFAULT NULL,
     unique_for   interval DEFAULT NULL,
     unique_states text DEFAULT NULL,
@@ -31,14 +32,14 @@ AS $fn$ SELECT taskhost_add($1, $2::text, $3, $4, $5, $6, $7, $8, $9, $10, $11, 
 CREATE FUNCTION taskhost_add(
     handler      text,
     data         json,
-    queue        text DEFAULT 'default',
-    priority     integer DEFAULT 0,
+    queue        text DEFAULT NULL,
+    priority     integer DEFAULT NULL,
     run_at       timestamptz DEFAULT NULL,
     unique_key   text DEFAULT NULL,
-    max_attempts integer DEFAULT 5,
+    max_attempts integer DEFAULT NULL,
     key          text DEFAULT NULL,
     after        bigint[] DEFAULT NULL,
-    run_anyway   boolean DEFAULT false,
+    run_anyway   boolean DEFAULT NULL,
     queued_by    text DEFAULT NULL,
     unique_for   interval DEFAULT NULL,
     unique_states text DEFAULT NULL,

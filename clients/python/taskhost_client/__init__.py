@@ -81,7 +81,7 @@ class Client:
         `?wait=` so that the server answers at its end (no polling). `timeout`: seconds, None for
         no end; past it, `TimeoutError` (its `task` attribute: the task as it was). A server that
         holds as many waits as it may (503 `busy`) is asked again, a moment later each time, while
-        the time lasts."""
+        the time lasts (the task read meanwhile without `?wait=`)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = 0.1
         while True:
@@ -91,13 +91,18 @@ class Client:
                 shown = self._call("GET", f"/tasks/{int(task_id)}?wait={wait_ms}ms",
                                    timeout=wait_ms / 1000 + self.timeout)
             except TaskhostError as e:
-                # A server holding all the waits it may (503 `busy`) is asked again a moment
-                # later, while the time lasts, as a stream reconnects.
-                if e.code != "busy" or (deadline is not None and time.monotonic() + pause >= deadline):
+                # A server holding all the waits it may (503 `busy`) still answers a plain read:
+                # the task is read so, and the wait asked again a moment later while the time
+                # lasts, as a stream reconnects.
+                if e.code != "busy":
                     raise
-                time.sleep(pause)
-                pause = min(pause * 2, 2.0)
-                continue
+                shown = self.get(task_id)
+                if shown["task"]["state"] not in FINAL_STATES:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    time.sleep(pause if left is None else max(0.0, min(pause, left)))
+                    pause = min(pause * 2, 2.0)
+                    if deadline is None or time.monotonic() < deadline:
+                        continue
             if shown["task"]["state"] in FINAL_STATES:
                 return shown
             if deadline is not None and time.monotonic() >= deadline:

@@ -198,26 +198,33 @@ for (const near of proxy.held.splice(0)) near.destroy();
 proxy.server.close();
 seen.events_resumed = [told.id === first, place != null, sent.includes(`last-event-id: ${place}`.toLowerCase()), kind, resumedTask.id === second];
 
-// A server holding all the waits it may answers 503 `busy`: `wait` asks again while its time lasts
-// (two busy answers, then the task), and throws `busy` when the server stays so past it.
-const busy = { left: 2, asked: 0 }; // left -1: busy for ever
+// A server holding all the waits it may answers a wait 503 `busy`, and a plain read as ever: `wait`
+// reads the task then, and asks again while its time lasts (two busy answers, then the end); it
+// returns a task the read found final; past its time it throws `WaitTimeoutError` with the task read.
+const busy = { left: 2, plain: "scheduled", waits: 0 }; // left -1: busy for ever
 const busyServer = http.createServer((req, res) => {
-  busy.asked += 1;
-  const answer = busy.left !== 0
-    ? [503, { error: { code: "busy", message: "too many requests wait" } }]
-    : [200, { task: { id: 7, state: "succeeded" }, runs: [] }];
-  if (busy.left > 0) busy.left -= 1;
+  let answer = [200, { task: { id: 7, state: busy.plain }, runs: [] }];
+  if (req.url.includes("wait=")) {
+    busy.waits += 1;
+    answer = busy.left !== 0
+      ? [503, { error: { code: "busy", message: "too many requests wait" } }]
+      : [200, { task: { id: 7, state: "succeeded" }, runs: [] }];
+    if (busy.left > 0) busy.left -= 1;
+  }
   res.writeHead(answer[0], { "content-type": "application/json" }).end(JSON.stringify(answer[1]));
 });
 await new Promise((resolve) => busyServer.listen(0, "127.0.0.1", resolve));
 const busyClient = new Client(`http://127.0.0.1:${busyServer.address().port}`);
-seen.wait_busy = [(await busyClient.wait(7, { timeoutMs: 30_000 })).task.state, busy.asked];
-Object.assign(busy, { left: -1, asked: 0 });
+seen.wait_busy = [(await busyClient.wait(7, { timeoutMs: 30_000 })).task.state, busy.waits];
+Object.assign(busy, { left: -1, waits: 0 });
 try {
   await busyClient.wait(7, { timeoutMs: 1_000 });
   seen.wait_busy_past_deadline = "answered";
 } catch (e) {
-  seen.wait_busy_past_deadline = [e.status, e.code, busy.asked > 1];
+  if (!(e instanceof WaitTimeoutError)) throw e;
+  seen.wait_busy_past_deadline = ["timeout", e.task.task.state, busy.waits > 1];
 }
+Object.assign(busy, { plain: "succeeded", waits: 0 });
+seen.wait_busy_read_final = [(await busyClient.wait(7, { timeoutMs: 30_000 })).task.state, busy.waits];
 busyServer.close();
 console.log(JSON.stringify(seen));

@@ -210,19 +210,26 @@ except TaskhostError as e:
     seen["events_given_up"] = [e.status, e.code, round(time.monotonic() - started)]
 hung.close()
 
-# A server holding all the waits it may answers 503 `busy`: `wait` asks again while its time lasts
-# (two busy answers, then the task), and raises `busy` when the server stays so past it.
+# A server holding all the waits it may answers a wait 503 `busy`, and a plain read as ever: `wait`
+# reads the task then, and asks again while its time lasts (two busy answers, then the end); it
+# returns a task the read found final; past its time it raises `TimeoutError` with the task read.
+
+
 class Busy(http.server.BaseHTTPRequestHandler):
     busy_left = 2  # -1: busy for ever
-    asked = 0
+    plain_state = "scheduled"
+    waits = 0
 
     def do_GET(self):
-        Busy.asked += 1
-        if Busy.busy_left != 0:
-            Busy.busy_left -= 1 if Busy.busy_left > 0 else 0
-            status, body = 503, {"error": {"code": "busy", "message": "too many requests wait"}}
+        if "wait=" in self.path:
+            Busy.waits += 1
+            if Busy.busy_left != 0:
+                Busy.busy_left -= 1 if Busy.busy_left > 0 else 0
+                status, body = 503, {"error": {"code": "busy", "message": "too many requests wait"}}
+            else:
+                status, body = 200, {"task": {"id": 7, "state": "succeeded"}, "runs": []}
         else:
-            status, body = 200, {"task": {"id": 7, "state": "succeeded"}, "runs": []}
+            status, body = 200, {"task": {"id": 7, "state": Busy.plain_state}, "runs": []}
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -237,12 +244,14 @@ class Busy(http.server.BaseHTTPRequestHandler):
 busy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Busy)
 threading.Thread(target=busy.serve_forever, daemon=True).start()
 busy_client = Client(f"http://127.0.0.1:{busy.server_address[1]}")
-seen["wait_busy"] = [busy_client.wait(7, timeout=30)["task"]["state"], Busy.asked]
-Busy.busy_left, Busy.asked = -1, 0
+seen["wait_busy"] = [busy_client.wait(7, timeout=30)["task"]["state"], Busy.waits]
+Busy.busy_left, Busy.waits = -1, 0
 try:
     busy_client.wait(7, timeout=1)
     seen["wait_busy_past_deadline"] = "answered"
-except TaskhostError as e:
-    seen["wait_busy_past_deadline"] = [e.status, e.code, Busy.asked > 1]
+except TimeoutError as e:
+    seen["wait_busy_past_deadline"] = ["timeout", e.task["task"]["state"], Busy.waits > 1]  # type: ignore[attr-defined]
+Busy.plain_state, Busy.waits = "succeeded", 0
+seen["wait_busy_read_final"] = [busy_client.wait(7, timeout=30)["task"]["state"], Busy.waits]
 busy.shutdown()
 print(json.dumps(seen))
