@@ -1,9 +1,10 @@
 // The dashboard: one page whose views read and act through the JSON API under /api/v1. The
 // address after `#` names the view, so a view can be bookmarked and shared; a view is mounted
 // once and, while live updates are on, refreshed when the task event stream
-// (/api/v1/events) tells of a change, at most every EVENT_GAP_MS; the views whose data changes
-// otherwise too (queues, limits, schedules, runners, plugins), and every view while the stream is
-// down, are read again every LIVE_MS, and the others every SAFETY_MS all the same.
+// (/api/v1/events) tells of a change, at most every EVENT_GAP_MS. Besides, every view is read
+// every LIVE_MS while the stream is down; while it is open, the views whose data also changes
+// without a task event (a queue paused or a limit set elsewhere, a worker starting: queues,
+// limits, schedules, runners, plugins) every OTHER_MS, and the others every SAFETY_MS all the same.
 
 import { h, fill, button } from './view.js';
 import * as overview from './overview.js';
@@ -14,6 +15,7 @@ import * as plugins from './plugins.js';
 
 const LIVE_MS = 1500;
 const EVENT_GAP_MS = 1000;
+const OTHER_MS = 5000;
 const SAFETY_MS = 15000;
 const RECONNECT_MS = 2000;
 const TOKEN_KEY = 'taskhost-token';
@@ -22,8 +24,8 @@ const state = {
   token: sessionStorage.getItem(TOKEN_KEY),
   live: localStorage.getItem('taskhost-live') !== 'off',
   view: null,
-  // Whether the current view's data changes with task events (see `routes`).
-  follows: false,
+  // How long the current view goes unread while the stream is open and tells nothing (`routes`).
+  every: SAFETY_MS,
   // Whether the event stream is open, and what closes it.
   streaming: false,
   stream: null,
@@ -110,24 +112,26 @@ function askToken() {
   input.focus();
 }
 
-// Each view, and whether what it shows changes only as tasks do (then task events drive it).
+// Each view, and how long it goes unread while the stream is open and tells nothing. Task events
+// drive every view (a queue's counts, a limit's runs in flight, a schedule's slot queued, a
+// deployed version's pinned tasks move with tasks); OTHER_MS catches what changes without one.
 const routes = [
-  [/^\/?$/, () => overview.mount, true],
-  [/^\/tasks\/(\d+)$/, (m) => (main) => task.mount(main, Number(m[1])), true],
-  [/^\/tasks$/, () => tasks.mount, true],
-  [/^\/dead$/, () => (main, q) => tasks.mount(main, q, { dead: true }), true],
-  [/^\/queues$/, () => ops.queues, false],
-  [/^\/limits$/, () => ops.limits, false],
-  [/^\/schedules$/, () => ops.schedules, false],
-  [/^\/runners$/, () => ops.runners, false],
-  [/^\/plugins$/, () => plugins.list, false],
-  [/^\/plugins\/([^/]+)$/, (m) => (main) => plugins.versions(main, decodeURIComponent(m[1])), false],
+  [/^\/?$/, () => overview.mount, SAFETY_MS],
+  [/^\/tasks\/(\d+)$/, (m) => (main) => task.mount(main, Number(m[1])), SAFETY_MS],
+  [/^\/tasks$/, () => tasks.mount, SAFETY_MS],
+  [/^\/dead$/, () => (main, q) => tasks.mount(main, q, { dead: true }), SAFETY_MS],
+  [/^\/queues$/, () => ops.queues, OTHER_MS],
+  [/^\/limits$/, () => ops.limits, OTHER_MS],
+  [/^\/schedules$/, () => ops.schedules, OTHER_MS],
+  [/^\/runners$/, () => ops.runners, OTHER_MS],
+  [/^\/plugins$/, () => plugins.list, OTHER_MS],
+  [/^\/plugins\/([^/]+)$/, (m) => (main) => plugins.versions(main, decodeURIComponent(m[1])), OTHER_MS],
 ];
 
 async function route() {
   const [path, query = ''] = location.hash.replace(/^#/, '').split('?');
   const main = document.getElementById('main');
-  const found = routes.map(([re, view, follows]) => [path.match(re), view, follows]).find(([m]) => m);
+  const found = routes.map(([re, view, every]) => [path.match(re), view, every]).find(([m]) => m);
   for (const a of document.querySelectorAll('nav a')) {
     a.toggleAttribute('aria-current', a.getAttribute('href') === `#${path.split('/').slice(0, 2).join('/')}` ||
       (path === '' && a.getAttribute('href') === '#/'));
@@ -140,7 +144,7 @@ async function route() {
     return;
   }
   const view = found[1](found[0])(fill(main), new URLSearchParams(query));
-  state.follows = found[2];
+  state.every = found[2];
   if (generation === state.generation) state.view = view;
   await refresh();
 }
@@ -211,7 +215,7 @@ function setLive(on) {
 
 /** A task event: read the view again, at most every EVENT_GAP_MS. */
 function told() {
-  if (!state.live || !state.follows || state.eventDue) return;
+  if (!state.live || state.eventDue) return;
   if (document.hidden) {
     state.stale = true;
     return;
@@ -248,7 +252,7 @@ async function follow() {
       if (res.ok && res.body) {
         setStreaming(true);
         // Missed while it was down.
-        if (state.live && state.follows) refresh();
+        if (state.live) refresh();
         const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
         let text = '';
         for (;;) {
@@ -290,8 +294,7 @@ function start() {
   });
   setInterval(() => {
     if (!state.live || document.hidden) return;
-    const polled = !state.follows || !state.streaming;
-    if (polled || Date.now() - state.readAt >= SAFETY_MS) refresh({ tick: true });
+    if (!state.streaming || Date.now() - state.readAt >= state.every) refresh({ tick: true });
   }, LIVE_MS);
   route();
 }

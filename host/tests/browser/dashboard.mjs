@@ -170,6 +170,12 @@ try {
   await shot(page, 'queues');
   await page.click('tr[data-key="mail"] [data-action="resume"]');
   await page.waitForSelector('tr[data-key="mail"] [data-action="pause"]', WAIT);
+  // The queues page follows the event stream: a task queued elsewhere asks for a read.
+  const reads = Number(await page.getAttribute('body', 'data-event-reads'));
+  await call('POST', '/tasks', { handler: 'echo', queue: 'told' });
+  await page.waitForSelector('tr[data-key="told"]', WAIT);
+  await page.waitForFunction((r) => Number(document.body.dataset.eventReads || 0) > r, reads, WAIT);
+  done.queues_told = true;
 
   // Trigger and pause a schedule.
   await visit(page, '#/schedules', 'tr[data-key="nightly"] [data-action="trigger"]');

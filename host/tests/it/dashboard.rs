@@ -50,6 +50,7 @@ async fn the_dashboard_shows_the_queue_live_and_acts_on_it_by_clicking(db: Db) {
         assert_eq!(status_of(id).await, RunStatus::Cancelled, "{id}");
     }
     assert_eq!(done["paused"], Value::Bool(true), "{done}");
+    assert_eq!(done["queues_told"], Value::Bool(true), "the queues page follows task events: {done}");
     // The workflow graph: the fan-out, its two parts and the join; from the join (clicked), its
     // parent and the parts it runs after, then itself.
     let graph: Vec<(i64, String)> = serde_json::from_value(done["graph"].clone()).expect("the graph's boxes");
