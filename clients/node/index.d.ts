@@ -98,6 +98,13 @@ export declare class WaitTimeoutError extends Error {
 export declare class Client {
   constructor(baseUrl?: string, options?: { token?: string; timeoutMs?: number });
   enqueue(handler: string, data?: unknown, fields?: Omit<TaskInput, "handler" | "data">): Promise<number>;
+  /** Queue one task unless a task holds `uniqueKey`: its id, and whether this call queued it. */
+  enqueueUnique(
+    handler: string,
+    data: unknown,
+    uniqueKey: string,
+    fields?: Omit<TaskInput, "handler" | "data" | "unique_key">,
+  ): Promise<{ id: number; created: boolean }>;
   enqueueMany(tasks: TaskInput[]): Promise<number[]>;
   get(id: number): Promise<TaskDetail>;
   wait(id: number, options?: { timeoutMs?: number | null }): Promise<TaskDetail>;

@@ -50,6 +50,17 @@ export class Client {
     return added.id;
   }
 
+  /**
+   * Queue one task unless a task holds `uniqueKey` (`unique_for` and `unique_states` say for how
+   * long and in which states): `{ id, created }`, `created` false when a task held the key and
+   * `id` is that task's.
+   */
+  async enqueueUnique(handler, data, uniqueKey, fields = {}) {
+    if (typeof uniqueKey !== "string") throw new TypeError(`enqueueUnique: uniqueKey must be a string, not ${typeof uniqueKey}`);
+    const added = await this.#call("POST", "/tasks", task({ ...fields, handler, data, unique_key: uniqueKey }));
+    return { id: added.id, created: added.created };
+  }
+
   /** Queue up to 10,000 tasks at once, all or none; their ids in order. */
   async enqueueMany(tasks) {
     const added = await this.#call("POST", "/tasks", { tasks: tasks.map(task) });

@@ -14,9 +14,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-__all__ = ["Client", "EventStream", "TaskhostError", "FINAL_STATES", "TASK_FIELDS"]
+__all__ = ["Client", "EventStream", "Queued", "TaskhostError", "FINAL_STATES", "TASK_FIELDS"]
 
 #: A task in one of these states will not run again unless someone replays it.
 FINAL_STATES = frozenset({"succeeded", "dead", "cancelled"})
@@ -44,6 +44,14 @@ class TaskhostError(Exception):
         self.message = message
 
 
+class Queued(NamedTuple):
+    """What `Client.enqueue_unique` did: the task's id, and whether this call queued it (False: a
+    task held the unique key, and `id` is that task's)."""
+
+    id: int
+    created: bool
+
+
 class Client:
     """Requests to one taskhost server. `token`: an `[api]` token of the server's (a `write` one
     to queue, cancel and retry), or None when the server has none. `timeout`: seconds for a
@@ -63,6 +71,14 @@ class Client:
         takes them: `"2026-12-01T09:00:00Z"`, `"90s"`)."""
         task = self._task(handler, data, fields)
         return int(self._call("POST", "/tasks", task)["id"])
+
+    def enqueue_unique(self, handler: str, data: Any = None, *, unique_key: str, **fields: Any) -> Queued:
+        """Queue one task unless a task holds `unique_key` (`unique_for` and `unique_states` say
+        for how long and in which states): a `Queued` with the id and whether it was queued."""
+        if not isinstance(unique_key, str):
+            raise TypeError(f"enqueue_unique: unique_key must be text, not {type(unique_key).__name__}")
+        answer = self._call("POST", "/tasks", self._task(handler, data, dict(fields, unique_key=unique_key)))
+        return Queued(int(answer["id"]), bool(answer["created"]))
 
     def enqueue_many(self, tasks: Sequence[Dict[str, Any]]) -> List[int]:
         """Queue up to 10,000 tasks (dicts of `TASK_FIELDS`) at once: all or none; their ids, in

@@ -28,6 +28,11 @@ const one = await client.enqueue("echo", { n: 1 }, { queued_by: "node-client", .
 const again = await client.enqueue("echo", { n: 2 }, once);
 const done = await client.wait(one, { timeoutMs: 60_000 });
 seen.one = { same_id: one === again, state: done.task.state, results: done.runs.at(-1).results, queued_by: done.task.queued_by };
+// Queued once: the second call is told a task holds the key, and which.
+const uniqueFirst = await client.enqueueUnique("echo", { n: 3 }, "node-unique", { unique_states: "any" });
+const uniqueSecond = await client.enqueueUnique("echo", { n: 4 }, "node-unique", { unique_states: "any" });
+seen.unique = [uniqueFirst.created, uniqueSecond.created, uniqueFirst.id === uniqueSecond.id,
+  ["id", "created"].every((f) => f in doc.components.schemas.Added.properties)];
 const ids = await client.enqueueMany([0, 1, 2].map((n) => ({ handler: "echo", data: { n }, priority: n })));
 seen.many = [];
 for (const id of ids) seen.many.push((await client.wait(id)).runs.at(-1).results);
@@ -62,6 +67,11 @@ try {
   await client.enqueue("echo", {}, { colour: "red" });
 } catch (e) {
   errors.unknown_field = e instanceof TypeError ? e.message : String(e);
+}
+try {
+  await client.enqueueUnique("echo", {});
+} catch (e) {
+  errors.unique_key_missing = e instanceof TypeError ? e.message : String(e);
 }
 seen.errors = errors;
 

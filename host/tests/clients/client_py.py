@@ -40,6 +40,11 @@ again = client.enqueue("echo", {"n": 2}, unique_key="py-once", unique_states="su
 done = client.wait(one, timeout=60)
 seen["one"] = {"same_id": one == again, "state": done["task"]["state"], "results": done["runs"][-1]["results"],
                "queued_by": done["task"]["queued_by"]}
+# Queued once: the second call is told a task holds the key, and which.
+unique_first = client.enqueue_unique("echo", {"n": 3}, unique_key="py-unique", unique_states="any")
+unique_second = client.enqueue_unique("echo", {"n": 4}, unique_key="py-unique", unique_states="any")
+seen["unique"] = [unique_first.created, unique_second.created, unique_first.id == unique_second.id,
+                  set(doc["components"]["schemas"]["Added"]["properties"]) >= {"id", "created"}]
 ids = client.enqueue_many([{"handler": "echo", "data": {"n": n}, "priority": n} for n in range(3)])
 seen["many"] = [client.wait(i, timeout=60)["runs"][-1]["results"] for i in ids]
 
@@ -71,6 +76,10 @@ try:
     client.enqueue("echo", colour="red")
 except TypeError as e:
     errors["unknown_field"] = str(e)
+try:
+    client.enqueue_unique("echo", unique_key=None)  # type: ignore[arg-type]
+except TypeError as e:
+    errors["unique_key_missing"] = str(e)
 seen["errors"] = errors
 
 # Events: a stream of one task is told its state at once; one of a queue, opened before a task

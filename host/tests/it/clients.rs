@@ -67,6 +67,7 @@ fn node_client() -> &'static PathBuf {
 /// What both clients' scripts print, checked alike.
 fn check_what_a_client_saw(seen: &Value) {
     assert_eq!(seen["one"]["same_id"], json!(true), "a second add with the unique key gets the first's id: {seen}");
+    assert_eq!(seen["unique"], json!([true, false, true, true]), "queued once, then told a task holds the key: {seen}");
     assert_eq!(seen["one"]["state"], "succeeded", "{seen}");
     assert_eq!(seen["one"]["results"], json!({"n": 1}), "{seen}");
     assert_eq!(seen["many"], json!([{"n": 0}, {"n": 1}, {"n": 2}]), "{seen}");
@@ -81,6 +82,7 @@ fn check_what_a_client_saw(seen: &Value) {
     assert_eq!(code("not_found"), (json!(404), json!("not-found")), "{errors}");
     assert_eq!(code("unreachable"), (json!(0), json!("unreachable")), "{errors}");
     assert!(errors["unknown_field"].as_str().unwrap_or("").contains("colour"), "{errors}");
+    assert!(errors["unique_key_missing"].as_str().unwrap_or("").contains("unique"), "{errors}");
     assert_eq!(seen["events_asked"], json!(["task", true, "succeeded"]), "{seen}");
     let states = seen["events_queue"].as_array().expect("the states a stream was told");
     assert_eq!(states.last(), Some(&json!("succeeded")), "{seen}");
