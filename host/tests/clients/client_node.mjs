@@ -20,6 +20,28 @@ for (const [path, method] of [["/api/v1/tasks", "post"], ["/api/v1/tasks/{id}", 
 check(doc.paths["/api/v1/tasks/{id}"].get.parameters.some((p) => p.name === "wait" && p.in === "query"), "wait");
 check(["queue", "handler", "task"].every((n) => doc.paths["/api/v1/events"].get.parameters.some((p) => p.name === n)), "events");
 check(FINAL_STATES.every((s) => doc.components.schemas.TaskState.enum.includes(s)), "states");
+// The package's types (index.d.ts, which nothing compiles here) against the answers' schemas:
+// each field it names is the server's, one it says is always there is required, and the
+// interfaces without an index signature name every field but the deprecated.
+const types = await (await import("node:fs/promises")).readFile(
+  new URL("./node_modules/taskhost-client/index.d.ts", import.meta.url), "utf8");
+const declared = Object.fromEntries([...types.matchAll(/^export interface (\w+)[^{]*\{\n([\s\S]*?)^\}/gm)]
+  .map(([, name, body]) => [name, [...body.matchAll(/^  (\w+)(\??): /gm)].map(([, f, opt]) => [f, opt === ""])]));
+for (const [iface, schemaName, whole] of [["TaskInput", "TaskInput", true], ["Task", "Task", false],
+  ["Run", "Run", false], ["TaskDetail", "TaskDetail", false], ["TaskBrief", "Brief", true]]) {
+  const schema = doc.components.schemas[schemaName];
+  const fieldsOf = declared[iface] ?? [];
+  check(fieldsOf.length > 0, `index.d.ts declares ${iface}`);
+  for (const [f, always] of fieldsOf) {
+    check(f in schema.properties, `index.d.ts: ${iface}.${f} is not a field of ${schemaName}`);
+    check(!always || (schema.required ?? []).includes(f), `index.d.ts: ${iface}.${f} is not always there (make it optional)`);
+  }
+  const named = new Set(fieldsOf.map(([f]) => f));
+  const unnamed = Object.keys(schema.properties).filter((f) => !named.has(f) && !schema.properties[f].deprecated);
+  check(!whole || unnamed.length === 0, `index.d.ts: ${iface} lacks ${unnamed}`);
+}
+const stateUnion = types.match(/^export type TaskState = (.*);$/m)?.[1].match(/"[^"]+"/g)?.map((s) => JSON.parse(s));
+check(JSON.stringify(stateUnion) === JSON.stringify(doc.components.schemas.TaskState.enum), `index.d.ts: TaskState ${stateUnion}`);
 
 const seen = {};
 // The key is kept once it succeeded too: the worker may end the first before the second is sent.
