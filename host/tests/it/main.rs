@@ -52,6 +52,7 @@ mod signals;
 mod snooze;
 mod sockets;
 mod sql_add;
+mod sql_add_after;
 mod sql_add_limit;
 mod sql_add_mysql;
 mod sql_add_postgres;
