@@ -2,6 +2,8 @@
 // description is `GET /api/openapi.json`.
 
 export type TaskState = "waiting" | "scheduled" | "running" | "awaiting-retry" | "succeeded" | "dead" | "cancelled";
+/** A run's status (and a task's `last_status`: its latest run's). */
+export type RunStatus = "scheduled" | "running" | "success" | "error" | "timeout" | "cancelled" | "snoozed" | "waiting";
 export declare const FINAL_STATES: readonly ["succeeded", "dead", "cancelled"];
 export declare const TASK_FIELDS: readonly string[];
 
@@ -26,13 +28,19 @@ export interface TaskInput {
   version?: string;
 }
 
+/** What `enqueueUnique` did: the task's id, and whether this call queued it (false: a task held the key). */
+export interface Queued {
+  id: number;
+  created: boolean;
+}
+
 export interface Task {
   id: number;
   state: TaskState;
   handler: string;
   queue: string;
   data: unknown;
-  last_status: string;
+  last_status: RunStatus;
   queued_by?: string | null;
   [field: string]: unknown;
 }
@@ -40,9 +48,11 @@ export interface Task {
 export interface Run {
   id: number;
   attempt: number;
-  status: string;
+  status: RunStatus;
   results?: unknown;
   error_code?: string | null;
+  /** Who produced its error: the host or the handler (the guest). */
+  error_source?: "host" | "guest" | null;
   error_message?: string | null;
   started_on?: string | null;
   finished_on?: string | null;
@@ -104,7 +114,7 @@ export declare class Client {
     data: unknown,
     uniqueKey: string,
     fields?: Omit<TaskInput, "handler" | "data" | "unique_key">,
-  ): Promise<{ id: number; created: boolean }>;
+  ): Promise<Queued>;
   enqueueMany(tasks: TaskInput[]): Promise<number[]>;
   get(id: number): Promise<TaskDetail>;
   wait(id: number, options?: { timeoutMs?: number | null }): Promise<TaskDetail>;

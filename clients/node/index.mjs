@@ -57,8 +57,9 @@ export class Client {
    */
   async enqueueUnique(handler, data, uniqueKey, fields = {}) {
     if (typeof uniqueKey !== "string") throw new TypeError(`enqueueUnique: uniqueKey must be a string, not ${typeof uniqueKey}`);
+    if ("unique_key" in fields) throw new TypeError("enqueueUnique: the unique key is its third argument, not a field");
     const added = await this.#call("POST", "/tasks", task({ ...fields, handler, data, unique_key: uniqueKey }));
-    return { id: added.id, created: added.created };
+    return { id: added.id, created: Boolean(added.created) };
   }
 
   /** Queue up to 10,000 tasks at once, all or none; their ids in order. */

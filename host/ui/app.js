@@ -1,10 +1,11 @@
 // The dashboard: one page whose views read and act through the JSON API under /api/v1. The
 // address after `#` names the view, so a view can be bookmarked and shared; a view is mounted
-// once and, while live updates are on, refreshed when the task event stream
-// (/api/v1/events) tells of a change, at most every EVENT_GAP_MS. Besides, every view is read
-// every LIVE_MS while the stream is down; while it is open, the views whose data also changes
-// without a task event (a queue paused or a limit set elsewhere, a worker starting: queues,
-// limits, schedules, runners, plugins) every OTHER_MS, and the others every SAFETY_MS all the same.
+// once and, while live updates are on, refreshed when the task event stream (/api/v1/events)
+// tells of a change, EVENT_GAP_MS after its last read ended at the soonest. Besides, every view
+// is read every LIVE_MS while the stream is down; while it is open, the views whose data also
+// changes without a task event (a queue paused or a limit set elsewhere, a worker starting:
+// queues, limits, schedules, runners, plugins) about every OTHER_MS, and the others about every
+// SAFETY_MS all the same.
 
 import { h, fill, button } from './view.js';
 import * as overview from './overview.js';
@@ -29,9 +30,12 @@ const state = {
   // Whether the event stream is open, and what closes it.
   streaming: false,
   stream: null,
-  // When the current view was last read (ms), and whether a read for an event is due.
+  // When the current view's last read began and ended (ms), whether a read for an event is due,
+  // and whether one was asked for by an event and not begun yet.
   readAt: 0,
+  readEnd: 0,
   eventDue: false,
+  eventAsked: false,
   // A task event came while the tab was hidden: read once it shows.
   stale: false,
   // A view mounted later makes an earlier one's late answers moot.
@@ -168,8 +172,13 @@ export async function refresh({ tick = false } = {}) {
       do {
         state.again = false;
         state.readAt = Date.now();
+        const asked = state.eventAsked;
+        state.eventAsked = false;
         await view.refresh(() => generation === state.generation);
-        document.body.dataset.updated = String(Date.now());
+        state.readEnd = Date.now();
+        document.body.dataset.updated = String(state.readEnd);
+        // Counted for the browser test: reads a task event asked for, drawn.
+        if (asked) document.body.dataset.eventReads = String(Number(document.body.dataset.eventReads || 0) + 1);
       } while (state.again && generation === state.generation);
     } catch (e) {
       if (e.status !== 401) notify(e.message, 'error');
@@ -213,7 +222,7 @@ function setLive(on) {
   else if (state.stream) state.stream.abort();
 }
 
-/** A task event: read the view again, at most every EVENT_GAP_MS. */
+/** A task event: read the view again, EVENT_GAP_MS after the last read ended at the soonest. */
 function told() {
   if (!state.live || state.eventDue) return;
   if (document.hidden) {
@@ -221,11 +230,10 @@ function told() {
     return;
   }
   state.eventDue = true;
-  const wait = Math.max(0, state.readAt + EVENT_GAP_MS - Date.now());
+  const wait = Math.max(0, state.readEnd + EVENT_GAP_MS - Date.now());
   setTimeout(() => {
     state.eventDue = false;
-    // Counted for the browser test: reads a task event asked for.
-    document.body.dataset.eventReads = String(Number(document.body.dataset.eventReads || 0) + 1);
+    state.eventAsked = true;
     // Not a tick: a read under way reads once more after it, so the change is not missed.
     refresh();
   }, wait);
@@ -294,7 +302,8 @@ function start() {
   });
   setInterval(() => {
     if (!state.live || document.hidden) return;
-    if (!state.streaming || Date.now() - state.readAt >= state.every) refresh({ tick: true });
+    // (Half a tick early rather than a tick late: read within about `every`, not `every` + LIVE_MS.)
+    if (!state.streaming || Date.now() - state.readAt >= state.every - LIVE_MS / 2) refresh({ tick: true });
   }, LIVE_MS);
   route();
 }

@@ -1,7 +1,8 @@
 """A client for taskhost's HTTP API (`taskhost serve`), standard library only.
 
 Every method is one or a few requests to `BASE/api/v1/...`; answers are the API's JSON as
-dicts (see the server's `GET /api/openapi.json`). An error answer raises `TaskhostError` with
+dicts, typed for type checkers by `taskhost_client.types` (`TaskDetail`, `Task`, `Run`,
+`TaskBrief`, ...; the server's own description is `GET /api/openapi.json`). An error answer raises `TaskhostError` with
 its status, code and message; a server that cannot be reached raises `TaskhostError` with status
 0 and code `unreachable`.
 """
@@ -14,9 +15,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union, cast
 
-__all__ = ["Client", "EventStream", "Queued", "TaskhostError", "FINAL_STATES", "TASK_FIELDS"]
+from .types import Run, Task, TaskBrief, TaskDetail, TaskInput, TaskState
+
+__all__ = ["Client", "EventStream", "Queued", "TaskhostError", "FINAL_STATES", "TASK_FIELDS", "Run", "Task",
+           "TaskBrief", "TaskDetail", "TaskInput", "TaskState"]
 
 #: A task in one of these states will not run again unless someone replays it.
 FINAL_STATES = frozenset({"succeeded", "dead", "cancelled"})
@@ -80,7 +84,7 @@ class Client:
         answer = self._call("POST", "/tasks", self._task(handler, data, dict(fields, unique_key=unique_key)))
         return Queued(int(answer["id"]), bool(answer["created"]))
 
-    def enqueue_many(self, tasks: Sequence[Dict[str, Any]]) -> List[int]:
+    def enqueue_many(self, tasks: Sequence[TaskInput]) -> List[int]:
         """Queue up to 10,000 tasks (dicts of `TASK_FIELDS`) at once: all or none; their ids, in
         order."""
         batch = [self._task(t.get("handler", ""), t.get("data"), {k: v for k, v in t.items()
@@ -88,11 +92,11 @@ class Client:
                  for t in tasks]
         return [int(a["id"]) for a in self._call("POST", "/tasks", {"tasks": batch})["tasks"]]
 
-    def get(self, task_id: int) -> Dict[str, Any]:
+    def get(self, task_id: int) -> TaskDetail:
         """The task (`task`, with its `state`) and its `runs` (results, error, logs, ...)."""
-        return self._call("GET", f"/tasks/{int(task_id)}")
+        return cast(TaskDetail, self._call("GET", f"/tasks/{int(task_id)}"))
 
-    def wait(self, task_id: int, timeout: Optional[float] = 60.0) -> Dict[str, Any]:
+    def wait(self, task_id: int, timeout: Optional[float] = 60.0) -> TaskDetail:
         """The task once it is final (succeeded, dead or cancelled), as `get` answers it, asked with
         `?wait=` so that the server answers at its end (no polling). `timeout`: seconds, None for
         no end; past it, `TimeoutError` (its `task` attribute: the task as it was). A server that
@@ -120,7 +124,7 @@ class Client:
                     if deadline is None or time.monotonic() < deadline:
                         continue
             if shown["task"]["state"] in FINAL_STATES:
-                return shown
+                return cast(TaskDetail, shown)
             if deadline is not None and time.monotonic() >= deadline:
                 error = TimeoutError(f"task {task_id} is still {shown['task']['state']} after {timeout} s")
                 error.task = shown  # type: ignore[attr-defined]

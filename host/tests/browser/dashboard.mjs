@@ -170,11 +170,13 @@ try {
   await shot(page, 'queues');
   await page.click('tr[data-key="mail"] [data-action="resume"]');
   await page.waitForSelector('tr[data-key="mail"] [data-action="pause"]', WAIT);
-  // The queues page follows the event stream: a task queued elsewhere asks for a read.
+  // The queues page follows the event stream: a task queued elsewhere asks for a read, which
+  // draws its queue. (Its stream open first: a new stream is not told of earlier tasks.)
+  await page.waitForSelector('body[data-stream="open"]', WAIT);
   const reads = Number(await page.getAttribute('body', 'data-event-reads'));
   await call('POST', '/tasks', { handler: 'echo', queue: 'told' });
-  await page.waitForSelector('tr[data-key="told"]', WAIT);
   await page.waitForFunction((r) => Number(document.body.dataset.eventReads || 0) > r, reads, WAIT);
+  await page.waitForSelector('tr[data-key="told"]', WAIT);
   done.queues_told = true;
 
   // Trigger and pause a schedule.

@@ -21,27 +21,58 @@ check(doc.paths["/api/v1/tasks/{id}"].get.parameters.some((p) => p.name === "wai
 check(["queue", "handler", "task"].every((n) => doc.paths["/api/v1/events"].get.parameters.some((p) => p.name === n)), "events");
 check(FINAL_STATES.every((s) => doc.components.schemas.TaskState.enum.includes(s)), "states");
 // The package's types (index.d.ts, which nothing compiles here) against the answers' schemas:
-// each field it names is the server's, one it says is always there is required, and the
-// interfaces without an index signature name every field but the deprecated.
+// each field an interface names is the server's, one it says is always there is required, a
+// union of strings (or an alias of one) is the server's list, and an interface without an index
+// signature names every field but the deprecated; a line the check cannot read fails it.
 const types = await (await import("node:fs/promises")).readFile(
   new URL("./node_modules/taskhost-client/index.d.ts", import.meta.url), "utf8");
-const declared = Object.fromEntries([...types.matchAll(/^export interface (\w+)[^{]*\{\n([\s\S]*?)^\}/gm)]
-  .map(([, name, body]) => [name, [...body.matchAll(/^  (\w+)(\??): /gm)].map(([, f, opt]) => [f, opt === ""])]));
-for (const [iface, schemaName, whole] of [["TaskInput", "TaskInput", true], ["Task", "Task", false],
-  ["Run", "Run", false], ["TaskDetail", "TaskDetail", false], ["TaskBrief", "Brief", true]]) {
-  const schema = doc.components.schemas[schemaName];
-  const fieldsOf = declared[iface] ?? [];
-  check(fieldsOf.length > 0, `index.d.ts declares ${iface}`);
-  for (const [f, always] of fieldsOf) {
-    check(f in schema.properties, `index.d.ts: ${iface}.${f} is not a field of ${schemaName}`);
-    check(!always || (schema.required ?? []).includes(f), `index.d.ts: ${iface}.${f} is not always there (make it optional)`);
+const schemas = doc.components.schemas;
+const schemaOf = (name) => {
+  const s = schemas[name];
+  if (!s.allOf) return s;
+  const parts = s.allOf.map((p) => (p.$ref ? schemas[p.$ref.split("/").pop()] : p));
+  return { properties: Object.assign({}, ...parts.map((p) => p.properties ?? {})), required: parts.flatMap((p) => p.required ?? []) };
+};
+const aliases = Object.fromEntries([...types.matchAll(/^export type (\w+) = ("[^"]+"(?: \| "[^"]+")*);$/gm)]
+  .map(([, name, union]) => [name, union.match(/"[^"]+"/g).map((t) => JSON.parse(t))]));
+const literals = (type) => {
+  const parts = type.split("|").map((t) => t.trim()).filter((t) => t !== "null");
+  if (parts.length === 1 && aliases[parts[0]]) return aliases[parts[0]];
+  return parts.every((t) => /^"[^"]+"$/.test(t)) ? parts.map((t) => JSON.parse(t)) : null;
+};
+const listOf = (prop) => {
+  const ref = prop.$ref ?? (prop.oneOf ?? prop.allOf ?? []).find((o) => o.$ref)?.$ref;
+  return ref ? schemas[ref.split("/").pop()].enum : prop.enum;
+};
+const checkedAs = { TaskInput: "TaskInput", Queued: "Added", Task: "Task", Run: "RunDetail", TaskDetail: "TaskDetail", TaskBrief: "Brief" };
+const interfaces = [...types.matchAll(/^export interface (\w+)[^{]*\{\n([\s\S]*?)^\}/gm)];
+check(Object.keys(checkedAs).every((i) => interfaces.some(([, name]) => name === i)), "index.d.ts declares each interface checked");
+for (const [, iface, body] of interfaces) {
+  check(iface in checkedAs, `index.d.ts: interface ${iface} is checked against no schema`);
+  const schema = schemaOf(checkedAs[iface]);
+  const named = new Set();
+  let open = false;
+  for (const line of body.split("\n").map((l) => l.trim()).filter((l) => l)) {
+    if (/^(\/\*\*|\*|\/\/)/.test(line)) continue;
+    if (line === "[field: string]: unknown;") {
+      open = true;
+      continue;
+    }
+    const m = line.match(/^(\w+)(\??): (.+);$/);
+    check(m, `index.d.ts: ${iface}: a line the check cannot read: ${line}`);
+    const [, f, optional, type] = m;
+    named.add(f);
+    check(f in schema.properties, `index.d.ts: ${iface}.${f} is not a field of ${checkedAs[iface]}`);
+    check(optional || (schema.required ?? []).includes(f), `index.d.ts: ${iface}.${f} is not always there (make it optional)`);
+    const strings = literals(type);
+    check(!strings || JSON.stringify(strings) === JSON.stringify(listOf(schema.properties[f])),
+      `index.d.ts: ${iface}.${f} is ${type}, the server's ${listOf(schema.properties[f])}`);
   }
-  const named = new Set(fieldsOf.map(([f]) => f));
   const unnamed = Object.keys(schema.properties).filter((f) => !named.has(f) && !schema.properties[f].deprecated);
-  check(!whole || unnamed.length === 0, `index.d.ts: ${iface} lacks ${unnamed}`);
+  check(open || unnamed.length === 0, `index.d.ts: ${iface} lacks ${unnamed}`);
 }
-const stateUnion = types.match(/^export type TaskState = (.*);$/m)?.[1].match(/"[^"]+"/g)?.map((s) => JSON.parse(s));
-check(JSON.stringify(stateUnion) === JSON.stringify(doc.components.schemas.TaskState.enum), `index.d.ts: TaskState ${stateUnion}`);
+check(JSON.stringify(aliases.TaskState) === JSON.stringify(schemas.TaskState.enum), `index.d.ts: TaskState ${aliases.TaskState}`);
+check(JSON.stringify(aliases.RunStatus) === JSON.stringify(schemas.RunStatus.enum), `index.d.ts: RunStatus ${aliases.RunStatus}`);
 
 const seen = {};
 // The key is kept once it succeeded too: the worker may end the first before the second is sent.
@@ -93,7 +124,7 @@ try {
 try {
   await client.enqueueUnique("echo", {});
 } catch (e) {
-  errors.unique_key_missing = e instanceof TypeError ? e.message : String(e);
+  errors.unique_key_missing = e instanceof TypeError ? e.message : `not a TypeError: ${e}`;
 }
 seen.errors = errors;
 

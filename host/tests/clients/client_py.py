@@ -11,10 +11,11 @@ import socket
 import sys
 import threading
 import time
+import typing
 import urllib.parse
 import urllib.request
 
-from taskhost_client import FINAL_STATES, TASK_FIELDS, Client, TaskhostError
+from taskhost_client import FINAL_STATES, TASK_FIELDS, Client, TaskhostError, types
 
 base = sys.argv[1]
 client = Client(base)
@@ -33,6 +34,33 @@ waits = [p for p in doc["paths"]["/api/v1/tasks/{id}"]["get"]["parameters"] if p
 assert waits and waits[0]["in"] == "query", waits
 states = set(doc["components"]["schemas"]["TaskState"]["enum"])
 assert FINAL_STATES <= states, FINAL_STATES - states
+
+# The package's types (taskhost_client.types) against the answers' schemas: every field of each
+# the server's (deprecated ones aside) and no other, the same ones always there, and each
+# Literal the server's list.
+schemas = doc["components"]["schemas"]
+
+
+def schema_of(name):
+    schema = schemas[name]
+    if "allOf" in schema:  # RunDetail: a Run and more
+        parts = [schemas[p["$ref"].rsplit("/", 1)[1]] if "$ref" in p else p for p in schema["allOf"]]
+        return {"properties": {k: v for p in parts for k, v in p.get("properties", {}).items()},
+                "required": [r for p in parts for r in p.get("required", [])]}
+    return schema
+
+
+for cls, name in [(types.TaskInput, "TaskInput"), (types.Task, "Task"), (types.Run, "RunDetail"),
+                  (types.TaskDetail, "TaskDetail"), (types.TaskBrief, "Brief"), (types.Dependency, "Dependency"),
+                  (types.Signal, "Signal"), (types.BackoffSettings, "BackoffSettings")]:
+    schema = schema_of(name)
+    fields = {k for k, v in schema["properties"].items() if not v.get("deprecated")}
+    declared = set(cls.__required_keys__) | set(cls.__optional_keys__)
+    assert declared == fields, (cls.__name__, sorted(declared - fields), sorted(fields - declared))
+    assert set(cls.__required_keys__) == set(schema.get("required", [])), (cls.__name__, cls.__required_keys__)
+for alias, name in [(types.TaskState, "TaskState"), (types.RunStatus, "RunStatus"),
+                    (types.UniqueStates, "UniqueStates"), (types.ErrorSource, "ErrorSource")]:
+    assert list(typing.get_args(alias)) == schemas[name]["enum"], (name, typing.get_args(alias))
 
 # The key is kept once it succeeded too: the worker may end the first before the second is sent.
 one = client.enqueue("echo", {"n": 1}, queued_by="py-client", unique_key="py-once", unique_states="succeeded")

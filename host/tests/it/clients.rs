@@ -82,7 +82,10 @@ fn check_what_a_client_saw(seen: &Value) {
     assert_eq!(code("not_found"), (json!(404), json!("not-found")), "{errors}");
     assert_eq!(code("unreachable"), (json!(0), json!("unreachable")), "{errors}");
     assert!(errors["unknown_field"].as_str().unwrap_or("").contains("colour"), "{errors}");
-    assert!(errors["unique_key_missing"].as_str().unwrap_or("").contains("unique"), "{errors}");
+    assert!(
+        errors["unique_key_missing"].as_str().unwrap_or("").contains("must be"),
+        "refused before sending: {errors}"
+    );
     assert_eq!(seen["events_asked"], json!(["task", true, "succeeded"]), "{seen}");
     let states = seen["events_queue"].as_array().expect("the states a stream was told");
     assert_eq!(states.last(), Some(&json!("succeeded")), "{seen}");
