@@ -57,7 +57,7 @@ services:
 	bash scripts/test-services.sh
 
 # What the tests drive besides the project's own programs (schemathesis, Chromium,
-# playwright-core): see scripts/test-tools.sh.
+# playwright-core, mypy, TypeScript): see scripts/test-tools.sh.
 test-tools:
 	bash scripts/test-tools.sh
 

@@ -5,15 +5,22 @@
 #   schemathesis (PyPI)      checks the live API against its OpenAPI document (tests/it/openapi.rs)
 #   chromium (Debian)        a real browser for the dashboard's tests (tests/it/dashboard.rs)
 #   playwright-core (npm)    drives it; it downloads no browser of its own
+#   mypy (PyPI), typescript (npm)  type-check the clients and their types (tests/it/clients.rs)
 set -euo pipefail
 
 SCHEMATHESIS=schemathesis==4.32.5
 PLAYWRIGHT=playwright-core@1.64.1
+MYPY=mypy==2.4.1
+TYPESCRIPT=typescript@5.9.3
 tools=target/tools
 
 if [ ! -x "$tools/st/bin/st" ]; then
     python3 -m venv "$tools/st"
     "$tools/st/bin/pip" install --quiet --disable-pip-version-check "$SCHEMATHESIS"
+fi
+
+if [ ! -x "$tools/st/bin/mypy" ]; then
+    "$tools/st/bin/pip" install --quiet --disable-pip-version-check "$MYPY"
 fi
 
 if [ ! -x /usr/bin/chromium ]; then
@@ -27,4 +34,8 @@ if [ ! -f "$tools/browser/node_modules/playwright-core/package.json" ]; then
     mkdir -p "$tools/browser"
     (cd "$tools/browser" && { [ -f package.json ] || echo '{"private": true}' > package.json; } \
         && npm install --silent --no-audit --no-fund "$PLAYWRIGHT")
+fi
+
+if [ ! -f "$tools/browser/node_modules/typescript/package.json" ]; then
+    (cd "$tools/browser" && npm install --silent --no-audit --no-fund "$TYPESCRIPT")
 fi

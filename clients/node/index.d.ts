@@ -34,6 +34,19 @@ export interface Queued {
   created: boolean;
 }
 
+/** What `cancel` answers: `children_cancelled` (how many) with `withChildren`. */
+export interface Cancelled {
+  id: number;
+  cancelled: boolean;
+  children_cancelled?: number | null;
+}
+
+/** What `retry` answers: the attempt its next run will be. */
+export interface Retried {
+  id: number;
+  attempt: number;
+}
+
 export interface Task {
   id: number;
   state: TaskState;
@@ -118,8 +131,8 @@ export declare class Client {
   enqueueMany(tasks: TaskInput[]): Promise<number[]>;
   get(id: number): Promise<TaskDetail>;
   wait(id: number, options?: { timeoutMs?: number | null }): Promise<TaskDetail>;
-  cancel(id: number, options?: { withChildren?: boolean }): Promise<{ id: number; cancelled: boolean; children_cancelled?: number }>;
-  retry(id: number): Promise<{ id: number; attempt: number }>;
+  cancel(id: number, options?: { withChildren?: boolean }): Promise<Cancelled>;
+  retry(id: number): Promise<Retried>;
   events(options?: {
     queue?: string | string[];
     handler?: string | string[];

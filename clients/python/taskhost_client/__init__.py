@@ -15,12 +15,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union, cast
+from typing import Any, Dict, Generator, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union, cast
 
-from .types import Run, Task, TaskBrief, TaskDetail, TaskInput, TaskState
+from .types import Cancelled, Retried, Run, Task, TaskBrief, TaskDetail, TaskInput, TaskState
 
-__all__ = ["Client", "EventStream", "Queued", "TaskhostError", "FINAL_STATES", "TASK_FIELDS", "Run", "Task",
-           "TaskBrief", "TaskDetail", "TaskInput", "TaskState"]
+__all__ = ["Client", "EventStream", "Queued", "TaskhostError", "FINAL_STATES", "TASK_FIELDS", "Cancelled", "Retried",
+           "Run", "Task", "TaskBrief", "TaskDetail", "TaskInput", "TaskState"]
 
 #: A task in one of these states will not run again unless someone replays it.
 FINAL_STATES = frozenset({"succeeded", "dead", "cancelled"})
@@ -118,8 +118,8 @@ class Client:
                     raise
                 shown = self.get(task_id)
                 if shown["task"]["state"] not in FINAL_STATES:
-                    left = None if deadline is None else deadline - time.monotonic()
-                    time.sleep(pause if left is None else max(0.0, min(pause, left)))
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    time.sleep(pause if remaining is None else max(0.0, min(pause, remaining)))
                     pause = min(pause * 2, 2.0)
                     if deadline is None or time.monotonic() < deadline:
                         continue
@@ -130,16 +130,16 @@ class Client:
                 error.task = shown  # type: ignore[attr-defined]
                 raise error
 
-    def cancel(self, task_id: int, with_children: bool = False) -> Dict[str, Any]:
+    def cancel(self, task_id: int, with_children: bool = False) -> Cancelled:
         """Cancel an unfinished task (`TaskhostError` 409 `conflict` when it has finished);
         `with_children`: and every unfinished task under it. `{"id", "cancelled"}`, and
         `"children_cancelled"` (how many) with `with_children`."""
         query = "?with_children=true" if with_children else ""
-        return self._call("POST", f"/tasks/{int(task_id)}/cancel{query}")
+        return cast(Cancelled, self._call("POST", f"/tasks/{int(task_id)}/cancel{query}"))
 
-    def retry(self, task_id: int) -> Dict[str, Any]:
+    def retry(self, task_id: int) -> Retried:
         """Run a finished task again, now. `{"id", "attempt"}`."""
-        return self._call("POST", f"/tasks/{int(task_id)}/retry")
+        return cast(Retried, self._call("POST", f"/tasks/{int(task_id)}/retry"))
 
     def events(self, queue: Union[str, Iterable[str], None] = None, handler: Union[str, Iterable[str], None] = None,
                tasks: Optional[Iterable[int]] = None, *, last_event_id: Optional[str] = None,
@@ -260,7 +260,7 @@ class EventStream:
             timeout = min(timeout, max(within, 5.0))
         return self._client._open("GET", self._path, None, timeout, "text/event-stream", headers)
 
-    def _run(self) -> Iterator[Tuple[str, Dict[str, Any]]]:
+    def _run(self) -> Generator[Tuple[str, Dict[str, Any]], None, None]:
         deadline: Optional[float] = None
         try:
             while True:

@@ -155,3 +155,21 @@ class TaskBrief(_TaskBriefRequired, total=False):
 
     progress: Optional[int]
     finished_on: Optional[str]
+
+
+class _CancelledRequired(TypedDict):
+    id: int
+    cancelled: bool
+
+
+class Cancelled(_CancelledRequired, total=False):
+    """What `cancel` answers: `children_cancelled` (how many) with `with_children`."""
+
+    children_cancelled: Optional[int]
+
+
+class Retried(TypedDict):
+    """What `retry` answers: the attempt its next run will be."""
+
+    id: int
+    attempt: int

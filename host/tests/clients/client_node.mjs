@@ -44,7 +44,8 @@ const listOf = (prop) => {
   const ref = prop.$ref ?? (prop.oneOf ?? prop.allOf ?? []).find((o) => o.$ref)?.$ref;
   return ref ? schemas[ref.split("/").pop()].enum : prop.enum;
 };
-const checkedAs = { TaskInput: "TaskInput", Queued: "Added", Task: "Task", Run: "RunDetail", TaskDetail: "TaskDetail", TaskBrief: "Brief" };
+const checkedAs = { TaskInput: "TaskInput", Queued: "Added", Cancelled: "CancelledOne", Retried: "RetriedOne", Task: "Task",
+  Run: "RunDetail", TaskDetail: "TaskDetail", TaskBrief: "Brief" };
 const interfaces = [...types.matchAll(/^export interface (\w+)[^{]*\{\n([\s\S]*?)^\}/gm)];
 check(Object.keys(checkedAs).every((i) => interfaces.some(([, name]) => name === i)), "index.d.ts declares each interface checked");
 for (const [, iface, body] of interfaces) {

@@ -52,7 +52,8 @@ def schema_of(name):
 
 for cls, name in [(types.TaskInput, "TaskInput"), (types.Task, "Task"), (types.Run, "RunDetail"),
                   (types.TaskDetail, "TaskDetail"), (types.TaskBrief, "Brief"), (types.Dependency, "Dependency"),
-                  (types.Signal, "Signal"), (types.BackoffSettings, "BackoffSettings")]:
+                  (types.Signal, "Signal"), (types.BackoffSettings, "BackoffSettings"),
+                  (types.Cancelled, "CancelledOne"), (types.Retried, "RetriedOne")]:
     schema = schema_of(name)
     fields = {k for k, v in schema["properties"].items() if not v.get("deprecated")}
     declared = set(cls.__required_keys__) | set(cls.__optional_keys__)

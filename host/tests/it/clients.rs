@@ -150,3 +150,33 @@ crate::on_every_database!(
     the_python_client_queues_waits_cancels_and_retries,
     the_node_client_queues_waits_cancels_and_retries
 );
+
+/// Each client as installed, with an application's use of it (`tests/clients/typed_use.*`), passes
+/// its language's strict type checker (`make test-tools` installs mypy and TypeScript): the types
+/// fit the code, and Node's `index.d.ts` is itself checked.
+#[test]
+fn the_clients_as_installed_pass_strict_type_checks() {
+    let tools = repo_root().join("target/tools");
+    let work = tools.join("python-types");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).expect("dir");
+    let copied = Command::new("cp").arg("-r").arg(python_client().join("taskhost_client")).arg(&work).status();
+    assert!(copied.expect("cp").success());
+    std::fs::copy(repo_root().join("host/tests/clients/typed_use.py"), work.join("typed_use.py")).expect("copy");
+    let o = Command::new(tools.join("st/bin/mypy"))
+        .args(["--strict", "--cache-dir", ".mypy-cache", "typed_use.py", "taskhost_client"])
+        .current_dir(&work)
+        .output()
+        .expect("mypy (make test-tools)");
+    assert!(o.status.success(), "mypy --strict: {}{}", stdout(&o), stderr(&o));
+
+    let root = node_client();
+    std::fs::copy(repo_root().join("host/tests/clients/typed_use.mts"), root.join("typed_use.mts")).expect("copy");
+    let o = Command::new(tools.join("browser/node_modules/.bin/tsc"))
+        .args(["--noEmit", "--strict", "--target", "es2022", "--module", "nodenext", "--moduleResolution", "nodenext"])
+        .arg("typed_use.mts")
+        .current_dir(root)
+        .output()
+        .expect("tsc (make test-tools)");
+    assert!(o.status.success(), "tsc --strict: {}{}", stdout(&o), stderr(&o));
+}

@@ -1,0 +1,37 @@
+"""An application's use of the Python client, for `mypy --strict` (tests/it/clients.rs): each
+answer read through its type, so a type that no longer fits the client fails the check."""
+from typing import List, Optional
+
+from taskhost_client import Cancelled, Client, Queued, Retried, TaskBrief, TaskDetail, TaskhostError, TaskInput, TaskState
+
+
+def use(client: Client) -> List[str]:
+    said: List[str] = []
+    task_id: int = client.enqueue("mail", {"to": "a@example.com"}, queue="mail", priority=2)
+    queued: Queued = client.enqueue_unique("digest", None, unique_key="digest-1", unique_states="any")
+    if not queued.created:
+        said.append(f"held by {queued.id}")
+    batch: List[TaskInput] = [{"handler": "echo", "data": {"n": 1}}, {"handler": "echo", "queue": "q", "after": [task_id]}]
+    ids: List[int] = client.enqueue_many(batch)
+    done: TaskDetail = client.wait(ids[0], timeout=None)
+    state: TaskState = done["task"]["state"]
+    last = done["runs"][-1]
+    code: Optional[str] = last.get("error_code")
+    said += [state, last["status"], code or "", str(last.get("results"))]
+    for dep in done.get("after", []):
+        said.append(f"{dep['id']} {dep['state']}")
+    cancelled: Cancelled = client.cancel(task_id, with_children=True)
+    retried: Retried = client.retry(task_id)
+    said.append(f"{cancelled['cancelled']} {cancelled.get('children_cancelled')} {retried['attempt']}")
+    try:
+        client.get(0)
+    except TaskhostError as e:
+        said.append(f"{e.status} {e.code}")
+    with client.events(queue="mail") as stream:
+        for kind, data in stream:
+            if kind == "task":
+                brief: TaskBrief = {"id": data["id"], "queue": data["queue"], "handler": data["handler"],
+                                    "state": data["state"], "attempt": data["attempt"], "failures": data["failures"]}
+                said.append(brief["state"])
+            break
+    return said
