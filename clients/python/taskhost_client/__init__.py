@@ -230,7 +230,9 @@ class EventStream:
     def __iter__(self) -> EventStream:
         return self
 
-    def __next__(self) -> Tuple[str, Dict[str, Any]]:
+    def __next__(self) -> Tuple[str, Any]:
+        """`("task", brief)`, a `TaskBrief`, or `("lagged", {"reason": ...})`: typed `Any` so
+        that a brief is read as a `TaskBrief` once `kind` says it is one."""
         return next(self._events)
 
     def __enter__(self) -> EventStream:

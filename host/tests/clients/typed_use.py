@@ -30,8 +30,9 @@ def use(client: Client) -> List[str]:
     with client.events(queue="mail") as stream:
         for kind, data in stream:
             if kind == "task":
-                brief: TaskBrief = {"id": data["id"], "queue": data["queue"], "handler": data["handler"],
-                                    "state": data["state"], "attempt": data["attempt"], "failures": data["failures"]}
-                said.append(brief["state"])
+                brief: TaskBrief = data
+                said.append(f"{brief['state']} {brief.get('progress')}")
+            else:
+                said.append(data["reason"])
             break
     return said
