@@ -2,9 +2,9 @@
 
 Every method is one or a few requests to `BASE/api/v1/...`; answers are the API's JSON as
 dicts, typed for type checkers by `taskhost_client.types` (`TaskDetail`, `Task`, `Run`,
-`TaskBrief`, ...; the server's own description is `GET /api/openapi.json`). An error answer raises `TaskhostError` with
-its status, code and message; a server that cannot be reached raises `TaskhostError` with status
-0 and code `unreachable`.
+`TaskBrief`, ...; the server's own description is `GET /api/openapi.json`). An error answer
+raises `TaskhostError` with its status, code and message; a server that cannot be reached raises
+`TaskhostError` with status 0 and code `unreachable`.
 """
 
 from __future__ import annotations
@@ -25,12 +25,9 @@ __all__ = ["Client", "EventStream", "Queued", "TaskhostError", "FINAL_STATES", "
 #: A task in one of these states will not run again unless someone replays it.
 FINAL_STATES = frozenset({"succeeded", "dead", "cancelled"})
 
-#: The fields of a task to queue, as the API's `TaskInput` names them (checked against the
-#: server's OpenAPI document by taskhost's tests).
-TASK_FIELDS = (
-    "handler", "data", "queue", "priority", "max_attempts", "key", "unique_key", "unique_for",
-    "unique_states", "queued_by", "at", "run_timeout", "after", "run_anyway", "version",
-)
+#: The fields of a task to queue, as the API's `TaskInput` names them: `types.TaskInput`'s keys,
+#: in order (checked against the server's OpenAPI document by taskhost's tests).
+TASK_FIELDS = tuple(TaskInput.__annotations__)
 
 #: The longest one `?wait=` the server takes, in seconds; longer waits are asked again.
 _MAX_WAIT_SECONDS = 60

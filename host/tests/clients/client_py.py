@@ -73,7 +73,7 @@ seen["one"] = {"same_id": one == again, "state": done["task"]["state"], "results
 unique_first = client.enqueue_unique("echo", {"n": 3}, unique_key="py-unique", unique_states="any")
 unique_second = client.enqueue_unique("echo", {"n": 4}, unique_key="py-unique", unique_states="any")
 seen["unique"] = [unique_first.created, unique_second.created, unique_first.id == unique_second.id,
-                  set(doc["components"]["schemas"]["Added"]["properties"]) >= {"id", "created"}]
+                  set(schemas["Added"]["properties"]) >= {"id", "created"}]
 ids = client.enqueue_many([{"handler": "echo", "data": {"n": n}, "priority": n} for n in range(3)])
 seen["many"] = [client.wait(i, timeout=60)["runs"][-1]["results"] for i in ids]
 
