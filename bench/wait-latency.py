@@ -15,7 +15,8 @@ came: p50, p90, p99 in ms (a worker may be started before: the tasks are not due
 SPREAD_SECONDS, the tasks fall due one after another over that span, N / SPREAD a second, instead
 of all at once (a burst of N ends, through which a small machine's cores, not the waits, decide how
 late the last are heard), and N more requests wait throughout on tasks due next year, so that every
-end is heard with at least N waiting. Both print one JSON line.
+end is heard with at least N waiting. Both print one JSON line. WAIT_THROUGH=client: each wait
+through the Python client's `AsyncClient` instead of a bare request.
 """
 
 import asyncio
@@ -45,6 +46,9 @@ def queue(base, n, at):
 
 
 async def wait(host, port, task_id):
+    if THROUGH_CLIENT:
+        shown = await THROUGH_CLIENT.wait(task_id, timeout=60)
+        return time.time(), shown
     reader, writer = await asyncio.open_connection(host, port)
     request = f"GET /api/v1/tasks/{task_id}?wait=60s HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
     writer.write(request.encode())
@@ -110,7 +114,7 @@ async def ends(base, n, over):
         late.append((at - end) * 1000)
     pick = lambda xs, q: round(sorted(xs)[min(len(xs) - 1, int(q * len(xs)))], 1) if xs else None
     spread = round((max(ended) - min(ended)) * 1000, 1)
-    figures = {"waiting": n, "due_over_s": over, "p50_ms": pick(late, 0.5), "p90_ms": pick(late, 0.9), "p99_ms": pick(late, 0.99),
+    figures = {"through": "AsyncClient" if THROUGH_CLIENT else "request", "waiting": n, "due_over_s": over, "p50_ms": pick(late, 0.5), "p90_ms": pick(late, 0.9), "p99_ms": pick(late, 0.99),
                "runs_ended_over_ms": spread}
     # The server's side: when `serve` answered each (its JSON log, SERVE_LOG), after the end; and
     # when the worker committed each end (its JSON log, WORKER_LOG), so the delay splits in two.
@@ -153,9 +157,19 @@ def logged_at(path, message):
     return at
 
 
+#: With WAIT_THROUGH=client, each wait is the Python client's `AsyncClient.wait` (clients/python,
+#: from this repository), as an asyncio application waits, instead of a bare request.
+THROUGH_CLIENT = None
+
+
 def main():
+    global THROUGH_CLIENT
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if os.environ.get("WAIT_THROUGH") == "client":
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients", "python"))
+        from taskhost_client import AsyncClient
+        THROUGH_CLIENT = AsyncClient(sys.argv[2], timeout=60)
     if sys.argv[1] == "idle":
         n = int(sys.argv[4]) if len(sys.argv) > 4 else 1000
         seconds = float(sys.argv[5]) if len(sys.argv) > 5 else 20

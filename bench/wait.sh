@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Waiting requests through `taskhost serve` (issue 50): the CPU 1,000 idle waiters cost `serve`,
 # and how soon after a task's end its waiting request is answered: with 1,000 waiting while tasks end
-# at 100 a second, and through bursts of 1,000, 100 and 1 ends at once.
+# at 100 a second (by bare requests, then through the Python client's AsyncClient), and through bursts of
+# 1,000, 100 and 1 ends at once.
 #
 #   bash bench/wait.sh [DATABASE_URL]     (default: a new SQLite file)
 #
@@ -21,6 +22,8 @@ wait_up $serve "http://127.0.0.1:$port" "$dir/serve.log"
   worker --concurrency 64 --poll-interval 20ms 2> "$dir/worker.log" &
 export SERVE_LOG="$dir/serve.log" WORKER_LOG="$dir/worker.log"
 python3 bench/wait-latency.py ends "http://127.0.0.1:$port" 1000 10
+# The same through the Python client's AsyncClient, as an asyncio application waits.
+WAIT_THROUGH=client python3 bench/wait-latency.py ends "http://127.0.0.1:$port" 1000 10
 python3 bench/wait-latency.py ends "http://127.0.0.1:$port" 1000
 python3 bench/wait-latency.py ends "http://127.0.0.1:$port" 100
 python3 bench/wait-latency.py ends "http://127.0.0.1:$port" 1

@@ -28,7 +28,7 @@ export interface TaskInput {
   version?: string;
 }
 
-/** What `enqueueUnique` did: the task's id, and whether this call queued it (false: a task held the key). */
+/** What `enqueueUnique` (or `enqueueManyUnique`, for each task) did: the task's id, and whether this call queued it (false: a task held the key). */
 export interface Queued {
   id: number;
   created: boolean;
@@ -129,6 +129,8 @@ export declare class Client {
     fields?: Omit<TaskInput, "handler" | "data" | "unique_key">,
   ): Promise<Queued>;
   enqueueMany(tasks: TaskInput[]): Promise<number[]>;
+  /** As `enqueueMany`, telling for each task whether this call queued it. */
+  enqueueManyUnique(tasks: TaskInput[]): Promise<Queued[]>;
   get(id: number): Promise<TaskDetail>;
   wait(id: number, options?: { timeoutMs?: number | null }): Promise<TaskDetail>;
   cancel(id: number, options?: { withChildren?: boolean }): Promise<Cancelled>;

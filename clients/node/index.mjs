@@ -64,8 +64,13 @@ export class Client {
 
   /** Queue up to 10,000 tasks at once, all or none; their ids in order. */
   async enqueueMany(tasks) {
+    return (await this.enqueueManyUnique(tasks)).map((queued) => queued.id);
+  }
+
+  /** As `enqueueMany`, telling for each task whether this call queued it (false: a task held its `unique_key`). */
+  async enqueueManyUnique(tasks) {
     const added = await this.#call("POST", "/tasks", { tasks: tasks.map(task) });
-    return added.tasks.map((a) => a.id);
+    return added.tasks.map((a) => ({ id: a.id, created: Boolean(a.created) }));
   }
 
   /** The task (`task`, with its `state`) and its `runs`. */

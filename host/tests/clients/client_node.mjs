@@ -90,6 +90,12 @@ seen.unique = [uniqueFirst.created, uniqueSecond.created, uniqueFirst.id === uni
 const ids = await client.enqueueMany([0, 1, 2].map((n) => ({ handler: "echo", data: { n }, priority: n })));
 seen.many = [];
 for (const id of ids) seen.many.push((await client.wait(id)).runs.at(-1).results);
+// A batch's unique keys: one held (by the task above), one new.
+const manyTold = await client.enqueueManyUnique([
+  { handler: "echo", unique_key: "node-unique", unique_states: "any" },
+  { handler: "echo", unique_key: "node-many-new" },
+]);
+seen.many_unique = [manyTold.map((q) => q.created), manyTold[0].id === uniqueFirst.id];
 const later = await client.enqueue("echo", { n: 9 }, { at: "2099-01-01T00:00:00Z" });
 try {
   await client.wait(later, { timeoutMs: 300 });

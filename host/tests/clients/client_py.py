@@ -4,6 +4,7 @@ Prints one JSON line of what it saw.
 
     python3 client_py.py BASE_URL
 """
+import asyncio
 import http.server
 import json
 import signal
@@ -15,7 +16,7 @@ import typing
 import urllib.parse
 import urllib.request
 
-from taskhost_client import FINAL_STATES, TASK_FIELDS, Client, TaskhostError, types
+from taskhost_client import FINAL_STATES, TASK_FIELDS, AsyncClient, Client, TaskhostError, types
 
 base = sys.argv[1]
 client = Client(base)
@@ -76,6 +77,10 @@ seen["unique"] = [unique_first.created, unique_second.created, unique_first.id =
                   set(schemas["Added"]["properties"]) >= {"id", "created"}]
 ids = client.enqueue_many([{"handler": "echo", "data": {"n": n}, "priority": n} for n in range(3)])
 seen["many"] = [client.wait(i, timeout=60)["runs"][-1]["results"] for i in ids]
+# A batch's unique keys: one held (by the task above), one new.
+told = client.enqueue_many_unique([{"handler": "echo", "unique_key": "py-unique", "unique_states": "any"},
+                                   {"handler": "echo", "unique_key": "py-many-new"}])
+seen["many_unique"] = [[q.created for q in told], told[0].id == unique_first.id]
 
 later = client.enqueue("echo", {"n": 9}, at="2099-01-01T00:00:00Z")
 try:
@@ -113,8 +118,8 @@ seen["errors"] = errors
 
 # Events: a stream of one task is told its state at once; one of a queue, opened before a task
 # is queued in it, is told that task until it ends.
-# A lost end must fail the test, not hang it: the rest has a minute from here.
-signal.alarm(60)
+# A lost end must fail the test, not hang it: the rest has two minutes from here.
+signal.alarm(120)
 asked = client.events(tasks=[one])
 kind, data = next(asked)
 seen["events_asked"] = [kind, data["id"] == one, data["state"]]
@@ -291,5 +296,99 @@ except TimeoutError as e:
     seen["wait_busy_past_deadline"] = ["timeout", e.task["task"]["state"], Busy.waits > 1]  # type: ignore[attr-defined]
 Busy.plain_state, Busy.waits = "succeeded", 0
 seen["wait_busy_read_final"] = [busy_client.wait(7, timeout=30)["task"]["state"], Busy.waits]
+
+
+# The asyncio client: the same calls awaited, many waits at once on one thread, its errors, a
+# stream told a task to its end, one cut and resumed, and a busy server's waits asked again.
+async def asynchronously():
+    aclient = AsyncClient(base)
+    told = {}
+    first = await aclient.enqueue("echo", {"n": 10}, queued_by="py-async")
+    many = await aclient.enqueue_many([{"handler": "echo", "data": {"n": n}} for n in range(11, 31)])
+    done = await asyncio.gather(*(aclient.wait(i, timeout=60) for i in [first] + many))
+    told["waits"] = [[d["task"]["state"] for d in done].count("succeeded"), done[0]["runs"][-1]["results"],
+                     done[0]["task"]["queued_by"],
+                     not any(t.name.startswith("asyncio") for t in threading.enumerate())]
+    told["unique"] = [[q.created for q in await aclient.enqueue_many_unique(
+        [{"handler": "echo", "unique_key": "py-async-u"}, {"handler": "echo", "unique_key": "py-async-u"}])],
+        (await aclient.enqueue_unique("echo", unique_key="py-async-u")).created]
+    later = await aclient.enqueue("echo", {}, at="2099-01-01T00:00:00Z")
+    try:
+        await aclient.wait(later, timeout=0.3)
+        told["timeout"] = "no error"
+    except TimeoutError as e:
+        told["timeout"] = e.task["task"]["state"]  # type: ignore[attr-defined]
+    told["cancel"] = (await aclient.cancel(later))["cancelled"]
+    told["retry"] = (await aclient.retry(later))["attempt"]
+    told["got"] = (await aclient.get(later))["task"]["id"] == later
+    errors = {}
+    for name, call in [("unknown_handler", lambda: aclient.enqueue("missing")),
+                       ("not_found", lambda: aclient.get(999999)),
+                       ("unreachable", lambda: AsyncClient("http://127.0.0.1:1").get(1))]:
+        try:
+            await call()
+            errors[name] = "no error"
+        except TaskhostError as e:
+            errors[name] = [e.status, e.code]
+    told["errors"] = errors
+    async with await aclient.events(queue="py-async-events") as stream:
+        watched = await aclient.enqueue("echo", {}, queue="py-async-events")
+        states = []
+        async for kind, data in stream:
+            if kind == "task" and data["id"] == watched:
+                states.append(data["state"])
+                if data["state"] in FINAL_STATES:
+                    break
+    told["events"] = states
+    # A read that a caller's timeout cancels loses nothing: the next goes on on the same connection.
+    proxy.through.set()
+    patient = await AsyncClient(proxy.url).events(queue="py-async-patient")
+    connections = len(proxy.pairs)
+    try:
+        await asyncio.wait_for(patient.__anext__(), 0.3)
+        told["cancelled_read"] = "an event"
+    except asyncio.TimeoutError:
+        awaited = await aclient.enqueue("echo", {}, queue="py-async-patient", at="2099-01-01T00:00:00Z")
+        kind, data = await patient.__anext__()
+        told["cancelled_read"] = [kind, data["id"] == awaited, len(proxy.pairs) == connections]
+    await patient.aclose()
+    # Cut while open: reconnected with its place, told first the task queued while away.
+    resumed = await AsyncClient(proxy.url).events(queue="py-async-resume")
+    one = await aclient.enqueue("echo", {}, queue="py-async-resume", at="2099-01-01T00:00:00Z")
+    _, data = await resumed.__anext__()
+    place = resumed.last_event_id
+    proxy.sent.clear()
+    proxy.cut()
+    two = await aclient.enqueue("echo", {}, queue="py-async-resume", at="2099-01-01T00:00:00Z")
+    async with await aclient.events(tasks=[two]) as direct:
+        await direct.__anext__()  # the server's look has told it: a resumed stream is told it too
+    proxy.through.set()
+    kind, again = await resumed.__anext__()
+    sent = b"".join(proxy.sent).decode("latin-1").lower()
+    await resumed.aclose()
+    told["resumed"] = [data["id"] == one, f"last-event-id: {place}".lower() in sent, kind, again.get("id") == two]
+    # Broken before it had a place: it says itself that it may have missed events.
+    proxy.head_only = True
+    unplaced = await AsyncClient(proxy.url).events(queue="py-async-resume")
+    told["lagged_unplaced"] = list(await unplaced.__anext__())
+    await unplaced.aclose()
+    # Reconnects taken and never answered: given up at its deadline.
+    hung = await AsyncClient(proxy.url).events(queue="py-async-resume", reconnect=6)
+    proxy.cut()
+    started = time.monotonic()
+    try:
+        async for _ in hung:
+            pass
+        told["given_up"] = "ended"
+    except TaskhostError as e:
+        told["given_up"] = [e.status, e.code, round(time.monotonic() - started)]
+    await hung.aclose()
+    Busy.busy_left, Busy.plain_state, Busy.waits = 2, "scheduled", 0
+    busy_async = AsyncClient(f"http://127.0.0.1:{busy.server_address[1]}")
+    told["wait_busy"] = [(await busy_async.wait(7, timeout=30))["task"]["state"], Busy.waits]
+    return told
+
+
+seen["async"] = asyncio.run(asynchronously())
 busy.shutdown()
 print(json.dumps(seen))

@@ -10,6 +10,8 @@ export async function use(client: Client): Promise<string[]> {
   if (!queued.created) said.push(`held by ${queued.id}`);
   const batch: TaskInput[] = [{ handler: "echo", data: { n: 1 } }, { handler: "echo", queue: "q", after: [id] }];
   const ids: number[] = await client.enqueueMany(batch);
+  const told: Queued[] = await client.enqueueManyUnique(batch);
+  said.push(...told.map((q) => String(q.created)));
   try {
     const done: TaskDetail = await client.wait(ids[0], { timeoutMs: null });
     const state: TaskState = done.task.state;

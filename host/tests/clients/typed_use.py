@@ -2,7 +2,7 @@
 answer read through its type, so a type that no longer fits the client fails the check."""
 from typing import List, Optional
 
-from taskhost_client import Cancelled, Client, Queued, Retried, TaskBrief, TaskDetail, TaskhostError, TaskInput, TaskState
+from taskhost_client import AsyncClient, Cancelled, Client, Queued, Retried, TaskBrief, TaskDetail, TaskhostError, TaskInput, TaskState
 
 
 def use(client: Client) -> List[str]:
@@ -13,6 +13,8 @@ def use(client: Client) -> List[str]:
         said.append(f"held by {queued.id}")
     batch: List[TaskInput] = [{"handler": "echo", "data": {"n": 1}}, {"handler": "echo", "queue": "q", "after": [task_id]}]
     ids: List[int] = client.enqueue_many(batch)
+    told: List[Queued] = client.enqueue_many_unique(batch)
+    said += [str(q.created) for q in told]
     done: TaskDetail = client.wait(ids[0], timeout=None)
     state: TaskState = done["task"]["state"]
     last = done["runs"][-1]
@@ -34,5 +36,21 @@ def use(client: Client) -> List[str]:
                 said.append(f"{brief['state']} {brief.get('progress')}")
             else:
                 said.append(data["reason"])
+            break
+    return said
+
+
+async def use_async(client: AsyncClient) -> List[str]:
+    said: List[str] = []
+    task_id: int = await client.enqueue("mail", {"to": "a@example.com"}, queue="mail")
+    told: List[Queued] = await client.enqueue_many_unique([{"handler": "echo", "unique_key": "k"}])
+    done: TaskDetail = await client.wait(task_id, timeout=None)
+    state: TaskState = done["task"]["state"]
+    said += [state, str(told[0].created), str((await client.cancel(task_id))["cancelled"])]
+    async with await client.events(tasks=[task_id]) as stream:
+        async for kind, data in stream:
+            if kind == "task":
+                brief: TaskBrief = data
+                said.append(brief["state"])
             break
     return said

@@ -71,6 +71,7 @@ fn check_what_a_client_saw(seen: &Value) {
     assert_eq!(seen["one"]["state"], "succeeded", "{seen}");
     assert_eq!(seen["one"]["results"], json!({"n": 1}), "{seen}");
     assert_eq!(seen["many"], json!([{"n": 0}, {"n": 1}, {"n": 2}]), "{seen}");
+    assert_eq!(seen["many_unique"], json!([[false, true], true]), "a batch told which it queued: {seen}");
     assert_eq!(seen["timeout"], "scheduled", "{seen}");
     assert_eq!((&seen["cancel"], &seen["cancel_again"]), (&json!(true), &json!([409, "conflict"])), "{seen}");
     assert_eq!((&seen["retry"], &seen["after_retry"]), (&json!(2), &json!("succeeded")), "{seen}");
@@ -144,6 +145,25 @@ async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
     // two chunks reads as the body's end, within one as a break.
     let left = &seen["events_not_reconnected"];
     assert!(*left == json!("ended") || *left == json!([0, "unreachable"]), "reconnect=0, cut: {seen}");
+    // The asyncio client: 21 waits at once on the loop's one thread (no executor's), the rest as
+    // the blocking client's.
+    let told = &seen["async"];
+    assert_eq!(told["waits"], json!([21, {"n": 10}, "py-async", true]), "{told}");
+    assert_eq!(told["unique"], json!([[true, false], false]), "{told}");
+    assert_eq!((&told["timeout"], &told["cancel"], &told["retry"]), (&json!("scheduled"), &json!(true), &json!(2)));
+    assert_eq!(told["got"], json!(true), "{told}");
+    let errors = json!({"unknown_handler": [400, "unknown-handler"], "not_found": [404, "not-found"],
+                        "unreachable": [0, "unreachable"]});
+    assert_eq!(told["errors"], errors, "{told}");
+    let states = told["events"].as_array().expect("the states a stream was told");
+    assert_eq!(states.last(), Some(&json!("succeeded")), "{told}");
+    assert_eq!(told["resumed"], json!([true, true, "task", true]), "cut, resumed with its place: {told}");
+    assert_eq!(told["cancelled_read"], json!(["task", true, true]), "a cancelled read loses nothing: {told}");
+    assert_eq!(told["lagged_unplaced"], json!(["lagged", {"reason": "resume"}]), "{told}");
+    let given_up = told["given_up"].as_array().expect("how a hung reconnect ended");
+    assert_eq!(given_up[..2], [json!(0), json!("unreachable")], "{told}");
+    assert!(given_up[2].as_u64().is_some_and(|secs| secs < 40), "given up too late: {told}");
+    assert_eq!(told["wait_busy"], json!(["succeeded", 3]), "a busy server's wait asked again: {told}");
 }
 
 crate::on_every_database!(

@@ -1,0 +1,341 @@
+"""What `Client` and `AsyncClient` share: the calls as plans, written once without I/O.
+
+A plan is a generator that yields what it needs done (`Call` a route, `Sleep`, and for an event
+stream `Read` a line, `Connect` again, `Close`, `Told` an event) and is sent each result, or
+thrown the `TaskhostError` it raised; what it returns is the call's answer. Each client drives
+plans with its own I/O (urllib and `time.sleep`; asyncio's streams and `asyncio.sleep`), so how
+a wait asks again or a stream reconnects is decided here alone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from typing import Any, Dict, Generator, Iterable, List, NamedTuple, Optional, Tuple, Union, cast
+
+from .types import Cancelled, Retried, TaskDetail, TaskInput
+
+#: A task in one of these states will not run again unless someone replays it.
+FINAL_STATES = frozenset({"succeeded", "dead", "cancelled"})
+
+#: The fields of a task to queue, as the API's `TaskInput` names them: `types.TaskInput`'s keys,
+#: in order (checked against the server's OpenAPI document by taskhost's tests).
+TASK_FIELDS = tuple(TaskInput.__annotations__)
+
+#: The longest one `?wait=` the server takes, in seconds; longer waits are asked again.
+MAX_WAIT_SECONDS = 60
+
+
+class TaskhostError(Exception):
+    """An error answer of the API: `status` (HTTP), `code` (stable: `invalid`, `unknown-handler`,
+    `not-found`, `conflict`, `deleted`, `unauthorized`, `forbidden`, `busy`, `unavailable`, ...), `message`.
+    410 `deleted`: the task succeeded and its queue deleted it (`on_success = delete`); only that is kept."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class Queued(NamedTuple):
+    """What `enqueue_unique` (or `enqueue_many_unique`, for each task) did: the task's id, and
+    whether this call queued it (False: a task held the unique key, and `id` is that task's)."""
+
+    id: int
+    created: bool
+
+
+class Call(NamedTuple):
+    """A request to `BASE/api/v1` + `path`; its answer's JSON is sent back. `timeout`: seconds,
+    None for the client's own."""
+
+    method: str
+    path: str
+    body: Any = None
+    timeout: Optional[float] = None
+
+
+class Sleep(NamedTuple):
+    seconds: float
+
+
+class Read(NamedTuple):
+    """The event stream's next line (bytes), None at its end; a break raises `unreachable`."""
+
+
+class Connect(NamedTuple):
+    """Open the event stream again, the answer waited for at most `within` seconds (at least 5)."""
+
+    within: float
+
+
+class Close(NamedTuple):
+    """Let go of the event stream's connection."""
+
+
+class Told(NamedTuple):
+    """An event for the stream's reader: `("task", brief)` or `("lagged", {"reason": ...})`."""
+
+    kind: str
+    data: Any
+
+
+Action = Union[Call, Sleep, Read, Connect, Close, Told]
+Plan = Generator[Action, Any, Any]
+
+
+class Done(NamedTuple):
+    """A plan's end: its answer."""
+
+    answer: Any
+
+
+class Steps:
+    """A plan run a step at a time by a client: `next()` is its next action, sent the last one's
+    result (`did`) or thrown its error (`failed`, a `TaskhostError`, which the plan may take), or
+    `Done`. An action neither did nor failed (its await cancelled, an interrupt) is the next
+    again: a stream read when a reader's `wait_for` ran out goes on where it was."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.pending: Optional[Action] = None
+        self._value: Any = None
+        self._error: Optional[TaskhostError] = None
+
+    def next(self) -> Union[Action, Done]:
+        if self.pending is not None:
+            return self.pending
+        value, error, self._value, self._error = self._value, self._error, None, None
+        try:
+            action = self.plan.send(value) if error is None else self.plan.throw(error)
+        except StopIteration as done:
+            return Done(done.value)
+        if not isinstance(action, Told):
+            self.pending = action
+        return action
+
+    def did(self, value: Any) -> None:
+        self.pending, self._value = None, value
+
+    def failed(self, error: TaskhostError) -> None:
+        self.pending, self._error = None, error
+
+
+def unreachable(base_url: str, reason: object) -> TaskhostError:
+    return TaskhostError(0, "unreachable", f"{base_url}: {reason}")
+
+
+def error_of(status: int, body: bytes, reason: str) -> TaskhostError:
+    """The `TaskhostError` of an error answer: its JSON's code and message, or the status's reason."""
+    try:
+        error = json.loads(body)["error"]
+        return TaskhostError(status, str(error["code"]), str(error["message"]))
+    except (ValueError, KeyError, TypeError):
+        return TaskhostError(status, "http", reason)
+
+
+def headers_of(token: Optional[str], accept: str, has_body: bool,
+               extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    headers = {"Accept": accept}
+    if has_body:
+        headers["Content-Type"] = "application/json"
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    headers.update(extra or {})
+    return headers
+
+
+def api_base(base_url: str) -> str:
+    """The server's base URL as given, without a trailing `/` or `/api/v1`."""
+    base = base_url.rstrip("/")
+    return base[: -len("/api/v1")] if base.endswith("/api/v1") else base
+
+
+def task_body(handler: str, data: Any, fields: Dict[str, Any]) -> Dict[str, Any]:
+    unknown = sorted(set(fields) - set(TASK_FIELDS))
+    if unknown:
+        raise TypeError(f"not a field of a task: {', '.join(unknown)} (fields: {', '.join(TASK_FIELDS)})")
+    task: Dict[str, Any] = {"handler": handler}
+    if data is not None:
+        task["data"] = data
+    task.update({k: v for k, v in fields.items() if v is not None})
+    return task
+
+
+def enqueue(handler: str, data: Any, fields: Dict[str, Any]) -> Plan:
+    return int((yield Call("POST", "/tasks", task_body(handler, data, fields)))["id"])
+
+
+def enqueue_unique(handler: str, data: Any, unique_key: str, fields: Dict[str, Any]) -> Plan:
+    if not isinstance(unique_key, str):
+        raise TypeError(f"enqueue_unique: unique_key must be text, not {type(unique_key).__name__}")
+    answer = yield Call("POST", "/tasks", task_body(handler, data, dict(fields, unique_key=unique_key)))
+    return Queued(int(answer["id"]), bool(answer["created"]))
+
+
+def enqueue_many_unique(tasks: Iterable[TaskInput]) -> Plan:
+    batch = [task_body(t.get("handler", ""), t.get("data"), {k: v for k, v in t.items() if k not in ("handler", "data")})
+             for t in tasks]
+    added = (yield Call("POST", "/tasks", {"tasks": batch}))["tasks"]
+    return [Queued(int(a["id"]), bool(a["created"])) for a in added]
+
+
+def get(task_id: int) -> Plan:
+    return cast(TaskDetail, (yield Call("GET", f"/tasks/{int(task_id)}")))
+
+
+def cancel(task_id: int, with_children: bool) -> Plan:
+    query = "?with_children=true" if with_children else ""
+    return cast(Cancelled, (yield Call("POST", f"/tasks/{int(task_id)}/cancel{query}")))
+
+
+def retry(task_id: int) -> Plan:
+    return cast(Retried, (yield Call("POST", f"/tasks/{int(task_id)}/retry")))
+
+
+def wait(task_id: int, timeout: Optional[float], request_timeout: float) -> Plan:
+    """`Client.wait`: `?wait=` at most a minute at a time; a server holding all the waits it may
+    (503 `busy`) still answers a plain read: the task is read so, and the wait asked again a
+    moment later while the time lasts, as a stream reconnects."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pause = 0.1
+    while True:
+        left = MAX_WAIT_SECONDS if deadline is None else deadline - time.monotonic()
+        wait_ms = max(0, min(int(left * 1000), MAX_WAIT_SECONDS * 1000))
+        try:
+            shown = yield Call("GET", f"/tasks/{int(task_id)}?wait={wait_ms}ms", None, wait_ms / 1000 + request_timeout)
+        except TaskhostError as e:
+            if e.code != "busy":
+                raise
+            shown = yield Call("GET", f"/tasks/{int(task_id)}")
+            if shown["task"]["state"] not in FINAL_STATES:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                yield Sleep(pause if remaining is None else max(0.0, min(pause, remaining)))
+                pause = min(pause * 2, 2.0)
+                if deadline is None or time.monotonic() < deadline:
+                    continue
+        if shown["task"]["state"] in FINAL_STATES:
+            return cast(TaskDetail, shown)
+        if deadline is not None and time.monotonic() >= deadline:
+            error = TimeoutError(f"task {task_id} is still {shown['task']['state']} after {timeout} s")
+            error.task = shown  # type: ignore[attr-defined]
+            raise error
+
+
+def events_path(queue: Union[str, Iterable[str], None], handler: Union[str, Iterable[str], None],
+                tasks: Optional[Iterable[int]]) -> str:
+    params = {}
+    for name, value in (("queue", queue), ("handler", handler), ("task", tasks)):
+        if value is not None:
+            values: List[Any] = [value] if isinstance(value, (str, int)) else list(value)
+            if not values:
+                # An empty list would be no filter at all, the server's every task.
+                raise ValueError(f"events({name}=[]): an empty list follows nothing; pass None for all")
+            params[name] = ",".join(str(v) for v in values)
+    return "/events" + ("?" + urllib.parse.urlencode(params) if params else "")
+
+
+def connect_timeout(request_timeout: float, within: Optional[float]) -> float:
+    """A stream's connection waits for its answer, and for each read, at most a minute, or
+    `within` seconds (at least 5) when that is less: a reconnect gives up at its deadline even
+    when a server takes connections and does not answer. (A comment comes every 15 s: a read
+    waiting over a minute means the server is gone.)"""
+    timeout = max(request_timeout, 60.0)
+    return timeout if within is None else min(timeout, max(within, 5.0))
+
+
+class StreamState:
+    """What an event stream's plan and its reader share."""
+
+    def __init__(self, last_event_id: Optional[str], reconnect: float) -> None:
+        self.last_event_id = last_event_id
+        self.reconnect = reconnect
+        self.closed = False
+
+
+class Stream:
+    """What both clients' event streams hold: the plan (`stream`) and its state."""
+
+    def __init__(self, last_event_id: Optional[str], reconnect: float) -> None:
+        self._state = StreamState(last_event_id, reconnect)
+        self._plan = stream(self._state)
+        self._steps = Steps(self._plan)
+
+    @property
+    def last_event_id(self) -> Optional[str]:
+        """The id of the last look the stream was told (None before the first)."""
+        return self._state.last_event_id
+
+    @last_event_id.setter
+    def last_event_id(self, value: Optional[str]) -> None:
+        self._state.last_event_id = value
+
+
+def stream(state: StreamState) -> Plan:
+    """An event stream, its first connection open: each connection's events, then, when it
+    breaks or the server ends it, a reconnect with the last id (`Last-Event-ID`, sent by the
+    client's `Connect`), for `state.reconnect` seconds from the last connection that told
+    anything (one answering and ending at once, again and again, is not reconnected forever)."""
+    deadline: Optional[float] = None
+    while True:
+        heard = False
+        broke: Optional[TaskhostError] = None
+        name, data, event_id = "message", [], None  # type: str, List[str], Optional[str]
+        try:
+            while True:
+                raw = yield Read()
+                if raw is None:
+                    break
+                heard = True
+                line = raw.decode("utf-8").rstrip("\r\n")
+                if not line:
+                    # An id is taken with its event, and alone too (a place sent to a quiet
+                    # stream); an empty one leaves no place.
+                    if event_id is not None:
+                        state.last_event_id = event_id or None
+                    if data:
+                        yield Told(name, json.loads("\n".join(data)))
+                    name, data, event_id = "message", [], None
+                elif line.startswith("event:"):
+                    name = line[len("event:"):].strip()
+                elif line.startswith("data:"):
+                    data.append(line[len("data:"):].lstrip())
+                elif line.startswith("id:") and "\0" not in line:
+                    # (SSE: one space after the colon is not the value's; an id holding NUL is ignored.)
+                    value = line[len("id:"):]
+                    event_id = value[1:] if value.startswith(" ") else value
+        except TaskhostError as e:
+            broke = e
+        yield Close()
+        if state.closed:
+            return
+        if state.reconnect <= 0:
+            if broke is not None:
+                raise broke
+            return
+        placed = state.last_event_id is not None
+        if deadline is None or heard:
+            deadline = time.monotonic() + state.reconnect
+        pause = 0.25 if heard else 1.0
+        while True:
+            yield Sleep(pause)
+            pause = 1.0
+            if state.closed:
+                return
+            try:
+                yield Connect(deadline - time.monotonic())
+                break
+            except TaskhostError as e:
+                # Only a server away, busy or behind a proxy restarting is waited for.
+                if e.status not in (0, 502, 503, 504) or time.monotonic() >= deadline:
+                    raise
+        if state.closed:
+            return
+        if not placed:
+            yield Told("lagged", {"reason": "resume"})
+
+
+def told(event: Told) -> Tuple[str, Any]:
+    return event.kind, event.data
