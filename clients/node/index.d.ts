@@ -132,7 +132,8 @@ export declare class Client {
   /** As `enqueueMany`, telling for each task whether this call queued it. */
   enqueueManyUnique(tasks: TaskInput[]): Promise<Queued[]>;
   get(id: number): Promise<TaskDetail>;
-  wait(id: number, options?: { timeoutMs?: number | null }): Promise<TaskDetail>;
+  /** `signal` ends the wait, rejecting with its reason. */
+  wait(id: number, options?: { timeoutMs?: number | null; signal?: AbortSignal }): Promise<TaskDetail>;
   cancel(id: number, options?: { withChildren?: boolean }): Promise<Cancelled>;
   retry(id: number): Promise<Retried>;
   events(options?: {
@@ -143,5 +144,7 @@ export declare class Client {
     lastEventId?: string | null;
     /** How long a broken stream tries to reconnect; 0: it throws (default 60,000). */
     reconnectMs?: number;
+    /** Closes the stream when it aborts. */
+    signal?: AbortSignal;
   }): Promise<EventStream>;
 }

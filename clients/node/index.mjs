@@ -81,9 +81,11 @@ export class Client {
   /**
    * The task once final, through `?wait=` (no polling); `timeoutMs` null: no end. A server that
    * holds as many waits as it may (503 `busy`) is asked again, a moment later each time, while
-   * the time lasts (the task read meanwhile without `?wait=`).
+   * the time lasts (the task read meanwhile without `?wait=`). `signal`: an `AbortSignal` that
+   * ends the wait (an HTTP request whose client went away), rejecting with its reason.
    */
-  async wait(id, { timeoutMs = 60_000 } = {}) {
+  async wait(id, { timeoutMs = 60_000, signal } = {}) {
+    signal?.throwIfAborted();
     const deadline = timeoutMs == null ? null : Date.now() + timeoutMs;
     let pause = 100;
     for (;;) {
@@ -91,14 +93,14 @@ export class Client {
       const waitMs = Math.max(0, Math.min(Math.floor(left), MAX_WAIT_MS));
       let shown;
       try {
-        shown = await this.#call("GET", `/tasks/${taskId(id)}?wait=${waitMs}ms`, undefined, waitMs + this.timeoutMs);
+        shown = await this.#call("GET", `/tasks/${taskId(id)}?wait=${waitMs}ms`, undefined, waitMs + this.timeoutMs, signal);
       } catch (e) {
         // A busy server still answers a plain read: the task is read so meanwhile.
         if (!(e instanceof TaskhostError) || e.code !== "busy") throw e;
-        shown = await this.get(id);
+        shown = await this.#call("GET", `/tasks/${taskId(id)}`, undefined, this.timeoutMs, signal);
         if (!FINAL_STATES.includes(shown.task.state)) {
           const sleep = deadline == null ? pause : Math.max(0, Math.min(pause, deadline - Date.now()));
-          await new Promise((resolve) => setTimeout(resolve, sleep));
+          await pauseFor(sleep, signal);
           pause = Math.min(pause * 2, 2_000);
           if (deadline == null || Date.now() < deadline) continue;
         }
@@ -126,9 +128,10 @@ export class Client {
    * `handler`: a name or names; `tasks`: ids, whose states as they are come first;
    * `lastEventId`: go on from a stream's `lastEventId` (what it missed is told first);
    * `reconnectMs`: how long a broken stream tries to reconnect (0: it throws, and ends when the
-   * server ends it).
+   * server ends it). `signal`: an `AbortSignal` that closes the stream.
    */
-  async events({ queue, handler, tasks, lastEventId = null, reconnectMs = 60_000 } = {}) {
+  async events({ queue, handler, tasks, lastEventId = null, reconnectMs = 60_000, signal } = {}) {
+    signal?.throwIfAborted();
     const params = new URLSearchParams();
     for (const [name, value] of [["queue", queue], ["handler", handler], ["task", tasks]]) {
       if (value == null) continue;
@@ -138,10 +141,13 @@ export class Client {
       params.set(name, values.map((v) => (name === "task" ? taskId(v) : v)).join(","));
     }
     const query = params.toString() ? `?${params}` : "";
-    return EventStream.connect(this.baseUrl, `${this.baseUrl}/api/v1/events${query}`, this.token, lastEventId, reconnectMs);
+    const stream = await EventStream.connect(this.baseUrl, `${this.baseUrl}/api/v1/events${query}`, this.token, lastEventId, reconnectMs);
+    if (signal?.aborted) stream.close();
+    signal?.addEventListener("abort", () => stream.close(), { once: true });
+    return stream;
   }
 
-  async #call(method, path, body, timeoutMs = this.timeoutMs) {
+  async #call(method, path, body, timeoutMs = this.timeoutMs, signal = undefined) {
     const headers = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (this.token) headers.authorization = `Bearer ${this.token}`;
@@ -151,9 +157,11 @@ export class Client {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: within(timeoutMs, signal),
       });
     } catch (e) {
+      // The caller's abort is theirs, not an unreachable server.
+      signal?.throwIfAborted();
       throw new TaskhostError(0, "unreachable", `${this.baseUrl}: ${e.cause?.message ?? e.message}`);
     }
     const text = await answer.text();
@@ -168,6 +176,35 @@ export class Client {
     }
     return json;
   }
+}
+
+/** A signal that aborts after `ms`, or when `signal` (the caller's, if any) does. */
+function within(ms, signal) {
+  const timeout = AbortSignal.timeout(ms);
+  if (!signal) return timeout;
+  if (AbortSignal.any) return AbortSignal.any([timeout, signal]);
+  // Node.js before 20.3.
+  const both = new AbortController();
+  for (const s of [signal, timeout]) {
+    if (s.aborted) both.abort(s.reason);
+    else s.addEventListener("abort", () => both.abort(s.reason), { once: true });
+  }
+  return both.signal;
+}
+
+/** `ms` passing, or `signal` aborting first (rejecting with its reason). */
+function pauseFor(ms, signal) {
+  return new Promise((resolve, reject) => {
+    const aborted = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", aborted);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", aborted, { once: true });
+  });
 }
 
 function task(t) {

@@ -111,6 +111,24 @@ try {
 }
 seen.retry = (await client.retry(later)).attempt;
 seen.after_retry = (await client.wait(later)).task.state;
+// A caller's AbortSignal ends a wait (rejecting with its reason) and closes a stream.
+const far = await client.enqueue("echo", {}, { at: "2099-01-01T00:00:00Z" });
+const started = Date.now();
+try {
+  await client.wait(far, { timeoutMs: 30_000, signal: AbortSignal.timeout(200) });
+  seen.wait_aborted = "answered";
+} catch (e) {
+  seen.wait_aborted = [e.name, Date.now() - started < 10_000];
+}
+const leaving = new AbortController();
+const quiet = await client.events({ tasks: [far], signal: leaving.signal });
+const kinds = [];
+for await (const [kind] of quiet) {
+  kinds.push(kind);
+  leaving.abort();
+}
+seen.events_aborted = kinds;
+await client.cancel(far);
 const errors = {};
 for (const [name, call] of [["unknown_handler", () => client.enqueue("missing")],
   ["bad_time", () => client.enqueue("echo", {}, { at: "tomorrow" })],

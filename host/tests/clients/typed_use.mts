@@ -13,7 +13,7 @@ export async function use(client: Client): Promise<string[]> {
   const told: Queued[] = await client.enqueueManyUnique(batch);
   said.push(...told.map((q) => String(q.created)));
   try {
-    const done: TaskDetail = await client.wait(ids[0], { timeoutMs: null });
+    const done: TaskDetail = await client.wait(ids[0], { timeoutMs: null, signal: AbortSignal.timeout(120_000) });
     const state: TaskState = done.task.state;
     const status: RunStatus = done.runs[done.runs.length - 1].status;
     said.push(state, status, String(done.runs[0].error_code ?? ""));

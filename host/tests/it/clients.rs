@@ -132,6 +132,8 @@ async fn the_node_client_queues_waits_cancels_and_retries(db: Db) {
     })
     .await;
     assert_eq!(seen["events_closed_reconnecting"], json!(true), "closed while reconnecting: {seen}");
+    assert_eq!(seen["wait_aborted"], json!(["TimeoutError", true]), "a wait ended by the caller's signal: {seen}");
+    assert_eq!(seen["events_aborted"], json!(["task"]), "a stream closed by the caller's signal: {seen}");
 }
 
 async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
