@@ -389,6 +389,62 @@ async def asynchronously():
     return told
 
 
+async def answers_read_piecewise():
+    """AsyncClient's own HTTP reading against a stand-in server that writes its answers in pieces:
+    chunks with extensions and trailers, a length, a body to the connection's end, an event stream
+    whose lines are split across chunks; a redirect and a broken chunk refused."""
+    body = json.dumps({"task": {"id": 1, "state": "succeeded"}, "runs": [{"results": {"ü": "x" * 3000}}]}).encode()
+    events = (b"id: 7\r\nevent: task\r\ndata: {\"id\": 1,\r\n"
+              b"data:  \"state\": \"running\"}\r\n\r\n: comment\n\nevent: task\ndata: {\"id\": 1, \"state\": \"dead\"}\n\n")
+
+    async def pieces(writer, data, size):
+        for i in range(0, len(data), size):
+            writer.write(data[i:i + size])
+            await writer.drain()
+            await asyncio.sleep(0)
+
+    async def serve(reader, writer):
+        head = (await reader.readuntil(b"\r\n\r\n")).decode()
+        path = head.split(" ")[1]
+        ok = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        if path.endswith("/tasks/1"):
+            chunks = b"".join(b"%x;piece=%d\r\n%s\r\n" % (len(body[i:i + 100]), i, body[i:i + 100])
+                              for i in range(0, len(body), 100))
+            await pieces(writer, ok + b"Transfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\nX-Trailer: t\r\n\r\n", 7)
+        elif path.endswith("/tasks/2"):
+            await pieces(writer, ok + b"Content-Length: %d\r\n\r\n" % len(body) + body, 333)
+        elif path.endswith("/tasks/3"):
+            await pieces(writer, ok + b"\r\n" + body, 1000)
+        elif path.endswith("/tasks/4"):
+            writer.write(b"HTTP/1.1 302 Found\r\nLocation: https://elsewhere/\r\nContent-Length: 0\r\n\r\n")
+        elif path.endswith("/tasks/5"):
+            writer.write(ok + b"Transfer-Encoding: chunked\r\n\r\n-1\r\n")
+        elif "/events" in path:
+            chunked = b"".join(b"%x\r\n%s\r\n" % (len(events[i:i + 5]), events[i:i + 5]) for i in range(0, len(events), 5))
+            await pieces(writer, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         + chunked + b"0\r\n\r\n", 3)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    stand_in = AsyncClient(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+    read = []
+    for task_id in (1, 2, 3):
+        read.append((await stand_in.get(task_id))["runs"][0]["results"]["ü"] == "x" * 3000)
+    refused = []
+    for task_id in (4, 5):
+        try:
+            await stand_in.get(task_id)
+            refused.append("read")
+        except TaskhostError as e:
+            refused.append([e.status, e.code])
+    stream = await stand_in.events(reconnect=0)
+    told = [(kind, data["state"]) async for kind, data in stream]
+    server.close()
+    return {"read": read, "refused": refused, "events": told, "last_event_id": stream.last_event_id}
+
+
+seen["async_http"] = asyncio.run(answers_read_piecewise())
 seen["async"] = asyncio.run(asynchronously())
 busy.shutdown()
 print(json.dumps(seen))

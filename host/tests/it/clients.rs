@@ -147,6 +147,12 @@ async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
     // two chunks reads as the body's end, within one as a break.
     let left = &seen["events_not_reconnected"];
     assert!(*left == json!("ended") || *left == json!([0, "unreachable"]), "reconnect=0, cut: {seen}");
+    // Its HTTP read from a stand-in server's answers written in pieces.
+    let http = &seen["async_http"];
+    assert_eq!(http["read"], json!([true, true, true]), "chunked, by length, to the end: {http}");
+    assert_eq!(http["refused"], json!([[302, "http"], [0, "unreachable"]]), "a redirect, a broken chunk: {http}");
+    assert_eq!(http["events"], json!([["task", "running"], ["task", "dead"]]), "{http}");
+    assert_eq!(http["last_event_id"], "7", "{http}");
     // The asyncio client: 21 waits at once on the loop's one thread (no executor's), the rest as
     // the blocking client's.
     let told = &seen["async"];
