@@ -141,30 +141,30 @@ export class Client {
       params.set(name, values.map((v) => (name === "task" ? taskId(v) : v)).join(","));
     }
     const query = params.toString() ? `?${params}` : "";
-    const stream = await EventStream.connect(this.baseUrl, `${this.baseUrl}/api/v1/events${query}`, this.token, lastEventId, reconnectMs);
-    if (signal?.aborted) stream.close();
-    signal?.addEventListener("abort", () => stream.close(), { once: true });
-    return stream;
+    return EventStream.connect(this.baseUrl, `${this.baseUrl}/api/v1/events${query}`, this.token, lastEventId, reconnectMs, signal);
   }
 
   async #call(method, path, body, timeoutMs = this.timeoutMs, signal = undefined) {
     const headers = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (this.token) headers.authorization = `Bearer ${this.token}`;
-    let answer;
+    const [limit, release] = within(timeoutMs, signal);
+    let answer, text;
     try {
       answer = await fetch(`${this.baseUrl}/api/v1${path}`, {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: within(timeoutMs, signal),
+        signal: limit,
       });
+      text = await answer.text();
     } catch (e) {
       // The caller's abort is theirs, not an unreachable server.
       signal?.throwIfAborted();
       throw new TaskhostError(0, "unreachable", `${this.baseUrl}: ${e.cause?.message ?? e.message}`);
+    } finally {
+      release();
     }
-    const text = await answer.text();
     let json;
     try {
       json = JSON.parse(text);
@@ -178,23 +178,28 @@ export class Client {
   }
 }
 
-/** A signal that aborts after `ms`, or when `signal` (the caller's, if any) does. */
+/**
+ * A signal that aborts after `ms`, or when `signal` (the caller's, if any) does; and what lets go
+ * of the caller's signal once the request is over (a long-lived one gathers no listeners).
+ */
 function within(ms, signal) {
   const timeout = AbortSignal.timeout(ms);
-  if (!signal) return timeout;
-  if (AbortSignal.any) return AbortSignal.any([timeout, signal]);
+  if (!signal) return [timeout, () => {}];
+  if (AbortSignal.any) return [AbortSignal.any([timeout, signal]), () => {}];
   // Node.js before 20.3.
   const both = new AbortController();
-  for (const s of [signal, timeout]) {
-    if (s.aborted) both.abort(s.reason);
-    else s.addEventListener("abort", () => both.abort(s.reason), { once: true });
-  }
-  return both.signal;
+  const onAbort = () => both.abort(signal.reason);
+  const onTimeout = () => both.abort(timeout.reason);
+  if (signal.aborted) onAbort();
+  signal.addEventListener("abort", onAbort, { once: true });
+  timeout.addEventListener("abort", onTimeout, { once: true });
+  return [both.signal, () => signal.removeEventListener("abort", onAbort)];
 }
 
 /** `ms` passing, or `signal` aborting first (rejecting with its reason). */
 function pauseFor(ms, signal) {
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
     const aborted = () => {
       clearTimeout(timer);
       reject(signal.reason);
@@ -263,6 +268,7 @@ export class EventStream {
   #idle = null;
   #answer = null;
   #events;
+  #release = () => {};
 
   constructor(baseUrl, url, token, lastEventId, reconnectMs) {
     this.#baseUrl = baseUrl;
@@ -282,12 +288,27 @@ export class EventStream {
     this.#closed = true;
     this.#idle?.stop();
     this.#closer?.abort();
+    this.#release();
   }
 
-  /** A stream connected (what `Client.events` returns). */
-  static async connect(baseUrl, url, token, lastEventId, reconnectMs) {
+  /**
+   * A stream connected (what `Client.events` returns); `signal` closes it, while it connects too,
+   * and is let go of when the stream ends.
+   */
+  static async connect(baseUrl, url, token, lastEventId, reconnectMs, signal) {
     const stream = new EventStream(baseUrl, url, token, lastEventId, reconnectMs);
-    await stream.#open();
+    if (signal) {
+      const onAbort = () => stream.close();
+      signal.addEventListener("abort", onAbort, { once: true });
+      stream.#release = () => signal.removeEventListener("abort", onAbort);
+    }
+    try {
+      await stream.#open();
+    } catch (e) {
+      stream.close();
+      signal?.throwIfAborted();
+      throw e;
+    }
     return stream;
   }
 
@@ -366,6 +387,7 @@ export class EventStream {
     } finally {
       this.#idle?.stop();
       this.#closer?.abort();
+      this.#release();
     }
   }
 

@@ -188,8 +188,8 @@ class EventStream(_core.Stream):
         self._state.closed = True
         # A read blocked in another thread holds the answer's lock until data comes (the server's
         # comment, 15 s): the socket shut first ends that read at once.
-        sock = getattr(getattr(getattr(self._answer, "fp", None), "raw", None), "_sock", None)
-        if isinstance(sock, socket.socket):
+        sock = _socket_of(self._answer)
+        if sock is not None:
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -226,4 +226,17 @@ class EventStream(_core.Stream):
         last = self._state.last_event_id
         headers = {} if last is None else {"Last-Event-ID": last}
         timeout = _core.connect_timeout(self._client.timeout, within)
-        return self._client._open("GET", self._path, None, timeout, "text/event-stream", headers)
+        answer = self._client._open("GET", self._path, None, timeout, "text/event-stream", headers)
+        # Answered: its reads wait the whole minute again (the server's comment comes every 15 s),
+        # not what was left of a reconnect's time, which would break a quiet stream and reconnect it
+        # again and again without end.
+        sock = _socket_of(answer)
+        if sock is not None:
+            sock.settimeout(_core.connect_timeout(self._client.timeout, None))
+        return answer
+
+
+def _socket_of(answer: Any) -> Optional[socket.socket]:
+    """The socket under urllib's answer (http.client's), when it is where CPython keeps it."""
+    sock = getattr(getattr(getattr(answer, "fp", None), "raw", None), "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None

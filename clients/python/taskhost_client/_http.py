@@ -106,7 +106,8 @@ class Answer:
             return b""
         if self._chunked and self._left == 0:
             if self._chunk_end_due:
-                await within(self._reader.readexactly(2), timeout)
+                if await within(self._reader.readexactly(2), timeout) != b"\r\n":
+                    raise Broken("a chunk does not end with CRLF")
                 self._chunk_end_due = False
             size_line = await within(self._reader.readuntil(b"\r\n"), timeout)
             size = size_line.split(b";", 1)[0].strip()

@@ -160,7 +160,7 @@ class AsyncEventStream(_core.Stream):
         super().__init__(last_event_id, reconnect)
         self._client, self._path = client, path
         self._answer: Optional[_http.Answer] = None
-        self._read_timeout = 0.0
+        self._read_timeout = _core.connect_timeout(client.timeout, None)
 
     def __aiter__(self) -> AsyncIterator[Tuple[str, Any]]:
         return self
@@ -221,9 +221,11 @@ class AsyncEventStream(_core.Stream):
     async def _open(self, within: Optional[float]) -> None:
         last = self._state.last_event_id
         headers = {} if last is None else {"Last-Event-ID": last}
-        self._read_timeout = _core.connect_timeout(self._client.timeout, within)
-        self._answer = await self._client._open("GET", self._path, None, self._read_timeout, "text/event-stream",
-                                                headers)
+        timeout = _core.connect_timeout(self._client.timeout, within)
+        self._answer = await self._client._open("GET", self._path, None, timeout, "text/event-stream", headers)
+        # Answered: its reads wait the whole minute again (the server's comment comes every 15 s),
+        # whatever was left of a reconnect's time.
+        self._read_timeout = _core.connect_timeout(self._client.timeout, None)
 
     def _let_go(self) -> None:
         if self._answer is not None:

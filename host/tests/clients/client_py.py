@@ -419,6 +419,15 @@ async def answers_read_piecewise():
             writer.write(b"HTTP/1.1 302 Found\r\nLocation: https://elsewhere/\r\nContent-Length: 0\r\n\r\n")
         elif path.endswith("/tasks/5"):
             writer.write(ok + b"Transfer-Encoding: chunked\r\n\r\n-1\r\n")
+        elif "queue=quiet" in path:
+            # Told a place, then ended: the stream reconnects late in its time; the new connection
+            # stays quiet longer than was left of it (as between the server's comments), then tells.
+            quiet_connections.append(path)
+            event = b"id: q%d\nevent: task\ndata: {\"id\": %d, \"state\": \"running\"}\n\n" % ((len(quiet_connections),) * 2)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+            if len(quiet_connections) % 2 == 0:
+                await asyncio.sleep(7)
+            writer.write(event)
         elif "/events" in path:
             chunked = b"".join(b"%x\r\n%s\r\n" % (len(events[i:i + 5]), events[i:i + 5]) for i in range(0, len(events), 5))
             await pieces(writer, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -426,8 +435,10 @@ async def answers_read_piecewise():
         await writer.drain()
         writer.close()
 
+    quiet_connections = []
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    stand_in = AsyncClient(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+    stand_in_url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    stand_in = AsyncClient(stand_in_url)
     read = []
     for task_id in (1, 2, 3):
         read.append((await stand_in.get(task_id))["runs"][0]["results"]["ü"] == "x" * 3000)
@@ -440,8 +451,25 @@ async def answers_read_piecewise():
             refused.append([e.status, e.code])
     stream = await stand_in.events(reconnect=0)
     told = [(kind, data["state"]) async for kind, data in stream]
+    # A reconnect late in its time reads its answer as long as any (a minute), not what was left.
+    quiet = await stand_in.events(queue="quiet", reconnect=6)
+    late = [(await quiet.__anext__())[1]["id"], (await quiet.__anext__())[1]["id"]]
+    await quiet.aclose()
+
+    late_blocking = []
+
+    def blocking():
+        with Client(stand_in_url).events(queue="quiet", reconnect=6) as stream:
+            late_blocking.extend([next(stream)[1]["id"], next(stream)[1]["id"]])
+
+    # (A thread of its own: this directory's queue.py hides the module asyncio's executor imports.)
+    reader = threading.Thread(target=blocking, daemon=True)
+    reader.start()
+    while reader.is_alive():
+        await asyncio.sleep(0.1)
     server.close()
-    return {"read": read, "refused": refused, "events": told, "last_event_id": stream.last_event_id}
+    return {"read": read, "refused": refused, "events": told, "last_event_id": stream.last_event_id,
+            "late_reconnect": [late, late_blocking, len(quiet_connections)]}
 
 
 seen["async_http"] = asyncio.run(answers_read_piecewise())

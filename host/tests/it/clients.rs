@@ -153,6 +153,9 @@ async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
     assert_eq!(http["refused"], json!([[302, "http"], [0, "unreachable"]]), "a redirect, a broken chunk: {http}");
     assert_eq!(http["events"], json!([["task", "running"], ["task", "dead"]]), "{http}");
     assert_eq!(http["last_event_id"], "7", "{http}");
+    // A reconnect late in its time, then quiet longer than was left of it: read to its event, not
+    // broken and reconnected again (each client two events of two connections, four in all).
+    assert_eq!(http["late_reconnect"], json!([[1, 2], [3, 4], 4]), "{http}");
     // The asyncio client: 21 waits at once on the loop's one thread (no executor's), the rest as
     // the blocking client's.
     let told = &seen["async"];
