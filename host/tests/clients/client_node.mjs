@@ -5,6 +5,7 @@
 //     node client_node.mjs BASE_URL   (run where `npm install ./clients/node` put node_modules)
 import http from "node:http";
 import net from "node:net";
+import { getEventListeners } from "node:events";
 import { Client, FINAL_STATES, TASK_FIELDS, TaskhostError, WaitTimeoutError } from "taskhost-client";
 
 const base = process.argv[2];
@@ -128,6 +129,30 @@ for await (const [kind] of quiet) {
   leaving.abort();
 }
 seen.events_aborted = kinds;
+// A long-lived signal gathers no listeners: none left after waits (through the fallback for
+// Node.js before 20.3 too) and after a stream that ended; one that aborts a stream while it
+// connects (a server that never answers) ends it at once, with its reason.
+const kept = new AbortController();
+const any = AbortSignal.any;
+for (const fallback of [false, true]) {
+  if (fallback) delete AbortSignal.any;
+  await client.wait(one, { signal: kept.signal });
+  AbortSignal.any = any;
+}
+const ended = await client.events({ tasks: [one], signal: kept.signal });
+for await (const _ of ended) break;
+const mute = net.createServer(() => {});
+await new Promise((resolve) => mute.listen(0, "127.0.0.1", resolve));
+const connecting = Date.now();
+let connectingAbort;
+try {
+  await new Client(`http://127.0.0.1:${mute.address().port}`).events({ signal: AbortSignal.timeout(200) });
+  connectingAbort = "connected";
+} catch (e) {
+  connectingAbort = [e.name, Date.now() - connecting < 5_000];
+}
+mute.close();
+seen.signal_released = [getEventListeners(kept.signal, "abort").length, connectingAbort];
 await client.cancel(far);
 const errors = {};
 for (const [name, call] of [["unknown_handler", () => client.enqueue("missing")],

@@ -398,10 +398,11 @@ async def answers_read_piecewise():
               b"data:  \"state\": \"running\"}\r\n\r\n: comment\n\nevent: task\ndata: {\"id\": 1, \"state\": \"dead\"}\n\n")
 
     async def pieces(writer, data, size):
+        # No write buffer: each drain waits for its piece to leave, so the pieces go apart.
+        writer.transport.set_write_buffer_limits(0)
         for i in range(0, len(data), size):
             writer.write(data[i:i + size])
             await writer.drain()
-            await asyncio.sleep(0)
 
     async def serve(reader, writer):
         head = (await reader.readuntil(b"\r\n\r\n")).decode()
@@ -426,8 +427,25 @@ async def answers_read_piecewise():
             event = b"id: q%d\nevent: task\ndata: {\"id\": %d, \"state\": \"running\"}\n\n" % ((len(quiet_connections),) * 2)
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
             if len(quiet_connections) % 2 == 0:
-                await asyncio.sleep(7)
+                # Quiet for 7 s, or until the client gives up on the connection (which it must not).
+                try:
+                    await asyncio.wait_for(reader.read(1), 7)
+                except asyncio.TimeoutError:
+                    pass
             writer.write(event)
+        elif "queue=notjson" in path:
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nevent: task\ndata: {nope\n\n")
+            await writer.drain()
+            # The client's end of the connection: it must close it after the bad event.
+            gone = loop.create_future()
+            not_json_closed.append(gone)
+            gone.set_result(await asyncio.wait_for(reader.read(1), 30) == b"")
+        elif "queue=silent" in path:
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+            await writer.drain()
+            await silent_release.wait()
+        elif path.endswith("/tasks/6"):
+            writer.write(ok + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}XY0\r\n\r\n")
         elif "/events" in path:
             chunked = b"".join(b"%x\r\n%s\r\n" % (len(events[i:i + 5]), events[i:i + 5]) for i in range(0, len(events), 5))
             await pieces(writer, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -435,7 +453,23 @@ async def answers_read_piecewise():
         await writer.drain()
         writer.close()
 
-    quiet_connections = []
+    quiet_connections, not_json_closed, silent_release = [], [], asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    async def in_thread(call):
+        """`call()` in a thread of its own, awaited (this directory's queue.py hides the module
+        asyncio's executor imports)."""
+        answer = loop.create_future()
+
+        def run():
+            try:
+                value = call()
+                loop.call_soon_threadsafe(answer.set_result, value)
+            except BaseException as e:
+                loop.call_soon_threadsafe(answer.set_exception, e)
+
+        threading.Thread(target=run, daemon=True).start()
+        return await asyncio.wait_for(answer, 60)
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
     stand_in_url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
     stand_in = AsyncClient(stand_in_url)
@@ -443,7 +477,7 @@ async def answers_read_piecewise():
     for task_id in (1, 2, 3):
         read.append((await stand_in.get(task_id))["runs"][0]["results"]["ü"] == "x" * 3000)
     refused = []
-    for task_id in (4, 5):
+    for task_id in (4, 5, 6):
         try:
             await stand_in.get(task_id)
             refused.append("read")
@@ -463,13 +497,47 @@ async def answers_read_piecewise():
             late_blocking.extend([next(stream)[1]["id"], next(stream)[1]["id"]])
 
     # (A thread of its own: this directory's queue.py hides the module asyncio's executor imports.)
-    reader = threading.Thread(target=blocking, daemon=True)
-    reader.start()
-    while reader.is_alive():
-        await asyncio.sleep(0.1)
+    await in_thread(blocking)
+
+    # An event that is not JSON raises, and its connection is let go (the server sees it closed).
+    bad = await stand_in.events(queue="notjson", reconnect=0)
+    try:
+        await bad.__anext__()
+    except ValueError:
+        pass
+
+    def not_json_blocking():
+        stream = Client(stand_in_url).events(queue="notjson", reconnect=0)
+        try:
+            next(stream)
+        except ValueError:
+            pass
+        return stream  # held until the server has seen the connection closed
+
+    held = await in_thread(not_json_blocking)
+    closed = await asyncio.wait_for(asyncio.gather(*not_json_closed), 30)
+    del held
+
+    # A blocking stream closed from another thread while a read waits on a quiet server: the read
+    # ends at once (the socket is shut), not at the server's next byte.
+    def closed_from_another_thread():
+        stream = Client(stand_in_url).events(queue="silent")
+        ended = threading.Event()
+        reading = threading.Thread(target=lambda: (list(stream), ended.set()), daemon=True)
+        reading.start()
+        stream.close()
+        return ended.wait(5)
+    closed_while_reading = await in_thread(closed_from_another_thread)
+    silent_release.set()
+    try:
+        await AsyncClient(stand_in_url, token="a\r\nb").get(1)
+        line_break = "sent"
+    except ValueError:
+        line_break = "refused"
     server.close()
     return {"read": read, "refused": refused, "events": told, "last_event_id": stream.last_event_id,
-            "late_reconnect": [late, late_blocking, len(quiet_connections)]}
+            "late_reconnect": [late, late_blocking, len(quiet_connections)], "not_json_closed": closed,
+            "closed_while_reading": closed_while_reading, "line_break": line_break}
 
 
 seen["async_http"] = asyncio.run(answers_read_piecewise())

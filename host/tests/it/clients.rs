@@ -134,6 +134,8 @@ async fn the_node_client_queues_waits_cancels_and_retries(db: Db) {
     assert_eq!(seen["events_closed_reconnecting"], json!(true), "closed while reconnecting: {seen}");
     assert_eq!(seen["wait_aborted"], json!(["TimeoutError", true]), "a wait ended by the caller's signal: {seen}");
     assert_eq!(seen["events_aborted"], json!(["task"]), "a stream closed by the caller's signal: {seen}");
+    let released = json!([0, ["TimeoutError", true]]);
+    assert_eq!(seen["signal_released"], released, "no listeners left; a connect aborted at once: {seen}");
 }
 
 async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
@@ -150,7 +152,11 @@ async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
     // Its HTTP read from a stand-in server's answers written in pieces.
     let http = &seen["async_http"];
     assert_eq!(http["read"], json!([true, true, true]), "chunked, by length, to the end: {http}");
-    assert_eq!(http["refused"], json!([[302, "http"], [0, "unreachable"]]), "a redirect, a broken chunk: {http}");
+    let refused = json!([[302, "http"], [0, "unreachable"], [0, "unreachable"]]);
+    assert_eq!(http["refused"], refused, "a redirect, a broken chunk's size, a chunk without its CRLF: {http}");
+    assert_eq!(http["not_json_closed"], json!([true, true]), "an event not JSON lets its connection go: {http}");
+    assert_eq!(http["closed_while_reading"], json!(true), "a blocking stream closed from another thread: {http}");
+    assert_eq!(http["line_break"], "refused", "a token holding a line break: {http}");
     assert_eq!(http["events"], json!([["task", "running"], ["task", "dead"]]), "{http}");
     assert_eq!(http["last_event_id"], "7", "{http}");
     // A reconnect late in its time, then quiet longer than was left of it: read to its event, not
