@@ -320,6 +320,21 @@ async fn migrate(config: &AppConfig) -> Result<()> {
     if let Some(said) = limit {
         println!("{said}");
     }
+    // Only here: it is DDL, which waits for callers' transactions holding the tasks' table.
+    let deployed_only = config.policy.sql_add_handlers == taskhost::config::SqlAddHandlers::Deployed;
+    let checked = store.set_sql_add_handlers(deployed_only).await.with_context(|| {
+        format!(
+            "[tasks] sql_add_handlers = {:?}: changing the database's check of handlers queued in SQL failed",
+            if deployed_only { "deployed" } else { "any" }
+        )
+    })?;
+    match (checked, deployed_only) {
+        (false, _) => {}
+        (true, true) => println!(
+            "taskhost_add now refuses a handler not deployed into the database ([tasks] sql_add_handlers = \"deployed\")"
+        ),
+        (true, false) => println!("taskhost_add now takes any handler ([tasks] sql_add_handlers = \"any\")"),
+    }
     Ok(())
 }
 

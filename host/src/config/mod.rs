@@ -38,6 +38,8 @@
 //! max_data_bytes = 1048576      # a task's data at most, on every database (checked before it)
 //! max_snoozes = 1000            # times a task may snooze; one more ends it as too-many-snoozes
 //! max_depth = 100               # how deep tasks queued by runs nest; a task this deep queues none
+//! sql_add_handlers = "any"      # or "deployed": SQL's taskhost_add refuses a handler not
+//!                               # deployed into the database (applied by `taskhost migrate`)
 //!
 //! [schedules.nightly]           # a periodic task (see crate::schedule), kept in the database
 //! cron = "0 3 * * *"            # by the overseer holding the lease, which adds, updates and
@@ -73,6 +75,8 @@ pub mod api;
 mod flow;
 mod tasks;
 
+pub use tasks::SqlAddHandlers;
+
 /// What the operator allows handlers: limits, grants, and how large a component may be.
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -86,6 +90,8 @@ pub struct Policy {
     pub max_snoozes: u32,
     /// How deep tasks queued by runs may nest (`[tasks] max_depth`).
     pub max_depth: u32,
+    /// Which handlers `taskhost_add` in SQL takes (`[tasks] sql_add_handlers`).
+    pub sql_add_handlers: SqlAddHandlers,
     /// The compiled-code cache is kept under this size (least recently used artifacts go).
     pub cache_max_bytes: u64,
     /// How compiling a component is bounded. `program` (the binary that compiles in a child
@@ -149,7 +155,7 @@ impl Policy {
                 Self::MAX_COMPONENT_BYTES >> 20
             ));
         }
-        let tasks::Checked { max_data_bytes, max_snoozes, max_depth } = file.tasks.checked()?;
+        let tasks::Checked { max_data_bytes, max_snoozes, max_depth, sql_add_handlers } = file.tasks.checked()?;
         let cache_mb = file.plugins.cache_max_mb.unwrap_or(Self::DEFAULT_CACHE_MAX_BYTES >> 20);
         let compile = compile_bounds(file)?;
         let mut handlers = HashMap::new();
@@ -191,6 +197,7 @@ impl Policy {
             max_data_bytes,
             max_snoozes,
             max_depth,
+            sql_add_handlers,
             cache_max_bytes: cache_mb.saturating_mul(1 << 20),
             compile,
             handlers,
@@ -236,6 +243,7 @@ impl Default for Policy {
             max_data_bytes: Self::DEFAULT_MAX_DATA_BYTES,
             max_snoozes: Self::DEFAULT_MAX_SNOOZES,
             max_depth: crate::model::DEFAULT_MAX_DEPTH,
+            sql_add_handlers: SqlAddHandlers::Any,
             cache_max_bytes: Self::DEFAULT_CACHE_MAX_BYTES,
             compile: CompileBounds::default(),
             handlers: HashMap::new(),

@@ -49,16 +49,18 @@ mod server {
 
     /// A pool for a database server, once a first connection showed that it answers: at least two
     /// connections (PostgreSQL's LISTEN holds one), each waited for at most ten seconds.
+    /// `tune`: what a database's part adds to the pool's options.
     pub(in crate::store) async fn server_pool<DB: sqlx::Database>(
         url: &str,
         opts: <DB::Connection as sqlx::Connection>::Options,
         options: &crate::store::connect::StoreOptions,
+        tune: impl FnOnce(sqlx::pool::PoolOptions<DB>) -> sqlx::pool::PoolOptions<DB>,
     ) -> Result<sqlx::Pool<DB>> {
         first_connection::<DB::Connection>(url, &opts, options.connect_timeout).await?;
-        Ok(sqlx::pool::PoolOptions::<DB>::new()
+        let pool = sqlx::pool::PoolOptions::<DB>::new()
             .max_connections(options.max_connections.max(2))
-            .acquire_timeout(Duration::from_secs(10))
-            .connect_lazy_with(opts))
+            .acquire_timeout(Duration::from_secs(10));
+        Ok(tune(pool).connect_lazy_with(opts))
     }
 
     /// Open a first connection to a server, within `timeout`, so that a server that is down, an

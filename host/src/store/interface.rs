@@ -29,6 +29,10 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
     /// Tell `taskhost_add` in SQL the operator's `[tasks] max_data_bytes` (where it differs from
     /// what it has); what was written over.
     async fn set_sql_data_limit(&self, bytes: u64) -> Result<DataLimitWrite>;
+    /// Make `taskhost_add` in SQL refuse a handler not deployed into the database
+    /// (`deployed_only`, `[tasks] sql_add_handlers = "deployed"`), or take any again; whether that
+    /// changed anything.
+    async fn set_sql_add_handlers(&self, deployed_only: bool) -> Result<bool>;
 
     // --- tasks -----------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlPool, MySqlRow};
-use sqlx::{Arguments, MySql, MySqlConnection, QueryBuilder, Row};
+use sqlx::{Arguments, Executor, MySql, MySqlConnection, QueryBuilder, Row};
 
 use super::connect::{redact, StoreOptions};
 use super::dialect::{retrying, ClaimRequest, Dialect, Ended};
@@ -45,7 +45,14 @@ impl MySqlStore {
         let url_ = url.replacen("mariadb://", "mysql://", 1);
         let opts: MySqlConnectOptions =
             url_.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: redact(url), reason: e.to_string() })?;
-        let pool = super::connect::server_pool(url, opts, options).await?;
+        // The host's own inserts are not those `[tasks] sql_add_handlers` checks
+        // (`shared::settings`).
+        let pool = super::connect::server_pool(url, opts, options, |pool| {
+            pool.after_connect(|conn: &mut MySqlConnection, _| {
+                Box::pin(async move { conn.execute("SET @taskhost_host = 1").await.map(|_| ()) })
+            })
+        })
+        .await?;
         check_packet(&pool, url, options).await?;
         let version: String = sqlx::query_scalar("SELECT VERSION()").fetch_one(&pool).await?;
         Ok(SqlStore::new(MySqlDb { pool, mariadb: version.contains("MariaDB") }))

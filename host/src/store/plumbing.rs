@@ -152,6 +152,9 @@ pub trait Plumbing: Send + Sync + 'static {
     async fn exec_on(conn: &mut ConnOf<Self>, sql: &str, args: &[Arg<'_>]) -> Result<u64>;
     /// [`Plumbing::rows`], on a connection of the caller's.
     async fn rows_on(conn: &mut ConnOf<Self>, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Self::Row>>;
+    /// Run statements as written, unprepared (DDL such as a trigger's, which MySQL does not
+    /// prepare), in one transaction (MySQL commits at each DDL statement) in the write turn.
+    async fn script(&self, statements: &[&str]) -> Result<()>;
 }
 
 /// What a database's part gives for its [`Plumbing`] to be written once.
@@ -251,6 +254,15 @@ where
             Some(tx) => Self::rows_on(&mut tx.tx, sql, args).await,
             None => Self::rows_on(&mut *self.pool().acquire().await?, sql, args).await,
         }
+    }
+
+    async fn script(&self, statements: &[&str]) -> Result<()> {
+        let _turn = self.write_turn().await?;
+        let mut tx = self.pool().begin().await?;
+        for sql in statements {
+            (&mut *tx).execute(*sql).await?;
+        }
+        Ok(tx.commit().await?)
     }
 
     async fn exec_on(conn: &mut ConnOf<Self>, sql: &str, args: &[Arg<'_>]) -> Result<u64> {

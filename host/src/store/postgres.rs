@@ -49,9 +49,11 @@ impl PostgresStore {
         // index lookups whatever the statistics say (a queue's statistics are always stale:
         // custom plans, priced from them, scanned all of task_runs per claim, 20x slower at
         // 100,000 rows). And statements are no longer re-planned on every call.
-        let opts = opts.options([("plan_cache_mode", "force_generic_plan")]);
+        // `taskhost.host`: the host's own inserts are not those `[tasks] sql_add_handlers` checks
+        // (`shared::settings`).
+        let opts = opts.options([("plan_cache_mode", "force_generic_plan"), ("taskhost.host", "on")]);
         let claims = opts.clone().options([("enable_seqscan", "off")]);
-        let pool = super::connect::server_pool(url, opts, options).await?;
+        let pool = super::connect::server_pool(url, opts, options, |pool| pool).await?;
         // Two: a large claim is two statements at once.
         let claims = sqlx::postgres::PgPoolOptions::new()
             .max_connections(2)

@@ -53,6 +53,7 @@ mod snooze;
 mod sockets;
 mod sql_add;
 mod sql_add_after;
+mod sql_add_deployed;
 mod sql_add_limit;
 mod sql_add_mysql;
 mod sql_add_postgres;

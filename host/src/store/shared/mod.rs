@@ -57,6 +57,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         settings::set_sql_data_limit(&self.db, bytes).await
     }
 
+    async fn set_sql_add_handlers(&self, deployed_only: bool) -> Result<bool> {
+        settings::set_sql_add_handlers(&self.db, deployed_only).await
+    }
+
     async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
         if tasks.is_empty() {
             return Ok(Vec::new());

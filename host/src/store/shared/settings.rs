@@ -6,6 +6,7 @@ use super::super::dialect::Dialect;
 use super::super::interface::DataLimitWrite;
 use super::super::plumbing::Cells;
 use super::super::sql::args;
+use super::super::types::Backend;
 use crate::error::Result;
 
 /// Write `bytes` as the data limit of `taskhost_add` where it differs (a row that was missing or
@@ -34,4 +35,108 @@ pub async fn set_sql_data_limit<D: Dialect>(db: &D, bytes: u64) -> Result<DataLi
     }
     db.exec(None, "UPDATE task_counters SET v = $1 WHERE name = 'max_data_bytes'", args![bytes_i]).await?;
     Ok(was.map_or(DataLimitWrite::WasUnset, DataLimitWrite::Replaced))
+}
+
+/// The trigger by which the database refuses, in SQL's `taskhost_add`, a handler not deployed
+/// into it (`[tasks] sql_add_handlers = "deployed"`), on each database: `found` reads whether it
+/// is there, `make` and `drop` change it. It exists only while asked for, so a database told
+/// `any` (the default) pays nothing for it. The host's own inserts are not checked (they were,
+/// as the host knows its plugins directories too, and a run's children must never fail their
+/// run's end): on PostgreSQL its sessions say `taskhost.host = on` (a startup option), on
+/// MySQL and MariaDB `@taskhost_host` (set at connect); on SQLite the host never inserts
+/// through the `taskhost_add` view the trigger is on (a migration making that view again drops
+/// it, and `taskhost migrate` makes it again after the migrations).
+struct SqlAddCheck {
+    found: &'static str,
+    make: &'static [&'static str],
+    drop: &'static [&'static str],
+}
+
+fn sql_add_check(backend: Backend) -> SqlAddCheck {
+    match backend {
+        // (DDL waits at most 10 s for a caller's transaction holding `task_queue`.)
+        Backend::Postgres => SqlAddCheck {
+            found: "SELECT 1 AS found FROM pg_trigger WHERE tgname = 'taskhost_sql_add_handlers'
+                    AND tgrelid = 'task_queue'::regclass",
+            make: &[
+                "SET LOCAL lock_timeout = '10s'",
+                // With its owner's rights: a role granted the tasks' tables alone may queue.
+                r#"CREATE OR REPLACE FUNCTION taskhost_sql_add_handlers() RETURNS trigger
+                   LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $fn$
+                   BEGIN
+                       IF NOT EXISTS (SELECT 1 FROM task_handler_releases WHERE handler = NEW.task_handler_class) THEN
+                           RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format(
+                               'taskhost_add: invalid handler: %s is not deployed ([tasks] sql_add_handlers = "deployed")',
+                               NEW.task_handler_class);
+                       END IF;
+                       RETURN NEW;
+                   END
+                   $fn$"#,
+                "DROP TRIGGER IF EXISTS taskhost_sql_add_handlers ON task_queue",
+                "CREATE TRIGGER taskhost_sql_add_handlers BEFORE INSERT ON task_queue FOR EACH ROW
+                 WHEN (current_setting('taskhost.host', true) IS DISTINCT FROM 'on')
+                 EXECUTE FUNCTION taskhost_sql_add_handlers()",
+            ],
+            drop: &[
+                "SET LOCAL lock_timeout = '10s'",
+                "DROP TRIGGER IF EXISTS taskhost_sql_add_handlers ON task_queue",
+                "DROP FUNCTION IF EXISTS taskhost_sql_add_handlers()",
+            ],
+        },
+        // (A message of at most 128 characters, MySQL's bound: the name's first 40.)
+        Backend::MySql => SqlAddCheck {
+            found: "SELECT 1 AS found FROM information_schema.TRIGGERS
+                    WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = 'taskhost_sql_add_handlers'",
+            make: &[
+                "SET SESSION lock_wait_timeout = 10",
+                "DROP TRIGGER IF EXISTS taskhost_sql_add_handlers",
+                r#"CREATE TRIGGER taskhost_sql_add_handlers BEFORE INSERT ON task_queue FOR EACH ROW
+                   BEGIN
+                       DECLARE v_msg VARCHAR(128);
+                       IF @taskhost_host IS NULL THEN
+                           IF NOT EXISTS (SELECT 1 FROM task_handler_releases WHERE handler = NEW.task_handler_class) THEN
+                               SET v_msg = CONCAT('taskhost_add: invalid handler: ', LEFT(NEW.task_handler_class, 40),
+                                   ' is not deployed ([tasks] sql_add_handlers = "deployed")');
+                               SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = v_msg;
+                           END IF;
+                       END IF;
+                   END"#,
+                "SET SESSION lock_wait_timeout = DEFAULT",
+            ],
+            drop: &[
+                "SET SESSION lock_wait_timeout = 10",
+                "DROP TRIGGER IF EXISTS taskhost_sql_add_handlers",
+                "SET SESSION lock_wait_timeout = DEFAULT",
+            ],
+        },
+        // A name that is no handler's is left to the view's own trigger, which says so (SQLite
+        // fires the newest trigger first). RAISE takes no name.
+        Backend::Sqlite => SqlAddCheck {
+            found: "SELECT 1 AS found FROM sqlite_master WHERE type = 'trigger' AND name = 'taskhost_sql_add_handlers'",
+            make: &[
+                "DROP TRIGGER IF EXISTS taskhost_sql_add_handlers",
+                r#"CREATE TRIGGER taskhost_sql_add_handlers INSTEAD OF INSERT ON taskhost_add
+                   WHEN typeof(NEW.handler) = 'text' AND length(NEW.handler) BETWEEN 1 AND 128
+                       AND NEW.handler NOT GLOB '*[^A-Za-z0-9_-]*'
+                       AND NOT EXISTS (SELECT 1 FROM task_handler_releases WHERE handler = NEW.handler)
+                   BEGIN
+                       SELECT RAISE(ABORT, 'taskhost_add: invalid handler: not deployed ([tasks] sql_add_handlers = "deployed")');
+                   END"#,
+            ],
+            drop: &["DROP TRIGGER IF EXISTS taskhost_sql_add_handlers"],
+        },
+    }
+}
+
+/// Make the database refuse, in `taskhost_add`, a handler not deployed into it (`deployed_only`),
+/// or take any again; whether that changed anything (nothing is written when it did not: the
+/// DDL waits for callers' transactions).
+pub async fn set_sql_add_handlers<D: Dialect>(db: &D, deployed_only: bool) -> Result<bool> {
+    let check = sql_add_check(D::BACKEND);
+    let there = !db.rows(None, check.found, &[]).await?.is_empty();
+    if there == deployed_only {
+        return Ok(false);
+    }
+    db.script(if deployed_only { check.make } else { check.drop }).await?;
+    Ok(true)
 }
