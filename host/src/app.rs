@@ -126,6 +126,35 @@ impl App {
         Some(said)
     }
 
+    /// Say, as a warning, when the database's check of handlers queued in SQL is not what the
+    /// file's `[tasks] sql_add_handlers` asks (only `taskhost migrate` changes it: it is DDL, which
+    /// waits for callers' transactions): what the `worker` and `serve` commands do. What it said.
+    pub async fn warn_sql_add_handlers(
+        store: &dyn store::Store,
+        asked: crate::config::SqlAddHandlers,
+    ) -> Option<String> {
+        let deployed_only = asked == crate::config::SqlAddHandlers::Deployed;
+        let there = match store.sql_add_deployed_only().await {
+            Ok(there) => there,
+            Err(e) => {
+                tracing::warn!("reading the database's check of handlers queued in SQL failed: {e}");
+                return None;
+            }
+        };
+        if there == deployed_only {
+            return None;
+        }
+        let said = if deployed_only {
+            "[tasks] sql_add_handlers = \"deployed\", but taskhost_add in SQL takes any handler: run `taskhost \
+             migrate` with this file"
+        } else {
+            "[tasks] sql_add_handlers = \"any\", but taskhost_add in SQL refuses a handler not deployed: run \
+             `taskhost migrate` with this file to take any"
+        };
+        tracing::warn!("{said}");
+        Some(said.to_string())
+    }
+
     /// The sandbox and the plugins directory alone, without a database (for checking plugins or
     /// running a handler once).
     pub async fn open_catalog(config: &AppConfig) -> Result<Arc<Catalog>> {

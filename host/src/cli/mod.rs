@@ -139,6 +139,7 @@ pub async fn run(cli: Cli) -> Result<()> {
     // once, perhaps without the file, does not.
     if matches!(cli.command, Command::Worker(_) | Command::Serve { .. }) {
         App::tell_sql_data_limit(&*app.store, config.policy.max_data_bytes).await;
+        App::warn_sql_add_handlers(&*app.store, config.policy.sql_add_handlers).await;
     }
     let overseer_config = overseer_config(&cli, &app);
     on_app(&app, cli.command, overseer_config, cli.log_format).await

@@ -33,6 +33,8 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
     /// (`deployed_only`, `[tasks] sql_add_handlers = "deployed"`), or take any again; whether that
     /// changed anything.
     async fn set_sql_add_handlers(&self, deployed_only: bool) -> Result<bool>;
+    /// Whether `taskhost_add` in SQL refuses a handler not deployed into the database.
+    async fn sql_add_deployed_only(&self) -> Result<bool>;
 
     // --- tasks -----------------------------------------------------------------------------
 

@@ -9,7 +9,9 @@ use std::time::Duration;
 use common::process::{run, signal, spawn_worker, stderr, stdout, wait_exit};
 use common::{component, taskhost_command, wait_until, Db, Env};
 use serde_json::json;
+use taskhost::config::SqlAddHandlers;
 use taskhost::model::{NewTask, TaskState};
+use taskhost::App;
 
 use super::sql_add::{add_in_shell, add_sql, shell, state};
 
@@ -34,9 +36,16 @@ async fn taskhost_add_refuses_a_handler_not_deployed_once_the_operator_says_ever
     add_in_shell(db, &env, "echo", "{}", json!({}), true);
 
     env.set_config("[tasks]\nsql_add_handlers = \"deployed\"\n").await;
+    // A worker or `serve` started with the file before `taskhost migrate` says what to do.
+    let warned = App::warn_sql_add_handlers(&*env.app.store, SqlAddHandlers::Deployed).await;
+    assert!(warned.is_some_and(|w| w.contains("run `taskhost migrate` with this file")), "warned");
+    assert_eq!(App::warn_sql_add_handlers(&*env.app.store, SqlAddHandlers::Any).await, None);
     let said = migrate(&env);
     assert!(said.contains("taskhost_add now refuses a handler not deployed into the database"), "{said}");
     assert!(!migrate(&env).contains("taskhost_add now"), "told again, it changes nothing");
+    assert_eq!(App::warn_sql_add_handlers(&*env.app.store, SqlAddHandlers::Deployed).await, None);
+    let warned = App::warn_sql_add_handlers(&*env.app.store, SqlAddHandlers::Any).await;
+    assert!(warned.is_some_and(|w| w.contains("refuses a handler not deployed")), "warned");
     let before = env.app.store.list_tasks(&Default::default()).await.expect("list").len();
     // Each way a call goes on MariaDB: the short path without options and with them, and the
     // whole procedure (`run_anyway` is its alone).

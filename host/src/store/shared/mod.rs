@@ -61,6 +61,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         settings::set_sql_add_handlers(&self.db, deployed_only).await
     }
 
+    async fn sql_add_deployed_only(&self) -> Result<bool> {
+        settings::sql_add_deployed_only(&self.db).await
+    }
+
     async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
         if tasks.is_empty() {
             return Ok(Vec::new());

@@ -133,10 +133,15 @@ fn sql_add_check(backend: Backend) -> SqlAddCheck {
 /// DDL waits for callers' transactions).
 pub async fn set_sql_add_handlers<D: Dialect>(db: &D, deployed_only: bool) -> Result<bool> {
     let check = sql_add_check(D::BACKEND);
-    let there = !db.rows(None, check.found, &[]).await?.is_empty();
-    if there == deployed_only {
+    if sql_add_deployed_only(db).await? == deployed_only {
         return Ok(false);
     }
     db.script(if deployed_only { check.make } else { check.drop }).await?;
     Ok(true)
+}
+
+/// Whether the database refuses, in `taskhost_add`, a handler not deployed into it (its check is
+/// there: one read of the catalog).
+pub async fn sql_add_deployed_only<D: Dialect>(db: &D) -> Result<bool> {
+    Ok(!db.rows(None, sql_add_check(D::BACKEND).found, &[]).await?.is_empty())
 }
