@@ -18,6 +18,7 @@ mod dev;
 pub mod file;
 mod limits;
 mod many;
+mod migrate;
 mod new;
 mod progress;
 mod schedule;
@@ -124,7 +125,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::RunOnce { handler, data } => return run_once(&config, handler, &read_data(data)?, None).await,
         Command::Dev(args) => return dev::run(args, &config).await,
         Command::Plugins { json } => return plugins(&config, *json).await,
-        Command::Migrate => return migrate(&config).await,
+        Command::Migrate => return migrate::migrate(&config).await,
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut command, "taskhost", &mut std::io::stdout());
@@ -303,40 +304,6 @@ fn read_data(arg: &str) -> Result<String> {
         Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading the task's data from {path}")),
         None => Ok(arg.to_string()),
     }
-}
-
-/// Create or update the tables, saying which migrations were applied.
-async fn migrate(config: &AppConfig) -> Result<()> {
-    let options =
-        taskhost::store::StoreOptions { migrate: false, connect_timeout: config.connect_timeout, ..Default::default() };
-    let store = taskhost::store::open(&config.database_url, &options).await?;
-    let applied = store.migrate().await?;
-    let limit = App::tell_sql_data_limit(&*store, config.policy.max_data_bytes).await;
-    if applied.is_empty() {
-        println!("database is up to date");
-    }
-    for m in applied {
-        println!("applied {m}");
-    }
-    if let Some(said) = limit {
-        println!("{said}");
-    }
-    // Only here: it is DDL, which waits for callers' transactions holding the tasks' table.
-    let deployed_only = config.policy.sql_add_handlers == taskhost::config::SqlAddHandlers::Deployed;
-    let checked = store.set_sql_add_handlers(deployed_only).await.with_context(|| {
-        format!(
-            "[tasks] sql_add_handlers = {:?}: changing the database's check of handlers queued in SQL failed",
-            if deployed_only { "deployed" } else { "any" }
-        )
-    })?;
-    match (checked, deployed_only) {
-        (false, _) => {}
-        (true, true) => println!(
-            "taskhost_add now refuses a handler not deployed into the database ([tasks] sql_add_handlers = \"deployed\")"
-        ),
-        (true, false) => println!("taskhost_add now takes any handler ([tasks] sql_add_handlers = \"any\")"),
-    }
-    Ok(())
 }
 
 /// Load every plugin and say whether each can be used.
