@@ -109,8 +109,9 @@ fn sql_add_check(backend: Backend) -> SqlAddCheck {
                 "SET SESSION lock_wait_timeout = DEFAULT",
             ],
         },
-        // A name that is no handler's is left to the view's own trigger, which says so (SQLite
-        // fires the newest trigger first). RAISE takes no name.
+        // A name that is no handler's is left to the view's own trigger, which says so, whichever
+        // of the two SQLite fires first (it promises no order; either's RAISE undoes the
+        // statement whole). RAISE takes no name.
         Backend::Sqlite => SqlAddCheck {
             found: "SELECT 1 AS found FROM sqlite_master WHERE type = 'trigger' AND name = 'taskhost_sql_add_handlers'",
             make: &[
