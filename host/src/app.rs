@@ -141,6 +141,13 @@ impl App {
                 return None;
             }
         };
+        if there && !matches!(store.host_sessions_marked().await, Ok(true)) {
+            tracing::error!(
+                "the database refuses tasks queued for handlers not deployed, and this process's sessions are not \
+                 marked as taskhost's (PostgreSQL: the startup option taskhost.host = on, which a connection pooler \
+                 may drop): its own tasks for a plugin's handler, a run's children among them, would be refused"
+            );
+        }
         if there == deployed_only {
             return None;
         }

@@ -33,8 +33,11 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
     /// (`deployed_only`, `[tasks] sql_add_handlers = "deployed"`), or take any again; whether that
     /// changed anything.
     async fn set_sql_add_handlers(&self, deployed_only: bool) -> Result<bool>;
-    /// Whether `taskhost_add` in SQL refuses a handler not deployed into the database.
+    /// Whether `taskhost_add` in SQL refuses a handler not deployed into the database (as
+    /// `taskhost migrate` wrote it).
     async fn sql_add_deployed_only(&self) -> Result<bool>;
+    /// Whether this process's sessions are marked as the host's, whose inserts that check lets by.
+    async fn host_sessions_marked(&self) -> Result<bool>;
 
     // --- tasks -----------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ mod runners;
 mod runs;
 mod schedules;
 mod settings;
+mod sql_add_check;
 mod sql_store;
 pub(crate) mod tasks;
 mod upkeep;
@@ -43,7 +44,11 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn migrate(&self) -> Result<Vec<String>> {
-        self.db.migrate().await
+        let applied = self.db.migrate().await?;
+        if !applied.is_empty() {
+            sql_add_check::keep(&self.db).await?;
+        }
+        Ok(applied)
     }
 
     async fn check_migrated(&self) -> Result<()> {
@@ -58,11 +63,15 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn set_sql_add_handlers(&self, deployed_only: bool) -> Result<bool> {
-        settings::set_sql_add_handlers(&self.db, deployed_only).await
+        sql_add_check::set(&self.db, deployed_only).await
     }
 
     async fn sql_add_deployed_only(&self) -> Result<bool> {
-        settings::sql_add_deployed_only(&self.db).await
+        sql_add_check::deployed_only(&self.db).await
+    }
+
+    async fn host_sessions_marked(&self) -> Result<bool> {
+        sql_add_check::host_sessions_marked(&self.db).await
     }
 
     async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {
