@@ -5,13 +5,7 @@
 # row for `noop`), twice, in one sitting. PostgreSQL: pgbench; MariaDB and MySQL: mariadb-slap;
 # SQLite: Python's sqlite3 (bench/sql-add-deployed-sqlite.py).
 # Usage: bash bench/sql-add-deployed.sh [SECONDS]   (needs target/release/taskhost: cargo build --release)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-secs=${1:-10}
-bin=target/release/taskhost
-pgbench=$(ls /usr/lib/postgresql/*/bin/pgbench | tail -1)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/sql-add-common.sh"
 : > "$work/any.toml"
 printf '[tasks]\nsql_add_handlers = "deployed"\n' > "$work/deployed.toml"
 # `taskhost migrate` with each file: the check made, or dropped.
@@ -28,8 +22,7 @@ for rep in 1 2; do
     for what in insert add add-checked; do
         case $what in add-checked) check deployed "$url" ;; *) check any "$url" ;; esac
         f=${what%-checked}
-        lat=$($pgbench -h 127.0.0.1 -U postgres -n -c 1 -T "$secs" -f "$work/$f.sql" taskhost_bench_sql 2>/dev/null |
-            awk '/latency average/ {print $4}')
+        lat=$(pg_ms "$work/$f.sql" taskhost_bench_sql)
         echo "rep $rep  $what: $lat ms a statement"
     done
 done
@@ -50,9 +43,7 @@ for server in MariaDB:3306 MySQL:3310; do
             add | add-checked) q="CALL taskhost_add('noop', '{\"n\": 1}', NULL)" ;;
             *) q="CALL taskhost_add('noop', '{\"n\": 1}', '{\"queue\": \"mail\", \"priority\": 1}')" ;;
             esac
-            s=$(mariadb-slap -h 127.0.0.1 -P "$port" -u taskhost --create-schema=taskhost_bench_sql --concurrency=1 \
-                --number-of-queries=20000 --query="$q" 2>/dev/null | awk '/Average number of seconds/ {print $9}')
-            echo "rep $rep  $what: $(python3 -c "print(round($s / 20000 * 1000, 4))") ms a statement"
+            echo "rep $rep  $what: $(slap_ms "$port" taskhost_bench_sql "$q") ms a statement"
         done
     done
     mysql -h 127.0.0.1 -P "$port" -u taskhost -e "DROP DATABASE taskhost_bench_sql"

@@ -5,13 +5,7 @@
 #   SQLite: Python's sqlite3 (a file on this disk; each add committed, then 20,000 in one transaction;
 #   bench/sql-add-sqlite.py), and SQLite alone from C (bench/sql-add-sqlite.c: time and SQLite's steps a call).
 # Usage: bash bench/sql-add.sh [SECONDS]   (needs target/release/taskhost: cargo build --release)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-secs=${1:-10}
-bin=target/release/taskhost
-pgbench=$(ls /usr/lib/postgresql/*/bin/pgbench | tail -1)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/sql-add-common.sh"
 
 echo "== PostgreSQL ($secs s each, pgbench, 1 client)"
 psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS taskhost_bench_sql" -c "CREATE DATABASE taskhost_bench_sql"
@@ -20,8 +14,7 @@ echo "SELECT taskhost_add('noop', '{\"n\": 1}');" > "$work/add.sql"
 echo "INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data) VALUES (now(), now(), 'noop', '{\"n\": 1}');" > "$work/insert.sql"
 for rep in 1 2; do
     for what in insert add; do
-        lat=$($pgbench -h 127.0.0.1 -U postgres -n -c 1 -T "$secs" -f "$work/$what.sql" taskhost_bench_sql 2>/dev/null |
-            awk '/latency average/ {print $4}')
+        lat=$(pg_ms "$work/$what.sql" taskhost_bench_sql)
         echo "rep $rep  $what: $lat ms a statement"
     done
 done
@@ -50,9 +43,7 @@ for server in MariaDB:3306 MySQL:3310; do
             # (Its task and one dependency: a plain INSERT of its rows would be two.)
             *) q="CALL taskhost_add('noop', '{\"n\": 1}', '{\"after\": [1]}')" ;;
             esac
-            s=$(mariadb-slap -h 127.0.0.1 -P "$port" -u taskhost --create-schema=taskhost_bench_sql --concurrency=1 \
-                --number-of-queries=20000 --query="$q" 2>/dev/null | awk '/Average number of seconds/ {print $9}')
-            echo "rep $rep  $what: $(python3 -c "print(round($s / 20000 * 1000, 4))") ms a statement"
+            echo "rep $rep  $what: $(slap_ms "$port" taskhost_bench_sql "$q") ms a statement"
         done
     done
     echo "== $name from Python's PyMySQL (3,000 statements each)"

@@ -1,0 +1,23 @@
+# Sourced by bench/sql-add.sh and bench/sql-add-deployed.sh: the repository's root as the working
+# directory, `secs` (the script's first argument, 10 by default: seconds a PostgreSQL measure
+# runs), `bin` (the taskhost binary), a scratch directory `work` removed at exit, and each client's
+# measure: `pg_ms FILE DATABASE` (ms a statement of FILE by pgbench, one client, `secs` seconds)
+# and `slap_ms PORT DATABASE QUERY` (ms a statement over 20,000 by mariadb-slap, one client).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-10}
+bin=target/release/taskhost
+pgbench=$(ls /usr/lib/postgresql/*/bin/pgbench | tail -1)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+pg_ms() {
+    $pgbench -h 127.0.0.1 -U postgres -n -c 1 -T "$secs" -f "$1" "$2" 2>/dev/null | awk '/latency average/ {print $4}'
+}
+
+slap_ms() {
+    local s
+    s=$(mariadb-slap -h 127.0.0.1 -P "$1" -u taskhost --create-schema="$2" --concurrency=1 \
+        --number-of-queries=20000 --query="$3" 2>/dev/null | awk '/Average number of seconds/ {print $9}')
+    python3 -c "print(round($s / 20000 * 1000, 4))"
+}
