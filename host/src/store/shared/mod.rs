@@ -45,9 +45,7 @@ impl<D: Dialect> Store for SqlStore<D> {
 
     async fn migrate(&self) -> Result<Vec<String>> {
         let applied = self.db.migrate().await?;
-        if !applied.is_empty() {
-            sql_add_check::keep(&self.db).await?;
-        }
+        sql_add_check::after_migrations(&self.db, &applied).await;
         Ok(applied)
     }
 

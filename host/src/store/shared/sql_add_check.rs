@@ -14,7 +14,7 @@
 //!   [`host_sessions_marked`] tells whether this process's sessions say so (a pooler may drop a
 //!   startup option).
 //! - A migration that makes SQLite's view again drops its triggers: after migrations are applied,
-//!   [`keep`] makes the check again where `task_counters` says it was made.
+//!   [`after_migrations`] makes the check again where `task_counters` says it was made.
 
 use super::super::dialect::Dialect;
 use super::super::plumbing::Cells;
@@ -172,9 +172,19 @@ pub async fn deployed_only<D: Dialect>(db: &D) -> Result<bool> {
     Ok(made(db).await? > 0)
 }
 
-/// After migrations were applied: the check made again where `migrate` made it and it is gone (a
-/// migration that made SQLite's view again dropped it).
-pub async fn keep<D: Dialect>(db: &D) -> Result<()> {
+/// After migrations were applied (`applied` not empty): the check made again where `migrate` made
+/// it and it is gone (a migration that made SQLite's view again dropped it). A failure is said,
+/// not returned: a role that may migrate but not make triggers still opens the store.
+pub async fn after_migrations<D: Dialect>(db: &D, applied: &[String]) {
+    if applied.is_empty() {
+        return;
+    }
+    if let Err(e) = keep(db).await {
+        tracing::warn!("making the check of handlers queued in SQL ([tasks] sql_add_handlers) again failed: {e}");
+    }
+}
+
+async fn keep<D: Dialect>(db: &D) -> Result<()> {
     if made(db).await? > 0 && !found(db).await? {
         tracing::info!("the check of handlers queued in SQL ([tasks] sql_add_handlers) made again after migrations");
         apply(db, true).await?;
