@@ -134,14 +134,14 @@ impl App {
         asked: crate::config::SqlAddHandlers,
     ) -> Option<String> {
         let deployed_only = asked == crate::config::SqlAddHandlers::Deployed;
-        let there = match store.sql_add_deployed_only().await {
-            Ok(there) => there,
+        let (there, marked) = match store.sql_add_check().await {
+            Ok(check) => (check.deployed_only, check.host_marked),
             Err(e) => {
                 tracing::warn!("reading the database's check of handlers queued in SQL failed: {e}");
                 return None;
             }
         };
-        if there && !matches!(store.host_sessions_marked().await, Ok(true)) {
+        if there && !marked {
             tracing::error!(
                 "the database refuses tasks queued for handlers not deployed, and this process's sessions are not \
                  marked as taskhost's (PostgreSQL: the startup option taskhost.host = on, which a connection pooler \

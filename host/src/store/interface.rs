@@ -33,11 +33,9 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
     /// (`deployed_only`, `[tasks] sql_add_handlers = "deployed"`), or take any again; whether that
     /// changed anything.
     async fn set_sql_add_handlers(&self, deployed_only: bool) -> Result<bool>;
-    /// Whether `taskhost_add` in SQL refuses a handler not deployed into the database (as
-    /// `taskhost migrate` wrote it).
-    async fn sql_add_deployed_only(&self) -> Result<bool>;
-    /// Whether this process's sessions are marked as the host's, whose inserts that check lets by.
-    async fn host_sessions_marked(&self) -> Result<bool>;
+    /// The database's check of handlers queued in SQL, as `taskhost migrate` left it, and whether
+    /// this process's sessions are marked as the host's, whose inserts it lets by.
+    async fn sql_add_check(&self) -> Result<SqlAddCheck>;
 
     // --- tasks -----------------------------------------------------------------------------
 
@@ -357,6 +355,15 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
 
 /// A store shared by the parts of a process.
 pub type SharedStore = Arc<dyn Store>;
+
+/// What [`Store::sql_add_check`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SqlAddCheck {
+    /// `taskhost_add` in SQL refuses a handler not deployed into the database.
+    pub deployed_only: bool,
+    /// This process's sessions are marked as the host's.
+    pub host_marked: bool,
+}
 
 /// What [`Store::set_sql_data_limit`] found and did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -43,7 +43,7 @@ pub use bell::CommitBell;
 pub use components::Components;
 pub use connect::{redact, StoreOptions};
 pub use dialect::{ClaimRequest, Claimed};
-pub use interface::{DataLimitWrite, SharedStore, Store};
+pub use interface::{DataLimitWrite, SharedStore, SqlAddCheck, Store};
 /// Ids a row of a queue's deleted successes spans at most (see `transitions::ends`).
 pub use transitions::ends::SPAN as ENDS_SPAN;
 pub use types::*;

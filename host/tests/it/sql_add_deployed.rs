@@ -32,7 +32,7 @@ fn refused(db: Db, env: &Env, handler: &str, options: serde_json::Value) -> Stri
 
 async fn taskhost_add_refuses_a_handler_not_deployed_once_the_operator_says_every_handler_is(db: Db) {
     let mut env = Env::on(db, &["echo", "fan-out"]).await;
-    assert!(env.app.store.host_sessions_marked().await.expect("read"), "the host's sessions say so");
+    assert!(env.app.store.sql_add_check().await.expect("read").host_marked, "the host's sessions say so");
     // By default a plugin's handler is taken (the database cannot see the plugins directory).
     add_in_shell(db, &env, "echo", "{}", json!({}), true);
 

@@ -20,6 +20,7 @@ mod schedules;
 mod settings;
 mod sql_add_check;
 mod sql_store;
+mod tables;
 pub(crate) mod tasks;
 mod upkeep;
 
@@ -32,7 +33,7 @@ use super::dialect::{ClaimRequest, Claimed, Dialect};
 use super::interface::Store;
 use super::types::*;
 use super::{stats, transitions};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::*;
 use crate::schedule::{NewSchedule, Schedule};
 pub use sql_store::SqlStore;
@@ -44,16 +45,11 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn migrate(&self) -> Result<Vec<String>> {
-        let applied = self.db.migrate().await?;
-        sql_add_check::after_migrations(&self.db, &applied).await;
-        Ok(applied)
+        tables::migrate(&self.db).await
     }
 
     async fn check_migrated(&self) -> Result<()> {
-        match self.db.rows(None, "SELECT id FROM task_queue WHERE id = 0", &[]).await {
-            Err(e) if e.is_missing_table() => Err(Error::NotMigrated),
-            other => other.map(|_| ()),
-        }
+        tables::check_migrated(&self.db).await
     }
 
     async fn set_sql_data_limit(&self, bytes: u64) -> Result<super::interface::DataLimitWrite> {
@@ -64,12 +60,8 @@ impl<D: Dialect> Store for SqlStore<D> {
         sql_add_check::set(&self.db, deployed_only).await
     }
 
-    async fn sql_add_deployed_only(&self) -> Result<bool> {
-        sql_add_check::deployed_only(&self.db).await
-    }
-
-    async fn host_sessions_marked(&self) -> Result<bool> {
-        sql_add_check::host_sessions_marked(&self.db).await
+    async fn sql_add_check(&self) -> Result<super::interface::SqlAddCheck> {
+        sql_add_check::read(&self.db).await
     }
 
     async fn add_tasks(&self, tasks: &[NewTask], now: DateTime<Utc>) -> Result<Vec<Added>> {

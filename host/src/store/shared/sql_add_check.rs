@@ -11,12 +11,12 @@
 //!   run's children must never fail their run's end. On PostgreSQL its sessions say
 //!   `taskhost.host = on` (a startup option), on MySQL and MariaDB `@taskhost_host = 1` (set at
 //!   connect); on SQLite the host never inserts through the `taskhost_add` view the trigger is on.
-//!   [`host_sessions_marked`] tells whether this process's sessions say so (a pooler may drop a
-//!   startup option).
+//!   [`read`] tells whether this process's sessions say so (a pooler may drop a startup option).
 //! - A migration that makes SQLite's view again drops its triggers: after migrations are applied,
 //!   [`after_migrations`] makes the check again where `task_counters` says it was made.
 
 use super::super::dialect::Dialect;
+use super::super::interface::SqlAddCheck;
 use super::super::plumbing::Cells;
 use super::super::types::Backend;
 use crate::error::Result;
@@ -167,11 +167,6 @@ pub async fn set<D: Dialect>(db: &D, deployed_only: bool) -> Result<bool> {
     Ok(true)
 }
 
-/// Whether `migrate` made the check (what a worker or `serve` compares with its file).
-pub async fn deployed_only<D: Dialect>(db: &D) -> Result<bool> {
-    Ok(made(db).await? > 0)
-}
-
 /// After migrations were applied (`applied` not empty): the check made again where `migrate` made
 /// it and it is gone (a migration that made SQLite's view again dropped it). A failure is said,
 /// not returned: a role that may migrate but not make triggers still opens the store.
@@ -192,9 +187,10 @@ async fn keep<D: Dialect>(db: &D) -> Result<()> {
     Ok(())
 }
 
-/// Whether this process's pooled sessions are marked as the host's, so the check lets its own
-/// inserts by.
-pub async fn host_sessions_marked<D: Dialect>(db: &D) -> Result<bool> {
+/// Whether `migrate` made the check (what a worker or `serve` compares with its file), and whether
+/// this process's pooled sessions are marked as the host's, so the check lets its own inserts by.
+pub async fn read<D: Dialect>(db: &D) -> Result<SqlAddCheck> {
     let rows = db.rows(None, sql(D::BACKEND).marked, &[]).await?;
-    Ok(rows.first().map(|r| r.int("ok")).transpose()?.flatten() == Some(1))
+    let host_marked = rows.first().map(|r| r.int("ok")).transpose()?.flatten() == Some(1);
+    Ok(SqlAddCheck { deployed_only: made(db).await? > 0, host_marked })
 }
