@@ -34,6 +34,9 @@ command -v pgrep >/dev/null || apt_install procps
 # --- the sqlite3 shell: tasks queued in SQL from it (host/tests/it/sql_add.rs) ---------------
 command -v sqlite3 >/dev/null || apt_install sqlite3
 
+# --- PgBouncer: PostgreSQL behind a connection pooler (host/tests/it/pooler.rs starts its own) ---
+[ -x /usr/sbin/pgbouncer ] || apt_install pgbouncer
+
 # --- PostgreSQL ----------------------------------------------------------------------------
 command -v pg_ctlcluster >/dev/null || apt_install postgresql
 ver=$(ls /etc/postgresql | sort -V | tail -n 1)

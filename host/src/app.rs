@@ -144,8 +144,8 @@ impl App {
         if there && !marked {
             tracing::error!(
                 "the database refuses tasks queued for handlers not deployed, and this process's sessions are not \
-                 marked as taskhost's (PostgreSQL: the startup option taskhost.host = on, which a connection pooler \
-                 may drop): its own tasks for a plugin's handler, a run's children among them, would be refused"
+                 marked as taskhost's (taskhost.host = on on PostgreSQL, set as a connection opens, which a pooler \
+                 in transaction mode does not keep): its own tasks for a plugin's handler, a run's children among them, would be refused"
             );
         }
         if there == deployed_only {

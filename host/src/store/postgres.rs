@@ -45,22 +45,41 @@ impl PostgresStore {
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
         let opts: PgConnectOptions =
             url.parse().map_err(|e: sqlx::Error| Error::BadUrl { url: redact(url), reason: e.to_string() })?;
-        // Generic plans: they take a batch array as a handful of rows, so batches are joined by
-        // index lookups whatever the statistics say (a queue's statistics are always stale:
-        // custom plans, priced from them, scanned all of task_runs per claim, 20x slower at
-        // 100,000 rows). And statements are no longer re-planned on every call.
-        // `taskhost.host`: the host's own inserts are not those `[tasks] sql_add_handlers` checks
-        // (`shared::settings`).
-        let opts = opts.options([("plan_cache_mode", "force_generic_plan"), ("taskhost.host", "on")]);
-        let claims = opts.clone().options([("enable_seqscan", "off")]);
-        let pool = super::connect::server_pool(url, opts, options, |pool| pool).await?;
+        // Only the startup parameters a pooler passes on (PgBouncer refuses others unless told to
+        // ignore them): `extra_float_digits` shapes floats as text, and the store reads none.
+        let opts = opts.extra_float_digits(None);
+        let pool = super::connect::server_pool(url, opts.clone(), options, |pool| {
+            pool.after_connect(|conn: &mut PgConnection, _| Box::pin(session(conn, SESSION)))
+        })
+        .await?;
         // Two: a large claim is two statements at once.
         let claims = sqlx::postgres::PgPoolOptions::new()
             .max_connections(2)
             .acquire_timeout(Duration::from_secs(10))
-            .connect_lazy_with(claims);
+            .after_connect(|conn: &mut PgConnection, _| Box::pin(session(conn, CLAIM_SESSION)))
+            .connect_lazy_with(opts);
         Ok(SqlStore::new(PostgresDb { pool, claims }))
     }
+}
+
+/// What every session of the host sets as it opens, in one round trip: not as startup options,
+/// which a connection pooler (PgBouncer) refuses or drops.
+/// - Generic plans: they take a batch array as a handful of rows, so batches are joined by index
+///   lookups whatever the statistics say (a queue's statistics are always stale: custom plans,
+///   priced from them, scanned all of task_runs per claim, 20x slower at 100,000 rows). And
+///   statements are no longer re-planned on every call.
+/// - `taskhost.host`: the host's own inserts are not those `[tasks] sql_add_handlers` checks
+///   (`shared::sql_add_check`).
+const SESSION: &str = "SET plan_cache_mode = force_generic_plan; SET taskhost.host = on";
+
+/// A claim's session: as [`SESSION`], and never a scan of a table (see [`PostgresDb::claims`]).
+const CLAIM_SESSION: &str =
+    "SET plan_cache_mode = force_generic_plan; SET taskhost.host = on; SET enable_seqscan = off";
+
+/// Set a new connection's session (`SESSION` or `CLAIM_SESSION`).
+async fn session(conn: &mut PgConnection, settings: &'static str) -> std::result::Result<(), sqlx::Error> {
+    use sqlx::Executor;
+    conn.execute(sqlx::raw_sql(settings)).await.map(|_| ())
 }
 
 /// A transaction's statements reach their rows by keys and indexes, never by a scan of the

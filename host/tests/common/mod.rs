@@ -113,6 +113,11 @@ impl Env {
         Self::build(plugins, Arc::new(SystemClock), Some(scratch)).await
     }
 
+    /// On a server database of the test's own making (as [`postgres_database`] makes).
+    pub async fn on_scratch(scratch: ScratchDb, plugins: &[&str]) -> Env {
+        Self::build(plugins, Arc::new(SystemClock), Some(scratch)).await
+    }
+
     /// On PostgreSQL (a fresh schema in database `test`) instead of a SQLite file.
     pub async fn postgres(plugins: &[&str]) -> Env {
         Self::build(plugins, Arc::new(SystemClock), Some(postgres_scratch().await)).await
@@ -290,6 +295,26 @@ pub async fn postgres_scratch() -> ScratchDb {
     let base =
         std::env::var("TASKHOST_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     postgres_scratch_on(&base).await
+}
+
+/// A new, empty database on the test PostgreSQL server (not a schema: selecting one takes a
+/// startup option, which a connection pooler refuses), reached at `via` (`host:port`, a pooler's).
+pub async fn postgres_database(via: &str) -> ScratchDb {
+    use sqlx::Connection;
+    let base =
+        std::env::var("TASKHOST_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let mut conn = sqlx::PgConnection::connect(&base)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL at {base} is needed (scripts/test-services.sh starts it): {e}"));
+    let db = format!("t_{:016x}", rand::random::<u64>());
+    sqlx::query(&format!("CREATE DATABASE {db}")).execute(&mut conn).await.expect("create database");
+    let (user, _) = base.strip_prefix("postgres://").and_then(|r| r.split_once('@')).expect("a user in the URL");
+    ScratchDb {
+        url: format!("postgres://{user}@{via}/{db}"),
+        admin_url: base.clone(),
+        // (FORCE: a pooler may still hold a server connection to it.)
+        drop_sql: format!("DROP DATABASE {db} WITH (FORCE)"),
+    }
 }
 
 /// A new, empty schema in the PostgreSQL database at `base`.

@@ -41,6 +41,7 @@ mod observability;
 mod openapi;
 mod overseer;
 mod overseer_lease;
+mod pooler;
 mod promises;
 mod rate_limits;
 mod sandbox;

@@ -9,9 +9,10 @@
 //!   replaces an older one.
 //! - The host's own inserts are not checked: the host knows its plugins directories too, and a
 //!   run's children must never fail their run's end. On PostgreSQL its sessions say
-//!   `taskhost.host = on` (a startup option), on MySQL and MariaDB `@taskhost_host = 1` (set at
-//!   connect); on SQLite the host never inserts through the `taskhost_add` view the trigger is on.
-//!   [`read`] tells whether this process's sessions say so (a pooler may drop a startup option).
+//!   `taskhost.host = on`, on MySQL and MariaDB `@taskhost_host = 1` (each set as a connection
+//!   opens); on SQLite the host never inserts through the `taskhost_add` view the trigger is on.
+//!   [`read`] tells whether this process's sessions say so (a pooler in transaction mode may
+//!   hand a statement a session that never did).
 //! - A migration that makes SQLite's view again drops its triggers: after migrations are applied,
 //!   [`after_migrations`] makes the check again where `task_counters` says it was made.
 
