@@ -6,11 +6,13 @@
 #   chromium (Debian)        a real browser for the dashboard's tests (tests/it/dashboard.rs)
 #   playwright-core (npm)    drives it; it downloads no browser of its own
 #   mypy (PyPI), typescript (npm)  type-check the clients and their types (tests/it/clients.rs)
+#   vermin (PyPI)            the Python client's oldest Python, from what it uses (tests/it/clients.rs)
 set -euo pipefail
 
 SCHEMATHESIS=schemathesis==4.32.5
 PLAYWRIGHT=playwright-core@1.64.1
 MYPY=mypy==2.4.1
+VERMIN=vermin==1.6.0
 TYPESCRIPT=typescript@5.9.3
 tools=target/tools
 
@@ -21,6 +23,10 @@ fi
 
 if [ ! -x "$tools/st/bin/mypy" ]; then
     "$tools/st/bin/pip" install --quiet --disable-pip-version-check "$MYPY"
+fi
+
+if [ ! -x "$tools/st/bin/vermin" ]; then
+    "$tools/st/bin/pip" install --quiet --disable-pip-version-check "$VERMIN"
 fi
 
 if [ ! -x /usr/bin/chromium ]; then

@@ -28,7 +28,7 @@ async def within(step: Awaitable[T], timeout: float) -> T:
     `asyncio.timeout`: `wait_for` before 3.12 can drop a cancellation that comes as the step ends."""
     try:
         if sys.version_info >= (3, 11):
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout):  # novermin (3.11 and later only, tested above)
                 return await step
         return await asyncio.wait_for(step, timeout)
     except asyncio.TimeoutError:

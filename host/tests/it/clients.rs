@@ -190,7 +190,10 @@ crate::on_every_database!(
 
 /// Each client as installed, with an application's use of it (`tests/clients/typed_use.*`), passes
 /// its language's strict type checker (`make test-tools` installs mypy and TypeScript): the types
-/// fit the code, and Node's `index.d.ts` is itself checked.
+/// fit the code, and Node's `index.d.ts` is itself checked. The Python client's types hold on the
+/// oldest Python mypy checks (3.10), and nothing it uses needs a Python after its 3.9 (vermin
+/// reads each name, module and syntax it uses against the versions that have them): only 3.11
+/// runs here.
 #[test]
 fn the_clients_as_installed_pass_strict_type_checks() {
     let tools = repo_root().join("target/tools");
@@ -206,6 +209,18 @@ fn the_clients_as_installed_pass_strict_type_checks() {
         .output()
         .expect("mypy (make test-tools)");
     assert!(o.status.success(), "mypy --strict: {}{}", stdout(&o), stderr(&o));
+    let o = Command::new(tools.join("st/bin/mypy"))
+        .args(["--strict", "--python-version", "3.10", "--cache-dir", ".mypy-cache-310", "taskhost_client"])
+        .current_dir(&work)
+        .output()
+        .expect("mypy (make test-tools)");
+    assert!(o.status.success(), "mypy --strict --python-version 3.10: {}{}", stdout(&o), stderr(&o));
+    let o = Command::new(tools.join("st/bin/vermin"))
+        .args(["--no-tips", "--violations", "--eval-annotations", "-t=3.9-", "taskhost_client"])
+        .current_dir(&work)
+        .output()
+        .expect("vermin (make test-tools)");
+    assert!(o.status.success(), "the client needs a Python after 3.9: {}{}", stdout(&o), stderr(&o));
 
     let root = node_client();
     std::fs::copy(repo_root().join("host/tests/clients/typed_use.mts"), root.join("typed_use.mts")).expect("copy");
