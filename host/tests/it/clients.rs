@@ -203,24 +203,28 @@ fn the_clients_as_installed_pass_strict_type_checks() {
     let copied = Command::new("cp").arg("-r").arg(python_client().join("taskhost_client")).arg(&work).status();
     assert!(copied.expect("cp").success());
     std::fs::copy(repo_root().join("host/tests/clients/typed_use.py"), work.join("typed_use.py")).expect("copy");
-    let o = Command::new(tools.join("st/bin/mypy"))
-        .args(["--strict", "--cache-dir", ".mypy-cache", "typed_use.py", "taskhost_client"])
-        .current_dir(&work)
-        .output()
-        .expect("mypy (make test-tools)");
-    assert!(o.status.success(), "mypy --strict: {}{}", stdout(&o), stderr(&o));
-    let o = Command::new(tools.join("st/bin/mypy"))
-        .args(["--strict", "--python-version", "3.10", "--cache-dir", ".mypy-cache-310", "taskhost_client"])
-        .current_dir(&work)
-        .output()
-        .expect("mypy (make test-tools)");
-    assert!(o.status.success(), "mypy --strict --python-version 3.10: {}{}", stdout(&o), stderr(&o));
-    let o = Command::new(tools.join("st/bin/vermin"))
-        .args(["--no-tips", "--violations", "--eval-annotations", "-t=3.9-", "taskhost_client"])
-        .current_dir(&work)
-        .output()
-        .expect("vermin (make test-tools)");
-    assert!(o.status.success(), "the client needs a Python after 3.9: {}{}", stdout(&o), stderr(&o));
+    // Each check: the tool under target/tools/st/bin, its arguments, what its failure means.
+    let checks: [(&str, &[&str], &str); 3] = [
+        ("mypy", &["--strict", "--cache-dir", ".mypy-cache", "typed_use.py", "taskhost_client"], "mypy --strict"),
+        (
+            "mypy",
+            &["--strict", "--python-version", "3.10", "--cache-dir", ".mypy-cache-310", "taskhost_client"],
+            "mypy --strict for Python 3.10",
+        ),
+        (
+            "vermin",
+            &["--no-tips", "--violations", "--eval-annotations", "-t=3.9-", "taskhost_client"],
+            "the client needs a Python after 3.9",
+        ),
+    ];
+    for (tool, args, failed) in checks {
+        let o = Command::new(tools.join("st/bin").join(tool))
+            .args(args)
+            .current_dir(&work)
+            .output()
+            .unwrap_or_else(|e| panic!("{tool} (make test-tools): {e}"));
+        assert!(o.status.success(), "{failed}: {}{}", stdout(&o), stderr(&o));
+    }
 
     let root = node_client();
     std::fs::copy(repo_root().join("host/tests/clients/typed_use.mts"), root.join("typed_use.mts")).expect("copy");
