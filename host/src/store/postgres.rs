@@ -49,14 +49,14 @@ impl PostgresStore {
         // ignore them): `extra_float_digits` shapes floats as text, and the store reads none.
         let opts = opts.extra_float_digits(None);
         let pool = super::connect::server_pool(url, opts.clone(), options, |pool| {
-            pool.after_connect(|conn: &mut PgConnection, _| Box::pin(session(conn, SESSION)))
+            pool.after_connect(|conn: &mut PgConnection, _| Box::pin(session(conn, false)))
         })
         .await?;
         // Two: a large claim is two statements at once.
         let claims = sqlx::postgres::PgPoolOptions::new()
             .max_connections(2)
             .acquire_timeout(Duration::from_secs(10))
-            .after_connect(|conn: &mut PgConnection, _| Box::pin(session(conn, CLAIM_SESSION)))
+            .after_connect(|conn: &mut PgConnection, _| Box::pin(session(conn, true)))
             .connect_lazy_with(opts);
         Ok(SqlStore::new(PostgresDb { pool, claims }))
     }
@@ -72,14 +72,12 @@ impl PostgresStore {
 ///   (`shared::sql_add_check`).
 const SESSION: &str = "SET plan_cache_mode = force_generic_plan; SET taskhost.host = on";
 
-/// A claim's session: as [`SESSION`], and never a scan of a table (see [`PostgresDb::claims`]).
-const CLAIM_SESSION: &str =
-    "SET plan_cache_mode = force_generic_plan; SET taskhost.host = on; SET enable_seqscan = off";
-
-/// Set a new connection's session (`SESSION` or `CLAIM_SESSION`).
-async fn session(conn: &mut PgConnection, settings: &'static str) -> std::result::Result<(), sqlx::Error> {
+/// Set a new connection's session: [`SESSION`], and for a claim's (`claims`) never a scan of a
+/// table (see [`PostgresDb::claims`]).
+async fn session(conn: &mut PgConnection, claims: bool) -> std::result::Result<(), sqlx::Error> {
     use sqlx::Executor;
-    conn.execute(sqlx::raw_sql(settings)).await.map(|_| ())
+    let settings = if claims { format!("{SESSION}; SET enable_seqscan = off") } else { SESSION.to_string() };
+    conn.execute(sqlx::raw_sql(&settings)).await.map(|_| ())
 }
 
 /// A transaction's statements reach their rows by keys and indexes, never by a scan of the

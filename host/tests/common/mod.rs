@@ -292,17 +292,19 @@ pub fn own_server(db: Db, action: &str) {
 /// A new, empty schema in the test PostgreSQL database. Panics when the server is not there: a
 /// missing backend fails its tests, it is never skipped.
 pub async fn postgres_scratch() -> ScratchDb {
-    let base =
-        std::env::var("TASKHOST_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    postgres_scratch_on(&base).await
+    postgres_scratch_on(&postgres_base()).await
+}
+
+/// The test PostgreSQL server's database `test` (`TASKHOST_TEST_POSTGRES`).
+fn postgres_base() -> String {
+    std::env::var("TASKHOST_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
 }
 
 /// A new, empty database on the test PostgreSQL server (not a schema: selecting one takes a
 /// startup option, which a connection pooler refuses), reached at `via` (`host:port`, a pooler's).
 pub async fn postgres_database(via: &str) -> ScratchDb {
     use sqlx::Connection;
-    let base =
-        std::env::var("TASKHOST_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let base = postgres_base();
     let mut conn = sqlx::PgConnection::connect(&base)
         .await
         .unwrap_or_else(|e| panic!("PostgreSQL at {base} is needed (scripts/test-services.sh starts it): {e}"));
@@ -311,7 +313,7 @@ pub async fn postgres_database(via: &str) -> ScratchDb {
     let (user, _) = base.strip_prefix("postgres://").and_then(|r| r.split_once('@')).expect("a user in the URL");
     ScratchDb {
         url: format!("postgres://{user}@{via}/{db}"),
-        admin_url: base.clone(),
+        admin_url: base,
         // (FORCE: a pooler may still hold a server connection to it.)
         drop_sql: format!("DROP DATABASE {db} WITH (FORCE)"),
     }

@@ -23,9 +23,7 @@ fn sh(args: &[&str]) {
 
 /// Whether this process may make namespaces: a test that needs them fails without, never skips.
 pub fn require_root() {
-    let uid = Command::new("id").arg("-u").output().expect("id -u");
-    let uid = String::from_utf8_lossy(&uid.stdout).trim().to_string();
-    assert_eq!(uid, "0", "network namespaces need root (the tests run as root in CI)");
+    assert!(super::process::is_root(), "network namespaces need root (the tests run as root in CI)");
     for tool in ["ip", "iptables"] {
         let found = Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().expect("sh");
         assert!(found.status.success(), "{tool} is missing: scripts/test-services.sh installs it");

@@ -42,6 +42,11 @@ pub fn spawn_worker(env: &Env, args: &[&str]) -> Child {
         .expect("spawn worker")
 }
 
+/// Whether the tests run as root (they do in CI).
+pub fn is_root() -> bool {
+    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
+}
+
 /// Send `sig` (e.g. "TERM") to the process.
 pub fn signal(child: &Child, sig: &str) {
     let ok = Command::new("kill").arg(format!("-{sig}")).arg(child.id().to_string()).status().expect("kill");

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::process::{run, signal, spawn_worker, stderr, stdout, wait_exit};
+use common::process::{is_root, run, signal, spawn_worker, stderr, stdout, wait_exit};
 use common::{postgres_database, taskhost_command, wait_until, Db, Env};
 use serde_json::json;
 use taskhost::model::{NewTask, TaskState};
@@ -63,10 +63,6 @@ impl Drop for Pooler {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn is_root() -> bool {
-    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
