@@ -1,13 +1,15 @@
 """HTTP/1.1 over asyncio's streams, as much as `AsyncClient` needs: a request sent on a connection
-of its own (`Connection: close`), its answer's head, then its body by its length, in chunks or to
-the connection's end, whole or a line at a time. Every wait is bounded; a connection that breaks,
-stalls or answers what is not HTTP raises `Broken` with the reason, which the client names."""
+kept from an earlier one (`Pool`) or a new one, its answer's head, then its body by its length, in
+chunks or to the connection's end, whole or a line at a time. Every wait is bounded; a connection
+that breaks, stalls or answers what is not HTTP raises `Broken` with the reason, which the client
+names."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable, Dict, Optional, TypeVar
+import time
+from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Optional, Tuple, TypeVar
 
 if TYPE_CHECKING:
     import ssl
@@ -23,6 +25,10 @@ class Broken(Exception):
     """The connection broke, stalled or did not speak HTTP: the reason."""
 
 
+class Dropped(Broken):
+    """The connection was closed or reset before a byte of the answer came."""
+
+
 async def within(step: Awaitable[T], timeout: float) -> T:
     """`step` awaited for at most `timeout` seconds (then `Broken`). On 3.11 and later through
     `asyncio.timeout`: `wait_for` before 3.12 can drop a cancellation that comes as the step ends."""
@@ -33,19 +39,76 @@ async def within(step: Awaitable[T], timeout: float) -> T:
         return await asyncio.wait_for(step, timeout)
     except asyncio.TimeoutError:
         raise Broken(f"no answer within {timeout:g} s") from None
+    except asyncio.IncompleteReadError as e:
+        raise (Broken if e.partial else Dropped)(str(e)) from None
+    except (ConnectionResetError, BrokenPipeError) as e:
+        raise Dropped(str(e) or type(e).__name__) from None
     except (OSError, ValueError, EOFError, asyncio.LimitOverrunError) as e:
         raise Broken(str(e) or type(e).__name__) from None
 
 
-async def exchange(host: str, port: int, tls: Optional[ssl.SSLContext], head: str, body: bytes,
-                   timeout: float) -> Answer:
-    """Connect, send `head` (the request line and headers, to the blank line) and `body`, and read
-    the answer's head, each within `timeout`."""
-    reader, writer = await within(asyncio.open_connection(host, port, ssl=tls, limit=HEAD_LIMIT), timeout)
-    answer = Answer(reader, writer)
+Connection = Tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+class Pool:
+    """Connections to one server kept for its next requests (HTTP/1.1 keep-alive): at most `size`
+    idle ones, each for at most `idle` seconds (under `taskhost serve`'s 10 s for a request's
+    head, past which it closes an idle connection), used only on the event loop that opened it.
+    One the server closed meanwhile is let go, not used. `opened` counts the connections made."""
+
+    def __init__(self, size: int = 8, idle: float = 4.0) -> None:
+        self.size, self.idle, self.opened = size, idle, 0
+        self._kept: List[Tuple[float, asyncio.AbstractEventLoop, Connection]] = []
+
+    def take(self) -> Optional[Connection]:
+        loop, now = asyncio.get_running_loop(), time.monotonic()
+        while self._kept:
+            since, owner, (reader, writer) = self._kept.pop()
+            if owner is loop and now - since < self.idle and not reader.at_eof() and not writer.is_closing():
+                return reader, writer
+            _close(writer)
+        return None
+
+    def give(self, connection: Connection) -> None:
+        if len(self._kept) >= self.size:
+            _close(connection[1])
+        else:
+            self._kept.append((time.monotonic(), asyncio.get_running_loop(), connection))
+
+    def close(self) -> None:
+        while self._kept:
+            _close(self._kept.pop()[2][1])
+
+
+def _close(writer: asyncio.StreamWriter) -> None:
     try:
-        writer.write(head.encode("latin-1") + body)
-        await within(writer.drain(), timeout)
+        writer.close()
+    except RuntimeError:  # its event loop has ended: the socket went with it
+        pass
+
+
+async def exchange(host: str, port: int, tls: Optional[ssl.SSLContext], head: str, body: bytes,
+                   timeout: float, pool: Optional[Pool] = None) -> Answer:
+    """Send `head` (the request line and headers, to the blank line) and `body` and read the
+    answer's head, each within `timeout`: on a connection `pool` kept, or a new one. A kept one
+    closed or reset before a byte of the answer came (the server let it go as it was reused: it
+    took no request) is let go and the request sent once on a new one."""
+    kept = pool.take() if pool is not None else None
+    if kept is not None:
+        try:
+            return await _send(Answer(*kept), head, body, timeout)
+        except Dropped:
+            pass
+    reader, writer = await within(asyncio.open_connection(host, port, ssl=tls, limit=HEAD_LIMIT), timeout)
+    if pool is not None:
+        pool.opened += 1
+    return await _send(Answer(reader, writer), head, body, timeout)
+
+
+async def _send(answer: Answer, head: str, body: bytes, timeout: float) -> Answer:
+    try:
+        answer._writer.write(head.encode("latin-1") + body)
+        await within(answer._writer.drain(), timeout)
         await answer.read_head(timeout)
     except BaseException:
         answer.close()
@@ -58,8 +121,9 @@ class Answer:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader, self._writer = reader, writer
-        self.status, self.reason = 0, ""
+        self.status, self.reason, self.version = 0, "", ""
         self.headers: Dict[str, str] = {}
+        self._length_known = False
         self._left: Optional[int] = None  # bytes of the body (or its chunk) left; None: to the end
         self._chunked = False
         self._chunk_end_due = False  # a chunk's CRLF, read before the next size (a cancel loses nothing)
@@ -73,13 +137,14 @@ class Answer:
         if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
             raise Broken(f"not an HTTP answer: {status_line[:80]!r}")
         self.status, self.reason = int(parts[1]), parts[2] if len(parts) > 2 else ""
+        self.version = parts[0]
         for line in lines:
             name, _, value = line.partition(":")
             self.headers[name.strip().lower()] = value.strip()
         if "chunked" in self.headers.get("transfer-encoding", "").lower():
-            self._chunked, self._left = True, 0
+            self._chunked, self._left, self._length_known = True, 0, True
         elif self.headers.get("content-length", "").isdigit():
-            self._left = int(self.headers["content-length"])
+            self._left, self._length_known = int(self.headers["content-length"]), True
 
     async def read_all(self, timeout: float) -> bytes:
         parts = [self._buffer]
@@ -131,8 +196,24 @@ class Answer:
             self._chunk_end_due = self._chunked and self._left == 0
         return piece
 
+    async def release(self, pool: Optional[Pool], timeout: float) -> None:
+        """Done with: its connection given to `pool` when the whole answer was read and the
+        server keeps it open (HTTP/1.1, a length or chunks, no `Connection: close`), else closed."""
+        try:
+            if (pool is not None and self._done and not self._buffer and self._length_known
+                    and self.version == "HTTP/1.1" and "close" not in self.headers.get("connection", "").lower()):
+                if self._chunked:
+                    # The trailer's lines, to the blank line that ends the answer.
+                    while await within(self._reader.readuntil(b"\r\n"), timeout) != b"\r\n":
+                        pass
+                pool.give((self._reader, self._writer))
+                return
+        except Broken:
+            pass
+        self.close()
+
     def close(self) -> None:
-        self._writer.close()
+        _close(self._writer)
 
 
 def request_head(method: str, target: str, headers: Dict[str, Any]) -> str:

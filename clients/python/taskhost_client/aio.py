@@ -1,7 +1,7 @@
 """`AsyncClient`: `Client`'s calls for asyncio applications (FastAPI, aiohttp, ...), awaited, over
-asyncio's own streams (standard library only; HTTP/1.1, one connection a request, `https://`
-with the system's certificates; no proxy is read from the environment, unlike `Client`'s
-urllib). The calls' logic is `Client`'s (`taskhost_client._core`): a wait asks again and a
+asyncio's own streams (standard library only; HTTP/1.1, its connections kept for the next
+calls, `https://` with the system's certificates; no proxy is read from the environment, unlike
+`Client`'s urllib). The calls' logic is `Client`'s (`taskhost_client._core`): a wait asks again and a
 stream reconnects alike.
 
     client = AsyncClient("http://127.0.0.1:8080", token=None)
@@ -51,6 +51,18 @@ class AsyncClient:
         self._port = parts.port or (443 if self._tls is not None else 80)
         self._netloc = parts.netloc.rsplit("@", 1)[-1]
         self._prefix = parts.path
+        # Calls' connections kept for the next (an event stream's is its own, closed with it).
+        self._pool = _http.Pool()
+
+    async def aclose(self) -> None:
+        """Close the connections kept for the next calls (a call after opens new ones)."""
+        self._pool.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *_: Any) -> None:
+        await self.aclose()
 
     async def enqueue(self, handler: str, data: Any = None, **fields: Any) -> int:
         """As `Client.enqueue`."""
@@ -117,37 +129,48 @@ class AsyncClient:
 
     async def _call(self, call: _core.Call) -> Any:
         timeout = call.timeout or self.timeout
-        answer = await self._open(call.method, call.path, call.body, timeout, "application/json")
+        answer = await self._open(call.method, call.path, call.body, timeout, "application/json", kept=True)
         try:
             body = await answer.read_all(timeout)
         except _http.Broken as e:
-            raise _core.unreachable(self.base_url, e) from None
-        finally:
             answer.close()
+            raise _core.unreachable(self.base_url, e) from None
+        except BaseException:
+            answer.close()
+            raise
+        await answer.release(self._pool, timeout)
         return json.loads(body)
 
     async def _open(self, method: str, path: str, body: Any, timeout: float, accept: str,
-                    headers: Optional[Dict[str, str]] = None) -> _http.Answer:
-        """A request sent and its answer's head read, within `timeout` each; an answer other than
-        2xx raised (a redirect too: the API answers none)."""
+                    headers: Optional[Dict[str, str]] = None, kept: bool = False) -> _http.Answer:
+        """A request sent and its answer's head read, within `timeout` each, on a connection kept
+        from an earlier call or a new one (`kept`: the connection may be kept for the next; else
+        it is the answer's alone, closed with it); an answer other than 2xx raised (a redirect
+        too: the API answers none)."""
         data = b"" if body is None else json.dumps(body).encode()
-        fields = {"Host": self._netloc, "Connection": "close", "User-Agent": "taskhost-client (asyncio)",
+        fields = {"Host": self._netloc, "Connection": "keep-alive" if kept else "close",
+                  "User-Agent": "taskhost-client (asyncio)",
                   **_core.headers_of(self.token, accept, body is not None, headers)}
         if body is not None or method != "GET":
             fields["Content-Length"] = str(len(data))
         target = urllib.parse.quote(self._prefix + "/api/v1", safe="/%") + path
         head = _http.request_head(method, target, fields)
         try:
-            answer = await _http.exchange(self._host, self._port, self._tls, head, data, timeout)
+            answer = await _http.exchange(self._host, self._port, self._tls, head, data, timeout,
+                                          self._pool if kept else None)
         except _http.Broken as e:
             raise _core.unreachable(self.base_url, e) from None
         if not 200 <= answer.status < 300:
             try:
-                raise _core.error_of(answer.status, await answer.read_all(timeout), answer.reason)
+                said = await answer.read_all(timeout)
             except _http.Broken as e:
-                raise _core.unreachable(self.base_url, e) from None
-            finally:
                 answer.close()
+                raise _core.unreachable(self.base_url, e) from None
+            except BaseException:
+                answer.close()
+                raise
+            await answer.release(self._pool if kept else None, timeout)
+            raise _core.error_of(answer.status, said, answer.reason)
         return answer
 
 

@@ -340,6 +340,12 @@ async def asynchronously():
                 if data["state"] in FINAL_STATES:
                     break
     told["events"] = states
+    # The server keeps a connection for the next call: five calls, one connection opened.
+    kept = AsyncClient(base)
+    for _ in range(5):
+        await kept.get(first)
+    told["kept"] = kept._pool.opened
+    await kept.aclose()
     # A read that a caller's timeout cancels loses nothing: the next goes on on the same connection.
     proxy.through.set()
     patient = await AsyncClient(proxy.url).events(queue="py-async-patient")
@@ -540,6 +546,68 @@ async def answers_read_piecewise():
             "closed_while_reading": closed_while_reading, "line_break": line_break}
 
 
+class Kept(http.server.BaseHTTPRequestHandler):
+    """A stand-in server that keeps connections (HTTP/1.1), counting them and the requests;
+    `drop`: the next request is read and its connection closed unanswered; `/tasks/2` is answered
+    with `Connection: close`."""
+    protocol_version = "HTTP/1.1"
+    connections, requests, drop = 0, 0, False
+
+    def setup(self):
+        super().setup()
+        Kept.connections += 1
+
+    def do_GET(self):
+        Kept.requests += 1
+        if Kept.drop:
+            Kept.drop, self.close_connection = False, True
+            return
+        body = json.dumps({"task": {"id": 1, "state": "succeeded"}, "runs": []}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        if self.path.endswith("/tasks/2"):
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_):
+        pass
+
+
+def connections_kept():
+    """AsyncClient's calls one after another go on one connection; one the server closes as it is
+    reused is replaced (the request sent again), one answered `Connection: close` or kept too long
+    is not used again; of many at once at most 8 are kept; a second event loop opens its own."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Kept)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    kept = AsyncClient(f"http://127.0.0.1:{server.server_address[1]}")
+
+    async def first_loop():
+        for _ in range(5):
+            await kept.get(1)
+        found = [[Kept.connections, Kept.requests]]
+        Kept.drop = True
+        found.append([(await kept.get(1))["task"]["id"], Kept.connections, Kept.requests])
+        await kept.get(2)
+        await kept.get(1)
+        found.append(Kept.connections)
+        await asyncio.gather(*(kept.get(1) for _ in range(20)))
+        found.append(len(kept._pool._kept))
+        kept._pool.idle, before = 0.0, Kept.connections
+        await kept.get(1)
+        found.append(Kept.connections - before)
+        kept._pool.idle = 4.0
+        return found
+
+    found = asyncio.run(first_loop())
+    before = Kept.connections
+    found.append([asyncio.run(kept.get(1))["task"]["id"], Kept.connections - before])
+    server.shutdown()
+    return found
+
+
+seen["async_kept"] = connections_kept()
 seen["async_http"] = asyncio.run(answers_read_piecewise())
 seen["async"] = asyncio.run(asynchronously())
 busy.shutdown()
