@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
-from . import _core
+from . import _core, _kept
 from ._core import FINAL_STATES, TASK_FIELDS, Queued, TaskhostError
 from .aio import AsyncClient, AsyncEventStream
 from .types import Cancelled, Retried, Run, Task, TaskBrief, TaskDetail, TaskInput, TaskState
@@ -37,6 +37,30 @@ class Client:
         self.base_url = _core.api_base(base_url)
         self.token = token
         self.timeout = timeout
+        server = _core.server_of(self.base_url)
+        # Calls go on connections kept for the next (`_kept`), unless the environment names a
+        # proxy for this server (read now, once): then through urllib, as event streams always are.
+        proxies = urllib.request.getproxies()
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies))
+        self._pool: Optional[_kept.Pool] = None
+        if ("https" if server.tls else "http") not in proxies or urllib.request.proxy_bypass(server.host):
+            tls = None
+            if server.tls:
+                import ssl
+
+                tls = ssl.create_default_context()
+            self._pool = _kept.Pool(server, tls)
+
+    def close(self) -> None:
+        """Close the connections kept for the next calls (a call after opens new ones)."""
+        if self._pool is not None:
+            self._pool.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
 
     def enqueue(self, handler: str, data: Any = None, **fields: Any) -> int:
         """Queue one task; its id (that of the task holding `unique_key`, when one does).
@@ -117,11 +141,31 @@ class Client:
         return action.answer
 
     def _call(self, call: _core.Call) -> Any:
+        if self._pool is not None:
+            return self._call_kept(self._pool, call)
         with self._open(call.method, call.path, call.body, call.timeout or self.timeout, "application/json") as answer:
             try:
                 return json.load(answer)
             except (OSError, http.client.HTTPException) as e:
                 raise _core.unreachable(self.base_url, e) from None
+
+    def _call_kept(self, pool: _kept.Pool, call: _core.Call) -> Any:
+        data = None if call.body is None else json.dumps(call.body).encode()
+        headers = {"User-Agent": "taskhost-client", **_core.headers_of(self.token, "application/json", data is not None)}
+        try:
+            connection, answer = pool.request(call.method, pool.server.target(call.path), data, headers,
+                                              call.timeout or self.timeout)
+            try:
+                body = answer.read()
+            except BaseException:
+                connection.close()
+                raise
+        except (OSError, http.client.HTTPException) as e:
+            raise _core.unreachable(self.base_url, e) from None
+        pool.done(connection, answer)
+        if not 200 <= answer.status < 300:
+            raise _core.error_of(answer.status, body, answer.reason)
+        return json.loads(body)
 
     def _open(self, method: str, path: str, body: Any, timeout: float, accept: str,
               headers: Optional[dict[str, str]] = None) -> Any:
@@ -129,7 +173,7 @@ class Client:
         request = urllib.request.Request(self.base_url + "/api/v1" + path, data=data, method=method,
                                          headers=_core.headers_of(self.token, accept, data is not None, headers))
         try:
-            return urllib.request.urlopen(request, timeout=timeout)
+            return self._opener.open(request, timeout=timeout)
         except urllib.error.HTTPError as e:
             raise _core.error_of(e.code, e.read(), f"{e.reason}") from None
         except (urllib.error.URLError, OSError) as e:

@@ -153,6 +153,35 @@ def api_base(base_url: str) -> str:
     return base[: -len("/api/v1")] if base.endswith("/api/v1") else base
 
 
+#: Connections kept for the next call, by each client: at most this many idle ones, each for at most
+#: `KEPT_FOR` seconds (under `taskhost serve`'s 10 s for a request's head, past which it closes an
+#: idle connection).
+KEPT_IDLE = 8
+KEPT_FOR = 4.0
+
+
+class Server(NamedTuple):
+    """Where a base URL's requests go: `tls` for https://, `netloc` for the `Host` header (no
+    user or password), `prefix` the path before `/api/v1`."""
+    tls: bool
+    host: str
+    port: int
+    netloc: str
+    prefix: str
+
+    def target(self, path: str) -> str:
+        """A request line's target: `path` under `/api/v1`."""
+        return urllib.parse.quote(self.prefix + "/api/v1", safe="/%") + path
+
+
+def server_of(base_url: str) -> Server:
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{base_url}: not an http:// or https:// URL")
+    tls = parts.scheme == "https"
+    return Server(tls, parts.hostname, parts.port or (443 if tls else 80), parts.netloc.rsplit("@", 1)[-1], parts.path)
+
+
 def task_body(handler: str, data: Any, fields: Dict[str, Any]) -> Dict[str, Any]:
     unknown = sorted(set(fields) - set(TASK_FIELDS))
     if unknown:

@@ -11,6 +11,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Optional, Tuple, TypeVar
 
+from ._core import KEPT_FOR, KEPT_IDLE
+
 if TYPE_CHECKING:
     import ssl
 
@@ -52,11 +54,11 @@ Connection = Tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 class Pool:
     """Connections to one server kept for its next requests (HTTP/1.1 keep-alive): at most `size`
-    idle ones, each for at most `idle` seconds (under `taskhost serve`'s 10 s for a request's
-    head, past which it closes an idle connection), used only on the event loop that opened it.
+    idle ones, each for at most `idle` seconds (`_core.KEPT_IDLE`, `KEPT_FOR`), each used only on
+    the event loop that opened it.
     One the server closed meanwhile is let go, not used. `opened` counts the connections made."""
 
-    def __init__(self, size: int = 8, idle: float = 4.0) -> None:
+    def __init__(self, size: int = KEPT_IDLE, idle: float = KEPT_FOR) -> None:
         self.size, self.idle, self.opened = size, idle, 0
         self._kept: List[Tuple[float, asyncio.AbstractEventLoop, Connection]] = []
 
@@ -210,6 +212,9 @@ class Answer:
                 return
         except Broken:
             pass
+        except BaseException:
+            self.close()
+            raise
         self.close()
 
     def close(self) -> None:

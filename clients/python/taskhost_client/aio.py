@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import urllib.parse
 from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _core, _http
@@ -37,20 +36,14 @@ class AsyncClient:
         self.base_url = _core.api_base(base_url)
         self.token = token
         self.timeout = timeout
-        parts = urllib.parse.urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{base_url}: not an http:// or https:// URL")
+        self._server = _core.server_of(self.base_url)
         # Made once: loading the system's certificates takes milliseconds. (`ssl` imported only
         # here: a Python without it still has the blocking client, and this one over http://.)
         self._tls: Optional[ssl.SSLContext] = None
-        if parts.scheme == "https":
+        if self._server.tls:
             import ssl
 
             self._tls = ssl.create_default_context()
-        self._host = parts.hostname
-        self._port = parts.port or (443 if self._tls is not None else 80)
-        self._netloc = parts.netloc.rsplit("@", 1)[-1]
-        self._prefix = parts.path
         # Calls' connections kept for the next (an event stream's is its own, closed with it).
         self._pool = _http.Pool()
 
@@ -148,15 +141,14 @@ class AsyncClient:
         it is the answer's alone, closed with it); an answer other than 2xx raised (a redirect
         too: the API answers none)."""
         data = b"" if body is None else json.dumps(body).encode()
-        fields = {"Host": self._netloc, "Connection": "keep-alive" if kept else "close",
+        fields = {"Host": self._server.netloc, "Connection": "keep-alive" if kept else "close",
                   "User-Agent": "taskhost-client (asyncio)",
                   **_core.headers_of(self.token, accept, body is not None, headers)}
         if body is not None or method != "GET":
             fields["Content-Length"] = str(len(data))
-        target = urllib.parse.quote(self._prefix + "/api/v1", safe="/%") + path
-        head = _http.request_head(method, target, fields)
+        head = _http.request_head(method, self._server.target(path), fields)
         try:
-            answer = await _http.exchange(self._host, self._port, self._tls, head, data, timeout,
+            answer = await _http.exchange(self._server.host, self._server.port, self._tls, head, data, timeout,
                                           self._pool if kept else None)
         except _http.Broken as e:
             raise _core.unreachable(self.base_url, e) from None

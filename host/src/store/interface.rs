@@ -26,6 +26,8 @@ pub trait Store: super::components::Components + Send + Sync + 'static {
     async fn migrate(&self) -> Result<Vec<String>>;
     /// Fails with [`Error::NotMigrated`](crate::error::Error::NotMigrated) when the tables do not exist.
     async fn check_migrated(&self) -> Result<()>;
+    /// The database answers (a statement reading no table: nothing locked or large slows it).
+    async fn ping(&self) -> Result<()>;
     /// Tell `taskhost_add` in SQL the operator's `[tasks] max_data_bytes` (where it differs from
     /// what it has); what was written over.
     async fn set_sql_data_limit(&self, bytes: u64) -> Result<DataLimitWrite>;

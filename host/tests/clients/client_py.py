@@ -7,6 +7,7 @@ Prints one JSON line of what it saw.
 import asyncio
 import http.server
 import json
+import os
 import signal
 import socket
 import sys
@@ -340,12 +341,15 @@ async def asynchronously():
                 if data["state"] in FINAL_STATES:
                     break
     told["events"] = states
-    # The server keeps a connection for the next call: five calls, one connection opened.
-    kept = AsyncClient(base)
+    # The server keeps a connection for the next call: five calls, one connection opened (and
+    # the blocking client's too).
+    kept, kept_blocking = AsyncClient(base), Client(base)
     for _ in range(5):
         await kept.get(first)
-    told["kept"] = kept._pool.opened
+        kept_blocking.get(first)
+    told["kept"] = [kept._pool.opened, kept_blocking._pool.opened]
     await kept.aclose()
+    kept_blocking.close()
     # A read that a caller's timeout cancels loses nothing: the next goes on on the same connection.
     proxy.through.set()
     patient = await AsyncClient(proxy.url).events(queue="py-async-patient")
@@ -551,14 +555,17 @@ class Kept(http.server.BaseHTTPRequestHandler):
     `drop`: the next request is read and its connection closed unanswered; `/tasks/2` is answered
     with `Connection: close`."""
     protocol_version = "HTTP/1.1"
-    connections, requests, drop = 0, 0, False
+    connections, requests, drop, last_path = 0, 0, False, ""
+    together = threading.Barrier(20)
 
     def setup(self):
         super().setup()
         Kept.connections += 1
 
     def do_GET(self):
-        Kept.requests += 1
+        Kept.requests, Kept.last_path = Kept.requests + 1, self.path
+        if self.path.endswith("/tasks/3"):
+            Kept.together.wait(30)  # twenty at once: twenty connections
         if Kept.drop:
             Kept.drop, self.close_connection = False, True
             return
@@ -607,7 +614,44 @@ def connections_kept():
     return found
 
 
+def connections_kept_blocking():
+    """The blocking Client likewise, its threads sharing the kept connections; with a proxy
+    named in the environment, its calls go through it (urllib), as before."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Kept)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    Kept.connections = Kept.requests = 0
+    kept = Client(url)
+    for _ in range(5):
+        kept.get(1)
+    found = [[Kept.connections, Kept.requests]]
+    Kept.drop = True
+    found.append([kept.get(1)["task"]["id"], Kept.connections, Kept.requests])
+    kept.get(2)
+    kept.get(1)
+    found.append(Kept.connections)
+    threads = [threading.Thread(target=kept.get, args=(3,)) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    found.append(len(kept._pool._kept))
+    kept._pool.idle, before = 0.0, Kept.connections
+    kept.get(1)
+    found.append(Kept.connections - before)
+    os.environ["http_proxy"] = url
+    try:
+        proxied = Client("http://taskhost.invalid:9")
+        found.append([proxied._pool is None, proxied.get(1)["task"]["id"], Kept.last_path])
+    finally:
+        del os.environ["http_proxy"]
+    kept.close()
+    server.shutdown()
+    return found
+
+
 seen["async_kept"] = connections_kept()
+seen["kept"] = connections_kept_blocking()
 seen["async_http"] = asyncio.run(answers_read_piecewise())
 seen["async"] = asyncio.run(asynchronously())
 busy.shutdown()

@@ -181,12 +181,16 @@ async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
     assert_eq!(given_up[..2], [json!(0), json!("unreachable")], "{told}");
     assert!(given_up[2].as_u64().is_some_and(|secs| secs < 40), "given up too late: {told}");
     assert_eq!(told["wait_busy"], json!(["succeeded", 3]), "a busy server's wait asked again: {told}");
-    assert_eq!(told["kept"], json!(1), "the server keeps a connection: five calls on one: {told}");
+    assert_eq!(told["kept"], json!([1, 1]), "the server keeps a connection: five calls on one: {told}");
     // Kept connections against a stand-in server: five calls on one connection; one closed as it
     // was reused replaced (the request sent twice); `Connection: close` not kept; of 20 at once 8
     // kept; kept too long not used; a second event loop's call on a connection of its own.
     let kept = &seen["async_kept"];
     assert_eq!(*kept, json!([[1, 5], [1, 2, 7], 3, 8, 1, [1, 1]]), "{kept}");
+    // The blocking client's alike, its threads sharing them; a proxy named in the environment
+    // (`http_proxy`) used as before: the request's target the whole URL.
+    let proxied = json!([true, 1, "http://taskhost.invalid:9/api/v1/tasks/1"]);
+    assert_eq!(seen["kept"], json!([[1, 5], [1, 2, 7], 3, 8, 1, proxied]), "{}", seen["kept"]);
 }
 
 crate::on_every_database!(

@@ -29,6 +29,7 @@ mod docs_api;
 mod events;
 mod fence;
 mod first_day;
+mod health;
 mod hostile;
 mod incremental;
 mod joins;

@@ -52,6 +52,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         tables::check_migrated(&self.db).await
     }
 
+    async fn ping(&self) -> Result<()> {
+        tables::ping(&self.db).await
+    }
+
     async fn set_sql_data_limit(&self, bytes: u64) -> Result<super::interface::DataLimitWrite> {
         settings::set_sql_data_limit(&self.db, bytes).await
     }
