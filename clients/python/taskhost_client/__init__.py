@@ -16,12 +16,15 @@ import socket
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _core, _kept
 from ._core import FINAL_STATES, TASK_FIELDS, Queued, TaskhostError
 from .aio import AsyncClient, AsyncEventStream
 from .types import Cancelled, Retried, Run, Task, TaskBrief, TaskDetail, TaskInput, TaskState
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["Client", "EventStream", "AsyncClient", "AsyncEventStream", "Queued", "TaskhostError", "FINAL_STATES",
            "TASK_FIELDS", "Cancelled", "Retried", "Run", "Task", "TaskBrief", "TaskDetail", "TaskInput", "TaskState"]
@@ -30,10 +33,11 @@ __all__ = ["Client", "EventStream", "AsyncClient", "AsyncEventStream", "Queued",
 class Client:
     """Requests to one taskhost server. `token`: an `[api]` token of the server's (a `write` one
     to queue, cancel and retry), or None when the server has none. `timeout`: seconds for a
-    request other than a wait's."""
+    request other than a wait's. `ssl_context`: for `https://`, the `ssl.SSLContext` to connect
+    with (a CA of your own, a client certificate), else the system's certificates."""
 
     def __init__(self, base_url: str = "http://127.0.0.1:8080", token: Optional[str] = None,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, ssl_context: Optional[ssl.SSLContext] = None) -> None:
         self.base_url = _core.api_base(base_url)
         self.token = token
         self.timeout = timeout
@@ -41,15 +45,18 @@ class Client:
         # Calls go on connections kept for the next (`_kept`), unless the environment names a
         # proxy for this server (read now, once): then through urllib, as event streams always are.
         proxies = urllib.request.getproxies()
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies))
+        handlers: List[urllib.request.BaseHandler] = [urllib.request.ProxyHandler(proxies)]
+        if ssl_context is not None:
+            handlers.append(urllib.request.HTTPSHandler(context=ssl_context))
+        self._opener = urllib.request.build_opener(*handlers)
         self._pool: Optional[_kept.Pool] = None
         if ("https" if server.tls else "http") not in proxies or urllib.request.proxy_bypass(server.host):
-            tls = None
-            if server.tls:
+            tls = ssl_context
+            if server.tls and tls is None:
                 import ssl
 
                 tls = ssl.create_default_context()
-            self._pool = _kept.Pool(server, tls)
+            self._pool = _kept.Pool(server, tls if server.tls else None)
 
     def close(self) -> None:
         """Close the connections kept for the next calls (a call after opens new ones)."""

@@ -29,10 +29,11 @@ if TYPE_CHECKING:
 
 
 class AsyncClient:
-    """`Client`'s calls, each a coroutine; the same arguments, answers and errors."""
+    """`Client`'s calls, each a coroutine; the same arguments (`ssl_context` too), answers and
+    errors."""
 
     def __init__(self, base_url: str = "http://127.0.0.1:8080", token: Optional[str] = None,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, ssl_context: Optional[ssl.SSLContext] = None) -> None:
         self.base_url = _core.api_base(base_url)
         self.token = token
         self.timeout = timeout
@@ -41,9 +42,11 @@ class AsyncClient:
         # here: a Python without it still has the blocking client, and this one over http://.)
         self._tls: Optional[ssl.SSLContext] = None
         if self._server.tls:
-            import ssl
+            if ssl_context is None:
+                import ssl
 
-            self._tls = ssl.create_default_context()
+                ssl_context = ssl.create_default_context()
+            self._tls = ssl_context
         # Calls' connections kept for the next (an event stream's is its own, closed with it).
         self._pool = _http.Pool()
 

@@ -10,7 +10,10 @@ import json
 import os
 import signal
 import socket
+import ssl
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import typing
@@ -310,9 +313,12 @@ async def asynchronously():
     told["waits"] = [[d["task"]["state"] for d in done].count("succeeded"), done[0]["runs"][-1]["results"],
                      done[0]["task"]["queued_by"],
                      not any(t.name.startswith("asyncio") for t in threading.enumerate())]
+    # (Held in any state: by default a key is let go at its task's end, which a worker may reach
+    # between the two calls.)
     told["unique"] = [[q.created for q in await aclient.enqueue_many_unique(
-        [{"handler": "echo", "unique_key": "py-async-u"}, {"handler": "echo", "unique_key": "py-async-u"}])],
-        (await aclient.enqueue_unique("echo", unique_key="py-async-u")).created]
+        [{"handler": "echo", "unique_key": "py-async-u", "unique_states": "any"},
+         {"handler": "echo", "unique_key": "py-async-u", "unique_states": "any"}])],
+        (await aclient.enqueue_unique("echo", unique_key="py-async-u", unique_states="any")).created]
     later = await aclient.enqueue("echo", {}, at="2099-01-01T00:00:00Z")
     try:
         await aclient.wait(later, timeout=0.3)
@@ -589,6 +595,7 @@ def connections_kept():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Kept)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     kept = AsyncClient(f"http://127.0.0.1:{server.server_address[1]}")
+    Kept.connections = Kept.requests = 0
 
     async def first_loop():
         for _ in range(5):
@@ -650,6 +657,45 @@ def connections_kept_blocking():
     return found
 
 
+def over_tls():
+    """Both clients over https:// with the application's own `ssl_context` (trusting a self-signed
+    certificate made here): calls answered, on one kept connection each; without it, the server's
+    certificate is not trusted and the call is `unreachable`, saying so."""
+    work = tempfile.mkdtemp()
+    cert, key = os.path.join(work, "cert.pem"), os.path.join(work, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    serving = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    serving.load_cert_chain(cert, key)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Kept)
+    server.socket = serving.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"https://127.0.0.1:{server.server_address[1]}"
+    trusting = ssl.create_default_context(cafile=cert)
+    Kept.connections = Kept.requests = 0
+    blocking = Client(url, ssl_context=trusting)
+    found = [[blocking.get(1)["task"]["id"] for _ in range(3)], Kept.connections]
+    blocking.close()
+
+    async def awaited():
+        client = AsyncClient(url, ssl_context=trusting)
+        ids = [(await client.get(1))["task"]["id"] for _ in range(3)]
+        await client.aclose()
+        return [ids, client._pool.opened]
+
+    found.append(asyncio.run(awaited()))
+    for call in (lambda: Client(url).get(1), lambda: asyncio.run(AsyncClient(url).get(1))):
+        try:
+            call()
+            found.append("answered")
+        except TaskhostError as e:
+            found.append([e.status, e.code, "certificate verify failed" in e.message])
+    server.shutdown()
+    return found
+
+
+seen["tls"] = over_tls()
 seen["async_kept"] = connections_kept()
 seen["kept"] = connections_kept_blocking()
 seen["async_http"] = asyncio.run(answers_read_piecewise())

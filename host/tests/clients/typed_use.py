@@ -54,3 +54,19 @@ async def use_async(client: AsyncClient) -> List[str]:
                 said.append(brief["state"])
             break
     return said
+
+
+def made(cafile: str) -> List[str]:
+    """Clients made with the application's own TLS context, used in `with` blocks."""
+    import ssl
+
+    context = ssl.create_default_context(cafile=cafile)
+    with Client("https://tasks.internal:8443", token="t", timeout=5.0, ssl_context=context) as client:
+        return use(client)
+
+
+async def made_async(cafile: str) -> List[str]:
+    import ssl
+
+    async with AsyncClient("https://tasks.internal:8443", ssl_context=ssl.create_default_context(cafile=cafile)) as client:
+        return await use_async(client)

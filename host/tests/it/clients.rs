@@ -189,6 +189,11 @@ async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
     assert_eq!(*kept, json!([[1, 5], [1, 2, 7], 3, 8, 1, [1, 1]]), "{kept}");
     // The blocking client's alike, its threads sharing them; a proxy named in the environment
     // (`http_proxy`) used as before: the request's target the whole URL.
+    // Over https:// with the application's own `ssl_context` (a self-signed certificate it
+    // trusts): answered on one kept connection, each client; without it, `unreachable` naming the
+    // certificate.
+    let refused = json!([0, "unreachable", true]);
+    assert_eq!(seen["tls"], json!([[1, 1, 1], 1, [[1, 1, 1], 1], refused, refused]), "{}", seen["tls"]);
     let proxied = json!([true, 1, "http://taskhost.invalid:9/api/v1/tasks/1"]);
     assert_eq!(seen["kept"], json!([[1, 5], [1, 2, 7], 3, 8, 1, proxied]), "{}", seen["kept"]);
 }
