@@ -33,6 +33,8 @@ command -v iptables >/dev/null || apt_install iptables
 command -v pgrep >/dev/null || apt_install procps
 # --- the sqlite3 shell: tasks queued in SQL from it (host/tests/it/sql_add.rs) ---------------
 command -v sqlite3 >/dev/null || apt_install sqlite3
+# --- openssl: the clients' TLS stand-in makes its self-signed certificate (host/tests/clients/client_py.py) ---
+command -v openssl >/dev/null || apt_install openssl
 
 # --- PgBouncer: PostgreSQL behind a connection pooler (host/tests/it/pooler.rs starts its own) ---
 [ -x /usr/sbin/pgbouncer ] || apt_install pgbouncer
