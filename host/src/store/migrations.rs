@@ -181,6 +181,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0046_sql_after_a_deleted_task.sql",
     "0047_sql_add_mysql.sql",
     "0048_sql_add_mysql_fixes.sql",
+    "0049_sql_add_queue_priority.sql",
 );
 
 /// The files of `migrations/mysql-only/`: MySQL runs each in place of the file of
@@ -206,6 +207,7 @@ pub const MYSQL_ONLY: Embedded = embedded!("mysql-only":
     "0046_sql_after_a_deleted_task.sql",
     "0047_sql_add_mysql.sql",
     "0048_sql_add_mysql_fixes.sql",
+    "0049_sql_add_queue_priority.sql",
 );
 
 impl Embedded {

@@ -96,8 +96,8 @@ async fn an_upgrade_keeps_the_grants_made_on_taskhost_add_on_mariadb() {
     assert_eq!(queues, ["default", "mail"], "tasks {ids:?}");
 }
 
-/// A call `taskhost_add`'s short paths take (no options; plain ones, a key and a unique key among
-/// them; a time to run at in any zone, a unique period and states) writes the row the whole
+/// A call `taskhost_add`'s short paths take (no options; only a queue and a priority; plain ones, a
+/// key and a unique key among them; a time to run at in any zone, a unique period and states) writes the row the whole
 /// procedure writes for the same call, made to take it by a JSON null (the default) beside: every
 /// column alike but the id and the times, a time to run at the same, a unique period as long.
 /// What they must not take (an option named in another case or with a JSON escape, a fraction, a
@@ -115,6 +115,11 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
     let plain = r#""queue": "mail.out", "priority": -5, "max_attempts": 3, "run_timeout": 60, "queued_by": "shop""#;
     let pairs = [
         ("NULL".to_string(), "'{}'".to_string()),
+        // Only a queue and a priority, or either, or none (0049).
+        (r#"'{"queue": "mail.out", "priority": -5}'"#.to_string(), r#"'{"queue": "mail.out", "priority": -5, "key": null}'"#.to_string()),
+        (r#"'{"priority": 2147483647}'"#.to_string(), r#"'{"priority": 2147483647, "after": null}'"#.to_string()),
+        (r#"'{"queue": "é-mail-è"}'"#.to_string(), r#"'{"queue": "é-mail-è", "after": null}'"#.to_string()),
+        ("'{}'".to_string(), r#"'{"queue": null, "priority": null}'"#.to_string()),
         (format!("'{{{plain}}}'"), format!(r#"'{{{plain}, "key": null}}'"#)),
         // A key and a unique key (0037): the task written waiting for the intake, holding its
         // unique key (N: the call's number, a key of its own).
@@ -232,6 +237,17 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         (r#"'{"unique_key": "u", "unique_for": 0}'"#.to_string(), "invalid unique_for"),
         (r#"'{"unique_key": "u", "unique_states": "Any"}'"#.to_string(), "invalid unique_states"),
         (r#"'{"run_at": "2030-01-01 00:00:00", "queue": "*"}'"#.to_string(), "invalid queue"),
+        // Through the path of a queue and a priority alone (0049).
+        (r#"'{"queue": "*"}'"#.to_string(), "invalid queue"),
+        (r#"'{"queue": ""}'"#.to_string(), "invalid queue"),
+        (r#"'{"queue": 5, "priority": 1}'"#.to_string(), "invalid queue"),
+        (format!(r#"'{{"queue": "{}"}}'"#, "q".repeat(129)), "invalid queue"),
+        (r#"'{"queue": "mail", "priority": 2147483648}'"#.to_string(), "invalid priority"),
+        (r#"'{"priority": -99999999999}'"#.to_string(), "invalid priority"),
+        (r#"'{"priority": "1"}'"#.to_string(), "invalid priority"),
+        (r#"'{"priority": 1.0}'"#.to_string(), "invalid priority"),
+        (r#"'[]'"#.to_string(), "invalid options: not a JSON object"),
+        (r#"'{"queue": "mail"'"#.to_string(), "invalid options: not a JSON object"),
     ];
     if mariadb {
         // (`queue` with an escape: was taken as known, then not found, the task queued to `default`.)
