@@ -105,6 +105,9 @@ fn check_what_a_client_saw(seen: &Value) {
     assert_eq!(seen["wait_busy"], json!(["succeeded", 3]), "{seen}");
     assert_eq!(seen["wait_busy_past_deadline"], json!(["timeout", "scheduled", true]), "{seen}");
     assert_eq!(seen["wait_busy_read_final"], json!(["succeeded", 1]), "{seen}");
+    // Five calls one after another on at most two connections (not five); four at once on at most
+    // four more, kept: the next five open none.
+    assert_eq!(seen["node_kept"], json!([[true, 5], [true, 0, 14]]), "{seen}");
 }
 
 /// A client's script run against a live serve and worker on `db` (`command`: the script's
