@@ -120,6 +120,9 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         (r#"'{"priority": 2147483647}'"#.to_string(), r#"'{"priority": 2147483647, "after": null}'"#.to_string()),
         (r#"'{"queue": "é-mail-è"}'"#.to_string(), r#"'{"queue": "é-mail-è", "after": null}'"#.to_string()),
         ("'{}'".to_string(), r#"'{"queue": null, "priority": null}'"#.to_string()),
+        // A name given twice: MariaDB's JSON_REMOVE takes one, and the call goes on; MySQL keeps the
+        // last value. Either way the row is the whole procedure's.
+        (r#"'{"queue": "a", "queue": "b", "priority": 1}'"#.to_string(), r#"'{"queue": "a", "queue": "b", "priority": 1, "key": null}'"#.to_string()),
         (format!("'{{{plain}}}'"), format!(r#"'{{{plain}, "key": null}}'"#)),
         // A key and a unique key (0037): the task written waiting for the intake, holding its
         // unique key (N: the call's number, a key of its own).
@@ -248,6 +251,8 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         (r#"'{"priority": 1.0}'"#.to_string(), "invalid priority"),
         (r#"'[]'"#.to_string(), "invalid options: not a JSON object"),
         (r#"'{"queue": "mail"'"#.to_string(), "invalid options: not a JSON object"),
+        // Nested past MariaDB's limit (32): not a JSON object there, and not a queue on MySQL.
+        (format!(r#"'{{"queue": {}{}}}'"#, "[".repeat(40), "]".repeat(40)), "taskhost_add: invalid "),
     ];
     if mariadb {
         // (`queue` with an escape: was taken as known, then not found, the task queued to `default`.)
