@@ -1,4 +1,4 @@
-//! The store written once: [`SqlStore`] implements every [`Store`] method over a [`Dialect`], each a short
+//! The store written once: [`SqlStore`] implements every [`Store`](super::interface::Store) method over a [`Dialect`](super::dialect::Dialect), each a short
 //! function in one of the files here, generic over the dialect; the database's own file holds only what differs.
 //! Every write of more than one statement is one transaction, run again after a deadlock ([`retrying`](super::dialect::retrying)).
 
