@@ -1,6 +1,6 @@
 -- SQL enqueue (issue 50) on MySQL: `taskhost_add` with a path of its own for a call with only
--- `queue` and `priority` (or `{}`), as mysql/0049 gives MariaDB's (170 → about 100 µs a call in the
--- server against a plain INSERT's 40 – 47; BENCHMARKS.md). What it takes and refuses is as before.
+-- `queue` and `priority` (or `{}`), as mysql/0049 gives MariaDB's (195 – 306 → 137 – 178 µs a call in
+-- the server, against a plain INSERT's 59 – 70; BENCHMARKS.md). What it takes and refuses is as before.
 -- Made again whole (DROP, then CREATE: MySQL has no CREATE OR REPLACE, so a GRANT EXECUTE made on it
 -- since 0048 must be made again; grants on the database stay), as mysql-only/0048 left it but for that path.
 DROP PROCEDURE IF EXISTS taskhost_add;

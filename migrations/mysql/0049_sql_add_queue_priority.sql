@@ -1,6 +1,6 @@
 -- SQL enqueue (issue 50): a call with only `queue` and `priority` (or `{}`), what most calls give,
--- costs MariaDB about half what it did (in the server, 4,000 calls in a loop: 210 → about 100 µs a
--- call against a plain INSERT's 30; BENCHMARKS.md): `taskhost_add` tests those two values once each
+-- costs MariaDB about half what it did (in the server, 4,000 calls in one transaction: 233 – 255 →
+-- 100 – 122 µs a call, against a plain INSERT's 37 – 48; BENCHMARKS.md): `taskhost_add` tests those two values once each
 -- from their JSON text, before and apart from the general test of the other options, whose every item
 -- the server prepared at each call whether it was needed or not. What it takes and refuses is as
 -- before: anything else goes on to the general test or the whole procedure. Made again whole
