@@ -271,6 +271,13 @@ impl Drop for ScratchDb {
     }
 }
 
+impl ScratchDb {
+    /// A database a test made itself at `url`, dropped by `drop_sql` run at `admin_url`.
+    pub fn made(url: String, admin_url: String, drop_sql: String) -> ScratchDb {
+        ScratchDb { url, admin_url, drop_sql }
+    }
+}
+
 /// The servers of the tests that stop their server (`scripts/own-servers.sh`), apart from the
 /// shared ones so that the other tests run beside them.
 pub const OWN_POSTGRES: &str = "postgres://postgres@127.0.0.1:5433/test";

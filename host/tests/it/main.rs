@@ -11,6 +11,7 @@ mod common;
 mod suite;
 
 mod bench;
+mod binlog;
 mod chaos;
 mod children;
 mod cli;
