@@ -2,7 +2,7 @@
 # directory, `secs` (the script's first argument, 10 by default: seconds a PostgreSQL measure
 # runs), `bin` (the taskhost binary), a scratch directory `work` removed at exit, and each client's
 # measure: `pg_ms FILE DATABASE` (ms a statement of FILE by pgbench, one client, `secs` seconds)
-# and `slap_ms PORT DATABASE QUERY` (ms a statement over 20,000 by mariadb-slap, one client).
+# and `slap_ms PORT DATABASE QUERY [N]` (ms a statement over N, 20,000 by default, by mariadb-slap, one client).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
@@ -16,8 +16,8 @@ pg_ms() {
 }
 
 slap_ms() {
-    local s
+    local s n=${4:-20000}
     s=$(mariadb-slap -h 127.0.0.1 -P "$1" -u taskhost --create-schema="$2" --concurrency=1 \
-        --number-of-queries=20000 --query="$3" 2>/dev/null | awk '/Average number of seconds/ {print $9}')
-    python3 -c "print(round($s / 20000 * 1000, 4))"
+        --number-of-queries="$n" --query="$3" 2>/dev/null | awk '/Average number of seconds/ {print $9}')
+    python3 -c "print(round($s / $n * 1000, 4))"
 }
