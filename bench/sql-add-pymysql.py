@@ -39,14 +39,15 @@ def kinds(in_tx):
     ]
 # Two ways an application calls it: each call its own transaction (committed), and many in one
 # transaction (1,000, rolled back: no commit in either side). The kinds alternate within each of
-# ROUNDS rounds, and each call is compared with the INSERTs of the same round, so that the
-# machine's drift over minutes (a third here) moves both sides of a ratio alike.
+# ROUNDS rounds (every other one in reverse order), and each call is compared with the INSERTs of
+# the same round, so that the machine's drift over minutes (a third here) moves both sides alike.
 ROUNDS, N = 4, 1000
 for in_tx in (False, True):
     print("many in one transaction" if in_tx else "each its own transaction")
     us = {}
-    for _ in range(ROUNDS):
-        for name, f, _base in kinds(in_tx):
+    for r in range(ROUNDS):
+        # (In reverse order every other round, so that no kind always follows the same one.)
+        for name, f, _base in kinds(in_tx)[::-1 if r % 2 else 1]:
             if in_tx: cur.execute("START TRANSACTION")
             t = time.perf_counter()
             for _ in range(N): f()

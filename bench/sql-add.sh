@@ -23,7 +23,8 @@ for rep in 1 2; do
     done
     for what in insert add; do
         lat=$(pg_ms "$work/$what-200.sql" taskhost_bench_sql)
-        echo "rep $rep  $what, 200 in one transaction: $(python3 -c "print(round($lat / 200, 4))") ms a statement"
+        lat=$(python3 -c "print(round($lat / 200, 4))")
+        echo "rep $rep  $what, 200 in one transaction: $lat ms a statement"
     done
 done
 psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE taskhost_bench_sql"
@@ -36,11 +37,15 @@ drivers=target/tools/sql-drivers
 [ -d "$drivers/pymysql" ] || python3 -m pip install --quiet --disable-pip-version-check --target "$drivers" PyMySQL
 for server in MariaDB:3306 MySQL:3310; do
     name=${server%:*} port=${server#*:}
-    echo "== $name (mariadb-slap, 1 client, each statement its own transaction: 4 rounds of 5,000 each, alternated)"
+    echo "== $name (mariadb-slap, 1 client, each statement its own transaction: 4 rounds of 5,000 each, alternated, every other round reversed)"
     mysql -h 127.0.0.1 -P "$port" -u taskhost -e "DROP DATABASE IF EXISTS taskhost_bench_sql; CREATE DATABASE taskhost_bench_sql"
     $bin --database-url "mysql://taskhost@127.0.0.1:$port/taskhost_bench_sql" migrate >/dev/null
+    kinds="insert add add-with-options add-key add-run-at insert-unique add-unique add-after"
     for round in 1 2 3 4; do
-        for what in insert add add-with-options add-key add-run-at insert-unique add-unique add-after; do
+        # (In reverse order every other round, so that no kind always follows the same one.)
+        order=$kinds
+        [ $((round % 2)) = 1 ] || order=$(tr ' ' '\n' <<< "$kinds" | tac | tr '\n' ' ')
+        for what in $order; do
             case $what in
             insert) q="INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data) VALUES (UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 'noop', '{\"n\": 1}')" ;;
             add) q="CALL taskhost_add('noop', '{\"n\": 1}', NULL)" ;;
@@ -52,7 +57,8 @@ for server in MariaDB:3306 MySQL:3310; do
             # (Its task and one dependency: against PyMySQL's INSERTs of both in one transaction, below.)
             *) q="CALL taskhost_add('noop', '{\"n\": 1}', '{\"after\": [1]}')" ;;
             esac
-            echo "$round $what $(slap_ms "$port" taskhost_bench_sql "$q" 5000)"
+            ms=$(slap_ms "$port" taskhost_bench_sql "$q" 5000)
+            echo "$round $what $ms"
         done
     done > "$work/slap.txt"
     # Each call against the INSERTs of its rows in the same round: the machine drifts by a third over
