@@ -1,7 +1,7 @@
 //! MySQL as it ships keeps a binary log (the shared test servers keep none: `scripts/mysql-server.sh`).
 //! There an account with every privilege on its own database alone migrates and runs tasks, but a
 //! trigger needs the SUPER privilege or `log_bin_trust_function_creators = 1`: `[tasks]
-//! sql_add_handlers = "deployed"` then fails naming the server's refusal and changes nothing, and
+//! sql_add_handlers = "deployed"` then fails naming the server's refusal and makes no check, and
 //! is made once the operator trusts function creators (docs/clients.md).
 
 use crate::common;
