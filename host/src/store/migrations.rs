@@ -182,6 +182,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0047_sql_add_mysql.sql",
     "0048_sql_add_mysql_fixes.sql",
     "0049_sql_add_queue_priority.sql",
+    "0050_sql_add_time_and_after.sql",
 );
 
 /// The files of `migrations/mysql-only/`: MySQL runs each in place of the file of
@@ -208,6 +209,7 @@ pub const MYSQL_ONLY: Embedded = embedded!("mysql-only":
     "0047_sql_add_mysql.sql",
     "0048_sql_add_mysql_fixes.sql",
     "0049_sql_add_queue_priority.sql",
+    "0050_sql_add_time_and_after.sql",
 );
 
 impl Embedded {

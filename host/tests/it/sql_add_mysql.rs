@@ -94,3 +94,119 @@ async fn names_with_escapes_deep_data_and_long_unknown_names_are_each_answered_c
     }
     assert_eq!(ids(&env).await, added, "nothing else was added");
 }
+
+/// How many procedures this session has called, each call within one counted (the server's own
+/// count): a call a path of `taskhost_add`'s own writes is one, one it hands on is two.
+pub(crate) async fn procedure_calls(conn: &mut sqlx::MySqlConnection) -> i64 {
+    use sqlx::Row;
+    let row = sqlx::raw_sql("SHOW SESSION STATUS LIKE 'Com_call_procedure'").fetch_one(conn).await.expect("status");
+    let value =
+        row.try_get::<String, _>(1).unwrap_or_else(|_| String::from_utf8_lossy(&row.get::<Vec<u8>, _>(1)).into());
+    value.parse().expect("a count")
+}
+
+/// One task to run after, in the caller's transaction, alone or with a time, a queue and a
+/// priority, is written by `taskhost_add`'s own path (0050: no call of the whole procedure), the
+/// same rows as the whole procedure writes for the same call (made to by a JSON null beside): the
+/// task waiting for the intake, its one dependency unmet. What that path hands on is answered as
+/// before: a task that is not there, dead or cancelled refused by name; one of a queue that deletes
+/// its successes marked kept; a call outside a transaction written in one of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_task_to_run_after_in_a_transaction_is_written_without_the_whole_procedure_on_mysql() {
+    use sqlx::{Connection, Row};
+    use taskhost::model::{Limit, LimitScope, NewTask, NextStep, OnSuccess};
+    use taskhost::store::{LimitEdit, LimitSetBy};
+    let env = Env::on(Db::MySql, &["echo"]).await;
+    let (store, now) = (&env.app.store, env.clock.now());
+    // A dead task (its one attempt given up), a cancelled one, one that will run, one of a queue
+    // that deletes its successes.
+    let dead = store.add_tasks(&[NewTask::new("echo", "{}")], now).await.expect("add")[0].id;
+    let runner = store.register_runner(4242, "test-host", now, 100).await.expect("runner");
+    let claimed = store.claim(runner, &["default".into()], 1, now, std::time::Duration::from_secs(60)).await;
+    let claimed = claimed.expect("claim");
+    assert_eq!(claimed.iter().map(|c| c.task_id).collect::<Vec<_>>(), [dead]);
+    store.finish_runs(&[crate::suite::failure(&claimed[0], now, NextStep::GiveUp)]).await.expect("give up");
+    let three = [NewTask::new("echo", "{}"), NewTask::new("echo", "{}"), NewTask::new("echo", "{}").with_queue("gone")];
+    let ids: Vec<TaskId> = store.add_tasks(&three, now).await.expect("add").iter().map(|a| a.id).collect();
+    let (cancelled, first, gone) = (ids[0], ids[1], ids[2]);
+    assert_eq!(store.cancel_tasks(&[cancelled], now).await.expect("cancel"), [cancelled]);
+    let delete = LimitEdit::Set(Limit { on_success: OnSuccess::Delete, ..Limit::default() });
+    store.set_limit(LimitScope::Queue, "gone", delete, LimitSetBy::Operator, now).await.expect("set");
+
+    let mut conn = sqlx::MySqlConnection::connect(&env.db_url).await.expect("connect");
+    // Each call in a transaction of its own: (its id, the procedures it called).
+    async fn call(conn: &mut sqlx::MySqlConnection, options: &str, commit: bool) -> Result<(i64, i64), String> {
+        let before = procedure_calls(conn).await;
+        sqlx::raw_sql("START TRANSACTION").execute(&mut *conn).await.expect("begin");
+        let sql = format!(r#"CALL taskhost_add('echo', '{{"n": 1}}', '{options}')"#);
+        let answered = sqlx::raw_sql(&sql).fetch_all(&mut *conn).await.map_err(|e| e.to_string());
+        let end = if commit && answered.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        sqlx::raw_sql(end).execute(&mut *conn).await.expect(end);
+        let id = answered?.first().map(|r| r.get::<i64, _>(0)).expect("an id");
+        Ok((id, procedure_calls(conn).await - before))
+    }
+    let row = |id: i64| {
+        format!(
+            "SELECT CAST(CONCAT_WS('|', queue, priority, last_status, waiting_for, run_anyway, max_retries, \
+             IF(scheduled_on = queued_on, 'at once', scheduled_on), COALESCE(share_key, '-'), \
+             COALESCE(unique_key, '-'), COALESCE(run_timeout, '-'), COALESCE(queued_by_id, '-'), \
+             COALESCE(pinned_digest, '-'), COALESCE(keep_row, '-'), \
+             (SELECT GROUP_CONCAT(after_id, ' ', met) FROM task_deps WHERE task_id = {id})) AS CHAR) \
+             FROM task_queue WHERE id = {id}"
+        )
+    };
+    for (options, want) in [
+        (format!(r#"{{"after": [{first}]}}"#), "default|0|waiting|-1|0|5|at once|-|-|-|-|-|-|FIRST -1"),
+        (
+            format!(
+                r#"{{"queue": "mail", "after": [{first}], "priority": -3, "run_at": "2033-03-03T03:03:03.5+01:00"}}"#
+            ),
+            "mail|-3|waiting|-1|0|5|2033-03-03 02:03:03.500000|-|-|-|-|-|-|FIRST -1",
+        ),
+    ] {
+        let want = want.replace("FIRST", &first.to_string());
+        let (short, made) = call(&mut conn, &options, true).await.expect(&options);
+        assert_eq!(made, 1, "{options}: the whole procedure called");
+        let whole = options.replacen('{', r#"{"key": null, "#, 1);
+        let (whole, made) = call(&mut conn, &whole, true).await.expect(&whole);
+        assert_eq!(made, 2, "{options}: handed on");
+        for id in [short, whole] {
+            let written: String = sqlx::query_scalar(&row(id)).fetch_one(&mut conn).await.expect("read");
+            assert_eq!(written, want, "{options}: task {id}");
+        }
+    }
+    // Rolled back, nothing is left of it.
+    let options = format!(r#"{{"after": [{first}]}}"#);
+    let (id, _) = call(&mut conn, &options, false).await.expect(&options);
+    let left: i64 = sqlx::query_scalar(&format!(
+        "SELECT CAST((SELECT COUNT(*) FROM task_queue WHERE id = {id}) + \
+        (SELECT COUNT(*) FROM task_deps WHERE task_id = {id}) AS SIGNED)"
+    ))
+    .fetch_one(&mut conn)
+    .await
+    .expect("read");
+    assert_eq!(left, 0, "a rolled-back call left its task or its dependency");
+    // Handed on: refused by name, or kept for its dependent.
+    for (after, needle) in [
+        (dead, "is dead or cancelled"),
+        (cancelled, "is dead or cancelled"),
+        (999_999_999, "there is no task 999999999"),
+    ] {
+        let options = format!(r#"{{"after": [{after}]}}"#);
+        let refused = call(&mut conn, &options, true).await.expect_err(&options);
+        assert!(refused.contains(needle), "{options}: {refused}");
+    }
+    let options = format!(r#"{{"after": [{gone}]}}"#);
+    assert_eq!(call(&mut conn, &options, true).await.expect(&options).1, 2, "{options}: handed on");
+    let kept: Option<i64> =
+        sqlx::query_scalar(&format!("SELECT CAST(keep_row AS SIGNED) FROM task_queue WHERE id = {gone}"))
+            .fetch_one(&mut conn)
+            .await
+            .expect("read");
+    assert_eq!(kept, Some(1), "the task of a queue that deletes its successes is kept for its dependent");
+    // Outside a transaction: the whole procedure's, which makes one.
+    let before = procedure_calls(&mut conn).await;
+    let sql = format!(r#"CALL taskhost_add('echo', '{{}}', '{{"after": [{first}]}}')"#);
+    sqlx::raw_sql(&sql).fetch_all(&mut conn).await.expect(&sql);
+    assert_eq!(procedure_calls(&mut conn).await - before, 2, "{sql}: not handed on");
+}

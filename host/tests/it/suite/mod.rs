@@ -80,7 +80,8 @@ pub(crate) fn success(c: &ClaimedRun, now: DateTime<Utc>, results: &str) -> RunO
     }
 }
 
-fn failure(c: &ClaimedRun, now: DateTime<Utc>, next: NextStep) -> RunOutcome {
+/// A failure of `c` at `now`, retryable, then `next`, as a worker writes it.
+pub(crate) fn failure(c: &ClaimedRun, now: DateTime<Utc>, next: NextStep) -> RunOutcome {
     let failure = Failure {
         code: "boom".into(),
         message: "it broke".into(),
