@@ -65,46 +65,76 @@ main: BEGIN
         END;
         LEAVE main;
     END IF;
-    -- A time to run at or one task to run after, with at most a queue and a priority (0050): each
-    -- value read once and tested from its JSON text, as on the path above, the time by one pattern
-    -- and CAST, the task by one consistent read of its row, where the general test below prepared
-    -- its hundred items at each call and the whole procedure read a task to run after four times
-    -- over. Only options naming either come here (a test of the text, which costs the other calls
-    -- next to nothing); a call this does not take goes on to the general test, as before.
-    IF LOCATE('"run_at"', p_options) > 0 OR LOCATE('"after"', p_options) > 0 THEN
+    -- A time to run at, one task to run after, a key or a number of attempts, with at most a queue
+    -- and a priority (0050): each value read once and tested from its JSON text, as on the path
+    -- above, and only if given (the server prepares a test's items only when it reaches the test),
+    -- the time by one pattern and CAST, the task by one consistent read of its row, where the
+    -- general test below prepared its hundred items at each call and the whole procedure read a
+    -- task to run after four times over. Only options naming one of them come here (a test of the
+    -- text, which costs the other calls next to nothing); a call this does not take goes on to the
+    -- general test, as before.
+    IF LOCATE('"run_at"', p_options) > 0 OR LOCATE('"after"', p_options) > 0 OR LOCATE('"key"', p_options) > 0
+            OR LOCATE('"max_attempts"', p_options) > 0 THEN
         BEGIN
-            DECLARE v_queue, v_priority, v_time, v_after LONGTEXT CHARACTER SET utf8mb4;
+            DECLARE v_queue, v_priority, v_time, v_after, v_key, v_attempts LONGTEXT CHARACTER SET utf8mb4;
             DECLARE v_when DATETIME(6);
             DECLARE v_task BIGINT;
             DECLARE v_n INT DEFAULT 0;
+            DECLARE v_ok BOOLEAN DEFAULT FALSE;
             IF JSON_VALID(p_options) AND JSON_TYPE(p_options) = 'OBJECT'
-                    AND JSON_LENGTH(JSON_REMOVE(p_options, '$.queue', '$.priority', '$.run_at', '$.after')) = 0 THEN
+                    AND JSON_LENGTH(JSON_REMOVE(p_options, '$.queue', '$.priority', '$.run_at', '$.after', '$.key', '$.max_attempts')) = 0 THEN
                 SET v_queue = JSON_EXTRACT(p_options, '$.queue'), v_priority = JSON_EXTRACT(p_options, '$.priority'),
-                    v_time = JSON_EXTRACT(p_options, '$.run_at'), v_after = JSON_EXTRACT(p_options, '$.after');
-                IF v_time IS NOT NULL THEN
-                    -- A JSON string of a time the general test's pattern takes, its zone `Z` or an
-                    -- offset, its year 1001 to 9998 (no offset takes it past what a DATETIME
-                    -- holds): read by CAST, less the offset.
-                    IF v_time COLLATE utf8mb4_bin REGEXP
-                            '^"[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,6})?(Z|[+-](0[0-9]|1[0-5]):[0-5][0-9])?"\\z'
-                            AND LEFT(v_time, 5) BETWEEN '"1001' AND '"9998' THEN
-                        BEGIN
-                            -- (A day no calendar has: an error in strict mode; NULL here, and the
-                            -- general test names it.)
-                            DECLARE CONTINUE HANDLER FOR 1292, 1411, 1441 SET v_when = NULL;
-                            SET v_when = CAST(REPLACE(SUBSTRING(v_time, 2, CHAR_LENGTH(v_time) - 2
-                                    - IF(SUBSTRING(v_time, -7, 1) IN ('+', '-'), 6, IF(SUBSTRING(v_time, -2, 1) = 'Z', 1, 0))),
-                                    'T', ' ') AS DATETIME(6))
-                                - INTERVAL IF(SUBSTRING(v_time, -7, 1) IN ('+', '-'), CAST(SUBSTRING(v_time, -7, 3) AS SIGNED) * 60
-                                    + CAST(CONCAT(SUBSTRING(v_time, -7, 1), SUBSTRING(v_time, -3, 2)) AS SIGNED), 0) MINUTE;
-                        END;
-                    END IF;
+                    v_time = JSON_EXTRACT(p_options, '$.run_at'), v_after = JSON_EXTRACT(p_options, '$.after'),
+                    v_key = JSON_EXTRACT(p_options, '$.key'), v_attempts = JSON_EXTRACT(p_options, '$.max_attempts'),
+                    v_ok = LOCATE('\\', p_options) = 0 AND LOCATE(CHAR(0), p_options COLLATE utf8mb4_bin) = 0
+                        AND p_handler COLLATE utf8mb4_bin REGEXP '^[A-Za-z0-9_-]{1,128}\\z' AND OCTET_LENGTH(p_data) <= v_limit
+                        AND JSON_VALID(p_data) AND LOCATE(CHAR(0), p_data) = 0;
+            END IF;
+            -- A queue of 1 to 128 bytes beginning and ending in printable ASCII, not `*`; a key
+            -- so, `*` too; a priority, and attempts from 1, as integers written plainly, in range.
+            IF v_ok AND v_queue IS NOT NULL THEN
+                SET v_ok = LEFT(v_queue, 1) = '"' AND OCTET_LENGTH(v_queue) BETWEEN 3 AND 130
+                    AND ORD(SUBSTRING(v_queue, 2, 1)) BETWEEN 33 AND 126 AND ORD(SUBSTRING(v_queue, -2, 1)) BETWEEN 33 AND 126
+                    AND BINARY v_queue <> '"*"';
+            END IF;
+            IF v_ok AND v_priority IS NOT NULL THEN
+                SET v_ok = JSON_TYPE(v_priority) = 'INTEGER' AND LOCATE('e', LOWER(v_priority)) = 0
+                    AND OCTET_LENGTH(v_priority) <= 11 AND CAST(v_priority AS SIGNED) BETWEEN -2147483648 AND 2147483647;
+            END IF;
+            IF v_ok AND v_key IS NOT NULL THEN
+                SET v_ok = LEFT(v_key, 1) = '"' AND OCTET_LENGTH(v_key) BETWEEN 3 AND 130
+                    AND ORD(SUBSTRING(v_key, 2, 1)) BETWEEN 33 AND 126 AND ORD(SUBSTRING(v_key, -2, 1)) BETWEEN 33 AND 126;
+            END IF;
+            IF v_ok AND v_attempts IS NOT NULL THEN
+                SET v_ok = JSON_TYPE(v_attempts) = 'INTEGER' AND LOCATE('e', LOWER(v_attempts)) = 0
+                    AND OCTET_LENGTH(v_attempts) <= 10 AND CAST(v_attempts AS SIGNED) BETWEEN 1 AND 2147483647;
+            END IF;
+            IF v_ok AND v_time IS NOT NULL THEN
+                -- A JSON string of a time the general test's pattern takes, its zone `Z` or an
+                -- offset, its year 1001 to 9998 (no offset takes it past what a DATETIME holds):
+                -- read by CAST, less the offset.
+                IF v_time COLLATE utf8mb4_bin REGEXP
+                        '^"[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,6})?(Z|[+-](0[0-9]|1[0-5]):[0-5][0-9])?"\\z'
+                        AND LEFT(v_time, 5) BETWEEN '"1001' AND '"9998' THEN
+                    BEGIN
+                        -- (A day no calendar has: an error in strict mode; NULL here, and the
+                        -- general test names it.)
+                        DECLARE CONTINUE HANDLER FOR 1292, 1411, 1441 SET v_when = NULL;
+                        SET v_when = CAST(REPLACE(SUBSTRING(v_time, 2, CHAR_LENGTH(v_time) - 2
+                                - IF(SUBSTRING(v_time, -7, 1) IN ('+', '-'), 6, IF(SUBSTRING(v_time, -2, 1) = 'Z', 1, 0))),
+                                'T', ' ') AS DATETIME(6))
+                            - INTERVAL IF(SUBSTRING(v_time, -7, 1) IN ('+', '-'), CAST(SUBSTRING(v_time, -7, 3) AS SIGNED) * 60
+                                + CAST(CONCAT(SUBSTRING(v_time, -7, 1), SUBSTRING(v_time, -3, 2)) AS SIGNED), 0) MINUTE;
+                    END;
                 END IF;
-                -- One task, written plainly, within the caller's transaction (outside one, the
-                -- whole procedure makes one for the task and its dependency), that is there, not
-                -- dead or cancelled, of a queue that keeps its successes (one that deletes them is
-                -- locked by the whole procedure), as the caller's snapshot has it, as the whole
-                -- procedure reads it: a consistent read, which locks nothing.
+                SET v_ok = v_when IS NOT NULL;
+            END IF;
+            -- One task, written plainly, within the caller's transaction (outside one, the whole
+            -- procedure makes one for the task and its dependency), that is there, not dead or
+            -- cancelled, of a queue that keeps its successes (one that deletes them is locked by
+            -- the whole procedure), as the caller's snapshot has it, as the whole procedure reads
+            -- it: a consistent read, which locks nothing.
+            IF v_ok AND v_after IS NOT NULL THEN
                 IF v_after COLLATE utf8mb4_bin REGEXP '^\\[[0-9]{1,18}\\]\\z' AND @@in_transaction = 1 THEN
                     SET v_task = CAST(SUBSTRING(v_after, 2, CHAR_LENGTH(v_after) - 2) AS SIGNED);
                     SELECT COUNT(*) INTO v_n FROM task_queue t
@@ -112,28 +142,23 @@ main: BEGIN
                     WHERE t.id = v_task AND l.name IS NULL AND t.last_status <> 'cancelled'
                         AND NOT (t.last_status IN ('error', 'timeout') AND t.gave_up_on IS NOT NULL);
                 END IF;
-                IF (v_time IS NULL OR v_when IS NOT NULL) AND (v_after IS NULL OR v_n = 1)
-                        AND LOCATE('\\', p_options) = 0 AND LOCATE(CHAR(0), p_options COLLATE utf8mb4_bin) = 0
-                        AND p_handler COLLATE utf8mb4_bin REGEXP '^[A-Za-z0-9_-]{1,128}\\z' AND OCTET_LENGTH(p_data) <= v_limit
-                        AND JSON_VALID(p_data) AND LOCATE(CHAR(0), p_data) = 0
-                        AND (v_queue IS NULL OR (LEFT(v_queue, 1) = '"' AND OCTET_LENGTH(v_queue) BETWEEN 3 AND 130
-                            AND ORD(SUBSTRING(v_queue, 2, 1)) BETWEEN 33 AND 126 AND ORD(SUBSTRING(v_queue, -2, 1)) BETWEEN 33 AND 126
-                            AND BINARY v_queue <> '"*"'))
-                        AND (v_priority IS NULL OR (JSON_TYPE(v_priority) = 'INTEGER' AND LOCATE('e', LOWER(v_priority)) = 0
-                            AND OCTET_LENGTH(v_priority) <= 11 AND CAST(v_priority AS SIGNED) BETWEEN -2147483648 AND 2147483647)) THEN
-                    -- (A task that runs after another waits for the intake, as the whole procedure
-                    -- writes it.)
-                    INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data, max_retries, queue,
-                        priority, last_status, waiting_for, run_anyway)
-                    VALUES (UTC_TIMESTAMP(6), COALESCE(v_when, UTC_TIMESTAMP(6)), p_handler, p_data, 5,
-                        COALESCE(JSON_UNQUOTE(v_queue), 'default'), COALESCE(CAST(v_priority AS SIGNED), 0),
-                        IF(v_after IS NULL, 'scheduled', 'waiting'), IF(v_after IS NULL, 0, -1), 0);
-                    IF v_after IS NOT NULL THEN
-                        INSERT INTO task_deps (task_id, after_id, met) VALUES (LAST_INSERT_ID(), v_task, -1);
-                    END IF;
-                    SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id;
-                    LEAVE main;
+                SET v_ok = v_n = 1;
+            END IF;
+            IF v_ok THEN
+                -- (A task that runs after another, or a keyed one due already, waits for the
+                -- intake, as the whole procedure writes it.)
+                INSERT INTO task_queue (queued_on, scheduled_on, task_handler_class, task_data, max_retries, queue,
+                    priority, share_key, last_status, waiting_for, run_anyway)
+                VALUES (UTC_TIMESTAMP(6), COALESCE(v_when, UTC_TIMESTAMP(6)), p_handler, p_data,
+                    COALESCE(CAST(v_attempts AS SIGNED), 5), COALESCE(JSON_UNQUOTE(v_queue), 'default'),
+                    COALESCE(CAST(v_priority AS SIGNED), 0), JSON_UNQUOTE(v_key),
+                    IF(v_after IS NULL AND (v_key IS NULL OR COALESCE(v_when, UTC_TIMESTAMP(6)) > UTC_TIMESTAMP(6)), 'scheduled', 'waiting'),
+                    IF(v_after IS NULL AND (v_key IS NULL OR COALESCE(v_when, UTC_TIMESTAMP(6)) > UTC_TIMESTAMP(6)), 0, -1), 0);
+                IF v_after IS NOT NULL THEN
+                    INSERT INTO task_deps (task_id, after_id, met) VALUES (LAST_INSERT_ID(), v_task, -1);
                 END IF;
+                SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id;
+                LEAVE main;
             END IF;
         END;
     END IF;

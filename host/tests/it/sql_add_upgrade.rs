@@ -98,7 +98,7 @@ async fn an_upgrade_keeps_the_grants_made_on_taskhost_add_on_mariadb() {
 }
 
 /// A call `taskhost_add`'s short paths take (no options; only a queue and a priority, with a time to
-/// run at or not; plain ones, a key and a unique key among them; a time to run at in any zone, a
+/// run at, a key or a number of attempts or not; plain ones, a key and a unique key among them; a time to run at in any zone, a
 /// unique period and states) writes the row the whole procedure writes for the same call, made to
 /// take it by a JSON null (the default) beside: every column alike but the id and the times, a
 /// time to run at the same, a unique period as long; and calls no other procedure (the server's
@@ -166,6 +166,14 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
             r#"'{"priority": 3, "run_at": "2032-01-01 10:00:00"}'"#.to_string(),
             r#"'{"priority": 3, "run_at": "2032-01-01 10:00:00", "version": null}'"#.to_string(),
         ),
+        // A key or a number of attempts, with a time or not (0050): a keyed task due already waits
+        // for the intake.
+        (r#"'{"key": "tenant-1", "max_attempts": 3}'"#.to_string(), r#"'{"key": "tenant-1", "max_attempts": 3, "after": null}'"#.to_string()),
+        (
+            r#"'{"max_attempts": 1, "queue": "mail.out", "key": "tenant-1", "run_at": "2034-04-04 04:04:04Z"}'"#.to_string(),
+            r#"'{"max_attempts": 1, "queue": "mail.out", "key": "tenant-1", "run_at": "2034-04-04 04:04:04Z", "version": null}'"#
+                .to_string(),
+        ),
         // A zone's Z in either case, as the whole procedure reads it.
         (
             r#"'{"run_at": "2030-01-01 10:00:00.25z", "key": "tenant-1", "queue": "mail.out"}'"#.to_string(),
@@ -223,7 +231,9 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         let counts: (i64, i64, i64) = (row.get("n"), row.get("kinds"), row.get("now"));
         assert_eq!(counts, (3, 1, 3), "(rows, kinds of row, queued now) for {short} and {whole}");
         let (due, state): (String, String) = (row.get("due"), row.get("state"));
-        let want = if short.contains("2031-06-01") {
+        let want = if short.contains("2034-04-04") {
+            ("2034-04-04 04:04:04.000000", "scheduled")
+        } else if short.contains("2031-06-01") {
             ("2031-05-31 18:15:00.123456", "scheduled")
         } else if short.contains("2024-02-29") {
             ("2024-02-29 23:59:59.000000", "scheduled")
@@ -272,7 +282,10 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         (r#"'{"unique_key": "u", "unique_for": 0}'"#.to_string(), "invalid unique_for"),
         (r#"'{"unique_key": "u", "unique_states": "Any"}'"#.to_string(), "invalid unique_states"),
         (r#"'{"run_at": "2030-01-01 00:00:00", "queue": "*"}'"#.to_string(), "invalid queue"),
-        // Through the path of a time (0050).
+        // Through the path of a time, a key or attempts (0050).
+        (r#"'{"key": "tenant-1", "max_attempts": 0}'"#.to_string(), "invalid max_attempts"),
+        (r#"'{"max_attempts": 2147483648}'"#.to_string(), "invalid max_attempts"),
+        (r#"'{"max_attempts": 3, "key": 7}'"#.to_string(), "invalid key"),
         (r#"'{"run_at": "2030-02-30 00:00:00", "queue": "mail"}'"#.to_string(), "invalid run_at: not a time"),
         (r#"'{"run_at": "2030-01-01 00:00:00", "priority": "1"}'"#.to_string(), "invalid priority"),
         (r#"'{"run_at": "2030-01-01 00:00:00+16:00"}'"#.to_string(), "invalid run_at"),
