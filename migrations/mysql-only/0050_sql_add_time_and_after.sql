@@ -1,8 +1,10 @@
--- SQL enqueue (issue 50) on MySQL: a call with a time to run at or one task to run after (in the
--- caller's transaction), alone or with a queue and a priority, takes a path of its own, as
--- mysql/0050 gives MariaDB's (BENCHMARKS.md). What it takes and refuses is as before. Made again
--- whole (DROP, then CREATE: MySQL has no CREATE OR REPLACE, so a GRANT EXECUTE made on it since 0049
--- must be made again; grants on the database stay), as mysql-only/0049 left it but for that path.
+-- SQL enqueue (issue 50) on MySQL: a call with a time to run at, one task to run after (in the
+-- caller's transaction), a key or a number of attempts, alone or with a queue and a priority, takes
+-- a path of its own, as mysql/0050 gives MariaDB's (in the server: a time 183 – 218 → 152 – 154 µs a
+-- call, one task to run after 582 – 613 → 209 – 223; BENCHMARKS.md). What it takes and refuses is
+-- as before. Made again whole (DROP, then CREATE: MySQL has no CREATE OR REPLACE, so a GRANT EXECUTE
+-- made on it since 0049 must be made again; grants on the database stay), as mysql-only/0049 left
+-- it but for that path.
 DROP PROCEDURE IF EXISTS taskhost_add;
 CREATE PROCEDURE taskhost_add(
     IN p_handler LONGTEXT CHARACTER SET utf8mb4,
@@ -134,24 +136,24 @@ main: BEGIN
             -- One task, written plainly, within the caller's transaction (outside one, the whole
             -- procedure makes one for the task and its dependency), that is there, not dead or
             -- cancelled, of a queue that keeps its successes (one that deletes them is locked by
-            -- the whole procedure), as the caller's snapshot has it, as the whole procedure reads
-            -- it: a consistent read, which locks nothing.
+            -- the whole procedure), read as the whole procedure reads it (`SELECT … INTO`: a
+            -- consistent read, which locks nothing but under SERIALIZABLE).
             IF v_ok AND v_after IS NOT NULL THEN
                 IF v_after COLLATE utf8mb4_bin REGEXP '^\\[[0-9]{1,18}\\]\\z' THEN
+                    SET v_task = CAST(SUBSTRING(v_after, 2, CHAR_LENGTH(v_after) - 2) AS SIGNED);
+                    SELECT COUNT(*) INTO v_n FROM task_queue t
+                        LEFT JOIN task_run_limits l ON l.name = CONCAT('queue:', t.queue) AND l.on_success = 'delete'
+                    WHERE t.id = v_task AND l.name IS NULL AND t.last_status <> 'cancelled'
+                        AND NOT (t.last_status IN ('error', 'timeout') AND t.gave_up_on IS NOT NULL);
+                END IF;
+                IF v_n = 1 THEN
                     -- (MySQL has no `@@in_transaction`: a savepoint outlives its statement only
-                    -- within a transaction, as the whole procedure probes it.)
+                    -- within a transaction, as the whole procedure probes it, after its checks.)
                     BEGIN
                         DECLARE CONTINUE HANDLER FOR 1305 SET v_n = -1;
                         SAVEPOINT taskhost_add_probe;
                         RELEASE SAVEPOINT taskhost_add_probe;
                     END;
-                    IF v_n = 0 THEN
-                        SET v_task = CAST(SUBSTRING(v_after, 2, CHAR_LENGTH(v_after) - 2) AS SIGNED);
-                        SELECT COUNT(*) INTO v_n FROM task_queue t
-                            LEFT JOIN task_run_limits l ON l.name = CONCAT('queue:', t.queue) AND l.on_success = 'delete'
-                        WHERE t.id = v_task AND l.name IS NULL AND t.last_status <> 'cancelled'
-                            AND NOT (t.last_status IN ('error', 'timeout') AND t.gave_up_on IS NOT NULL);
-                    END IF;
                 END IF;
                 SET v_ok = v_n = 1;
             END IF;

@@ -1,10 +1,11 @@
--- SQL enqueue (issue 50) on MariaDB: a call with a time to run at or one task to run after (in the
--- caller's transaction), alone or with a queue and a priority, takes a path of its own, as 0049 gave
--- a queue and a priority: in the server, 4,000 calls in one transaction, a time 145 – 149 → 114 –
--- 116 µs a call and one task to run after 478 – 480 → 157 – 161, against a plain INSERT's 28 – 36
--- (BENCHMARKS.md). What `taskhost_add` takes and refuses is as before: a call that path does not
--- take goes on as before 0050. Made again whole (`CREATE OR REPLACE` keeps the grants made on it), as
--- 0049 left it but for that path.
+-- SQL enqueue (issue 50) on MariaDB: a call with a time to run at, one task to run after (in the
+-- caller's transaction), a key or a number of attempts, alone or with a queue and a priority, takes
+-- a path of its own, as 0049 gave a queue and a priority; each value is tested only if given. In the
+-- server, 4,000 calls in one transaction (BENCHMARKS.md, session 94): a time 143 – 171 → 115 – 118
+-- µs a call, a key 114 – 120 → 95 – 102, attempts 117 – 144 → 93 – 98, one task to run after 482 –
+-- 521 → 162 – 169, against a plain INSERT's 26 – 33. What `taskhost_add` takes and refuses is as
+-- before: a call that path does not take goes on as before 0050. Made again whole (`CREATE OR
+-- REPLACE` keeps the grants made on it), as 0049 left it but for that path.
 CREATE OR REPLACE PROCEDURE taskhost_add(
     IN p_handler LONGTEXT CHARACTER SET utf8mb4,
     IN p_data    LONGTEXT CHARACTER SET utf8mb4,
@@ -132,8 +133,8 @@ main: BEGIN
             -- One task, written plainly, within the caller's transaction (outside one, the whole
             -- procedure makes one for the task and its dependency), that is there, not dead or
             -- cancelled, of a queue that keeps its successes (one that deletes them is locked by
-            -- the whole procedure), as the caller's snapshot has it, as the whole procedure reads
-            -- it: a consistent read, which locks nothing.
+            -- the whole procedure), read as the whole procedure reads it (`SELECT … INTO`: a
+            -- consistent read, which locks nothing but under SERIALIZABLE).
             IF v_ok AND v_after IS NOT NULL THEN
                 IF v_after COLLATE utf8mb4_bin REGEXP '^\\[[0-9]{1,18}\\]\\z' AND @@in_transaction = 1 THEN
                     SET v_task = CAST(SUBSTRING(v_after, 2, CHAR_LENGTH(v_after) - 2) AS SIGNED);
