@@ -30,7 +30,8 @@ done
 psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE taskhost_bench_sql"
 
 # A call without options, with plain ones (0032, 0037) or with a time to run at or a unique key
-# (0038) takes a short path of the procedure; `after`, `version`, `run_anyway`, the whole one.
+# (0038) takes a short path of the procedure, as does `after` one task within a transaction (0050:
+# PyMySQL's many in one, below); `after` otherwise, `version`, `run_anyway`, the whole one.
 # Each call beside a plain INSERT of its row, with mariadb-slap (a bare C client), then from PyMySQL.
 # MariaDB: `make services`' server (3306); MySQL: scripts/mysql-server.sh's (3310).
 drivers=target/tools/sql-drivers
