@@ -98,11 +98,11 @@ async fn an_upgrade_keeps_the_grants_made_on_taskhost_add_on_mariadb() {
 }
 
 /// A call `taskhost_add`'s short paths take (no options; only a queue and a priority, with a time to
-/// run at, a key or a number of attempts or not; plain ones, a key and a unique key among them; a time to run at in any zone, a
-/// unique period and states) writes the row the whole procedure writes for the same call, made to
-/// take it by a JSON null (the default) beside: every column alike but the id and the times, a
-/// time to run at the same, a unique period as long; and calls no other procedure (the server's
-/// count of calls), where the whole procedure is a second.
+/// run at, a key or a number of attempts or not; plain ones, a key and a unique key among them; a
+/// time to run at in any zone, a unique period and states) writes the row the whole procedure
+/// writes for the same call, made to take it by a JSON null (the default) beside: every column
+/// alike but the id and the times, a time to run at the same, a unique period as long; and calls no
+/// other procedure (the server's count of calls), where the whole procedure is a second.
 /// What they must not take (an option named in another case or with a JSON escape, a fraction, a
 /// queue of 150 bytes in 50 Kelvin signs, a handler's long s, a day no calendar has) is refused by
 /// name; a priority written 1e3 is 1000 on MariaDB, not an error naming no option, and refused by
