@@ -183,6 +183,7 @@ pub const MYSQL: Embedded = embedded!("mysql":
     "0048_sql_add_mysql_fixes.sql",
     "0049_sql_add_queue_priority.sql",
     "0050_sql_add_time_and_after.sql",
+    "0051_sql_add_id_and_time.sql",
 );
 
 /// The files of `migrations/mysql-only/`: MySQL runs each in place of the file of
@@ -210,6 +211,7 @@ pub const MYSQL_ONLY: Embedded = embedded!("mysql-only":
     "0048_sql_add_mysql_fixes.sql",
     "0049_sql_add_queue_priority.sql",
     "0050_sql_add_time_and_after.sql",
+    "0051_sql_add_id_and_time.sql",
 );
 
 impl Embedded {

@@ -5,7 +5,7 @@
 use crate::common;
 use crate::sql_add_mysql::procedure_calls;
 
-use sqlx::{Connection, Row};
+use sqlx::{Column, Connection, Row};
 
 /// Making `taskhost_add` again for new options (0031) keeps the grants an operator made on it:
 /// a role granted it may still call it, and PUBLIC, from which it was revoked, does not get the
@@ -101,8 +101,9 @@ async fn an_upgrade_keeps_the_grants_made_on_taskhost_add_on_mariadb() {
 /// run at, a key or a number of attempts or not; plain ones, a key and a unique key among them; a
 /// time to run at in any zone, a unique period and states) writes the row the whole procedure
 /// writes for the same call, made to take it by a JSON null (the default) beside: every column
-/// alike but the id and the times, a time to run at the same, a unique period as long; and calls no
-/// other procedure (the server's count of calls), where the whole procedure is a second.
+/// alike but the id and the times, a time to run at the same, a unique period as long; answers
+/// the same (one row, `id`); and calls no other procedure (the server's count of calls), where the
+/// whole procedure is a second.
 /// What they must not take (an option named in another case or with a JSON escape, a fraction, a
 /// queue of 150 bytes in 50 Kelvin signs, a handler's long s, a day no calendar has) is refused by
 /// name; a priority written 1e3 is 1000 on MariaDB, not an error naming no option, and refused by
@@ -209,7 +210,13 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
             let options = options.replace("u-N", &format!("u-{n}"));
             let call = format!(r#"CALL taskhost_add('echo', '{{"n": 1}}', {options})"#);
             let before = procedure_calls(&mut conn).await;
-            sqlx::raw_sql(&call).fetch_all(&mut conn).await.expect(&call);
+            let answer = sqlx::raw_sql(&call).fetch_all(&mut conn).await.expect(&call);
+            // One row, one signed BIGINT `id`: the task's (MariaDB's short paths answer from their
+            // INSERT, 0051).
+            let newest: i64 =
+                sqlx::query_scalar("SELECT MAX(id) FROM task_queue").fetch_one(&mut conn).await.expect("read");
+            let answered = answer.iter().map(|r| (r.columns().len(), r.column(0).name().to_string(), r.get(0)));
+            assert_eq!(answered.collect::<Vec<(usize, String, i64)>>(), [(1, "id".to_string(), newest)], "{call}");
             // A short path calls no other procedure; a JSON null is the whole procedure's, and so
             // is a queue beginning past ASCII (it judges white space) and, on MariaDB, a name
             // given twice (its JSON_REMOVE takes one of them).
@@ -290,6 +297,13 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         (r#"'{"run_at": "2030-01-01 00:00:00", "priority": "1"}'"#.to_string(), "invalid priority"),
         (r#"'{"run_at": "2030-01-01 00:00:00+16:00"}'"#.to_string(), "invalid run_at"),
         (r#"'{"run_at": 20300101}'"#.to_string(), "invalid run_at"),
+        // (MySQL's test of a time without a pattern, 0051: its text read back must be itself.)
+        (r#"'{"run_at": "２030-01-01 00:00:00"}'"#.to_string(), "invalid run_at: not a time"),
+        (r#"'{"run_at": "2030-1-01 00:00:00Z"}'"#.to_string(), "invalid run_at: not a time"),
+        (r#"'{"run_at": "2030-01-01 00:00:00.Z"}'"#.to_string(), "invalid run_at: not a time"),
+        (r#"'{"run_at": "2030-01-01 00:00:00.1234567"}'"#.to_string(), "invalid run_at: not a time"),
+        (r#"'{"run_at": "2030-01-01 00:00:0a+05:30"}'"#.to_string(), "invalid run_at: not a time"),
+        (r#"'{"run_at": "2030-01-01 00:00:00+05:3a"}'"#.to_string(), "invalid run_at: not a time"),
         // Through the path of a queue and a priority alone (0049).
         (r#"'{"queue": "*"}'"#.to_string(), "invalid queue"),
         (r#"'{"queue": ""}'"#.to_string(), "invalid queue"),
