@@ -119,13 +119,14 @@ main: BEGIN
                 -- offset of at most 15:59 or nothing, its year 1001 to 9998 (no offset takes it
                 -- past what a DATETIME holds), tested without a REGEXP (its pattern is compiled at
                 -- every call): its text less the zone, read by CAST and written back, must be
-                -- itself (so each digit is a digit and the day exists); then less the offset.
-                SET v_zone = IF(SUBSTRING(v_time, -2, 1) COLLATE utf8mb4_bin = 'Z', 1,
-                        IF(SUBSTRING(v_time, -7, 1) IN ('+', '-'), 6, 0)),
+                -- itself (so each digit is a digit and the day exists); then less the offset. The
+                -- zone's signs, colon and digits by their codes (ORD): under MySQL's default
+                -- collation a full-width `＋` or `：` is equal to `+` or `:`.
+                SET v_zone = IF(ORD(SUBSTRING(v_time, -2, 1)) = 90, 1, IF(ORD(SUBSTRING(v_time, -7, 1)) IN (43, 45), 6, 0)),
                     v_fraction = CHAR_LENGTH(v_time) - 21 - v_zone;
-                IF LEFT(v_time, 1) = '"' AND RIGHT(v_time, 1) = '"'
-                        AND (v_fraction = 0 OR (v_fraction BETWEEN 2 AND 7 AND SUBSTRING(v_time, 21, 1) = '.'))
-                        AND (v_zone < 6 OR (SUBSTRING(v_time, -4, 1) = ':'
+                IF ORD(v_time) = 34 AND ORD(RIGHT(v_time, 1)) = 34
+                        AND (v_fraction = 0 OR (v_fraction BETWEEN 2 AND 7 AND ORD(SUBSTRING(v_time, 21, 1)) = 46))
+                        AND (v_zone < 6 OR (ORD(SUBSTRING(v_time, -4, 1)) = 58
                             AND ((ORD(SUBSTRING(v_time, -6, 1)) = 48 AND ORD(SUBSTRING(v_time, -5, 1)) BETWEEN 48 AND 57)
                                 OR (ORD(SUBSTRING(v_time, -6, 1)) = 49 AND ORD(SUBSTRING(v_time, -5, 1)) BETWEEN 48 AND 53))
                             AND ORD(SUBSTRING(v_time, -3, 1)) BETWEEN 48 AND 53 AND ORD(SUBSTRING(v_time, -2, 1)) BETWEEN 48 AND 57)) THEN

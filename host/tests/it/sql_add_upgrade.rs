@@ -304,6 +304,9 @@ async fn a_call_the_short_path_takes_writes_the_row_the_whole_procedure_writes_o
         (r#"'{"run_at": "2030-01-01 00:00:00.1234567"}'"#.to_string(), "invalid run_at: not a time"),
         (r#"'{"run_at": "2030-01-01 00:00:0a+05:30"}'"#.to_string(), "invalid run_at: not a time"),
         (r#"'{"run_at": "2030-01-01 00:00:00+05:3a"}'"#.to_string(), "invalid run_at: not a time"),
+        // (Full-width look-alikes of an offset's colon and sign: equal to `:` and `+` in MySQL's collation.)
+        (r#"'{"run_at": "2030-05-01 10:00:00+05：30"}'"#.to_string(), "invalid run_at: not a time"),
+        (r#"'{"run_at": "2024-05-01 10:00:00＋05:00"}'"#.to_string(), "invalid run_at: not a time"),
         // Through the path of a queue and a priority alone (0049).
         (r#"'{"queue": "*"}'"#.to_string(), "invalid queue"),
         (r#"'{"queue": ""}'"#.to_string(), "invalid queue"),
