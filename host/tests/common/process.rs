@@ -31,15 +31,11 @@ pub fn add(env: &Env, args: &[&str]) -> i64 {
 pub const KILLED_CONFIG: &str =
     "[overseer]\nlease_ttl = \"3s\"\n[handlers.spin.limits]\nfuel = 1_000_000_000_000_000\ndeadline = \"60s\"\n";
 
-/// Start `taskhost worker ARGS`, its output captured.
-pub fn spawn_worker(env: &Env, args: &[&str]) -> Child {
-    taskhost_command(env)
-        .arg("worker")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn worker")
+/// Start `taskhost worker ARGS`, its output captured; killed if the test ends first (a test that
+/// failed before its worker's end had left it polling the database for good).
+pub fn spawn_worker(env: &Env, args: &[&str]) -> Killed {
+    let worker = taskhost_command(env).arg("worker").args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    Killed(Some(worker.expect("spawn worker")))
 }
 
 /// Whether the tests run as root (they do in CI).
@@ -53,14 +49,15 @@ pub fn signal(child: &Child, sig: &str) {
     assert!(ok.success(), "kill -{sig} failed");
 }
 
-/// Wait for the process to exit, at most `within`; its output.
-pub async fn wait_exit(mut child: Child, within: Duration) -> Output {
+/// Wait for the process to exit, at most `within`; its output. (Killed if it does not.)
+pub async fn wait_exit(child: impl Into<Killed>, within: Duration) -> Output {
+    let mut child = child.into();
     let start = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     loop {
         tick.tick().await;
         if child.try_wait().expect("try_wait").is_some() {
-            return child.wait_with_output().expect("output");
+            return child.take().wait_with_output().expect("output");
         }
         assert!(start.elapsed() < within, "the process did not exit within {within:?}");
     }
@@ -83,6 +80,25 @@ pub struct Killed(pub Option<std::process::Child>);
 impl Killed {
     pub fn take(mut self) -> std::process::Child {
         self.0.take().expect("taken once")
+    }
+}
+
+impl From<Child> for Killed {
+    fn from(child: Child) -> Killed {
+        Killed(Some(child))
+    }
+}
+
+impl std::ops::Deref for Killed {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.0.as_ref().expect("not taken")
+    }
+}
+
+impl std::ops::DerefMut for Killed {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().expect("not taken")
     }
 }
 

@@ -132,12 +132,14 @@ async fn add_checks_a_handler_from_its_types_without_compiling_it() {
 async fn list_watch_shows_a_task_change_as_it_happens_and_stops_on_a_signal() {
     let env = Env::new(&["echo"]).await;
     let id = common::process::add(&env, &["echo", "--data", r#"{"say": "hi"}"#]);
-    let mut watch = common::taskhost_command(&env)
-        .args(["list", "--watch", "100ms", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn list --watch");
+    let mut watch = common::process::Killed::from(
+        common::taskhost_command(&env)
+            .args(["list", "--watch", "100ms", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn list --watch"),
+    );
     let lines = watch.stdout.take().expect("stdout");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

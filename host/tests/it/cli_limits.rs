@@ -26,13 +26,15 @@ fn peak_rss(pid: u32) -> u64 {
 async fn hogs_through_a_worker(env: &Env, hogs: usize, args: &[&str]) -> (u64, String) {
     let mut ids: Vec<i64> = (0..hogs).map(|_| add(env, &["memory-hog", "--max-attempts", "1"])).collect();
     ids.extend((0..5).map(|i| add(env, &["echo", "--data", &format!(r#"{{"i": {i}}}"#)])));
-    let mut child = common::taskhost_command(env)
-        .arg("worker")
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn worker");
+    let mut child = common::process::Killed::from(
+        common::taskhost_command(env)
+            .arg("worker")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn worker"),
+    );
     let store = env.app.store.clone();
     wait_until(Duration::from_secs(300), "every task ran", || async {
         let mut done = 0;
@@ -47,7 +49,7 @@ async fn hogs_through_a_worker(env: &Env, hogs: usize, args: &[&str]) -> (u64, S
     let peak = peak_rss(child.id());
     eprintln!("peak RSS {} MiB with {hogs} hogs and {args:?}", peak >> 20);
     let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
-    let out = child.wait_with_output().expect("exit");
+    let out = child.take().wait_with_output().expect("exit");
     for id in ids.iter().take(hogs) {
         let runs = store.runs_of(*id).await.expect("runs");
         assert_eq!(runs[0].error_code.as_deref(), Some("memory-limit"), "{:?}", runs[0].error_message);

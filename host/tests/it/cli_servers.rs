@@ -1,11 +1,11 @@
 //! Real `taskhost worker` processes against real databases: several processes sharing one queue,
 //! a worker killed with SIGKILL mid-run, a worker shedding poison outcomes then stopped by SIGTERM,
 //! a drain whose last plugin loads during a claim, a worker stopped while its database does not
-//! answer.
+//! answer; a worker a failing test started is killed with it.
 
 use crate::common;
 
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::locker::Locker;
@@ -17,7 +17,7 @@ use taskhost::model::{NewTask, RunStatus, TaskFilter};
 async fn four_processes_drain_10000_tasks(env: Env) {
     let tasks: Vec<_> = (0..10_000).map(|i| NewTask::new("noop", format!(r#"{{"i": {i}}}"#))).collect();
     env.app.client.add_many(tasks).await.expect("add");
-    let workers: Vec<Child> =
+    let workers: Vec<_> =
         (0..4).map(|_| spawn_worker(&env, &["--drain", "--concurrency", "32", "--no-overseer"])).collect();
     let mut finished = 0u64;
     for w in workers {
@@ -171,12 +171,14 @@ where
     }
     // A new cache: `echo` compiles first and lets the claims start, `js-words` (larger) compiles after.
     let cache = tempfile::tempdir().expect("cache dir");
-    let worker = common::taskhost_command_caching_in(&env, cache.path())
-        .args(["worker", "--drain", "--heartbeat-interval", "50ms", "--poll-interval", "20ms"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn worker");
+    let worker = common::process::Killed::from(
+        common::taskhost_command_caching_in(&env, cache.path())
+            .args(["worker", "--drain", "--heartbeat-interval", "50ms", "--poll-interval", "20ms"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn worker"),
+    );
     let store = env.app.store.clone();
     wait_until(Duration::from_secs(300), "the runner reports js-words loaded", || async {
         let runners = store.live_runners().await.expect("runners");
@@ -263,3 +265,19 @@ async fn a_worker_stops_within_its_grace_while_its_database_does_not_answer(db: 
 }
 
 crate::on_every_database!(a_worker_stops_within_its_grace_while_its_database_does_not_answer);
+
+/// A worker a test started is killed when the test fails before its end: the panic that unwinds
+/// the test drops it, and its process is gone (it had gone on polling the database for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_a_failing_test_started_is_killed_with_it() {
+    let env = Env::new(&["echo"]).await;
+    let worker = spawn_worker(&env, &["--poll-interval", "20ms"]);
+    let pid = worker.id();
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let _held = worker;
+        panic!("a failing assertion");
+    }));
+    assert!(failed.is_err());
+    // (Reaped by the drop, so no process of that id is left, not even a zombie.)
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "worker {pid} still runs");
+}

@@ -297,19 +297,21 @@ async fn a_slow_compile_holds_up_neither_ready_handlers_nor_the_exit() {
     use std::time::Duration;
     let env = Env::new(&["py-stats", "echo"]).await;
     let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
-    let worker = std::process::Command::new(env!("CARGO_BIN_EXE_taskhost"))
-        .arg("--database-url")
-        .arg(&env.db_url)
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--cache-dir")
-        .arg(env.dir.path().join("cold-cache"))
-        .args(["--log", "info", "worker", "--shutdown-grace", "2s"])
-        .env_remove("TASKHOST_CONFIG")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn worker");
+    let worker = common::process::Killed::from(
+        std::process::Command::new(env!("CARGO_BIN_EXE_taskhost"))
+            .arg("--database-url")
+            .arg(&env.db_url)
+            .arg("--plugins")
+            .arg(&env.plugins)
+            .arg("--cache-dir")
+            .arg(env.dir.path().join("cold-cache"))
+            .args(["--log", "info", "worker", "--shutdown-grace", "2s"])
+            .env_remove("TASKHOST_CONFIG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn worker"),
+    );
     let store = env.app.store.clone();
     common::wait_until(Duration::from_secs(120), "the echo task ran", || async {
         store.get_task(id).await.expect("get").is_some_and(|t| t.last_status == RunStatus::Success)

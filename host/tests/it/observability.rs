@@ -9,10 +9,9 @@ use crate::common;
 
 use std::io::{BufRead, Read, Write};
 use std::net::TcpStream;
-use std::process::Child;
 use std::time::Duration;
 
-use common::process::{signal, spawn_worker, wait_exit};
+use common::process::{signal, spawn_worker, wait_exit, Killed};
 use common::served::Served;
 use common::{wait_until, Env};
 
@@ -45,7 +44,7 @@ fn scrape_with(addr: &str, token: Option<&str>) -> (u16, String) {
 }
 
 /// A worker with `--metrics 127.0.0.1:0`, and the address it says it serves them on.
-fn worker_with_metrics(env: &Env) -> (Child, String) {
+fn worker_with_metrics(env: &Env) -> (Killed, String) {
     let mut worker = spawn_worker(env, &["--metrics", "127.0.0.1:0"]);
     let err = worker.stderr.take().expect("stderr");
     let (tx, rx) = std::sync::mpsc::channel();

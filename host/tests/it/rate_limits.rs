@@ -19,7 +19,7 @@ async fn a_rate_limit_paces_worker_processes_and_a_live_change_applies_without_a
     let first: Vec<_> = (0..8).map(|_| NewTask::new("echo", "{}").with_queue("api")).collect();
     client.add_many(first).await.expect("add");
     let args = ["--concurrency", "16", "--queues", "api"];
-    let workers: Vec<Killed> = (0..2).map(|_| Killed(Some(spawn_worker(&env, &args)))).collect();
+    let workers: Vec<Killed> = (0..2).map(|_| spawn_worker(&env, &args)).collect();
     let done = |n: usize| async move {
         let tasks = client.list(&TaskFilter::default()).await.expect("list");
         tasks.iter().filter(|t| t.last_status == RunStatus::Success).count() >= n
@@ -68,7 +68,7 @@ async fn a_rate_per_key_paces_each_key_apart_on_worker_processes(db: Db) {
         ["a", "b"].iter().flat_map(|k| (0..8).map(|_| NewTask::new("echo", "{}").with_queue("api").with_key(*k)));
     client.add_many(tasks.collect()).await.expect("add");
     let args = ["--concurrency", "16", "--queues", "api"];
-    let workers: Vec<Killed> = (0..2).map(|_| Killed(Some(spawn_worker(&env, &args)))).collect();
+    let workers: Vec<Killed> = (0..2).map(|_| spawn_worker(&env, &args)).collect();
     let done = || async move {
         let tasks = client.list(&TaskFilter::default()).await.expect("list");
         tasks.iter().filter(|t| t.last_status == RunStatus::Success).count() >= 16

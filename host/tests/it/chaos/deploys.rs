@@ -83,12 +83,14 @@ pub async fn a_deploy_cut_off_by_a_restart_leaves_nothing_half_done(db: Db) {
     };
     let first = wait_exit(deploy("echo"), Duration::from_secs(60)).await;
     assert!(first.status.success(), "{}", stderr(&first));
-    let worker = common::taskhost_command(&env)
-        .args(["worker", "--concurrency", "2", "--shutdown-grace", "2s"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn worker");
+    let worker = common::process::Killed::from(
+        common::taskhost_command(&env)
+            .args(["worker", "--concurrency", "2", "--shutdown-grace", "2s"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn worker"),
+    );
     assert_eq!(run_greet(&env).await, digest_of("echo"));
     let mark = env.app.store.release_mark().await.expect("mark");
 

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::process::Killed;
 use crate::common::{self, own_server, wait_until, Db, Env};
 use taskhost::model::{NewTask, RunStatus};
 
@@ -19,13 +20,15 @@ fn up(db: Db) -> bool {
     Command::new(program).args(args).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
 }
 
-fn spawn_worker(env: &Env) -> Child {
-    common::taskhost_command(env)
-        .args(["worker", "--concurrency", "8", "--poll-interval", "20ms", "--shutdown-grace", "2s"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn worker")
+fn spawn_worker(env: &Env) -> Killed {
+    Killed::from(
+        common::taskhost_command(env)
+            .args(["worker", "--concurrency", "8", "--poll-interval", "20ms", "--shutdown-grace", "2s"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn worker"),
+    )
 }
 
 /// Counts the worker's warnings of a failed attempt (a claim, a check for due work) as they come;
