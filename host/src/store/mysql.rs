@@ -18,7 +18,7 @@ use sqlx::{Arguments, Executor, MySql, MySqlConnection, QueryBuilder, Row};
 use super::connect::{redact, StoreOptions};
 use super::dialect::{retrying, ClaimRequest, Dialect, Ended};
 use super::migrations::{self, Embedded};
-use super::plumbing::{decoded, unchecked, Cells, Col, Plumbing, SqlxDialect, Tx};
+use super::plumbing::{decoded, unchecked, Cells, Col, Held, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
 use super::sql::{args, lineage_values, new_task_args, render, Arg, Lineage, Slot, Walk, NEW_TASK, RUNNER_RUNNING};
@@ -123,6 +123,7 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, MySqlArguments)> {
     Ok((sql, bound))
 }
 
+#[async_trait]
 impl SqlxDialect for MySqlDb {
     type Db = MySql;
     fn pool(&self) -> &sqlx::Pool<MySql> {
@@ -137,7 +138,37 @@ impl SqlxDialect for MySqlDb {
     fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <MySql as sqlx::Database>::Arguments<'a>)> {
         bind(sql, args)
     }
+    /// The lock sqlx names for the database (so an older taskhost migrating waits too), waited
+    /// for as long as another migration takes: sqlx asks for it with a timeout of -1, which
+    /// MySQL waits forever for and MariaDB answers at once with NULL, and went on regardless.
+    async fn lock_migrations(&self, conn: &mut MySqlConnection) -> Result<Option<Held>> {
+        let got: Option<i64> = sqlx::query_scalar(&format!(
+            "SELECT GET_LOCK({MIGRATIONS_LOCK}, {}) AS got",
+            MIGRATIONS_LOCK_WAIT.as_secs()
+        ))
+        .fetch_one(conn)
+        .await?;
+        match got {
+            Some(1) => Ok(None),
+            // 0: the wait ran out; NULL: the server failed it.
+            _ => {
+                let why = format!("{got:?} after waiting up to {MIGRATIONS_LOCK_WAIT:?} for another process's");
+                Err(Error::io("taking the lock on migrating the database", std::io::Error::other(why)))
+            }
+        }
+    }
+    async fn unlock_migrations(&self, conn: &mut MySqlConnection) -> Result<()> {
+        sqlx::query(&format!("SELECT RELEASE_LOCK({MIGRATIONS_LOCK})")).execute(conn).await?;
+        Ok(())
+    }
 }
+
+/// The name sqlx gives the lock on migrating the connection's database: the hex of 0x3d32ad9e
+/// times its name's CRC-32.
+const MIGRATIONS_LOCK: &str = "LOWER(HEX(1026731422 * CRC32(DATABASE())))";
+
+/// How long a process waits for another's migrations at most.
+const MIGRATIONS_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 // Unchecked: MySQL reports binary-collated (case-sensitive) VARCHARs as VARBINARY though they
 // hold UTF-8 text, and expressions as integers of any width.

@@ -12,7 +12,7 @@ use sqlx::{Database, Executor, IntoArguments};
 
 use super::migrations::Embedded;
 use super::sql::Arg;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A row as the shared code reads it: each column by name (or by where a name was found once,
 /// see [`Col`]), NULL as `None`.
@@ -173,6 +173,15 @@ pub trait SqlxDialect: Send + Sync + 'static {
     async fn write_turn(&self) -> Result<Option<Held>> {
         Ok(None)
     }
+    /// Taken before migrating, held until the migrations are applied: processes starting at
+    /// once on a new database apply them one after another, each reading what the one before
+    /// applied. SQLite: the write turn, given up when dropped; a server: a lock of `conn`'s
+    /// session, given up by [`SqlxDialect::unlock_migrations`] (or with the connection).
+    async fn lock_migrations(&self, conn: &mut <Self::Db as Database>::Connection) -> Result<Option<Held>>;
+    /// Give up the session's lock [`SqlxDialect::lock_migrations`] took.
+    async fn unlock_migrations(&self, _conn: &mut <Self::Db as Database>::Connection) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The rows a statement changed: each sqlx database's result has the method, but no trait
@@ -217,13 +226,27 @@ where
     type Row = <D::Db as Database>::Row;
 
     async fn migrate(&self) -> Result<Vec<String>> {
-        let migrator = Migrator::new(self.migrations()).await?;
+        let mut migrator = Migrator::new(self.migrations()).await?;
+        // The dialect's lock instead of sqlx's, which is taken after the table of migrations is
+        // made and read, and on MariaDB waits for nothing.
+        migrator.set_locking(false);
         // On one connection: a SQLite connection that read the tables before another changed
         // them prepares `SELECT *` with the old columns, which sqlx then reads past.
         let mut conn = self.pool().acquire().await?;
-        conn.ensure_migrations_table().await?;
-        let before: Vec<i64> = conn.list_applied_migrations().await?.into_iter().map(|m| m.version).collect();
-        migrator.run_direct(&mut *conn).await?;
+        let held = self.lock_migrations(&mut *conn).await?;
+        let applied = async {
+            conn.ensure_migrations_table().await?;
+            let before: Vec<i64> = conn.list_applied_migrations().await?.into_iter().map(|m| m.version).collect();
+            migrator.run_direct(&mut *conn).await?;
+            Ok::<_, Error>(before)
+        }
+        .await;
+        // A session's lock not given up goes with its connection, never back to the pool.
+        if self.unlock_migrations(&mut *conn).await.is_err() || applied.is_err() {
+            conn.close_on_drop();
+        }
+        drop(held);
+        let before = applied?;
         Ok(migrator
             .iter()
             .filter(|m| !m.migration_type.is_down_migration() && !before.contains(&m.version))

@@ -16,7 +16,7 @@ use sqlx::{Arguments, PgConnection, Postgres};
 use super::connect::{redact, StoreOptions};
 use super::dialect::{ClaimRequest, Dialect, Ended};
 use super::migrations::{self, Embedded};
-use super::plumbing::{decoded, Cells, Col, SqlxDialect, Tx};
+use super::plumbing::{decoded, Cells, Col, Held, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::tasks::{add_one, add_tasks_in_tx};
 use super::shared::SqlStore;
@@ -132,6 +132,7 @@ fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, PgArguments)> {
     Ok((sql, bound))
 }
 
+#[async_trait]
 impl SqlxDialect for PostgresDb {
     type Db = Postgres;
     fn pool(&self) -> &sqlx::Pool<Postgres> {
@@ -142,6 +143,15 @@ impl SqlxDialect for PostgresDb {
     }
     fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <Postgres as sqlx::Database>::Arguments<'a>)> {
         bind(sql, args)
+    }
+    /// sqlx's advisory lock of the database (so an older taskhost migrating waits too), taken
+    /// before the table of migrations is made: two sessions creating it at once, one failed.
+    async fn lock_migrations(&self, conn: &mut PgConnection) -> Result<Option<Held>> {
+        sqlx::migrate::Migrate::lock(conn).await?;
+        Ok(None)
+    }
+    async fn unlock_migrations(&self, conn: &mut PgConnection) -> Result<()> {
+        Ok(sqlx::migrate::Migrate::unlock(conn).await?)
     }
 }
 

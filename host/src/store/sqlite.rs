@@ -154,6 +154,9 @@ impl SqlxDialect for SqliteDb {
     async fn write_turn(&self) -> Result<Option<Held>> {
         Ok(Some(Box::new(self.writers.turn().await?)))
     }
+    async fn lock_migrations(&self, _conn: &mut sqlx::SqliteConnection) -> Result<Option<Held>> {
+        self.write_turn().await
+    }
     fn pool(&self) -> &sqlx::Pool<Sqlite> {
         &self.pool
     }

@@ -37,6 +37,7 @@ mod joins;
 mod kept_runs;
 mod languages;
 mod layers;
+mod migrate_at_once;
 mod network;
 mod new_handlers;
 mod observability;
