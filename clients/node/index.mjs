@@ -86,6 +86,8 @@ export class Client {
    */
   async wait(id, { timeoutMs = 60_000, signal } = {}) {
     signal?.throwIfAborted();
+    if (timeoutMs != null && !(timeoutMs >= 0)) throw new RangeError(`wait(timeoutMs: ${timeoutMs}): milliseconds, at least 0 (null: no end)`);
+    taskId(id);
     const deadline = timeoutMs == null ? null : Date.now() + timeoutMs;
     let pause = 100;
     for (;;) {
@@ -133,11 +135,11 @@ export class Client {
   async events({ queue, handler, tasks, lastEventId = null, reconnectMs = 60_000, signal } = {}) {
     signal?.throwIfAborted();
     const params = new URLSearchParams();
-    for (const [name, value] of [["queue", queue], ["handler", handler], ["task", tasks]]) {
+    for (const [arg, name, value] of [["queue", "queue", queue], ["handler", "handler", handler], ["tasks", "task", tasks]]) {
       if (value == null) continue;
       const values = [value].flat();
       // An empty list would be no filter at all, the server's every task.
-      if (!values.length) throw new TypeError(`events({${name}: []}): an empty list follows nothing; leave it out for all`);
+      if (!values.length) throw new TypeError(`events({${arg}: []}): an empty list follows nothing; leave it out for all`);
       params.set(name, values.map((v) => (name === "task" ? taskId(v) : v)).join(","));
     }
     const query = params.toString() ? `?${params}` : "";
@@ -218,9 +220,12 @@ function task(t) {
   return Object.fromEntries(Object.entries(t).filter(([, v]) => v !== undefined && v !== null));
 }
 
+/** A task's id as given: a number, a bigint or its digits as a string; anything else (a
+ * fraction, a boolean, null) is refused rather than read as another task's id. */
 function taskId(id) {
-  if (!Number.isSafeInteger(Number(id))) throw new TypeError(`not a task id: ${id}`);
-  return Number(id);
+  const n = typeof id === "number" || typeof id === "bigint" || (typeof id === "string" && /^[0-9]+$/.test(id)) ? Number(id) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1) throw new TypeError(`not a task id: ${typeof id === "string" ? JSON.stringify(id) : String(id)}`);
+  return n;
 }
 
 /** A minute without a byte from the event stream ends it. */

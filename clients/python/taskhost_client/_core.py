@@ -182,11 +182,12 @@ def server_of(base_url: str) -> Server:
     return Server(tls, parts.hostname, parts.port or (443 if tls else 80), parts.netloc.rsplit("@", 1)[-1], parts.path)
 
 
-def task_body(handler: str, data: Any, fields: Dict[str, Any]) -> Dict[str, Any]:
+def task_body(handler: Optional[str], data: Any, fields: Dict[str, Any]) -> Dict[str, Any]:
     unknown = sorted(set(fields) - set(TASK_FIELDS))
     if unknown:
         raise TypeError(f"not a field of a task: {', '.join(unknown)} (fields: {', '.join(TASK_FIELDS)})")
-    task: Dict[str, Any] = {"handler": handler}
+    # A task without a handler goes without one: the server names the missing field.
+    task: Dict[str, Any] = {} if handler is None else {"handler": handler}
     if data is not None:
         task["data"] = data
     task.update({k: v for k, v in fields.items() if v is not None})
@@ -205,40 +206,42 @@ def enqueue_unique(handler: str, data: Any, unique_key: str, fields: Dict[str, A
 
 
 def enqueue_many_unique(tasks: Iterable[TaskInput]) -> Plan:
-    batch = [task_body(t.get("handler", ""), t.get("data"), {k: v for k, v in t.items() if k not in ("handler", "data")})
+    batch = [task_body(t.get("handler"), t.get("data"), {k: v for k, v in t.items() if k not in ("handler", "data")})
              for t in tasks]
     added = (yield Call("POST", "/tasks", {"tasks": batch}))["tasks"]
     return [Queued(int(a["id"]), bool(a["created"])) for a in added]
 
 
 def get(task_id: int) -> Plan:
-    return cast(TaskDetail, (yield Call("GET", f"/tasks/{int(task_id)}")))
+    return cast(TaskDetail, (yield Call("GET", f"/tasks/{task_id_of(task_id)}")))
 
 
 def cancel(task_id: int, with_children: bool) -> Plan:
     query = "?with_children=true" if with_children else ""
-    return cast(Cancelled, (yield Call("POST", f"/tasks/{int(task_id)}/cancel{query}")))
+    return cast(Cancelled, (yield Call("POST", f"/tasks/{task_id_of(task_id)}/cancel{query}")))
 
 
 def retry(task_id: int) -> Plan:
-    return cast(Retried, (yield Call("POST", f"/tasks/{int(task_id)}/retry")))
+    return cast(Retried, (yield Call("POST", f"/tasks/{task_id_of(task_id)}/retry")))
 
 
 def wait(task_id: int, timeout: Optional[float], request_timeout: float) -> Plan:
     """`Client.wait`: `?wait=` at most a minute at a time; a server holding all the waits it may
     (503 `busy`) still answers a plain read: the task is read so, and the wait asked again a
     moment later while the time lasts, as a stream reconnects."""
+    if timeout is not None and not timeout >= 0:
+        raise ValueError(f"wait(timeout={timeout!r}): seconds, at least 0 (None: no end)")
     deadline = None if timeout is None else time.monotonic() + timeout
     pause = 0.1
     while True:
         left = MAX_WAIT_SECONDS if deadline is None else deadline - time.monotonic()
         wait_ms = max(0, min(int(left * 1000), MAX_WAIT_SECONDS * 1000))
         try:
-            shown = yield Call("GET", f"/tasks/{int(task_id)}?wait={wait_ms}ms", None, wait_ms / 1000 + request_timeout)
+            shown = yield Call("GET", f"/tasks/{task_id_of(task_id)}?wait={wait_ms}ms", None, wait_ms / 1000 + request_timeout)
         except TaskhostError as e:
             if e.code != "busy":
                 raise
-            shown = yield Call("GET", f"/tasks/{int(task_id)}")
+            shown = yield Call("GET", f"/tasks/{task_id_of(task_id)}")
             if shown["task"]["state"] not in FINAL_STATES:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 yield Sleep(pause if remaining is None else max(0.0, min(pause, remaining)))
@@ -253,15 +256,27 @@ def wait(task_id: int, timeout: Optional[float], request_timeout: float) -> Plan
             raise error
 
 
+def task_id_of(value: Any) -> int:
+    """A task's id as given: an int, or its digits as text; anything else (a float, a bool,
+    None) is refused rather than read as another task's id."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit() and int(value) > 0:
+        return int(value)
+    raise TypeError(f"not a task id: {value!r}")
+
+
 def events_path(queue: Union[str, Iterable[str], None], handler: Union[str, Iterable[str], None],
                 tasks: Optional[Iterable[int]]) -> str:
     params = {}
-    for name, value in (("queue", queue), ("handler", handler), ("task", tasks)):
+    for arg, name, value in (("queue", "queue", queue), ("handler", "handler", handler), ("tasks", "task", tasks)):
         if value is not None:
             values: List[Any] = [value] if isinstance(value, (str, int)) else list(value)
             if not values:
                 # An empty list would be no filter at all, the server's every task.
-                raise ValueError(f"events({name}=[]): an empty list follows nothing; pass None for all")
+                raise ValueError(f"events({arg}=[]): an empty list follows nothing; pass None for all")
+            if name == "task":
+                values = [task_id_of(v) for v in values]
             params[name] = ",".join(str(v) for v in values)
     return "/events" + ("?" + urllib.parse.urlencode(params) if params else "")
 

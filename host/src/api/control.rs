@@ -1,9 +1,8 @@
 //! Schedules (list, pause, resume, trigger), statistics and live runners.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Serialize;
@@ -101,7 +100,7 @@ pub(super) struct Statistics {
     responses((status = 200, description = "Done", body = Statistics), Errors))]
 pub(super) async fn stats(
     State(state): State<Arc<ApiState>>,
-    Query(q): Query<BTreeMap<String, String>>,
+    super::params::Params(q): super::params::Params,
 ) -> Result<Json<Statistics>, ApiError> {
     if let Some(key) = q.keys().find(|k| !matches!(k.as_str(), "handler" | "queue")) {
         return Err(ApiError::bad("invalid", format!("{key}: no such parameter (handler, queue)")));
@@ -135,7 +134,7 @@ pub(super) struct Throughput {
     responses((status = 200, description = "Done", body = Throughput), Errors))]
 pub(super) async fn throughput(
     State(state): State<Arc<ApiState>>,
-    Query(q): Query<BTreeMap<String, String>>,
+    super::params::Params(q): super::params::Params,
 ) -> Result<Json<Throughput>, ApiError> {
     let mut minutes = MAX_MINUTES;
     for (key, value) in &q {

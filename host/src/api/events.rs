@@ -25,7 +25,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
@@ -117,7 +117,7 @@ fn names(list: Vec<String>, what: &str, longest: usize) -> Result<HashSet<String
     responses((status = 200, description = "Server-Sent Events: `event: task` with a task in brief as data; `event: lagged` with `{\"reason\": \"behind\", \"looks\": N}`, `{\"reason\": \"burst\"}`, `{\"reason\": \"unavailable\"}` or `{\"reason\": \"resume\"}` (events were lost: read again); the last event of each look has an `id`", content_type = "text/event-stream", body = Brief), super::doc::Errors))]
 pub(super) async fn stream(
     State(state): State<Arc<ApiState>>,
-    Query(q): Query<BTreeMap<String, String>>,
+    super::params::Params(q): super::params::Params,
     stopping: Option<Extension<super::wait::Stopping>>,
     held: Option<Extension<super::server::LongHeld>>,
     headers: axum::http::HeaderMap,

@@ -68,6 +68,7 @@ mod guard;
 mod limits;
 mod marker;
 mod metrics;
+mod params;
 mod plugins;
 mod queues;
 pub mod server;

@@ -2,9 +2,7 @@
 
 use std::sync::Arc;
 
-use std::collections::BTreeMap;
-
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -82,7 +80,7 @@ pub(super) struct Keys {
     responses((status = 200, description = "Done", body = Keys), Errors))]
 pub(super) async fn keys(
     State(state): State<Arc<ApiState>>,
-    Query(q): Query<BTreeMap<String, String>>,
+    super::params::Params(q): super::params::Params,
 ) -> Result<Json<Keys>, ApiError> {
     let mut limit = DEFAULT_KEYS;
     for (key, value) in &q {

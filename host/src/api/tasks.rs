@@ -1,10 +1,9 @@
 //! Tasks: queue, list, read, cancel, retry.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Extension;
@@ -151,7 +150,7 @@ pub(super) struct TaskPage {
     responses((status = 200, description = "Done", body = TaskPage), Errors))]
 pub(super) async fn list(
     State(state): State<Arc<ApiState>>,
-    Query(q): Query<BTreeMap<String, String>>,
+    super::params::Params(q): super::params::Params,
 ) -> Result<Json<TaskPage>, ApiError> {
     let mut f = TaskFilter { newest_first: true, limit: Some(DEFAULT_PAGE), ..Default::default() };
     for (key, value) in &q {
@@ -236,7 +235,7 @@ async fn page(state: &ApiState, mut f: TaskFilter) -> Result<(Vec<Task>, Option<
 pub(super) async fn get(
     State(state): State<Arc<ApiState>>,
     Path(id): Path<String>,
-    Query(q): Query<BTreeMap<String, String>>,
+    super::params::Params(q): super::params::Params,
     stopping: Option<Extension<super::wait::Stopping>>,
     held: Option<Extension<super::server::LongHeld>>,
 ) -> Result<axum::response::Response, ApiError> {
@@ -327,7 +326,7 @@ pub(super) struct CancelParams {
 pub(super) async fn cancel(
     State(state): State<Arc<ApiState>>,
     Path(id): Path<String>,
-    Query(q): Query<BTreeMap<String, String>>,
+    super::params::Params(q): super::params::Params,
 ) -> Result<Json<CancelledOne>, ApiError> {
     let id = task_id(&id)?;
     let mut with_children = false;
@@ -348,7 +347,7 @@ pub(super) async fn cancel(
         return Ok(Json(CancelledOne { id, cancelled: true, children_cancelled: None }));
     }
     let (task, _) = state.client.show(id).await?;
-    let message = format!("task {id} is {}: only unfinished tasks can be cancelled", task.last_status);
+    let message = format!("task {id} is {}: only unfinished tasks can be cancelled", task.state);
     Err(ApiError::new(StatusCode::CONFLICT, "conflict", message))
 }
 

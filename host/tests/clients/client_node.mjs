@@ -178,6 +178,31 @@ try {
 }
 seen.errors = errors;
 
+// Refused before sending: what is not a task id (never read as another task's), a wait of less
+// than nothing, an empty list of tasks to follow (named as the argument is); a task without a
+// handler goes without one, and the server names the field.
+const refused = {};
+for (const [name, call] of [
+  ["fraction", () => client.get(1.7)],
+  ["bool", () => client.get(true)],
+  ["none", () => client.get(null)],
+  ["negative_wait", () => client.wait(one, { timeoutMs: -1 })],
+  ["empty_tasks", () => client.events({ tasks: [] })]]) {
+  try {
+    await call();
+    refused[name] = "no error";
+  } catch (e) {
+    refused[name] = e instanceof TypeError || e instanceof RangeError ? [e.name, e.message] : `not refused before sending: ${e}`;
+  }
+}
+try {
+  await client.enqueueMany([{ data: 1 }]);
+  refused.no_handler = "no error";
+} catch (e) {
+  refused.no_handler = e instanceof TaskhostError ? [e.status, e.detail] : String(e);
+}
+seen.refused = refused;
+
 // Events: a stream of one task is told its state at once; one of a queue, opened before a task
 // is queued in it, is told that task until it ends.
 // A lost end must fail the test, not hang it: the rest has a minute from here.

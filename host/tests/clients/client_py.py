@@ -120,6 +120,27 @@ except TypeError as e:
     errors["unique_key_missing"] = str(e)
 seen["errors"] = errors
 
+# Refused before sending: what is not a task id (never read as another task's), a wait of less
+# than nothing, an empty list of tasks to follow (named as the argument is); a task without a
+# handler goes without one, and the server names the field.
+refused = {}
+for name, call in [("fraction", lambda: client.get(1.7)),  # type: ignore[arg-type]
+                   ("bool", lambda: client.get(True)),
+                   ("none", lambda: client.get(None)),  # type: ignore[arg-type]
+                   ("negative_wait", lambda: client.wait(one, timeout=-1)),
+                   ("empty_tasks", lambda: client.events(tasks=[]))]:
+    try:
+        call()
+        refused[name] = "no error"
+    except (TypeError, ValueError) as e:
+        refused[name] = [type(e).__name__, str(e)]
+try:
+    client.enqueue_many([{"data": 1}])  # type: ignore[typeddict-item]
+    refused["no_handler"] = "no error"
+except TaskhostError as e:
+    refused["no_handler"] = [e.status, e.message]
+seen["refused"] = refused
+
 # Events: a stream of one task is told its state at once; one of a queue, opened before a task
 # is queued in it, is told that task until it ends.
 # A lost end must fail the test, not hang it: the rest has two minutes from here.

@@ -87,6 +87,15 @@ fn check_what_a_client_saw(seen: &Value) {
         errors["unique_key_missing"].as_str().unwrap_or("").contains("must be"),
         "refused before sending: {errors}"
     );
+    let refused = &seen["refused"];
+    let said = |name: &str| refused[name][1].as_str().unwrap_or_default().to_string();
+    for name in ["fraction", "bool", "none"] {
+        assert!(said(name).starts_with("not a task id"), "{name}: {refused}");
+    }
+    assert!(said("negative_wait").contains("at least 0"), "{refused}");
+    assert!(said("empty_tasks").contains("tasks"), "named as the argument is: {refused}");
+    assert_eq!(refused["no_handler"][0], json!(400), "{refused}");
+    assert!(said("no_handler").contains("missing field `handler`"), "{refused}");
     assert_eq!(seen["events_asked"], json!(["task", true, "succeeded"]), "{seen}");
     let states = seen["events_queue"].as_array().expect("the states a stream was told");
     assert_eq!(states.last(), Some(&json!("succeeded")), "{seen}");

@@ -114,6 +114,10 @@ async fn a_stream_tells_each_task_as_it_is_queued_runs_fails_and_ends(db: Db) {
         [json!({"id": echo, "queue": "default", "handler": "echo", "state": "succeeded",
         "attempt": 1, "failures": 0, "finished_on": ended["finished_on"]})]
     );
+    // The other streams are not told it again: nothing of it changed.
+    let marker = add(&served, json!({"handler": "echo", "queue": "other", "at": "2099-01-01T00:00:00Z"}));
+    let told = all.until(TOLD, "the next task queued", |e| e["id"] == marker);
+    assert!(told.iter().all(|e| e["id"] != echo), "echo told again to a stream that had it: {told:?}");
 
     for (path, status, code, needle) in [
         ("/events?task=999999".to_string(), 404, "not-found", "there is no task 999999"),

@@ -34,6 +34,10 @@ async fn python_and_node_applications_queue_tasks_and_read_their_results() {
     // What they queued is the queue's, as the command line shows it.
     let (status, shown) = served.call("GET", &format!("/tasks/{}", node["id"]), None, None);
     assert_eq!((status, &shown["task"]["queued_by"]), (200, &json!("node")), "{shown}");
+    // A finished task is refused a cancel by its state, as the task reads (not its last run's).
+    let (status, answer) = served.call("POST", &format!("/tasks/{}/cancel", node["id"]), None, None);
+    let refused = format!("task {} is succeeded: only unfinished tasks can be cancelled", node["id"]);
+    assert_eq!((status, answer["error"]["message"].as_str()), (409, Some(refused.as_str())), "{answer}");
     let (status, page) = served.call("GET", "/tasks?handler=echo&order=oldest&limit=1", None, None);
     assert_eq!((status, page["tasks"][0]["data"].clone()), (200, json!({"n": 0})), "{page}");
     let next = page["next"].as_i64().expect("a next page");
@@ -62,6 +66,9 @@ async fn bad_requests_get_a_json_error_and_lose_nothing(db: Db) {
         ("GET", "/stats/throughput?handler=a%00b", None, 400, "invalid"),
         ("GET", "/stats?queue=a%00b", None, 400, "invalid"),
         ("POST", "/tasks/12345/cancel", None, 404, "not-found"),
+        ("GET", "/tasks?queue=a&queue=b", None, 400, "invalid"),
+        ("GET", "/events?queue=a&queue=b", None, 400, "invalid"),
+        ("GET", "/tasks/12345?wait=60s&wait=1s", None, 400, "invalid"),
         ("POST", "/tasks/12345/signals/go", Some("{}"), 404, "not-found"),
         ("GET", "/nothing-here", None, 404, "not-found"),
     ] {

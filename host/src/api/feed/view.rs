@@ -91,6 +91,13 @@ impl View {
         let ends_cut = glimpse.finished_cut.is_some() || late_cut;
         let tracked: HashSet<TaskId> =
             glimpse.running.iter().chain(&glimpse.retrying).chain(&glimpse.asked).map(|b| b.id).collect();
+        // Read only because a stream asked for it by id: nothing says it changed.
+        let by_change: HashSet<TaskId> = [&glimpse.new, &glimpse.running, &glimpse.retrying, &glimpse.finished]
+            .iter()
+            .flat_map(|p| p.iter().map(|b| b.id))
+            .collect();
+        let only_asked: HashSet<TaskId> =
+            glimpse.asked.iter().map(|b| b.id).filter(|id| !by_change.contains(id)).collect();
         // Read later, so truer: the finished last.
         let mut seen: HashMap<TaskId, Brief> = HashMap::new();
         for part in [glimpse.new, glimpse.running, glimpse.retrying, glimpse.asked, glimpse.finished] {
@@ -107,7 +114,7 @@ impl View {
         }
         // Every end seen, whichever part found it: the window's counts take them all.
         ends.extend(seen.values().filter_map(|b| b.finished_on.map(|t| (b.id, (t, b.attempt)))));
-        let told = self.tell(&seen, fresh, ends_cut);
+        let told = self.tell(&seen, fresh, &only_asked, ends_cut);
         // The look succeeded: the view moves on.
         let now = Instant::now();
         match new_cut {
@@ -138,11 +145,21 @@ impl View {
 
     /// What a look that saw `seen` tells: the tasks changed since the last look (none on the
     /// first), those `fresh` asks for, and whether ends may have been missed (`ends_cut`, or more
-    /// changed than a look tells).
-    fn tell(&self, seen: &HashMap<TaskId, Brief>, fresh: &HashSet<TaskId>, ends_cut: bool) -> Told {
+    /// changed than a look tells). A task the view did not know, read only because a stream asked
+    /// for it (`only_asked`: not new, running, retrying or ended since), is told to the streams
+    /// that asked, not to the others as changed: a task ended long ago was told to every stream
+    /// whenever one asked for it.
+    fn tell(
+        &self,
+        seen: &HashMap<TaskId, Brief>,
+        fresh: &HashSet<TaskId>,
+        only_asked: &HashSet<TaskId>,
+        ends_cut: bool,
+    ) -> Told {
         let mut told = Told { lagged: self.primed && ends_cut, ..Told::default() };
         for b in seen.values() {
-            if self.primed && self.known.get(&b.id) != Some(b) {
+            let known = self.known.get(&b.id);
+            if self.primed && known != Some(b) && (known.is_some() || !only_asked.contains(&b.id)) {
                 told.changed.push(b.clone().into());
             }
             if fresh.contains(&b.id) {
