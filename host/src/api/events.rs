@@ -130,11 +130,7 @@ pub(super) async fn stream(
             .glimpse(&Look { ids: filter.tasks.iter().copied().collect(), limit: MAX_TASKS as u32, ..Look::default() })
             .await?;
         if let Some(id) = filter.tasks.iter().find(|id| !found.asked.iter().any(|b| b.id == **id)) {
-            return Err(ApiError::new(
-                axum::http::StatusCode::NOT_FOUND,
-                "not-found",
-                format!("there is no task {id}"),
-            ));
+            return Err(crate::error::Error::TaskNotFound(*id).into());
         }
     }
     // Any text: only an id this server wrote, and still keeps, resumes (one not text: none does).

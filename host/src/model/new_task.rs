@@ -196,7 +196,8 @@ pub enum Invalid {
     Json(String),
     /// A field is wrong: which, and why.
     Field {
-        /// The field, as people name it (`task data`, `queue`, `unique key`, ...).
+        /// The field, by its name in the API and in SQL (`queue`, `unique_key`, `queued_by`, ...;
+        /// `task data` for the data's size).
         what: &'static str,
         /// What is wrong with it.
         reason: String,
@@ -287,10 +288,10 @@ impl NewTask {
             return field("key", reason);
         }
         if self.unique_key.as_deref() == Some("") {
-            return field("unique key", "the unique key is empty".into());
+            return field("unique_key", "the unique key is empty".into());
         }
         if self.unique_key.as_deref().is_some_and(padded) {
-            return field("unique key", "the unique key begins or ends with white space".into());
+            return field("unique_key", "the unique key begins or ends with white space".into());
         }
         if let Some(v) = &self.version {
             let hex = v.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
@@ -304,7 +305,7 @@ impl NewTask {
         }
         let held = self.unique_for.is_some() || self.unique_states != super::UniqueStates::Unfinished;
         if held && self.unique_key.is_none() {
-            return field("unique key", "a unique period or states need a unique key".into());
+            return field("unique_key", "a unique period or states need a unique key".into());
         }
         if let Some(period) = self.unique_for.filter(|p| *p < Duration::from_secs(1) || *p > super::MAX_UNIQUE_FOR) {
             let shown = crate::text::duration;
@@ -312,8 +313,8 @@ impl NewTask {
         }
         let texts = [
             ("handler name", Some(&self.handler), MAX_HANDLER_BYTES),
-            ("unique key", self.unique_key.as_ref(), MAX_UNIQUE_KEY_BYTES),
-            ("queued-by", self.queued_by.as_ref(), MAX_QUEUED_BY_BYTES),
+            ("unique_key", self.unique_key.as_ref(), MAX_UNIQUE_KEY_BYTES),
+            ("queued_by", self.queued_by.as_ref(), MAX_QUEUED_BY_BYTES),
         ];
         for (what, value, max) in texts {
             if let Some(reason) = value.and_then(|v| text_refusal(v, max)) {

@@ -120,7 +120,7 @@ async fn a_stream_tells_each_task_as_it_is_queued_runs_fails_and_ends(db: Db) {
     assert!(told.iter().all(|e| e["id"] != echo), "echo told again to a stream that had it: {told:?}");
 
     for (path, status, code, needle) in [
-        ("/events?task=999999".to_string(), 404, "not-found", "there is no task 999999"),
+        ("/events?task=999999".to_string(), 404, "not-found", "task 999999 not found"),
         (format!("/events?task={echo},x"), 400, "invalid", "not a list of task ids"),
         ("/events?colour=red".to_string(), 400, "invalid", "no such parameter (queue, handler, task)"),
         ("/events?task=".to_string(), 400, "invalid", "an empty list"),

@@ -169,7 +169,7 @@ async fn a_queue_or_unique_key_bordered_by_white_space_is_refused_in_one_line() 
     let cases = [
         (["--queue", "mail "], "error: invalid queue: the queue begins or ends with white space\n"),
         (["--queue", "\u{3000}mail"], "error: invalid queue: the queue begins or ends with white space\n"),
-        (["--unique-key", " k"], "error: invalid unique key: the unique key begins or ends with white space\n"),
+        (["--unique-key", " k"], "error: invalid unique_key: the unique key begins or ends with white space\n"),
         (["--key", "k\t"], "error: invalid key: the key begins or ends with white space\n"),
     ];
     for (args, said) in cases {

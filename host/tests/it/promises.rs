@@ -173,7 +173,7 @@ async fn large_results_are_written_in_batches_the_server_takes(env: Env) {
 async fn names_and_keys_have_one_maximum_length_everywhere(env: Env) {
     let long = "k".repeat(256);
     let err = env.app.client.add(NewTask::new("echo", "{}").with_unique_key(&long)).await.expect_err("too long");
-    assert!(err.to_string().contains("unique key") && err.to_string().contains("maximum of 255"), "{err}");
+    assert!(err.to_string().contains("unique_key") && err.to_string().contains("maximum of 255"), "{err}");
     let err = env.app.client.add(NewTask::new("echo", "{}").with_queue("q".repeat(129))).await.expect_err("long");
     assert!(err.to_string().contains("queue"), "{err}");
     let err = env.app.client.add(NewTask::new("echo", "{}").with_queued_by("a\0b")).await.expect_err("NUL");

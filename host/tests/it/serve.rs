@@ -79,6 +79,15 @@ async fn bad_requests_get_a_json_error_and_lose_nothing(db: Db) {
     let (_, answer) =
         served.call("POST", "/tasks", None, Some(r#"{"tasks": [{"handler": "echo"}, {"handler": "missing"}]}"#));
     assert!(answer["error"]["message"].as_str().unwrap_or("").starts_with("tasks[1]: unknown handler"), "{answer}");
+    // A field refused is named as the API names it.
+    for (body, named) in [
+        (r#"{"handler": "echo", "unique_for": "1m"}"#, "invalid unique_key: "),
+        (&format!(r#"{{"handler": "echo", "queued_by": "{}"}}"#, "b".repeat(300)), "invalid queued_by: "),
+    ] {
+        let (status, answer) = served.call("POST", "/tasks", None, Some(body));
+        let message = answer["error"]["message"].as_str().unwrap_or("");
+        assert_eq!((status, message.starts_with(named)), (400, true), "{body}: {answer}");
+    }
     let (status, _) = served.call("GET", "/health", None, None);
     assert_eq!(status, 200);
     assert_eq!(env.app.client.store().counts().await.expect("counts").scheduled, 0, "nothing was queued");
