@@ -40,6 +40,10 @@ export class Client {
    */
   constructor(baseUrl = "http://127.0.0.1:8080", options = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, "").replace(/\/api\/v1$/, "");
+    // Refused here, without its text: fetch would refuse the header at each call, as unreachable.
+    if (options.token != null && (typeof options.token !== "string" || /[\r\n\0]/.test(options.token))) {
+      throw new TypeError("the token is not text a header can carry (a line break or NUL in it?)");
+    }
     this.token = options.token;
     this.timeoutMs = options.timeoutMs ?? 30_000;
   }
@@ -382,8 +386,14 @@ export class EventStream {
             break;
           } catch (e) {
             if (this.#closed) return;
-            // Only a server away, busy or behind a proxy restarting is waited for.
-            if (![0, 502, 503, 504].includes(e.status) || Date.now() >= deadline) throw e;
+            // Only a server away, busy or behind a proxy restarting is waited for; given up on, it
+            // is unreachable, whatever its last answer was.
+            if (![0, 502, 503, 504].includes(e.status)) throw e;
+            if (Date.now() >= deadline) {
+              if (e.status === 0) throw e;
+              const gaveUp = `gave up reconnecting after ${this.#reconnectMs} ms: ${e.status} ${e.code}: ${e.detail}`;
+              throw new TaskhostError(0, "unreachable", `${this.#baseUrl}: ${gaveUp}`);
+            }
           }
         }
         if (this.#closed) return;

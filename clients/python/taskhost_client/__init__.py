@@ -39,7 +39,7 @@ class Client:
     def __init__(self, base_url: str = "http://127.0.0.1:8080", token: Optional[str] = None,
                  timeout: float = 30.0, ssl_context: Optional[ssl.SSLContext] = None) -> None:
         self.base_url = _core.api_base(base_url)
-        self.token = token
+        self.token = _core.checked_token(token)
         self.timeout = timeout
         server = _core.server_of(self.base_url)
         # Calls go on connections kept for the next (`_kept`), unless the environment names a

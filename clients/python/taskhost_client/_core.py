@@ -147,6 +147,13 @@ def headers_of(token: Optional[str], accept: str, has_body: bool,
     return headers
 
 
+def checked_token(token: Optional[str]) -> Optional[str]:
+    """A token as given, refused (`ValueError`, without its text) when a header cannot carry it."""
+    if token is not None and (not isinstance(token, str) or any(c in token for c in "\r\n\0")):
+        raise ValueError("the token is not text a header can carry (a line break or NUL in it?)")
+    return token
+
+
 def api_base(base_url: str) -> str:
     """The server's base URL as given, without a trailing `/` or `/api/v1`."""
     base = base_url.rstrip("/")
@@ -372,9 +379,15 @@ def stream(state: StreamState) -> Plan:
                 yield Connect(deadline - time.monotonic())
                 break
             except TaskhostError as e:
-                # Only a server away, busy or behind a proxy restarting is waited for.
-                if e.status not in (0, 502, 503, 504) or time.monotonic() >= deadline:
+                # Only a server away, busy or behind a proxy restarting is waited for; given up
+                # on, it is unreachable, whatever its last answer was.
+                if e.status not in (0, 502, 503, 504):
                     raise
+                if time.monotonic() >= deadline:
+                    if e.status == 0:
+                        raise
+                    gave_up = f"gave up reconnecting after {state.reconnect:g} s: {e.status} {e.code}: {e.message}"
+                    raise TaskhostError(0, "unreachable", gave_up) from e
         if state.closed:
             return
         if not placed:

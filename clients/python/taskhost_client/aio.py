@@ -35,7 +35,7 @@ class AsyncClient:
     def __init__(self, base_url: str = "http://127.0.0.1:8080", token: Optional[str] = None,
                  timeout: float = 30.0, ssl_context: Optional[ssl.SSLContext] = None) -> None:
         self.base_url = _core.api_base(base_url)
-        self.token = token
+        self.token = _core.checked_token(token)
         self.timeout = timeout
         self._server = _core.server_of(self.base_url)
         # Made once: loading the system's certificates takes milliseconds. (`ssl` imported only

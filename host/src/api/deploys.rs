@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Multipart, Path, Query, Request, State};
-use axum::http::{header, Method, StatusCode};
+use axum::http::{Method, StatusCode};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -193,11 +193,7 @@ pub(super) fn bounded(state: &ApiState, req: Request) -> Request {
 
 /// Who deploys, as recorded: the token's name, or `api` without tokens.
 fn caller(state: &ApiState, headers: &axum::http::HeaderMap) -> String {
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .and_then(|t| state.access.token_of(t.trim()));
+    let presented = super::bearer(headers).and_then(|t| state.access.token_of(t));
     match presented {
         Some(t) => format!("api:{}", t.name),
         None => "api".to_string(),

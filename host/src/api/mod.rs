@@ -41,7 +41,7 @@
 use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{Method, StatusCode};
+use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -206,15 +206,16 @@ async fn authorize(State(state): State<Arc<ApiState>>, req: Request, next: Next)
         ref m if deploys::is_deploy(m, path) => Role::Deploy,
         _ => Role::Write,
     };
-    let presented = req
-        .headers()
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    match presented.and_then(|t| state.access.role_of(t.trim())) {
+    match bearer(req.headers()).and_then(|t| state.access.role_of(t)) {
         None => {
-            ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "a valid `Authorization: Bearer TOKEN` is needed")
-                .into_response()
+            let mut refused = ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "a valid `Authorization: Bearer TOKEN` is needed",
+            )
+            .into_response();
+            refused.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            refused
         }
         Some(role) if role < needed => {
             let message = match needed {
@@ -225,6 +226,13 @@ async fn authorize(State(state): State<Arc<ApiState>>, req: Request, next: Next)
         }
         Some(_) => next.run(req).await,
     }
+}
+
+/// The token of an `Authorization: Bearer TOKEN` header (the scheme's case aside, as HTTP has it).
+pub(super) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// The database answers.

@@ -187,7 +187,8 @@ for (const [name, call] of [
   ["bool", () => client.get(true)],
   ["none", () => client.get(null)],
   ["negative_wait", () => client.wait(one, { timeoutMs: -1 })],
-  ["empty_tasks", () => client.events({ tasks: [] })]]) {
+  ["empty_tasks", () => client.events({ tasks: [] })],
+  ["token_line_break", () => new Client(base, { token: "secret\nX-Other: 1" })]]) {
   try {
     await call();
     refused[name] = "no error";
@@ -239,7 +240,21 @@ class Proxy {
     this.through = true;
     // The next connection is given the server's answer up to its body, then cut.
     this.headOnly = false;
+    // New connections are answered 503 `busy` by the proxy itself.
+    this.busy = false;
     const pass = (near) => {
+      if (this.busy) {
+        const body = '{"error": {"code": "busy", "message": "every connection for waits is held"}}';
+        near.on("error", () => {});
+        // The request read first: a socket closed with bytes unread is reset, its answer lost.
+        let got = "";
+        near.on("data", (chunk) => {
+          got += chunk.toString("latin1");
+          if (!got.includes("\r\n\r\n")) return;
+          near.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+        });
+        return;
+      }
       const far = net.connect(target.port, target.hostname);
       for (const s of [near, far]) {
         this.sockets.add(s);
@@ -333,6 +348,21 @@ try {
 }
 hung.close();
 for (const near of proxy.held.splice(0)) near.destroy();
+
+// A stream whose reconnects are answered 503 `busy` until its deadline gives up as unreachable too.
+proxy.open();
+const crowded = await new Client(proxy.url).events({ queue: "node-resume", reconnectMs: 3_000 });
+const crowdedReading = crowded[Symbol.asyncIterator]();
+proxy.busy = true;
+proxy.cut();
+proxy.open();
+try {
+  while (!(await crowdedReading.next()).done);
+  seen.events_given_up_busy = "ended";
+} catch (e) {
+  seen.events_given_up_busy = [e.status, e.code, String(e.detail).includes("busy")];
+}
+crowded.close();
 proxy.server.close();
 seen.events_resumed = [told.id === first, place != null, sent.includes(`last-event-id: ${place}`.toLowerCase()), kind, resumedTask.id === second];
 

@@ -128,7 +128,8 @@ for name, call in [("fraction", lambda: client.get(1.7)),  # type: ignore[arg-ty
                    ("bool", lambda: client.get(True)),
                    ("none", lambda: client.get(None)),  # type: ignore[arg-type]
                    ("negative_wait", lambda: client.wait(one, timeout=-1)),
-                   ("empty_tasks", lambda: client.events(tasks=[]))]:
+                   ("empty_tasks", lambda: client.events(tasks=[])),
+                   ("token_line_break", lambda: Client(base, token="secret\nX-Other: 1"))]:
     try:
         call()
         refused[name] = "no error"
@@ -173,6 +174,7 @@ class Proxy:
     def __init__(self, target):
         self.target, self.sent, self.pairs = target, [], []
         self.head_only = False
+        self.busy = False  # new connections answered 503 `busy` by the proxy itself
         self.through = threading.Event()
         self.through.set()
         self.server = socket.create_server(("127.0.0.1", 0))
@@ -183,6 +185,16 @@ class Proxy:
         while True:
             near, _ = self.server.accept()
             self.through.wait()
+            if self.busy:
+                # The request read first: a socket closed with bytes unread is reset, its answer lost.
+                got = b""
+                while b"\r\n\r\n" not in got and (chunk := near.recv(65536)):
+                    got += chunk
+                body = b'{"error": {"code": "busy", "message": "every connection for waits is held"}}'
+                head = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                near.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+                near.close()
+                continue
             far = socket.create_connection(self.target)
             self.pairs.append((near, far))
             head_only, self.head_only = self.head_only, False
@@ -277,6 +289,21 @@ try:
 except TaskhostError as e:
     seen["events_given_up"] = [e.status, e.code, round(time.monotonic() - started)]
 hung.close()
+
+# A stream whose reconnects are answered 503 `busy` until its deadline gives up as unreachable too.
+proxy.through.set()
+crowded = Client(proxy.url).events(queue="py-resume", reconnect=3)
+proxy.busy = True
+proxy.cut()
+proxy.through.set()
+try:
+    for _ in crowded:
+        pass
+    seen["events_given_up_busy"] = "ended"
+except TaskhostError as e:
+    seen["events_given_up_busy"] = [e.status, e.code, "busy" in e.message]
+crowded.close()
+proxy.busy = False
 
 # A server holding all the waits it may answers a wait 503 `busy`, and a plain read as ever: `wait`
 # reads the task then, and asks again while its time lasts (two busy answers, then the end); it

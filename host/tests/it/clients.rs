@@ -94,6 +94,8 @@ fn check_what_a_client_saw(seen: &Value) {
     }
     assert!(said("negative_wait").contains("at least 0"), "{refused}");
     assert!(said("empty_tasks").contains("tasks"), "named as the argument is: {refused}");
+    let token = said("token_line_break");
+    assert!(token.starts_with("the token is not text") && !token.contains("secret"), "{refused}");
     assert_eq!(refused["no_handler"][0], json!(400), "{refused}");
     assert!(said("no_handler").contains("missing field `handler`"), "{refused}");
     assert_eq!(seen["events_asked"], json!(["task", true, "succeeded"]), "{seen}");
@@ -109,6 +111,8 @@ fn check_what_a_client_saw(seen: &Value) {
     let given_up = seen["events_given_up"].as_array().expect("how a hung reconnect ended");
     assert_eq!(given_up[..2], [json!(0), json!("unreachable")], "{seen}");
     assert!(given_up[2].as_u64().is_some_and(|secs| secs < 40), "given up too late: {seen}");
+    // Reconnects answered 503 `busy` to the deadline: given up as unreachable, saying the last answer.
+    assert_eq!(seen["events_given_up_busy"], json!([0, "unreachable", true]), "{seen}");
     // A server holding all the waits it may (503 `busy`): the task read plainly, the wait asked
     // again while the time lasts; a task the read found final returned; past the time, a timeout.
     assert_eq!(seen["wait_busy"], json!(["succeeded", 3]), "{seen}");

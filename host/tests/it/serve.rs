@@ -346,6 +346,11 @@ async fn tokens_and_roles_are_enforced_and_only_loopback_is_open_without_one() {
     assert_eq!(status, 201, "{added}");
     assert_eq!(served.call("GET", &format!("/tasks/{}", added["id"]), Some(read), None).0, 200);
     assert_eq!(served.call("GET", "/tasks", None, None).0, 401);
+    // The scheme's case aside, as HTTP has it; a refusal says which scheme it takes.
+    assert_eq!(served.raw("GET", "/tasks", &format!("authorization: bearer {read}\r\n"), "").0, 200);
+    let (status, head, _) = served.exchange("GET", "/api/v1/tasks", "", "");
+    assert_eq!(status, 401);
+    assert!(head.to_ascii_lowercase().contains("www-authenticate: bearer"), "{head}");
     assert_eq!(served.call("GET", "/health", None, None).0, 200, "health needs no token");
     // A plugin's grants are shown by name: the value of a granted variable never leaves.
     let (status, plugins) = served.call("GET", "/plugins", Some(read), None);
