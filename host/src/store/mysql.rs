@@ -142,17 +142,12 @@ impl SqlxDialect for MySqlDb {
     /// for as long as another migration takes: sqlx asks for it with a timeout of -1, which
     /// MySQL waits forever for and MariaDB answers at once with NULL, and went on regardless.
     async fn lock_migrations(&self, conn: &mut MySqlConnection) -> Result<Option<Held>> {
-        let got: Option<i64> = sqlx::query_scalar(&format!(
-            "SELECT GET_LOCK({MIGRATIONS_LOCK}, {}) AS got",
-            MIGRATIONS_LOCK_WAIT.as_secs()
-        ))
-        .fetch_one(conn)
-        .await?;
-        match got {
+        let sql = format!("SELECT GET_LOCK({MIGRATIONS_LOCK}, {MIGRATIONS_LOCK_WAIT_SECS}) AS got");
+        // 1: taken; 0: the wait ran out; NULL: the server failed it.
+        match sqlx::query_scalar::<_, Option<i64>>(&sql).fetch_one(conn).await? {
             Some(1) => Ok(None),
-            // 0: the wait ran out; NULL: the server failed it.
-            _ => {
-                let why = format!("{got:?} after waiting up to {MIGRATIONS_LOCK_WAIT:?} for another process's");
+            got => {
+                let why = format!("{got:?} after waiting up to {MIGRATIONS_LOCK_WAIT_SECS} s for another process's");
                 Err(Error::io("taking the lock on migrating the database", std::io::Error::other(why)))
             }
         }
@@ -163,12 +158,10 @@ impl SqlxDialect for MySqlDb {
     }
 }
 
-/// The name sqlx gives the lock on migrating the connection's database: the hex of 0x3d32ad9e
-/// times its name's CRC-32.
+/// The name sqlx gives the lock on migrating the connection's database (the hex of 0x3d32ad9e
+/// times its name's CRC-32), and how long a process waits for another's migrations at most.
 const MIGRATIONS_LOCK: &str = "LOWER(HEX(1026731422 * CRC32(DATABASE())))";
-
-/// How long a process waits for another's migrations at most.
-const MIGRATIONS_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+const MIGRATIONS_LOCK_WAIT_SECS: u64 = 24 * 3600;
 
 // Unchecked: MySQL reports binary-collated (case-sensitive) VARCHARs as VARBINARY though they
 // hold UTF-8 text, and expressions as integers of any width.

@@ -144,8 +144,7 @@ impl SqlxDialect for PostgresDb {
     fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, <Postgres as sqlx::Database>::Arguments<'a>)> {
         bind(sql, args)
     }
-    /// sqlx's advisory lock of the database (so an older taskhost migrating waits too), taken
-    /// before the table of migrations is made: two sessions creating it at once, one failed.
+    /// sqlx's advisory lock (an older taskhost migrating waits too), before the table is made.
     async fn lock_migrations(&self, conn: &mut PgConnection) -> Result<Option<Held>> {
         sqlx::migrate::Migrate::lock(conn).await?;
         Ok(None)

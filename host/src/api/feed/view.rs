@@ -91,13 +91,7 @@ impl View {
         let ends_cut = glimpse.finished_cut.is_some() || late_cut;
         let tracked: HashSet<TaskId> =
             glimpse.running.iter().chain(&glimpse.retrying).chain(&glimpse.asked).map(|b| b.id).collect();
-        // Read only because a stream asked for it by id: nothing says it changed.
-        let by_change: HashSet<TaskId> = [&glimpse.new, &glimpse.running, &glimpse.retrying, &glimpse.finished]
-            .iter()
-            .flat_map(|p| p.iter().map(|b| b.id))
-            .collect();
-        let only_asked: HashSet<TaskId> =
-            glimpse.asked.iter().map(|b| b.id).filter(|id| !by_change.contains(id)).collect();
+        let only_asked = only_asked(&glimpse);
         // Read later, so truer: the finished last.
         let mut seen: HashMap<TaskId, Brief> = HashMap::new();
         for part in [glimpse.new, glimpse.running, glimpse.retrying, glimpse.asked, glimpse.finished] {
@@ -221,4 +215,12 @@ fn window_sums(ends: &HashMap<TaskId, End>, after: DateTime<Utc>, until: DateTim
     within.fold((0, 0, 0), |(n, ids, attempts), (id, (_, attempt))| {
         (n + 1, ids.wrapping_add(*id), attempts.wrapping_add(i64::from(*attempt)))
     })
+}
+
+/// The tasks a look read only because a stream asked for them by id (not new, running, retrying
+/// or ended since): nothing says they changed.
+fn only_asked(glimpse: &crate::store::Glimpse) -> HashSet<TaskId> {
+    let parts = [&glimpse.new, &glimpse.running, &glimpse.retrying, &glimpse.finished];
+    let by_change: HashSet<TaskId> = parts.iter().flat_map(|p| p.iter().map(|b| b.id)).collect();
+    glimpse.asked.iter().map(|b| b.id).filter(|id| !by_change.contains(id)).collect()
 }
