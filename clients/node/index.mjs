@@ -312,13 +312,30 @@ export class EventStream {
       stream.#release = () => signal.removeEventListener("abort", onAbort);
     }
     try {
-      await stream.#open();
+      await stream.#opening(signal);
     } catch (e) {
       stream.close();
       signal?.throwIfAborted();
       throw e;
     }
     return stream;
+  }
+
+  /**
+   * The first connection. A server holding as many waits and streams as it may (503 `busy`) is
+   * asked again while `reconnectMs` lasts (a quarter second, then each second), and its last
+   * answer thrown when that ends; any other failure throws at once.
+   */
+  async #opening(signal) {
+    const deadline = Date.now() + this.#reconnectMs;
+    for (let pause = 250; ; pause = 1000) {
+      try {
+        return await this.#open();
+      } catch (e) {
+        if (e?.code !== "busy" || this.#closed || !(Date.now() + pause < deadline)) throw e;
+      }
+      await pauseFor(pause, signal);
+    }
   }
 
   /**

@@ -203,7 +203,13 @@ class EventStream(_core.Stream):
         super().__init__(last_event_id, reconnect)
         self._client, self._path = client, path
         # Opened before `events` returns: a task queued after it is told.
-        self._answer: Any = self._connect(None)
+        self._answer: Any = None
+        opening = _core.Steps(_core.opening(self._state))
+        while not isinstance(action := opening.next(), _core.Done):
+            try:
+                opening.did(self._step(action))
+            except TaskhostError as e:
+                opening.failed(e)
 
     def __iter__(self) -> EventStream:
         return self

@@ -66,9 +66,10 @@ class Read(NamedTuple):
 
 
 class Connect(NamedTuple):
-    """Open the event stream again, the answer waited for at most `within` seconds (at least 5)."""
+    """Open the event stream (again), the answer waited for at most `within` seconds (at least 5;
+    None: as long as a stream's read)."""
 
-    within: float
+    within: Optional[float]
 
 
 class Close(NamedTuple):
@@ -322,6 +323,23 @@ class Stream:
     @last_event_id.setter
     def last_event_id(self, value: Optional[str]) -> None:
         self._state.last_event_id = value
+
+
+def opening(state: StreamState) -> Plan:
+    """An event stream's first connection. A server holding as many waits and streams as it may
+    (503 `busy`) is asked again while `state.reconnect` lasts (a quarter second, then each
+    second), and its last answer raised when that ends; any other failure raises at once."""
+    deadline = time.monotonic() + state.reconnect
+    pause = 0.25
+    while True:
+        try:
+            yield Connect(None)
+            return
+        except TaskhostError as e:
+            if e.code != "busy" or state.closed or time.monotonic() + pause >= deadline:
+                raise
+        yield Sleep(pause)
+        pause = 1.0
 
 
 def stream(state: StreamState) -> Plan:

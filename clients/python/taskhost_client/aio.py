@@ -104,7 +104,12 @@ class AsyncClient:
                      last_event_id: Optional[str] = None, reconnect: float = 60.0) -> AsyncEventStream:
         """As `Client.events`: the stream, open once this returns; `async for kind, data in it`."""
         stream = AsyncEventStream(self, _core.events_path(queue, handler, tasks), last_event_id, reconnect)
-        await stream._open(None)
+        opening = _core.Steps(_core.opening(stream._state))
+        while not isinstance(action := opening.next(), _core.Done):
+            try:
+                opening.did(await stream._step(action))
+            except TaskhostError as e:
+                opening.failed(e)
         return stream
 
     async def _drive(self, plan: _core.Plan) -> Any:

@@ -65,6 +65,7 @@ mod error;
 mod events;
 mod feed;
 mod guard;
+mod kept;
 mod limits;
 mod marker;
 mod metrics;

@@ -8,25 +8,30 @@
 //! - A request's body must arrive within [`ServerLimits::request_timeout`] of its start, then a
 //!   408: a body sent a byte at a time holds nothing longer; and a client that takes no byte of
 //!   its answer for that long loses its connection (see `slow.rs`).
-//! - At most [`ServerLimits::max_connections`] are open at once (further ones wait in the
-//!   listen backlog until one closes), below the open-file limit, which is raised to its hard
+//! - At most [`ServerLimits::max_connections`] are served at once (a further one, accepted,
+//!   waits for one to close, and the rest in the listen backlog), below the open-file limit, which is raised to its hard
 //!   maximum at start: running out of file descriptors would stop every caller, health probes too.
+//!   While a new connection waits for one, idle kept-alive connections are closed (see `kept.rs`).
 //!   Of those, waits (`?wait=`) and event streams hold at most three quarters ([`LongHeld`]), so
 //!   that, however many a client opens, the others are answered.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::Request;
 use axum::middleware::{self, Next};
+use axum::response::Response;
 use axum::Router;
 use futures::future::BoxFuture;
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
+use super::kept::{Answer, Connection, Connections};
 use super::ApiError;
 
 /// How long and how many: see the module's documentation.
@@ -104,11 +109,8 @@ async fn serve_now(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(Some(limits.header_timeout)).keep_alive(true);
     let slots = Arc::new(Semaphore::new(cap));
+    let connections = Arc::new(Connections::default());
     loop {
-        let slot = tokio::select! {
-            _ = &mut shutdown => break,
-            slot = slots.clone().acquire_owned() => slot.map_err(std::io::Error::other)?,
-        };
         let stream = tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -119,9 +121,24 @@ async fn serve_now(
                 }
             },
         };
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                // A client waits, every slot taken: idle kept-alive connections are given back (kept.rs).
+                connections.starved(true);
+                let slot = tokio::select! {
+                    _ = &mut shutdown => break,
+                    slot = slots.clone().acquire_owned() => slot.map_err(std::io::Error::other)?,
+                };
+                connections.starved(false);
+                slot
+            }
+        };
         let _ = stream.set_nodelay(true);
         let stream = super::slow::WriteStall::new(stream, request_timeout);
-        let connection = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router.clone()));
+        let member = connections.join();
+        let service = counted(TowerToHyperService::new(router.clone()), member.connection.clone());
+        let connection = http.serve_connection(TokioIo::new(stream), service);
         let mut stopping = stopping.clone();
         tokio::spawn(async move {
             let _slot = slot;
@@ -132,7 +149,12 @@ async fn serve_now(
                     connection.as_mut().graceful_shutdown();
                     let _ = connection.await;
                 }
+                _ = member.connection.given_back() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
             }
+            drop(member);
         });
     }
     drop(listener);
@@ -141,6 +163,23 @@ async fn serve_now(
     let all = u32::try_from(cap).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(request_timeout, slots.acquire_many(all)).await;
     Ok(())
+}
+
+/// `service` counting its requests in flight on `connection`, each until its answer is sent.
+fn counted(
+    service: TowerToHyperService<Router>,
+    connection: Arc<Connection>,
+) -> impl hyper::service::Service<
+    Request<Incoming>,
+    Response = Response<Answer>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<Answer>, Infallible>> + Send,
+> + Send {
+    hyper::service::service_fn(move |req: Request<Incoming>| {
+        let busy = connection.busy();
+        let answer = hyper::service::Service::call(&service, req);
+        async move { answer.await.map(|a| a.map(|inner| Answer { inner, _busy: busy })) }
+    })
 }
 
 /// The connections that waits and event streams may hold at once on one server: three quarters of
@@ -159,12 +198,12 @@ impl LongHeld {
     }
 
     /// A connection's turn to be held long, kept while the permit lives; 503 `busy` when every
-    /// turn is taken.
-    pub(super) fn take(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+    /// turn is taken, its message ending in `instead`: what else the caller may do.
+    pub(super) fn take(&self, instead: &str) -> Result<OwnedSemaphorePermit, ApiError> {
         self.turns.clone().try_acquire_owned().map_err(|_| {
             let message = format!(
                 "{} connections, three quarters of this server's, are held by waits and event streams already: \
-                 ask again later, or without wait",
+                 ask again later{instead}",
                 self.most
             );
             ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, "busy", message)

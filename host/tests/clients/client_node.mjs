@@ -240,10 +240,11 @@ class Proxy {
     this.through = true;
     // The next connection is given the server's answer up to its body, then cut.
     this.headOnly = false;
-    // New connections are answered 503 `busy` by the proxy itself.
+    // New connections are answered 503 `busy` by the proxy itself (true: all; n: the next n).
     this.busy = false;
     const pass = (near) => {
       if (this.busy) {
+        if (this.busy !== true) this.busy -= 1;
         const body = '{"error": {"code": "busy", "message": "every connection for waits is held"}}';
         near.on("error", () => {});
         // The request read first: a socket closed with bytes unread is reset, its answer lost.
@@ -363,6 +364,24 @@ try {
   seen.events_given_up_busy = [e.status, e.code, String(e.detail).includes("busy")];
 }
 crowded.close();
+
+// Opening a stream on a server holding all the streams it may (503 `busy`) is asked again while
+// `reconnectMs` lasts: two busy answers, then open and told a task queued next; with
+// `reconnectMs: 0` the busy answer is thrown at once.
+proxy.busy = 2;
+const openedBusy = await new Client(proxy.url).events({ queue: "node-open", reconnectMs: 30_000 });
+const waited = await client.enqueue("echo", {}, { queue: "node-open", at: "2099-01-01T00:00:00Z" });
+const openedFirst = (await openedBusy[Symbol.asyncIterator]().next()).value;
+seen.events_opened_busy = [proxy.busy, openedFirst[0], openedFirst[1].id === waited];
+openedBusy.close();
+proxy.busy = 1;
+try {
+  (await new Client(proxy.url).events({ queue: "node-open", reconnectMs: 0 })).close();
+  seen.events_open_busy_at_once = "opened";
+} catch (e) {
+  seen.events_open_busy_at_once = [e.status, e.code, proxy.busy];
+}
+proxy.busy = false;
 proxy.server.close();
 seen.events_resumed = [told.id === first, place != null, sent.includes(`last-event-id: ${place}`.toLowerCase()), kind, resumedTask.id === second];
 

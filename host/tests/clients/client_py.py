@@ -174,7 +174,7 @@ class Proxy:
     def __init__(self, target):
         self.target, self.sent, self.pairs = target, [], []
         self.head_only = False
-        self.busy = False  # new connections answered 503 `busy` by the proxy itself
+        self.busy = False  # new connections answered 503 `busy` by the proxy itself (True: all; n: the next n)
         self.through = threading.Event()
         self.through.set()
         self.server = socket.create_server(("127.0.0.1", 0))
@@ -186,6 +186,9 @@ class Proxy:
             near, _ = self.server.accept()
             self.through.wait()
             if self.busy:
+                # Counted before it is answered: the script reads the count once answered.
+                if self.busy is not True:
+                    self.busy -= 1
                 # The request read first: a socket closed with bytes unread is reset, its answer lost.
                 got = b""
                 while b"\r\n\r\n" not in got and (chunk := near.recv(65536)):
@@ -303,6 +306,23 @@ try:
 except TaskhostError as e:
     seen["events_given_up_busy"] = [e.status, e.code, "busy" in e.message]
 crowded.close()
+proxy.busy = False
+
+# Opening a stream on a server holding all the streams it may (503 `busy`) is asked again while
+# `reconnect` lasts: two busy answers, then open and told a task queued next; with `reconnect=0`
+# the busy answer is raised at once.
+proxy.busy = 2
+opened = Client(proxy.url).events(queue="py-open", reconnect=30)
+waited = client.enqueue("echo", {}, queue="py-open", at="2099-01-01T00:00:00Z")
+kind, data = next(opened)
+seen["events_opened_busy"] = [proxy.busy, kind, data["id"] == waited]
+opened.close()
+proxy.busy = 1
+try:
+    Client(proxy.url).events(queue="py-open", reconnect=0).close()
+    seen["events_open_busy_at_once"] = "opened"
+except TaskhostError as e:
+    seen["events_open_busy_at_once"] = [e.status, e.code, proxy.busy]
 proxy.busy = False
 
 # A server holding all the waits it may answers a wait 503 `busy`, and a plain read as ever: `wait`

@@ -113,6 +113,9 @@ fn check_what_a_client_saw(seen: &Value) {
     assert!(given_up[2].as_u64().is_some_and(|secs| secs < 40), "given up too late: {seen}");
     // Reconnects answered 503 `busy` to the deadline: given up as unreachable, saying the last answer.
     assert_eq!(seen["events_given_up_busy"], json!([0, "unreachable", true]), "{seen}");
+    // A stream opened on a busy server is asked for again while its reconnect time lasts.
+    assert_eq!(seen["events_opened_busy"], json!([0, "task", true]), "{seen}");
+    assert_eq!(seen["events_open_busy_at_once"], json!([503, "busy", 0]), "{seen}");
     // A server holding all the waits it may (503 `busy`): the task read plainly, the wait asked
     // again while the time lasts; a task the read found final returned; past the time, a timeout.
     assert_eq!(seen["wait_busy"], json!(["succeeded", 3]), "{seen}");

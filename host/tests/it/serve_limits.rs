@@ -260,7 +260,10 @@ async fn waits_and_event_streams_never_hold_every_connection() {
     for path in [format!("/tasks/{id}?wait=1s"), "/events".into()] {
         let (status, answer) = served.raw("GET", &path, "", "");
         assert_eq!((status, answer["error"]["code"].as_str()), (503, Some("busy")), "{path}: {answer}");
-        assert!(answer["error"]["message"].as_str().unwrap_or_default().contains("three quarters"), "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("three quarters"), "{answer}");
+        // Only a wait can be asked again without one; a stream is told to ask later.
+        assert_eq!(message.ends_with("or without wait"), path.contains("wait="), "{path}: {message}");
     }
     let (status, task) = served.call("GET", &format!("/tasks/{id}"), None, None);
     assert_eq!((status, &task["task"]["id"]), (200, &json!(id)), "a plain read is answered beside them");
@@ -270,6 +273,54 @@ async fn waits_and_event_streams_never_hold_every_connection() {
     let (status, task) = served.call("GET", &format!("/tasks/{done}?wait=30s"), None, None);
     assert_eq!((status, &task["task"]["state"]), (200, &json!("cancelled")), "{task}");
     drop(held);
+}
+
+/// A client's kept-alive connections do not hold the server's slots: with two allowed, both
+/// idle after an answer, a third client is answered at once (not after the hour's header
+/// timeout), and the idle ones are closed; a connection whose wait is in flight is not, and its
+/// wait is answered at the task's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_kept_alive_connections_are_closed_when_a_new_one_waits_for_a_slot() {
+    let env = Env::new(&["echo"]).await;
+    let args = ["--listen", "127.0.0.1:0", "--max-connections", "2", "--header-timeout", "3600s"];
+    let served = Served::start_with(&env, &args, None);
+    let host = served.host();
+    let kept_alive = |path: &str| {
+        let mut s = TcpStream::connect(&host).expect("connect");
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes()).expect("send");
+        s
+    };
+    let answered = |s: &mut TcpStream, told: &str| {
+        s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&got).contains(told) {
+            let n = s.read(&mut buf).expect("an answer within 30 s");
+            assert!(n > 0, "closed before its answer: {}", String::from_utf8_lossy(&got));
+            got.extend_from_slice(&buf[..n]);
+        }
+    };
+    let mut idle = Vec::new();
+    for _ in 0..2 {
+        let mut s = kept_alive("/api/v1/health");
+        answered(&mut s, r#"{"status":"ok"}"#);
+        idle.push(s);
+    }
+    let (status, answer) = served.call("GET", "/health", None, None);
+    assert_eq!((status, &answer), (200, &json!({"status": "ok"})), "a third client beside two idle connections");
+    for s in idle {
+        assert_eq!(until_closed(s, Duration::from_secs(30)), "", "an idle connection is closed, sent nothing more");
+    }
+    // A wait in flight holds its connection: the next client takes the idle one's slot only.
+    let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
+    let mut waiting = kept_alive(&format!("/api/v1/tasks/{id}?wait=60s"));
+    let mut other = kept_alive("/api/v1/health");
+    answered(&mut other, r#"{"status":"ok"}"#);
+    let (status, task) = served.call("GET", &format!("/tasks/{id}"), None, None);
+    assert_eq!((status, &task["task"]["state"]), (200, &json!("scheduled")), "{task}");
+    assert_eq!(until_closed(other, Duration::from_secs(30)), "");
+    env.app.store.cancel_tasks(&[id], env.clock.now()).await.expect("cancel");
+    answered(&mut waiting, r#""state":"cancelled""#);
 }
 
 /// `[serve]` in the configuration file sets `serve`'s options, `listen` among them.
