@@ -332,9 +332,11 @@ export class EventStream {
       try {
         return await this.#open();
       } catch (e) {
-        if (e?.code !== "busy" || this.#closed || !(Date.now() + pause < deadline)) throw e;
+        const left = deadline - Date.now();
+        if (e?.code !== "busy" || this.#closed || !(left > 0)) throw e;
+        // (The last try at the deadline itself.)
+        await pauseFor(Math.min(pause, left), signal);
       }
-      await pauseFor(pause, signal);
     }
   }
 

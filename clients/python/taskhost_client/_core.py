@@ -336,9 +336,11 @@ def opening(state: StreamState) -> Plan:
             yield Connect(None)
             return
         except TaskhostError as e:
-            if e.code != "busy" or state.closed or time.monotonic() + pause >= deadline:
+            left = deadline - time.monotonic()
+            if e.code != "busy" or state.closed or left <= 0:
                 raise
-        yield Sleep(pause)
+        # (The last try at the deadline itself.)
+        yield Sleep(min(pause, left))
         pause = 1.0
 
 

@@ -42,7 +42,10 @@ async def within(step: Awaitable[T], timeout: float) -> T:
     except asyncio.TimeoutError:
         raise Broken(f"no answer within {timeout:g} s") from None
     except asyncio.IncompleteReadError as e:
-        raise (Broken if e.partial else Dropped)(str(e)) from None
+        # (asyncio's own words, "0 bytes read on a total of undefined expected bytes", say less.)
+        if e.partial:
+            raise Broken(f"the connection closed within an answer, {len(e.partial)} bytes of it read") from None
+        raise Dropped("the server closed the connection without an answer") from None
     except (ConnectionResetError, BrokenPipeError) as e:
         raise Dropped(str(e) or type(e).__name__) from None
     except (OSError, ValueError, EOFError, asyncio.LimitOverrunError) as e:

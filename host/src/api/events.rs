@@ -123,7 +123,7 @@ pub(super) async fn stream(
     headers: axum::http::HeaderMap,
 ) -> Result<Response, ApiError> {
     let filter = Filter::parse(&q)?;
-    let turn = held.map(|Extension(h)| h.take("")).transpose()?;
+    let turn = held.map(|Extension(h)| h.take(false)).transpose()?;
     let store = state.client.store();
     if !filter.tasks.is_empty() {
         let found = store

@@ -2,22 +2,20 @@
 //! the next request (browsers, Python's and Node's clients all do), and an idle one holds one of
 //! [`super::ServerLimits::max_connections`] until the header timeout (10 s) cuts it off: on a
 //! server near its cap a new client would wait that long in the listen backlog behind
-//! connections nobody uses. So, while a new connection waits for a slot, every connection with
-//! no request in flight is closed at once (hyper's graceful shutdown: an idle one closes, one
-//! reading a request finishes it first), and a connection that becomes idle meanwhile closes
-//! after its answer. Waits and event streams are requests in flight: they are never given back.
+//! connections nobody uses. So, while a new connection waits for a slot, every connection that
+//! has been answered and has no request in flight is closed at once (hyper's graceful shutdown:
+//! an idle one closes, one reading a request finishes it first), and a connection that becomes
+//! idle meanwhile closes after its answer. Waits and event streams are requests in flight: they
+//! are never given back; nor is a new connection before its first request (its client may be
+//! sending it, and would see no answer), which the header timeout bounds as before.
 //!
 //! A client whose kept connection closes as it is reused sends its request again on a new one,
 //! as it does after the header timeout (the race every HTTP/1.1 keep-alive has).
 
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 
-use axum::body::Body;
-use http_body::{Frame, SizeHint};
 use tokio::sync::Notify;
 
 /// The server's open connections, each with its requests in flight.
@@ -32,6 +30,8 @@ pub(super) struct Connections {
 /// One open connection: its requests in flight, and the call to close it once idle.
 pub(super) struct Connection {
     busy: AtomicUsize,
+    /// A request has come: the connection is kept alive between requests from now on.
+    served: AtomicBool,
     give_back: Notify,
     starved: Arc<AtomicBool>,
 }
@@ -46,8 +46,12 @@ pub(super) struct Member {
 impl Connections {
     pub(super) fn join(self: &Arc<Self>) -> Member {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let connection =
-            Arc::new(Connection { busy: AtomicUsize::new(0), give_back: Notify::new(), starved: self.starved.clone() });
+        let connection = Arc::new(Connection {
+            busy: AtomicUsize::new(0),
+            served: AtomicBool::new(false),
+            give_back: Notify::new(),
+            starved: self.starved.clone(),
+        });
         self.lock().insert(id, connection.clone());
         Member { id, connections: self.clone(), connection }
     }
@@ -58,7 +62,7 @@ impl Connections {
         self.starved.store(starved, Ordering::SeqCst);
         if starved {
             for connection in self.lock().values() {
-                if connection.busy.load(Ordering::SeqCst) == 0 {
+                if connection.served.load(Ordering::SeqCst) && connection.busy.load(Ordering::SeqCst) == 0 {
                     connection.give_back.notify_one();
                 }
             }
@@ -85,6 +89,7 @@ impl Connection {
     /// A request in flight until the returned guard is dropped (with its answer's body).
     pub(super) fn busy(self: &Arc<Self>) -> Busy {
         self.busy.fetch_add(1, Ordering::SeqCst);
+        self.served.store(true, Ordering::SeqCst);
         Busy(self.clone())
     }
 }
@@ -98,31 +103,5 @@ impl Drop for Busy {
         if connection.busy.fetch_sub(1, Ordering::SeqCst) == 1 && connection.starved.load(Ordering::SeqCst) {
             connection.give_back.notify_one();
         }
-    }
-}
-
-/// An answer's body that keeps its request in flight until hyper has sent it all (or dropped it).
-pub(super) struct Answer {
-    pub(super) inner: Body,
-    pub(super) _busy: Busy,
-}
-
-impl http_body::Body for Answer {
-    type Data = bytes::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }

@@ -20,18 +20,20 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::Router;
 use futures::future::BoxFuture;
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
-use super::kept::{Answer, Connection, Connections};
+use super::kept::{Busy, Connection, Connections};
 use super::ApiError;
 
 /// How long and how many: see the module's documentation.
@@ -165,47 +167,67 @@ async fn serve_now(
     Ok(())
 }
 
-/// `service` counting its requests in flight on `connection`, each until its answer is sent.
+/// `service` counting its requests in flight on `connection`, each until its answer's body is
+/// sent (or dropped).
 fn counted(
     service: TowerToHyperService<Router>,
     connection: Arc<Connection>,
 ) -> impl hyper::service::Service<
     Request<Incoming>,
-    Response = Response<Answer>,
+    Response = Response,
     Error = Infallible,
-    Future = impl Future<Output = Result<Response<Answer>, Infallible>> + Send,
+    Future = impl Future<Output = Result<Response, Infallible>> + Send,
 > + Send {
     hyper::service::service_fn(move |req: Request<Incoming>| {
         let busy = connection.busy();
         let answer = hyper::service::Service::call(&service, req);
-        async move { answer.await.map(|a| a.map(|inner| Answer { inner, _busy: busy })) }
+        async move {
+            let in_flight = |body: Body| {
+                Body::new(body.map_frame(move |frame| {
+                    let _held: &Busy = &busy;
+                    frame
+                }))
+            };
+            answer.await.map(|a| a.map(in_flight))
+        }
     })
 }
 
 /// The connections that waits and event streams may hold at once on one server: three quarters of
-/// its own (at least one). A router served otherwise has none, and bounds them by their own
+/// its own, rounded down, so that at least one is left to requests answered at once (a server of
+/// one connection holds none). A router served otherwise has none, and bounds them by their own
 /// counts only.
 #[derive(Clone)]
 pub struct LongHeld {
     turns: Arc<Semaphore>,
     most: usize,
+    of: usize,
 }
 
 impl LongHeld {
     fn of(connections: usize) -> Self {
-        let most = (connections * 3 / 4).max(1);
-        LongHeld { turns: Arc::new(Semaphore::new(most)), most }
+        let most = connections * 3 / 4;
+        LongHeld { turns: Arc::new(Semaphore::new(most)), most, of: connections }
     }
 
     /// A connection's turn to be held long, kept while the permit lives; 503 `busy` when every
-    /// turn is taken, its message ending in `instead`: what else the caller may do.
-    pub(super) fn take(&self, instead: &str) -> Result<OwnedSemaphorePermit, ApiError> {
+    /// turn is taken, telling a wait (`wait`) that it may ask without one.
+    pub(super) fn take(&self, wait: bool) -> Result<OwnedSemaphorePermit, ApiError> {
         self.turns.clone().try_acquire_owned().map_err(|_| {
-            let message = format!(
-                "{} connections, three quarters of this server's, are held by waits and event streams already: \
-                 ask again later{instead}",
-                self.most
-            );
+            let message = match (self.most, wait) {
+                (0, true) => "this server serves one connection at a time (--max-connections 1), kept for requests \
+                              answered at once: ask without wait"
+                    .to_string(),
+                (0, false) => "this server serves one connection at a time (--max-connections 1), kept for requests \
+                               answered at once: it serves no event stream"
+                    .to_string(),
+                (most, _) => format!(
+                    "{most} of this server's {} connections, as many as waits and event streams may hold (three \
+                     quarters), are held by them already: ask again later{}",
+                    self.of,
+                    if wait { ", or without wait" } else { "" }
+                ),
+            };
             ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, "busy", message)
         })
     }

@@ -250,7 +250,7 @@ pub(super) async fn get(
     if let Some(within) = within {
         let store = state.client.store();
         let final_now = || async { Ok::<_, ApiError>(store.get_task(id).await?.is_none_or(|t| t.state.is_final())) };
-        match held.map(|Extension(h)| h.take(", or without wait")).transpose() {
+        match held.map(|Extension(h)| h.take(true)).transpose() {
             Ok(_turn) => {
                 let stopping = stopping.map(|Extension(s)| s);
                 // Its row is kept when it succeeds, in a queue that deletes its successes: this

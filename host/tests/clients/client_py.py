@@ -530,6 +530,8 @@ async def answers_read_piecewise():
             await silent_release.wait()
         elif path.endswith("/tasks/6"):
             writer.write(ok + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}XY0\r\n\r\n")
+        elif path.endswith("/tasks/7"):
+            pass  # closed without a byte of an answer
         elif "/events" in path:
             chunked = b"".join(b"%x\r\n%s\r\n" % (len(events[i:i + 5]), events[i:i + 5]) for i in range(0, len(events), 5))
             await pieces(writer, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -567,6 +569,11 @@ async def answers_read_piecewise():
             refused.append("read")
         except TaskhostError as e:
             refused.append([e.status, e.code])
+    try:
+        await stand_in.get(7)
+        dropped = "read"
+    except TaskhostError as e:
+        dropped = [e.status, e.code, e.message.endswith("the server closed the connection without an answer")]
     stream = await stand_in.events(reconnect=0)
     told = [(kind, data["state"]) async for kind, data in stream]
     # A reconnect late in its time reads its answer as long as any (a minute), not what was left.
@@ -619,7 +626,7 @@ async def answers_read_piecewise():
     except ValueError:
         line_break = "refused"
     server.close()
-    return {"read": read, "refused": refused, "events": told, "last_event_id": stream.last_event_id,
+    return {"read": read, "refused": refused, "dropped": dropped, "events": told, "last_event_id": stream.last_event_id,
             "late_reconnect": [late, late_blocking, len(quiet_connections)], "not_json_closed": closed,
             "closed_while_reading": closed_while_reading, "line_break": line_break}
 

@@ -173,6 +173,7 @@ async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
     assert_eq!(http["read"], json!([true, true, true]), "chunked, by length, to the end: {http}");
     let refused = json!([[302, "http"], [0, "unreachable"], [0, "unreachable"]]);
     assert_eq!(http["refused"], refused, "a redirect, a broken chunk's size, a chunk without its CRLF: {http}");
+    assert_eq!(http["dropped"], json!([0, "unreachable", true]), "closed without an answer, said so: {http}");
     assert_eq!(http["not_json_closed"], json!([true, true]), "an event not JSON lets its connection go: {http}");
     assert_eq!(http["closed_while_reading"], json!(true), "a blocking stream closed from another thread: {http}");
     assert_eq!(http["line_break"], "refused", "a token holding a line break: {http}");

@@ -235,7 +235,8 @@ async fn a_handler_is_checked_again_only_when_its_file_changes_and_the_plugins_p
 }
 
 /// Waits and event streams hold at most three quarters of the server's connections: with four,
-/// a fourth long-held request is refused (503 `busy`), and a plain request is still answered.
+/// a fourth long-held request is refused (503 `busy`), and a plain request is still answered;
+/// with one, none is held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waits_and_event_streams_never_hold_every_connection() {
     let env = Env::new(&["echo"]).await;
@@ -273,22 +274,30 @@ async fn waits_and_event_streams_never_hold_every_connection() {
     let (status, task) = served.call("GET", &format!("/tasks/{done}?wait=30s"), None, None);
     assert_eq!((status, &task["task"]["state"]), (200, &json!("cancelled")), "{task}");
     drop(held);
+    // A server of one connection keeps it for requests answered at once.
+    let one = Served::start_with(&env, &["--listen", "127.0.0.1:0", "--max-connections", "1"], None);
+    for path in [format!("/tasks/{id}?wait=1s"), "/events".into()] {
+        let (status, answer) = one.raw("GET", &path, "", "");
+        assert_eq!((status, answer["error"]["code"].as_str()), (503, Some("busy")), "{path}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("--max-connections 1"), "{path}: {message}");
+    }
+    let (status, task) = one.call("GET", &format!("/tasks/{done}?wait=30s"), None, None);
+    assert_eq!((status, &task["task"]["state"]), (200, &json!("cancelled")), "{task}");
 }
 
-/// A client's kept-alive connections do not hold the server's slots: with two allowed, both
-/// idle after an answer, a third client is answered at once (not after the hour's header
-/// timeout), and the idle ones are closed; a connection whose wait is in flight is not, and its
-/// wait is answered at the task's end.
+/// A client's kept-alive connections do not hold the server's slots: with three allowed, all
+/// idle after an answer, a fourth client is answered at once (not after the hour's header
+/// timeout), and the idle ones are closed. A connection whose wait is in flight is not, and its
+/// wait is answered at the task's end; nor is a new one that has sent nothing yet.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_kept_alive_connections_are_closed_when_a_new_one_waits_for_a_slot() {
     let env = Env::new(&["echo"]).await;
-    let args = ["--listen", "127.0.0.1:0", "--max-connections", "2", "--header-timeout", "3600s"];
+    let args = ["--listen", "127.0.0.1:0", "--max-connections", "3", "--header-timeout", "3600s"];
     let served = Served::start_with(&env, &args, None);
     let host = served.host();
-    let kept_alive = |path: &str| {
-        let mut s = TcpStream::connect(&host).expect("connect");
+    let send = |s: &mut TcpStream, path: &str| {
         s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes()).expect("send");
-        s
     };
     let answered = |s: &mut TcpStream, told: &str| {
         s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
@@ -300,25 +309,31 @@ async fn idle_kept_alive_connections_are_closed_when_a_new_one_waits_for_a_slot(
             got.extend_from_slice(&buf[..n]);
         }
     };
-    let mut idle = Vec::new();
-    for _ in 0..2 {
-        let mut s = kept_alive("/api/v1/health");
-        answered(&mut s, r#"{"status":"ok"}"#);
-        idle.push(s);
-    }
+    let health = r#"{"status":"ok"}"#;
+    let kept_alive = || {
+        let mut s = TcpStream::connect(&host).expect("connect");
+        send(&mut s, "/api/v1/health");
+        answered(&mut s, health);
+        s
+    };
+    let idle: Vec<TcpStream> = (0..3).map(|_| kept_alive()).collect();
     let (status, answer) = served.call("GET", "/health", None, None);
-    assert_eq!((status, &answer), (200, &json!({"status": "ok"})), "a third client beside two idle connections");
+    assert_eq!((status, &answer), (200, &json!({"status": "ok"})), "a fourth client beside three idle connections");
     for s in idle {
         assert_eq!(until_closed(s, Duration::from_secs(30)), "", "an idle connection is closed, sent nothing more");
     }
-    // A wait in flight holds its connection: the next client takes the idle one's slot only.
+    // A wait in flight and a connection yet to send its request hold theirs: the next client
+    // takes the idle one's slot only.
     let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
-    let mut waiting = kept_alive(&format!("/api/v1/tasks/{id}?wait=60s"));
-    let mut other = kept_alive("/api/v1/health");
-    answered(&mut other, r#"{"status":"ok"}"#);
+    let mut waiting = TcpStream::connect(&host).expect("connect");
+    send(&mut waiting, &format!("/api/v1/tasks/{id}?wait=60s"));
+    let mut fresh = TcpStream::connect(&host).expect("connect");
+    let other = kept_alive();
     let (status, task) = served.call("GET", &format!("/tasks/{id}"), None, None);
     assert_eq!((status, &task["task"]["state"]), (200, &json!("scheduled")), "{task}");
     assert_eq!(until_closed(other, Duration::from_secs(30)), "");
+    send(&mut fresh, "/api/v1/health");
+    answered(&mut fresh, health);
     env.app.store.cancel_tasks(&[id], env.clock.now()).await.expect("cancel");
     answered(&mut waiting, r#""state":"cancelled""#);
 }

@@ -20,6 +20,13 @@ use taskhost::model::{NewTask, TaskId, TaskState};
 /// Run `statements` in one session of `db`'s shell, in order, stopping at the first error
 /// (read from standard input: an argument is at most 128 KiB).
 pub(crate) fn shell(db: Db, env: &Env, statements: &[&str]) -> Output {
+    let mut input = statements.join(";\n");
+    input.push_str(";\n");
+    shell_bytes(db, env, input.as_bytes())
+}
+
+/// The database's shell given `input` as it is, bytes that are not UTF-8 too.
+pub(crate) fn shell_bytes(db: Db, env: &Env, input: &[u8]) -> Output {
     use std::io::Write;
     let url = env.db_url.as_str();
     let mut c = match db {
@@ -52,9 +59,7 @@ pub(crate) fn shell(db: Db, env: &Env, statements: &[&str]) -> Output {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("run the database's shell");
-    let mut input = statements.join(";\n");
-    input.push_str(";\n");
-    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write the statements");
+    child.stdin.take().expect("stdin").write_all(input).expect("write the statements");
     child.wait_with_output().expect("the shell's output")
 }
 

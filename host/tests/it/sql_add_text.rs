@@ -1,10 +1,10 @@
 //! Text that is not UTF-8 queued in SQL on SQLite, which keeps any bytes as TEXT (the other
-//! databases refuse them themselves): refused by `taskhost_add`, and harmless in a row written
-//! around it. And times SQLite's functions take as given, a day past its month's end or the hour
+//! databases refuse them themselves, as tested here too): refused by `taskhost_add`, and harmless
+//! in a row written around it. And times SQLite's functions take as given, a day past its month's end or the hour
 //! 24: refused, and a task they were written to before 0040 due at the time they mean.
 
 use crate::common;
-use crate::sql_add::{add_in_shell, shell, state};
+use crate::sql_add::{add_in_shell, shell, shell_bytes, state};
 
 use common::process::stderr;
 use common::{Db, Env};
@@ -61,6 +61,40 @@ async fn text_that_is_not_utf8_is_refused_in_sql_on_sqlite_and_a_row_holding_it_
     assert_eq!((task.data.as_str(), task.queued_by.as_deref()), ("{\"a\":\"\u{FFFD}\"}", Some("\u{FFFD}")));
     let task = env.app.store.get_task(kept).await.expect("get").expect("task");
     assert_eq!((task.data.as_str(), task.queue.as_str(), task.queued_by.as_deref()), (data, "médias", Some("ü")));
+}
+
+/// PostgreSQL, MariaDB and MySQL refuse text that is not UTF-8 themselves, before `taskhost_add`
+/// runs: MariaDB and MySQL naming the argument, PostgreSQL the byte; nothing is added.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_that_is_not_utf8_is_refused_in_sql_by_postgresql_mariadb_and_mysql_themselves() {
+    for db in [Db::Postgres, Db::MySql] {
+        let env = Env::on(db, &["echo"]).await;
+        let calls: [(&[u8], &str); 2] = match db {
+            Db::Postgres => [
+                (
+                    b"SELECT taskhost_add('echo', '{\"a\":\"\xff\"}');\n",
+                    "invalid byte sequence for encoding \"UTF8\": 0xff",
+                ),
+                (b"SELECT taskhost_add('echo', '{}', queue => 'q\xc3');\n", "0xc3"),
+            ],
+            _ => [
+                (b"CALL taskhost_add('echo', '{\"a\":\"\xff\"}', NULL);\n", "p_data"),
+                (b"CALL taskhost_add('echo', '{}', '{\"queue\":\"q\xc3\"}');\n", "p_options"),
+            ],
+        };
+        for (call, named) in calls {
+            let o = shell_bytes(db, &env, call);
+            let said = stderr(&o);
+            assert!(!o.status.success(), "{db:?}: {} was taken", String::from_utf8_lossy(call));
+            let told = if db == Db::Postgres {
+                said.contains(named)
+            } else {
+                said.contains("Incorrect string value") && said.contains(named)
+            };
+            assert!(told, "{db:?}: {said}");
+        }
+        assert!(env.app.store.list_tasks(&Default::default()).await.expect("list").is_empty(), "{db:?}: nothing added");
+    }
 }
 
 /// The walk reads each argument only as far as it may be long (0038): a queue too long is refused
