@@ -157,12 +157,23 @@ export class Client {
     const [limit, release] = within(timeoutMs, signal);
     let answer, text;
     try {
-      answer = await fetch(`${this.baseUrl}/api/v1${path}`, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: limit,
-      });
+      for (let tries = 2; ; ) {
+        try {
+          answer = await fetch(`${this.baseUrl}/api/v1${path}`, {
+            method,
+            headers,
+            body: body === undefined ? undefined : JSON.stringify(body),
+            signal: limit,
+          });
+          break;
+        } catch (e) {
+          // A kept connection the server closed as it was reused, before any answer (`serve` lets
+          // an idle one go only before a request's head has come: it took none): sent once more,
+          // on another connection, as Python's client does. undici itself does not.
+          if (--tries > 0 && e?.cause?.code === "UND_ERR_SOCKET" && !limit.aborted) continue;
+          throw e;
+        }
+      }
       text = await answer.text();
     } catch (e) {
       // The caller's abort is theirs, not an unreachable server.

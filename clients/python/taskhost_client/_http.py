@@ -43,9 +43,7 @@ async def within(step: Awaitable[T], timeout: float) -> T:
         raise Broken(f"no answer within {timeout:g} s") from None
     except asyncio.IncompleteReadError as e:
         # (asyncio's own words, "0 bytes read on a total of undefined expected bytes", say less.)
-        if e.partial:
-            raise Broken(f"the connection closed within an answer, {len(e.partial)} bytes of it read") from None
-        raise Dropped("the server closed the connection without an answer") from None
+        raise (Broken if e.partial else Dropped)("the server closed the connection") from None
     except (ConnectionResetError, BrokenPipeError) as e:
         raise Dropped(str(e) or type(e).__name__) from None
     except (OSError, ValueError, EOFError, asyncio.LimitOverrunError) as e:
@@ -136,7 +134,10 @@ class Answer:
         self._buffer = b""
 
     async def read_head(self, timeout: float) -> None:
-        head = await within(self._reader.readuntil(b"\r\n\r\n"), timeout)
+        try:
+            head = await within(self._reader.readuntil(b"\r\n\r\n"), timeout)
+        except Dropped:
+            raise Dropped("the server closed the connection without an answer") from None
         status_line, *lines = head.decode("latin-1").split("\r\n")
         parts = status_line.split(" ", 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():

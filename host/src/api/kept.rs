@@ -4,13 +4,15 @@
 //! server near its cap a new client would wait that long in the listen backlog behind
 //! connections nobody uses. So, while a new connection waits for a slot, every connection that
 //! has been answered and has no request in flight is closed at once (hyper's graceful shutdown:
-//! an idle one closes, one reading a request finishes it first), and a connection that becomes
-//! idle meanwhile closes after its answer. Waits and event streams are requests in flight: they
-//! are never given back; nor is a new connection before its first request (its client may be
-//! sending it, and would see no answer), which the header timeout bounds as before.
+//! an idle one closes; one whose request has been read finishes it first), and an answer given
+//! meanwhile says `Connection: close` and its connection closes after it. Waits and event
+//! streams are requests in flight: they are never given back; nor is a new connection before its
+//! first request (its client may be sending it, and would see no answer), which the header
+//! timeout bounds as before.
 //!
-//! A client whose kept connection closes as it is reused sends its request again on a new one,
-//! as it does after the header timeout (the race every HTTP/1.1 keep-alive has).
+//! A request sent on an idle connection as it is closed is lost unanswered, as after the header
+//! timeout (the race every HTTP/1.1 keep-alive has): a client sends it again on a new connection,
+//! as both clients of this repository do.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -96,6 +98,13 @@ impl Connection {
 
 /// A request in flight on its connection.
 pub(super) struct Busy(Arc<Connection>);
+
+impl Busy {
+    /// A new connection waits for a slot: this one is to close after its answer.
+    pub(super) fn starved(&self) -> bool {
+        self.0.starved.load(Ordering::SeqCst)
+    }
+}
 
 impl Drop for Busy {
     fn drop(&mut self) {

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::Request;
+use axum::http::{header, HeaderValue};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::Router;
@@ -145,7 +146,10 @@ async fn serve_now(
         tokio::spawn(async move {
             let _slot = slot;
             tokio::pin!(connection);
+            // Biased, the connection first: bytes of a request already come are read (and the
+            // request counted in flight) before the connection is given back.
             tokio::select! {
+                biased;
                 _ = connection.as_mut() => {}
                 _ = stopping.changed() => {
                     connection.as_mut().graceful_shutdown();
@@ -182,13 +186,21 @@ fn counted(
         let busy = connection.busy();
         let answer = hyper::service::Service::call(&service, req);
         async move {
-            let in_flight = |body: Body| {
+            let mut answer = match answer.await {
+                Ok(answer) => answer,
+                Err(never) => match never {},
+            };
+            if busy.starved() {
+                // A client waits for a slot: this connection closes after its answer, and says so,
+                // so that the client does not send its next request into the close.
+                answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            Ok(answer.map(|body: Body| {
                 Body::new(body.map_frame(move |frame| {
                     let _held: &Busy = &busy;
                     frame
                 }))
-            };
-            answer.await.map(|a| a.map(in_flight))
+            }))
         }
     })
 }
@@ -215,11 +227,11 @@ impl LongHeld {
     pub(super) fn take(&self, wait: bool) -> Result<OwnedSemaphorePermit, ApiError> {
         self.turns.clone().try_acquire_owned().map_err(|_| {
             let message = match (self.most, wait) {
-                (0, true) => "this server serves one connection at a time (--max-connections 1), kept for requests \
-                              answered at once: ask without wait"
+                (0, true) => "this server serves one connection at a time (its --max-connections, or its open-file \
+                              limit), kept for requests answered at once: ask without wait"
                     .to_string(),
-                (0, false) => "this server serves one connection at a time (--max-connections 1), kept for requests \
-                               answered at once: it serves no event stream"
+                (0, false) => "this server serves one connection at a time (its --max-connections, or its open-file \
+                               limit), kept for requests answered at once: it serves no event stream"
                     .to_string(),
                 (most, _) => format!(
                     "{most} of this server's {} connections, as many as waits and event streams may hold (three \

@@ -401,6 +401,31 @@ const busyServer = http.createServer((req, res) => {
   res.writeHead(answer[0], { "content-type": "application/json" }).end(JSON.stringify(answer[1]));
 });
 await new Promise((resolve) => busyServer.listen(0, "127.0.0.1", resolve));
+
+// A kept connection the server closes as the next request comes, unanswered (as `serve` may when
+// a client waits for a slot): the request is sent again on a new connection.
+const droppedAt = { connections: 0 };
+const dropping = net.createServer((socket) => {
+  droppedAt.connections += 1;
+  let got = "";
+  let answered = false;
+  socket.on("error", () => {});
+  socket.on("data", (chunk) => {
+    got += chunk.toString("latin1");
+    if (!got.includes("\r\n\r\n")) return;
+    if (answered) return void socket.destroy();
+    answered = true;
+    got = "";
+    const json = '{"task": {"id": 7, "state": "succeeded"}, "runs": []}';
+    socket.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${json.length}\r\n\r\n${json}`);
+  });
+});
+await new Promise((resolve) => dropping.listen(0, "127.0.0.1", resolve));
+const droppingClient = new Client(`http://127.0.0.1:${dropping.address().port}`);
+const resent = [];
+for (let i = 0; i < 3; i++) resent.push((await droppingClient.get(7)).task.state);
+seen.resent_once = [resent, droppedAt.connections];
+dropping.close();
 const busyClient = new Client(`http://127.0.0.1:${busyServer.address().port}`);
 seen.wait_busy = [(await busyClient.wait(7, { timeoutMs: 30_000 })).task.state, busy.waits];
 Object.assign(busy, { left: -1, waits: 0 });

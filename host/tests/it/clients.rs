@@ -155,6 +155,8 @@ async fn the_node_client_queues_waits_cancels_and_retries(db: Db) {
     // Five calls one after another on at most two connections (not five); four at once on at most
     // four more, kept: the next five open none.
     assert_eq!(seen["node_kept"], json!([[true, 5], [true, 0, 14]]), "{seen}");
+    // A kept connection closed unanswered as the next request came: sent again, on a new one.
+    assert_eq!(seen["resent_once"], json!([["succeeded", "succeeded", "succeeded"], 3]), "{seen}");
 }
 
 async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {

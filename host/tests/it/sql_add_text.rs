@@ -64,7 +64,8 @@ async fn text_that_is_not_utf8_is_refused_in_sql_on_sqlite_and_a_row_holding_it_
 }
 
 /// PostgreSQL, MariaDB and MySQL refuse text that is not UTF-8 themselves, before `taskhost_add`
-/// runs: MariaDB and MySQL naming the argument, PostgreSQL the byte; nothing is added.
+/// runs: MariaDB and MySQL naming the argument, PostgreSQL the byte; nothing is added. (MariaDB
+/// here; `make test` runs it again on MySQL.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_that_is_not_utf8_is_refused_in_sql_by_postgresql_mariadb_and_mysql_themselves() {
     for db in [Db::Postgres, Db::MySql] {
