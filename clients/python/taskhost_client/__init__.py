@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence, Tuple, Union
 
-from . import _core, _kept
+from . import _core, _kept, _stream
 from ._core import FINAL_STATES, TASK_FIELDS, Queued, TaskhostError
 from .aio import AsyncClient, AsyncEventStream
 from .types import Cancelled, Retried, Run, Task, TaskBrief, TaskDetail, TaskInput, TaskState
@@ -129,7 +129,7 @@ class Client:
         they are come first. `last_event_id`: go on from a stream's `last_event_id` (what it
         missed is told first); `reconnect`: seconds a broken stream tries to reconnect (0: it
         raises, and ends when the server ends it). See `EventStream`."""
-        return EventStream(self, _core.events_path(queue, handler, tasks), last_event_id, reconnect)
+        return EventStream(self, _stream.events_path(queue, handler, tasks), last_event_id, reconnect)
 
     def _drive(self, plan: _core.Plan) -> Any:
         """Run a plan of calls (see `_core`) to its answer."""
@@ -187,7 +187,7 @@ class Client:
             raise _core.unreachable(self.base_url, getattr(e, "reason", e)) from None
 
 
-class EventStream(_core.Stream):
+class EventStream(_stream.Stream):
     """An open event stream (`Client.events`): iterate it for `(kind, data)`; `close()` to leave
     (or use it in a `with`). `last_event_id`: the id of the last look it was told (None before
     the first), which `Client.events(last_event_id=...)` goes on from, in this process or another.
@@ -204,7 +204,7 @@ class EventStream(_core.Stream):
         self._client, self._path = client, path
         # Opened before `events` returns: a task queued after it is told.
         self._answer: Any = None
-        opening = _core.Steps(_core.opening(self._state))
+        opening = _core.Steps(_stream.opening(self._state))
         while not isinstance(action := opening.next(), _core.Done):
             try:
                 opening.did(self._step(action))
@@ -219,7 +219,7 @@ class EventStream(_core.Stream):
         that a brief is read as a `TaskBrief` once `kind` says it is one."""
         while not isinstance(action := self._next(), _core.Done):
             if isinstance(action, _core.Told):
-                return _core.told(action)
+                return _stream.told(action)
             try:
                 self._steps.did(self._step(action))
             except TaskhostError as e:
@@ -282,14 +282,14 @@ class EventStream(_core.Stream):
     def _connect(self, within: Optional[float]) -> Any:
         last = self._state.last_event_id
         headers = {} if last is None else {"Last-Event-ID": last}
-        timeout = _core.connect_timeout(self._client.timeout, within)
+        timeout = _stream.connect_timeout(self._client.timeout, within)
         answer = self._client._open("GET", self._path, None, timeout, "text/event-stream", headers)
         # Answered: its reads wait the whole minute again (the server's comment comes every 15 s),
         # not what was left of a reconnect's time, which would break a quiet stream and reconnect it
         # again and again without end.
         sock = _socket_of(answer)
         if sock is not None:
-            sock.settimeout(_core.connect_timeout(self._client.timeout, None))
+            sock.settimeout(_stream.connect_timeout(self._client.timeout, None))
         return answer
 
 

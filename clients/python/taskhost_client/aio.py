@@ -18,7 +18,7 @@ import asyncio
 import json
 from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from . import _core, _http
+from . import _core, _http, _stream
 from ._core import Queued, TaskhostError
 from .types import Cancelled, Retried, TaskDetail, TaskInput
 
@@ -103,8 +103,8 @@ class AsyncClient:
                      handler: Union[str, Iterable[str], None] = None, tasks: Optional[Iterable[int]] = None, *,
                      last_event_id: Optional[str] = None, reconnect: float = 60.0) -> AsyncEventStream:
         """As `Client.events`: the stream, open once this returns; `async for kind, data in it`."""
-        stream = AsyncEventStream(self, _core.events_path(queue, handler, tasks), last_event_id, reconnect)
-        opening = _core.Steps(_core.opening(stream._state))
+        stream = AsyncEventStream(self, _stream.events_path(queue, handler, tasks), last_event_id, reconnect)
+        opening = _core.Steps(_stream.opening(stream._state))
         while not isinstance(action := opening.next(), _core.Done):
             try:
                 opening.did(await stream._step(action))
@@ -174,7 +174,7 @@ class AsyncClient:
         return answer
 
 
-class AsyncEventStream(_core.Stream):
+class AsyncEventStream(_stream.Stream):
     """An open event stream (`AsyncClient.events`): `async for kind, data in stream`; `aclose()`
     to leave (or `async with`). It reconnects, resumes and tells `("lagged", ...)` as
     `EventStream` does; `last_event_id` likewise."""
@@ -183,7 +183,7 @@ class AsyncEventStream(_core.Stream):
         super().__init__(last_event_id, reconnect)
         self._client, self._path = client, path
         self._answer: Optional[_http.Answer] = None
-        self._read_timeout = _core.connect_timeout(client.timeout, None)
+        self._read_timeout = _stream.connect_timeout(client.timeout, None)
 
     def __aiter__(self) -> AsyncIterator[Tuple[str, Any]]:
         return self
@@ -194,7 +194,7 @@ class AsyncEventStream(_core.Stream):
         where it was. One reader at a time."""
         while not isinstance(action := self._next(), _core.Done):
             if isinstance(action, _core.Told):
-                return _core.told(action)
+                return _stream.told(action)
             try:
                 self._steps.did(await self._step(action))
             except TaskhostError as e:
@@ -244,11 +244,11 @@ class AsyncEventStream(_core.Stream):
     async def _open(self, within: Optional[float]) -> None:
         last = self._state.last_event_id
         headers = {} if last is None else {"Last-Event-ID": last}
-        timeout = _core.connect_timeout(self._client.timeout, within)
+        timeout = _stream.connect_timeout(self._client.timeout, within)
         self._answer = await self._client._open("GET", self._path, None, timeout, "text/event-stream", headers)
         # Answered: its reads wait the whole minute again (the server's comment comes every 15 s),
         # whatever was left of a reconnect's time.
-        self._read_timeout = _core.connect_timeout(self._client.timeout, None)
+        self._read_timeout = _stream.connect_timeout(self._client.timeout, None)
 
     def _let_go(self) -> None:
         if self._answer is not None:
