@@ -12,8 +12,8 @@ use std::fmt::Write as _;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlPool, MySqlRow};
-use sqlx::{Arguments, Executor, MySql, MySqlConnection, QueryBuilder, Row};
+use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlRow};
+use sqlx::{Executor, MySql, MySqlConnection, QueryBuilder, Row};
 
 use super::connect::{redact, StoreOptions};
 use super::dialect::{retrying, ClaimRequest, Dialect, Ended};
@@ -21,11 +21,12 @@ use super::migrations::{self, Embedded};
 use super::plumbing::{decoded, unchecked, Cells, Col, Held, Plumbing, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::SqlStore;
-use super::sql::{args, lineage_values, new_task_args, render, Arg, Lineage, Slot, Walk, NEW_TASK, RUNNER_RUNNING};
+use super::sql::{args, lineage_values, new_task_args, Arg, Lineage, Walk, NEW_TASK, RUNNER_RUNNING};
 use super::transitions;
 use super::types::Backend;
 use crate::error::{Error, Result};
 use crate::model::*;
+use bind::bind;
 
 /// The MySQL/MariaDB store.
 pub type MySqlStore = SqlStore<MySqlDb>;
@@ -80,47 +81,6 @@ async fn check_packet(pool: &MySqlPool, url: &str, options: &StoreOptions) -> Re
             mib(needed)
         ),
     })
-}
-
-fn add<'a>(bound: &mut MySqlArguments, arg: Arg<'a>) -> std::result::Result<(), String> {
-    let added = match arg {
-        Arg::Int(v) => bound.add(v),
-        Arg::Text(v) => bound.add(v),
-        // As DATETIME, not as TIMESTAMP (chrono's `DateTime<Utc>` binds as one): MariaDB turns a
-        // TIMESTAMP past 2038-01-19 into NULL, and a task to run in 2099 would be refused.
-        Arg::Time(t) => bound.add(t.naive_utc()),
-        Arg::MaybeTime(t) => bound.add(t.map(|t| t.naive_utc())),
-        Arg::Bytes(b) => bound.add(b),
-        Arg::Ints(_) | Arg::Texts(_) => return Err("a list bound as one value".into()),
-    };
-    added.map_err(|e| e.to_string())
-}
-
-/// A shared statement in MySQL's spelling, its arguments bound in the order they stand.
-fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, MySqlArguments)> {
-    let mut bound = MySqlArguments::default();
-    let sql = render(sql, args, |out, slot| match slot {
-        Slot::One(i) => {
-            out.push('?');
-            add(&mut bound, args[i])
-        }
-        Slot::List { index, negated } => {
-            let not = if negated { "NOT " } else { "" };
-            let items: Vec<Arg<'a>> = match args[index] {
-                Arg::Ints(l) => l.iter().map(|v| Arg::Int(Some(*v))).collect(),
-                Arg::Texts(l) => l.iter().map(|v| Arg::Text(Some(v))).collect(),
-                _ => Vec::new(),
-            };
-            if items.is_empty() {
-                // An empty list: in it is never true, not in it always.
-                let _ = write!(out, "{not}IN (SELECT NULL FROM DUAL WHERE FALSE)");
-                return Ok(());
-            }
-            let _ = write!(out, "{not}IN ({})", vec!["?"; items.len()].join(", "));
-            items.into_iter().try_for_each(|item| add(&mut bound, item))
-        }
-    })?;
-    Ok((sql, bound))
 }
 
 #[async_trait]
@@ -180,6 +140,7 @@ impl Cells for MySqlRow {
     }
 }
 
+mod bind;
 mod claim;
 
 #[async_trait]

@@ -5,13 +5,12 @@
 //! batches travel as arrays (`= ANY`, `UNNEST`), so a claim or a batch of finished runs costs
 //! one statement. Adding tasks notifies idle workers (LISTEN/NOTIFY).
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgRow};
-use sqlx::{Arguments, PgConnection, Postgres};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgRow};
+use sqlx::{PgConnection, Postgres};
 
 use super::connect::{redact, StoreOptions};
 use super::dialect::{ClaimRequest, Dialect, Ended};
@@ -20,12 +19,13 @@ use super::plumbing::{decoded, Cells, Col, Held, SqlxDialect, Tx};
 use super::rows::{ClaimedTask, CLAIM_COLUMNS};
 use super::shared::tasks::{add_one, add_tasks_in_tx};
 use super::shared::SqlStore;
-use super::sql::{lineage_values, new_task_args, render, Arg, Lineage, Slot, NEW_TASK, RUNNER_RUNNING, RUNNING};
+use super::sql::{lineage_values, new_task_args, Arg, Lineage, NEW_TASK, RUNNER_RUNNING, RUNNING};
 use super::transitions;
 use super::types::{Backend, Wakeups};
 use crate::error::{Error, Result};
 use crate::model::*;
 use crate::retry::Backoff;
+use bind::bind;
 
 /// The PostgreSQL store.
 pub type PostgresStore = SqlStore<PostgresDb>;
@@ -98,40 +98,6 @@ const CANCEL_CHANNEL: &str = "taskhost_cancels";
 /// Waits between attempts to listen again after the LISTEN connection is lost.
 const LISTEN_BACKOFF: Backoff = Backoff { base: Duration::from_millis(500), max: Duration::from_secs(30), jitter: 0.5 };
 
-/// A shared statement in PostgreSQL's spelling, with its arguments (those up to the highest
-/// placeholder it uses: PostgreSQL refuses arguments a statement does not use).
-fn bind<'a>(sql: &str, args: &[Arg<'a>]) -> Result<(String, PgArguments)> {
-    let mut used = 0;
-    let sql = render(sql, args, |out, slot| {
-        let _ = match slot {
-            Slot::One(i) => {
-                used = used.max(i + 1);
-                write!(out, "${}", i + 1)
-            }
-            Slot::List { index, negated } => {
-                used = used.max(index + 1);
-                let test = if negated { "<> ALL" } else { "= ANY" };
-                write!(out, "{test}(${})", index + 1)
-            }
-        };
-        Ok(())
-    })?;
-    let mut bound = PgArguments::default();
-    for arg in &args[..used] {
-        let added = match *arg {
-            Arg::Int(v) => bound.add(v),
-            Arg::Text(v) => bound.add(v),
-            Arg::Time(t) => bound.add(t),
-            Arg::MaybeTime(t) => bound.add(t),
-            Arg::Ints(l) => bound.add(l),
-            Arg::Texts(l) => bound.add(l),
-            Arg::Bytes(b) => bound.add(b),
-        };
-        added.map_err(|e| Error::invalid("argument", e.to_string()))?;
-    }
-    Ok((sql, bound))
-}
-
 #[async_trait]
 impl SqlxDialect for PostgresDb {
     type Db = Postgres;
@@ -177,6 +143,7 @@ fn int_of(row: &PgRow, col: Col<'_>) -> Result<Option<i64>> {
     }
 }
 
+mod bind;
 mod claim;
 mod finish;
 
