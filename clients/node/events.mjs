@@ -3,6 +3,20 @@
 
 import { TaskhostError } from "./index.mjs";
 
+/**
+ * `unreachable` for a request `e` ended, in words of this client's where undici's ("other side
+ * closed") say less; `answered`: the answer's head had come.
+ */
+export function unreachable(baseUrl, e, answered) {
+  const why =
+    e?.cause?.code !== "UND_ERR_SOCKET"
+      ? (e.cause?.message ?? e.message)
+      : answered
+        ? "the server closed the connection before the end of its answer"
+        : "the server closed the connection without an answer";
+  return new TaskhostError(0, "unreachable", `${baseUrl}: ${why}`);
+}
+
 /** `ms` passing, or `signal` aborting first (rejecting with its reason). */
 export function pauseFor(ms, signal) {
   return new Promise((resolve, reject) => {
@@ -146,7 +160,7 @@ export class EventStream {
       answer = await fetch(this.#url, { headers, signal: closer.signal });
     } catch (e) {
       idle.stop();
-      throw new TaskhostError(0, "unreachable", `${this.#baseUrl}: ${e.cause?.message ?? e.message}`);
+      throw unreachable(this.#baseUrl, e, false);
     }
     if (!answer.ok) {
       idle.stop();

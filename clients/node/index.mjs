@@ -1,7 +1,7 @@
 // A client for taskhost's HTTP API (`taskhost serve`) over the platform's `fetch` (Node.js 18+,
 // Deno, Bun, browsers); no dependencies. Types: index.d.ts. The event stream: events.mjs.
 
-import { EventStream, pauseFor } from "./events.mjs";
+import { EventStream, pauseFor, unreachable } from "./events.mjs";
 
 export { EventStream };
 
@@ -182,7 +182,7 @@ export class Client {
     } catch (e) {
       // The caller's abort is theirs, not an unreachable server.
       signal?.throwIfAborted();
-      throw new TaskhostError(0, "unreachable", `${this.baseUrl}: ${e.cause?.message ?? e.message}`);
+      throw unreachable(this.baseUrl, e, answer !== undefined);
     } finally {
       release();
     }

@@ -10,6 +10,7 @@ a wait asks again or a stream reconnects is decided here alone (an event stream'
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.parse
@@ -126,6 +127,11 @@ class Steps:
 
 
 def unreachable(base_url: str, reason: object) -> TaskhostError:
+    # (http.client's own words, "Remote end closed connection without response", say less.)
+    if isinstance(reason, http.client.RemoteDisconnected):
+        reason = "the server closed the connection without an answer"
+    elif isinstance(reason, http.client.IncompleteRead):
+        reason = "the server closed the connection before the end of its answer"
     return TaskhostError(0, "unreachable", f"{base_url}: {reason}")
 
 

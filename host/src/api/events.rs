@@ -114,7 +114,8 @@ fn names(list: Vec<String>, what: &str, longest: usize) -> Result<HashSet<String
         ("handler" = Option<String>, Query, description = "Only tasks of these handlers (comma-separated, at most 100)"),
         ("task" = Option<String>, Query, description = "Only these tasks (comma-separated ids, at most 100); their states as they are come first"),
         ("Last-Event-ID" = Option<String>, Header, description = "The id of the last event a stream read: the tasks of the looks it missed come first, if the server still keeps them (else `lagged` with `{\"reason\": \"resume\"}`)")),
-    responses((status = 200, description = "Server-Sent Events: `event: task` with a task in brief as data; `event: lagged` with `{\"reason\": \"behind\", \"looks\": N}`, `{\"reason\": \"burst\"}`, `{\"reason\": \"unavailable\"}` or `{\"reason\": \"resume\"}` (events were lost: read again); the last event of each look has an `id`", content_type = "text/event-stream", body = Brief), super::doc::Errors))]
+    responses((status = 200, description = "Server-Sent Events: `event: task` with a task in brief as data; `event: lagged` with `{\"reason\": \"behind\", \"looks\": N}`, `{\"reason\": \"burst\"}`, `{\"reason\": \"unavailable\"}` or `{\"reason\": \"resume\"}` (events were lost: read again); the last event of each look has an `id`", content_type = "text/event-stream", body = Brief),
+        (status = 501, description = "`no-streams`: this server serves one connection at a time (`--max-connections 1`), kept for requests answered at once", body = super::doc::ErrorBody), super::doc::Errors))]
 pub(super) async fn stream(
     State(state): State<Arc<ApiState>>,
     super::params::Params(q): super::params::Params,

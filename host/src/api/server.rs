@@ -223,17 +223,19 @@ impl LongHeld {
     }
 
     /// A connection's turn to be held long, kept while the permit lives; 503 `busy` when every
-    /// turn is taken, telling a wait (`wait`) that it may ask without one.
+    /// turn is taken, telling a wait (`wait`) that it may ask without one. A server that holds
+    /// none answers a stream 501 `no-streams`: asking again cannot open it.
     pub(super) fn take(&self, wait: bool) -> Result<OwnedSemaphorePermit, ApiError> {
+        const ONE: &str = "this server serves one connection at a time (its --max-connections, or its open-file \
+                           limit), kept for requests answered at once";
+        if self.most == 0 && !wait {
+            let message = format!("{ONE}: it serves no event stream");
+            return Err(ApiError::new(axum::http::StatusCode::NOT_IMPLEMENTED, "no-streams", message));
+        }
         self.turns.clone().try_acquire_owned().map_err(|_| {
-            let message = match (self.most, wait) {
-                (0, true) => "this server serves one connection at a time (its --max-connections, or its open-file \
-                              limit), kept for requests answered at once: ask without wait"
-                    .to_string(),
-                (0, false) => "this server serves one connection at a time (its --max-connections, or its open-file \
-                               limit), kept for requests answered at once: it serves no event stream"
-                    .to_string(),
-                (most, _) => format!(
+            let message = match self.most {
+                0 => format!("{ONE}: ask without wait"),
+                most => format!(
                     "{most} of this server's {} connections, as many as waits and event streams may hold (three \
                      quarters), are held by them already: ask again later{}",
                     self.of,

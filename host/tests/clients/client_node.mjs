@@ -426,6 +426,19 @@ const resent = [];
 for (let i = 0; i < 3; i++) resent.push((await droppingClient.get(7)).task.state);
 seen.resent_once = [resent, droppedAt.connections];
 dropping.close();
+// A server that closes every connection unanswered: sent twice, then unreachable in these words.
+const unanswering = net.createServer((socket) => {
+  socket.on("error", () => {});
+  socket.on("data", (chunk) => chunk.toString("latin1").includes("\r\n\r\n") && socket.destroy());
+});
+await new Promise((resolve) => unanswering.listen(0, "127.0.0.1", resolve));
+try {
+  await new Client(`http://127.0.0.1:${unanswering.address().port}`).get(7);
+  seen.closed_unanswered = "read";
+} catch (e) {
+  seen.closed_unanswered = [e.code, e.message.endsWith("the server closed the connection without an answer")];
+}
+unanswering.close();
 const busyClient = new Client(`http://127.0.0.1:${busyServer.address().port}`);
 seen.wait_busy = [(await busyClient.wait(7, { timeoutMs: 30_000 })).task.state, busy.waits];
 Object.assign(busy, { left: -1, waits: 0 });

@@ -574,6 +574,15 @@ async def answers_read_piecewise():
         dropped = "read"
     except TaskhostError as e:
         dropped = [e.status, e.code, e.message.endswith("the server closed the connection without an answer")]
+
+    def dropped_by_blocking_client():
+        try:
+            Client(stand_in_url).get(7)
+            return "read"
+        except TaskhostError as e:
+            return [e.status, e.code, e.message.endswith("the server closed the connection without an answer")]
+
+    dropped_blocking = await in_thread(dropped_by_blocking_client)
     stream = await stand_in.events(reconnect=0)
     told = [(kind, data["state"]) async for kind, data in stream]
     # A reconnect late in its time reads its answer as long as any (a minute), not what was left.
@@ -626,7 +635,7 @@ async def answers_read_piecewise():
     except ValueError:
         line_break = "refused"
     server.close()
-    return {"read": read, "refused": refused, "dropped": dropped, "events": told, "last_event_id": stream.last_event_id,
+    return {"read": read, "refused": refused, "dropped": dropped, "dropped_blocking": dropped_blocking, "events": told, "last_event_id": stream.last_event_id,
             "late_reconnect": [late, late_blocking, len(quiet_connections)], "not_json_closed": closed,
             "closed_while_reading": closed_while_reading, "line_break": line_break}
 

@@ -274,11 +274,12 @@ async fn waits_and_event_streams_never_hold_every_connection() {
     let (status, task) = served.call("GET", &format!("/tasks/{done}?wait=30s"), None, None);
     assert_eq!((status, &task["task"]["state"]), (200, &json!("cancelled")), "{task}");
     drop(held);
-    // A server of one connection keeps it for requests answered at once.
+    // A server of one connection keeps it for requests answered at once: a wait may be asked
+    // again without one (busy), a stream never opens there, so asking again is no use.
     let one = Served::start_with(&env, &["--listen", "127.0.0.1:0", "--max-connections", "1"], None);
-    for path in [format!("/tasks/{id}?wait=1s"), "/events".into()] {
+    for (path, refused) in [(format!("/tasks/{id}?wait=1s"), (503, "busy")), ("/events".into(), (501, "no-streams"))] {
         let (status, answer) = one.raw("GET", &path, "", "");
-        assert_eq!((status, answer["error"]["code"].as_str()), (503, Some("busy")), "{path}: {answer}");
+        assert_eq!((status, answer["error"]["code"].as_str()), (refused.0, Some(refused.1)), "{path}: {answer}");
         let message = answer["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains("one connection at a time"), "{path}: {message}");
     }
