@@ -2,13 +2,15 @@
 //! the next request (browsers, Python's and Node's clients all do), and an idle one holds one of
 //! [`super::ServerLimits::max_connections`] until the header timeout (10 s) cuts it off: on a
 //! server near its cap a new client would wait that long in the listen backlog behind
-//! connections nobody uses. So, while a new connection waits for a slot, every connection that
-//! has been answered and has no request in flight is closed at once (hyper's graceful shutdown:
-//! an idle one closes; one whose request has been read finishes it first), and an answer given
-//! meanwhile says `Connection: close` and its connection closes after it. Waits and event
-//! streams are requests in flight: they are never given back; nor is a new connection before its
-//! first request (its client may be sending it, and would see no answer), which the header
-//! timeout bounds as before.
+//! connections nobody uses. So, while a new connection waits for a slot, one connection is given
+//! back for it: one that has been answered and has no request in flight is closed at once
+//! (hyper's graceful shutdown: one whose request has been read finishes it first); if there is
+//! none, the first answer given says `Connection: close` and its connection closes after it, or
+//! else the first connection to become idle closes. Only one: a single connection waits accepted
+//! at a time, and every other client keeps its connection. Waits and event streams are requests
+//! in flight: never given back while they last (a stream's answer never carries the close); nor
+//! is a new connection before its first request (its client may be sending it, and would see no
+//! answer), which the header timeout bounds as before.
 //!
 //! A request sent on an idle connection as it is closed is lost unanswered, as after the header
 //! timeout (the race every HTTP/1.1 keep-alive has): a client sends it again on a new connection,
@@ -25,8 +27,9 @@ use tokio::sync::Notify;
 pub(super) struct Connections {
     open: Mutex<HashMap<u64, Arc<Connection>>>,
     next: AtomicU64,
-    /// A new connection is waiting for a slot: one that becomes idle closes.
-    starved: Arc<AtomicBool>,
+    /// A new connection waits for a slot and none has been chosen to give one back yet: the
+    /// first to take it (compare and swap) closes.
+    owed: Arc<AtomicBool>,
 }
 
 /// One open connection: its requests in flight, and the call to close it once idle.
@@ -34,8 +37,10 @@ pub(super) struct Connection {
     busy: AtomicUsize,
     /// A request has come: the connection is kept alive between requests from now on.
     served: AtomicBool,
+    /// Chosen to give its slot back after the answer in flight.
+    closing: AtomicBool,
     give_back: Notify,
-    starved: Arc<AtomicBool>,
+    owed: Arc<AtomicBool>,
 }
 
 /// A connection's place among the open ones, left when dropped (the connection closed).
@@ -51,21 +56,30 @@ impl Connections {
         let connection = Arc::new(Connection {
             busy: AtomicUsize::new(0),
             served: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             give_back: Notify::new(),
-            starved: self.starved.clone(),
+            owed: self.owed.clone(),
         });
         self.lock().insert(id, connection.clone());
         Member { id, connections: self.clone(), connection }
     }
 
-    /// A new connection waits (`true`) for a slot, or has one (`false`). Waiting, every idle
-    /// connection is given back now, and each that becomes idle later.
+    /// A new connection waits (`true`) for a slot, or has one (`false`). Waiting, an idle
+    /// connection is given back now, or else the first that is answered or becomes idle.
     pub(super) fn starved(&self, starved: bool) {
-        self.starved.store(starved, Ordering::SeqCst);
+        // Owed before the idle ones are looked at: a connection becoming idle meanwhile either
+        // is seen idle here or sees the debt itself (both sequentially consistent).
+        self.owed.store(starved, Ordering::SeqCst);
         if starved {
             for connection in self.lock().values() {
-                if connection.served.load(Ordering::SeqCst) && connection.busy.load(Ordering::SeqCst) == 0 {
+                // (One closing already gives back a slot owed before.)
+                if connection.served.load(Ordering::SeqCst)
+                    && !connection.closing.load(Ordering::SeqCst)
+                    && connection.busy.load(Ordering::SeqCst) == 0
+                    && connection.settles()
+                {
                     connection.give_back.notify_one();
+                    break;
                 }
             }
         }
@@ -94,22 +108,34 @@ impl Connection {
         self.served.store(true, Ordering::SeqCst);
         Busy(self.clone())
     }
+
+    /// Takes the slot owed, if it still is: this connection is the one to close.
+    fn settles(&self) -> bool {
+        let owed = self.owed.compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst).is_ok();
+        if owed {
+            self.closing.store(true, Ordering::SeqCst);
+        }
+        owed
+    }
 }
 
 /// A request in flight on its connection.
 pub(super) struct Busy(Arc<Connection>);
 
 impl Busy {
-    /// A new connection waits for a slot: this one is to close after its answer.
-    pub(super) fn starved(&self) -> bool {
-        self.0.starved.load(Ordering::SeqCst)
+    /// A new connection waits for a slot, and this answer, one that ends (not a stream), is the
+    /// first to be given since: its connection closes after it, and the answer is to say so.
+    pub(super) fn closes_after(&self, ends: bool) -> bool {
+        self.0.closing.load(Ordering::SeqCst) || (ends && self.0.settles())
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
         let connection = &self.0;
-        if connection.busy.fetch_sub(1, Ordering::SeqCst) == 1 && connection.starved.load(Ordering::SeqCst) {
+        if connection.busy.fetch_sub(1, Ordering::SeqCst) == 1
+            && (connection.closing.load(Ordering::SeqCst) || connection.settles())
+        {
             connection.give_back.notify_one();
         }
     }

@@ -11,7 +11,7 @@
 //! - At most [`ServerLimits::max_connections`] are served at once (a further one, accepted,
 //!   waits for one to close, and the rest in the listen backlog), below the open-file limit, which is raised to its hard
 //!   maximum at start: running out of file descriptors would stop every caller, health probes too.
-//!   While a new connection waits for one, idle kept-alive connections are closed (see `kept.rs`).
+//!   While a new connection waits for one, an idle kept-alive connection is closed (see `kept.rs`).
 //!   Of those, waits (`?wait=`) and event streams hold at most three quarters ([`LongHeld`]), so
 //!   that, however many a client opens, the others are answered.
 
@@ -190,7 +190,9 @@ fn counted(
                 Ok(answer) => answer,
                 Err(never) => match never {},
             };
-            if busy.starved() {
+            let stream =
+                answer.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes() == b"text/event-stream");
+            if busy.closes_after(!stream) {
                 // A client waits for a slot: this connection closes after its answer, and says so,
                 // so that the client does not send its next request into the close.
                 answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));

@@ -130,3 +130,16 @@ impl Drop for Served {
         }
     }
 }
+
+/// Everything the server sends on `s` until it closes the connection; a failure if it keeps it
+/// open past the deadline.
+pub fn until_closed(mut s: TcpStream, deadline: Duration) -> String {
+    s.set_read_timeout(Some(deadline)).expect("timeout");
+    let mut got = Vec::new();
+    match s.read_to_end(&mut got) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        Err(e) => panic!("the server kept the connection open past {deadline:?}: {e}; sent {got:?}"),
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}

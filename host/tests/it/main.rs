@@ -30,6 +30,7 @@ mod docs_api;
 mod events;
 mod fence;
 mod first_day;
+mod given_back;
 mod health;
 mod hostile;
 mod incremental;

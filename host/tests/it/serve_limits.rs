@@ -10,23 +10,10 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::served::Served;
+use common::served::{until_closed, Served};
 use common::{taskhost_command_caching_in, Env};
 use serde_json::{json, Value};
 use taskhost::NewTask;
-
-/// Everything the server sends on `s` until it closes the connection; a failure if it keeps it
-/// open past the deadline.
-fn until_closed(mut s: TcpStream, deadline: Duration) -> String {
-    s.set_read_timeout(Some(deadline)).expect("timeout");
-    let mut got = Vec::new();
-    match s.read_to_end(&mut got) {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-        Err(e) => panic!("the server kept the connection open past {deadline:?}: {e}; sent {got:?}"),
-    }
-    String::from_utf8_lossy(&got).into_owned()
-}
 
 fn raise_own_open_files_limit() {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
@@ -285,87 +272,6 @@ async fn waits_and_event_streams_never_hold_every_connection() {
     }
     let (status, task) = one.call("GET", &format!("/tasks/{done}?wait=30s"), None, None);
     assert_eq!((status, &task["task"]["state"]), (200, &json!("cancelled")), "{task}");
-}
-
-/// A client's kept-alive connections do not hold the server's slots: with three allowed, all
-/// idle after an answer, a fourth client is answered at once (not after the hour's header
-/// timeout), and the idle ones are closed. A connection whose wait is in flight is not, and its
-/// wait is answered at the task's end; nor is a new one that has sent nothing yet.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn idle_kept_alive_connections_are_closed_when_a_new_one_waits_for_a_slot() {
-    let env = Env::new(&["echo"]).await;
-    let args = ["--listen", "127.0.0.1:0", "--max-connections", "3", "--header-timeout", "3600s"];
-    let served = Served::start_with(&env, &args, None);
-    let host = served.host();
-    let send = |s: &mut TcpStream, path: &str| {
-        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes()).expect("send");
-    };
-    let answered = |s: &mut TcpStream, told: &str| {
-        s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
-        let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !String::from_utf8_lossy(&got).contains(told) {
-            let n = s.read(&mut buf).expect("an answer within 30 s");
-            assert!(n > 0, "closed before its answer: {}", String::from_utf8_lossy(&got));
-            got.extend_from_slice(&buf[..n]);
-        }
-    };
-    let health = r#"{"status":"ok"}"#;
-    let kept_alive = || {
-        let mut s = TcpStream::connect(&host).expect("connect");
-        send(&mut s, "/api/v1/health");
-        answered(&mut s, health);
-        s
-    };
-    let idle: Vec<TcpStream> = (0..3).map(|_| kept_alive()).collect();
-    let (status, answer) = served.call("GET", "/health", None, None);
-    assert_eq!((status, &answer), (200, &json!({"status": "ok"})), "a fourth client beside three idle connections");
-    for s in idle {
-        assert_eq!(until_closed(s, Duration::from_secs(30)), "", "an idle connection is closed, sent nothing more");
-    }
-    // A wait in flight and a connection yet to send its request hold theirs: the next client
-    // takes the idle one's slot only.
-    let id = env.app.client.add(NewTask::new("echo", "{}")).await.expect("add").id;
-    let mut waiting = TcpStream::connect(&host).expect("connect");
-    send(&mut waiting, &format!("/api/v1/tasks/{id}?wait=60s"));
-    let mut fresh = TcpStream::connect(&host).expect("connect");
-    let other = kept_alive();
-    let (status, task) = served.call("GET", &format!("/tasks/{id}"), None, None);
-    assert_eq!((status, &task["task"]["state"]), (200, &json!("scheduled")), "{task}");
-    assert_eq!(until_closed(other, Duration::from_secs(30)), "");
-    send(&mut fresh, "/api/v1/health");
-    answered(&mut fresh, health);
-    env.app.store.cancel_tasks(&[id], env.clock.now()).await.expect("cancel");
-    answered(&mut waiting, r#""state":"cancelled""#);
-}
-
-/// A request in flight when a client waits for a slot is finished, not cut: with one connection
-/// allowed, a task posted with its body sent in two parts is queued and answered while a second
-/// client waits, then the connection closes and the second client is answered.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_request_in_flight_when_a_client_waits_for_a_slot_is_answered_then_its_connection_closes() {
-    let env = Env::new(&["echo"]).await;
-    let args = ["--listen", "127.0.0.1:0", "--max-connections", "1", "--header-timeout", "3600s"];
-    let served = Served::start_with(&env, &args, None);
-    let host = served.host();
-    let body = r#"{"handler": "echo", "data": {"n": 1}}"#;
-    let (first, rest) = body.split_at(10);
-    let mut posting = TcpStream::connect(&host).expect("connect");
-    let head = format!(
-        "POST /api/v1/tasks HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    posting.write_all(format!("{head}{first}").as_bytes()).expect("send the head and part of the body");
-    let waiting = {
-        let served = served.handle();
-        std::thread::spawn(move || served.call("GET", "/health", None, None))
-    };
-    posting.write_all(rest.as_bytes()).expect("send the rest");
-    let sent = until_closed(posting, Duration::from_secs(30));
-    assert!(sent.starts_with("HTTP/1.1 201") || sent.starts_with("HTTP/1.1 200"), "{sent}");
-    let (status, answer) = waiting.join().expect("the waiting client");
-    assert_eq!((status, &answer), (200, &json!({"status": "ok"})), "the waiting client is answered");
-    assert_eq!(env.app.store.list_tasks(&Default::default()).await.expect("list").len(), 1, "the task was queued");
 }
 
 /// `[serve]` in the configuration file sets `serve`'s options, `listen` among them.
