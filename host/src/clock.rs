@@ -40,10 +40,10 @@ pub struct ServerClock {
 impl ServerClock {
     /// A skew past this is logged as a warning (once, and again when it changes by as much).
     pub const WARN_SKEW: Duration = Duration::from_secs(1);
-    /// A reading is kept over a later one whose round trip was more than twice as long (and a
-    /// few milliseconds), for this long at most: a slow answer (a wait for a connection, a busy
-    /// server) says less about when the server read its clock, up to half its round trip.
-    pub const KEEP_PRECISE: Duration = Duration::from_secs(60);
+    /// How fast a reading kept grows less certain, as this machine's monotonic clock and the
+    /// server's drift apart: 200 parts a million, generous (quartz keeps 50; a server's clock
+    /// disciplined by NTP slews at most 500 while it corrects).
+    pub const DRIFT_PER_SECOND: Duration = Duration::from_micros(200);
 
     /// A clock following the database's, `local` standing in until the first reading.
     pub fn new(local: SharedClock) -> Self {
@@ -56,7 +56,11 @@ impl ServerClock {
     }
 
     /// The server said `server` to a question sent at `sent` and answered at `received`: it
-    /// read its clock about halfway, so that is when `server` was, here.
+    /// read its clock about halfway, so that is when `server` was, here, give or take half the
+    /// round trip. The reading kept is whichever is more certain now: a slow answer (a wait for a
+    /// connection after an outage, a busy server) does not replace a quick one, which loses
+    /// certainty only as the two clocks may drift apart (a second in an hour and a half at the
+    /// rate allowed, for an answer that took two seconds).
     pub fn observe(&self, sent: Instant, server: DateTime<Utc>, received: Instant) {
         let half_trip = received.saturating_duration_since(sent) / 2;
         let at = sent + half_trip;
@@ -64,7 +68,8 @@ impl ServerClock {
         {
             let mut reading = self.reading.lock().unwrap_or_else(|p| p.into_inner());
             let keep = reading.is_some_and(|(_, kept_at, kept_half)| {
-                half_trip > kept_half * 2 + Duration::from_millis(5) && kept_at.elapsed() < Self::KEEP_PRECISE
+                let drifted = Self::DRIFT_PER_SECOND.mul_f64(at.saturating_duration_since(kept_at).as_secs_f64());
+                half_trip > kept_half + drifted + Duration::from_millis(5)
             });
             if keep {
                 return;
@@ -167,5 +172,25 @@ mod tests {
         clock.observe(now - Duration::from_millis(6), server + chrono::Duration::seconds(5), now);
         let off = (clock.now() - server).num_milliseconds();
         assert!((4_000..6_000).contains(&off), "the later reading is taken: {off} ms");
+    }
+
+    #[test]
+    fn a_slow_answer_after_a_long_outage_does_not_replace_a_reading_still_more_certain() {
+        let clock = ServerClock::new(Arc::new(SystemClock));
+        let server = Utc::now() + chrono::Duration::hours(1);
+        let now = Instant::now();
+        let then = now.checked_sub(Duration::from_secs(120)).expect("this machine has been up two minutes");
+        clock.observe(then - Duration::from_millis(2), server - chrono::Duration::seconds(120), then);
+        // Two minutes on, 6.5 s spent waiting for a connection: the server read its clock
+        // anywhere in them (here at the end), and the quick reading is still within 30 ms.
+        let at = now - Duration::from_millis(6_500);
+        clock.observe(at, server, now);
+        let off = (clock.now() - server).num_milliseconds();
+        assert!((0..1_000).contains(&off), "the quick reading two minutes old is kept: {off} ms");
+        // An hour and a half on, it may have drifted a second: a reading of two seconds is taken.
+        let later = now + Duration::from_secs(5_400);
+        clock.observe(later - Duration::from_secs(2), server + chrono::Duration::seconds(5_400), later);
+        let kept = clock.reading.lock().map(|r| r.map(|(_, at, half)| (at, half))).expect("lock");
+        assert_eq!(kept, Some((later - Duration::from_secs(1), Duration::from_secs(1))), "the later reading is taken");
     }
 }

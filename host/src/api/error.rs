@@ -127,7 +127,7 @@ impl From<Error> for ApiError {
             e => {
                 // The database's own words stay in the server's log.
                 tracing::warn!("the API could not answer: {e}");
-                let (status, code) = if e.is_retryable() || matches!(e, Error::Connect { .. } | Error::NotMigrated) {
+                let (status, code) = if e.is_unavailable() {
                     (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
                 } else {
                     (StatusCode::INTERNAL_SERVER_ERROR, "internal")

@@ -105,6 +105,15 @@ impl Error {
         of(self) == Some(Refusal::Data)
     }
 
+    /// Whether the database could not serve a call for its own state, as opposed to a fault
+    /// of this program's: unreachable, busy, refusing the login, its database or tables gone,
+    /// any refusal but of the data. What the API answers 503 `unavailable`, not 500.
+    pub fn is_unavailable(&self) -> bool {
+        self.is_retryable()
+            || matches!(self, Error::Connect { .. } | Error::NotMigrated)
+            || of(self).is_some_and(|r| r != Refusal::Data)
+    }
+
     /// Whether the database said a table does not exist.
     pub fn is_missing_table(&self) -> bool {
         of(self) == Some(Refusal::MissingTable)
