@@ -16,6 +16,8 @@ export const TASK_FIELDS = Object.freeze([
 
 /** The longest one `?wait=` the server takes, in milliseconds. */
 const MAX_WAIT_MS = 60_000;
+// A wait's request is given up on this long after its deadline when the server has not answered.
+const WAIT_GRACE_MS = 2_000;
 
 /** An error answer of the API: `status`, `code` (stable), `message`. */
 export class TaskhostError extends Error {
@@ -89,8 +91,11 @@ export class Client {
   /**
    * The task once final, through `?wait=` (no polling); `timeoutMs` null: no end. A server that
    * holds as many waits as it may (503 `busy`) is asked again, a moment later each time, while
-   * the time lasts (the task read meanwhile without `?wait=`). `signal`: an `AbortSignal` that
-   * ends the wait (an HTTP request whose client went away), rejecting with its reason.
+   * the time lasts (the task read meanwhile without `?wait=`). One that cannot be reached or
+   * answers 502, 503 or 504 (`serve` restarting: it answers its waits as it stops) is asked again
+   * while the time lasts (a minute from the last answer without a timeout), a quarter second then
+   * each second, and its last error thrown when it runs out. `signal`: an `AbortSignal` that ends
+   * the wait (an HTTP request whose client went away), rejecting with its reason.
    */
   async wait(id, { timeoutMs = 60_000, signal } = {}) {
     signal?.throwIfAborted();
@@ -98,13 +103,26 @@ export class Client {
     taskId(id);
     const deadline = timeoutMs == null ? null : Date.now() + timeoutMs;
     let pause = 100;
+    let goneUntil = null;
+    let away = 250;
     for (;;) {
       const left = deadline == null ? MAX_WAIT_MS : deadline - Date.now();
       const waitMs = Math.max(0, Math.min(Math.floor(left), MAX_WAIT_MS));
+      // A server that takes the request and never answers is given up on soon after the
+      // deadline, not a whole request timeout after it.
+      const limit = waitMs + (deadline == null ? this.timeoutMs : Math.min(this.timeoutMs, WAIT_GRACE_MS));
       let shown;
       try {
-        shown = await this.#call("GET", `/tasks/${taskId(id)}?wait=${waitMs}ms`, undefined, waitMs + this.timeoutMs, signal);
+        shown = await this.#call("GET", `/tasks/${taskId(id)}?wait=${waitMs}ms`, undefined, limit, signal);
+        [goneUntil, away] = [null, 250];
       } catch (e) {
+        if (e instanceof TaskhostError && [0, 502, 503, 504].includes(e.status) && e.code !== "busy") {
+          goneUntil ??= deadline ?? Date.now() + MAX_WAIT_MS;
+          if (Date.now() >= goneUntil) throw e;
+          await pauseFor(Math.min(away, goneUntil - Date.now()), signal);
+          away = 1_000;
+          continue;
+        }
         // A busy server still answers a plain read: the task is read so meanwhile.
         if (!(e instanceof TaskhostError) || e.code !== "busy") throw e;
         shown = await this.#call("GET", `/tasks/${taskId(id)}`, undefined, this.timeoutMs, signal);
@@ -158,6 +176,9 @@ export class Client {
     const headers = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (this.token) headers.authorization = `Bearer ${this.token}`;
+    // Before anything is sent, and not as `unreachable`: a value JSON cannot hold (a BigInt, a
+    // cycle) is the caller's TypeError, as Python's client raises it.
+    const sent = body === undefined ? undefined : JSON.stringify(body);
     const [limit, release] = within(timeoutMs, signal);
     let answer, text;
     try {
@@ -166,7 +187,7 @@ export class Client {
           answer = await fetch(`${this.baseUrl}/api/v1${path}`, {
             method,
             headers,
-            body: body === undefined ? undefined : JSON.stringify(body),
+            body: sent,
             signal: limit,
           });
           break;

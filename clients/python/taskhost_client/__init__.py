@@ -102,7 +102,8 @@ class Client:
         `?wait=` so that the server answers at its end (no polling). `timeout`: seconds, None for
         no end; past it, `TimeoutError` (its `task` attribute: the task as it was). A server that
         holds as many waits as it may (503 `busy`) is asked again, a moment later each time, while
-        the time lasts (the task read meanwhile without `?wait=`)."""
+        the time lasts (the task read meanwhile without `?wait=`); so is one that cannot be
+        reached or answers 502, 503 or 504, as while `serve` restarts."""
         detail: TaskDetail = self._drive(_core.wait(task_id, timeout, self.timeout))
         return detail
 

@@ -27,6 +27,8 @@ TASK_FIELDS = tuple(TaskInput.__annotations__)
 
 #: The longest one `?wait=` the server takes, in seconds; longer waits are asked again.
 MAX_WAIT_SECONDS = 60
+# A wait's request is given up on this long after its deadline when the server has not answered.
+WAIT_GRACE = 2.0
 
 
 class TaskhostError(Exception):
@@ -243,17 +245,33 @@ def retry(task_id: int) -> Plan:
 def wait(task_id: int, timeout: Optional[float], request_timeout: float) -> Plan:
     """`Client.wait`: `?wait=` at most a minute at a time; a server holding all the waits it may
     (503 `busy`) still answers a plain read: the task is read so, and the wait asked again a
-    moment later while the time lasts, as a stream reconnects."""
+    moment later while the time lasts, as a stream reconnects. A server that cannot be reached
+    or answers 502, 503 or 504 (`serve` restarting: it answers its waits as it stops) is asked
+    again while the time lasts (a minute from the last answer without a timeout), a quarter
+    second then each second, and its last error raised when it runs out."""
     if timeout is not None and not timeout >= 0:
         raise ValueError(f"wait(timeout={timeout!r}): seconds, at least 0 (None: no end)")
     deadline = None if timeout is None else time.monotonic() + timeout
-    pause = 0.1
+    pause, gone_until, away = 0.1, None, 0.25
     while True:
         left = MAX_WAIT_SECONDS if deadline is None else deadline - time.monotonic()
         wait_ms = max(0, min(int(left * 1000), MAX_WAIT_SECONDS * 1000))
+        # A server that takes the request and never answers is given up on soon after the
+        # deadline, not a whole request timeout after it.
+        limit = wait_ms / 1000 + (request_timeout if deadline is None else min(request_timeout, WAIT_GRACE))
         try:
-            shown = yield Call("GET", f"/tasks/{task_id_of(task_id)}?wait={wait_ms}ms", None, wait_ms / 1000 + request_timeout)
+            shown = yield Call("GET", f"/tasks/{task_id_of(task_id)}?wait={wait_ms}ms", None, limit)
+            gone_until, away = None, 0.25
         except TaskhostError as e:
+            if e.status in (0, 502, 503, 504) and e.code != "busy":
+                now = time.monotonic()
+                if gone_until is None:
+                    gone_until = deadline if deadline is not None else now + MAX_WAIT_SECONDS
+                if now >= gone_until:
+                    raise
+                yield Sleep(min(away, gone_until - now))
+                away = 1.0
+                continue
             if e.code != "busy":
                 raise
             shown = yield Call("GET", f"/tasks/{task_id_of(task_id)}")

@@ -453,6 +453,33 @@ Object.assign(busy, { plain: "succeeded", waits: 0 });
 seen.wait_busy_read_final = [(await busyClient.wait(7, { timeoutMs: 30_000 })).task.state, busy.waits];
 busyServer.close();
 
+// A wait across a restart of serve (its wait answered as it stops, a connection cut, 503, then
+// the end) is asked again while its time lasts; one taken and never answered (a server stopped)
+// is given up on soon after its deadline, not a request timeout later.
+const restartAsks = [];
+const restarting = http.createServer((req, res) => {
+  if (req.url.startsWith("/api/v1/tasks/9?")) return; // never answered
+  restartAsks.push(req.url);
+  const step = restartAsks.length % 4;
+  if (step === 2) return void req.socket.destroy();
+  const [status, answer] = step === 3
+    ? [503, { error: { code: "unavailable", message: "the database is down" } }]
+    : [200, { task: { id: 8, state: step === 1 ? "running" : "succeeded" }, runs: [] }];
+  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(answer));
+});
+await new Promise((resolve) => restarting.listen(0, "127.0.0.1", resolve));
+const restartClient = new Client(`http://127.0.0.1:${restarting.address().port}`);
+seen.wait_across_restart = [(await restartClient.wait(8, { timeoutMs: 30_000 })).task.state, restartAsks.length];
+const frozenAt = Date.now();
+try {
+  await restartClient.wait(9, { timeoutMs: 1_000 });
+  seen.wait_frozen = "answered";
+} catch (e) {
+  seen.wait_frozen = [e.code, Date.now() - frozenAt < 20_000];
+}
+restarting.closeAllConnections();
+restarting.close();
+
 // Calls one after another go on kept connections (Node's fetch keeps them: the client sends no
 // `Connection: close` and makes no agent of its own), and many at once each on one, then kept.
 const keptCount = { connections: 0, requests: 0 };

@@ -528,6 +528,23 @@ async def answers_read_piecewise():
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
             await writer.drain()
             await silent_release.wait()
+        elif "/tasks/8?wait=" in path:
+            # A serve restarting: its wait answered as it stops, a connection cut, 503, then the end.
+            restart_asks.append(path)
+            step = len(restart_asks) % 4
+            state = {1: b"running", 0: b"succeeded"}.get(step)
+            if state is not None:
+                task = b'{"task": {"id": 8, "state": "%s"}, "runs": []}' % state
+                writer.write(ok + b"Content-Length: %d\r\n\r\n" % len(task) + task)
+            elif step == 3:
+                down = b'{"error": {"code": "unavailable", "message": "the database is down"}}'
+                writer.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: %d\r\n\r\n" % len(down) + down)
+        elif "/tasks/9?wait=" in path:
+            try:  # taken and never answered (a server stopped with SIGSTOP)
+                await asyncio.wait_for(reader.read(1), 30)
+            except asyncio.TimeoutError:
+                pass
         elif path.endswith("/tasks/6"):
             writer.write(ok + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}XY0\r\n\r\n")
         elif path.endswith("/tasks/7"):
@@ -539,7 +556,7 @@ async def answers_read_piecewise():
         await writer.drain()
         writer.close()
 
-    quiet_connections, not_json_closed, silent_release = [], [], asyncio.Event()
+    quiet_connections, not_json_closed, silent_release, restart_asks = [], [], asyncio.Event(), []
     loop = asyncio.get_running_loop()
 
     async def in_thread(call):
@@ -574,6 +591,18 @@ async def answers_read_piecewise():
         dropped = "read"
     except TaskhostError as e:
         dropped = [e.status, e.code, e.message.endswith("the server closed the connection without an answer")]
+
+    # A wait across a restart of serve is asked again while its time lasts, by both clients; one
+    # taken and never answered is given up on soon after its deadline, not a request timeout later.
+    across_restart = [(await stand_in.wait(8, timeout=30))["task"]["state"]]
+    across_restart.append(await in_thread(lambda: Client(stand_in_url).wait(8, timeout=30)["task"]["state"]))
+    across_restart.append(len(restart_asks))
+    started = time.monotonic()
+    try:
+        await stand_in.wait(9, timeout=1)
+        frozen = "answered"
+    except TaskhostError as e:
+        frozen = [e.code, time.monotonic() - started < 20]
 
     def dropped_by_blocking_client():
         try:
@@ -635,7 +664,7 @@ async def answers_read_piecewise():
     except ValueError:
         line_break = "refused"
     server.close()
-    return {"read": read, "refused": refused, "dropped": dropped, "dropped_blocking": dropped_blocking, "events": told, "last_event_id": stream.last_event_id,
+    return {"read": read, "refused": refused, "dropped": dropped, "dropped_blocking": dropped_blocking, "across_restart": across_restart, "frozen": frozen, "events": told, "last_event_id": stream.last_event_id,
             "late_reconnect": [late, late_blocking, len(quiet_connections)], "not_json_closed": closed,
             "closed_while_reading": closed_while_reading, "line_break": line_break}
 
