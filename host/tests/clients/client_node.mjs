@@ -203,6 +203,13 @@ try {
   refused.no_handler = e instanceof TaskhostError ? [e.status, e.detail] : String(e);
 }
 seen.refused = refused;
+// Data JSON cannot hold: the caller's TypeError, before sending (not `unreachable`).
+try {
+  await client.enqueue("echo", { n: 1n });
+  seen.json_refused = "sent";
+} catch (e) {
+  seen.json_refused = [e.name, e instanceof TaskhostError];
+}
 
 // Events: a stream of one task is told its state at once; one of a queue, opened before a task
 // is queued in it, is told that task until it ends.

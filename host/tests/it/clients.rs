@@ -158,6 +158,7 @@ async fn the_node_client_queues_waits_cancels_and_retries(db: Db) {
     // A kept connection closed unanswered as the next request came: sent again, on a new one.
     assert_eq!(seen["resent_once"], json!([["succeeded", "succeeded", "succeeded"], 3]), "{seen}");
     assert_eq!(seen["closed_unanswered"], json!(["unreachable", true]), "{seen}");
+    assert_eq!(seen["json_refused"], json!(["TypeError", false]), "{seen}");
     // A wait across a restart of serve asked again; one never answered given up on in time.
     assert_eq!(seen["wait_across_restart"], json!(["succeeded", 4]), "{seen}");
     assert_eq!(seen["wait_frozen"], json!(["unreachable", true]), "{seen}");
