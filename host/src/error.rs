@@ -187,6 +187,16 @@ pub enum Error {
         reason: String,
     },
 
+    /// A task of several added at once refused (its dependencies, its version): `index` is its
+    /// place among them, from 0. (Not a `source`: its words are in the line already.)
+    #[error("tasks[{index}]: {error}")]
+    InBatch {
+        /// The task's place among those added.
+        index: usize,
+        /// Why it was refused.
+        error: Box<Error>,
+    },
+
     /// A file or process could not be read or written.
     #[error("{context}: {source}")]
     Io {

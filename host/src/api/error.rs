@@ -101,6 +101,11 @@ impl From<Error> for ApiError {
         match e {
             Error::InvalidJson(_) => Self::bad("invalid-json", message),
             Error::Invalid { .. } | Error::HandlerName(_) => Self::bad("invalid", message),
+            Error::InBatch { index, error } => {
+                let mut inner = Self::from(*error);
+                inner.message = format!("tasks[{index}]: {}", inner.message);
+                inner
+            }
             // Without the server's plugins directory: callers need not know its paths.
             Error::UnknownHandler { name, .. } | Error::NotDeployed { name, .. } => Self::bad(
                 "unknown-handler",

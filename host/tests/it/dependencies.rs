@@ -95,4 +95,9 @@ async fn the_api_adds_a_task_after_others_and_shows_what_it_runs_after() {
     let (status, refused) = served.call("POST", "/tasks", None, Some(r#"{"handler": "echo", "after": [424242]}"#));
     assert_eq!((status, &refused["error"]["code"]), (400, &json!("invalid")), "{refused}");
     assert!(refused["error"]["message"].as_str().unwrap_or("").contains("there is no task 424242"), "{refused}");
+    let batch = r#"{"tasks": [{"handler": "echo"}, {"handler": "echo", "after": [424242]}]}"#;
+    let (status, refused) = served.call("POST", "/tasks", None, Some(batch));
+    assert_eq!((status, &refused["error"]["code"]), (400, &json!("invalid")), "{refused}");
+    let said = refused["error"]["message"].as_str().unwrap_or("");
+    assert_eq!(said, "tasks[1]: invalid after: there is no task 424242", "named by its place: {refused}");
 }

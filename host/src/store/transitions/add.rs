@@ -99,8 +99,15 @@ async fn add_tasks_under<D: Dialect + ?Sized>(
     let mut out = Vec::with_capacity(tasks.len());
     // The bulk statements leave out what few tasks have: unique keys, dependencies, versions.
     if tasks.len() == 1 || tasks.iter().any(|t| t.unique_key.is_some() || !t.after.is_empty() || t.version.is_some()) {
-        for t in tasks {
-            out.push(add_one_under::<D>(conn, t, now, lineage).await?);
+        for (index, t) in tasks.iter().enumerate() {
+            match add_one_under::<D>(conn, t, now, lineage).await {
+                Ok(added) => out.push(added),
+                // A caller's task refused is named by its place, as the checks before name it.
+                Err(e @ Error::Invalid { .. }) if lineage.is_none() && tasks.len() > 1 => {
+                    return Err(Error::InBatch { index, error: Box::new(e) })
+                }
+                Err(e) => return Err(e),
+            }
         }
         return Ok(out);
     }
