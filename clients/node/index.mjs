@@ -102,38 +102,40 @@ export class Client {
     if (timeoutMs != null && !(timeoutMs >= 0)) throw new RangeError(`wait(timeoutMs: ${timeoutMs}): milliseconds, at least 0 (null: no end)`);
     taskId(id);
     const deadline = timeoutMs == null ? null : Date.now() + timeoutMs;
-    let pause = 100;
-    let goneUntil = null;
-    let away = 250;
+    let [pause, goneUntil, away, plain] = [100, null, 250, false];
     for (;;) {
       const left = deadline == null ? MAX_WAIT_MS : deadline - Date.now();
       const waitMs = Math.max(0, Math.min(Math.floor(left), MAX_WAIT_MS));
-      // A server that takes the request and never answers is given up on soon after the
-      // deadline, not a whole request timeout after it.
-      const limit = waitMs + (deadline == null ? this.timeoutMs : Math.min(this.timeoutMs, WAIT_GRACE_MS));
+      // The ask that reaches the deadline is given up on soon after it if the server takes it
+      // and never answers, not a whole request timeout after it.
+      const last = deadline != null && left <= MAX_WAIT_MS;
+      const limit = plain ? this.timeoutMs : waitMs + (last ? Math.min(this.timeoutMs, WAIT_GRACE_MS) : this.timeoutMs);
       let shown;
       try {
-        shown = await this.#call("GET", `/tasks/${taskId(id)}?wait=${waitMs}ms`, undefined, limit, signal);
-        [goneUntil, away] = [null, 250];
+        shown = await this.#call("GET", `/tasks/${taskId(id)}${plain ? "" : `?wait=${waitMs}ms`}`, undefined, limit, signal);
       } catch (e) {
-        if (e instanceof TaskhostError && [0, 502, 503, 504].includes(e.status) && e.code !== "busy") {
-          goneUntil ??= deadline ?? Date.now() + MAX_WAIT_MS;
-          if (Date.now() >= goneUntil) throw e;
-          await pauseFor(Math.min(away, goneUntil - Date.now()), signal);
-          away = 1_000;
+        if (!(e instanceof TaskhostError)) throw e;
+        // A busy server still answers a plain read: the task is read so meanwhile.
+        if (e.code === "busy" && !plain) {
+          plain = true;
           continue;
         }
-        // A busy server still answers a plain read: the task is read so meanwhile.
-        if (!(e instanceof TaskhostError) || e.code !== "busy") throw e;
-        shown = await this.#call("GET", `/tasks/${taskId(id)}`, undefined, this.timeoutMs, signal);
-        if (!FINAL_STATES.includes(shown.task.state)) {
-          const sleep = deadline == null ? pause : Math.max(0, Math.min(pause, deadline - Date.now()));
-          await pauseFor(sleep, signal);
-          pause = Math.min(pause * 2, 2_000);
-          if (deadline == null || Date.now() < deadline) continue;
-        }
+        if (![0, 502, 503, 504].includes(e.status) || e.code === "busy") throw e;
+        goneUntil ??= deadline ?? Date.now() + MAX_WAIT_MS;
+        if (Date.now() >= goneUntil) throw e;
+        await pauseFor(Math.min(away, goneUntil - Date.now()), signal);
+        away = 1_000;
+        continue;
       }
+      [goneUntil, away] = [null, 250];
       if (FINAL_STATES.includes(shown.task.state)) return shown;
+      if (plain) {
+        plain = false;
+        const sleep = deadline == null ? pause : Math.max(0, Math.min(pause, deadline - Date.now()));
+        await pauseFor(sleep, signal);
+        pause = Math.min(pause * 2, 2_000);
+        if (deadline == null || Date.now() < deadline) continue;
+      }
       if (deadline != null && Date.now() >= deadline) throw new WaitTimeoutError(id, shown, timeoutMs);
     }
   }

@@ -67,9 +67,14 @@ impl ServerClock {
         let now_here = self.local.now() - chrono::Duration::from_std(received - at).unwrap_or_default();
         {
             let mut reading = self.reading.lock().unwrap_or_else(|p| p.into_inner());
-            let keep = reading.is_some_and(|(_, kept_at, kept_half)| {
+            let keep = reading.is_some_and(|(kept_server, kept_at, kept_half)| {
                 let drifted = Self::DRIFT_PER_SECOND.mul_f64(at.saturating_duration_since(kept_at).as_secs_f64());
-                half_trip > kept_half + drifted + Duration::from_millis(5)
+                let kept_within = kept_half + drifted;
+                // Two readings that cannot both be right: the server's clock moved (a step, a
+                // failover, a machine paused), and the new one is taken however slow.
+                let since = chrono::Duration::from_std(at.saturating_duration_since(kept_at)).unwrap_or_default();
+                let apart = (server - (kept_server + since)).abs().to_std().unwrap_or_default();
+                half_trip > kept_within + Duration::from_millis(5) && apart <= kept_within + half_trip
             });
             if keep {
                 return;
@@ -164,10 +169,15 @@ mod tests {
         let server = Utc::now() + chrono::Duration::hours(1);
         let now = Instant::now();
         clock.observe(now - Duration::from_millis(2), server, now);
-        // Two seconds in all: the server may have read its clock anywhere in them.
+        // Two seconds in all: the server may have read its clock anywhere in them (here near
+        // their end), which agrees with the precise reading.
+        clock.observe(now - Duration::from_secs(2), server + chrono::Duration::milliseconds(800), now);
+        let off = (clock.now() - server).num_milliseconds();
+        assert!((0..500).contains(&off), "the precise reading is kept: {off} ms");
+        // Five seconds on where the precise one says one at most: the server's clock moved.
         clock.observe(now - Duration::from_secs(2), server + chrono::Duration::seconds(5), now);
         let off = (clock.now() - server).num_milliseconds();
-        assert!((0..1_000).contains(&off), "the precise reading is kept: {off} ms");
+        assert!((5_500..6_500).contains(&off), "a reading that cannot agree is taken (5 s, read 1 s ago): {off} ms");
         // As precise, or nearly: the later reading is taken.
         clock.observe(now - Duration::from_millis(6), server + chrono::Duration::seconds(5), now);
         let off = (clock.now() - server).num_milliseconds();

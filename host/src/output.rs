@@ -129,7 +129,7 @@ pub fn task_detail(t: &Task, runs: &[Run]) -> String {
     let _ = writeln!(out, "task {}  handler {}  queue {}  priority {}", t.id, t.handler, t.queue, t.priority);
     let _ = writeln!(
         out,
-        "  state       {}  (last run {}, {} of {} attempts failed)",
+        "  state       {}  (last run {}, {} failed in a row of {} attempts)",
         t.state, t.last_status, t.task_runs_failed, t.max_attempts
     );
     let _ = writeln!(out, "  queued      {} by {}", t.queued_on, t.queued_by.as_deref().unwrap_or("-"));

@@ -252,37 +252,41 @@ def wait(task_id: int, timeout: Optional[float], request_timeout: float) -> Plan
     if timeout is not None and not timeout >= 0:
         raise ValueError(f"wait(timeout={timeout!r}): seconds, at least 0 (None: no end)")
     deadline = None if timeout is None else time.monotonic() + timeout
-    pause, gone_until, away = 0.1, None, 0.25
+    pause, gone_until, away, plain = 0.1, None, 0.25, False
     while True:
         left = MAX_WAIT_SECONDS if deadline is None else deadline - time.monotonic()
         wait_ms = max(0, min(int(left * 1000), MAX_WAIT_SECONDS * 1000))
-        # A server that takes the request and never answers is given up on soon after the
-        # deadline, not a whole request timeout after it.
-        limit = wait_ms / 1000 + (request_timeout if deadline is None else min(request_timeout, WAIT_GRACE))
+        # The ask that reaches the deadline is given up on soon after it if the server takes it
+        # and never answers, not a whole request timeout after it.
+        last = deadline is not None and left <= MAX_WAIT_SECONDS
+        limit = wait_ms / 1000 + (min(request_timeout, WAIT_GRACE) if last else request_timeout)
+        path = f"/tasks/{task_id_of(task_id)}" + ("" if plain else f"?wait={wait_ms}ms")
         try:
-            shown = yield Call("GET", f"/tasks/{task_id_of(task_id)}?wait={wait_ms}ms", None, limit)
-            gone_until, away = None, 0.25
+            shown = yield Call("GET", path, None, None if plain else limit)
         except TaskhostError as e:
-            if e.status in (0, 502, 503, 504) and e.code != "busy":
-                now = time.monotonic()
-                if gone_until is None:
-                    gone_until = deadline if deadline is not None else now + MAX_WAIT_SECONDS
-                if now >= gone_until:
-                    raise
-                yield Sleep(min(away, gone_until - now))
-                away = 1.0
+            if e.code == "busy" and not plain:
+                plain = True
                 continue
-            if e.code != "busy":
+            if e.status not in (0, 502, 503, 504) or e.code == "busy":
                 raise
-            shown = yield Call("GET", f"/tasks/{task_id_of(task_id)}")
-            if shown["task"]["state"] not in FINAL_STATES:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                yield Sleep(pause if remaining is None else max(0.0, min(pause, remaining)))
-                pause = min(pause * 2, 2.0)
-                if deadline is None or time.monotonic() < deadline:
-                    continue
+            now = time.monotonic()
+            if gone_until is None:
+                gone_until = deadline if deadline is not None else now + MAX_WAIT_SECONDS
+            if now >= gone_until:
+                raise
+            yield Sleep(min(away, gone_until - now))
+            away = 1.0
+            continue
+        gone_until, away = None, 0.25
         if shown["task"]["state"] in FINAL_STATES:
             return cast(TaskDetail, shown)
+        if plain:
+            plain = False
+            remaining = None if deadline is None else deadline - time.monotonic()
+            yield Sleep(pause if remaining is None else max(0.0, min(pause, remaining)))
+            pause = min(pause * 2, 2.0)
+            if deadline is None or time.monotonic() < deadline:
+                continue
         if deadline is not None and time.monotonic() >= deadline:
             error = TimeoutError(f"task {task_id} is still {shown['task']['state']} after {timeout} s")
             error.task = shown  # type: ignore[attr-defined]

@@ -8,7 +8,8 @@
 //! none, the first answer given says `Connection: close` and its connection closes after it, or
 //! else the first connection to become idle closes. Only one: a single connection waits accepted
 //! at a time, and every other client keeps its connection. Waits and event streams are requests
-//! in flight: never given back while they last (a stream's answer never carries the close); nor
+//! in flight: never given back while they last (a stream's answer never carries the close; one
+//! read on a connection just chosen hands the debt back to be settled by another); nor
 //! is a new connection before its first request (its client may be sending it, and would see no
 //! answer), which the header timeout bounds as before.
 //!
@@ -30,6 +31,8 @@ pub(super) struct Connections {
     /// A new connection waits for a slot and none has been chosen to give one back yet: the
     /// first to take it (compare and swap) closes.
     owed: Arc<AtomicBool>,
+    /// A connection chosen gave the debt back (its next request holds it long): look again.
+    rescan: Arc<Notify>,
 }
 
 /// One open connection: its requests in flight, and the call to close it once idle.
@@ -41,6 +44,7 @@ pub(super) struct Connection {
     closing: AtomicBool,
     give_back: Notify,
     owed: Arc<AtomicBool>,
+    rescan: Arc<Notify>,
 }
 
 /// A connection's place among the open ones, left when dropped (the connection closed).
@@ -59,6 +63,7 @@ impl Connections {
             closing: AtomicBool::new(false),
             give_back: Notify::new(),
             owed: self.owed.clone(),
+            rescan: self.rescan.clone(),
         });
         self.lock().insert(id, connection.clone());
         Member { id, connections: self.clone(), connection }
@@ -67,22 +72,32 @@ impl Connections {
     /// A new connection waits (`true`) for a slot, or has one (`false`). Waiting, an idle
     /// connection is given back now, or else the first that is answered or becomes idle.
     pub(super) fn starved(&self, starved: bool) {
+        if !starved {
+            self.owed.store(false, Ordering::SeqCst);
+            return;
+        }
+        let open = self.lock();
+        // One closing already (chosen before, its slot not yet free) gives this slot.
+        if open.values().any(|c| c.closing.load(Ordering::SeqCst)) {
+            return;
+        }
         // Owed before the idle ones are looked at: a connection becoming idle meanwhile either
         // is seen idle here or sees the debt itself (both sequentially consistent).
-        self.owed.store(starved, Ordering::SeqCst);
-        if starved {
-            for connection in self.lock().values() {
-                // (One closing already gives back a slot owed before.)
-                if connection.served.load(Ordering::SeqCst)
-                    && !connection.closing.load(Ordering::SeqCst)
-                    && connection.busy.load(Ordering::SeqCst) == 0
-                    && connection.settles()
-                {
-                    connection.give_back.notify_one();
-                    break;
-                }
+        self.owed.store(true, Ordering::SeqCst);
+        for connection in open.values() {
+            if connection.served.load(Ordering::SeqCst)
+                && connection.busy.load(Ordering::SeqCst) == 0
+                && connection.settles()
+            {
+                connection.give_back.notify_one();
+                break;
             }
         }
+    }
+
+    /// Resolves when a connection chosen gave the debt back: `starved(true)` again.
+    pub(super) async fn rescan(&self) {
+        self.rescan.notified().await
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Connection>>> {
@@ -126,7 +141,16 @@ impl Busy {
     /// A new connection waits for a slot, and this answer, one that ends (not a stream), is the
     /// first to be given since: its connection closes after it, and the answer is to say so.
     pub(super) fn closes_after(&self, ends: bool) -> bool {
-        self.0.closing.load(Ordering::SeqCst) || (ends && self.0.settles())
+        ends && (self.0.closing.load(Ordering::SeqCst) || self.0.settles())
+    }
+
+    /// This request holds its connection long (a wait, a stream): if the connection was chosen
+    /// to give its slot back (a request read as it was), the debt goes back to be settled by
+    /// another. (This one still closes after its request: hyper's shutdown has begun.)
+    pub(super) fn holds_long(&self) {
+        if self.0.closing.swap(false, Ordering::SeqCst) {
+            self.0.rescan.notify_one();
+        }
     }
 }
 

@@ -127,13 +127,17 @@ async fn serve_now(
         let slot = match slots.clone().try_acquire_owned() {
             Ok(slot) => slot,
             Err(_) => {
-                // A client waits, every slot taken: idle kept-alive connections are given back (kept.rs).
+                // A client waits, every slot taken: a kept-alive connection gives its back (kept.rs).
                 connections.starved(true);
-                let slot = tokio::select! {
-                    _ = &mut shutdown => break,
-                    slot = slots.clone().acquire_owned() => slot.map_err(std::io::Error::other)?,
+                let slot = loop {
+                    tokio::select! {
+                        _ = &mut shutdown => break None,
+                        slot = slots.clone().acquire_owned() => break Some(slot.map_err(std::io::Error::other)?),
+                        _ = connections.rescan() => connections.starved(true),
+                    }
                 };
                 connections.starved(false);
+                let Some(slot) = slot else { break };
                 slot
             }
         };
@@ -184,6 +188,9 @@ fn counted(
 > + Send {
     hyper::service::service_fn(move |req: Request<Incoming>| {
         let busy = connection.busy();
+        if holds_long(&req) {
+            busy.holds_long();
+        }
         let answer = hyper::service::Service::call(&service, req);
         async move {
             let mut answer = match answer.await {
@@ -205,6 +212,12 @@ fn counted(
             }))
         }
     })
+}
+
+/// Whether `req` may hold its connection long: an event stream or a wait for a task's end.
+fn holds_long(req: &Request<Incoming>) -> bool {
+    req.uri().path().ends_with("/events")
+        || req.uri().query().is_some_and(|q| q.split('&').any(|p| p.starts_with("wait=")))
 }
 
 /// The connections that waits and event streams may hold at once on one server: three quarters of

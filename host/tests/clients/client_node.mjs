@@ -467,9 +467,10 @@ const restartAsks = [];
 const restarting = http.createServer((req, res) => {
   if (req.url.startsWith("/api/v1/tasks/9?")) return; // never answered
   restartAsks.push(req.url);
-  const step = restartAsks.length % 4;
-  if (step === 2) return void req.socket.destroy();
-  const [status, answer] = step === 3
+  // Cut twice in a row: the client's one resend of a cut request does not hide the wait's retry.
+  const step = restartAsks.length % 5;
+  if (step === 2 || step === 3) return void req.socket.destroy();
+  const [status, answer] = step === 4
     ? [503, { error: { code: "unavailable", message: "the database is down" } }]
     : [200, { task: { id: 8, state: step === 1 ? "running" : "succeeded" }, runs: [] }];
   res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(answer));

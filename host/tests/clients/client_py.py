@@ -604,6 +604,16 @@ async def answers_read_piecewise():
     except TaskhostError as e:
         frozen = [e.code, time.monotonic() - started < 20]
 
+    def frozen_blocking():
+        started = time.monotonic()
+        try:
+            Client(stand_in_url).wait(9, timeout=1)
+            return ["answered", False]
+        except TaskhostError as e:
+            return [e.code, time.monotonic() - started < 20]
+
+    frozen += await in_thread(frozen_blocking)
+
     def dropped_by_blocking_client():
         try:
             Client(stand_in_url).get(7)

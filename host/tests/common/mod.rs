@@ -13,6 +13,7 @@ use taskhost::sandbox::SandboxConfig;
 use taskhost::{App, AppConfig};
 use tempfile::TempDir;
 
+pub mod freezer;
 pub mod http;
 pub mod locker;
 pub mod migrated;

@@ -385,6 +385,9 @@ async fn a_killed_worker_is_found_dead_and_its_task_runs_again() {
     assert_eq!(runs[0].status, RunStatus::Timeout);
     assert_eq!(runs[0].error_code.as_deref(), Some("runner-lost"));
     assert_eq!(runs[1].status, RunStatus::Success);
+    // Failures counted in a row, as the count is: none after the success, beside a timed-out run.
+    let shown = stdout(&run(&env, &["show", &id.to_string()]));
+    assert!(shown.contains("(last run success, 0 failed in a row of "), "{shown}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

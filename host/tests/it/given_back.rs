@@ -13,6 +13,18 @@ use common::Env;
 use serde_json::json;
 use taskhost::NewTask;
 
+/// Reads `s` until the server has sent `told` (within 30 s), failing if it closes first.
+fn answered(s: &mut TcpStream, told: &str) {
+    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains(told) {
+        let n = s.read(&mut buf).expect("an answer within 30 s");
+        assert!(n > 0, "closed before its answer: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
 /// Whether a kept-alive connection still answers a request (false: the server had closed it).
 fn still_serves(mut s: TcpStream, host: &str) -> bool {
     s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
@@ -44,16 +56,6 @@ async fn idle_kept_alive_connections_are_closed_when_a_new_one_waits_for_a_slot(
     let host = served.host();
     let send = |s: &mut TcpStream, path: &str| {
         s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes()).expect("send");
-    };
-    let answered = |s: &mut TcpStream, told: &str| {
-        s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
-        let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !String::from_utf8_lossy(&got).contains(told) {
-            let n = s.read(&mut buf).expect("an answer within 30 s");
-            assert!(n > 0, "closed before its answer: {}", String::from_utf8_lossy(&got));
-            got.extend_from_slice(&buf[..n]);
-        }
     };
     let health = r#"{"status":"ok"}"#;
     let kept_alive = || {
@@ -143,14 +145,7 @@ async fn one_connection_is_given_back_for_a_client_waiting_for_a_slot_not_every_
     env.app.store.cancel_tasks(&[id], env.clock.now()).await.expect("cancel");
     let mut open = Vec::new();
     for mut s in waits {
-        s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
-        let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !String::from_utf8_lossy(&got).contains(r#""state":"cancelled""#) {
-            let n = s.read(&mut buf).expect("the wait's answer within 30 s");
-            assert!(n > 0, "closed before its answer: {}", String::from_utf8_lossy(&got));
-            got.extend_from_slice(&buf[..n]);
-        }
+        answered(&mut s, r#""state":"cancelled""#);
         open.push(still_serves(s, &host));
     }
     assert_eq!(open.iter().filter(|o| !**o).count(), 1, "exactly one wait's connection closed: {open:?}");

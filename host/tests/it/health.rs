@@ -100,6 +100,10 @@ async fn health_is_unavailable_while_the_database_refuses_the_login(mut env: Env
         let (status, answer) = served.call("GET", path, None, None);
         assert_eq!((status, answer["error"]["code"].as_str()), (503, Some("unavailable")), "{path}: {answer}");
     }
+    // A command started meanwhile says what the database said of the login, in one line.
+    let o = common::process::run(&env, &["list"]);
+    let said = common::process::stderr(&o);
+    assert!(!o.status.success() && said.contains("authentication failed: "), "{said}");
     as_admin(&admin, allow).await;
     common::wait_until(Duration::from_secs(30), "health again", || async {
         served.call("GET", "/health", None, None).0 == 200
@@ -137,4 +141,30 @@ async fn health_is_unavailable_while_the_database_refuses_the_login_on_mysql() {
         &[format!("DROP USER {account}")],
     ];
     health_is_unavailable_while_the_database_refuses_the_login(env, &user, sql).await;
+}
+
+/// A database that takes the server's bytes and answers none (a network cut that no peer
+/// notices): a health probe is answered 503 `unavailable` within its 2 s, not after the pool's
+/// wait for a connection nor never, and 200 again once the network is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_is_unavailable_in_time_while_the_database_is_cut_off() {
+    let freezer = common::freezer::Freezer::start("127.0.0.1:5432").await;
+    let env = Env::on_scratch(common::postgres_database(&freezer.addr).await, &["echo"]).await;
+    let served = Served::start(&env, "127.0.0.1:0");
+    let health = |served: &Served| {
+        let served = served.handle();
+        tokio::task::spawn_blocking(move || served.call("GET", "/health", None, None))
+    };
+    assert_eq!(health(&served).await.expect("health").0, 200, "health through the proxy");
+    freezer.freeze(true);
+    let asked = std::time::Instant::now();
+    let (status, answer) = health(&served).await.expect("health");
+    assert_eq!((status, answer["error"]["code"].as_str()), (503, Some("unavailable")), "{answer}");
+    // Its 2 s, not the pool's 10 s wait for a connection whose ping goes unanswered.
+    assert!(asked.elapsed() < Duration::from_secs(6), "answered after {:?}", asked.elapsed());
+    freezer.freeze(false);
+    common::wait_until(Duration::from_secs(30), "health again", || async {
+        health(&served).await.is_ok_and(|(status, _)| status == 200)
+    })
+    .await;
 }

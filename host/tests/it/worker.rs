@@ -334,6 +334,9 @@ async fn progress_and_partial_results_are_visible_while_the_run_is_running() {
     let runs = env.app.store.runs_of(id).await.expect("runs");
     assert_eq!(runs[0].status, RunStatus::Timeout);
     assert_eq!(runs[0].percents_completed, 60, "progress stays on the run");
+    // Said as what happened: the worker stopped past its grace, not only a runner gone silent.
+    let said = runs[0].error_message.as_deref().unwrap_or_default();
+    assert!(said.contains("shutdown grace period over"), "{said}");
 }
 
 /// Concurrency caps the guests running at once, not the runs a claim takes: with one slot and

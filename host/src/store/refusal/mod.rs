@@ -31,7 +31,11 @@ pub(crate) enum Refusal {
     /// The database named does not exist (on a server).
     #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
     NoDatabase,
-    /// Anything else: the database's state, waited out by whoever retries.
+    /// The server's state, not the call: shutting down, out of connections, space or memory,
+    /// read-only, the session ended by an administrator.
+    Unavailable,
+    /// Anything else: waited out by whoever retries, and to an API's caller a fault of this
+    /// program's (a statement the database cannot run), not the database's state.
     Other,
 }
 
@@ -107,11 +111,20 @@ impl Error {
 
     /// Whether the database could not serve a call for its own state, as opposed to a fault
     /// of this program's: unreachable, busy, refusing the login, its database or tables gone,
-    /// any refusal but of the data. What the API answers 503 `unavailable`, not 500.
+    /// shutting down, full or read-only. What the API answers 503 `unavailable`, not 500.
     pub fn is_unavailable(&self) -> bool {
         self.is_retryable()
             || matches!(self, Error::Connect { .. } | Error::NotMigrated)
-            || of(self).is_some_and(|r| r != Refusal::Data)
+            || matches!(
+                of(self),
+                Some(
+                    Refusal::Contention
+                        | Refusal::MissingTable
+                        | Refusal::Authentication
+                        | Refusal::NoDatabase
+                        | Refusal::Unavailable
+                )
+            )
     }
 
     /// Whether the database said a table does not exist.

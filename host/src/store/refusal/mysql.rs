@@ -13,8 +13,13 @@ pub(super) fn refusal(db: &dyn sqlx::error::DatabaseError) -> Option<Refusal> {
         // Data too long, bad string, out of range, null, packet too large, bad value.
         1406 | 1366 | 1264 | 1048 | 1153 | 1301 | 1292 => Refusal::Data,
         1146 => Refusal::MissingTable,
-        1045 => Refusal::Authentication,
+        // Access denied (with a password, or without one: 1698), the account locked (MySQL's
+        // number, MariaDB's).
+        1045 | 1698 | 3118 | 4151 => Refusal::Authentication,
         1049 => Refusal::NoDatabase,
+        // Too many connections (the server's, the user's), shutting down, read-only, the
+        // connection killed or the query interrupted, a table or disk full.
+        1040 | 1203 | 1226 | 1053 | 1290 | 1836 | 1927 | 1317 | 1114 | 1021 => Refusal::Unavailable,
         _ => super::by_kind(db).unwrap_or(Refusal::Other),
     })
 }

@@ -11,6 +11,10 @@ pub(super) fn refusal(db: &dyn sqlx::error::DatabaseError) -> Option<Refusal> {
         "42P01" => Refusal::MissingTable,
         "28P01" | "28000" => Refusal::Authentication,
         "3D000" => Refusal::NoDatabase,
+        // Read-only; connection exceptions, insufficient resources, operator intervention (a
+        // session ended, the server shutting down), system errors.
+        "25006" => Refusal::Unavailable,
+        c if ["08", "53", "57", "58"].iter().any(|class| c.starts_with(class)) => Refusal::Unavailable,
         _ => super::by_kind(db).unwrap_or(Refusal::Other),
     })
 }

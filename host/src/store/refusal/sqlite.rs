@@ -11,6 +11,8 @@ pub(super) fn refusal(db: &dyn sqlx::error::DatabaseError) -> Option<Refusal> {
         Some(5 | 6) => Refusal::Contention,
         // Too big, constraint, mismatch.
         Some(18..=20) => Refusal::Data,
+        // Read-only, an I/O error, the disk full, the file not to be opened.
+        Some(8 | 10 | 13 | 14) => Refusal::Unavailable,
         _ if db.message().starts_with("no such table") => Refusal::MissingTable,
         _ => super::by_kind(db).unwrap_or(Refusal::Other),
     })

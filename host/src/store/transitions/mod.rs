@@ -77,9 +77,13 @@ pub struct Why<'a> {
 pub const CANCELLED_BY_OPERATOR: Why = Why { code: codes::CANCELLED, message: "cancelled by an operator" };
 /// The overseer found the run past its `timeout_on`.
 pub const TIMED_OUT: Why = Why { code: codes::RUN_TIMEOUT, message: "the run did not finish within its run timeout" };
-/// The overseer found the run's runner dead.
-pub const LOST: Why =
-    Why { code: codes::RUNNER_LOST, message: "the runner running this run stopped (no heartbeat or process gone)" };
+/// The overseer found the run's runner dead, or its runner stopped past its grace period
+/// with the run unfinished.
+pub const LOST: Why = Why {
+    code: codes::RUNNER_LOST,
+    message: "the runner running this run stopped before it ended (no heartbeat, process gone, or its shutdown grace \
+              period over)",
+};
 /// No live worker serves the task's handler.
 pub const UNSERVED: Why = Why {
     code: codes::HANDLER_NOT_FOUND,
