@@ -124,23 +124,7 @@ async fn serve_now(
                 }
             },
         };
-        let slot = match slots.clone().try_acquire_owned() {
-            Ok(slot) => slot,
-            Err(_) => {
-                // A client waits, every slot taken: a kept-alive connection gives its back (kept.rs).
-                connections.starved(true);
-                let slot = loop {
-                    tokio::select! {
-                        _ = &mut shutdown => break None,
-                        slot = slots.clone().acquire_owned() => break Some(slot.map_err(std::io::Error::other)?),
-                        _ = connections.rescan() => connections.starved(true),
-                    }
-                };
-                connections.starved(false);
-                let Some(slot) = slot else { break };
-                slot
-            }
-        };
+        let Some(slot) = slot_for(&slots, &connections, &mut shutdown).await? else { break };
         let _ = stream.set_nodelay(true);
         let stream = super::slow::WriteStall::new(stream, request_timeout);
         let member = connections.join();
@@ -173,6 +157,28 @@ async fn serve_now(
     let all = u32::try_from(cap).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(request_timeout, slots.acquire_many(all)).await;
     Ok(())
+}
+
+/// A slot for the connection just accepted: at once, or once a kept-alive connection gives its
+/// back (kept.rs); None when the server is stopped meanwhile.
+async fn slot_for(
+    slots: &Arc<Semaphore>,
+    connections: &Connections,
+    shutdown: &mut BoxFuture<'_, ()>,
+) -> std::io::Result<Option<OwnedSemaphorePermit>> {
+    if let Ok(slot) = slots.clone().try_acquire_owned() {
+        return Ok(Some(slot));
+    }
+    connections.starved(true);
+    let slot = loop {
+        tokio::select! {
+            _ = &mut *shutdown => break Ok(None),
+            slot = slots.clone().acquire_owned() => break slot.map(Some).map_err(std::io::Error::other),
+            _ = connections.rescan() => connections.starved(true),
+        }
+    };
+    connections.starved(false);
+    slot
 }
 
 /// `service` counting its requests in flight on `connection`, each until its answer's body is
