@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 
 use super::doc::Errors;
 use super::{ApiError, ApiState};
+use crate::error::Error;
 use crate::model::{Added, NewTask, RunStatus, Task, TaskDetail, TaskFilter, TaskId, TaskInput, TaskState};
 
 /// Most tasks one request may queue.
@@ -99,7 +100,14 @@ pub(super) async fn add(
         }
         Err((None, e)) => return Err(e.into()),
     }
-    let added = state.client.add_many(tasks).await?;
+    let one = tasks.len() == 1;
+    let added = match state.client.add_many(tasks).await {
+        // A batch of one goes the single path in the store, which names no place.
+        Err(e @ Error::Invalid { .. }) if many && one => {
+            return Err(Error::InBatch { index: 0, error: Box::new(e) }.into())
+        }
+        other => other?,
+    };
     let answer = match (many, added.first()) {
         (false, Some(one)) => AddAnswer::One(*one),
         _ => AddAnswer::Many { tasks: added },

@@ -21,7 +21,6 @@ async function call(method, path, body) {
 }
 
 const later = new Date(Date.now() + 3600_000).toISOString();
-const slow = await call('POST', '/tasks', { handler: 'probe', data: { steps: 100, step_ms: 150 } });
 const held = await call('POST', '/tasks', { handler: 'probe', queue: 'held', data: { hold_ms: 600_000 } });
 const hostile = await call('POST', '/tasks', { handler: 'echo', data: {
   html: '<img src=x onerror="window.__xss=1">', script: '</script><script>window.__xss=2</script>' } });
@@ -83,11 +82,15 @@ function cellText([list, key, label]) {
 }
 
 let page;
+let slow;
 try {
   page = await open({ width: 1280, height: 800 });
 
   // A running task's progress bar advances without a reload, read again as the event stream
   // tells of its progress.
+  // Queued only now, once the browser is up: under load the launch alone can outlast a short run,
+  // and the page must read the bar at least twice while it runs.
+  slow = await call('POST', '/tasks', { handler: 'probe', data: { steps: 100, step_ms: 200 } });
   await visit(page, `#/tasks/${slow.id}`, '[data-run] [role=progressbar]');
   await page.waitForSelector('body[data-stream="open"]', WAIT);
   await page.waitForFunction(() => Number(document.querySelector('[data-run] [role=progressbar]')

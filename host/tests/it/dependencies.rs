@@ -100,4 +100,11 @@ async fn the_api_adds_a_task_after_others_and_shows_what_it_runs_after() {
     assert_eq!((status, &refused["error"]["code"]), (400, &json!("invalid")), "{refused}");
     let said = refused["error"]["message"].as_str().unwrap_or("");
     assert_eq!(said, "tasks[1]: invalid after: there is no task 424242", "named by its place: {refused}");
+    // A batch of one is named by its place too, as the checks before the store name it.
+    let (status, refused) =
+        served.call("POST", "/tasks", None, Some(r#"{"tasks": [{"handler": "echo", "after": [424242]}]}"#));
+    assert_eq!(
+        (status, &refused["error"]["message"]),
+        (400, &json!("tasks[0]: invalid after: there is no task 424242"))
+    );
 }
