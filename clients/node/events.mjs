@@ -14,7 +14,28 @@ export function unreachable(baseUrl, e, answered) {
       : answered
         ? "the server closed the connection before the end of its answer"
         : "the server closed the connection without an answer";
-  return new TaskhostError(0, "unreachable", `${baseUrl}: ${why}`);
+  const error = new TaskhostError(0, "unreachable", `${baseUrl}: ${why}`);
+  // Not enumerable: what a caller sees of the error is as before.
+  if (lasting(e?.cause?.code)) Object.defineProperty(error, "lasting", { value: true });
+  return error;
+}
+
+/**
+ * Whether a connection failed for a reason that asking again does not mend (TLS's codes): the
+ * server's certificate not trusted or not for its name, or TLS spoken to a server that does not
+ * speak it. (A name the DNS does not know may be a restarting server's, as a headless
+ * service's without a ready pod: it is asked again.)
+ */
+function lasting(code) {
+  return typeof code === "string" && /CERT|SIGNATURE|HOSTNAME_MISMATCH|ERR_SSL_(WRONG_VERSION_NUMBER|RECORD_LAYER_FAILURE|PACKET_LENGTH_TOO_LONG)/.test(code);
+}
+
+/**
+ * Whether `e` may pass if asked again: a server away (for no reason that lasts), or behind a
+ * proxy answering 502, 503 or 504 (`serve` restarting).
+ */
+export function passing(e) {
+  return [502, 503, 504].includes(e.status) || (e.status === 0 && !e.lasting);
 }
 
 /** `ms` passing, or `signal` aborting first (rejecting with its reason). */
@@ -208,7 +229,7 @@ export class EventStream {
             if (this.#closed) return;
             // Only a server away, busy or behind a proxy restarting is waited for; given up on, it
             // is unreachable, whatever its last answer was.
-            if (![0, 502, 503, 504].includes(e.status)) throw e;
+            if (!passing(e)) throw e;
             if (Date.now() >= deadline) {
               if (e.status === 0) throw e;
               const gaveUp = `gave up reconnecting after ${this.#reconnectMs} ms: ${e.status} ${e.code}: ${e.detail}`;

@@ -47,6 +47,12 @@ export interface Retried {
   attempt: number;
 }
 
+/** What `signal` answers: the signal's own id (not the task's), and whether its task awaited it and is now due. */
+export interface SignalSent {
+  id: number;
+  woke: boolean;
+}
+
 export interface Task {
   id: number;
   state: TaskState;
@@ -136,6 +142,8 @@ export declare class Client {
   wait(id: number, options?: { timeoutMs?: number | null; signal?: AbortSignal }): Promise<TaskDetail>;
   cancel(id: number, options?: { withChildren?: boolean }): Promise<Cancelled>;
   retry(id: number): Promise<Retried>;
+  /** `data` is JSON (`{}` when left out); kept until a run of the task awaits it. */
+  signal(id: number, name: string, data?: unknown): Promise<SignalSent>;
   events(options?: {
     queue?: string | string[];
     handler?: string | string[];

@@ -1,7 +1,7 @@
 // A client for taskhost's HTTP API (`taskhost serve`) over the platform's `fetch` (Node.js 18+,
 // Deno, Bun, browsers); no dependencies. Types: index.d.ts. The event stream: events.mjs.
 
-import { EventStream, pauseFor, unreachable } from "./events.mjs";
+import { EventStream, passing, pauseFor, unreachable } from "./events.mjs";
 
 export { EventStream };
 
@@ -120,7 +120,7 @@ export class Client {
           plain = true;
           continue;
         }
-        if (![0, 502, 503, 504].includes(e.status) || e.code === "busy") throw e;
+        if (!passing(e) || e.code === "busy") throw e;
         goneUntil ??= deadline ?? Date.now() + MAX_WAIT_MS;
         if (Date.now() >= goneUntil) throw e;
         await pauseFor(Math.min(away, goneUntil - Date.now()), signal);
@@ -148,6 +148,18 @@ export class Client {
   /** Run a finished task again, now: `{id, attempt}`. */
   async retry(id) {
     return this.#call("POST", `/tasks/${taskId(id)}/retry`);
+  }
+
+  /**
+   * Send the signal `name` to an unfinished task with `data` (JSON; undefined sends `{}`): kept
+   * until a run of it awaits it; a task awaiting it is due at once. `{id, woke}` (`id` the
+   * signal's own). 409 `conflict` when the task has finished.
+   */
+  async signal(id, name, data = {}) {
+    if (typeof name !== "string" || name === "") throw new TypeError(`signal: the name is text, not ${String(name)}`);
+    // fetch drops a path's dot segments, escaped or not: such a name would reach another route.
+    if (name === "." || name === "..") throw new TypeError(`signal: a signal named ${name} cannot be sent in a URL's path`);
+    return this.#call("POST", `/tasks/${taskId(id)}/signals/${encodeURIComponent(name)}`, data);
   }
 
   /**

@@ -36,6 +36,28 @@ pub fn key_position(text: &str, path: &[&str]) -> Option<String> {
     Some(position(text, key.span().start))
 }
 
+/// `message` (`[table.sub] key: why`, or `[table.sub]: why`, as a check after reading says it)
+/// with the line and column of its key, or of its table, put first where the text has them.
+pub fn locate_message(text: &str, message: &str) -> String {
+    let Some((table, rest)) = message.strip_prefix('[').and_then(|m| m.split_once(']')) else {
+        return message.to_string();
+    };
+    let mut path: Vec<&str> = table.split('.').collect();
+    // The key: a name right after the table, followed by `:` or ` =`.
+    let after = rest.strip_prefix(' ').unwrap_or("");
+    let end = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
+    let (key, tail) = after.split_at(end);
+    let table_at = key_position(text, &path);
+    if !key.is_empty() && (tail.starts_with(':') || tail.starts_with(" =")) {
+        path.push(key);
+    }
+    // The key's place, else (a word that is no key of the table) the table's.
+    match key_position(text, &path).or(table_at) {
+        Some(at) => format!("{at}: {message}"),
+        None => message.to_string(),
+    }
+}
+
 type Entry<'t, 'i> = (&'t Spanned<toml::de::DeString<'i>>, &'t Spanned<DeValue<'i>>);
 
 fn find<'t, 'i>(table: &'t DeTable<'i>, name: &str) -> Option<Entry<'t, 'i>> {
@@ -103,6 +125,20 @@ fn walk_value(value: &Spanned<DeValue<'_>>, at: usize, path: &mut Vec<String>, b
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_checks_message_is_placed_at_its_key_or_else_at_its_table() {
+        let text = "[worker]\nconcurrency = 2\n\n[queues.payments]\nmax_running = 0\n";
+        let at = |m: &str| locate_message(text, m);
+        assert_eq!(
+            at("[queues.payments] max_running = 0 is out"),
+            "line 5, column 1: [queues.payments] max_running = 0 is out"
+        );
+        assert_eq!(at("[queues.payments] rate_limit: bad"), "line 4, column 9: [queues.payments] rate_limit: bad");
+        assert_eq!(at("[queues.payments]: no name"), "line 4, column 9: [queues.payments]: no name");
+        assert_eq!(at("[queues.other] max_running: 0"), "[queues.other] max_running: 0", "no such table");
+        assert_eq!(at("no table named"), "no table named");
+    }
 
     fn error_of(text: &str) -> String {
         #[derive(Debug, serde::Deserialize)]

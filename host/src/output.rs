@@ -135,7 +135,14 @@ pub fn task_detail(t: &Task, runs: &[Run]) -> String {
     let _ = writeln!(out, "  queued      {} by {}", t.queued_on, t.queued_by.as_deref().unwrap_or("-"));
     let _ = writeln!(out, "  scheduled   {}", t.scheduled_on);
     if t.snoozes > 0 {
-        let _ = writeln!(out, "  snoozed     {} times", t.snoozes);
+        let _ = writeln!(
+            out,
+            "  snoozed     {}",
+            match t.snoozes {
+                1 => "once".to_string(),
+                n => format!("{n} times"),
+            }
+        );
     }
     if let Some(parent) = t.parent_id {
         let _ = writeln!(out, "  parent      task {parent} (queued by its run; {} deep)", t.depth);

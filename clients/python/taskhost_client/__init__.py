@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence, Tuple
 from . import _core, _kept, _stream
 from ._core import FINAL_STATES, TASK_FIELDS, Queued, TaskhostError
 from .aio import AsyncClient, AsyncEventStream
-from .types import Cancelled, Retried, Run, Task, TaskBrief, TaskDetail, TaskInput, TaskState
+from .types import Cancelled, Retried, Run, SignalSent, Task, TaskBrief, TaskDetail, TaskInput, TaskState
 
 if TYPE_CHECKING:
     import ssl
 
 __all__ = ["Client", "EventStream", "AsyncClient", "AsyncEventStream", "Queued", "TaskhostError", "FINAL_STATES",
-           "TASK_FIELDS", "Cancelled", "Retried", "Run", "Task", "TaskBrief", "TaskDetail", "TaskInput", "TaskState"]
+           "TASK_FIELDS", "Cancelled", "Retried", "Run", "SignalSent", "Task", "TaskBrief", "TaskDetail", "TaskInput", "TaskState"]
 
 
 class Client:
@@ -118,6 +118,13 @@ class Client:
         """Run a finished task again, now. `{"id", "attempt"}`."""
         retried: Retried = self._drive(_core.retry(task_id))
         return retried
+
+    def signal(self, task_id: int, name: str, data: Any = None) -> SignalSent:
+        """Send the signal `name` to an unfinished task with `data` (JSON; None sends `{}`): kept
+        until a run of it awaits it (`await_signal`); a task awaiting it is due at once.
+        `{"id", "woke"}` (`id` the signal's own). 409 `conflict` when the task has finished."""
+        sent: SignalSent = self._drive(_core.signal(task_id, name, data))
+        return sent
 
     def events(self, queue: Union[str, Iterable[str], None] = None, handler: Union[str, Iterable[str], None] = None,
                tasks: Optional[Iterable[int]] = None, *, last_event_id: Optional[str] = None,

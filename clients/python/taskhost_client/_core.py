@@ -16,7 +16,7 @@ import time
 import urllib.parse
 from typing import Any, Dict, Generator, Iterable, NamedTuple, Optional, Union, cast
 
-from .types import Cancelled, Retried, TaskDetail, TaskInput
+from .types import Cancelled, Retried, SignalSent, TaskDetail, TaskInput
 
 #: A task in one of these states will not run again unless someone replays it.
 FINAL_STATES = frozenset({"succeeded", "dead", "cancelled"})
@@ -41,6 +41,10 @@ class TaskhostError(Exception):
         self.status = status
         self.code = code
         self.message = message
+
+    #: Unreachable for a reason no retry mends (`unreachable` sets it): a wait or a stream's
+    #: reconnect raises it at once rather than asking again while its time lasts.
+    _lasting = False
 
 
 class Queued(NamedTuple):
@@ -134,7 +138,32 @@ def unreachable(base_url: str, reason: object) -> TaskhostError:
         reason = "the server closed the connection without an answer"
     elif isinstance(reason, http.client.IncompleteRead):
         reason = "the server closed the connection before the end of its answer"
-    return TaskhostError(0, "unreachable", f"{base_url}: {reason}")
+    error = TaskhostError(0, "unreachable", f"{base_url}: {reason}")
+    error._lasting = lasting(reason)
+    return error
+
+
+def lasting(reason: object) -> bool:
+    """Whether a connection failed for a reason that asking again does not mend: the server's
+    certificate not trusted, or TLS spoken to a server that does not speak it. (A name the DNS
+    does not know may be a restarting server's, as a headless service's without a ready pod: it
+    is asked again.)"""
+    if getattr(reason, "lasting", False) is True:  # (the asyncio client's `_http.Broken` says)
+        return True
+    try:
+        import ssl
+    except ImportError:  # a Python built without it: http:// alone
+        return False
+    if isinstance(reason, ssl.SSLCertVerificationError):
+        return True
+    return isinstance(reason, ssl.SSLError) and reason.reason in (
+        "WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG")
+
+
+def passing(e: TaskhostError) -> bool:
+    """Whether `e` may pass if asked again: a server away (for no reason that lasts), or behind a
+    proxy answering 502, 503 or 504 (`serve` restarting)."""
+    return e.status in (502, 503, 504) or (e.status == 0 and not e._lasting)
 
 
 def error_of(status: int, body: bytes, reason: str) -> TaskhostError:
@@ -242,6 +271,15 @@ def retry(task_id: int) -> Plan:
     return cast(Retried, (yield Call("POST", f"/tasks/{task_id_of(task_id)}/retry")))
 
 
+def signal(task_id: int, name: str, data: Any) -> Plan:
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"signal: the name is text, not {name!r}")
+    if name in (".", ".."):  # as Node's: a path's dot segment, which a proxy may resolve
+        raise TypeError(f"signal: a signal named {name} cannot be sent in a URL's path")
+    path = f"/tasks/{task_id_of(task_id)}/signals/{urllib.parse.quote(name, safe='')}"
+    return cast(SignalSent, (yield Call("POST", path, {} if data is None else data)))
+
+
 def wait(task_id: int, timeout: Optional[float], request_timeout: float) -> Plan:
     """`Client.wait`: `?wait=` at most a minute at a time; a server holding all the waits it may
     (503 `busy`) still answers a plain read: the task is read so, and the wait asked again a
@@ -267,7 +305,7 @@ def wait(task_id: int, timeout: Optional[float], request_timeout: float) -> Plan
             if e.code == "busy" and not plain:
                 plain = True
                 continue
-            if e.status not in (0, 502, 503, 504) or e.code == "busy":
+            if not passing(e) or e.code == "busy":
                 raise
             now = time.monotonic()
             if gone_until is None:

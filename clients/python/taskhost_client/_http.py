@@ -11,7 +11,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Optional, Tuple, TypeVar
 
-from ._core import KEPT_FOR, KEPT_IDLE
+from ._core import KEPT_FOR, KEPT_IDLE, lasting
 
 if TYPE_CHECKING:
     import ssl
@@ -24,7 +24,12 @@ _HEX = frozenset(b"0123456789abcdefABCDEF")
 
 
 class Broken(Exception):
-    """The connection broke, stalled or did not speak HTTP: the reason."""
+    """The connection broke, stalled or did not speak HTTP: the reason; `lasting` when no retry
+    mends it (`_core.lasting`)."""
+
+    def __init__(self, reason: str, lasting: bool = False) -> None:
+        super().__init__(reason)
+        self.lasting = lasting
 
 
 class Dropped(Broken):
@@ -47,7 +52,7 @@ async def within(step: Awaitable[T], timeout: float) -> T:
     except (ConnectionResetError, BrokenPipeError) as e:
         raise Dropped(str(e) or type(e).__name__) from None
     except (OSError, ValueError, EOFError, asyncio.LimitOverrunError) as e:
-        raise Broken(str(e) or type(e).__name__) from None
+        raise Broken(str(e) or type(e).__name__, lasting(e)) from None
 
 
 Connection = Tuple[asyncio.StreamReader, asyncio.StreamWriter]

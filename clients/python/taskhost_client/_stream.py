@@ -8,7 +8,7 @@ import time
 import urllib.parse
 from typing import Any, Iterable, List, Optional, Tuple, Union
 
-from ._core import Close, Connect, Plan, Read, Sleep, Steps, TaskhostError, Told, task_id_of
+from ._core import Close, Connect, Plan, Read, Sleep, Steps, TaskhostError, Told, passing, task_id_of
 
 def events_path(queue: Union[str, Iterable[str], None], handler: Union[str, Iterable[str], None],
                 tasks: Optional[Iterable[int]]) -> str:
@@ -137,7 +137,7 @@ def stream(state: StreamState) -> Plan:
             except TaskhostError as e:
                 # Only a server away, busy or behind a proxy restarting is waited for; given up
                 # on, it is unreachable, whatever its last answer was.
-                if e.status not in (0, 502, 503, 504):
+                if not passing(e):
                     raise
                 if time.monotonic() >= deadline:
                     if e.status == 0:

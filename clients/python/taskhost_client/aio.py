@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Iterable, List, Opti
 
 from . import _core, _http, _stream
 from ._core import Queued, TaskhostError
-from .types import Cancelled, Retried, TaskDetail, TaskInput
+from .types import Cancelled, Retried, SignalSent, TaskDetail, TaskInput
 
 __all__ = ["AsyncClient", "AsyncEventStream"]
 
@@ -93,6 +93,11 @@ class AsyncClient:
         """As `Client.cancel`."""
         cancelled: Cancelled = await self._drive(_core.cancel(task_id, with_children))
         return cancelled
+
+    async def signal(self, task_id: int, name: str, data: Any = None) -> SignalSent:
+        """As `Client.signal`."""
+        sent: SignalSent = await self._drive(_core.signal(task_id, name, data))
+        return sent
 
     async def retry(self, task_id: int) -> Retried:
         """As `Client.retry`."""

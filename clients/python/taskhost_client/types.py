@@ -173,3 +173,11 @@ class Retried(TypedDict):
 
     id: int
     attempt: int
+
+
+class SignalSent(TypedDict):
+    """What `signal` answers: the signal's own id (not the task's), and whether its task awaited
+    it and is now due (`woke`; else it is kept until a run of the task awaits it)."""
+
+    id: int
+    woke: bool

@@ -63,8 +63,13 @@ pub(super) async fn set(
     Path(name): Path<String>,
     body: Bytes,
 ) -> Result<Json<LimitSet>, ApiError> {
-    let change: LimitChange = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad("invalid-json", format!("the body is not a limit's change: {e}")))?;
+    // As a task's add: a body not JSON is `invalid-json`, JSON that is no change `invalid`, naming the field.
+    let value: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad("invalid-json", format!("the body is not JSON: {e}")))?;
+    let change: LimitChange = super::error::from_json(value).map_err(|mut e| {
+        e.message = format!("the body is not a limit's change: {}", e.message);
+        e
+    })?;
     let now = state.client.set_limit(&name, &change).await?;
     Ok(Json(LimitSet {
         name,

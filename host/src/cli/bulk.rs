@@ -19,7 +19,8 @@ pub struct CancelArgs {
     /// Every unfinished task of this handler.
     #[arg(long, conflicts_with = "ids")]
     pub handler: Option<String>,
-    /// Only tasks in this state: scheduled (waiting for a run, or for a retry) or running.
+    /// Only tasks in this state: scheduled (not running: waiting for a run, a retry, a signal or
+    /// the tasks it runs after; `waiting` says the same) or running.
     #[arg(long, value_enum, conflicts_with = "ids")]
     pub status: Option<CancelStatus>,
     /// Every unfinished task of every queue.
@@ -33,6 +34,7 @@ pub struct CancelArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum CancelStatus {
+    #[value(alias = "waiting")]
     Scheduled,
     Running,
 }

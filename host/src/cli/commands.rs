@@ -2,7 +2,7 @@
 //! actions and schedules have files of their own).
 
 use anyhow::{Context, Result};
-use taskhost::model::{NewTask, TaskFilter};
+use taskhost::model::{NewTask, TaskFilter, TaskState};
 use taskhost::overseer::{Overseer, OverseerConfig};
 use taskhost::runner::WorkerConfig;
 use taskhost::App;
@@ -18,6 +18,10 @@ pub async fn add(app: &App, a: AddArgs) -> Result<()> {
         return super::many::add_many(app, path, &text).await;
     }
     let handler = a.handler.context("a handler or --many is needed")?;
+    // Given, even as the default: the task's own check sees only states other than it.
+    if a.unique_states.is_some() && a.unique_key.is_none() {
+        anyhow::bail!("invalid unique_key: a unique period or states need a unique key");
+    }
     let mut t = NewTask::new(handler, read_data(&a.data)?)
         // The new name first, wherever it comes from (a flag or the file), then the old one.
         .with_max_attempts(
@@ -127,8 +131,10 @@ pub async fn show(app: &App, id: i64, json: bool) -> Result<()> {
         print!("{}", output::task_detail(&task, &runs));
         if !after.is_empty() {
             let shown: Vec<String> = after.iter().map(|d| format!("{} ({})", d.id, d.state)).collect();
-            let waiting =
-                if task.waiting_for > 0 { format!(": waiting for {}", task.waiting_for) } else { String::new() };
+            let waiting = match task.state == TaskState::Waiting && task.waiting_for > 0 {
+                true => format!(": waiting for {}", task.waiting_for),
+                false => String::new(),
+            };
             println!("runs after  {}{waiting}", shown.join(", "));
         }
         // The first of its children, by id: `list --parent ID` lists them all.
@@ -147,7 +153,11 @@ pub async fn show(app: &App, id: i64, json: bool) -> Result<()> {
 /// `signal ID NAME --data JSON`.
 pub async fn signal(app: &App, id: i64, name: &str, data: &str) -> Result<()> {
     let data = read_data(data)?;
-    let sent = app.client.signal(id, name, &data).await?;
+    // Checked as task data is, but named as what it is.
+    let sent = app.client.signal(id, name, &data).await.map_err(|e| match e {
+        taskhost::Error::InvalidJson(reason) => anyhow::anyhow!("the signal's data is not valid JSON: {reason}"),
+        other => other.into(),
+    })?;
     let name = taskhost::text::one_line(name);
     match sent.woke {
         true => println!("signal {name:?} sent to task {id}, which awaited it: due now"),
@@ -194,7 +204,9 @@ pub async fn pause(app: &App, queue: &str) -> Result<()> {
     }
     println!("queue {queue} paused: workers claim nothing more from it");
     if !known {
-        eprintln!("note: no task uses queue {queue} yet (`taskhost queues` lists them): is the name right?");
+        eprintln!(
+            "note: queue {queue} holds no unfinished task (`taskhost queues` lists those that do): is the name right?"
+        );
     }
     Ok(())
 }

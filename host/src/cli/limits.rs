@@ -116,7 +116,11 @@ pub async fn run(app: &App, command: LimitsCommand) -> Result<()> {
                 on_success,
             };
             let now = app.client.set_limit(&name, &change).await?;
-            println!("limit {name} set: {}; every worker applies it within a second", output::limit_summary(&now));
+            match now.is_some() {
+                true => println!("limit {name} set: {}; every worker applies it within a second", output::limit_summary(&now)),
+                // Nothing of it is left: as `limits clear`.
+                false => println!("limit {name} set: nothing is limited there now (as by default); every worker applies it within a second"),
+            }
         }
         LimitsCommand::Clear { name } => {
             if app.client.clear_limit(&name).await? {

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use chrono::Utc;
-use taskhost::model::TaskFilter;
+use taskhost::model::{TaskFilter, TaskState};
 use taskhost::overseer::OverseerConfig;
 use taskhost::{App, AppConfig};
 
@@ -239,6 +239,10 @@ async fn serve(app: &App, addr: std::net::SocketAddr, limits: taskhost::api::Ser
 
 /// `list`, once or (`--watch`) again and again until a signal.
 async fn list(app: &App, l: ListArgs) -> Result<()> {
+    // A dead letter is in state dead: another state with --dead would list nothing, silently.
+    if let Some(state) = l.state.filter(|s| l.dead && *s != TaskState::Dead) {
+        anyhow::bail!("--dead lists dead letters, which are in state dead, not {state}: give one or the other");
+    }
     let filter = TaskFilter {
         status: l.status,
         state: l.state,

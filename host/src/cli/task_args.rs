@@ -56,11 +56,12 @@ pub struct AddArgs {
     pub version: Option<String>,
     /// With --unique-key: the key is let go this long after the task is queued, whatever its
     /// state (e.g. 24h).
-    #[arg(long, requires = "unique_key", value_parser = taskhost::text::parse_duration)]
+    // (Not clap's `requires`: its refusal is five lines; the task's own check says it in one.)
+    #[arg(long, conflicts_with = "many", value_parser = taskhost::text::parse_duration)]
     pub unique_for: Option<Duration>,
     /// With --unique-key: the states in which the task keeps its key: unfinished (until it ends),
     /// succeeded (unfinished or succeeded), any (finished ones too) [default: unfinished].
-    #[arg(long, requires = "unique_key", value_name = "STATES")]
+    #[arg(long, conflicts_with = "many", value_name = "STATES")]
     pub unique_states: Option<taskhost::model::UniqueStates>,
     /// Who queued it, for the record (shown by `show` and handed to the handler).
     #[arg(long)]
@@ -72,7 +73,7 @@ pub struct AddArgs {
     #[arg(long, value_delimiter = ',', value_name = "ID[,ID...]")]
     pub after: Vec<taskhost::model::TaskId>,
     /// With --after: run it even when a task it runs after is dead or cancelled.
-    #[arg(long, requires = "after")]
+    #[arg(long, conflicts_with = "many")]
     pub run_anyway: bool,
 }
 

@@ -143,7 +143,7 @@ impl Policy {
         let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
         let file: ConfigFile = toml::from_str(&text).map_err(|e| bad(located::describe(&e, &text)))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Policy::from_file(&file, &base).map_err(bad)
+        Policy::from_file(&file, &base).map_err(|e| bad(located::locate_message(&text, &e)))
     }
 
     fn from_file(file: &ConfigFile, base: &Path) -> std::result::Result<Policy, String> {

@@ -220,7 +220,7 @@ impl LimitChange {
 }
 
 /// A rate changed: its text given (None: taken out), its burst given; a burst kept when only the
-/// rate changes.
+/// rate changes (a burst given with the rate is checked against it alone, not the one it replaces).
 fn change_rate(
     rate: &mut Option<Rate>,
     text: Option<&Option<String>>,
@@ -228,7 +228,7 @@ fn change_rate(
     suffix: &str,
 ) -> Result<(), String> {
     if let Some(text) = text {
-        let kept = rate.map_or(0, |r| r.burst);
+        let kept = burst.unwrap_or(rate.map_or(0, |r| r.burst));
         *rate = text.as_deref().map(|r| Rate::parse(r).and_then(|r| r.with_burst(kept))).transpose()?;
     }
     if let Some(burst) = burst {

@@ -55,6 +55,21 @@ fn a_change_sets_what_it_gives_takes_out_what_is_null_and_keeps_the_rest() {
 }
 
 #[test]
+fn a_rate_and_a_burst_given_together_are_checked_together_not_against_the_burst_they_replace() {
+    let change = |json: &str| serde_json::from_str::<LimitChange>(json).expect(json);
+    let mut limit = Limit::default();
+    change(r#"{"rate_limit": "1000/1s", "rate_burst": 1000}"#).apply(&mut limit).expect("fast");
+    // 1,000 starts at one an hour would span 41 days: the stored burst is not what is asked for.
+    change(r#"{"rate_limit": "1/1h", "rate_burst": 1}"#).apply(&mut limit).expect("slow, with its own burst");
+    assert_eq!(limit.rate.map(|r| r.to_string()).as_deref(), Some("1/1h (burst 1)"));
+    let err = change(r#"{"rate_limit": "1/1h", "rate_burst": 1000}"#).apply(&mut limit).expect_err("too long");
+    assert!(err.contains("a burst of 1000 at this pace"), "{err}");
+    change(r#"{"rate_limit_per_key": "1000/1s", "rate_burst_per_key": 1000}"#).apply(&mut limit).expect("per key");
+    change(r#"{"rate_limit_per_key": "1/1h", "rate_burst_per_key": 2}"#).apply(&mut limit).expect("per key, slow");
+    assert_eq!(limit.rate_per_key.map(|r| r.to_string()).as_deref(), Some("1/1h (burst 2)"));
+}
+
+#[test]
 fn limit_names_say_their_scope() {
     assert_eq!(LimitScope::parse_name("queue:mail"), Ok((LimitScope::Queue, "mail")));
     assert_eq!(LimitScope::parse_name("handler:send-mail"), Ok((LimitScope::Handler, "send-mail")));

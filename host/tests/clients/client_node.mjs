@@ -3,7 +3,12 @@
 // Prints one JSON line of what it saw.
 //
 //     node client_node.mjs BASE_URL   (run where `npm install ./clients/node` put node_modules)
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
 import http from "node:http";
+import https from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import net from "node:net";
 import { getEventListeners } from "node:events";
 import { Client, FINAL_STATES, TASK_FIELDS, TaskhostError, WaitTimeoutError } from "taskhost-client";
@@ -45,7 +50,7 @@ const listOf = (prop) => {
   const ref = prop.$ref ?? (prop.oneOf ?? prop.allOf ?? []).find((o) => o.$ref)?.$ref;
   return ref ? schemas[ref.split("/").pop()].enum : prop.enum;
 };
-const checkedAs = { TaskInput: "TaskInput", Queued: "Added", Cancelled: "CancelledOne", Retried: "RetriedOne", Task: "Task",
+const checkedAs = { TaskInput: "TaskInput", Queued: "Added", Cancelled: "CancelledOne", Retried: "RetriedOne", SignalSent: "SignalSent", Task: "Task",
   Run: "RunDetail", TaskDetail: "TaskDetail", TaskBrief: "Brief" };
 const interfaces = [...types.matchAll(/^export interface (\w+)[^{]*\{\n([\s\S]*?)^\}/gm)];
 check(Object.keys(checkedAs).every((i) => interfaces.some(([, name]) => name === i)), "index.d.ts declares each interface checked");
@@ -112,6 +117,12 @@ try {
 }
 seen.retry = (await client.retry(later)).attempt;
 seen.after_retry = (await client.wait(later)).task.state;
+// A signal (its name escaped in the path) to a task due next year: kept until a run awaits it,
+// shown with the task; to a finished task, 409.
+const signalled = await client.enqueue("echo", {}, { at: "2099-01-01T00:00:00Z" });
+const signalSent = await client.signal(signalled, "go/ahead now", { by: "client" });
+const shownSignals = (await client.get(signalled)).signals.map((s) => [s.name, s.data]);
+seen.signal = await client.signal(later, "go").then(() => "sent", (e) => [signalSent.woke, shownSignals, [e.status, e.code]]);
 // A caller's AbortSignal ends a wait (rejecting with its reason) and closes a stream.
 const far = await client.enqueue("echo", {}, { at: "2099-01-01T00:00:00Z" });
 const started = Date.now();
@@ -487,6 +498,29 @@ try {
 }
 restarting.closeAllConnections();
 restarting.close();
+
+// A wait is not asked again for a reason no retry mends: a certificate not trusted (a
+// self-signed one made here), or TLS spoken to a plain server. Raised at once, not when its 30 s end.
+const work = mkdtempSync(join(tmpdir(), "tls-"));
+execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(work, "key.pem"),
+  "-out", join(work, "cert.pem"), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+{ stdio: "ignore" });
+const untrusted = https.createServer({ key: readFileSync(join(work, "key.pem")), cert: readFileSync(join(work, "cert.pem")) },
+  (req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ task: { id: 7, state: "running" }, runs: [] })));
+const plainServer = http.createServer((req, res) => res.end());
+await new Promise((resolve) => untrusted.listen(0, "127.0.0.1", resolve));
+await new Promise((resolve) => plainServer.listen(0, "127.0.0.1", resolve));
+seen.wait_lasting = [];
+for (const server of [untrusted, plainServer]) {
+  const waitedFrom = Date.now();
+  try {
+    await new Client(`https://127.0.0.1:${server.address().port}`).wait(7, { timeoutMs: 30_000 });
+    seen.wait_lasting.push("answered");
+  } catch (e) {
+    seen.wait_lasting.push([e.code, Date.now() - waitedFrom < 10_000]);
+  }
+  server.close();
+}
 
 // Calls one after another go on kept connections (Node's fetch keeps them: the client sends no
 // `Connection: close` and makes no agent of its own), and many at once each on one, then kept.

@@ -131,7 +131,10 @@ async fn small_errors_say_what_is_wrong_once() {
     // A pause of a queue no task uses is done, with a note; counts agree with their nouns.
     let o = run(&env, &["pause", "emails"]);
     assert!(o.status.success());
-    assert_eq!(stderr(&o), "note: no task uses queue emails yet (`taskhost queues` lists them): is the name right?\n");
+    assert_eq!(
+        stderr(&o),
+        "note: queue emails holds no unfinished task (`taskhost queues` lists those that do): is the name right?\n"
+    );
     add(&env, &["echo"]);
     let o = run(&env, &["cancel", "--queue", "default"]);
     assert_eq!(stdout(&o), "1 task cancelled (0 were running: their workers stop them)\n", "{}", stderr(&o));
@@ -163,6 +166,11 @@ async fn nonsense_values_are_usage_errors_with_exit_status_2() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
+    // Filters that cannot both hold, refused rather than listing nothing.
+    let o = run(&env, &["list", "--dead", "--state", "succeeded"]);
+    assert!(!o.status.success() && stderr(&o).contains("--dead lists dead letters"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(run(&env, &["list", "--dead", "--state", "dead"]).status.success());
     let store = open(&env).await;
     assert_eq!(store.counts().await.expect("counts").scheduled, 0, "nothing was queued");
     let o = run(&env, &["add", "echo", "--at", "2026-01-02T03:04:05+01:00"]);

@@ -86,8 +86,14 @@ async fn options_come_from_flags_then_the_environment_then_the_file_then_the_def
         ),
         (
             "[overseer.rotation]\ninterval = \"0s\"\n",
-            "limit.toml: [overseer.rotation] interval = \"0s\" is out of range",
+            "limit.toml: line 2, column 1: [overseer.rotation] interval = \"0s\" is out of range",
         ),
+        // Checked after reading, and still placed: a limit's value, a queue's name.
+        (
+            "[queues.payments]\nmax_running = 2\nrate_limit = \"5 per s\"\n",
+            "limit.toml: line 3, column 1: [queues.payments] rate_limit: \"5 per s\" is not a rate",
+        ),
+        ("\n[queues.\"pay \"]\nmax_running = 2\n", "limit.toml: line 2, column 9: [queues.pay ]: "),
         (
             "[overseer.rotation]\nretension = \"1d\"\n",
             "limit.toml: line 2, column 1: [overseer.rotation] retension: unknown field",

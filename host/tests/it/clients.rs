@@ -75,6 +75,8 @@ fn check_what_a_client_saw(seen: &Value) {
     assert_eq!(seen["timeout"], "scheduled", "{seen}");
     assert_eq!((&seen["cancel"], &seen["cancel_again"]), (&json!(true), &json!([409, "conflict"])), "{seen}");
     assert_eq!((&seen["retry"], &seen["after_retry"]), (&json!(2), &json!("succeeded")), "{seen}");
+    let signal = json!([false, [["go/ahead now", {"by": "client"}]], [409, "conflict"]]);
+    assert_eq!(seen["signal"], signal, "kept, shown, refused once finished: {seen}");
     let errors = &seen["errors"];
     let code = |name: &str| (errors[name][0].clone(), errors[name][1].clone());
     assert_eq!(code("unknown_handler"), (json!(400), json!("unknown-handler")), "{errors}");
@@ -162,6 +164,8 @@ async fn the_node_client_queues_waits_cancels_and_retries(db: Db) {
     // A wait across a restart of serve asked again; one never answered given up on in time.
     assert_eq!(seen["wait_across_restart"], json!(["succeeded", 5]), "{seen}");
     assert_eq!(seen["wait_frozen"], json!(["unreachable", true]), "{seen}");
+    // Not asked again for a certificate not trusted, nor TLS spoken to a plain server: at once.
+    assert_eq!(seen["wait_lasting"], json!([["unreachable", true], ["unreachable", true]]), "{seen}");
 }
 
 async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
@@ -203,6 +207,7 @@ async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
     assert_eq!(told["unique"], json!([[true, false], false]), "{told}");
     assert_eq!((&told["timeout"], &told["cancel"], &told["retry"]), (&json!("scheduled"), &json!(true), &json!(2)));
     assert_eq!(told["got"], json!(true), "{told}");
+    assert_eq!(told["signal"], json!([false, {}]), "{told}");
     let errors = json!({"unknown_handler": [400, "unknown-handler"], "not_found": [404, "not-found"],
                         "unreachable": [0, "unreachable"]});
     assert_eq!(told["errors"], errors, "{told}");
@@ -226,8 +231,11 @@ async fn the_python_client_queues_waits_cancels_and_retries(db: Db) {
     // Over https:// with the application's own `ssl_context` (a self-signed certificate it
     // trusts): answered on one kept connection, each client; without it, `unreachable` naming the
     // certificate.
+    // A wait there raises at once (not when its 30 s end): retrying does not mend a certificate
+    // not trusted, nor TLS spoken to a plain server.
     let refused = json!([0, "unreachable", true]);
-    assert_eq!(seen["tls"], json!([[1, 1, 1], 1, [[1, 1, 1], 1], refused, refused]), "{}", seen["tls"]);
+    let (r, w) = (&refused, &refused);
+    assert_eq!(seen["tls"], json!([[1, 1, 1], 1, [[1, 1, 1], 1], r, r, w, w, w, w]), "{}", seen["tls"]);
     let proxied = json!([true, 1, "http://taskhost.invalid:9/api/v1/tasks/1"]);
     assert_eq!(seen["kept"], json!([[1, 5], [1, 2, 7], 3, 8, 1, proxied]), "{}", seen["kept"]);
 }

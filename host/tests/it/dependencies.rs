@@ -74,7 +74,8 @@ async fn a_failed_dependency_cancels_the_join_unless_it_runs_anyway_and_bad_list
         assert_eq!((o.status.code(), stderr(&o)), (Some(1), line), "--after {after}");
     }
     let o = run(&env, &["add", "echo", "--run-anyway"]);
-    assert_eq!(o.status.code(), Some(2), "--run-anyway needs --after: {}", stderr(&o));
+    let said = (o.status.code(), stderr(&o));
+    assert_eq!(said, (Some(1), "error: invalid run_anyway: it runs after no task\n".to_string()), "one line");
 }
 
 /// The API's `after`: the task is `waiting`, its page lists what it runs after; a wrong list is a

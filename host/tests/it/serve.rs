@@ -184,17 +184,24 @@ async fn limits_are_listed_set_and_cleared_through_the_api(db: Db) {
     assert_eq!((status, &answer["max_running"], &answer["rate_limit"]), (200, &json!(3), &json!("5/1s")), "{answer}");
     let (status, answer) = served.call("PUT", "/limits/key:tenant-a", None, Some(r#"{"weight": 3}"#));
     assert_eq!((status, &answer["weight"]), (200, &json!(3)), "{answer}");
-    for (path, body) in [
-        ("/limits/queue:api", r#"{"max_running": 0}"#),
-        ("/limits/key:tenant-a", r#"{"max_running": 2}"#),
-        ("/limits/tenant:a", r#"{"weight": 2}"#),
-        ("/limits/queue:api", r#"{"colour": "red"}"#),
-        ("/limits/queue:api", "{nope"),
+    for (path, body, code) in [
+        ("/limits/queue:api", r#"{"max_running": 0}"#, "invalid"),
+        ("/limits/key:tenant-a", r#"{"max_running": 2}"#, "invalid"),
+        ("/limits/tenant:a", r#"{"weight": 2}"#, "invalid"),
+        // As a task's add says them: JSON that is no change is `invalid`, a body not JSON `invalid-json`.
+        ("/limits/queue:api", r#"{"colour": "red"}"#, "invalid"),
+        ("/limits/queue:api", r#"{"max_running": "3"}"#, "invalid"),
+        ("/limits/queue:api", "{nope", "invalid-json"),
     ] {
         let (status, answer) = served.call("PUT", path, None, Some(body));
-        assert!((400..500).contains(&status), "{path} {body}: {status} {answer}");
+        assert_eq!((status, &answer["error"]["code"]), (400, &json!(code)), "{path} {body}: {answer}");
         assert!(answer["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{answer}");
     }
+    let (_, answer) = served.call("PUT", "/limits/queue:api", None, Some(r#"{"max_running": "3"}"#));
+    assert!(
+        answer["error"]["message"].as_str().is_some_and(|m| m.contains("\"max_running\"")),
+        "names the field: {answer}"
+    );
     let (status, answer) = served.call("GET", "/limits", None, None);
     let names: Vec<String> = answer["limits"]
         .as_array()

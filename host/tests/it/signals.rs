@@ -103,7 +103,7 @@ async fn the_signal_command_sends_one_and_refuses_bad_input_with_one_line() {
     for (args, says) in [
         (vec!["signal", &*id.to_string(), "go"], "it is succeeded"),
         (vec!["signal", "999999", "go"], "not found"),
-        (vec!["signal", &*id.to_string(), "go", "--data", "{nope"], "JSON"),
+        (vec!["signal", &*id.to_string(), "go", "--data", "{nope"], "the signal's data is not valid JSON"),
         (vec!["signal", &*id.to_string(), ""], "empty"),
     ] {
         let out = cli(&args);

@@ -62,7 +62,8 @@ async fn a_task_queued_in_sql_after_another_keeps_it_when_its_queue_deletes_its_
 }
 
 /// A task queued in SQL `after` one its success deleted already finds that one's end and counts
-/// it met, as an add through the API does (the function refused it as no such task); an id
+/// it met, as an add through the API does (the function refused it as no such task), and lists it
+/// as succeeded (the intake keeps it, as an add through the API does); an id
 /// within the ends' row but not of it (a task kept, then deleted by the operator) is still no
 /// task, in SQL and to `show`.
 async fn a_task_queued_in_sql_after_one_its_success_deleted_counts_it_met(db: Db) {
@@ -92,7 +93,9 @@ async fn a_task_queued_in_sql_after_one_its_success_deleted_counts_it_met(db: Db
     let task = store.get_task(second).await.expect("get").expect("added");
     assert_eq!((task.state, task.waiting_for), (TaskState::Waiting, 1), "it waits for the unfinished one alone");
     let after = store.dependencies(second).await.expect("dependencies");
-    assert_eq!(after.iter().map(|d| d.id).collect::<Vec<_>>(), [kept], "{after:?}");
+    let listed: Vec<_> = after.iter().map(|d| (d.id, d.state)).collect();
+    let want = [(ids[0], TaskState::Succeeded), (ids[2], TaskState::Succeeded), (kept, TaskState::Scheduled)];
+    assert_eq!(listed, want, "{after:?}");
 
     let statements = add_sql(db, "echo", "{}", json!({"after": [ids[1]]}));
     let o = shell(db, &env, &statements.iter().map(String::as_str).collect::<Vec<_>>());

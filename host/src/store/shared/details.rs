@@ -1,5 +1,6 @@
 //! Many final tasks as a plain read of each has it (the task, its runs, the tasks it runs after,
-//! its newest signals), in four statements for them all rather than five for each: what the
+//! its newest signals), in four statements for them all (and a look in the ends for a task run
+//! after that its success deleted) rather than five for each: what the
 //! waits' watcher hands the requests waiting for tasks that ended together (`api/wait.rs`).
 
 use std::collections::HashMap;
@@ -10,7 +11,7 @@ use super::super::sql::args;
 use super::super::transitions::is_any;
 use super::super::transitions::signals::LISTED;
 use crate::error::Result;
-use crate::model::{Dependency, Run, Signal, TaskDetail, TaskId, TaskState};
+use crate::model::{Run, Signal, TaskDetail, TaskId, TaskState};
 
 /// Of `ids`, the tasks that are final, each as [`Store::get_task`](crate::store::Store::get_task),
 /// [`Store::runs_of`](crate::store::Store::runs_of), [`Store::dependencies`](crate::store::Store::dependencies)
@@ -50,13 +51,7 @@ pub async fn final_details<D: Dialect>(db: &D, ids: &[TaskId]) -> Result<Vec<Tas
             list.push(run);
         }
     }
-    let mut after: HashMap<TaskId, Vec<Dependency>> = HashMap::new();
-    let sql = "SELECT d.task_id, q.id, q.last_status, q.gave_up_on FROM task_deps d
-               JOIN task_queue q ON q.id = d.after_id WHERE d.task_id IN ($1) ORDER BY d.task_id, q.id";
-    for r in &db.rows(None, sql, args![ids]).await? {
-        let dependency = Dependency { id: rows::id(r, "id")?, state: rows::task_state(r)? };
-        after.entry(rows::id(r, "task_id")?).or_default().push(dependency);
-    }
+    let mut after = super::super::transitions::deps::of_each(db, ids).await?;
     let mut signals: HashMap<TaskId, Vec<Signal>> = HashMap::new();
     let sql = format!(
         "SELECT * FROM (SELECT s.*, ROW_NUMBER() OVER (PARTITION BY task_id ORDER BY id DESC) AS newest

@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 use super::super::dialect::Dialect;
 use super::super::plumbing::{Cells, ConnOf, TxOf};
 use super::super::rows;
-use super::super::sql::{args, WAITING};
+use super::super::sql::{args, Arg, SCHEDULED, WAITING};
 use super::{from, Set, Why};
 use crate::error::{Error, Result};
 use crate::model::{codes, Dependency, DependencyResults, NewTask, TaskId, TaskState, Transition};
@@ -46,9 +46,11 @@ pub(crate) async fn wait<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, task: TaskId
     let refuse = |reason: String| Err(Error::Invalid { what: "after", reason });
     // One not there may have been deleted by its success (`ends`): that one has succeeded.
     let missing: Vec<TaskId> = after.iter().copied().filter(|id| !state.contains_key(id)).collect();
+    let mut deleted = Vec::new();
     if !missing.is_empty() {
         for id in super::ends::ended_on::<D>(conn, &missing).await? {
             state.insert(id, TaskState::Succeeded);
+            deleted.push(id);
         }
     }
     let (mut met, mut unmet) = (Vec::new(), Vec::new());
@@ -68,6 +70,13 @@ pub(crate) async fn wait<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, task: TaskId
         if !list.is_empty() {
             D::exec_on(conn, rows, args![task, list, flag]).await?;
         }
+    }
+    // Those deleted by their success too, met: a join is told of each part (`results_of`).
+    for chunk in deleted.chunks(500) {
+        let values: Vec<String> = (0..chunk.len()).map(|i| format!("($1, ${}, 1)", i + 2)).collect();
+        let sql = format!("INSERT INTO task_deps (task_id, after_id, met) VALUES {}", values.join(", "));
+        let bound: Vec<Arg> = std::iter::once(Arg::from(task)).chain(chunk.iter().map(|&id| Arg::from(id))).collect();
+        D::exec_on(conn, &sql, &bound).await?;
     }
     // Those not ended yet are kept when they succeed: this task's run may read their results.
     if !unmet.is_empty() {
@@ -112,6 +121,48 @@ pub async fn ended_badly<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId],
         super::tasks::cancel_as(db, tx, &doomed, at, Transition::DependencyFailed, why).await?;
         ended = doomed;
     }
+    Ok(())
+}
+
+/// These tasks were replayed (scheduled again from an end): the tasks still waiting for them
+/// wait for their new end. A success or (run anyway) a bad end counted met before no longer
+/// holds: the replay may end otherwise, and a task that runs after it runs after that end.
+/// (A task already released, scheduled or further, is not held back again.) The waiting tasks
+/// are locked after the replayed ones, as [`ended_badly`] locks them after the ended ones: an
+/// add locking both in id order meanwhile may deadlock with it, and is retried as a deadlock is.
+pub async fn replayed<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId]) -> Result<()> {
+    // Only those this replay scheduled: a task listed that was not final is not one.
+    let sql = format!(
+        "SELECT d.task_id AS id, d.after_id FROM task_deps d JOIN task_queue q ON q.id = d.task_id
+             JOIN task_queue a ON a.id = d.after_id
+         WHERE d.after_id IN ($1) AND d.met = 1 AND q.last_status = {WAITING} AND a.last_status = {SCHEDULED}
+         ORDER BY d.task_id{}",
+        D::FOR_UPDATE
+    );
+    let (mut counts, mut named): (BTreeMap<TaskId, i64>, Vec<TaskId>) = (BTreeMap::new(), Vec::new());
+    for r in &db.rows(Some(&mut *tx), &sql, args![tasks]).await? {
+        *counts.entry(rows::id(r, "id")?).or_default() += 1;
+        named.push(rows::id(r, "after_id")?);
+    }
+    if counts.is_empty() {
+        return Ok(());
+    }
+    let waiting: Vec<TaskId> = counts.keys().copied().collect();
+    let unmet = "UPDATE task_deps SET met = 0 WHERE after_id IN ($1) AND task_id IN ($2) AND met = 1";
+    db.exec(Some(&mut *tx), unmet, args![&named, &waiting]).await?;
+    let mut by_count: BTreeMap<i64, Vec<TaskId>> = BTreeMap::new();
+    for (&task, &n) in &counts {
+        by_count.entry(n).or_default().push(task);
+    }
+    let count =
+        format!("UPDATE task_queue SET waiting_for = waiting_for + $2 WHERE id IN ($1) AND last_status = {WAITING}");
+    for (n, ids) in &by_count {
+        db.exec(Some(&mut *tx), &count, args![ids, *n]).await?;
+    }
+    // Kept when it succeeds again: a dependent's run may read its results.
+    named.sort_unstable();
+    named.dedup();
+    super::ends::keep::<D>(db, Some(&mut *tx), &named, false).await?;
     Ok(())
 }
 
@@ -160,40 +211,97 @@ async fn release<D: Dialect>(db: &D, tx: &mut TxOf<D>, met: &BTreeMap<TaskId, i6
     Ok(())
 }
 
-/// The tasks `task` runs after, with each one's state, in id order (those deleted since are not).
+/// The tasks `task` runs after, with each one's state, in id order: one deleted by its success
+/// as succeeded; one deleted finished since (rotated, or by `delete-finished`) is not listed.
 pub async fn of<D: Dialect>(db: &D, task: TaskId) -> Result<Vec<Dependency>> {
-    let sql = "SELECT q.id, q.last_status, q.gave_up_on FROM task_deps d JOIN task_queue q ON q.id = d.after_id
-               WHERE d.task_id = $1 ORDER BY q.id";
-    let found = db.rows(None, sql, args![task]).await?;
-    found.iter().map(|r| Ok(Dependency { id: rows::id(r, "id")?, state: rows::task_state(r)? })).collect()
+    Ok(of_each(db, &[task]).await?.remove(&task).unwrap_or_default())
 }
 
-/// The tasks `task` runs after, in id order, each with its last run's results while those fit
-/// in `max_bytes` in all (past it they are left out, so a join over many tasks costs the reader
-/// at most that); those deleted since are not listed.
-pub async fn results_of<D: Dialect>(db: &D, task: TaskId, max_bytes: usize) -> Result<Vec<DependencyResults>> {
-    let sql = "SELECT q.id, q.task_handler_class, q.last_status, q.gave_up_on, q.run_id, q.run_duration_ms,
-                   octet_length(q.run_results) AS bytes
-               FROM task_deps d JOIN task_queue q ON q.id = d.after_id WHERE d.task_id = $1 ORDER BY q.id";
+/// [`of`] for each of `tasks`.
+pub async fn of_each<D: Dialect>(db: &D, tasks: &[TaskId]) -> Result<HashMap<TaskId, Vec<Dependency>>> {
+    let sql = "SELECT d.task_id, d.after_id AS id, q.id AS present, q.last_status, q.gave_up_on
+               FROM task_deps d LEFT JOIN task_queue q ON q.id = d.after_id
+               WHERE d.task_id IN ($1) ORDER BY d.task_id, d.after_id";
+    let found = db.rows(None, sql, args![tasks]).await?;
+    let deleted = super::ends::deleted(db, None, &gone(&found)?).await?;
+    let mut out: HashMap<TaskId, Vec<Dependency>> = HashMap::new();
+    for r in &found {
+        let id = rows::id(r, "id")?;
+        let state = match r.int("present")? {
+            Some(_) => rows::task_state(r)?,
+            None if deleted.contains_key(&id) => TaskState::Succeeded,
+            None => continue,
+        };
+        out.entry(rows::id(r, "task_id")?).or_default().push(Dependency { id, state });
+    }
+    Ok(out)
+}
+
+/// Of dependencies read with `task_queue` left-joined (`id`, and `present` its task's id there),
+/// those whose task is gone.
+fn gone(found: &[impl Cells]) -> Result<Vec<TaskId>> {
     let mut out = Vec::new();
-    // Each one's last run, with the size of its results: a run that succeeded kept on its task's
-    // row (see `store::transitions`), from there.
-    let mut last: HashMap<TaskId, (i64, usize)> = HashMap::new();
-    let mut on_row: HashSet<TaskId> = HashSet::new();
-    for r in &db.rows(None, sql, args![task]).await? {
-        if rows::is_kept(r)? {
-            let (id, run) = (rows::id(r, "id")?, rows::id(r, "run_id")?);
-            last.insert(id, (run, usize::try_from(r.int("bytes")?.unwrap_or(0)).unwrap_or(usize::MAX)));
-            on_row.insert(id);
+    for r in found {
+        if r.int("present")?.is_none() {
+            out.push(rows::id(r, "id")?);
         }
-        out.push(DependencyResults {
-            id: rows::id(r, "id")?,
+    }
+    Ok(out)
+}
+
+/// The dependencies [`results_of`] read, without their results yet.
+struct Listed {
+    /// Each, in id order.
+    out: Vec<DependencyResults>,
+    /// Each one's last run, with the size of its results, where known from its row.
+    last: HashMap<TaskId, (i64, usize)>,
+    /// Those whose last run is kept on their row.
+    on_row: HashSet<TaskId>,
+}
+
+/// The rows of dependencies read (`task_queue` left-joined), listed: one gone listed when its
+/// success deleted it (`deleted`: its handler), else left out.
+fn listed(found: &[impl Cells], deleted: &BTreeMap<TaskId, String>) -> Result<Listed> {
+    let mut l = Listed { out: Vec::new(), last: HashMap::new(), on_row: HashSet::new() };
+    for r in found {
+        let id = rows::id(r, "id")?;
+        if r.int("present")?.is_none() {
+            if let Some(handler) = deleted.get(&id).cloned() {
+                l.out.push(DependencyResults { id, handler, succeeded: true, results: None, results_left_out: false });
+                // No run to read (a run of no results): none is looked for in `task_runs`.
+                l.last.insert(id, (0, 0));
+            }
+            continue;
+        }
+        // A run that succeeded kept on its task's row (see `store::transitions`), from there.
+        if rows::is_kept(r)? {
+            let run = rows::id(r, "run_id")?;
+            l.last.insert(id, (run, usize::try_from(r.int("bytes")?.unwrap_or(0)).unwrap_or(usize::MAX)));
+            l.on_row.insert(id);
+        }
+        l.out.push(DependencyResults {
+            id,
             handler: r.text("task_handler_class")?.unwrap_or_default(),
             succeeded: rows::task_state(r)? == TaskState::Succeeded,
             results: None,
             results_left_out: false,
         });
     }
+    Ok(l)
+}
+
+/// The tasks `task` runs after, in id order, each with its last run's results while those fit
+/// in `max_bytes` in all (past it they are left out, so a join over many tasks costs the reader
+/// at most that). One deleted by its success is listed as succeeded, without results (none are
+/// kept); one deleted finished since (rotated, or by `delete-finished`) is not listed.
+pub async fn results_of<D: Dialect>(db: &D, task: TaskId, max_bytes: usize) -> Result<Vec<DependencyResults>> {
+    let sql = "SELECT d.after_id AS id, q.id AS present, q.task_handler_class, q.last_status, q.gave_up_on,
+                   q.run_id, q.run_duration_ms, octet_length(q.run_results) AS bytes
+               FROM task_deps d LEFT JOIN task_queue q ON q.id = d.after_id
+               WHERE d.task_id = $1 ORDER BY d.after_id";
+    let found = db.rows(None, sql, args![task]).await?;
+    let deleted = super::ends::deleted(db, None, &gone(&found)?).await?;
+    let Listed { mut out, mut last, on_row } = listed(&found, &deleted)?;
     // The others' from `task_runs`, by plain lookups in lists (no correlated subquery: a planner
     // without statistics, on fresh tables, ran one as a scan a row).
     let ids: Vec<TaskId> = out.iter().map(|d| d.id).filter(|id| !last.contains_key(id)).collect();

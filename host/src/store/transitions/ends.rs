@@ -283,6 +283,22 @@ pub async fn ended_on<D: Dialect + ?Sized>(conn: &mut ConnOf<D>, tasks: &[TaskId
     Ok(found)
 }
 
+/// Of `tasks` (any order), those whose success deleted them, each with its handler: what is
+/// said of a dependency no longer in `task_queue` (in `tx` when given).
+pub async fn deleted<D: Dialect>(
+    db: &D,
+    mut tx: Option<&mut TxOf<D>>,
+    tasks: &[TaskId],
+) -> Result<BTreeMap<TaskId, String>> {
+    let mut found = BTreeMap::new();
+    for lookup in Lookup::of(tasks) {
+        for row in lookup.found(&db.rows(tx.as_deref_mut(), lookup.sql(), &lookup.args()).await?)? {
+            found.extend(row.ids.iter().map(|&id| (id, row.handler.clone())));
+        }
+    }
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -110,8 +110,9 @@ async fn arrivals<D: Dialect>(db: &D, tx: &mut TxOf<D>, batch: u32) -> Result<Ve
         }
     }
     db.exec(Some(&mut *tx), "DELETE FROM task_deps WHERE task_id IN ($1) AND met < 0", args![&ids]).await?;
-    // The add found each dependency there: one gone since was deleted finished (rotated), and
-    // counts as met rather than as a task that never was.
+    // The add found each dependency there: one gone since was deleted by its success (kept as
+    // such, as an add through the API keeps it) or deleted finished (rotated), and counts as met
+    // rather than as a task that never was.
     let named: BTreeSet<TaskId> = arrived.iter().flat_map(|(_, t)| t.after.iter().copied()).collect();
     if !named.is_empty() {
         let named: Vec<TaskId> = named.into_iter().collect();
@@ -121,6 +122,8 @@ async fn arrivals<D: Dialect>(db: &D, tx: &mut TxOf<D>, batch: u32) -> Result<Ve
                 there.insert(rows::id(r, "id")?);
             }
         }
+        let gone: Vec<TaskId> = named.iter().copied().filter(|id| !there.contains(id)).collect();
+        there.extend(super::ends::deleted(db, Some(&mut *tx), &gone).await?.into_keys());
         for (_, t) in &mut arrived {
             t.after.retain(|id| there.contains(id));
         }

@@ -162,6 +162,7 @@ pub async fn replay<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId], now:
     if n == 0 {
         return Ok(0);
     }
+    super::deps::replayed(db, tx, tasks).await?;
     db.notify_tasks(tx).await?;
     Ok(n)
 }

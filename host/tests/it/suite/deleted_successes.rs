@@ -80,6 +80,13 @@ pub async fn a_success_that_deletes_its_task_leaves_its_end_for_the_stream_the_c
     let after = store.add_tasks(&after, t0() + secs(2)).await.expect("after them");
     let next = store.get_task(after[0].id).await.expect("get").expect("added");
     assert_eq!(next.state, TaskState::Scheduled, "their ends count as met");
+    // Each listed as succeeded, and told to the join's run (without results: none are kept).
+    let deps = store.dependencies(next.id).await.expect("dependencies");
+    let deps: Vec<_> = deps.iter().map(|d| (d.id, d.state)).collect();
+    assert_eq!(deps, [(ids[1], TaskState::Succeeded), (ids[3], TaskState::Succeeded)]);
+    let told = store.dependency_results(next.id, 1 << 20).await.expect("results");
+    let told: Vec<_> = told.iter().map(|d| (d.id, d.handler.as_str(), d.succeeded, d.results.clone())).collect();
+    assert_eq!(told, [(ids[1], "h", true, None), (ids[3], "h", true, None)]);
     let missing = store.add_tasks(&[NewTask::new("j", "{}").with_after([ids[3] + 100])], t0() + secs(2)).await;
     assert!(missing.is_err(), "a task that never was is still refused");
 

@@ -3,6 +3,7 @@
 //! it, and theirs in turn, except those that run anyway.
 
 use super::*;
+use taskhost::store::{BulkFilter, Replay};
 
 async fn add(store: &SharedStore, t: NewTask) -> TaskId {
     store.add_tasks(&[t], t0()).await.expect("add")[0].id
@@ -86,6 +87,46 @@ pub async fn a_dependency_that_ends_badly_cancels_the_tasks_waiting_for_it_unles
     assert_eq!(state(&store, h).await.0, TaskState::Cancelled, "cancelled with the task it ran after");
     let runs = store.runs_of(i).await.expect("runs");
     assert_eq!(runs[0].error_code.as_deref(), Some(codes::CANCELLED), "the operator's own cancel");
+}
+
+/// A task that succeeded, then is retried while a task waits for it and another: that task waits
+/// for its new end, and is cancelled when the retry is; one retried after dying, which a task
+/// running anyway counted met, is waited for again too. One already released is not held back.
+pub async fn a_dependency_retried_while_a_task_waits_for_it_is_waited_for_again(store: SharedStore) {
+    let r = runner(&store, t0()).await;
+    let a = add(&store, NewTask::new("a", "{}").with_queue("a")).await;
+    let b = add(&store, NewTask::new("b", "{}").with_queue("b")).await;
+    let join = add(&store, NewTask::new("j", "{}").with_queue("j").with_after([a, b])).await;
+    let released = add(&store, NewTask::new("j", "{}").with_queue("r").with_after([a])).await;
+    end_one(&store, r, "a", t0() + secs(1), |c| success(c, t0() + secs(1), "{}")).await;
+    assert_eq!(state(&store, join).await, (TaskState::Waiting, 1));
+    assert_eq!(state(&store, released).await, (TaskState::Scheduled, 0));
+
+    store.retry_task(a, None, t0() + secs(2)).await.expect("retry");
+    assert_eq!(state(&store, join).await, (TaskState::Waiting, 2), "it waits for the retry's end");
+    assert_eq!(state(&store, released).await, (TaskState::Scheduled, 0), "released already");
+    store.cancel_tasks(&[a], t0() + secs(3)).await.expect("cancel");
+    assert_eq!(state(&store, join).await.0, TaskState::Cancelled, "the retry ended badly");
+    let runs = store.runs_of(join).await.expect("runs");
+    assert_eq!(runs[0].error_code.as_deref(), Some(codes::DEPENDENCY_FAILED));
+
+    // Run anyway: two dead dependencies counted met, replayed in bulk, are waited for again,
+    // then met by their successes.
+    let c = add(&store, NewTask::new("c", "{}").with_queue("c")).await;
+    let d = add(&store, NewTask::new("c", "{}").with_queue("d")).await;
+    let e = add(&store, NewTask::new("e", "{}").with_queue("e")).await;
+    let anyway = add(&store, NewTask::new("j", "{}").with_queue("j").with_after([c, d, e]).with_run_anyway()).await;
+    for (queue, at) in [("c", 4), ("d", 5)] {
+        end_one(&store, r, queue, t0() + secs(at), |run| failure(run, t0() + secs(at), NextStep::GiveUp)).await;
+    }
+    assert_eq!(state(&store, anyway).await, (TaskState::Waiting, 1));
+    let dead = BulkFilter { handler: Some("c".into()), ..Default::default() };
+    assert_eq!(store.replay(Replay::Dead, &dead, t0() + secs(6)).await.expect("replay"), 2);
+    assert_eq!(state(&store, anyway).await, (TaskState::Waiting, 3), "both waited for again");
+    for (queue, at) in [("c", 7), ("d", 8), ("e", 9)] {
+        end_one(&store, r, queue, t0() + secs(at), |run| success(run, t0() + secs(at), "{}")).await;
+    }
+    assert_eq!(state(&store, anyway).await, (TaskState::Scheduled, 0));
 }
 
 /// A task after one that does not exist, or after one dead or cancelled already (unless it runs

@@ -131,6 +131,7 @@ macro_rules! store_suite {
         case!(a_runs_join_waits_for_the_tasks_it_queued_before_it);
         case!(a_task_waits_unclaimed_until_each_task_it_runs_after_has_succeeded);
         case!(a_dependency_that_ends_badly_cancels_the_tasks_waiting_for_it_unless_they_run_anyway);
+        case!(a_dependency_retried_while_a_task_waits_for_it_is_waited_for_again);
         case!(a_task_after_a_missing_or_dead_task_is_refused_and_nothing_is_added);
         case!(a_join_reads_the_results_of_the_tasks_it_runs_after_within_its_bytes);
         case!(a_signal_makes_the_task_awaiting_it_due_at_once_and_is_read_once);
