@@ -37,7 +37,7 @@ pub async fn add(app: &App, a: AddArgs) -> Result<()> {
     t.run_timeout = a.run_timeout;
     t.after = a.after;
     t.run_anyway = a.run_anyway;
-    t.version = a.version;
+    t.version = a.version.as_deref().map(taskhost::model::version_text);
     t.scheduled_on = match (a.at, a.in_) {
         (Some(at), _) => Some(at),
         (None, Some(d)) => Some(app.client.now() + chrono::Duration::from_std(d).context("--in is too large")?),

@@ -10,9 +10,31 @@ use taskhost::App;
 
 /// Who deploys, as recorded: this user on this machine.
 pub fn who() -> String {
-    let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "?".into());
+    let named = ["USER", "LOGNAME"].iter().find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()));
+    let user = named.unwrap_or_else(process_user);
     let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_else(|_| "?".into());
     format!("{user}@{host}")
+}
+
+/// Without `USER` or `LOGNAME` (a service, a container's shell): this process's user, as `id -un`
+/// names it from `/etc/passwd`, else its number.
+#[cfg(unix)]
+fn process_user() -> String {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(uid) = std::fs::metadata("/proc/self").map(|m| m.uid()) else { return "?".into() };
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let uid_text = uid.to_string();
+    let name = passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        (fields.nth(1)? == uid_text).then(|| name.to_string())
+    });
+    name.unwrap_or_else(|| format!("uid {uid}"))
+}
+
+#[cfg(not(unix))]
+fn process_user() -> String {
+    "?".into()
 }
 
 /// `deploy PATH [--name NAME] [--compile]`: check each component as a worker would and store
@@ -24,6 +46,7 @@ pub async fn deploy(app: &App, path: &Path, name: Option<&str>, compile: bool, j
         anyhow::bail!("no NAME.wasm in {}: nothing to deploy", path.display());
     }
     let by = who();
+    let one = sources.len() == 1;
     let mut refused = 0;
     let mut out = Vec::new();
     for (name, file) in sources {
@@ -60,8 +83,11 @@ pub async fn deploy(app: &App, path: &Path, name: Option<&str>, compile: bool, j
     if json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     }
-    if refused > 0 {
-        anyhow::bail!("{refused} component(s) refused");
+    match refused {
+        0 => {}
+        // One file's refusal is its one line (`refused NAME: why`), said above.
+        _ if one => return Err(super::Reported.into()),
+        n => anyhow::bail!("{n} of the components were refused"),
     }
     Ok(())
 }

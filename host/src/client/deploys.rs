@@ -24,6 +24,10 @@ impl Client {
             let digests = known.get(&t.handler).map(Vec::as_slice).unwrap_or_default();
             let matching: Vec<&String> = digests.iter().filter(|d| d.starts_with(&asked)).collect();
             let no = |reason: String| Error::NoVersion { handler: t.handler.clone(), reason };
+            if digests.is_empty() {
+                // (A file in a plugins directory has no versions to pin.)
+                return Err(no("no version of it is deployed: `taskhost deploy` one first".into()));
+            }
             t.version = Some(match matching.as_slice() {
                 [one] => (*one).clone(),
                 [] => return Err(no(format!("no version {asked}: see `taskhost versions {}`", t.handler))),
@@ -67,6 +71,7 @@ impl Client {
     /// version), or the one active before. `by` says who.
     pub async fn rollback(&self, handler: &str, to: Option<&str>, by: &str) -> Result<Release> {
         let by = crate::text::bounded(by, 255, "…");
-        self.store.rollback(handler, to, &by, self.clock.now()).await
+        let to = to.map(crate::model::version_text);
+        self.store.rollback(handler, to.as_deref(), &by, self.clock.now()).await
     }
 }

@@ -95,7 +95,7 @@ impl TaskInput {
         t.run_timeout = run_timeout;
         t.after = self.after;
         t.run_anyway = self.run_anyway;
-        t.version = self.version;
+        t.version = self.version.as_deref().map(super::new_task::version_text);
         Ok(t)
     }
 }

@@ -63,6 +63,13 @@ pub struct NewTask {
 /// The fewest hex digits that name a version.
 pub const MIN_VERSION_CHARS: usize = 8;
 
+/// A version as a person may write it: as `show` prints it (`sha256:5e8f…`), in capitals too;
+/// the digest's hex digits as stored (lower case).
+pub fn version_text(asked: &str) -> String {
+    let asked = asked.trim();
+    asked.strip_prefix("sha256:").unwrap_or(asked).to_ascii_lowercase()
+}
+
 /// Tasks one task may run after.
 pub const MAX_AFTER: usize = 10_000;
 

@@ -35,6 +35,8 @@ pub fn deploy_sources(path: &Path, name: Option<&str>) -> crate::error::Result<V
             list_dir(path).map_err(|e| crate::error::Error::io(format!("cannot read {}", path.display()), e))?;
         return Ok(files);
     }
+    // A file that is not there says so, not that it is "gone" (as a plugin's file removed).
+    std::fs::metadata(path).map_err(|e| crate::error::Error::io(format!("cannot read {}", path.display()), e))?;
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
     Ok(vec![(name.unwrap_or(stem).to_string(), path.to_path_buf())])
 }

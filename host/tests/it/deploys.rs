@@ -118,6 +118,7 @@ async fn a_deployed_handler_runs_on_fresh_workers_and_each_release_switches_them
     assert!(!o.status.success(), "a component of another world is refused");
     let said = stderr(&o);
     assert!(said.lines().next().is_some_and(|l| l.starts_with("refused greet: ") && l.contains("handle")), "{said}");
+    assert_eq!(said.lines().count(), 1, "one file's refusal is one line: {said}");
     assert!(stdout(&run(&env, &["versions", "greet"])).lines().count() == 3, "nothing was deployed");
 
     for w in workers {
@@ -151,6 +152,45 @@ async fn a_server_without_a_plugins_directory_queues_deployed_handlers_and_refus
     assert_eq!(status, 201, "{added}");
     let (status, refused) = served.call("POST", "/tasks", None, Some(r#"{"handler": "nosuch"}"#));
     assert_eq!((status, refused["error"]["code"].as_str()), (400, Some("unknown-handler")), "{refused}");
+}
+
+/// A version written as `show` prints it (`sha256:…`), in capitals too, pins a task and rolls
+/// back as its digest; a pin of a handler never deployed, a file that is not there, each one line
+/// saying so; a deploy by a user the environment does not name records the process's user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_is_read_as_show_prints_it_and_what_is_not_there_says_so() {
+    let env = Env::new(&["echo"]).await;
+    let (v1, v2) = (component("echo"), component("noop"));
+    let d1 = digest_of(&v1);
+    let nameless = common::taskhost_command(&env)
+        .args(["deploy", v1.to_str().expect("path"), "--name", "greet"])
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .output()
+        .expect("deploy");
+    assert!(nameless.status.success(), "{}", stderr(&nameless));
+    assert!(run(&env, &["deploy", v2.to_str().expect("path"), "--name", "greet"]).status.success());
+    let versions = env.app.client.versions("greet").await.expect("versions");
+    let first = versions.iter().find(|v| v.digest == d1).expect("the first version");
+    assert!(!first.deployed_by.starts_with("?@"), "who deployed it, from the process: {}", first.deployed_by);
+
+    let written = format!("sha256:{}", d1[..12].to_uppercase());
+    let o = run(&env, &["add", "greet", "--version", &written, "--in", "1h"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id: TaskId = stdout(&o).trim().parse().expect("an id");
+    assert_eq!(env.app.client.show(id).await.expect("show").0.version.as_deref(), Some(d1.as_str()));
+    let o = run(&env, &["rollback", "greet", "--to", &written]);
+    assert!(stdout(&o).starts_with(&format!("rolled greet back to {}", &d1[..12])), "{}{}", stdout(&o), stderr(&o));
+
+    let refusals = [
+        (vec!["add", "echo", "--version", "ffff0000"], "no version of it is deployed"),
+        (vec!["deploy", "/nonexistent/nothere.wasm"], "cannot read /nonexistent/nothere.wasm"),
+    ];
+    for (args, says) in refusals {
+        let o = run(&env, &args);
+        assert!(!o.status.success() && stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "{args:?}: one line: {}", stderr(&o));
+    }
 }
 
 on_every_database!(
