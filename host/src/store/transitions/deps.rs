@@ -150,19 +150,26 @@ pub async fn replayed<D: Dialect>(db: &D, tx: &mut TxOf<D>, tasks: &[TaskId]) ->
     let waiting: Vec<TaskId> = counts.keys().copied().collect();
     let unmet = "UPDATE task_deps SET met = 0 WHERE after_id IN ($1) AND task_id IN ($2) AND met = 1";
     db.exec(Some(&mut *tx), unmet, args![&named, &waiting]).await?;
-    let mut by_count: BTreeMap<i64, Vec<TaskId>> = BTreeMap::new();
-    for (&task, &n) in &counts {
-        by_count.entry(n).or_default().push(task);
-    }
-    let count =
-        format!("UPDATE task_queue SET waiting_for = waiting_for + $2 WHERE id IN ($1) AND last_status = {WAITING}");
-    for (n, ids) in &by_count {
-        db.exec(Some(&mut *tx), &count, args![ids, *n]).await?;
-    }
+    count_waiting(db, tx, &counts, 1).await?;
     // Kept when it succeeds again: a dependent's run may read its results.
     named.sort_unstable();
     named.dedup();
     super::ends::keep::<D>(db, Some(&mut *tx), &named, false).await?;
+    Ok(())
+}
+
+/// Move each waiting task's count of what it waits for by its number in `counts`, times `sign`
+/// (-1: met; 1: waited for again): one statement for the tasks of each number.
+async fn count_waiting<D: Dialect>(db: &D, tx: &mut TxOf<D>, counts: &BTreeMap<TaskId, i64>, sign: i64) -> Result<()> {
+    let mut by_count: BTreeMap<i64, Vec<TaskId>> = BTreeMap::new();
+    for (&task, &n) in counts {
+        by_count.entry(n * sign).or_default().push(task);
+    }
+    let sql =
+        format!("UPDATE task_queue SET waiting_for = waiting_for + $2 WHERE id IN ($1) AND last_status = {WAITING}");
+    for (n, tasks) in &by_count {
+        db.exec(Some(&mut *tx), &sql, args![tasks, *n]).await?;
+    }
     Ok(())
 }
 
@@ -190,15 +197,7 @@ async fn release<D: Dialect>(db: &D, tx: &mut TxOf<D>, met: &BTreeMap<TaskId, i6
     if met.is_empty() {
         return Ok(());
     }
-    let mut by_count: BTreeMap<i64, Vec<TaskId>> = BTreeMap::new();
-    for (&task, &n) in met {
-        by_count.entry(n).or_default().push(task);
-    }
-    let count =
-        format!("UPDATE task_queue SET waiting_for = waiting_for - $2 WHERE id IN ($1) AND last_status = {WAITING}");
-    for (n, tasks) in &by_count {
-        db.exec(Some(&mut *tx), &count, args![tasks, *n]).await?;
-    }
+    count_waiting(db, tx, met, -1).await?;
     let t = Transition::Ready;
     // Due now, or when it was added to run if that is later.
     let due = "CASE WHEN scheduled_on > $2 THEN scheduled_on ELSE $2 END";
