@@ -17,7 +17,8 @@ imports `app`, once, when the component is made; each run then calls `app.handle
 - Return a JSON-able value (the run's results) or None.
 - `raise taskhost.Fail(code, message)`: the run fails and is not retried; `taskhost.Retry(code, message)`:
   it fails and is retried (up to the task's max_attempts). Any other exception ends the run as
-  `uncaught-exception` (retried), its message the exception, then the traceback's frames in your files.
+  `uncaught-exception` (retried), its message the exception, then the traceback's frames in your files;
+  `sys.exit()` ends it as `exit` (not retried), saying where.
 - `raise taskhost.Snooze(seconds)`: not now; the task is due again after that long, this run is
   `snoozed` (not a failure, no attempt used). `response.snooze_if_busy()` does it for a 429 or 503
   answer, after its `Retry-After`.
@@ -269,6 +270,11 @@ class WitWorld(wit_world.WitWorld):
             raise _error(e.code, e.message, e.retryable) from None
         except Exception as e:
             raise _error("uncaught-exception", _report(e), True) from None
+        except SystemExit as e:
+            # Not Exception's: uncaught, it would stop the interpreter, a trap saying nothing of where.
+            where = _report(e).partition("\n")[2]
+            message = f"the handler called sys.exit({e.code!r})" + (f"\n{where}" if where else "")
+            raise _error("exit", message, False) from None
         if results is None:
             return None
         try:
@@ -304,6 +310,47 @@ def _keep_sources():
     return bases, sources
 
 
+def _import_named():
+    """Import now, while the component is made, every module the handler's own files name in an
+    import anywhere (inside a function too): the component holds no files to import one from at
+    run time. One that cannot be imported here (`winreg`, a package not installed) is left to fail
+    where the handler imports it, as it would anywhere."""
+    import ast
+    import importlib
+    import os
+    import sys
+
+    base = os.path.dirname(_app.__file__) + "/"
+    read = set()
+    while True:
+        own = [getattr(m, "__file__", None) or "" for m in list(sys.modules.values())]
+        todo = sorted(p for p in own if p.endswith(".py") and p.startswith(base) and p not in read)
+        if not todo:
+            return
+        for path in todo:
+            read.add(path)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    tree = ast.parse(f.read(), path)
+            except (OSError, ValueError, SyntaxError):
+                continue
+            for node in ast.walk(tree):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    # `from x import y`: y may be a submodule of x.
+                    names = [node.module] + [node.module + "." + a.name for a in node.names if a.name != "*"]
+                for name in names:
+                    if name in sys.modules:
+                        continue
+                    try:
+                        importlib.import_module(name)
+                    except Exception:  # noqa: BLE001 - not importable here: the handler's own import says why
+                        pass
+
+
+_import_named()
 _BASES, _SOURCES = _keep_sources()
 _BASES.append(_LIVE + "/")
 

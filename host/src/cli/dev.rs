@@ -58,6 +58,12 @@ const NOT_SOURCE: [&str; 5] = ["plugins", "build", "target", "node_modules", "__
 
 pub async fn run(args: &DevArgs, config: &AppConfig) -> Result<()> {
     let dir = &args.dir;
+    if !dir.is_dir() {
+        bail!(
+            "{} is not a directory: give a handler's directory (`taskhost new LANGUAGE NAME` writes one)",
+            dir.display()
+        );
+    }
     if !dir.join("build.sh").is_file() {
         bail!("{} has no build.sh: `taskhost new LANGUAGE NAME` writes a handler's directory", dir.display());
     }
@@ -69,6 +75,13 @@ pub async fn run(args: &DevArgs, config: &AppConfig) -> Result<()> {
             .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
             .context("cannot name the handler from its directory: give --handler")?,
     };
+    // Checked before a build (a minute for Python), though read again at each run (stdin once).
+    if args.data != "-" {
+        let data = super::read_data(&args.data)?;
+        serde_json::from_str::<serde::de::IgnoredAny>(&data).context("task data is not valid JSON")?;
+    }
+    let data_file = args.data.strip_prefix('@').and_then(|f| std::fs::canonicalize(f).ok());
+    let sources = |dir: &Path| sources(dir, data_file.as_deref());
     let mut config = config.clone();
     config.plugins_dir = dir.join("plugins");
     let stop = crate::shutdown::shutdown_signal();
@@ -256,7 +269,7 @@ impl Lent {
         let _ = std::fs::remove_dir_all(&to);
         std::fs::create_dir(&to).with_context(|| format!("cannot make {}", to.display()))?;
         let lent = Lent(to);
-        for path in sources(dir).into_keys().filter(|p| own_source(live, dir, p)) {
+        for path in sources(dir, None).into_keys().filter(|p| own_source(live, dir, p)) {
             let Ok(relative) = path.strip_prefix(dir) else { continue };
             let copy = lent.0.join(relative);
             if let Some(parent) = copy.parent() {
@@ -322,8 +335,19 @@ fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
 /// Source files and their modification time and size.
 type Files = BTreeMap<PathBuf, (SystemTime, u64)>;
 
-/// Each source file under `dir` with its modification time and size.
-fn sources(dir: &Path) -> Files {
+/// Files an editor or a tool leaves beside the sources (a backup, a swap file, a patch's
+/// leftovers) and notes: no build reads them.
+fn scratch(name: &str) -> bool {
+    const ENDINGS: [&str; 9] = ["~", ".swp", ".swo", ".swx", ".bak", ".orig", ".rej", ".tmp", ".md"];
+    name.starts_with('#') || ENDINGS.iter().any(|e| name.ends_with(e))
+}
+
+/// Each source file under `dir` with its modification time and size: not the sample task's data
+/// file (`data_file`, canonical), nor [`scratch`] files.
+fn sources(dir: &Path, data_file: Option<&Path>) -> Files {
+    let is_data = |path: &Path| {
+        data_file.is_some_and(|f| f.file_name() == path.file_name() && path.canonicalize().is_ok_and(|p| p == f))
+    };
     let mut files = BTreeMap::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
@@ -337,10 +361,31 @@ fn sources(dir: &Path) -> Files {
                 if !top && !name.starts_with('.') && name != "__pycache__" && name != "node_modules" {
                     todo.push(entry.path());
                 }
-            } else if meta.is_file() && !name.starts_with('.') {
+            } else if meta.is_file() && !name.starts_with('.') && !scratch(&name) && !is_data(&entry.path()) {
                 files.insert(entry.path(), (meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), meta.len()));
             }
         }
     }
     files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backup_a_swap_file_a_note_and_the_sample_data_are_not_sources_a_build_reads() {
+        let dir = tempfile::tempdir().expect("dir");
+        for name in
+            ["app.py", "build.sh", "app.py~", "#app.py#", "app.py.swp", "NOTES.md", "sample.json", "package.json"]
+        {
+            std::fs::write(dir.path().join(name), "x").expect("write");
+        }
+        let data = std::fs::canonicalize(dir.path().join("sample.json")).expect("canonical");
+        let names = |found: Files| -> Vec<String> {
+            found.into_keys().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect()
+        };
+        assert_eq!(names(sources(dir.path(), Some(&data))), ["app.py", "build.sh", "package.json"]);
+        assert!(names(sources(dir.path(), None)).contains(&"sample.json".to_string()), "data given inline");
+    }
 }

@@ -39,7 +39,12 @@ pub fn init(cli: &Cli) -> anyhow::Result<Telemetry> {
     // (a connection found broken) are for the logs of the long-running ones.
     let long_running = matches!(cli.command, Command::Worker(_) | Command::Serve { .. } | Command::Overseer { .. });
     let sqlx = if long_running { "sqlx=warn" } else { "sqlx=error" };
-    let wanted = if cli.log.contains("sqlx") { cli.log.clone() } else { format!("{},{sqlx}", cli.log) };
+    let mut wanted = if cli.log.contains("sqlx") { cli.log.clone() } else { format!("{},{sqlx}", cli.log) };
+    // wasi:http warns of each connection a guest's request could not make, naming no run: the
+    // run's outcome says it, and a guest must not fill the worker's log.
+    if !cli.log.contains("wasmtime_wasi_http") {
+        wanted.push_str(",wasmtime_wasi_http=error");
+    }
     let filter = EnvFilter::try_new(&wanted).unwrap_or_else(|_| EnvFilter::new("warn"));
     // Colours only for a terminal: logs piped to a file or a collector stay plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());

@@ -93,7 +93,7 @@ impl RunWatch {
                 }
                 Err(_) => continue,
             };
-            for run in mine.into_iter().filter(|r| !running.contains(r)) {
+            for run in ended_elsewhere(mine, &running, &self.claims.executing()) {
                 tracing::warn!(runner = self.runner, run, "this run was cancelled or ended elsewhere: stopping it");
                 self.claims.stop(run);
             }
@@ -113,6 +113,13 @@ impl RunWatch {
     }
 }
 
+/// The runs executing before the database was asked (`before`) that it no longer has running
+/// here and whose guests still execute (`now`): a run whose guest ended meanwhile may have been
+/// written by this worker's writer before the answer, and is no run ended elsewhere.
+fn ended_elsewhere(before: Vec<RunId>, running: &HashSet<RunId>, now: &[RunId]) -> Vec<RunId> {
+    before.into_iter().filter(|r| !running.contains(r) && now.contains(r)).collect()
+}
+
 /// The next message; pending forever without a channel. False when the channel closed.
 pub(super) async fn next(rx: &mut Option<mpsc::Receiver<()>>) -> bool {
     match rx {
@@ -124,6 +131,13 @@ pub(super) async fn next(rx: &mut Option<mpsc::Receiver<()>>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_whose_guest_ended_while_the_database_was_asked_did_not_end_elsewhere() {
+        // 1 ended elsewhere (still executing), 2 ended here and was written meanwhile, 3 runs on.
+        let running = HashSet::from([3]);
+        assert_eq!(ended_elsewhere(vec![1, 2, 3], &running, &[1, 3]), vec![1]);
+    }
 
     #[test]
     fn a_run_unknown_on_two_looks_in_a_row_is_an_orphan() {

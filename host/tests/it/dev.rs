@@ -120,7 +120,12 @@ async fn dev_once_exits_with_the_runs_outcome() {
     assert!(stdout(&o).contains("invalid-input (not retryable)"), "{}", stdout(&o));
     let o = taskhost(tmp.path()).args(["dev", "nowhere", "--once"]).output().expect("run");
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("nowhere has no build.sh"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nowhere is not a directory: give a handler's directory"), "{}", stderr(&o));
+    // Data that is not JSON is refused before a build (a minute for Python), not after.
+    let o = taskhost(tmp.path()).args(["dev", "hello", "--once", "--data", "{bad"]).output().expect("run");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("task data is not valid JSON"), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("building"), "no build: {}", stdout(&o));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -147,3 +147,24 @@ async fn the_javascript_sdk_requests_under_a_grant_and_names_each_failure_in_the
     };
     webhook_cases("js-webhook", own).await;
 }
+
+/// A Python handler imports where it likes: a module named only inside its function was imported
+/// when the component was made (none can be found at run time); `sys.exit()` is a failure that says
+/// where it was called, not a trap, and is not retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_handler_imports_inside_its_function_and_its_sys_exit_fails_saying_where() {
+    let env = Env::new(&["py-fan-out"]).await;
+    let add = |data: Value| env.app.client.add(NewTask::new("py-fan-out", data.to_string()).with_max_attempts(2));
+    let median = add(json!({"median_of": [3, 1, 2]})).await.expect("add").id;
+    let exit = add(json!({"exit": 3})).await.expect("add").id;
+    env.drain(drain_config()).await;
+    let (_, runs) = env.app.client.show(median).await.expect("show");
+    assert_eq!(runs[0].status, RunStatus::Success, "{:?}", runs[0].error_message);
+    assert_eq!(runs[0].results.as_deref(), Some(r#"{"median":2}"#));
+    let (task, runs) = env.app.client.show(exit).await.expect("show");
+    let message = runs[0].error_message.as_deref().unwrap_or("");
+    assert_eq!(runs[0].error_code.as_deref(), Some("exit"), "{message}");
+    assert!(message.starts_with("the handler called sys.exit(3)\nTraceback"), "{message}");
+    assert!(message.contains("in handle\n    sys.exit(task.data[\"exit\"])"), "where it was called: {message}");
+    assert_eq!(task.state, TaskState::Dead, "not retried");
+}

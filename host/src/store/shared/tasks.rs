@@ -47,7 +47,9 @@ pub async fn list<D: Dialect>(db: &D, f: &TaskFilter) -> Result<Vec<Task>> {
     let latest = |column| {
         format!("(SELECT r.{column} FROM task_runs r WHERE r.task_queue_id = task_queue.id ORDER BY r.id DESC LIMIT 1)")
     };
-    let mut sql = match f.dead {
+    // `--dead` and `state=dead` name the same tasks: both read their last error.
+    let dead = f.dead || f.state == Some(TaskState::Dead);
+    let mut sql = match dead {
         true => format!(
             "SELECT {}, {} AS last_error_code, {} AS last_error_message FROM task_queue WHERE 1 = 1",
             rows::TASK_COLUMNS,
@@ -93,7 +95,7 @@ pub async fn list<D: Dialect>(db: &D, f: &TaskFilter) -> Result<Vec<Task>> {
     let found = db.rows(None, &sql, &values).await?;
     let read = |r: &D::Row| -> Result<Task> {
         let mut task = rows::task(r)?;
-        if f.dead {
+        if dead {
             task.last_error = match (r.text("last_error_code")?, r.text("last_error_message")?) {
                 (Some(code), Some(message)) => Some(format!("{code}: {message}")),
                 (code, message) => code.or(message),

@@ -234,6 +234,9 @@ pub async fn giving_up_makes_a_dead_letter_that_can_be_replayed(store: SharedSto
     let dead = store.list_tasks(&TaskFilter { dead: true, ..Default::default() }).await.expect("list");
     assert_eq!(dead.iter().map(|t| t.id).collect::<Vec<_>>(), vec![id]);
     assert_eq!(dead[0].last_error.as_deref(), Some("boom: it broke"), "a list of dead letters says their last error");
+    let by_state = TaskFilter { state: Some(TaskState::Dead), ..Default::default() };
+    let dead = store.list_tasks(&by_state).await.expect("list");
+    assert_eq!(dead[0].last_error.as_deref(), Some("boom: it broke"), "so does a list of the dead state");
     assert!(!store.has_due_work(&["default".into()], t0() + secs(3600)).await.expect("due"));
     // The unique key is free while the task is dead...
     let other = store.add_tasks(&[NewTask::new("h", "{}").with_unique_key("u")], t0()).await.expect("add")[0];
