@@ -374,18 +374,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_backup_a_swap_file_a_note_and_the_sample_data_are_not_sources_a_build_reads() {
-        let dir = tempfile::tempdir().expect("dir");
+    fn a_backup_a_swap_file_a_note_and_the_sample_data_are_not_sources_a_build_reads() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
         for name in
             ["app.py", "build.sh", "app.py~", "#app.py#", "app.py.swp", "NOTES.md", "sample.json", "package.json"]
         {
-            std::fs::write(dir.path().join(name), "x").expect("write");
+            std::fs::write(dir.path().join(name), "x")?;
         }
-        let data = std::fs::canonicalize(dir.path().join("sample.json")).expect("canonical");
+        let data = std::fs::canonicalize(dir.path().join("sample.json"))?;
         let names = |found: Files| -> Vec<String> {
             found.into_keys().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect()
         };
         assert_eq!(names(sources(dir.path(), Some(&data))), ["app.py", "build.sh", "package.json"]);
         assert!(names(sources(dir.path(), None)).contains(&"sample.json".to_string()), "data given inline");
+        Ok(())
     }
 }
